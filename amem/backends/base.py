@@ -1,0 +1,167 @@
+"""The vector-backend seam: one logical schema, several Qdrant engines.
+
+Every backend stores one collection of points. A point has a UUID string id, a named dense
+vector ``dense`` (cosine), a named sparse vector ``bm25`` (the engine applies the IDF modifier;
+the client sends saturated term frequencies) and a JSON payload. Keyword payload indexes exist
+for the fields in ``KEYWORD_INDEXES`` (``agent_id`` is the tenant key).
+
+Filters are a small backend-neutral tree (``Where`` of ``Match``/``MatchAny``/``IsEmpty``/
+``HasId``) that each backend translates to its engine's own filter type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol, Sequence, Union
+
+import numpy as np
+
+DENSE = "dense"
+SPARSE = "bm25"
+KEYWORD_INDEXES = ("agent_id", "id", "hash", "category", "note_type", "topics", "subjects")
+BOOL_INDEXES = ("is_active", "pending_merge")
+
+Scalar = Union[str, int, bool]
+
+
+@dataclass(frozen=True)
+class Match:
+    """``field`` equals ``value`` (for an array field: contains it)."""
+
+    field: str
+    value: Scalar
+
+
+@dataclass(frozen=True)
+class MatchAny:
+    """``field`` equals one of ``values`` (for an array field: shares one)."""
+
+    field: str
+    values: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class IsEmpty:
+    """``field`` is missing, null or an empty array."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class HasId:
+    """The point id is one of ``ids``."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Where:
+    """All of ``must``, at least one of ``should`` (when given), none of ``must_not``."""
+
+    must: tuple["Condition", ...] = ()
+    should: tuple["Condition", ...] = ()
+    must_not: tuple["Condition", ...] = ()
+
+
+Condition = Union[Match, MatchAny, IsEmpty, HasId, Where]
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """Sorted unique ``indices`` with their ``values``."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass
+class Point:
+    """One point to write."""
+
+    id: str
+    dense: np.ndarray
+    sparse: SparseVector
+    payload: dict[str, Any]
+
+
+@dataclass
+class Hit:
+    """One point read back: from a query (``score`` set) or a retrieve/scroll (``score`` 0)."""
+
+    id: str
+    score: float = 0.0
+    payload: dict[str, Any] = field(default_factory=dict)
+    dense: np.ndarray | None = None
+
+
+class VectorBackend(Protocol):
+    """What the note store needs from a vector engine. All ids are UUID strings."""
+
+    def upsert(self, points: Sequence[Point]) -> None:
+        """Insert or replace whole points."""
+        ...
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        """Merge ``payload`` keys into one point's payload (other keys stay)."""
+        ...
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+        """The points that exist among ``ids`` (missing ids are left out)."""
+        ...
+
+    def dense_search(
+        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
+    ) -> list[Hit]:
+        """Nearest points by cosine, best first; ``score`` is the cosine."""
+        ...
+
+    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:
+        """Points sharing a term with ``vector``, best first; ``score`` is the IDF-weighted dot."""
+        ...
+
+    def hybrid_rrf(
+        self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
+        prefetch: int, k: int = 60,
+    ) -> list[Hit]:
+        """The engine's own RRF of a dense and a sparse prefetch (scores 1/(k + rank), rank from 1)."""
+        ...
+
+    def scroll(
+        self, where: Where | None, *, limit: int = 256, offset: str | None = None,
+        with_vectors: bool = False,
+    ) -> tuple[list[Hit], str | None]:
+        """One page of points in id order and the offset of the next page (None at the end)."""
+        ...
+
+    def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
+                batch: int = 256) -> Iterator[Hit]:
+        """Every matching point, page by page."""
+        ...
+
+    def count(self, where: Where | None = None) -> int:
+        """The exact number of matching points."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove points (hard delete; notes are soft-deleted through their payload)."""
+        ...
+
+    def read_meta(self) -> dict[str, Any]:
+        """The store's metadata (embedder id and dim, BM25 statistics, schema version)."""
+        ...
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace the store's metadata."""
+        ...
+
+    def optimize(self) -> None:
+        """Build indexes (HNSW). Slow on big stores: maintenance only, never on a request."""
+        ...
+
+    def flush(self) -> None:
+        """Make every acknowledged write durable."""
+        ...
+
+    def close(self) -> None:
+        """Release the engine (and its lock)."""
+        ...

@@ -1,0 +1,110 @@
+"""The one exception tree of the amem package.
+
+    AmemError                      base of everything amem raises on purpose
+    ├── ConfigError                a bad config key or value (names the key and the source)
+    ├── ValidationError            bad input at the boundary; ``.field`` names the offending field
+    ├── NotFoundError              an id that is not in the store (for this agent); ``.id``
+    ├── EmbedderMismatchError      the store was built with another embedder; ``.stored`` / ``.given``
+    ├── StoreLockedError           another process owns the embedded store; ``.path`` / ``.holder_pid``
+    ├── BackendError               the vector engine failed or refused an operation
+    ├── MissingExtraError          an optional dependency is not installed; ``.install`` says how
+    └── LLMError                   the LLM endpoint failed (callers fall back to offline enrichment)
+        └── LLMResponseError       the reply was not usable JSON of the right shape; ``.raw``
+
+Callers catch ``AmemError``; the tool facade turns each into a structured error.
+"""
+
+from __future__ import annotations
+
+
+class AmemError(Exception):
+    """Base class of every error amem raises on purpose."""
+
+    code = "amem_error"
+
+
+class ConfigError(AmemError, ValueError):
+    """A configuration key or value is invalid."""
+
+    code = "config_error"
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class ValidationError(AmemError, ValueError):
+    """Input rejected at the boundary. Nothing stored was changed."""
+
+    code = "invalid_argument"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFoundError(AmemError, KeyError):
+    """No such note (for this agent)."""
+
+    code = "not_found"
+
+    def __init__(self, message: str, *, id: str | None = None) -> None:
+        super().__init__(message)
+        self.id = id
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class EmbedderMismatchError(AmemError):
+    """The store's vectors were made by another embedder than the one given."""
+
+    code = "embedder_mismatch"
+
+    def __init__(self, message: str, *, stored: str, given: str) -> None:
+        super().__init__(message)
+        self.stored = stored
+        self.given = given
+
+
+class StoreLockedError(AmemError):
+    """The embedded store is owned by another process."""
+
+    code = "store_locked"
+
+    def __init__(self, message: str, *, path: str, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.holder_pid = holder_pid
+
+
+class BackendError(AmemError):
+    """The vector engine failed or refused an operation."""
+
+    code = "backend_error"
+
+
+class MissingExtraError(AmemError, ImportError):
+    """An optional dependency is missing; ``install`` is the command that brings it."""
+
+    code = "missing_extra"
+
+    def __init__(self, message: str, *, install: str) -> None:
+        super().__init__(f"{message} (install it with: {install})")
+        self.install = install
+
+
+class LLMError(AmemError):
+    """The LLM endpoint could not be used (connection, status, timeout, open circuit)."""
+
+    code = "llm_error"
+
+
+class LLMResponseError(LLMError):
+    """The LLM answered, but not with JSON of the expected shape."""
+
+    code = "llm_bad_response"
+
+    def __init__(self, message: str, *, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
