@@ -1,0 +1,68 @@
+"""BM25 as sparse vectors: term-frequency saturation on the client, IDF in the engine.
+
+A document's sparse value for term t is ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``;
+the engine multiplies by its IDF (the sparse vector is declared with the IDF modifier), and a
+query vector carries 1 per distinct query term, so the engine's dot product is Okapi BM25.
+``avgdl`` comes from running statistics kept in the store's metadata; documents written while
+the average was different keep their old normalisation until ``reindex`` (it drifts slowly).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from .backends.base import SparseVector
+from .text import term_id, tokenize
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    k1: float = 1.2
+    b: float = 0.75
+
+
+def doc_vector(tokens: Sequence[str], avgdl: float, params: Bm25Params) -> SparseVector:
+    """Saturated term frequencies of one document (empty when it has no terms)."""
+    counts = Counter(tokens)
+    dl = len(tokens)
+    norm = params.k1 * (1.0 - params.b + params.b * dl / max(avgdl, 1e-9))
+    return _sparse({term_id(t): tf * (params.k1 + 1.0) / (tf + norm) for t, tf in counts.items()})
+
+
+def query_vector(tokens: Sequence[str]) -> SparseVector:
+    """One per distinct query term: the engine's IDF does the weighting."""
+    return _sparse({term_id(t): 1.0 for t in set(tokens)})
+
+
+def _sparse(weights: dict[int, float]) -> SparseVector:
+    # Two terms may share a crc32 id (rare): their weights simply add, as colliding postings would.
+    items = sorted(weights.items())
+    return SparseVector(tuple(i for i, _ in items), tuple(float(v) for _, v in items))
+
+
+def note_terms(content: str, keywords: Sequence[str], tags: Sequence[str]) -> list[str]:
+    """The BM25 field of a note: content + keywords + tags."""
+    parts = [content, *keywords, *tags]
+    return tokenize(" \n".join(parts))
+
+
+@dataclass
+class CorpusStats:
+    """Running document count and token total, for avgdl."""
+
+    docs: int = 0
+    tokens: int = 0
+
+    @property
+    def avgdl(self) -> float:
+        return self.tokens / self.docs if self.docs else 10.0
+
+    def add(self, dl: int) -> None:
+        self.docs += 1
+        self.tokens += dl
+
+    def remove(self, dl: int) -> None:
+        self.docs = max(0, self.docs - 1)
+        self.tokens = max(0, self.tokens - dl)

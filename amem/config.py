@@ -1,0 +1,217 @@
+"""Configuration of the note store: one frozen dataclass, loaded once.
+
+Precedence, lowest first: the defaults below < a TOML file (``[amem]`` table or top level)
+< ``AMEM_*`` environment variables < explicit arguments. Library code never reads
+``os.environ``: callers (the CLI, the server) pass their environment in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+ENV_PREFIX = "AMEM_"
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    """``$AMEM_HOME``, else ``$XDG_DATA_HOME/amem``, else ``~/.local/share/amem``."""
+    if env.get("AMEM_HOME"):
+        return Path(env["AMEM_HOME"]).expanduser()
+    xdg = env.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "amem"
+
+
+@dataclass(frozen=True)
+class AmemConfig:
+    """Every tunable of the note store. Field docs say what each one changes."""
+
+    #: data directory (the embedded store lives in ``<home>/store``)
+    home: Path = Path("~/.local/share/amem").expanduser()
+    #: "edge" (embedded qdrant-edge, the default) or "qdrant" (a server via qdrant-client)
+    backend: str = "edge"
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    collection: str = "amem"
+    #: embedder preset name (see ``amem.embed.make_embedder``)
+    embedder: str = "e5-small"
+    embed_threads: int = 1
+    embed_batch: int = 32
+    #: the default tenant when a caller names none
+    agent_id: str = "default"
+    #: longest note text accepted, in characters
+    max_text_chars: int = 32_000
+    max_query_chars: int = 4_000
+    max_limit: int = 100
+
+    # --- search ---
+    rrf_k: int = 60
+    #: weights of the two rankings in RRF; a weak dense model must not drag BM25 down
+    sparse_weight: float = 1.0
+    dense_weight: float = 1.0
+    #: candidates fetched from each ranking before fusion
+    candidates: int = 50
+    heat: bool = True
+    heat_factor: float = 0.05
+    link_expansion: bool = True
+    link_hops: int = 2
+    link_min_cosine: float = 0.25
+    link_max_added: int = 8
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+
+    # --- writes ---
+    fold_threshold: float = 0.85
+    pending_threshold: float = 0.72
+    link_floor: float = 0.3
+    link_candidates: int = 6
+    evolve_max: int = 3
+    #: evolve linked notes on one add in N (1 = every add)
+    evolve_every: int = 1
+
+    # --- LLM (unset base_url = offline enrichment) ---
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = None
+    llm_connect_timeout: float = 5.0
+    llm_read_timeout: float = 60.0
+
+    # --- scheduler ---
+    schedule_timezone: str = "UTC"
+    schedule_hour: int = 2
+    schedule_minute: int = 30
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @property
+    def store_path(self) -> Path:
+        """Where the embedded engine keeps its files."""
+        return Path(self.home) / "store"
+
+    def replace(self, **changes: Any) -> "AmemConfig":
+        """A copy with ``changes`` applied (and validated)."""
+        return load_config(base=self, overrides=changes)
+
+
+def _check(cfg: AmemConfig) -> None:
+    """Reject values that would make the store misbehave; name the key."""
+    if cfg.backend not in ("edge", "qdrant"):
+        raise ConfigError(f"backend must be 'edge' or 'qdrant', not {cfg.backend!r}", key="backend")
+    if cfg.backend == "qdrant" and not cfg.qdrant_url:
+        raise ConfigError("backend 'qdrant' needs qdrant_url (AMEM_QDRANT_URL)", key="qdrant_url")
+    positive_ints = ("embed_threads", "embed_batch", "max_text_chars", "max_query_chars", "max_limit",
+                     "rrf_k", "candidates", "link_candidates", "evolve_every")
+    for name in positive_ints:
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"{name} must be >= 1, got {getattr(cfg, name)}", key=name)
+    for name in ("link_hops", "link_max_added", "evolve_max"):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
+    for name in ("fold_threshold", "pending_threshold", "link_floor", "link_min_cosine"):
+        value = getattr(cfg, name)
+        if not -1.0 <= value <= 1.0:
+            raise ConfigError(f"{name} is a cosine and must lie in [-1, 1], got {value}", key=name)
+    if cfg.pending_threshold > cfg.fold_threshold:
+        raise ConfigError("pending_threshold must not exceed fold_threshold", key="pending_threshold")
+    for name in ("sparse_weight", "dense_weight", "heat_factor", "bm25_k1", "llm_connect_timeout",
+                 "llm_read_timeout"):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
+    if not 0.0 <= cfg.bm25_b <= 1.0:
+        raise ConfigError(f"bm25_b must lie in [0, 1], got {cfg.bm25_b}", key="bm25_b")
+    if not (0 <= cfg.schedule_hour < 24 and 0 <= cfg.schedule_minute < 60):
+        raise ConfigError("schedule_hour/schedule_minute out of range", key="schedule_hour")
+    if not cfg.agent_id or len(cfg.agent_id) > 128:
+        raise ConfigError("agent_id must be 1 to 128 characters", key="agent_id")
+
+
+_FIELDS = {f.name: f for f in fields(AmemConfig)}
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    """Turn a TOML/env value into the field's type, or raise naming the key and the source."""
+    field = _FIELDS.get(name)
+    if field is None:
+        raise ConfigError(f"unknown config key {name!r} (from {source})", key=name)
+    kind = str(field.type)
+    try:
+        if raw is None:
+            if "None" in kind:
+                return None
+            raise ValueError("may not be empty")
+        if kind.startswith("Path"):
+            return Path(str(raw)).expanduser()
+        if kind.startswith("bool"):
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected a boolean (1/0, true/false)")
+        if kind.startswith("int"):
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError("expected an integer")
+            return int(raw)
+        if kind.startswith("float"):
+            if isinstance(raw, bool):
+                raise ValueError("expected a number")
+            return float(raw)
+        if isinstance(raw, (dict, list)):
+            raise ValueError("expected a string")
+        text = str(raw)
+        return None if ("None" in kind and text == "") else text
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value {raw!r} for {name} (from {source}): {exc}", key=name) from None
+
+
+def load_config(
+    toml_path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    base: AmemConfig | None = None,
+) -> AmemConfig:
+    """Merge defaults < TOML < ``AMEM_*`` env < ``overrides`` into one validated config.
+
+    ``env`` is the environment to read (pass ``os.environ`` from a CLI); ``None`` reads none.
+    Unknown keys in the TOML file or the overrides are errors; unknown ``AMEM_*`` variables
+    are ignored only if they belong to another layer (``AMEM_TEST_*``, ``AMEM_LAZY_TOOLS``).
+    """
+    env = env or {}
+    values: dict[str, Any] = dataclasses.asdict(base) if base else {}
+    if base is None:
+        values["home"] = default_home(env)
+    if toml_path is not None:
+        path = Path(toml_path).expanduser()
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist", key="config") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}", key="config") from None
+        table = data.get("amem", data)
+        for key, raw in table.items():
+            if isinstance(raw, dict):  # other packages' tables ([lcm], [scheduler]) are theirs
+                continue
+            values[key] = _coerce(key, raw, str(path))
+    for var, raw in env.items():
+        if not var.startswith(ENV_PREFIX) or var in _FOREIGN_ENV or var.startswith("AMEM_TEST_"):
+            continue
+        key = var[len(ENV_PREFIX):].lower()
+        values[key] = _coerce(key, raw, f"environment variable {var}")
+    for key, raw in (overrides or {}).items():
+        values[key] = _coerce(key, raw, "arguments") if not isinstance(raw, Path) else raw
+    return AmemConfig(**values)
+
+
+#: AMEM_* variables read by other layers (the CLI, the tool facade), not config keys
+_FOREIGN_ENV = frozenset({"AMEM_CONFIG", "AMEM_LAZY_TOOLS", "AMEM_LOG_LEVEL", "AMEM_AGENT"})

@@ -1,0 +1,207 @@
+"""The note: the openclaw-amem schema, its payload form and validation at the boundary."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import ValidationError
+
+CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
+NOTE_TYPES = ("memory", "knowledge")
+MAX_ID_CHARS = 200
+MAX_LIST_ITEMS = 64
+MAX_ITEM_CHARS = 200
+
+#: namespace of the engine's point ids: uuid5(namespace, agent_id + "/" + note id)
+_POINT_NS = uuid.UUID("6f0b7d3e-5a57-4c1e-9f3a-2b7f2a0e4a11")
+
+
+def point_id(agent_id: str, note_id: str) -> str:
+    """The engine's UUID for one agent's note (note ids are only unique per agent)."""
+    return str(uuid.uuid5(_POINT_NS, f"{agent_id}/{note_id}"))
+
+
+def content_hash(text: str) -> str:
+    """Hash for exact dedup: NFC-normalised, whitespace-collapsed, case kept."""
+    norm = " ".join(unicodedata.normalize("NFC", text).split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def now_iso(moment: datetime | None = None) -> str:
+    """UTC timestamp in ISO 8601 with seconds."""
+    return (moment or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Note:
+    """One memory note. ``links`` are note ids of the same agent."""
+
+    id: str
+    content: str
+    agent_id: str
+    keywords: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    context: str = ""
+    category: str = "General"
+    links: list[str] = field(default_factory=list)
+    timestamp: str = ""
+    last_accessed: str = ""
+    retrieval_count: int = 0
+    evolution_history: list[dict[str, Any]] = field(default_factory=list)
+    hash: str = ""
+    is_active: bool = True
+    note_type: str = "memory"
+    topics: list[str] = field(default_factory=list)
+    subjects: list[str] = field(default_factory=list)
+    pending_merge: bool = False
+    enriched_by: str = "none"
+    merged_into: str | None = None
+    #: hashes of texts folded into this note (exact dedup matches them too)
+    folded_hashes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_payload(self) -> dict[str, Any]:
+        """The engine payload (every field; lists stay lists)."""
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> "Note":
+        """Rebuild a note from an engine payload, tolerating fields added later."""
+        known = {k: payload[k] for k in cls.__dataclass_fields__ if k in payload}
+        return cls(**known)
+
+    def embed_text(self) -> str:
+        """What the dense vector embeds: content + keywords + tags + context."""
+        return compose_embed_text(self.content, self.keywords, self.tags, self.context)
+
+    def copy(self, **changes: Any) -> "Note":
+        return replace(self, **changes)
+
+
+def compose_embed_text(content: str, keywords: Sequence[str], tags: Sequence[str], context: str) -> str:
+    parts = [content]
+    if keywords:
+        parts.append("Keywords: " + ", ".join(keywords))
+    if tags:
+        parts.append("Tags: " + ", ".join(tags))
+    if context:
+        parts.append("Context: " + context)
+    return "\n".join(parts)
+
+
+def new_note_id() -> str:
+    return str(uuid.uuid4())
+
+
+# ---------------------------------------------------------------- validation at the boundary
+
+
+def check_text(value: Any, *, field: str, max_chars: int) -> str:
+    """A non-empty string of at most ``max_chars`` characters, returned unchanged."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string, got {type(value).__name__}", field=field)
+    if not value.strip():
+        raise ValidationError(f"{field} must not be empty or whitespace", field=field)
+    if len(value) > max_chars:
+        raise ValidationError(
+            f"{field} is {len(value)} characters; the limit is {max_chars}", field=field)
+    if "\x00" in value:
+        raise ValidationError(f"{field} must not contain NUL characters", field=field)
+    return value
+
+
+def check_id(value: Any, *, field: str = "id") -> str:
+    """A note id: a non-empty string without control characters, at most 200 characters."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string, got {type(value).__name__}", field=field)
+    if not value or len(value) > MAX_ID_CHARS or value != value.strip():
+        raise ValidationError(
+            f"{field} must be 1 to {MAX_ID_CHARS} characters without surrounding spaces", field=field)
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        raise ValidationError(f"{field} must not contain control characters", field=field)
+    return value
+
+
+def check_agent(value: Any, *, field: str = "agent_id") -> str:
+    return check_id(value, field=field)
+
+
+def check_str_list(value: Any, *, field: str) -> list[str]:
+    """A list of short non-empty strings; duplicates dropped, order kept."""
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValidationError(f"{field} must be a list of strings", field=field)
+    if len(value) > MAX_LIST_ITEMS:
+        raise ValidationError(f"{field} has {len(value)} items; the limit is {MAX_LIST_ITEMS}",
+                              field=field)
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise ValidationError(f"{field} items must be non-empty strings", field=field)
+        if len(item) > MAX_ITEM_CHARS:
+            raise ValidationError(f"{field} items must be at most {MAX_ITEM_CHARS} characters",
+                                  field=field)
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def check_limit(value: Any, *, field: str = "limit", maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{field} must be an integer", field=field)
+    if not 1 <= value <= maximum:
+        raise ValidationError(f"{field} must be between 1 and {maximum}, got {value}", field=field)
+    return value
+
+
+def check_timestamp(value: Any, *, field: str = "timestamp") -> str:
+    """An ISO 8601 date or datetime (naive ones are taken as UTC), returned normalised."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str) and value.strip():
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"{field} must be an ISO 8601 date/time, got {value!r}",
+                                  field=field) from None
+    else:
+        raise ValidationError(f"{field} must be an ISO 8601 string", field=field)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return now_iso(moment)
+
+
+def check_category(value: Any) -> str:
+    if value not in CATEGORIES:
+        raise ValidationError(f"category must be one of {', '.join(CATEGORIES)}", field="category")
+    return str(value)
+
+
+def age_days(last_accessed: str, now: datetime) -> float:
+    """Days since ``last_accessed`` (0 when unknown or in the future)."""
+    if not last_accessed:
+        return 0.0
+    try:
+        then = datetime.fromisoformat(last_accessed)
+    except ValueError:
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return max(0.0, (now - then).total_seconds() / 86400.0)
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """Items in first-seen order without repeats."""
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+__all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "point_id", "content_hash"]

@@ -1,0 +1,316 @@
+"""``MemoryStore``: the entry class of the note store (reads, writes, lifecycle)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from . import bm25
+from .backends.base import Hit, Match, Point, VectorBackend, Where
+from .clock import Clock, SystemClock
+from .config import AmemConfig, load_config
+from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .notes import Note, check_agent, check_id, check_limit, check_text, point_id
+
+if TYPE_CHECKING:
+    from .embed.base import Embedder
+    from .search import SearchResult
+    from .write import AddResult
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MEMORY = ":memory:"
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What ``status`` reports about the note store."""
+
+    backend: str
+    location: str
+    embedder: str
+    dim: int
+    points: int
+    active_notes: int
+    agents: int | None
+
+
+class MemoryStore:
+    """A-MEM notes in Qdrant: ``add``, ``search``, ``get``, ``delete``, ``count``.
+
+    Build it from a directory (the embedded qdrant-edge engine; one process owns it),
+    ``":memory:"`` (a throwaway embedded store), or an open ``backend`` (for example a Qdrant
+    server through ``QdrantServerBackend``). Every call works for one tenant, ``agent_id``:
+    the store's default or the one a call names; one agent never sees another's notes.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        config: AmemConfig | None = None,
+        embedder: "Embedder | None" = None,
+        backend: VectorBackend | None = None,
+        llm: Any = None,
+        clock: Clock | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        if path is not None and backend is not None:
+            raise ValueError("give either a path or an open backend, not both")
+        self.config = config or load_config()
+        self.clock: Clock = clock or SystemClock()
+        self.agent_id = check_agent(agent_id or self.config.agent_id)
+        if embedder is None:
+            from .embed import make_embedder
+
+            embedder = make_embedder(self.config.embedder, threads=self.config.embed_threads)
+        self.embedder = embedder
+        self._lock = threading.RLock()
+        self._closed = False
+        self.backend, self.location, self.backend_kind = self._open_backend(path, backend)
+        self._meta = self._check_meta()
+        self._stats = bm25.CorpusStats(**self._meta.get("bm25_stats", {}))
+        self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
+        self._writes_since_meta = 0
+        self._llm = llm
+        self._writer: Any = None  # built on first write (imports the enrichers lazily)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _open_backend(self, path: str | Path | None,
+                      backend: VectorBackend | None) -> tuple[VectorBackend, str, str]:
+        if backend is not None:
+            return backend, type(backend).__name__, type(backend).__name__
+        from .backends import EdgeBackend, QdrantServerBackend
+
+        dim = self.embedder.dim
+        if path is None and self.config.backend == "qdrant":
+            assert self.config.qdrant_url is not None  # checked by the config
+            server = QdrantServerBackend.from_url(self.config.qdrant_url,
+                                                  api_key=self.config.qdrant_api_key,
+                                                  collection=self.config.collection, dim=dim)
+            return server, self.config.qdrant_url, "qdrant"
+        if str(path) == MEMORY:
+            return EdgeBackend.temporary(dim), MEMORY, "edge"
+        where = Path(path).expanduser() if path is not None else self.config.store_path
+        return EdgeBackend(where, dim), str(where), "edge"
+
+    def _check_meta(self) -> dict[str, Any]:
+        """Record the embedder on a new store; refuse to mix models on an old one."""
+        meta = self.backend.read_meta()
+        given = self.embedder.model_id
+        if not meta:
+            meta = {"schema": SCHEMA_VERSION, "embedder": given, "dim": self.embedder.dim,
+                    "bm25_stats": {"docs": 0, "tokens": 0}}
+            self.backend.write_meta(meta)
+            return meta
+        stored = meta.get("embedder")
+        if stored != given or meta.get("dim") != self.embedder.dim:
+            self.backend.close()
+            raise EmbedderMismatchError(
+                f"the store at {self.location} holds vectors of {stored!r} (dim {meta.get('dim')}) "
+                f"but was opened with {given!r} (dim {self.embedder.dim}); open it with the same "
+                f"embedder, or rebuild its vectors with `amem reembed --embedder NAME`",
+                stored=str(stored), given=given)
+        return meta
+
+    def close(self) -> None:
+        """Persist metadata and release the engine (and its lock). Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._save_meta()
+            self.backend.flush()
+            self.backend.close()
+            self._closed = True
+
+    def __enter__(self) -> "MemoryStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _save_meta(self) -> None:
+        self._meta["bm25_stats"] = {"docs": self._stats.docs, "tokens": self._stats.tokens}
+        self.backend.write_meta(self._meta)
+        self._writes_since_meta = 0
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise ValidationError("the store is closed", field="store")
+
+    # ------------------------------------------------------------------ helpers for stages
+
+    def agent(self, agent_id: str | None) -> str:
+        """The tenant of a call: the one named, else the store's default."""
+        return self.agent_id if agent_id is None else check_agent(agent_id)
+
+    def tenant_filter(self, agent_id: str, *, active_only: bool = True) -> list[Any]:
+        must: list[Any] = [Match("agent_id", agent_id)]
+        if active_only:
+            must.append(Match("is_active", True))
+        return must
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed(list(texts), kind="passage")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed([text], kind="query")[0]
+
+    def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True) -> Point:
+        """The engine point of a note: its vector, its BM25 terms, its payload."""
+        terms = bm25.note_terms(note.content, note.keywords, note.tags)
+        if count_stats:
+            self._stats.add(len(terms))
+        sparse = bm25.doc_vector(terms, self._stats.avgdl, self._bm25)
+        return Point(point_id(note.agent_id, note.id), np.asarray(vector, dtype=np.float32),
+                     sparse, note.to_payload())
+
+    def write_points(self, points: Sequence[Point]) -> None:
+        self.backend.upsert(points)
+        self._writes_since_meta += len(points)
+        if self._writes_since_meta >= 1000:
+            self._save_meta()
+
+    def load(self, note_id: str, agent_id: str, *, with_vector: bool = False,
+             include_inactive: bool = False) -> tuple[Note, np.ndarray | None]:
+        hits = self.backend.retrieve([point_id(agent_id, note_id)], with_vectors=with_vector)
+        if not hits or hits[0].payload.get("agent_id") != agent_id:
+            raise NotFoundError(f"no note {note_id!r} for agent {agent_id!r}", id=note_id)
+        note = Note.from_payload(hits[0].payload)
+        if not note.is_active and not include_inactive:
+            raise NotFoundError(f"note {note_id!r} was deleted or merged"
+                                + (f" into {note.merged_into!r}" if note.merged_into else ""),
+                                id=note_id)
+        return note, hits[0].dense
+
+    def load_many(self, note_ids: Sequence[str], agent_id: str, *,
+                  with_vectors: bool = False) -> dict[str, Hit]:
+        """Active notes of this agent among ``note_ids``, keyed by note id."""
+        if not note_ids:
+            return {}
+        hits = self.backend.retrieve([point_id(agent_id, n) for n in note_ids],
+                                     with_vectors=with_vectors)
+        return {h.payload["id"]: h for h in hits
+                if h.payload.get("agent_id") == agent_id and h.payload.get("is_active", True)}
+
+    # ------------------------------------------------------------------ public API
+
+    def add(self, text: str, subjects: Sequence[str] = (), **options: Any) -> "AddResult":
+        """Store one note through the write pipeline (see ``amem.write``)."""
+        return self.writer.add(text, subjects, **options)
+
+    def add_many(self, items: Sequence[dict[str, Any]], **options: Any) -> list["AddResult"]:
+        """Store many notes with batched embedding (bulk import)."""
+        return self.writer.add_many(items, **options)
+
+    @property
+    def writer(self) -> Any:
+        with self._lock:
+            if self._writer is None:
+                from .write import Writer
+
+                self._writer = Writer(self, llm=self._llm)
+            return self._writer
+
+    def search(self, query: str, limit: int = 5, topics_filter: Sequence[str] | None = None,
+               subject: str | None = None, *, agent_id: str | None = None,
+               expand_links: bool | None = None, heat: bool | None = None) -> list["SearchResult"]:
+        """Hybrid search (BM25 + dense by RRF, heat, 2-hop link expansion); see ``amem.search``."""
+        from .search import run_search
+
+        self._ensure_open()
+        return run_search(self, query, limit=limit, topics_filter=topics_filter, subject=subject,
+                          agent_id=self.agent(agent_id), expand_links=expand_links, heat=heat)
+
+    def get(self, note_id: str, *, agent_id: str | None = None,
+            include_inactive: bool = False) -> Note:
+        """One note by id (``NotFoundError`` when absent, deleted, or another agent's)."""
+        self._ensure_open()
+        note, _ = self.load(check_id(note_id), self.agent(agent_id),
+                            include_inactive=include_inactive)
+        return note
+
+    def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
+        """Soft-delete: the note stays in the engine with ``is_active: false``."""
+        self._ensure_open()
+        agent = self.agent(agent_id)
+        with self._lock:
+            note, _ = self.load(check_id(note_id), agent)
+            self.backend.set_payload(point_id(agent, note.id), {"is_active": False})
+        note.is_active = False
+        return note
+
+    def count(self, *, agent_id: str | None = None) -> int:
+        """Active notes of the agent."""
+        self._ensure_open()
+        return self.backend.count(Where(must=tuple(self.tenant_filter(self.agent(agent_id)))))
+
+    def list(self, *, agent_id: str | None = None, limit: int = 50,
+             offset: str | None = None) -> tuple[list[Note], str | None]:
+        """One page of the agent's active notes and the offset of the next page."""
+        self._ensure_open()
+        check_limit(limit, maximum=1000)
+        where = Where(must=tuple(self.tenant_filter(self.agent(agent_id))))
+        hits, nxt = self.backend.scroll(where, limit=limit, offset=offset)
+        return [Note.from_payload(h.payload) for h in hits], nxt
+
+    def iter_notes(self, *, agent_id: str | None = None, include_inactive: bool = False,
+                   all_agents: bool = False, with_vectors: bool = False
+                   ) -> Iterator[tuple[Note, np.ndarray | None]]:
+        """Every note (of one agent, or of all agents), with its vector when asked."""
+        self._ensure_open()
+        must: list[Any] = [] if all_agents else [Match("agent_id", self.agent(agent_id))]
+        if not include_inactive:
+            must.append(Match("is_active", True))
+        for hit in self.backend.iterate(Where(must=tuple(must)), with_vectors=with_vectors):
+            yield Note.from_payload(hit.payload), hit.dense
+
+    def agents(self) -> list[str]:
+        """Every agent id with at least one note (active or not)."""
+        seen: dict[str, None] = {}
+        for hit in self.backend.iterate(None):
+            seen.setdefault(str(hit.payload.get("agent_id")), None)
+        return sorted(seen)
+
+    def save_note(self, note: Note, vector: np.ndarray | None = None) -> None:
+        """Rewrite a whole note; re-embeds it when no vector is given."""
+        if vector is None:
+            vector = self.embed_passages([note.embed_text()])[0]
+        self.write_points([self.make_point(note, vector, count_stats=False)])
+
+    def update_payload(self, note_id: str, agent_id: str, changes: dict[str, Any]) -> None:
+        self.backend.set_payload(point_id(agent_id, note_id), changes)
+
+    def optimize(self) -> None:
+        """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""
+        self._ensure_open()
+        with self._lock:
+            self.backend.optimize()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._save_meta()
+            self.backend.flush()
+
+    def info(self) -> StoreInfo:
+        self._ensure_open()
+        return StoreInfo(
+            backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
+            dim=self.embedder.dim, points=self.backend.count(None),
+            active_notes=self.backend.count(Where(must=(Match("is_active", True),))),
+            agents=None)
+
+    @property
+    def bm25_stats(self) -> bm25.CorpusStats:
+        return self._stats
+
+    @property
+    def bm25_params(self) -> bm25.Bm25Params:
+        return self._bm25

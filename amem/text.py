@@ -1,0 +1,94 @@
+"""Tokenisation for BM25: words, jieba for Chinese, character bigrams for kana and hangul.
+
+Every script keeps its terms: Latin/Cyrillic/... words by ``\\w+`` (lower-cased, NFKC),
+Han runs by jieba's search-mode cut plus character bigrams (both help: jieba finds words,
+bigrams catch what jieba segments differently in the query and the note), kana and hangul
+runs by overlapping character bigrams (unigrams for a run of one).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+import zlib
+from collections import Counter
+from typing import Iterable
+
+log = logging.getLogger(__name__)
+
+_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA = r"\u3040-\u30ff\u31f0-\u31ff"
+_HANGUL = r"\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+_RUN = re.compile(rf"([{_HAN}]+)|([{_KANA}]+)|([{_HANGUL}]+)|([^\W_]+(?:['’][^\W_]+)?)")
+_HAS_HAN = re.compile(f"[{_HAN}]")
+
+# Function words carry no retrieval signal and only cost postings; kept deliberately short.
+STOPWORDS = frozenset(
+    "a an the and or but if of to in on at by for with from as is are was were be been being "
+    "it its this that these those i me my we our you your he him his she her they them their "
+    "do does did doing have has had so not no yes can could would should will shall might "
+    "what which who whom whose when where why how there here than then too very just about into "
+    "over under again also any all each both few more most other some such only own same s t "
+    "的 了 和 是 在 也 就 都 而 及 与 着 或 一个 我们 你们 他们".split()
+)
+
+_jieba_lock = threading.Lock()
+_jieba = None
+
+
+def _jieba_module():
+    """Import and initialise jieba once, quietly (it logs its dictionary build)."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                import jieba  # heavy: ~1 s to build its prefix dictionary
+
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba = jieba
+    return _jieba
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """The BM25 terms of ``text`` in order (repeats kept: they are term frequencies)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: list[str] = []
+    for han, kana, hangul, word in _RUN.findall(text):
+        if word:
+            word = word.replace("’", "'")
+            if keep_stopwords or word not in STOPWORDS:
+                out.append(word)
+        elif han:
+            jieba = _jieba_module()
+            for piece in jieba.cut_for_search(han):
+                if keep_stopwords or piece not in STOPWORDS:
+                    out.append(piece)
+            if len(han) > 1:
+                out.extend(_bigrams(han))
+        elif kana:
+            out.extend(_bigrams(kana))
+        elif hangul:
+            out.extend(_bigrams(hangul))
+    return out
+
+
+def has_han(text: str) -> bool:
+    return bool(_HAS_HAN.search(text))
+
+
+def term_id(term: str) -> int:
+    """A stable 31-bit id for a term (the sparse vector's index)."""
+    return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF
+
+
+def term_counts(tokens: Iterable[str]) -> Counter[str]:
+    return Counter(tokens)

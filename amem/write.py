@@ -1,0 +1,309 @@
+"""The write path: ``add`` = dedup, near-duplicate fold, enrichment, links, evolution, save.
+
+1. Exact dedup: a content-hash match (the note's own hash or one folded into it) returns the
+   existing note, marked ``deduplicated``; nothing is written, no LLM is called.
+2. Near-duplicate fold: top-1 cosine >= ``fold_threshold`` folds the new text into that note;
+   ``pending_threshold`` <= cosine < ``fold_threshold`` stores the note flagged
+   ``pending_merge`` for the nightly consolidation.
+3. Note construction by the enricher (LLM when configured, offline otherwise).
+4. Links to up to ``link_candidates`` neighbours above ``link_floor``, verified, written both ways.
+5. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded and re-embedded.
+6. Save.
+
+``enrich=False`` is the episodic fast path: stored as given (hash dedup only), for bulk logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from .backends.base import Match, Where
+from .enrich import Enrichment, NoteView, build_enricher
+from .errors import ValidationError
+from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
+                    content_hash, new_note_id, now_iso, point_id, unique)
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("created", "deduplicated", "folded", "pending_merge")
+
+
+@dataclass
+class AddResult:
+    """What ``add`` did."""
+
+    status: str
+    id: str
+    links: list[str] = field(default_factory=list)
+    evolved: list[str] = field(default_factory=list)
+    enriched_by: str = "none"
+    neighbour: str | None = None
+    similarity: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Draft:
+    """A validated note waiting for its vector."""
+
+    note: Note
+    enrich: bool
+    given_enrichment: bool
+
+
+class Writer:
+    """Runs the add pipeline for one store; one writer lock keeps adds serial."""
+
+    def __init__(self, store: "MemoryStore", *, llm: Any = None) -> None:
+        self.store = store
+        self.enricher = build_enricher(llm)
+        self._lock = threading.Lock()
+        self._adds = 0
+
+    # ------------------------------------------------------------------ validation
+
+    def _draft(self, text: Any, subjects: Any, *, id: Any = None, timestamp: Any = None,
+               agent_id: Any = None, enrich: Any = True, keywords: Any = None, tags: Any = None,
+               category: Any = None, context: Any = None, note_type: Any = "memory",
+               topics: Any = None) -> _Draft:
+        """Check every field before anything is written; the first bad one raises."""
+        cfg = self.store.config
+        text = check_text(text, field="text", max_chars=cfg.max_text_chars)
+        agent = self.store.agent(agent_id)
+        if not isinstance(enrich, bool):
+            raise ValidationError("enrich must be true or false", field="enrich")
+        if note_type not in ("memory", "knowledge"):
+            raise ValidationError("note_type must be 'memory' or 'knowledge'", field="note_type")
+        if context is not None and not isinstance(context, str):
+            raise ValidationError("context must be a string", field="context")
+        now = self.store.clock.now()
+        note = Note(
+            id=check_id(id) if id is not None else new_note_id(),
+            content=text, agent_id=agent,
+            keywords=check_str_list(keywords, field="keywords"),
+            tags=check_str_list(tags, field="tags"),
+            context=(context or "").strip()[:500],
+            category=check_category(category) if category is not None else "General",
+            timestamp=check_timestamp(timestamp) if timestamp is not None else now_iso(now),
+            last_accessed=now_iso(now), hash=content_hash(text), note_type=note_type,
+            topics=check_str_list(topics, field="topics"),
+            subjects=check_str_list(subjects, field="subjects"))
+        given = bool(keywords or tags or context or category)
+        return _Draft(note, enrich, given)
+
+    # ------------------------------------------------------------------ dedup
+
+    def _existing_by_hash(self, agent: str, digest: str) -> Note | None:
+        where = Where(must=(Match("agent_id", agent), Match("is_active", True)),
+                      should=(Match("hash", digest), Match("folded_hashes", digest)))
+        hits, _ = self.store.backend.scroll(where, limit=1)
+        return Note.from_payload(hits[0].payload) if hits else None
+
+    def _existing_by_id(self, note: Note) -> Note | None:
+        hits = self.store.backend.retrieve([point_id(note.agent_id, note.id)])
+        return Note.from_payload(hits[0].payload) if hits else None
+
+    # ------------------------------------------------------------------ enrichment
+
+    def _enrich(self, draft: _Draft) -> list[str]:
+        """Fill keywords/tags/context/category unless the caller gave them; return warnings."""
+        note = draft.note
+        if not draft.enrich:
+            note.enriched_by = "given" if draft.given_enrichment else "none"
+            return []
+        if draft.given_enrichment:
+            note.enriched_by = "given"
+            return []
+        result: Enrichment = self.enricher.enrich(note.content)
+        note.keywords = list(result.keywords)
+        note.tags = list(result.tags)
+        note.context = result.context
+        note.category = result.category
+        if note.note_type == "memory" and result.note_type == "knowledge" and not note.topics:
+            note.note_type = "knowledge"
+        note.topics = note.topics or list(result.topics)
+        note.enriched_by = result.enriched_by
+        note.warnings = list(result.warnings)
+        return list(result.warnings)
+
+    # ------------------------------------------------------------------ the pipeline
+
+    def add(self, text: Any, subjects: Any = (), **options: Any) -> AddResult:
+        draft = self._draft(text, subjects, **options)
+        with self._lock:
+            early = self._dedup(draft)
+            if early is not None:
+                return early
+            warnings = self._enrich(draft)
+            vector = self.store.embed_passages([draft.note.embed_text()])[0]
+            return self._place(draft, vector, warnings)
+
+    def add_many(self, items: Iterable[dict[str, Any]], *, enrich: bool = True,
+                 agent_id: str | None = None, batch: int | None = None) -> list[AddResult]:
+        """Bulk add: validate, dedup and enrich per item, embed per batch, place per item.
+
+        Items are dicts with ``text`` and the optional fields of ``add``. A bad item raises
+        ``ValidationError`` before its batch writes anything; callers that must skip bad
+        items (the importer) validate with ``draft`` first.
+        """
+        size = batch or self.store.config.embed_batch
+        results: list[AddResult] = []
+        pending: list[dict[str, Any]] = []
+        for item in items:
+            pending.append(item)
+            if len(pending) >= size:
+                results.extend(self._add_batch(pending, enrich, agent_id))
+                pending = []
+        if pending:
+            results.extend(self._add_batch(pending, enrich, agent_id))
+        return results
+
+    def draft(self, item: dict[str, Any], *, enrich: bool = True,
+              agent_id: str | None = None) -> _Draft:
+        """Validate one bulk item (raises ``ValidationError`` naming the field)."""
+        item = dict(item)
+        if "text" not in item:
+            raise ValidationError("missing field 'text'", field="text")
+        text = item.pop("text")
+        subjects = item.pop("subjects", ())
+        unknown = set(item) - {"id", "timestamp", "agent_id", "keywords", "tags", "category",
+                               "context", "note_type", "topics", "enrich"}
+        if unknown:
+            raise ValidationError(f"unknown field(s): {', '.join(sorted(unknown))}",
+                                  field=sorted(unknown)[0])
+        item.setdefault("enrich", enrich)
+        if agent_id is not None:
+            item.setdefault("agent_id", agent_id)
+        return self._draft(text, subjects, **item)
+
+    def _add_batch(self, items: Sequence[dict[str, Any]], enrich: bool,
+                   agent_id: str | None) -> list[AddResult]:
+        drafts = [self.draft(item, enrich=enrich, agent_id=agent_id) for item in items]
+        with self._lock:
+            out: list[AddResult | None] = [None] * len(drafts)
+            todo: list[int] = []
+            seen: dict[tuple[str, str], int] = {}
+            for i, draft in enumerate(drafts):
+                key = (draft.note.agent_id, draft.note.hash)
+                if key in seen:  # a repeat inside the batch dedups against its first copy
+                    out[i] = AddResult("deduplicated", drafts[seen[key]].note.id)
+                    continue
+                early = self._dedup(draft)
+                if early is not None:
+                    out[i] = early
+                    continue
+                seen[key] = i
+                todo.append(i)
+            warnings = {i: self._enrich(drafts[i]) for i in todo}
+            vectors = self.store.embed_passages([drafts[i].note.embed_text() for i in todo])
+            for row, i in enumerate(todo):
+                out[i] = self._place(drafts[i], vectors[row], warnings[i])
+        return [r for r in out if r is not None]
+
+    def _dedup(self, draft: _Draft) -> AddResult | None:
+        note = draft.note
+        existing = self._existing_by_hash(note.agent_id, note.hash)
+        if existing is not None:
+            return AddResult("deduplicated", existing.id, enriched_by=existing.enriched_by)
+        by_id = self._existing_by_id(note)
+        if by_id is not None and by_id.is_active:
+            raise ValidationError(
+                f"a note with id {note.id!r} already exists with different content; "
+                f"delete it first or give another id", field="id")
+        return None
+
+    def _place(self, draft: _Draft, vector: np.ndarray, warnings: list[str]) -> AddResult:
+        """Fold, flag, link and evolve around the new note's vector, then save."""
+        store, cfg, note = self.store, self.store.config, draft.note
+        if not draft.enrich:  # episodic fast path: stored as given
+            store.write_points([store.make_point(note, vector)])
+            return AddResult("created", note.id, enriched_by=note.enriched_by, warnings=warnings)
+        where = Where(must=tuple(store.tenant_filter(note.agent_id)))
+        neighbours = store.backend.dense_search(vector, where, max(cfg.link_candidates, 1),
+                                                with_vectors=True)
+        neighbours = [h for h in neighbours if h.payload.get("id") != note.id]
+        top = neighbours[0] if neighbours else None
+        if top is not None and top.score >= cfg.fold_threshold:
+            return self._fold(note, top.payload, top.score, warnings)
+        status = "created"
+        if top is not None and top.score >= cfg.pending_threshold:
+            note.pending_merge = True
+            status = "pending_merge"
+        candidates = [(h.payload["id"], h.payload["content"], float(h.score))
+                      for h in neighbours if h.score >= cfg.link_floor][:cfg.link_candidates]
+        linked = self.enricher.verify_links(note.content, candidates) if candidates else []
+        note.links = unique(linked)
+        self._adds += 1
+        evolved: list[str] = []
+        by_id = {h.payload["id"]: h for h in neighbours}
+        points = [store.make_point(note, vector)]
+        evolve_now = cfg.evolve_max > 0 and self._adds % cfg.evolve_every == 0
+        updates = {}
+        if evolve_now and linked:
+            views = [_view(Note.from_payload(by_id[n].payload)) for n in linked[:cfg.evolve_max]]
+            updates = {u.id: u for u in self.enricher.evolve(_view(note), views)}
+        for nid in linked:
+            other = Note.from_payload(by_id[nid].payload)
+            other.links = unique([*other.links, note.id])
+            update = updates.get(nid)
+            if update is not None:
+                self._apply_evolution(other, note.id, update)
+                evolved.append(nid)
+                points.append(store.make_point(other, store.embed_passages([other.embed_text()])[0],
+                                               count_stats=False))
+            else:
+                store.update_payload(nid, note.agent_id, {"links": other.links})
+        store.write_points(points)
+        return AddResult(status, note.id, links=note.links, evolved=evolved,
+                         enriched_by=note.enriched_by,
+                         neighbour=top.payload["id"] if top is not None else None,
+                         similarity=round(float(top.score), 6) if top is not None else None,
+                         warnings=warnings)
+
+    def _apply_evolution(self, other: Note, trigger: str, update: Any) -> None:
+        other.evolution_history = [*other.evolution_history, {
+            "triggered_by": trigger, "at": now_iso(self.store.clock.now()), "action": "evolve",
+            "old_context": other.context, "new_context": update.context,
+            "old_tags": list(other.tags), "new_tags": list(update.tags)}]
+        other.context = update.context
+        other.tags = list(update.tags)
+
+    def _fold(self, note: Note, target_payload: dict[str, Any], score: float,
+              warnings: list[str]) -> AddResult:
+        """Fold the new text into its near-duplicate: content, hash and vector change."""
+        store = self.store
+        target = Note.from_payload(target_payload)
+        old_hash = target.hash
+        if note.content.strip() not in target.content:
+            target.content = f"{target.content}\n\n{note.content}"
+        target.hash = content_hash(target.content)
+        target.folded_hashes = unique([*target.folded_hashes, old_hash, note.hash])
+        target.keywords = unique([*target.keywords, *note.keywords])
+        target.tags = unique([*target.tags, *note.tags])
+        target.subjects = unique([*target.subjects, *note.subjects])
+        target.evolution_history = [*target.evolution_history, {
+            "triggered_by": note.id, "at": now_iso(store.clock.now()), "action": "fold",
+            "similarity": round(float(score), 6), "folded_text": note.content,
+            "old_context": target.context, "new_context": target.context,
+            "old_tags": list(target.tags), "new_tags": list(target.tags)}]
+        vector = store.embed_passages([target.embed_text()])[0]
+        store.write_points([store.make_point(target, vector, count_stats=False)])
+        return AddResult("folded", target.id, links=list(target.links),
+                         enriched_by=note.enriched_by, neighbour=target.id,
+                         similarity=round(float(score), 6), warnings=warnings)
+
+
+def _view(note: Note) -> NoteView:
+    return NoteView(id=note.id, content=note.content, context=note.context,
+                    keywords=tuple(note.keywords), tags=tuple(note.tags))
