@@ -288,6 +288,16 @@ class MemoryStore:
     def update_payload(self, note_id: str, agent_id: str, changes: dict[str, Any]) -> None:
         self.backend.set_payload(point_id(agent_id, note_id), changes)
 
+    def consolidate(self, *, agent_id: str | None = None, all_agents: bool = False,
+                    progress: Any = None) -> Any:
+        """Merge near-duplicate notes and resolve ``pending_merge`` (see ``amem.consolidate``)."""
+        from .consolidate import consolidate
+
+        self._ensure_open()
+        agents = None if all_agents else [self.agent(agent_id)]
+        with self._lock:
+            return consolidate(self, agent_ids=agents, progress=progress, llm=self._llm)
+
     def optimize(self) -> None:
         """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""
         self._ensure_open()
