@@ -1,0 +1,63 @@
+"""Vector backends: the embedded qdrant-edge engine and a Qdrant server through qdrant-client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from amem.backends.base import VectorBackend
+from amem.backends.edge import EdgeBackend
+from amem.backends.qdrant import QdrantServerBackend
+from amem.errors import ConfigError
+
+__all__ = ["EdgeBackend", "QdrantServerBackend", "VectorBackend", "open_backend"]
+
+
+def open_backend(
+    kind: Literal["edge", "qdrant"],
+    *,
+    path: str | Path | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    collection: str = "amem",
+    dim: int | None = None,
+) -> EdgeBackend | QdrantServerBackend:
+    """Open (or create) a backend.
+
+    Args:
+        kind: ``"edge"`` for the embedded engine (needs ``path``; ``":memory:"`` gives a
+            temporary store), ``"qdrant"`` for a server at ``url`` or qdrant-client local mode
+            at ``path`` (``":memory:"`` or a directory).
+        path: The store directory (edge, or qdrant local mode).
+        url: The Qdrant server URL (qdrant only).
+        api_key: The server API key (qdrant with ``url`` only).
+        collection: The collection name (qdrant only; edge has one shard per directory).
+        dim: The dense vector size; required when the store is created.
+
+    Raises:
+        ConfigError: an unknown kind or contradictory arguments.
+    """
+    if kind == "edge":
+        if url is not None or api_key is not None:
+            raise ConfigError("the edge backend is embedded: url and api_key do not apply", key="url")
+        if collection != "amem":
+            raise ConfigError("the edge backend has one collection per directory: collection does not apply",
+                              key="collection")
+        if path is None:
+            raise ConfigError("the edge backend needs a path (or ':memory:' for a temporary store)", key="path")
+        if str(path) == ":memory:":
+            if dim is None:
+                raise ConfigError("a temporary edge store needs dim", key="dim")
+            return EdgeBackend.temporary(dim)
+        return EdgeBackend(path, dim)
+    if kind == "qdrant":
+        if url is not None and path is not None:
+            raise ConfigError("give either url (a Qdrant server) or path (local mode), not both", key="url")
+        if url is not None:
+            return QdrantServerBackend.from_url(url, api_key, collection, dim)
+        if api_key is not None:
+            raise ConfigError("api_key needs a url", key="api_key")
+        if path is None:
+            raise ConfigError("the qdrant backend needs url (a server) or path (local mode)", key="url")
+        return QdrantServerBackend.local(path, collection, dim)
+    raise ConfigError(f"unknown backend kind {kind!r} (expected 'edge' or 'qdrant')", key="kind")

@@ -1,0 +1,104 @@
+"""Input checks and small conversions shared by every backend.
+
+Each backend validates what it is handed before the engine sees it, so a bad id or vector
+fails with a :class:`ValidationError` naming the field instead of an engine error string,
+and nothing stored changes.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any, Sequence
+
+import numpy as np
+
+from amem.backends.base import Point, SparseVector
+from amem.errors import ValidationError
+
+# Both engines (qdrant-edge and Qdrant's own RRF, local mode included) score a prefetch hit as
+# 1 / (k + position) with position counted from 0, measured on literal data in our tests.
+# Our contract is 1 / (k + rank) with rank from 1, so the engine gets k + 1.
+RRF_RANK_BASE = 0
+
+
+def engine_rrf_k(k: int) -> int:
+    """The engine k that makes the engine's 1/(k' + position0) equal 1/(k + rank1)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValidationError(f"rrf k must be a non-negative integer, got {k!r}", field="k")
+    return k + 1 - RRF_RANK_BASE
+
+
+def check_id(point_id: Any, field: str = "id") -> str:
+    """The canonical (lower-case, hyphenated) form of a UUID string id."""
+    if not isinstance(point_id, str):
+        raise ValidationError(f"{field} must be a UUID string, got {type(point_id).__name__}", field=field)
+    try:
+        return str(uuid.UUID(point_id))
+    except ValueError:
+        raise ValidationError(f"{field} is not a UUID: {point_id!r}", field=field) from None
+
+
+def check_ids(ids: Sequence[str], field: str = "ids") -> list[str]:
+    """Canonical UUID strings for ``ids``, order kept, duplicates dropped."""
+    if isinstance(ids, str):
+        raise ValidationError(f"{field} must be a sequence of ids, not one string", field=field)
+    return list(dict.fromkeys(check_id(i, field) for i in ids))
+
+
+def check_limit(limit: Any, field: str = "limit") -> int:
+    """A positive integer limit."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValidationError(f"{field} must be a positive integer, got {limit!r}", field=field)
+    return limit
+
+
+def dense_list(vector: Any, dim: int, field: str = "dense") -> list[float]:
+    """A finite float vector of length ``dim`` as a plain list for the engine."""
+    arr = np.asarray(vector, dtype=np.float32)
+    if arr.ndim != 1 or arr.shape[0] != dim:
+        raise ValidationError(f"{field} must be a vector of {dim} floats, got shape {arr.shape}", field=field)
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError(f"{field} holds NaN or infinite values", field=field)
+    if not np.any(arr):
+        # Cosine of a zero vector is undefined; the engine would store NaNs.
+        raise ValidationError(f"{field} is the zero vector", field=field)
+    return arr.tolist()
+
+
+def sparse_lists(vector: Any, field: str = "sparse") -> tuple[list[int], list[float]]:
+    """Indices and values of a :class:`SparseVector`, checked sorted, unique and finite."""
+    if not isinstance(vector, SparseVector):
+        raise ValidationError(f"{field} must be a SparseVector, got {type(vector).__name__}", field=field)
+    indices, values = list(vector.indices), [float(v) for v in vector.values]
+    if len(indices) != len(values):
+        raise ValidationError(
+            f"{field} has {len(indices)} indices but {len(values)} values", field=field
+        )
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < 2**32:
+            raise ValidationError(f"{field} index {i!r} is not a uint32", field=field)
+    if any(b <= a for a, b in zip(indices, indices[1:])):
+        raise ValidationError(f"{field} indices must be sorted and unique", field=field)
+    if not all(math.isfinite(v) for v in values):
+        raise ValidationError(f"{field} holds NaN or infinite values", field=field)
+    return [int(i) for i in indices], values
+
+
+def check_point(point: Any, dim: int) -> tuple[str, list[float], tuple[list[int], list[float]], dict[str, Any]]:
+    """The checked parts of one point: id, dense list, sparse lists, payload."""
+    if not isinstance(point, Point):
+        raise ValidationError(f"expected a Point, got {type(point).__name__}", field="points")
+    if not isinstance(point.payload, dict):
+        raise ValidationError("payload must be a dict", field="payload")
+    return (
+        check_id(point.id),
+        dense_list(point.dense, dim),
+        sparse_lists(point.sparse),
+        point.payload,
+    )
+
+
+def as_array(vector: Any) -> np.ndarray | None:
+    """A float32 array from an engine's dense vector (None stays None)."""
+    return None if vector is None else np.asarray(vector, dtype=np.float32)

@@ -1,0 +1,377 @@
+"""The embedded default backend: the Qdrant engine in-process through ``qdrant-edge-py``.
+
+Layout of a store directory::
+
+    <path>/LOCK        our process lock (flock; holds the owner's pid)
+    <path>/meta.json   store metadata, replaced atomically
+    <path>/shard/      the EdgeShard: segments + WAL (the engine also locks its WAL)
+
+Before ``optimize()`` every segment is a plain (brute-force, exact) segment; ``optimize()``
+builds HNSW and can block for minutes on a large store, so it belongs to maintenance.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import qdrant_edge as qe
+
+from amem.backends import _common as c
+from amem.backends._filters import to_edge
+from amem.backends._lock import StoreLock, locked_message
+from amem.backends.base import (
+    BOOL_INDEXES, DENSE, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+)
+from amem.errors import (
+    AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
+    ValidationError,
+)
+
+log = logging.getLogger(__name__)
+
+SHARD_DIR = "shard"
+META_FILE = "meta.json"
+
+
+class EdgeBackend:
+    """A :class:`~amem.backends.base.VectorBackend` on an EdgeShard in ``<path>/shard``.
+
+    Args:
+        path: The store directory (created if missing). Not ``":memory:"``: use
+            :meth:`temporary` for a throwaway store.
+        dim: The dense vector size. Required to create a store; when opening an existing
+            store it may be None (read from the shard) or must equal the stored size.
+
+    Raises:
+        StoreLockedError: another process (or another handle in this one) owns the store.
+        EmbedderMismatchError: ``dim`` differs from the store's.
+        ConfigError: a new store without ``dim``, or a bad ``path``/``dim``.
+    """
+
+    def __init__(self, path: str | Path, dim: int | None = None) -> None:
+        if str(path) == ":memory:":
+            raise ConfigError(
+                "':memory:' is not a directory for the edge backend; use EdgeBackend.temporary(dim)",
+                key="path",
+            )
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+            raise ConfigError(f"dim must be a positive integer, got {dim!r}", key="dim")
+        self.path = Path(path).expanduser().resolve()
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the store directory {self.path}: {exc}", key="path") from exc
+        self._lock = StoreLock(self.path)
+        self._lock.acquire()
+        try:
+            self._shard: qe.EdgeShard | None = None
+            self._shard, self.dim = self._open(dim)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    @classmethod
+    def temporary(cls, dim: int) -> EdgeBackend:
+        """A store in a fresh temporary directory, deleted on :meth:`close`."""
+        tmp = tempfile.TemporaryDirectory(prefix="amem-edge-")
+        try:
+            backend = cls(tmp.name, dim)
+        except BaseException:
+            tmp.cleanup()
+            raise
+        backend._tmp = tmp
+        return backend
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _open(self, dim: int | None) -> tuple[qe.EdgeShard, int]:
+        shard_dir = self.path / SHARD_DIR
+        config_file = shard_dir / "edge_config.json"
+        if config_file.exists():
+            stored = self._stored_dim(config_file)
+            if dim is not None and dim != stored:
+                raise EmbedderMismatchError(
+                    f"the store at {self.path} holds {stored}-d vectors, the embedder gives {dim}-d; "
+                    "open it with its own embedder or rebuild the vectors (amem reembed)",
+                    stored=f"dim={stored}", given=f"dim={dim}",
+                )
+            with self._engine("load"):
+                shard = qe.EdgeShard.load(str(shard_dir))
+            log.info("opened edge store %s (%d-d)", self.path, stored)
+            dim = stored
+        else:
+            if dim is None:
+                raise ConfigError(f"creating a new store at {self.path} needs dim", key="dim")
+            config = qe.EdgeConfig(
+                vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+                wal_enabled=True,
+            )
+            with self._engine("create"):
+                shard = qe.EdgeShard.create(str(shard_dir), config)
+            log.info("created edge store %s (%d-d)", self.path, dim)
+        try:
+            self._ensure_indexes(shard)
+        except BaseException:
+            shard.close()
+            raise
+        return shard, dim
+
+    def _stored_dim(self, config_file: Path) -> int:
+        try:
+            config = json.loads(config_file.read_text(encoding="utf-8"))
+            dense = config["vectors"][DENSE]
+            sparse = config["sparse_vectors"][SPARSE]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise BackendError(
+                f"{config_file} is not an amem edge store (expected vectors {DENSE!r} and {SPARSE!r}): {exc}"
+            ) from exc
+        if str(dense.get("distance", "")).lower() != "cosine" or str(sparse.get("modifier", "")).lower() != "idf":
+            raise BackendError(f"{config_file}: {DENSE!r} must be cosine and {SPARSE!r} must use IDF")
+        return int(dense["size"])
+
+    def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
+        # Indexes live in the segments and survive a reload; only missing ones are created.
+        existing = set(shard.info().payload_schema)
+        wanted: list[tuple[str, Any]] = [
+            (name, qe.KeywordIndexParams(is_tenant=name == "agent_id")) for name in KEYWORD_INDEXES
+        ]
+        wanted += [(name, qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
+        for name, schema in wanted:
+            if name not in existing:
+                with self._engine(f"create index {name}"):
+                    shard.update(qe.UpdateOperation.create_field_index(name, schema))
+
+    @contextmanager
+    def _engine(self, op: str) -> Iterator[None]:
+        """Turn the engine's untyped exceptions into our error tree."""
+        try:
+            yield
+        except AmemError:
+            raise
+        except Exception as exc:  # the binding raises plain Exception for engine errors
+            text = str(exc)
+            if "WouldBlock" in text:  # another opener without our lock holds the WAL
+                raise StoreLockedError(locked_message(self.path, None), path=str(self.path)) from exc
+            raise BackendError(f"qdrant-edge {op} failed on {self.path}: {text}") from exc
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        """The open engine shard (raises once closed)."""
+        if self._shard is None:
+            raise BackendError(f"the edge store at {self.path} is closed")
+        return self._shard
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def upsert(self, points: Sequence[Point]) -> None:
+        """Insert or replace whole points (checked first: nothing is written on bad input)."""
+        batch = []
+        for point in points:
+            pid, dense, (idx, val), payload = c.check_point(point, self.dim)
+            batch.append(qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(idx, val)}, payload))
+        if batch:
+            with self._engine("upsert"):
+                self.shard.update(qe.UpdateOperation.upsert_points(batch))
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        """Merge ``payload`` into one point's payload; :class:`NotFoundError` if it is missing."""
+        pid = c.check_id(point_id)
+        if not isinstance(payload, dict):
+            raise ValidationError("payload must be a dict", field="payload")
+        try:
+            with self._engine("set_payload"):
+                self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
+        except BackendError as exc:
+            if "No point with id" in str(exc):
+                raise NotFoundError(f"no point {pid} in {self.path}", id=pid) from exc
+            raise
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Hard-delete points; unknown ids are ignored."""
+        checked = c.check_ids(ids)
+        if checked:
+            with self._engine("delete"):
+                self.shard.update(qe.UpdateOperation.delete_points(checked))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _hit(p: Any, with_vectors: bool) -> Hit:
+        score = float(getattr(p, "score", 0.0))
+        dense = c.as_array((p.vector or {}).get(DENSE)) if with_vectors else None
+        return Hit(id=str(p.id), score=score, payload=dict(p.payload or {}), dense=dense)
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+        """The existing points among ``ids``, in the order asked."""
+        checked = c.check_ids(ids)
+        if not checked:
+            return []
+        with self._engine("retrieve"):
+            records = self.shard.retrieve(checked, with_payload=True, with_vector=[DENSE] if with_vectors else False)
+        found = {str(r.id): self._hit(r, with_vectors) for r in records}
+        return [found[i] for i in checked if i in found]
+
+    def _query(self, request: qe.QueryRequest, op: str, with_vectors: bool = False) -> list[Hit]:
+        with self._engine(op):
+            points = self.shard.query(request)
+        return [self._hit(p, with_vectors) for p in points]
+
+    def dense_search(
+        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
+    ) -> list[Hit]:
+        """Nearest points by cosine, best first."""
+        request = qe.QueryRequest(
+            limit=c.check_limit(limit),
+            query=qe.Query.Nearest(c.dense_list(vector, self.dim, "vector"), using=DENSE),
+            filter=to_edge(where),
+            with_payload=True,
+            with_vector=[DENSE] if with_vectors else False,
+        )
+        return self._query(request, "dense search", with_vectors)
+
+    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:
+        """Points sharing a term with ``vector``, by IDF-weighted dot product."""
+        idx, val = c.sparse_lists(vector, "vector")
+        limit = c.check_limit(limit)
+        flt = to_edge(where)
+        if not idx:
+            return []
+        request = qe.QueryRequest(
+            limit=limit, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE),
+            filter=flt, with_payload=True,
+        )
+        return self._query(request, "sparse search")
+
+    def hybrid_rrf(
+        self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
+        prefetch: int, k: int = 60,
+    ) -> list[Hit]:
+        """The engine's RRF of a dense and a sparse prefetch; scores are 1/(k + rank from 1)."""
+        flt = to_edge(where)
+        prefetch = c.check_limit(prefetch, "prefetch")
+        stages = [qe.Prefetch(
+            limit=prefetch, query=qe.Query.Nearest(c.dense_list(dense, self.dim), using=DENSE), filter=flt,
+        )]
+        idx, val = c.sparse_lists(sparse)
+        if idx:  # a query without terms has no sparse ranking, only the dense one
+            stages.append(qe.Prefetch(
+                limit=prefetch, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE), filter=flt,
+            ))
+        request = qe.QueryRequest(
+            limit=c.check_limit(limit), prefetches=stages, query=qe.Fusion.Rrf(k=c.engine_rrf_k(k)),
+            filter=flt, with_payload=True,
+        )
+        return self._query(request, "hybrid query")
+
+    def scroll(
+        self, where: Where | None, *, limit: int = 256, offset: str | None = None,
+        with_vectors: bool = False,
+    ) -> tuple[list[Hit], str | None]:
+        """One page in id order and the id that starts the next page (None at the end)."""
+        request = qe.ScrollRequest(
+            offset=None if offset is None else c.check_id(offset, "offset"),
+            limit=c.check_limit(limit), filter=to_edge(where), with_payload=True,
+            with_vector=[DENSE] if with_vectors else False,
+        )
+        with self._engine("scroll"):
+            records, nxt = self.shard.scroll(request)
+        return [self._hit(r, with_vectors) for r in records], None if nxt is None else str(nxt)
+
+    def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
+                batch: int = 256) -> Iterator[Hit]:
+        """Every matching point, page by page."""
+        offset: str | None = None
+        while True:
+            page, offset = self.scroll(where, limit=batch, offset=offset, with_vectors=with_vectors)
+            yield from page
+            if offset is None:
+                return
+
+    def count(self, where: Where | None = None) -> int:
+        """The exact number of matching points."""
+        with self._engine("count"):
+            return int(self.shard.count(qe.CountRequest(exact=True, filter=to_edge(where))))
+
+    # -- meta and lifecycle ------------------------------------------------------------------
+
+    def read_meta(self) -> dict[str, Any]:
+        """The contents of ``meta.json`` ({} for a new store)."""
+        try:
+            text = (self.path / META_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            meta = json.loads(text)
+        except ValueError as exc:
+            raise BackendError(f"{self.path / META_FILE} is not valid JSON: {exc}") from exc
+        if not isinstance(meta, dict):
+            raise BackendError(f"{self.path / META_FILE} does not hold a JSON object")
+        return meta
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace ``meta.json`` atomically: a reader sees the old file or the new one, never half."""
+        if not isinstance(meta, dict):
+            raise ValidationError("meta must be a dict", field="meta")
+        try:
+            text = json.dumps(meta, ensure_ascii=False, indent=1, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"meta is not JSON-serialisable: {exc}", field="meta") from exc
+        target = self.path / META_FILE
+        tmp = target.with_name(f"{META_FILE}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        dir_fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # make the rename itself durable
+        finally:
+            os.close(dir_fd)
+
+    def optimize(self) -> None:
+        """Build HNSW and merge segments. Blocks (minutes at 100k points): maintenance only."""
+        with self._engine("optimize"):
+            changed = self.shard.optimize()
+        log.info("optimized %s (%s)", self.path, "changed" if changed else "already optimal")
+
+    def flush(self) -> None:
+        """Write every acknowledged change to the segments (the WAL already has them)."""
+        with self._engine("flush"):
+            self.shard.flush()
+
+    def close(self) -> None:
+        """Flush, close the shard, release the lock; a temporary store is deleted. Idempotent."""
+        shard, self._shard = self._shard, None
+        try:
+            if shard is not None:
+                with self._engine("close"):
+                    shard.flush()
+                    shard.close()
+        finally:
+            self._lock.release()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+                self._tmp = None
+
+    def __enter__(self) -> EdgeBackend:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._shard is None else f"{self.dim}-d"
+        return f"EdgeBackend({str(self.path)!r}, {state})"

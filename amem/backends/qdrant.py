@@ -1,0 +1,343 @@
+"""The scale-out backend: a Qdrant server or cluster through ``qdrant-client``.
+
+The same logical schema as the embedded engine: one collection with a named cosine vector
+``dense`` and a named sparse vector ``bm25`` with the IDF modifier, keyword payload indexes
+(``agent_id`` as the tenant key), and a sibling collection ``<collection>__meta`` holding the
+store's metadata as the payload of one point. ``qdrant-client``'s local mode (``":memory:"``
+or a directory) speaks the same API and is what the tests and small setups use.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+from amem.backends import _common as c
+from amem.backends._filters import to_client
+from amem.backends.base import (
+    BOOL_INDEXES, DENSE, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+)
+from amem.errors import (
+    AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
+    ValidationError,
+)
+
+log = logging.getLogger(__name__)
+
+META_SUFFIX = "__meta"
+# The one point of the meta collection; any fixed UUID would do.
+META_POINT_ID = "00000000-0000-0000-0000-00000000a3e7"
+
+
+class QdrantServerBackend:
+    """A :class:`~amem.backends.base.VectorBackend` on one collection of a Qdrant deployment.
+
+    Args:
+        client: A connected client (server URL or local mode). The caller keeps ownership
+            unless ``owns_client`` is true, in which case :meth:`close` closes it.
+        collection: The collection name; ``<collection>__meta`` holds the metadata.
+        dim: The dense vector size. Required when the collection does not exist yet; when it
+            does, None means "whatever it holds" and any other value must match.
+    """
+
+    def __init__(
+        self, client: QdrantClient, collection: str, dim: int | None = None, *, owns_client: bool = False,
+    ) -> None:
+        if not isinstance(collection, str) or not collection or collection.endswith(META_SUFFIX):
+            raise ConfigError(f"collection must be a non-empty name not ending in {META_SUFFIX!r}", key="collection")
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+            raise ConfigError(f"dim must be a positive integer, got {dim!r}", key="dim")
+        self.client: QdrantClient | None = client
+        self.collection = collection
+        self.meta_collection = collection + META_SUFFIX
+        self._owns_client = owns_client
+        try:
+            self.dim = self._ensure_schema(dim)
+        except BaseException:
+            if owns_client:
+                client.close()
+            raise
+
+    @classmethod
+    def from_url(
+        cls, url: str, api_key: str | None = None, collection: str = "amem", dim: int | None = None,
+        *, timeout: int | None = None,
+    ) -> QdrantServerBackend:
+        """Connect to a Qdrant server or cluster at ``url``."""
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"Qdrant url must start with http:// or https://, got {url!r}", key="url")
+        client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
+        return cls(client, collection, dim, owns_client=True)
+
+    @classmethod
+    def local(cls, location: str | Path = ":memory:", collection: str = "amem",
+              dim: int | None = None) -> QdrantServerBackend:
+        """qdrant-client's local mode: in memory (``":memory:"``) or persisted in a directory."""
+        try:
+            if str(location) == ":memory:":
+                client = QdrantClient(location=":memory:")
+            else:
+                client = QdrantClient(path=str(location))
+        except RuntimeError as exc:
+            if "already accessed" in str(exc):  # local mode locks its directory with portalocker
+                raise StoreLockedError(
+                    f"the local Qdrant store at {location} is in use by another client or process; "
+                    "run `amem serve` there and connect through it, or use a Qdrant server "
+                    "(AMEM_QDRANT_URL) for shared access",
+                    path=str(location),
+                ) from exc
+            raise
+        return cls(client, collection, dim, owns_client=True)
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def _ensure_schema(self, dim: int | None) -> int:
+        client = self.live
+        with self._engine("open collection"):
+            exists = client.collection_exists(self.collection)
+        if exists:
+            dim = self._check_existing(dim)
+        else:
+            if dim is None:
+                raise ConfigError(f"creating collection {self.collection!r} needs dim", key="dim")
+            with self._engine("create collection"):
+                client.create_collection(
+                    self.collection,
+                    vectors_config={DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
+                    sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                )
+            self._create_indexes()
+            log.info("created collection %s (%d-d)", self.collection, dim)
+        with self._engine("open meta collection"):
+            if not client.collection_exists(self.meta_collection):
+                client.create_collection(self.meta_collection, vectors_config={})
+        return dim
+
+    def _check_existing(self, dim: int | None) -> int:
+        with self._engine("read collection"):
+            params = self.live.get_collection(self.collection).config.params
+        vectors = params.vectors if isinstance(params.vectors, dict) else {}
+        sparse = params.sparse_vectors or {}
+        dense = vectors.get(DENSE)
+        if dense is None or dense.distance != qm.Distance.COSINE or SPARSE not in sparse \
+                or sparse[SPARSE].modifier != qm.Modifier.IDF:
+            raise BackendError(
+                f"collection {self.collection!r} is not an amem collection: it needs a cosine "
+                f"vector {DENSE!r} and a sparse vector {SPARSE!r} with the IDF modifier"
+            )
+        if dim is not None and dim != dense.size:
+            raise EmbedderMismatchError(
+                f"collection {self.collection!r} holds {dense.size}-d vectors, the embedder gives "
+                f"{dim}-d; use its own embedder or rebuild the vectors (amem reembed)",
+                stored=f"dim={dense.size}", given=f"dim={dim}",
+            )
+        return int(dense.size)
+
+    def _create_indexes(self) -> None:
+        wanted: list[tuple[str, Any]] = [
+            (name, qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=name == "agent_id"))
+            for name in KEYWORD_INDEXES
+        ]
+        wanted += [(name, qm.PayloadSchemaType.BOOL) for name in BOOL_INDEXES]
+        with warnings.catch_warnings():
+            # Local mode accepts and ignores payload indexes with a UserWarning; a server uses them.
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
+            for name, schema in wanted:
+                with self._engine(f"create index {name}"):
+                    self.live.create_payload_index(self.collection, name, field_schema=schema, wait=True)
+
+    @contextmanager
+    def _engine(self, op: str) -> Iterator[None]:
+        """Turn client and transport exceptions into our error tree."""
+        try:
+            yield
+        except AmemError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"Qdrant {op} failed on collection {self.collection!r}: {exc}") from exc
+
+    @property
+    def live(self) -> QdrantClient:
+        """The client (raises once closed)."""
+        if self.client is None:
+            raise BackendError(f"the backend for collection {self.collection!r} is closed")
+        return self.client
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def upsert(self, points: Sequence[Point]) -> None:
+        """Insert or replace whole points (checked first: nothing is written on bad input)."""
+        batch = []
+        for point in points:
+            pid, dense, (idx, val), payload = c.check_point(point, self.dim)
+            vector: dict[str, Any] = {DENSE: dense, SPARSE: qm.SparseVector(indices=idx, values=val)}
+            batch.append(qm.PointStruct(id=pid, vector=vector, payload=payload))
+        if batch:
+            with self._engine("upsert"):
+                self.live.upsert(self.collection, batch, wait=True)
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        """Merge ``payload`` into one point's payload; :class:`NotFoundError` if it is missing."""
+        pid = c.check_id(point_id)
+        if not isinstance(payload, dict):
+            raise ValidationError("payload must be a dict", field="payload")
+        try:
+            self.live.set_payload(self.collection, payload, points=[pid], wait=True)
+        except KeyError as exc:  # local mode
+            raise NotFoundError(f"no point {pid} in collection {self.collection!r}", id=pid) from exc
+        except UnexpectedResponse as exc:
+            if exc.status_code == 404:
+                raise NotFoundError(f"no point {pid} in collection {self.collection!r}", id=pid) from exc
+            raise BackendError(f"Qdrant set_payload failed: {exc}") from exc
+        except Exception as exc:
+            raise BackendError(f"Qdrant set_payload failed: {exc}") from exc
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Hard-delete points; unknown ids are ignored."""
+        checked = c.check_ids(ids)
+        if checked:
+            with self._engine("delete"):
+                self.live.delete(self.collection, qm.PointIdsList(points=list(checked)), wait=True)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _hit(p: Any, with_vectors: bool) -> Hit:
+        vector = p.vector if isinstance(p.vector, dict) else {}
+        dense = c.as_array(vector.get(DENSE)) if with_vectors else None
+        return Hit(id=str(p.id), score=float(getattr(p, "score", 0.0)), payload=dict(p.payload or {}), dense=dense)
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+        """The existing points among ``ids``, in the order asked."""
+        checked = c.check_ids(ids)
+        if not checked:
+            return []
+        with self._engine("retrieve"):
+            records = self.live.retrieve(
+                self.collection, list(checked), with_payload=True, with_vectors=[DENSE] if with_vectors else False,
+            )
+        found = {str(r.id): self._hit(r, with_vectors) for r in records}
+        return [found[i] for i in checked if i in found]
+
+    def _query(self, op: str, with_vectors: bool = False, **kwargs: Any) -> list[Hit]:
+        with self._engine(op):
+            points = self.live.query_points(self.collection, with_payload=True, **kwargs).points
+        return [self._hit(p, with_vectors) for p in points]
+
+    def dense_search(
+        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
+    ) -> list[Hit]:
+        """Nearest points by cosine, best first."""
+        return self._query(
+            "dense search", with_vectors, query=c.dense_list(vector, self.dim, "vector"), using=DENSE,
+            query_filter=to_client(where), limit=c.check_limit(limit),
+            with_vectors=[DENSE] if with_vectors else False,
+        )
+
+    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:
+        """Points sharing a term with ``vector``, by IDF-weighted dot product."""
+        idx, val = c.sparse_lists(vector, "vector")
+        limit = c.check_limit(limit)
+        flt = to_client(where)
+        if not idx:
+            return []
+        return self._query(
+            "sparse search", query=qm.SparseVector(indices=idx, values=val), using=SPARSE,
+            query_filter=flt, limit=limit,
+        )
+
+    def hybrid_rrf(
+        self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
+        prefetch: int, k: int = 60,
+    ) -> list[Hit]:
+        """Qdrant's RRF of a dense and a sparse prefetch; scores are 1/(k + rank from 1)."""
+        flt = to_client(where)
+        prefetch = c.check_limit(prefetch, "prefetch")
+        stages = [qm.Prefetch(query=c.dense_list(dense, self.dim), using=DENSE, filter=flt, limit=prefetch)]
+        idx, val = c.sparse_lists(sparse)
+        if idx:  # a query without terms has no sparse ranking, only the dense one
+            stages.append(qm.Prefetch(
+                query=qm.SparseVector(indices=idx, values=val), using=SPARSE, filter=flt, limit=prefetch,
+            ))
+        return self._query(
+            "hybrid query", prefetch=stages, query=qm.RrfQuery(rrf=qm.Rrf(k=c.engine_rrf_k(k))),
+            query_filter=flt, limit=c.check_limit(limit),
+        )
+
+    def scroll(
+        self, where: Where | None, *, limit: int = 256, offset: str | None = None,
+        with_vectors: bool = False,
+    ) -> tuple[list[Hit], str | None]:
+        """One page in id order and the id that starts the next page (None at the end)."""
+        with self._engine("scroll"):
+            records, nxt = self.live.scroll(
+                self.collection, scroll_filter=to_client(where), limit=c.check_limit(limit),
+                offset=None if offset is None else c.check_id(offset, "offset"),
+                with_payload=True, with_vectors=[DENSE] if with_vectors else False,
+            )
+        return [self._hit(r, with_vectors) for r in records], None if nxt is None else str(nxt)
+
+    def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
+                batch: int = 256) -> Iterator[Hit]:
+        """Every matching point, page by page."""
+        offset: str | None = None
+        while True:
+            page, offset = self.scroll(where, limit=batch, offset=offset, with_vectors=with_vectors)
+            yield from page
+            if offset is None:
+                return
+
+    def count(self, where: Where | None = None) -> int:
+        """The exact number of matching points."""
+        with self._engine("count"):
+            return int(self.live.count(self.collection, count_filter=to_client(where), exact=True).count)
+
+    # -- meta and lifecycle ------------------------------------------------------------------
+
+    def read_meta(self) -> dict[str, Any]:
+        """The payload of the meta point ({} for a new store)."""
+        with self._engine("read meta"):
+            records = self.live.retrieve(self.meta_collection, [META_POINT_ID], with_payload=True)
+        return dict(records[0].payload or {}) if records else {}
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace the metadata (one point upsert: the old payload is replaced whole)."""
+        if not isinstance(meta, dict):
+            raise ValidationError("meta must be a dict", field="meta")
+        with self._engine("write meta"):
+            self.live.upsert(
+                self.meta_collection, [qm.PointStruct(id=META_POINT_ID, vector={}, payload=meta)], wait=True,
+            )
+
+    def optimize(self) -> None:
+        """Nothing to do: a Qdrant server runs its optimizers by itself."""
+        log.debug("optimize() is a no-op for a Qdrant server collection %s", self.collection)
+
+    def flush(self) -> None:
+        """Nothing to do: every write is sent with ``wait=True`` and is durable on return."""
+
+    def close(self) -> None:
+        """Close the client if this backend owns it. Idempotent."""
+        client, self.client = self.client, None
+        if client is not None and self._owns_client:
+            client.close()
+
+    def __enter__(self) -> QdrantServerBackend:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"QdrantServerBackend(collection={self.collection!r}, dim={self.dim})"
