@@ -21,7 +21,11 @@ log = logging.getLogger(__name__)
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _KANA = r"\u3040-\u30ff\u31f0-\u31ff"
 _HANGUL = r"\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
-_RUN = re.compile(rf"([{_HAN}]+)|([{_KANA}]+)|([{_HANGUL}]+)|([^\W_]+(?:['’][^\W_]+)?)")
+# Combining marks are not \w in Python's re, yet Indic, Thai, Arabic... words need them.
+_MARKS = r"\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed" \
+    r"\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff\u0f00-\u0fff\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
+_WORD = rf"(?:[^\W_{_HAN}{_KANA}{_HANGUL}]|[{_MARKS}])+"
+_RUN = re.compile(rf"([{_HAN}]+)|([{_KANA}]+)|([{_HANGUL}]+)|({_WORD}(?:['’]{_WORD})?)")
 _HAS_HAN = re.compile(f"[{_HAN}]")
 
 # Function words carry no retrieval signal and only cost postings; kept deliberately short.
