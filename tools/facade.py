@@ -1,0 +1,214 @@
+"""``ToolFacade``: every agent-facing tool behind one ``call(name, arguments) -> dict``.
+
+The facade owns three promises the hosts rely on:
+
+* **Validation first.** Arguments are checked against the tool's JSON Schema (``tools.schema``)
+  and a size limit before a handler runs; a handler only ever sees well-typed keywords.
+* **Structured errors only.** Every failure returns ``{"error": {"code", "message", "field"}}``
+  (see ``tools.errors``); an unexpected exception is logged with its traceback and returned
+  as code ``internal``, so a host never receives a traceback.
+* **Identity from the connection.** The agent id is fixed when the facade is built (by the
+  host, the CLI or the MCP connection). No tool has an ``agent_id`` argument, so a caller
+  cannot read, change or count another agent's notes whatever it sends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .errors import ToolError, error_result
+from .lcm_tools import lcm_tools
+from .memory_tools import memory_tools
+from .registry import Registry, Tool, obj
+from .schema import validate
+
+if TYPE_CHECKING:
+    from amem import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: largest arguments object accepted, in bytes of UTF-8 JSON (a note of 32k characters of CJK
+#: text is ~96 kB; anything beyond this is a runaway or hostile payload)
+MAX_PAYLOAD_BYTES = 256 * 1024
+#: the tools that keep their full schema when lazy loading is on
+CORE_TOOLS = ("memory_search", "memory_add", "lcm_grep", "tool_info")
+LAZY_ENV = "AMEM_LAZY_TOOLS"
+
+
+def lazy_from_env(env: Mapping[str, str]) -> bool:
+    """``AMEM_LAZY_TOOLS`` as a boolean (unset = off); a bad value is a clear error."""
+    raw = env.get(LAZY_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{LAZY_ENV} must be 1/0 or true/false, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a handler may use: the stores and the caller's identity (never from arguments)."""
+
+    memory: "MemoryStore"
+    lcm: Any
+    agent_id: str
+    facade: "ToolFacade"
+
+
+class ToolFacade:
+    """The registry of ``memory_*``, ``lcm_*`` and ``tool_info`` tools, bound to one agent.
+
+    Args:
+        memory: The note store.
+        lcm: The conversation store (``lcm.LcmStore``), or ``None``: the ``lcm_*`` tools are
+            then not listed and calling one returns an ``unavailable`` error.
+        agent_id: The identity every call runs as.
+        lazy: List only the core tools with full schemas; the rest are named in one line
+            of ``tool_info``'s description and loaded through it.
+        max_payload_bytes: Largest accepted arguments object (JSON, UTF-8).
+        session_key: The lcm session family the ``lcm_*`` tools search by default.
+    """
+
+    def __init__(self, memory: "MemoryStore", lcm: Any = None, *, agent_id: str,
+                 lazy: bool = False, max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+                 session_key: str | None = None) -> None:
+        from amem.notes import check_agent
+
+        if max_payload_bytes < 1024:
+            raise ValueError("max_payload_bytes must be at least 1024")
+        self.memory = memory
+        self.lcm = lcm
+        self.agent_id = check_agent(agent_id)
+        self.lazy = lazy
+        #: the lcm session family the lcm_* tools search by default (set by the host)
+        self.session_key = session_key
+        self.max_payload_bytes = max_payload_bytes
+        self.registry = Registry()
+        self.registry.extend(memory_tools())
+        self.registry.extend(lcm_tools())
+        self.registry.add(_tool_info_tool())
+
+    def for_agent(self, agent_id: str, session_key: str | None = None) -> "ToolFacade":
+        """The same stores and settings, acting as another agent (one per MCP connection)."""
+        return ToolFacade(self.memory, self.lcm, agent_id=agent_id, lazy=self.lazy,
+                          max_payload_bytes=self.max_payload_bytes,
+                          session_key=session_key or self.session_key)
+
+    # ------------------------------------------------------------------ listing
+
+    def available(self) -> list[Tool]:
+        """Every tool this facade can run (``lcm_*`` only with an lcm store)."""
+        return [t for t in self.registry if t.group != "lcm" or self.lcm is not None]
+
+    def listed(self) -> list[Tool]:
+        """The tools shown to the model: all of them, or only the core set when lazy."""
+        tools = self.available()
+        return [t for t in tools if t.name in CORE_TOOLS] if self.lazy else tools
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """Neutral tool definitions ``{name, description, input_schema}`` (see ``tools.export``)."""
+        return [self.definition(t) for t in self.listed()]
+
+    def definition(self, tool: Tool) -> dict[str, Any]:
+        description = tool.description
+        if tool.name == "tool_info" and self.lazy:
+            hidden = [t for t in self.available() if t.name not in CORE_TOOLS]
+            if hidden:
+                description += " More tools: " + "; ".join(f"{t.name} ({t.summary})" for t in hidden) + "."
+        return {"name": tool.name, "description": description, "input_schema": dict(tool.schema)}
+
+    # ------------------------------------------------------------------ calling
+
+    def call(self, name: Any, arguments: Any = None) -> dict[str, Any]:
+        """Run one tool as this facade's agent; always a JSON-able dict, never an exception."""
+        try:
+            tool, args = self._prepare(name, arguments)
+            ctx = CallContext(self.memory, self.lcm, self.agent_id, self)
+            result = tool.handler(ctx, **args)
+            return result if isinstance(result, dict) else {"result": result}
+        except ToolError as exc:
+            return exc.to_dict()
+        except Exception as exc:  # the one place every failure becomes a structured error
+            code = getattr(exc, "code", None)
+            if isinstance(code, str) and _is_ours(exc):
+                return error_result(code, str(exc), getattr(exc, "field", None))
+            log.exception("tool %s failed unexpectedly", name)
+            return error_result("internal", f"{name} failed unexpectedly ({type(exc).__name__}); "
+                                "the server log has the details")
+
+    def _prepare(self, name: Any, arguments: Any) -> tuple[Tool, dict[str, Any]]:
+        if not isinstance(name, str):
+            raise ToolError("unknown_tool", "the tool name must be a string", field="name")
+        tool = self.registry.get(name)
+        if tool is None:
+            raise ToolError("unknown_tool", f"no tool named {name[:80]!r}; available: "
+                            f"{', '.join(t.name for t in self.available())}", field="name")
+        if tool.group == "lcm" and self.lcm is None:
+            raise ToolError("unavailable", f"{name} needs the conversation store (lcm), which "
+                            "this server was started without")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolError("invalid_argument", "arguments must be a JSON object", field="arguments")
+        try:
+            size = len(json.dumps(arguments, allow_nan=False, ensure_ascii=False).encode("utf-8"))
+        except (TypeError, ValueError) as exc:
+            raise ToolError("invalid_argument", f"arguments are not valid JSON: {exc}",
+                            field="arguments") from None
+        if size > self.max_payload_bytes:
+            raise ToolError("payload_too_large", f"arguments are {size} bytes; the limit is "
+                            f"{self.max_payload_bytes}", field="arguments")
+        validate(arguments, tool.schema)
+        props = tool.schema.get("properties", {})
+        # JSON Schema counts 5.0 as an integer; handlers get a real int.
+        return tool, {k: (int(v) if props[k].get("type") == "integer" and isinstance(v, float)
+                          and math.isfinite(v) else v) for k, v in arguments.items()}
+
+
+def _is_ours(exc: Exception) -> bool:
+    """An error raised on purpose by amem or lcm (it carries a code meant for callers)."""
+    module = type(exc).__module__
+    return module.startswith(("amem.", "lcm.")) or module in ("amem", "lcm")
+
+
+# ---------------------------------------------------------------------- tool_info
+
+
+def tool_info(ctx: CallContext, query: str, max_results: int = 5) -> dict[str, Any]:
+    facade = ctx.facade
+    tools = facade.available()
+    exact = [t for t in tools if t.name == query.strip()]
+    if exact:
+        return {"matched_by": "name", "tools": [facade.definition(exact[0])]}
+    words = [w for w in query.lower().replace("_", " ").split() if len(w) > 1]
+    scored = []
+    for tool in tools:
+        text = f"{tool.name.replace('_', ' ')} {tool.summary} {tool.description}".lower()
+        score = sum(3 if w in tool.name else 1 for w in words if w in text)
+        if score:
+            scored.append((score, tool.name, tool))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    # Words shared by every tool ("memory") would return everything: keep the clear winners.
+    best = scored[0][0] if scored else 0
+    kept = [t for score, _, t in scored if score * 2 >= best][:max_results]
+    return {"matched_by": "keyword", "tools": [facade.definition(t) for t in kept]}
+
+
+def _tool_info_tool() -> Tool:
+    return Tool(
+        name="tool_info", handler=tool_info, core=True, group="meta",
+        summary="full schemas of other tools",
+        description=(
+            "Get the full definition (description and argument schema) of a tool by its exact "
+            "name, or find tools by keywords. Call it before using a tool that is only named "
+            "here. Returns {matched_by: name|keyword, tools: [{name, description, input_schema}]}."),
+        schema=obj({
+            "query": {"type": "string", "minLength": 1, "maxLength": 200,
+                      "description": "A tool name, or keywords describing what you need."},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
+                            "description": "How many tools to return for a keyword search."},
+        }, required=["query"]))

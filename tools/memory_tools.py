@@ -1,0 +1,156 @@
+"""The ``memory_*`` tools: thin handlers over ``MemoryStore`` that always act as the caller's agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import ToolError
+from .registry import Tool, obj
+
+if TYPE_CHECKING:
+    from .facade import CallContext
+
+#: longest note text the tool accepts (the store's default limit; a smaller config still wins)
+MAX_TEXT_CHARS = 32_000
+MAX_QUERY_CHARS = 4_000
+MAX_SEARCH_LIMIT = 50
+LIST_PREVIEW_CHARS = 300
+#: note fields the tools never return: internal bookkeeping, or the caller's own identity
+_HIDDEN = ("hash", "folded_hashes", "agent_id")
+
+_ID = {"type": "string", "minLength": 1, "maxLength": 200, "description": "A note id."}
+_NAMES = {"type": "array", "maxItems": 64,
+          "items": {"type": "string", "minLength": 1, "maxLength": 200}}
+
+
+def _store(ctx: "CallContext") -> Any:
+    return ctx.memory
+
+
+def _note_view(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if k not in _HIDDEN}
+
+
+def memory_add(ctx: "CallContext", text: str, subjects: list[str] | None = None) -> dict[str, Any]:
+    result = _store(ctx).add(text, subjects or (), agent_id=ctx.agent_id)
+    return result.to_dict()
+
+
+def memory_search(ctx: "CallContext", query: str, limit: int = 5,
+                  topicsFilter: list[str] | None = None,  # noqa: N803 - the wire name
+                  subject: str | None = None) -> dict[str, Any]:
+    hits = _store(ctx).search(query, limit=limit, topics_filter=topicsFilter, subject=subject,
+                              agent_id=ctx.agent_id)
+    results = [h.to_dict() for h in hits]
+    return {"results": results,
+            "matches": sum(1 for r in results if r["via"] == "match"),
+            "linked": sum(1 for r in results if r["via"] == "link")}
+
+
+def memory_list(ctx: "CallContext", limit: int = 20, offset: str | None = None) -> dict[str, Any]:
+    store = _store(ctx)
+    notes, nxt = store.list(agent_id=ctx.agent_id, limit=limit, offset=offset)
+    items = []
+    for note in notes:
+        content = note.content
+        cut = len(content) > LIST_PREVIEW_CHARS
+        items.append({"id": note.id, "content": content[:LIST_PREVIEW_CHARS] + ("…" if cut else ""),
+                      "truncated": cut, "timestamp": note.timestamp, "category": note.category,
+                      "tags": note.tags, "note_type": note.note_type,
+                      "pending_merge": note.pending_merge})
+    return {"count": store.count(agent_id=ctx.agent_id), "notes": items, "next_offset": nxt}
+
+
+def memory_get(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - the wire name
+    return _note_view(_store(ctx).get(id, agent_id=ctx.agent_id).to_payload())
+
+
+def memory_delete(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002
+    note = _store(ctx).delete(id, agent_id=ctx.agent_id)
+    return {"id": note.id, "deleted": True}
+
+
+def memory_consolidate(ctx: "CallContext") -> dict[str, Any]:
+    try:
+        report = _store(ctx).consolidate(agent_id=ctx.agent_id)
+    except ImportError as exc:  # amem.consolidate is optional until it lands
+        raise ToolError("unavailable", f"consolidation is not available: {exc}") from None
+    return report.to_dict() if hasattr(report, "to_dict") else dict(report)
+
+
+def memory_tools() -> list[Tool]:
+    """The six ``memory_*`` tools."""
+    return [
+        Tool(
+            name="memory_add", handler=memory_add, core=True, writes=True,
+            summary="store a fact or event in long-term memory",
+            description=(
+                "Store one fact, preference, decision or event in long-term memory so it can be "
+                "found in later conversations. Write it as one self-contained statement (who, what, "
+                "when). Exact duplicates are recognised and near-duplicates are folded into the "
+                "existing note. Returns {status: created|deduplicated|folded|pending_merge, id, "
+                "links, evolved, enriched_by, warnings}."),
+            schema=obj({
+                "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
+                         "description": "The memory, as a self-contained statement."},
+                "subjects": {**_NAMES, "description": "People or entities the memory is about "
+                             "(lets memory_search filter by subject)."},
+            }, required=["text"])),
+        Tool(
+            name="memory_search", handler=memory_search, core=True,
+            summary="find stored memories relevant to a query",
+            description=(
+                "Search long-term memory by meaning and keywords (hybrid BM25 + embeddings). Use it "
+                "before answering questions about the user, past decisions or earlier sessions. "
+                "`limit` counts direct matches; up to 8 linked notes may follow them with "
+                "via='link'. Returns {results: [{id, content, context, keywords, tags, topics, "
+                "links, timestamp, note_type, similarity, rrf, via}], matches, linked}."),
+            schema=obj({
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
+                          "description": "What to look for, in natural language."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
+                          "default": 5, "description": "How many direct matches to return."},
+                "topicsFilter": {**_NAMES, "description": "Knowledge notes must carry all of "
+                                 "these topics; ordinary memories are not filtered."},
+                "subject": {"type": "string", "minLength": 1, "maxLength": 200,
+                            "description": "Only memories about this subject (plus memories "
+                            "about nobody in particular)."},
+            }, required=["query"])),
+        Tool(
+            name="memory_list", handler=memory_list,
+            summary="count stored memories and page through them",
+            description=(
+                "Count your stored memories and list them page by page (content previews of "
+                f"{LIST_PREVIEW_CHARS} characters). Use it for an overview, not to find something "
+                "(memory_search does that). Returns {count, notes: [{id, content, truncated, "
+                "timestamp, category, tags, note_type, pending_merge}], next_offset}."),
+            schema=obj({
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
+                          "description": "Notes per page."},
+                "offset": {"type": "string", "minLength": 1, "maxLength": 200,
+                           "description": "The next_offset of the previous page."},
+            })),
+        Tool(
+            name="memory_get", handler=memory_get,
+            summary="read one memory in full by id",
+            description=(
+                "Read one memory note in full by its id, with its links, keywords, tags, context "
+                "and evolution history. Returns the note, or a not_found error."),
+            schema=obj({"id": _ID}, required=["id"])),
+        Tool(
+            name="memory_delete", handler=memory_delete, writes=True,
+            summary="delete one memory by id",
+            description=(
+                "Delete one memory note by id, for example when the user asks to forget "
+                "something or it is wrong. The note stops appearing in searches. Returns "
+                "{id, deleted: true}, or a not_found error."),
+            schema=obj({"id": _ID}, required=["id"])),
+        Tool(
+            name="memory_consolidate", handler=memory_consolidate, writes=True,
+            summary="merge duplicate memories now (normally runs nightly)",
+            description=(
+                "Merge near-duplicate memories and resolve notes flagged pending_merge. It runs "
+                "nightly on its own; call it only when asked to tidy memory now. It can take a "
+                "while on a large store. Returns a report of what was merged."),
+            schema=obj({})),
+    ]
