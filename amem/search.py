@@ -89,7 +89,8 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
     pool = max(cfg.candidates, limit)
     sparse_hits = (store.backend.sparse_search(bm25.query_vector(terms), where, pool)
                    if terms else [])                                        # 2
-    dense_hits = store.backend.dense_search(qvec, where, pool)             # 3
+    dense_hits = _settle_ties(store.backend.dense_search(qvec, where, pool))  # 3
+    sparse_hits = _settle_ties(sparse_hits)
     fused = ranking.rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
                         k=cfg.rrf_k, weights=[cfg.sparse_weight, cfg.dense_weight])  # 4
 
@@ -124,6 +125,14 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
                                topics, subject))
     _bump_heat(store, [(pid, by_id[pid].payload) for pid, _, _ in matches], now)
     return results
+
+
+def _settle_ties(hits: list[Hit]) -> list[Hit]:
+    """Order equal scores by id: engines break ties differently, results must not differ.
+
+    Scores are compared at 1e-6 so float noise between engines cannot reorder real ties.
+    """
+    return sorted(hits, key=lambda h: (-round(h.score, 6), h.id))
 
 
 def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.ndarray,

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from .backends.base import Match, Where
-from .enrich import Enrichment, NoteView, build_enricher
 from .errors import ValidationError
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
 
 if TYPE_CHECKING:
+    from .enrich import Enrichment, NoteView
     from .store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -67,9 +67,19 @@ class Writer:
 
     def __init__(self, store: "MemoryStore", *, llm: Any = None) -> None:
         self.store = store
-        self.enricher = build_enricher(llm)
+        self._llm = llm
+        self._enricher: Any = None
         self._lock = threading.Lock()
         self._adds = 0
+
+    @property
+    def enricher(self) -> Any:
+        """Built on first use: the episodic fast path never loads keyword models or LLMs."""
+        if self._enricher is None:
+            from .enrich import build_enricher
+
+            self._enricher = build_enricher(self._llm)
+        return self._enricher
 
     # ------------------------------------------------------------------ validation
 
@@ -125,7 +135,7 @@ class Writer:
         if draft.given_enrichment:
             note.enriched_by = "given"
             return []
-        result: Enrichment = self.enricher.enrich(note.content)
+        result: "Enrichment" = self.enricher.enrich(note.content)
         note.keywords = list(result.keywords)
         note.tags = list(result.tags)
         note.context = result.context
@@ -304,6 +314,8 @@ class Writer:
                          similarity=round(float(score), 6), warnings=warnings)
 
 
-def _view(note: Note) -> NoteView:
+def _view(note: Note) -> "NoteView":
+    from .enrich import NoteView
+
     return NoteView(id=note.id, content=note.content, context=note.context,
                     keywords=tuple(note.keywords), tags=tuple(note.tags))

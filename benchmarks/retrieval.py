@@ -1,0 +1,222 @@
+"""Retrieval quality on real data: the store's own add + search against BM25, dense and RRF.
+
+    python -m benchmarks.retrieval locomo --data ../shared/benchdata/locomo_dev.json --out r.json
+    python -m benchmarks.retrieval cmrc --data ../shared/benchdata/cmrc2018_dev_part.json --out c.json
+
+The protocols are those of ``../shared/benchdata/README.md``. Every conversation is its own
+tenant of one store (agent id = sample id). The result maps method -> group -> metric, e.g.
+``{"store": {"cat1-4": {"R@10": ...}}}``, plus timings and the settings used.
+
+Methods: ``store`` (the ``limit`` matches of ``search``), ``store+links`` (the whole list the
+tool returns at limit 10: matches, then link-expanded notes), and the baselines run in the
+same process: ``bm25`` (rank_bm25.BM25Okapi on lowercase ``\\w+`` tokens; jieba tokens for
+Chinese), ``dense`` (the store's embedder, brute-force cosine) and ``rrf`` (plain RRF, k=60).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from amem import MemoryStore, load_config
+from amem.embed import make_embedder
+from amem.ranking import rrf
+
+from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, load_cmrc, load_locomo
+from .metrics import dedup_order, mean, score
+
+DEPTH = 50  # ranked-list depth scored (MRR past 50 adds < 0.02)
+
+
+def _bm25_tokens(text: str, chinese: bool) -> list[str]:
+    if chinese:
+        import jieba
+
+        return [t for t in jieba.lcut(text.lower()) if t.strip() and re.match(r"\w", t)]
+    return re.findall(r"\w+", text.lower())
+
+
+def baselines(corpus: Corpus, embedder: Any, chinese: bool, note_text: dict[str, str]
+              ) -> tuple[dict[str, list[list[str]]], dict[str, float]]:
+    """Full rankings per query for bm25, dense and plain rrf, and their timings."""
+    from rank_bm25 import BM25Okapi
+
+    ids = [d.id for d in corpus.docs]
+    texts = [note_text[i] for i in ids]
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    bm = BM25Okapi([_bm25_tokens(t, chinese) for t in texts])
+    t1 = time.perf_counter()
+    doc_vecs = embedder.embed(texts, kind="passage")
+    t2 = time.perf_counter()
+    q_vecs = embedder.embed([q.text for q in corpus.queries], kind="query")
+    t3 = time.perf_counter()
+    out: dict[str, list[list[str]]] = {"bm25": [], "dense": [], "rrf": []}
+    for qi, query in enumerate(corpus.queries):
+        s = np.asarray(bm.get_scores(_bm25_tokens(query.text, chinese)))
+        # Only documents sharing a term are ranked by BM25 (as in the store).
+        order = [i for i in np.argsort(-s, kind="stable") if s[i] > 0][:DEPTH]
+        out["bm25"].append([ids[i] for i in order])
+        sims = doc_vecs @ q_vecs[qi]
+        out["dense"].append([ids[i] for i in np.argsort(-sims, kind="stable")[:DEPTH]])
+        out["rrf"].append([i for i, _ in rrf([out["bm25"][-1], out["dense"][-1]], k=60)][:DEPTH])
+    timings.update(bm25_index_s=t1 - t0, dense_embed_docs_s=t2 - t1, dense_embed_queries_s=t3 - t2)
+    return out, timings
+
+
+def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
+                   note_text: dict[str, str]) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
+    """Add the corpus through ``add_many`` and run every query through ``search``."""
+    agent = corpus.name
+    items = []
+    for doc in corpus.docs:
+        item: dict[str, Any] = {"text": note_text[doc.id], "id": doc.id}
+        if doc.timestamp:
+            item["timestamp"] = doc.timestamp
+        items.append(item)
+    t0 = time.perf_counter()
+    results = store.add_many(items, enrich=args.enrich != "off", agent_id=agent)
+    t1 = time.perf_counter()
+    # A folded turn lives inside another note: map stored note ids back to every turn they hold.
+    holds: dict[str, list[str]] = {}
+    statuses: dict[str, int] = {}
+    for doc, res in zip(corpus.docs, results):
+        holds.setdefault(res.id, []).append(doc.id)
+        statuses[res.status] = statuses.get(res.status, 0) + 1
+    for nid in list(holds):
+        if nid not in holds[nid]:
+            holds[nid].insert(0, nid)
+
+    def expand(ids: Sequence[str]) -> list[str]:
+        return dedup_order(t for nid in ids for t in holds.get(nid, [nid]))
+
+    out: dict[str, list[list[str]]] = {"store": [], "store+links": []}
+    latencies = []
+    for query in corpus.queries:
+        s0 = time.perf_counter()
+        hits = store.search(query.text, limit=DEPTH, agent_id=agent, expand_links=False)
+        latencies.append(time.perf_counter() - s0)
+        out["store"].append(expand([h.id for h in hits]))
+        if args.links:
+            tool = store.search(query.text, limit=10, agent_id=agent, heat=False)
+            out["store+links"].append(expand([h.id for h in tool]))
+    if not args.links:
+        del out["store+links"]
+    info = {"add_s": t1 - t0, "statuses": statuses,
+            "search_p50_ms": round(1000 * float(np.percentile(latencies, 50)), 2),
+            "search_p95_ms": round(1000 * float(np.percentile(latencies, 95)), 2)}
+    return out, info
+
+
+def evaluate(task: str, corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
+             ) -> dict[str, dict[str, dict[str, float]]]:
+    """method -> group -> metric (groups: cat1-4, cat1..cat5 for LoCoMo; all for CMRC)."""
+    result: dict[str, dict[str, dict[str, float]]] = {}
+    for method, per_corpus in rankings.items():
+        rows: dict[str, list[dict[str, float]]] = {}
+        for corpus, ranked_lists in zip(corpora, per_corpus):
+            for query, ranked in zip(corpus.queries, ranked_lists):
+                s = score(ranked, query.relevant)
+                if task == "locomo":
+                    rows.setdefault(f"cat{query.category}", []).append(s)
+                    if query.category != "5":
+                        rows.setdefault("cat1-4", []).append(s)
+                else:
+                    rows.setdefault("all", []).append(s)
+        result[method] = {group: mean(r) for group, r in sorted(rows.items())}
+    return result
+
+
+def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
+    corpora = load_locomo(data) if task == "locomo" else load_cmrc(data, unit=args.unit)
+    if args.limit_corpora:
+        corpora = corpora[:args.limit_corpora]
+    chinese = task == "cmrc"
+    overrides: dict[str, Any] = {"heat": args.heat, "link_expansion": args.links}
+    if args.sparse_weight is not None:
+        overrides["sparse_weight"] = args.sparse_weight
+    if args.dense_weight is not None:
+        overrides["dense_weight"] = args.dense_weight
+    config = load_config(overrides=overrides)
+    embedder = make_embedder(args.embedder)
+    rankings: dict[str, list[list[list[str]]]] = {}
+    timings: dict[str, Any] = {"per_corpus": []}
+    started = time.perf_counter()
+    with MemoryStore(":memory:", config=config, embedder=embedder) as store:
+        for corpus in corpora:
+            note_text = {d.id: (f"[{d.date_label}] {d.text}" if args.date_in_text and d.date_label
+                                else d.text) for d in corpus.docs}
+            ranked, info = store_rankings(store, corpus, args, note_text)
+            if not args.no_baselines:
+                base, base_t = baselines(corpus, embedder, chinese, note_text)
+                ranked.update(base)
+                info.update(base_t)
+            for method, lists in ranked.items():
+                rankings.setdefault(method, []).append(lists)
+            timings["per_corpus"].append({"corpus": corpus.name, "docs": len(corpus.docs),
+                                          "queries": len(corpus.queries), **info})
+    timings["total_s"] = round(time.perf_counter() - started, 2)
+    return {"task": task, "data": str(data), "settings": {
+        "embedder": embedder.model_id, "enrich": args.enrich, "date_in_text": args.date_in_text,
+        "links": args.links, "heat": args.heat, "unit": args.unit,
+        "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
+        "rrf_k": config.rrf_k, "depth": DEPTH},
+        "results": evaluate(task, corpora, rankings), "timings": timings}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", choices=["locomo", "cmrc"])
+    p.add_argument("--data", type=Path, help="data file (defaults to ../shared/benchdata/...)")
+    p.add_argument("--out", type=Path, help="write the JSON result here")
+    p.add_argument("--embedder", default="e5-small", help="embedder preset (default e5-small)")
+    p.add_argument("--enrich", choices=["off", "offline"], default="off",
+                   help="off: the episodic fast path; offline: the full write pipeline")
+    p.add_argument("--date-in-text", action=argparse.BooleanOptionalAction, default=True,
+                   help="prefix each LoCoMo turn with its session date")
+    p.add_argument("--links", action=argparse.BooleanOptionalAction, default=False,
+                   help="also score the tool's list with link expansion")
+    p.add_argument("--heat", action=argparse.BooleanOptionalAction, default=False,
+                   help="heat boost on (searches then change later rankings)")
+    p.add_argument("--unit", choices=["sentence", "paragraph"], default="sentence")
+    p.add_argument("--sparse-weight", type=float)
+    p.add_argument("--dense-weight", type=float)
+    p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--limit-corpora", type=int, help="use only the first N corpora (quick runs)")
+    return p.parse_args(argv)
+
+
+def table(result: dict[str, Any]) -> str:
+    group = "cat1-4" if result["task"] == "locomo" else "all"
+    metrics = ["R@5", "R@10", "hit@10", "NDCG@10", "MRR"] if group == "cat1-4" else \
+        ["hit@1", "hit@10", "NDCG@10", "MRR"]
+    lines = [f"| method | {' | '.join(metrics)} |", "|---|" + "---|" * len(metrics)]
+    for method, groups in result["results"].items():
+        row = groups.get(group, {})
+        lines.append(f"| {method} | " + " | ".join(f"{row.get(m, 0):.3f}" for m in metrics) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    data = args.data or (DEFAULT_LOCOMO if args.task == "locomo" else DEFAULT_CMRC)
+    if not data.exists():
+        print(f"no data file at {data}", file=sys.stderr)
+        return 2
+    result = run(args.task, data, args)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    print(table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

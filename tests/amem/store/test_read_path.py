@@ -1,0 +1,149 @@
+"""MemoryStore basics and the search pipeline, on both backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from amem import MemoryStore
+from amem.errors import NotFoundError, ValidationError
+
+NOTES = [
+    ("n1", "Alice prefers green tea over coffee", ["alice"]),
+    ("n2", "Bob drinks espresso every morning", ["bob"]),
+    ("n3", "The staging database runs PostgreSQL 16", []),
+    ("n4", "Team lunch is on Friday at the Thai place", []),
+]
+
+
+def fill(store: MemoryStore, agent: str | None = None) -> None:
+    for nid, text, subjects in NOTES:
+        store.add(text, subjects, id=nid, enrich=False, agent_id=agent)
+
+
+def test_add_get_count_delete(store: MemoryStore) -> None:
+    fill(store)
+    assert store.count() == 4
+    note = store.get("n1")
+    assert note.content == NOTES[0][1] and note.subjects == ["alice"]
+    store.delete("n1")
+    assert store.count() == 3
+    with pytest.raises(NotFoundError):
+        store.get("n1")
+    assert store.get("n1", include_inactive=True).is_active is False
+    assert all(r.id != "n1" for r in store.search("green tea", limit=5))
+
+
+def test_search_ranks_lexical_and_returns_fields(store: MemoryStore) -> None:
+    fill(store)
+    results = store.search("green tea", limit=2)
+    assert results[0].id == "n1"
+    top = results[0].to_dict()
+    for key in ("id", "content", "context", "keywords", "tags", "topics", "links", "timestamp",
+                "note_type", "similarity", "rrf", "via"):
+        assert key in top
+    assert top["via"] == "match" and top["rrf"] > 0 and 0 < top["similarity"] <= 1
+
+
+def test_tenants_are_isolated(store: MemoryStore) -> None:
+    fill(store, agent="a1")
+    store.add("Alice prefers green tea", id="x", agent_id="a2", enrich=False)
+    assert store.count(agent_id="a1") == 4 and store.count(agent_id="a2") == 1
+    assert [r.id for r in store.search("green tea", agent_id="a2")] == ["x"]
+    with pytest.raises(NotFoundError):
+        store.get("n1", agent_id="a2")
+    with pytest.raises(NotFoundError):
+        store.delete("n1", agent_id="a2")
+    assert store.count(agent_id="a1") == 4
+
+
+def test_subject_filter_keeps_named_and_unnamed(store: MemoryStore) -> None:
+    fill(store)
+    ids = {r.id for r in store.search("drinks tea coffee espresso database lunch", limit=10,
+                                      subject="alice")}
+    assert "n1" in ids and "n2" not in ids and {"n3", "n4"} <= ids
+
+
+def test_topics_filter_applies_to_knowledge_notes_only(store: MemoryStore) -> None:
+    store.add("Python lists are dynamic arrays", id="k1", note_type="knowledge",
+              topics=["python", "data-structures"], enrich=False)
+    store.add("Python dicts are hash tables", id="k2", note_type="knowledge", topics=["python"],
+              enrich=False)
+    store.add("I wrote Python code today", id="m1", enrich=False)
+    ids = {r.id for r in store.search("python", limit=10, topics_filter=["python", "data-structures"])}
+    assert ids == {"k1", "m1"}
+
+
+def test_heat_counts_only_returned_matches(store: MemoryStore) -> None:
+    fill(store)
+    store.search("green tea", limit=1)
+    assert store.get("n1").retrieval_count == 1
+    # n2 was a candidate (shares nothing lexical but is in the dense pool) yet not returned
+    assert store.get("n2").retrieval_count == 0
+
+
+def test_link_expansion_appends_linked_notes(store: MemoryStore) -> None:
+    store.add("Project Falcon launches in March", id="a", enrich=False)
+    store.add("Falcon launch date depends on the payment provider review", id="b", enrich=False)
+    store.add("Payment provider review is run by Dana from security", id="c", enrich=False)
+    # wire links by hand: a -> b -> c
+    store.update_payload("a", store.agent_id, {"links": ["b"]})
+    store.update_payload("b", store.agent_id, {"links": ["a", "c"]})
+    store.update_payload("c", store.agent_id, {"links": ["b"]})
+    results = store.search("Project Falcon launches in March", limit=1)
+    assert results[0].id == "a" and results[0].via == "match"
+    linked = [r for r in results if r.via == "link"]
+    assert [r.id for r in linked][:1] == ["b"]
+    assert all(r.similarity >= store.config.link_min_cosine for r in linked)
+    assert len(store.search("Project Falcon", limit=1, expand_links=False)) == 1
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"query": ""}, "query"), ({"query": "   "}, "query"), ({"query": 5}, "query"),
+    ({"query": "x" * 5000}, "query"), ({"query": "ok", "limit": 0}, "limit"),
+    ({"query": "ok", "limit": "3"}, "limit"), ({"query": "ok", "limit": 1000}, "limit"),
+    ({"query": "ok", "topics_filter": "python"}, "topicsFilter"),
+    ({"query": "ok", "subject": ""}, "subject"),
+])
+def test_bad_search_input_names_the_field(edge_store: MemoryStore, kwargs: dict, field: str) -> None:
+    fill(edge_store)
+    with pytest.raises(ValidationError) as info:
+        edge_store.search(**kwargs)
+    assert info.value.field == field
+    assert edge_store.count() == 4
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"text": ""}, "text"), ({"text": " \n"}, "text"), ({"text": None}, "text"),
+    ({"text": "x" * 40_000}, "text"), ({"text": "ok", "subjects": "alice"}, "subjects"),
+    ({"text": "ok", "subjects": [1]}, "subjects"), ({"text": "ok", "id": ""}, "id"),
+    ({"text": "ok", "timestamp": "yesterday"}, "timestamp"),
+    ({"text": "ok", "category": "Nope"}, "category"), ({"text": "ok", "agent_id": ""}, "agent_id"),
+    ({"text": "ok", "note_type": "fact"}, "note_type"),
+])
+def test_bad_add_input_names_the_field_and_stores_nothing(edge_store: MemoryStore, kwargs: dict,
+                                                          field: str) -> None:
+    fill(edge_store)
+    text = kwargs.pop("text")
+    with pytest.raises(ValidationError) as info:
+        edge_store.add(text, **kwargs)
+    assert info.value.field == field
+    assert edge_store.count() == 4
+
+
+@pytest.mark.parametrize("text", [
+    "Ünïcödé ñ ß", "北京是中国的首都。", "東京タワーへ行きました", "안녕하세요", "مرحبا بالعالم",
+    "नमस्ते दुनिया", "emoji 🎉👩‍💻 zwj", "tabs\tand\nnewlines  kept ", "שלום עולם", "Ελληνικά",
+])
+def test_text_of_every_script_round_trips_exactly(edge_store: MemoryStore, text: str) -> None:
+    res = edge_store.add(text, enrich=False)
+    assert edge_store.get(res.id).content == text
+    assert edge_store.search(text.strip(), limit=1)[0].content == text
+
+
+def test_get_and_delete_validate_ids(edge_store: MemoryStore) -> None:
+    with pytest.raises(ValidationError):
+        edge_store.get("")
+    with pytest.raises(ValidationError):
+        edge_store.delete(42)  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError):
+        edge_store.get("missing")
