@@ -72,6 +72,10 @@ class EdgeBackend:
             raise ConfigError(f"cannot create the store directory {self.path}: {exc}", key="path") from exc
         self._lock = StoreLock(self.path)
         self._lock.acquire()
+        # qdrant-edge 0.9.0 keeps hard-deleted points in its IDF statistics until the shard is
+        # reopened (replacing a point is fine). After a delete, sparse queries therefore ask for
+        # IDF over the live points (an empty corpus filter): a little slower, always right.
+        self._idf: qe.SearchParams | None = None
         try:
             self._shard: qe.EdgeShard | None = None
             self._shard, self.dim = self._open(dim)
@@ -202,6 +206,9 @@ class EdgeBackend:
         if checked:
             with self._engine("delete"):
                 self.shard.update(qe.UpdateOperation.delete_points(checked))
+            if self._idf is None:
+                log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
+                self._idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter()))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -248,7 +255,7 @@ class EdgeBackend:
             return []
         request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE),
-            filter=flt, with_payload=True,
+            filter=flt, with_payload=True, params=self._idf,
         )
         return self._query(request, "sparse search")
 
@@ -266,6 +273,7 @@ class EdgeBackend:
         if idx:  # a query without terms has no sparse ranking, only the dense one
             stages.append(qe.Prefetch(
                 limit=prefetch, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE), filter=flt,
+                params=self._idf,
             ))
         request = qe.QueryRequest(
             limit=c.check_limit(limit), prefetches=stages, query=qe.Fusion.Rrf(k=c.engine_rrf_k(k)),

@@ -228,17 +228,17 @@ class QdrantServerBackend:
         found = {str(r.id): self._hit(r, with_vectors) for r in records}
         return [found[i] for i in checked if i in found]
 
-    def _query(self, op: str, with_vectors: bool = False, **kwargs: Any) -> list[Hit]:
+    def _query(self, op: str, *, keep_vectors: bool = False, **kwargs: Any) -> list[Hit]:
         with self._engine(op):
             points = self.live.query_points(self.collection, with_payload=True, **kwargs).points
-        return [self._hit(p, with_vectors) for p in points]
+        return [self._hit(p, keep_vectors) for p in points]
 
     def dense_search(
         self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
     ) -> list[Hit]:
         """Nearest points by cosine, best first."""
         return self._query(
-            "dense search", with_vectors, query=c.dense_list(vector, self.dim, "vector"), using=DENSE,
+            "dense search", keep_vectors=with_vectors, query=c.dense_list(vector, self.dim, "vector"), using=DENSE,
             query_filter=to_client(where), limit=c.check_limit(limit),
             with_vectors=[DENSE] if with_vectors else False,
         )
