@@ -1,0 +1,339 @@
+"""Compaction: leaf passes over old raw messages, then condensation of same-depth summaries.
+
+Summaries are made outside any transaction (an LLM call may take a minute); each one is
+then written in one atomic step together with its DAG edges and the context-item swap,
+after checking that the items it replaces are still there. A crash at any point leaves
+either the old items or the new summary, never a half.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass, field
+
+from lcm.config import LcmConfig
+from lcm.db import Database
+from lcm.errors import ConcurrentChangeError
+from lcm.events import EventLog
+from lcm.extract import SourceUnit
+from lcm.seams import Clock
+from lcm.sessions import glob_match
+from lcm.summarize import Summarizer, SummaryDraft
+from lcm.timeutil import display_time, iso
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Item", "Params", "Compactor", "load_items", "tail_start", "resolve_params"]
+
+
+@dataclass(frozen=True)
+class Item:
+    ordinal: int
+    type: str  # message | summary
+    message_id: int | None
+    summary_id: str | None
+    tokens: int
+    role: str | None
+    depth: int | None
+
+    @property
+    def key(self) -> tuple[str, object]:
+        return (self.type, self.message_id if self.type == "message" else self.summary_id)
+
+
+@dataclass(frozen=True)
+class Params:
+    """Per-conversation values after ``contextThresholdOverrides``."""
+
+    context_threshold: float
+    fresh_tail_count: int
+    leaf_chunk_tokens: int
+    rule: str = ""
+
+
+def resolve_params(cfg: LcmConfig, session_key: str | None) -> Params:
+    for i, rule in enumerate(cfg.context_threshold_overrides):
+        if rule.model is not None or rule.model_context_window_min is not None or rule.model_context_window_max is not None:
+            continue  # lcm is given no model metadata, so these rules cannot match
+        if rule.session_pattern is None or session_key is None or not glob_match(rule.session_pattern, session_key):
+            continue
+        return Params(
+            rule.context_threshold,
+            rule.fresh_tail_count or cfg.fresh_tail_count,
+            rule.leaf_chunk_tokens or cfg.leaf_chunk_tokens,
+            rule.name or f"rule{i}",
+        )
+    return Params(cfg.context_threshold, cfg.fresh_tail_count, cfg.leaf_chunk_tokens)
+
+
+def load_items(c: sqlite3.Connection, conversation_id: int) -> list[Item]:
+    rows = c.execute(
+        "SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id, "
+        "coalesce(m.token_count, s.token_count, 0), m.role, s.depth "
+        "FROM context_items ci LEFT JOIN messages m ON m.id = ci.message_id "
+        "LEFT JOIN summaries s ON s.summary_id = ci.summary_id "
+        "WHERE ci.conversation_id = ? ORDER BY ci.ordinal",
+        (conversation_id,),
+    ).fetchall()
+    return [Item(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+
+
+def tail_start(items: list[Item], count: int, max_tokens: int | None) -> int:
+    """Index of the first item of the protected fresh tail (pure)."""
+    msg_idx = [i for i, it in enumerate(items) if it.type == "message"]
+    if not msg_idx:
+        return len(items)
+    protected = msg_idx[-count:] if count > 0 else []
+    if max_tokens is not None and protected:
+        kept, used = [], 0
+        for i in reversed(protected):
+            if kept and used + items[i].tokens > max_tokens:
+                break  # the newest message is always kept, even over the cap
+            kept.append(i)
+            used += items[i].tokens
+        protected = kept
+    start = min(protected) if protected else len(items)
+    users = [i for i in msg_idx if items[i].role == "user"]
+    if users and users[-1] < start:
+        start = users[-1]  # never split the newest user turn
+    return start
+
+
+@dataclass
+class _Run:
+    leaf: list[str] = field(default_factory=list)
+    condensed: list[str] = field(default_factory=list)
+    fallback: list[str] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    iterations: int = 0
+    sweep_iterations: int = 0
+    stopped: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+class Compactor:
+    def __init__(self, db: Database, cfg: LcmConfig, summarizer: Summarizer, clock: Clock, events: EventLog) -> None:
+        self.db = db
+        self.cfg = cfg
+        self.summarizer = summarizer
+        self.clock = clock
+        self.events = events
+
+    # -- planning (pure over the item list) ------------------------------------------------
+    def _leaf_chunk(self, items: list[Item], params: Params) -> list[Item] | None:
+        end = tail_start(items, params.fresh_tail_count, self.cfg.fresh_tail_max_tokens)
+        i = 0
+        while i < end:
+            if items[i].type != "message":
+                i += 1
+                continue
+            chunk: list[Item] = []
+            used = 0
+            j = i
+            while j < end and items[j].type == "message":
+                if chunk and used + items[j].tokens > params.leaf_chunk_tokens:
+                    break
+                chunk.append(items[j])
+                used += items[j].tokens
+                j += 1
+            if len(chunk) >= self.cfg.leaf_min_fanout or used >= params.leaf_chunk_tokens:
+                return chunk
+            while j < end and items[j].type == "message":
+                j += 1
+            i = j
+        return None
+
+    def _condense_group(self, items: list[Item], params: Params, *, pressure: bool) -> list[Item] | None:
+        end = tail_start(items, params.fresh_tail_count, self.cfg.fresh_tail_max_tokens)
+        fanout = self.cfg.condensed_min_fanout_hard if pressure else self.cfg.condensed_min_fanout
+        runs: list[list[Item]] = []
+        for it in items[:end]:
+            if it.type == "summary" and runs and runs[-1][-1].type == "summary" and runs[-1][-1].depth == it.depth:
+                runs[-1].append(it)
+            else:
+                runs.append([it])
+        best: list[Item] | None = None
+        for run in runs:
+            if run[0].type != "summary" or len(run) < fanout:
+                continue
+            depth = run[0].depth or 0
+            if not pressure and self.cfg.sweep_max_depth != -1 and depth >= self.cfg.sweep_max_depth:
+                continue
+            group: list[Item] = []
+            used = 0
+            for it in run:
+                if len(group) >= fanout and used + it.tokens > params.leaf_chunk_tokens:
+                    break
+                group.append(it)
+                used += it.tokens
+            if best is None or (group[0].depth or 0) < (best[0].depth or 0):
+                best = group
+        return best
+
+    # -- building and writing one summary ------------------------------------------------
+    def _units_for(self, chunk: list[Item], conversation_id: int) -> tuple[list[SourceUnit], dict[str, object]]:
+        tz = self.cfg.timezone
+        with self.db.reading() as c:
+            if chunk[0].type == "message":
+                ids = [it.message_id for it in chunk]
+                q = ",".join("?" * len(ids))
+                rows = {r["id"]: r for r in c.execute(f"SELECT * FROM messages WHERE id IN ({q})", ids)}
+                ordered = [rows[i] for i in ids]
+                units = [SourceUnit(str(r["id"]), r["role"], display_time(r["created_at"], tz), r["content"]) for r in ordered]
+                tokens = sum(r["token_count"] for r in ordered)
+                meta = {
+                    "earliest": min(r["created_at"] for r in ordered),
+                    "latest": max(r["created_at"] for r in ordered),
+                    "descendant_count": len(ordered),
+                    "descendant_tokens": tokens,
+                    "source_tokens": tokens,
+                }
+            else:
+                ids = [it.summary_id for it in chunk]
+                q = ",".join("?" * len(ids))
+                rows = {r["summary_id"]: r for r in c.execute(f"SELECT * FROM summaries WHERE summary_id IN ({q})", ids)}
+                ordered = [rows[i] for i in ids]
+                units = [SourceUnit(r["summary_id"], f"d{r['depth']}", display_time(r["earliest_at"], tz), r["content"]) for r in ordered]
+                meta = {
+                    "earliest": min(r["earliest_at"] for r in ordered),
+                    "latest": max(r["latest_at"] for r in ordered),
+                    "descendant_count": sum(r["descendant_count"] + 1 for r in ordered),
+                    "descendant_tokens": sum(r["token_count"] + r["descendant_token_count"] for r in ordered),
+                    "source_tokens": sum(r["source_message_token_count"] for r in ordered),
+                    "depth": max(r["depth"] for r in ordered) + 1,
+                }
+        return units, meta
+
+    def _write(self, conversation_id: int, chunk: list[Item], draft: SummaryDraft, meta: dict[str, object]) -> str:
+        sid = "sum_" + secrets.token_hex(8)
+        leaf = chunk[0].type == "message"
+        now = iso(self.clock.now())
+        with self.db.atomic() as c:
+            # Optimistic check: the items we summarized must still be exactly where they were.
+            for it in chunk:
+                row = c.execute(
+                    "SELECT item_type, message_id, summary_id FROM context_items WHERE conversation_id = ? AND ordinal = ?",
+                    (conversation_id, it.ordinal),
+                ).fetchone()
+                if row is None or (row[0], row[1] if row[0] == "message" else row[2]) != it.key:
+                    raise ConcurrentChangeError(f"context item {it.ordinal} of conversation {conversation_id} changed")
+            c.execute(
+                "INSERT INTO summaries(summary_id, conversation_id, kind, depth, content, token_count, earliest_at, "
+                "latest_at, descendant_count, descendant_token_count, source_message_token_count, model, status, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, conversation_id, "leaf" if leaf else "condensed", 0 if leaf else meta["depth"], draft.content,
+                 draft.token_count, meta["earliest"], meta["latest"], meta["descendant_count"],
+                 meta["descendant_tokens"], meta["source_tokens"], draft.model, draft.status, now),
+            )  # fmt: skip
+            if leaf:
+                c.executemany(
+                    "INSERT INTO summary_messages(summary_id, message_id, ordinal) VALUES (?, ?, ?)",
+                    [(sid, it.message_id, n) for n, it in enumerate(chunk)],
+                )
+            else:
+                c.executemany(
+                    "INSERT INTO summary_parents(summary_id, parent_summary_id, ordinal) VALUES (?, ?, ?)",
+                    [(sid, it.summary_id, n) for n, it in enumerate(chunk)],
+                )
+            q = ",".join("?" * len(chunk))
+            c.execute(
+                f"DELETE FROM context_items WHERE conversation_id = ? AND ordinal IN ({q})",
+                (conversation_id, *[it.ordinal for it in chunk]),
+            )
+            c.execute(
+                "INSERT INTO context_items(conversation_id, ordinal, item_type, summary_id) VALUES (?, ?, 'summary', ?)",
+                (conversation_id, chunk[0].ordinal, sid),
+            )
+        return sid
+
+    def _step(self, conversation_id: int, chunk: list[Item], run: _Run) -> None:
+        units, meta = self._units_for(chunk, conversation_id)
+        tz = self.cfg.timezone
+        span = f"{display_time(str(meta['earliest']), tz)} – {display_time(str(meta['latest']), tz)}"
+        if chunk[0].type == "message":
+            header = f"Summary of {len(chunk)} messages ({span})."
+        else:
+            header = f"Summary of {len(chunk)} summaries at depth {chunk[0].depth} ({span})."
+        draft = self.summarizer.summarize(units, kind="leaf" if chunk[0].type == "message" else "condensed", header=header)
+        sid = self._write(conversation_id, chunk, draft, meta)
+        (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
+        if draft.status == "fallback":
+            run.fallback.append(sid)
+        elif draft.status == "truncated":
+            run.truncated.append(sid)
+        run.iterations += 1
+        self.events.write(
+            "summary", conversation_id=conversation_id, summary_id=sid, kind="leaf" if chunk[0].type == "message" else "condensed",
+            sources=len(chunk), tokens=draft.token_count, model=draft.model, status=draft.status,
+            attempts=list(draft.attempts),
+        )  # fmt: skip
+
+    # -- sweeps ----------------------------------------------------------------------------
+    def sweep(self, conversation_id: int, params: Params, prefix_target: int, deadline: float, run: _Run) -> None:
+        """One full sweep: leaf passes, routine condensation, then pressure condensation."""
+        for phase in ("leaf", "routine", "pressure"):
+            while True:
+                if run.sweep_iterations >= self.cfg.max_sweep_iterations:
+                    run.stopped = "max-iterations"
+                    return
+                if time.monotonic() >= deadline:
+                    run.stopped = "deadline"
+                    return
+                with self.db.reading() as c:
+                    items = load_items(c, conversation_id)
+                if phase == "leaf":
+                    chunk = self._leaf_chunk(items, params)
+                elif phase == "routine":
+                    chunk = self._condense_group(items, params, pressure=False)
+                else:
+                    end = tail_start(items, params.fresh_tail_count, self.cfg.fresh_tail_max_tokens)
+                    prefix = sum(it.tokens for it in items[:end])
+                    chunk = self._condense_group(items, params, pressure=True) if prefix > prefix_target else None
+                if chunk is None:
+                    break
+                try:
+                    self._step(conversation_id, chunk, run)
+                except ConcurrentChangeError as exc:
+                    run.warnings.append(str(exc))
+                    run.stopped = "concurrent-change"
+                    return
+                run.sweep_iterations += 1
+
+    def run(
+        self, conversation_id: int, params: Params, prefix_target: int, *, until_under: int | None = None
+    ) -> _Run:
+        """A sweep, or (``until_under``) repeated sweeps until the context fits, under deadlines."""
+        run = _Run()
+        start = time.monotonic()
+        if until_under is None:
+            run.sweep_iterations = 0
+            self.sweep(conversation_id, params, prefix_target, start + self.cfg.sweep_deadline_ms / 1000, run)
+            return run
+        op_deadline = start + self.cfg.compact_until_under_deadline_ms / 1000
+        for _round in range(64):
+            if self.context_tokens(conversation_id) <= until_under:
+                run.stopped = ""
+                break
+            if time.monotonic() >= op_deadline:
+                run.stopped = "deadline"
+                break
+            before = run.iterations
+            run.sweep_iterations = 0
+            sweep_deadline = min(op_deadline, time.monotonic() + self.cfg.sweep_deadline_ms / 1000)
+            # Later rounds push condensation as hard as the floor allows.
+            self.sweep(conversation_id, params, 0 if _round else prefix_target, sweep_deadline, run)
+            if run.iterations == before:
+                run.stopped = "no-progress"
+                break
+            if run.stopped in ("deadline", "concurrent-change") and time.monotonic() >= op_deadline:
+                break
+        if run.stopped:
+            log.warning("lcm: compactUntilUnder stopped at %s (conversation %s)", run.stopped, conversation_id)
+        return run
+
+    def context_tokens(self, conversation_id: int) -> int:
+        with self.db.reading() as c:
+            return sum(it.tokens for it in load_items(c, conversation_id))

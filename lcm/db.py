@@ -1,0 +1,110 @@
+"""The SQLite handle of lcm: one connection, one lock, WAL, and the one atomic() for writes."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Database"]
+
+
+class Database:
+    """A single SQLite connection guarded by a re-entrant lock.
+
+    One connection plus a lock (rather than a connection per thread) keeps ``":memory:"``
+    databases shareable between threads and makes every operation see its own writes.
+    Other processes are handled by WAL and ``busy_timeout``; writes take the write lock
+    up front (``BEGIN IMMEDIATE``) so two writers queue instead of failing on upgrade.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30000) -> None:
+        self.path = str(path)
+        self.is_memory = self.path == ":memory:"
+        if not self.is_memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_ms / 1000
+        )
+        self._conn.row_factory = sqlite3.Row
+        self.lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        c = self._conn
+        # auto_vacuum must be chosen before the first table exists; retention relies on it.
+        if not c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+            c.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if not self.is_memory and str(mode).lower() != "wal":
+            log.warning("lcm: SQLite refused WAL mode (got %s) for %s", mode, self.path)
+        c.execute("PRAGMA synchronous = NORMAL")
+        c.execute("PRAGMA foreign_keys = ON")
+        c.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise sqlite3.ProgrammingError("lcm database is closed")
+        return self._conn
+
+    @contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: BEGIN IMMEDIATE outside, SAVEPOINT when nested; rollback on error."""
+        with self.lock:
+            conn = self.conn
+            if self._depth == 0:
+                conn.execute("BEGIN IMMEDIATE")
+                self._depth = 1
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                else:
+                    conn.execute("COMMIT")
+                finally:
+                    self._depth = 0
+            else:
+                name = f"sp{self._depth}"
+                conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """Hold the lock for a group of reads so they see one consistent state."""
+        with self.lock:
+            yield self.conn
+
+    def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchone()
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        with self.lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()

@@ -1,0 +1,218 @@
+"""Ingest: normalize messages, drop re-sent ones, refuse replay floods, externalize large payloads, store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lcm.config import LcmConfig
+from lcm.errors import LcmValidationError, ReplayFloodError
+from lcm.largefiles import LargeFileStore, file_reference
+from lcm.timeutil import iso, parse_time
+from lcm.tokens import estimate_tokens
+
+__all__ = ["NormalizedMessage", "normalize_messages", "store_messages"]
+
+_ROLES = {
+    "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+    "tool": "tool", "toolResult": "tool", "tool_result": "tool", "function": "tool",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NormalizedMessage:
+    role: str
+    content: str
+    created_at: str
+    explicit_time: bool
+    identity_hash: str
+    stable_event_key: str | None
+    name: str | None
+
+
+def _content_text(value: Any, field: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        parts = []
+        for part in value:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, Mapping):
+                parts.append(json.dumps(part, ensure_ascii=False, sort_keys=True, default=str))
+            else:
+                raise LcmValidationError(f"{field}: unsupported content part {type(part).__name__}", field=field)
+        return "\n".join(parts)
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    raise LcmValidationError(f"{field}: content must be text, parts or an object", field=field)
+
+
+def _stable_key(msg: Mapping[str, Any], role: str) -> str | None:
+    """Stable identity for events the host names: a response id, a tool call id, or an event id."""
+    for key in ("event_id", "eventId"):
+        if msg.get(key):
+            return f"event:{msg[key]}"
+    if role == "assistant":
+        rid = msg.get("response_id") or msg.get("responseId")
+        if rid:
+            return f"assistant-response:{rid}"
+    if role == "tool":
+        tid = msg.get("tool_call_id") or msg.get("toolCallId")
+        if tid:
+            return f"tool-result:{tid}"
+    return None
+
+
+def normalize_messages(messages: Sequence[Mapping[str, Any]], now_iso: str) -> list[NormalizedMessage]:
+    """Validate and normalize a batch; raises before anything is written."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise LcmValidationError("messages must be a list of message objects", field="messages")
+    out = []
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(msg, Mapping):
+            raise LcmValidationError(f"{where}: expected an object with role and content", field=where)
+        role = _ROLES.get(str(msg.get("role")))
+        if role is None:
+            raise LcmValidationError(
+                f"{where}.role: {msg.get('role')!r} is not one of system, user, assistant, tool", field=f"{where}.role"
+            )
+        content = _content_text(msg.get("content"), f"{where}.content")
+        if msg.get("tool_calls"):
+            # Tool calls are part of what happened; keep them searchable.
+            calls = json.dumps(msg["tool_calls"], ensure_ascii=False, sort_keys=True, default=str)
+            content = f"{content}\n[tool_calls] {calls}" if content else f"[tool_calls] {calls}"
+        raw_time = msg.get("created_at", msg.get("timestamp"))
+        explicit = raw_time is not None
+        created = iso(parse_time(raw_time, f"{where}.created_at")) if explicit else now_iso
+        ident = hashlib.sha256(f"{role}\0{content}".encode()).hexdigest()
+        name = msg.get("name") if isinstance(msg.get("name"), str) else None
+        out.append(NormalizedMessage(role, content, created, explicit, ident, _stable_key(msg, role), name))
+    return out
+
+
+def _drop_resent(c: sqlite3.Connection, conversation_id: int, batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
+    """Remove messages already stored: by stable key, by (identity, explicit time), or by batch overlap."""
+    keep: list[NormalizedMessage] = []
+    for m in batch:
+        if m.stable_event_key is not None and c.execute(
+            "SELECT 1 FROM messages WHERE conversation_id = ? AND stable_event_key = ?",
+            (conversation_id, m.stable_event_key),
+        ).fetchone():
+            continue
+        if m.explicit_time and c.execute(
+            "SELECT 1 FROM messages WHERE conversation_id = ? AND identity_hash = ? AND created_at = ?",
+            (conversation_id, m.identity_hash, m.created_at),
+        ).fetchone():
+            continue
+        keep.append(m)
+    if not keep:
+        return keep
+    # A host that re-sends its recent window without ids or times: align the batch against the
+    # stored tail and skip the overlapping prefix (or all of it, if it is already there).
+    window = len(keep) * 2 + 64
+    recent = [
+        r[0]
+        for r in c.execute(
+            "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?",
+            (conversation_id, window),
+        )
+    ][::-1]
+    hashes = [m.identity_hash for m in keep]
+    n = len(hashes)
+    for start in range(len(recent) - n + 1):
+        if recent[start : start + n] == hashes:
+            return []
+    for k in range(min(n, len(recent)), 0, -1):
+        if recent[-k:] == hashes[:k]:
+            return keep[k:]
+    return keep
+
+
+def _check_replay_flood(
+    c: sqlite3.Connection, conversation_id: int, batch: list[NormalizedMessage], cfg: LcmConfig
+) -> None:
+    groups: Counter[tuple[str, str, str]] = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in batch)
+    for (role, ident, second), count in groups.items():
+        if count < 2:
+            continue
+        stored = c.execute(
+            "SELECT count(*) FROM messages WHERE conversation_id = ? AND identity_hash = ? AND created_at >= ? "
+            "AND created_at < ?",
+            (conversation_id, ident, second, second + "\x7f"),
+        ).fetchone()[0]
+        total = count + stored
+        threshold = cfg.replay_flood_threshold_external if role == "user" else cfg.replay_flood_threshold_internal
+        if total > threshold:
+            raise ReplayFloodError(
+                f"refused batch: {total} identical {role} messages in the second {second} "
+                f"(limit {threshold}); this looks like a replay. Nothing was stored.",
+                role=role,
+                count=total,
+                threshold=threshold,
+            )
+
+
+def store_messages(
+    c: sqlite3.Connection,
+    conversation_id: int,
+    batch: list[NormalizedMessage],
+    cfg: LcmConfig,
+    files: LargeFileStore,
+    now_iso: str,
+) -> tuple[list[int], int, list[str]]:
+    """Insert the new messages of ``batch`` and their context items (inside a write transaction).
+
+    Returns ``(message_ids, skipped_duplicates, file_ids)``.
+    """
+    fresh = _drop_resent(c, conversation_id, batch)
+    skipped = len(batch) - len(fresh)
+    _check_replay_flood(c, conversation_id, fresh, cfg)
+    seq = c.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?", (conversation_id,)).fetchone()[0]
+    ordinal = c.execute(
+        "SELECT coalesce(max(ordinal), 0) FROM context_items WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()[0]
+    ids: list[int] = []
+    file_ids: list[str] = []
+    for m in fresh:
+        seq += 1
+        ordinal += 1
+        content, file_id = m.content, None
+        tokens = estimate_tokens(content)
+        if tokens > cfg.large_file_threshold_tokens:
+            stored = files.store(conversation_id, content, m.name)
+            file_id = stored.file_id
+            content = file_reference(stored)
+            tokens = estimate_tokens(content)
+        cur = c.execute(
+            "INSERT INTO messages(conversation_id, seq, role, content, token_count, identity_hash, "
+            "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (conversation_id, seq, m.role, content, tokens, m.identity_hash, m.stable_event_key, file_id, m.created_at),
+        )
+        mid = int(cur.lastrowid or 0)
+        if file_id is not None:
+            c.execute(
+                "INSERT INTO large_files(file_id, conversation_id, message_id, name, mime_type, size_bytes, "
+                "token_count, storage_path, exploration_summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (file_id, conversation_id, mid, stored.name, stored.mime_type, stored.size_bytes,
+                 stored.token_count, stored.storage_path, stored.exploration_summary, now_iso),
+            )  # fmt: skip
+            file_ids.append(file_id)
+        c.execute(
+            "INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)",
+            (conversation_id, ordinal, mid),
+        )
+        ids.append(mid)
+    if ids:
+        c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now_iso, conversation_id))
+    return ids, skipped, file_ids

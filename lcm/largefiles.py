@@ -1,0 +1,143 @@
+"""Large payloads: stored as files under the data directory with a ``file_`` id and an exploration summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from lcm.errors import LcmNotFoundError, PathEscapeError
+from lcm.extract import SourceUnit, extractive_summary
+from lcm.tokens import estimate_tokens
+
+__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference"]
+
+FILE_ID_RE = re.compile(r"^file_[0-9a-f]{16}$")
+_EXT = {"application/json": ".json", "text/csv": ".csv", "text/x-python": ".py", "text/markdown": ".md"}
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    file_id: str
+    name: str
+    mime_type: str
+    size_bytes: int
+    token_count: int
+    storage_path: str  # relative to the large-files directory
+    exploration_summary: str
+
+
+def sniff_mime(text: str, name: str) -> str:
+    lowered = name.lower()
+    for ext, mime in ((".json", "application/json"), (".csv", "text/csv"), (".py", "text/x-python"),
+                      (".md", "text/markdown")):  # fmt: skip
+        if lowered.endswith(ext):
+            return mime
+    head = text.lstrip()[:1]
+    if head in "{[":
+        try:
+            json.loads(text)
+            return "application/json"
+        except ValueError:
+            pass
+    return "text/plain"
+
+
+def explore(text: str, name: str, mime: str, target_tokens: int = 600) -> str:
+    """A deterministic look at a large payload: shape, structure, and the lines that matter."""
+    lines = text.splitlines()
+    facts = [f"{name}: {mime}, {len(text.encode('utf-8'))} bytes, {len(lines)} lines, ~{estimate_tokens(text)} tokens."]
+    if mime == "application/json":
+        try:
+            doc = json.loads(text)
+            if isinstance(doc, dict):
+                facts.append(f"JSON object with keys: {', '.join(list(map(str, doc))[:30])}")
+            elif isinstance(doc, list):
+                facts.append(f"JSON array of {len(doc)} items")
+        except ValueError:
+            facts.append("Looks like JSON but does not parse.")
+    elif mime == "text/csv" and lines:
+        facts.append(f"CSV header: {lines[0][:300]}")
+    defs = [ln.strip() for ln in lines if re.match(r"\s*(def |class |function |fn |func |export |CREATE TABLE)", ln)]
+    if defs:
+        facts.append("Definitions: " + "; ".join(d[:80] for d in defs[:20]))
+    facts.append("Begins: " + " / ".join(ln.strip()[:120] for ln in lines[:3] if ln.strip()))
+    header = "\n".join(facts)
+    body = extractive_summary([SourceUnit("file", "file", "", text)], target_tokens, header=header)
+    return body
+
+
+def file_reference(stored: StoredFile) -> str:
+    """The compact text a message keeps in place of the payload."""
+    return (
+        f"[LCM File: {stored.file_id} | {stored.name} | {stored.mime_type} | {stored.size_bytes} bytes | "
+        f"~{stored.token_count} tokens]\nExploration summary:\n{stored.exploration_summary}"
+    )
+
+
+class LargeFileStore:
+    """Files live under one directory; ids are validated and paths confined to it."""
+
+    def __init__(self, base_dir: str | Path) -> None:
+        self.base_dir = Path(base_dir)
+
+    def store(self, conversation_id: int, text: str, name: str | None = None) -> StoredFile:
+        file_id = "file_" + secrets.token_hex(8)
+        name = (name or "payload.txt").replace("/", "_").replace("\\", "_")[:120]
+        mime = sniff_mime(text, name)
+        rel = f"c{int(conversation_id)}/{file_id}{_EXT.get(mime, '.txt')}"
+        path = self.resolve(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)  # a crash leaves either no file or the whole file
+        return StoredFile(
+            file_id=file_id,
+            name=name,
+            mime_type=mime,
+            size_bytes=len(text.encode("utf-8")),
+            token_count=estimate_tokens(text),
+            storage_path=rel,
+            exploration_summary=explore(text, name, mime),
+        )
+
+    def resolve(self, storage_path: str) -> Path:
+        """The absolute path for a stored relative path, refusing anything outside the directory."""
+        base = self.base_dir.resolve()
+        candidate = (base / storage_path).resolve()
+        if os.path.isabs(storage_path) or not candidate.is_relative_to(base):
+            raise PathEscapeError(f"stored path {storage_path!r} resolves outside {base}")
+        return candidate
+
+    def read_slice(self, file_id: str, storage_path: str, offset: int, limit: int) -> tuple[str, bool]:
+        """Up to ``limit`` characters from ``offset``; returns (text, more_remaining)."""
+        if not FILE_ID_RE.match(file_id):
+            raise LcmNotFoundError(f"not a file id: {file_id!r}", id=file_id)
+        path = self.resolve(storage_path)
+        try:
+            with path.open("r", encoding="utf-8") as fh:
+                fh.seek(0)
+                text = fh.read(offset + limit + 1)
+        except FileNotFoundError as exc:
+            raise LcmNotFoundError(f"file {file_id} is recorded but missing on disk", id=file_id) from exc
+        chunk = text[offset : offset + limit]
+        return chunk, len(text) > offset + limit
+
+    def delete(self, storage_path: str) -> bool:
+        try:
+            self.resolve(storage_path).unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def list_files(self) -> list[str]:
+        """Relative paths of every stored file on disk (for orphan reports)."""
+        if not self.base_dir.exists():
+            return []
+        base = self.base_dir.resolve()
+        return sorted(
+            str(p.relative_to(base)) for p in base.rglob("file_*") if p.is_file() and not p.name.endswith(".tmp")
+        )

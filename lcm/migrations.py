@@ -1,0 +1,210 @@
+"""Schema migrations: a registry of named functions, each applied in its own transaction with its record row."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+
+from lcm.db import Database
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MIGRATIONS", "migrate", "applied_migrations"]
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: dict[str, Migration] = {}
+
+
+def migration(name: str) -> Callable[[Migration], Migration]:
+    """Register ``fn`` under ``name``; names are applied in registration order, once."""
+
+    def wrap(fn: Migration) -> Migration:
+        if name in MIGRATIONS:
+            raise ValueError(f"duplicate migration name {name!r}")
+        MIGRATIONS[name] = fn
+        return fn
+
+    return wrap
+
+
+def _script(c: sqlite3.Connection, sql: str) -> None:
+    """Run several statements one by one: executescript() would COMMIT the open transaction."""
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            c.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf[:80]!r}")
+
+
+@migration("0001_core_tables")
+def _core(c: sqlite3.Connection) -> None:
+    _script(c, 
+        """
+        CREATE TABLE conversations (
+            id            INTEGER PRIMARY KEY,
+            session_key   TEXT,
+            session_id    TEXT,
+            active        INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+            archived_at   TEXT,
+            archive_cause TEXT,
+            title         TEXT,
+            created_at    TEXT NOT NULL,
+            updated_at    TEXT NOT NULL
+        );
+        -- One active row per session key: reset archives before it opens a new one.
+        CREATE UNIQUE INDEX conversations_one_active ON conversations(session_key)
+            WHERE active = 1 AND session_key IS NOT NULL;
+        CREATE INDEX conversations_session_id ON conversations(session_id);
+
+        CREATE TABLE messages (
+            id               INTEGER PRIMARY KEY,
+            conversation_id  INTEGER NOT NULL REFERENCES conversations(id),
+            seq              INTEGER NOT NULL,
+            role             TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            content          TEXT NOT NULL,
+            token_count      INTEGER NOT NULL,
+            identity_hash    TEXT NOT NULL,
+            stable_event_key TEXT,
+            file_id          TEXT,
+            created_at       TEXT NOT NULL,
+            UNIQUE (conversation_id, seq)
+        );
+        CREATE UNIQUE INDEX messages_stable_key ON messages(conversation_id, stable_event_key)
+            WHERE stable_event_key IS NOT NULL;
+        CREATE INDEX messages_identity ON messages(conversation_id, identity_hash);
+        CREATE INDEX messages_created ON messages(created_at);
+
+        CREATE TABLE summaries (
+            pk                          INTEGER PRIMARY KEY,
+            summary_id                  TEXT NOT NULL UNIQUE,
+            conversation_id             INTEGER NOT NULL REFERENCES conversations(id),
+            kind                        TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+            depth                       INTEGER NOT NULL,
+            content                     TEXT NOT NULL,
+            token_count                 INTEGER NOT NULL,
+            earliest_at                 TEXT NOT NULL,
+            latest_at                   TEXT NOT NULL,
+            descendant_count            INTEGER NOT NULL,
+            descendant_token_count      INTEGER NOT NULL,
+            source_message_token_count  INTEGER NOT NULL,
+            model                       TEXT NOT NULL,
+            status                      TEXT NOT NULL DEFAULT 'ok'
+                                        CHECK (status IN ('ok', 'fallback', 'truncated')),
+            created_at                  TEXT NOT NULL
+        );
+        CREATE INDEX summaries_conversation ON summaries(conversation_id, depth);
+
+        -- Leaf summary -> the messages it covers, in order.
+        CREATE TABLE summary_messages (
+            summary_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            ordinal    INTEGER NOT NULL,
+            PRIMARY KEY (summary_id, ordinal)
+        );
+        CREATE INDEX summary_messages_message ON summary_messages(message_id);
+
+        -- Condensed summary -> the lower-depth summaries it was built from, in order.
+        -- (lossless-claw calls the sources "parents"; describe() calls them children.)
+        CREATE TABLE summary_parents (
+            summary_id        TEXT NOT NULL,
+            parent_summary_id TEXT NOT NULL,
+            ordinal           INTEGER NOT NULL,
+            PRIMARY KEY (summary_id, ordinal)
+        );
+        CREATE INDEX summary_parents_parent ON summary_parents(parent_summary_id);
+
+        -- What the model sees, in order. Ordinals may have gaps after compaction.
+        CREATE TABLE context_items (
+            conversation_id INTEGER NOT NULL,
+            ordinal         INTEGER NOT NULL,
+            item_type       TEXT NOT NULL CHECK (item_type IN ('message', 'summary')),
+            message_id      INTEGER,
+            summary_id      TEXT,
+            PRIMARY KEY (conversation_id, ordinal),
+            CHECK ((item_type = 'message') = (message_id IS NOT NULL)),
+            CHECK ((item_type = 'summary') = (summary_id IS NOT NULL))
+        );
+
+        CREATE TABLE large_files (
+            file_id             TEXT PRIMARY KEY,
+            conversation_id     INTEGER NOT NULL,
+            message_id          INTEGER,
+            name                TEXT NOT NULL,
+            mime_type           TEXT NOT NULL,
+            size_bytes          INTEGER NOT NULL,
+            token_count         INTEGER NOT NULL,
+            storage_path        TEXT NOT NULL,
+            exploration_summary TEXT NOT NULL,
+            created_at          TEXT NOT NULL
+        );
+
+        -- Deferred compaction: one coalesced row per conversation.
+        CREATE TABLE compaction_debt (
+            conversation_id INTEGER PRIMARY KEY,
+            reason          TEXT NOT NULL,
+            token_budget    INTEGER NOT NULL,
+            status          TEXT NOT NULL CHECK (status IN ('pending', 'running', 'failed')),
+            last_error      TEXT,
+            created_at      TEXT NOT NULL,
+            updated_at      TEXT NOT NULL
+        );
+        """
+    )
+
+
+def _fts(c: sqlite3.Connection, table: str, content: str, rowid: str, tokenize: str) -> None:
+    c.execute(
+        f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{content}', "
+        f"content_rowid='{rowid}', tokenize='{tokenize}')"
+    )
+    _script(c, 
+        f"""
+        CREATE TRIGGER {table}_ai AFTER INSERT ON {content} BEGIN
+            INSERT INTO {table}(rowid, content) VALUES (new.{rowid}, new.content);
+        END;
+        CREATE TRIGGER {table}_ad AFTER DELETE ON {content} BEGIN
+            INSERT INTO {table}({table}, rowid, content) VALUES ('delete', old.{rowid}, old.content);
+        END;
+        CREATE TRIGGER {table}_au AFTER UPDATE OF content ON {content} BEGIN
+            INSERT INTO {table}({table}, rowid, content) VALUES ('delete', old.{rowid}, old.content);
+            INSERT INTO {table}(rowid, content) VALUES (new.{rowid}, new.content);
+        END;
+        """
+    )
+
+
+@migration("0002_full_text")
+def _full_text(c: sqlite3.Connection) -> None:
+    # unicode61+porter for words; trigram so CJK text (no spaces between words) is searchable.
+    _fts(c, "messages_fts", "messages", "id", "porter unicode61 remove_diacritics 2")
+    _fts(c, "messages_tri", "messages", "id", "trigram")
+    _fts(c, "summaries_fts", "summaries", "pk", "porter unicode61 remove_diacritics 2")
+    _fts(c, "summaries_tri", "summaries", "pk", "trigram")
+
+
+def applied_migrations(db: Database) -> list[str]:
+    with db.reading() as c:
+        c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        return [r[0] for r in c.execute("SELECT name FROM lcm_migrations ORDER BY rowid")]
+
+
+def migrate(db: Database, now_iso: str) -> list[str]:
+    """Apply every registered migration not yet recorded; return the names applied."""
+    done = set(applied_migrations(db))
+    applied = []
+    for name, fn in MIGRATIONS.items():
+        if name in done:
+            continue
+        with db.atomic() as c:
+            # Re-check inside the write lock: another process may have migrated meanwhile.
+            if c.execute("SELECT 1 FROM lcm_migrations WHERE name = ?", (name,)).fetchone():
+                continue
+            fn(c)
+            c.execute("INSERT INTO lcm_migrations(name, applied_at) VALUES (?, ?)", (name, now_iso))
+        log.info("lcm: applied migration %s", name)
+        applied.append(name)
+    return applied

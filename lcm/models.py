@@ -1,0 +1,295 @@
+"""The data classes lcm returns. Every one has ``to_dict()`` giving plain JSON-friendly values."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AssembledContext", "AssembledItem", "CompactionResult", "Conversation", "DoctorIssue",
+    "DoctorReport", "CleanReport", "ExpandQueryResult", "ExpandResult", "ExpandedMessage",
+    "ExpandedSummary", "FileDescription", "GrepHit", "GrepResult", "IngestResult",
+    "MaintenanceResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
+    "SummaryDescription",
+]  # fmt: skip
+
+
+class _Dict:
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class Conversation(_Dict):
+    id: int
+    session_key: str | None
+    session_id: str | None
+    active: bool
+    archived_at: str | None
+    archive_cause: str | None
+    title: str | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class IngestResult(_Dict):
+    """What one ``ingest`` call stored. ``ignored``/``stateless`` mean nothing was written."""
+
+    conversation_id: int | None
+    stored: int
+    skipped_duplicates: int
+    message_ids: list[int] = field(default_factory=list)
+    file_ids: list[str] = field(default_factory=list)
+    ignored: bool = False
+    stateless: bool = False
+    new_conversation: bool = False
+    archived_conversation_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ResetResult(_Dict):
+    archived_conversation_id: int | None
+    conversation_id: int
+    cause: str
+
+
+@dataclass(frozen=True)
+class Summary(_Dict):
+    id: str
+    conversation_id: int
+    kind: str
+    depth: int
+    content: str
+    token_count: int
+    earliest_at: str
+    latest_at: str
+    descendant_count: int
+    descendant_token_count: int
+    source_message_token_count: int
+    model: str
+    status: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class CompactionResult(_Dict):
+    """One ``compact`` call. ``stopped`` says why a sweep ended early ('' when it finished)."""
+
+    conversation_id: int | None
+    ran: bool
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    leaf_summaries: list[str] = field(default_factory=list)
+    condensed_summaries: list[str] = field(default_factory=list)
+    fallback_summaries: list[str] = field(default_factory=list)
+    truncated_summaries: list[str] = field(default_factory=list)
+    iterations: int = 0
+    stopped: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AssembledItem(_Dict):
+    type: str  # "summary" | "message"
+    id: str  # "sum_..." or the message id as text
+    role: str
+    content: str
+    token_count: int
+
+
+@dataclass(frozen=True)
+class AssembledContext(_Dict):
+    """The ordered context for the model. ``prefix_hash`` changes only when the prefix does."""
+
+    conversation_id: int | None
+    token_budget: int
+    total_tokens: int
+    items: list[AssembledItem]
+    summary_count: int
+    tail_count: int
+    dropped_count: int
+    prefix_hash: str
+    compacted: bool = False
+    debt_recorded: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """Chat-API shaped messages (summaries are passed as user-role tagged blocks)."""
+        return [{"role": it.role, "content": it.content} for it in self.items]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["messages"] = self.messages
+        return out
+
+
+@dataclass(frozen=True)
+class GrepHit(_Dict):
+    kind: str  # "message" | "summary"
+    id: str
+    conversation_id: int
+    created_at: str
+    snippet: str
+    score: float
+    role: str | None = None
+    depth: int | None = None
+
+
+@dataclass(frozen=True)
+class GrepResult(_Dict):
+    pattern: str
+    mode: str
+    scope: str
+    sort: str
+    hits: list[GrepHit]
+    truncated: bool = False
+    scanned: int = 0
+    conversation_ids: list[int] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SummaryDescription(_Dict):
+    summary: Summary
+    parents: list[str]  # summaries that condensed this one (higher depth)
+    children: list[str]  # summaries this one was condensed from (lower depth)
+    source_message_ids: list[int]
+    source_messages_truncated: bool
+    in_context: bool
+    kind: str = "summary"
+
+
+@dataclass(frozen=True)
+class FileDescription(_Dict):
+    id: str
+    conversation_id: int
+    message_id: int | None
+    name: str
+    mime_type: str
+    size_bytes: int
+    token_count: int
+    exploration_summary: str
+    created_at: str
+    slice_offset: int
+    slice_text: str
+    slice_truncated: bool
+    kind: str = "file"
+
+
+@dataclass(frozen=True)
+class ExpandedSummary(_Dict):
+    id: str
+    kind: str
+    depth: int
+    content: str
+    token_count: int
+    level: int  # 0 for a seed, 1 for its children, ...
+
+
+@dataclass(frozen=True)
+class ExpandedMessage(_Dict):
+    id: int
+    conversation_id: int
+    role: str
+    content: str
+    created_at: str
+    token_count: int
+    via: str  # the leaf summary it was reached through ('' when found directly)
+
+
+@dataclass(frozen=True)
+class ExpandResult(_Dict):
+    seeds: list[str]
+    summaries: list[ExpandedSummary]
+    messages: list[ExpandedMessage]
+    total_tokens: int
+    truncated: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ExpandQueryResult(_Dict):
+    answer: str
+    cited_ids: list[str]
+    expanded_summary_count: int
+    total_source_tokens: int
+    truncated: bool
+    method: str  # "llm" | "extractive" | "extractive-fallback"
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StatusReport(_Dict):
+    path: str
+    size_bytes: int
+    conversations: int
+    active_conversations: int
+    archived_conversations: int
+    messages: int
+    message_tokens: int
+    summaries: int
+    summaries_by_depth: dict[str, int]
+    context_tokens: int
+    compression_ratio: float
+    fallback_summaries: int
+    truncated_summaries: int
+    broken_summaries: int
+    large_files: int
+    large_file_bytes: int
+    pending_debt: int
+    migrations: list[str]
+    large_files_dir: str
+
+
+@dataclass(frozen=True)
+class DoctorIssue(_Dict):
+    check: str
+    severity: str  # "error" (broken) | "warning" (degraded but consistent)
+    id: str
+    detail: str
+    conversation_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DoctorReport(_Dict):
+    """``ok`` is True when nothing is broken; fallback/truncated summaries are warnings."""
+
+    ok: bool
+    checks: dict[str, int]
+    issues: list[DoctorIssue]
+    issues_truncated: bool = False
+
+
+@dataclass(frozen=True)
+class CleanReport(_Dict):
+    """Read-only: candidates a person may choose to delete. Nothing is changed."""
+
+    archived_subagent: list[dict[str, Any]]
+    cron: list[dict[str, Any]]
+    null_key: list[dict[str, Any]]
+    empty_archived: list[dict[str, Any]]
+    orphan_files: list[str]
+    missing_files: list[str]
+    totals: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RetentionResult(_Dict):
+    dry_run: bool
+    deleted_conversations: list[int]
+    deleted_messages: int
+    deleted_files: int
+    size_before: int
+    size_after: int
+    reasons: dict[str, str]
+
+
+@dataclass(frozen=True)
+class MaintenanceResult(_Dict):
+    compactions: list[CompactionResult]
+    failures: dict[str, str]
+    retention: RetentionResult | None

@@ -1,0 +1,116 @@
+"""Session keys: glob patterns, cron detection, and resolving a key to its conversation row."""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+
+from lcm.errors import LcmValidationError
+from lcm.models import Conversation
+
+__all__ = ["glob_match", "is_cron_key", "resolve_conversation", "row_to_conversation", "CRON_PATTERN"]
+
+CRON_PATTERN = "agent:*:cron:**"
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^:]*")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def glob_match(pattern: str, key: str) -> bool:
+    """Full-key match where ``*`` stops at ``:`` and ``**`` spans anything."""
+    return _glob_regex(pattern).fullmatch(key) is not None
+
+
+def is_cron_key(key: str | None) -> bool:
+    return key is not None and glob_match(CRON_PATTERN, key)
+
+
+def row_to_conversation(row: sqlite3.Row) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        session_key=row["session_key"],
+        session_id=row["session_id"],
+        active=bool(row["active"]),
+        archived_at=row["archived_at"],
+        archive_cause=row["archive_cause"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def find_active(c: sqlite3.Connection, session_key: str | None, session_id: str | None) -> sqlite3.Row | None:
+    """The active conversation for a key, else (when no key matches) for a session id."""
+    if session_key is not None:
+        row = c.execute(
+            "SELECT * FROM conversations WHERE session_key = ? AND active = 1", (session_key,)
+        ).fetchone()
+        if row is not None:
+            return row
+    if session_id is not None:
+        return c.execute(
+            "SELECT * FROM conversations WHERE session_id = ? AND active = 1 ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+    return None
+
+
+def resolve_conversation(
+    c: sqlite3.Connection, session_key: str | None, session_id: str | None, now: str
+) -> tuple[int, bool, int | None]:
+    """Find or create the active conversation; must run inside a write transaction.
+
+    Returns ``(conversation_id, created, archived_id)``. A cron key whose runtime session id
+    changed gets a fresh conversation (the previous run's row is archived with cause
+    ``cron-run``) so each scheduled run is its own conversation.
+    """
+    if session_key is None and session_id is None:
+        raise LcmValidationError("need a session_key or a session_id", field="session_key")
+    row = find_active(c, session_key, session_id)
+    archived = None
+    if row is not None and is_cron_key(session_key) and session_id is not None:
+        if row["session_id"] is not None and row["session_id"] != session_id:
+            archive(c, row["id"], "cron-run", now)
+            archived, row = row["id"], None
+    if row is not None:
+        updates = []
+        if session_key is not None and row["session_key"] is None:
+            updates.append(("session_key", session_key))
+        if session_id is not None and row["session_id"] is None:
+            updates.append(("session_id", session_id))
+        for col, val in updates:
+            c.execute(f"UPDATE conversations SET {col} = ?, updated_at = ? WHERE id = ?", (val, now, row["id"]))
+        return row["id"], False, archived
+    cur = c.execute(
+        "INSERT INTO conversations(session_key, session_id, active, created_at, updated_at) VALUES (?, ?, 1, ?, ?)",
+        (session_key, session_id, now, now),
+    )
+    return int(cur.lastrowid or 0), True, archived
+
+
+def archive(c: sqlite3.Connection, conversation_id: int, cause: str, now: str) -> None:
+    c.execute(
+        "UPDATE conversations SET active = 0, archived_at = ?, archive_cause = ?, updated_at = ? WHERE id = ?",
+        (now, cause, now, conversation_id),
+    )
+    c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conversation_id,))
+
+
+def family_ids(c: sqlite3.Connection, session_key: str) -> list[int]:
+    """The session family: the active conversation plus archived ones with the same key."""
+    return [r[0] for r in c.execute("SELECT id FROM conversations WHERE session_key = ? ORDER BY id", (session_key,))]

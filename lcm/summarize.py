@@ -1,0 +1,177 @@
+"""Summaries: the LLM (normal prompt, then aggressive) with a deterministic extractive fallback.
+
+Every result says how it was made (``model``) and whether it is degraded (``status`` is
+``fallback`` when the LLM was configured but not used successfully, ``truncated`` when an
+oversized reply was cut). Degraded content also carries a text marker so doctor can find
+it even in copies.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lcm.config import LcmConfig
+from lcm.extract import (
+    FALLBACK_MARKER,
+    FOOTER_PREFIX,
+    SourceUnit,
+    extractive_summary,
+    salient_terms,
+    truncate_to_tokens,
+)
+from lcm.seams import Clock, SummaryLLM
+from lcm.tokens import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Summarizer", "SummaryDraft", "strip_injected_tags"]
+
+_REFUSAL = re.compile(r"^\s*(i'?m sorry|i cannot|i can'?t|as an ai|sorry, i)", re.IGNORECASE)
+
+
+def strip_injected_tags(text: str, tags: Sequence[str]) -> str:
+    """Drop ``<tag ...>...</tag>`` blocks injected by memory plugins (summarizer input only)."""
+    for tag in tags:
+        t = re.escape(tag)
+        text = re.sub(rf"<{t}(?:\s[^>]*)?>.*?</{t}\s*>", "", text, flags=re.DOTALL | re.IGNORECASE)
+        text = re.sub(rf"<{t}(?:\s[^>]*)?/>", "", text, flags=re.IGNORECASE)
+    return text
+
+
+@dataclass(frozen=True)
+class SummaryDraft:
+    content: str
+    token_count: int
+    model: str
+    status: str  # ok | fallback | truncated
+    attempts: tuple[str, ...]  # what was tried, e.g. ("normal:error", "aggressive:garbage", "fallback")
+
+
+_SYSTEM = (
+    "You compress part of a conversation into a summary that a later reader will use to recall "
+    "what happened. Keep every name, number, date, file path, command, error message and "
+    "decision. Drop greetings and filler. Write plain text, no preamble. End with one line that "
+    f"starts with '{FOOTER_PREFIX}' followed by a comma-separated list of topics whose details "
+    "you left out."
+)
+_AGGRESSIVE = (
+    "Summarize the conversation below as briefly as possible: only facts, decisions, names, "
+    "numbers, dates, paths, commands and errors, one per line. Never refuse, never add commentary. "
+    f"Finish with a line starting '{FOOTER_PREFIX}'."
+)
+
+
+class Summarizer:
+    """Makes leaf and condensed summaries; holds the circuit breaker and the spend guard."""
+
+    def __init__(self, cfg: LcmConfig, llm: SummaryLLM | None, clock: Clock) -> None:
+        self.cfg = cfg
+        self.llm = llm
+        self.clock = clock
+        self._failures = 0
+        self._open_until = 0.0
+        self._calls: deque[float] = deque()
+        self._spend_until = 0.0
+
+    # -- the LLM guards ---------------------------------------------------------------
+    def _now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def llm_available(self) -> tuple[bool, str]:
+        if self.llm is None:
+            return False, "no-llm"
+        now = self._now()
+        if now < self._open_until:
+            return False, "circuit-open"
+        if now < self._spend_until:
+            return False, "spend-backoff"
+        window = self.cfg.summary_call_window_ms / 1000
+        while self._calls and self._calls[0] < now - window:
+            self._calls.popleft()
+        if len(self._calls) >= self.cfg.summary_max_calls_per_window:
+            self._spend_until = now + self.cfg.summary_spend_backoff_ms / 1000
+            log.warning("lcm: summary spend guard opened (%d calls in window)", len(self._calls))
+            return False, "spend-backoff"
+        return True, ""
+
+    def _call(self, system: str, user: str, max_tokens: int) -> str | None:
+        assert self.llm is not None
+        self._calls.append(self._now())
+        started = time.monotonic()
+        try:
+            reply = self.llm.complete(system, user, max_tokens=max_tokens)
+        except Exception as exc:  # any failure of the seam is a failed attempt
+            self._failures += 1
+            log.warning("lcm: summary LLM call failed: %s: %s", type(exc).__name__, exc)
+            if self._failures >= self.cfg.circuit_breaker_threshold:
+                self._open_until = self._now() + self.cfg.circuit_breaker_cooldown_ms / 1000
+                log.warning("lcm: summary circuit breaker open after %d failures", self._failures)
+            return None
+        self._failures = 0
+        if time.monotonic() - started > self.cfg.summary_timeout_ms / 1000:
+            log.warning("lcm: summary call exceeded summaryTimeoutMs; result kept")
+        return reply if isinstance(reply, str) else None
+
+    @staticmethod
+    def _usable(reply: str | None, source_tokens: int) -> bool:
+        if reply is None or not reply.strip() or not re.search(r"\w", reply):
+            return False
+        if _REFUSAL.match(reply):
+            return False
+        # A "summary" longer than what it summarizes is not a summary (tiny sources excepted).
+        return not (source_tokens > 200 and estimate_tokens(reply) >= source_tokens)
+
+    # -- public -------------------------------------------------------------------------
+    def summarize(self, units: list[SourceUnit], *, kind: str, header: str) -> SummaryDraft:
+        """Summarize ``units`` (messages for a leaf, child summaries for a condensed node)."""
+        tags = self.cfg.strip_injected_context_tags
+        clean = [SourceUnit(u.id, u.role, u.created_at, strip_injected_tags(u.text, tags)) for u in units]
+        target = self.cfg.leaf_target_tokens if kind == "leaf" else self.cfg.condensed_target_tokens
+        source_tokens = sum(estimate_tokens(u.text) for u in clean)
+        target = min(target, max(64, source_tokens // 2)) if source_tokens > 128 else target
+        available, why = self.llm_available()
+        attempts: list[str] = []
+        if available:
+            transcript = "\n\n".join(f"[{u.role} {u.created_at}] {u.text}" for u in clean)
+            extra = f"\n\nAdditional instructions: {self.cfg.custom_instructions}" if self.cfg.custom_instructions else ""
+            for name, system, tgt in (("normal", _SYSTEM, target), ("aggressive", _AGGRESSIVE, max(64, target // 2))):
+                if not self.llm_available()[0]:
+                    attempts.append(f"{name}:skipped")
+                    break
+                prompt = f"Target length: about {tgt} tokens.{extra}\n\n{header}\n\n{transcript}"
+                reply = self._call(system, prompt, tgt * 2)
+                if not self._usable(reply, source_tokens):
+                    attempts.append(f"{name}:{'error' if reply is None else 'unusable'}")
+                    continue
+                assert reply is not None
+                return self._finish(reply.strip(), clean, header, tgt, tuple([*attempts, name]))
+            status, model = "fallback", "extractive-fallback"
+            log.warning("lcm: LLM summary failed (%s); using deterministic fallback", ", ".join(attempts))
+        else:
+            if why != "no-llm":
+                attempts.append(why)
+            status = "ok" if why == "no-llm" else "fallback"
+            model = "extractive" if why == "no-llm" else "extractive-fallback"
+        budget = target if status == "ok" else min(target, self.cfg.fallback_budget)
+        text = extractive_summary(clean, budget, header=header)
+        if status == "fallback":
+            text = f"{FALLBACK_MARKER} {text}"
+        text, cut = truncate_to_tokens(text, budget * 2)
+        return SummaryDraft(text, estimate_tokens(text), model, "truncated" if cut else status, (*attempts, "extractive"))
+
+    def _finish(self, reply: str, units: list[SourceUnit], header: str, target: int, attempts: tuple[str, ...]) -> SummaryDraft:
+        if FOOTER_PREFIX.lower() not in reply.lower():
+            terms = salient_terms([u.text for u in units], exclude=reply)
+            if terms:
+                reply = f"{reply}\n{FOOTER_PREFIX} {', '.join(terms)}"
+        if header and not reply.startswith(header):
+            reply = f"{header}\n{reply}"
+        ceiling = int(target * self.cfg.summary_max_overage_factor)
+        reply, cut = truncate_to_tokens(reply, ceiling)
+        model = self.cfg.summary_model or "llm"
+        return SummaryDraft(reply, estimate_tokens(reply), model, "truncated" if cut else "ok", attempts)
