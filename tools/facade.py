@@ -53,7 +53,7 @@ def lazy_from_env(env: Mapping[str, str]) -> bool:
 class CallContext:
     """What a handler may use: the stores and the caller's identity (never from arguments)."""
 
-    memory: "MemoryStore"
+    memory: Any
     lcm: Any
     agent_id: str
     facade: "ToolFacade"
@@ -63,7 +63,7 @@ class ToolFacade:
     """The registry of ``memory_*``, ``lcm_*`` and ``tool_info`` tools, bound to one agent.
 
     Args:
-        memory: The note store.
+        memory: The note store (``None`` only for a listing-only facade).
         lcm: The conversation store (``lcm.LcmStore``), or ``None``: the ``lcm_*`` tools are
             then not listed and calling one returns an ``unavailable`` error.
         agent_id: The identity every call runs as.
@@ -71,11 +71,13 @@ class ToolFacade:
             of ``tool_info``'s description and loaded through it.
         max_payload_bytes: Largest accepted arguments object (JSON, UTF-8).
         session_key: The lcm session family the ``lcm_*`` tools search by default.
+        lcm_listed: List the ``lcm_*`` tools even without a store (``amem tools`` prints the
+            full catalogue); by default they are listed only when ``lcm`` is given.
     """
 
-    def __init__(self, memory: "MemoryStore", lcm: Any = None, *, agent_id: str,
+    def __init__(self, memory: "MemoryStore | None", lcm: Any = None, *, agent_id: str,
                  lazy: bool = False, max_payload_bytes: int = MAX_PAYLOAD_BYTES,
-                 session_key: str | None = None) -> None:
+                 session_key: str | None = None, lcm_listed: bool | None = None) -> None:
         from amem.notes import check_agent
 
         if max_payload_bytes < 1024:
@@ -87,6 +89,7 @@ class ToolFacade:
         #: the lcm session family the lcm_* tools search by default (set by the host)
         self.session_key = session_key
         self.max_payload_bytes = max_payload_bytes
+        self.lcm_listed = lcm is not None if lcm_listed is None else lcm_listed
         self.registry = Registry()
         self.registry.extend(memory_tools())
         self.registry.extend(lcm_tools())
@@ -96,13 +99,14 @@ class ToolFacade:
         """The same stores and settings, acting as another agent (one per MCP connection)."""
         return ToolFacade(self.memory, self.lcm, agent_id=agent_id, lazy=self.lazy,
                           max_payload_bytes=self.max_payload_bytes,
-                          session_key=session_key or self.session_key)
+                          session_key=session_key or self.session_key,
+                          lcm_listed=self.lcm_listed)
 
     # ------------------------------------------------------------------ listing
 
     def available(self) -> list[Tool]:
         """Every tool this facade can run (``lcm_*`` only with an lcm store)."""
-        return [t for t in self.registry if t.group != "lcm" or self.lcm is not None]
+        return [t for t in self.registry if t.group != "lcm" or self.lcm_listed]
 
     def listed(self) -> list[Tool]:
         """The tools shown to the model: all of them, or only the core set when lazy."""
@@ -147,6 +151,9 @@ class ToolFacade:
         if tool is None:
             raise ToolError("unknown_tool", f"no tool named {name[:80]!r}; available: "
                             f"{', '.join(t.name for t in self.available())}", field="name")
+        if tool.group != "lcm" and tool.group != "meta" and self.memory is None:
+            raise ToolError("unavailable", f"{name} needs the note store, which this facade "
+                            "was built without (a listing-only facade)")
         if tool.group == "lcm" and self.lcm is None:
             raise ToolError("unavailable", f"{name} needs the conversation store (lcm), which "
                             "this server was started without")

@@ -1,0 +1,375 @@
+"""``amem``: the command line, a thin layer over ``MemoryStore``, ``LcmStore`` and the tool facade.
+
+Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 store busy (another
+process owns the embedded store), 130 interrupted. ``--json`` prints machine-readable output
+(errors too, as ``{"error": {...}}``). Logs and progress bars go to stderr; stdout carries
+results only (and is the MCP wire in ``amem serve``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+from contextlib import ExitStack
+from typing import Any, Callable, Mapping, Sequence
+
+from .progress import ProgressBar
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+_CODE_EXITS = {"invalid_argument": EXIT_USAGE, "config_error": EXIT_USAGE,
+               "regex_refused": EXIT_USAGE, "not_found": EXIT_NOT_FOUND,
+               "store_locked": EXIT_BUSY}
+
+
+class CliError(Exception):
+    """A failure the CLI reports in one line and maps to an exit code."""
+
+    def __init__(self, message: str, *, code: str = "error", exit_code: int = EXIT_ERROR,
+                 field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.exit_code = exit_code
+        self.field = field
+
+
+# ------------------------------------------------------------------------------ output helpers
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
+    """Print ``data`` as JSON with ``--json``, else the human ``text``."""
+    if getattr(args, "json", False):
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text() if callable(text) else text)
+
+
+def _width() -> int:
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def search_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """A readable table: rank, score, via, id, content (clipped to the terminal)."""
+    if not results:
+        return "no matches"
+    ids = [str(r["id"]) for r in results]
+    idw = min(max(len(i) for i in ids), 36)
+    head = f"{'#':>2}  {'score':>7}  {'via':<5}  {'id':<{idw}}  content"
+    room = _width() - len(head) + len("content")
+    lines = [head, "-" * min(_width(), len(head) + room - len("content"))]
+    for n, r in enumerate(results, 1):
+        lines.append(f"{n:>2}  {float(r.get('rrf') or 0):>7.4f}  {r['via']:<5}  "
+                     f"{_clip(str(r['id']), idw):<{idw}}  {_clip(str(r['content']), room)}")
+    return "\n".join(lines)
+
+
+def kv_text(data: Mapping[str, Any], indent: str = "") -> str:
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            lines.append(f"{indent}{key}:")
+            lines.append(kv_text(value, indent + "  "))
+        elif isinstance(value, list):
+            shown = ", ".join(json.dumps(v, ensure_ascii=False, default=str)
+                              if not isinstance(v, str) else v for v in value)
+            lines.append(f"{indent}{key}: {shown}")
+        else:
+            lines.append(f"{indent}{key}: {value}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ parser
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("common options")
+    g.add_argument("--config", metavar="TOML", help="config file (default: $AMEM_CONFIG)")
+    g.add_argument("--home", metavar="DIR", help="data directory (default: $AMEM_HOME or XDG)")
+    g.add_argument("--agent", metavar="ID", help="act as this agent (default: $AMEM_AGENT or config)")
+    g.add_argument("--embedder", metavar="NAME", help="embedder preset (e.g. e5-small, hashing)")
+    g.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``amem`` command tree (every command has ``--help``)."""
+    from . import cli_ops
+
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="amem", description="Memory for AI agents: notes, conversation recall, MCP tools.",
+        epilog="Exit codes: 0 ok, 1 error, 2 usage/invalid input, 3 not found, 4 store busy.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def cmd(name: str, func: Callable[[argparse.Namespace], int], help: str,
+            into: Any = sub) -> argparse.ArgumentParser:
+        p = into.add_parser(name, help=help, description=help, parents=[common])
+        p.set_defaults(func=func)
+        return p
+
+    p = cmd("add", cmd_add, "store one note")
+    p.add_argument("text", help="the note text ('-' reads stdin)")
+    p.add_argument("--subject", action="append", default=[], help="who/what it is about (repeat)")
+    p.add_argument("--no-enrich", action="store_true", help="fast path: no enrichment, no links")
+
+    p = cmd("search", cmd_search, "hybrid search over your notes")
+    p.add_argument("query")
+    p.add_argument("-n", "--limit", type=int, default=5, help="direct matches (default 5)")
+    p.add_argument("--subject", help="only notes about this subject (plus notes about nobody)")
+    p.add_argument("--topic", action="append", default=None, help="knowledge-note topic filter")
+
+    p = cmd("list", cmd_list, "list your notes page by page")
+    p.add_argument("-n", "--limit", type=int, default=20)
+    p.add_argument("--offset", help="next_offset printed by the previous page")
+
+    p = cmd("get", cmd_get, "show one note in full")
+    p.add_argument("id")
+
+    p = cmd("delete", cmd_delete, "delete one note (soft delete)")
+    p.add_argument("id")
+
+    p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
+    p.add_argument("file", help="the file to import")
+    p.add_argument("--format", choices=["jsonl", "text"], help="default: from the extension")
+    p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
+    p.add_argument("--batch", type=int, help="notes per embedding batch")
+    p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
+
+    p = cmd("export", cmd_export, "write every note (all agents) as JSON lines")
+    p.add_argument("out", nargs="?", default="-", help="output file (default: stdout)")
+    p.add_argument("--no-vectors", action="store_true", help="leave vectors out (re-embed on import)")
+
+    p = cmd("consolidate", cmd_consolidate, "merge near-duplicates, resolve pending merges")
+    p.add_argument("--all-agents", action="store_true", help="every agent, not just --agent")
+
+    p = cmd("reembed", cmd_reembed, "rebuild every vector with another embedder")
+    p.add_argument("--to", "--new-embedder", dest="new_embedder", required=True, metavar="NAME",
+                   help="the embedder to rebuild with (then run with AMEM_EMBEDDER=NAME)")
+
+    cli_ops.add_commands(cmd, sub)
+    return parser
+
+
+# ------------------------------------------------------------------------------ memory commands
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    with _memory(args) as store:
+        result = store.add(text, args.subject, enrich=not args.no_enrich).to_dict()
+    emit(args, result, lambda: f"{result['status']} {result['id']}"
+         + (f" (links: {', '.join(result['links'])})" if result.get("links") else ""))
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _memory(args) as store:
+        hits = [h.to_dict() for h in store.search(args.query, limit=args.limit,
+                                                  topics_filter=args.topic, subject=args.subject)]
+    emit(args, {"results": hits}, lambda: search_table(hits))
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _memory(args) as store:
+        notes, nxt = store.list(limit=args.limit, offset=args.offset)
+        total = store.count()
+    rows = [{"id": n.id, "timestamp": n.timestamp, "content": n.content} for n in notes]
+
+    def text() -> str:
+        room = _width() - 40
+        lines = [f"{r['id'][:36]:<36}  {_clip(r['content'], room)}" for r in rows]
+        lines.append(f"{total} notes" + (f"; next page: --offset {nxt}" if nxt else ""))
+        return "\n".join(lines)
+
+    emit(args, {"count": total, "notes": rows, "next_offset": nxt}, text)
+    return EXIT_OK
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with _memory(args) as store:
+        note = store.get(args.id).to_payload()
+    note.pop("folded_hashes", None)
+    emit(args, note, lambda: kv_text(note))
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _memory(args) as store:
+        note = store.delete(args.id)
+    emit(args, {"id": note.id, "deleted": True}, f"deleted {note.id}")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from amem.importer import import_export, import_file
+
+    with _memory(args) as store:
+        if args.from_export:
+            with open(args.file, encoding="utf-8") as source:
+                count = import_export(store, source)
+            emit(args, {"path": args.file, "imported": count}, f"imported {count} notes")
+            return EXIT_OK
+        bar = ProgressBar("import")
+        try:
+            report = import_file(store, args.file, fmt=args.format, enrich=not args.no_enrich,
+                                 batch=args.batch, progress=bar)
+        finally:
+            bar.close()
+    data = report.to_dict()
+    emit(args, data, lambda: (
+        f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
+        f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
+        f"{data['skipped']} ({data['notes_per_second']} notes/s)"
+        + "".join(f"\n  {e}" for e in data["errors"][:20])))
+    return EXIT_OK if not data["skipped"] else EXIT_ERROR
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from amem.importer import export_store
+
+    with _memory(args) as store, ExitStack() as stack:
+        out = sys.stdout if args.out == "-" else stack.enter_context(
+            open(args.out, "w", encoding="utf-8"))
+        count = export_store(store, out, with_vectors=not args.no_vectors)
+    if args.out != "-":
+        emit(args, {"path": args.out, "exported": count}, f"exported {count} notes to {args.out}")
+    else:
+        print(f"exported {count} notes", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    with _memory(args) as store:
+        bar = ProgressBar("consolidate")
+        try:
+            report = store.consolidate(all_agents=args.all_agents, progress=bar)
+        finally:
+            bar.close()
+    data = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    emit(args, data, lambda: kv_text(data))
+    return EXIT_OK
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from .reembed import reembed
+    from .runtime import make_embedder
+
+    settings = _settings(args)
+    embedder = make_embedder(args.new_embedder, threads=settings.config.embed_threads)
+    bar = ProgressBar("reembed")
+    try:
+        report = reembed(settings.config, embedder, progress=bar)
+    finally:
+        bar.close()
+    data = report.to_dict()
+    emit(args, data, lambda: (
+        f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
+        f"in {data['seconds']} s\nopen the store with this embedder from now on "
+        f"(AMEM_EMBEDDER={args.new_embedder})"))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ plumbing
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from .runtime import load_settings
+
+    overrides = {"home": args.home, "embedder": args.embedder}
+    return load_settings(getattr(args, "env", None), config_path=args.config,
+                         overrides=overrides, agent=args.agent)
+
+
+def _memory(args: argparse.Namespace) -> Any:
+    from .runtime import open_memory
+
+    return open_memory(_settings(args))
+
+
+def setup_logging(verbose: int, env: Mapping[str, str]) -> None:
+    """JSON lines on stderr (never stdout: it is the MCP wire in ``amem serve``)."""
+    level_name = env.get("AMEM_LOG_LEVEL", "").upper()
+    level = getattr(logging, level_name, None) if level_name else None
+    if not isinstance(level, int):
+        level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_amem", False)]:
+        root.removeHandler(old)
+    handler._amem = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+                 "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            entry["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _report_error(args: argparse.Namespace | None, err: CliError) -> int:
+    if args is not None and getattr(args, "json", False):
+        print(json.dumps({"error": {"code": err.code, "message": str(err), "field": err.field}},
+                         ensure_ascii=False))
+    print(f"amem: error: {err}", file=sys.stderr)
+    return err.exit_code
+
+
+def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
+    """Run one ``amem`` command; returns the exit code (the console script exits with it)."""
+    environ = dict(os.environ if env is None else env)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    args.env = environ
+    setup_logging(args.verbose, environ)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("amem: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except CliError as err:
+        return _report_error(args, err)
+    except Exception as exc:
+        return _report_error(args, _as_cli_error(exc))
+
+
+def _as_cli_error(exc: Exception) -> CliError:
+    code = getattr(exc, "code", None)
+    module = type(exc).__module__
+    if isinstance(code, str) and module.startswith(("amem", "lcm", "tools")):
+        return CliError(str(exc), code=code, exit_code=_CODE_EXITS.get(code, EXIT_ERROR),
+                        field=getattr(exc, "field", None))
+    if isinstance(exc, OSError):
+        return CliError(str(exc), code="os_error")
+    log.exception("unexpected failure")
+    return CliError(f"unexpected {type(exc).__name__}: {exc} (run with -vv for the traceback)",
+                    code="internal")
+
+
+def console_main() -> None:  # pragma: no cover - the console script wrapper
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

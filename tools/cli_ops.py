@@ -1,0 +1,281 @@
+"""``amem`` commands that run the server and look after both stores: serve, scheduler,
+status, doctor, tools, and the ``lcm`` group."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+Cmd = Callable[..., argparse.ArgumentParser]
+
+
+def add_commands(cmd: Cmd, sub: Any) -> None:
+    """Register these commands on the ``amem`` parser (called by ``tools.cli.build_parser``)."""
+    from .export import FORMATS
+
+    p = cmd("serve", cmd_serve, "run the MCP server (stdio by default)")
+    p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument("--lazy", action="store_true", default=None,
+                   help="lazy tool loading (default: $AMEM_LAZY_TOOLS)")
+    p.add_argument("--no-lcm", action="store_true", help="serve the memory tools only")
+    p.add_argument("--no-scheduler", action="store_true", help="no nightly maintenance")
+    p.add_argument("--session-key", help="lcm session family the lcm_* tools search")
+
+    p = cmd("scheduler", cmd_scheduler, "nightly maintenance (see `amem scheduler --help`)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the scheduler")
+    p.add_help = False
+
+    cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
+    p = cmd("doctor", cmd_doctor, "check both stores for problems")
+    p.add_argument("--clean", action="store_true", help="also list lcm clean-up candidates")
+
+    p = cmd("tools", cmd_tools, "print the tool schemas in a host's format")
+    p.add_argument("--format", choices=sorted(FORMATS), default="mcp")
+    p.add_argument("--lazy", action="store_true", help="the lazy-loading list")
+    p.add_argument("--no-lcm", action="store_true", help="leave the lcm_* tools out")
+    p.add_argument("--tokens", action="store_true", help="print the list's size in tokens only")
+
+    lcm = cmd("lcm", lambda a: _usage(lcm), "conversation store: grep, describe, expand, ...")
+    lsub = lcm.add_subparsers(dest="lcm_command", metavar="LCM_COMMAND")
+    p = cmd("grep", cmd_lcm_grep, "search messages and summaries", into=lsub)
+    p.add_argument("pattern")
+    p.add_argument("--mode", choices=["full_text", "regex"], default="full_text")
+    p.add_argument("--scope", choices=["messages", "summaries", "both"], default="both")
+    p.add_argument("--sort", choices=["recency", "relevance", "hybrid"], default="recency")
+    p.add_argument("-n", "--limit", type=int, default=50)
+    p.add_argument("--since")
+    p.add_argument("--before")
+    p.add_argument("--conversation", type=int, help="one conversation id")
+    p.add_argument("--session-key", help="search this session family")
+    p.add_argument("--all", action="store_true", help="every conversation")
+    p = cmd("describe", cmd_lcm_describe, "show a summary or file by id", into=lsub)
+    p.add_argument("id")
+    p = cmd("expand", cmd_lcm_expand, "walk summaries down to their messages", into=lsub)
+    p.add_argument("ids", nargs="*", help="summary ids")
+    p.add_argument("--query", help="find the summaries by this search instead")
+    p.add_argument("--max-depth", type=int, default=3)
+    p.add_argument("--token-cap", type=int, default=8000)
+    cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
+    p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
+    p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+# ------------------------------------------------------------------------------ serve
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .cli import CliError, _settings
+    from .facade import ToolFacade, lazy_from_env
+    from .mcp_server import serve_http, serve_stdio
+    from .runtime import open_lcm, open_memory
+
+    settings = _settings(args)
+    try:
+        lazy = args.lazy if args.lazy is not None else lazy_from_env(settings.env)
+    except ValueError as exc:
+        raise CliError(str(exc), code="config_error", exit_code=2) from None
+    memory = open_memory(settings)
+    lcm = None if args.no_lcm else open_lcm(settings)
+    handle = None
+    try:
+        if not args.no_scheduler:
+            handle = _start_scheduler(memory, lcm, settings)
+        facade = ToolFacade(memory, lcm, agent_id=settings.agent_id, lazy=lazy,
+                            session_key=args.session_key)
+        if args.http:
+            anyio.run(lambda: serve_http(facade, port=args.port, path=args.path))
+        else:
+            anyio.run(serve_stdio, facade)
+    finally:
+        if handle is not None and hasattr(handle, "shutdown"):
+            handle.shutdown()
+        if lcm is not None and hasattr(lcm, "close"):
+            lcm.close()
+        memory.close()
+    return 0
+
+
+def _start_scheduler(memory: Any, lcm: Any, settings: Any) -> Any:
+    from .cli import CliError
+
+    try:
+        import scheduler
+        start = scheduler.start_background  # type: ignore[attr-defined]
+    except (ImportError, AttributeError) as exc:
+        raise CliError(f"the nightly scheduler is not available ({exc}); run `amem serve "
+                       "--no-scheduler` and schedule `amem consolidate` yourself",
+                       code="unavailable") from None
+    return start(memory, lcm, settings.config)
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    from .cli import CliError
+
+    try:
+        import scheduler
+        cli_main = scheduler.cli_main  # type: ignore[attr-defined]
+    except (ImportError, AttributeError) as exc:
+        raise CliError(f"the scheduler is not available in this installation ({exc})",
+                       code="unavailable") from None
+    return int(cli_main(list(args.rest)) or 0)
+
+
+# ------------------------------------------------------------------------------ status / doctor
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .cli import _settings, emit, kv_text
+    from .runtime import open_lcm, open_memory
+
+    settings = _settings(args)
+    with open_memory(settings) as store:
+        memory = asdict(store.info())
+        memory["agents"] = len(store.agents())
+        memory["notes_of_agent"] = store.count()
+        memory["agent"] = settings.agent_id
+    data: dict[str, Any] = {"memory": memory, "lcm": _lcm_call(settings, "status")}
+    emit(args, data, lambda: kv_text(data))
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .cli import _settings, emit, kv_text
+    from .runtime import open_memory
+
+    settings = _settings(args)
+    problems: list[str] = []
+    with open_memory(settings) as store:
+        info = store.info()
+        memory = {"embedder": info.embedder, "points": info.points,
+                  "active_notes": info.active_notes, "dangling_links": 0,
+                  "pending_merge": 0}
+        known = set()
+        links: list[tuple[str, str, str]] = []
+        for note, _ in store.iter_notes(all_agents=True):
+            known.add((note.agent_id, note.id))
+            links.extend((note.agent_id, note.id, target) for target in note.links)
+            memory["pending_merge"] += int(note.pending_merge)
+        dangling = [f"{a}/{src} -> {dst}" for a, src, dst in links if (a, dst) not in known]
+        memory["dangling_links"] = len(dangling)
+        if dangling:
+            problems.append(f"{len(dangling)} links point at deleted or missing notes")
+            memory["examples"] = dangling[:10]
+    lcm = _lcm_call(settings, "doctor")
+    if args.clean:
+        lcm = {"doctor": lcm, "clean": _lcm_call(settings, "doctor_clean")}
+    lcm_ok = (lcm.get("doctor", lcm) or {}).get("ok", True) if isinstance(lcm, dict) else True
+    # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
+    data = {"ok": bool(lcm_ok), "memory": memory, "lcm": lcm, "warnings": problems}
+    emit(args, data, lambda: kv_text(data))
+    return 0 if data["ok"] else 1
+
+
+def _lcm_call(settings: Any, method: str, *a: Any, **kw: Any) -> dict[str, Any]:
+    """One lcm report, or ``{"available": false, "reason": ...}`` when lcm cannot be opened."""
+    from .runtime import open_lcm
+
+    try:
+        store = open_lcm(settings, required=True)
+    except Exception as exc:  # the memory half of status/doctor still has something to say
+        return {"available": False, "reason": str(exc)}
+    try:
+        result = getattr(store, method)(*a, **kw)
+        return result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    finally:
+        if hasattr(store, "close"):
+            store.close()
+
+
+# ------------------------------------------------------------------------------ tools
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    import json
+
+    from .export import estimate_tokens, export
+    from .facade import ToolFacade
+
+    facade = ToolFacade(None, None, agent_id="default", lazy=args.lazy,
+                        lcm_listed=not args.no_lcm)
+    exported = export(facade.list_tools(), args.format)
+    if args.tokens:
+        tokens = estimate_tokens(exported)
+        emit_data = {"format": args.format, "lazy": args.lazy, "tools": len(exported),
+                     "tokens": tokens}
+        print(json.dumps(emit_data) if args.json else
+              f"{len(exported)} tools, ~{tokens} tokens ({args.format}, lazy={args.lazy})")
+        return 0
+    print(json.dumps(exported, ensure_ascii=False, indent=2))
+    return 0
+
+
+# ------------------------------------------------------------------------------ lcm
+
+
+def _lcm_run(args: argparse.Namespace, call: Callable[[Any], Any],
+             text: Callable[[dict[str, Any]], str] | None = None) -> int:
+    from .cli import _settings, emit, kv_text
+    from .runtime import open_lcm
+
+    store = open_lcm(_settings(args), required=True)
+    try:
+        result = call(store)
+    finally:
+        if hasattr(store, "close"):
+            store.close()
+    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    emit(args, data, lambda: (text or kv_text)(data))
+    return 0
+
+
+def _grep_text(data: dict[str, Any]) -> str:
+    hits = data.get("hits", [])
+    lines = [f"{h['kind'][:3]} {h['id']:<22} {h.get('created_at', '')[:19]}  "
+             f"{' '.join(str(h.get('snippet', '')).split())[:100]}" for h in hits]
+    lines.append(f"{len(hits)} hits" + (" (truncated)" if data.get("truncated") else ""))
+    return "\n".join(lines)
+
+
+def cmd_lcm_grep(args: argparse.Namespace) -> int:
+    kwargs: dict[str, Any] = {"mode": args.mode, "scope": args.scope, "sort": args.sort,
+                              "limit": args.limit, "since": args.since, "before": args.before,
+                              "conversation_id": args.conversation,
+                              "all_conversations": args.all}
+    if args.session_key:
+        kwargs["session_key"] = args.session_key
+    return _lcm_run(args, lambda s: s.grep(args.pattern, **kwargs), _grep_text)
+
+
+def cmd_lcm_describe(args: argparse.Namespace) -> int:
+    return _lcm_run(args, lambda s: s.describe(args.id))
+
+
+def cmd_lcm_expand(args: argparse.Namespace) -> int:
+    from .cli import CliError
+
+    if not args.ids and not args.query:
+        raise CliError("give summary ids or --query", code="invalid_argument", exit_code=2)
+    return _lcm_run(args, lambda s: s.expand(summary_ids=args.ids or None, query=args.query,
+                                             max_depth=args.max_depth, token_cap=args.token_cap))
+
+
+def cmd_lcm_status(args: argparse.Namespace) -> int:
+    return _lcm_run(args, lambda s: s.status())
+
+
+def cmd_lcm_doctor(args: argparse.Namespace) -> int:
+    return _lcm_run(args, lambda s: s.doctor_clean() if args.clean else s.doctor())

@@ -1,0 +1,113 @@
+"""Opening the stores for the CLI and the server: config, embedder, agent, lcm."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from amem.config import AmemConfig, load_config
+from amem.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: embedder names the tools resolve themselves (the rest go to ``amem.embed.make_embedder``)
+HASHING = "hashing"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command line resolved before any store is opened."""
+
+    config: AmemConfig
+    agent_id: str
+    env: Mapping[str, str]
+    config_path: str | None = None
+
+    @property
+    def lcm_path(self) -> Path:
+        """Where the lcm database lives unless ``LCM_DATABASE_PATH`` says otherwise."""
+        return Path(self.config.home) / "lcm.db"
+
+
+def load_settings(env: Mapping[str, str] | None = None, *, config_path: str | None = None,
+                  overrides: Mapping[str, Any] | None = None, agent: str | None = None) -> Settings:
+    """Defaults < TOML (``--config`` or ``AMEM_CONFIG``) < ``AMEM_*`` env < the CLI's flags."""
+    env = dict(os.environ if env is None else env)
+    path = config_path or env.get("AMEM_CONFIG") or None
+    cfg = load_config(path, env=env, overrides={k: v for k, v in (overrides or {}).items()
+                                                if v is not None})
+    agent_id = agent or env.get("AMEM_AGENT") or cfg.agent_id
+    return Settings(config=cfg, agent_id=agent_id, env=env, config_path=path)
+
+
+def make_embedder(name: str, *, threads: int = 1) -> Any:
+    """The embedder called ``name``: ``hashing`` (or ``hashing-DIM``) here, others by amem."""
+    if name == HASHING or name.startswith(HASHING + "-"):
+        from amem.embed.hashing import HashingEmbedder
+
+        dim = name.partition("-")[2]
+        if dim and not dim.isdigit():
+            raise ConfigError(f"embedder {name!r}: write hashing-<dim>, e.g. hashing-256",
+                              key="embedder")
+        return HashingEmbedder(int(dim)) if dim else HashingEmbedder()
+    try:
+        from amem.embed import make_embedder as amem_make_embedder
+    except ImportError as exc:
+        raise ConfigError(f"embedder {name!r} cannot be built: amem.embed.make_embedder is not "
+                          f"available ({exc})", key="embedder") from None
+    return amem_make_embedder(name, threads=threads)
+
+
+def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
+    """The note store the settings point at (embedded under ``home``, or a Qdrant server)."""
+    from amem import MemoryStore
+
+    cfg = settings.config
+    if embedder is None:
+        embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads)
+    if cfg.backend == "edge":
+        Path(cfg.home).mkdir(parents=True, exist_ok=True)
+    return MemoryStore(None, config=cfg, embedder=embedder, agent_id=settings.agent_id)
+
+
+def open_lcm(settings: Settings, *, required: bool = False) -> Any:
+    """The lcm conversation store, or ``None`` (with a logged warning) when it cannot be built.
+
+    ``required`` turns the warning into the error itself (the ``amem lcm ...`` commands).
+    """
+    try:
+        from lcm import LcmStore
+        from lcm.config import load_config as lcm_load_config
+    except ImportError as exc:
+        if required:
+            raise ConfigError(f"the conversation store (lcm) is not available: {exc}",
+                              key="lcm") from None
+        log.warning("lcm tools disabled: the lcm package is not available (%s)", exc)
+        return None
+    lcm_cfg = lcm_load_config(_lcm_table_path(settings.config_path), env=settings.env)
+    if not getattr(lcm_cfg, "database_path", ""):
+        lcm_cfg = _with(lcm_cfg, database_path=str(settings.lcm_path))
+    Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return LcmStore(lcm_cfg.database_path, config=lcm_cfg)
+
+
+def _lcm_table_path(path: str | None) -> str | None:
+    """The config file for lcm only if it has an ``[lcm]`` table (its top level is amem's)."""
+    if path is None:
+        return None
+    import tomllib
+
+    try:
+        doc = tomllib.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # amem's own loader already reported the problem
+    return path if isinstance(doc.get("lcm"), dict) else None
+
+
+def _with(cfg: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(cfg, **changes)
