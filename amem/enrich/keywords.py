@@ -1,0 +1,402 @@
+"""Offline keyword extraction: a statistical scorer for alphabetic text, jieba for Chinese,
+simple run extraction for Japanese and Korean.
+
+One pass, :func:`analyse`, reads a note and returns a :class:`TextAnalysis` that the offline
+enricher reuses for keywords, category, context and note type.
+
+Alphabetic text (English and other space-separated languages): words are weighted by
+:func:`amem.enrich.english.informativeness` (stop words 0, very common words low, rarer words
+high), boosted when they look like names or technical terms (capitalised mid-sentence,
+acronyms, digits, ``+``/``#``), and scored ``weight * (1 + ln tf)``. Phrases are runs of up to
+three adjacent non-stop words inside one clause, trimmed of very common words at the edges,
+scored by the sum of their words. Candidates are then taken greedily, best first, skipping one
+whose words are all covered by keywords already taken.
+
+Chinese: jieba's TF-IDF (``jieba.analyse.extract_tags``) on the Han text. Japanese (text with
+kana): runs of kanji and katakana of two or more characters (hiragana is mostly grammar).
+Korean: hangul words with common particles stripped. Each script's scores are scaled by its
+share of the note's characters before merging, so a mainly English note keeps English keywords.
+
+Speaker names (``Caroline: ...`` at the start of a line) and bracketed timestamps
+(``[1:56 pm on 8 May, 2023]``) are never keywords.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .english import LABELS, informativeness
+
+log = logging.getLogger(__name__)
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+
+_CJK_ANY = re.compile(f"[{HAN}{KANA}{HANGUL}]")
+_KANA_RE = re.compile(f"[{KANA}]")
+_HAN_RUN = re.compile(f"[{HAN}]+")
+_JA_RUN = re.compile(f"[{HAN}{KATAKANA}]{{2,}}")
+_HANGUL_RUN = re.compile(f"[{HANGUL}]+")
+_WORD = re.compile(r"[^\W_](?:[\w'’.+#-]*[\w+#])?")
+_SENTENCE_GAP = re.compile(r"[.!?;:\n]")
+_TIMESTAMP = re.compile(r"^\s*\[[^\]\n]{0,80}\]\s*", re.MULTILINE)
+_SPEAKER = re.compile(
+    rf"^\s*(?P<name>[A-Z][\w.'’-]{{0,30}}(?: [A-Z][\w.'’-]{{0,30}}){{0,2}}|[{HAN}]{{2,3}}|user|assistant|human)"
+    rf"\s*[:：]\s*(?P<rest>.*)$"
+)
+
+#: Chinese words jieba's IDF does not push down far enough
+ZH_STOP = frozenset("我们 你们 他们 她们 自己 这个 那个 这些 那些 什么 怎么 因为 所以 但是 然后 已经 可以 "
+                    "没有 一个 一些 今天 昨天 明天 现在 时候 觉得 知道 还是 就是 如果 虽然 非常 真的 一起 一下 需要 应该".split())
+_KO_PARTICLES = ("에서는", "에게서", "으로는", "이라고", "라고", "에서", "에게", "한테", "으로", "까지", "부터",
+                 "처럼", "보다", "하고", "이랑", "은", "는", "이", "가", "을", "를", "에", "의", "와", "과", "도",
+                 "로", "만", "랑")
+_KO_PREDICATE_ENDINGS = ("요", "니다", "했다", "한다", "었다", "았다", "겠다", "어", "지만")
+_KO_STOP = frozenset("그리고 하지만 그래서 그런데 저는 나는 우리 우리는 정말 너무 오늘 어제 내일 지금 이것 그것 "
+                     "저것 여기 거기 어떤 무엇 아주 매우 같이 함께 다시 모두 많이".split())
+
+
+@dataclass(frozen=True)
+class Token:
+    """One alphabetic word occurrence."""
+
+    surface: str
+    key: str
+    weight: float
+    clause: int
+    sentence_start: bool
+
+
+@dataclass
+class TextAnalysis:
+    """What one read of a note found."""
+
+    text: str
+    clean: str
+    speakers: frozenset[str]
+    tokens: list[Token]
+    cjk_terms: Counter[str]
+    keywords: list[str]
+    scores: dict[str, float] = field(default_factory=dict)
+
+    def terms(self, min_weight: float = 0.5) -> set[str]:
+        """Normalised content terms: alphabetic word keys weighing at least ``min_weight`` (the
+        default leaves out the most common words), and every CJK term."""
+        out = {t.key for t in self.tokens if t.weight >= min_weight}
+        out.update(self.cjk_terms)
+        return out
+
+
+def word_key(word: str) -> str:
+    """The matching key of a word: lower-cased, possessive and plural ``s`` dropped."""
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.rstrip("'")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ous")):
+        return w[:-1]
+    return w
+
+
+def strip_timestamps(text: str) -> str:
+    """Remove bracketed prefixes such as ``[1:56 pm on 8 May, 2023]`` at line starts."""
+    return _TIMESTAMP.sub("", text)
+
+
+def split_speaker(line: str) -> tuple[str | None, str]:
+    """``("Caroline", "I went ...")`` for ``"Caroline: I went ..."``; ``(None, line)`` otherwise."""
+    match = _SPEAKER.match(line)
+    if not match or not match.group("rest").strip():
+        return None, line.strip()
+    return match.group("name"), match.group("rest").strip()
+
+
+def speaker_names(text: str) -> frozenset[str]:
+    """Names that open a line as speakers (labels such as ``Note:`` are not people)."""
+    names = set()
+    for line in strip_timestamps(text).splitlines():
+        name, _ = split_speaker(line)
+        if name and name.lower() not in LABELS:
+            names.add(name)
+    return frozenset(names)
+
+
+def analyse(text: str, limit: int = 8) -> TextAnalysis:
+    """Read ``text`` once: speakers, tokens, CJK terms and up to ``limit`` keywords."""
+    clean = strip_timestamps(text)
+    speakers = speaker_names(clean)
+    speaker_keys = {word_key(part) for name in speakers for part in name.split()} | set(speakers)
+    tokens = _tokens(clean, speaker_keys)
+    total = max(1, sum(len(m) for m in re.findall(r"[^\W\d_]", clean)))
+    latin_chars = sum(len(t.surface) for t in tokens)
+    routes = [(_select(_latin_candidates(tokens), limit, filler=0.5), latin_chars / total)]
+    cjk_terms: Counter[str] = Counter()
+    if _CJK_ANY.search(clean):
+        if _KANA_RE.search(clean):
+            ja = _japanese_candidates(clean, speakers)
+            routes.append((_select(ja, limit), sum(len(m) for m in re.findall(f"[{HAN}{KANA}]", clean)) / total))
+            cjk_terms.update({k: 1 for k in ja})
+        elif _HAN_RUN.search(clean):
+            zh, terms = _chinese_candidates(clean, speakers, limit)
+            routes.append((_select(zh, limit), sum(len(m) for m in _HAN_RUN.findall(clean)) / total))
+            cjk_terms.update(terms)
+        if _HANGUL_RUN.search(clean):
+            ko = _korean_candidates(clean)
+            routes.append((_select(ko, limit), sum(len(m) for m in _HANGUL_RUN.findall(clean)) / total))
+            cjk_terms.update({k: 1 for k in ko})
+    keywords, scores = _merge(routes, limit)
+    return TextAnalysis(text, clean, speakers, tokens, cjk_terms, keywords, scores)
+
+
+def strong_words(text: str, exclude: frozenset[str] = frozenset()) -> int:
+    """How many alphabetic words of ``text`` are at least moderately informative (weight >= 0.5)."""
+    return sum(1 for m in _WORD.finditer(_CJK_ANY.sub(" , ", text))
+               if m.group() not in exclude and informativeness(m.group().lower()) >= 0.5
+               and len(m.group()) >= 3 and any(c.isalpha() for c in m.group()))
+
+
+def cjk_chars(text: str) -> int:
+    """How many Han, kana and hangul characters ``text`` has."""
+    return len(_CJK_ANY.findall(text))
+
+
+def extract_keywords(text: str, limit: int = 8) -> list[str]:
+    """Up to ``limit`` keywords of ``text``, best first (see the module docstring)."""
+    return analyse(text, limit).keywords
+
+
+# ---------------------------------------------------------------- alphabetic text
+
+
+def _tokens(text: str, speaker_keys: set[str]) -> list[Token]:
+    # CJK characters are \w too: blank them out so alphabetic words are cut at them
+    latin = _CJK_ANY.sub(" , ", text)
+    out: list[Token] = []
+    clause = 0
+    last_end = 0
+    first = True
+    for line in latin.splitlines(keepends=True):
+        _, rest = split_speaker(line)
+        offset = line.find(rest) if rest else len(line)
+        body = line[offset:] if offset >= 0 else line
+        clause += 1
+        first = True
+        last_end = 0
+        for m in _WORD.finditer(body):
+            gap = body[last_end:m.start()]
+            if gap.strip():
+                clause += 1
+            sentence_start = first or bool(_SENTENCE_GAP.search(gap))
+            first = False
+            last_end = m.end()
+            surface = m.group().replace("’", "'")
+            out.append(Token(surface, word_key(surface), _weight(surface, sentence_start, speaker_keys),
+                             clause, sentence_start))
+    return out
+
+
+def _weight(surface: str, sentence_start: bool, speaker_keys: set[str]) -> float:
+    lower = surface.lower()
+    key = word_key(surface)
+    if key in speaker_keys or surface in speaker_keys or not any(c.isalpha() for c in surface):
+        return 0.0
+    base = min(informativeness(lower), informativeness(key))
+    if base == 0.0:
+        return 0.0
+    techy = (surface.isupper() and len(surface) >= 2) or any(c.isdigit() for c in surface) \
+        or "+" in surface or "#" in surface or (surface[1:] != surface[1:].lower() and surface[:1].isalpha())
+    if len(lower) < 3 and not techy:
+        return 0.0
+    if techy:
+        return base * 1.3
+    if surface[:1].isupper() and not sentence_start:
+        return base * 1.4  # a name or a title mid-sentence
+    if len(lower) > 4 and lower.endswith(("ed", "ly")):
+        return base * 0.6  # past tenses and adverbs: rarely what a note is about
+    return base
+
+
+def _display(tokens: list[Token]) -> dict[str, str]:
+    """How to write each key: the name-like form if it ever appears so mid-sentence, else lower case."""
+    forms: dict[str, Counter[str]] = {}
+    for t in tokens:
+        named = (t.surface[:1].isupper() and not t.sentence_start) or t.surface.isupper() and len(t.surface) > 1
+        form = t.surface.rstrip("'") if named else t.surface.lower()
+        forms.setdefault(t.key, Counter())[form] += 2 if named else 1
+    return {key: max(sorted(c), key=lambda f: c[f]) for key, c in forms.items()}
+
+
+def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, frozenset[str]]]:
+    display = _display(tokens)
+    tf: Counter[str] = Counter()
+    best: dict[str, float] = {}
+    first_pos: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        if t.weight <= 0:
+            continue
+        tf[t.key] += 1
+        best[t.key] = max(best.get(t.key, 0.0), t.weight)
+        first_pos.setdefault(t.key, i)
+    out: dict[str, tuple[float, int, str, frozenset[str]]] = {}
+    for key, count in tf.items():
+        out[display[key]] = (best[key] * (1 + math.log(count)), first_pos[key], display[key], frozenset([key]))
+    # phrases: runs of adjacent weighted tokens in one clause
+    phrases: Counter[tuple[str, ...]] = Counter()
+    phrase_pos: dict[tuple[str, ...], int] = {}
+    run: list[int] = []
+    for i in range(len(tokens) + 1):
+        t = tokens[i] if i < len(tokens) else None
+        if t is not None and t.weight > 0 and (not run or tokens[run[-1]].clause == t.clause):
+            run.append(i)
+            continue
+        for span in _phrase_spans(run, tokens):
+            key = tuple(tokens[j].key for j in span)
+            if len(set(key)) == len(key):
+                phrases[key] += 1
+                phrase_pos.setdefault(key, span[0])
+        run = [i] if t is not None and t.weight > 0 else []
+    for key, count in phrases.items():
+        weight = sum(best[k] for k in key)
+        text = " ".join(display[k] for k in key)
+        out[text] = (weight * (1 + math.log(count)), phrase_pos[key], text, frozenset(key))
+    return out
+
+
+def _phrase_spans(run: list[int], tokens: list[Token]) -> list[list[int]]:
+    """Phrases in a run: trimmed of very common leading words (*new* painting, *good* idea; the
+    last word is the head noun in English, so it stays); runs over three words give bigrams."""
+    while run and tokens[run[0]].weight < 0.5:
+        run = run[1:]
+    if len(run) < 2:
+        return []
+    if len(run) <= 3:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)
+            if tokens[run[i]].weight >= 0.5 and tokens[run[i + 1]].weight >= 0.5]
+
+
+# ---------------------------------------------------------------- CJK
+
+
+_jieba_lock = threading.Lock()
+_jieba_mods: tuple[Any, Any] | None = None
+
+
+def _jieba() -> tuple[Any, Any]:
+    """jieba and jieba.analyse, imported and initialised once, quietly."""
+    global _jieba_mods
+    if _jieba_mods is None:
+        with _jieba_lock:
+            if _jieba_mods is None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # jieba imports pkg_resources on old setuptools
+                    import jieba
+                    import jieba.analyse
+
+                # jieba logs its dictionary build at DEBUG on its own stderr handler
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba_mods = (jieba, jieba.analyse)
+    return _jieba_mods
+
+
+def _chinese_candidates(text: str, speakers: frozenset[str], limit: int
+                        ) -> tuple[dict[str, tuple[float, int, str, frozenset[str]]], Counter[str]]:
+    jieba, analyse_mod = _jieba()
+    han = "，".join(_HAN_RUN.findall(text))
+    terms: Counter[str] = Counter(w for w in jieba.lcut(han) if len(w) >= 2 and w not in ZH_STOP)
+    out: dict[str, tuple[float, int, str, frozenset[str]]] = {}
+    for word, weight in analyse_mod.extract_tags(han, topK=limit * 3, withWeight=True):
+        if len(word) < 2 or word in ZH_STOP or word in speakers or not _HAN_RUN.fullmatch(word):
+            continue
+        out[word] = (float(weight), han.find(word), word, frozenset([word]))
+    return out, terms
+
+
+def _japanese_candidates(text: str, speakers: frozenset[str]) -> dict[str, tuple[float, int, str, frozenset[str]]]:
+    counts: Counter[str] = Counter()
+    pos: dict[str, int] = {}
+    for m in _JA_RUN.finditer(text):
+        word = m.group()
+        if word in speakers or len(word) > 12:
+            continue
+        counts[word] += 1
+        pos.setdefault(word, m.start())
+    return {w: (c * (1 + 0.15 * min(len(w), 6)), pos[w], w, frozenset([w])) for w, c in counts.items()}
+
+
+def _korean_candidates(text: str) -> dict[str, tuple[float, int, str, frozenset[str]]]:
+    counts: Counter[str] = Counter()
+    pos: dict[str, int] = {}
+    for m in _HANGUL_RUN.finditer(text):
+        word = m.group()
+        for particle in _KO_PARTICLES:
+            if word.endswith(particle) and len(word) - len(particle) >= 2:
+                word = word[: -len(particle)]
+                break
+        if len(word) < 2 or word in _KO_STOP or word.endswith(_KO_PREDICATE_ENDINGS):
+            continue
+        counts[word] += 1
+        pos.setdefault(word, m.start())
+    return {w: (1 + math.log(c), pos[w], w, frozenset([w])) for w, c in counts.items()}
+
+
+# ---------------------------------------------------------------- merging and selection
+
+
+def _select(candidates: dict[str, tuple[float, int, str, frozenset[str]]], limit: int,
+            filler: float | None = None) -> list[tuple[float, str, frozenset[str]]]:
+    """Greedy pick, best first, of up to ``limit`` candidates; scores come back scaled to top = 1.
+
+    Stops at a fifth of the top score, and (with ``filler``) after two keywords once only
+    candidates below ``filler`` (in the route's own units: very common words) are left.
+    """
+    ranked = sorted(candidates.values(), key=lambda c: (-c[0], c[1], c[2]))
+    if not ranked or ranked[0][0] <= 0:
+        return []
+    top = ranked[0][0]
+    chosen: list[tuple[float, str, frozenset[str]]] = []
+    covered: set[str] = set()
+    for score, _, display, keys in ranked:
+        if len(chosen) >= limit or score < top * 0.2:
+            break
+        if filler is not None and len(chosen) >= 2 and score < filler:
+            break  # only very common words left: two keywords are better than filler
+        if keys <= covered:
+            continue
+        chosen.append((score / top, display, keys))
+        covered |= keys
+    return chosen
+
+
+def _merge(routes: list[tuple[list[tuple[float, str, frozenset[str]]], float]], limit: int
+           ) -> tuple[list[str], dict[str, float]]:
+    """Merge each script's picks, weighting a script by its share of the note's characters."""
+    merged = [(score * max(share, 0.05), rank, display)
+              for picks, share in routes for rank, (score, display, _) in enumerate(picks)]
+    merged.sort(key=lambda m: (-m[0], m[1], m[2]))
+    keywords: list[str] = []
+    scores: dict[str, float] = {}
+    seen: set[str] = set()
+    for score, _, display in merged:
+        if display.lower() in seen:
+            continue
+        seen.add(display.lower())
+        keywords.append(display)
+        scores[display] = round(score, 4)
+        if len(keywords) >= limit:
+            break
+    return keywords, scores
