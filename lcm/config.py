@@ -56,7 +56,6 @@ class LcmConfig:
     ignore_session_patterns: tuple[str, ...] = ()
     stateless_session_patterns: tuple[str, ...] = ()
     skip_stateless_sessions: bool = True
-    new_session_retain_depth: int = 2
     timezone: str = "UTC"
     proactive_threshold_compaction_mode: str = "deferred"
     context_threshold: float = 0.75
@@ -160,7 +159,6 @@ _SPECS: dict[str, _Spec] = {
         _spec("ignoreSessionPatterns", "ignore_session_patterns", "list", "LCM_IGNORE_SESSION_PATTERNS"),
         _spec("statelessSessionPatterns", "stateless_session_patterns", "list", "LCM_STATELESS_SESSION_PATTERNS"),
         _spec("skipStatelessSessions", "skip_stateless_sessions", "bool", "LCM_SKIP_STATELESS_SESSIONS"),
-        _spec("newSessionRetainDepth", "new_session_retain_depth", "int", "LCM_NEW_SESSION_RETAIN_DEPTH"),
         _spec("timezone", "timezone", "str", "LCM_TIMEZONE"),
         _spec(
             "proactiveThresholdCompactionMode",
@@ -248,6 +246,7 @@ _INAPPLICABLE = frozenset(
         "hostFallbackMode", "stubLargeToolPayloads", "bootstrapMaxTokens", "summaryProvider",
         "largeFileSummaryProvider", "largeFileSummaryModel", "expansionProvider", "pruneHeartbeatOk",
         "enableSummaryThinking", "fallbackProviders", "cacheAwareCompaction", "dynamicLeafChunkTokens",
+        "newSessionRetainDepth",
     }
 )  # fmt: skip
 
@@ -399,7 +398,6 @@ def _validate(cfg: LcmConfig) -> None:
         cfg.condensed_min_fanout,
     )
     _check(cfg.sweep_max_depth >= -1, "sweepMaxDepth", "must be -1 (unlimited), 0 or more", cfg.sweep_max_depth)
-    _check(cfg.new_session_retain_depth >= -1, "newSessionRetainDepth", "must be >= -1", cfg.new_session_retain_depth)
     _check(cfg.summary_max_overage_factor >= 1, "summaryMaxOverageFactor", "must be >= 1", cfg.summary_max_overage_factor)
     for attr in ("fresh_tail_max_tokens", "max_assembly_token_budget", "summary_prefix_target_tokens"):
         value = getattr(cfg, attr)

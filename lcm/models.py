@@ -9,7 +9,7 @@ from typing import Any
 __all__ = [
     "AssembledContext", "AssembledItem", "CompactionResult", "Conversation", "DoctorIssue",
     "DoctorReport", "CleanReport", "ExpandQueryResult", "ExpandResult", "ExpandedMessage",
-    "ExpandedSummary", "FileDescription", "GrepHit", "GrepResult", "IngestResult",
+    "ExpandedSummary", "FileDescription", "MessageDescription", "GrepHit", "GrepResult", "IngestResult",
     "MaintenanceResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
     "SummaryDescription",
 ]  # fmt: skip
@@ -293,3 +293,18 @@ class MaintenanceResult(_Dict):
     compactions: list[CompactionResult]
     failures: dict[str, str]
     retention: RetentionResult | None
+
+
+@dataclass(frozen=True)
+class MessageDescription(_Dict):
+    id: str
+    conversation_id: int
+    seq: int
+    role: str
+    content: str
+    token_count: int
+    created_at: str
+    file_id: str | None
+    summary_ids: list[str]  # leaf summaries covering it
+    in_context: bool
+    kind: str = "message"

@@ -1,0 +1,24 @@
+"""lcm: lossless conversation memory in SQLite — a summary DAG, compaction, assembly and recall."""
+
+from __future__ import annotations
+
+from lcm.config import LcmConfig, load_config
+from lcm.errors import LcmError
+from lcm.models import (
+    AssembledContext,
+    CompactionResult,
+    DoctorReport,
+    ExpandQueryResult,
+    ExpandResult,
+    GrepResult,
+    IngestResult,
+    StatusReport,
+)
+from lcm.seams import Clock, ManualClock, SummaryLLM
+from lcm.store import LcmStore
+
+__all__ = [
+    "LcmStore", "LcmConfig", "load_config", "LcmError", "SummaryLLM", "Clock", "ManualClock",
+    "IngestResult", "CompactionResult", "AssembledContext", "GrepResult", "ExpandResult",
+    "ExpandQueryResult", "StatusReport", "DoctorReport",
+]  # fmt: skip

@@ -1,0 +1,263 @@
+"""Operations: status, doctor (read-only integrity checks), doctor clean, and the retention policy."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from datetime import datetime, timedelta
+
+from lcm.db import Database
+from lcm.extract import FALLBACK_MARKER, TRUNCATED_MARKER
+from lcm.largefiles import LargeFileStore
+from lcm.migrations import applied_migrations
+from lcm.models import CleanReport, DoctorIssue, DoctorReport, RetentionResult, StatusReport
+from lcm.sessions import glob_match
+from lcm.timeutil import iso
+
+log = logging.getLogger(__name__)
+
+__all__ = ["status", "doctor", "doctor_clean", "apply_retention", "db_size"]
+
+_MAX_ISSUES = 500
+
+
+def db_size(db: Database) -> int:
+    if db.is_memory:
+        page = db.scalar("PRAGMA page_size")
+        return int(page) * int(db.scalar("PRAGMA page_count"))
+    return sum(os.path.getsize(db.path + suffix) for suffix in ("", "-wal") if os.path.exists(db.path + suffix))
+
+
+def status(db: Database, files: LargeFileStore) -> StatusReport:
+    with db.reading() as c:
+        conv = c.execute("SELECT count(*), coalesce(sum(active), 0) FROM conversations").fetchone()
+        msgs = c.execute("SELECT count(*), coalesce(sum(token_count), 0) FROM messages").fetchone()
+        by_depth = {str(r[0]): r[1] for r in c.execute("SELECT depth, count(*) FROM summaries GROUP BY depth ORDER BY depth")}
+        ctx = c.execute(
+            "SELECT coalesce(sum(coalesce(m.token_count, s.token_count)), 0) FROM context_items ci "
+            "JOIN conversations cv ON cv.id = ci.conversation_id AND cv.active = 1 "
+            "LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON s.summary_id = ci.summary_id"
+        ).fetchone()[0]
+        active_raw = c.execute(
+            "SELECT coalesce(sum(m.token_count), 0) FROM messages m JOIN conversations cv "
+            "ON cv.id = m.conversation_id AND cv.active = 1"
+        ).fetchone()[0]
+        st = dict(c.execute("SELECT status, count(*) FROM summaries GROUP BY status").fetchall())
+        broken = _broken_summaries(c, limit=None)
+        lf = c.execute("SELECT count(*), coalesce(sum(size_bytes), 0) FROM large_files").fetchone()
+        debt = c.execute("SELECT count(*) FROM compaction_debt WHERE status != 'running'").fetchone()[0]
+    return StatusReport(
+        path=db.path, size_bytes=db_size(db), conversations=conv[0], active_conversations=conv[1],
+        archived_conversations=conv[0] - conv[1], messages=msgs[0], message_tokens=msgs[1],
+        summaries=sum(by_depth.values()), summaries_by_depth=by_depth, context_tokens=ctx,
+        compression_ratio=round(active_raw / ctx, 3) if ctx else 1.0,
+        fallback_summaries=st.get("fallback", 0), truncated_summaries=st.get("truncated", 0),
+        broken_summaries=len(broken), large_files=lf[0], large_file_bytes=lf[1], pending_debt=debt,
+        migrations=applied_migrations(db), large_files_dir=str(files.base_dir),
+    )  # fmt: skip
+
+
+def _broken_summaries(c: sqlite3.Connection, limit: int | None) -> list[tuple[str, str]]:
+    """Summaries with no sources (a leaf without messages, a condensed node without children)."""
+    sql = (
+        "SELECT summary_id, 'leaf summary has no source messages' FROM summaries s WHERE kind = 'leaf' AND NOT EXISTS "
+        "(SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.summary_id) "
+        "UNION ALL SELECT summary_id, 'condensed summary has no source summaries' FROM summaries s "
+        "WHERE kind = 'condensed' AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.summary_id = s.summary_id)"
+    )
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [(r[0], r[1]) for r in c.execute(sql)]
+
+
+def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tuple[bool, str]:
+    missing = c.execute(
+        f"SELECT count(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM {fts}_docsize d WHERE d.id = t.{rowid})"
+    ).fetchone()[0]
+    extra = c.execute(
+        f"SELECT count(*) FROM {fts}_docsize d WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.{rowid} = d.id)"
+    ).fetchone()[0]
+    if missing or extra:
+        return False, f"{missing} rows not indexed, {extra} index entries without a row"
+    try:
+        c.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+    except sqlite3.DatabaseError as exc:
+        return False, f"FTS integrity-check failed: {exc}"
+    return True, ""
+
+
+def doctor(db: Database, files: LargeFileStore) -> DoctorReport:
+    """Read-only checks. Errors mean broken; fallback/truncated summaries are warnings."""
+    issues: list[DoctorIssue] = []
+    checks: dict[str, int] = {}
+
+    def add(check: str, severity: str, id: str, detail: str, conv: int | None = None) -> None:
+        checks[check] = checks.get(check, 0) + 1
+        if len(issues) < _MAX_ISSUES:
+            issues.append(DoctorIssue(check, severity, id, detail, conv))
+
+    with db.reading() as c:
+        checks["sqlite_quick_check"] = 0
+        qc = [r[0] for r in c.execute("PRAGMA quick_check")]
+        if qc != ["ok"]:
+            for line in qc[:20]:
+                add("sqlite_quick_check", "error", "database", line)
+        for check, status_value, marker in (("fallback_summaries", "fallback", FALLBACK_MARKER),
+                                            ("truncated_summaries", "truncated", TRUNCATED_MARKER)):  # fmt: skip
+            checks[check] = 0
+            for r in c.execute(
+                "SELECT summary_id, conversation_id, status FROM summaries WHERE status = ? OR instr(content, ?) > 0",
+                (status_value, marker),
+            ):
+                add(check, "warning", r[0], f"summary is marked {status_value}", r[1])
+        checks["broken_summaries"] = 0
+        for sid, why in _broken_summaries(c, limit=_MAX_ISSUES):
+            add("broken_summaries", "error", sid, why)
+        checks["orphan_edges"] = 0
+        for r in c.execute(
+            "SELECT sm.summary_id, sm.message_id FROM summary_messages sm WHERE NOT EXISTS "
+            "(SELECT 1 FROM summaries s WHERE s.summary_id = sm.summary_id) OR NOT EXISTS "
+            "(SELECT 1 FROM messages m WHERE m.id = sm.message_id) LIMIT ?",
+            (_MAX_ISSUES,),
+        ):
+            add("orphan_edges", "error", r[0], f"edge to message {r[1]} has a missing end")
+        for r in c.execute(
+            "SELECT p.summary_id, p.parent_summary_id FROM summary_parents p WHERE NOT EXISTS "
+            "(SELECT 1 FROM summaries s WHERE s.summary_id = p.summary_id) OR NOT EXISTS "
+            "(SELECT 1 FROM summaries s WHERE s.summary_id = p.parent_summary_id) LIMIT ?",
+            (_MAX_ISSUES,),
+        ):
+            add("orphan_edges", "error", r[0], f"edge to summary {r[1]} has a missing end")
+        checks["dangling_context_items"] = 0
+        for r in c.execute(
+            "SELECT ci.conversation_id, ci.ordinal, ci.item_type FROM context_items ci WHERE "
+            "(ci.item_type = 'message' AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = ci.message_id "
+            " AND m.conversation_id = ci.conversation_id)) OR "
+            "(ci.item_type = 'summary' AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = ci.summary_id "
+            " AND s.conversation_id = ci.conversation_id)) LIMIT ?",
+            (_MAX_ISSUES,),
+        ):
+            add("dangling_context_items", "error", f"{r[0]}:{r[1]}", f"{r[2]} item points nowhere", r[0])
+        checks["unreachable_messages"] = 0
+        for r in c.execute(
+            "SELECT m.id, m.conversation_id FROM messages m JOIN conversations cv ON cv.id = m.conversation_id "
+            "WHERE NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) "
+            "AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id) LIMIT ?",
+            (_MAX_ISSUES,),
+        ):
+            add("unreachable_messages", "error", f"msg_{r[0]}", "message is neither in context nor under a summary", r[1])
+        checks["fts_out_of_sync"] = 0
+        for table, fts, rowid in (("messages", "messages_fts", "id"), ("messages", "messages_tri", "id"),
+                                  ("summaries", "summaries_fts", "pk"), ("summaries", "summaries_tri", "pk")):  # fmt: skip
+            ok, detail = _fts_in_sync(c, table, fts, rowid)
+            if not ok:
+                add("fts_out_of_sync", "error", fts, detail)
+        checks["missing_files"] = 0
+        rows = c.execute("SELECT file_id, storage_path, conversation_id FROM large_files").fetchall()
+    for fid, rel, conv in rows:
+        try:
+            present = files.resolve(rel).exists()
+        except PermissionError:
+            present = False
+        if not present:
+            add("missing_files", "error", fid, f"file {rel} is missing or outside the data directory", conv)
+    ok = not any(i.severity == "error" for i in issues) and all(
+        checks.get(k, 0) == 0 for k in checks if k not in ("fallback_summaries", "truncated_summaries")
+    )
+    return DoctorReport(ok, checks, issues, sum(checks.values()) > len(issues))
+
+
+def _conv_summary(c: sqlite3.Connection, r: sqlite3.Row) -> dict[str, object]:
+    n = c.execute("SELECT count(*), coalesce(sum(token_count), 0) FROM messages WHERE conversation_id = ?", (r["id"],)).fetchone()
+    return {
+        "conversation_id": r["id"], "session_key": r["session_key"], "active": bool(r["active"]),
+        "archived_at": r["archived_at"], "archive_cause": r["archive_cause"], "messages": n[0], "tokens": n[1],
+    }  # fmt: skip
+
+
+def doctor_clean(db: Database, files: LargeFileStore) -> CleanReport:
+    """Read-only report of cleanup candidates; nothing is deleted."""
+    with db.reading() as c:
+        convs = c.execute("SELECT * FROM conversations ORDER BY id").fetchall()
+        subagent = [_conv_summary(c, r) for r in convs if not r["active"] and r["session_key"]
+                    and glob_match("agent:*:subagent:**", r["session_key"])]  # fmt: skip
+        cron = [_conv_summary(c, r) for r in convs if r["session_key"] and glob_match("agent:*:cron:**", r["session_key"])]
+        null_key = [_conv_summary(c, r) for r in convs if not r["session_key"]]
+        empty = [
+            _conv_summary(c, r)
+            for r in convs
+            if not r["active"] and not c.execute("SELECT 1 FROM messages WHERE conversation_id = ? LIMIT 1", (r["id"],)).fetchone()
+        ]
+        recorded = {r[0] for r in c.execute("SELECT storage_path FROM large_files")}
+    on_disk = set(files.list_files())
+    orphan = sorted(on_disk - recorded)
+    missing = sorted(recorded - on_disk)
+    totals = {
+        "archived_subagent": len(subagent), "cron": len(cron), "null_key": len(null_key),
+        "empty_archived": len(empty), "orphan_files": len(orphan), "missing_files": len(missing),
+        "candidate_messages": sum(int(str(x["messages"])) for x in [*subagent, *cron, *null_key]),
+    }  # fmt: skip
+    return CleanReport(subagent, cron, null_key, empty, orphan, missing, totals)
+
+
+def _delete_conversation(c: sqlite3.Connection, conv_id: int, files: LargeFileStore, doomed_files: list[str]) -> int:
+    n = c.execute("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,)).fetchone()[0]
+    sids = "SELECT summary_id FROM summaries WHERE conversation_id = ?"
+    c.execute(f"DELETE FROM summary_messages WHERE summary_id IN ({sids})", (conv_id,))
+    c.execute(f"DELETE FROM summary_parents WHERE summary_id IN ({sids})", (conv_id,))
+    c.execute("DELETE FROM context_items WHERE conversation_id = ?", (conv_id,))
+    c.execute("DELETE FROM summaries WHERE conversation_id = ?", (conv_id,))
+    c.execute("DELETE FROM messages WHERE conversation_id = ?", (conv_id,))
+    doomed_files += [r[0] for r in c.execute("SELECT storage_path FROM large_files WHERE conversation_id = ?", (conv_id,))]
+    c.execute("DELETE FROM large_files WHERE conversation_id = ?", (conv_id,))
+    c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
+    c.execute("DELETE FROM conversations WHERE id = ?", (conv_id,))
+    return int(n)
+
+
+def apply_retention(
+    db: Database, files: LargeFileStore, *, max_age_days: int, max_bytes: int, now: datetime, dry_run: bool = False
+) -> RetentionResult:
+    """Delete archived conversations older than ``max_age_days``, then oldest-archived first while
+    the database is over ``max_bytes``. Active conversations are never touched; 0 disables a rule."""
+    before = db_size(db)
+    reasons: dict[str, str] = {}
+    with db.reading() as c:
+        archived = c.execute(
+            "SELECT cv.id, cv.archived_at, (SELECT coalesce(sum(length(content)), 0) FROM messages m "
+            "WHERE m.conversation_id = cv.id) + (SELECT coalesce(sum(length(content)), 0) FROM summaries s "
+            "WHERE s.conversation_id = cv.id) AS bytes FROM conversations cv WHERE cv.active = 0 ORDER BY cv.archived_at, cv.id"
+        ).fetchall()
+    if max_age_days > 0:
+        cutoff = iso(now - timedelta(days=max_age_days))
+        for r in archived:
+            if r["archived_at"] and r["archived_at"] < cutoff:
+                reasons[str(r["id"])] = f"archived before {cutoff}"
+    if max_bytes > 0 and before > max_bytes:
+        # Estimated: text bytes times ~3 for the two full-text indexes and row overhead.
+        excess = before - max_bytes
+        for r in archived:
+            if excess <= 0:
+                break
+            if str(r["id"]) not in reasons:
+                reasons[str(r["id"])] = f"database over {max_bytes} bytes"
+            excess -= int(r["bytes"]) * 3
+    doomed = [int(k) for k in reasons]
+    deleted_messages = 0
+    doomed_files: list[str] = []
+    if not dry_run and doomed:
+        with db.atomic() as c:
+            for conv_id in doomed:
+                deleted_messages += _delete_conversation(c, conv_id, files, doomed_files)
+        for rel in doomed_files:
+            files.delete(rel)
+        with db.lock:
+            db.conn.execute("PRAGMA incremental_vacuum")
+            if not db.is_memory:
+                db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    elif dry_run:
+        with db.reading() as c:
+            for conv_id in doomed:
+                deleted_messages += c.execute("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,)).fetchone()[0]
+    return RetentionResult(dry_run, doomed, deleted_messages, len(doomed_files), before, db_size(db), reasons)

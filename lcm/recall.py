@@ -1,0 +1,279 @@
+"""Recall over the DAG: describe an id, expand summaries down to sources, answer a focused question."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import time
+
+from lcm.config import LcmConfig
+from lcm.db import Database
+from lcm.errors import LcmNotFoundError, LcmValidationError
+from lcm.extract import truncate_to_tokens
+from lcm.largefiles import FILE_ID_RE, LargeFileStore
+from lcm.models import (
+    ExpandedMessage,
+    ExpandedSummary,
+    ExpandQueryResult,
+    ExpandResult,
+    FileDescription,
+    MessageDescription,
+    Summary,
+    SummaryDescription,
+)
+from lcm.ranking import bm25_scores, tokenize
+from lcm.seams import SummaryLLM
+from lcm.timeutil import display_time
+from lcm.tokens import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Recall", "row_to_summary", "SUMMARY_ID_RE", "MESSAGE_ID_RE"]
+
+SUMMARY_ID_RE = re.compile(r"^sum_[0-9a-f]{16}$")
+MESSAGE_ID_RE = re.compile(r"^msg_([0-9]+)$")
+_MAX_SOURCE_IDS = 1000
+_EXPAND_REQUEST = re.compile(r"^\s*EXPAND:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def row_to_summary(r: sqlite3.Row) -> Summary:
+    return Summary(
+        r["summary_id"], r["conversation_id"], r["kind"], r["depth"], r["content"], r["token_count"],
+        r["earliest_at"], r["latest_at"], r["descendant_count"], r["descendant_token_count"],
+        r["source_message_token_count"], r["model"], r["status"], r["created_at"],
+    )  # fmt: skip
+
+
+class Recall:
+    def __init__(self, db: Database, cfg: LcmConfig, files: LargeFileStore, llm: SummaryLLM | None) -> None:
+        self.db = db
+        self.cfg = cfg
+        self.files = files
+        self.llm = llm
+
+    # -- describe ----------------------------------------------------------------------------
+    def describe(self, id: str, *, offset: int = 0, limit: int = 4000) -> SummaryDescription | FileDescription | MessageDescription:
+        if not isinstance(id, str):
+            raise LcmValidationError("id must be a string like sum_…, file_… or msg_…", field="id")
+        if SUMMARY_ID_RE.match(id):
+            return self._describe_summary(id)
+        if FILE_ID_RE.match(id):
+            return self._describe_file(id, offset, limit)
+        m = MESSAGE_ID_RE.match(id)
+        if m:
+            return self._describe_message(int(m.group(1)))
+        raise LcmValidationError(f"not an lcm id: {id!r} (expected sum_<16 hex>, file_<16 hex> or msg_<n>)", field="id")
+
+    def _describe_summary(self, sid: str) -> SummaryDescription:
+        with self.db.reading() as c:
+            row = c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone()
+            if row is None:
+                raise LcmNotFoundError(f"no summary {sid}", id=sid)
+            parents = [r[0] for r in c.execute("SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?", (sid,))]
+            children = [
+                r[0] for r in c.execute("SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal", (sid,))
+            ]
+            msg_ids = [
+                r[0]
+                for r in c.execute(
+                    "WITH RECURSIVE down(id) AS (SELECT ? UNION ALL "
+                    "SELECT p.parent_summary_id FROM summary_parents p JOIN down ON p.summary_id = down.id) "
+                    "SELECT sm.message_id FROM down JOIN summary_messages sm ON sm.summary_id = down.id "
+                    "ORDER BY sm.message_id LIMIT ?",
+                    (sid, _MAX_SOURCE_IDS + 1),
+                )
+            ]
+            in_ctx = c.execute("SELECT 1 FROM context_items WHERE summary_id = ?", (sid,)).fetchone() is not None
+        return SummaryDescription(
+            row_to_summary(row), parents, children, msg_ids[:_MAX_SOURCE_IDS], len(msg_ids) > _MAX_SOURCE_IDS, in_ctx
+        )
+
+    def _describe_file(self, fid: str, offset: int, limit: int) -> FileDescription:
+        if offset < 0 or not 1 <= limit <= 50000:
+            raise LcmValidationError("offset must be >= 0 and limit 1..50000", field="limit")
+        row = self.db.one("SELECT * FROM large_files WHERE file_id = ?", (fid,))
+        if row is None:
+            raise LcmNotFoundError(f"no file {fid}", id=fid)
+        text, more = self.files.read_slice(fid, row["storage_path"], offset, limit)
+        return FileDescription(
+            fid, row["conversation_id"], row["message_id"], row["name"], row["mime_type"], row["size_bytes"],
+            row["token_count"], row["exploration_summary"], row["created_at"], offset, text, more,
+        )  # fmt: skip
+
+    def _describe_message(self, mid: int) -> MessageDescription:
+        with self.db.reading() as c:
+            r = c.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone()
+            if r is None:
+                raise LcmNotFoundError(f"no message msg_{mid}", id=f"msg_{mid}")
+            sids = [x[0] for x in c.execute("SELECT summary_id FROM summary_messages WHERE message_id = ?", (mid,))]
+            in_ctx = c.execute("SELECT 1 FROM context_items WHERE message_id = ?", (mid,)).fetchone() is not None
+        return MessageDescription(
+            f"msg_{mid}", r["conversation_id"], r["seq"], r["role"], r["content"], r["token_count"], r["created_at"],
+            r["file_id"], sids, in_ctx,
+        )  # fmt: skip
+
+    # -- expand ------------------------------------------------------------------------------
+    def expand(self, seeds: list[str], *, max_depth: int | None, token_cap: int) -> ExpandResult:
+        """Walk down from each seed summary to its source messages, depth-first, in order."""
+        if max_depth is not None and max_depth < 0:
+            raise LcmValidationError("max_depth must be >= 0", field="max_depth")
+        if token_cap <= 0:
+            raise LcmValidationError("token_cap must be > 0", field="token_cap")
+        summaries: list[ExpandedSummary] = []
+        messages: list[ExpandedMessage] = []
+        used = 0
+        truncated = False
+        seen: set[str] = set()
+        with self.db.reading() as c:
+            for sid in seeds:
+                if c.execute("SELECT 1 FROM summaries WHERE summary_id = ?", (sid,)).fetchone() is None:
+                    raise LcmNotFoundError(f"no summary {sid}", id=sid)
+            stack: list[tuple[str, int]] = [(sid, 0) for sid in reversed(seeds)]
+            while stack:
+                sid, level = stack.pop()
+                if sid in seen:
+                    continue
+                seen.add(sid)
+                row = c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone()
+                if used + row["token_count"] > token_cap and level > 0:
+                    truncated = True
+                    break
+                used += row["token_count"]
+                summaries.append(ExpandedSummary(sid, row["kind"], row["depth"], row["content"], row["token_count"], level))
+                if max_depth is not None and level >= max_depth:
+                    continue
+                if row["kind"] == "condensed":
+                    kids = [r[0] for r in c.execute(
+                        "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal", (sid,))]  # fmt: skip
+                    stack.extend((k, level + 1) for k in reversed(kids))
+                    continue
+                for m in c.execute(
+                    "SELECT m.* FROM summary_messages sm JOIN messages m ON m.id = sm.message_id "
+                    "WHERE sm.summary_id = ? ORDER BY sm.ordinal",
+                    (sid,),
+                ):
+                    if used + m["token_count"] > token_cap:
+                        truncated = True
+                        break
+                    used += m["token_count"]
+                    messages.append(_expanded(m, sid))
+                if truncated:
+                    break
+        return ExpandResult(list(seeds), summaries, messages, used, truncated)
+
+    # -- expand_query ------------------------------------------------------------------------
+    def expand_query(
+        self,
+        prompt: str,
+        seeds: list[str],
+        direct_messages: list[sqlite3.Row],
+        *,
+        max_tokens: int,
+        source_cap: int,
+    ) -> ExpandQueryResult:
+        """Answer ``prompt`` from the sources under ``seeds`` (plus directly matched messages)."""
+        warnings: list[str] = []
+        exp = self.expand(seeds, max_depth=None, token_cap=source_cap) if seeds else ExpandResult([], [], [], 0, False)
+        sources = list(exp.messages)
+        have = {m.id for m in sources}
+        budget_left = source_cap - exp.total_tokens
+        for r in direct_messages:
+            if r["id"] not in have and r["token_count"] <= budget_left:
+                sources.append(_expanded(r, ""))
+                have.add(r["id"])
+                budget_left -= r["token_count"]
+        total = sum(m.token_count for m in sources) + sum(s.token_count for s in exp.summaries)
+        if self.llm is not None:
+            try:
+                answer = self._llm_answer(prompt, exp, sources, max_tokens)
+                if answer is not None:
+                    text, cited = answer
+                    text, cut = truncate_to_tokens(text, max_tokens)
+                    return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, "llm", warnings)
+                warnings.append("LLM gave no usable answer; extractive answer instead")
+            except Exception as exc:  # the seam may fail in any way; the caller still gets an answer
+                log.warning("lcm: expand_query LLM failed: %s", exc)
+                warnings.append(f"LLM failed ({type(exc).__name__}); extractive answer instead")
+        text, cited, cut = self._extractive_answer(prompt, exp, sources, max_tokens)
+        method = "extractive" if self.llm is None else "extractive-fallback"
+        if not cited:
+            warnings.append("no source passage matched the question")
+        return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, method, warnings)
+
+    def _extractive_answer(
+        self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int
+    ) -> tuple[str, list[str], bool]:
+        passages: list[tuple[str, str]] = []  # (cite id, text)
+        for m in sources:
+            label = f"msg_{m.id}"
+            for para in re.split(r"\n\s*\n|\n(?=[-*#>]|\d+\.)", m.content):
+                para = para.strip()
+                if para:
+                    passages.append((label, para[:1200]))
+        for s in exp.summaries:
+            for line in s.content.splitlines():
+                if line.strip():
+                    passages.append((s.id, line.strip()))
+        query = tokenize(prompt)
+        scores = bm25_scores([tokenize(p) for _, p in passages], query)
+        ranked = sorted((i for i in range(len(passages)) if scores[i] > 0), key=lambda i: -scores[i])
+        lines: list[str] = []
+        cited: list[str] = []
+        used = 0
+        cut = False
+        times = {f"msg_{m.id}": (m.role, display_time(m.created_at, self.cfg.timezone)) for m in sources}
+        for i in ranked:
+            cite, text = passages[i]
+            role, when = times.get(cite, ("summary", ""))
+            line = f"- [{cite} {role} {when}] {text}".replace("  ", " ")
+            cost = estimate_tokens(line)
+            if used + cost > max_tokens:
+                cut = True
+                continue
+            lines.append(line)
+            used += cost
+            if cite not in cited:
+                cited.append(cite)
+        if not lines:
+            return "No stored source passage matches the question.", [], False
+        return "Most relevant source passages (best first):\n" + "\n".join(lines), cited, cut
+
+    def _llm_answer(
+        self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int
+    ) -> tuple[str, list[str]] | None:
+        assert self.llm is not None
+        deadline = time.monotonic() + self.cfg.delegation_timeout_ms / 1000
+        known = {f"msg_{m.id}" for m in sources} | {s.id for s in exp.summaries}
+        extra_msgs: list[ExpandedMessage] = []
+        for _round in range(4):
+            if time.monotonic() > deadline:
+                return None
+            block = "\n\n".join(
+                [f"[{s.id} summary depth {s.depth}]\n{s.content}" for s in exp.summaries]
+                + [f"[msg_{m.id} {m.role} {m.created_at}]\n{m.content}" for m in [*sources, *extra_msgs]]
+            )
+            system = (
+                "Answer the question using only the sources. Cite source ids in square brackets, like "
+                "[msg_12] or [sum_0123456789abcdef]. If the answer is missing but a listed summary "
+                "would contain it, reply with one line 'EXPAND: <summary ids>' instead."
+            )
+            reply = self.llm.complete(system, f"Question: {prompt}\n\nSources:\n{block}", max_tokens=max_tokens)
+            if not isinstance(reply, str) or not reply.strip():
+                return None
+            want = _EXPAND_REQUEST.search(reply)
+            if want:
+                ids = [t for t in re.findall(r"sum_[0-9a-f]{16}", want.group(1)) if t in known]
+                if not ids:
+                    return None
+                more = self.expand(ids, max_depth=None, token_cap=max(1, self.cfg.max_expand_tokens))
+                extra_msgs += [m for m in more.messages if f"msg_{m.id}" not in known]
+                known |= {f"msg_{m.id}" for m in more.messages}
+                continue
+            cited = [t for t in dict.fromkeys(re.findall(r"(?:msg_\d+|sum_[0-9a-f]{16})", reply)) if t in known]
+            return reply.strip(), cited
+        return None
+
+
+def _expanded(m: sqlite3.Row, via: str) -> ExpandedMessage:
+    return ExpandedMessage(m["id"], m["conversation_id"], m["role"], m["content"], m["created_at"], m["token_count"], via)

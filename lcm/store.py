@@ -1,0 +1,473 @@
+"""LcmStore: the one entry class of lcm — ingest, compact, assemble, recall and operate a SQLite store."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lcm.assemble import build_context
+from lcm.compaction import Compactor, Params, resolve_params
+from lcm.config import LcmConfig
+from lcm.db import Database
+from lcm.errors import LcmNotFoundError, LcmValidationError
+from lcm.events import EventLog
+from lcm.ingest import normalize_messages, store_messages
+from lcm.largefiles import LargeFileStore
+from lcm.migrations import migrate
+from lcm.models import (
+    AssembledContext,
+    CleanReport,
+    CompactionResult,
+    Conversation,
+    DoctorReport,
+    ExpandQueryResult,
+    ExpandResult,
+    FileDescription,
+    GrepResult,
+    IngestResult,
+    MaintenanceResult,
+    MessageDescription,
+    ResetResult,
+    RetentionResult,
+    StatusReport,
+    SummaryDescription,
+)
+from lcm.ops import apply_retention, doctor, doctor_clean, status
+from lcm.recall import SUMMARY_ID_RE, Recall
+from lcm.search import grep
+from lcm.seams import Clock, SummaryLLM, SystemClock
+from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
+from lcm.summarize import Summarizer
+from lcm.timeutil import iso, parse_time
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LcmStore"]
+
+_MODES = ("regex", "full_text")
+_SCOPES = ("messages", "summaries", "both")
+_SORTS = ("recency", "relevance", "hybrid")
+
+
+class LcmStore:
+    """Lossless conversation memory in one SQLite file (or ``":memory:"``).
+
+    Args:
+        path: database file path or ``":memory:"``; ``None`` uses ``config.database_path``.
+        config: an :class:`LcmConfig` (defaults when omitted).
+        llm: optional summarizer/expansion model; without it summaries are extractive.
+        clock: time source (UTC-aware); tests pass a :class:`ManualClock`.
+
+    Raises:
+        ValueError: when no path is given by either argument, or the two disagree.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        config: LcmConfig | None = None,
+        *,
+        llm: SummaryLLM | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        cfg = config or LcmConfig()
+        if path is None:
+            if not cfg.database_path:
+                raise ValueError("LcmStore needs a path (or config.database_path)")
+            path = cfg.database_path
+        elif cfg.database_path and str(path) != cfg.database_path:
+            raise ValueError(f"path {path!r} contradicts config.database_path {cfg.database_path!r}")
+        if llm is not None and not callable(getattr(llm, "complete", None)):
+            raise ValueError("llm must have a complete(system, user, *, max_tokens=None) method")
+        self.config = cfg
+        self.clock: Clock = clock or SystemClock()
+        self.llm = llm
+        self.db = Database(path)
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        if cfg.large_files_dir:
+            files_dir = Path(cfg.large_files_dir)
+        elif self.db.is_memory:
+            # No data directory exists for an in-memory store; files live as long as the store.
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")
+            files_dir = Path(self._tmpdir.name)
+        else:
+            files_dir = Path(self.db.path).resolve().parent / "lcm-files"
+        self.files = LargeFileStore(files_dir)
+        log_path: str | None = None
+        if cfg.log_file_enabled:
+            if cfg.log_file:
+                log_path = cfg.log_file
+            elif not self.db.is_memory:
+                log_path = str(Path(self.db.path).resolve().parent / "lcm-log.jsonl")
+        self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes)
+        self.summarizer = Summarizer(cfg, llm, self.clock)
+        self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
+        self.recall = Recall(self.db, cfg, self.files, llm)
+        migrate(self.db, self._now())
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        self.db.close()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def __enter__(self) -> LcmStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def _now(self) -> str:
+        return iso(self.clock.now())
+
+    # -- sessions --------------------------------------------------------------------------------
+    def _session_mode(self, session_key: str | None) -> str:
+        if session_key is None:
+            return "normal"
+        if any(glob_match(p, session_key) for p in self.config.ignore_session_patterns):
+            return "ignored"
+        if self.config.skip_stateless_sessions and any(
+            glob_match(p, session_key) for p in self.config.stateless_session_patterns
+        ):
+            return "stateless"
+        return "normal"
+
+    def conversation(self, session_key: str | None = None, *, session_id: str | None = None) -> Conversation | None:
+        """The active conversation for a key (or session id), or None."""
+        with self.db.reading() as c:
+            row = find_active(c, session_key, session_id)
+        return None if row is None else row_to_conversation(row)
+
+    def conversations(self, session_key: str | None = None) -> list[Conversation]:
+        """Every conversation (or the session family of ``session_key``), oldest first."""
+        if session_key is None:
+            rows = self.db.query("SELECT * FROM conversations ORDER BY id")
+        else:
+            rows = self.db.query("SELECT * FROM conversations WHERE session_key = ? ORDER BY id", (session_key,))
+        return [row_to_conversation(r) for r in rows]
+
+    def ingest(
+        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
+    ) -> IngestResult:
+        """Store new messages of a session; re-sent ones are skipped, replay floods refused.
+
+        Raises:
+            LcmValidationError: a malformed message (``.field`` names it); nothing is stored.
+            ReplayFloodError: too many identical messages in one second; nothing is stored.
+        """
+        if not self.config.enabled:
+            return IngestResult(None, 0, 0, ignored=True)
+        mode = self._session_mode(session_key)
+        if mode != "normal":
+            return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
+        now = self._now()
+        batch = normalize_messages(messages, now)
+        with self.db.atomic() as c:
+            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
+            ids, skipped, file_ids = store_messages(c, conv_id, batch, self.config, self.files, now)
+        if ids or created:
+            self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
+        return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
+
+    def reset(self, session_key: str, cause: str = "reset") -> ResetResult:
+        """Archive the active conversation of ``session_key`` and open a fresh one."""
+        if not session_key:
+            raise LcmValidationError("reset needs a session_key", field="session_key")
+        now = self._now()
+        with self.db.atomic() as c:
+            row = find_active(c, session_key, None)
+            archived = None
+            if row is not None:
+                archive(c, row["id"], cause, now)
+                archived = row["id"]
+            cur = c.execute(
+                "INSERT INTO conversations(session_key, session_id, active, created_at, updated_at) VALUES (?, NULL, 1, ?, ?)",
+                (session_key, now, now),
+            )
+            new_id = int(cur.lastrowid or 0)
+        self.events.write("reset", session_key=session_key, archived=archived, conversation_id=new_id, cause=cause)
+        return ResetResult(archived, new_id, cause)
+
+    # -- compaction ------------------------------------------------------------------------------
+    def _active_id(self, session_key: str) -> int | None:
+        with self.db.reading() as c:
+            row = find_active(c, session_key, None)
+        return None if row is None else int(row["id"])
+
+    def _budget(self, token_budget: int | None) -> int | None:
+        if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0):
+            raise LcmValidationError("token_budget must be a positive integer", field="token_budget")
+        cap = self.config.max_assembly_token_budget
+        if token_budget is None:
+            return cap
+        return min(token_budget, cap) if cap else token_budget
+
+    def _compact_conv(
+        self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None
+    ) -> CompactionResult:
+        params: Params = resolve_params(self.config, session_key)
+        before = self.compactor.context_tokens(conv_id)
+        if not force and until_under is None:
+            if budget is None:
+                return CompactionResult(conv_id, False, "no-token-budget", before, before)
+            if before < params.context_threshold * budget:
+                return CompactionResult(conv_id, False, "below-threshold", before, before)
+        reason = "forced" if force else ("until-under" if until_under is not None else "threshold")
+        target = self.config.prefix_target_tokens(budget) if budget else max(
+            self.config.condensed_target_tokens, params.leaf_chunk_tokens
+        )
+        run = self.compactor.run(conv_id, params, target, until_under=until_under)
+        after = self.compactor.context_tokens(conv_id)
+        if run.iterations:
+            with self.db.atomic() as c:
+                c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
+        result = CompactionResult(
+            conv_id, run.iterations > 0, reason, before, after, run.leaf, run.condensed, run.fallback, run.truncated,
+            run.iterations, run.stopped, run.warnings,
+        )  # fmt: skip
+        self.events.write("compact", **{k: v for k, v in result.to_dict().items() if k != "warnings"})
+        return result
+
+    def compact(self, session_key: str, *, token_budget: int | None = None, force: bool = False) -> CompactionResult:
+        """Run a full sweep when the context is at ``contextThreshold`` of the budget (or ``force``)."""
+        conv_id = self._active_id(session_key)
+        if conv_id is None:
+            return CompactionResult(None, False, "no-conversation", 0, 0)
+        return self._compact_conv(conv_id, session_key, self._budget(token_budget), force=force)
+
+    def compact_until_under(self, session_key: str, target_tokens: int) -> CompactionResult:
+        """Sweep repeatedly until the context is at most ``target_tokens`` (bounded by its deadline)."""
+        if isinstance(target_tokens, bool) or not isinstance(target_tokens, int) or target_tokens <= 0:
+            raise LcmValidationError("target_tokens must be a positive integer", field="target_tokens")
+        conv_id = self._active_id(session_key)
+        if conv_id is None:
+            return CompactionResult(None, False, "no-conversation", 0, 0)
+        return self._compact_conv(conv_id, session_key, target_tokens, force=True, until_under=target_tokens)
+
+    # -- assembly --------------------------------------------------------------------------------
+    def assemble(self, session_key: str, token_budget: int, *, prompt: str | None = None) -> AssembledContext:
+        """The ordered context for the next model call within ``token_budget``.
+
+        At ``contextThreshold`` the conversation gets compaction debt (deferred mode, paid by
+        :meth:`maintenance`) or is compacted now (inline mode). When the context is already over
+        the budget, debt is paid synchronously first (the emergency path).
+        """
+        budget = self._budget(token_budget)
+        assert budget is not None
+        conv_id = self._active_id(session_key)
+        if conv_id is None:
+            return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
+        params = resolve_params(self.config, session_key)
+        tokens = self.compactor.context_tokens(conv_id)
+        compacted = debt = False
+        warnings: list[str] = []
+        if tokens >= params.context_threshold * budget:
+            if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
+                res = self._compact_conv(conv_id, session_key, budget, force=False, until_under=None)
+                if tokens > budget and self.compactor.context_tokens(conv_id) > budget:
+                    res = self._compact_conv(conv_id, session_key, budget, force=True, until_under=budget)
+                compacted = res.ran
+                warnings += res.warnings
+            else:
+                now = self._now()
+                with self.db.atomic() as c:
+                    c.execute(
+                        "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at) "
+                        "VALUES (?, 'threshold', ?, 'pending', ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
+                        "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at",
+                        (conv_id, budget, now, now),
+                    )
+                debt = True
+        with self.db.reading() as c:
+            items, n_sum, n_tail, dropped, prefix = build_context(
+                c, conv_id, budget, fresh_tail_count=params.fresh_tail_count,
+                fresh_tail_max_tokens=self.config.fresh_tail_max_tokens, tz=self.config.timezone,
+                prompt=prompt, prompt_aware=self.config.prompt_aware_eviction,
+            )  # fmt: skip
+        if dropped:
+            warnings.append(f"{dropped} older context items did not fit the budget")
+        total = sum(it.token_count for it in items)
+        return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)
+
+    # -- recall ----------------------------------------------------------------------------------
+    def _scope(self, session_key: str | None, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
+        if all_conversations:
+            return None
+        if conversation_id is not None:
+            if self.db.one("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)) is None:
+                raise LcmNotFoundError(f"no conversation {conversation_id}", id=str(conversation_id))
+            return [conversation_id]
+        if session_key:
+            with self.db.reading() as c:
+                return family_ids(c, session_key)
+        raise LcmValidationError("give session_key, conversation_id or all_conversations=True", field="session_key")
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        mode: str = "regex",
+        scope: str = "both",
+        session_key: str | None = None,
+        conversation_id: int | None = None,
+        all_conversations: bool = False,
+        since: str | datetime | None = None,
+        before: str | datetime | None = None,
+        limit: int = 50,
+        sort: str = "recency",
+    ) -> GrepResult:
+        """Search messages and/or summaries of the session family (or one / all conversations).
+
+        ``full_text`` quotes each term as a literal (phrases in double quotes stay phrases) and
+        uses the trigram index for CJK; ``regex`` is Python ``re`` over a bounded scan, after
+        a guard that refuses patterns which could backtrack for minutes.
+        """
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise LcmValidationError("pattern must be a non-empty string", field="pattern")
+        for name, value, allowed in (("mode", mode, _MODES), ("scope", scope, _SCOPES), ("sort", sort, _SORTS)):
+            if value not in allowed:
+                raise LcmValidationError(f"{name} must be one of {list(allowed)}; got {value!r}", field=name)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise LcmValidationError(f"limit must be 1..200; got {limit!r}", field="limit")
+        since_s = iso(parse_time(since, "since")) if since is not None else None
+        before_s = iso(parse_time(before, "before")) if before is not None else None
+        conv_ids = self._scope(session_key, conversation_id, all_conversations)
+        if conv_ids == []:
+            return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
+        return grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
+                    before=before_s, limit=limit, sort=sort)  # fmt: skip
+
+    def describe(self, id: str, *, offset: int = 0, limit: int = 4000) -> SummaryDescription | FileDescription | MessageDescription:
+        """A summary (content, lineage, source message ids), a file (metadata + a slice), or a message."""
+        return self.recall.describe(id, offset=offset, limit=limit)
+
+    def _seeds(
+        self, summary_ids: Sequence[str] | None, query: str | None, scope: list[int] | None
+    ) -> tuple[list[str], list[sqlite3.Row]]:
+        if summary_ids:
+            if isinstance(summary_ids, str):
+                raise LcmValidationError("summary_ids must be a list of ids", field="summary_ids")
+            bad = [s for s in summary_ids if not isinstance(s, str) or not SUMMARY_ID_RE.match(s)]
+            if bad:
+                raise LcmValidationError(f"not summary ids: {bad}", field="summary_ids")
+            return list(dict.fromkeys(summary_ids)), []
+        if not query or not query.strip():
+            raise LcmValidationError("give summary_ids or a query", field="query")
+        res = grep(self.db, self.config, query, mode="full_text", scope="both", conv_ids=scope, since=None,
+                   before=None, limit=20, sort="relevance")  # fmt: skip
+        seeds = [h.id for h in res.hits if h.kind == "summary"][:5]
+        msg_ids = [int(h.id[4:]) for h in res.hits if h.kind == "message"]
+        rows = []
+        if msg_ids:
+            q = ",".join("?" * len(msg_ids))
+            by_id = {r["id"]: r for r in self.db.query(f"SELECT * FROM messages WHERE id IN ({q})", msg_ids)}
+            rows = [by_id[i] for i in msg_ids if i in by_id]
+        return seeds, rows
+
+    def expand(
+        self,
+        summary_ids: Sequence[str] | None = None,
+        *,
+        query: str | None = None,
+        max_depth: int | None = None,
+        token_cap: int | None = None,
+        session_key: str | None = None,
+        conversation_id: int | None = None,
+        all_conversations: bool = False,
+    ) -> ExpandResult:
+        """Walk the DAG down from summaries (given, or found by ``query``) to their source messages."""
+        scope = None if summary_ids else self._scope(session_key, conversation_id, all_conversations)
+        seeds, direct = self._seeds(summary_ids, query, scope)
+        cap = token_cap if token_cap is not None else self.config.max_expand_tokens
+        res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap)
+        if not direct:
+            return res
+        # Nothing compacted matches yet: the raw messages found are the sources.
+        from lcm.recall import _expanded
+
+        msgs, used, cut = list(res.messages), res.total_tokens, res.truncated
+        have = {m.id for m in msgs}
+        for r in direct:
+            if r["id"] in have:
+                continue
+            if used + r["token_count"] > cap:
+                cut = True
+                break
+            msgs.append(_expanded(r, ""))
+            used += r["token_count"]
+        return ExpandResult(res.seeds, res.summaries, msgs, used, cut, res.warnings)
+
+    def expand_query(
+        self,
+        prompt: str,
+        *,
+        query: str | None = None,
+        summary_ids: Sequence[str] | None = None,
+        max_tokens: int | None = None,
+        session_key: str | None = None,
+        conversation_id: int | None = None,
+        all_conversations: bool = False,
+    ) -> ExpandQueryResult:
+        """Answer a focused question from expanded sources (LLM loop, or extractive without one)."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise LcmValidationError("prompt must be a non-empty string", field="prompt")
+        cap = max_tokens if max_tokens is not None else self.config.max_expand_tokens
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0:
+            raise LcmValidationError("max_tokens must be a positive integer", field="max_tokens")
+        scope = None if summary_ids else self._scope(session_key, conversation_id, all_conversations)
+        seeds, direct = self._seeds(summary_ids, query, scope)
+        return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, source_cap=min(200000, max(cap * 8, self.config.max_expand_tokens)))
+
+    # -- operations --------------------------------------------------------------------------------
+    def status(self) -> StatusReport:
+        return status(self.db, self.files)
+
+    def doctor(self) -> DoctorReport:
+        return doctor(self.db, self.files)
+
+    def doctor_clean(self) -> CleanReport:
+        return doctor_clean(self.db, self.files)
+
+    def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
+        """Apply ``retentionArchivedMaxAgeDays`` and ``retentionMaxDatabaseBytes`` (0 disables each)."""
+        res = apply_retention(
+            self.db, self.files, max_age_days=self.config.retention_archived_max_age_days,
+            max_bytes=self.config.retention_max_database_bytes, now=self.clock.now(), dry_run=dry_run,
+        )  # fmt: skip
+        if res.deleted_conversations:
+            self.events.write("retention", **res.to_dict())
+        return res
+
+    def maintenance(self) -> MaintenanceResult:
+        """Pay compaction debt of every active conversation, then apply retention (nightly job)."""
+        rows = self.db.query(
+            "SELECT d.conversation_id, d.token_budget, c.session_key FROM compaction_debt d "
+            "JOIN conversations c ON c.id = d.conversation_id AND c.active = 1 ORDER BY d.updated_at"
+        )
+        results: list[CompactionResult] = []
+        failures: dict[str, str] = {}
+        for r in rows:
+            conv_id = int(r["conversation_id"])
+            with self.db.atomic() as c:
+                c.execute("UPDATE compaction_debt SET status = 'running', updated_at = ? WHERE conversation_id = ?",
+                          (self._now(), conv_id))  # fmt: skip
+            try:
+                res = self._compact_conv(conv_id, r["session_key"], int(r["token_budget"]), force=False)
+                results.append(res)
+                with self.db.atomic() as c:
+                    c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
+            except Exception as exc:  # one conversation's failure must not stop the others
+                log.warning("lcm: maintenance of conversation %s failed: %s", conv_id, exc)
+                failures[str(conv_id)] = f"{type(exc).__name__}: {exc}"
+                with self.db.atomic() as c:
+                    c.execute("UPDATE compaction_debt SET status = 'failed', last_error = ?, updated_at = ? "
+                              "WHERE conversation_id = ?", (failures[str(conv_id)], self._now(), conv_id))  # fmt: skip
+        retention = self.apply_retention()
+        return MaintenanceResult(results, failures, retention)
