@@ -1,0 +1,448 @@
+"""Consolidation: merge near-duplicate notes, cascade their links, resolve ``pending_merge``.
+
+Per agent, one run does, in this order:
+
+1. **Resume.** An active note whose ``merged_into`` is set is a merge a crashed run started;
+   it is finished first (or the mark is cleared when its survivor is gone).
+2. **Repair links.** Every link to a merged note is pointed at its survivor, links to notes
+   that no longer exist (or were deleted) are dropped, self-links and repeats go.
+3. **Group** active notes by ``(note_type, category)``. Knowledge notes (``note_type ==
+   "knowledge"``) follow their own rule: they are grouped, paired and merged only with
+   knowledge notes of the same category, never with memory notes, because a knowledge note is
+   a general fact and a memory note is about a subject; merging them would tie one to the other.
+4. **Pairs**: for every note, the engine's nearest neighbours inside its group (a filtered
+   dense query per note, never a Python loop over all pairs); pairs with cosine >= threshold.
+5. **Clusters**: pairs are taken best first and joined only while every member stays within
+   the threshold of the cluster's survivor (the most informative member), so a chain
+   A~B~C with A !~ C never folds C into A.
+6. **Merge** each loser into its survivor (LLM when configured, offline otherwise; see
+   :mod:`amem.consolidate_merge`) and cascade its links.
+7. **Pending**: a note still flagged ``pending_merge`` is merged into its nearest neighbour of
+   the same note type (any category) when that is within the threshold; else the flag is cleared.
+
+Write order of one merge, so that a crash anywhere leaves no link pointing at an inactive or
+missing note and the next run finishes the job: mark the loser ``merged_into`` (it stays
+active), write the survivor (its history records the loser, which makes the step idempotent),
+point every link to the loser at the survivor, then deactivate the loser.
+
+A second run over a consolidated store writes nothing. Adds that run while consolidation is
+writing are not blocked; a link one of them makes to a note being merged is repaired by the
+next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from .backends.base import HasId, Match, Where
+from .consolidate_merge import MergeLLM, loser_entry, merge_notes, note_key, was_merged
+from .graph import LinkGraph
+from .notes import Note, point_id
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: cosine at or above which two notes of a group are duplicates
+DEFAULT_THRESHOLD = 0.75
+#: neighbours asked of the engine per note; a cluster larger than this still forms through
+#: its members' own queries
+NEIGHBOURS = 8
+#: above this many active notes, build the engine's HNSW index before the per-note queries
+#: (an unindexed qdrant-edge segment answers each query by brute force: 8 ms at 100k notes)
+INDEX_FIRST_AT = 20_000
+
+#: ``progress(stage, done, total)``; stages: scan, pairs, merge, pending
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class AgentReport:
+    """What consolidation did for one agent."""
+
+    agent_id: str
+    notes: int = 0
+    groups: int = 0
+    pairs: int = 0
+    merges: int = 0
+    llm_merges: int = 0
+    llm_fallbacks: int = 0
+    links_rewritten: int = 0
+    pending_resolved: int = 0
+    resumed: int = 0
+    duration: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    #: (loser, survivor) of every merge, in order
+    merged: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self, *, details: bool = False) -> dict[str, Any]:
+        out = asdict(self)
+        out["duration"] = round(self.duration, 3)
+        if not details:
+            out.pop("merged")
+        return out
+
+
+@dataclass
+class ConsolidationReport:
+    """Totals and the per-agent reports of one run."""
+
+    agents: dict[str, AgentReport]
+    threshold: float
+    duration: float = 0.0
+    indexed_first: bool = False
+
+    def _sum(self, name: str) -> int:
+        return sum(int(getattr(a, name)) for a in self.agents.values())
+
+    @property
+    def groups(self) -> int:
+        return self._sum("groups")
+
+    @property
+    def pairs(self) -> int:
+        return self._sum("pairs")
+
+    @property
+    def merges(self) -> int:
+        return self._sum("merges")
+
+    @property
+    def links_rewritten(self) -> int:
+        return self._sum("links_rewritten")
+
+    @property
+    def pending_resolved(self) -> int:
+        return self._sum("pending_resolved")
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for a in self.agents.values() for w in a.warnings]
+
+    def to_dict(self, *, details: bool = False) -> dict[str, Any]:
+        return {
+            "groups": self.groups, "pairs": self.pairs, "merges": self.merges,
+            "links_rewritten": self.links_rewritten, "pending_resolved": self.pending_resolved,
+            "llm_merges": self._sum("llm_merges"), "llm_fallbacks": self._sum("llm_fallbacks"),
+            "resumed": self._sum("resumed"), "notes": self._sum("notes"),
+            "duration": round(self.duration, 3), "threshold": self.threshold,
+            "indexed_first": self.indexed_first, "warnings": self.warnings,
+            "per_agent": {k: v.to_dict(details=details) for k, v in self.agents.items()},
+        }
+
+
+def consolidate(store: "MemoryStore", *, agent_ids: Sequence[str] | None = None,
+                progress: Progress | None = None, llm: MergeLLM | None = None,
+                threshold: float | None = None, index_first: bool | None = None
+                ) -> ConsolidationReport:
+    """Consolidate the notes of ``agent_ids`` (every agent in the store when None).
+
+    Args:
+        store: the open note store.
+        agent_ids: tenants to consolidate; None means every agent with a note.
+        progress: called as ``progress(stage, done, total)`` (the CLI draws a bar).
+        llm: merges by this model when given (offline on any ``LLMError``).
+        threshold: duplicate cosine; default ``store.config.consolidate_threshold`` if the
+            config has it, else 0.75.
+        index_first: build the engine index first; None decides by store size.
+    """
+    cfg_threshold = getattr(store.config, "consolidate_threshold", DEFAULT_THRESHOLD)
+    thr = float(cfg_threshold if threshold is None else threshold)
+    if not -1.0 <= thr <= 1.0:
+        raise ValueError(f"threshold is a cosine and must lie in [-1, 1], got {thr}")
+    started = time.perf_counter()
+    agents = list(store.agents() if agent_ids is None else agent_ids)
+    report = ConsolidationReport({}, thr)
+    if index_first is None:
+        index_first = store.backend.count(Where(must=(Match("is_active", True),))) >= INDEX_FIRST_AT
+    if index_first:
+        log.info("building the engine index before consolidation")
+        store.backend.optimize()
+        report.indexed_first = True
+    for agent in agents:
+        run = _AgentRun(store, agent, thr, llm, progress)
+        report.agents[agent] = run.run()
+    report.duration = time.perf_counter() - started
+    log.info("consolidated %d agent(s): %d merges, %d links rewritten in %.1fs", len(agents),
+             report.merges, report.links_rewritten, report.duration)
+    return report
+
+
+def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np.ndarray],
+                  keys: dict[str, Any], threshold: float
+                  ) -> list[tuple[str, list[tuple[str, float]]]]:
+    """Duplicate clusters from scored pairs: ``[(survivor, [(loser, cosine), ...]), ...]``.
+
+    Pairs are joined best first; two clusters join only if every member of the union is
+    within ``threshold`` of the union's survivor (the member with the largest key). Vectors
+    must be unit length. Survivors come sorted, losers best first.
+    """
+    root: dict[str, str] = {}
+    members: dict[str, list[str]] = {}
+    for a, b, _ in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
+        ra, rb = root.get(a, a), root.get(b, b)
+        if ra == rb:
+            continue
+        union = members.get(ra, [ra]) + members.get(rb, [rb])
+        survivor = max(union, key=lambda m: keys[m])
+        sv = vectors[survivor]
+        if any(float(vectors[m] @ sv) < threshold for m in union if m != survivor):
+            continue
+        members.pop(ra, None)
+        members.pop(rb, None)
+        members[survivor] = union
+        for m in union:
+            root[m] = survivor
+    out = []
+    for survivor in sorted(members):
+        sv = vectors[survivor]
+        losers = sorted(((m, float(vectors[m] @ sv)) for m in members[survivor] if m != survivor),
+                        key=lambda x: (-x[1], x[0]))
+        out.append((survivor, losers))
+    return out
+
+
+@dataclass
+class _Entry:
+    """What a run keeps of one active note: enough to plan, not the whole payload."""
+
+    vector: np.ndarray
+    group: tuple[str, str]
+    key: tuple[Any, ...]
+    pending: bool
+    merged_into: str | None
+
+
+class _AgentRun:
+    """One agent's consolidation; holds the snapshot and the link graph."""
+
+    def __init__(self, store: "MemoryStore", agent: str, threshold: float,
+                 llm: MergeLLM | None, progress: Progress | None) -> None:
+        self.store, self.agent, self.thr, self.llm = store, agent, threshold, llm
+        self._progress = progress
+        self.report = AgentReport(agent)
+        self.active: dict[str, _Entry] = {}
+        #: inactive notes: id -> merged_into (None: deleted, not merged)
+        self.inactive: dict[str, str | None] = {}
+        self.graph = LinkGraph()
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        if self._progress is not None and (done == total or done % 500 == 0):
+            self._progress(stage, done, total)
+
+    def run(self) -> AgentReport:
+        started = time.perf_counter()
+        self._scan()
+        self._resume()
+        self._repair()
+        clusters = plan_clusters(self._pairs(), {k: e.vector for k, e in self.active.items()},
+                                 {k: e.key for k, e in self.active.items()}, self.thr)
+        total = sum(len(losers) for _, losers in clusters)
+        done = 0
+        for survivor, losers in clusters:
+            for loser, score in losers:
+                self._merge(survivor, loser, score)
+                done += 1
+                self.progress("merge", done, total)
+        self._pending()
+        self.report.duration = time.perf_counter() - started
+        return self.report
+
+    # ------------------------------------------------------------------ snapshot
+
+    def _scan(self) -> None:
+        links: dict[str, list[str]] = {}
+        for note, vector in self.store.iter_notes(agent_id=self.agent, include_inactive=True,
+                                                  with_vectors=True):
+            if not note.is_active:
+                self.inactive[note.id] = note.merged_into
+                continue
+            if vector is None:
+                raise RuntimeError(f"the engine returned no vector for note {note.id!r}")
+            norm = float(np.linalg.norm(vector))
+            self.active[note.id] = _Entry(
+                np.asarray(vector, dtype=np.float32) / (norm or 1.0),
+                (note.note_type, note.category), note_key(note), note.pending_merge,
+                note.merged_into)
+            links[note.id] = note.links
+            self.progress("scan", len(self.active), 0)
+        self.graph = LinkGraph.from_links(links)
+        self.report.notes = len(self.active)
+        self.report.groups = len({e.group for e in self.active.values()})
+
+    def _resolve(self, note_id: str) -> str | None:
+        """The active note a link to ``note_id`` should point at (None: drop the link)."""
+        seen: set[str] = set()
+        while note_id not in self.active:
+            if note_id in seen or note_id not in self.inactive:
+                return None
+            seen.add(note_id)
+            nxt = self.inactive[note_id]
+            if nxt is None:
+                return None
+            note_id = nxt
+        return note_id
+
+    # ------------------------------------------------------------------ resume and repair
+
+    def _resume(self) -> None:
+        started = sorted(k for k, e in self.active.items() if e.merged_into)
+        for loser in started:
+            target = self.active[loser].merged_into
+            survivor = self._resolve(target) if target else None
+            if survivor is None or survivor == loser:
+                self.store.update_payload(loser, self.agent, {"merged_into": None})
+                self.active[loser].merged_into = None
+                continue
+            log.info("finishing an interrupted merge of %s into %s", loser, survivor)
+            self._merge(survivor, loser, None)
+            self.report.resumed += 1
+
+    def _repair(self) -> None:
+        self._learn_unknown_targets()
+        for source, new in self.graph.repair(self._resolve).items():
+            self.store.update_payload(source, self.agent, {"links": new})
+            self.report.links_rewritten += 1
+
+    def _learn_unknown_targets(self) -> None:
+        """Look up link targets the snapshot does not know (notes added since the scan)."""
+        unknown = sorted({t for s in list(self.active) for t in self.graph.links(s)
+                          if t not in self.active and t not in self.inactive})
+        for start in range(0, len(unknown), 256):
+            chunk = unknown[start:start + 256]
+            hits = self.store.backend.retrieve([point_id(self.agent, t) for t in chunk],
+                                               with_vectors=True)
+            for hit in hits:
+                note = Note.from_payload(hit.payload)
+                if note.agent_id != self.agent:
+                    continue
+                if note.is_active and hit.dense is not None:
+                    # Live but unplanned (group ("", "")): a valid link target, not paired now.
+                    self.active[note.id] = _Entry(hit.dense, ("", ""), note_key(note), False, None)
+                    self.graph.set_links(note.id, note.links)
+                elif not note.is_active:
+                    self.inactive[note.id] = note.merged_into
+
+    # ------------------------------------------------------------------ pairs
+
+    def _group_where(self, note_id: str, group: tuple[str, str] | None) -> Where:
+        must: list[Any] = [Match("agent_id", self.agent), Match("is_active", True)]
+        entry = self.active[note_id]
+        must.append(Match("note_type", entry.group[0]))
+        if group is not None:
+            must.append(Match("category", group[1]))
+        return Where(must=tuple(must), must_not=(HasId((point_id(self.agent, note_id),)),))
+
+    def _pairs(self) -> list[tuple[str, str, float]]:
+        found: dict[tuple[str, str], float] = {}
+        order = sorted((e.group, k) for k, e in self.active.items() if e.group != ("", ""))
+        for done, (group, note_id) in enumerate(order, 1):
+            entry = self.active[note_id]
+            hits = self.store.backend.dense_search(entry.vector, self._group_where(note_id, group),
+                                                   NEIGHBOURS)
+            for hit in hits:
+                other = hit.payload.get("id")
+                if hit.score < self.thr or other not in self.active or other == note_id:
+                    continue
+                if self.active[other].group != group:
+                    continue
+                key = (note_id, other) if note_id < other else (other, note_id)
+                found[key] = max(found.get(key, -1.0), float(hit.score))
+            self.progress("pairs", done, len(order))
+        self.report.pairs = len(found)
+        return [(a, b, s) for (a, b), s in sorted(found.items())]
+
+    # ------------------------------------------------------------------ merge
+
+    def _merge(self, survivor: str, loser: str, score: float | None) -> None:
+        store, agent = self.store, self.agent
+        hits = {h.payload.get("id"): h for h in store.backend.retrieve(
+            [point_id(agent, survivor), point_id(agent, loser)], with_vectors=True)}
+        if survivor not in hits or loser not in hits:
+            self.report.warnings.append(f"merge of {loser} into {survivor} skipped: a note is gone")
+            return
+        s_note = Note.from_payload(hits[survivor].payload)
+        l_note = Note.from_payload(hits[loser].payload)
+        if not (s_note.is_active and l_note.is_active):
+            self.report.warnings.append(
+                f"merge of {loser} into {survivor} skipped: a note is no longer active")
+            return
+        # 1. intent: the loser stays active (and linkable) but says where it is going
+        if l_note.merged_into != survivor:
+            store.update_payload(loser, agent, {"merged_into": survivor})
+        # 2. the survivor absorbs the loser, unless a crashed run already wrote it
+        if not was_merged(s_note, loser):
+            links = self.graph.absorbed_links(survivor, loser)
+            merged = merge_notes(s_note, l_note, links=links, similarity=score,
+                                 now=store.clock.now(), llm=self.llm,
+                                 max_chars=store.config.max_text_chars)
+            vector = hits[survivor].dense
+            if vector is None or merged.note.embed_text() != s_note.embed_text():
+                vector = store.embed_passages([merged.note.embed_text()])[0]
+            store.save_note(merged.note, vector)
+            self.graph.set_links(survivor, links)
+            self._count_merge_kind(merged.merged_by, merged.llm_error, loser, survivor)
+            if s_note.pending_merge:
+                self.report.pending_resolved += 1
+            entry = self.active[survivor]
+            norm = float(np.linalg.norm(vector)) or 1.0
+            entry.vector = np.asarray(vector, dtype=np.float32) / norm
+            entry.key, entry.pending = note_key(merged.note), False
+        # 3. cascade: every link to the loser now points at the survivor
+        for source, new in self.graph.redirect(loser, survivor).items():
+            store.update_payload(source, agent, {"links": new})
+            self.report.links_rewritten += 1
+        # 4. only now is the loser soft-deleted
+        store.update_payload(loser, agent, {
+            "is_active": False, "merged_into": survivor, "pending_merge": False,
+            "evolution_history": [*l_note.evolution_history,
+                                  loser_entry(survivor, store.clock.now())]})
+        if l_note.pending_merge:
+            self.report.pending_resolved += 1
+        self.active.pop(loser, None)
+        self.inactive[loser] = survivor
+        self.graph.remove(loser)
+        self.report.merges += 1
+        self.report.merged.append((loser, survivor))
+
+    def _count_merge_kind(self, merged_by: str, error: str | None, loser: str,
+                          survivor: str) -> None:
+        if merged_by.startswith("llm:"):
+            self.report.llm_merges += 1
+        elif error is not None:
+            self.report.llm_fallbacks += 1
+            self.report.warnings.append(
+                f"merge of {loser} into {survivor}: LLM failed ({error}); merged offline")
+
+    # ------------------------------------------------------------------ pending
+
+    def _pending(self) -> None:
+        flagged = sorted(k for k, e in self.active.items() if e.pending)
+        for done, note_id in enumerate(flagged, 1):
+            entry = self.active.get(note_id)
+            if entry is None or not entry.pending:
+                continue  # merged away, or a merge already resolved it
+            hits = self.store.backend.dense_search(entry.vector, self._group_where(note_id, None), 1)
+            best = hits[0] if hits else None
+            other = best.payload.get("id") if best is not None else None
+            if best is not None and best.score >= self.thr and other in self.active:
+                other_key = note_key(Note.from_payload(best.payload))
+                if other_key > entry.key:
+                    self._merge(other, note_id, float(best.score))
+                else:
+                    self._merge(note_id, other, float(best.score))
+            else:
+                self.store.update_payload(note_id, self.agent, {"pending_merge": False})
+                entry.pending = False
+                self.report.pending_resolved += 1
+            self.progress("pending", done, len(flagged))
+
+
+__all__ = ["consolidate", "ConsolidationReport", "AgentReport", "plan_clusters",
+           "DEFAULT_THRESHOLD", "Progress"]

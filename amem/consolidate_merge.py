@@ -1,0 +1,195 @@
+"""How two duplicate notes become one: survivor choice, the offline merge and the LLM merge.
+
+The survivor is the more informative note (more distinct words, then longer, then more links,
+then more retrievals, then the older, then the smaller id), so the choice is the same on every
+run and every machine. Both merges keep the survivor's id and union keywords, tags, topics,
+subjects and links, sum retrieval counts and remember the loser's content hashes (an ``add`` of
+the loser's text later deduplicates to the survivor). They differ in the text:
+
+* offline: the survivor's content stays as it is (it is the more informative one); the loser's
+  text is kept word for word in the survivor's ``evolution_history`` and in the soft-deleted
+  loser itself, so no fact is lost;
+* LLM: the model writes one unified content and context from both notes; any
+  :class:`~amem.errors.LLMError` falls back to the offline merge, and the error is recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from .errors import LLMError, LLMResponseError
+from .notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique
+
+log = logging.getLogger(__name__)
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+MERGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "content": {"type": "string"},
+        "context": {"type": "string"},
+        "keywords": {"type": "array", "items": {"type": "string"}},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["content", "context", "keywords", "tags"],
+    "additionalProperties": False,
+}
+
+MERGE_SYSTEM = (
+    "You merge two memory notes that say nearly the same thing into one note. Keep every fact "
+    "from both (names, numbers, dates, preferences); drop only repetition; do not add anything. "
+    "Answer with JSON: content (the unified note text), context (one sentence on what it is "
+    "about), keywords and tags (short lists)."
+)
+
+
+class MergeLLM(Protocol):
+    """The one call the merge makes of a chat model (``amem.llm.LLMClient`` has it)."""
+
+    def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
+                      name: str) -> dict[str, Any]: ...
+
+
+def informativeness(content: str, links: int, retrievals: int, timestamp: str,
+                    note_id: str) -> tuple[Any, ...]:
+    """A sort key: the larger key is the more informative note (survivor of a merge)."""
+    words = len({w.lower() for w in _WORD_RE.findall(content)})
+    # Older notes win ties (their id is the one other systems already hold), so the timestamp
+    # and the id compare inverted: the smaller string makes the larger key.
+    return (words, len(content), links, retrievals, _Inverted(timestamp), _Inverted(note_id))
+
+
+@dataclass(frozen=True, order=False)
+class _Inverted:
+    """Wraps a string so that the smaller string compares as the larger."""
+
+    value: str
+
+    def __lt__(self, other: "_Inverted") -> bool:
+        return self.value > other.value
+
+    def __gt__(self, other: "_Inverted") -> bool:
+        return self.value < other.value
+
+    def __le__(self, other: "_Inverted") -> bool:
+        return self.value >= other.value
+
+    def __ge__(self, other: "_Inverted") -> bool:
+        return self.value <= other.value
+
+
+def note_key(note: Note) -> tuple[Any, ...]:
+    return informativeness(note.content, len(note.links), note.retrieval_count, note.timestamp,
+                           note.id)
+
+
+@dataclass
+class Merged:
+    """The survivor after a merge and how it was made."""
+
+    note: Note
+    merged_by: str
+    llm_error: str | None = None
+
+
+def _cap(items: list[str]) -> list[str]:
+    # The schema caps lists at MAX_LIST_ITEMS; the loser keeps its full lists, so nothing is lost.
+    return items[:MAX_LIST_ITEMS]
+
+
+def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
+    """Everything both merges share: unions, sums, hashes; content untouched."""
+    out = survivor.copy()
+    out.keywords = _cap(unique([*survivor.keywords, *loser.keywords]))
+    out.tags = _cap(unique([*survivor.tags, *loser.tags]))
+    out.topics = _cap(unique([*survivor.topics, *loser.topics]))
+    out.subjects = _cap(unique([*survivor.subjects, *loser.subjects]))
+    out.links = links
+    out.retrieval_count = survivor.retrieval_count + loser.retrieval_count
+    out.folded_hashes = unique([*survivor.folded_hashes, loser.hash, *loser.folded_hashes])
+    out.timestamp = min(t for t in (survivor.timestamp, loser.timestamp) if t) if (
+        survivor.timestamp or loser.timestamp) else ""
+    out.last_accessed = max(survivor.last_accessed, loser.last_accessed)
+    out.context = survivor.context or loser.context
+    out.pending_merge = False
+    out.merged_into = None
+    return out
+
+
+def merge_notes(survivor: Note, loser: Note, *, links: list[str], similarity: float | None,
+                now: datetime, llm: MergeLLM | None, max_chars: int) -> Merged:
+    """The survivor with the loser merged in, its history entry appended."""
+    merged = _union_fields(survivor, loser, links)
+    merged_by, error = "offline", None
+    if llm is not None:
+        try:
+            reply = llm.complete_json(MERGE_SYSTEM, _merge_prompt(survivor, loser),
+                                      schema=MERGE_SCHEMA, name="merge_notes")
+            _apply_llm(merged, survivor, loser, reply, max_chars)
+            model = getattr(llm, "model", "llm")
+            merged_by = f"llm:{model}"
+            merged.enriched_by = merged_by
+        except LLMError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("LLM merge of %s into %s failed, merged offline: %s", loser.id,
+                        survivor.id, error)
+            merged = _union_fields(survivor, loser, links)
+    merged.evolution_history = [*survivor.evolution_history, {
+        "triggered_by": "consolidate", "at": now_iso(now), "action": "consolidate_merge",
+        "merged": loser.id, "similarity": None if similarity is None else round(similarity, 6),
+        "merged_by": merged_by, "llm_error": error, "merged_text": loser.content,
+        "old_content": survivor.content if merged.content != survivor.content else None,
+        "old_context": survivor.context, "new_context": merged.context,
+        "old_tags": list(survivor.tags), "new_tags": list(merged.tags)}]
+    return Merged(merged, merged_by, error)
+
+
+def was_merged(survivor: Note, loser_id: str) -> bool:
+    """Whether the survivor's history already records absorbing ``loser_id`` (resume check)."""
+    return any(h.get("action") == "consolidate_merge" and h.get("merged") == loser_id
+               for h in survivor.evolution_history)
+
+
+def loser_entry(survivor_id: str, now: datetime) -> dict[str, Any]:
+    return {"triggered_by": "consolidate", "at": now_iso(now), "action": "merged_into",
+            "survivor": survivor_id}
+
+
+def _merge_prompt(survivor: Note, loser: Note) -> str:
+    def show(label: str, note: Note) -> str:
+        return (f"{label}:\ncontent: {note.content}\ncontext: {note.context}\n"
+                f"keywords: {', '.join(note.keywords)}\ntags: {', '.join(note.tags)}")
+
+    return show("Note A", survivor) + "\n\n" + show("Note B", loser)
+
+
+def _apply_llm(merged: Note, survivor: Note, loser: Note, reply: Any, max_chars: int) -> None:
+    """Take the model's text; raise ``LLMResponseError`` for a reply that would harm the note."""
+    if not isinstance(reply, dict):
+        raise LLMResponseError("merge reply is not a JSON object", raw=repr(reply)[:300])
+    content, context = reply.get("content"), reply.get("context")
+    if not isinstance(content, str) or not content.strip():
+        raise LLMResponseError("merge reply has no content", raw=repr(reply)[:300])
+    if len(content) > max_chars or "\x00" in content:
+        raise LLMResponseError(f"merged content is {len(content)} characters (limit {max_chars})",
+                               raw=content[:300])
+    lists = {}
+    for name in ("keywords", "tags"):
+        value = reply.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise LLMResponseError(f"merge reply field {name} is not a list of strings",
+                                   raw=repr(reply)[:300])
+        lists[name] = [v.strip()[:200] for v in value if v.strip()]
+    merged.content = content.strip()
+    if isinstance(context, str) and context.strip():
+        merged.context = context.strip()[:500]
+    merged.keywords = _cap(unique([*lists["keywords"], *survivor.keywords, *loser.keywords]))
+    merged.tags = _cap(unique([*lists["tags"], *survivor.tags, *loser.tags]))
+    if merged.content != survivor.content:
+        merged.folded_hashes = unique([*merged.folded_hashes, survivor.hash])
+        merged.hash = content_hash(merged.content)
