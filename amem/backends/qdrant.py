@@ -9,6 +9,7 @@ or a directory) speaks the same API and is what the tests and small setups use.
 
 from __future__ import annotations
 
+import gc
 import logging
 import warnings
 from contextlib import contextmanager
@@ -82,20 +83,29 @@ class QdrantServerBackend:
     def local(cls, location: str | Path = ":memory:", collection: str = "amem",
               dim: int | None = None) -> QdrantServerBackend:
         """qdrant-client's local mode: in memory (``":memory:"``) or persisted in a directory."""
-        try:
-            if str(location) == ":memory:":
-                client = QdrantClient(location=":memory:")
-            else:
-                client = QdrantClient(path=str(location))
-        except RuntimeError as exc:
-            if "already accessed" in str(exc):  # local mode locks its directory with portalocker
-                raise StoreLockedError(
-                    f"the local Qdrant store at {location} is in use by another client or process; "
-                    "run `amem serve` there and connect through it, or use a Qdrant server "
-                    "(AMEM_QDRANT_URL) for shared access",
-                    path=str(location),
-                ) from exc
-            raise
+        locked = False
+        # A client refused by the lock leaves its lock file open and drops it when the error is
+        # released; keep that ResourceWarning from surfacing as someone else's problem.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                if str(location) == ":memory:":
+                    client = QdrantClient(location=":memory:")
+                else:
+                    client = QdrantClient(path=str(location))
+            except RuntimeError as exc:
+                if "already accessed" not in str(exc):  # local mode locks its directory (portalocker)
+                    raise
+                locked = True
+            if locked:
+                gc.collect()
+        if locked:
+            raise StoreLockedError(
+                f"the local Qdrant store at {location} is in use by another client or process; "
+                "run `amem serve` there and connect through it, or use a Qdrant server "
+                "(AMEM_QDRANT_URL) for shared access",
+                path=str(location),
+            )
         return cls(client, collection, dim, owns_client=True)
 
     # -- schema ------------------------------------------------------------------------------
