@@ -1,0 +1,160 @@
+"""The facade's contract: validation, structured errors, identity, lazy loading, tool_info."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tools import MAX_PAYLOAD_BYTES, ToolFacade
+from tools.errors import is_error
+
+from .conftest import Tenants
+
+
+def err(result: dict) -> dict:
+    assert is_error(result), result
+    assert set(result["error"]) == {"code", "message", "field"}
+    assert result["error"]["message"]
+    return result["error"]
+
+
+def test_search_returns_matches_for_the_caller(facade: ToolFacade) -> None:
+    out = facade.call("memory_search", {"query": "what does Alice drink in the morning", "limit": 2})
+    assert out["matches"] <= 2
+    assert out["results"][0]["content"].startswith("Alice prefers green tea")
+    assert {r["via"] for r in out["results"]} <= {"match", "link"}
+    assert all("vault" not in r["content"] for r in out["results"])
+
+
+def test_integer_valued_float_is_accepted_as_integer(facade: ToolFacade) -> None:
+    out = facade.call("memory_search", {"query": "car", "limit": 1.0})
+    assert out["matches"] == 1
+
+
+def test_list_get_delete_round_trip(facade: ToolFacade) -> None:
+    listed = facade.call("memory_list", {"limit": 2})
+    assert listed["count"] == 4 and len(listed["notes"]) == 2 and listed["next_offset"]
+    rest = facade.call("memory_list", {"limit": 50, "offset": listed["next_offset"]})
+    ids = [n["id"] for n in listed["notes"] + rest["notes"]]
+    assert len(set(ids)) == 4
+    note = facade.call("memory_get", {"id": ids[0]})
+    assert note["id"] == ids[0] and "hash" not in note and "agent_id" not in note
+    assert facade.call("memory_delete", {"id": ids[0]}) == {"id": ids[0], "deleted": True}
+    assert err(facade.call("memory_get", {"id": ids[0]}))["code"] == "not_found"
+    assert facade.call("memory_list", {})["count"] == 3
+
+
+@pytest.mark.parametrize("name,args,code,field", [
+    ("nope", {}, "unknown_tool", "name"),
+    (42, {}, "unknown_tool", "name"),
+    ("memory_search", {}, "invalid_argument", "query"),
+    ("memory_search", {"query": 7}, "invalid_argument", "query"),
+    ("memory_search", {"query": "x", "limit": 0}, "invalid_argument", "limit"),
+    ("memory_search", {"query": "x", "limit": 51}, "invalid_argument", "limit"),
+    ("memory_search", {"query": "x", "limit": True}, "invalid_argument", "limit"),
+    ("memory_search", {"query": "x", "limit": 2.5}, "invalid_argument", "limit"),
+    ("memory_search", {"query": "x", "topicsFilter": "a"}, "invalid_argument", "topicsFilter"),
+    ("memory_search", {"query": "x", "topicsFilter": ["a", 1]}, "invalid_argument", "topicsFilter[1]"),
+    ("memory_search", {"query": "   "}, "invalid_argument", "query"),
+    ("memory_add", {"text": ""}, "invalid_argument", "text"),
+    ("memory_add", {"text": "x" * 32_001}, "invalid_argument", "text"),
+    ("memory_add", {"text": "hi", "agent_id": "mallory"}, "invalid_argument", "agent_id"),
+    ("memory_get", {"id": None}, "invalid_argument", "id"),
+    ("memory_get", {"id": "no-such-note"}, "not_found", None),
+    ("memory_delete", {"id": "\x00bad"}, "invalid_argument", "id"),
+    ("memory_list", {"limit": 101}, "invalid_argument", "limit"),
+    ("tool_info", {"query": "x", "max_results": 0}, "invalid_argument", "max_results"),
+    ("lcm_grep", {"pattern": "x"}, "unavailable", None),
+])
+def test_bad_calls_are_structured_errors(facade: ToolFacade, name: object, args: dict,
+                                         code: str, field: str | None) -> None:
+    e = err(facade.call(name, args))
+    assert (e["code"], e["field"]) == (code, field)
+
+
+def test_arguments_must_be_an_object(facade: ToolFacade) -> None:
+    assert err(facade.call("memory_list", ["limit", 3]))["field"] == "arguments"
+    assert facade.call("memory_list", None)["count"] == 4  # None means no arguments
+
+
+def test_non_json_arguments_are_rejected(facade: ToolFacade) -> None:
+    assert err(facade.call("memory_search", {"query": "x", "limit": float("nan")}))["field"] == "arguments"
+    assert err(facade.call("memory_search", {"query": {1, 2}}))["field"] == "arguments"
+
+
+def test_oversized_payload_is_rejected_before_validation(facade: ToolFacade) -> None:
+    e = err(facade.call("memory_add", {"text": "a", "subjects": ["x" * 200] * 2000}))
+    assert e["code"] == "payload_too_large"
+    assert str(MAX_PAYLOAD_BYTES) in e["message"]
+    assert facade.call("memory_list", {})["count"] == 4
+
+
+def test_unexpected_exception_is_internal_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        """A real object that fails the way a crashed engine would."""
+
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError("engine exploded")
+
+    facade = ToolFacade(Broken(), None, agent_id="alice")  # type: ignore[arg-type]
+    with caplog.at_level(logging.ERROR, logger="tools.facade"):
+        e = err(facade.call("memory_list", {}))
+    assert e["code"] == "internal" and "Traceback" not in e["message"]
+    assert "engine exploded" not in e["message"]
+    assert any(r.exc_info for r in caplog.records)
+
+
+def test_identity_comes_from_the_facade_only(tenants: Tenants) -> None:
+    mallory = ToolFacade(tenants.store, None, agent_id=tenants.mallory)
+    alice = ToolFacade(tenants.store, None, agent_id=tenants.alice)
+    assert mallory.call("memory_list", {})["count"] == 1
+    found = mallory.call("memory_search", {"query": "Alice green tea coffee", "limit": 10})
+    assert all("Alice" not in r["content"] for r in found["results"])
+    alice_id = alice.call("memory_list", {})["notes"][0]["id"]
+    assert err(mallory.call("memory_get", {"id": alice_id}))["code"] == "not_found"
+    assert err(mallory.call("memory_delete", {"id": alice_id}))["code"] == "not_found"
+    assert alice.call("memory_get", {"id": alice_id})["id"] == alice_id
+    assert alice.call("memory_list", {})["count"] == 4
+
+
+def test_for_agent_shares_the_store(facade: ToolFacade) -> None:
+    other = facade.for_agent(facade.agent_id.replace("alice", "mallory"))
+    assert other.agent_id.startswith("mallory") and other.memory is facade.memory
+    assert other.call("memory_list", {})["count"] == 1
+
+
+def test_bad_agent_id_is_refused_at_construction(tenants: Tenants) -> None:
+    with pytest.raises(ValueError):
+        ToolFacade(tenants.store, None, agent_id="")
+
+
+def test_lazy_lists_core_tools_and_names_the_rest(tenants: Tenants) -> None:
+    full = ToolFacade(tenants.store, None, agent_id=tenants.alice, lcm_listed=True)
+    lazy = ToolFacade(tenants.store, None, agent_id=tenants.alice, lazy=True, lcm_listed=True)
+    assert [t["name"] for t in lazy.list_tools()] == ["memory_add", "memory_search", "lcm_grep",
+                                                      "tool_info"]
+    info = next(t for t in lazy.list_tools() if t["name"] == "tool_info")["description"]
+    hidden = {t["name"] for t in full.list_tools()} - {t["name"] for t in lazy.list_tools()}
+    assert hidden == {"memory_list", "memory_get", "memory_delete", "memory_consolidate",
+                      "lcm_describe", "lcm_expand", "lcm_expand_query"}
+    assert all(name in info for name in hidden)
+    # A hidden tool can still be called, and tool_info returns its full schema.
+    assert lazy.call("memory_list", {})["count"] == 4
+    got = lazy.call("tool_info", {"query": "memory_get"})
+    assert got["matched_by"] == "name" and got["tools"][0]["input_schema"]["required"] == ["id"]
+
+
+def test_tool_info_keyword_search(facade: ToolFacade) -> None:
+    got = facade.call("tool_info", {"query": "delete a memory", "max_results": 3})
+    assert got["matched_by"] == "keyword"
+    assert got["tools"][0]["name"] == "memory_delete"
+    assert len(got["tools"]) <= 3
+    assert facade.call("tool_info", {"query": "zzzz qqqq"})["tools"] == []
+
+
+def test_listing_only_facade() -> None:
+    catalogue = ToolFacade(None, None, agent_id="default", lcm_listed=True)
+    assert len(catalogue.list_tools()) == 11
+    assert err(catalogue.call("memory_list", {}))["code"] == "unavailable"
+    assert catalogue.call("tool_info", {"query": "lcm_grep"})["tools"][0]["name"] == "lcm_grep"
