@@ -111,6 +111,17 @@ def check_candidates(candidates: object) -> list[Candidate]:
     return out
 
 
+def check_views(note: object, neighbours: object) -> None:
+    """A :class:`ValidationError` unless ``note`` is a NoteView and ``neighbours`` a list of them."""
+    if not isinstance(note, NoteView):
+        raise ValidationError("note must be a NoteView", field="note")
+    if not isinstance(neighbours, (list, tuple)):
+        raise ValidationError("neighbours must be a list of NoteView", field="neighbours")
+    for i, nb in enumerate(neighbours):
+        if not isinstance(nb, NoteView):
+            raise ValidationError(f"neighbours[{i}] must be a NoteView", field=f"neighbours[{i}]")
+
+
 class OfflineEnricher:
     """The rules in the module docstring, as an :class:`amem.enrich.Enricher`."""
 
@@ -212,16 +223,11 @@ class OfflineEnricher:
         Raises:
             ValidationError: ``note`` or a neighbour is not a :class:`NoteView`.
         """
-        if not isinstance(note, NoteView):
-            raise ValidationError("note must be a NoteView", field="note")
+        check_views(note, neighbours)
         r = self.rules
         new_keywords = list(note.keywords) or analyse(note.content, limit=r.max_keywords).keywords
         updates: list[EvolutionUpdate] = []
-        for i, nb in enumerate(neighbours[: r.evolve_max]):
-            if not isinstance(nb, NoteView):
-                raise ValidationError(f"neighbours[{i}] must be a NoteView", field=f"neighbours[{i}]")
-            if nb.id == note.id:
-                continue
+        for nb in [nb for nb in neighbours if nb.id != note.id][: r.evolve_max]:
             nb_analysis = analyse(nb.content, limit=r.max_keywords) if nb.content.strip() else None
             nb_terms = nb_analysis.terms(min_weight=0.0) if nb_analysis else set()
             nb_terms |= {word_key(w) for text in (*nb.keywords, *nb.tags) for w in re.split(r"[\s\-]+", text)}
