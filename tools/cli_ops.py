@@ -60,6 +60,8 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--query", help="find the summaries by this search instead")
     p.add_argument("--max-depth", type=int, default=3)
     p.add_argument("--token-cap", type=int, default=8000)
+    p.add_argument("--session-key", help="the session family --query searches")
+    p.add_argument("--all", action="store_true", help="--query searches every conversation")
     cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
     p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
@@ -269,8 +271,10 @@ def cmd_lcm_expand(args: argparse.Namespace) -> int:
 
     if not args.ids and not args.query:
         raise CliError("give summary ids or --query", code="invalid_argument", exit_code=2)
-    return _lcm_run(args, lambda s: s.expand(summary_ids=args.ids or None, query=args.query,
-                                             max_depth=args.max_depth, token_cap=args.token_cap))
+    return _lcm_run(args, lambda s: s.expand(args.ids or None, query=args.query,
+                                             max_depth=args.max_depth, token_cap=args.token_cap,
+                                             session_key=args.session_key,
+                                             all_conversations=args.all))
 
 
 def cmd_lcm_status(args: argparse.Namespace) -> int:

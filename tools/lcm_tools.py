@@ -1,9 +1,15 @@
-"""The ``lcm_*`` tools: recall over the lossless conversation store (``lcm.LcmStore``)."""
+"""The ``lcm_*`` tools: recall over the lossless conversation store (``lcm.LcmStore``).
+
+Every call is confined to the caller's session family (``session_key_for``): a conversation id,
+summary id, file id or message id from another family answers ``not_found``, exactly like an
+id that does not exist, so a caller can neither read nor probe another agent's history.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import ToolError
 from .registry import Tool, obj
 
 if TYPE_CHECKING:
@@ -21,32 +27,72 @@ def _out(value: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {"result": data}
 
 
-def _scope(ctx: "CallContext") -> dict[str, Any]:
-    """The session family the call may see: the connection's, never an argument."""
-    return {"session_key": ctx.facade.session_key} if ctx.facade.session_key else {}
+def session_key_for(ctx: "CallContext") -> str:
+    """The session family the caller may read: set by the host or the connection, else the
+    OpenClaw convention ``agent:<agent id>:main``. Never taken from tool arguments."""
+    return ctx.facade.session_key or f"agent:{ctx.agent_id}:main"
+
+
+def _family(ctx: "CallContext") -> set[int]:
+    return {c.id for c in ctx.lcm.conversations(session_key_for(ctx))}
+
+
+def _not_found(what: str) -> ToolError:
+    # The same answer whether the id is unknown or belongs to another family: no probing.
+    return ToolError("not_found", f"no {what} in this conversation's history")
+
+
+def _check_summaries(ctx: "CallContext", summary_ids: list[str] | None) -> None:
+    """Every summary id must belong to the caller's session family."""
+    if not summary_ids:
+        return
+    family = _family(ctx)
+    for sid in summary_ids:
+        desc = ctx.lcm.describe(sid)
+        conv = getattr(getattr(desc, "summary", None), "conversation_id", None)
+        if getattr(desc, "kind", None) != "summary" or conv not in family:
+            raise _not_found(f"summary {sid!r}")
 
 
 def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "full_text", scope: str = "both",
              conversation_id: int | None = None, since: str | None = None,
              before: str | None = None, limit: int = 50, sort: str = "recency") -> dict[str, Any]:
-    return _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, conversation_id=conversation_id,
-                             since=since, before=before, limit=limit, sort=sort, **_scope(ctx)))
+    if conversation_id is not None:
+        if conversation_id not in _family(ctx):
+            raise _not_found(f"conversation {conversation_id}")
+        where: dict[str, Any] = {"conversation_id": conversation_id}
+    else:
+        where = {"session_key": session_key_for(ctx)}
+    return _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before,
+                             limit=limit, sort=sort, **where))
 
 
 def lcm_describe(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - the wire name
-    return _out(ctx.lcm.describe(id))
+    desc = ctx.lcm.describe(id)
+    conv = getattr(desc, "conversation_id", None)
+    if conv is None:
+        conv = getattr(getattr(desc, "summary", None), "conversation_id", None)
+    if conv not in _family(ctx):
+        raise _not_found(f"item {id!r}")
+    return _out(desc)
 
 
 def lcm_expand(ctx: "CallContext", summary_ids: list[str] | None = None, query: str | None = None,
                max_depth: int = 3, token_cap: int = 8000) -> dict[str, Any]:
-    return _out(ctx.lcm.expand(summary_ids=summary_ids, query=query, max_depth=max_depth,
-                               token_cap=token_cap, **_scope(ctx)))
+    if not summary_ids and not query:
+        raise ToolError("invalid_argument", "give summary_ids or a query", field="query")
+    _check_summaries(ctx, summary_ids)
+    return _out(ctx.lcm.expand(summary_ids, query=query, max_depth=max_depth, token_cap=token_cap,
+                               session_key=session_key_for(ctx)))
 
 
 def lcm_expand_query(ctx: "CallContext", prompt: str, query: str | None = None,
                      summary_ids: list[str] | None = None, max_tokens: int = 2000) -> dict[str, Any]:
+    if not summary_ids and not query:
+        raise ToolError("invalid_argument", "give a query or summary_ids", field="query")
+    _check_summaries(ctx, summary_ids)
     return _out(ctx.lcm.expand_query(prompt, query=query, summary_ids=summary_ids,
-                                     max_tokens=max_tokens, **_scope(ctx)))
+                                     max_tokens=max_tokens, session_key=session_key_for(ctx)))
 
 
 def lcm_tools() -> list[Tool]:
@@ -79,11 +125,14 @@ def lcm_tools() -> list[Tool]:
             name="lcm_describe", handler=lcm_describe, group="lcm",
             summary="show one conversation summary or stored file by id",
             description=(
-                "Show one summary (sum_...) with its metadata, parent and child summaries and "
-                "source message ids, or one stored large file (file_...) with its metadata and a "
-                "bounded slice of its text. Use it on ids returned by lcm_grep."),
+                "Show one item of the conversation history by id: a summary (sum_...) with its "
+                "metadata, parent and child summaries and source message ids; a stored large "
+                "file (file_...) with its metadata and a bounded slice of its text; or a message "
+                "(msg_...). Use it on ids returned by lcm_grep. Returns the item with its kind, "
+                "or a not_found error."),
             schema=obj({"id": {"type": "string", "minLength": 1, "maxLength": 100,
-                               "description": "A summary id (sum_...) or a file id (file_...)."}},
+                               "description": "A summary (sum_...), file (file_...) or message "
+                               "(msg_...) id."}},
                        required=["id"])),
         Tool(
             name="lcm_expand", handler=lcm_expand, group="lcm",
