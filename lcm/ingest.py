@@ -119,7 +119,9 @@ def _drop_resent(c: sqlite3.Connection, conversation_id: int, batch: list[Normal
     if not keep:
         return keep
     # A host that re-sends its recent window without ids or times: align the batch against the
-    # stored tail and skip the overlapping prefix (or all of it, if it is already there).
+    # stored tail and skip the overlapping prefix (or all of it, if it is already there). One
+    # lone message is too ambiguous (a tool may legitimately return the same text twice), so
+    # an overlap counts only from two messages up; ids or times make single messages exact.
     window = len(keep) * 2 + 64
     recent = [
         r[0]
@@ -130,10 +132,11 @@ def _drop_resent(c: sqlite3.Connection, conversation_id: int, batch: list[Normal
     ][::-1]
     hashes = [m.identity_hash for m in keep]
     n = len(hashes)
-    for start in range(len(recent) - n + 1):
-        if recent[start : start + n] == hashes:
-            return []
-    for k in range(min(n, len(recent)), 0, -1):
+    if n >= 2:
+        for start in range(len(recent) - n + 1):
+            if recent[start : start + n] == hashes:
+                return []
+    for k in range(min(n, len(recent)), 1, -1):
         if recent[-k:] == hashes[:k]:
             return keep[k:]
     return keep
@@ -144,8 +147,6 @@ def _check_replay_flood(
 ) -> None:
     groups: Counter[tuple[str, str, str]] = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in batch)
     for (role, ident, second), count in groups.items():
-        if count < 2:
-            continue
         stored = c.execute(
             "SELECT count(*) FROM messages WHERE conversation_id = ? AND identity_hash = ? AND created_at >= ? "
             "AND created_at < ?",

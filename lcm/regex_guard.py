@@ -5,8 +5,10 @@ refuses (1) a repeat inside an unbounded repeat, ``(a+)+``; (2) an unbounded rep
 alternatives that can start with the same character, ``(a|ab)*``; (3) a backreference under
 a repeat; and (4) two unbounded repeats in one sequence that can both consume the same text
 with everything between them, ``a.*b.*c`` — each such pair multiplies the work by the
-length of the text. The error says how to rewrite the pattern (a bounded repeat such as
-``.{0,200}``, or full-text mode). It also extracts a literal every match must contain so
+length of the text. The error says how to rewrite the pattern (a short bounded repeat such
+as ``.{0,16}``, or full-text mode). What the static rules let through is at worst quadratic,
+so the scan also runs the regex over bounded windows of long texts and checks its deadline
+between windows (see ``lcm.search``). It also extracts a literal every match must contain so
 the scan can be narrowed with the trigram index first.
 """
 
@@ -29,7 +31,7 @@ __all__ = ["check_regex", "required_literal", "MAX_PATTERN_LENGTH"]
 
 MAX_PATTERN_LENGTH = 500
 _UNBOUNDED = 64  # nested under a repeat allowing more than this many is refused
-_POLY = 1000  # two repeats allowing more than this many each multiply the work by the text length
+_POLY = 16  # two repeats allowing more than this many each multiply the work
 _PROBE = frozenset(string.printable) | {"é", "中", "ア", "\u00a0"}
 
 
@@ -195,7 +197,7 @@ def _walk(seq: Any, pattern: str) -> None:
                         raise RegexGuardError(
                             "regex refused: two unbounded repeats can match the same text (like a.*b.*c); "
                             "backtracking could take minutes on a long message. Bound one of them "
-                            "(e.g. .{0,200}) or use mode='full_text'",
+                            "(e.g. .{0,16}) or use mode='full_text'",
                             pattern=pattern,
                         )
                 unbounded.append((index, chars))

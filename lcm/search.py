@@ -59,11 +59,43 @@ def build_fts_query(pattern: str) -> FtsQuery:
     )
 
 
-def _snippet(content: str, terms: Sequence[str], match: re.Match[str] | None = None, width: int = 160) -> str:
-    pos = -1
-    if match is not None:
-        pos = match.start()
-    else:
+# Long texts are searched in overlapping windows so one regex call is bounded (the guard
+# leaves at worst quadratic patterns); a match longer than the overlap that straddles a
+# window boundary can be missed in texts longer than one window.
+WINDOW = 4096
+OVERLAP = 512
+
+
+class _Timeout(Exception):
+    pass
+
+
+def regex_positions(compiled: re.Pattern[str], text: str, deadline: float, want: int) -> list[int]:
+    """Start offsets of up to ``want`` matches, window by window, checking the deadline between."""
+    if len(text) <= WINDOW:
+        return [m.start() for _, m in zip(range(want), compiled.finditer(text))]
+    found: list[int] = []
+    seen: set[int] = set()
+    offset = 0
+    while offset < len(text):
+        if time.monotonic() > deadline:
+            raise _Timeout
+        chunk = text[offset : offset + WINDOW]
+        for m in compiled.finditer(chunk):
+            pos = offset + m.start()
+            if pos not in seen:
+                seen.add(pos)
+                found.append(pos)
+                if len(found) >= want:
+                    return found
+        if offset + WINDOW >= len(text):
+            break
+        offset += WINDOW - OVERLAP
+    return found
+
+
+def _snippet(content: str, terms: Sequence[str], pos: int = -1, width: int = 160) -> str:
+    if pos < 0:
         lowered = content.lower()
         for t in terms:
             for probe in (t.lower(), t.lower().split()[0] if t.split() else t.lower()):
@@ -186,7 +218,7 @@ def grep(
                 args = list(params)
             sql += f" ORDER BY t.{time_col} DESC, t.{rowid} DESC LIMIT ?"
             args.append(budget + 1)
-            found: list[tuple[sqlite3.Row, float, re.Match[str]]] = []
+            found: list[tuple[sqlite3.Row, float, int]] = []
             with db.reading() as c:
                 cursor = c.execute(sql, args)
                 for row in cursor:
@@ -195,11 +227,15 @@ def grep(
                         warnings.append("regex scan stopped at its row/time bound; narrow with since/before")
                         break
                     scanned += 1
-                    m = compiled.search(row["content"])
-                    if m is None:
+                    try:
+                        positions = regex_positions(compiled, row["content"], deadline, 1 if sort == "recency" else 100)
+                    except _Timeout:
+                        truncated = True
+                        warnings.append("regex scan stopped at its time bound inside a long text")
+                        break
+                    if not positions:
                         continue
-                    score = float(min(100, sum(1 for _ in compiled.finditer(row["content"])))) if sort != "recency" else 1.0
-                    found.append((row, score, m))
+                    found.append((row, float(len(positions)), positions[0]))
                     if sort == "recency" and len(found) >= limit:
                         break
             if sort != "recency":
@@ -208,8 +244,8 @@ def grep(
                     fused = rrf([ranked, list(range(len(found)))])
                     ranked = [i for i, _ in fused]
                 found = [found[i] for i in ranked]
-            for row, score, m in found[:limit]:
-                hits.append(_hit(kind, row, score, _snippet(row["content"], [], m)))
+            for row, score, pos in found[:limit]:
+                hits.append(_hit(kind, row, score, _snippet(row["content"], [], pos)))
             if truncated:
                 break
     if len(kinds) == 2:

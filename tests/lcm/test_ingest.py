@@ -1,0 +1,178 @@
+"""Ingest and sessions: idempotency, the replay guard, resolution by key/id, reset, cron, patterns, large files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm import LcmStore, ManualClock
+from lcm.errors import LcmNotFoundError, LcmValidationError, PathEscapeError, ReplayFloodError
+
+from .conftest import chat
+
+KEY = "agent:main:chat"
+
+
+def count(store: LcmStore, table: str) -> int:
+    return int(store.db.scalar(f"SELECT count(*) FROM {table}"))
+
+
+def test_resending_a_batch_stores_nothing_twice(store: LcmStore) -> None:
+    first = store.ingest(KEY, chat(10))
+    assert first.stored == 10 and first.new_conversation
+    again = store.ingest(KEY, chat(10))
+    assert (again.stored, again.skipped_duplicates) == (0, 10)
+    overlap = store.ingest(KEY, chat(6, start=6))  # 4 old + 2 new
+    assert (overlap.stored, overlap.skipped_duplicates) == (2, 4)
+    assert count(store, "messages") == 12 == count(store, "context_items")
+
+
+def test_stable_event_keys_and_explicit_times_dedupe(store: LcmStore) -> None:
+    msgs = [
+        {"role": "assistant", "content": "v1 text", "response_id": "r1"},
+        {"role": "tool", "content": "{\"ok\": true}", "tool_call_id": "t1"},
+        {"role": "user", "content": "hello", "created_at": "2025-02-01T10:00:00Z"},
+    ]
+    store.ingest(KEY, msgs)
+    store.ingest(KEY, [{"role": "user", "content": "unrelated"}])
+    # Same events in another representation (redacted text) and out of order.
+    resent = [
+        {"role": "user", "content": "hello", "created_at": "2025-02-01T10:00:00+00:00"},
+        {"role": "assistant", "content": "v1 [redacted]", "responseId": "r1"},
+        {"role": "tool", "content": "{\"ok\": 1}", "toolCallId": "t1"},
+    ]
+    res = store.ingest(KEY, resent)
+    assert res.stored == 0 and res.skipped_duplicates == 3
+
+
+def test_replay_flood_is_refused_and_writes_nothing(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store()
+    store.ingest(KEY, [{"role": "user", "content": "first"}])
+    flood = [{"role": "user", "content": "buy now"}] * 4
+    with pytest.raises(ReplayFloodError) as err:
+        store.ingest(KEY, flood)
+    assert err.value.role == "user" and err.value.count == 4 and err.value.threshold == 3
+    assert count(store, "messages") == 1
+    # Three identical user messages in one second are allowed; internal roles allow 32.
+    assert store.ingest(KEY, [{"role": "user", "content": "ok"}] * 3).stored == 3
+    assert store.ingest(KEY, [{"role": "tool", "content": "{\"status\": \"ok\"}"}] * 32).stored == 32
+    with pytest.raises(ReplayFloodError):
+        store.ingest(KEY, [{"role": "tool", "content": "{\"status\": \"ok\"}"}])  # 33rd in that second
+    relaxed = make_store(replay_flood_threshold_external=10)
+    assert relaxed.ingest(KEY, flood).stored == 4
+
+
+def test_replay_guard_counts_per_second(store: LcmStore, clock: ManualClock) -> None:
+    store.ingest(KEY, [{"role": "user", "content": "again"}] * 2)
+    clock.advance(1)
+    assert store.ingest(KEY, [{"role": "user", "content": "x"}, {"role": "user", "content": "again"}] * 1).stored == 2
+
+
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [
+        ("not a list", "messages"),
+        ([{"role": "wizard", "content": "x"}], "messages[0].role"),
+        ([{"role": "user", "content": 5}], "messages[0].content"),
+        ([{"role": "user", "content": "x", "created_at": "yesterday"}], "messages[0].created_at"),
+        ([{"role": "user", "content": "x", "created_at": "2025-01-01T00:00:00"}], "messages[0].created_at"),
+        ([{"role": "user", "content": "x"}, 3], "messages[1]"),
+    ],
+)
+def test_bad_messages_are_clear_errors(store: LcmStore, messages: Any, field: str) -> None:
+    with pytest.raises(LcmValidationError) as err:
+        store.ingest(KEY, messages)
+    assert err.value.field == field
+    assert count(store, "messages") == 0 and count(store, "conversations") == 0
+
+
+def test_content_parts_and_tool_calls_are_kept(store: LcmStore) -> None:
+    store.ingest(KEY, [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": "u"}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "grep_logs"}}]},
+    ])  # fmt: skip
+    rows = store.db.query("SELECT content FROM messages ORDER BY seq")
+    assert rows[0][0].startswith("look\n") and "image_url" in rows[0][0]
+    assert "grep_logs" in rows[1][0]
+
+
+def test_resolution_by_key_then_session_id(store: LcmStore) -> None:
+    a = store.ingest(None, [{"role": "user", "content": "hi"}], session_id="s-1")
+    b = store.ingest(KEY, [{"role": "user", "content": "next"}], session_id="s-1")
+    assert a.conversation_id == b.conversation_id  # found by session id, key adopted
+    conv = store.conversation(KEY)
+    assert conv is not None and conv.session_key == KEY and conv.session_id == "s-1"
+    with pytest.raises(LcmValidationError):
+        store.ingest(None, [{"role": "user", "content": "x"}])
+
+
+def test_reset_archives_and_opens_a_new_conversation(store: LcmStore) -> None:
+    first = store.ingest(KEY, chat(4))
+    res = store.reset(KEY)
+    assert res.archived_conversation_id == first.conversation_id
+    second = store.ingest(KEY, chat(2, prefix="after"))
+    assert second.conversation_id == res.conversation_id != first.conversation_id
+    family = store.conversations(KEY)
+    assert [c.active for c in family] == [False, True] and family[0].archive_cause == "reset"
+    hits = store.grep("msg 1:", session_key=KEY)  # the family covers the archived conversation
+    assert hits.hits and hits.hits[0].conversation_id == first.conversation_id
+
+
+def test_cron_keys_get_a_conversation_per_run(store: LcmStore) -> None:
+    key = "agent:ops:cron:nightly"
+    r1 = store.ingest(key, chat(2), session_id="run-1")
+    r1b = store.ingest(key, chat(2, start=2), session_id="run-1")
+    r2 = store.ingest(key, chat(2), session_id="run-2")
+    assert r1.conversation_id == r1b.conversation_id != r2.conversation_id
+    assert r2.archived_conversation_id == r1.conversation_id
+    # An ordinary key keeps its conversation when the runtime session id changes.
+    n1 = store.ingest(KEY, chat(2), session_id="a")
+    n2 = store.ingest(KEY, chat(2, start=2), session_id="b")
+    assert n1.conversation_id == n2.conversation_id
+
+
+def test_ignored_and_stateless_sessions_write_nothing(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(ignore_session_patterns=("agent:*:cron:**",), stateless_session_patterns=("agent:*:subagent:**",))
+    assert store.ingest("agent:x:cron:job:1", chat(3)).ignored
+    assert store.ingest("agent:x:subagent:abc", chat(3)).stateless
+    assert count(store, "messages") == 0 and count(store, "conversations") == 0
+    assert store.ingest("agent:x:main", chat(3)).stored == 3
+
+
+def test_large_payload_goes_to_a_file(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    store = make_store(str(tmp_path / "lcm.db"), large_file_threshold_tokens=1000)
+    payload = "\n".join(f"row {i}: value={i * 7} status=ok" for i in range(1000)) + "\nFATAL: disk /dev/sda1 full"
+    res = store.ingest(KEY, [{"role": "tool", "content": payload, "name": "dump.log"}])
+    assert len(res.file_ids) == 1
+    fid = res.file_ids[0]
+    content = store.db.scalar("SELECT content FROM messages")
+    assert content.startswith(f"[LCM File: {fid} | dump.log") and len(content) < len(payload) // 4
+    assert "FATAL" in content  # the exploration summary keeps the error line
+    desc = store.describe(fid, offset=0, limit=50)
+    assert desc.kind == "file" and desc.slice_text == payload[:50] and desc.slice_truncated
+    assert (tmp_path / "lcm-files").is_dir()
+    with pytest.raises(LcmNotFoundError):
+        store.describe("file_0000000000000000")
+
+
+def test_file_ids_cannot_escape_the_directory(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    store = make_store(str(tmp_path / "lcm.db"), large_file_threshold_tokens=100)
+    fid = store.ingest(KEY, [{"role": "tool", "content": "x " * 1000}]).file_ids[0]
+    with store.db.atomic() as c:  # simulate a tampered row
+        c.execute("UPDATE large_files SET storage_path = '../../etc/passwd' WHERE file_id = ?", (fid,))
+    with pytest.raises(PathEscapeError):
+        store.describe(fid)
+    with pytest.raises(LcmValidationError):
+        store.describe("../../etc/passwd")
+    report = store.doctor()
+    assert not report.ok and report.checks["missing_files"] == 1
+
+
+def test_a_lone_repeated_message_is_kept(store: LcmStore, clock: ManualClock) -> None:
+    # The same tool output in two turns is two events: without ids it must not be dropped.
+    store.ingest(KEY, [{"role": "tool", "content": "{\"status\": \"ok\"}"}])
+    clock.advance(5)
+    assert store.ingest(KEY, [{"role": "tool", "content": "{\"status\": \"ok\"}"}]).stored == 1
