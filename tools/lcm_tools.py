@@ -48,7 +48,10 @@ def _check_summaries(ctx: "CallContext", summary_ids: list[str] | None) -> None:
         return
     family = _family(ctx)
     for sid in summary_ids:
-        desc = ctx.lcm.describe(sid)
+        try:
+            desc = ctx.lcm.describe(sid)
+        except ValueError as exc:  # lcm's validation error: name the argument the caller sent
+            raise ToolError("invalid_argument", f"summary_ids: {exc}", field="summary_ids") from None
         conv = getattr(getattr(desc, "summary", None), "conversation_id", None)
         if getattr(desc, "kind", None) != "summary" or conv not in family:
             raise _not_found(f"summary {sid!r}")

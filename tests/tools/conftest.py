@@ -52,3 +52,17 @@ def tenants(memory: MemoryStore) -> Tenants:
 @pytest.fixture
 def facade(tenants: Tenants) -> ToolFacade:
     return ToolFacade(tenants.store, None, agent_id=tenants.alice)
+
+
+@pytest.fixture(scope="module")
+def lcm_store() -> Iterator[object]:
+    """An in-memory lcm store with one conversation for agent 'alice' and one for 'mallory'."""
+    from lcm import LcmStore
+
+    with LcmStore(":memory:") as store:
+        store.ingest("agent:alice:main", [
+            {"role": "user", "content": "My flight to Lisbon is TP1234 on May 3rd"},
+            {"role": "assistant", "content": "Noted: flight TP1234 to Lisbon on May 3rd."}])
+        store.ingest("agent:mallory:main", [
+            {"role": "user", "content": "Mallory's flight to Oslo, booking code ZX9"}])
+        yield store

@@ -1,0 +1,82 @@
+"""The lcm_* tools over a real in-memory LcmStore, confined to the caller's session family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from amem import MemoryStore
+from tools import ToolFacade
+from tools.errors import is_error
+
+
+@pytest.fixture
+def alice(memory: MemoryStore, lcm_store: Any) -> ToolFacade:
+    return ToolFacade(memory, lcm_store, agent_id="alice")
+
+
+@pytest.fixture
+def mallory(memory: MemoryStore, lcm_store: Any) -> ToolFacade:
+    return ToolFacade(memory, lcm_store, agent_id="mallory")
+
+
+def _ids(facade: ToolFacade, pattern: str) -> list[str]:
+    return [h["id"] for h in facade.call("lcm_grep", {"pattern": pattern})["hits"]]
+
+
+def test_grep_finds_only_the_callers_history(alice: ToolFacade, mallory: ToolFacade) -> None:
+    out = alice.call("lcm_grep", {"pattern": "flight", "sort": "relevance"})
+    assert len(out["hits"]) == 2
+    assert all("Oslo" not in h["snippet"] for h in out["hits"])
+    assert [h["snippet"] for h in mallory.call("lcm_grep", {"pattern": "flight"})["hits"]] == [
+        "Mallory's flight to Oslo, booking code ZX9"]
+
+
+def test_lcm_tools_are_listed_with_a_store(alice: ToolFacade) -> None:
+    names = [t["name"] for t in alice.list_tools()]
+    assert names[-5:] == ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_expand_query", "tool_info"]
+
+
+def test_describe_expand_and_expand_query(alice: ToolFacade) -> None:
+    msg = _ids(alice, "Lisbon")[0]
+    desc = alice.call("lcm_describe", {"id": msg})
+    assert desc["kind"] == "message" and "Lisbon" in desc["content"]
+    expanded = alice.call("lcm_expand", {"query": "TP1234"})
+    assert {m["conversation_id"] for m in expanded["messages"]} == {desc["conversation_id"]}
+    answer = alice.call("lcm_expand_query", {"prompt": "What is the flight number?",
+                                             "query": "flight"})
+    assert "TP1234" in answer["answer"] and answer["cited_ids"]
+
+
+def test_other_families_answer_not_found(alice: ToolFacade, mallory: ToolFacade) -> None:
+    theirs = _ids(mallory, "Oslo")[0]
+    conv = mallory.call("lcm_describe", {"id": theirs})["conversation_id"]
+    assert alice.call("lcm_describe", {"id": theirs})["error"]["code"] == "not_found"
+    assert alice.call("lcm_grep", {"pattern": "Oslo", "conversation_id": conv})["error"]["code"] == "not_found"
+    assert alice.call("lcm_describe", {"id": "sum_0123456789abcdef"})["error"]["code"] == "not_found"
+    # Queries never reach into another family either.
+    assert all("Oslo" not in m["content"]
+               for m in alice.call("lcm_expand", {"query": "Oslo"})["messages"])
+
+
+def test_session_key_from_the_connection(memory: MemoryStore, lcm_store: Any) -> None:
+    facade = ToolFacade(memory, lcm_store, agent_id="someone", session_key="agent:mallory:main")
+    assert len(facade.call("lcm_grep", {"pattern": "Oslo"})["hits"]) == 1
+
+
+@pytest.mark.parametrize("name,args,code,field", [
+    ("lcm_grep", {"pattern": "(a+)+$", "mode": "regex"}, "regex_refused", "pattern"),
+    ("lcm_grep", {"pattern": "x", "mode": "fuzzy"}, "invalid_argument", "mode"),
+    ("lcm_grep", {"pattern": "x", "limit": 201}, "invalid_argument", "limit"),
+    ("lcm_grep", {"pattern": "x", "since": "yesterday"}, "invalid_argument", "since"),
+    ("lcm_describe", {"id": "not-an-id"}, "invalid_argument", "id"),
+    ("lcm_expand", {}, "invalid_argument", "query"),
+    ("lcm_expand", {"summary_ids": ["bogus"]}, "invalid_argument", "summary_ids"),
+    ("lcm_expand_query", {"prompt": "why?"}, "invalid_argument", "query"),
+])
+def test_lcm_errors_are_structured(alice: ToolFacade, name: str, args: dict, code: str,
+                                   field: str) -> None:
+    out = alice.call(name, args)
+    assert is_error(out), out
+    assert (out["error"]["code"], out["error"]["field"]) == (code, field)
