@@ -108,6 +108,15 @@ class LcmConfig:
     ignored_keys: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
+        # Direct construction accepts the same shapes as load_config (lists, rule dicts).
+        for spec in _SPECS.values():
+            value = getattr(self, spec.attr)
+            if spec.kind == "list" and isinstance(value, list):
+                object.__setattr__(self, spec.attr, tuple(value))
+            elif spec.kind == "overrides" and not (
+                isinstance(value, tuple) and all(isinstance(r, ThresholdOverride) for r in value)
+            ):
+                object.__setattr__(self, spec.attr, _parse_overrides(spec, value, "constructor"))
         _validate(self)
 
     @property
@@ -115,10 +124,12 @@ class LcmConfig:
         """Token cap of a deterministic fallback summary (values below 64 are ignored)."""
         return self.fallback_max_tokens if self.fallback_max_tokens >= 64 else 512
 
-    def prefix_target_tokens(self, token_budget: int) -> int:
+    def prefix_target_tokens(self, token_budget: int | None) -> int:
         """The summarized-prefix target after a full sweep (derived when unset)."""
         if self.summary_prefix_target_tokens is not None:
             return self.summary_prefix_target_tokens
+        if token_budget is None:
+            return max(self.condensed_target_tokens, self.leaf_chunk_tokens)
         derived = math.floor(self.context_threshold * token_budget * 0.5)
         return max(self.condensed_target_tokens, min(self.leaf_chunk_tokens, derived))
 

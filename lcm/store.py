@@ -220,9 +220,7 @@ class LcmStore:
             if before < params.context_threshold * budget:
                 return CompactionResult(conv_id, False, "below-threshold", before, before)
         reason = "forced" if force else ("until-under" if until_under is not None else "threshold")
-        target = self.config.prefix_target_tokens(budget) if budget else max(
-            self.config.condensed_target_tokens, params.leaf_chunk_tokens
-        )
+        target = self.config.prefix_target_tokens(budget)
         run = self.compactor.run(conv_id, params, target, until_under=until_under)
         after = self.compactor.context_tokens(conv_id)
         if run.iterations:
