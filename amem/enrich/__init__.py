@@ -16,7 +16,7 @@ from .base import (
     NoteView,
     llm_label,
 )
-from .fallback import FallbackEnricher, make_enricher
+from .fallback import FallbackEnricher, build_enricher
 from .keywords import extract_keywords
 from .llm import LLMEnricher
 from .offline import OfflineEnricher, OfflineRules, normalise_tag
@@ -35,7 +35,7 @@ __all__ = [
     "NoteView",
     "llm_label",
     "FallbackEnricher",
-    "make_enricher",
+    "build_enricher",
     "LLMEnricher",
     "OfflineEnricher",
     "OfflineRules",

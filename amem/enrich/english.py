@@ -55,6 +55,7 @@ reason right room run saw school see seen sense set show side small sound sounds
 stay sure system talk talked team tell thanks think thinking thought time times tried try trying
 turn understand use used using want wanted watch water way week weeks well woman women wonderful
 word work worked working world wow year years young
+previous following recent usual
 january february march april june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday weekend
 """.split())
@@ -83,7 +84,7 @@ save science sea season seat second security sell send series serve service shar
 simple simply single sister site size skill social society son song space speak special spend sport
 staff stage stand star step story street strong student study style subject success suggest summer
 support table task teach teacher test thanks theory third top total touch town trade training travel
-treat tree trip trouble true truth type unit value various view visit voice wait walk wall war
+treat tree trip trouble true truth type unit value various view visit voice wait walk wall war ignore output input
 watch weather white whole wife win window winter wish worry write writing wrong
 """.split()) - TIER1
 

@@ -58,7 +58,7 @@ def _reason(step: str, exc: LLMError) -> str:
     return reason
 
 
-def make_enricher(llm: LLM | None = None, *, rules: OfflineRules | None = None, evolve_max: int = 3) -> Enricher:
+def build_enricher(llm: LLM | None = None, *, rules: OfflineRules | None = None, evolve_max: int = 3) -> Enricher:
     """The enricher the write path should use: offline when ``llm`` is None, else LLM with fallback."""
     offline = OfflineEnricher(rules)
     if llm is None:

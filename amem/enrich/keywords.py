@@ -258,20 +258,20 @@ def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, f
     phrase_pos: dict[tuple[str, ...], int] = {}
     run: list[int] = []
     for i in range(len(tokens) + 1):
-        t = tokens[i] if i < len(tokens) else None
-        if t is not None and t.weight > 0 and (not run or tokens[run[-1]].clause == t.clause):
+        nxt = tokens[i] if i < len(tokens) else None
+        if nxt is not None and nxt.weight > 0 and (not run or tokens[run[-1]].clause == nxt.clause):
             run.append(i)
             continue
         for span in _phrase_spans(run, tokens):
-            key = tuple(tokens[j].key for j in span)
-            if len(set(key)) == len(key):
-                phrases[key] += 1
-                phrase_pos.setdefault(key, span[0])
-        run = [i] if t is not None and t.weight > 0 else []
-    for key, count in phrases.items():
-        weight = sum(best[k] for k in key)
-        text = " ".join(display[k] for k in key)
-        out[text] = (weight * (1 + math.log(count)), phrase_pos[key], text, frozenset(key))
+            pkey = tuple(tokens[j].key for j in span)
+            if len(set(pkey)) == len(pkey):
+                phrases[pkey] += 1
+                phrase_pos.setdefault(pkey, span[0])
+        run = [i] if nxt is not None and nxt.weight > 0 else []
+    for pkey, pcount in phrases.items():
+        weight = sum(best[k] for k in pkey)
+        text = " ".join(display[k] for k in pkey)
+        out[text] = (weight * (1 + math.log(pcount)), phrase_pos[pkey], text, frozenset(pkey))
     return out
 
 

@@ -136,8 +136,8 @@ class FakeOpenAI:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
 
     @property
     def requests(self) -> list[Request]:

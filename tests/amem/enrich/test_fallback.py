@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from amem.enrich import FallbackEnricher, LLMEnricher, NoteView, OfflineEnricher, make_enricher
+from amem.enrich import FallbackEnricher, LLMEnricher, NoteView, OfflineEnricher, build_enricher
 from amem.errors import LLMError, LLMResponseError, ValidationError
 from amem.llm import LLMClient, LLMConfig
 from tests.amem.enrich.scripted import ScriptedLLM
@@ -59,9 +59,9 @@ def test_bad_input_is_not_a_model_failure() -> None:
         combo().verify_links(TEXT, [("a", "b")])  # type: ignore[list-item]
 
 
-def test_make_enricher() -> None:
-    assert isinstance(make_enricher(None), OfflineEnricher)
-    assert isinstance(make_enricher(ScriptedLLM([])), FallbackEnricher)
+def test_build_enricher() -> None:
+    assert isinstance(build_enricher(None), OfflineEnricher)
+    assert isinstance(build_enricher(ScriptedLLM([])), FallbackEnricher)
 
 
 # ---------------------------------------------------------------- the real client over real HTTP
