@@ -1,0 +1,150 @@
+"""The MCP server driven by the official SDK client: in memory, over stdio, over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from amem import MemoryStore
+from tools import ToolFacade
+from tools.mcp_server import build_server, http_app
+
+from .conftest import Tenants
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: one valid call per tool (the lcm ones run against the fixture's conversation)
+CALLS: dict[str, dict[str, Any]] = {
+    "memory_add": {"text": "Carol's birthday is on 12 June", "subjects": ["carol"]},
+    "memory_search": {"query": "green tea", "limit": 2},
+    "memory_list": {"limit": 3},
+    "memory_consolidate": {},
+    "tool_info": {"query": "memory_get"},
+    "lcm_grep": {"pattern": "flight"},
+    "lcm_expand": {"query": "Lisbon"},
+    "lcm_expand_query": {"prompt": "Which flight?", "query": "flight"},
+}
+
+
+async def _exercise(client: Client) -> dict[str, Any]:
+    listed = await client.list_tools()
+    names = [t.name for t in listed.tools]
+    results: dict[str, Any] = {}
+    for name, args in CALLS.items():
+        if name in names:
+            res = await client.call_tool(name, args)
+            assert not res.is_error, (name, res.content)
+            assert json.loads(res.content[0].text) == res.structured_content
+            results[name] = res.structured_content
+    note_id = results["memory_list"]["notes"][0]["id"]
+    for name in ("memory_get", "memory_delete"):
+        res = await client.call_tool(name, {"id": note_id})
+        assert not res.is_error and res.structured_content["id"] == note_id
+    if "lcm_describe" in names and results["lcm_grep"]["hits"]:
+        msg = results["lcm_grep"]["hits"][0]["id"]
+        res = await client.call_tool("lcm_describe", {"id": msg})
+        assert not res.is_error and res.structured_content["kind"] == "message"
+    # Errors come back as tool errors carrying the structured error.
+    bad = await client.call_tool("memory_search", {"query": 5})
+    assert bad.is_error and bad.structured_content["error"]["field"] == "query"
+    unknown = await client.call_tool("no_such_tool", {})
+    assert unknown.is_error and unknown.structured_content["error"]["code"] == "unknown_tool"
+    return {"names": names, "results": results}
+
+
+def test_in_memory_client_calls_every_tool(tenants: Tenants, lcm_store: Any) -> None:
+    facade = ToolFacade(tenants.store, lcm_store, agent_id="alice")
+
+    async def main() -> dict[str, Any]:
+        async with Client(build_server(facade)) as client:
+            return await _exercise(client)
+
+    out = anyio.run(main)
+    assert set(out["names"]) == set(CALLS) | {"memory_get", "memory_delete", "lcm_describe"}
+    assert out["results"]["lcm_grep"]["hits"]
+
+
+def test_legacy_handshake_and_lazy_list(tenants: Tenants) -> None:
+    facade = ToolFacade(tenants.store, None, agent_id=tenants.alice, lazy=True)
+
+    async def main() -> list[str]:
+        async with Client(build_server(facade), mode="legacy") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            hidden = await client.call_tool("memory_list", {})  # callable though not listed
+            assert hidden.structured_content["count"] == 4
+            return names
+
+    assert anyio.run(main) == ["memory_add", "memory_search", "tool_info"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_streamable_http_agents_share_one_store(memory: MemoryStore) -> None:
+    import httpx2
+    import uvicorn
+    from mcp.client.streamable_http import streamable_http_client
+
+    facade = ToolFacade(memory, None, agent_id="http-default")
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(http_app(facade), host="127.0.0.1", port=port,
+                                           log_config=None, access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def as_agent(agent: str, text: str) -> tuple[int, list[str]]:
+        http = httpx2.AsyncClient(headers={"X-Amem-Agent": agent})
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            added = await client.call_tool("memory_add", {"text": text})
+            assert not added.is_error, added.content
+            listed = await client.call_tool("memory_list", {})
+            return listed.structured_content["count"], [
+                n["content"] for n in listed.structured_content["notes"]]
+
+    try:
+        a = anyio.run(as_agent, "http-a", "agent A's note about sailing")
+        b = anyio.run(as_agent, "http-b", "agent B's note about chess")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert a == (1, ["agent A's note about sailing"])
+    assert b == (1, ["agent B's note about chess"])
+
+
+@pytest.mark.slow
+def test_stdio_subprocess(tmp_path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), "AMEM_HOME": str(tmp_path),
+           "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "PYTHONPATH": str(ROOT)}
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "tools.cli", "serve", "--no-scheduler"],
+                                   env=env, cwd=str(ROOT))
+
+    async def main() -> dict[str, Any]:
+        with open(tmp_path / "stderr.log", "w") as errlog:
+            from mcp.client.stdio import stdio_client
+
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                await client.call_tool("memory_add", {"text": "Alice prefers green tea"})
+                return await _exercise(client)
+
+    out = anyio.run(main)
+    assert "lcm_grep" in out["names"]  # lcm opened beside the note store
+    assert out["results"]["memory_list"]["count"] == 2
+    assert (tmp_path / "store").is_dir() and (tmp_path / "lcm.db").exists()
