@@ -26,6 +26,7 @@ import os
 import platform
 import statistics
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def measure(
     """Load time, bulk notes/s (median and best of ``repeat`` runs) and one-query latency."""
     load_s = _timed(lambda: embedder.embed(list(texts[:4])))
     rates = [len(texts) / _timed(lambda: embedder.embed(list(texts))) for _ in range(repeat)]
-    latencies = [_timed(lambda q=q: embedder.embed([q], kind="query")) * 1000 for q in queries]
+    latencies = [_timed(partial(embedder.embed, [q], kind="query")) * 1000 for q in queries]
     return {
         "model_id": embedder.model_id,
         "dim": embedder.dim,

@@ -74,7 +74,9 @@ def pool(hidden: np.ndarray, mask: np.ndarray, pooling: Pooling) -> np.ndarray:
         last = np.maximum(lengths - 1, 0)
         return hidden[np.arange(hidden.shape[0]), last, :]
     weights = mask[:, :, None].astype(hidden.dtype)
-    return (hidden * weights).sum(axis=1) / np.maximum(lengths, 1)[:, None].astype(hidden.dtype)
+    summed: np.ndarray = (hidden * weights).sum(axis=1)
+    mean: np.ndarray = summed / np.maximum(lengths, 1)[:, None].astype(hidden.dtype)
+    return mean
 
 
 def _fingerprint(model_file: Path, tokenizer_file: Path) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from amem.errors import ConfigError
 
@@ -68,12 +68,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def check_pooling(value: object, where: str) -> Pooling:
     """Return ``value`` as a pooling name or raise ``ConfigError`` naming where it came from."""
-    if value not in POOLINGS:
-        raise ConfigError(
-            f"unsupported pooling {value!r} in {where}; supported: {', '.join(POOLINGS)}",
-            key="pooling",
-        )
-    return cast(Pooling, value)
+    for pooling in POOLINGS:
+        if value == pooling:
+            return pooling
+    raise ConfigError(
+        f"unsupported pooling {value!r} in {where}; supported: {', '.join(POOLINGS)}",
+        key="pooling",
+    )
 
 
 def check_max_length(value: object, where: str) -> int:

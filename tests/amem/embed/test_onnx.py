@@ -28,7 +28,8 @@ def token_ids(text: str, max_length: int = 512) -> list[int]:
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
-    return (vector / np.linalg.norm(vector)).astype(np.float32)
+    out: np.ndarray = (vector / np.linalg.norm(vector)).astype(np.float32)
+    return out
 
 
 def test_mean_pooling_is_exact_and_batch_independent(

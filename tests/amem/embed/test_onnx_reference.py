@@ -27,7 +27,8 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "embed" / "minilm_r
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, object]:
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data: dict[str, object] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    return data
 
 
 def test_fixture_is_what_it_says(reference: dict[str, object]) -> None:
