@@ -72,7 +72,7 @@ def build_context(
             text = render_summary(summaries[str(it.summary_id)], tz)
             return AssembledItem("summary", str(it.summary_id), "user", text, estimate_tokens(text))
         row = messages[int(it.message_id or 0)]
-        return AssembledItem("message", str(row["id"]), row["role"], row["content"], it.tokens)
+        return AssembledItem("message", f"msg_{row['id']}", row["role"], row["content"], it.tokens)
 
     rendered = [render(it) for it in items]
     keep: set[int] = set()

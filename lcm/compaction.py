@@ -110,6 +110,7 @@ class _Run:
     truncated: list[str] = field(default_factory=list)
     iterations: int = 0
     sweep_iterations: int = 0
+    target_cap: int | None = None
     stopped: str = ""
     warnings: list[str] = field(default_factory=list)
 
@@ -257,7 +258,8 @@ class Compactor:
             header = f"Summary of {len(chunk)} messages ({span})."
         else:
             header = f"Summary of {len(chunk)} summaries at depth {chunk[0].depth} ({span})."
-        draft = self.summarizer.summarize(units, kind="leaf" if chunk[0].type == "message" else "condensed", header=header)
+        kind = "leaf" if chunk[0].type == "message" else "condensed"
+        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap)
         sid = self._write(conversation_id, chunk, draft, meta)
         (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
         if draft.status == "fallback":
@@ -303,10 +305,16 @@ class Compactor:
                 run.sweep_iterations += 1
 
     def run(
-        self, conversation_id: int, params: Params, prefix_target: int, *, until_under: int | None = None
+        self,
+        conversation_id: int,
+        params: Params,
+        prefix_target: int,
+        *,
+        until_under: int | None = None,
+        target_cap: int | None = None,
     ) -> _Run:
         """A sweep, or (``until_under``) repeated sweeps until the context fits, under deadlines."""
-        run = _Run()
+        run = _Run(target_cap=target_cap)
         start = time.monotonic()
         if until_under is None:
             run.sweep_iterations = 0

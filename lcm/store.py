@@ -40,7 +40,8 @@ from lcm.models import (
 )
 from lcm.ops import apply_retention, doctor, doctor_clean, status
 from lcm.recall import SUMMARY_ID_RE, Recall
-from lcm.search import grep
+from lcm.regex_guard import check_regex
+from lcm.search import build_fts_query, grep
 from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
 from lcm.summarize import Summarizer
@@ -221,7 +222,9 @@ class LcmStore:
                 return CompactionResult(conv_id, False, "below-threshold", before, before)
         reason = "forced" if force else ("until-under" if until_under is not None else "threshold")
         target = self.config.prefix_target_tokens(budget)
-        run = self.compactor.run(conv_id, params, target, until_under=until_under)
+        # A summary larger than a quarter of the budget could never share the context with a tail.
+        cap = max(64, budget // 4) if budget else None
+        run = self.compactor.run(conv_id, params, target, until_under=until_under, target_cap=cap)
         after = self.compactor.context_tokens(conv_id)
         if run.iterations:
             with self.db.atomic() as c:
@@ -269,10 +272,12 @@ class LcmStore:
         if tokens >= params.context_threshold * budget:
             if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
                 res = self._compact_conv(conv_id, session_key, budget, force=False, until_under=None)
-                if tokens > budget and self.compactor.context_tokens(conv_id) > budget:
-                    res = self._compact_conv(conv_id, session_key, budget, force=True, until_under=budget)
                 compacted = res.ran
                 warnings += res.warnings
+                if tokens > budget and self.compactor.context_tokens(conv_id) > budget:
+                    res = self._compact_conv(conv_id, session_key, budget, force=True, until_under=budget)
+                    compacted = compacted or res.ran
+                    warnings += res.warnings
             else:
                 now = self._now()
                 with self.db.atomic() as c:
@@ -334,6 +339,11 @@ class LcmStore:
                 raise LcmValidationError(f"{name} must be one of {list(allowed)}; got {value!r}", field=name)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
             raise LcmValidationError(f"limit must be 1..200; got {limit!r}", field="limit")
+        # Refuse a bad pattern before looking at the scope, so errors do not depend on data.
+        if mode == "full_text":
+            build_fts_query(pattern)
+        else:
+            check_regex(pattern)
         since_s = iso(parse_time(since, "since")) if since is not None else None
         before_s = iso(parse_time(before, "before")) if before is not None else None
         conv_ids = self._scope(session_key, conversation_id, all_conversations)

@@ -127,13 +127,17 @@ class Summarizer:
         return not (source_tokens > 200 and estimate_tokens(reply) >= source_tokens)
 
     # -- public -------------------------------------------------------------------------
-    def summarize(self, units: list[SourceUnit], *, kind: str, header: str) -> SummaryDraft:
+    def summarize(
+        self, units: list[SourceUnit], *, kind: str, header: str, target_cap: int | None = None
+    ) -> SummaryDraft:
         """Summarize ``units`` (messages for a leaf, child summaries for a condensed node)."""
         tags = self.cfg.strip_injected_context_tags
         clean = [SourceUnit(u.id, u.role, u.created_at, strip_injected_tags(u.text, tags)) for u in units]
         target = self.cfg.leaf_target_tokens if kind == "leaf" else self.cfg.condensed_target_tokens
         source_tokens = sum(estimate_tokens(u.text) for u in clean)
         target = min(target, max(64, source_tokens // 2)) if source_tokens > 128 else target
+        if target_cap is not None:
+            target = min(target, target_cap)
         available, why = self.llm_available()
         attempts: list[str] = []
         if available:

@@ -1,0 +1,117 @@
+"""grep: full-text with literal quoting and CJK, guarded regex, scopes, time bounds, sorting, limits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from lcm import LcmStore, ManualClock
+from lcm.errors import LcmNotFoundError, LcmValidationError, RegexGuardError
+
+from .conftest import chat
+
+KEY = "agent:main:s"
+
+
+def test_full_text_quotes_operators_and_keeps_phrases(store: LcmStore) -> None:
+    store.ingest(KEY, [
+        {"role": "user", "content": "the deploy of v4.1 failed with OOM"},
+        {"role": "assistant", "content": "deploy later; OR maybe NOT today"},
+        {"role": "user", "content": "failed deploy again"},
+    ])  # fmt: skip
+    hits = store.grep('"deploy of" failed', mode="full_text", session_key=KEY).hits
+    assert [h.id for h in hits] == ["msg_1"]
+    # FTS5 operators and punctuation in user text are literals, not syntax errors.
+    assert [h.id for h in store.grep("OR NOT", mode="full_text", session_key=KEY).hits] == ["msg_2"]
+    assert [h.id for h in store.grep("v4.1", mode="full_text", session_key=KEY).hits] == ["msg_1"]
+    assert store.grep("deploys", mode="full_text", session_key=KEY).hits  # porter stemming
+
+
+def test_cjk_full_text(store: LcmStore) -> None:
+    store.ingest(KEY, [
+        {"role": "user", "content": "数据库迁移在周三失败了，错误码 E1234"},
+        {"role": "assistant", "content": "明日の会議でデプロイ手順を確認します"},
+        {"role": "user", "content": "无关的内容"},
+    ])  # fmt: skip
+    assert [h.id for h in store.grep("数据库迁移", mode="full_text", session_key=KEY).hits] == ["msg_1"]
+    assert [h.id for h in store.grep("失败", mode="full_text", session_key=KEY).hits] == ["msg_1"]  # 2 chars
+    assert [h.id for h in store.grep("デプロイ", mode="full_text", session_key=KEY).hits] == ["msg_2"]
+    assert [h.id for h in store.grep("迁移 E1234", mode="full_text", session_key=KEY).hits] == ["msg_1"]  # mixed
+
+
+def test_regex_mode_and_guard(store: LcmStore) -> None:
+    store.ingest(KEY, [{"role": "user", "content": "error code E1234 in /var/log/app.log"}, *chat(20)])
+    hits = store.grep(r"E\d{4}", session_key=KEY).hits
+    assert [h.id for h in hits] == ["msg_1"] and "E1234" in hits[0].snippet
+    assert len(store.grep(r"module_1\d\.py", session_key=KEY, sort="relevance").hits) == 5
+    start = time.monotonic()
+    with pytest.raises(RegexGuardError):
+        store.grep("(a+)+$", session_key=KEY)
+    with pytest.raises(RegexGuardError):
+        store.grep("a.*b.*x", session_key=KEY)
+    assert time.monotonic() - start < 0.5  # refused up front, never run
+
+
+def test_regex_scan_is_bounded(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(grep_regex_max_rows=10)
+    store.ingest(KEY, chat(50))
+    res = store.grep(r"q\d+x", session_key=KEY)
+    assert res.truncated and res.scanned == 10 and res.warnings
+
+
+def test_scope_family_conversation_and_all(store: LcmStore) -> None:
+    store.ingest(KEY, [{"role": "user", "content": "alpha token"}])
+    store.reset(KEY)
+    store.ingest(KEY, [{"role": "user", "content": "alpha again"}])
+    other = store.ingest("agent:other", [{"role": "user", "content": "alpha elsewhere"}])
+    assert len(store.grep("alpha", session_key=KEY).hits) == 2
+    assert len(store.grep("alpha", all_conversations=True).hits) == 3
+    assert len(store.grep("alpha", conversation_id=other.conversation_id).hits) == 1
+    with pytest.raises(LcmValidationError):
+        store.grep("alpha")
+    with pytest.raises(LcmNotFoundError):
+        store.grep("alpha", conversation_id=999)
+    assert store.grep("alpha", session_key="agent:unknown").hits == []
+
+
+def test_since_before_and_sorting(store: LcmStore, clock: ManualClock) -> None:
+    for i in range(5):
+        store.ingest(KEY, [{"role": "user", "content": f"report {i} " + "deploy " * (5 - i)}])
+        clock.advance(3600)
+    newest = store.grep("deploy", mode="full_text", session_key=KEY, sort="recency").hits
+    assert [h.id for h in newest] == ["msg_5", "msg_4", "msg_3", "msg_2", "msg_1"]
+    best = store.grep("deploy", mode="full_text", session_key=KEY, sort="relevance").hits
+    assert best[0].id == "msg_1"
+    assert {h.id for h in store.grep("deploy", mode="full_text", session_key=KEY, sort="hybrid").hits} == {h.id for h in newest}
+    window = store.grep("deploy", mode="full_text", session_key=KEY, since="2025-01-01T01:00:00Z",
+                        before="2025-01-01T03:00:00+00:00").hits  # fmt: skip
+    assert [h.id for h in window] == ["msg_3", "msg_2"]
+
+
+def test_summaries_are_searchable(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(fresh_tail_count=4)
+    store.ingest(KEY, chat(40))
+    store.compact(KEY, force=True)
+    res = store.grep("module_2.py", mode="full_text", scope="summaries", session_key=KEY)
+    assert res.hits and res.hits[0].kind == "summary" and res.hits[0].depth == 0
+    both = store.grep("module_2.py", mode="full_text", scope="both", session_key=KEY)
+    assert {h.kind for h in both.hits} == {"message", "summary"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"limit": 0}, "limit"), ({"limit": 201}, "limit"), ({"mode": "fuzzy"}, "mode"),
+        ({"scope": "files"}, "scope"), ({"sort": "random"}, "sort"), ({"since": "last week"}, "since"),
+    ],
+)  # fmt: skip
+def test_bad_grep_arguments(store: LcmStore, kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(LcmValidationError) as err:
+        store.grep("x", session_key=KEY, **kwargs)  # type: ignore[arg-type]
+    assert err.value.field == field
+    with pytest.raises(LcmValidationError):
+        store.grep("  ", session_key=KEY)
+    with pytest.raises(LcmValidationError):
+        store.grep('""', mode="full_text", session_key=KEY)
