@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from amem.backends.base import Point, SparseVector
+from amem.backends.base import Hit, Point, SparseVector
 from amem.errors import ValidationError
 
 # Both engines (qdrant-edge and Qdrant's own RRF, local mode included) score a prefetch hit as
@@ -27,6 +27,15 @@ def engine_rrf_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise ValidationError(f"rrf k must be a non-negative integer, got {k!r}", field="k")
     return k + 1 - RRF_RANK_BASE
+
+
+def ties_by_id(hits: list[Hit]) -> list[Hit]:
+    """``hits`` best first, equal scores in id order.
+
+    RRF ties are common (rank 3 in one list scores the same from either list) and each engine
+    breaks them its own way; ordering them by id makes every backend return the same order.
+    """
+    return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
 def check_id(point_id: Any, field: str = "id") -> str:

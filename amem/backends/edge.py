@@ -25,6 +25,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from amem.backends import _common as c
+from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._lock import StoreLock, locked_message
 from amem.backends.base import (
@@ -279,7 +280,7 @@ class EdgeBackend:
             limit=c.check_limit(limit), prefetches=stages, query=qe.Fusion.Rrf(k=c.engine_rrf_k(k)),
             filter=flt, with_payload=True,
         )
-        return self._query(request, "hybrid query")
+        return _ties_by_id(self._query(request, "hybrid query"))
 
     def scroll(
         self, where: Where | None, *, limit: int = 256, offset: str | None = None,

@@ -23,6 +23,7 @@ from qdrant_client import models as qm
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from amem.backends import _common as c
+from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_client
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
@@ -278,10 +279,10 @@ class QdrantServerBackend:
             stages.append(qm.Prefetch(
                 query=qm.SparseVector(indices=idx, values=val), using=SPARSE, filter=flt, limit=prefetch,
             ))
-        return self._query(
+        return _ties_by_id(self._query(
             "hybrid query", prefetch=stages, query=qm.RrfQuery(rrf=qm.Rrf(k=c.engine_rrf_k(k))),
             query_filter=flt, limit=c.check_limit(limit),
-        )
+        ))
 
     def scroll(
         self, where: Where | None, *, limit: int = 256, offset: str | None = None,
