@@ -1,0 +1,118 @@
+"""status, doctor (finds injected damage), doctor clean, retention, the JSON-lines event log, migrations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from lcm import LcmStore, ManualClock
+from lcm.migrations import MIGRATIONS
+
+from .conftest import chat
+
+KEY = "agent:main:o"
+
+
+def test_status_counts(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(fresh_tail_count=8)
+    store.ingest(KEY, chat(100))
+    store.compact(KEY, force=True)
+    st = store.status()
+    assert st.messages == 100 and st.summaries == 1 and st.summaries_by_depth == {"0": 1}
+    assert st.compression_ratio > 1 and st.context_tokens < st.message_tokens
+    assert st.migrations == list(MIGRATIONS) and st.size_bytes > 0
+    assert st.to_dict()["active_conversations"] == 1
+
+
+def test_doctor_finds_each_kind_of_damage(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(fresh_tail_count=8)
+    store.ingest(KEY, chat(100))
+    sid = store.compact(KEY, force=True).leaf_summaries[0]
+    assert store.doctor().ok
+    c = store.db.conn
+    with store.db.lock:
+        c.execute("PRAGMA foreign_keys = OFF")
+        c.execute("INSERT INTO summary_parents VALUES ('sum_1111111111111111', 'sum_2222222222222222', 0)")
+        c.execute("INSERT INTO context_items(conversation_id, ordinal, item_type, summary_id) VALUES (1, 9999, 'summary', 'sum_3333333333333333')")
+        c.execute("DELETE FROM summary_messages WHERE summary_id = ? AND ordinal = 0", (sid,))  # orphaned message
+        c.execute("INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', 5, (SELECT content FROM messages WHERE id = 5))")
+    report = store.doctor()
+    assert not report.ok
+    for check in ("orphan_edges", "dangling_context_items", "unreachable_messages", "fts_out_of_sync"):
+        assert report.checks[check] >= 1, check
+    assert all(i.severity == "error" for i in report.issues)
+
+
+def test_doctor_clean_is_read_only(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    store = make_store(str(tmp_path / "lcm.db"))
+    store.ingest("agent:main:subagent:abc", chat(4))
+    store.reset("agent:main:subagent:abc")
+    store.ingest("agent:main:cron:nightly", chat(2), session_id="r1")
+    store.ingest(None, chat(2), session_id="orphan")
+    (tmp_path / "lcm-files" / "c9").mkdir(parents=True)
+    (tmp_path / "lcm-files" / "c9" / "file_00000000000000ff.txt").write_text("x")
+    before = store.status()
+    report = store.doctor_clean()
+    assert report.totals["archived_subagent"] == 1 and report.totals["cron"] == 1 and report.totals["null_key"] == 1
+    assert report.orphan_files == ["c9/file_00000000000000ff.txt"]
+    assert store.status() == before
+
+
+def test_retention_by_age_never_touches_active(make_store: Callable[..., LcmStore], clock: ManualClock) -> None:
+    store = make_store(retention_archived_max_age_days=30, large_file_threshold_tokens=100)
+    old = store.ingest(KEY, [{"role": "tool", "content": "blob " * 400}, *chat(10)])
+    store.reset(KEY)
+    store.ingest(KEY, chat(10, prefix="new"))
+    clock.advance(31 * 86400)
+    dry = store.apply_retention(dry_run=True)
+    assert dry.deleted_conversations == [old.conversation_id] and store.status().conversations == 2
+    res = store.apply_retention()
+    assert res.deleted_conversations == [old.conversation_id] and res.deleted_messages == 11 and res.deleted_files == 1
+    st = store.status()
+    assert st.conversations == 1 and st.messages == 10 and st.large_files == 0
+    assert store.doctor().ok
+    assert store.grep("msg", session_key=KEY).hits == [] and store.grep("new", session_key=KEY).hits
+
+
+def test_retention_by_size(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    store = make_store(str(tmp_path / "lcm.db"), retention_max_database_bytes=1)
+    a = store.ingest("agent:a", chat(50))
+    store.reset("agent:a")
+    store.ingest("agent:b", chat(50))
+    res = store.apply_retention()
+    assert res.deleted_conversations == [a.conversation_id]  # archived only; b and the new a stay
+    assert store.status().active_conversations == 2
+
+
+def test_event_log_is_json_lines(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    store = make_store(str(tmp_path / "lcm.db"), fresh_tail_count=8)
+    store.ingest(KEY, chat(40))
+    store.compact(KEY, force=True)
+    store.reset(KEY)
+    lines = [json.loads(x) for x in (tmp_path / "lcm-log.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in lines] == ["ingest", "summary", "compact", "reset"]
+    assert lines[1]["model"] == "extractive" and lines[0]["ts"].endswith("Z")
+
+
+def test_migrations_apply_once_and_persist(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "lcm.db"
+    with LcmStore(path, clock=clock) as s:
+        s.ingest(KEY, chat(3))
+        assert s.db.scalar("PRAGMA journal_mode") == "wal"
+    with LcmStore(path, clock=clock) as s:
+        assert s.status().messages == 3 and s.status().migrations == list(MIGRATIONS)
+        assert s.db.scalar("SELECT count(*) FROM lcm_migrations") == len(MIGRATIONS)
+
+
+def test_contradictory_arguments(tmp_path: Path) -> None:
+    import pytest
+
+    from lcm import LcmConfig
+
+    with pytest.raises(ValueError):
+        LcmStore(tmp_path / "a.db", LcmConfig(database_path=str(tmp_path / "b.db")))
+    with pytest.raises(ValueError):
+        LcmStore(None)
+    with pytest.raises(ValueError):
+        LcmStore(":memory:", llm=object())  # type: ignore[arg-type]

@@ -1,0 +1,97 @@
+"""describe / expand / expand_query over the DAG, with and without an LLM."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from lcm import LcmStore
+from lcm.errors import LcmNotFoundError, LcmValidationError
+
+from .conftest import ScriptedLLM, chat
+
+KEY = "agent:main:r"
+
+
+@pytest.fixture
+def deep(make_store: Callable[..., LcmStore]) -> LcmStore:
+    store = make_store(leaf_chunk_tokens=300, fresh_tail_count=8, max_sweep_iterations=100, condensed_min_fanout=2)
+    store.ingest(KEY, [{"role": "user", "content": "The staging password rotation happens every 90 days, decided by Priya"}])
+    store.ingest(KEY, chat(200))
+    store.compact(KEY, force=True)
+    return store
+
+
+def top_summary(store: LcmStore) -> str:
+    return str(store.db.scalar("SELECT summary_id FROM summaries ORDER BY depth DESC, pk LIMIT 1"))
+
+
+def test_describe_summary_lineage(deep: LcmStore) -> None:
+    top = top_summary(deep)
+    d = deep.describe(top)
+    assert d.kind == "summary" and d.summary.kind == "condensed" and d.children  # type: ignore[union-attr]
+    child = deep.describe(d.children[0])  # type: ignore[union-attr]
+    assert top in child.parents  # type: ignore[union-attr]
+    assert set(child.source_message_ids) <= set(d.source_message_ids)  # type: ignore[union-attr]
+    assert d.to_dict()["summary"]["id"] == top
+    m = deep.describe("msg_1")
+    assert m.kind == "message" and m.summary_ids and "Priya" in m.content  # type: ignore[union-attr]
+
+
+def test_describe_errors(deep: LcmStore) -> None:
+    with pytest.raises(LcmNotFoundError):
+        deep.describe("sum_0000000000000000")
+    with pytest.raises(LcmNotFoundError):
+        deep.describe("msg_999999")
+    with pytest.raises(LcmValidationError):
+        deep.describe("sum_xyz")
+
+
+def test_expand_walks_down_to_messages_under_a_cap(deep: LcmStore) -> None:
+    top = top_summary(deep)
+    full = deep.expand([top], token_cap=100000)
+    assert not full.truncated and full.messages
+    assert [m.id for m in full.messages] == sorted(m.id for m in full.messages)  # chronological
+    assert len({m.via for m in full.messages}) > 1
+    capped = deep.expand([top], token_cap=300)
+    assert capped.truncated and capped.total_tokens <= 300
+    shallow = deep.expand([top], max_depth=0, token_cap=100000)
+    assert len(shallow.summaries) == 1 and not shallow.messages
+    by_query = deep.expand(query="password rotation", session_key=KEY, token_cap=100000)
+    assert any("Priya" in m.content for m in by_query.messages)
+    with pytest.raises(LcmValidationError):
+        deep.expand(session_key=KEY)
+
+
+def test_expand_query_extractive(deep: LcmStore) -> None:
+    res = deep.expand_query("How often does the staging password rotate?", query="password", session_key=KEY, max_tokens=200)
+    assert res.method == "extractive" and "90 days" in res.answer
+    assert res.cited_ids and res.cited_ids[0] == "msg_1"
+    assert res.total_source_tokens > 0
+    from_top = deep.expand_query("who decided the rotation?", summary_ids=[top_summary(deep)], max_tokens=200)
+    assert from_top.expanded_summary_count >= 3 and "Priya" in from_top.answer
+    assert set(res.to_dict()) >= {"answer", "cited_ids", "expanded_summary_count", "total_source_tokens", "truncated"}
+
+
+def test_expand_query_with_llm_loop(deep: LcmStore) -> None:
+    top = top_summary(deep)
+    child = deep.describe(top).children[0]  # type: ignore[union-attr]
+    llm = ScriptedLLM([f"EXPAND: {child}", "Every 90 days, decided by Priya [msg_1]."])
+    deep.recall.llm = llm
+    res = deep.expand_query("rotation period?", summary_ids=[top], max_tokens=100)
+    assert res.method == "llm" and res.cited_ids == ["msg_1"] and len(llm.calls) == 2
+
+
+def test_expand_query_llm_failure_falls_back(deep: LcmStore) -> None:
+    deep.recall.llm = ScriptedLLM([RuntimeError("boom")])
+    res = deep.expand_query("password rotation?", query="password", session_key=KEY)
+    assert res.method == "extractive-fallback" and res.warnings and "90 days" in res.answer
+
+
+def test_expand_query_finds_raw_messages_before_compaction(store: LcmStore) -> None:
+    store.ingest(KEY, [{"role": "user", "content": "the wifi password is hunter2"}, *chat(4)])
+    res = store.expand_query("what is the wifi password?", query="wifi password", session_key=KEY)
+    assert "hunter2" in res.answer and res.cited_ids == ["msg_1"]
+    with pytest.raises(LcmValidationError):
+        store.expand_query("", query="x", session_key=KEY)
