@@ -2,7 +2,8 @@
 
 A sentence is *informative* when it has at least two moderately informative words (see
 :func:`amem.enrich.keywords.strong_words`), or at least eight CJK characters, or at least four
-words one of which is among the note's top three keywords. Greetings and small talk ("Hey Mel! Good to see you!")
+words one of which is among the note's top three keywords (a bare name such as *John* does not
+count: in chat it is usually just the person addressed). Greetings and small talk ("Hey Mel! Good to see you!")
 are not. When no sentence qualifies, the one with the most content wins (the first on ties).
 A sentence spoken by someone (``Caroline: ...``) keeps the speaker, since *who* said it is
 usually what a later question asks.
@@ -37,7 +38,7 @@ def sentences(clean: str) -> Iterator[tuple[str | None, str]]:
 def first_informative_sentence(clean: str, keywords: Sequence[str], *, speakers: frozenset[str] = frozenset(),
                                limit: int = 200) -> str:
     """The context line of a note (see the module docstring); ``""`` for a note without text."""
-    top = [k.lower() for k in keywords[:3]]
+    top = [k.lower() for k in keywords[:3] if not _bare_name(k)]
     best: tuple[float, str] | None = None
     for speaker, sentence in sentences(clean):
         strong = strong_words(sentence, exclude=speakers)
@@ -50,6 +51,10 @@ def first_informative_sentence(clean: str, keywords: Sequence[str], *, speakers:
         if best is None or content > best[0]:
             best = (content, line)
     return trim(best[1], limit) if best else ""
+
+
+def _bare_name(keyword: str) -> bool:
+    return " " not in keyword and keyword[:1].isupper() and keyword[1:].islower()
 
 
 def trim(text: str, limit: int) -> str:

@@ -56,6 +56,13 @@ def test_context_is_one_trimmed_sentence() -> None:
     assert "\n" not in r.context
 
 
+def test_context_skips_greetings_that_only_name_someone() -> None:
+    r = E.enrich("Maria: Hey John, I've been doing great lately. I've been involved in some charity work and "
+                 "it's been really rewarding.")
+    assert r.context == "Maria: I've been involved in some charity work and it's been really rewarding."
+    assert "charity work" in r.keywords
+
+
 def test_context_of_chinese_text() -> None:
     r = E.enrich("你好！我们的项目上线时间推迟到下周五。需要和客户沟通。")
     assert r.context == "我们的项目上线时间推迟到下周五。"
