@@ -1,0 +1,82 @@
+"""``amem reembed`` rebuilds a store's vectors; the progress bar draws only on a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from amem import MemoryStore
+from amem.config import load_config
+from amem.embed.hashing import HashingEmbedder
+from amem.errors import EmbedderMismatchError
+from tools.cli import main
+from tools.progress import ProgressBar
+from tools.reembed import reembed
+
+
+def test_reembed_rebuilds_every_note(tmp_path: Path) -> None:
+    cfg = load_config(env={"AMEM_HOME": str(tmp_path)})
+    with MemoryStore(None, config=cfg, embedder=HashingEmbedder(64), agent_id="a") as store:
+        for i in range(7):
+            store.add(f"note {i} about topic {i % 3}", [], enrich=False)
+        store.add("someone else's note", [], enrich=False, agent_id="b")
+        gone = store.add("a deleted note", [], enrich=False).id
+        store.delete(gone)
+    seen: list[tuple[int, int | None]] = []
+    report = reembed(cfg, HashingEmbedder(128), batch=3, progress=lambda d, t: seen.append((d, t)))
+    assert (report.notes, report.old_dim, report.new_dim) == (9, 64, 128)
+    assert seen[-1] == (9, 9)
+    with pytest.raises(EmbedderMismatchError):
+        MemoryStore(None, config=cfg, embedder=HashingEmbedder(64))
+    with MemoryStore(None, config=cfg, embedder=HashingEmbedder(128), agent_id="a") as store:
+        assert store.count() == 7 and store.count(agent_id="b") == 1
+        assert store.get(gone, include_inactive=True).is_active is False
+        assert store.search("topic 2", limit=3)[0].content.endswith("topic 2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+def test_reembed_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"AMEM_HOME": str(tmp_path), "AMEM_EMBEDDER": "hashing"}
+    assert main(["add", "one note", "--no-enrich"], env=env) == 0
+    assert main(["reembed", "--to", "hashing-32", "--json"], env=env) == 0
+    out = capsys.readouterr().out.split("\n", 1)[1]
+    assert json.loads(out)["new_dim"] == 32
+    assert main(["list"], env=env) == 1  # the old embedder no longer fits: a clear error
+    assert "reembed" in capsys.readouterr().err
+    assert main(["list", "--json"], env={**env, "AMEM_EMBEDDER": "hashing-32"}) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 1
+
+
+def test_reembed_without_a_store(tmp_path: Path) -> None:
+    cfg = load_config(env={"AMEM_HOME": str(tmp_path / "empty")})
+    with pytest.raises(ValueError, match="no store"):
+        reembed(cfg, HashingEmbedder())
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_only_on_a_terminal() -> None:
+    pipe = io.StringIO()
+    bar = ProgressBar("import", stream=pipe)
+    bar(5, 10)
+    bar.close()
+    assert pipe.getvalue() == ""
+    tty = _Tty()
+    bar = ProgressBar("import", stream=tty, min_interval=0)
+    bar(5, 10)
+    bar(10, 10)
+    bar.close()
+    lines = tty.getvalue().split("\r")
+    assert "5/10" in lines[1] and "10/10" in lines[2] and tty.getvalue().endswith("\n")
+
+
+def test_progress_render() -> None:
+    bar = ProgressBar("reembed", enabled=False, width=10)
+    assert bar.render(5, 10, 2.0) == "reembed [#####-----] 5/10  50% 2.5/s ETA 00:02"
+    assert bar.render(3, None, 1.5) == "reembed 3 done 2.0/s 00:01"
