@@ -11,6 +11,10 @@ the right to its own longest row, the model runs once per batch, and token vecto
 Results go back in the caller's order. Only the inputs the graph declares are fed:
 ``input_ids``, ``attention_mask``, and ``token_type_ids`` / ``position_ids`` when present.
 
+A graph that pools itself (a rank-2 output such as ``sentence_embedding``) is used as it is:
+its ``model_id`` says ``graph`` instead of a pooling name, and a ``pooling`` argument is ignored
+with a warning. Such a graph usually averages over padding too, so keep its batches small.
+
 Output is always unit length, even for a model whose sentence-transformers export has no
 ``Normalize`` step: the ``Embedder`` contract promises it and the store ranks by cosine, which
 normalising does not change.
@@ -261,6 +265,14 @@ class OnnxEmbedder:
             self._config.max_length,
             self._config.output,
         )
+        if self._runtime.pooled_output and pooling:
+            # Visible, not silent: the graph already pools, so the asked-for pooling cannot apply.
+            log.warning(
+                "%s outputs sentence vectors (%s); pooling=%r is ignored",
+                self._model_file,
+                self._runtime.output,
+                pooling,
+            )
         self._dim = self._probe_dim()
         self._model_id = self._make_model_id()
 
@@ -281,7 +293,7 @@ class OnnxEmbedder:
         config = self._config
         parts = [
             f"onnx/{config.name}@{_fingerprint(self._model_file, self._tokenizer_file)}",
-            config.pooling,
+            "graph" if self._runtime.pooled_output else config.pooling,
             f"len{config.max_length}",
         ]
         if config.query_prefix or config.passage_prefix:

@@ -92,3 +92,14 @@ def test_bad_settings(options: dict[str, object], key: str) -> None:
 def test_bad_kind(e5: E5Embedder) -> None:
     with pytest.raises(ValidationError):
         e5.embed(["x"], kind="doc")  # type: ignore[arg-type]
+
+
+def test_concurrent_callers_share_one_model_safely(e5: E5Embedder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = e5.embed(DOCS[:2])
+    other = E5Embedder(threads=2)  # same cached engine handle, another thread count
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda i: (e5 if i % 2 else other).embed(DOCS[:2]), range(6)))
+    for result in results:
+        np.testing.assert_allclose(result, expected, atol=1e-6)

@@ -92,10 +92,17 @@ def test_int32_inputs_and_a_model_without_attention_mask(
                                    atol=1e-6)
 
 
-def test_a_model_that_pools_inside_the_graph(tiny_dir: TinyDir, tiny_table: np.ndarray) -> None:
-    embedder = OnnxEmbedder(tiny_dir(pooled_output=True))
+def test_a_model_that_pools_inside_the_graph(
+    tiny_dir: TinyDir, tiny_table: np.ndarray, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tiny_dir(pooled_output=True)
+    embedder = OnnxEmbedder(folder)
     vector = embedder.embed(["hi there"])[0]
     np.testing.assert_allclose(vector, unit(tiny_table[token_ids("hi there")].mean(0)), atol=1e-6)
+    assert "/graph/" in embedder.model_id
+    with caplog.at_level("WARNING", logger="amem.embed.onnx"):
+        OnnxEmbedder(folder, pooling="cls")
+    assert "pooling='cls' is ignored" in caplog.text
 
 
 def test_an_input_amem_cannot_feed_is_named(tiny_dir: TinyDir) -> None:
