@@ -148,13 +148,22 @@ def _fts_rows(
         extra += " AND t.content LIKE ? ESCAPE '\\'"
         extra_params.append("%" + sub.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     time_col = "created_at" if kind == "message" else "latest_at"
-    if q.words or q.trigram:
+    if (q.words or q.trigram) and sort == "recency":
+        # Newest first needs no rank: walk the time index and test membership in the match set,
+        # instead of ranking every match of a common word.
+        index, expr = (fts, q.words) if q.words else (tri, q.trigram)
+        sql = (
+            f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN (SELECT rowid FROM {index} WHERE {index} MATCH ?) "
+            f"AND {where}{extra}"
+        )
+        args: list[object] = [expr, *params, *extra_params]
+    elif q.words or q.trigram:
         index, expr = (fts, q.words) if q.words else (tri, q.trigram)
         sql = (
             f"SELECT t.*, bm25({index}) AS score FROM {index} JOIN {table} t ON t.{rowid} = {index}.rowid "
             f"WHERE {index} MATCH ? AND {where}{extra}"
         )
-        args: list[object] = [expr, *params, *extra_params]
+        args = [expr, *params, *extra_params]
     else:
         sql = f"SELECT t.*, 0.0 AS score FROM {table} t WHERE {where}{extra}"
         args = [*params, *extra_params]
