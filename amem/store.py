@@ -78,10 +78,27 @@ class MemoryStore:
         self._stats = bm25.CorpusStats(**self._meta.get("bm25_stats", {}))
         self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
         self._writes_since_meta = 0
-        self._llm = llm
+        self._llm = llm if llm is not None else self._llm_from_config()
         self._writer: Any = None  # built on first write (imports the enrichers lazily)
 
     # ------------------------------------------------------------------ lifecycle
+
+    def _llm_from_config(self) -> Any:
+        """An LLM client when ``llm_base_url`` is configured; None means offline enrichment."""
+        cfg = self.config
+        if not cfg.llm_base_url:
+            return None
+        from .llm import PLACEHOLDER_API_KEY, LLMClient, LLMConfig
+
+        return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model,
+                                   api_key=cfg.llm_api_key or PLACEHOLDER_API_KEY,
+                                   connect_timeout=cfg.llm_connect_timeout,
+                                   read_timeout=cfg.llm_read_timeout))
+
+    @property
+    def llm(self) -> Any:
+        """The LLM client in use, or None (offline)."""
+        return self._llm
 
     def _open_backend(self, path: str | Path | None,
                       backend: VectorBackend | None) -> tuple[VectorBackend, str, str]:

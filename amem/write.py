@@ -252,7 +252,12 @@ class Writer:
             status = "pending_merge"
         candidates = [(h.payload["id"], h.payload["content"], float(h.score))
                       for h in neighbours if h.score >= cfg.link_floor][:cfg.link_candidates]
-        linked = self.enricher.verify_links(note.content, candidates) if candidates else []
+        linked: list[str] = []
+        if candidates:
+            decision = self.enricher.verify_links(note.content, candidates)
+            warnings.extend(getattr(decision, "warnings", []))
+            known = {c[0] for c in candidates}
+            linked = [nid for nid in decision if nid in known]  # never link to an invented id
         note.links = unique(linked)
         self._adds += 1
         evolved: list[str] = []
@@ -262,7 +267,9 @@ class Writer:
         updates = {}
         if evolve_now and linked:
             views = [_view(Note.from_payload(by_id[n].payload)) for n in linked[:cfg.evolve_max]]
-            updates = {u.id: u for u in self.enricher.evolve(_view(note), views)}
+            decision = self.enricher.evolve(_view(note), views)
+            warnings.extend(getattr(decision, "warnings", []))
+            updates = {u.id: u for u in decision if u.id in by_id}
         for nid in linked:
             other = Note.from_payload(by_id[nid].payload)
             other.links = unique([*other.links, note.id])
@@ -294,7 +301,7 @@ class Writer:
         """Fold the new text into its near-duplicate: content, hash and vector change."""
         store = self.store
         target = Note.from_payload(target_payload)
-        old_hash = target.hash
+        old_hash, old_tags = target.hash, list(target.tags)
         if note.content.strip() not in target.content:
             target.content = f"{target.content}\n\n{note.content}"
         target.hash = content_hash(target.content)
@@ -306,7 +313,7 @@ class Writer:
             "triggered_by": note.id, "at": now_iso(store.clock.now()), "action": "fold",
             "similarity": round(float(score), 6), "folded_text": note.content,
             "old_context": target.context, "new_context": target.context,
-            "old_tags": list(target.tags), "new_tags": list(target.tags)}]
+            "old_tags": old_tags, "new_tags": list(target.tags)}]
         vector = store.embed_passages([target.embed_text()])[0]
         store.write_points([store.make_point(target, vector, count_stats=False)])
         return AddResult("folded", target.id, links=list(target.links),

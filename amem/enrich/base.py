@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal, Protocol, Sequence, runtime_checkable
 
-CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
-NOTE_TYPES = ("memory", "knowledge")
+# One definition of the fixed sets, in the note schema.
+from ..notes import CATEGORIES, NOTE_TYPES  # noqa: E402
 OFFLINE = "offline"
 OFFLINE_FALLBACK = "offline-fallback"
 

@@ -1,0 +1,174 @@
+"""Search latency: the full ``search`` pipeline against the raw engine and an openclaw-style baseline.
+
+    python -m benchmarks.search_bench --sizes 1000,10000,100000 --out benchmarks/out/search.json
+
+For each store size (notes in one agent of an embedded qdrant-edge store) it times, in the same
+process and on the same queries:
+
+* ``full``: ``MemoryStore.search`` (query embedding, BM25 + dense queries, RRF, heat, links);
+* ``engine``: the engine's own hybrid RRF query (one call, dense + sparse prefetch), plus the
+  query embedding measured separately (``embed``): the floor any pipeline on this engine pays;
+* ``baseline``: openclaw-amem's way: rank-bm25 rebuilt over every note on every query, plus a
+  dense search, fused by RRF.
+
+Then the same after ``optimize()`` (HNSW built) when ``--optimize`` is given.
+
+Notes are real LoCoMo turns, recombined to reach the size; vectors are the e5 vectors of the
+source turns plus small noise (embedding 100k notes would take an hour on this machine and
+does not change what a search costs). Figures are ratios against the baselines of the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from amem import MemoryStore, load_config
+from amem.backends.base import Match, Where
+from amem.bm25 import query_vector
+from amem.notes import Note, content_hash
+from amem.ranking import rrf
+from amem.text import tokenize
+
+from .datasets import DEFAULT_LOCOMO, load_locomo
+
+
+def _pcts(samples: Sequence[float]) -> dict[str, float]:
+    ms = sorted(1000 * s for s in samples)
+    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+    return {"p50_ms": round(statistics.median(ms), 3), "p95_ms": round(p95, 3), "n": len(ms)}
+
+
+def build_corpus(embedder: Any, size: int, seed: int = 7, data: Path = DEFAULT_LOCOMO
+                 ) -> tuple[list[str], np.ndarray, list[str]]:
+    corpora = load_locomo(data)
+    turns = [d.text for c in corpora for d in c.docs]
+    queries = [q.text for c in corpora for q in c.queries]
+    base = embedder.embed(turns, kind="passage")
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    texts, rows = [], []
+    for i in range(size):
+        j = i % len(turns) if i < len(turns) else rng.randrange(len(turns))
+        extra = "" if i < len(turns) else " " + " ".join(rng.sample(turns[rng.randrange(len(turns))].split(), 3))
+        texts.append(turns[j] + extra)
+        rows.append(j)
+    vecs = base[rows] + nrng.normal(0, 0.02, size=(size, base.shape[1])).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return texts, vecs.astype(np.float32), queries
+
+
+def fill(store: MemoryStore, texts: Sequence[str], vecs: np.ndarray, agent: str) -> float:
+    t0 = time.perf_counter()
+    batch = []
+    stamp = "2026-01-01T00:00:00+00:00"
+    for i, (text, vec) in enumerate(zip(texts, vecs)):
+        note = Note(id=f"n{i}", content=text, agent_id=agent, timestamp=stamp,
+                    last_accessed=stamp, hash=content_hash(text))
+        batch.append(store.make_point(note, vec))
+        if len(batch) == 1000:
+            store.write_points(batch)
+            batch = []
+    if batch:
+        store.write_points(batch)
+    store.flush()
+    return time.perf_counter() - t0
+
+
+def measure(store: MemoryStore, texts: Sequence[str], queries: Sequence[str], agent: str,
+            n_queries: int, n_baseline: int) -> dict[str, Any]:
+    where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
+    qs = list(queries[:n_queries])
+    for q in qs[:3]:  # warm-up: model, caches
+        store.search(q, limit=5, agent_id=agent)
+    full, engine, embed = [], [], []
+    for q in qs:
+        t0 = time.perf_counter()
+        store.search(q, limit=5, agent_id=agent)
+        full.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        qv = store.embed_query(q)
+        t2 = time.perf_counter()
+        store.backend.hybrid_rrf(qv, query_vector(tokenize(q)), where, 5, prefetch=50)
+        t3 = time.perf_counter()
+        embed.append(t2 - t1)
+        engine.append(t3 - t2)
+    base = []
+    ids = [f"n{i}" for i in range(len(texts))]
+    from rank_bm25 import BM25Okapi
+
+    for q in qs[:n_baseline]:
+        t0 = time.perf_counter()
+        bm = BM25Okapi([re.findall(r"\w+", t.lower()) for t in texts])  # rebuilt per query
+        scores = bm.get_scores(re.findall(r"\w+", q.lower()))
+        bm_rank = [ids[i] for i in np.argsort(-scores)[:50] if scores[i] > 0]
+        qv = store.embed_query(q)
+        dense = [h.payload["id"] for h in store.backend.dense_search(qv, where, 50)]
+        rrf([bm_rank, dense], k=60)[:5]
+        base.append(time.perf_counter() - t0)
+    out = {"full": _pcts(full), "engine": _pcts(engine), "embed": _pcts(embed),
+           "baseline": _pcts(base)}
+    floor = out["engine"]["p50_ms"] + out["embed"]["p50_ms"]
+    out["ratios"] = {
+        "full_over_engine_plus_embed_p50": round(out["full"]["p50_ms"] / floor, 2),
+        "baseline_over_full_p50": round(out["baseline"]["p50_ms"] / out["full"]["p50_ms"], 1),
+    }
+    return out
+
+
+def run(quick: bool = False, sizes: Sequence[int] | None = None, optimize: bool = False,
+        embedder_name: str = "e5-small", n_queries: int = 100) -> dict[str, Any]:
+    from amem.embed import make_embedder
+
+    sizes = sizes or ([1000] if quick else [1000, 10000, 100000])
+    embedder = make_embedder(embedder_name)
+    result: dict[str, Any] = {"embedder": embedder.model_id, "sizes": {}}
+    config = load_config(overrides={"heat": True})
+    for size in sizes:
+        texts, vecs, queries = build_corpus(embedder, size)
+        n_base = 20 if size <= 10000 else 5
+        with MemoryStore(":memory:", config=config, embedder=embedder) as store:
+            fill_s = fill(store, texts, vecs, "bench")
+            row = {"fill_s": round(fill_s, 2), "upserts_per_s": round(size / fill_s),
+                   "before_optimize": measure(store, texts, queries, "bench",
+                                              20 if quick else n_queries, 3 if quick else n_base)}
+            if optimize:
+                t0 = time.perf_counter()
+                store.optimize()
+                row["optimize_s"] = round(time.perf_counter() - t0, 1)
+                row["after_optimize"] = measure(store, texts, queries, "bench",
+                                                20 if quick else n_queries, 3 if quick else n_base)
+        result["sizes"][str(size)] = row
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.search_bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1000,10000,100000")
+    p.add_argument("--optimize", action="store_true", help="also measure after optimize()")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--embedder", default="e5-small")
+    p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if not args.quick else None
+    result = run(args.quick, sizes, args.optimize, args.embedder, args.queries)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

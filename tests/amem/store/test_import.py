@@ -1,0 +1,137 @@
+"""Bulk import: formats, bad lines, idempotence, a killed import run again, export round trip."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from amem import MemoryStore
+from amem.clock import FixedClock
+from amem.embed.hashing import HashingEmbedder
+from amem.errors import ValidationError
+from amem.importer import export_store, import_export, import_file
+
+from .conftest import make_store
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
+                              for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_jsonl_import_reports_bad_lines_with_numbers(tmp_path: Path, edge_store: MemoryStore) -> None:
+    src = write_jsonl(tmp_path / "notes.jsonl", [
+        {"text": "first note", "subjects": ["alice"], "tags": ["t"]},
+        "{not json",
+        {"text": ""},
+        {"text": "dated", "timestamp": "2024-02-03"},
+        ["a list"],
+        {"text": "bad ts", "timestamp": "soon"},
+        {"text": "unknown field", "colour": "red"},
+        {"text": "first note"},  # duplicate of line 1
+        {"text": "北京的冬天很冷", "id": "zh-1"},
+    ])
+    report = import_file(edge_store, src, enrich=False)
+    assert (report.read, report.created, report.deduplicated, report.skipped) == (9, 3, 1, 5)
+    lines = sorted(int(e.split(":")[1]) for e in report.errors)
+    assert lines == [2, 3, 5, 6, 7]
+    assert all(str(src) in e for e in report.errors)
+    assert "colour" in " ".join(report.errors)
+    assert edge_store.count() == 3
+    assert edge_store.get("zh-1").content == "北京的冬天很冷"
+    assert edge_store.get("zh-1").subjects == []
+
+
+def test_text_and_markdown_one_note_per_paragraph(tmp_path: Path, edge_store: MemoryStore) -> None:
+    md = tmp_path / "notes.md"
+    md.write_text("# Heading one\nline a\nline b\n\nsecond paragraph\n## Heading two\nthird\n",
+                  encoding="utf-8")
+    report = import_file(edge_store, md, enrich=False)
+    assert report.created == 3
+    contents = sorted(n.content for n in edge_store.list(limit=10)[0])
+    assert contents == ["# Heading one\nline a\nline b", "## Heading two\nthird", "second paragraph"]
+
+
+def test_import_twice_is_idempotent(tmp_path: Path, edge_store: MemoryStore) -> None:
+    src = write_jsonl(tmp_path / "n.jsonl", [{"text": f"note number {i}"} for i in range(40)])
+    first = import_file(edge_store, src, enrich=False, batch=7)
+    second = import_file(edge_store, src, enrich=False, batch=7)
+    assert first.created == 40 and second.created == 0 and second.deduplicated == 40
+    assert edge_store.count() == 40
+
+
+def test_import_rejects_unknown_format_and_missing_file(tmp_path: Path, edge_store: MemoryStore) -> None:
+    (tmp_path / "x.csv").write_text("a,b\n")
+    with pytest.raises(ValidationError) as info:
+        import_file(edge_store, tmp_path / "x.csv")
+    assert info.value.field == "format"
+    with pytest.raises(ValidationError):
+        import_file(edge_store, tmp_path / "nope.jsonl")
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys
+    from amem import MemoryStore
+    from amem.embed.hashing import HashingEmbedder
+    from amem.importer import import_file
+    store_path, src = sys.argv[1], sys.argv[2]
+    def progress(done, total):
+        print("PROGRESS", done, flush=True)
+    with MemoryStore(store_path, embedder=HashingEmbedder(dim=64)) as store:
+        report = import_file(store, src, enrich=False, batch=20, progress=progress)
+        print("DONE", report.created, report.deduplicated, store.count(), flush=True)
+""")
+
+
+def test_killed_import_run_again_ends_with_exact_unique_notes(tmp_path: Path) -> None:
+    rows = [{"text": f"bulk note {i} " + "word " * (i % 13)} for i in range(1200)]
+    rows += [{"text": "bulk note 5 " + "word " * 5}] * 10  # duplicates of one row
+    src = write_jsonl(tmp_path / "bulk.jsonl", rows)
+    script = tmp_path / "run_import.py"
+    script.write_text(KILL_SCRIPT)
+    store_path = tmp_path / "store"
+    with subprocess.Popen([sys.executable, str(script), str(store_path), str(src)],
+                          stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        seen = 0
+        for line in proc.stdout:  # kill it mid-import, after some batches landed
+            if line.startswith("PROGRESS"):
+                seen += 1
+                if seen == 12:
+                    proc.send_signal(signal.SIGKILL)
+                    break
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    out = subprocess.run([sys.executable, str(script), str(store_path), str(src)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    done = [l for l in out.stdout.splitlines() if l.startswith("DONE")][0].split()
+    assert int(done[3]) == 1200  # exactly the unique notes
+    assert int(done[2]) > 0  # the first run's notes were recognised, not written twice
+
+
+def test_export_then_import_moves_a_store_between_backends(edge_store: MemoryStore) -> None:
+    for i in range(25):
+        edge_store.add(f"exported note {i}", id=f"e{i}", enrich=False, agent_id="a" if i % 2 else "b")
+    edge_store.delete("e3", agent_id="a")
+    edge_store.search("exported note 4", agent_id="b")
+    buf = io.StringIO()
+    assert export_store(edge_store, buf) == 25
+    buf.seek(0)
+    target = make_store("qdrant-local", HashingEmbedder(dim=256), FixedClock("2026-01-10T12:00:00"))
+    with target:
+        assert import_export(target, buf) == 25
+        assert target.count(agent_id="a") == 11 and target.count(agent_id="b") == 13
+        assert target.get("e4", agent_id="b").retrieval_count == 1
+        for agent in ("a", "b"):
+            q = "exported note 7"
+            assert [r.id for r in target.search(q, agent_id=agent, heat=False)] == \
+                   [r.id for r in edge_store.search(q, agent_id=agent, heat=False)]
