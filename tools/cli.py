@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", action="append", default=None, help="knowledge-note topic filter")
 
     p = cmd("list", cmd_list, "list your notes page by page")
-    p.add_argument("-n", "--limit", type=int, default=20)
+    p.add_argument("-n", "--limit", type=int, default=20, help="notes per page (default 20)")
     p.add_argument("--offset", help="next_offset printed by the previous page")
 
     p = cmd("get", cmd_get, "show one note in full")
