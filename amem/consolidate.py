@@ -57,6 +57,8 @@ NEIGHBOURS = 8
 #: above this many active notes, build the engine's HNSW index before the per-note queries
 #: (an unindexed qdrant-edge segment answers each query by brute force: 8 ms at 100k notes)
 INDEX_FIRST_AT = 20_000
+#: merge passes per run (later passes query only the previous pass's survivors)
+MAX_PASSES = 4
 
 #: ``progress(stage, done, total)``; stages: scan, pairs, merge, pending
 Progress = Callable[[str, int, int], None]
@@ -231,6 +233,7 @@ class _AgentRun:
         #: inactive notes: id -> merged_into (None: deleted, not merged)
         self.inactive: dict[str, str | None] = {}
         self.graph = LinkGraph()
+        self._seen_pairs: set[tuple[str, str]] = set()
 
     def progress(self, stage: str, done: int, total: int) -> None:
         if self._progress is not None and (done == total or done % 500 == 0):
@@ -241,15 +244,14 @@ class _AgentRun:
         self._scan()
         self._resume()
         self._repair()
-        clusters = plan_clusters(self._pairs(), {k: e.vector for k, e in self.active.items()},
-                                 {k: e.key for k, e in self.active.items()}, self.thr)
-        total = sum(len(losers) for _, losers in clusters)
-        done = 0
-        for survivor, losers in clusters:
-            for loser, score in losers:
-                self._merge(survivor, loser, score)
-                done += 1
-                self.progress("merge", done, total)
+        # Later passes query only the survivors of the last one: a pair refused because a
+        # cluster member was too far from the survivor may be fine once that member is gone,
+        # and a second run must not find it (it would not be idempotent).
+        survivors = self._merge_pass(self._pairs(None))
+        for _ in range(MAX_PASSES - 1):
+            if not survivors:
+                break
+            survivors = self._merge_pass(self._pairs(sorted(s for s in survivors if s in self.active)))
         self._pending()
         self.report.duration = time.perf_counter() - started
         return self.report
@@ -339,9 +341,11 @@ class _AgentRun:
             must.append(Match("category", group[1]))
         return Where(must=tuple(must), must_not=(HasId((point_id(self.agent, note_id),)),))
 
-    def _pairs(self) -> list[tuple[str, str, float]]:
+    def _pairs(self, only: list[str] | None) -> list[tuple[str, str, float]]:
+        """Scored pairs from one engine query per note (of ``only``, or every planned note)."""
         found: dict[tuple[str, str], float] = {}
-        order = sorted((e.group, k) for k, e in self.active.items() if e.group != ("", ""))
+        ids = list(self.active) if only is None else only
+        order = sorted((self.active[k].group, k) for k in ids if self.active[k].group != ("", ""))
         for done, (group, note_id) in enumerate(order, 1):
             entry = self.active[note_id]
             hits = self.store.backend.dense_search(entry.vector, self._group_where(note_id, group),
@@ -355,7 +359,8 @@ class _AgentRun:
                 key = (note_id, other) if note_id < other else (other, note_id)
                 found[key] = max(found.get(key, -1.0), float(hit.score))
             self.progress("pairs", done, len(order))
-        self.report.pairs = len(found)
+        self._seen_pairs.update(found)
+        self.report.pairs = len(self._seen_pairs)
         return [(a, b, s) for (a, b), s in sorted(found.items())]
 
     # ------------------------------------------------------------------ merge
@@ -410,6 +415,19 @@ class _AgentRun:
         self.graph.remove(loser)
         self.report.merges += 1
         self.report.merged.append((loser, survivor))
+
+    def _merge_pass(self, pairs: list[tuple[str, str, float]]) -> set[str]:
+        """Plan clusters from ``pairs`` and merge them; returns the survivors."""
+        clusters = plan_clusters(pairs, {k: e.vector for k, e in self.active.items()},
+                                 {k: e.key for k, e in self.active.items()}, self.thr)
+        total = sum(len(losers) for _, losers in clusters)
+        done = 0
+        for survivor, losers in clusters:
+            for loser, score in losers:
+                self._merge(survivor, loser, score)
+                done += 1
+                self.progress("merge", done, total)
+        return {survivor for survivor, _ in clusters}
 
     def _count_merge_kind(self, merged_by: str, error: str | None, loser: str,
                           survivor: str) -> None:

@@ -195,3 +195,18 @@ def test_index_first_builds_the_engine_index(edge_store: MemoryStore) -> None:
     seed_pair(edge_store)
     report = consolidate(edge_store, index_first=True)
     assert report.indexed_first and report.merges == 1
+
+
+def test_a_pair_refused_for_a_cluster_member_is_merged_in_the_same_run(store: MemoryStore) -> None:
+    # b~a and d~c are tight; a~c is 0.8 but d is too far from a, so the union of the two
+    # clusters is refused in the first pass; once b and d are merged away, a and c are a
+    # plain pair. A second run must not find it: the first run does, in its second pass.
+    put(store, "a", "Gina's bakery on Elm Street opens at six every weekday morning",
+        vector=angle_vector(0))
+    put(store, "b", "Gina's bakery opens at six", vector=angle_vector(-18))
+    put(store, "c", "The Elm Street bakery of Gina opens early on weekdays", vector=angle_vector(37))
+    put(store, "d", "Bakery opens early", vector=angle_vector(55))
+    first = store.consolidate()
+    assert first.merges == 3
+    assert [n.id for n, _ in store.iter_notes()] == ["a"]
+    assert store.consolidate().merges == 0
