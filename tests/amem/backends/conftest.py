@@ -73,6 +73,30 @@ def make_backend(kind: str, tmp_path: Path, qdrant_test_url: str | None) -> Iter
         client.close()
 
 
+@pytest.fixture(scope="module", params=KINDS)
+def shared_backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, qdrant_test_url: str | None,
+) -> Iterator[VectorBackend]:
+    """One empty backend per kind for a whole module: for read-only tests over fixed data."""
+    collection = f"amem_test_{uuid.uuid4().hex[:12]}"
+    backend: VectorBackend
+    if request.param == "edge":
+        backend = EdgeBackend(tmp_path_factory.mktemp("shared-edge"), DIM)
+    elif request.param == "qdrant-local":
+        backend = QdrantServerBackend.local(":memory:", collection, DIM)
+    elif qdrant_test_url is None:
+        pytest.skip("set AMEM_TEST_QDRANT_URL to run the backend suite against a Qdrant server")
+    else:
+        backend = QdrantServerBackend.from_url(qdrant_test_url, collection=collection, dim=DIM)
+    yield backend
+    backend.close()
+    if request.param == "qdrant-server":
+        client = QdrantClient(url=qdrant_test_url)
+        for name in (collection, collection + "__meta"):
+            client.delete_collection(name)
+        client.close()
+
+
 @pytest.fixture
 def backend(make_backend: Factory) -> VectorBackend:
     """One fresh, empty backend of the parametrized kind."""

@@ -97,10 +97,11 @@ FILTER_POINTS = [
 ]
 
 
-@pytest.fixture
-def filtered(backend: VectorBackend) -> VectorBackend:
-    backend.upsert([point(n, E[n], {n: 1.0, 50: 1.0}, **p) for n, p in FILTER_POINTS])
-    return backend
+@pytest.fixture(scope="module")
+def filtered(shared_backend: VectorBackend) -> VectorBackend:
+    """The filter points, written once per engine; the filter tests only read."""
+    shared_backend.upsert([point(n, E[n], {n: 1.0, 50: 1.0}, **p) for n, p in FILTER_POINTS])
+    return shared_backend
 
 
 @pytest.mark.parametrize(
@@ -149,9 +150,9 @@ def test_filter_nodes(filtered: VectorBackend, where: Where, expected: set[int])
         {"must": []},
     ],
 )
-def test_bad_filters_are_rejected_naming_where(backend: VectorBackend, where: object) -> None:
+def test_bad_filters_are_rejected_naming_where(filtered: VectorBackend, where: object) -> None:
     with pytest.raises(ValidationError) as err:
-        backend.count(where)  # type: ignore[arg-type]
+        filtered.count(where)  # type: ignore[arg-type]
     assert err.value.field == "where"
 
 
