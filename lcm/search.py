@@ -152,10 +152,15 @@ def _fts_rows(
         # Newest first needs no rank: walk the time index and test membership in the match set,
         # instead of ranking every match of a common word.
         index, expr = (fts, q.words) if q.words else (tri, q.trigram)
-        sql = (
-            f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN (SELECT rowid FROM {index} WHERE {index} MATCH ?) "
-            f"AND {where}{extra}"
-        )
+        # Row ids grow with ingest order, so the newest matches are first tried among the
+        # highest row ids (FTS5 serves ORDER BY rowid DESC LIMIT cheaply); if that window
+        # yields too few rows after scoping, the full match set is used.
+        base = f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN (SELECT rowid FROM {index} WHERE {index} MATCH ?"
+        tail = f") AND {where}{extra} ORDER BY t.{time_col} DESC, t.{rowid} DESC LIMIT ?"
+        window = c.execute(base + " ORDER BY rowid DESC LIMIT ?" + tail, [expr, limit * 20, *params, *extra_params, limit]).fetchall()
+        if len(window) >= limit:
+            return [(r, 0.0) for r in window]
+        sql = base + f") AND {where}{extra}"
         args: list[object] = [expr, *params, *extra_params]
     elif q.words or q.trigram:
         index, expr = (fts, q.words) if q.words else (tri, q.trigram)
