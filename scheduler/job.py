@@ -1,0 +1,201 @@
+"""The nightly job: consolidate every agent, optimise the engine, pay lcm's debts; record it.
+
+Each step runs even if an earlier one failed (a failed consolidation must not keep the engine
+from being optimised); a failed step is logged with its traceback, recorded with its error,
+and makes the run ``failed``. Nothing retries at once: the next night's run is the retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Literal, Protocol
+
+from apscheduler.triggers.base import BaseTrigger
+
+from amem.clock import Clock, SystemClock
+from amem.config import AmemConfig
+
+from .config import SchedulerConfig, as_scheduler_config, last_fire_time
+from .record import RunLock, read_record, write_record
+
+log = logging.getLogger(__name__)
+
+#: why a run happens: the cron trigger, a catch-up for a missed slot, or a person (``--once``)
+Reason = Literal["scheduled", "catch-up", "manual"]
+
+
+class NoteStore(Protocol):
+    """What the job needs of ``amem.MemoryStore``."""
+
+    config: AmemConfig
+
+    def consolidate(self, *, agent_id: str | None = None, all_agents: bool = False,
+                    progress: Any = None) -> Any: ...
+
+    def optimize(self) -> None: ...
+
+
+class ConversationStore(Protocol):
+    """What the job needs of ``lcm.LcmStore``."""
+
+    def maintenance(self) -> Any: ...
+
+
+@dataclass
+class StepResult:
+    status: Literal["ok", "failed", "skipped"]
+    duration: float = 0.0
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class NightlyReport:
+    """What one call of the job did (``status == "skipped"`` says why in ``skipped_because``)."""
+
+    status: Literal["ok", "failed", "skipped"]
+    reason: str
+    slot: str | None = None
+    slot_date: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration: float = 0.0
+    steps: dict[str, StepResult] = field(default_factory=dict)
+    skipped_because: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["duration"] = round(self.duration, 3)
+        for step in out["steps"].values():
+            step["duration"] = round(step["duration"], 3)
+        return out
+
+
+def run_nightly(memory_store: NoteStore, lcm_store: ConversationStore | None = None, *,
+                config: SchedulerConfig | AmemConfig | None = None, reason: Reason = "manual",
+                clock: Clock | None = None, trigger: BaseTrigger | None = None) -> NightlyReport:
+    """Run the nightly job now, unless another process is running it or its slot is done.
+
+    Args:
+        memory_store: the note store (every agent in it is consolidated).
+        lcm_store: the conversation store, when one is configured.
+        config: scheduler settings (an ``AmemConfig`` is converted); default from the store.
+        reason: ``"scheduled"`` and ``"catch-up"`` runs belong to the slot of the trigger's
+            latest fire time and are skipped when that local date was already served;
+            ``"manual"`` always runs (still never concurrently).
+        clock: the time source (tests fix it).
+        trigger: the trigger whose slots count (default: the configured daily cron).
+    """
+    cfg = as_scheduler_config(config, memory_store.config)
+    clock = clock or SystemClock()
+    trigger = trigger or cfg.trigger()
+    lock = RunLock(cfg.lock_path)
+    if not lock.acquire():
+        why = f"another process (pid {lock.holder_pid}) is running the nightly job"
+        log.info("nightly job skipped: %s", why)
+        return NightlyReport("skipped", reason, skipped_because=why)
+    try:
+        return _run_locked(memory_store, lcm_store, cfg, reason, clock, trigger)
+    finally:
+        lock.release()
+
+
+def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
+                cfg: SchedulerConfig, reason: Reason, clock: Clock,
+                trigger: BaseTrigger) -> NightlyReport:
+    record = read_record(cfg.record_path)
+    now = clock.now()
+    slot: datetime | None = None
+    slot_date: str | None = None
+    if reason != "manual":
+        slot = last_fire_time(trigger, now) or now
+        slot_date = slot.astimezone(cfg.zone).date().isoformat()
+        done = record.get("last_slot") or {}
+        if done.get("date") == slot_date and done.get("status") != "running":
+            why = f"the nightly job already ran for {slot_date} ({done.get('status')})"
+            log.info("nightly job skipped: %s", why)
+            return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
+                                 skipped_because=why)
+        if done.get("status") == "running":
+            log.warning("the nightly run of %s (pid %s) did not finish; running it again",
+                        done.get("date"), (record.get("last_run") or {}).get("pid"))
+    report = NightlyReport("ok", reason, slot=slot.isoformat() if slot else None,
+                           slot_date=slot_date, started_at=now.isoformat())
+    running = {"status": "running", "reason": reason, "slot": report.slot, "slot_date": slot_date,
+               "started_at": report.started_at, "pid": os.getpid(), "host": socket.gethostname()}
+    record["last_run"] = running
+    if slot_date is not None:
+        record["last_slot"] = {"slot": report.slot, "date": slot_date, "status": "running"}
+    record.setdefault("first_seen", now.isoformat())
+    write_record(cfg.record_path, record)
+    log.info("nightly job started (%s%s)", reason, f", slot {slot_date}" if slot_date else "")
+    started = time.perf_counter()
+    report.steps["consolidate"] = _step("consolidate", lambda: _summary(
+        memory_store.consolidate(all_agents=True)))
+    report.steps["optimize"] = _step("optimize", lambda: memory_store.optimize())
+    if lcm_store is None:
+        report.steps["lcm_maintenance"] = StepResult("skipped", summary={"why": "no lcm store"})
+    else:
+        report.steps["lcm_maintenance"] = _step("lcm_maintenance", lambda: _lcm(lcm_store))
+    report.duration = time.perf_counter() - started
+    report.finished_at = clock.now().isoformat()
+    failed = [name for name, step in report.steps.items() if step.status == "failed"]
+    report.status = "failed" if failed else "ok"
+    _finish(cfg, record, report, failed)
+    return report
+
+
+def _step(name: str, body: Callable[[], Any]) -> StepResult:
+    started = time.perf_counter()
+    try:
+        summary = body()
+    except Exception as exc:  # a step's failure is recorded; the next step still runs
+        log.exception("nightly step %s failed", name)
+        return StepResult("failed", time.perf_counter() - started,
+                          error=f"{type(exc).__name__}: {exc}")
+    result = StepResult("ok", time.perf_counter() - started,
+                        summary=summary if isinstance(summary, dict) else {})
+    if isinstance(summary, dict) and summary.get("failures"):
+        result.status = "failed"
+        result.error = f"{len(summary['failures'])} item(s) failed: {summary['failures']}"
+        log.error("nightly step %s: %s", name, result.error)
+    return result
+
+
+def _summary(report: Any) -> dict[str, Any]:
+    data = report.to_dict() if hasattr(report, "to_dict") else {}
+    return {k: data[k] for k in ("groups", "pairs", "merges", "links_rewritten",
+                                 "pending_resolved", "llm_fallbacks", "duration") if k in data}
+
+
+def _lcm(store: ConversationStore) -> dict[str, Any]:
+    result = store.maintenance()
+    data = result.to_dict() if hasattr(result, "to_dict") else {}
+    return {"compactions": len(data.get("compactions") or []),
+            "failures": data.get("failures") or {}, "retention": data.get("retention")}
+
+
+def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,
+            failed: list[str]) -> None:
+    record["last_run"] = {**record["last_run"], **{
+        "status": report.status, "finished_at": report.finished_at,
+        "duration": round(report.duration, 3),
+        "steps": {k: {"status": v.status, "error": v.error, "summary": v.summary}
+                  for k, v in report.steps.items()},
+        "error": "; ".join(f"{n}: {report.steps[n].error}" for n in failed) or None}}
+    if report.slot_date is not None:
+        record["last_slot"] = {"slot": report.slot, "date": report.slot_date,
+                               "status": report.status}
+    if report.status == "ok":
+        record["last_success_at"] = report.finished_at
+        record["consecutive_failures"] = 0
+    else:
+        record["consecutive_failures"] = int(record.get("consecutive_failures") or 0) + 1
+        log.error("nightly job failed (%s); it runs again next night", record["last_run"]["error"])
+    write_record(cfg.record_path, record)
+    log.info("nightly job %s in %.1fs", report.status, report.duration)

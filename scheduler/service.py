@@ -1,0 +1,202 @@
+"""APScheduler wiring: the background scheduler of the server, the blocking one of the CLI.
+
+Both schedule one job (fixed id, ``replace_existing``) on ``CronTrigger(hour, minute,
+timezone)`` with ``coalesce=True`` (a backlog of missed firings runs once), ``max_instances=1``
+and a misfire grace of hours. Two things APScheduler alone does not cover, because its job
+store is in memory:
+
+* a missed night while the process was down: at start, if the trigger's latest slot is later
+  than the last served one (and later than the first time a scheduler ran here), a one-off
+  catch-up run is added; the slot record makes it run once, however often the process starts;
+* a wake-up after the grace time: APScheduler reports the firing as missed, and the same
+  catch-up (again deduplicated by the slot record) runs instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.triggers.base import BaseTrigger
+
+from amem.clock import Clock, SystemClock
+from amem.config import AmemConfig
+
+from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, last_fire_time,
+                     next_fire_time)
+from .job import ConversationStore, NightlyReport, NoteStore, Reason, run_nightly
+from .record import RunLock, lock_holder, read_record, write_record
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerHandle:
+    """A running background scheduler: ``shutdown()`` stops it (waiting for a running job)."""
+
+    def __init__(self, scheduler: BaseScheduler, runner: "_Runner") -> None:
+        self.scheduler = scheduler
+        self._runner = runner
+
+    @property
+    def reports(self) -> list[NightlyReport]:
+        """Reports of the runs this scheduler made, oldest first."""
+        return list(self._runner.reports)
+
+    @property
+    def next_run_time(self) -> datetime | None:
+        job = self.scheduler.get_job(JOB_ID)
+        return job.next_run_time if job is not None else None
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=wait)
+
+
+class _Runner:
+    """The callable APScheduler runs; keeps the stores and the reports."""
+
+    def __init__(self, memory_store: NoteStore, lcm_store: ConversationStore | None,
+                 cfg: SchedulerConfig, clock: Clock, trigger: BaseTrigger) -> None:
+        self.memory_store, self.lcm_store = memory_store, lcm_store
+        self.cfg, self.clock, self.trigger = cfg, clock, trigger
+        self.reports: list[NightlyReport] = []
+
+    def __call__(self, reason: Reason) -> None:
+        try:
+            report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg, reason=reason,
+                                 clock=self.clock, trigger=self.trigger)
+        except Exception:  # the scheduler thread must survive; the next night retries
+            log.exception("the nightly job crashed")
+            return
+        self.reports.append(report)
+
+
+def _configure(scheduler: BaseScheduler, runner: _Runner, *, catch_up: bool) -> None:
+    cfg = runner.cfg
+    scheduler.add_job(runner, trigger=runner.trigger, args=("scheduled",), id=JOB_ID,
+                      name="amem nightly maintenance", replace_existing=True, coalesce=True,
+                      max_instances=1, misfire_grace_time=cfg.misfire_grace_seconds)
+
+    def on_missed(event: JobExecutionEvent) -> None:
+        if event.job_id == JOB_ID:
+            log.warning("the nightly run of %s was missed by more than the grace time; "
+                        "catching up now", event.scheduled_run_time)
+            _add_catch_up(scheduler, runner)
+
+    scheduler.add_listener(on_missed, EVENT_JOB_MISSED)
+    now = runner.clock.now()
+    _note_first_seen(cfg, now)
+    if catch_up and missed_slot(cfg, runner.trigger, now) is not None:
+        _add_catch_up(scheduler, runner)
+
+
+def _add_catch_up(scheduler: BaseScheduler, runner: _Runner) -> None:
+    scheduler.add_job(runner, trigger="date", args=("catch-up",), id=CATCH_UP_ID,
+                      name="amem nightly catch-up", replace_existing=True, max_instances=1,
+                      misfire_grace_time=runner.cfg.misfire_grace_seconds)
+
+
+def _note_first_seen(cfg: SchedulerConfig, now: datetime) -> None:
+    """Remember when a scheduler first ran here: slots before it were never owed."""
+    lock = RunLock(cfg.lock_path)
+    if not lock.acquire():
+        return  # a run is in progress; it writes first_seen itself
+    try:
+        record = read_record(cfg.record_path)
+        if "first_seen" not in record:
+            record["first_seen"] = now.isoformat()
+            write_record(cfg.record_path, record)
+    finally:
+        lock.release()
+
+
+def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> datetime | None:
+    """The latest slot that should have run and did not (None when nothing is owed)."""
+    slot = last_fire_time(trigger, now)
+    if slot is None:
+        return None
+    record = read_record(cfg.record_path)
+    done = record.get("last_slot") or {}
+    slot_date = slot.astimezone(cfg.zone).date().isoformat()
+    if done.get("date") == slot_date and done.get("status") != "running":
+        return None
+    first_seen = record.get("first_seen")
+    if first_seen and datetime.fromisoformat(first_seen) > slot:
+        return None
+    return slot
+
+
+def start_background(memory_store: NoteStore, lcm_store: ConversationStore | None = None,
+                     config: SchedulerConfig | AmemConfig | None = None, *,
+                     clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                     catch_up: bool = True) -> SchedulerHandle:
+    """Start the nightly job in a background thread of the serving process.
+
+    Args:
+        memory_store: the note store the server owns.
+        lcm_store: the conversation store, if any.
+        config: scheduler settings (the server passes its ``AmemConfig``).
+        clock: time source for slot decisions (tests).
+        trigger: replaces the daily cron (tests use a date trigger a second away).
+        catch_up: run a missed slot at once (see the module docstring).
+    """
+    cfg = as_scheduler_config(config, memory_store.config)
+    runner = _Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger())
+    scheduler = BackgroundScheduler(timezone=cfg.zone, daemon=True)
+    _configure(scheduler, runner, catch_up=catch_up)
+    scheduler.start()
+    log.info("nightly scheduler started; next run %s", scheduler.get_job(JOB_ID).next_run_time)
+    return SchedulerHandle(scheduler, runner)
+
+
+def run_forever(memory_store: NoteStore, lcm_store: ConversationStore | None = None,
+                config: SchedulerConfig | AmemConfig | None = None, *,
+                clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
+    """The standalone scheduler: blocks, running the nightly job, until interrupted."""
+    cfg = as_scheduler_config(config, memory_store.config)
+    runner = _Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger())
+    scheduler = BlockingScheduler(timezone=cfg.zone)
+    _configure(scheduler, runner, catch_up=True)
+    log.info("standalone nightly scheduler: %02d:%02d %s", cfg.hour, cfg.minute, cfg.timezone)
+    try:
+        scheduler.start()
+    except (KeyboardInterrupt, SystemExit):
+        log.info("nightly scheduler stopping")
+    finally:
+        if scheduler.running:
+            scheduler.shutdown(wait=True)
+
+
+def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | None = None,
+                    *, now: datetime | None = None) -> dict[str, Any]:
+    """What ``amem status`` shows: the last run, the last success, failures, the next run.
+
+    ``state`` is ``never`` (no run yet), ``ok``, ``failed``, ``running`` (a process holds the
+    lock now) or ``interrupted`` (a run started and its process died before finishing).
+    """
+    cfg = SchedulerConfig(home=Path(home)) if config is None else (
+        config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_amem(config))
+    cfg = SchedulerConfig(Path(home), cfg.timezone, cfg.hour, cfg.minute, cfg.misfire_grace_hours)
+    record = read_record(cfg.record_path)
+    last = record.get("last_run") or {}
+    holder = lock_holder(cfg.lock_path)
+    state = last.get("status") or "never"
+    if state == "running" and holder is None:
+        state = "interrupted"
+    elif holder is not None:
+        state = "running"
+    moment = now or SystemClock().now()
+    nxt = next_fire_time(cfg.trigger(), moment)
+    return {
+        "state": state, "last_run": last or None, "last_success_at": record.get("last_success_at"),
+        "consecutive_failures": int(record.get("consecutive_failures") or 0),
+        "last_error": last.get("error"), "running_pid": holder,
+        "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",
+        "next_run": nxt.isoformat() if nxt else None, "record": str(cfg.record_path),
+    }
