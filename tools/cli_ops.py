@@ -40,7 +40,9 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--no-lcm", action="store_true", help="leave the lcm_* tools out")
     p.add_argument("--tokens", action="store_true", help="print the list's size in tokens only")
 
-    lcm = cmd("lcm", lambda a: _usage(lcm), "conversation store: grep, describe, expand, ...")
+    lcm: argparse.ArgumentParser = cmd("lcm", _usage, "conversation store: grep, describe, "
+                                       "expand, status, doctor")
+    lcm.set_defaults(func=lambda a: _usage(lcm))
     lsub = lcm.add_subparsers(dest="lcm_command", metavar="LCM_COMMAND")
     p = cmd("grep", cmd_lcm_grep, "search messages and summaries", into=lsub)
     p.add_argument("pattern")
@@ -70,8 +72,11 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
+def _usage(parser: Any) -> int:
+    """``amem lcm`` without a subcommand: show what there is (a usage error)."""
+    import sys
+
+    parser.print_help(sys.stderr)
     return 2
 
 

@@ -47,18 +47,16 @@ def build_server(facade: ToolFacade, *, name: str = "amem") -> Any:
     from mcp.server import Server
 
     limiter = anyio.CapacityLimiter(1)
-    facades: dict[tuple[str, str | None], ToolFacade] = {}
 
     def facade_for(ctx: Any) -> ToolFacade:
+        # A view per request is cheap (the registry is a few dataclasses) and keeps no
+        # per-agent state growing in a long-lived server.
         headers = getattr(getattr(ctx, "request", None), "headers", None)
         agent = headers.get(AGENT_HEADER) if headers is not None else None
         session = headers.get(SESSION_HEADER) if headers is not None else None
         if not agent and not session:
             return facade
-        key = (agent or facade.agent_id, session)
-        if key not in facades:
-            facades[key] = facade.for_agent(key[0], session_key=session)
-        return facades[key]
+        return facade.for_agent(agent or facade.agent_id, session_key=session)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
