@@ -1,0 +1,247 @@
+"""Bulk import throughput against the raw embedder (the limit), and single ``add`` latency.
+
+    python -m benchmarks.import_bench                       # 10k notes, e5-small
+    python -m benchmarks.import_bench --quick --embedder hashing
+    python -m benchmarks.import_bench --size 1000 --profile 200 --out benchmarks/out/import.json
+
+Notes are real LoCoMo turns (``"<speaker>: <text>"``, as the store holds them), recombined in
+pairs to reach ``--size`` unique texts, written to a JSONL file with their session dates. In one
+process, with one embedder instance and the store's own batch size, it times:
+
+* ``raw``: ``embedder.embed(texts, kind="passage")`` over the same contents, batch by batch:
+  the ceiling any import can reach;
+* ``import_no_enrich``: ``amem.importer.import_file(..., enrich=False)`` into a fresh
+  ``MemoryStore(":memory:")`` (the episodic fast path: hash dedup, embed, write);
+* ``import_enrich``: the same with offline enrichment on (dedup, fold, enrichment, links,
+  evolution), the default write path without an LLM;
+* ``raw_note_texts``: the raw embedder on what the enriched store embeds (content + keywords +
+  tags + context), which separates "longer inputs" from pipeline overhead;
+* ``add``: single ``MemoryStore.add`` latency (p50/p95) into the enriched store of ``--size``
+  notes, next to embedding one such text alone.
+
+Figures are ratios against ``raw`` (the aim: enriched import >= 0.60 of raw) because absolute
+rates move with the machine's load, which is recorded per phase. ``--profile N`` runs cProfile
+over an enriched import of the first N notes and lists where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import logging
+import os
+import pstats
+import random
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from amem import MemoryStore, load_config
+from amem.embed import Embedder, make_embedder
+from amem.importer import import_file
+
+from ._util import latency_ms, ratio, timed
+from .datasets import DEFAULT_LOCOMO, load_locomo
+
+log = logging.getLogger(__name__)
+
+QUICK_SIZE = 300
+AIM = 0.60
+
+
+def build_items(size: int, data: Path = DEFAULT_LOCOMO, seed: int = 11) -> list[dict[str, str]]:
+    """``size`` unique notes: every turn once, then pairs of turns of one conversation.
+
+    A pair keeps the language and the speakers real; pairs are drawn without repetition, so
+    the importer's hash dedup never removes a note the benchmark counts.
+    """
+    if size <= 0:
+        raise ValueError(f"size must be a positive number of notes, got {size}")
+    corpora = load_locomo(data)
+    docs = [(c.name, d) for c in corpora for d in c.docs]
+    if not docs:
+        raise ValueError(f"{data} holds no LoCoMo turns")
+    by_conv: dict[str, list[Any]] = {}
+    for name, doc in docs:
+        by_conv.setdefault(name, []).append(doc)
+    rng = random.Random(seed)
+    items: list[dict[str, str]] = []
+    seen: set[str] = set()
+
+    def push(text: str, stamp: str | None) -> None:
+        if text not in seen:
+            seen.add(text)
+            items.append({"text": text, **({"timestamp": stamp} if stamp else {})})
+
+    for _, doc in docs[:size]:
+        push(doc.text, doc.timestamp)
+    names = sorted(by_conv)
+    attempts = 0
+    while len(items) < size:
+        attempts += 1
+        if attempts > 50 * size:
+            raise ValueError(f"cannot build {size} unique notes from {data}")
+        turns = by_conv[names[rng.randrange(len(names))]]
+        i = rng.randrange(len(turns) - 1) if len(turns) > 1 else 0
+        j = min(len(turns) - 1, i + 1 + rng.randrange(8))
+        push(f"{turns[i].text} {turns[j].text}", turns[j].timestamp)
+    return items
+
+
+def write_jsonl(items: Sequence[dict[str, str]], path: Path) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for item in items:
+            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+    return path
+
+
+def raw_rate(embedder: Embedder, texts: Sequence[str], batch: int) -> dict[str, Any]:
+    """The embedder alone over ``texts`` in batches of ``batch`` (what the store sends it)."""
+    def work() -> None:
+        for start in range(0, len(texts), batch):
+            embedder.embed(list(texts[start:start + batch]), kind="passage")
+
+    seconds, _ = timed(work)
+    return _rate(len(texts), seconds)
+
+
+def _rate(notes: int, seconds: float) -> dict[str, Any]:
+    return {"notes": notes, "seconds": round(seconds, 3),
+            "notes_per_s": round(notes / seconds, 2) if seconds > 0 else None,
+            "loadavg": round(os.getloadavg()[0], 2)}
+
+
+def timed_import(embedder: Embedder, path: Path, enrich: bool) -> tuple[MemoryStore, dict[str, Any]]:
+    """Import ``path`` into a fresh in-memory store; the store is returned open."""
+    store = MemoryStore(":memory:", config=load_config(), embedder=embedder)
+    try:
+        seconds, report = timed(lambda: import_file(store, path, enrich=enrich))
+    except BaseException:
+        store.close()
+        raise
+    row = _rate(report.read, seconds)
+    row.update({k: getattr(report, k) for k in
+                ("created", "deduplicated", "folded", "pending_merge", "skipped")})
+    row["count_after"] = store.count()
+    return store, row
+
+
+def add_latency(store: MemoryStore, embedder: Embedder, texts: Sequence[str]) -> dict[str, Any]:
+    """``store.add`` one text at a time, then the embedder alone on the same texts one by one."""
+    before = store.count()
+    adds, statuses = [], {}
+    for text in texts:
+        seconds, result = timed(lambda: store.add(text))
+        adds.append(seconds)
+        statuses[result.status] = statuses.get(result.status, 0) + 1
+    embeds = [timed(lambda: embedder.embed([text], kind="passage"))[0] for text in texts]
+    add, one = latency_ms(adds), latency_ms(embeds)
+    return {"store_notes_before": before, "add": add, "embed_one": one, "statuses": statuses,
+            "add_over_embed_p50": ratio(add["p50_ms"], one["p50_ms"])}
+
+
+def profile_import(embedder: Embedder, path: Path, top: int = 15) -> dict[str, Any]:
+    """cProfile over one enriched import: the heaviest amem functions (cumulative) and the
+    heaviest functions anywhere (self time), each as a share of the profiled wall time."""
+    store = MemoryStore(":memory:", config=load_config(), embedder=embedder)
+    profiler = cProfile.Profile()
+    try:
+        seconds, _ = timed(lambda: profiler.runcall(import_file, store, path, enrich=True))
+    finally:
+        store.close()
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = []
+    for (filename, line, name), (_, calls, self_s, cum_s, _) in stats.items():
+        rows.append({"function": _where(filename, line, name), "calls": calls,
+                     "self_share": round(self_s / seconds, 4), "cum_share": round(cum_s / seconds, 4)})
+    ours = [r for r in rows if r["function"].startswith(("amem/", "benchmarks/"))]
+    return {"notes": sum(1 for _ in path.open(encoding="utf-8")), "seconds": round(seconds, 3),
+            "top_amem_cumulative": sorted(ours, key=lambda r: -r["cum_share"])[:top],
+            "top_self": sorted(rows, key=lambda r: -r["self_share"])[:top]}
+
+
+def _where(filename: str, line: int, name: str) -> str:
+    parts = Path(filename).parts
+    for anchor in ("amem", "benchmarks", "site-packages"):
+        if anchor in parts:
+            start = parts.index(anchor) + (1 if anchor == "site-packages" else 0)
+            return f"{'/'.join(parts[start:])}:{line}:{name}"
+    return f"{filename}:{line}:{name}" if filename != "~" else name
+
+
+def run(quick: bool, size: int = 10_000, embedder: str = "e5-small", *,
+        data: Path = DEFAULT_LOCOMO, adds: int | None = None, profile: int = 0) -> dict[str, Any]:
+    """Measure raw embedding, import without and with enrichment, and ``add`` latency."""
+    size = QUICK_SIZE if quick else size
+    adds = adds or (20 if quick else 50)
+    if adds <= 0:
+        raise ValueError(f"adds must be positive, got {adds}")
+    config = load_config()
+    # the hashing embedder has no threads to set; every model gets the store's default count
+    options = {} if embedder == "hashing" else {"threads": config.embed_threads}
+    model = make_embedder(embedder, **options)
+    items = build_items(size + adds, data)
+    file_items, extra = items[:size], [item["text"] for item in items[size:]]
+    texts = [item["text"] for item in file_items]
+    warm, _ = timed(lambda: model.embed(texts[:4], kind="passage"))  # model load, not throughput
+    result: dict[str, Any] = {"notes": size, "embedder": model.model_id, "data": str(data),
+                              "embed_batch": config.embed_batch, "warmup_s": round(warm, 2),
+                              "aim_enrich_over_raw": AIM}
+    with tempfile.TemporaryDirectory(prefix="amem-import-bench-") as tmp:
+        path = write_jsonl(file_items, Path(tmp) / "notes.jsonl")
+        result["raw"] = raw_rate(model, texts, config.embed_batch)
+        store, result["import_no_enrich"] = timed_import(model, path, enrich=False)
+        store.close()
+        store, result["import_enrich"] = timed_import(model, path, enrich=True)
+        try:
+            note_texts = [note.embed_text() for note, _ in store.iter_notes()]
+            result["raw_note_texts"] = raw_rate(model, note_texts, config.embed_batch)
+            result["add_latency"] = add_latency(store, model, extra)
+        finally:
+            store.close()
+        if profile:
+            sample = write_jsonl(file_items[:profile], Path(tmp) / "profile.jsonl")
+            result["profile"] = profile_import(model, sample)
+    raw = result["raw"]["notes_per_s"]
+    result["ratios"] = {
+        "import_no_enrich_over_raw": ratio(result["import_no_enrich"]["notes_per_s"], raw),
+        "import_enrich_over_raw": ratio(result["import_enrich"]["notes_per_s"], raw),
+        "import_enrich_over_raw_note_texts": ratio(result["import_enrich"]["notes_per_s"],
+                                                   result["raw_note_texts"]["notes_per_s"]),
+    }
+    result["meets_aim"] = (result["ratios"]["import_enrich_over_raw"] or 0.0) >= AIM
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.import_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SIZE} notes")
+    parser.add_argument("--size", type=int, default=10_000, help="notes to import")
+    parser.add_argument("--embedder", default="e5-small", help="e5-small, minilm, hashing, ...")
+    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file")
+    parser.add_argument("--adds", type=int, help="single adds to time (20 quick, 50 full)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile an enriched import of the first N notes")
+    parser.add_argument("--out", type=Path, help="also write the JSON result here")
+    args = parser.parse_args(argv)
+    if args.size <= 0:
+        parser.error("--size must be positive")
+    if not args.data.is_file():
+        parser.error(f"--data {args.data} does not exist")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    result = run(args.quick, args.size, args.embedder, data=args.data, adds=args.adds,
+                 profile=args.profile)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
