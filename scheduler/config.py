@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -97,12 +97,20 @@ def as_scheduler_config(config: "SchedulerConfig | AmemConfig | None",
 
 def last_fire_time(trigger: BaseTrigger, now: datetime,
                    lookback: timedelta = LOOKBACK) -> datetime | None:
-    """The latest time at or before ``now`` the trigger fires (None if none in ``lookback``)."""
-    cursor = now - lookback
+    """The latest time (UTC) at or before ``now`` the trigger fires; None if none in ``lookback``.
+
+    Arithmetic runs in UTC: adding a second to a local time in the repeated hour of a fall-back
+    night drops its ``fold`` and lands an hour earlier, and comparing two such local times for
+    equality is always False (PEP 495).
+    """
+    cursor = (now - lookback).astimezone(timezone.utc)
     last = None
-    for _ in range(10_000):  # a bound, not a limit anyone reaches with a daily trigger
+    for _ in range(10_000):  # a bound against a misbehaving trigger; a daily one needs three
         nxt = trigger.get_next_fire_time(None, cursor)
-        if nxt is None or nxt > now:
+        if nxt is None:
+            break
+        nxt = nxt.astimezone(timezone.utc)
+        if nxt > now or nxt < cursor:
             break
         last = nxt
         cursor = nxt + timedelta(seconds=1)
@@ -110,5 +118,6 @@ def last_fire_time(trigger: BaseTrigger, now: datetime,
 
 
 def next_fire_time(trigger: BaseTrigger, now: datetime) -> datetime | None:
-    """The first time after ``now`` the trigger fires."""
-    return trigger.get_next_fire_time(None, now + timedelta(microseconds=1))
+    """The first time (UTC) after ``now`` the trigger fires."""
+    nxt = trigger.get_next_fire_time(None, (now + timedelta(microseconds=1)).astimezone(timezone.utc))
+    return nxt.astimezone(timezone.utc) if nxt is not None else None

@@ -1,0 +1,118 @@
+"""run_nightly: the steps, the record, failures and retries, the lock, slot de-duplication."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+from amem import MemoryStore
+from amem.clock import FixedClock
+from scheduler import last_run_status, run_nightly
+from scheduler.record import RunLock, read_record
+
+from .conftest import ToyLcm, ToyNoteStore, cfg
+
+UTC = timezone.utc
+
+
+def test_real_store_is_consolidated_optimised_and_recorded(real_store: MemoryStore, home: Path) -> None:
+    real_store.add("Harry's locker code is 4512", enrich=False)
+    real_store.add("Harry's locker code is 4512.", enrich=False, agent_id="other")
+    lcm = ToyLcm()
+    report = run_nightly(real_store, lcm, reason="manual")
+    assert report.status == "ok"
+    assert report.steps["consolidate"].status == "ok"
+    assert report.steps["consolidate"].summary["groups"] == 2  # both agents were consolidated
+    assert report.steps["optimize"].status == "ok"
+    assert report.steps["lcm_maintenance"].summary["compactions"] == 1 and lcm.calls == 1
+    record = read_record(home / "nightly.json")
+    assert record["last_run"]["status"] == "ok" and record["last_success_at"]
+    assert [p.name for p in home.iterdir() if p.name.endswith(".tmp")] == []
+    status = last_run_status(home)
+    assert status["state"] == "ok" and status["running_pid"] is None
+
+
+def test_failure_is_recorded_other_steps_still_run_and_next_night_retries(home: Path) -> None:
+    store = ToyNoteStore(home, fail=True)
+    config = cfg(home)
+    clock = FixedClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+    assert report.status == "failed" and store.optimizations == 1
+    assert report.steps["consolidate"].error == "RuntimeError: disk full"
+    assert report.steps["lcm_maintenance"].status == "ok"
+    status = last_run_status(home, config)
+    assert status["state"] == "failed" and "disk full" in status["last_error"]
+    assert status["consecutive_failures"] == 1
+    # not retried the same night ...
+    clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    assert run_nightly(store, config=config, reason="catch-up", clock=clock).status == "skipped"
+    # ... but the next night
+    store.fail = False
+    clock.set(datetime(2027, 5, 2, 2, 30, 5, tzinfo=UTC))
+    assert run_nightly(store, config=config, reason="scheduled", clock=clock).status == "ok"
+    status = last_run_status(home, config)
+    assert status["state"] == "ok" and status["consecutive_failures"] == 0
+
+
+def test_lcm_item_failures_fail_the_step(home: Path, toy: ToyNoteStore) -> None:
+    report = run_nightly(toy, ToyLcm({"7": "LcmError: boom"}), config=cfg(home))
+    assert report.status == "failed" and "boom" in (report.steps["lcm_maintenance"].error or "")
+
+
+def test_a_held_lock_skips_the_run_and_names_the_holder(home: Path, toy: ToyNoteStore) -> None:
+    lock = RunLock(home / "nightly.lock")
+    assert lock.acquire()
+    try:
+        report = run_nightly(toy, config=cfg(home))
+        assert report.status == "skipped" and "another process" in (report.skipped_because or "")
+        assert last_run_status(home)["state"] in ("never", "running")
+        assert last_run_status(home)["running_pid"] is not None
+    finally:
+        lock.release()
+    assert toy.consolidations == 0
+
+
+def test_two_threads_never_run_the_job_at_once(home: Path) -> None:
+    store = ToyNoteStore(home, delay=0.5)
+    results: list[str] = []
+
+    def go() -> None:
+        results.append(run_nightly(store, config=cfg(home)).status)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["ok", "skipped"] and store.consolidations == 1
+
+
+def test_interrupted_run_is_reported_and_rerun(home: Path, toy: ToyNoteStore) -> None:
+    config = cfg(home)
+    clock = FixedClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    run_nightly(toy, config=config, reason="scheduled", clock=clock)
+    record = read_record(home / "nightly.json")
+    record["last_run"]["status"] = record["last_slot"]["status"] = "running"  # as if killed
+    (home / "nightly.json").write_text(json.dumps(record))
+    assert last_run_status(home, config)["state"] == "interrupted"
+    clock.set(datetime(2027, 5, 1, 8, 0, tzinfo=UTC))
+    assert run_nightly(toy, config=config, reason="catch-up", clock=clock).status == "ok"
+    assert toy.consolidations == 2
+
+
+def test_manual_runs_do_not_use_up_the_night(home: Path, toy: ToyNoteStore) -> None:
+    config = cfg(home)
+    clock = FixedClock(datetime(2027, 5, 1, 1, 0, tzinfo=UTC))
+    assert run_nightly(toy, config=config, reason="manual", clock=clock).status == "ok"
+    clock.set(datetime(2027, 5, 1, 2, 30, 1, tzinfo=UTC))
+    assert run_nightly(toy, config=config, reason="scheduled", clock=clock).status == "ok"
+
+
+def test_corrupt_record_is_tolerated(home: Path, toy: ToyNoteStore) -> None:
+    home.mkdir(parents=True)
+    (home / "nightly.json").write_text("{not json")
+    assert last_run_status(home)["state"] == "never"
+    assert run_nightly(toy, config=cfg(home)).status == "ok"
+    assert read_record(home / "nightly.json")["last_run"]["status"] == "ok"
