@@ -336,6 +336,13 @@ def _report_error(args: argparse.Namespace | None, err: CliError) -> int:
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
     """Run one ``amem`` command; returns the exit code (the console script exits with it)."""
     environ = dict(os.environ if env is None else env)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["scheduler"] and not {"-h", "--help"} & set(argv[1:2]):
+        # Every argument after the word belongs to the scheduler's own parser.
+        from .cli_ops import run_scheduler
+
+        setup_logging(0, environ)
+        return run_scheduler(argv[1:], environ)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -26,9 +26,10 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--no-scheduler", action="store_true", help="no nightly maintenance")
     p.add_argument("--session-key", help="lcm session family the lcm_* tools search")
 
-    p = cmd("scheduler", cmd_scheduler, "nightly maintenance (see `amem scheduler --help`)")
+    p = cmd("scheduler", cmd_scheduler,
+            "run the nightly maintenance in the foreground; every argument after the word "
+            "goes to the scheduler (`amem scheduler --once`, `--status`, ...)")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the scheduler")
-    p.add_help = False
 
     cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
     p = cmd("doctor", cmd_doctor, "check both stores for problems")
@@ -122,7 +123,7 @@ def _start_scheduler(memory: Any, lcm: Any, settings: Any) -> Any:
 
     try:
         import scheduler
-        start = scheduler.start_background  # type: ignore[attr-defined]
+        start = scheduler.start_background
     except (ImportError, AttributeError) as exc:
         raise CliError(f"the nightly scheduler is not available ({exc}); run `amem serve "
                        "--no-scheduler` and schedule `amem consolidate` yourself",
@@ -131,15 +132,21 @@ def _start_scheduler(memory: Any, lcm: Any, settings: Any) -> Any:
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
-    from .cli import CliError
+    return run_scheduler(list(args.rest), args.env)
 
+
+def run_scheduler(argv: list[str], env: Any) -> int:
+    """Hand the arguments to ``scheduler.cli_main`` (imported only when asked for)."""
     try:
         import scheduler
-        cli_main = scheduler.cli_main  # type: ignore[attr-defined]
+        cli_main = scheduler.cli_main
     except (ImportError, AttributeError) as exc:
-        raise CliError(f"the scheduler is not available in this installation ({exc})",
-                       code="unavailable") from None
-    return int(cli_main(list(args.rest)) or 0)
+        import sys
+
+        print(f"amem: error: the scheduler is not available in this installation ({exc})",
+              file=sys.stderr)
+        return 1
+    return int(cli_main(argv, env=env) or 0)
 
 
 # ------------------------------------------------------------------------------ status / doctor

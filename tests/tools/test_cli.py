@@ -107,17 +107,10 @@ def test_status_doctor_tools_and_lcm(capsys: pytest.CaptureFixture[str], env: di
     assert run(capsys, env, "lcm", "expand")[0] == 2
 
 
-def test_serve_without_scheduler_module_is_a_clear_error(
-        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("scheduler") is not None:
-        import scheduler
-
-        if hasattr(scheduler, "start_background"):
-            pytest.skip("the scheduler has landed; serve starts it")
-    code, _, err = run(capsys, env, "serve")
-    assert code == 1 and "--no-scheduler" in err
+def test_scheduler_arguments_are_forwarded(capsys: pytest.CaptureFixture[str],
+                                          env: dict[str, str]) -> None:
+    code, out, _ = run(capsys, env, "scheduler", "--status", "--json")
+    assert code == 0 and json.loads(out)["state"] == "never"
 
 
 @pytest.mark.slow

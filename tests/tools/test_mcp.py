@@ -131,9 +131,9 @@ def test_streamable_http_agents_share_one_store(memory: MemoryStore) -> None:
 @pytest.mark.slow
 def test_stdio_subprocess(tmp_path: Path) -> None:
     env = {"PATH": os.environ.get("PATH", ""), "AMEM_HOME": str(tmp_path),
-           "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "PYTHONPATH": str(ROOT)}
+           "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "AMEM_LOG_LEVEL": "INFO", "PYTHONPATH": str(ROOT)}
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "tools.cli", "serve", "--no-scheduler"],
+                                   args=["-m", "tools.cli", "serve"],
                                    env=env, cwd=str(ROOT))
 
     async def main() -> dict[str, Any]:
@@ -148,3 +148,6 @@ def test_stdio_subprocess(tmp_path: Path) -> None:
     assert "lcm_grep" in out["names"]  # lcm opened beside the note store
     assert out["results"]["memory_list"]["count"] == 2
     assert (tmp_path / "store").is_dir() and (tmp_path / "lcm.db").exists()
+    log = (tmp_path / "stderr.log").read_text()
+    assert "nightly scheduler started" in log, log[-2000:]  # logs on stderr, JSON lines
+    assert all(json.loads(line)["level"] for line in log.splitlines() if line.startswith("{"))
