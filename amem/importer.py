@@ -126,14 +126,20 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     size = batch or store.config.embed_batch
     started = time.perf_counter()
     pending: list[dict[str, Any]] = []
+    lines: list[int] = []
     last_line = 0
 
     def flush() -> None:
         if not pending:
             return
-        for result in store.writer.add_many(pending, enrich=enrich, agent_id=agent_id, batch=size):
-            setattr(report, result.status, getattr(report, result.status) + 1)
+        results = store.writer.add_many(pending, enrich=enrich, agent_id=agent_id, batch=size)
+        for number, result in zip(lines, results):
+            if result.status == "rejected":
+                _skip(report, path, number, "; ".join(result.warnings))
+            else:
+                setattr(report, result.status, getattr(report, result.status) + 1)
         pending.clear()
+        lines.clear()
         if progress is not None:
             progress(last_line, total)
 
@@ -150,6 +156,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
             _skip(report, path, number, str(exc))
             continue
         pending.append(item)
+        lines.append(number)
         if len(pending) >= size:
             flush()
     flush()

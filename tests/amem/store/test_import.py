@@ -135,3 +135,15 @@ def test_export_then_import_moves_a_store_between_backends(edge_store: MemorySto
             q = "exported note 7"
             assert [r.id for r in target.search(q, agent_id=agent, heat=False)] == \
                    [r.id for r in edge_store.search(q, agent_id=agent, heat=False)]
+
+
+def test_id_clash_skips_that_line_only(tmp_path: Path, edge_store: MemoryStore) -> None:
+    edge_store.add("original text", id="fixed", enrich=False)
+    src = write_jsonl(tmp_path / "clash.jsonl", [
+        {"text": "other text", "id": "fixed"}, {"text": "fine"},
+        {"text": "twin a", "id": "t"}, {"text": "twin b", "id": "t"}])
+    report = import_file(edge_store, src, enrich=False)
+    assert (report.created, report.skipped) == (2, 2)
+    assert sorted(int(e.split(":")[1]) for e in report.errors) == [1, 4]
+    assert edge_store.get("fixed").content == "original text"
+    assert edge_store.get("t").content == "twin a"
