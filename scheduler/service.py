@@ -151,8 +151,9 @@ def start_background(memory_store: NoteStore, lcm_store: ConversationStore | Non
     scheduler = BackgroundScheduler(timezone=cfg.zone, daemon=True)
     _configure(scheduler, runner, catch_up=catch_up)
     scheduler.start()
-    log.info("nightly scheduler started; next run %s", scheduler.get_job(JOB_ID).next_run_time)
-    return SchedulerHandle(scheduler, runner)
+    handle = SchedulerHandle(scheduler, runner)
+    log.info("nightly scheduler started; next run %s", handle.next_run_time)
+    return handle
 
 
 def run_forever(memory_store: NoteStore, lcm_store: ConversationStore | None = None,

@@ -1,0 +1,109 @@
+"""The APScheduler wiring: job options, catch-up after a missed night, a short real run."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+
+from amem.clock import FixedClock, SystemClock
+from scheduler import SchedulerConfig, start_background
+from scheduler.config import JOB_ID
+from scheduler.record import read_record, write_record
+from scheduler.service import missed_slot
+
+from .conftest import ToyLcm, ToyNoteStore, cfg
+
+UTC = timezone.utc
+
+
+def wait_for(predicate: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+
+
+def test_job_is_the_0230_cron_in_the_configured_zone_with_safe_options(home: Path,
+                                                                       toy: ToyNoteStore) -> None:
+    handle = start_background(toy, config=cfg(home, "Europe/Berlin"))
+    try:
+        job = handle.scheduler.get_job(JOB_ID)
+        assert isinstance(job.trigger, CronTrigger)
+        assert str(job.trigger.timezone) == "Europe/Berlin"
+        fields = {f.name: str(f) for f in job.trigger.fields}
+        assert (fields["hour"], fields["minute"]) == ("2", "30")
+        assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, 6 * 3600)
+        assert [j.id for j in handle.scheduler.get_jobs()] == [JOB_ID]  # nothing owed at first start
+        assert handle.next_run_time is not None and handle.next_run_time.hour == 2
+    finally:
+        handle.shutdown()
+
+
+def test_amem_config_is_accepted_as_the_server_passes_it(home: Path, toy: ToyNoteStore) -> None:
+    handle = start_background(toy, None, toy.config.replace(schedule_timezone="Asia/Tokyo"))
+    try:
+        assert str(handle.scheduler.get_job(JOB_ID).trigger.timezone) == "Asia/Tokyo"
+    finally:
+        handle.shutdown()
+
+
+def test_short_run_of_the_real_scheduler_runs_the_job_once(home: Path, toy: ToyNoteStore) -> None:
+    run_at = datetime.now(UTC) + timedelta(seconds=1)
+    handle = start_background(toy, ToyLcm(), cfg(home), trigger=DateTrigger(run_date=run_at),
+                              catch_up=False)
+    try:
+        wait_for(lambda: handle.reports)
+        time.sleep(1.0)  # would a second run follow?
+        assert [r.status for r in handle.reports] == ["ok"] and toy.consolidations == 1
+        assert handle.reports[0].reason == "scheduled"
+    finally:
+        handle.shutdown()
+    assert read_record(home / "nightly.json")["last_run"]["status"] == "ok"
+
+
+def test_a_missed_night_runs_once_at_start_and_not_again(home: Path, toy: ToyNoteStore) -> None:
+    config = cfg(home)
+    write_record(config.record_path, {
+        "first_seen": "2027-04-20T10:00:00+00:00",
+        "last_slot": {"slot": "2027-04-28T02:30:00+00:00", "date": "2027-04-28", "status": "ok"}})
+    clock = FixedClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))  # slept through three nights
+    assert missed_slot(config, config.trigger(), clock.now()) == datetime(2027, 5, 1, 2, 30, tzinfo=UTC)
+    for _ in range(2):  # a second start (or a second process) finds the slot served
+        handle = start_background(toy, config=config, clock=clock)
+        try:
+            wait_for(lambda: toy.consolidations >= 1, timeout=5)
+            time.sleep(0.3)
+        finally:
+            handle.shutdown()
+    assert toy.consolidations == 1
+    assert read_record(config.record_path)["last_slot"]["date"] == "2027-05-01"
+    assert missed_slot(config, config.trigger(), clock.now()) is None
+
+
+def test_first_start_owes_nothing(home: Path, toy: ToyNoteStore) -> None:
+    config = cfg(home)
+    clock = FixedClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    handle = start_background(toy, config=config, clock=clock)
+    handle.shutdown()
+    assert toy.consolidations == 0
+    assert json.loads(config.record_path.read_text())["first_seen"] == clock.now().isoformat()
+
+
+def test_a_firing_missed_beyond_the_grace_time_is_caught_up(home: Path, toy: ToyNoteStore) -> None:
+    config = SchedulerConfig(home=home, misfire_grace_hours=0.0005)  # 1.8 seconds
+    write_record(config.record_path, {"first_seen": "2020-01-01T00:00:00+00:00"})
+    late = datetime.now(UTC) - timedelta(seconds=30)  # as if the host slept through it
+    handle = start_background(toy, config=config, clock=SystemClock(),
+                              trigger=DateTrigger(run_date=late), catch_up=False)
+    try:
+        wait_for(lambda: handle.reports)
+        time.sleep(0.3)
+        assert [r.reason for r in handle.reports] == ["catch-up"] and toy.consolidations == 1
+    finally:
+        handle.shutdown()
