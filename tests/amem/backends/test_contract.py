@@ -278,6 +278,9 @@ def test_unicode_payloads_round_trip_exactly(backend: VectorBackend) -> None:
         (Point(pid(1), np.zeros(DIM), sparse({1: 1.0}), {}), "dense"),
         (Point(pid(1), E[0], SparseVector((3, 1), (1.0, 1.0)), {}), "sparse"),
         (Point(pid(1), E[0], SparseVector((1, 2), (1.0,)), {}), "sparse"),
+        (Point(pid(1), E[0], SparseVector((1, 2), (1.0, float("inf"))), {}), "sparse"),
+        (Point(pid(1), E[0], SparseVector((-1, 2), (1.0, 1.0)), {}), "sparse"),
+        (Point(pid(1), E[0], SparseVector((1.5,), (1.0,)), {}), "sparse"),  # type: ignore[arg-type]
         (Point(pid(1), E[0], sparse({1: 1.0}), ["not", "a", "dict"]), "payload"),  # type: ignore[arg-type]
     ],
 )
