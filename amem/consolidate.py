@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from .backends.base import HasId, Match, Where
 from .consolidate_merge import MergeLLM, loser_entry, merge_notes, note_key, was_merged
+from .consolidate_report import AgentReport, ConsolidationReport
 from .graph import LinkGraph
 from .notes import Note, point_id
 
@@ -62,81 +63,6 @@ MAX_PASSES = 4
 
 #: ``progress(stage, done, total)``; stages: scan, pairs, merge, pending
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass
-class AgentReport:
-    """What consolidation did for one agent."""
-
-    agent_id: str
-    notes: int = 0
-    groups: int = 0
-    pairs: int = 0
-    merges: int = 0
-    llm_merges: int = 0
-    llm_fallbacks: int = 0
-    links_rewritten: int = 0
-    pending_resolved: int = 0
-    resumed: int = 0
-    duration: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-    #: (loser, survivor) of every merge, in order
-    merged: list[tuple[str, str]] = field(default_factory=list)
-
-    def to_dict(self, *, details: bool = False) -> dict[str, Any]:
-        out = asdict(self)
-        out["duration"] = round(self.duration, 3)
-        if not details:
-            out.pop("merged")
-        return out
-
-
-@dataclass
-class ConsolidationReport:
-    """Totals and the per-agent reports of one run."""
-
-    agents: dict[str, AgentReport]
-    threshold: float
-    duration: float = 0.0
-    indexed_first: bool = False
-
-    def _sum(self, name: str) -> int:
-        return sum(int(getattr(a, name)) for a in self.agents.values())
-
-    @property
-    def groups(self) -> int:
-        return self._sum("groups")
-
-    @property
-    def pairs(self) -> int:
-        return self._sum("pairs")
-
-    @property
-    def merges(self) -> int:
-        return self._sum("merges")
-
-    @property
-    def links_rewritten(self) -> int:
-        return self._sum("links_rewritten")
-
-    @property
-    def pending_resolved(self) -> int:
-        return self._sum("pending_resolved")
-
-    @property
-    def warnings(self) -> list[str]:
-        return [w for a in self.agents.values() for w in a.warnings]
-
-    def to_dict(self, *, details: bool = False) -> dict[str, Any]:
-        return {
-            "groups": self.groups, "pairs": self.pairs, "merges": self.merges,
-            "links_rewritten": self.links_rewritten, "pending_resolved": self.pending_resolved,
-            "llm_merges": self._sum("llm_merges"), "llm_fallbacks": self._sum("llm_fallbacks"),
-            "resumed": self._sum("resumed"), "notes": self._sum("notes"),
-            "duration": round(self.duration, 3), "threshold": self.threshold,
-            "indexed_first": self.indexed_first, "warnings": self.warnings,
-            "per_agent": {k: v.to_dict(details=details) for k, v in self.agents.items()},
-        }
 
 
 def consolidate(store: "MemoryStore", *, agent_ids: Sequence[str] | None = None,
@@ -260,6 +186,8 @@ class _AgentRun:
 
     def _scan(self) -> None:
         links: dict[str, list[str]] = {}
+        total = self.store.backend.count(Where(must=(Match("agent_id", self.agent),
+                                                     Match("is_active", True))))
         for note, vector in self.store.iter_notes(agent_id=self.agent, include_inactive=True,
                                                   with_vectors=True):
             if not note.is_active:
@@ -273,7 +201,7 @@ class _AgentRun:
                 (note.note_type, note.category), note_key(note), note.pending_merge,
                 note.merged_into)
             links[note.id] = note.links
-            self.progress("scan", len(self.active), 0)
+            self.progress("scan", min(len(self.active), total), total)
         self.graph = LinkGraph.from_links(links)
         self.report.notes = len(self.active)
         self.report.groups = len({e.group for e in self.active.values()})
