@@ -142,6 +142,11 @@ def _consolidate(r: dict[str, Any]) -> str:
                          "second / scroll", "broken links"], rows)
 
 
+def _no_table(result: dict[str, Any]) -> str:
+    """A benchmark without a table of its own: its figures as JSON."""
+    return f"```json\n{json.dumps(result, indent=1, ensure_ascii=False)[:6000]}\n```"
+
+
 SECTIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "search": ("Search latency (and RSS)", _search),
     "embed": ("Embedder throughput (the limit)", _embed),
@@ -152,7 +157,7 @@ SECTIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 
 
 def section(name: str, entry: dict[str, Any]) -> str:
-    title, render = SECTIONS.get(name, (name, lambda r: ""))
+    title, render = SECTIONS.get(name, (name, _no_table))
     head = f"## {title}\n\n_`{name}`: {entry['status']} in {entry['seconds']} s._\n\n"
     if entry["status"] != "ok":
         return head + f"```\n{entry['error']}\n```\n"

@@ -132,7 +132,8 @@ def timed_import(embedder: Embedder, path: Path, enrich: bool) -> tuple[MemorySt
 def add_latency(store: MemoryStore, embedder: Embedder, texts: Sequence[str]) -> dict[str, Any]:
     """``store.add`` one text at a time, then the embedder alone on the same texts one by one."""
     before = store.count()
-    adds, statuses = [], {}
+    adds: list[float] = []
+    statuses: dict[str, int] = {}
     for text in texts:
         seconds, result = timed(lambda: store.add(text))
         adds.append(seconds)
