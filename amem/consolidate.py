@@ -162,7 +162,9 @@ class _AgentRun:
         self._seen_pairs: set[tuple[str, str]] = set()
 
     def progress(self, stage: str, done: int, total: int) -> None:
-        if self._progress is not None and (done == total or done % 500 == 0):
+        # about 200 calls per stage: every item of a small run, every half percent of a big one
+        step = max(1, total // 200)
+        if self._progress is not None and (done == total or done % step == 0):
             self._progress(stage, done, total)
 
     def run(self) -> AgentReport:
