@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import operator
 import uuid
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def dense_list(vector: Any, dim: int, field: str = "dense") -> list[float]:
     if square == 0.0:
         # Cosine of a zero vector is undefined; the engine would store NaNs.
         raise ValidationError(f"{field} is the zero vector", field=field)
-    return arr.tolist()
+    return cast("list[float]", arr.tolist())
 
 
 def sparse_lists(vector: Any, field: str = "sparse") -> tuple[list[int], list[float]]:

@@ -122,7 +122,7 @@ def _edge_value(field: str, value: Scalar) -> Any:
     # qdrant-edge 0.9.0 reads a Python bool as the integer 1/0 (bool is an int subclass), so
     # `MatchValue(True)` would never match a stored `true`. numpy.bool_ is not an int and
     # reaches the engine as a real boolean.
-    v = np.bool_(value) if isinstance(value, bool) else value
+    v: Any = np.bool_(value) if isinstance(value, bool) else value
     return qe.FieldCondition(field, match=qe.MatchValue(v))
 
 

@@ -19,7 +19,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 import numpy as np
 import qdrant_edge as qe
@@ -206,7 +206,7 @@ class EdgeBackend:
         checked = c.check_ids(ids)
         if checked:
             with self._engine("delete"):
-                self.shard.update(qe.UpdateOperation.delete_points(checked))
+                self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
             if self._idf is None:
                 log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
                 self._idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter()))
@@ -225,7 +225,7 @@ class EdgeBackend:
         if not checked:
             return []
         with self._engine("retrieve"):
-            records = self.shard.retrieve(checked, with_payload=True, with_vector=[DENSE] if with_vectors else False)
+            records = self.shard.retrieve(list[Any](checked), with_payload=True, with_vector=[DENSE] if with_vectors else False)
         found = {str(r.id): self._hit(r, with_vectors) for r in records}
         return [found[i] for i in checked if i in found]
 
@@ -277,7 +277,8 @@ class EdgeBackend:
                 params=self._idf,
             ))
         request = qe.QueryRequest(
-            limit=c.check_limit(limit), prefetches=stages, query=qe.Fusion.Rrf(k=c.engine_rrf_k(k)),
+            # the stubs do not declare Fusion.Rrf a Fusion; the engine accepts it
+            limit=c.check_limit(limit), prefetches=stages, query=cast(Any, qe.Fusion.Rrf(k=c.engine_rrf_k(k))),
             filter=flt, with_payload=True,
         )
         return _ties_by_id(self._query(request, "hybrid query"))

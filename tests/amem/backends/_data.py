@@ -18,8 +18,9 @@ def pid(n: int) -> str:
 
 def unit(v: np.ndarray) -> np.ndarray:
     """``v`` scaled to length 1 as float32."""
-    v = np.asarray(v, dtype=np.float32)
-    return v / np.linalg.norm(v)
+    arr = np.asarray(v, dtype=np.float32)
+    out: np.ndarray = arr / np.linalg.norm(arr)
+    return out
 
 
 def sparse(terms: dict[int, float]) -> SparseVector:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
-from amem.backends.base import HasId, IsEmpty, Match, MatchAny, Point, SparseVector, VectorBackend, Where
+from amem.backends.base import Hit, HasId, IsEmpty, Match, MatchAny, Point, SparseVector, VectorBackend, Where
 from amem.errors import BackendError, EmbedderMismatchError, NotFoundError, ValidationError
 
 from ._data import DIM, pid, point, random_points, sparse, unit
@@ -16,7 +17,7 @@ from .conftest import Factory
 E = np.eye(DIM, dtype=np.float32)
 
 
-def ids(hits: list) -> list[str]:
+def ids(hits: list[Hit]) -> list[str]:
     return [h.id for h in hits]
 
 
@@ -87,7 +88,7 @@ def test_scroll_pages_in_id_order_and_iterate_covers_all(backend: VectorBackend)
 
 # -- filters -----------------------------------------------------------------------------------
 
-FILTER_POINTS = [
+FILTER_POINTS: list[tuple[int, dict[str, Any]]] = [
     # n, payload
     (0, {"agent_id": "a", "tags": ["x", "y"], "n": 1, "flag": True}),
     (1, {"agent_id": "a", "tags": [], "n": 2, "flag": False}),
@@ -250,7 +251,7 @@ def test_meta_roundtrip_and_replace(backend: VectorBackend) -> None:
     assert backend.count() == 0  # meta is not a point
 
 
-UNICODE = {
+UNICODE: dict[str, Any] = {
     "content": "Zürich naïve café — 北京欢迎你 東京タワー 서울 Москва العربية עברית हिन्दी ไทย 🧠👩‍👩‍👧 e\u0301",
     "keywords": ["日本語", "한국어", "\u200bzero-width", "tab\there", "quote\"'\\"],
     "nested": {"ключ": ["值", {"🙂": "ok"}]},
@@ -302,7 +303,7 @@ def test_bad_query_arguments(backend: VectorBackend) -> None:
     with pytest.raises(ValidationError, match="offset"):
         backend.scroll(None, offset="page-2")
     with pytest.raises(ValidationError, match="ids"):
-        backend.retrieve("0000")  # type: ignore[arg-type]
+        backend.retrieve("0000")  # a str is a Sequence[str]: rejected at run time
 
 
 def test_close_reopen_keeps_everything(make_backend: Factory) -> None:
@@ -313,8 +314,8 @@ def test_close_reopen_keeps_everything(make_backend: Factory) -> None:
     first.write_meta({"embedder": "x", "dim": DIM})
     q = unit(np.random.default_rng(2).normal(size=DIM))
     sq = sparse({0: 1.0, 2: 1.0})
-    before = [ids(first.dense_search(q, None, 10)), ids(first.sparse_search(sq, None, 10)),
-              [(h.id, h.score) for h in first.hybrid_rrf(q, sq, None, 10, 20)]]
+    before = (ids(first.dense_search(q, None, 10)), ids(first.sparse_search(sq, None, 10)),
+              first.hybrid_rrf(q, sq, None, 10, 20))
     first.close()
     first.close()  # idempotent
 
@@ -322,10 +323,11 @@ def test_close_reopen_keeps_everything(make_backend: Factory) -> None:
     assert again.count() == 59
     assert again.retrieve([pid(3)])[0].payload["touched"] == "oui"
     assert again.read_meta() == {"embedder": "x", "dim": DIM}
-    after = [ids(again.dense_search(q, None, 10)), ids(again.sparse_search(sq, None, 10)),
-             [(h.id, h.score) for h in again.hybrid_rrf(q, sq, None, 10, 20)]]
+    after = (ids(again.dense_search(q, None, 10)), ids(again.sparse_search(sq, None, 10)),
+             again.hybrid_rrf(q, sq, None, 10, 20))
     assert after[:2] == before[:2]
-    assert after[2] == [(i, pytest.approx(s, rel=1e-6)) for i, s in before[2]]
+    assert ids(after[2]) == ids(before[2])
+    assert [h.score for h in after[2]] == pytest.approx([h.score for h in before[2]], rel=1e-6)
 
 
 def test_reopening_with_another_dim_is_an_embedder_mismatch(make_backend: Factory) -> None:

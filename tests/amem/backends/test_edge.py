@@ -123,7 +123,8 @@ def test_schema_and_payload_indexes(tmp_path: Path) -> None:
         schema = backend.shard.info().payload_schema
         assert set(KEYWORD_INDEXES) | set(BOOL_INDEXES) <= set(schema)
         assert schema["agent_id"].data_type == qe.PayloadSchemaType.Keyword
-        assert schema["agent_id"].params is not None and schema["agent_id"].params.is_tenant
+        params = schema["agent_id"].params
+        assert isinstance(params, qe.KeywordIndexParams) and params.is_tenant
         assert schema["is_active"].data_type == qe.PayloadSchemaType.Bool
     config = json.loads((tmp_path / "shard" / "edge_config.json").read_text())
     assert config["vectors"]["dense"] == {"size": DIM, "distance": "Cosine"}
