@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import tempfile
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,18 @@ log = logging.getLogger(__name__)
 
 SHARD_DIR = "shard"
 META_FILE = "meta.json"
+
+
+def _abandon(shard: qe.EdgeShard, lock: StoreLock) -> None:
+    """Close a store whose handle was dropped without :meth:`EdgeBackend.close`."""
+    log.warning("edge store at %s was not closed; closing it now", lock.store)
+    try:
+        shard.flush()
+        shard.close()
+    except Exception:  # best effort in a finalizer: the WAL still holds every write
+        log.exception("closing the abandoned edge store at %s failed", lock.store)
+    finally:
+        lock.release()
 
 
 class EdgeBackend:
@@ -83,6 +96,9 @@ class EdgeBackend:
         except BaseException:
             self._lock.release()
             raise
+        # A handle dropped without close() (or alive at interpreter exit) still flushes, closes
+        # the shard and frees the directory for the next opener.
+        self._finalizer = weakref.finalize(self, _abandon, self._shard, self._lock)
 
     @classmethod
     def temporary(cls, dim: int) -> EdgeBackend:
@@ -363,6 +379,7 @@ class EdgeBackend:
     def close(self) -> None:
         """Flush, close the shard, release the lock; a temporary store is deleted. Idempotent."""
         shard, self._shard = self._shard, None
+        self._finalizer.detach()
         try:
             if shard is not None:
                 with self._engine("close"):

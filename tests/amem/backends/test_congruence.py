@@ -11,9 +11,11 @@ at different members, can hold different ids.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import uuid
 from pathlib import Path
 
 import pytest
+from qdrant_client import QdrantClient
 
 from amem.backends import EdgeBackend, QdrantServerBackend
 from amem.backends.base import Hit, IsEmpty, Match, MatchAny, VectorBackend, Where
@@ -30,13 +32,18 @@ FILTERS = [
 
 
 @pytest.fixture(scope="module")
-def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[VectorBackend]]:
-    """The same 300 points (minus a few deletes and with payload edits) in edge and local mode."""
+def engines(tmp_path_factory: pytest.TempPathFactory, qdrant_test_url: str | None) -> Iterator[list[VectorBackend]]:
+    """The same 300 points (minus a few deletes and with payload edits) in edge, local mode and,
+    when ``AMEM_TEST_QDRANT_URL`` is set, a server (300 points stay under its full-scan threshold,
+    so it is exact too)."""
     points = random_points(POINTS, seed=1234)
+    collection = f"amem_congruence_{uuid.uuid4().hex[:12]}"
     built: list[VectorBackend] = [
         EdgeBackend(Path(tmp_path_factory.mktemp("edge")), DIM),
         QdrantServerBackend.local(":memory:", dim=DIM),
     ]
+    if qdrant_test_url is not None:
+        built.append(QdrantServerBackend.from_url(qdrant_test_url, collection=collection, dim=DIM))
     for backend in built:
         for start in range(0, POINTS, 128):
             backend.upsert(points[start:start + 128])
@@ -45,6 +52,11 @@ def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[VectorBac
     yield built
     for backend in built:
         backend.close()
+    if qdrant_test_url is not None:
+        client = QdrantClient(url=qdrant_test_url)
+        for name in (collection, collection + "__meta"):
+            client.delete_collection(name)
+        client.close()
 
 
 def ranked(hits: list[Hit]) -> list[tuple[str, float]]:
@@ -66,17 +78,19 @@ def assert_same_ranking(a: list[Hit], b: list[Hit], *, ties: bool = False) -> No
 @pytest.mark.parametrize("where", FILTERS, ids=["all", "agent", "active-any", "nested"])
 def test_dense_sparse_and_hybrid_agree(engines: list[VectorBackend], seed: int, where: Where | None) -> None:
     dense, sparse = random_query(seed)
-    edge, local = engines
-    assert_same_ranking(edge.dense_search(dense, where, 25), local.dense_search(dense, where, 25))
-    assert_same_ranking(edge.sparse_search(sparse, where, 25), local.sparse_search(sparse, where, 25))
-    assert_same_ranking(
-        edge.hybrid_rrf(dense, sparse, where, 25, 40), local.hybrid_rrf(dense, sparse, where, 25, 40), ties=True
-    )
+    edge, *others = engines
+    for other in others:
+        assert_same_ranking(edge.dense_search(dense, where, 25), other.dense_search(dense, where, 25))
+        assert_same_ranking(edge.sparse_search(sparse, where, 25), other.sparse_search(sparse, where, 25))
+        assert_same_ranking(
+            edge.hybrid_rrf(dense, sparse, where, 25, 40), other.hybrid_rrf(dense, sparse, where, 25, 40), ties=True
+        )
 
 
 def test_counts_scrolls_and_payloads_agree(engines: list[VectorBackend]) -> None:
-    edge, local = engines
-    for where in FILTERS:
-        assert edge.count(where) == local.count(where)
-        assert [(h.id, h.payload) for h in edge.iterate(where, batch=64)] == \
-               [(h.id, h.payload) for h in local.iterate(where, batch=64)]
+    edge, *others = engines
+    for other in others:
+        for where in FILTERS:
+            assert edge.count(where) == other.count(where)
+            assert [(h.id, h.payload) for h in edge.iterate(where, batch=64)] == \
+                   [(h.id, h.payload) for h in other.iterate(where, batch=64)]

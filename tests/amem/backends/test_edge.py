@@ -98,6 +98,15 @@ def test_after_close_or_a_crash_the_next_process_owns_the_store(tmp_path: Path) 
         assert again.retrieve([pid(999)])[0].payload == {"i": 0}
 
 
+def test_a_dropped_handle_frees_the_store(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    backend = EdgeBackend(tmp_path, DIM)
+    backend.upsert([point(0, np.eye(DIM)[0], {1: 1.0})])
+    del backend  # no close(): the finalizer flushes, closes and unlocks
+    assert "was not closed" in caplog.text
+    with EdgeBackend(tmp_path, DIM) as again:
+        assert again.count() == 1
+
+
 def test_temporary_store_is_deleted_on_close() -> None:
     backend = EdgeBackend.temporary(DIM)
     where = backend.path
