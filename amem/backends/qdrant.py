@@ -53,6 +53,7 @@ class QdrantServerBackend:
 
     def __init__(
         self, client: QdrantClient, collection: str, dim: int | None = None, *, owns_client: bool = False,
+        location: str | None = None,
     ) -> None:
         if not isinstance(collection, str) or not collection or collection.endswith(META_SUFFIX):
             raise ConfigError(f"collection must be a non-empty name not ending in {META_SUFFIX!r}", key="collection")
@@ -62,6 +63,7 @@ class QdrantServerBackend:
         self.collection = collection
         self.meta_collection = collection + META_SUFFIX
         self._owns_client = owns_client
+        self.location = location or "Qdrant"  # for error messages: the URL or local directory
         try:
             self.dim = self._ensure_schema(dim)
         except BaseException:
@@ -77,8 +79,12 @@ class QdrantServerBackend:
         """Connect to a Qdrant server or cluster at ``url``."""
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"Qdrant url must start with http:// or https://, got {url!r}", key="url")
-        client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
-        return cls(client, collection, dim, owns_client=True)
+        # The client's version check runs in a background thread and only warns; an unreachable
+        # or incompatible server fails the first real call instead, as a BackendError naming
+        # the URL. Hybrid RRF with an explicit k needs a server that accepts `rrf: {k}`
+        # (Qdrant 1.16+, the release that introduced it in the clients).
+        client = QdrantClient(url=url, api_key=api_key, timeout=timeout, check_compatibility=False)
+        return cls(client, collection, dim, owns_client=True, location=url)
 
     @classmethod
     def local(cls, location: str | Path = ":memory:", collection: str = "amem",
@@ -107,7 +113,7 @@ class QdrantServerBackend:
                 "(AMEM_QDRANT_URL) for shared access",
                 path=str(location),
             )
-        return cls(client, collection, dim, owns_client=True)
+        return cls(client, collection, dim, owns_client=True, location=f"local mode {location}")
 
     # -- schema ------------------------------------------------------------------------------
 
@@ -174,7 +180,9 @@ class QdrantServerBackend:
         except AmemError:
             raise
         except Exception as exc:
-            raise BackendError(f"Qdrant {op} failed on collection {self.collection!r}: {exc}") from exc
+            raise BackendError(
+                f"Qdrant {op} failed ({self.location}, collection {self.collection!r}): {exc}"
+            ) from exc
 
     @property
     def live(self) -> QdrantClient:

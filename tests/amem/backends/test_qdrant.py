@@ -71,3 +71,8 @@ def test_local_mode_on_disk_is_owned_by_one_client(tmp_path: Path) -> None:
         assert err.value.path == str(tmp_path)
         assert "AMEM_QDRANT_URL" in str(err.value)
         assert owner.count() == 1
+
+
+def test_an_unreachable_server_is_a_backend_error_naming_the_url() -> None:
+    with pytest.raises(BackendError, match="http://127.0.0.1:9"):
+        QdrantServerBackend.from_url("http://127.0.0.1:9", dim=DIM, timeout=2)
