@@ -30,6 +30,19 @@ def engine_rrf_k(k: int) -> int:
     return k + 1 - RRF_RANK_BASE
 
 
+def rrf_weights(weights: Any, with_sparse: bool) -> list[float] | None:
+    """The engine's per-prefetch weights for ``(dense, sparse)`` (None: unweighted)."""
+    if weights is None:
+        return None
+    if not isinstance(weights, (tuple, list)) or len(weights) != 2 or not all(
+        isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w > 0 for w in weights
+    ):
+        raise ValidationError(f"weights must be two positive numbers (dense, sparse), got {weights!r}",
+                              field="weights")
+    dense_w, sparse_w = float(weights[0]), float(weights[1])
+    return [dense_w, sparse_w] if with_sparse else [dense_w]
+
+
 def ties_by_id(hits: list[Hit]) -> list[Hit]:
     """``hits`` best first, equal scores in id order.
 

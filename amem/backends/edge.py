@@ -278,15 +278,20 @@ class EdgeBackend:
 
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
-        prefetch: int, k: int = 60,
+        prefetch: int, k: int = 60, *, weights: tuple[float, float] | None = None,
     ) -> list[Hit]:
-        """The engine's RRF of a dense and a sparse prefetch; scores are 1/(k + rank from 1)."""
+        """The engine's RRF of a dense and a sparse prefetch; scores are sum 1/(k + rank), rank from 1.
+
+        ``weights=(dense, sparse)`` asks for Qdrant's weighted RRF, which divides the rank:
+        each list adds 1/(k + rank / weight), so weight 2 makes rank 2 count like rank 1.
+        """
         flt = to_edge(where)
         prefetch = c.check_limit(prefetch, "prefetch")
         stages = [qe.Prefetch(
             limit=prefetch, query=qe.Query.Nearest(c.dense_list(dense, self.dim), using=DENSE), filter=flt,
         )]
         idx, val = c.sparse_lists(sparse)
+        fusion_weights = c.rrf_weights(weights, bool(idx))
         if idx:  # a query without terms has no sparse ranking, only the dense one
             stages.append(qe.Prefetch(
                 limit=prefetch, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE), filter=flt,
@@ -294,7 +299,7 @@ class EdgeBackend:
             ))
         request = qe.QueryRequest(
             # the stubs do not declare Fusion.Rrf a Fusion; the engine accepts it
-            limit=c.check_limit(limit), prefetches=stages, query=cast(Any, qe.Fusion.Rrf(k=c.engine_rrf_k(k))),
+            limit=c.check_limit(limit), prefetches=stages, query=cast(Any, qe.Fusion.Rrf(k=c.engine_rrf_k(k), weights=fusion_weights)),
             filter=flt, with_payload=True,
         )
         return _ties_by_id(self._query(request, "hybrid query"))

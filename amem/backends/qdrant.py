@@ -276,19 +276,24 @@ class QdrantServerBackend:
 
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
-        prefetch: int, k: int = 60,
+        prefetch: int, k: int = 60, *, weights: tuple[float, float] | None = None,
     ) -> list[Hit]:
-        """Qdrant's RRF of a dense and a sparse prefetch; scores are 1/(k + rank from 1)."""
+        """The engine's RRF of a dense and a sparse prefetch; scores are sum 1/(k + rank), rank from 1.
+
+        ``weights=(dense, sparse)`` asks for Qdrant's weighted RRF, which divides the rank:
+        each list adds 1/(k + rank / weight), so weight 2 makes rank 2 count like rank 1.
+        """
         flt = to_client(where)
         prefetch = c.check_limit(prefetch, "prefetch")
         stages = [qm.Prefetch(query=c.dense_list(dense, self.dim), using=DENSE, filter=flt, limit=prefetch)]
         idx, val = c.sparse_lists(sparse)
+        fusion_weights = c.rrf_weights(weights, bool(idx))
         if idx:  # a query without terms has no sparse ranking, only the dense one
             stages.append(qm.Prefetch(
                 query=qm.SparseVector(indices=idx, values=val), using=SPARSE, filter=flt, limit=prefetch,
             ))
         return _ties_by_id(self._query(
-            "hybrid query", prefetch=stages, query=qm.RrfQuery(rrf=qm.Rrf(k=c.engine_rrf_k(k))),
+            "hybrid query", prefetch=stages, query=qm.RrfQuery(rrf=qm.Rrf(k=c.engine_rrf_k(k), weights=fusion_weights)),
             query_filter=flt, limit=c.check_limit(limit),
         ))
 

@@ -221,6 +221,16 @@ def test_hybrid_rrf_scores_are_one_over_k_plus_rank_from_one(backend: VectorBack
     # the prefetch depth cuts each ranking: with 2, point 2 is out of the dense list
     shallow = {h.id: h.score for h in backend.hybrid_rrf(q, sq, None, limit=10, prefetch=2)}
     assert shallow == pytest.approx({pid(0): 1 / 61 + 1 / 62, pid(2): 1 / 61, pid(1): 1 / 62}, rel=1e-6)
+    # Qdrant's weighted RRF divides the rank by the weight: 1/(k + rank/w)
+    weighted = {h.id: h.score for h in backend.hybrid_rrf(q, sq, None, limit=10, prefetch=10, weights=(2.0, 0.5))}
+    assert weighted == pytest.approx({
+        pid(0): 1 / (60 + 1 / 2) + 1 / (60 + 2 / 0.5),
+        pid(1): 1 / (60 + 2 / 2),
+        pid(2): 1 / (60 + 3 / 2) + 1 / (60 + 1 / 0.5),
+        pid(3): 1 / (60 + 4 / 2),
+    }, rel=1e-6)
+    with pytest.raises(ValidationError, match="weights"):
+        backend.hybrid_rrf(q, sq, None, limit=10, prefetch=10, weights=(1.0, 0.0))
     # no query terms: the dense ranking alone
     dense_only = backend.hybrid_rrf(q, SparseVector((), ()), None, limit=2, prefetch=10)
     assert [(h.id, round(1 / h.score)) for h in dense_only] == [(pid(0), 61), (pid(1), 62)]
