@@ -121,9 +121,12 @@ class VectorBackend(Protocol):
 
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
-        prefetch: int, k: int = 60,
+        prefetch: int, k: int = 60, *, weights: tuple[float, float] | None = None,
     ) -> list[Hit]:
-        """The engine's own RRF of a dense and a sparse prefetch (scores 1/(k + rank), rank from 1)."""
+        """The engine's own RRF of a dense and a sparse prefetch (scores 1/(k + rank), rank from 1).
+
+        ``weights=(dense, sparse)``: Qdrant's weighted RRF, 1/(k + rank / weight) per list.
+        """
         ...
 
     def scroll(
