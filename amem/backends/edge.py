@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import tempfile
 import weakref
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ import qdrant_edge as qe
 from amem.backends import _common as c
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
+from amem.backends._jsonfile import read_object, write_object
 from amem.backends._lock import StoreLock, locked_message
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
@@ -337,38 +337,11 @@ class EdgeBackend:
 
     def read_meta(self) -> dict[str, Any]:
         """The contents of ``meta.json`` ({} for a new store)."""
-        try:
-            text = (self.path / META_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        try:
-            meta = json.loads(text)
-        except ValueError as exc:
-            raise BackendError(f"{self.path / META_FILE} is not valid JSON: {exc}") from exc
-        if not isinstance(meta, dict):
-            raise BackendError(f"{self.path / META_FILE} does not hold a JSON object")
-        return meta
+        return read_object(self.path / META_FILE)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace ``meta.json`` atomically: a reader sees the old file or the new one, never half."""
-        if not isinstance(meta, dict):
-            raise ValidationError("meta must be a dict", field="meta")
-        try:
-            text = json.dumps(meta, ensure_ascii=False, indent=1, sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"meta is not JSON-serialisable: {exc}", field="meta") from exc
-        target = self.path / META_FILE
-        tmp = target.with_name(f"{META_FILE}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        dir_fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)  # make the rename itself durable
-        finally:
-            os.close(dir_fd)
+        write_object(self.path / META_FILE, meta)
 
     def optimize(self) -> None:
         """Build HNSW and merge segments. Blocks (minutes at 100k points): maintenance only."""

@@ -49,6 +49,8 @@ class QdrantServerBackend:
         collection: The collection name; ``<collection>__meta`` holds the metadata.
         dim: The dense vector size. Required when the collection does not exist yet; when it
             does, None means "whatever it holds" and any other value must match.
+        owns_client: Close ``client`` on :meth:`close` (set by :meth:`from_url` / :meth:`local`).
+        location: Where the data lives (a URL or a directory), for error messages.
     """
 
     def __init__(
