@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 import weakref
 from contextlib import contextmanager
@@ -44,16 +47,38 @@ SHARD_DIR = "shard"
 META_FILE = "meta.json"
 
 
-def _abandon(shard: qe.EdgeShard, lock: StoreLock) -> None:
-    """Close a store whose handle was dropped without :meth:`EdgeBackend.close`."""
-    log.warning("edge store at %s was not closed; closing it now", lock.store)
+# Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
+# it here would stop every thread of this process for the whole run.
+_OPTIMIZE_CHILD = """
+import sys
+import qdrant_edge
+shard = qdrant_edge.EdgeShard.load(sys.argv[1])
+changed = shard.optimize()
+shard.close()
+print("changed" if changed else "optimal")
+"""
+
+
+class _Handle:
+    """The open shard and our lock, shared with the finalizer (which must not hold the backend)."""
+
+    def __init__(self, lock: StoreLock) -> None:
+        self.shard: qe.EdgeShard | None = None
+        self.lock = lock
+
+
+def _abandon(handle: _Handle) -> None:
+    """Close a store whose backend was dropped without :meth:`EdgeBackend.close`."""
+    log.warning("edge store at %s was not closed; closing it now", handle.lock.store)
+    shard, handle.shard = handle.shard, None
     try:
-        shard.flush()
-        shard.close()
+        if shard is not None:
+            shard.flush()
+            shard.close()
     except Exception:  # best effort in a finalizer: the WAL still holds every write
-        log.exception("closing the abandoned edge store at %s failed", lock.store)
+        log.exception("closing the abandoned edge store at %s failed", handle.lock.store)
     finally:
-        lock.release()
+        handle.lock.release()
 
 
 class EdgeBackend:
@@ -91,15 +116,17 @@ class EdgeBackend:
         # reopened (replacing a point is fine). After a delete, sparse queries therefore ask for
         # IDF over the live points (an empty corpus filter): a little slower, always right.
         self._idf: qe.SearchParams | None = None
+        # Every engine call holds the gate, so optimize() can swap the shard under the others.
+        self._gate = threading.RLock()
+        self._handle = _Handle(self._lock)
         try:
-            self._shard: qe.EdgeShard | None = None
-            self._shard, self.dim = self._open(dim)
+            self._handle.shard, self.dim = self._open(dim)
         except BaseException:
             self._lock.release()
             raise
-        # A handle dropped without close() (or alive at interpreter exit) still flushes, closes
+        # A backend dropped without close() (or alive at interpreter exit) still flushes, closes
         # the shard and frees the directory for the next opener.
-        self._finalizer = weakref.finalize(self, _abandon, self._shard, self._lock)
+        self._finalizer = weakref.finalize(self, _abandon, self._handle)
 
     @classmethod
     def temporary(cls, dim: int) -> EdgeBackend:
@@ -177,7 +204,8 @@ class EdgeBackend:
     def _engine(self, op: str) -> Iterator[None]:
         """Turn the engine's untyped exceptions into our error tree."""
         try:
-            yield
+            with self._gate:
+                yield
         except AmemError:
             raise
         except Exception as exc:  # the binding raises plain Exception for engine errors
@@ -189,9 +217,10 @@ class EdgeBackend:
     @property
     def shard(self) -> qe.EdgeShard:
         """The open engine shard (raises once closed)."""
-        if self._shard is None:
+        shard = self._handle.shard
+        if shard is None:
             raise BackendError(f"the edge store at {self.path} is closed")
-        return self._shard
+        return shard
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -344,18 +373,40 @@ class EdgeBackend:
         """Replace ``meta.json`` atomically: a reader sees the old file or the new one, never half."""
         write_object(self.path / META_FILE, meta)
 
-    def optimize(self) -> None:
+    def optimize(self, *, in_process: bool = False) -> None:
         """Build HNSW and merge segments: maintenance only, never on a request.
 
-        qdrant-edge 0.9.0 holds the GIL for the whole run, so every Python thread of this
-        process stops with it, not just the caller: measured 17 s at 10k 384-d points on a
-        busy 2-core machine, minutes at 100k. Run it when the process may pause.
+        qdrant-edge 0.9.0 holds the GIL for the whole run, so in this process every Python
+        thread would stop with it (measured: 17 s at 10k 384-d points on a busy 2-core
+        machine, minutes at 100k). By default the shard is therefore closed, optimized by a
+        child process and reopened; our lock stays held throughout, other threads keep
+        running, and their calls on this store wait for the reopen. ``in_process=True``
+        optimizes here instead (for a process with nothing else to do).
         """
         started = time.perf_counter()
         with self._engine("optimize"):
-            changed = self.shard.optimize()
-        log.info("optimized %s in %.1f s (%s)", self.path, time.perf_counter() - started,
-                 "changed" if changed else "already optimal")
+            if in_process:
+                outcome = "changed" if self.shard.optimize() else "optimal"
+            else:
+                outcome = self._optimize_in_child()
+        log.info("optimized %s in %.1f s (%s)", self.path, time.perf_counter() - started, outcome)
+
+    def _optimize_in_child(self) -> str:
+        shard_dir = str(self.path / SHARD_DIR)
+        shard = self.shard
+        shard.flush()
+        shard.close()  # frees the engine's WAL lock for the child; our LOCK stays held
+        self._handle.shard = None
+        try:
+            child = subprocess.run(
+                [sys.executable, "-c", _OPTIMIZE_CHILD, shard_dir], capture_output=True, text=True,
+            )
+        finally:
+            self._handle.shard = qe.EdgeShard.load(shard_dir)
+        if child.returncode != 0:
+            tail = child.stderr.strip().splitlines()[-3:]
+            raise BackendError(f"optimizing {self.path} in a child process failed: {' | '.join(tail)}")
+        return child.stdout.strip()
 
     def flush(self) -> None:
         """Write every acknowledged change to the segments (the WAL already has them)."""
@@ -364,11 +415,11 @@ class EdgeBackend:
 
     def close(self) -> None:
         """Flush, close the shard, release the lock; a temporary store is deleted. Idempotent."""
-        shard, self._shard = self._shard, None
         self._finalizer.detach()
         try:
-            if shard is not None:
-                with self._engine("close"):
+            with self._engine("close"):
+                shard, self._handle.shard = self._handle.shard, None
+                if shard is not None:
                     shard.flush()
                     shard.close()
         finally:
@@ -386,5 +437,5 @@ class EdgeBackend:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._shard is None else f"{self.dim}-d"
+        state = "closed" if self._handle.shard is None else f"{self.dim}-d"
         return f"EdgeBackend({str(self.path)!r}, {state})"

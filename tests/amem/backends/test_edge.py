@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -161,14 +163,47 @@ def test_meta_file_is_replaced_atomically(tmp_path: Path) -> None:
             backend.read_meta()
 
 
-def test_optimize_keeps_results(tmp_path: Path) -> None:
+def test_optimize_keeps_results_in_a_child_process_or_here(tmp_path: Path) -> None:
     with EdgeBackend(tmp_path, DIM) as backend:
         backend.upsert(random_points(300, seed=4))
         q = unit(np.random.default_rng(1).normal(size=DIM))
         sq = sparse({0: 1.0, 3: 1.0})
         where = Where()
         before = [h.id for h in backend.hybrid_rrf(q, sq, where, 10, 50)]
-        backend.optimize()
-        backend.flush()
+        backend.optimize()  # closed, optimized by a child, reopened under our lock
         assert [h.id for h in backend.hybrid_rrf(q, sq, where, 10, 50)] == before
-        assert backend.count() == 300
+        backend.upsert([point(500, np.eye(DIM)[0], {1: 1.0})])
+        backend.optimize(in_process=True)
+        backend.flush()
+        assert backend.count() == 301
+        assert [h.id for h in backend.hybrid_rrf(q, sq, where, 10, 50)][:5] == before[:5]
+        assert (tmp_path / "LOCK").read_text().strip() == str(os.getpid())
+
+
+def test_other_threads_run_and_wait_for_the_store_during_optimize(tmp_path: Path) -> None:
+    with EdgeBackend(tmp_path, DIM) as backend:
+        backend.upsert(random_points(200, seed=6))
+        counted: list[int] = []
+        ticks: list[float] = []
+        started = threading.Event()
+
+        def reader() -> None:
+            started.wait()
+            counted.append(backend.count())  # waits on the gate while the shard is swapped
+
+        def ticker() -> None:
+            started.wait()
+            end = time.perf_counter() + 0.3
+            while time.perf_counter() < end:
+                ticks.append(time.perf_counter())
+                time.sleep(0.01)
+
+        threads = [threading.Thread(target=reader), threading.Thread(target=ticker)]
+        for t in threads:
+            t.start()
+        started.set()
+        backend.optimize()
+        for t in threads:
+            t.join()
+        assert counted == [200]
+        assert len(ticks) > 5  # the child did the work; this process kept running
