@@ -56,6 +56,36 @@ def _jieba_module():
     return _jieba
 
 
+_VOWEL = re.compile(r"[aeiouy]")
+# (suffix, replacement) tried in order; the first that leaves a stem of 3+ letters with a vowel wins.
+_SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ness", ""), ("ments", "ment"), ("ings", ""),
+             ("ing", ""), ("edly", ""), ("ed", ""), ("ers", "er"), ("es", "e"), ("s", ""))
+_DOUBLED = frozenset("bdfgkmnprt")  # "running" -> "run", but "falling" keeps "fall"
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: plurals, -ing, -ed, -ness, possessive 's.
+
+    Deliberately weaker than Porter: it only has to map the forms people and questions use
+    ("paintings", "painted", "painting") to one term, and the same function runs on notes and
+    queries, so an odd stem ("happi") still matches itself. Non-ASCII words are left alone.
+    """
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    for suffix, repl in _SUFFIXES:
+        if not word.endswith(suffix) or (suffix == "s" and word.endswith("ss")):
+            continue
+        base = word[: -len(suffix)] + repl
+        if len(base) < 3 or not _VOWEL.search(base):
+            return word
+        if suffix in ("ing", "ings", "ed", "edly") and base[-1] == base[-2] and base[-1] in _DOUBLED:
+            base = base[:-1]
+        return base
+    return word
+
+
 def _bigrams(run: str) -> list[str]:
     if len(run) == 1:
         return [run]
@@ -69,8 +99,9 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     for han, kana, hangul, word in _RUN.findall(text):
         if word:
             word = word.replace("’", "'")
-            if keep_stopwords or word not in STOPWORDS:
-                out.append(word)
+            stemmed = stem(word)
+            if keep_stopwords or (word not in STOPWORDS and stemmed not in STOPWORDS):
+                out.append(stemmed)
         elif han:
             jieba = _jieba_module()
             for piece in jieba.cut_for_search(han):

@@ -105,3 +105,24 @@ def test_ranking_agrees_with_rank_bm25_on_locomo() -> None:
 def test_mixed_script_runs_split_at_script_boundaries() -> None:
     terms = tokenize("iPhone手机和Android")
     assert "iphone" in terms and "手机" in terms and "android" in terms
+
+
+@pytest.mark.parametrize("forms,stem_", [
+    (["painting", "paintings", "painted", "paints"], "paint"),
+    (["running", "runs"], "run"),
+    (["classes", "class"], "class"),
+    (["studies", "study"], "study"),
+    (["falling", "falls"], "fall"),
+    (["caroline's", "caroline"], "caroline"),
+])
+def test_light_stemmer_maps_inflections_to_one_term(forms: list[str], stem_: str) -> None:
+    from amem.text import stem
+
+    assert {stem(f) for f in forms} == {stem_}
+
+
+def test_stemmer_leaves_short_and_non_ascii_words() -> None:
+    from amem.text import stem
+
+    assert stem("bus") == "bus" and stem("café") == "café" and stem("naïveties") == "naïveties"
+    assert "she" not in tokenize("she's here")
