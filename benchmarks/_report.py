@@ -156,9 +156,11 @@ SECTIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 }
 
 
-def section(name: str, entry: dict[str, Any]) -> str:
+def section(name: str, entry: dict[str, Any], command: str) -> str:
     title, render = SECTIONS.get(name, (name, _no_table))
-    head = f"## {title}\n\n_`{name}`: {entry['status']} in {entry['seconds']} s._\n\n"
+    other = entry.get("command", command) != command  # kept from an earlier run by --merge
+    origin = f" (from `{entry['command']}`, {entry.get('date')})" if other else ""
+    head = f"## {title}\n\n_`{name}`: {entry['status']} in {entry['seconds']} s{origin}._\n\n"
     if entry["status"] != "ok":
         return head + f"```\n{entry['error']}\n```\n"
     try:
@@ -168,6 +170,12 @@ def section(name: str, entry: dict[str, Any]) -> str:
         body = (f"_The table could not be drawn ({type(exc).__name__}: {exc}); raw figures:_\n\n"
                 f"```json\n{json.dumps(entry['result'], indent=1, ensure_ascii=False)[:6000]}\n```")
     return head + body + "\n"
+
+
+def _earlier(suite: dict[str, Any], command: str) -> str:
+    kept = sorted({e["command"] for e in suite["benchmarks"].values()
+                   if e.get("command", command) != command})
+    return "".join(f"; earlier figures kept from `{c}`" for c in kept)
 
 
 def render(suite: dict[str, Any], command: str, retrieval: str) -> str:
@@ -180,7 +188,7 @@ def render(suite: dict[str, Any], command: str, retrieval: str) -> str:
         "<!-- Rewritten by benchmarks/run_all.py; only the retrieval section below is kept. -->",
         "",
         f"- Command: `{command}`" + (" (quick sizes: a smoke run, not figures)" if suite["quick"]
-                                     else ""),
+                                     else "") + _earlier(suite, command),
         f"- Date: {suite['date']}; commit {suite.get('commit') or 'unknown'}",
         f"- Machine: {m['cpus']} cores, Python {m['python']}, {m['platform']}; load average "
         f"{m['loadavg']} at the start, {suite.get('loadavg_end')} at the end",
@@ -191,5 +199,5 @@ def render(suite: dict[str, Any], command: str, retrieval: str) -> str:
         "ratios, each against a baseline run in the same process on the same data.",
         "",
     ]
-    body = [section(name, entry) for name, entry in suite["benchmarks"].items()]
+    body = [section(name, entry, command) for name, entry in suite["benchmarks"].items()]
     return "\n".join(head) + "\n" + "\n".join(body) + "\n" + retrieval + "\n"

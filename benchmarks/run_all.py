@@ -143,7 +143,10 @@ def run_suite(options: SuiteOptions, benchmarks: Mapping[str, Benchmark] | None 
         except Exception as exc:  # one broken benchmark must not cost the others their figures
             entry = {"status": "failed", "error": _error(exc)}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
+        entry["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         log.warning("benchmark %s: %s in %.1f s", name, entry["status"], entry["seconds"])
+        if "error" in entry:  # said at once: a long suite should not hide a failure until it ends
+            log.warning("benchmark %s: %s", name, entry["error"])
         suite["benchmarks"][name] = entry
     suite["loadavg_end"] = machine_facts()["loadavg"]
     suite["peak_rss_mb"] = peak_rss_mb()
@@ -153,6 +156,18 @@ def run_suite(options: SuiteOptions, benchmarks: Mapping[str, Benchmark] | None 
 def _error(exc: BaseException) -> str:
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     return "".join(lines[-6:]).strip()
+
+
+def merge_previous(suite: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """``suite`` plus the entries of an earlier run for benchmarks this run did not include.
+
+    Each kept entry carries its own command and date, which the Markdown shows, so a rerun of
+    one benchmark (``--only search --merge``) does not erase the others' figures.
+    """
+    merged = dict(previous.get("benchmarks", {}))
+    merged.update(suite["benchmarks"])
+    order = [n for n in BENCHMARKS if n in merged] + [n for n in merged if n not in BENCHMARKS]
+    return {**suite, "benchmarks": {name: merged[name] for name in order}}
 
 
 RETRIEVAL = re.compile(r"<!-- retrieval -->.*?<!-- /retrieval -->", re.S)
@@ -191,6 +206,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=100, help="search queries per size")
     p.add_argument("--no-optimize", action="store_true", help="skip the after-optimize() pass")
     p.add_argument("--only", help=f"run only these, comma-separated: {', '.join(BENCHMARKS)}")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the previous run's figures (from --json) for benchmarks not run now")
     p.add_argument("--out", type=Path, help=f"Markdown file (default {DEFAULT_OUT.relative_to(ROOT)}"
                                             f", quick: {QUICK_OUT.relative_to(ROOT)})")
     p.add_argument("--json", type=Path, help="raw results (default: --out with .json, under "
@@ -233,8 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out = args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)
     command = "python -m benchmarks.run_all" + (" " + shlex.join(argv) if argv else "")
-    write_results(suite, command, out)
+    for entry in suite["benchmarks"].values():
+        entry["command"] = command
     raw = args.json or ROOT / "benchmarks" / "out" / (out.stem + ".json")
+    if args.merge and raw.is_file():
+        suite = merge_previous(suite, json.loads(raw.read_text(encoding="utf-8")))
+    write_results(suite, command, out)
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(suite, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     failed = [n for n, e in suite["benchmarks"].items() if e["status"] != "ok"]

@@ -161,3 +161,19 @@ def test_import_items_are_unique_real_turns() -> None:
     assert all(": " in t for t in texts)  # "<speaker>: <text>"
     with pytest.raises(ValueError, match="positive"):
         build_items(0)
+
+
+def test_merge_keeps_earlier_figures_of_benchmarks_not_rerun(tmp_path: Path) -> None:
+    previous = {"benchmarks": {
+        "search": {"status": "failed", "error": "old", "seconds": 1.0, "command": "cmd A"},
+        "lcm": {"status": "ok", "result": {"x": 1}, "seconds": 2.0, "command": "cmd A",
+                "date": "2026-01-01 00:00 UTC"}}}
+    now = run_suite(SuiteOptions(quick=True), {"search": lambda o: {"y": 2}})
+    now["benchmarks"]["search"]["command"] = "cmd B"
+    merged = run_all.merge_previous(now, previous)
+    assert list(merged["benchmarks"]) == ["search", "lcm"]
+    assert merged["benchmarks"]["search"]["result"] == {"y": 2}
+    assert merged["benchmarks"]["lcm"] == previous["benchmarks"]["lcm"]
+    text = write_results(merged, "cmd B", tmp_path / "R.md")
+    assert "earlier figures kept from `cmd A`" in text
+    assert "(from `cmd A`, 2026-01-01 00:00 UTC)" in text
