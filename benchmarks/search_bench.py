@@ -58,7 +58,9 @@ def build_corpus(embedder: Any, size: int, seed: int = 7, data: Path = DEFAULT_L
     texts, rows = [], []
     for i in range(size):
         j = i % len(turns) if i < len(turns) else rng.randrange(len(turns))
-        extra = "" if i < len(turns) else " " + " ".join(rng.sample(turns[rng.randrange(len(turns))].split(), 3))
+        words = turns[rng.randrange(len(turns))].split() if i >= len(turns) else []
+        # some turns have fewer than three words: sample what there is
+        extra = "" if i < len(turns) else " " + " ".join(rng.sample(words, min(3, len(words))))
         texts.append(turns[j] + extra)
         rows.append(j)
     vecs = base[rows] + nrng.normal(0, 0.02, size=(size, base.shape[1])).astype(np.float32)
