@@ -64,7 +64,8 @@ class AmemConfig:
     link_min_cosine: float = 0.25
     link_max_added: int = 8
     bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    #: length normalisation: notes are short and uneven, so milder than the usual 0.75
+    bm25_b: float = 0.3
 
     # --- writes ---
     fold_threshold: float = 0.85
@@ -74,6 +75,9 @@ class AmemConfig:
     evolve_max: int = 3
     #: evolve linked notes on one add in N (1 = every add)
     evolve_every: int = 1
+
+    #: nightly consolidation merges same-category notes at or above this cosine
+    consolidate_threshold: float = 0.75
 
     # --- LLM (unset base_url = offline enrichment) ---
     llm_base_url: str | None = None
@@ -114,7 +118,8 @@ def _check(cfg: AmemConfig) -> None:
     for name in ("link_hops", "link_max_added", "evolve_max"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
-    for name in ("fold_threshold", "pending_threshold", "link_floor", "link_min_cosine"):
+    for name in ("fold_threshold", "pending_threshold", "link_floor", "link_min_cosine",
+                 "consolidate_threshold"):
         value = getattr(cfg, name)
         if not -1.0 <= value <= 1.0:
             raise ConfigError(f"{name} is a cosine and must lie in [-1, 1], got {value}", key=name)

@@ -57,7 +57,6 @@ DEFAULT_THRESHOLD = 0.75
 NEIGHBOURS = 8
 #: above this many active notes, build the engine's HNSW index before the per-note queries
 #: (an unindexed qdrant-edge segment answers each query by brute force: 8 ms at 100k notes)
-INDEX_FIRST_AT = 20_000
 #: merge passes per run (later passes query only the previous pass's survivors)
 MAX_PASSES = 4
 
@@ -76,19 +75,18 @@ def consolidate(store: "MemoryStore", *, agent_ids: Sequence[str] | None = None,
         agent_ids: tenants to consolidate; None means every agent with a note.
         progress: called as ``progress(stage, done, total)`` (the CLI draws a bar).
         llm: merges by this model when given (offline on any ``LLMError``).
-        threshold: duplicate cosine; default ``store.config.consolidate_threshold`` if the
-            config has it, else 0.75.
-        index_first: build the engine index first; None decides by store size.
+        threshold: duplicate cosine; default ``store.config.consolidate_threshold`` (0.75).
+        index_first: build the engine index first (pair queries are exact either way).
     """
-    cfg_threshold = getattr(store.config, "consolidate_threshold", DEFAULT_THRESHOLD)
+    cfg_threshold = store.config.consolidate_threshold
     thr = float(cfg_threshold if threshold is None else threshold)
     if not -1.0 <= thr <= 1.0:
         raise ValueError(f"threshold is a cosine and must lie in [-1, 1], got {thr}")
     started = time.perf_counter()
     agents = list(store.agents() if agent_ids is None else agent_ids)
     report = ConsolidationReport({}, thr)
-    if index_first is None:
-        index_first = store.backend.count(Where(must=(Match("is_active", True),))) >= INDEX_FIRST_AT
+    # Pair finding uses exact search (an HNSW index loses neighbours), so building the index
+    # first only helps callers that ask for it; the nightly job optimises after consolidating.
     if index_first:
         log.info("building the engine index before consolidation")
         store.backend.optimize()
@@ -278,8 +276,9 @@ class _AgentRun:
         order = sorted((self.active[k].group, k) for k in ids if self.active[k].group != ("", ""))
         for done, (group, note_id) in enumerate(order, 1):
             entry = self.active[note_id]
+            # exact: an approximate index missed ~45% of planted duplicates at 100k notes
             hits = self.store.backend.dense_search(entry.vector, self._group_where(note_id, group),
-                                                   NEIGHBOURS)
+                                                   NEIGHBOURS, exact=True)
             for hit in hits:
                 other = hit.payload.get("id")
                 if hit.score < self.thr or other not in self.active or other == note_id:
@@ -376,7 +375,8 @@ class _AgentRun:
             entry = self.active.get(note_id)
             if entry is None or not entry.pending:
                 continue  # merged away, or a merge already resolved it
-            hits = self.store.backend.dense_search(entry.vector, self._group_where(note_id, None), 1)
+            hits = self.store.backend.dense_search(entry.vector, self._group_where(note_id, None), 1,
+                                                   exact=True)
             best = hits[0] if hits else None
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:

@@ -312,7 +312,8 @@ class MemoryStore:
 
         self._ensure_open()
         agents = None if all_agents else [self.agent(agent_id)]
-        with self._lock:
+        # Hold the writer's lock too: an add linking to a note mid-merge would dangle.
+        with self._lock, self.writer.lock:
             return consolidate(self, agent_ids=agents, progress=progress, llm=self._llm)
 
     def optimize(self) -> None:

@@ -74,6 +74,11 @@ class Writer:
         self._adds = 0
 
     @property
+    def lock(self) -> threading.Lock:
+        """Held while a note is placed; consolidation takes it to keep links consistent."""
+        return self._lock
+
+    @property
     def enricher(self) -> Any:
         """Built on first use: the episodic fast path never loads keyword models or LLMs."""
         if self._enricher is None:

@@ -164,9 +164,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         memory["agents"] = len(store.agents())
         memory["notes_of_agent"] = store.count()
         memory["agent"] = settings.agent_id
-    data: dict[str, Any] = {"memory": memory, "lcm": _lcm_call(settings, "status")}
+    data: dict[str, Any] = {"memory": memory, "lcm": _lcm_call(settings, "status"),
+                            "nightly": _nightly_status(settings)}
     emit(args, data, lambda: kv_text(data))
     return 0
+
+
+def _nightly_status(settings: Any) -> dict[str, Any]:
+    """The nightly job's last run (a failure shows here until a later run succeeds)."""
+    from scheduler import last_run_status
+
+    return last_run_status(settings.config.home, settings.config)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -110,9 +110,13 @@ class VectorBackend(Protocol):
         ...
 
     def dense_search(
-        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
+        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
+        exact: bool = False,
     ) -> list[Hit]:
-        """Nearest points by cosine, best first; ``score`` is the cosine."""
+        """Nearest points by cosine, best first; ``score`` is the cosine.
+
+        ``exact`` skips the approximate (HNSW) index: consolidation needs every neighbour.
+        """
         ...
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:

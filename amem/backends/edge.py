@@ -281,15 +281,17 @@ class EdgeBackend:
         return [self._hit(p, with_vectors) for p in points]
 
     def dense_search(
-        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
+        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
+        exact: bool = False,
     ) -> list[Hit]:
-        """Nearest points by cosine, best first."""
+        """Nearest points by cosine, best first (``exact`` bypasses the HNSW index)."""
         request = qe.QueryRequest(
             limit=c.check_limit(limit),
             query=qe.Query.Nearest(c.dense_list(vector, self.dim, "vector"), using=DENSE),
             filter=to_edge(where),
             with_payload=True,
             with_vector=[DENSE] if with_vectors else False,
+            params=qe.SearchParams(exact=True) if exact else None,
         )
         return self._query(request, "dense search", with_vectors)
 

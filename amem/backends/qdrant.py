@@ -66,6 +66,7 @@ class QdrantServerBackend:
         self.meta_collection = collection + META_SUFFIX
         self._owns_client = owns_client
         self.location = location or "Qdrant"  # for error messages: the URL or local directory
+        self._is_local = self.location.startswith("local mode")
         try:
             self.dim = self._ensure_schema(dim)
         except BaseException:
@@ -255,13 +256,16 @@ class QdrantServerBackend:
         return [self._hit(p, keep_vectors) for p in points]
 
     def dense_search(
-        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False
+        self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
+        exact: bool = False,
     ) -> list[Hit]:
-        """Nearest points by cosine, best first."""
+        """Nearest points by cosine, best first (``exact`` bypasses the HNSW index)."""
         return self._query(
             "dense search", keep_vectors=with_vectors, query=c.dense_list(vector, self.dim, "vector"), using=DENSE,
             query_filter=to_client(where), limit=c.check_limit(limit),
             with_vectors=[DENSE] if with_vectors else False,
+            # local mode is always exact and warns about search params, so send none there
+            search_params=qm.SearchParams(exact=True) if exact and not self._is_local else None,
         )
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:

@@ -93,6 +93,7 @@ def test_status_doctor_tools_and_lcm(capsys: pytest.CaptureFixture[str], env: di
     status = run_json(capsys, env, "status")
     assert status["memory"]["notes_of_agent"] == 1 and status["memory"]["embedder"].startswith("hashing")
     assert status["lcm"]["conversations"] == 0
+    assert status["nightly"]["state"] == "never"
     doctor = run_json(capsys, env, "doctor", "--clean")
     assert doctor["ok"] is True and "clean" in doctor["lcm"]
     tools = run_json(capsys, env, "tools", "--format", "openai")
