@@ -306,6 +306,7 @@ class Writer:
             decision = self.enricher.evolve(_view(note), views)
             warnings.extend(getattr(decision, "warnings", []))
             updates = {u.id: u for u in decision if u.id in by_id}
+        changed: list[Note] = []
         for nid in linked:
             other = Note.from_payload(by_id[nid].payload)
             other.links = unique([*other.links, note.id])
@@ -313,10 +314,12 @@ class Writer:
             if update is not None:
                 self._apply_evolution(other, note.id, update)
                 evolved.append(nid)
-                points.append(store.make_point(other, store.embed_passages([other.embed_text()])[0],
-                                               count_stats=False))
+                changed.append(other)
             else:
                 store.update_payload(nid, note.agent_id, {"links": other.links})
+        if changed:  # one embedding call for every evolved note
+            vectors = store.embed_passages([n.embed_text() for n in changed])
+            points.extend(store.make_point(n, v, count_stats=False) for n, v in zip(changed, vectors))
         store.write_points(points)
         return AddResult(status, note.id, links=note.links, evolved=evolved,
                          enriched_by=note.enriched_by,
