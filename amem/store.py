@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from .notes import Note, check_agent, check_id, check_limit, check_text, point_i
 if TYPE_CHECKING:
     from .embed.base import Embedder
     from .search import SearchResult
-    from .write import AddResult
+    from .write import AddResult, Writer
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class MemoryStore:
         self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
         self._writes_since_meta = 0
         self._llm = llm if llm is not None else self._llm_from_config()
-        self._writer: Any = None  # built on first write (imports the enrichers lazily)
+        self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -178,7 +179,7 @@ class MemoryStore:
         return self.embedder.embed(list(texts), kind="passage")
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embedder.embed([text], kind="query")[0]
+        return np.asarray(self.embedder.embed([text], kind="query")[0], dtype=np.float32)
 
     def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True) -> Point:
         """The engine point of a note: its vector, its BM25 terms, its payload."""
@@ -228,7 +229,7 @@ class MemoryStore:
         return self.writer.add_many(items, **options)
 
     @property
-    def writer(self) -> Any:
+    def writer(self) -> "Writer":
         with self._lock:
             if self._writer is None:
                 from .write import Writer
@@ -270,7 +271,7 @@ class MemoryStore:
         return self.backend.count(Where(must=tuple(self.tenant_filter(self.agent(agent_id)))))
 
     def list(self, *, agent_id: str | None = None, limit: int = 50,
-             offset: str | None = None) -> tuple[list[Note], str | None]:
+             offset: str | None = None) -> tuple[builtins.list[Note], str | None]:
         """One page of the agent's active notes and the offset of the next page."""
         self._ensure_open()
         check_limit(limit, maximum=1000)
@@ -289,7 +290,7 @@ class MemoryStore:
         for hit in self.backend.iterate(Where(must=tuple(must)), with_vectors=with_vectors):
             yield Note.from_payload(hit.payload), hit.dense
 
-    def agents(self) -> list[str]:
+    def agents(self) -> builtins.list[str]:
         """Every agent id with at least one note (active or not)."""
         seen: dict[str, None] = {}
         for hit in self.backend.iterate(None):

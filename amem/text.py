@@ -14,7 +14,7 @@ import threading
 import unicodedata
 import zlib
 from collections import Counter
-from typing import Iterable
+from typing import Any, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ _jieba_lock = threading.Lock()
 _jieba = None
 
 
-def _jieba_module():
+def _jieba_module() -> Any:
     """Import and initialise jieba once, quietly (it logs its dictionary build)."""
     global _jieba
     if _jieba is None:

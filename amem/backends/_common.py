@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 import operator
 import uuid
-from typing import Any, Sequence, cast
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 
-from amem.backends.base import Hit, Point, SparseVector
+from amem.backends.base import Hit, Point, SparseVector, Where
 from amem.errors import ValidationError
 
 # Both engines (qdrant-edge and Qdrant's own RRF, local mode included) score a prefetch hit as
@@ -131,3 +131,14 @@ def check_point(point: Any, dim: int) -> tuple[str, list[float], tuple[list[int]
 def as_array(vector: Any) -> np.ndarray | None:
     """A float32 array from an engine's dense vector (None stays None)."""
     return None if vector is None else np.asarray(vector, dtype=np.float32)
+
+
+def iterate_pages(scroll: Callable[..., tuple[list[Hit], str | None]], where: Where | None, *,
+                  with_vectors: bool, batch: int) -> Iterator[Hit]:
+    """Every point a backend's ``scroll`` yields for ``where``, following page offsets."""
+    offset: str | None = None
+    while True:
+        page, offset = scroll(where, limit=batch, offset=offset, with_vectors=with_vectors)
+        yield from page
+        if offset is None:
+            return

@@ -319,12 +319,7 @@ class QdrantServerBackend:
     def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
                 batch: int = 256) -> Iterator[Hit]:
         """Every matching point, page by page."""
-        offset: str | None = None
-        while True:
-            page, offset = self.scroll(where, limit=batch, offset=offset, with_vectors=with_vectors)
-            yield from page
-            if offset is None:
-                return
+        return c.iterate_pages(self.scroll, where, with_vectors=with_vectors, batch=batch)
 
     def count(self, where: Where | None = None) -> int:
         """The exact number of matching points."""

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Protocol, Sequence, runtime_checkable
 
 # One definition of the fixed sets, in the note schema.
-from ..notes import CATEGORIES, NOTE_TYPES  # noqa: E402
+from ..notes import CATEGORIES as CATEGORIES  # noqa: E402
+from ..notes import NOTE_TYPES as NOTE_TYPES  # noqa: E402
 OFFLINE = "offline"
 OFFLINE_FALLBACK = "offline-fallback"
 

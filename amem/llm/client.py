@@ -220,7 +220,7 @@ class LLMClient:
             return retry_after
         cfg = self.config
         delay = min(cfg.backoff_max, cfg.backoff_base * (2 ** attempt))
-        return delay * (1.0 - cfg.jitter * self._rng.random())
+        return float(delay * (1.0 - cfg.jitter * self._rng.random()))
 
     def _retry_after(self, response: httpx.Response) -> float | None:
         """The server's ``Retry-After`` in seconds when present and sane, else None."""
