@@ -58,14 +58,14 @@ def build_context(
     sum_ids = [it.summary_id for it in items if it.type == "summary"]
     messages: dict[int, sqlite3.Row] = {}
     for i in range(0, len(msg_ids), 500):
-        part = msg_ids[i : i + 500]
-        q = ",".join("?" * len(part))
-        messages.update({r["id"]: r for r in c.execute(f"SELECT id, role, content FROM messages WHERE id IN ({q})", part)})
+        msg_part = msg_ids[i : i + 500]
+        q = ",".join("?" * len(msg_part))
+        messages.update({r["id"]: r for r in c.execute(f"SELECT id, role, content FROM messages WHERE id IN ({q})", msg_part)})
     summaries: dict[str, sqlite3.Row] = {}
     for i in range(0, len(sum_ids), 500):
-        part = sum_ids[i : i + 500]
-        q = ",".join("?" * len(part))
-        summaries.update({r["summary_id"]: r for r in c.execute(f"SELECT * FROM summaries WHERE summary_id IN ({q})", part)})
+        sum_part = sum_ids[i : i + 500]
+        q = ",".join("?" * len(sum_part))
+        summaries.update({r["summary_id"]: r for r in c.execute(f"SELECT * FROM summaries WHERE summary_id IN ({q})", sum_part)})
 
     def render(it: Item) -> AssembledItem:
         if it.type == "summary":

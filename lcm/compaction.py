@@ -88,7 +88,8 @@ def tail_start(items: list[Item], count: int, max_tokens: int | None) -> int:
         return len(items)
     protected = msg_idx[-count:] if count > 0 else []
     if max_tokens is not None and protected:
-        kept, used = [], 0
+        kept: list[int] = []
+        used = 0
         for i in reversed(protected):
             if kept and used + items[i].tokens > max_tokens:
                 break  # the newest message is always kept, even over the cap
@@ -179,10 +180,10 @@ class Compactor:
         tz = self.cfg.timezone
         with self.db.reading() as c:
             if chunk[0].type == "message":
-                ids = [it.message_id for it in chunk]
-                q = ",".join("?" * len(ids))
-                rows = {r["id"]: r for r in c.execute(f"SELECT * FROM messages WHERE id IN ({q})", ids)}
-                ordered = [rows[i] for i in ids]
+                msg_ids = [it.message_id for it in chunk]
+                q = ",".join("?" * len(msg_ids))
+                rows = {r["id"]: r for r in c.execute(f"SELECT * FROM messages WHERE id IN ({q})", msg_ids)}
+                ordered = [rows[i] for i in msg_ids]
                 units = [SourceUnit(str(r["id"]), r["role"], display_time(r["created_at"], tz), r["content"]) for r in ordered]
                 tokens = sum(r["token_count"] for r in ordered)
                 meta = {
@@ -193,10 +194,10 @@ class Compactor:
                     "source_tokens": tokens,
                 }
             else:
-                ids = [it.summary_id for it in chunk]
-                q = ",".join("?" * len(ids))
-                rows = {r["summary_id"]: r for r in c.execute(f"SELECT * FROM summaries WHERE summary_id IN ({q})", ids)}
-                ordered = [rows[i] for i in ids]
+                sum_ids = [it.summary_id for it in chunk]
+                q = ",".join("?" * len(sum_ids))
+                rows = {r["summary_id"]: r for r in c.execute(f"SELECT * FROM summaries WHERE summary_id IN ({q})", sum_ids)}
+                ordered = [rows[i] for i in sum_ids]
                 units = [SourceUnit(r["summary_id"], f"d{r['depth']}", display_time(r["earliest_at"], tz), r["content"]) for r in ordered]
                 meta = {
                     "earliest": min(r["earliest_at"] for r in ordered),

@@ -139,7 +139,8 @@ class LcmConfig:
         for spec in _SPECS.values():
             value = getattr(self, spec.attr)
             if isinstance(value, tuple):
-                value = [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
+                value = [dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+                         for v in value]
             out[spec.name] = value
         out["ignoredKeys"] = list(self.ignored_keys)
         return out

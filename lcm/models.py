@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "AssembledContext", "AssembledItem", "CompactionResult", "Conversation", "DoctorIssue",
@@ -16,8 +16,11 @@ __all__ = [
 
 
 class _Dict:
+    # Declared, not set: every subclass is a @dataclass, which fills it in.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from typing import Any
 
 from lcm.errors import RegexGuardError
 
-try:  # Python 3.11+
+try:  # Python 3.11+; typeshed has no stubs for these private modules, so C and P are Any
     from re import _constants as C  # type: ignore[attr-defined]
     from re import _parser as P  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - older layout
-    import sre_constants as C  # type: ignore[no-redef]
-    import sre_parse as P  # type: ignore[no-redef]
+    import sre_constants as C
+    import sre_parse as P
 
 __all__ = ["check_regex", "required_literal", "MAX_PATTERN_LENGTH"]
 
@@ -66,7 +67,7 @@ def _class_chars(op: Any, av: Any) -> frozenset[str]:
 
 
 def _category(cat: Any) -> frozenset[str]:
-    tests = {
+    tests: dict[object, Callable[[str], bool]] = {
         C.CATEGORY_DIGIT: str.isdigit,
         C.CATEGORY_NOT_DIGIT: lambda ch: not ch.isdigit(),
         C.CATEGORY_SPACE: str.isspace,

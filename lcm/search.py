@@ -177,9 +177,9 @@ def _fts_rows(
         # Fuse the best by relevance with the newest: both lists come from the same match set.
         by_rel = c.execute(f"{sql} ORDER BY {order['relevance']} LIMIT ?", [*args, limit * 4]).fetchall()
         by_new = c.execute(f"{sql} ORDER BY {order['recency']} LIMIT ?", [*args, limit * 4]).fetchall()
-        rows = {r[rowid]: r for r in [*by_rel, *by_new]}
+        by_id = {r[rowid]: r for r in [*by_rel, *by_new]}
         fused = rrf([[r[rowid] for r in by_rel], [r[rowid] for r in by_new]])
-        return [(rows[k], s) for k, s in fused[:limit]]
+        return [(by_id[k], s) for k, s in fused[:limit]]
     rows = c.execute(f"{sql} ORDER BY {order[sort]} LIMIT ?", [*args, limit]).fetchall()
     return [(r, -float(r["score"])) for r in rows]
 

@@ -57,16 +57,17 @@ def row_to_conversation(row: sqlite3.Row) -> Conversation:
 def find_active(c: sqlite3.Connection, session_key: str | None, session_id: str | None) -> sqlite3.Row | None:
     """The active conversation for a key, else (when no key matches) for a session id."""
     if session_key is not None:
-        row = c.execute(
+        row: sqlite3.Row | None = c.execute(
             "SELECT * FROM conversations WHERE session_key = ? AND active = 1", (session_key,)
         ).fetchone()
         if row is not None:
             return row
     if session_id is not None:
-        return c.execute(
+        row = c.execute(
             "SELECT * FROM conversations WHERE session_id = ? AND active = 1 ORDER BY id DESC LIMIT 1",
             (session_id,),
         ).fetchone()
+        return row
     return None
 
 

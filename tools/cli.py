@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def cmd(name: str, func: Callable[[argparse.Namespace], int], help: str,
-            into: Any = sub) -> argparse.ArgumentParser:
+            into: argparse._SubParsersAction[argparse.ArgumentParser] = sub) -> argparse.ArgumentParser:
         p = into.add_parser(name, help=help, description=help, parents=[common])
         p.set_defaults(func=func)
         return p

@@ -53,7 +53,7 @@ def lazy_from_env(env: Mapping[str, str]) -> bool:
 class CallContext:
     """What a handler may use: the stores and the caller's identity (never from arguments)."""
 
-    memory: Any
+    memory: "MemoryStore | None"
     lcm: Any
     agent_id: str
     facade: "ToolFacade"

@@ -8,6 +8,8 @@ from .errors import ToolError
 from .registry import Tool, obj
 
 if TYPE_CHECKING:
+    from amem import MemoryStore
+
     from .facade import CallContext
 
 #: longest note text the tool accepts (the store's default limit; a smaller config still wins)
@@ -23,7 +25,9 @@ _NAMES = {"type": "array", "maxItems": 64,
           "items": {"type": "string", "minLength": 1, "maxLength": 200}}
 
 
-def _store(ctx: "CallContext") -> Any:
+def _store(ctx: "CallContext") -> "MemoryStore":
+    # The facade refuses every memory_* call when it has no store, so one is always here.
+    assert ctx.memory is not None
     return ctx.memory
 
 
