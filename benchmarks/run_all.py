@@ -115,8 +115,13 @@ BENCHMARKS: dict[str, Benchmark] = {
 
 
 def run_suite(options: SuiteOptions, benchmarks: Mapping[str, Benchmark] | None = None,
-              only: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run each benchmark in turn; every one ends ``ok``, ``failed`` or ``missing``."""
+              only: Sequence[str] | None = None,
+              checkpoint: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    """Run each benchmark in turn; every one ends ``ok``, ``failed`` or ``missing``.
+
+    ``checkpoint`` gets the results so far after each benchmark, so a long run that is killed
+    keeps what it measured.
+    """
     chosen = dict(benchmarks if benchmarks is not None else BENCHMARKS)
     if only:
         unknown = sorted(set(only) - set(chosen))
@@ -148,6 +153,8 @@ def run_suite(options: SuiteOptions, benchmarks: Mapping[str, Benchmark] | None 
         if "error" in entry:  # said at once: a long suite should not hide a failure until it ends
             log.warning("benchmark %s: %s", name, entry["error"])
         suite["benchmarks"][name] = entry
+        if checkpoint is not None:
+            checkpoint(suite)
     suite["loadavg_end"] = machine_facts()["loadavg"]
     suite["peak_rss_mb"] = peak_rss_mb()
     return suite
@@ -243,21 +250,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"run_all: {exc}", file=sys.stderr)
         return 2
     only = [s.strip() for s in args.only.split(",")] if args.only else None
+    out = args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)
+    command = "python -m benchmarks.run_all" + (" " + shlex.join(argv) if argv else "")
+    raw = args.json or ROOT / "benchmarks" / "out" / (out.stem + ".json")
+    # read before the first checkpoint overwrites it
+    previous = (json.loads(raw.read_text(encoding="utf-8"))
+                if args.merge and raw.is_file() else None)
+
+    def save(partial: dict[str, Any]) -> dict[str, Any]:
+        for entry in partial["benchmarks"].values():
+            entry.setdefault("command", command)
+        whole = merge_previous(partial, previous) if previous else partial
+        write_results(whole, command, out)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(whole, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return whole
+
     try:
-        suite = run_suite(options, only=only)
+        suite = save(run_suite(options, only=only, checkpoint=save))
     except ValueError as exc:
         print(f"run_all: {exc}", file=sys.stderr)
         return 2
-    out = args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)
-    command = "python -m benchmarks.run_all" + (" " + shlex.join(argv) if argv else "")
-    for entry in suite["benchmarks"].values():
-        entry["command"] = command
-    raw = args.json or ROOT / "benchmarks" / "out" / (out.stem + ".json")
-    if args.merge and raw.is_file():
-        suite = merge_previous(suite, json.loads(raw.read_text(encoding="utf-8")))
-    write_results(suite, command, out)
-    raw.parent.mkdir(parents=True, exist_ok=True)
-    raw.write_text(json.dumps(suite, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     failed = [n for n, e in suite["benchmarks"].items() if e["status"] != "ok"]
     print(f"wrote {out} and {raw}" + (f"; not ok: {', '.join(failed)}" if failed else ""))
     return 1 if any(suite["benchmarks"][n]["status"] == "failed" for n in failed) else 0
