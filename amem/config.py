@@ -67,6 +67,10 @@ class AmemConfig:
     #: length normalisation: notes are short and uneven, so milder than the usual 0.75
     bm25_b: float = 0.3
 
+    #: the embedder's cosine of unrelated texts (None: its measured value, see amem.similarity);
+    #: every similarity threshold below is on the calibrated scale
+    similarity_baseline: float | None = None
+
     # --- writes ---
     fold_threshold: float = 0.85
     pending_threshold: float = 0.72
@@ -129,6 +133,8 @@ def _check(cfg: AmemConfig) -> None:
                  "llm_read_timeout"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
+    if cfg.similarity_baseline is not None and not 0.0 <= cfg.similarity_baseline < 1.0:
+        raise ConfigError("similarity_baseline must lie in [0, 1)", key="similarity_baseline")
     if not 0.0 <= cfg.bm25_b <= 1.0:
         raise ConfigError(f"bm25_b must lie in [0, 1], got {cfg.bm25_b}", key="bm25_b")
     if not (0 <= cfg.schedule_hour < 24 and 0 <= cfg.schedule_minute < 60):

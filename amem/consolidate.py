@@ -92,7 +92,8 @@ def consolidate(store: "MemoryStore", *, agent_ids: Sequence[str] | None = None,
         store.backend.optimize()
         report.indexed_first = True
     for agent in agents:
-        run = _AgentRun(store, agent, thr, llm, progress)
+        # the threshold is on the calibrated scale; engine scores and dot products are raw
+        run = _AgentRun(store, agent, store.raw_cosine(thr), llm, progress)
         report.agents[agent] = run.run()
     report.duration = time.perf_counter() - started
     log.info("consolidated %d agent(s): %d merges, %d links rewritten in %.1fs", len(agents),
@@ -313,7 +314,8 @@ class _AgentRun:
         # 2. the survivor absorbs the loser, unless a crashed run already wrote it
         if not was_merged(s_note, loser):
             links = self.graph.absorbed_links(survivor, loser)
-            merged = merge_notes(s_note, l_note, links=links, similarity=score,
+            merged = merge_notes(s_note, l_note, links=links,
+                                 similarity=None if score is None else self.store.similarity(score),
                                  now=store.clock.now(), llm=self.llm,
                                  max_chars=store.config.max_text_chars)
             vector = hits[survivor].dense

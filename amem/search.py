@@ -117,8 +117,8 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
             if hit.dense is not None:
                 cosine[hit.id] = float(np.dot(qvec, hit.dense))
 
-    results = [_result(by_id[pid].payload, cosine.get(pid, 0.0), rrf_score, "match")
-               for pid, rrf_score, _ in matches]
+    results = [_result(by_id[pid].payload, store.similarity(cosine[pid]) if pid in cosine else 0.0,
+                       rrf_score, "match") for pid, rrf_score, _ in matches]
 
     if use_links and matches:                                               # 6
         results.extend(_expand(store, agent_id, [by_id[pid] for pid, _, _ in matches], qvec,
@@ -156,7 +156,7 @@ def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.
                 cos[nid] = None
                 continue
             payloads[nid] = hit.payload
-            cos[nid] = float(np.dot(qvec, hit.dense))
+            cos[nid] = store.similarity(float(np.dot(qvec, hit.dense)))
             frontier.append(nid)
     added = ranking.expand_links(
         [h.payload["id"] for h in seeds],

@@ -17,6 +17,7 @@ from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .notes import Note, check_agent, check_id, check_limit, check_text, point_id
+from .similarity import calibrate, cosine_baseline, uncalibrate
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -76,6 +77,8 @@ class MemoryStore:
         self._closed = False
         self.backend, self.location, self.backend_kind = self._open_backend(path, backend)
         self._meta = self._check_meta()
+        #: the embedder's cosine of unrelated texts; thresholds live on the calibrated scale
+        self.similarity_baseline = cosine_baseline(self.embedder, self.config.similarity_baseline)
         self._stats = bm25.CorpusStats(**self._meta.get("bm25_stats", {}))
         self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
         self._writes_since_meta = 0
@@ -174,6 +177,14 @@ class MemoryStore:
         if active_only:
             must.append(Match("is_active", True))
         return must
+
+    def similarity(self, cosine: float) -> float:
+        """A raw cosine on the calibrated scale (0 = unrelated, 1 = identical)."""
+        return calibrate(cosine, self.similarity_baseline)
+
+    def raw_cosine(self, similarity: float) -> float:
+        """The raw cosine at which ``similarity`` is reached (to compare engine scores)."""
+        return uncalibrate(similarity, self.similarity_baseline)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self.embedder.embed(list(texts), kind="passage")

@@ -279,6 +279,8 @@ class Writer:
         neighbours = store.backend.dense_search(vector, where, max(cfg.link_candidates, 1),
                                                 with_vectors=True)
         neighbours = [h for h in neighbours if h.payload.get("id") != note.id]
+        for hit in neighbours:  # thresholds are on the calibrated scale (see amem.similarity)
+            hit.score = store.similarity(hit.score)
         top = neighbours[0] if neighbours else None
         if top is not None and top.score >= cfg.fold_threshold:
             return self._fold(note, top.payload, top.score, warnings)
