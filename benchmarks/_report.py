@@ -78,7 +78,8 @@ def _import(r: dict[str, Any]) -> str:
                     fmt_ratio(ratio(p["notes_per_s"], raw)), p["loadavg"]]
                    for name, p in phases if p]
     ie = r["import_enrich"]
-    text = (f"{r['notes']} notes (LoCoMo turns recombined), embedder `{r['embedder']}`, batch "
+    text = (f"{r['notes']} notes (real LoCoMo turns; pairs of turns beyond the file's own), "
+            f"embedder `{r['embedder']}`, batch "
             f"{r['embed_batch']}. Aim: enriched import >= {r['aim_enrich_over_raw']:.0%} of raw "
             f"— **{'met' if r['meets_aim'] else 'not met'}** "
             f"({fmt_ratio(r['ratios']['import_enrich_over_raw'])}).\n\n")
@@ -87,6 +88,9 @@ def _import(r: dict[str, Any]) -> str:
              f"{ie['pending_merge']}, folded {ie['folded']}, deduplicated {ie['deduplicated']}, "
              f"skipped {ie['skipped']}.")
     a = r.get("add_latency")
+    text += ("\n\n*x raw* of the enriched import against the last row separates the two costs: "
+             "longer inputs (the vector embeds content + keywords + tags + context) and the "
+             "pipeline itself (dedup, enrichment, links, evolution, writes).")
     if a:
         text += (f"\n\nSingle `add` (offline enrichment) into the store of "
                  f"{a['store_notes_before']} notes:\n\n")
