@@ -84,14 +84,35 @@ class Note:
 
 
 def compose_embed_text(content: str, keywords: Sequence[str], tags: Sequence[str], context: str) -> str:
+    """Content, then only the enrichment that adds words the content does not already hold.
+
+    Offline enrichment draws keywords, tags and context from the content itself; embedding
+    them again would make the text the encoder reads twice as long (and embedding is the cost
+    of every write) without telling it anything new. An LLM's abstractions ("career change",
+    a context that paraphrases) are not substrings, so they are still embedded.
+    """
+    low = content.lower()
+
+    def novel(term: str) -> bool:  # tags are slugs: "support-group" is in "support group"
+        return term.lower().replace("-", " ").replace("_", " ") not in low and term.lower() not in low
+
+    new_keywords = [k for k in keywords if novel(k)]
+    new_tags = [t for t in tags if novel(t) and t not in new_keywords]
     parts = [content]
-    if keywords:
-        parts.append("Keywords: " + ", ".join(keywords))
-    if tags:
-        parts.append("Tags: " + ", ".join(tags))
-    if context:
+    if new_keywords:
+        parts.append("Keywords: " + ", ".join(new_keywords))
+    if new_tags:
+        parts.append("Tags: " + ", ".join(new_tags))
+    if context and not _quoted(context, low):
         parts.append("Context: " + context)
     return "\n".join(parts)
+
+
+def _quoted(context: str, low_content: str) -> bool:
+    """Is ``context`` a sentence of the content (a leading "Speaker: " allowed)?"""
+    text = context.strip().lower().rstrip(".…")
+    head, sep, rest = text.partition(": ")
+    return text in low_content or bool(sep and len(head) <= 40 and rest and rest in low_content)
 
 
 def new_note_id() -> str:

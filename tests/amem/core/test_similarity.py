@@ -72,3 +72,15 @@ def test_config_override_reaches_the_store() -> None:
     cfg = load_config(overrides={"similarity_baseline": 0.5})
     with MemoryStore(":memory:", config=cfg, embedder=HashingEmbedder(dim=64)) as store:
         assert store.similarity_baseline == 0.5 and store.similarity(0.75) == pytest.approx(0.5)
+
+
+def test_embed_text_adds_only_enrichment_the_content_lacks() -> None:
+    from amem.notes import compose_embed_text
+
+    content = "Caroline: I went to a LGBTQ support group yesterday."
+    text = compose_embed_text(content, ["LGBTQ", "support group"], ["support-group", "wellbeing"],
+                              "Caroline: I went to a LGBTQ support group yesterday.")
+    assert text == content + "\nTags: wellbeing"
+    llm = compose_embed_text(content, ["identity"], ["community"], "Caroline found peer support.")
+    assert llm == (content + "\nKeywords: identity\nTags: community\n"
+                   "Context: Caroline found peer support.")
