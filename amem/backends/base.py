@@ -18,7 +18,8 @@ import numpy as np
 
 DENSE = "dense"
 SPARSE = "bm25"
-KEYWORD_INDEXES = ("agent_id", "id", "hash", "category", "note_type", "topics", "subjects")
+KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
+                   "subjects")
 BOOL_INDEXES = ("is_active", "pending_merge")
 
 Scalar = Union[str, int, bool]
