@@ -189,7 +189,7 @@ def render(suite: dict[str, Any], command: str, retrieval: str) -> str:
     head = [
         "# Benchmark results",
         "",
-        "<!-- Rewritten by benchmarks/run_all.py; only the retrieval section below is kept. -->",
+        "<!-- Rewritten by benchmarks/run_all.py; only the retrieval and manual sections below are kept. -->",
         "",
         f"- Command: `{command}`" + (" (quick sizes: a smoke run, not figures)" if suite["quick"]
                                      else "") + _earlier(suite, command),

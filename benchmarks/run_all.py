@@ -14,7 +14,8 @@ of the embedders another benchmark loads.
 Each benchmark is called through its ``run(quick=...)``. A failure (or a module that does not
 exist yet) is recorded in the results, never fatal to the others. The Markdown file is
 rewritten whole, except the section between ``<!-- retrieval -->`` and ``<!-- /retrieval -->``
-(the retrieval-quality table, written by hand from ``benchmarks.retrieval``), kept verbatim.
+(the retrieval-quality table, written by hand from ``benchmarks.retrieval``) and the one between
+``<!-- manual -->`` and ``<!-- /manual -->`` (long hand-run benchmarks), both kept verbatim.
 The raw figures go to a JSON file beside it (``--json``).
 """
 
@@ -189,10 +190,18 @@ def retrieval_section(previous: str | None) -> str:
     return match.group(0) if match else EMPTY_RETRIEVAL
 
 
+#: figures of long hand-run benchmarks (1M-message grep, 100k consolidation), kept verbatim too
+MANUAL = re.compile(r"<!-- manual -->.*?<!-- /manual -->", re.S)
+
+
 def write_results(suite: dict[str, Any], command: str, out: Path) -> str:
-    """Rewrite ``out`` from ``suite``, keeping its retrieval section; return the text."""
+    """Rewrite ``out`` from ``suite``, keeping its retrieval and manual sections; return the text."""
     previous = out.read_text(encoding="utf-8") if out.exists() else None
-    text = _report.render(suite, command, retrieval_section(previous))
+    kept = retrieval_section(previous)
+    manual = MANUAL.search(previous or "")
+    if manual:
+        kept += "\n\n" + manual.group(0)
+    text = _report.render(suite, command, kept)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return text

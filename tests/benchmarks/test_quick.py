@@ -119,6 +119,16 @@ def test_retrieval_section_survives_a_rewrite(quick: tuple[int, Path, dict[str, 
     assert text.count("<!-- retrieval -->") == 1
 
 
+def test_manual_section_survives_a_rewrite(quick: tuple[int, Path, dict[str, Any]],
+                                           tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    manual = "<!-- manual -->\n## LCM grep at 1M messages\n\n| grep ms | 0.57 |\n<!-- /manual -->"
+    out.write_text(f"# old\n\nstale figures\n\n{manual}\n", encoding="utf-8")
+    text = write_results(quick[2], "python -m benchmarks.run_all --quick", out)
+    assert manual in text and "stale figures" not in text
+    assert text.count("<!-- manual -->") == 1
+
+
 def test_a_failing_or_missing_benchmark_is_recorded_not_fatal(tmp_path: Path) -> None:
     def fine(options: SuiteOptions) -> dict[str, Any]:
         return {"quick": options.quick}
