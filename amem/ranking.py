@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Hashable, Mapping, Sequence, TypeVar
+from typing import Callable, Hashable, Sequence, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -83,10 +83,3 @@ def expand_links(
                 return added
             frontier.append((neighbour, depth + 1))
     return added
-
-
-def fuse_scores(scored: Mapping[K, float], boosts: Mapping[K, float]) -> list[tuple[K, float]]:
-    """Apply per-id multiplicative boosts and sort best first (stable for ties)."""
-    order = {item: i for i, item in enumerate(scored)}
-    out = [(item, score * boosts.get(item, 1.0)) for item, score in scored.items()]
-    return sorted(out, key=lambda kv: (-kv[1], order[kv[0]]))

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from . import bm25, ranking
-from .backends.base import Hit, IsEmpty, Match, Where
-from .notes import age_days, check_limit, check_str_list, check_text, now_iso
+from .backends.base import HasId, Hit, IsEmpty, Match, Where
+from .notes import age_days, check_limit, check_str_list, check_text, now_iso, point_id
 from .text import tokenize
 
 if TYPE_CHECKING:
@@ -148,11 +148,14 @@ def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.
         wanted = list(dict.fromkeys(wanted))
         if not wanted:
             break
-        hits = store.load_many(wanted, agent_id, with_vectors=True)
+        # The search's own filter (tenant, active, subject, topics) decides what links admit.
+        where = Where(must=(HasId(tuple(point_id(agent_id, n) for n in wanted)),
+                            build_filter(store, agent_id, subject, topics)))
+        hits = {h.payload["id"]: h for h in store.backend.iterate(where, with_vectors=True)}
         frontier = []
         for nid in wanted:
             hit = hits.get(nid)
-            if hit is None or hit.dense is None or not _passes(hit.payload, topics, subject):
+            if hit is None or hit.dense is None:
                 cos[nid] = None
                 continue
             payloads[nid] = hit.payload
@@ -164,15 +167,6 @@ def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.
         cosine_of=lambda nid: cos.get(nid),
         hops=cfg.link_hops, min_cosine=cfg.link_min_cosine, max_added=cfg.link_max_added)
     return [_result(payloads[nid], cos[nid] or 0.0, 0.0, "link") for nid in added]
-
-
-def _passes(payload: dict[str, Any], topics: Sequence[str], subject: str | None) -> bool:
-    """The same subject/topics rules as the engine filter, for notes reached by links."""
-    if subject is not None and payload.get("subjects") and subject not in payload["subjects"]:
-        return False
-    if topics and payload.get("note_type") == "knowledge":
-        return all(t in payload.get("topics", []) for t in topics)
-    return True
 
 
 def _bump_heat(store: "MemoryStore", matches: Sequence[tuple[str, dict[str, Any]]],

@@ -219,16 +219,6 @@ class MemoryStore:
                                 id=note_id)
         return note, hits[0].dense
 
-    def load_many(self, note_ids: Sequence[str], agent_id: str, *,
-                  with_vectors: bool = False) -> dict[str, Hit]:
-        """Active notes of this agent among ``note_ids``, keyed by note id."""
-        if not note_ids:
-            return {}
-        hits = self.backend.retrieve([point_id(agent_id, n) for n in note_ids],
-                                     with_vectors=with_vectors)
-        return {h.payload["id"]: h for h in hits
-                if h.payload.get("agent_id") == agent_id and h.payload.get("is_active", True)}
-
     # ------------------------------------------------------------------ public API
 
     def add(self, text: str, subjects: Sequence[str] = (), **options: Any) -> "AddResult":

@@ -120,16 +120,6 @@ class Writer:
 
     # ------------------------------------------------------------------ dedup
 
-    def _existing_by_hash(self, agent: str, digest: str) -> Note | None:
-        where = Where(must=(Match("agent_id", agent), Match("is_active", True)),
-                      should=(Match("hash", digest), Match("folded_hashes", digest)))
-        hits, _ = self.store.backend.scroll(where, limit=1)
-        return Note.from_payload(hits[0].payload) if hits else None
-
-    def _existing_by_id(self, note: Note) -> Note | None:
-        hits = self.store.backend.retrieve([point_id(note.agent_id, note.id)])
-        return Note.from_payload(hits[0].payload) if hits else None
-
     # ------------------------------------------------------------------ enrichment
 
     def _enrich(self, draft: _Draft) -> list[str]:
@@ -258,16 +248,13 @@ class Writer:
         return out
 
     def _dedup(self, draft: _Draft) -> AddResult | None:
-        note = draft.note
-        existing = self._existing_by_hash(note.agent_id, note.hash)
-        if existing is not None:
-            return AddResult("deduplicated", existing.id, enriched_by=existing.enriched_by)
-        by_id = self._existing_by_id(note)
-        if by_id is not None and by_id.is_active:
+        """The batch dedup for one note; an id clash is an error here, not a skipped line."""
+        result = self._dedup_many([draft])[0]
+        if result is not None and result.status == "rejected":
             raise ValidationError(
-                f"a note with id {note.id!r} already exists with different content; "
+                f"a note with id {draft.note.id!r} already exists with different content; "
                 f"delete it first or give another id", field="id")
-        return None
+        return result
 
     def _place(self, draft: _Draft, vector: np.ndarray, warnings: list[str]) -> AddResult:
         """Fold, flag, link and evolve around the new note's vector, then save."""

@@ -147,3 +147,16 @@ def test_get_and_delete_validate_ids(edge_store: MemoryStore) -> None:
         edge_store.delete(42)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         edge_store.get("missing")
+
+
+def test_link_expansion_applies_the_search_filters(store: MemoryStore) -> None:
+    store.add("Project Falcon launches in March", id="a", enrich=False)
+    store.add("Project Falcon notes for Bob only", ["bob"], id="b", enrich=False)
+    store.add("Project Falcon notes for everyone", id="c", enrich=False)
+    store.update_payload("a", store.agent_id, {"links": ["b", "c"]})
+    linked = [r.id for r in store.search("Project Falcon launches in March", limit=1,
+                                         subject="alice") if r.via == "link"]
+    assert linked == ["c"]  # b names another subject; c names nobody
+    store.delete("c")
+    assert [r.id for r in store.search("Project Falcon launches in March", limit=1,
+                                       subject="alice") if r.via == "link"] == []
