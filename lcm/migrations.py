@@ -186,6 +186,33 @@ def _full_text(c: sqlite3.Connection) -> None:
     _fts(c, "summaries_tri", "summaries", "pk", "trigram")
 
 
+#: ``lcm_time_order`` rows: a table whose row ids stopped following its time column
+TIME_ORDER_TABLES = {"messages": ("id", "created_at"), "summaries": ("pk", "latest_at")}
+
+
+@migration("0003_time_order")
+def _time_order(c: sqlite3.Connection) -> None:
+    # grep's newest-first shortcut reads the highest row ids first, which is only right while
+    # row ids follow time. An import of old messages, or a summary of an older span written
+    # after a newer one, breaks that; these triggers remember it (one index lookup a row).
+    c.execute("CREATE INDEX summaries_latest ON summaries(latest_at)")
+    c.execute("CREATE TABLE lcm_time_order (name TEXT PRIMARY KEY, out_of_order INTEGER NOT NULL)")
+    for table, (rowid, col) in TIME_ORDER_TABLES.items():
+        c.execute(
+            f"CREATE TRIGGER {table}_time_order AFTER INSERT ON {table} "
+            f"WHEN new.{col} < (SELECT max({col}) FROM {table}) BEGIN "
+            f"INSERT OR REPLACE INTO lcm_time_order(name, out_of_order) VALUES ('{table}', 1); END"
+        )
+        # rows stored before this migration: one ordered pass with a running maximum
+        late = c.execute(
+            f"SELECT 1 FROM (SELECT {col} AS at, max({col}) OVER (ORDER BY {rowid} "
+            f"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM {table}) "
+            "WHERE at < before LIMIT 1"
+        ).fetchone()
+        if late:
+            c.execute("INSERT INTO lcm_time_order(name, out_of_order) VALUES (?, 1)", (table,))
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -251,7 +251,7 @@ class StatusReport(_Dict):
 @dataclass(frozen=True)
 class DoctorIssue(_Dict):
     check: str
-    severity: str  # "error" (broken) | "warning" (degraded but consistent)
+    severity: str  # "error" (broken) | "warning" (degraded but consistent) | "info" (worth knowing)
     id: str
     detail: str
     conversation_id: int | None = None

@@ -135,6 +135,43 @@ def _scope_sql(alias: str, conv_ids: list[int] | None, since: str | None, before
     return (" AND ".join(clauses) or "1"), params
 
 
+#: matches (by highest row id) tried first when row order is not time order, per wanted row
+WINDOW_PER_ROW = 20
+
+
+def _newest_in_window(
+    c: sqlite3.Connection, kind: str, index: str, expr: str, where: str, params: list[object], limit: int
+) -> list[sqlite3.Row] | None:
+    """The ``limit`` newest in-scope matches, from the highest row ids only, when that is provably right.
+
+    Row ids mostly follow time even after an import of old rows, so the newest matches are
+    usually among the most recent ``WINDOW_PER_ROW * limit`` row ids, which FTS5 lists cheaply.
+    The answer is exact when the window held every match, or when no in-scope match below it
+    is newer than the window's ``limit``-th row (one probe of the time index). None: use the
+    whole match set.
+    """
+    table, _idcol, _fts, _tri, rowid = _TABLES[kind]
+    time_col = "created_at" if kind == "message" else "latest_at"
+    size = WINDOW_PER_ROW * limit
+    matches = f"SELECT rowid FROM {index} WHERE {index} MATCH ? ORDER BY rowid DESC"
+    rows = c.execute(
+        f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN ({matches} LIMIT ?) AND {where} "
+        f"ORDER BY t.{time_col} DESC, t.{rowid} DESC LIMIT ?",
+        [expr, size, *params, limit],
+    ).fetchall()
+    if c.execute(f"{matches} LIMIT 1 OFFSET ?", [expr, size]).fetchone() is None:
+        return rows  # the window held every match
+    if len(rows) < limit:
+        return None
+    edge = c.execute(f"{matches} LIMIT 1 OFFSET ?", [expr, size - 1]).fetchone()
+    newer_below = c.execute(
+        f"SELECT 1 FROM {table} t WHERE t.{time_col} > ? AND t.{rowid} < ? AND {where} "
+        f"AND EXISTS (SELECT 1 FROM {index} WHERE {index} MATCH ? AND rowid = t.{rowid}) LIMIT 1",
+        [rows[-1][time_col], edge[0], *params, expr],
+    ).fetchone()
+    return None if newer_below else rows
+
+
 def _fts_rows(
     c: sqlite3.Connection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str, limit: int
 ) -> list[tuple[sqlite3.Row, float]]:
@@ -149,18 +186,20 @@ def _fts_rows(
         extra_params.append("%" + sub.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     time_col = "created_at" if kind == "message" else "latest_at"
     if (q.words or q.trigram) and sort == "recency":
-        # Newest first needs no rank: walk the time index and test membership in the match set,
-        # instead of ranking every match of a common word.
         index, expr = (fts, q.words) if q.words else (tri, q.trigram)
-        # Row ids grow with ingest order, so the newest matches are first tried among the
-        # highest row ids (FTS5 serves ORDER BY rowid DESC LIMIT cheaply); if that window
-        # yields too few rows after scoping, the full match set is used.
-        base = f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN (SELECT rowid FROM {index} WHERE {index} MATCH ?"
-        tail = f") AND {where}{extra} ORDER BY t.{time_col} DESC, t.{rowid} DESC LIMIT ?"
-        window = c.execute(base + " ORDER BY rowid DESC LIMIT ?" + tail, [expr, limit * 20, *params, *extra_params, limit]).fetchall()
-        if len(window) >= limit:
+        if rowids_follow_time(c, table):
+            # Row order is time order, so FTS5 streams the matches newest first (it serves
+            # ORDER BY rowid DESC itself) and the scan stops at ``limit``: no match set to sort.
+            sql = (
+                f"SELECT t.*, 0.0 AS score FROM {index} JOIN {table} t ON t.{rowid} = {index}.rowid "
+                f"WHERE {index} MATCH ? AND {where}{extra} ORDER BY {index}.rowid DESC LIMIT ?"
+            )
+            return [(r, 0.0) for r in c.execute(sql, [expr, *params, *extra_params, limit])]
+        window = _newest_in_window(c, kind, index, expr, f"{where}{extra}", [*params, *extra_params], limit)
+        if window is not None:
             return [(r, 0.0) for r in window]
-        sql = base + f") AND {where}{extra}"
+        # Otherwise walk the time index and test membership in the whole match set.
+        sql = f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN (SELECT rowid FROM {index} WHERE {index} MATCH ?) AND {where}{extra}"
         args: list[object] = [expr, *params, *extra_params]
     elif q.words or q.trigram:
         index, expr = (fts, q.words) if q.words else (tri, q.trigram)
@@ -182,6 +221,12 @@ def _fts_rows(
         return [(by_id[k], s) for k, s in fused[:limit]]
     rows = c.execute(f"{sql} ORDER BY {order[sort]} LIMIT ?", [*args, limit]).fetchall()
     return [(r, -float(r["score"])) for r in rows]
+
+
+def rowids_follow_time(c: sqlite3.Connection, table: str) -> bool:
+    """True while every row of ``table`` was stored in time order (see migration 0003)."""
+    row = c.execute("SELECT out_of_order FROM lcm_time_order WHERE name = ?", (table,)).fetchone()
+    return not (row and row[0])
 
 
 def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
@@ -224,16 +269,21 @@ def grep(
             table, _idcol, _fts, tri, rowid = _TABLES[kind]
             where, params = _scope_sql("t", conv_ids, since, before, kind)
             time_col = "created_at" if kind == "message" else "latest_at"
-            if literal is not None:
-                sql = f"SELECT t.* FROM {tri} JOIN {table} t ON t.{rowid} = {tri}.rowid WHERE {tri} MATCH ? AND {where}"
-                args: list[object] = [_quote(literal), *params]
-            else:
-                sql = f"SELECT t.* FROM {table} t WHERE {where}"
-                args = list(params)
-            sql += f" ORDER BY t.{time_col} DESC, t.{rowid} DESC LIMIT ?"
-            args.append(budget + 1)
             found: list[tuple[sqlite3.Row, float, int]] = []
             with db.reading() as c:
+                # Rows are scanned newest first. While row order is time order, the row id is
+                # that order and the index streams it; otherwise the candidates are sorted.
+                if literal is not None:
+                    sql = f"SELECT t.* FROM {tri} JOIN {table} t ON t.{rowid} = {tri}.rowid WHERE {tri} MATCH ? AND {where}"
+                    args: list[object] = [_quote(literal), *params]
+                    by_rowid = f"{tri}.rowid DESC"
+                else:
+                    sql = f"SELECT t.* FROM {table} t WHERE {where}"
+                    args = list(params)
+                    by_rowid = f"t.{rowid} DESC"
+                in_order = rowids_follow_time(c, table)
+                sql += f" ORDER BY {by_rowid if in_order else f't.{time_col} DESC, t.{rowid} DESC'} LIMIT ?"
+                args.append(budget + 1)
                 cursor = c.execute(sql, args)
                 for row in cursor:
                     if scanned >= cfg.grep_regex_max_rows or time.monotonic() > deadline:

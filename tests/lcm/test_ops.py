@@ -116,3 +116,43 @@ def test_contradictory_arguments(tmp_path: Path) -> None:
         LcmStore(None)
     with pytest.raises(ValueError):
         LcmStore(":memory:", llm=object())  # type: ignore[arg-type]
+
+
+def test_time_order_migration_reads_rows_stored_before_it(tmp_path: Path, clock: ManualClock) -> None:
+    """A database from before migration 0003 with an imported older message is marked out of order."""
+    from lcm.db import Database
+
+    path = tmp_path / "old.db"
+    db = Database(path)
+    with db.atomic() as c:
+        c.execute("CREATE TABLE lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for name in ("0001_core_tables", "0002_full_text"):
+            MIGRATIONS[name](c)
+            c.execute("INSERT INTO lcm_migrations VALUES (?, '2026-01-01T00:00:00Z')", (name,))
+        c.execute(
+            "INSERT INTO conversations(id, session_key, active, created_at, updated_at) "
+            "VALUES (1, 'agent:main:x', 1, '2026-01-01', '2026-01-01')"
+        )
+        for seq, at in enumerate(["2026-01-05T00:00:00Z", "2026-01-02T00:00:00Z"]):
+            c.execute(
+                "INSERT INTO messages(conversation_id, seq, role, content, token_count, identity_hash, created_at) "
+                "VALUES (1, ?, 'user', 'deploy', 1, ?, ?)",
+                (seq, f"h{seq}", at),
+            )
+    db.close()
+    with LcmStore(path, clock=clock) as s:
+        assert s.status().migrations == list(MIGRATIONS)
+        flags = {r[0]: r[1] for r in s.db.query("SELECT name, out_of_order FROM lcm_time_order")}
+        assert flags == {"messages": 1}
+        hits = s.grep("deploy", mode="full_text", all_conversations=True, scope="messages").hits
+        assert [h.created_at[:10] for h in hits] == ["2026-01-05", "2026-01-02"]
+        found = [(i.check, i.severity, i.id) for i in s.doctor().issues if i.severity == "info"]
+        assert found == [("rows_out_of_time_order", "info", "messages")]
+
+
+def test_rows_out_of_time_order_is_a_finding_not_damage(store: LcmStore) -> None:
+    store.ingest(KEY, [{"role": "user", "content": "new", "created_at": "2026-05-01T00:00:00Z"}])
+    assert store.doctor().checks["rows_out_of_time_order"] == 0
+    store.ingest("agent:main:old", [{"role": "user", "content": "old", "created_at": "2020-05-01T00:00:00Z"}])
+    report = store.doctor()
+    assert report.ok and report.checks["rows_out_of_time_order"] == 1

@@ -115,3 +115,53 @@ def test_bad_grep_arguments(store: LcmStore, kwargs: dict[str, object], field: s
         store.grep("  ", session_key=KEY)
     with pytest.raises(LcmValidationError):
         store.grep('""', mode="full_text", session_key=KEY)
+
+
+def _stamp(day: int, second: int) -> str:
+    return f"2026-01-{day:02d}T00:{second // 60:02d}:{second % 60:02d}+00:00"
+
+
+def _newest_reference(store: LcmStore, needle: str, conv_ids: set[int] | None, limit: int) -> list[str]:
+    rows = store.db.conn.execute("SELECT id, conversation_id, content, created_at FROM messages").fetchall()
+    kept = [r for r in rows if needle in r[2].split() and (conv_ids is None or r[1] in conv_ids)]
+    kept.sort(key=lambda r: (r[3], r[0]), reverse=True)
+    return [f"msg_{r[0]}" for r in kept[:limit]]
+
+
+def test_newest_first_is_right_after_an_import_of_older_messages(store: LcmStore) -> None:
+    # A live conversation first, then an archive of older messages: row ids no longer follow time.
+    store.ingest("agent:main:live", [
+        {"role": "user", "content": f"deploy live {i}", "created_at": _stamp(20, i)} for i in range(30)
+    ])  # fmt: skip
+    assert store.db.conn.execute("SELECT count(*) FROM lcm_time_order").fetchone()[0] == 0
+    store.ingest("agent:main:archive", [
+        {"role": "user", "content": f"deploy archive {i}", "created_at": _stamp(1, i)} for i in range(300)
+    ])  # fmt: skip
+    assert [r[0] for r in store.db.conn.execute("SELECT name FROM lcm_time_order")] == ["messages"]
+    for mode in ("full_text", "regex"):
+        hits = store.grep("deploy", mode=mode, all_conversations=True, scope="messages", limit=5).hits
+        assert [h.created_at[:10] for h in hits] == ["2026-01-20"] * 5, mode
+        assert [h.id for h in hits] == _newest_reference(store, "deploy", None, 5)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_newest_first_matches_a_reference_in_any_time_order(store: LcmStore, seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta"]
+    for batch in range(12):
+        day = rng.randint(1, 28)  # batches arrive in random time order
+        store.ingest(f"agent:main:c{batch % 3}", [
+            {"role": "user", "content": " ".join(rng.choices(words, k=3)), "created_at": _stamp(day, i)}
+            for i in range(rng.randint(5, 60))
+        ])  # fmt: skip
+    conv_ids = {c.id for c in store.conversations("agent:main:c1")}
+    for word in words:
+        for limit in (1, 3, 10):
+            hits = store.grep(word, mode="full_text", all_conversations=True, scope="messages", limit=limit).hits
+            assert [h.id for h in hits] == _newest_reference(store, word, None, limit)
+            scoped = store.grep(word, mode="full_text", session_key="agent:main:c1", scope="messages", limit=limit)
+            assert [h.id for h in scoped.hits] == _newest_reference(store, word, conv_ids, limit)
+            regex = store.grep(rf"\b{word}\b", mode="regex", all_conversations=True, scope="messages", limit=limit)
+            assert [h.id for h in regex.hits] == _newest_reference(store, word, None, limit)
