@@ -12,6 +12,7 @@ from lcm.config import LcmConfig
 from lcm.db import Database
 from lcm.errors import LcmValidationError
 from lcm.models import GrepHit, GrepResult
+from lcm.newest import SOURCES, newest_first_sql, newest_in_window, rowids_follow_time
 from lcm.ranking import rrf
 from lcm.regex_guard import check_regex, required_literal
 from lcm.tokens import is_cjk_text
@@ -111,13 +112,6 @@ def _snippet(content: str, terms: Sequence[str], pos: int = -1, width: int = 160
     return ("…" if start > 0 else "") + text + ("…" if start + width < len(content) else "")
 
 
-_TABLES = {
-    # kind: (table, id column, fts, trigram, rowid column, time column for since/before)
-    "message": ("messages", "id", "messages_fts", "messages_tri", "id"),
-    "summary": ("summaries", "summary_id", "summaries_fts", "summaries_tri", "pk"),
-}
-
-
 def _scope_sql(alias: str, conv_ids: list[int] | None, since: str | None, before: str | None, kind: str) -> tuple[str, list[object]]:
     clauses: list[str] = []
     params: list[object] = []
@@ -135,47 +129,11 @@ def _scope_sql(alias: str, conv_ids: list[int] | None, since: str | None, before
     return (" AND ".join(clauses) or "1"), params
 
 
-#: matches (by highest row id) tried first when row order is not time order, per wanted row
-WINDOW_PER_ROW = 20
-
-
-def _newest_in_window(
-    c: sqlite3.Connection, kind: str, index: str, expr: str, where: str, params: list[object], limit: int
-) -> list[sqlite3.Row] | None:
-    """The ``limit`` newest in-scope matches, from the highest row ids only, when that is provably right.
-
-    Row ids mostly follow time even after an import of old rows, so the newest matches are
-    usually among the most recent ``WINDOW_PER_ROW * limit`` row ids, which FTS5 lists cheaply.
-    The answer is exact when the window held every match, or when no in-scope match below it
-    is newer than the window's ``limit``-th row (one probe of the time index). None: use the
-    whole match set.
-    """
-    table, _idcol, _fts, _tri, rowid = _TABLES[kind]
-    time_col = "created_at" if kind == "message" else "latest_at"
-    size = WINDOW_PER_ROW * limit
-    matches = f"SELECT rowid FROM {index} WHERE {index} MATCH ? ORDER BY rowid DESC"
-    rows = c.execute(
-        f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN ({matches} LIMIT ?) AND {where} "
-        f"ORDER BY t.{time_col} DESC, t.{rowid} DESC LIMIT ?",
-        [expr, size, *params, limit],
-    ).fetchall()
-    if c.execute(f"{matches} LIMIT 1 OFFSET ?", [expr, size]).fetchone() is None:
-        return rows  # the window held every match
-    if len(rows) < limit:
-        return None
-    edge = c.execute(f"{matches} LIMIT 1 OFFSET ?", [expr, size - 1]).fetchone()
-    newer_below = c.execute(
-        f"SELECT 1 FROM {table} t WHERE t.{time_col} > ? AND t.{rowid} < ? AND {where} "
-        f"AND EXISTS (SELECT 1 FROM {index} WHERE {index} MATCH ? AND rowid = t.{rowid}) LIMIT 1",
-        [rows[-1][time_col], edge[0], *params, expr],
-    ).fetchone()
-    return None if newer_below else rows
-
-
 def _fts_rows(
     c: sqlite3.Connection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str, limit: int
 ) -> list[tuple[sqlite3.Row, float]]:
-    table, _idcol, fts, tri, rowid = _TABLES[kind]
+    src = SOURCES[kind]
+    table, fts, tri, rowid, time_col = src.table, src.fts, src.tri, src.rowid, src.time_col
     extra = ""
     extra_params: list[object] = []
     if q.words and q.trigram:
@@ -184,25 +142,20 @@ def _fts_rows(
     for sub in q.like:
         extra += " AND t.content LIKE ? ESCAPE '\\'"
         extra_params.append("%" + sub.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
-    time_col = "created_at" if kind == "message" else "latest_at"
-    if (q.words or q.trigram) and sort == "recency":
-        index, expr = (fts, q.words) if q.words else (tri, q.trigram)
-        if rowids_follow_time(c, table):
-            # Row order is time order, so FTS5 streams the matches newest first (it serves
-            # ORDER BY rowid DESC itself) and the scan stops at ``limit``: no match set to sort.
-            sql = (
-                f"SELECT t.*, 0.0 AS score FROM {index} JOIN {table} t ON t.{rowid} = {index}.rowid "
-                f"WHERE {index} MATCH ? AND {where}{extra} ORDER BY {index}.rowid DESC LIMIT ?"
-            )
-            return [(r, 0.0) for r in c.execute(sql, [expr, *params, *extra_params, limit])]
-        window = _newest_in_window(c, kind, index, expr, f"{where}{extra}", [*params, *extra_params], limit)
-        if window is not None:
-            return [(r, 0.0) for r in window]
-        # Otherwise walk the time index and test membership in the whole match set.
-        sql = f"SELECT t.*, 0.0 AS score FROM {table} t WHERE t.{rowid} IN (SELECT rowid FROM {index} WHERE {index} MATCH ?) AND {where}{extra}"
-        args: list[object] = [expr, *params, *extra_params]
-    elif q.words or q.trigram:
-        index, expr = (fts, q.words) if q.words else (tri, q.trigram)
+    # the index that drives the query: words first, else trigrams (None: LIKE terms only)
+    primary = (fts, q.words) if q.words else (tri, q.trigram) if q.trigram else None
+    if primary is not None and sort == "recency":
+        # Newest first needs no rank; see lcm.newest for how it avoids sorting every match.
+        index, expr = primary
+        scoped, scoped_params = f"{where}{extra}", [*params, *extra_params]
+        if not rowids_follow_time(c, table):
+            window = newest_in_window(c, src, index, expr, scoped, scoped_params, limit)
+            if window is not None:
+                return [(r, 0.0) for r in window]
+        sql, args = newest_first_sql(c, src, index, expr, scoped, scoped_params)
+        return [(r, 0.0) for r in c.execute(f"{sql} LIMIT ?", [*args, limit])]
+    if primary is not None:
+        index, expr = primary
         sql = (
             f"SELECT t.*, bm25({index}) AS score FROM {index} JOIN {table} t ON t.{rowid} = {index}.rowid "
             f"WHERE {index} MATCH ? AND {where}{extra}"
@@ -221,12 +174,6 @@ def _fts_rows(
         return [(by_id[k], s) for k, s in fused[:limit]]
     rows = c.execute(f"{sql} ORDER BY {order[sort]} LIMIT ?", [*args, limit]).fetchall()
     return [(r, -float(r["score"])) for r in rows]
-
-
-def rowids_follow_time(c: sqlite3.Connection, table: str) -> bool:
-    """True while every row of ``table`` was stored in time order (see migration 0003)."""
-    row = c.execute("SELECT out_of_order FROM lcm_time_order WHERE name = ?", (table,)).fetchone()
-    return not (row and row[0])
 
 
 def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
@@ -266,25 +213,19 @@ def grep(
         deadline = time.monotonic() + cfg.grep_regex_deadline_ms / 1000
         budget = cfg.grep_regex_max_rows
         for kind in kinds:
-            table, _idcol, _fts, tri, rowid = _TABLES[kind]
+            src = SOURCES[kind]
             where, params = _scope_sql("t", conv_ids, since, before, kind)
-            time_col = "created_at" if kind == "message" else "latest_at"
             found: list[tuple[sqlite3.Row, float, int]] = []
             with db.reading() as c:
-                # Rows are scanned newest first. While row order is time order, the row id is
-                # that order and the index streams it; otherwise the candidates are sorted.
+                # Rows are scanned newest first (time DESC, rowid DESC) up to the row budget.
                 if literal is not None:
-                    sql = f"SELECT t.* FROM {tri} JOIN {table} t ON t.{rowid} = {tri}.rowid WHERE {tri} MATCH ? AND {where}"
-                    args: list[object] = [_quote(literal), *params]
-                    by_rowid = f"{tri}.rowid DESC"
+                    sql, args = newest_first_sql(c, src, src.tri, _quote(literal), where, params)
+                elif rowids_follow_time(c, src.table):
+                    sql, args = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.rowid} DESC", list(params)
                 else:
-                    sql = f"SELECT t.* FROM {table} t WHERE {where}"
+                    sql = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC"
                     args = list(params)
-                    by_rowid = f"t.{rowid} DESC"
-                in_order = rowids_follow_time(c, table)
-                sql += f" ORDER BY {by_rowid if in_order else f't.{time_col} DESC, t.{rowid} DESC'} LIMIT ?"
-                args.append(budget + 1)
-                cursor = c.execute(sql, args)
+                cursor = c.execute(f"{sql} LIMIT ?", [*args, budget + 1])
                 for row in cursor:
                     if scanned >= cfg.grep_regex_max_rows or time.monotonic() > deadline:
                         truncated = True

@@ -165,3 +165,32 @@ def test_newest_first_matches_a_reference_in_any_time_order(store: LcmStore, see
             assert [h.id for h in scoped.hits] == _newest_reference(store, word, conv_ids, limit)
             regex = store.grep(rf"\b{word}\b", mode="regex", all_conversations=True, scope="messages", limit=limit)
             assert [h.id for h in regex.hits] == _newest_reference(store, word, None, limit)
+
+
+@pytest.mark.parametrize("small_set", [0, 10**6])
+def test_newest_first_sql_reads_large_and_small_match_sets_in_time_order(store: LcmStore, small_set: int) -> None:
+    """Out of time order both strategies (time-index walk, sorted set) give the reference order."""
+    import random
+
+    from lcm.newest import SOURCES, newest_first_sql, newest_in_window
+
+    rng = random.Random(5)
+    for batch in range(10):
+        day = rng.randint(1, 28)
+        store.ingest(f"agent:main:c{batch % 2}", [
+            {"role": "user", "content": rng.choice(["red fox", "blue fox", "red hen"]), "created_at": _stamp(day, i)}
+            for i in range(40)
+        ])  # fmt: skip
+    c, src = store.db.conn, SOURCES["message"]
+    sql, args = newest_first_sql(c, src, src.fts, '"red"', "1", [], small_set=small_set)
+    assert ("INDEXED BY messages_created" in sql) == (small_set == 0)
+    got = [f"msg_{r['id']}" for r in c.execute(f"{sql} LIMIT ?", [*args, 25])]
+    assert got == _newest_reference(store, "red", None, 25)
+    # the window shortcut either agrees with the reference or declines
+    answered = 0
+    for per_row in (1, 2, 50):
+        rows = newest_in_window(c, src, src.fts, '"fox"', "1", [], 7, per_row=per_row)
+        if rows is not None:
+            answered += 1
+            assert [f"msg_{r['id']}" for r in rows] == _newest_reference(store, "fox", None, 7)
+    assert answered >= 1  # per_row=50 holds every match
