@@ -168,7 +168,11 @@ def _fts_rows(
     if sort == "hybrid":
         # Fuse the best by relevance with the newest: both lists come from the same match set.
         by_rel = c.execute(f"{sql} ORDER BY {order['relevance']} LIMIT ?", [*args, limit * 4]).fetchall()
-        by_new = c.execute(f"{sql} ORDER BY {order['recency']} LIMIT ?", [*args, limit * 4]).fetchall()
+        if primary is not None:  # the newest without sorting the match set (lcm.newest)
+            new_sql, new_args = newest_first_sql(c, src, *primary, f"{where}{extra}", [*params, *extra_params])
+            by_new = c.execute(f"{new_sql} LIMIT ?", [*new_args, limit * 4]).fetchall()
+        else:
+            by_new = c.execute(f"{sql} ORDER BY {order['recency']} LIMIT ?", [*args, limit * 4]).fetchall()
         by_id = {r[rowid]: r for r in [*by_rel, *by_new]}
         fused = rrf([[r[rowid] for r in by_rel], [r[rowid] for r in by_new]])
         return [(by_id[k], s) for k, s in fused[:limit]]
