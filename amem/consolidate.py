@@ -284,13 +284,14 @@ class _AgentRun:
             if rows.size == 0:
                 continue
             matrix = np.stack([self.active[m].vector for m in members])
-            for query, cols, scores in threshold_neighbours(matrix, rows, self.thr, NEIGHBOURS):
-                for q, c, score in zip(query.tolist(), cols.tolist(), scores.tolist()):
+            for block in threshold_neighbours(matrix, rows, self.thr, NEIGHBOURS):
+                for q, c, score in zip(block.rows.tolist(), block.neighbours.tolist(),
+                                       block.scores.tolist()):
                     a, b = members[q], members[c]
                     key = (a, b) if a < b else (b, a)
                     found[key] = max(found.get(key, -1.0), score)
-            done += rows.size
-            self.progress("pairs", done, queried)
+                done += block.queried
+                self.progress("pairs", done, queried)
         self._seen_pairs.update(found)
         self.report.pairs = len(self._seen_pairs)
         return [(a, b, s) for (a, b), s in sorted(found.items())]

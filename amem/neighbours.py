@@ -13,6 +13,7 @@ Pure functions over arrays: no store, no engine.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,9 +21,18 @@ import numpy as np
 MAX_BLOCK_CELLS = 32_000_000
 
 
+class NeighbourBlock(NamedTuple):
+    """The pairs found for one block of query rows (arrays of equal length)."""
+
+    queried: int  # query rows in this block, for progress
+    rows: np.ndarray  # query row of each pair
+    neighbours: np.ndarray  # its neighbour row
+    scores: np.ndarray  # their dot product
+
+
 def threshold_neighbours(matrix: np.ndarray, rows: np.ndarray, threshold: float,
                          limit: int, *, max_block_cells: int = MAX_BLOCK_CELLS
-                         ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+                         ) -> Iterator[NeighbourBlock]:
     """For each row index in ``rows``, its best ``limit`` other rows with dot >= ``threshold``.
 
     Args:
@@ -33,8 +43,8 @@ def threshold_neighbours(matrix: np.ndarray, rows: np.ndarray, threshold: float,
         max_block_cells: bound on ``block_rows * n``, the size of one score matrix.
 
     Yields:
-        ``(query_rows, neighbour_rows, scores)`` arrays of equal length, one triple per block,
-        sorted by query row then score descending. Exact: every pair is scored.
+        One :class:`NeighbourBlock` per block of query rows (also when it found nothing), its
+        pairs sorted by query row then score descending. Exact: every pair is scored.
     """
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-d (n, dim), got shape {matrix.shape}")
@@ -51,15 +61,13 @@ def threshold_neighbours(matrix: np.ndarray, rows: np.ndarray, threshold: float,
         scores = data[query] @ data.T                      # (b, n)
         scores[np.arange(query.size), query] = -np.inf     # never its own neighbour
         local, cols = np.nonzero(scores >= threshold)
-        if local.size == 0:
-            continue
         values = scores[local, cols]
         # by query row, then best score first, then lower column (a stable tie order)
         order = np.lexsort((cols, -values, local))
         local, cols, values = local[order], cols[order], values[order]
         rank = np.arange(local.size) - np.searchsorted(local, local, side="left")
         keep = rank < limit
-        yield query[local[keep]], cols[keep], values[keep]
+        yield NeighbourBlock(int(query.size), query[local[keep]], cols[keep], values[keep])
 
 
-__all__ = ["threshold_neighbours", "MAX_BLOCK_CELLS"]
+__all__ = ["threshold_neighbours", "NeighbourBlock", "MAX_BLOCK_CELLS"]

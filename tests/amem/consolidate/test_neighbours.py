@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
-from amem.neighbours import threshold_neighbours
+from amem.neighbours import NeighbourBlock, threshold_neighbours
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -32,10 +34,10 @@ def _reference(matrix: np.ndarray, rows: np.ndarray, threshold: float,
     return out
 
 
-def _flatten(result: object) -> list[tuple[int, int, float]]:
+def _flatten(blocks: Iterator[NeighbourBlock]) -> list[tuple[int, int, float]]:
     triples = []
-    for q, c, s in result:  # type: ignore[attr-defined]
-        triples.extend(zip(q.tolist(), c.tolist(), s.tolist()))
+    for block in blocks:
+        triples.extend(zip(block.rows.tolist(), block.neighbours.tolist(), block.scores.tolist()))
     return triples
 
 
@@ -71,6 +73,14 @@ def test_identical_vectors_are_neighbours_at_cosine_one() -> None:
 def test_empty_inputs_yield_nothing() -> None:
     assert list(threshold_neighbours(np.zeros((0, 4), np.float32), np.arange(0), 0.5, 3)) == []
     assert list(threshold_neighbours(np.eye(3, dtype=np.float32), np.arange(0), 0.5, 3)) == []
+
+
+def test_every_block_reports_its_query_rows_for_progress() -> None:
+    # orthogonal rows: no pairs at all, yet every block says how many rows it queried
+    blocks = list(threshold_neighbours(np.eye(10, dtype=np.float32), np.arange(10), 0.5, 3,
+                                       max_block_cells=30))
+    assert [b.queried for b in blocks] == [3, 3, 3, 1]
+    assert all(b.rows.size == 0 for b in blocks)
 
 
 def test_bad_arguments_are_named() -> None:
