@@ -297,16 +297,23 @@ class Writer:
             updates = {u.id: u for u in decision if u.id in by_id}
         changed: list[Note] = []
         for nid in linked:
-            other = Note.from_payload(by_id[nid].payload)
+            hit = by_id[nid]
+            other = Note.from_payload(hit.payload)
             other.links = unique([*other.links, note.id])
             update = updates.get(nid)
-            if update is not None:
-                self._apply_evolution(other, note.id, update)
-                evolved.append(nid)
-                changed.append(other)
-            else:
+            if update is None:
                 store.update_payload(nid, note.agent_id, {"links": other.links})
-        if changed:  # one embedding call for every evolved note
+                continue
+            embedded = other.embed_text()
+            self._apply_evolution(other, note.id, update)
+            evolved.append(nid)
+            if hit.dense is not None and other.embed_text() == embedded:
+                # Offline evolution mostly tags words the note already holds, which the
+                # embedded text leaves out: the stored vector is still this note's vector.
+                points.append(store.make_point(other, hit.dense, count_stats=False))
+            else:
+                changed.append(other)
+        if changed:  # one embedding call for every evolved note whose embedded text changed
             vectors = store.embed_passages([n.embed_text() for n in changed])
             points.extend(store.make_point(n, v, count_stats=False) for n, v in zip(changed, vectors))
         store.write_points(points)
