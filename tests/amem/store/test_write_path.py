@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.llm import LLMClient, LLMConfig
+from amem.notes import point_id
 
 
 def store_with(embedder: HashingEmbedder, clock: FixedClock, llm: Any = None,
@@ -143,3 +145,44 @@ def test_llm_enrichment_through_the_wire(embedder: HashingEmbedder, clock: Fixed
         note = store.get(res.id)
         assert res.enriched_by == "llm:fake-model", res
         assert note.category == "Personal" and "birthday" in note.keywords
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, recording every passage it embeds."""
+
+    def __init__(self, dim: int = 256) -> None:
+        super().__init__(dim)
+        self.passages: list[str] = []
+
+    def embed(self, texts: Any, kind: str = "passage") -> Any:
+        if kind == "passage":
+            self.passages.extend(texts)
+        return super().embed(texts, kind=kind)
+
+
+def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: FixedClock) -> None:
+    recorder = RecordingEmbedder()
+    texts = [
+        "Project Falcon launch moved to March because of the payment review",
+        "Project Falcon payment review is done by the security team in March",
+        "The security team launches the Falcon payments audit in March",
+        "Falcon payment reviews: the security team signs off before the March launch",
+        "March launch of Project Falcon waits for payments and security sign-off",
+    ]
+    with store_with(recorder, clock, fold_threshold=0.99, pending_threshold=0.98,
+                    link_floor=0.1) as store:
+        evolved = []
+        for text in texts:
+            evolved += store.add(text).evolved
+        assert len(evolved) >= 4  # the scenario really evolves linked notes
+        notes = [n for n, _ in store.iter_notes()]
+        # every stored vector is still the embedding of the note's current embedded text
+        for note in notes:
+            hit = store.backend.retrieve([point_id(note.agent_id, note.id)], with_vectors=True)[0]
+            assert hit.dense is not None
+            want = recorder.embed([note.embed_text()], kind="query")[0]
+            assert np.allclose(hit.dense, want / np.linalg.norm(want), atol=1e-5), note.content
+        # and no identical text was embedded twice (an unchanged text keeps its vector)
+        assert len(recorder.passages) == len(set(recorder.passages))
+        # evolution that only tags words already in the content leaves the embedded text alone
+        assert len(recorder.passages) < len(texts) + len(evolved)
