@@ -79,6 +79,9 @@ class AmemConfig:
     evolve_max: int = 3
     #: evolve linked notes on one add in N (1 = every add)
     evolve_every: int = 1
+    #: a bulk import re-embeds the notes its folds and evolutions changed when this many wait
+    #: (and at its end), not after every batch; 0 = after every batch (see ``amem.refresh``)
+    import_reembed_every: int = 1024
 
     #: nightly consolidation merges same-category notes at or above this cosine
     consolidate_threshold: float = 0.75
@@ -119,7 +122,7 @@ def _check(cfg: AmemConfig) -> None:
     for name in positive_ints:
         if getattr(cfg, name) < 1:
             raise ConfigError(f"{name} must be >= 1, got {getattr(cfg, name)}", key=name)
-    for name in ("link_hops", "link_max_added", "evolve_max"):
+    for name in ("link_hops", "link_max_added", "evolve_max", "import_reembed_every"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
     for name in ("fold_threshold", "pending_threshold", "link_floor", "link_min_cosine",

@@ -322,7 +322,8 @@ class _AgentRun:
                                  now=store.clock.now(), llm=self.llm,
                                  max_chars=store.config.max_text_chars)
             vector = hits[survivor].dense
-            if vector is None or merged.note.embed_text() != s_note.embed_text():
+            if (vector is None or s_note.vector_stale
+                    or merged.note.embed_text() != s_note.embed_text()):
                 vector = store.embed_passages([merged.note.embed_text()])[0]
             store.save_note(merged.note, vector)
             self.graph.set_links(survivor, links)

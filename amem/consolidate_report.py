@@ -41,6 +41,8 @@ class ConsolidationReport:
     threshold: float
     duration: float = 0.0
     indexed_first: bool = False
+    #: notes re-embedded before the run because a killed writer left their vectors stale
+    vectors_refreshed: int = 0
 
     def _sum(self, name: str) -> int:
         return sum(int(getattr(a, name)) for a in self.agents.values())
@@ -76,6 +78,7 @@ class ConsolidationReport:
             "llm_merges": self._sum("llm_merges"), "llm_fallbacks": self._sum("llm_fallbacks"),
             "resumed": self._sum("resumed"), "notes": self._sum("notes"),
             "duration": round(self.duration, 3), "threshold": self.threshold,
-            "indexed_first": self.indexed_first, "warnings": self.warnings,
+            "indexed_first": self.indexed_first, "vectors_refreshed": self.vectors_refreshed,
+            "warnings": self.warnings,
             "per_agent": {k: v.to_dict(details=details) for k, v in self.agents.items()},
         }

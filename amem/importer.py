@@ -42,6 +42,8 @@ class ImportReport:
     pending_merge: int = 0
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
+    #: degraded but not lost: notes whose new vector could not be computed yet
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -52,7 +54,7 @@ class ImportReport:
         return {"path": self.path, "read": self.read, "created": self.created,
                 "deduplicated": self.deduplicated, "folded": self.folded,
                 "pending_merge": self.pending_merge, "skipped": self.skipped,
-                "errors": self.errors, "seconds": round(self.seconds, 3),
+                "errors": self.errors, "warnings": self.warnings, "seconds": round(self.seconds, 3),
                 "notes_per_second": round(self.rate, 1)}
 
 
@@ -143,23 +145,27 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         if progress is not None:
             progress(last_line, total)
 
-    for number, item in read_items(path, fmt):
-        report.read += 1
-        last_line = number
-        if isinstance(item, str):
-            _skip(report, path, number, item)
-            continue
-        try:
-            item = _with_stable_id(item)
-            store.writer.draft(item, enrich=enrich, agent_id=agent_id)  # validate only
-        except ValidationError as exc:
-            _skip(report, path, number, str(exc))
-            continue
-        pending.append(item)
-        lines.append(number)
-        if len(pending) >= size:
-            flush()
-    flush()
+    # Notes changed by folds and evolutions get their new vector every so many batches and
+    # at the end, not after every batch (see Writer.deferred_reembed).
+    with store.writer.deferred_reembed() as problems:
+        for number, item in read_items(path, fmt):
+            report.read += 1
+            last_line = number
+            if isinstance(item, str):
+                _skip(report, path, number, item)
+                continue
+            try:
+                item = _with_stable_id(item)
+                store.writer.draft(item, enrich=enrich, agent_id=agent_id)  # validate only
+            except ValidationError as exc:
+                _skip(report, path, number, str(exc))
+                continue
+            pending.append(item)
+            lines.append(number)
+            if len(pending) >= size:
+                flush()
+        flush()
+    report.warnings.extend(problems)
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
@@ -220,7 +226,8 @@ def import_export(store: "MemoryStore", source: TextIO, *, batch: int = 256) -> 
         same_model = row.get("embedder") == store.embedder.model_id and vector is not None
         vec = (np.asarray(vector, dtype=np.float32) if same_model
                else store.embed_passages([note.embed_text()])[0])
-        points.append(store.make_point(note, vec))
+        # a reused vector keeps its stale mark; the store's next write re-embeds it
+        points.append(store.make_point(note, vec, stale=same_model and note.vector_stale))
         count += 1
         if len(points) >= batch:
             store.write_points(points)

@@ -64,6 +64,8 @@ class Note:
     #: hashes of texts folded into this note (exact dedup matches them too)
     folded_hashes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: the stored vector embeds an earlier text of this note (see ``amem.refresh``)
+    vector_stale: bool = False
 
     def to_payload(self) -> dict[str, Any]:
         """The engine payload (every field; lists stay lists)."""

@@ -17,6 +17,7 @@ from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .notes import Note, check_agent, check_id, check_limit, check_text, point_id
+from .refresh import count_stale, refresh_vectors
 from .similarity import calibrate, cosine_baseline, uncalibrate
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class StoreInfo:
     points: int
     active_notes: int
     agents: int | None
+    #: notes whose vector embeds an earlier text (an interrupted write; see ``amem.refresh``)
+    stale_vectors: int = 0
 
 
 class MemoryStore:
@@ -192,14 +195,21 @@ class MemoryStore:
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self.embedder.embed([text], kind="query")[0], dtype=np.float32)
 
-    def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True) -> Point:
-        """The engine point of a note: its vector, its BM25 terms, its payload."""
+    def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True,
+                   stale: bool = False) -> Point:
+        """The engine point of a note: its vector, its BM25 terms, its payload.
+
+        ``stale`` says ``vector`` embeds an earlier text of the note (``amem.refresh``); the
+        payload's mark always comes from this argument, so a fresh vector clears it.
+        """
         terms = bm25.note_terms(note.content, note.keywords, note.tags)
         if count_stats:
             self._stats.add(len(terms))
         sparse = bm25.doc_vector(terms, self._stats.avgdl, self._bm25)
+        payload = note.to_payload()
+        payload["vector_stale"] = stale
         return Point(point_id(note.agent_id, note.id), np.asarray(vector, dtype=np.float32),
-                     sparse, note.to_payload())
+                     sparse, payload)
 
     def write_points(self, points: Sequence[Point]) -> None:
         self.backend.upsert(points)
@@ -316,7 +326,11 @@ class MemoryStore:
         agents = None if all_agents else [self.agent(agent_id)]
         # Hold the writer's lock too: an add linking to a note mid-merge would dangle.
         with self._lock, self.writer.lock:
-            return consolidate(self, agent_ids=agents, progress=progress, llm=self._llm)
+            # Pairs are found by vector: first mend any a killed writer left stale.
+            refreshed = refresh_vectors(self)
+            report = consolidate(self, agent_ids=agents, progress=progress, llm=self._llm)
+            report.vectors_refreshed = refreshed
+            return report
 
     def optimize(self) -> None:
         """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""
@@ -335,7 +349,7 @@ class MemoryStore:
             backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
             dim=self.embedder.dim, points=self.backend.count(None),
             active_notes=self.backend.count(Where(must=(Match("is_active", True),))),
-            agents=None)
+            agents=None, stale_vectors=count_stale(self))
 
     @property
     def bm25_stats(self) -> bm25.CorpusStats:

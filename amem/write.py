@@ -10,6 +10,11 @@
 5. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded and re-embedded.
 6. Save.
 
+A fold target or an evolved note is saved at once with its previous vector, marked
+``vector_stale``, and re-embedded once when the add or the batch ends (``amem.refresh``): a note
+that changes several times in one batch is embedded once, in one encoder call. A bulk import
+(``deferred_reembed``) waits longer, until ``import_reembed_every`` notes wait or it ends.
+
 ``enrich=False`` is the episodic fast path: stored as given (hash dedup only), for bulk logs.
 """
 
@@ -17,15 +22,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .backends.base import Match, MatchAny, Where
+from .backends.base import Hit, Match, MatchAny, Point, Where
 from .errors import ValidationError
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
+from .refresh import refresh_vectors
 
 if TYPE_CHECKING:
     from .enrich import Enrichment, NoteView
@@ -72,6 +79,10 @@ class Writer:
         self._enricher: Any = None
         self._lock = threading.Lock()
         self._adds = 0
+        self._repaired = False
+        #: point ids a ``deferred_reembed`` block lets wait for their new vector
+        self._deferred: set[str] | None = None
+        self._deferred_problems: list[str] = []
 
     @property
     def lock(self) -> threading.Lock:
@@ -148,12 +159,84 @@ class Writer:
     def add(self, text: Any, subjects: Any = (), **options: Any) -> AddResult:
         draft = self._draft(text, subjects, **options)
         with self._lock:
+            self._repair_once()
             early = self._dedup(draft)
             if early is not None:
                 return early
             warnings = self._enrich(draft)
             vector = self.store.embed_passages([draft.note.embed_text()])[0]
-            return self._place(draft, vector, warnings)
+            stale: set[str] = set()
+            result = self._place(draft, vector, warnings, stale)
+            self._refresh(stale, [result])
+            return result
+
+    @contextmanager
+    def deferred_reembed(self) -> Iterator[list[str]]:
+        """Inside the block, ``add_many`` batches leave changed notes waiting for their vector
+        until ``import_reembed_every`` wait, then re-embed them in one call; the rest are
+        re-embedded when the block ends. A note folded into in many batches of an import is
+        embedded once instead of once per batch. Yields the list of refresh warnings.
+
+        Until then such a note is found by its new text in BM25 and by its previous vector
+        (marked ``vector_stale``, counted by ``info``). An interrupt (Ctrl-C) skips the final
+        refresh: the marks stay and the next write re-embeds them.
+        """
+        with self._lock:
+            nested = self._deferred is not None
+            if not nested:
+                self._deferred, self._deferred_problems = set(), []
+            problems = self._deferred_problems
+        if nested:  # the outer block refreshes
+            yield problems
+            return
+        interrupted = False
+        try:
+            yield problems
+        except BaseException as exc:
+            interrupted = not isinstance(exc, Exception)
+            raise
+        finally:
+            with self._lock:
+                stale, self._deferred = self._deferred or set(), None
+                if not interrupted:
+                    problem = self._refresh(stale, [])
+                    problems.extend([problem] if problem else [])
+                elif stale:
+                    self._repaired = False
+                    log.warning("interrupted: %d changed notes keep their previous vector "
+                                "(marked vector_stale) until the next write", len(stale))
+
+    def _refresh(self, stale: set[str], results: Sequence[AddResult]) -> str | None:
+        """Re-embed the notes marked stale, in one call, and forget them.
+
+        The notes are saved already; if the encoder fails now they keep their previous vector
+        and their mark, every result says so (as does the returned text), and the next write
+        tries again.
+        """
+        try:
+            refresh_vectors(self.store, stale)
+        except Exception as exc:  # the add itself succeeded: report it, do not raise
+            self._repaired = False
+            why = (f"{len(stale)} changed notes keep their previous vector for now (marked "
+                   f"vector_stale; the next write or the nightly job re-embeds them): "
+                   f"re-embedding failed: {type(exc).__name__}: {exc}")
+            log.warning("add: %s", why)
+            for result in results:
+                result.warnings.append(why)
+            return why
+        finally:
+            stale.clear()
+        return None
+
+    def _repair_once(self) -> None:
+        """Before this process's first write: re-embed vectors a killed writer left stale."""
+        if self._repaired:
+            return
+        repaired = refresh_vectors(self.store)
+        self._repaired = True
+        if repaired:
+            log.warning("re-embedded %d notes whose vectors an interrupted write left stale",
+                        repaired)
 
     def add_many(self, items: Iterable[dict[str, Any]], *, enrich: bool = True,
                  agent_id: str | None = None, batch: int | None = None) -> list[AddResult]:
@@ -198,14 +281,17 @@ class Writer:
         """One result per item, in order. An id clash rejects that item only (``rejected``)."""
         drafts = [self.draft(item, enrich=enrich, agent_id=agent_id) for item in items]
         with self._lock:
+            self._repair_once()
             out: list[AddResult | None] = self._dedup_many(drafts)
             todo = [i for i, r in enumerate(out) if r is None]
             warnings = {i: self._enrich(drafts[i]) for i in todo}
             vectors = self.store.embed_passages([drafts[i].note.embed_text() for i in todo])
             fast = []
+            deferred = self._deferred is not None
+            stale: set[str] = self._deferred if self._deferred is not None else set()
             for row, i in enumerate(todo):
                 if drafts[i].enrich:  # placed one by one: later notes may link to earlier ones
-                    out[i] = self._place(drafts[i], vectors[row], warnings[i])
+                    out[i] = self._place(drafts[i], vectors[row], warnings[i], stale)
                 else:
                     note = drafts[i].note
                     fast.append(self.store.make_point(note, vectors[row]))
@@ -213,7 +299,12 @@ class Writer:
                                        warnings=warnings[i])
             if fast:
                 self.store.write_points(fast)
-        return [r for r in out if r is not None]
+            results = [r for r in out if r is not None]
+            if not deferred or len(stale) >= self.store.config.import_reembed_every:
+                problem = self._refresh(stale, results)
+                if deferred and problem:
+                    self._deferred_problems.append(problem)
+        return results
 
     def _dedup_many(self, drafts: Sequence[_Draft]) -> list[AddResult | None]:
         """Exact dedup of a batch with one engine query per agent instead of two per note."""
@@ -256,8 +347,13 @@ class Writer:
                 f"delete it first or give another id", field="id")
         return result
 
-    def _place(self, draft: _Draft, vector: np.ndarray, warnings: list[str]) -> AddResult:
-        """Fold, flag, link and evolve around the new note's vector, then save."""
+    def _place(self, draft: _Draft, vector: np.ndarray, warnings: list[str],
+               stale: set[str]) -> AddResult:
+        """Fold, flag, link and evolve around the new note's vector, then save.
+
+        Notes whose text changed are saved with their previous vector, marked stale, and
+        their point ids added to ``stale`` for the caller to refresh.
+        """
         store, cfg, note = self.store, self.store.config, draft.note
         if not draft.enrich:  # episodic fast path: stored as given
             store.write_points([store.make_point(note, vector)])
@@ -270,7 +366,7 @@ class Writer:
             hit.score = store.similarity(hit.score)
         top = neighbours[0] if neighbours else None
         if top is not None and top.score >= cfg.fold_threshold:
-            return self._fold(note, top.payload, top.score, warnings)
+            return self._fold(note, top, warnings, stale)
         status = "created"
         if top is not None and top.score >= cfg.pending_threshold:
             note.pending_merge = True
@@ -295,7 +391,6 @@ class Writer:
             decision = self.enricher.evolve(_view(note), views)
             warnings.extend(getattr(decision, "warnings", []))
             updates = {u.id: u for u in decision if u.id in by_id}
-        changed: list[Note] = []
         for nid in linked:
             hit = by_id[nid]
             other = Note.from_payload(hit.payload)
@@ -307,15 +402,11 @@ class Writer:
             embedded = other.embed_text()
             self._apply_evolution(other, note.id, update)
             evolved.append(nid)
-            if hit.dense is not None and other.embed_text() == embedded:
-                # Offline evolution mostly tags words the note already holds, which the
-                # embedded text leaves out: the stored vector is still this note's vector.
-                points.append(store.make_point(other, hit.dense, count_stats=False))
-            else:
-                changed.append(other)
-        if changed:  # one embedding call for every evolved note whose embedded text changed
-            vectors = store.embed_passages([n.embed_text() for n in changed])
-            points.extend(store.make_point(n, v, count_stats=False) for n, v in zip(changed, vectors))
+            # Offline evolution mostly tags words the note already holds, which the embedded
+            # text leaves out: then the stored vector is still this note's vector (or stays
+            # as stale as an earlier change in this batch left it).
+            now_stale = other.vector_stale or other.embed_text() != embedded
+            points.append(self._keep_vector(other, hit, now_stale, stale))
         store.write_points(points)
         return AddResult(status, note.id, links=note.links, evolved=evolved,
                          enriched_by=note.enriched_by,
@@ -331,12 +422,21 @@ class Writer:
         other.context = update.context
         other.tags = list(update.tags)
 
-    def _fold(self, note: Note, target_payload: dict[str, Any], score: float,
-              warnings: list[str]) -> AddResult:
-        """Fold the new text into its near-duplicate: content, hash and vector change."""
-        store = self.store
-        target = Note.from_payload(target_payload)
-        old_hash, old_tags = target.hash, list(target.tags)
+    def _keep_vector(self, note: Note, hit: Hit, now_stale: bool, stale: set[str]) -> Point:
+        """The point of a changed neighbour with the vector it has, marked stale if need be."""
+        pid = point_id(note.agent_id, note.id)
+        if hit.dense is None:  # a backend that returned no vector: embed now, nothing deferred
+            return self.store.make_point(note, self.store.embed_passages([note.embed_text()])[0],
+                                         count_stats=False)
+        if now_stale:
+            stale.add(pid)
+        return self.store.make_point(note, hit.dense, count_stats=False, stale=now_stale)
+
+    def _fold(self, note: Note, top: Hit, warnings: list[str], stale: set[str]) -> AddResult:
+        """Fold the new text into its near-duplicate: content and hash change, then its vector."""
+        store, score = self.store, float(top.score)
+        target = Note.from_payload(top.payload)
+        old_hash, old_tags, embedded = target.hash, list(target.tags), target.embed_text()
         if note.content.strip() not in target.content:
             target.content = f"{target.content}\n\n{note.content}"
         target.hash = content_hash(target.content)
@@ -349,8 +449,8 @@ class Writer:
             "similarity": round(float(score), 6), "folded_text": note.content,
             "old_context": target.context, "new_context": target.context,
             "old_tags": old_tags, "new_tags": list(target.tags)}]
-        vector = store.embed_passages([target.embed_text()])[0]
-        store.write_points([store.make_point(target, vector, count_stats=False)])
+        now_stale = target.vector_stale or target.embed_text() != embedded
+        store.write_points([self._keep_vector(target, top, now_stale, stale)])
         return AddResult("folded", target.id, links=list(target.links),
                          enriched_by=note.enriched_by, neighbour=target.id,
                          similarity=round(float(score), 6), warnings=warnings)

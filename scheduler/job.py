@@ -169,8 +169,9 @@ def _step(name: str, body: Callable[[], Any]) -> StepResult:
 
 def _summary(report: Any) -> dict[str, Any]:
     data = report.to_dict() if hasattr(report, "to_dict") else {}
-    return {k: data[k] for k in ("groups", "pairs", "merges", "links_rewritten",
-                                 "pending_resolved", "llm_fallbacks", "duration") if k in data}
+    keys = ("groups", "pairs", "merges", "links_rewritten", "pending_resolved", "llm_fallbacks",
+            "vectors_refreshed", "duration")
+    return {k: data[k] for k in keys if k in data}
 
 
 def _lcm(store: ConversationStore) -> dict[str, Any]:

@@ -187,7 +187,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         info = store.info()
         memory = {"embedder": info.embedder, "points": info.points,
                   "active_notes": info.active_notes, "dangling_links": 0,
-                  "pending_merge": 0}
+                  "pending_merge": 0, "stale_vectors": info.stale_vectors}
         known = set()
         links: list[tuple[str, str, str]] = []
         for note, _ in store.iter_notes(all_agents=True):
@@ -199,6 +199,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if dangling:
             problems.append(f"{len(dangling)} links point at deleted or missing notes")
             memory["examples"] = dangling[:10]
+        if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
+            problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
+                            f"write was interrupted); the next add, import or nightly job "
+                            f"re-embeds them")
     lcm = _lcm_call(settings, "doctor")
     if args.clean:
         lcm = {"doctor": lcm, "clean": _lcm_call(settings, "doctor_clean")}

@@ -20,7 +20,7 @@ DENSE = "dense"
 SPARSE = "bm25"
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
                    "subjects")
-BOOL_INDEXES = ("is_active", "pending_merge")
+BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
 
 Scalar = Union[str, int, bool]
 

@@ -13,6 +13,7 @@ from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.llm import LLMClient, LLMConfig
 from amem.notes import point_id
+from tests.fakes.embedders import RecordingEmbedder
 
 
 def store_with(embedder: HashingEmbedder, clock: FixedClock, llm: Any = None,
@@ -147,19 +148,6 @@ def test_llm_enrichment_through_the_wire(embedder: HashingEmbedder, clock: Fixed
         assert note.category == "Personal" and "birthday" in note.keywords
 
 
-class RecordingEmbedder(HashingEmbedder):
-    """The hashing embedder, recording every passage it embeds."""
-
-    def __init__(self, dim: int = 256) -> None:
-        super().__init__(dim)
-        self.passages: list[str] = []
-
-    def embed(self, texts: Any, kind: str = "passage") -> Any:
-        if kind == "passage":
-            self.passages.extend(texts)
-        return super().embed(texts, kind=kind)
-
-
 def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: FixedClock) -> None:
     recorder = RecordingEmbedder()
     texts = [
@@ -186,3 +174,4 @@ def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: Fixed
         assert len(recorder.passages) == len(set(recorder.passages))
         # evolution that only tags words already in the content leaves the embedded text alone
         assert len(recorder.passages) < len(texts) + len(evolved)
+
