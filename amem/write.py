@@ -30,6 +30,7 @@ import numpy as np
 
 from .backends.base import Hit, Match, MatchAny, Point, Where
 from .errors import ValidationError
+from .fold import fold_content
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
 from .refresh import refresh_vectors
@@ -437,8 +438,7 @@ class Writer:
         store, score = self.store, float(top.score)
         target = Note.from_payload(top.payload)
         old_hash, old_tags, embedded = target.hash, list(target.tags), target.embed_text()
-        if note.content.strip() not in target.content:
-            target.content = f"{target.content}\n\n{note.content}"
+        target.content = fold_content(target.content, note.content)
         target.hash = content_hash(target.content)
         target.folded_hashes = unique([*target.folded_hashes, old_hash, note.hash])
         target.keywords = unique([*target.keywords, *note.keywords])

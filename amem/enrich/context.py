@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 from .english import LABELS
 from .keywords import cjk_chars, split_speaker, strong_words
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 ELLIPSIS = "…"
 
 
@@ -29,7 +29,7 @@ def sentences(clean: str) -> Iterator[tuple[str | None, str]]:
         speaker, rest = split_speaker(line)
         if speaker is not None and speaker.lower() in LABELS:
             speaker, rest = None, line.strip()
-        for sentence in _SENTENCE_END.split(rest):
+        for sentence in SENTENCE_END.split(rest):
             sentence = " ".join(sentence.split())
             if sentence:
                 yield speaker, sentence

@@ -175,3 +175,17 @@ def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: Fixed
         # evolution that only tags words already in the content leaves the embedded text alone
         assert len(recorder.passages) < len(texts) + len(evolved)
 
+
+def test_fold_appends_only_new_sentences_and_history_keeps_the_whole_text(
+        embedder: HashingEmbedder, clock: FixedClock) -> None:
+    turn = "Caroline: I went to the LGBTQ support group yesterday. It was so powerful and moving."
+    with store_with(embedder, clock, fold_threshold=0.7, pending_threshold=0.6) as store:
+        first = store.add(f"{turn} Melanie: Wow, that sounds great!")
+        again = f"{turn} Melanie: Did you meet anyone new?"
+        folded = store.add(again)
+        assert folded.status == "folded" and folded.id == first.id
+        note = store.get(first.id)
+        assert note.content.count("support group") == 1  # the shared turn is stored once
+        assert note.content.endswith("\n\nMelanie: Did you meet anyone new?")
+        assert note.evolution_history[-1]["folded_text"] == again
+        assert store.add(again).status == "deduplicated"
