@@ -1,10 +1,12 @@
-"""Deferred re-embedding: a changed note is saved at once, its vector once per batch.
+"""Deferred re-embedding: a changed note is saved at once, its vector later, once.
 
 A fold or an evolution changes a note's text. Re-embedding it on the spot costs one small
-encoder call per change, and a note that changes five times in one import batch is embedded
-five times (a bulk import of near-duplicates spent most of its time there). The writer instead
+encoder call per change, and a note that changes five times in an import is embedded five
+times (a bulk import of near-duplicates spent most of its time there). The writer instead
 saves the new payload and BM25 terms with the note's previous vector and ``vector_stale: true``,
-and at the end of the batch re-embeds every note it marked, once each, in one call.
+and re-embeds every note it marked, once each, in one call: when a single add or a batch
+ends, or, inside an import's window (``StaleVectors.open_window``), when
+``import_reembed_every`` notes wait and when the import ends.
 
 The mark makes the gap safe and visible. A process killed inside a batch leaves marked notes
 behind: the store's next write, the next import and the nightly consolidation re-embed them
@@ -16,7 +18,7 @@ vector, which a fold (cosine >= 0.85) or an evolution (context and tags) barely 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Collection
+from typing import TYPE_CHECKING, Collection, Protocol, Sequence
 
 from .backends.base import Match, Where
 from .notes import Note
@@ -59,4 +61,85 @@ def count_stale(store: "MemoryStore") -> int:
     return store.backend.count(STALE)
 
 
-__all__ = ["FIELD", "STALE", "count_stale", "refresh_vectors"]
+class _Reported(Protocol):
+    warnings: list[str]
+
+
+class StaleVectors:
+    """One writer's notes that wait for their vector, and when to re-embed them.
+
+    An add or a batch collects the point ids it marked in a set from ``batch_set`` and hands it
+    back to ``batch_done``, which re-embeds them, unless an import window is open
+    (``open_window``): then they wait until ``import_reembed_every`` do, or the window closes.
+    Not locked by itself: the writer calls it under its own lock.
+    """
+
+    def __init__(self, store: "MemoryStore") -> None:
+        self.store = store
+        self._repaired = False
+        self._window: set[str] | None = None
+        #: refresh failures inside the open window (for the import report)
+        self.problems: list[str] = []
+
+    def repair_once(self) -> None:
+        """Before this process's first write: re-embed vectors a killed writer left stale."""
+        if self._repaired:
+            return
+        repaired = refresh_vectors(self.store)
+        self._repaired = True
+        if repaired:
+            log.warning("re-embedded %d notes whose vectors an interrupted write left stale",
+                        repaired)
+
+    def batch_set(self) -> set[str]:
+        """Where an add or a batch records what it marks (the window's set when one is open)."""
+        return self._window if self._window is not None else set()
+
+    def batch_done(self, stale: set[str], results: Sequence[_Reported]) -> None:
+        if self._window is None:
+            self.refresh(stale, results)
+        elif len(stale) >= self.store.config.import_reembed_every:
+            problem = self.refresh(stale, results)
+            self.problems.extend([problem] if problem else [])
+
+    def open_window(self) -> bool:
+        """Start deferring past batch ends; False when a window is already open (nested)."""
+        if self._window is not None:
+            return False
+        self._window, self.problems = set(), []
+        return True
+
+    def close_window(self, *, interrupted: bool) -> None:
+        """Re-embed what waits, unless interrupted: then the marks stay for the next write."""
+        stale, self._window = self._window or set(), None
+        if not interrupted:
+            problem = self.refresh(stale, [])
+            self.problems.extend([problem] if problem else [])
+        elif stale:
+            self._repaired = False
+            log.warning("interrupted: %d changed notes keep their previous vector (marked "
+                        "vector_stale) until the next write", len(stale))
+
+    def refresh(self, stale: set[str], results: Sequence[_Reported]) -> str | None:
+        """Re-embed ``stale`` in one call and forget it; on failure, say so and return why.
+
+        The notes are saved already; if the encoder fails now they keep their previous vector
+        and their mark, every result says so, and the next write tries again.
+        """
+        try:
+            refresh_vectors(self.store, stale)
+        except Exception as exc:  # the writes themselves succeeded: report it, do not raise
+            self._repaired = False
+            why = (f"{len(stale)} changed notes keep their previous vector for now (marked "
+                   f"vector_stale; the next write or the nightly job re-embeds them): "
+                   f"re-embedding failed: {type(exc).__name__}: {exc}")
+            log.warning("add: %s", why)
+            for result in results:
+                result.warnings.append(why)
+            return why
+        finally:
+            stale.clear()
+        return None
+
+
+__all__ = ["FIELD", "STALE", "StaleVectors", "count_stale", "refresh_vectors"]

@@ -33,7 +33,7 @@ from .errors import ValidationError
 from .fold import fold_content
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
-from .refresh import refresh_vectors
+from .refresh import StaleVectors
 
 if TYPE_CHECKING:
     from .enrich import Enrichment, NoteView
@@ -80,10 +80,7 @@ class Writer:
         self._enricher: Any = None
         self._lock = threading.Lock()
         self._adds = 0
-        self._repaired = False
-        #: point ids a ``deferred_reembed`` block lets wait for their new vector
-        self._deferred: set[str] | None = None
-        self._deferred_problems: list[str] = []
+        self._stale = StaleVectors(store)
 
     @property
     def lock(self) -> threading.Lock:
@@ -160,15 +157,15 @@ class Writer:
     def add(self, text: Any, subjects: Any = (), **options: Any) -> AddResult:
         draft = self._draft(text, subjects, **options)
         with self._lock:
-            self._repair_once()
+            self._stale.repair_once()
             early = self._dedup(draft)
             if early is not None:
                 return early
             warnings = self._enrich(draft)
             vector = self.store.embed_passages([draft.note.embed_text()])[0]
-            stale: set[str] = set()
+            stale: set[str] = set()  # a single add re-embeds before it returns
             result = self._place(draft, vector, warnings, stale)
-            self._refresh(stale, [result])
+            self._stale.refresh(stale, [result])
             return result
 
     @contextmanager
@@ -183,11 +180,9 @@ class Writer:
         refresh: the marks stay and the next write re-embeds them.
         """
         with self._lock:
-            nested = self._deferred is not None
-            if not nested:
-                self._deferred, self._deferred_problems = set(), []
-            problems = self._deferred_problems
-        if nested:  # the outer block refreshes
+            opened = self._stale.open_window()
+            problems = self._stale.problems
+        if not opened:  # nested: the outer block refreshes
             yield problems
             return
         interrupted = False
@@ -198,46 +193,7 @@ class Writer:
             raise
         finally:
             with self._lock:
-                stale, self._deferred = self._deferred or set(), None
-                if not interrupted:
-                    problem = self._refresh(stale, [])
-                    problems.extend([problem] if problem else [])
-                elif stale:
-                    self._repaired = False
-                    log.warning("interrupted: %d changed notes keep their previous vector "
-                                "(marked vector_stale) until the next write", len(stale))
-
-    def _refresh(self, stale: set[str], results: Sequence[AddResult]) -> str | None:
-        """Re-embed the notes marked stale, in one call, and forget them.
-
-        The notes are saved already; if the encoder fails now they keep their previous vector
-        and their mark, every result says so (as does the returned text), and the next write
-        tries again.
-        """
-        try:
-            refresh_vectors(self.store, stale)
-        except Exception as exc:  # the add itself succeeded: report it, do not raise
-            self._repaired = False
-            why = (f"{len(stale)} changed notes keep their previous vector for now (marked "
-                   f"vector_stale; the next write or the nightly job re-embeds them): "
-                   f"re-embedding failed: {type(exc).__name__}: {exc}")
-            log.warning("add: %s", why)
-            for result in results:
-                result.warnings.append(why)
-            return why
-        finally:
-            stale.clear()
-        return None
-
-    def _repair_once(self) -> None:
-        """Before this process's first write: re-embed vectors a killed writer left stale."""
-        if self._repaired:
-            return
-        repaired = refresh_vectors(self.store)
-        self._repaired = True
-        if repaired:
-            log.warning("re-embedded %d notes whose vectors an interrupted write left stale",
-                        repaired)
+                self._stale.close_window(interrupted=interrupted)
 
     def add_many(self, items: Iterable[dict[str, Any]], *, enrich: bool = True,
                  agent_id: str | None = None, batch: int | None = None) -> list[AddResult]:
@@ -282,14 +238,13 @@ class Writer:
         """One result per item, in order. An id clash rejects that item only (``rejected``)."""
         drafts = [self.draft(item, enrich=enrich, agent_id=agent_id) for item in items]
         with self._lock:
-            self._repair_once()
+            self._stale.repair_once()
             out: list[AddResult | None] = self._dedup_many(drafts)
             todo = [i for i, r in enumerate(out) if r is None]
             warnings = {i: self._enrich(drafts[i]) for i in todo}
             vectors = self.store.embed_passages([drafts[i].note.embed_text() for i in todo])
             fast = []
-            deferred = self._deferred is not None
-            stale: set[str] = self._deferred if self._deferred is not None else set()
+            stale = self._stale.batch_set()
             for row, i in enumerate(todo):
                 if drafts[i].enrich:  # placed one by one: later notes may link to earlier ones
                     out[i] = self._place(drafts[i], vectors[row], warnings[i], stale)
@@ -301,10 +256,7 @@ class Writer:
             if fast:
                 self.store.write_points(fast)
             results = [r for r in out if r is not None]
-            if not deferred or len(stale) >= self.store.config.import_reembed_every:
-                problem = self._refresh(stale, results)
-                if deferred and problem:
-                    self._deferred_problems.append(problem)
+            self._stale.batch_done(stale, results)
         return results
 
     def _dedup_many(self, drafts: Sequence[_Draft]) -> list[AddResult | None]:
