@@ -3,6 +3,7 @@
     python -m benchmarks.import_bench                       # 10k notes, e5-small
     python -m benchmarks.import_bench --quick --embedder hashing
     python -m benchmarks.import_bench --size 1000 --profile 200 --out benchmarks/out/import.json
+    python -m benchmarks.import_bench --plain-add          # add latency in a 10k-note store
 
 Notes are real LoCoMo turns (``"<speaker>: <text>"``, as the store holds them), recombined in
 pairs to reach ``--size`` unique texts, written to a JSONL file with their session dates. In one
@@ -17,7 +18,9 @@ process, with one embedder instance and the store's own batch size, it times:
 * ``raw_note_texts``: the raw embedder on what the enriched store embeds (content + keywords +
   tags + context), which separates "longer inputs" from pipeline overhead;
 * ``add``: single ``MemoryStore.add`` latency (p50/p95) into the enriched store of ``--size``
-  notes, next to embedding one such text alone.
+  notes, next to embedding one such text alone. Folds leave that store with fewer notes than
+  ``--size``; ``--plain-add`` instead times the adds into the ``enrich=False`` store, which
+  holds exactly ``--size`` notes, and runs nothing else.
 
 Figures are ratios against ``raw`` (the aim: enriched import >= 0.60 of raw) because absolute
 rates move with the machine's load, which is recorded per phase. ``--profile N`` runs cProfile
@@ -144,6 +147,26 @@ def add_latency(store: MemoryStore, embedder: Embedder, texts: Sequence[str]) ->
             "add_over_embed_p50": ratio(add["p50_ms"], one["p50_ms"])}
 
 
+def plain_add(size: int = 10_000, embedder: str = "e5-small", *, data: Path = DEFAULT_LOCOMO,
+              adds: int = 50) -> dict[str, Any]:
+    """``add`` latency (offline enrichment) into a store of exactly ``size`` notes: the
+    ``enrich=False`` import of the benchmark's notes, so no fold shrinks the store."""
+    config = load_config()
+    options = {} if embedder == "hashing" else {"threads": config.embed_threads}
+    model = make_embedder(embedder, **options)
+    items = build_items(size + adds, data)
+    model.embed([items[0]["text"]], kind="passage")  # model load, not latency
+    with tempfile.TemporaryDirectory(prefix="amem-import-bench-") as tmp:
+        path = write_jsonl(items[:size], Path(tmp) / "notes.jsonl")
+        store, imported = timed_import(model, path, enrich=False)
+        try:
+            latency = add_latency(store, model, [item["text"] for item in items[size:]])
+        finally:
+            store.close()
+    return {"notes": size, "embedder": model.model_id, "import_no_enrich": imported,
+            "add_latency": latency}
+
+
 def profile_import(embedder: Embedder, path: Path, top: int = 15) -> dict[str, Any]:
     """cProfile over one enriched import: the heaviest amem functions (cumulative) and the
     heaviest functions anywhere (self time), each as a share of the profiled wall time."""
@@ -227,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--adds", type=int, help="single adds to time (20 quick, 50 full)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile an enriched import of the first N notes")
+    parser.add_argument("--plain-add", action="store_true",
+                        help="only: add latency into an enrich=False store of exactly --size notes")
     parser.add_argument("--out", type=Path, help="also write the JSON result here")
     args = parser.parse_args(argv)
     if args.size <= 0:
@@ -234,8 +259,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.data.is_file():
         parser.error(f"--data {args.data} does not exist")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    result = run(args.quick, args.size, args.embedder, data=args.data, adds=args.adds,
-                 profile=args.profile)
+    if args.plain_add:
+        result = plain_add(QUICK_SIZE if args.quick else args.size, args.embedder, data=args.data,
+                           adds=args.adds or 50)
+    else:
+        result = run(args.quick, args.size, args.embedder, data=args.data, adds=args.adds,
+                     profile=args.profile)
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import pytest
 from benchmarks import run_all
 from benchmarks._util import fmt_ratio, latency_ms, percentile, ratio
 from benchmarks.datasets import DEFAULT_LOCOMO
-from benchmarks.import_bench import build_items
+from benchmarks.import_bench import build_items, plain_add
 from benchmarks.run_all import SuiteOptions, run_suite, write_results
 
 # The benchmarks read real third-party data from ../shared (beside the checkout, as in CI);
@@ -170,6 +170,14 @@ def test_import_items_are_unique_real_turns() -> None:
     assert all(": " in t for t in texts)  # "<speaker>: <text>"
     with pytest.raises(ValueError, match="positive"):
         build_items(0)
+
+
+def test_plain_add_times_adds_into_a_store_of_exactly_size_notes() -> None:
+    result = plain_add(120, "hashing", adds=6)
+    assert result["import_no_enrich"]["count_after"] == 120
+    latency = result["add_latency"]
+    assert latency["store_notes_before"] == 120 and latency["add"]["n"] == 6
+    assert sum(latency["statuses"].values()) == 6 and latency["add"]["p50_ms"] > 0
 
 
 def test_merge_keeps_earlier_figures_of_benchmarks_not_rerun(tmp_path: Path) -> None:
