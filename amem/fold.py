@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .enrich.context import SENTENCE_END
+from .enrich.context import line_sentences
 from .enrich.english import LABELS
 from .enrich.keywords import split_speaker
 
@@ -47,10 +47,7 @@ def _sentences(text: str) -> Iterator[tuple[str | None, str, int]]:
     """``(speaker, sentence without its Name:, line number)`` for each sentence of ``text``."""
     speaker: str | None = None
     for number, line in enumerate(text.splitlines()):
-        for part in SENTENCE_END.split(line.strip()):
-            part = " ".join(part.split())
-            if not part:
-                continue
+        for part in line_sentences(line):
             name, rest = split_speaker(part)
             if name is not None and name.lower() not in LABELS:
                 speaker, part = name, rest

@@ -47,7 +47,7 @@ def refresh_vectors(store: "MemoryStore", point_ids: Collection[str] | None = No
     else:
         hits = list(store.backend.iterate(STALE))  # read all before writing: no paging over writes
     notes = [Note.from_payload(h.payload) for h in hits if h.payload.get(FIELD)]
-    size = max(store.config.embed_batch, 1) * 8  # the embedder batches inside one call
+    size = store.config.embed_batch * 8  # the embedder batches inside one call
     for start in range(0, len(notes), size):
         chunk = notes[start:start + size]
         vectors = store.embed_passages([note.embed_text() for note in chunk])
@@ -100,7 +100,8 @@ class StaleVectors:
             self.refresh(stale, results)
         elif len(stale) >= self.store.config.import_reembed_every:
             problem = self.refresh(stale, results)
-            self.problems.extend([problem] if problem else [])
+            if problem:
+                self.problems.append(problem)
 
     def open_window(self) -> bool:
         """Start deferring past batch ends; False when a window is already open (nested)."""
@@ -114,7 +115,8 @@ class StaleVectors:
         stale, self._window = self._window or set(), None
         if not interrupted:
             problem = self.refresh(stale, [])
-            self.problems.extend([problem] if problem else [])
+            if problem:
+                self.problems.append(problem)
         elif stale:
             self._repaired = False
             log.warning("interrupted: %d changed notes keep their previous vector (marked "

@@ -17,6 +17,7 @@ from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .notes import Note, check_agent, check_id, check_limit, check_text, point_id
+from .refresh import FIELD as STALE_FIELD
 from .refresh import count_stale, refresh_vectors
 from .similarity import calibrate, cosine_baseline, uncalibrate
 
@@ -207,7 +208,7 @@ class MemoryStore:
             self._stats.add(len(terms))
         sparse = bm25.doc_vector(terms, self._stats.avgdl, self._bm25)
         payload = note.to_payload()
-        payload["vector_stale"] = stale
+        payload[STALE_FIELD] = stale
         return Point(point_id(note.agent_id, note.id), np.asarray(vector, dtype=np.float32),
                      sparse, payload)
 

@@ -355,11 +355,7 @@ class Writer:
             embedded = other.embed_text()
             self._apply_evolution(other, note.id, update)
             evolved.append(nid)
-            # Offline evolution mostly tags words the note already holds, which the embedded
-            # text leaves out: then the stored vector is still this note's vector (or stays
-            # as stale as an earlier change in this batch left it).
-            now_stale = other.vector_stale or other.embed_text() != embedded
-            points.append(self._keep_vector(other, hit, now_stale, stale))
+            points.append(self._keep_vector(other, hit, embedded, stale))
         store.write_points(points)
         return AddResult(status, note.id, links=note.links, evolved=evolved,
                          enriched_by=note.enriched_by,
@@ -375,14 +371,19 @@ class Writer:
         other.context = update.context
         other.tags = list(update.tags)
 
-    def _keep_vector(self, note: Note, hit: Hit, now_stale: bool, stale: set[str]) -> Point:
-        """The point of a changed neighbour with the vector it has, marked stale if need be."""
-        pid = point_id(note.agent_id, note.id)
+    def _keep_vector(self, note: Note, hit: Hit, embedded: str, stale: set[str]) -> Point:
+        """The point of a changed note with the vector it has, marked stale if need be.
+
+        ``embedded`` is the note's embedded text before the change. Offline evolution mostly
+        tags words the note already holds, which the embedded text leaves out: then the stored
+        vector is still this note's vector (or stays as stale as an earlier change left it).
+        """
         if hit.dense is None:  # a backend that returned no vector: embed now, nothing deferred
             return self.store.make_point(note, self.store.embed_passages([note.embed_text()])[0],
                                          count_stats=False)
+        now_stale = note.vector_stale or note.embed_text() != embedded
         if now_stale:
-            stale.add(pid)
+            stale.add(point_id(note.agent_id, note.id))
         return self.store.make_point(note, hit.dense, count_stats=False, stale=now_stale)
 
     def _fold(self, note: Note, top: Hit, warnings: list[str], stale: set[str]) -> AddResult:
@@ -401,8 +402,7 @@ class Writer:
             "similarity": round(float(score), 6), "folded_text": note.content,
             "old_context": target.context, "new_context": target.context,
             "old_tags": old_tags, "new_tags": list(target.tags)}]
-        now_stale = target.vector_stale or target.embed_text() != embedded
-        store.write_points([self._keep_vector(target, top, now_stale, stale)])
+        store.write_points([self._keep_vector(target, top, embedded, stale)])
         return AddResult("folded", target.id, links=list(target.links),
                          enriched_by=note.enriched_by, neighbour=target.id,
                          similarity=round(float(score), 6), warnings=warnings)

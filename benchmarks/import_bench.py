@@ -147,13 +147,16 @@ def add_latency(store: MemoryStore, embedder: Embedder, texts: Sequence[str]) ->
             "add_over_embed_p50": ratio(add["p50_ms"], one["p50_ms"])}
 
 
+def _model(embedder: str, threads: int) -> Embedder:
+    """The benchmark's embedder with the store's thread count (hashing has no threads to set)."""
+    return make_embedder(embedder, **({} if embedder == "hashing" else {"threads": threads}))
+
+
 def plain_add(size: int = 10_000, embedder: str = "e5-small", *, data: Path = DEFAULT_LOCOMO,
               adds: int = 50) -> dict[str, Any]:
     """``add`` latency (offline enrichment) into a store of exactly ``size`` notes: the
     ``enrich=False`` import of the benchmark's notes, so no fold shrinks the store."""
-    config = load_config()
-    options = {} if embedder == "hashing" else {"threads": config.embed_threads}
-    model = make_embedder(embedder, **options)
+    model = _model(embedder, load_config().embed_threads)
     items = build_items(size + adds, data)
     model.embed([items[0]["text"]], kind="passage")  # model load, not latency
     with tempfile.TemporaryDirectory(prefix="amem-import-bench-") as tmp:
@@ -204,9 +207,7 @@ def run(quick: bool, size: int = 10_000, embedder: str = "e5-small", *,
     if adds <= 0:
         raise ValueError(f"adds must be positive, got {adds}")
     config = load_config()
-    # the hashing embedder has no threads to set; every model gets the store's default count
-    options = {} if embedder == "hashing" else {"threads": config.embed_threads}
-    model = make_embedder(embedder, **options)
+    model = _model(embedder, config.embed_threads)
     items = build_items(size + adds, data)
     file_items, extra = items[:size], [item["text"] for item in items[size:]]
     texts = [item["text"] for item in file_items]

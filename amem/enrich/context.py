@@ -17,8 +17,16 @@ from typing import Iterator, Sequence
 from .english import LABELS
 from .keywords import cjk_chars, split_speaker, strong_words
 
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 ELLIPSIS = "…"
+
+
+def line_sentences(line: str) -> Iterator[str]:
+    """The sentences of one line, whitespace collapsed, empty ones skipped."""
+    for sentence in _SENTENCE_END.split(line.strip()):
+        sentence = " ".join(sentence.split())
+        if sentence:
+            yield sentence
 
 
 def sentences(clean: str) -> Iterator[tuple[str | None, str]]:
@@ -29,10 +37,8 @@ def sentences(clean: str) -> Iterator[tuple[str | None, str]]:
         speaker, rest = split_speaker(line)
         if speaker is not None and speaker.lower() in LABELS:
             speaker, rest = None, line.strip()
-        for sentence in SENTENCE_END.split(rest):
-            sentence = " ".join(sentence.split())
-            if sentence:
-                yield speaker, sentence
+        for sentence in line_sentences(rest):
+            yield speaker, sentence
 
 
 def first_informative_sentence(clean: str, keywords: Sequence[str], *, speakers: frozenset[str] = frozenset(),
