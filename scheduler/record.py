@@ -20,9 +20,10 @@ import fcntl
 import json
 import logging
 import os
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +31,91 @@ VERSION = 1
 
 
 def read_record(path: Path) -> dict[str, Any]:
-    """The record, or ``{}`` when there is none. A corrupt file is logged and treated as none."""
+    """The record, or ``{}`` when there is none. Corrupt parts are logged and left out."""
+    record, problems = load_record(path)
+    for problem in problems:
+        log.warning("the nightly record %s: %s; it is replaced on the next write", path, problem)
+    return record
+
+
+def load_record(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The usable part of the record and what was wrong with the rest.
+
+    The file is ours but sits in the user's home: a hand edit or a disk error must not crash
+    ``amem status`` or ``amem serve``. A field of the wrong type is dropped (as if the record
+    never had it: the worst case is one extra catch-up run); the next write replaces the file.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return {}, []
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, [f"cannot be read ({exc})"]
     try:
         data = json.loads(text)
     except ValueError as exc:
-        log.warning("the nightly record %s is not valid JSON (%s); starting a new one", path, exc)
-        return {}
-    return data if isinstance(data, dict) else {}
+        return {}, [f"is not valid JSON ({exc})"]
+    if not isinstance(data, dict):
+        return {}, [f"is a JSON {type(data).__name__}, not an object"]
+    problems: list[str] = []
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        why = _FIELD_CHECKS[key](value) if key in _FIELD_CHECKS else None
+        if why is None:
+            clean[key] = value
+        else:
+            problems.append(f"field {key!r} {why}")
+    return clean, problems
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _moment(value: Any) -> str | None:
+    """None when ``value`` is an ISO time with a zone (slot comparisons need the zone)."""
+    if not isinstance(value, str):
+        return f"must be an ISO date-time string, got {type(value).__name__}"
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return f"is not an ISO date-time: {value[:40]!r}"
+    return None if parsed.tzinfo is not None else "has no time zone"
+
+
+def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda value: None if value is None else check(value)
+
+
+def _object(**fields: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, dict):
+            return f"must be an object, got {type(value).__name__}"
+        for name, field_check in fields.items():
+            why = field_check(value.get(name))
+            if why is not None:
+                return f"has {name!r} that {why}"
+        return None
+    return check
+
+
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) else f"must be a string, got {type(value).__name__}"
+
+
+def _count(value: Any) -> str | None:
+    return None if _is_int(value) and value >= 0 else f"must be a count, got {value!r}"
+
+
+_FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "version": lambda v: None if _is_int(v) else f"must be an integer, got {v!r}",
+    "first_seen": _moment,
+    "last_success_at": _optional(_text),
+    "consecutive_failures": _count,
+    "last_slot": _object(date=_optional(_text), status=_optional(_text), slot=_optional(_text)),
+    "last_run": _object(status=_optional(_text), error=_optional(_text),
+                        pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
+}
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from amem.config import AmemConfig
 from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, last_fire_time,
                      next_fire_time)
 from .job import ConversationStore, NightlyReport, NoteStore, Reason, run_nightly
-from .record import RunLock, lock_holder, read_record, write_record
+from .record import RunLock, load_record, lock_holder, read_record, write_record
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +108,11 @@ def _note_first_seen(cfg: SchedulerConfig, now: datetime) -> None:
     if not lock.acquire():
         return  # a run is in progress; it writes first_seen itself
     try:
-        record = read_record(cfg.record_path)
-        if "first_seen" not in record:
-            record["first_seen"] = now.isoformat()
+        record, problems = load_record(cfg.record_path)
+        for problem in problems:
+            log.warning("the nightly record %s: %s; replacing it", cfg.record_path, problem)
+        if "first_seen" not in record or problems:
+            record.setdefault("first_seen", now.isoformat())
             write_record(cfg.record_path, record)
     finally:
         lock.release()
@@ -184,7 +186,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
     cfg = SchedulerConfig(home=Path(home)) if config is None else (
         config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_amem(config))
     cfg = SchedulerConfig(Path(home), cfg.timezone, cfg.hour, cfg.minute, cfg.misfire_grace_hours)
-    record = read_record(cfg.record_path)
+    record, problems = load_record(cfg.record_path)
     last = record.get("last_run") or {}
     holder = lock_holder(cfg.lock_path)
     state = last.get("status") or "never"
@@ -200,4 +202,6 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
         "last_error": last.get("error"), "running_pid": holder,
         "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",
         "next_run": nxt.isoformat() if nxt else None, "record": str(cfg.record_path),
+        # a corrupt record is shown, not fatal; the next run (or `amem serve`) replaces it
+        "record_problems": problems,
     }

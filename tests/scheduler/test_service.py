@@ -7,11 +7,12 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
 from amem.clock import FixedClock, SystemClock
-from scheduler import SchedulerConfig, start_background
+from scheduler import SchedulerConfig, last_run_status, start_background
 from scheduler.config import JOB_ID
 from scheduler.record import read_record, write_record
 from scheduler.service import missed_slot
@@ -107,3 +108,28 @@ def test_a_firing_missed_beyond_the_grace_time_is_caught_up(home: Path, toy: Toy
         assert [r.reason for r in handle.reports] == ["catch-up"] and toy.consolidations == 1
     finally:
         handle.shutdown()
+
+
+CORRUPT_RECORDS = [
+    {"last_slot": "yesterday", "last_run": ["ok"], "consecutive_failures": "two",
+     "first_seen": 5, "last_success_at": 7},
+    {"last_slot": {"date": 20270428, "status": None}, "last_run": {"status": 1, "pid": "x"},
+     "first_seen": "2027-04-20T10:00:00"},  # no zone: cannot be compared with a slot
+    [1, 2, 3],
+]
+
+
+@pytest.mark.parametrize("corrupt", CORRUPT_RECORDS)
+def test_a_corrupt_record_is_reported_and_replaced_never_a_crash(home: Path, toy: ToyNoteStore,
+                                                                 corrupt: object) -> None:
+    config = cfg(home)
+    home.mkdir(parents=True, exist_ok=True)
+    config.record_path.write_text(json.dumps(corrupt), encoding="utf-8")
+    status = last_run_status(home, config)
+    assert status["state"] == "never" and status["consecutive_failures"] == 0
+    assert status["record_problems"], "the damage is reported"
+    clock = FixedClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    handle = start_background(toy, config=config, clock=clock)  # crashed with AttributeError
+    handle.shutdown()
+    assert last_run_status(home, config)["record_problems"] == []  # replaced by a clean one
+    assert read_record(config.record_path)["first_seen"] == clock.now().isoformat()
