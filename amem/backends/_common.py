@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 
-from amem.backends.base import Hit, Point, SparseVector, Where
+from amem.backends.base import DENSE, SPARSE, HasId, Hit, Point, SparseVector, Where
 from amem.errors import ValidationError
 
 # Both engines (qdrant-edge and Qdrant's own RRF, local mode included) score a prefetch hit as
@@ -126,6 +126,26 @@ def check_point(point: Any, dim: int) -> tuple[str, list[float], tuple[list[int]
         sparse_lists(point.sparse),
         point.payload,
     )
+
+
+def check_update(point_id: Any, payload: Any, dim: int, dense: Any, sparse: Any
+                 ) -> tuple[str, dict[str, Any]]:
+    """The checked id and the vectors (dense list, sparse lists) of an ``update_point`` call."""
+    if not isinstance(payload, dict):
+        raise ValidationError("payload must be a dict", field="payload")
+    vectors: dict[str, Any] = {}
+    if dense is not None:
+        vectors[DENSE] = dense_list(dense, dim)
+    if sparse is not None:
+        vectors[SPARSE] = sparse_lists(sparse)
+    return check_id(point_id), vectors
+
+
+def point_where(point_id: str, where: Where | None) -> Where:
+    """One point, and only while it matches ``where``."""
+    if where is not None and not isinstance(where, Where):
+        raise ValidationError("where must be a Where", field="where")
+    return Where(must=(HasId((point_id,)),) + ((where,) if where is not None else ()))
 
 
 def as_array(vector: Any) -> np.ndarray | None:

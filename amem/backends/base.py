@@ -106,6 +106,19 @@ class VectorBackend(Protocol):
         """Merge ``payload`` keys into one point's payload (other keys stay)."""
         ...
 
+    def update_point(
+        self, point_id: str, payload: dict[str, Any], *, where: Where | None = None,
+        dense: np.ndarray | None = None, sparse: SparseVector | None = None,
+    ) -> bool:
+        """Change named parts of one existing point that matches ``where``; never create one.
+
+        ``payload`` keys are merged in (other keys stay), ``dense``/``sparse`` replace those
+        vectors when given. False (and nothing written) when the point is missing or does not
+        match ``where``: a writer holding an old snapshot cannot bring back a point deleted
+        since, nor, with ``where``, a soft-deleted note or another tenant's one.
+        """
+        ...
+
     def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
         """The points that exist among ``ids`` (missing ids are left out)."""
         ...

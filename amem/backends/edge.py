@@ -247,6 +247,26 @@ class EdgeBackend:
                 raise NotFoundError(f"no point {pid} in {self.path}", id=pid) from exc
             raise
 
+    def update_point(
+        self, point_id: str, payload: dict[str, Any], *, where: Where | None = None,
+        dense: np.ndarray | None = None, sparse: SparseVector | None = None,
+    ) -> bool:
+        """Change named parts of one existing point matching ``where``; False if there is none."""
+        pid, vectors = c.check_update(point_id, payload, self.dim, dense, sparse)
+        if SPARSE in vectors:
+            idx, val = vectors[SPARSE]
+            vectors[SPARSE] = qe.SparseVector(idx, val)
+        flt = to_edge(c.point_where(pid, where))
+        # The gate makes the check and the writes one step for every thread of this process.
+        with self._engine("update point"):
+            if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
+                return False
+            if payload:
+                self.shard.update(qe.UpdateOperation.set_payload_by_filter(flt, payload))
+            if vectors:
+                self.shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(pid, vectors)]))
+        return True
+
     def delete(self, ids: Sequence[str]) -> None:
         """Hard-delete points; unknown ids are ignored."""
         checked = c.check_ids(ids)

@@ -223,6 +223,33 @@ class QdrantServerBackend:
         except Exception as exc:
             raise BackendError(f"Qdrant set_payload failed: {exc}") from exc
 
+    def update_point(
+        self, point_id: str, payload: dict[str, Any], *, where: Where | None = None,
+        dense: np.ndarray | None = None, sparse: SparseVector | None = None,
+    ) -> bool:
+        """Change named parts of one existing point matching ``where``; False if there is none.
+
+        The payload goes through a filter selector, so the server applies it only if the point
+        still matches; the vectors follow (update_vectors never creates a point).
+        """
+        pid, parts = c.check_update(point_id, payload, self.dim, dense, sparse)
+        vectors: dict[str, Any] = {}
+        if DENSE in parts:
+            vectors[DENSE] = parts[DENSE]
+        if SPARSE in parts:
+            idx, val = parts[SPARSE]
+            vectors[SPARSE] = qm.SparseVector(indices=idx, values=val)
+        flt = to_client(c.point_where(pid, where))
+        with self._engine("update point"):
+            if not self.live.count(self.collection, count_filter=flt, exact=True).count:
+                return False
+            if payload:
+                self.live.set_payload(self.collection, payload, points=flt, wait=True)
+            if vectors:
+                self.live.update_vectors(self.collection, [qm.PointVectors(id=pid, vector=vectors)],
+                                         wait=True)
+        return True
+
     def delete(self, ids: Sequence[str]) -> None:
         """Hard-delete points; unknown ids are ignored."""
         checked = c.check_ids(ids)

@@ -61,6 +61,45 @@ def test_set_payload_on_a_missing_point_is_not_found(backend: VectorBackend) -> 
     assert backend.count() == 0
 
 
+def test_update_point_changes_only_the_named_parts(backend: VectorBackend) -> None:
+    backend.upsert([point(0, E[0], {1: 1.0}, agent="a", live=True, n=1, keep="yes")])
+    assert backend.update_point(pid(0), {"n": 2}, dense=E[1], sparse=sparse({7: 2.0}))
+    (hit,) = backend.retrieve([pid(0)], with_vectors=True)
+    assert hit.payload == {"agent": "a", "live": True, "n": 2, "keep": "yes"}
+    assert hit.dense is not None
+    np.testing.assert_allclose(hit.dense, E[1], atol=1e-6)
+    assert ids(backend.sparse_search(sparse({7: 1.0}), None, 5)) == [pid(0)]
+    assert backend.sparse_search(sparse({1: 1.0}), None, 5) == []
+    assert backend.update_point(pid(0), {"m": 3})  # payload only: vectors stay
+    assert ids(backend.dense_search(E[1], None, 1)) == [pid(0)]
+
+
+def test_update_point_never_creates_or_revives(backend: VectorBackend) -> None:
+    backend.upsert([point(0, E[0], {1: 1.0}, agent="a", live=False, n=1)])
+    assert not backend.update_point(pid(5), {"n": 9}, dense=E[2])  # missing: nothing created
+    assert backend.count() == 1
+    live = Where(must=(Match("agent", "a"), Match("live", True)))
+    assert not backend.update_point(pid(0), {"n": 9}, where=live, dense=E[2])  # soft-deleted
+    other = Where(must=(Match("agent", "b"),))
+    assert not backend.update_point(pid(0), {"n": 9}, where=other)  # another tenant's point
+    (hit,) = backend.retrieve([pid(0)], with_vectors=True)
+    assert hit.payload == {"agent": "a", "live": False, "n": 1} and hit.dense is not None
+    np.testing.assert_allclose(hit.dense, E[0], atol=1e-6)
+    backend.delete([pid(0)])
+    assert not backend.update_point(pid(0), {"n": 9}) and backend.count() == 0
+
+
+def test_update_point_checks_its_input(backend: VectorBackend) -> None:
+    backend.upsert([point(0, E[0], {1: 1.0}, n=1)])
+    with pytest.raises(ValidationError) as err:
+        backend.update_point(pid(0), {"n": 2}, dense=np.zeros(DIM, dtype=np.float32))
+    assert err.value.field == "dense"
+    with pytest.raises(ValidationError) as err:
+        backend.update_point("not-a-uuid", {"n": 2})
+    assert err.value.field == "id"
+    assert backend.retrieve([pid(0)])[0].payload == {"n": 1}
+
+
 def test_delete_and_count(backend: VectorBackend) -> None:
     backend.upsert([point(n, E[n], {n: 1.0}, odd=n % 2 == 1) for n in range(6)])
     assert backend.count() == 6
