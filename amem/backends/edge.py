@@ -257,6 +257,7 @@ class EdgeBackend:
             idx, val = vectors[SPARSE]
             vectors[SPARSE] = qe.SparseVector(idx, val)
         flt = to_edge(c.point_where(pid, where))
+        assert flt is not None  # a Where with a condition always translates to a filter
         # The gate makes the check and the writes one step for every thread of this process.
         with self._engine("update point"):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):

@@ -240,6 +240,7 @@ class QdrantServerBackend:
             idx, val = parts[SPARSE]
             vectors[SPARSE] = qm.SparseVector(indices=idx, values=val)
         flt = to_client(c.point_where(pid, where))
+        assert flt is not None  # a Where with a condition always translates to a filter
         with self._engine("update point"):
             if not self.live.count(self.collection, count_filter=flt, exact=True).count:
                 return False
