@@ -1,70 +1,74 @@
-"""A tiny progress bar on stderr: rate and ETA, drawn only when stderr is a terminal.
+"""Progress bars for long CLI commands (import, consolidate, reembed), drawn by ``tqdm``.
 
-No dependency: long CLI jobs (import, consolidate, reembed) call it as ``bar(done, total)``;
-when stderr is not a TTY (pipes, CI, MCP stdio mode) it draws nothing at all.
+One callable serves every long job: importers and ``reembed`` call it as ``bar(done, total)``,
+consolidation as ``bar(stage, done, total)`` (scan, pairs, merge, pending: one bar per stage).
+It draws on stderr only, and only when stderr is a terminal and ``--quiet`` is off: stdout
+carries results (and is the MCP wire in ``amem serve``), and pipes and CI logs stay clean.
 """
 
 from __future__ import annotations
 
 import sys
-import time
+from types import TracebackType
 from typing import TextIO
 
+from tqdm import tqdm
 
-class ProgressBar:
-    """``bar(done, total)`` redraws one line; ``bar.close()`` ends it.
+
+class Progress:
+    """``bar(done, total)`` or ``bar(stage, done, total)``; use as a context manager.
 
     Args:
-        label: What is being counted ("import", "reembed" ...).
+        label: What is being counted ("import", "reembed" ...); a stage is appended to it.
         stream: Where to draw (stderr by default; stdout stays for results).
         enabled: Force on or off; by default on only when ``stream`` is a terminal.
-        min_interval: Seconds between redraws, so fast loops do not flood the terminal.
+        quiet: ``--quiet``: never draw, whatever the stream.
     """
 
     def __init__(self, label: str, *, stream: TextIO | None = None, enabled: bool | None = None,
-                 min_interval: float = 0.1, width: int = 28) -> None:
+                 quiet: bool = False) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         isatty = getattr(self.stream, "isatty", None)
-        self.enabled = enabled if enabled is not None else bool(isatty and isatty())
-        self.min_interval = min_interval
-        self.width = width
-        self.started = time.monotonic()
-        self._last_draw = 0.0
-        self._drawn = False
+        on = enabled if enabled is not None else bool(isatty and isatty())
+        self.enabled = on and not quiet
+        self._bar: tqdm[None] | None = None
+        self._stage: str | None = None
 
-    def __call__(self, done: int, total: int | None = None) -> None:
+    def __call__(self, *args: object) -> None:
+        """``(done, total)`` or ``(stage, done, total)``; ``total`` may be None (unknown)."""
+        stage: str | None
+        if len(args) == 3:
+            stage, done, total = str(args[0]), args[1], args[2]
+        elif len(args) in (1, 2):
+            stage, done, total = None, args[0], args[1] if len(args) == 2 else None
+        else:
+            raise TypeError(f"progress takes (done, total) or (stage, done, total), got {args!r}")
         if not self.enabled:
             return
-        now = time.monotonic()
-        finished = total is not None and done >= total
-        if not finished and now - self._last_draw < self.min_interval:
-            return
-        self._last_draw = now
-        self.stream.write("\r" + self.render(done, total, now - self.started))
-        self.stream.flush()
-        self._drawn = True
-
-    def render(self, done: int, total: int | None, elapsed: float) -> str:
-        """One line: label, bar, counts, rate and ETA (pure; tested directly)."""
-        rate = done / elapsed if elapsed > 0 else 0.0
-        if total:
-            frac = min(1.0, done / total)
-            filled = int(frac * self.width)
-            bar = "#" * filled + "-" * (self.width - filled)
-            eta = (total - done) / rate if rate > 0 else float("nan")
-            eta_text = _clock(eta) if eta == eta else "--:--"
-            return f"{self.label} [{bar}] {done}/{total} {frac:4.0%} {rate:,.1f}/s ETA {eta_text}"
-        return f"{self.label} {done} done {rate:,.1f}/s {_clock(elapsed)}"
+        if not isinstance(done, int) or not (total is None or isinstance(total, int)):
+            raise TypeError(f"progress counts must be integers, got {done!r}, {total!r}")
+        bar = self._bar
+        if bar is None or stage != self._stage:
+            self.close()
+            desc = self.label if stage is None else f"{self.label}: {stage}"
+            bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit="note",
+                                   dynamic_ncols=True, leave=True)
+            self._stage = stage
+        if total is not None and bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
 
     def close(self) -> None:
-        if self.enabled and self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        """End the current bar (the next call, or a new stage, starts another)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+            self._stage = None
 
+    def __enter__(self) -> "Progress":
+        return self
 
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -13,7 +13,7 @@ from amem.config import load_config
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import EmbedderMismatchError
 from tools.cli import main
-from tools.progress import ProgressBar
+from tools.progress import Progress
 from tools.reembed import reembed
 
 
@@ -61,22 +61,26 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_progress_draws_only_on_a_terminal() -> None:
-    pipe = io.StringIO()
-    bar = ProgressBar("import", stream=pipe)
-    bar(5, 10)
-    bar.close()
-    assert pipe.getvalue() == ""
+def test_progress_draws_only_on_a_terminal_and_never_with_quiet() -> None:
+    for stream, quiet in ((io.StringIO(), False), (_Tty(), True)):
+        with Progress("import", stream=stream, quiet=quiet) as bar:
+            bar(5, 10)
+            bar("pairs", 1, 2)
+        assert stream.getvalue() == ""
     tty = _Tty()
-    bar = ProgressBar("import", stream=tty, min_interval=0)
-    bar(5, 10)
-    bar(10, 10)
-    bar.close()
-    lines = tty.getvalue().split("\r")
-    assert "5/10" in lines[1] and "10/10" in lines[2] and tty.getvalue().endswith("\n")
+    with Progress("import", stream=tty) as bar:
+        bar(5, 10)
+        bar(10, 10)
+    assert "import" in tty.getvalue() and "10/10" in tty.getvalue()
 
 
-def test_progress_render() -> None:
-    bar = ProgressBar("reembed", enabled=False, width=10)
-    assert bar.render(5, 10, 2.0) == "reembed [#####-----] 5/10  50% 2.5/s ETA 00:02"
-    assert bar.render(3, None, 1.5) == "reembed 3 done 2.0/s 00:01"
+def test_progress_takes_the_stage_form_of_consolidation() -> None:
+    tty = _Tty()
+    with Progress("consolidate", stream=tty) as bar:  # (stage, done, total) raised TypeError
+        bar("scan", 3, 3)
+        bar("pairs", 1, 4)
+        bar("pairs", 4, 4)
+    text = tty.getvalue()
+    assert "consolidate: scan" in text and "consolidate: pairs" in text and "4/4" in text
+    with pytest.raises(TypeError):
+        Progress("x", enabled=True)("a", "b", 1, 2)
