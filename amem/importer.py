@@ -1,9 +1,15 @@
 """Bulk import and export: JSONL, plain text or Markdown in; JSONL exports between backends.
 
+Both imports (a JSONL/text file, and an ``amem export`` file) check the whole file first in
+one streaming pass: a file with a bad line writes nothing and ``ImportRejected`` names every bad
+line (file:line: reason); ``skip_invalid`` imports the good lines and reports the others.
+Then the file is read again and written in bounded batches, so memory stays flat however
+long the file is.
+
 Import is resumable and idempotent: a note without an id gets one derived from its agent and
 content hash, so a run killed at any point and started again ends with exactly the unique
-notes (already-stored ones dedup by hash, a half-written batch is simply written again).
-A bad line is reported with file and line number and skipped.
+notes (already-stored ones dedup by hash, a half-written batch is simply written again). An
+export keeps its ids, so a rerun writes the same points again.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 import numpy as np
 
 from .errors import ValidationError
-from .notes import Note, content_hash
+from .notes import Note, check_agent, check_id, check_text, content_hash
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -28,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: called after each batch with (lines done, lines total or None)
 Progress = Callable[[int, "int | None"], None]
+#: error messages an import keeps (every bad line is still counted and logged)
+MAX_ERRORS = 100
 
 
 @dataclass
@@ -45,6 +53,8 @@ class ImportReport:
     #: degraded but not lost: notes whose new vector could not be computed yet
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: the number of the last line read (the progress total of the writing pass)
+    last_line: int = 0
 
     @property
     def rate(self) -> float:
@@ -115,17 +125,33 @@ def _paragraphs(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = None,
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
-                progress: Progress | None = None) -> ImportReport:
-    """Import one file into ``store``; see the module docstring for the guarantees."""
+                progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+    """Import one file into ``store``; see the module docstring for the guarantees.
+
+    The whole file is checked first (one streaming pass): with a bad line nothing is written
+    and ``ImportRejected`` lists the bad lines, unless ``skip_invalid`` imports the rest.
+    """
     path = Path(path)
     if not path.is_file():
         raise ValidationError(f"no such file: {path}", field="path")
     fmt = fmt or detect_format(path)
     if fmt not in ("jsonl", "text"):
         raise ValidationError("format must be 'jsonl' or 'text'", field="format")
-    total = _count_lines(path)
-    report = ImportReport(path=str(path))
     size = batch or store.config.embed_batch
+    check = ImportReport(path=str(path))
+    try:
+        for number, item in read_items(path, fmt):
+            check.read += 1
+            check.last_line = number
+            _checked(store, item, enrich, agent_id, check, path, number)
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text (byte {exc.start} of a line after "
+                              f"line {check.last_line}); nothing was imported",
+                              field="file") from None
+    total = check.last_line
+    if check.skipped and not skip_invalid:
+        raise ImportRejected(path, check)
+    report = ImportReport(path=str(path))
     started = time.perf_counter()
     pending: list[dict[str, Any]] = []
     lines: list[int] = []
@@ -151,16 +177,10 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         for number, item in read_items(path, fmt):
             report.read += 1
             last_line = number
-            if isinstance(item, str):
-                _skip(report, path, number, item)
+            checked = _checked(store, item, enrich, agent_id, report, path, number)
+            if checked is None:
                 continue
-            try:
-                item = _with_stable_id(item)
-                store.writer.draft(item, enrich=enrich, agent_id=agent_id)  # validate only
-            except ValidationError as exc:
-                _skip(report, path, number, str(exc))
-                continue
-            pending.append(item)
+            pending.append(checked)
             lines.append(number)
             if len(pending) >= size:
                 flush()
@@ -169,6 +189,22 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _checked(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
+             agent_id: str | None, report: ImportReport, path: Path,
+             number: int) -> dict[str, Any] | None:
+    """The item ready to write, or None (the line is recorded as skipped in ``report``)."""
+    if isinstance(item, str):
+        _skip(report, path, number, item)
+        return None
+    try:
+        item = _with_stable_id(item)
+        store.writer.draft(item, enrich=enrich, agent_id=agent_id)  # validate only
+    except ValidationError as exc:
+        _skip(report, path, number, str(exc))
+        return None
+    return item
 
 
 def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
@@ -182,13 +218,23 @@ def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
 def _skip(report: ImportReport, path: Path, number: int, why: str) -> None:
     report.skipped += 1
     message = f"{path}:{number}: {why}"
-    report.errors.append(message)
+    if len(report.errors) < MAX_ERRORS:  # a bad file of a million lines must not fill memory
+        report.errors.append(message)
     log.warning("import: skipped %s", message)
 
 
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as handle:
-        return sum(1 for _ in handle)
+class ImportRejected(ValidationError):
+    """The file has bad lines; nothing was written. ``errors`` holds the first ``MAX_ERRORS``."""
+
+    def __init__(self, path: Path, check: ImportReport) -> None:
+        shown = "\n  ".join(check.errors[:20])
+        more = check.skipped - min(20, len(check.errors))
+        super().__init__(
+            f"{path}: {check.skipped} of {check.read} lines are invalid; nothing was imported "
+            f"(fix them, or pass --skip-invalid to import the rest):\n  {shown}"
+            + (f"\n  ... and {more} more" if more > 0 else ""), field="file")
+        self.errors = list(check.errors)
+        self.invalid = check.skipped
 
 
 # ---------------------------------------------------------------------------- export / move
@@ -210,32 +256,115 @@ def export_store(store: "MemoryStore", out: TextIO, *, all_agents: bool = True,
 
 
 def import_export(store: "MemoryStore", source: TextIO, *, batch: int = 256) -> int:
+    """Load an ``export_store`` stream (seekable: it is checked, then written); the count."""
+    return _load_export(store, source, "export", batch=batch).created
+
+
+def load_export(store: "MemoryStore", path: str | Path, *, batch: int = 256,
+                skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
     """Load an ``export_store`` file: notes keep ids, history and heat; vectors are reused when
-    they come from the same embedder, re-embedded otherwise."""
-    points = []
-    count = 0
+    they come from the same embedder, re-embedded otherwise. Checked whole before writing."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValidationError(f"no such file: {path}", field="path")
+    with path.open("r", encoding="utf-8") as source:
+        return _load_export(store, source, str(path), batch=batch, skip_invalid=skip_invalid,
+                            progress=progress)
+
+
+def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
+                 skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
+    if not source.seekable():
+        raise ValidationError("an export is read twice (checked, then written): give a file, "
+                              "not a pipe", field="source")
+    where = Path(name)
+    check = ImportReport(path=name)
+    start = source.tell()
+    try:
+        for number, line in enumerate(source, start=1):
+            check.last_line = number
+            if line.strip():
+                check.read += 1
+                _export_row(store, line, number, check, where)
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{name} is not UTF-8 text (after line {check.last_line}, byte "
+                              f"{exc.start}); nothing was imported", field="file") from None
+    if check.skipped and not skip_invalid:
+        raise ImportRejected(where, check)
+    source.seek(start)
+    report = ImportReport(path=name)
+    started = time.perf_counter()
+    rows: list[tuple[Note, np.ndarray | None]] = []
+
+    def flush(done: int) -> None:
+        missing = [i for i, (_, vec) in enumerate(rows) if vec is None]
+        vectors: dict[int, np.ndarray] = {}
+        if missing:  # one embedding call per batch, not one per note
+            fresh = store.embed_passages([rows[i][0].embed_text() for i in missing])
+            vectors = {i: fresh[n] for n, i in enumerate(missing)}
+        # a reused vector keeps its stale mark; the store's next write re-embeds it
+        store.write_points([store.make_point(note, vectors[i] if vec is None else vec,
+                                             stale=vec is not None and note.vector_stale)
+                            for i, (note, vec) in enumerate(rows)])
+        report.created += len(rows)
+        rows.clear()
+        if progress is not None:
+            progress(done, check.last_line)
+
     for number, line in enumerate(source, start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-            note = Note.from_payload(row["note"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValidationError(f"export line {number} is not a note: {exc}", field="export") from None
-        vector = row.get("vector")
-        same_model = row.get("embedder") == store.embedder.model_id and vector is not None
-        vec = (np.asarray(vector, dtype=np.float32) if same_model
-               else store.embed_passages([note.embed_text()])[0])
-        # a reused vector keeps its stale mark; the store's next write re-embeds it
-        points.append(store.make_point(note, vec, stale=same_model and note.vector_stale))
-        count += 1
-        if len(points) >= batch:
-            store.write_points(points)
-            points = []
-    if points:
-        store.write_points(points)
+        report.read += 1
+        row = _export_row(store, line, number, report, where)
+        if row is not None:
+            rows.append(row)
+        if len(rows) >= batch:
+            flush(number)
+    flush(check.last_line)
     store.flush()
-    return count
+    report.seconds = time.perf_counter() - started
+    return report
 
 
-__all__ = ["ImportReport", "import_file", "export_store", "import_export"]
+def _export_row(store: "MemoryStore", line: str, number: int, report: ImportReport,
+                path: Path) -> tuple[Note, np.ndarray | None] | None:
+    """One export line as (note, reusable vector or None); a bad line is skipped in ``report``."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        _skip(report, path, number, f"not valid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    try:
+        return _export_note(store, row)
+    except ValidationError as exc:
+        _skip(report, path, number, str(exc))
+        return None
+
+
+def _export_note(store: "MemoryStore", row: Any) -> tuple[Note, np.ndarray | None]:
+    if not isinstance(row, dict) or not isinstance(row.get("note"), dict):
+        raise ValidationError("each line must be an object with a 'note' object", field="note")
+    payload = row["note"]
+    check_text(payload.get("content"), field="note.content",
+               max_chars=store.config.max_text_chars)
+    check_id(payload.get("id"), field="note.id")
+    check_agent(payload.get("agent_id"), field="note.agent_id")
+    try:
+        note = Note.from_payload(payload)
+    except TypeError as exc:
+        raise ValidationError(f"note fields do not fit: {exc}", field="note") from None
+    vector = row.get("vector")
+    if row.get("embedder") != store.embedder.model_id or vector is None:
+        return note, None  # another model's vector (or none): embedded again
+    if (not isinstance(vector, list) or len(vector) != store.embedder.dim
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector)):
+        raise ValidationError(f"vector must be a list of {store.embedder.dim} numbers",
+                              field="vector")
+    vec = np.asarray(vector, dtype=np.float32)
+    if not np.isfinite(vec).all():
+        raise ValidationError("vector holds a NaN or infinite number", field="vector")
+    return note, vec
+
+
+__all__ = ["ImportReport", "ImportRejected", "import_file", "export_store", "import_export",
+           "load_export"]

@@ -17,7 +17,7 @@ import sys
 from contextlib import ExitStack
 from typing import Any, Callable, Mapping, Sequence
 
-from .progress import ProgressBar
+from .progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,7 @@ def _common() -> argparse.ArgumentParser:
     g.add_argument("--embedder", metavar="NAME", help="embedder preset (e.g. e5-small, hashing)")
     g.add_argument("--json", action="store_true", help="machine-readable JSON output")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bars on stderr")
     return common
 
 
@@ -147,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch")
     p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="import the good lines of a file with bad ones (default: the whole "
+                        "file is checked first and a bad line imports nothing, exit 2)")
 
     p = cmd("export", cmd_export, "write every note (all agents) as JSON lines")
     p.add_argument("out", nargs="?", default="-", help="output file (default: stdout)")
@@ -215,20 +219,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from amem.importer import import_export, import_file
+    from amem.importer import import_file, load_export
 
-    with _memory(args) as store:
+    with _memory(args) as store, _progress(args, "import") as bar:
         if args.from_export:
-            with open(args.file, encoding="utf-8") as source:
-                count = import_export(store, source)
-            emit(args, {"path": args.file, "imported": count}, f"imported {count} notes")
-            return EXIT_OK
-        bar = ProgressBar("import")
-        try:
+            report = load_export(store, args.file, skip_invalid=args.skip_invalid, progress=bar)
+        else:
             report = import_file(store, args.file, fmt=args.format, enrich=not args.no_enrich,
-                                 batch=args.batch, progress=bar)
-        finally:
-            bar.close()
+                                 batch=args.batch, progress=bar, skip_invalid=args.skip_invalid)
     data = report.to_dict()
     emit(args, data, lambda: (
         f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
@@ -254,11 +252,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
     with _memory(args) as store:
-        bar = ProgressBar("consolidate")
-        try:
+        with _progress(args, "consolidate") as bar:
             report = store.consolidate(all_agents=args.all_agents, progress=bar)
-        finally:
-            bar.close()
     data = report.to_dict() if hasattr(report, "to_dict") else dict(report)
     emit(args, data, lambda: kv_text(data))
     return EXIT_OK
@@ -270,11 +265,8 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     embedder = make_embedder(args.new_embedder, threads=settings.config.embed_threads)
-    bar = ProgressBar("reembed")
-    try:
+    with _progress(args, "reembed") as bar:
         report = reembed(settings.config, embedder, progress=bar)
-    finally:
-        bar.close()
     data = report.to_dict()
     emit(args, data, lambda: (
         f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
@@ -292,6 +284,11 @@ def _settings(args: argparse.Namespace) -> Any:
     overrides = {"home": args.home, "embedder": args.embedder}
     return load_settings(getattr(args, "env", None), config_path=args.config,
                          overrides=overrides, agent=args.agent)
+
+
+def _progress(args: argparse.Namespace, label: str) -> Progress:
+    """A bar on stderr when it is a terminal, never with ``--quiet``."""
+    return Progress(label, quiet=bool(getattr(args, "quiet", False)))
 
 
 def _memory(args: argparse.Namespace) -> Any:

@@ -75,14 +75,17 @@ def test_import_export_round_trip(capsys: pytest.CaptureFixture[str], env: dict[
     src = tmp_path / "notes.jsonl"
     src.write_text('{"text": "first imported note"}\nnot json\n'
                    '{"text": "second imported note", "subjects": ["x"]}\n', encoding="utf-8")
-    code, out, _ = run(capsys, env, "import", str(src), "--no-enrich", "--json")
+    code, out, err = run(capsys, env, "import", str(src), "--no-enrich", "--json")
+    assert code == 2 and json.loads(out)["error"]["field"] == "file" and f"{src}:2:" in err
+    assert run_json(capsys, env, "list")["count"] == 0  # checked whole first: nothing written
+    code, out, _ = run(capsys, env, "import", str(src), "--no-enrich", "--skip-invalid", "--json")
     report = json.loads(out)
     assert code == 1 and report["created"] == 2 and report["skipped"] == 1
     assert report["errors"][0].startswith(f"{src}:2:")
     exported = tmp_path / "dump.jsonl"
     assert run_json(capsys, env, "export", str(exported))["exported"] == 2
     other = {**env, "AMEM_HOME": str(tmp_path / "other")}
-    assert run_json(capsys, other, "import", str(exported), "--from-export")["imported"] == 2
+    assert run_json(capsys, other, "import", str(exported), "--from-export")["created"] == 2
     assert run_json(capsys, other, "list")["count"] == 2
     code, _, err = run(capsys, env, "import", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no such file" in err

@@ -16,7 +16,7 @@ from amem import MemoryStore
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
-from amem.importer import export_store, import_export, import_file
+from amem.importer import ImportRejected, export_store, import_export, import_file, load_export
 
 from .conftest import make_store
 
@@ -39,7 +39,11 @@ def test_jsonl_import_reports_bad_lines_with_numbers(tmp_path: Path, edge_store:
         {"text": "first note"},  # duplicate of line 1
         {"text": "北京的冬天很冷", "id": "zh-1"},
     ])
-    report = import_file(edge_store, src, enrich=False)
+    with pytest.raises(ImportRejected) as info:  # checked whole first: nothing written
+        import_file(edge_store, src, enrich=False)
+    assert info.value.invalid == 5 and info.value.field == "file" and edge_store.count() == 0
+    assert [int(e.split(":")[1]) for e in info.value.errors] == [2, 3, 5, 6, 7]
+    report = import_file(edge_store, src, enrich=False, skip_invalid=True)
     assert (report.read, report.created, report.deduplicated, report.skipped) == (9, 3, 1, 5)
     lines = sorted(int(e.split(":")[1]) for e in report.errors)
     assert lines == [2, 3, 5, 6, 7]
@@ -147,3 +151,57 @@ def test_id_clash_skips_that_line_only(tmp_path: Path, edge_store: MemoryStore) 
     assert sorted(int(e.split(":")[1]) for e in report.errors) == [1, 4]
     assert edge_store.get("fixed").content == "original text"
     assert edge_store.get("t").content == "twin a"
+
+
+def _export_with_bad_line(store: MemoryStore, tmp_path: Path, bad_at: int, bad: str) -> Path:
+    store.add_many([{"text": f"exported note number {i}", "id": f"x{i}"}
+                    for i in range(bad_at + 20)], enrich=False)
+    buf = io.StringIO()
+    export_store(store, buf)
+    lines = buf.getvalue().splitlines()
+    lines[bad_at - 1] = bad
+    path = tmp_path / "dump.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("bad", [
+    "{broken json",
+    '{"note": {"id": "x", "agent_id": "default", "content": ""}}',
+    '{"note": {"id": 5, "agent_id": "default", "content": "text"}}',
+    '{"note": {"id": "v", "agent_id": "default", "content": "t"}, "embedder": "hashing-v1-d256", '
+    '"vector": [1, 2]}',
+])
+def test_a_rejected_export_writes_nothing(tmp_path: Path, edge_store: MemoryStore,
+                                          bad: str) -> None:
+    src = _export_with_bad_line(edge_store, tmp_path, 301, bad)
+    target = make_store("edge", HashingEmbedder(dim=256), FixedClock("2026-01-10T12:00:00"))
+    with target:
+        assert edge_store.embedder.model_id == target.embedder.model_id
+        with pytest.raises(ImportRejected) as info:  # wrote 256 notes before the fix
+            load_export(target, src)
+        assert target.info().points == 0
+        assert info.value.errors[0].startswith(f"{src}:301:")
+        report = load_export(target, src, skip_invalid=True)  # the same choice as import_file
+        assert (report.created, report.skipped) == (320, 1) and target.info().points == 320
+
+
+def test_import_and_export_refuse_the_same_way(tmp_path: Path, edge_store: MemoryStore) -> None:
+    src = write_jsonl(tmp_path / "n.jsonl", [{"text": "good"}, {"text": ""}])
+    with pytest.raises(ImportRejected) as plain:
+        import_file(edge_store, src, enrich=False)
+    dump = _export_with_bad_line(edge_store, tmp_path, 2, '{"note": 1}')
+    target = make_store("edge", HashingEmbedder(dim=256), FixedClock("2026-01-10T12:00:00"))
+    with target, pytest.raises(ImportRejected) as export:
+        load_export(target, dump)
+    assert (plain.value.field, plain.value.code) == (export.value.field, export.value.code)
+    assert "nothing was imported" in str(plain.value) and "nothing was imported" in str(export.value)
+
+
+def test_a_file_that_is_not_utf8_is_refused_before_writing(tmp_path: Path,
+                                                           edge_store: MemoryStore) -> None:
+    src = tmp_path / "latin.jsonl"
+    src.write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(ValidationError) as info:
+        import_file(edge_store, src, enrich=False)
+    assert info.value.field == "file" and edge_store.count() == 0
