@@ -18,7 +18,7 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
 
     p = cmd("serve", cmd_serve, "run the MCP server (stdio by default)")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead")
-    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--port", type=_port, default=8765, help="HTTP port, 1-65535 (default 8765)")
     p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     p.add_argument("--lazy", action="store_true", default=None,
                    help="lazy tool loading (default: $AMEM_LAZY_TOOLS)")
@@ -73,6 +73,41 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
 
 
+def _port(text: str) -> int:
+    """``--port``: an integer 1-65535 (argparse turns the error into exit 2 naming --port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer 1-65535, got {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 1-65535, got {port}")
+    return port
+
+
+def _check_port(port: int) -> None:
+    """Refuse a port another process listens on before the stores are opened.
+
+    The server binds the same way (127.0.0.1, address reuse on); a process that takes the
+    port between this check and the server's bind is caught by ``cmd_serve`` as well.
+    """
+    import socket
+
+    from .cli import CliError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise CliError(_port_message(port, exc.strerror or str(exc)),
+                           code="invalid_argument", exit_code=2, field="port") from None
+
+
+def _port_message(port: int, why: str) -> str:
+    return (f"cannot listen on 127.0.0.1:{port} ({why}); is another server running there? "
+            f"choose another --port")
+
+
 def _usage(parser: Any) -> int:
     """``amem lcm`` without a subcommand: show what there is (a usage error)."""
     import sys
@@ -97,6 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lazy = args.lazy if args.lazy is not None else lazy_from_env(settings.env)
     except ValueError as exc:
         raise CliError(str(exc), code="config_error", exit_code=2) from None
+    if args.http:
+        _check_port(args.port)
     memory = open_memory(settings)
     lcm = None if args.no_lcm else open_lcm(settings)
     handle = None
@@ -106,7 +143,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         facade = ToolFacade(memory, lcm, agent_id=settings.agent_id, lazy=lazy,
                             session_key=args.session_key)
         if args.http:
-            anyio.run(lambda: serve_http(facade, port=args.port, path=args.path))
+            try:
+                anyio.run(lambda: serve_http(facade, port=args.port, path=args.path))
+            except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
+                if exc.code in (0, None):
+                    raise
+                raise CliError(_port_message(args.port, "the server could not bind it"),
+                               code="invalid_argument", exit_code=2, field="port") from None
         else:
             anyio.run(serve_stdio, facade)
     finally:
