@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
@@ -21,7 +22,7 @@ from amem.importer import ImportRejected, export_store, import_export, import_fi
 from .conftest import make_store
 
 
-def write_jsonl(path: Path, rows: list[object]) -> Path:
+def write_jsonl(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
                               for r in rows) + "\n", encoding="utf-8")
     return path
