@@ -66,3 +66,14 @@ class CorpusStats:
     def remove(self, dl: int) -> None:
         self.docs = max(0, self.docs - 1)
         self.tokens = max(0, self.tokens - dl)
+
+    def resized(self, docs: int) -> "CorpusStats":
+        """The statistics of ``docs`` documents with today's average length.
+
+        A process killed between its writes and its next metadata save leaves the saved count
+        behind the engine's; the engine's count is the truth, and the average is the best
+        estimate of the missing documents' length (it is what their vectors were built with).
+        """
+        if docs == self.docs:
+            return CorpusStats(self.docs, self.tokens)
+        return CorpusStats(docs, round(self.avgdl * docs))

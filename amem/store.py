@@ -83,7 +83,7 @@ class MemoryStore:
         self._meta = self._check_meta()
         #: the embedder's cosine of unrelated texts; thresholds live on the calibrated scale
         self.similarity_baseline = cosine_baseline(self.embedder, self.config.similarity_baseline)
-        self._stats = bm25.CorpusStats(**self._meta.get("bm25_stats", {}))
+        self._stats = self._engine_stats(bm25.CorpusStats(**self._meta.get("bm25_stats", {})))
         self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
         self._writes_since_meta = 0
         self._llm = llm if llm is not None else self._llm_from_config()
@@ -144,6 +144,24 @@ class MemoryStore:
                 f"embedder, or rebuild its vectors with `amem reembed --embedder NAME`",
                 stored=str(stored), given=given)
         return meta
+
+    def _engine_stats(self, saved: bm25.CorpusStats) -> bm25.CorpusStats:
+        """BM25 statistics whose document count is the engine's (one count query at open).
+
+        Every point counts (deletes are soft and keep their terms), so the engine's point
+        count is the document count; ``meta.json`` is only saved every 1,000 writes and at
+        close, and a SIGKILL left it up to ~600 documents behind for good.
+        """
+        points = self.backend.count(None)
+        if points == saved.docs:
+            return saved
+        log.warning("BM25 statistics of %s counted %d documents, the engine holds %d; "
+                    "corrected (a process was probably killed before saving them)",
+                    self.location, saved.docs, points)
+        fixed = saved.resized(points)
+        self._meta["bm25_stats"] = {"docs": fixed.docs, "tokens": fixed.tokens}
+        self.backend.write_meta(self._meta)
+        return fixed
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice."""

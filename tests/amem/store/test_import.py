@@ -206,3 +206,21 @@ def test_a_file_that_is_not_utf8_is_refused_before_writing(tmp_path: Path,
     with pytest.raises(ValidationError) as info:
         import_file(edge_store, src, enrich=False)
     assert info.value.field == "file" and edge_store.count() == 0
+
+
+def test_a_stale_bm25_count_in_meta_json_is_corrected_at_open(tmp_path: Path) -> None:
+    """A SIGKILL between writes and the next metadata save leaves meta.json behind the engine."""
+    with MemoryStore(tmp_path / "s", embedder=HashingEmbedder(dim=64)) as store:
+        store.add_many([{"text": f"note {i} " + "word " * (i % 5)} for i in range(40)],
+                       enrich=False)
+        store.delete(store.list(limit=1)[0][0].id)  # soft: still a BM25 document
+        avgdl = store.bm25_stats.avgdl
+    meta_file = tmp_path / "s" / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    assert meta["bm25_stats"]["docs"] == 40
+    meta["bm25_stats"] = {"docs": 13, "tokens": round(13 * avgdl)}  # as a killed process left it
+    meta_file.write_text(json.dumps(meta))
+    with MemoryStore(tmp_path / "s", embedder=HashingEmbedder(dim=64)) as store:
+        assert store.bm25_stats.docs == 40  # stayed at 13 before
+        assert store.bm25_stats.avgdl == pytest.approx(avgdl, rel=0.01)
+    assert json.loads(meta_file.read_text())["bm25_stats"]["docs"] == 40
