@@ -17,14 +17,16 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .errors import ToolError, error_result
+from .errors import CALLER_CODES, ToolError, error_result, redact
 from .lcm_tools import lcm_tools
 from .memory_tools import memory_tools
 from .registry import Registry, Tool, obj
 from .schema import validate
+from .tenancy import session_key_for, session_owner
 
 if TYPE_CHECKING:
     from amem import MemoryStore
@@ -70,9 +72,15 @@ class ToolFacade:
         lazy: List only the core tools with full schemas; the rest are named in one line
             of ``tool_info``'s description and loaded through it.
         max_payload_bytes: Largest accepted arguments object (JSON, UTF-8).
-        session_key: The lcm session family the ``lcm_*`` tools search by default.
+        session_key: The lcm session family the ``lcm_*`` tools search; it must be one of
+            ``agent_id``'s own (``agent:<agent>:...``, see ``tools.tenancy``). ``None``
+            means the agent's default family ``agent:<agent>:main``.
         lcm_listed: List the ``lcm_*`` tools even without a store (``amem tools`` prints the
             full catalogue); by default they are listed only when ``lcm`` is given.
+
+    Raises:
+        ToolError: ``forbidden`` when ``session_key`` belongs to another agent (or to none),
+            ``invalid_argument`` when it is malformed.
     """
 
     def __init__(self, memory: "MemoryStore | None", lcm: Any = None, *, agent_id: str,
@@ -86,20 +94,26 @@ class ToolFacade:
         self.lcm = lcm
         self.agent_id = check_agent(agent_id)
         self.lazy = lazy
-        #: the lcm session family the lcm_* tools search by default (set by the host)
-        self.session_key = session_key
+        #: the lcm session family the lcm_* tools read: always one of this agent's own
+        self.session_key = session_key_for(self.agent_id, session_key)
         self.max_payload_bytes = max_payload_bytes
         self.lcm_listed = lcm is not None if lcm_listed is None else lcm_listed
         self.registry = Registry()
         self.registry.extend(memory_tools())
         self.registry.extend(lcm_tools())
         self.registry.add(_tool_info_tool())
+        self._roots = _data_roots(memory, lcm)
 
     def for_agent(self, agent_id: str, session_key: str | None = None) -> "ToolFacade":
-        """The same stores and settings, acting as another agent (one per MCP connection)."""
+        """The same stores and settings, acting as another agent (one per MCP connection).
+
+        Without ``session_key`` the new agent reads its own default family; this facade's
+        family carries over only when it is that agent's own (the same agent re-bound).
+        """
+        if session_key is None and session_owner(self.session_key) == agent_id:
+            session_key = self.session_key
         return ToolFacade(self.memory, self.lcm, agent_id=agent_id, lazy=self.lazy,
-                          max_payload_bytes=self.max_payload_bytes,
-                          session_key=session_key or self.session_key,
+                          max_payload_bytes=self.max_payload_bytes, session_key=session_key,
                           lcm_listed=self.lcm_listed)
 
     # ------------------------------------------------------------------ listing
@@ -135,14 +149,21 @@ class ToolFacade:
             result = tool.handler(ctx, **args)
             return result if isinstance(result, dict) else {"result": result}
         except ToolError as exc:
-            return exc.to_dict()
+            return self._error(exc.code, exc.message, exc.field)
         except Exception as exc:  # the one place every failure becomes a structured error
             code = getattr(exc, "code", None)
             if isinstance(code, str) and _is_ours(exc):
-                return error_result(code, str(exc), getattr(exc, "field", None))
+                if code not in CALLER_CODES:  # the store's trouble, not the caller's: log it
+                    log.warning("tool %s failed: %s: %s", name, code, exc)
+                return self._error(code, str(exc), getattr(exc, "field", None))
             log.exception("tool %s failed unexpectedly", name)
-            return error_result("internal", f"{name} failed unexpectedly ({type(exc).__name__}); "
-                                "the server log has the details")
+            return error_result("internal", f"{str(name)[:80]} failed unexpectedly "
+                                f"({type(exc).__name__}); the server log has the details")
+
+    def _error(self, code: str, message: str, field: str | None) -> dict[str, Any]:
+        # Messages may quote a store's location (a locked store, a missing file); the caller
+        # gets them without paths, the log above keeps them whole.
+        return error_result(code, redact(message, self._roots), field)
 
     def _prepare(self, name: Any, arguments: Any) -> tuple[Tool, dict[str, Any]]:
         if not isinstance(name, str):
@@ -174,6 +195,28 @@ class ToolFacade:
         # JSON Schema counts 5.0 as an integer; handlers get a real int.
         return tool, {k: (int(v) if props[k].get("type") == "integer" and isinstance(v, float)
                           and math.isfinite(v) else v) for k, v in arguments.items()}
+
+
+def _data_roots(memory: Any, lcm: Any) -> tuple[str, ...]:
+    """The directories the stores keep data in, as written and as resolved (to redact)."""
+    found: list[str] = []
+    config, lcm_config, files = _attr(memory, "config"), _attr(lcm, "config"), _attr(lcm, "files")
+    for value in (_attr(memory, "location"), _attr(config, "home"),
+                  _attr(lcm_config, "database_path"), _attr(lcm_config, "large_files_dir"),
+                  _attr(files, "base_dir")):
+        if not value or not os.path.isabs(os.path.expanduser(str(value))):
+            continue  # ":memory:", a server URL, an unset option
+        path = os.path.expanduser(str(value))
+        found += [path, os.path.realpath(path)]
+    return tuple(dict.fromkeys(found))
+
+
+def _attr(obj: Any, name: str) -> Any:
+    # A broken store must still get a facade that reports its failures (as ``internal``).
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
 
 
 def _is_ours(exc: Exception) -> bool:

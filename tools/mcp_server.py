@@ -6,12 +6,16 @@ true`` with the structured error as its content), so the model can read it and r
 protocol faults become JSON-RPC errors.
 
 Identity: on stdio the agent is the one the server was started with. On streamable HTTP each
-request may name its agent in the ``X-Amem-Agent`` header (the connection sets it, never a tool
-argument); without it, the server's default agent is used. The HTTP server binds 127.0.0.1 only,
-so only local processes reach it.
+request may name its agent in the ``X-Amem-Agent`` header and its lcm session family in
+``X-Amem-Session`` (the connection sets them, never a tool argument); both are read as UTF-8,
+percent-escapes allowed (``tools.tenancy.decode_header``). Without them the server's default
+agent and family are used; a session must belong to the request's agent
+(``tools.tenancy.session_key_for``), and an agent named without a session reads its own
+default family, never the server's. The HTTP server binds 127.0.0.1 only, so only local
+processes reach it.
 
-Store calls are blocking and the embedded engine belongs to this one process: they run in a
-worker thread, one at a time, so the event loop keeps serving other connections meanwhile.
+Calls run in worker threads under a deadline (``tools.runner``): a slow call answers
+``timeout`` at its deadline and never holds up another agent's calls.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ import json
 import logging
 from typing import Any
 
-from .errors import is_error
+from amem.notes import check_agent
+
+from .errors import ToolError, is_error
 from .facade import ToolFacade
+from .runner import CallLimits, CallRunner
+from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
 
 log = logging.getLogger(__name__)
-
-AGENT_HEADER = "x-amem-agent"
-SESSION_HEADER = "x-amem-session"
 
 
 def _require_mcp() -> None:
@@ -39,24 +44,57 @@ def _require_mcp() -> None:
                                 install="pip install 'amem[mcp]'") from None
 
 
-def build_server(facade: ToolFacade, *, name: str = "amem") -> Any:
-    """A low-level ``mcp.server.Server`` whose tools are ``facade``'s."""
+def facade_for_headers(facade: ToolFacade, headers: Any) -> ToolFacade:
+    """The facade one HTTP request runs as: ``facade`` re-bound to the agent and session its
+    identity headers name (``headers`` is any mapping; ``None`` on stdio and in memory).
+
+    Raises:
+        ToolError: a header that is not UTF-8 or names no valid agent (``invalid_argument``),
+            or a session of another agent (``forbidden``); ``field`` names the header.
+    """
+    if headers is None:
+        return facade
+    raw_agent, raw_session = (_one(headers, name) for name in (AGENT_HEADER, SESSION_HEADER))
+    if raw_agent is None and raw_session is None:
+        return facade
+    agent = facade.agent_id
+    if raw_agent is not None:
+        agent = decode_header(raw_agent, AGENT_HEADER)
+        try:
+            check_agent(agent, field=AGENT_HEADER)
+        except ValueError as exc:
+            raise ToolError("invalid_argument", str(exc), field=AGENT_HEADER) from None
+    session = None
+    if raw_session is not None:
+        session = session_key_for(agent, decode_header(raw_session, SESSION_HEADER),
+                                  field=SESSION_HEADER)
+    return facade.for_agent(agent, session_key=session)
+
+
+def _one(headers: Any, name: str) -> str | None:
+    """A header's value; a header sent twice is refused (which copy would be the caller?)."""
+    values = headers.getlist(name) if hasattr(headers, "getlist") else [headers.get(name)]
+    values = [v for v in values if v is not None]
+    if len(values) > 1:
+        raise ToolError("invalid_argument", f"the {name} header was sent {len(values)} times",
+                        field=name)
+    return values[0] if values else None
+
+
+def build_server(facade: ToolFacade, *, name: str = "amem",
+                 limits: CallLimits | None = None) -> Any:
+    """A low-level ``mcp.server.Server`` whose tools are ``facade``'s, each call run by a
+    ``CallRunner`` under ``limits`` (a deadline and worker bounds)."""
     _require_mcp()
-    import anyio
     import mcp.types as types
     from mcp.server import Server
 
-    limiter = anyio.CapacityLimiter(1)
+    runner = CallRunner(limits)
 
     def facade_for(ctx: Any) -> ToolFacade:
         # A view per request is cheap (the registry is a few dataclasses) and keeps no
         # per-agent state growing in a long-lived server.
-        headers = getattr(getattr(ctx, "request", None), "headers", None)
-        agent = headers.get(AGENT_HEADER) if headers is not None else None
-        session = headers.get(SESSION_HEADER) if headers is not None else None
-        if not agent and not session:
-            return facade
-        return facade.for_agent(agent or facade.agent_id, session_key=session)
+        return facade_for_headers(facade, getattr(getattr(ctx, "request", None), "headers", None))
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
@@ -66,12 +104,10 @@ def build_server(facade: ToolFacade, *, name: str = "amem") -> Any:
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:
             target = facade_for(ctx)
-        except Exception as exc:  # a bad agent header: the caller's error, not ours
-            result: dict[str, Any] = {"error": {"code": "invalid_argument", "message": str(exc),
-                                                "field": AGENT_HEADER}}
+        except ToolError as exc:  # a bad identity header: the caller's error, not ours
+            result = exc.to_dict()
         else:
-            result = await anyio.to_thread.run_sync(target.call, params.name, params.arguments,
-                                                    limiter=limiter)
+            result = await runner.call(target, params.name, params.arguments)
         text = json.dumps(result, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=result, is_error=is_error(result))
@@ -91,9 +127,9 @@ def _version() -> str:
         return "0"
 
 
-async def serve_stdio(facade: ToolFacade) -> None:
+async def serve_stdio(facade: ToolFacade, *, limits: CallLimits | None = None) -> None:
     """Serve on stdin/stdout until the host closes the pipe."""
-    server = build_server(facade)
+    server = build_server(facade, limits=limits)
     from mcp.server.stdio import stdio_server
 
     log.info("amem MCP server on stdio as agent %s", facade.agent_id)
@@ -101,17 +137,18 @@ async def serve_stdio(facade: ToolFacade) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(facade: ToolFacade, *, path: str = "/mcp") -> Any:
+def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None) -> Any:
     """The Starlette app of the streamable HTTP transport (for tests and custom hosting)."""
-    server = build_server(facade)
+    server = build_server(facade, limits=limits)
     return server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
 
 
-async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp") -> None:
+async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
+                     limits: CallLimits | None = None) -> None:
     """Serve streamable HTTP on 127.0.0.1:``port`` until cancelled."""
     import uvicorn
 
-    app = http_app(facade, path=path)
+    app = http_app(facade, path=path, limits=limits)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
                             lifespan="on")
     log.info("amem MCP server on http://127.0.0.1:%d%s", port, path)

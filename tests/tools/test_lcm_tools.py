@@ -8,7 +8,7 @@ import pytest
 
 from amem import MemoryStore
 from tools import ToolFacade
-from tools.errors import is_error
+from tools.errors import ToolError, is_error
 
 
 @pytest.fixture
@@ -61,8 +61,12 @@ def test_other_families_answer_not_found(alice: ToolFacade, mallory: ToolFacade)
 
 
 def test_session_key_from_the_connection(memory: MemoryStore, lcm_store: Any) -> None:
-    facade = ToolFacade(memory, lcm_store, agent_id="someone", session_key="agent:mallory:main")
+    facade = ToolFacade(memory, lcm_store, agent_id="mallory", session_key="agent:mallory:main")
     assert len(facade.call("lcm_grep", {"pattern": "Oslo"})["hits"]) == 1
+    # Another agent naming that key is refused (tests/tools/test_tenancy.py covers every path).
+    with pytest.raises(ToolError) as info:
+        ToolFacade(memory, lcm_store, agent_id="someone", session_key="agent:mallory:main")
+    assert info.value.code == "forbidden" and info.value.field == "session_key"
 
 
 @pytest.mark.parametrize("name,args,code,field", [
