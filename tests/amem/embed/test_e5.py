@@ -110,3 +110,34 @@ def test_concurrent_callers_share_one_model_safely(e5: E5Embedder) -> None:
         results = list(pool.map(lambda i: (e5 if i % 2 else other).embed(DOCS[:2]), range(6)))
     for result in results:
         np.testing.assert_allclose(result, expected, atol=1e-6)
+
+
+def test_a_text_beyond_the_window_costs_one_pass(e5: E5Embedder) -> None:
+    """A 32,000-character Chinese note was ~50 windows and did not finish in 530 s."""
+    import time
+
+    sentence = "北京的冬天很冷，我们去了故宫和长城，晚上吃了烤鸭。"
+    long_text = (sentence * (32_000 // len(sentence) + 1))[:32_000]
+    started = time.perf_counter()
+    vector = e5.embed([long_text])
+    seconds = time.perf_counter() - started
+    window = e5.embed([sentence * 10])  # about 300 tokens: well inside one window
+    started = time.perf_counter()
+    e5.embed([sentence * 10])
+    one_pass = time.perf_counter() - started
+    assert_unit_rows(vector, 1, 384)
+    assert seconds < 10 * one_pass + 2.0, (seconds, one_pass)  # was ~50 passes
+    assert float(vector[0] @ window[0]) > 0.9  # the first window says what the note is about
+
+
+def test_fit_tokens_keeps_the_longest_prefix_that_fits() -> None:
+    from amem.embed._common import fit_tokens
+
+    def words(text: str) -> int:  # a tokenizer of one token per word, plus two specials
+        return len(text.split()) + 2
+
+    text = " ".join(f"w{i}" for i in range(1000))
+    fitted = fit_tokens(text, words, limit=512)
+    assert words(fitted) <= 512 and words(text[: len(fitted) + 4]) > 512
+    assert text.startswith(fitted)
+    assert fit_tokens("short text", words, limit=512) == "short text"
