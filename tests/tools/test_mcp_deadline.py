@@ -1,0 +1,136 @@
+"""A slow tool call never holds up another agent, and answers ``timeout`` at its deadline.
+
+The slowness is real: an embedder (the store's ``Embedder`` seam) that blocks on queries
+mentioning "slowpoke" until the test lets it go, so the worker thread is truly busy, the way
+a slow engine or model would keep it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from amem import MemoryStore
+from amem.embed.hashing import HashingEmbedder
+from tools import ToolFacade
+from tools.mcp_server import build_server
+from tools.runner import CallLimits
+
+from .http_server import http_client, running_http
+
+TIMEOUT = 0.6
+#: how long a slow call would hold its worker if the test never released it
+HOLD = 20.0
+
+
+class SlowEmbedder(HashingEmbedder):
+    """The hashing embedder, stuck on any query mentioning "slowpoke" until released."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.release = threading.Event()
+        self.stuck = 0
+
+    def embed(self, texts: Any, kind: str = "passage") -> Any:
+        if kind == "query" and any("slowpoke" in t for t in texts):
+            self.stuck += 1
+            self.release.wait(HOLD)
+        return super().embed(texts, kind=kind)
+
+
+@pytest.fixture
+def slow() -> Iterator[tuple[MemoryStore, SlowEmbedder]]:
+    embedder = SlowEmbedder()
+    with MemoryStore(":memory:", embedder=embedder, agent_id="default") as store:
+        store.add("alice likes green tea", [], enrich=False, agent_id="alice")
+        store.add("bob plays chess", [], enrich=False, agent_id="bob")
+        try:
+            yield store, embedder
+        finally:
+            embedder.release.set()  # let the abandoned workers finish before the store closes
+
+
+async def _timed(client: Client, name: str, args: dict[str, Any]) -> tuple[float, Any]:
+    began = time.monotonic()
+    res = await client.call_tool(name, args)
+    return time.monotonic() - began, res.structured_content
+
+
+def test_a_slow_call_times_out_and_the_server_keeps_serving(
+        slow: tuple[MemoryStore, SlowEmbedder]) -> None:
+    store, embedder = slow
+    facade = ToolFacade(store, None, agent_id="alice")
+    limits = CallLimits(timeout=TIMEOUT, workers=4, per_agent=2)
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(build_server(facade, limits=limits)) as client:
+            async def stuck() -> None:
+                out["slow"] = await _timed(client, "memory_search", {"query": "slowpoke"})
+
+            async def quick() -> None:
+                await anyio.sleep(0.1)  # while the slow call holds its worker
+                out["quick"] = await _timed(client, "memory_list", {})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stuck)
+                tg.start_soon(quick)
+            out["after"] = await _timed(client, "memory_search", {"query": "green tea"})
+        return out
+
+    out = anyio.run(main)
+    elapsed, result = out["slow"]
+    assert result["error"]["code"] == "timeout" and "memory_search" in result["error"]["message"]
+    assert TIMEOUT <= elapsed < TIMEOUT + 1.5
+    assert out["quick"][0] < TIMEOUT and out["quick"][1]["count"] == 1
+    assert out["after"][1]["results"][0]["content"] == "alice likes green tea"
+    assert embedder.stuck == 1
+
+
+def test_one_agents_slow_calls_never_block_another_agent_over_http(
+        slow: tuple[MemoryStore, SlowEmbedder]) -> None:
+    store, embedder = slow
+    facade = ToolFacade(store, None, agent_id="default")
+    limits = CallLimits(timeout=TIMEOUT, workers=3, per_agent=2)
+
+    async def main(url: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"bob": []}
+        async with http_client(url, {"X-Amem-Agent": b"bob"}) as bob, \
+                http_client(url, {"X-Amem-Agent": b"alice"}) as alice:
+            async def flood() -> None:  # more slow calls than bob may run at once
+                out["bob"].append(await _timed(bob, "memory_search", {"query": "slowpoke"}))
+
+            async def answer() -> None:
+                await anyio.sleep(0.15)
+                out["alice"] = [await _timed(alice, name, args) for name, args in
+                                [("memory_list", {}), ("memory_search", {"query": "tea"})]]
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(5):
+                    tg.start_soon(flood)
+                tg.start_soon(answer)
+        return out
+
+    with running_http(facade, limits) as url:
+        out = anyio.run(main, url)
+    # bob: every call answered by its deadline; only two of them ever reached the store
+    assert [r["error"]["code"] for _, r in out["bob"]] == ["timeout"] * 5
+    assert all(elapsed < TIMEOUT + 1.5 for elapsed, _ in out["bob"])
+    assert embedder.stuck == 2
+    # alice: answered at once, and only her own note
+    (t_list, listed), (t_search, found) = out["alice"]
+    assert t_list < TIMEOUT and t_search < TIMEOUT
+    assert listed["count"] == 1 and found["results"][0]["content"] == "alice likes green tea"
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ValueError):
+        CallLimits(timeout=0)
+    with pytest.raises(ValueError):
+        CallLimits(workers=2, per_agent=3)
