@@ -4,7 +4,7 @@
     ├── LcmConfigError           a bad config key or value; ``.key`` and ``.source`` name them
     ├── LcmValidationError       bad input at the boundary; ``.field`` names the offending field
     │   ├── ReplayFloodError     a batch refused by the anti-replay guard; ``.role``, ``.count``
-    │   └── RegexGuardError      a regex refused as too costly or invalid; ``.pattern``
+    │   └── RegexRefusedError    a regex RE2 cannot run, or an invalid one; ``.pattern``
     ├── LcmNotFoundError         an id that is not in the store; ``.id``
     ├── PathEscapeError          a file reference that would resolve outside the data directory
     └── ConcurrentChangeError    the context changed under a compaction step (retry later)
@@ -54,8 +54,8 @@ class ReplayFloodError(LcmValidationError):
         self.threshold = threshold
 
 
-class RegexGuardError(LcmValidationError):
-    """A regex that is invalid or could take super-linear time was refused."""
+class RegexRefusedError(LcmValidationError):
+    """A regex that is invalid, too large, or uses a construct RE2 cannot run was refused."""
 
     code = "regex_refused"
 

@@ -1,11 +1,18 @@
-"""grep over messages and summaries: FTS5 (words via porter, CJK via trigram) or a guarded regex scan."""
+"""grep over messages and summaries: FTS5 (words via porter, CJK via trigram) or an RE2 regex scan.
+
+One deadline (``grepRegexDeadlineMs``) bounds a whole grep: SQLite's progress handler stops
+a statement that runs past it, and the regex scan checks it between rows and between the
+windows of a long text (``lcm.regex``). Either way the answer is the hits found so far,
+marked ``truncated`` with a warning saying why.
+"""
 
 from __future__ import annotations
 
 import re
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lcm.config import LcmConfig
@@ -14,7 +21,7 @@ from lcm.errors import LcmValidationError
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES, newest_first_sql, newest_in_window, rowids_follow_time
 from lcm.ranking import rrf
-from lcm.regex_guard import check_regex, required_literal
+from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.tokens import is_cjk_text
 
 __all__ = ["FtsQuery", "build_fts_query", "grep"]
@@ -58,41 +65,6 @@ def build_fts_query(pattern: str) -> FtsQuery:
     return FtsQuery(
         " AND ".join(words) or None, " AND ".join(_quote(t) for t in tri) or None, tuple(like), tuple(terms)
     )
-
-
-# Long texts are searched in overlapping windows so one regex call is bounded (the guard
-# leaves at worst quadratic patterns); a match longer than the overlap that straddles a
-# window boundary can be missed in texts longer than one window.
-WINDOW = 4096
-OVERLAP = 512
-
-
-class _Timeout(Exception):
-    pass
-
-
-def regex_positions(compiled: re.Pattern[str], text: str, deadline: float, want: int) -> list[int]:
-    """Start offsets of up to ``want`` matches, window by window, checking the deadline between."""
-    if len(text) <= WINDOW:
-        return [m.start() for _, m in zip(range(want), compiled.finditer(text))]
-    found: list[int] = []
-    seen: set[int] = set()
-    offset = 0
-    while offset < len(text):
-        if time.monotonic() > deadline:
-            raise _Timeout
-        chunk = text[offset : offset + WINDOW]
-        for m in compiled.finditer(chunk):
-            pos = offset + m.start()
-            if pos not in seen:
-                seen.add(pos)
-                found.append(pos)
-                if len(found) >= want:
-                    return found
-        if offset + WINDOW >= len(text):
-            break
-        offset += WINDOW - OVERLAP
-    return found
 
 
 def _snippet(content: str, terms: Sequence[str], pos: int = -1, width: int = 160) -> str:
@@ -186,6 +158,69 @@ def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
     return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score, depth=row["depth"])
 
 
+#: SQLite VM steps between two looks at the deadline (well under a millisecond of work)
+_PROGRESS_STEPS = 5000
+_TIME_STOP = "grep stopped at its deadline (grepRegexDeadlineMs); narrow with since/before or a longer literal"
+
+
+@contextmanager
+def _deadline(c: sqlite3.Connection, deadline: float) -> Iterator[None]:
+    """Make SQLite abandon a statement that runs past ``deadline`` (it raises "interrupted")."""
+    c.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        c.set_progress_handler(None, 0)
+
+
+def _timed_out(exc: sqlite3.OperationalError, deadline: float) -> bool:
+    return "interrupted" in str(exc) and time.monotonic() > deadline
+
+
+def _regex_rows(c: sqlite3.Connection, kind: str, literal: str | None, where: str, params: list[object], limit: int) -> sqlite3.Cursor:
+    """In-scope rows newest first (time DESC, rowid DESC), only those holding ``literal`` when given."""
+    src = SOURCES[kind]
+    if literal is not None:
+        sql, args = newest_first_sql(c, src, src.tri, _quote(literal), where, params)
+    elif rowids_follow_time(c, src.table):
+        sql, args = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.rowid} DESC", list(params)
+    else:
+        sql = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC"
+        args = list(params)
+    return c.execute(f"{sql} LIMIT ?", [*args, limit])
+
+
+def _regex_scan(
+    db: Database, cfg: LcmConfig, rx: UserRegex, kind: str, where: str, params: list[object], *,
+    deadline: float, scanned: int, sort: str, limit: int,
+) -> tuple[list[tuple[sqlite3.Row, float, int]], int, str | None]:
+    """Matching rows of one kind as (row, match count, first match offset), rows scanned, why it stopped early."""
+    found: list[tuple[sqlite3.Row, float, int]] = []
+    stop: str | None = None
+    with db.reading() as c, _deadline(c, deadline):
+        try:
+            for row in _regex_rows(c, kind, rx.literal, where, params, cfg.grep_regex_max_rows + 1):
+                if scanned >= cfg.grep_regex_max_rows:
+                    stop = "regex scan stopped at its row bound (grepRegexMaxRows); narrow with since/before"
+                    break
+                if time.monotonic() > deadline:
+                    stop = _TIME_STOP
+                    break
+                scanned += 1
+                positions = rx.positions(row["content"], deadline, 1 if sort == "recency" else 100)
+                if positions:
+                    found.append((row, float(len(positions)), positions[0]))
+                    if sort == "recency" and len(found) >= limit:
+                        break
+        except DeadlineExceeded:
+            stop = _TIME_STOP
+        except sqlite3.OperationalError as exc:
+            if not _timed_out(exc, deadline):
+                raise
+            stop = _TIME_STOP
+    return found, scanned, stop
+
+
 def grep(
     db: Database,
     cfg: LcmConfig,
@@ -201,52 +236,28 @@ def grep(
 ) -> GrepResult:
     kinds = {"messages": ["message"], "summaries": ["summary"], "both": ["message", "summary"]}[scope]
     hits: list[GrepHit] = []
-    truncated = False
     scanned = 0
     warnings: list[str] = []
+    deadline = time.monotonic() + cfg.grep_regex_deadline_ms / 1000
     if mode == "full_text":
         q = build_fts_query(pattern)
-        with db.reading() as c:
+        with db.reading() as c, _deadline(c, deadline):
             for kind in kinds:
                 where, params = _scope_sql("t", conv_ids, since, before, kind)
-                for row, score in _fts_rows(c, kind, q, where, params, sort, limit):
-                    hits.append(_hit(kind, row, score, _snippet(row["content"], q.terms)))
+                try:
+                    rows = _fts_rows(c, kind, q, where, params, sort, limit)
+                except sqlite3.OperationalError as exc:
+                    if not _timed_out(exc, deadline):
+                        raise
+                    warnings.append(_TIME_STOP)
+                    break
+                hits += [_hit(kind, row, score, _snippet(row["content"], q.terms)) for row, score in rows]
     else:
-        compiled = check_regex(pattern)
-        literal = required_literal(pattern)
-        deadline = time.monotonic() + cfg.grep_regex_deadline_ms / 1000
-        budget = cfg.grep_regex_max_rows
+        rx = compile_user_regex(pattern)
         for kind in kinds:
-            src = SOURCES[kind]
             where, params = _scope_sql("t", conv_ids, since, before, kind)
-            found: list[tuple[sqlite3.Row, float, int]] = []
-            with db.reading() as c:
-                # Rows are scanned newest first (time DESC, rowid DESC) up to the row budget.
-                if literal is not None:
-                    sql, args = newest_first_sql(c, src, src.tri, _quote(literal), where, params)
-                elif rowids_follow_time(c, src.table):
-                    sql, args = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.rowid} DESC", list(params)
-                else:
-                    sql = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC"
-                    args = list(params)
-                cursor = c.execute(f"{sql} LIMIT ?", [*args, budget + 1])
-                for row in cursor:
-                    if scanned >= cfg.grep_regex_max_rows or time.monotonic() > deadline:
-                        truncated = True
-                        warnings.append("regex scan stopped at its row/time bound; narrow with since/before")
-                        break
-                    scanned += 1
-                    try:
-                        positions = regex_positions(compiled, row["content"], deadline, 1 if sort == "recency" else 100)
-                    except _Timeout:
-                        truncated = True
-                        warnings.append("regex scan stopped at its time bound inside a long text")
-                        break
-                    if not positions:
-                        continue
-                    found.append((row, float(len(positions)), positions[0]))
-                    if sort == "recency" and len(found) >= limit:
-                        break
+            found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
+                                               scanned=scanned, sort=sort, limit=limit)  # fmt: skip
             if sort != "recency":
                 ranked = sorted(range(len(found)), key=lambda i: -found[i][1])
                 if sort == "hybrid":
@@ -255,7 +266,8 @@ def grep(
                 found = [found[i] for i in ranked]
             for row, score, pos in found[:limit]:
                 hits.append(_hit(kind, row, score, _snippet(row["content"], [], pos)))
-            if truncated:
+            if stop is not None:
+                warnings.append(stop)
                 break
     if len(kinds) == 2:
         if sort == "recency":
@@ -263,4 +275,4 @@ def grep(
         else:
             hits.sort(key=lambda h: -h.score)
         hits = hits[:limit]
-    return GrepResult(pattern, mode, scope, sort, hits, truncated, scanned, conv_ids, list(dict.fromkeys(warnings)))
+    return GrepResult(pattern, mode, scope, sort, hits, bool(warnings), scanned, conv_ids, list(dict.fromkeys(warnings)))

@@ -40,7 +40,7 @@ from lcm.models import (
 )
 from lcm.ops import apply_retention, doctor, doctor_clean, status
 from lcm.recall import SUMMARY_ID_RE, Recall
-from lcm.regex_guard import check_regex
+from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
 from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
@@ -329,8 +329,8 @@ class LcmStore:
         """Search messages and/or summaries of the session family (or one / all conversations).
 
         ``full_text`` quotes each term as a literal (phrases in double quotes stay phrases) and
-        uses the trigram index for CJK; ``regex`` is Python ``re`` over a bounded scan, after
-        a guard that refuses patterns which could backtrack for minutes.
+        uses the trigram index for CJK; ``regex`` is RE2 (linear time, see ``lcm.regex``) over a
+        scan bounded by rows and by ``grep_regex_deadline_ms``, which bounds full-text too.
         """
         if not isinstance(pattern, str) or not pattern.strip():
             raise LcmValidationError("pattern must be a non-empty string", field="pattern")
@@ -343,7 +343,7 @@ class LcmStore:
         if mode == "full_text":
             build_fts_query(pattern)
         else:
-            check_regex(pattern)
+            compile_user_regex(pattern)
         since_s = iso(parse_time(since, "since")) if since is not None else None
         before_s = iso(parse_time(before, "before")) if before is not None else None
         conv_ids = self._scope(session_key, conversation_id, all_conversations)
