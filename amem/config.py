@@ -67,9 +67,14 @@ class AmemConfig:
     #: length normalisation: notes are short and uneven, so milder than the usual 0.75
     bm25_b: float = 0.3
 
-    #: the embedder's cosine of unrelated texts (None: its measured value, see amem.similarity);
-    #: every similarity threshold below is on the calibrated scale
+    #: the embedder's cosine of unrelated notes (None: its measured value, see amem.similarity);
+    #: the write thresholds below (fold, pending, link floor, consolidation) are on this scale
     similarity_baseline: float | None = None
+    #: the query-to-note scale: the cosine of a query and an unrelated note (similarity 0) and of
+    #: a query and a typical answering note (1); None: the embedder's measured values. Search's
+    #: ``similarity``, ``min_similarity`` and ``link_min_cosine`` are on this scale
+    query_baseline: float | None = None
+    query_top: float | None = None
 
     # --- writes ---
     fold_threshold: float = 0.85
@@ -138,6 +143,13 @@ def _check(cfg: AmemConfig) -> None:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
     if cfg.similarity_baseline is not None and not 0.0 <= cfg.similarity_baseline < 1.0:
         raise ConfigError("similarity_baseline must lie in [0, 1)", key="similarity_baseline")
+    for name in ("query_baseline", "query_top"):
+        value = getattr(cfg, name)
+        if value is not None and not -1.0 <= value <= 1.0:
+            raise ConfigError(f"{name} is a cosine and must lie in [-1, 1], got {value}", key=name)
+    if (cfg.query_baseline is not None and cfg.query_top is not None
+            and cfg.query_baseline >= cfg.query_top):
+        raise ConfigError("query_baseline must lie below query_top", key="query_baseline")
     if not 0.0 <= cfg.bm25_b <= 1.0:
         raise ConfigError(f"bm25_b must lie in [0, 1], got {cfg.bm25_b}", key="bm25_b")
     if not (0 <= cfg.schedule_hour < 24 and 0 <= cfg.schedule_minute < 60):

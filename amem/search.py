@@ -8,10 +8,17 @@ The pipeline, step by step (the numbers match the issue that specifies it):
 3. dense cosine search;
 4. RRF fusion, ``sum_i w_i / (k + rank_i)`` with ranks from 1 (k = 60 by default);
 5. heat boost ``rrf * (1 + 0.05 ln(1 + retrieval_count) / (age_days + 1))``, knowledge exempt;
-6. breadth-first expansion over links, 2 hops, admitting notes with cosine >= 0.25, at most 8,
-   appended after the matches with ``via: "link"``.
+   matches are ordered by this ``score`` (``rrf`` keeps the score before the boost);
+6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
+   answer "nothing relevant");
+7. breadth-first expansion over links, 2 hops, admitting notes whose query similarity is at
+   least ``link_min_cosine`` (and ``min_similarity``), at most 8, appended after the matches
+   with ``via: "link"``.
 
-Then ``retrieval_count`` and ``last_accessed`` are bumped for the returned matches only.
+``similarity`` is the query-to-note scale of ``amem.similarity`` (0 = unrelated, 1 = a typical
+answer, always in [-1, 1]); ``found_by`` says which ranking found a match (``bm25``, ``dense``
+or ``both``) or ``link``. Then ``retrieval_count`` and ``last_accessed`` are bumped for the
+returned matches only.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import numpy as np
 
 from . import bm25, ranking
 from .backends.base import HasId, Hit, IsEmpty, Match, Where
+from .errors import ValidationError
 from .notes import age_days, check_limit, check_str_list, check_text, now_iso, point_id
 from .text import tokenize
 
@@ -51,6 +59,10 @@ class SearchResult:
     via: str  # "match" or "link"
     subjects: list[str] = field(default_factory=list)
     category: str = "General"
+    #: the score matches are ordered by (``rrf`` after the heat boost); 0 for linked notes
+    score: float = 0.0
+    #: "bm25", "dense" or "both" for a match; "link" for a linked note
+    found_by: str = "link"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,15 +83,27 @@ def build_filter(store: "MemoryStore", agent_id: str, subject: str | None,
     return Where(must=tuple(must))
 
 
+def check_min_similarity(value: Any) -> float | None:
+    """None, or a number in [-1, 1] (the query-to-note scale)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1.0 <= value <= 1.0:
+        raise ValidationError(f"min_similarity must be a number in [-1, 1], got {value!r}",
+                              field="min_similarity")
+    return float(value)
+
+
 def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: Sequence[str] | None,
                subject: str | None, agent_id: str, expand_links: bool | None = None,
-               heat: bool | None = None) -> list[SearchResult]:
+               heat: bool | None = None, min_similarity: float | None = None
+               ) -> list[SearchResult]:
     cfg = store.config
     check_text(query, field="query", max_chars=cfg.max_query_chars)
     check_limit(limit, maximum=cfg.max_limit)
     topics = check_str_list(topics_filter, field="topicsFilter")
     if subject is not None:
         check_text(subject, field="subject", max_chars=200)
+    floor = check_min_similarity(min_similarity)
     use_heat = cfg.heat if heat is None else heat
     use_links = cfg.link_expansion if expand_links is None else expand_links
 
@@ -96,6 +120,8 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
 
     by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
     by_id.update({h.id: h for h in dense_hits})
+    in_sparse = {h.id for h in sparse_hits}
+    in_dense = {h.id for h in dense_hits}
     cosine = {h.id: h.score for h in dense_hits}
     now = store.clock.now()
     scored: list[tuple[str, float, float]] = []                             # (pid, rrf, final)
@@ -109,22 +135,38 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
         scored.append((pid, score, final))
     order = {pid: i for i, (pid, _, _) in enumerate(scored)}
     scored.sort(key=lambda t: (-t[2], order[t[0]]))
+    # Without a floor only the returned matches need a cosine; with one, every candidate may.
+    wanted = scored if floor is not None else scored[:limit]
+    _fill_cosines(store, qvec, [pid for pid, _, _ in wanted], cosine)
+    sim = {pid: store.query_similarity(c) for pid, c in cosine.items()}
+    if floor is not None:                                                   # 6
+        scored = [t for t in scored if sim.get(t[0], -1.0) >= floor]
     matches = scored[:limit]
 
-    missing = [pid for pid, _, _ in matches if pid not in cosine]
-    if missing:  # BM25-only matches: their cosine comes from their stored vector
+    results = [_result(by_id[pid].payload, sim.get(pid, 0.0), rrf_score, "match", final,
+                       _found_by(pid in in_sparse, pid in in_dense))
+               for pid, rrf_score, final in matches]
+
+    if use_links and matches:                                               # 7
+        gate = cfg.link_min_cosine if floor is None else max(cfg.link_min_cosine, floor)
+        results.extend(_expand(store, agent_id, [by_id[pid] for pid, _, _ in matches], qvec,
+                               topics, subject, gate))
+    _bump_heat(store, [(pid, by_id[pid].payload) for pid, _, _ in matches], now)
+    return results
+
+
+def _found_by(sparse: bool, dense: bool) -> str:
+    return "both" if sparse and dense else ("bm25" if sparse else "dense")
+
+
+def _fill_cosines(store: "MemoryStore", qvec: np.ndarray, pids: Sequence[str],
+                  cosine: dict[str, float]) -> None:
+    """BM25-only candidates have no cosine from the engine: take it from their stored vector."""
+    missing = [pid for pid in pids if pid not in cosine]
+    if missing:
         for hit in store.backend.retrieve(missing, with_vectors=True):
             if hit.dense is not None:
                 cosine[hit.id] = float(np.dot(qvec, hit.dense))
-
-    results = [_result(by_id[pid].payload, store.similarity(cosine[pid]) if pid in cosine else 0.0,
-                       rrf_score, "match") for pid, rrf_score, _ in matches]
-
-    if use_links and matches:                                               # 6
-        results.extend(_expand(store, agent_id, [by_id[pid] for pid, _, _ in matches], qvec,
-                               topics, subject))
-    _bump_heat(store, [(pid, by_id[pid].payload) for pid, _, _ in matches], now)
-    return results
 
 
 def _settle_ties(hits: list[Hit]) -> list[Hit]:
@@ -136,7 +178,7 @@ def _settle_ties(hits: list[Hit]) -> list[Hit]:
 
 
 def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.ndarray,
-            topics: Sequence[str], subject: str | None) -> list[SearchResult]:
+            topics: Sequence[str], subject: str | None, gate: float) -> list[SearchResult]:
     """Fetch linked notes hop by hop, then let the pure BFS decide what is admitted."""
     cfg = store.config
     payloads: dict[str, dict[str, Any]] = {h.payload["id"]: h.payload for h in seeds}
@@ -159,14 +201,14 @@ def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.
                 cos[nid] = None
                 continue
             payloads[nid] = hit.payload
-            cos[nid] = store.similarity(float(np.dot(qvec, hit.dense)))
+            cos[nid] = store.query_similarity(float(np.dot(qvec, hit.dense)))
             frontier.append(nid)
     added = ranking.expand_links(
         [h.payload["id"] for h in seeds],
         links_of=lambda nid: payloads[nid].get("links", []) if nid in payloads else [],
         cosine_of=lambda nid: cos.get(nid),
-        hops=cfg.link_hops, min_cosine=cfg.link_min_cosine, max_added=cfg.link_max_added)
-    return [_result(payloads[nid], cos[nid] or 0.0, 0.0, "link") for nid in added]
+        hops=cfg.link_hops, min_cosine=gate, max_added=cfg.link_max_added)
+    return [_result(payloads[nid], cos[nid] or 0.0, 0.0, "link", 0.0, "link") for nid in added]
 
 
 def _bump_heat(store: "MemoryStore", matches: Sequence[tuple[str, dict[str, Any]]],
@@ -183,11 +225,13 @@ def _bump_heat(store: "MemoryStore", matches: Sequence[tuple[str, dict[str, Any]
                                         "last_accessed": stamp})
 
 
-def _result(payload: dict[str, Any], similarity: float, rrf_score: float, via: str) -> SearchResult:
+def _result(payload: dict[str, Any], similarity: float, rrf_score: float, via: str,
+            score: float, found_by: str) -> SearchResult:
     return SearchResult(
         id=payload["id"], content=payload["content"], context=payload.get("context", ""),
         keywords=list(payload.get("keywords", [])), tags=list(payload.get("tags", [])),
         topics=list(payload.get("topics", [])), links=list(payload.get("links", [])),
         timestamp=payload.get("timestamp", ""), note_type=payload.get("note_type", "memory"),
         similarity=round(float(similarity), 6), rrf=round(float(rrf_score), 8), via=via,
-        subjects=list(payload.get("subjects", [])), category=payload.get("category", "General"))
+        subjects=list(payload.get("subjects", [])), category=payload.get("category", "General"),
+        score=round(float(score), 8), found_by=found_by)

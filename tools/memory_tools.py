@@ -42,9 +42,10 @@ def memory_add(ctx: "CallContext", text: str, subjects: list[str] | None = None)
 
 def memory_search(ctx: "CallContext", query: str, limit: int = 5,
                   topicsFilter: list[str] | None = None,  # noqa: N803 - the wire name
-                  subject: str | None = None) -> dict[str, Any]:
+                  subject: str | None = None,
+                  min_similarity: float | None = None) -> dict[str, Any]:
     hits = _store(ctx).search(query, limit=limit, topics_filter=topicsFilter, subject=subject,
-                              agent_id=ctx.agent_id)
+                              agent_id=ctx.agent_id, min_similarity=min_similarity)
     results = [h.to_dict() for h in hits]
     return {"results": results,
             "matches": sum(1 for r in results if r["via"] == "match"),
@@ -107,8 +108,11 @@ def memory_tools() -> list[Tool]:
                 "Search long-term memory by meaning and keywords (hybrid BM25 + embeddings). Use it "
                 "before answering questions about the user, past decisions or earlier sessions. "
                 "`limit` counts direct matches; up to 8 linked notes may follow them with "
-                "via='link'. Returns {results: [{id, content, context, keywords, tags, topics, "
-                "links, timestamp, note_type, similarity, rrf, via}], matches, linked}."),
+                "via='link'. `similarity` runs from 0 (unrelated) to 1 (a typical answer); set "
+                "`min_similarity` (e.g. 0.3) to get nothing rather than unrelated notes. Results "
+                "are ordered by `score`. Returns {results: [{id, content, context, keywords, "
+                "tags, topics, links, timestamp, note_type, similarity, score, rrf, via, "
+                "found_by}], matches, linked}."),
             schema=obj({
                 "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
                           "description": "What to look for, in natural language."},
@@ -119,6 +123,10 @@ def memory_tools() -> list[Tool]:
                 "subject": {"type": "string", "minLength": 1, "maxLength": 200,
                             "description": "Only memories about this subject (plus memories "
                             "about nobody in particular)."},
+                "min_similarity": {"type": "number", "minimum": -1, "maximum": 1,
+                                   "description": "Drop results whose similarity to the query is "
+                                   "below this (0 = unrelated, 1 = a typical answer); off by "
+                                   "default."},
             }, required=["query"])),
         Tool(
             name="memory_list", handler=memory_list,

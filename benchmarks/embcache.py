@@ -1,0 +1,63 @@
+"""An embedder wrapper that remembers vectors, in memory and optionally on disk, for benchmarks.
+
+The slow part of every retrieval benchmark is the model: the default embedder runs about 15
+turns a second on one core. Runs that change ranking, linking or tokenisation embed the same
+texts again and again, so the vectors are kept per ``(kind, text)`` and, with ``path``, saved
+to one ``.npz`` file per model (``<dir>/<model_id with / as _>.npz``). Same ``model_id``, same
+vectors: the file is keyed by the model id, so another model never reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def _key(kind: str, text: str) -> str:
+    return hashlib.sha1(f"{kind}\0{text}".encode("utf-8")).hexdigest()
+
+
+class CachedEmbedder:
+    """``inner`` with a per-text cache; ``save()`` writes new vectors to ``cache_dir``."""
+
+    def __init__(self, inner: Any, cache_dir: Path | None = None) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        if hasattr(inner, "cosine_baseline"):
+            self.cosine_baseline = inner.cosine_baseline
+        self._cache: dict[str, np.ndarray] = {}
+        self._file = (Path(cache_dir) / (str(self.model_id).replace("/", "_") + ".npz")
+                      if cache_dir is not None else None)
+        self._dirty = False
+        if self._file is not None and self._file.exists():
+            with np.load(self._file) as data:
+                keys, vecs = data["keys"], data["vectors"]
+            self._cache = {str(k): v for k, v in zip(keys, vecs)}
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        keys = [_key(kind, t) for t in texts]
+        missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts) if k not in self._cache))
+        if missing:
+            vectors = self.inner.embed([t for _, t in missing], kind=kind)
+            for (k, _), vec in zip(missing, vectors):
+                self._cache[k] = np.asarray(vec, dtype=np.float32)
+            self._dirty = True
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[k] for k in keys])
+
+    def save(self) -> None:
+        """Write the cache file when new vectors were computed (no-op without a directory)."""
+        if self._file is None or not self._dirty:
+            return
+        self._file.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._cache), dtype="U40")
+        vecs = np.stack(list(self._cache.values())) if self._cache else np.zeros((0, self.dim))
+        tmp = self._file.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, vectors=vecs)
+        tmp.replace(self._file)
+        self._dirty = False
