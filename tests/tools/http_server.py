@@ -44,11 +44,21 @@ def running_http(facade: ToolFacade, limits: CallLimits | None = None) -> Iterat
 
 
 @asynccontextmanager
-async def http_client(url: str, headers: dict[str, bytes] | None = None) -> AsyncIterator[Any]:
-    """An MCP client session whose every request carries ``headers`` as raw bytes."""
+async def http_client(url: str, headers: list[tuple[bytes, bytes]] | None = None
+                      ) -> AsyncIterator[Any]:
+    """An MCP client session whose every request carries ``headers`` (raw bytes, in order)."""
+    async with http_session(url, headers) as (client, _):
+        yield client
+
+
+@asynccontextmanager
+async def http_session(url: str, headers: list[tuple[bytes, bytes]] | None = None
+                       ) -> AsyncIterator[tuple[Any, Any]]:
+    """An MCP client session and its HTTP client: set ``http.headers`` to send other headers
+    on the same MCP session (the server reads identity per request, never per session)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(headers=headers or {}, timeout=30)
+    http = httpx2.AsyncClient(headers=headers or [], timeout=30)
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
-        yield client
+        yield client, http

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 
 from amem import MemoryStore
+from amem.embed.base import Kind
 from amem.embed.hashing import HashingEmbedder
 from tools import ToolFacade
 from tools.mcp_server import build_server
@@ -37,7 +38,7 @@ class SlowEmbedder(HashingEmbedder):
         self.release = threading.Event()
         self.stuck = 0
 
-    def embed(self, texts: Any, kind: str = "passage") -> Any:
+    def embed(self, texts: Any, kind: Kind = "passage") -> Any:
         if kind == "query" and any("slowpoke" in t for t in texts):
             self.stuck += 1
             self.release.wait(HOLD)
@@ -101,8 +102,8 @@ def test_one_agents_slow_calls_never_block_another_agent_over_http(
 
     async def main(url: str) -> dict[str, Any]:
         out: dict[str, Any] = {"bob": []}
-        async with http_client(url, {"X-Amem-Agent": b"bob"}) as bob, \
-                http_client(url, {"X-Amem-Agent": b"alice"}) as alice:
+        async with http_client(url, [(b"X-Amem-Agent", b"bob")]) as bob, \
+                http_client(url, [(b"X-Amem-Agent", b"alice")]) as alice:
             async def flood() -> None:  # more slow calls than bob may run at once
                 out["bob"].append(await _timed(bob, "memory_search", {"query": "slowpoke"}))
 
