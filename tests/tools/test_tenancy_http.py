@@ -83,7 +83,7 @@ def server() -> Iterator[tuple[str, dict[str, int]]]:
             memory.add(f"kumquat secret {tag}", [], enrich=False, agent_id=agent)
         for key, (_, tag) in SESSIONS.items():
             lcm.ingest(key, [{"role": "user", "content": f"tangerine plans {tag}"}])
-        conversations = {c.session_key: c.id for c in lcm.conversations()}
+        conversations = {str(c.session_key): c.id for c in lcm.conversations()}
         facade = ToolFacade(memory, lcm, agent_id="alice", session_key="agent:alice:main")
         with running_http(facade) as url:
             yield url, conversations
