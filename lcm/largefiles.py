@@ -15,7 +15,7 @@ from lcm.tokens import estimate_tokens
 
 __all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference"]
 
-FILE_ID_RE = re.compile(r"^file_[0-9a-f]{16}$")
+FILE_ID_RE = re.compile(r"^file_[0-9a-f]{16}\Z")  # \Z: no trailing newline
 _EXT = {"application/json": ".json", "text/csv": ".csv", "text/x-python": ".py", "text/markdown": ".md"}
 
 

@@ -6,6 +6,7 @@ import logging
 import re
 import sqlite3
 import time
+from collections.abc import Collection
 
 from lcm.config import LcmConfig
 from lcm.db import Database
@@ -29,12 +30,25 @@ from lcm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Recall", "row_to_summary", "SUMMARY_ID_RE", "MESSAGE_ID_RE"]
+__all__ = ["Recall", "row_to_summary", "visible", "SUMMARY_ID_RE", "MESSAGE_ID_RE", "MAX_ROWID"]
 
-SUMMARY_ID_RE = re.compile(r"^sum_[0-9a-f]{16}$")
-MESSAGE_ID_RE = re.compile(r"^msg_([0-9]+)$")
+# \Z, not $: "msg_1\n" is not an id ($ would match before the newline)
+SUMMARY_ID_RE = re.compile(r"^sum_[0-9a-f]{16}\Z")
+MESSAGE_ID_RE = re.compile(r"^msg_([0-9]+)\Z")
+#: the largest SQLite integer: a bigger id names no row (and would overflow the lookup)
+MAX_ROWID = 2**63 - 1
 _MAX_SOURCE_IDS = 1000
 _EXPAND_REQUEST = re.compile(r"^\s*EXPAND:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def visible(row: sqlite3.Row | None, family: Collection[int] | None) -> sqlite3.Row | None:
+    """``row`` when it exists and ``family`` is None or holds its conversation, else None.
+
+    The one place scoped lookups decide: an item of another session family and an item that
+    does not exist both come out None, so callers raise one identical not-found error."""
+    if row is None or family is None or row["conversation_id"] in family:
+        return row
+    return None
 
 
 def row_to_summary(r: sqlite3.Row) -> Summary:
@@ -53,21 +67,25 @@ class Recall:
         self.llm = llm
 
     # -- describe ----------------------------------------------------------------------------
-    def describe(self, id: str, *, offset: int = 0, limit: int = 4000) -> SummaryDescription | FileDescription | MessageDescription:
+    def describe(
+        self, id: str, *, offset: int = 0, limit: int = 4000, family: Collection[int] | None = None
+    ) -> SummaryDescription | FileDescription | MessageDescription:
+        """The item behind ``id``. With ``family`` (conversation ids), an item of any other
+        conversation raises exactly the LcmNotFoundError of an id that does not exist."""
         if not isinstance(id, str):
             raise LcmValidationError("id must be a string like sum_…, file_… or msg_…", field="id")
         if SUMMARY_ID_RE.match(id):
-            return self._describe_summary(id)
+            return self._describe_summary(id, family)
         if FILE_ID_RE.match(id):
-            return self._describe_file(id, offset, limit)
+            return self._describe_file(id, offset, limit, family)
         m = MESSAGE_ID_RE.match(id)
         if m:
-            return self._describe_message(int(m.group(1)))
+            return self._describe_message(int(m.group(1)), family)
         raise LcmValidationError(f"not an lcm id: {id!r} (expected sum_<16 hex>, file_<16 hex> or msg_<n>)", field="id")
 
-    def _describe_summary(self, sid: str) -> SummaryDescription:
+    def _describe_summary(self, sid: str, family: Collection[int] | None) -> SummaryDescription:
         with self.db.reading() as c:
-            row = c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone()
+            row = visible(c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone(), family)
             if row is None:
                 raise LcmNotFoundError(f"no summary {sid}", id=sid)
             parents = [r[0] for r in c.execute("SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?", (sid,))]
@@ -89,10 +107,10 @@ class Recall:
             row_to_summary(row), parents, children, msg_ids[:_MAX_SOURCE_IDS], len(msg_ids) > _MAX_SOURCE_IDS, in_ctx
         )
 
-    def _describe_file(self, fid: str, offset: int, limit: int) -> FileDescription:
+    def _describe_file(self, fid: str, offset: int, limit: int, family: Collection[int] | None) -> FileDescription:
         if offset < 0 or not 1 <= limit <= 50000:
             raise LcmValidationError("offset must be >= 0 and limit 1..50000", field="limit")
-        row = self.db.one("SELECT * FROM large_files WHERE file_id = ?", (fid,))
+        row = visible(self.db.one("SELECT * FROM large_files WHERE file_id = ?", (fid,)), family)
         if row is None:
             raise LcmNotFoundError(f"no file {fid}", id=fid)
         text, more = self.files.read_slice(fid, row["storage_path"], offset, limit)
@@ -101,9 +119,11 @@ class Recall:
             row["token_count"], row["exploration_summary"], row["created_at"], offset, text, more,
         )  # fmt: skip
 
-    def _describe_message(self, mid: int) -> MessageDescription:
+    def _describe_message(self, mid: int, family: Collection[int] | None) -> MessageDescription:
+        if mid > MAX_ROWID:  # no such row can exist; SQLite would overflow on the lookup
+            raise LcmNotFoundError(f"no message msg_{mid}", id=f"msg_{mid}")
         with self.db.reading() as c:
-            r = c.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone()
+            r = visible(c.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone(), family)
             if r is None:
                 raise LcmNotFoundError(f"no message msg_{mid}", id=f"msg_{mid}")
             sids = [x[0] for x in c.execute("SELECT summary_id FROM summary_messages WHERE message_id = ?", (mid,))]
@@ -114,8 +134,12 @@ class Recall:
         )  # fmt: skip
 
     # -- expand ------------------------------------------------------------------------------
-    def expand(self, seeds: list[str], *, max_depth: int | None, token_cap: int) -> ExpandResult:
-        """Walk down from each seed summary to its source messages, depth-first, in order."""
+    def expand(
+        self, seeds: list[str], *, max_depth: int | None, token_cap: int, family: Collection[int] | None = None
+    ) -> ExpandResult:
+        """Walk down from each seed summary to its source messages, depth-first, in order.
+
+        With ``family``, a seed of another conversation is not found, exactly like a missing one."""
         if max_depth is not None and max_depth < 0:
             raise LcmValidationError("max_depth must be >= 0", field="max_depth")
         if token_cap <= 0:
@@ -127,7 +151,7 @@ class Recall:
         seen: set[str] = set()
         with self.db.reading() as c:
             for sid in seeds:
-                if c.execute("SELECT 1 FROM summaries WHERE summary_id = ?", (sid,)).fetchone() is None:
+                if visible(c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone(), family) is None:
                     raise LcmNotFoundError(f"no summary {sid}", id=sid)
             stack: list[tuple[str, int]] = [(sid, 0) for sid in reversed(seeds)]
             while stack:
@@ -171,10 +195,11 @@ class Recall:
         *,
         max_tokens: int,
         source_cap: int,
+        family: Collection[int] | None = None,
     ) -> ExpandQueryResult:
         """Answer ``prompt`` from the sources under ``seeds`` (plus directly matched messages)."""
         warnings: list[str] = []
-        exp = self.expand(seeds, max_depth=None, token_cap=source_cap) if seeds else ExpandResult([], [], [], 0, False)
+        exp = self.expand(seeds, max_depth=None, token_cap=source_cap, family=family) if seeds else ExpandResult([], [], [], 0, False)
         sources = list(exp.messages)
         have = {m.id for m in sources}
         budget_left = source_cap - exp.total_tokens

@@ -43,8 +43,14 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def build_fts_query(pattern: str) -> FtsQuery:
-    """Quote every term and phrase as a literal: FTS5 operators in user text are not operators."""
+def build_fts_query(pattern: str, field: str = "pattern") -> FtsQuery:
+    """Quote every term and phrase as a literal: FTS5 operators in user text are not operators.
+
+    A NUL is refused (naming ``field``): FTS5 reads it as the end of the query string and
+    LIKE as the end of the pattern, so it could neither be searched nor ignored honestly.
+    """
+    if "\x00" in pattern:
+        raise LcmValidationError(f"{field} must not contain a NUL character (U+0000)", field=field)
     words: list[str] = []
     tri: list[str] = []
     like: list[str] = []
@@ -61,7 +67,7 @@ def build_fts_query(pattern: str) -> FtsQuery:
         else:
             like.append(term)
     if not terms:
-        raise LcmValidationError("full_text pattern has no searchable terms", field="pattern")
+        raise LcmValidationError(f"{field}: no searchable terms", field=field)
     return FtsQuery(
         " AND ".join(words) or None, " AND ".join(_quote(t) for t in tri) or None, tuple(like), tuple(terms)
     )
@@ -226,6 +232,7 @@ def grep(
     cfg: LcmConfig,
     pattern: str,
     *,
+    field: str = "pattern",
     mode: str,
     scope: str,
     conv_ids: list[int] | None,
@@ -240,7 +247,7 @@ def grep(
     warnings: list[str] = []
     deadline = time.monotonic() + cfg.grep_regex_deadline_ms / 1000
     if mode == "full_text":
-        q = build_fts_query(pattern)
+        q = build_fts_query(pattern, field)
         with db.reading() as c, _deadline(c, deadline):
             for kind in kinds:
                 where, params = _scope_sql("t", conv_ids, since, before, kind)

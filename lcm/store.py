@@ -39,7 +39,7 @@ from lcm.models import (
     SummaryDescription,
 )
 from lcm.ops import apply_retention, doctor, doctor_clean, status
-from lcm.recall import SUMMARY_ID_RE, Recall
+from lcm.recall import MAX_ROWID, SUMMARY_ID_RE, Recall
 from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
 from lcm.seams import Clock, SummaryLLM, SystemClock
@@ -301,16 +301,33 @@ class LcmStore:
 
     # -- recall ----------------------------------------------------------------------------------
     def _scope(self, session_key: str | None, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
+        """The conversation ids a recall may read (None: all). A conversation outside the
+        session family answers exactly like one that does not exist."""
         if all_conversations:
             return None
         if conversation_id is not None:
-            if self.db.one("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)) is None:
+            if isinstance(conversation_id, bool) or not isinstance(conversation_id, int):
+                raise LcmValidationError("conversation_id must be an integer", field="conversation_id")
+            family = None
+            if session_key:
+                with self.db.reading() as c:
+                    family = family_ids(c, session_key)
+            exists = 0 < conversation_id <= MAX_ROWID and (
+                self.db.one("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)) is not None
+            )
+            if not exists or (family is not None and conversation_id not in family):
                 raise LcmNotFoundError(f"no conversation {conversation_id}", id=str(conversation_id))
             return [conversation_id]
         if session_key:
             with self.db.reading() as c:
                 return family_ids(c, session_key)
         raise LcmValidationError("give session_key, conversation_id or all_conversations=True", field="session_key")
+
+    def _family(self, session_key: str | None, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
+        """Like ``_scope``, but naming no scope at all means no restriction (trusted callers)."""
+        if session_key is None and conversation_id is None:
+            return None
+        return self._scope(session_key, conversation_id, all_conversations)
 
     def grep(
         self,
@@ -352,9 +369,17 @@ class LcmStore:
         return grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
                     before=before_s, limit=limit, sort=sort)  # fmt: skip
 
-    def describe(self, id: str, *, offset: int = 0, limit: int = 4000) -> SummaryDescription | FileDescription | MessageDescription:
-        """A summary (content, lineage, source message ids), a file (metadata + a slice), or a message."""
-        return self.recall.describe(id, offset=offset, limit=limit)
+    def describe(
+        self, id: str, *, offset: int = 0, limit: int = 4000, session_key: str | None = None,
+        conversation_id: int | None = None,
+    ) -> SummaryDescription | FileDescription | MessageDescription:
+        """A summary (content, lineage, source message ids), a file (metadata + a slice), or a message.
+
+        With ``session_key`` (or ``conversation_id``) an id outside that scope raises the very
+        same LcmNotFoundError as an id that does not exist: the answer tells nothing about it.
+        """
+        family = self._family(session_key, conversation_id, False)
+        return self.recall.describe(id, offset=offset, limit=limit, family=family)
 
     def _seeds(
         self, summary_ids: Sequence[str] | None, query: str | None, scope: list[int] | None
@@ -368,8 +393,8 @@ class LcmStore:
             return list(dict.fromkeys(summary_ids)), []
         if not query or not query.strip():
             raise LcmValidationError("give summary_ids or a query", field="query")
-        res = grep(self.db, self.config, query, mode="full_text", scope="both", conv_ids=scope, since=None,
-                   before=None, limit=20, sort="relevance")  # fmt: skip
+        res = grep(self.db, self.config, query, field="query", mode="full_text", scope="both", conv_ids=scope,
+                   since=None, before=None, limit=20, sort="relevance")  # fmt: skip
         seeds = [h.id for h in res.hits if h.kind == "summary"][:5]
         msg_ids = [int(h.id[4:]) for h in res.hits if h.kind == "message"]
         rows = []
@@ -391,10 +416,11 @@ class LcmStore:
         all_conversations: bool = False,
     ) -> ExpandResult:
         """Walk the DAG down from summaries (given, or found by ``query``) to their source messages."""
-        scope = None if summary_ids else self._scope(session_key, conversation_id, all_conversations)
+        scope = self._family(session_key, conversation_id, all_conversations) if summary_ids else (
+            self._scope(session_key, conversation_id, all_conversations))
         seeds, direct = self._seeds(summary_ids, query, scope)
         cap = token_cap if token_cap is not None else self.config.max_expand_tokens
-        res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap)
+        res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap, family=scope)
         if not direct:
             return res
         # Nothing compacted matches yet: the raw messages found are the sources.
@@ -429,9 +455,11 @@ class LcmStore:
         cap = max_tokens if max_tokens is not None else self.config.max_expand_tokens
         if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0:
             raise LcmValidationError("max_tokens must be a positive integer", field="max_tokens")
-        scope = None if summary_ids else self._scope(session_key, conversation_id, all_conversations)
+        scope = self._family(session_key, conversation_id, all_conversations) if summary_ids else (
+            self._scope(session_key, conversation_id, all_conversations))
         seeds, direct = self._seeds(summary_ids, query, scope)
-        return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, source_cap=min(200000, max(cap * 8, self.config.max_expand_tokens)))
+        return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
+                                        source_cap=min(200000, max(cap * 8, self.config.max_expand_tokens)))  # fmt: skip
 
     # -- operations --------------------------------------------------------------------------------
     def status(self) -> StatusReport:

@@ -1,8 +1,9 @@
 """The ``lcm_*`` tools: recall over the lossless conversation store (``lcm.LcmStore``).
 
-Every call is confined to the caller's session family (``session_key_for``): a conversation id,
-summary id, file id or message id from another family answers ``not_found``, exactly like an
-id that does not exist, so a caller can neither read nor probe another agent's history.
+Every call is confined to the caller's session family (``session_key_for``), which the tools
+pass to ``LcmStore``: its scoped lookups (``lcm.recall.visible``, ``LcmStore._scope``) answer a
+conversation, summary, file or message id of another family with the very same ``not_found``
+as an id that does not exist, so a caller can neither read nor probe another agent's history.
 """
 
 from __future__ import annotations
@@ -33,58 +34,22 @@ def session_key_for(ctx: "CallContext") -> str:
     return ctx.facade.session_key or f"agent:{ctx.agent_id}:main"
 
 
-def _family(ctx: "CallContext") -> set[int]:
-    return {c.id for c in ctx.lcm.conversations(session_key_for(ctx))}
-
-
-def _not_found(what: str) -> ToolError:
-    # The same answer whether the id is unknown or belongs to another family: no probing.
-    return ToolError("not_found", f"no {what} in this conversation's history")
-
-
-def _check_summaries(ctx: "CallContext", summary_ids: list[str] | None) -> None:
-    """Every summary id must belong to the caller's session family."""
-    if not summary_ids:
-        return
-    family = _family(ctx)
-    for sid in summary_ids:
-        try:
-            desc = ctx.lcm.describe(sid)
-        except ValueError as exc:  # lcm's validation error: name the argument the caller sent
-            raise ToolError("invalid_argument", f"summary_ids: {exc}", field="summary_ids") from None
-        conv = getattr(getattr(desc, "summary", None), "conversation_id", None)
-        if getattr(desc, "kind", None) != "summary" or conv not in family:
-            raise _not_found(f"summary {sid!r}")
-
-
 def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "full_text", scope: str = "both",
              conversation_id: int | None = None, since: str | None = None,
              before: str | None = None, limit: int = 50, sort: str = "recency") -> dict[str, Any]:
-    if conversation_id is not None:
-        if conversation_id not in _family(ctx):
-            raise _not_found(f"conversation {conversation_id}")
-        where: dict[str, Any] = {"conversation_id": conversation_id}
-    else:
-        where = {"session_key": session_key_for(ctx)}
-    return _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before,
-                             limit=limit, sort=sort, **where))
+    # With both, lcm answers a conversation of another family exactly like a missing one.
+    return _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before, limit=limit,
+                             sort=sort, session_key=session_key_for(ctx), conversation_id=conversation_id))
 
 
 def lcm_describe(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - the wire name
-    desc = ctx.lcm.describe(id)
-    conv = getattr(desc, "conversation_id", None)
-    if conv is None:
-        conv = getattr(getattr(desc, "summary", None), "conversation_id", None)
-    if conv not in _family(ctx):
-        raise _not_found(f"item {id!r}")
-    return _out(desc)
+    return _out(ctx.lcm.describe(id, session_key=session_key_for(ctx)))
 
 
 def lcm_expand(ctx: "CallContext", summary_ids: list[str] | None = None, query: str | None = None,
                max_depth: int = 3, token_cap: int = 8000) -> dict[str, Any]:
     if not summary_ids and not query:
         raise ToolError("invalid_argument", "give summary_ids or a query", field="query")
-    _check_summaries(ctx, summary_ids)
     return _out(ctx.lcm.expand(summary_ids, query=query, max_depth=max_depth, token_cap=token_cap,
                                session_key=session_key_for(ctx)))
 
@@ -93,7 +58,6 @@ def lcm_expand_query(ctx: "CallContext", prompt: str, query: str | None = None,
                      summary_ids: list[str] | None = None, max_tokens: int = 2000) -> dict[str, Any]:
     if not summary_ids and not query:
         raise ToolError("invalid_argument", "give a query or summary_ids", field="query")
-    _check_summaries(ctx, summary_ids)
     return _out(ctx.lcm.expand_query(prompt, query=query, summary_ids=summary_ids,
                                      max_tokens=max_tokens, session_key=session_key_for(ctx)))
 

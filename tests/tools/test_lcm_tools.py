@@ -70,7 +70,15 @@ def test_session_key_from_the_connection(memory: MemoryStore, lcm_store: Any) ->
 
 
 @pytest.mark.parametrize("name,args,code,field", [
-    ("lcm_grep", {"pattern": "(a+)+$", "mode": "regex"}, "regex_refused", "pattern"),
+    ("lcm_grep", {"pattern": r"(a)\1", "mode": "regex"}, "regex_refused", "pattern"),
+    ("lcm_grep", {"pattern": "(?=a)b", "mode": "regex"}, "regex_refused", "pattern"),
+    # a NUL ends an FTS5 query string (it was an internal "unterminated string" error)
+    ("lcm_grep", {"pattern": "flight\x00"}, "invalid_argument", "pattern"),
+    ("lcm_grep", {"pattern": "中\x00文字"}, "invalid_argument", "pattern"),
+    ("lcm_expand", {"query": "TP\x001234"}, "invalid_argument", "query"),
+    ("lcm_expand_query", {"prompt": "why?", "query": "fl\x00ight"}, "invalid_argument", "query"),
+    ("lcm_describe", {"id": "msg_1\n"}, "invalid_argument", "id"),
+    ("lcm_describe", {"id": "msg_1\x00"}, "invalid_argument", "id"),
     ("lcm_grep", {"pattern": "x", "mode": "fuzzy"}, "invalid_argument", "mode"),
     ("lcm_grep", {"pattern": "x", "limit": 201}, "invalid_argument", "limit"),
     ("lcm_grep", {"pattern": "x", "since": "yesterday"}, "invalid_argument", "since"),
@@ -84,3 +92,41 @@ def test_lcm_errors_are_structured(alice: ToolFacade, name: str, args: dict, cod
     out = alice.call(name, args)
     assert is_error(out), out
     assert (out["error"]["code"], out["error"]["field"]) == (code, field)
+
+
+@pytest.mark.parametrize("pattern", ['"unterminated', '"', "AND", "NEAR(a b)", "*", "a* OR -b ^c", "flight\x01"])
+def test_fts5_syntax_in_user_text_is_searched_as_text(alice: ToolFacade, pattern: str) -> None:
+    out = alice.call("lcm_grep", {"pattern": pattern})
+    assert not is_error(out), out
+
+
+@pytest.mark.parametrize("bad_id", ["msg_99999999999999999999", "msg_9223372036854775808"])
+def test_ids_beyond_sqlite_integers_are_not_found(alice: ToolFacade, bad_id: str) -> None:
+    # They overflowed SQLite's integer on the lookup (an internal error).
+    assert alice.call("lcm_describe", {"id": bad_id})["error"]["code"] == "not_found"
+    assert alice.call("lcm_grep", {"pattern": "x", "conversation_id": int(bad_id[4:])})["error"]["code"] == "not_found"
+
+
+def test_a_regex_nul_is_searched_not_refused(alice: ToolFacade) -> None:
+    out = alice.call("lcm_grep", {"pattern": "TP\x001234", "mode": "regex"})
+    assert out["hits"] == [] and not out["truncated"]
+
+
+def test_redos_corpus_through_the_tool(memory: MemoryStore) -> None:
+    """Every known catastrophic pattern answers (hits or regex_refused) within the deadline."""
+    import time
+
+    from lcm import LcmConfig, LcmStore
+    from tests.lcm.test_regex_redos import ADVERSARIAL, CORPUS, REFUSED
+
+    with LcmStore(":memory:", LcmConfig(grep_regex_deadline_ms=1000, log_file_enabled=False)) as lcm:
+        lcm.ingest("agent:alice:main", [{"role": "user", "content": t} for t in ADVERSARIAL])
+        alice = ToolFacade(memory, lcm, agent_id="alice")
+        for pattern in CORPUS:
+            start = time.monotonic()
+            out = alice.call("lcm_grep", {"pattern": pattern, "mode": "regex", "sort": "relevance"})
+            assert time.monotonic() - start < 1.5, pattern
+            if pattern in REFUSED:
+                assert out["error"]["code"] == "regex_refused" and out["error"]["field"] == "pattern", out
+            else:
+                assert "error" not in out and not out["truncated"], (pattern, out)
