@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
+import shutil
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 from tools import MAX_PAYLOAD_BYTES, ToolFacade
-from tools.errors import is_error
+from tools.errors import is_error, redact
 
 from .conftest import Tenants
 
@@ -158,3 +163,55 @@ def test_listing_only_facade() -> None:
     assert len(catalogue.list_tools()) == 11
     assert err(catalogue.call("memory_list", {}))["code"] == "unavailable"
     assert catalogue.call("tool_info", {"query": "lcm_grep"})["tools"][0]["name"] == "lcm_grep"
+
+
+# ---------------------------------------------------------------------- no server paths
+
+
+def test_real_store_failures_reach_the_caller_without_server_paths(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A store broken on disk and a tampered file record: the caller learns the error code
+    and what failed, never where the data lives; the server log keeps the paths."""
+    from amem import MemoryStore
+    from amem.embed.hashing import HashingEmbedder
+    from lcm import LcmStore
+
+    home = tmp_path / "data dir with spaces"
+    lcm = LcmStore(str(home / "lcm.db"))
+    lcm.ingest("agent:alice:main", [{"role": "user", "content": "log dump " + "line " * 30_000}])
+    with contextlib.closing(sqlite3.connect(home / "lcm.db")) as db, db:
+        (file_id,) = [r[0] for r in db.execute("SELECT file_id FROM large_files")]
+        # a record pointing outside the files directory (a tampered or corrupt database)
+        db.execute("UPDATE large_files SET storage_path = '../../../../etc/passwd'")
+    memory = MemoryStore(home / "store", embedder=HashingEmbedder())
+    facade = ToolFacade(memory, lcm, agent_id="alice")
+    try:
+        shutil.rmtree(home / "store" / "shard")  # the engine's files vanish under it
+        with caplog.at_level(logging.WARNING, logger="tools.facade"):
+            escaped = err(facade.call("lcm_describe", {"id": file_id}))
+            broken = err(facade.call("memory_add", {"text": "a note the engine cannot keep"}))
+    finally:
+        lcm.close()
+        with contextlib.suppress(Exception):
+            memory.close()  # fails: the engine cannot flush what is gone
+        with contextlib.suppress(Exception):
+            memory.backend.close()  # so release the engine and its lock by hand
+    assert (escaped["code"], broken["code"]) == ("path_escape", "backend_error")
+    for e in (escaped, broken):
+        assert str(tmp_path) not in e["message"] and "spaces" not in e["message"], e
+        assert not re.search(r"(?<![\w.:/])/\w", e["message"]), e  # no absolute path at all
+        assert "<path>" in e["message"]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert str(home) in logged  # the operator still sees where
+
+
+@pytest.mark.parametrize("message,expected", [
+    ("the store at /srv/my data/store is locked", "the store at <path> is locked"),
+    ("no note 'b/c' for agent 'a'", "no note 'b/c' for agent 'a'"),
+    ("see http://127.0.0.1:8765/mcp", "see http://127.0.0.1:8765/mcp"),
+    ("open C:\\amem\\store failed", "open <path> failed"),
+    ("at ~/.local/share/amem (pid 7)", "at <path> (pid 7)"),
+    ("ratio 1/2 of (a|b)/c", "ratio 1/2 of (a|b)/c"),
+])
+def test_redact_removes_paths_and_keeps_the_rest(message: str, expected: str) -> None:
+    assert redact(message, ["/srv/my data"]) == expected
