@@ -129,3 +129,10 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0 and "piped note" in done.stdout
     assert "\r" not in done.stderr  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "-1", "http"])
+def test_serve_refuses_a_port_outside_1_to_65535(capsys: pytest.CaptureFixture[str],
+                                                env: dict[str, str], port: str) -> None:
+    code, _, err = run(capsys, env, "serve", "--http", "--port", port)
+    assert code == 2 and "argument --port" in err  # 99999 was exit 1 "unexpected OverflowError"
