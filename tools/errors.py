@@ -29,11 +29,12 @@ CALLER_CODES = frozenset({"unknown_tool", "invalid_argument", "payload_too_large
                           "forbidden", "regex_refused", "replay_flood"})
 #: what stands in for a server path in a message
 REDACTED = "<path>"
-# An absolute POSIX or Windows path, or one under ``~``: a ``/`` or ``\`` (after an optional
-# ``~`` or drive letter) that does not continue a word, a URL or a relative path, up to the
-# next space, quote or bracket. One character class repeated: linear on any message.
+# An absolute POSIX path, one under ``~``, or a Windows path with its drive letter, that does
+# not continue a word, a URL or a relative path, up to the next space, quote or bracket. A
+# lone backslash is not a path: regex patterns and escaped input are full of them. One
+# character class repeated: linear on any message.
 _TAIL = r"[^\s'\"`<>|,;()\[\]{}]*"
-_PATH_RE = re.compile(r"(?<![\w/\\.:~%\-)\]}>*+?|$^])(?:~|[A-Za-z]:)?[/\\](?=[^\s/\\])" + _TAIL)
+_PATH_RE = re.compile(r"(?<![\w/\\.:~%\-)\]}>*+?|$^])(?:~?/|[A-Za-z]:[/\\])(?=[^\s/\\])" + _TAIL)
 
 
 class ToolError(Exception):

@@ -215,3 +215,8 @@ def test_real_store_failures_reach_the_caller_without_server_paths(
 ])
 def test_redact_removes_paths_and_keeps_the_rest(message: str, expected: str) -> None:
     assert redact(message, ["/srv/my data"]) == expected
+
+
+def test_redact_keeps_escaped_input_and_regexes() -> None:
+    for message in ["since: not an ISO-8601 time: '\\x00'", "pattern '\\d+\\s' was refused"]:
+        assert redact(message) == message

@@ -1,32 +1,54 @@
-"""Property-based tests: random JSON to every tool gives results or structured errors only,
-and the stores are intact afterwards; our validator agrees with ``jsonschema``."""
+"""The standing adversarial suite for the tools: random JSON to every tool, through the facade
+and through the MCP server's own client, gives results or structured errors only, within the
+call budget, and leaves both stores intact; our validator agrees with ``jsonschema``.
+
+Arguments are hostile on purpose: wrong types, unknown keys, nested junk, NUL bytes, any
+unicode, strings near and far over every limit. After each tool's run the victim agent's
+notes and conversations are unchanged, the fuzzer's note count moved only by its own
+successful writes, a marker note is still found, and both stores pass their checks.
+"""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jsonschema
 import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
 
 from amem import MemoryStore
 from tools import ToolFacade
 from tools.errors import ToolError
+from tools.mcp_server import build_server
+from tools.runner import CallLimits
 from tools.schema import validate
 
 from .conftest import Tenants
 
 CATALOGUE = ToolFacade(None, None, agent_id="default", lcm_listed=True)
 TOOLS = {t.name: t for t in CATALOGUE.registry}
+#: every code a hostile argument may earn; ``internal`` and ``timeout`` are failures
 KNOWN_CODES = {"unknown_tool", "invalid_argument", "payload_too_large", "not_found",
                "unavailable", "regex_refused", "config_error"}
+#: the longest any one call may take, however hostile (the server's deadline in these tests)
+CALL_BUDGET = 5.0
+MARKER = "the marker note about zebra crossings"
 
+_strings = (st.text(max_size=30)
+            | st.text(st.characters(codec="utf-8"), min_size=1, max_size=300)
+            | st.sampled_from(["", " ", "\x00", "a\x00b", "msg_1", "msg_99999999999999999999",
+                               "sum_0123456789abcdef", "file_0123456789abcdef", "regex", "both",
+                               "hybrid", "(a+)+$", "(.+){20}Q", "\\", "[", "x" * 300, "中" * 4000,
+                               "𝔘\u200b\ufeff", "\x00" * 1000, "y" * 40_000, "z" * 300_000]))
 _scalars = (st.none() | st.booleans() | st.integers(-10**6, 10**6)
-            | st.floats(allow_nan=False, allow_infinity=False, width=32)
-            | st.text(max_size=30) | st.sampled_from(["", " ", "msg_1", "sum_0123456789abcdef",
-                                                      "regex", "both", "hybrid", "x" * 300]))
+            | st.integers() | st.floats(allow_nan=False, allow_infinity=False, width=32)
+            | _strings)
 _json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
                      | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 
@@ -40,11 +62,17 @@ def arguments_for(name: str) -> st.SearchStrategy[Any]:
 
 
 @pytest.fixture(scope="module")
-def facades(memory: MemoryStore, lcm_store: Any) -> tuple[ToolFacade, Tenants]:
+def world(memory: MemoryStore, lcm_store: Any) -> tuple[ToolFacade, Tenants]:
     tenants = Tenants(memory, "fuzzer", "victim")
     memory.add("the victim's private note", [], enrich=False, agent_id=tenants.mallory)
-    memory.add("a note the fuzzer may find", [], enrich=False, agent_id=tenants.alice)
+    memory.add(MARKER, [], enrich=False, agent_id=tenants.alice)
     return ToolFacade(memory, lcm_store, agent_id=tenants.alice), tenants
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[BlockingPortal]:
+    with start_blocking_portal() as p:
+        yield p
 
 
 def _snapshot(memory: MemoryStore, lcm_store: Any, agent: str) -> tuple[Any, ...]:
@@ -53,40 +81,79 @@ def _snapshot(memory: MemoryStore, lcm_store: Any, agent: str) -> tuple[Any, ...
     return notes, status.messages, status.summaries, status.conversations
 
 
-@pytest.mark.parametrize("name", sorted(TOOLS))
-def test_random_json_gives_results_or_structured_errors(
-        name: str, facades: tuple[ToolFacade, Tenants], lcm_store: Any) -> None:
-    facade, tenants = facades
+def _check(name: str, out: Any, elapsed: float, changes: dict[str, int]) -> None:
+    """One call's result: JSON, a result or a known structured error, in budget."""
+    assert elapsed < CALL_BUDGET, (name, elapsed)
+    assert isinstance(out, dict)
+    text = json.dumps(out, allow_nan=False)  # JSON-able, always
+    assert "Traceback" not in text and 'File "' not in text
+    if "error" in out:
+        err = out["error"]
+        assert set(err) == {"code", "message", "field"}
+        assert err["code"] in KNOWN_CODES, out
+        assert isinstance(err["message"], str) and err["message"]
+    elif name == "memory_add" and out["status"] == "created":
+        changes["added"] += 1
+    elif name == "memory_delete":
+        changes["deleted"] += 1
+
+
+def _fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
+          call: Callable[[str, Any], Any], strategy: st.SearchStrategy[Any], examples: int) -> None:
+    """Run ``call`` on ``examples`` hostile arguments, then check both stores are intact."""
+    facade, tenants = world
     memory = tenants.store
     victim_before = _snapshot(memory, lcm_store, tenants.mallory)
-    # memory_consolidate and memory_add may legitimately change the fuzzer's own notes;
-    # memory_delete could only hit an id it guessed. Track successes to account for them.
     own_before = memory.count(agent_id=tenants.alice)
     changes = {"added": 0, "deleted": 0}
 
-    @settings(max_examples=60 if name != "memory_consolidate" else 10, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(args=arguments_for(name))
+    @settings(max_examples=examples if name != "memory_consolidate" else 8, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                     HealthCheck.data_too_large])
+    @given(args=strategy)
     def run(args: Any) -> None:
-        out = facade.call(name, args)
-        assert isinstance(out, dict)
-        json.dumps(out, allow_nan=False)  # JSON-able, always
-        if "error" in out:
-            err = out["error"]
-            assert set(err) == {"code", "message", "field"}
-            assert err["code"] in KNOWN_CODES, out
-            assert isinstance(err["message"], str) and err["message"]
-            assert "Traceback" not in err["message"]
-        elif name == "memory_add" and out["status"] == "created":
-            changes["added"] += 1
-        elif name == "memory_delete":
-            changes["deleted"] += 1
+        began = time.monotonic()
+        out = call(name, args)
+        _check(name, out, time.monotonic() - began, changes)
 
     run()
     assert _snapshot(memory, lcm_store, tenants.mallory) == victim_before
-    if name != "memory_consolidate":
+    if name != "memory_consolidate":  # consolidation may merge the fuzzer's own notes
         assert memory.count(agent_id=tenants.alice) == (own_before + changes["added"]
                                                         - changes["deleted"])
+    if name != "memory_delete":  # a delete could only hit the marker by guessing its uuid
+        found = facade.call("memory_search", {"query": "zebra crossings marker", "limit": 3})
+        assert MARKER in [r["content"] for r in found["results"]]
+    assert lcm_store.doctor().ok, lcm_store.doctor()
+    active = {n.id for n, _ in memory.iter_notes(agent_id=tenants.alice)}
+    for note, _ in memory.iter_notes(agent_id=tenants.alice):
+        assert set(note.links) <= active, note  # no dangling links (amem doctor's check)
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_facade_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any) -> None:
+    facade = world[0]
+    _fuzz(name, world, lcm_store, facade.call, arguments_for(name), 50)
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_mcp_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
+                  portal: BlockingPortal) -> None:
+    """The same through the MCP server and the SDK's client (in-memory transport)."""
+    server = build_server(world[0], limits=CallLimits(timeout=CALL_BUDGET))
+    with portal.wrap_async_context_manager(Client(server)) as client:
+        def call(tool: str, args: Any) -> Any:
+            res = portal.call(client.call_tool, tool, args)
+            out = res.structured_content
+            assert json.loads(res.content[0].text) == out
+            assert res.is_error == ("error" in out)
+            return out
+
+        # MCP carries an object (or nothing) as the arguments: the client sends no others.
+        objects = st.dictionaries(st.sampled_from(list(TOOLS[name].schema.get("properties", {}))
+                                                  or ["x"]) | st.text(max_size=10),
+                                  _json, max_size=5) | st.none()
+        _fuzz(name, world, lcm_store, call, objects, 25)
 
 
 @pytest.mark.parametrize("name", sorted(TOOLS))
@@ -94,7 +161,7 @@ def test_validator_agrees_with_jsonschema(name: str) -> None:
     schema = TOOLS[name].schema
     reference = jsonschema.Draft202012Validator(schema)
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.data_too_large])
     @given(args=arguments_for(name))
     def run(args: Any) -> None:
         try:
