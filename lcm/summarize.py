@@ -35,11 +35,26 @@ _REFUSAL = re.compile(r"^\s*(i'?m sorry|i cannot|i can'?t|as an ai|sorry, i)", r
 
 
 def strip_injected_tags(text: str, tags: Sequence[str]) -> str:
-    """Drop ``<tag ...>...</tag>`` blocks injected by memory plugins (summarizer input only)."""
+    """Drop ``<tag ...>...</tag>`` blocks injected by memory plugins (summarizer input only).
+
+    Linear on any text: a lazy ``<tag>.*?</tag>`` rescans to the end from every unclosed
+    opening tag. Here each opening tag looks for its closing tag once, and once one has none,
+    no later one can (the same blocks ``re.sub`` with ``.*?`` would drop).
+    """
     for tag in tags:
         t = re.escape(tag)
-        text = re.sub(rf"<{t}(?:\s[^>]*)?>.*?</{t}\s*>", "", text, flags=re.DOTALL | re.IGNORECASE)
-        text = re.sub(rf"<{t}(?:\s[^>]*)?/>", "", text, flags=re.IGNORECASE)
+        opening = re.compile(rf"<{t}(?:\s[^<>]*)?>", re.IGNORECASE)
+        closing = re.compile(rf"</{t}\s*>", re.IGNORECASE)
+        kept: list[str] = []
+        pos = 0
+        while (start := opening.search(text, pos)) is not None:
+            end = closing.search(text, start.end())
+            if end is None:
+                break
+            kept.append(text[pos : start.start()])
+            pos = end.end()
+        text = "".join(kept) + text[pos:]
+        text = re.sub(rf"<{t}(?:\s[^<>]*)?/>", "", text, flags=re.IGNORECASE)
     return text
 
 

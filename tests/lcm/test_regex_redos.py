@@ -120,3 +120,20 @@ def test_control_characters_in_a_regex_literal_search_fine(make_store: Callable[
     store.ingest(KEY, [{"role": "user", "content": "header\x01value and more text"}])
     assert [h.id for h in store.grep("header\x01value", mode="regex", session_key=KEY).hits] == ["msg_1"]
     assert store.grep("nothing\x00here", mode="regex", session_key=KEY).hits == []
+
+
+@pytest.mark.parametrize("text", [
+    "a" * 100_000, " " * 100_000, "a." * 50_000, "a-" * 50_000, ".a" * 50_000, "aB" * 50_000,
+    "<relevant-memories>" * 5_000, "<relevant-memories " * 5_000,
+], ids=["a", "spaces", "a.", "a-", ".a", "aB", "open-tags", "open-attrs"])  # fmt: skip
+def test_compactions_own_patterns_stay_linear(text: str) -> None:
+    # Every message a compaction reads goes through these; 20,000 spaces took 19.6 s in the
+    # command pattern and 20,000 "a" 2.7 s in the path pattern (quadratic in the length).
+    from lcm.extract import SourceUnit, extractive_summary
+    from lcm.summarize import strip_injected_tags
+
+    start = time.monotonic()
+    stripped = strip_injected_tags(text, ["relevant-memories"])
+    summary = extractive_summary([SourceUnit("1", "user", "10:00", stripped)], 200, header="Summary.")
+    assert summary.startswith("Summary.") and stripped == text  # no closed block to drop
+    assert time.monotonic() - start < 1.0

@@ -27,6 +27,14 @@ def test_glob_semantics() -> None:
     assert not glob_match("agent:*:cron:**", "agent:main:sub:cron:x")  # * stops at ':'
     assert glob_match("agent:*:**:active-memory:**", "agent:a:b:c:active-memory:x")
     assert is_cron_key("agent:ops:cron:job") and not is_cron_key("agent:ops:chat")
+    assert glob_match("x**", "x\nline") and glob_match("a b#&~[*]", "a b#&~[q]")  # ** spans newlines
+
+
+def test_globs_match_in_linear_time() -> None:
+    # Backtracking took 153 s on this 400-character key; keys come from callers.
+    start = time.monotonic()
+    assert not glob_match("agent:**a**a**a**a**b", "agent:" + "a" * 400)
+    assert time.monotonic() - start < 0.5
 
 
 def test_rrf_and_bm25_are_pure() -> None:
