@@ -81,22 +81,29 @@ class UserRegex:
             DeadlineExceeded: the deadline passed before the text was scanned.
         """
         data = text.encode("utf-8")
-        window = self.window
-        overlap = window // 8
-        found: set[int] = set()
+        size, window = len(data), self.window
+        found: set[int] = set()  # windows overlap: a match there is seen twice
         pos = 0
         while True:
-            end = _char_start(data, min(len(data), pos + window))
-            # pos/endpos keep the whole text as context: ^, $ and \b mean the text's edges.
-            for m in self.compiled.finditer(data, pos, end):
-                found.add(m.start())  # windows overlap: a match there is seen twice
-                if len(found) >= want:
-                    return _to_chars(data, found)
-            if end >= len(data):
-                return _to_chars(data, found)
+            end = size if size - pos <= window else _char_start(data, pos + window)
+            at = pos
+            # search, not finditer: one engine call per match is the cheap path through re2's
+            # wrapper, and most rows are a single call. pos/endpos keep the whole text as
+            # context, so ^, $ and \b mean the text's edges, not a window's.
+            while len(found) < want and at <= end:
+                m = self.compiled.search(data, at, end)
+                if m is None:
+                    break
+                found.add(m.start())
+                at = m.end() if m.end() > m.start() else _next_char(data, m.start())
+            if len(found) >= want or end >= size:
+                break
             if time.monotonic() > deadline:
                 raise DeadlineExceeded
-            pos = _char_start(data, max(pos + 1, end - overlap))
+            pos = _char_start(data, max(pos + 1, end - window // 8))
+        if size == len(text):  # ASCII: byte offsets are character offsets
+            return sorted(found)
+        return [len(data[:o].decode("utf-8")) for o in sorted(found)]
 
 
 def _char_start(data: bytes, i: int) -> int:
@@ -106,8 +113,12 @@ def _char_start(data: bytes, i: int) -> int:
     return i
 
 
-def _to_chars(data: bytes, offsets: set[int]) -> list[int]:
-    return [len(data[:o].decode("utf-8")) for o in sorted(offsets)]
+def _next_char(data: bytes, i: int) -> int:
+    """The first byte of the UTF-8 character after the one at ``i`` (past the end: ``len + 1``)."""
+    i += 1
+    while i < len(data) and data[i] & 0xC0 == 0x80:
+        i += 1
+    return i
 
 
 def _refusal(pattern: str, error: str) -> str:
