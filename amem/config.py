@@ -79,7 +79,9 @@ class AmemConfig:
     # --- writes ---
     fold_threshold: float = 0.85
     pending_threshold: float = 0.72
-    link_floor: float = 0.3
+    #: the offline link rule never links below this note similarity (0 = unrelated notes); the
+    #: nearest notes always reach the verifier (an LLM, when configured, sees them all)
+    link_floor: float = 0.0
     link_candidates: int = 6
     evolve_max: int = 3
     #: evolve linked notes on one add in N (1 = every add)

@@ -6,7 +6,7 @@
    ``pending_threshold`` <= cosine < ``fold_threshold`` stores the note flagged
    ``pending_merge`` for the nightly consolidation.
 3. Note construction by the enricher (LLM when configured, offline otherwise).
-4. Links to up to ``link_candidates`` neighbours above ``link_floor``, verified, written both ways.
+4. Links: the ``link_candidates`` nearest notes, verified (``amem.linking``), written both ways.
 5. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded and re-embedded.
 6. Save.
 
@@ -31,6 +31,7 @@ import numpy as np
 from .backends.base import Hit, Match, MatchAny, Point, Where
 from .errors import ValidationError
 from .fold import fold_content
+from .linking import choose_links, view_of
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
 from .refresh import StaleVectors
@@ -324,14 +325,12 @@ class Writer:
         if top is not None and top.score >= cfg.pending_threshold:
             note.pending_merge = True
             status = "pending_merge"
-        candidates = [(h.payload["id"], h.payload["content"], float(h.score))
-                      for h in neighbours if h.score >= cfg.link_floor][:cfg.link_candidates]
-        linked: list[str] = []
-        if candidates:
-            decision = self.enricher.verify_links(note.content, candidates)
-            warnings.extend(getattr(decision, "warnings", []))
-            known = {c[0] for c in candidates}
-            linked = [nid for nid in decision if nid in known]  # never link to an invented id
+        # the nearest notes go to the verifier unfiltered: LLM yes/no, else amem.linking's rule
+        linked, link_warnings = choose_links(
+            view_of(note.to_payload()),
+            [view_of(h.payload, h.score) for h in neighbours[:cfg.link_candidates]],
+            self.enricher, llm=self._llm is not None, floor=cfg.link_floor)
+        warnings.extend(link_warnings)
         note.links = unique(linked)
         self._adds += 1
         evolved: list[str] = []

@@ -1,0 +1,133 @@
+"""Which of a new note's nearest notes it links to: the LLM's yes/no, or an offline rule.
+
+The write path offers the ``link_candidates`` (6) nearest notes, whatever their cosine: a
+cosine floor before verification dropped most related notes with e5 (8 notes about one
+project got 2 links from an LLM answering yes to all, 0 offline). With an LLM configured it
+answers yes or no per candidate. Offline, a candidate is linked when
+
+* the two notes are close on the note scale (``strong``, calibrated similarity 0.75), or
+* they are not by or about different people (speakers opening a line, the notes' subjects,
+  capitalised names inside a sentence; a capitalised word anywhere may be the shared name)
+  and share an informative word besides the names (not a stop word or common English word),
+* or they share a name and were written within ``days`` of each other (one conversation:
+  the turns of a session about a person belong together),
+
+and never below ``link_floor`` on the note scale (0 by default: no closer than unrelated notes).
+
+Why this rule: on the LoCoMo dev conversations, turns that are evidence for one question
+(the pairs a multi-hop question needs) pass it about four times as often as random turn
+pairs of the same conversation (``tests/amem/store/test_linking.py`` measures it on the
+data's evidence structure; ``benchmarks.retrieval --links`` measures what it does to search).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+from .enrich.base import OFFLINE_FALLBACK
+from .enrich.keywords import TextAnalysis, analyse, word_key
+
+log = logging.getLogger(__name__)
+
+#: an informative word weighs at least this in ``amem.enrich`` (common English words weigh less)
+MIN_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class LinkView:
+    """What the rule reads of one note."""
+
+    id: str
+    content: str
+    subjects: tuple[str, ...] = ()
+    timestamp: str = ""
+    #: note similarity to the new note (candidates only)
+    similarity: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Read:
+    #: who or what the note is surely by or about: speakers, subjects, names inside a sentence
+    people: frozenset[str]
+    #: ``people`` plus capitalised words at a sentence start ("Falcon's budget"): maybe names
+    names: frozenset[str]
+    #: the other informative words
+    terms: frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def _read(content: str, subjects: tuple[str, ...]) -> _Read:
+    """People, names and informative words of a note (words weighed as ``amem.enrich`` does)."""
+    a: TextAnalysis = analyse(content)
+    people = {word_key(part) for name in a.speakers for part in name.split()}
+    people.update(word_key(part) for s in subjects for part in s.split())
+    capitalised = [t for t in a.tokens if t.surface[:1].isupper() and t.weight >= MIN_WEIGHT]
+    names = people | {t.key for t in capitalised}
+    people.update(t.key for t in capitalised if not t.sentence_start)
+    terms = {t.key for t in a.tokens if t.weight >= MIN_WEIGHT} | set(a.cjk_terms)
+    return _Read(frozenset(people), frozenset(names), frozenset(terms - names))
+
+
+def _days_apart(a: str, b: str) -> float | None:
+    try:
+        first, second = datetime.fromisoformat(a), datetime.fromisoformat(b)
+    except ValueError:
+        return None
+    if (first.tzinfo is None) != (second.tzinfo is None):
+        first, second = first.replace(tzinfo=None), second.replace(tzinfo=None)
+    return abs((first - second).total_seconds()) / 86400.0
+
+
+def related(note: LinkView, other: LinkView, *, strong: float = 0.75, days: float = 1.0) -> bool:
+    """The offline rule (see the module docstring): should ``note`` link to ``other``?"""
+    if other.similarity >= strong:
+        return True
+    mine, theirs = _read(note.content, note.subjects), _read(other.content, other.subjects)
+    same_name = bool(mine.names & theirs.names)
+    if mine.people and theirs.people and not same_name:
+        return False  # by or about different people: shared words are a coincidence
+    if mine.terms & theirs.terms:
+        return True
+    if same_name and note.timestamp and other.timestamp:
+        gap = _days_apart(note.timestamp, other.timestamp)
+        return gap is not None and gap <= days
+    return False
+
+
+def view_of(payload: Mapping[str, Any], similarity: float = 0.0) -> LinkView:
+    """The rule's view of a stored note (its payload) at ``similarity`` to the new note."""
+    return LinkView(str(payload["id"]), str(payload.get("content", "")),
+                    tuple(payload.get("subjects", ())), str(payload.get("timestamp", "")),
+                    float(similarity))
+
+
+def offline_links(note: LinkView, candidates: Sequence[LinkView], *, floor: float = 0.0,
+                  strong: float = 0.75, days: float = 1.0) -> list[str]:
+    """The ids of ``candidates`` the offline rule links ``note`` to, in candidate order."""
+    return [c.id for c in candidates if c.id != note.id and c.similarity >= floor
+            and related(note, c, strong=strong, days=days)]
+
+
+def choose_links(note: LinkView, candidates: Sequence[LinkView], enricher: Any, *,
+                 llm: bool, floor: float = 0.0) -> tuple[list[str], list[str]]:
+    """(linked ids, warnings): the LLM's verdicts when one is configured, else the offline rule.
+
+    When the LLM fails, the enricher falls back to its own offline answer and says so in its
+    warnings; the offline rule above then decides instead (it reads names and time, which the
+    enricher's fallback does not), and the warning is kept so the degraded path stays visible.
+    """
+    if not candidates:
+        return [], []
+    if not llm:
+        return offline_links(note, candidates, floor=floor), []
+    decision = enricher.verify_links(note.content, [(c.id, c.content, c.similarity)
+                                                    for c in candidates])
+    warnings = list(getattr(decision, "warnings", []))
+    known = {c.id for c in candidates}
+    if getattr(decision, "decided_by", None) == OFFLINE_FALLBACK:
+        return offline_links(note, candidates, floor=floor), warnings
+    return [nid for nid in decision if nid in known], warnings  # never an invented id
