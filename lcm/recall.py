@@ -80,7 +80,7 @@ class Recall:
             return self._describe_file(id, offset, limit, family)
         m = MESSAGE_ID_RE.match(id)
         if m:
-            return self._describe_message(int(m.group(1)), family)
+            return self._describe_message(id, m.group(1), family)
         raise LcmValidationError(f"not an lcm id: {id!r} (expected sum_<16 hex>, file_<16 hex> or msg_<n>)", field="id")
 
     def _describe_summary(self, sid: str, family: Collection[int] | None) -> SummaryDescription:
@@ -119,13 +119,16 @@ class Recall:
             row["token_count"], row["exploration_summary"], row["created_at"], offset, text, more,
         )  # fmt: skip
 
-    def _describe_message(self, mid: int, family: Collection[int] | None) -> MessageDescription:
-        if mid > MAX_ROWID:  # no such row can exist; SQLite would overflow on the lookup
-            raise LcmNotFoundError(f"no message msg_{mid}", id=f"msg_{mid}")
+    def _describe_message(self, id: str, digits: str, family: Collection[int] | None) -> MessageDescription:
+        # Beyond SQLite's integers no row can exist (the lookup would overflow), and int() of
+        # thousands of digits is refused by Python itself: both are simply not found.
+        mid = int(digits) if len(digits) <= 19 else MAX_ROWID + 1
+        if mid > MAX_ROWID:
+            raise LcmNotFoundError(f"no message {id}", id=id)
         with self.db.reading() as c:
             r = visible(c.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone(), family)
             if r is None:
-                raise LcmNotFoundError(f"no message msg_{mid}", id=f"msg_{mid}")
+                raise LcmNotFoundError(f"no message {id}", id=id)
             sids = [x[0] for x in c.execute("SELECT summary_id FROM summary_messages WHERE message_id = ?", (mid,))]
             in_ctx = c.execute("SELECT 1 FROM context_items WHERE message_id = ?", (mid,)).fetchone() is not None
         return MessageDescription(

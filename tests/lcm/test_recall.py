@@ -46,6 +46,13 @@ def test_describe_errors(deep: LcmStore) -> None:
         deep.describe("msg_999999")
     with pytest.raises(LcmValidationError):
         deep.describe("sum_xyz")
+    # Ids past SQLite's integers overflowed the lookup; thousands of digits broke int() itself.
+    for huge in ("msg_99999999999999999999", "msg_" + "9" * 5000):
+        with pytest.raises(LcmNotFoundError, match="no message msg_9"):
+            deep.describe(huge)
+    for trailing in ("msg_1\n", "sum_0000000000000000\n", "file_0000000000000000\n"):
+        with pytest.raises(LcmValidationError):  # $ would have matched before the newline
+            deep.describe(trailing)
 
 
 def test_expand_walks_down_to_messages_under_a_cap(deep: LcmStore) -> None:
