@@ -246,6 +246,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
                             f"write was interrupted); the next add, import or nightly job "
                             f"re-embeds them")
+    nightly = _nightly_status(settings)
+    problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
+                    f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
     lcm = _lcm_call(settings, "doctor")
     if args.clean:
         lcm = {"doctor": lcm, "clean": _lcm_call(settings, "doctor_clean")}

@@ -247,6 +247,8 @@ def test_a_corrupt_nightly_record_is_reported_not_a_crash(tmp_path: Path) -> Non
     (tmp_path / "nightly.json").write_text(json.dumps({"last_run": "x", "last_slot": [1]}))
     status = amem_json(env, "status")  # AttributeError before
     assert isinstance(status, dict) and len(status["nightly"]["record_problems"]) == 2
+    doctor = amem_json(env, "doctor")
+    assert isinstance(doctor, dict) and any("nightly record" in w for w in doctor["warnings"])
     assert amem(env, "serve", "--no-lcm", stdin="").returncode == 0  # starts the scheduler
     assert amem_json(env, "status")["nightly"]["record_problems"] == []  # type: ignore[index]
 
