@@ -25,7 +25,13 @@ class LLMConfig:
         model: the model name the endpoint knows.
         api_key: sent as ``Authorization: Bearer``; a placeholder is fine for local servers.
         connect_timeout: seconds to open the connection.
-        read_timeout: seconds to wait for the reply (local models can be slow: be generous).
+        read_timeout: seconds to wait for each read of the reply (local models can be slow: be
+            generous). It bounds one read, not the whole reply: see ``deadline``.
+        deadline: seconds one call may take in all (every retry, wait and byte of the reply);
+            past it the call fails and the caller falls back. A server dripping its reply a byte
+            at a time never trips the read timeout, but it trips this.
+        max_reply_bytes: a reply longer than this is not read further and fails (a model's
+            JSON answer is a few KB; this stops a broken or hostile server filling the memory).
         max_retries: extra attempts after the first, only for connection errors, timeouts and
             HTTP 408/409/429/5xx.
         backoff_base: the first retry waits about this long; each further retry doubles it.
@@ -45,6 +51,8 @@ class LLMConfig:
     api_key: str = PLACEHOLDER_API_KEY
     connect_timeout: float = 5.0
     read_timeout: float = 60.0
+    deadline: float = 90.0
+    max_reply_bytes: int = 2_000_000
     max_retries: int = 2
     backoff_base: float = 0.5
     backoff_max: float = 8.0
@@ -63,7 +71,7 @@ class LLMConfig:
             raise ConfigError("model must be a non-empty string", key="model")
         if not isinstance(self.api_key, str):
             raise ConfigError("api_key must be a string (a placeholder is fine)", key="api_key")
-        for name in ("connect_timeout", "read_timeout", "breaker_cooldown"):
+        for name in ("connect_timeout", "read_timeout", "deadline", "breaker_cooldown"):
             _positive(name, getattr(self, name))
         for name in ("backoff_base", "backoff_max", "retry_after_max"):
             _non_negative(name, getattr(self, name))
@@ -71,6 +79,10 @@ class LLMConfig:
             raise ConfigError("backoff_max must be >= backoff_base", key="backoff_max")
         if not isinstance(self.jitter, (int, float)) or not 0.0 <= self.jitter <= 1.0:
             raise ConfigError(f"jitter is a fraction in [0, 1], got {self.jitter!r}", key="jitter")
+        if (not isinstance(self.max_reply_bytes, int) or isinstance(self.max_reply_bytes, bool)
+                or self.max_reply_bytes < 1024):
+            raise ConfigError(f"max_reply_bytes must be an int >= 1024, got {self.max_reply_bytes!r}",
+                              key="max_reply_bytes")
         if not isinstance(self.max_retries, int) or isinstance(self.max_retries, bool) or self.max_retries < 0:
             raise ConfigError(f"max_retries must be an int >= 0, got {self.max_retries!r}", key="max_retries")
         if (not isinstance(self.breaker_threshold, int) or isinstance(self.breaker_threshold, bool)

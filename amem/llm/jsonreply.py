@@ -7,6 +7,10 @@ Repairs, in order, each tried only when the previous text does not parse:
 3. take the outermost ``{...}`` object, found by bracket matching that respects strings;
 4. remove trailing commas before ``}`` or ``]``.
 
+Every repair is one linear pass (no regex that can rescan the text from each position, no
+bracket matching restarted at each ``{``): a hostile reply of 100,000 ``{`` or ``<think>`` costs
+milliseconds, not minutes. Nesting too deep for the JSON decoder is "not JSON", not a crash.
+
 Shape checking covers the JSON-Schema subset our prompts use: ``type`` (object, array, string,
 integer, number, boolean, null, or a list of them), ``properties``, ``required``, ``items``,
 ``enum``, ``minItems``/``maxItems``, ``minLength``. Anything else in a schema is ignored.
@@ -20,7 +24,7 @@ from typing import Any, Mapping
 
 from ..errors import LLMResponseError
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _RAW_PREVIEW = 200
@@ -37,7 +41,7 @@ def parse_json_object(raw: str) -> dict[str, Any]:
     for candidate in _candidates(raw):
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the decoder goes
             continue
         if isinstance(value, dict):
             return value
@@ -49,7 +53,7 @@ def _candidates(raw: str) -> list[str]:
     """Texts to try, least repaired first."""
     text = raw.strip()
     out = [text]
-    text = _THINK.sub("", text).strip()
+    text = drop_think_blocks(text).strip()
     out.append(text)
     fence = _FENCE.search(text)
     if fence:
@@ -63,35 +67,61 @@ def _candidates(raw: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def drop_think_blocks(text: str) -> str:
+    """``text`` without its ``<think>...</think>`` blocks (an unclosed one is kept).
+
+    One pass over the tags: a lazy ``<think>.*?</think>`` regex rescans to the end from every
+    unclosed ``<think>``, which is quadratic in a reply of many of them.
+    """
+    kept: list[str] = []
+    pos = 0
+    open_at: int | None = None
+    for tag in _THINK_TAG.finditer(text):
+        if open_at is None and not tag.group(1):
+            open_at = tag.start()
+        elif open_at is not None and tag.group(1):
+            kept.append(text[pos:open_at])
+            pos = tag.end()
+            open_at = None
+    kept.append(text[pos:])
+    return "".join(kept)
+
+
 def outermost_object(text: str) -> str | None:
     """The first balanced ``{...}`` in ``text`` (braces inside strings do not count), or None.
 
-    An object cut off by the length limit has no closing brace: then None.
+    One pass from the first ``{``, keeping the open braces on a stack: the first time the stack
+    empties, that object is the answer. When the text ends with braces still open (an object
+    cut off by the length limit), the answer is the earliest-starting object that did close
+    inside it, or None. Restarting the scan at every ``{`` instead is quadratic.
     """
     start = text.find("{")
-    while start != -1:
-        depth = 0
-        in_string = False
-        escaped = False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
+    if start == -1:
+        return None
+    opened: list[int] = []
+    best: tuple[int, int] | None = None
+    in_string = False
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
             elif ch == '"':
-                in_string = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start:i + 1]
-        start = text.find("{", start + 1)
-    return None
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            opened.append(i)
+        elif ch == "}" and opened:
+            begin = opened.pop()
+            if not opened:
+                return text[begin:i + 1]
+            if best is None or begin < best[0]:
+                best = (begin, i + 1)
+    return text[best[0]:best[1]] if best is not None else None
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

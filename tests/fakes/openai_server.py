@@ -5,7 +5,10 @@ with its real :class:`httpx.Client` is what gets tested. Each request to
 ``POST /v1/chat/completions`` takes the next item of the script (or ``default`` when the script
 is empty). An item is a :class:`Reply` or a callable ``(Request) -> Reply`` for behaviour that
 depends on what was asked. The helpers build the usual cases: :func:`chat`, :func:`json_reply`,
-:func:`garbage`, :func:`error`, :func:`slow`, :func:`raw`, :func:`reject_format`.
+:func:`garbage`, :func:`error`, :func:`slow`, :func:`raw`, :func:`reject_format`, and the hostile
+ones: :func:`envelope` (any JSON as the whole body), :func:`raw_bytes` (truncated or invalid
+bytes), :func:`drip` (a byte at a time, headers included if asked), :func:`huge` (a body of any
+size generated as it is sent, with or without a ``Content-Length``).
 """
 
 from __future__ import annotations
@@ -14,19 +17,27 @@ import json
 import threading
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterator, Union
 
 CHAT_PATH = "/v1/chat/completions"
 
 
 @dataclass(frozen=True)
 class Reply:
-    """One HTTP answer: status, body (a dict is sent as JSON), headers, and a delay before it."""
+    """One HTTP answer: status, body (a dict is sent as JSON, bytes as they are), headers, and a
+    delay before it. ``drip`` sends the body one byte per ``drip`` seconds (the status line and
+    headers too when ``drip_headers``); ``generate`` replaces the body by a stream of chunks made
+    while sending (for replies too large to build), with no ``Content-Length`` unless
+    ``declare_length`` gives one."""
 
     status: int = 200
-    body: Union[dict[str, Any], str] = ""
+    body: Union[dict[str, Any], str, bytes] = ""
     headers: tuple[tuple[str, str], ...] = ()
     delay: float = 0.0
+    drip: float = 0.0
+    drip_headers: bool = False
+    generate: Callable[[], Iterator[bytes]] | None = None
+    declare_length: int | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,41 @@ def raw(status: int, body: str, content_type: str = "text/plain") -> Reply:
 def slow(seconds: float, then: Reply | None = None) -> Reply:
     """``then`` (default: an empty JSON object reply), sent only after ``seconds``."""
     return replace(then if then is not None else json_reply({}), delay=seconds)
+
+
+def envelope(body: Any) -> Reply:
+    """A 200 whose whole body is ``body`` as JSON, whatever its shape (wrong types at any level)."""
+    return Reply(200, json.dumps(body), (("Content-Type", "application/json"),))
+
+
+def raw_bytes(body: bytes, status: int = 200, content_type: str = "application/json") -> Reply:
+    """Exactly these bytes as the body (truncated JSON, invalid UTF-8, ...)."""
+    return Reply(status, body, (("Content-Type", content_type),))
+
+
+def drip(seconds_per_byte: float, then: Reply | None = None, *, headers_too: bool = False) -> Reply:
+    """``then`` (default: a valid empty JSON reply) sent one byte at a time."""
+    return replace(then if then is not None else json_reply({}), drip=seconds_per_byte, drip_headers=headers_too)
+
+
+def huge(size: int, *, declare_length: bool = False, chunk: int = 65536) -> Reply:
+    """A 200 chat completion whose content is ``size`` bytes of text, generated while it is sent
+    (the server never holds it); ``declare_length`` sends a true ``Content-Length`` first."""
+    head = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"'
+    tail = b'"},"finish_reason":"stop"}]}'
+    filler = max(0, size - len(head) - len(tail))
+
+    def stream() -> Iterator[bytes]:
+        yield head
+        left = filler
+        while left > 0:
+            n = min(chunk, left)
+            yield b"a" * n
+            left -= n
+        yield tail
+
+    return Reply(200, "", (("Content-Type", "application/json"),), generate=stream,
+                 declare_length=len(head) + filler + len(tail) if declare_length else None)
 
 
 def reject_format(kind: str, then: Script) -> Callable[[Request], Reply]:
@@ -201,19 +247,39 @@ def _make_handler(state: _State) -> type[BaseHTTPRequestHandler]:
             if isinstance(reply.body, dict):
                 payload = json.dumps(reply.body).encode("utf-8")
                 content_type = "application/json"
+            elif isinstance(reply.body, bytes):
+                payload, content_type = reply.body, "application/octet-stream"
             else:
                 payload = reply.body.encode("utf-8")
                 content_type = "text/plain; charset=utf-8"
+            headers = dict(reply.headers)
+            headers.setdefault("Content-Type", content_type)
+            if reply.generate is None:
+                headers["Content-Length"] = str(len(payload))
+            elif reply.declare_length is not None:
+                headers["Content-Length"] = str(reply.declare_length)
+            head = f"HTTP/1.0 {reply.status} {self.responses.get(reply.status, ('',))[0]}\r\n"
+            head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
             try:
-                self.send_response(reply.status)
-                headers = dict(reply.headers)
-                headers.setdefault("Content-Type", content_type)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self._write(head.encode("latin-1"), reply.drip if reply.drip_headers else 0.0)
+                if reply.generate is not None:
+                    for part in reply.generate():
+                        if state.stopping.is_set():
+                            return
+                        self.wfile.write(part)
+                else:
+                    self._write(payload, reply.drip)
             except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a read timeout): exactly what a slow reply tests
+                pass  # the client gave up (a timeout, a deadline, a size cap): exactly what is tested
+
+        def _write(self, data: bytes, drip: float) -> None:
+            if not drip:
+                self.wfile.write(data)
+                return
+            for i in range(len(data)):
+                if state.stopping.wait(drip):
+                    return
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
 
     return Handler
