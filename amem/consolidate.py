@@ -325,7 +325,7 @@ class _AgentRun:
             if (vector is None or s_note.vector_stale
                     or merged.note.embed_text() != s_note.embed_text()):
                 vector = store.embed_passages([merged.note.embed_text()])[0]
-            store.save_note(merged.note, vector)
+            store.update_note(merged.note, vector)  # fields and vector; never a revival
             self.graph.set_links(survivor, links)
             self._count_merge_kind(merged.merged_by, merged.llm_error, loser, survivor)
             if s_note.pending_merge:

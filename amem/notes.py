@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import unicodedata
 import uuid
 from dataclasses import asdict, dataclass, field, replace
@@ -17,12 +18,24 @@ MAX_ID_CHARS = 200
 MAX_LIST_ITEMS = 64
 MAX_ITEM_CHARS = 200
 
-#: namespace of the engine's point ids: uuid5(namespace, agent_id + "/" + note id)
+#: namespace of the engine's point ids
 _POINT_NS = uuid.UUID("6f0b7d3e-5a57-4c1e-9f3a-2b7f2a0e4a11")
+#: the point-id derivation a store was written with (recorded in its metadata, ``point_ids``)
+POINT_ID_FORMAT = 2
 
 
 def point_id(agent_id: str, note_id: str) -> str:
-    """The engine's UUID for one agent's note (note ids are only unique per agent)."""
+    """The engine's UUID for one agent's note (note ids are only unique per agent).
+
+    The pair is JSON-encoded, which is injective: ``("a/b", "c")`` and ``("a", "b/c")`` get
+    different points. (Format 1 hashed ``agent + "/" + id``, so those two shared one point and
+    one agent could overwrite another's note; ``amem.pointids`` moves such stores at open.)
+    """
+    return str(uuid.uuid5(_POINT_NS, json.dumps([agent_id, note_id], ensure_ascii=True)))
+
+
+def legacy_point_id(agent_id: str, note_id: str) -> str:
+    """Format 1 point id (not injective): only to read and move stores written with it."""
     return str(uuid.uuid5(_POINT_NS, f"{agent_id}/{note_id}"))
 
 
@@ -78,7 +91,16 @@ class Note:
         return cls(**known)
 
     def embed_text(self) -> str:
-        """What the dense vector embeds: content + keywords + tags + context."""
+        """What the dense vector embeds: the content, plus the enrichment an LLM or the caller
+        gave (words the content lacks, see ``compose_embed_text``).
+
+        Offline enrichment (``offline``, ``offline-fallback``) is drawn from the content by
+        rule, so it tells the encoder nothing new: such a note embeds its content alone. That
+        is also the vector a fold compares (``amem.nearduplicate``), so an offline note is
+        embedded once, not once for its content and again for its enriched text.
+        """
+        if not (self.enriched_by.startswith("llm:") or self.enriched_by == "given"):
+            return self.content
         return compose_embed_text(self.content, self.keywords, self.tags, self.context)
 
     def copy(self, **changes: Any) -> "Note":
@@ -227,4 +249,4 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-__all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "point_id", "content_hash"]
+__all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "POINT_ID_FORMAT", "point_id", "content_hash"]

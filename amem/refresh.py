@@ -37,8 +37,9 @@ def refresh_vectors(store: "MemoryStore", point_ids: Collection[str] | None = No
     """Re-embed the notes marked stale, among ``point_ids`` or in the whole store.
 
     Every note is read back from the engine first, so the vector embeds the text as stored now
-    (links or tags written after the mark included), and the rewrite clears the mark. Returns
-    the number of notes re-embedded. The caller holds the writer's lock.
+    (links or tags written after the mark included). Only the vector and the mark change, by a
+    field update: a note deleted since keeps its deletion. Returns the number of notes
+    re-embedded. The caller holds the store's write lock.
     """
     if point_ids is not None:
         if not point_ids:
@@ -51,8 +52,9 @@ def refresh_vectors(store: "MemoryStore", point_ids: Collection[str] | None = No
     for start in range(0, len(notes), size):
         chunk = notes[start:start + size]
         vectors = store.embed_passages([note.embed_text() for note in chunk])
-        store.write_points([store.make_point(note, vector, count_stats=False)
-                            for note, vector in zip(chunk, vectors)])
+        for note, vector in zip(chunk, vectors):
+            store.update_note_fields(note.id, note.agent_id, {FIELD: False}, dense=vector,
+                                     active_only=False)
     return len(notes)
 
 

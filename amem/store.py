@@ -16,7 +16,10 @@ from .backends.base import Hit, Match, Point, VectorBackend, Where
 from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
-from .notes import Note, check_agent, check_id, check_limit, check_text, point_id
+from .notes import (POINT_ID_FORMAT, Note, check_agent, check_id, check_limit, check_text,
+                    point_id)
+from .pointids import META_KEY as POINT_IDS
+from .pointids import move_points
 from .refresh import FIELD as STALE_FIELD
 from .refresh import count_stale, refresh_vectors
 from .similarity import calibration_for, note_cosine, note_similarity, query_similarity
@@ -89,6 +92,7 @@ class MemoryStore:
         self._stats = self._engine_stats(bm25.CorpusStats(**self._meta.get("bm25_stats", {})))
         self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
         self._writes_since_meta = 0
+        self._move_point_ids()
         self._llm = llm if llm is not None else self._llm_from_config()
         self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
 
@@ -135,6 +139,7 @@ class MemoryStore:
         given = self.embedder.model_id
         if not meta:
             meta = {"schema": SCHEMA_VERSION, "embedder": given, "dim": self.embedder.dim,
+                    POINT_IDS: POINT_ID_FORMAT,
                     "bm25_stats": {"docs": 0, "tokens": 0}}
             self.backend.write_meta(meta)
             return meta
@@ -165,6 +170,25 @@ class MemoryStore:
         self._meta["bm25_stats"] = {"docs": fixed.docs, "tokens": fixed.tokens}
         self.backend.write_meta(self._meta)
         return fixed
+
+    def _move_point_ids(self) -> None:
+        """A store written with an older point-id format is moved to the current one, once."""
+        if self._meta.get(POINT_IDS) == POINT_ID_FORMAT:
+            return
+        moved = move_points(self.backend, self._moved_point)
+        if moved:
+            log.warning("moved %d notes of %s to point-id format %d", moved, self.location,
+                        POINT_ID_FORMAT)
+        self._meta[POINT_IDS] = POINT_ID_FORMAT
+        self.backend.write_meta(self._meta)
+
+    def _moved_point(self, hit: Hit) -> Point:
+        """A stored note under its current point id: its payload and vector as they were."""
+        assert hit.dense is not None  # move_points reads with vectors and skips vectorless points
+        point = self.make_point(Note.from_payload(hit.payload), hit.dense, count_stats=False,
+                                stale=bool(hit.payload.get(STALE_FIELD)))
+        point.payload = dict(hit.payload)
+        return point
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice."""
@@ -243,10 +267,56 @@ class MemoryStore:
         if self._writes_since_meta >= 1000:
             self._save_meta()
 
+    @property
+    def write_lock(self) -> threading.RLock:
+        """The one lock every change to the store takes: adds, deletes, folds, evolutions,
+        link updates, re-embedding, consolidation. A change never interleaves with another."""
+        return self._lock
+
+    def note_where(self, note_id: str, agent_id: str, *, active_only: bool = True) -> Where:
+        """The stored note ``note_id`` of ``agent_id`` (and active), whatever its point id says."""
+        must: list[Any] = [Match("agent_id", agent_id), Match("id", note_id)]
+        if active_only:
+            must.append(Match("is_active", True))
+        return Where(must=tuple(must))
+
+    def update_note_fields(self, note_id: str, agent_id: str, changes: dict[str, Any], *,
+                           dense: np.ndarray | None = None, terms_of: Note | None = None,
+                           active_only: bool = True) -> bool:
+        """Change named fields (and optionally the vectors) of one stored note, in place.
+
+        Only the note of this agent, active unless ``active_only`` is false, is touched; a
+        missing, deleted or foreign one is left alone and the answer is False. ``terms_of``
+        rebuilds the BM25 vector from that note's text. Never a whole-point rewrite: a field
+        nobody named (``is_active`` above all) keeps what is stored now.
+        """
+        sparse = None
+        if terms_of is not None:
+            terms = bm25.note_terms(terms_of.content, terms_of.keywords, terms_of.tags)
+            sparse = bm25.doc_vector(terms, self._stats.avgdl, self._bm25)
+        with self._lock:
+            return self.backend.update_point(
+                point_id(agent_id, note_id), changes, dense=dense, sparse=sparse,
+                where=self.note_where(note_id, agent_id, active_only=active_only))
+
+    def update_note(self, note: Note, vector: np.ndarray | None = None) -> bool:
+        """Rewrite a stored, active note's fields, terms and vector (re-embedded when None).
+
+        ``is_active`` is left as stored: a note deleted meanwhile stays deleted (False).
+        """
+        if vector is None:
+            vector = self.embed_passages([note.embed_text()])[0]
+        changes = note.to_payload()
+        changes.pop("is_active")
+        changes[STALE_FIELD] = False
+        return self.update_note_fields(note.id, note.agent_id, changes, dense=vector,
+                                       terms_of=note)
+
     def load(self, note_id: str, agent_id: str, *, with_vector: bool = False,
              include_inactive: bool = False) -> tuple[Note, np.ndarray | None]:
         hits = self.backend.retrieve([point_id(agent_id, note_id)], with_vectors=with_vector)
-        if not hits or hits[0].payload.get("agent_id") != agent_id:
+        if not hits or hits[0].payload.get("agent_id") != agent_id \
+                or hits[0].payload.get("id") != note_id:
             raise NotFoundError(f"no note {note_id!r} for agent {agent_id!r}", id=note_id)
         note = Note.from_payload(hits[0].payload)
         if not note.is_active and not include_inactive:
@@ -304,7 +374,7 @@ class MemoryStore:
         agent = self.agent(agent_id)
         with self._lock:
             note, _ = self.load(check_id(note_id), agent)
-            self.backend.set_payload(point_id(agent, note.id), {"is_active": False})
+            self.update_note_fields(note.id, agent, {"is_active": False})
         note.is_active = False
         return note
 
@@ -341,13 +411,15 @@ class MemoryStore:
         return sorted(seen)
 
     def save_note(self, note: Note, vector: np.ndarray | None = None) -> None:
-        """Rewrite a whole note; re-embeds it when no vector is given."""
+        """Write a whole note as given (a new one; a stored one is ``update_note``'s job);
+        re-embeds it when no vector is given."""
         if vector is None:
             vector = self.embed_passages([note.embed_text()])[0]
         self.write_points([self.make_point(note, vector, count_stats=False)])
 
-    def update_payload(self, note_id: str, agent_id: str, changes: dict[str, Any]) -> None:
-        self.backend.set_payload(point_id(agent_id, note_id), changes)
+    def update_payload(self, note_id: str, agent_id: str, changes: dict[str, Any]) -> bool:
+        """Set fields of a stored note of ``agent_id``, active or not (False when absent)."""
+        return self.update_note_fields(note_id, agent_id, changes, active_only=False)
 
     def consolidate(self, *, agent_id: str | None = None, all_agents: bool = False,
                     progress: Any = None) -> Any:

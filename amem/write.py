@@ -1,19 +1,27 @@
-"""The write path: ``add`` = dedup, near-duplicate fold, enrichment, links, evolution, save.
+"""The write path: ``add`` = dedup, near-duplicate fold, enrichment, save, links, evolution.
 
 1. Exact dedup: a content-hash match (the note's own hash or one folded into it) returns the
    existing note, marked ``deduplicated``; nothing is written, no LLM is called.
-2. Near-duplicate fold: top-1 cosine >= ``fold_threshold`` folds the new text into that note;
-   ``pending_threshold`` <= cosine < ``fold_threshold`` stores the note flagged
-   ``pending_merge`` for the nightly consolidation.
-3. Note construction by the enricher (LLM when configured, offline otherwise).
-4. Links: the ``link_candidates`` nearest notes, verified (``amem.linking``), written both ways.
-5. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded and re-embedded.
-6. Save.
+2. Near-duplicate fold, on content alone (``amem.nearduplicate``): the new content's vector
+   against the current content of the engine's nearest notes. Cosine >= ``fold_threshold``
+   folds the new text into the best one (no LLM is called); ``pending_threshold`` <= cosine
+   < ``fold_threshold`` stores the note flagged ``pending_merge`` for the nightly consolidation.
+3. Note construction by the enricher (LLM when configured, offline otherwise): only for a note
+   that will be stored, so the LLM never decides what is a duplicate.
+4. Save the note.
+5. Links: the ``link_candidates`` nearest notes, verified (``amem.linking``); the back-links
+   are written after the note, so a kill in between leaves no link to a missing note.
+6. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded.
 
-A fold target or an evolved note is saved at once with its previous vector, marked
-``vector_stale``, and re-embedded once when the add or the batch ends (``amem.refresh``): a note
-that changes several times in one batch is embedded once, in one encoder call. A bulk import
-(``deferred_reembed``) waits longer, until ``import_reembed_every`` notes wait or it ends.
+Every change to a stored note (fold, back-link, evolution, re-embedding) is a field update of
+that note (``MemoryStore.update_note_fields``), never a rewrite from a snapshot, and runs under
+the store's one write lock: a note deleted meanwhile stays deleted.
+
+A note is stored with its content's vector; when its enrichment adds words (an LLM's context),
+or a fold or an evolution changes what it embeds, it is marked ``vector_stale`` and re-embedded
+once when the add or the batch ends (``amem.refresh``): a note that changes several times in
+one batch is embedded once, in one encoder call. A bulk import (``deferred_reembed``) waits
+longer, until ``import_reembed_every`` notes wait or it ends. Folds never read those vectors.
 
 ``enrich=False`` is the episodic fast path: stored as given (hash dedup only), for bulk logs.
 """
@@ -21,7 +29,6 @@ that changes several times in one batch is embedded once, in one encoder call. A
 from __future__ import annotations
 
 import logging
-import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
@@ -32,8 +39,10 @@ from .backends.base import Hit, Match, MatchAny, Point, Where
 from .errors import ValidationError
 from .fold import fold_content
 from .linking import choose_links, view_of
+from .nearduplicate import ContentVectors, content_cosines
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
+from .refresh import FIELD as STALE_FIELD
 from .refresh import StaleVectors
 
 if TYPE_CHECKING:
@@ -73,19 +82,20 @@ class _Draft:
 
 
 class Writer:
-    """Runs the add pipeline for one store; one writer lock keeps adds serial."""
+    """Runs the add pipeline for one store, under the store's write lock."""
 
     def __init__(self, store: "MemoryStore", *, llm: Any = None) -> None:
         self.store = store
         self._llm = llm
         self._enricher: Any = None
-        self._lock = threading.Lock()
+        self._lock = store.write_lock
         self._adds = 0
         self._stale = StaleVectors(store)
+        self._content = ContentVectors(store.embed_passages)
 
     @property
-    def lock(self) -> threading.Lock:
-        """Held while a note is placed; consolidation takes it to keep links consistent."""
+    def lock(self) -> Any:
+        """The store's write lock (held while a note is placed)."""
         return self._lock
 
     @property
@@ -162,10 +172,9 @@ class Writer:
             early = self._dedup(draft)
             if early is not None:
                 return early
-            warnings = self._enrich(draft)
-            vector = self.store.embed_passages([draft.note.embed_text()])[0]
+            vector = self._content.embed([draft.note])[0]
             stale: set[str] = set()  # a single add re-embeds before it returns
-            result = self._place(draft, vector, warnings, stale)
+            result = self._place(draft, vector, stale)
             self._stale.refresh(stale, [result])
             return result
 
@@ -242,23 +251,31 @@ class Writer:
             self._stale.repair_once()
             out: list[AddResult | None] = self._dedup_many(drafts)
             todo = [i for i, r in enumerate(out) if r is None]
-            warnings = {i: self._enrich(drafts[i]) for i in todo}
-            vectors = self.store.embed_passages([drafts[i].note.embed_text() for i in todo])
+            vectors = self._content.embed([drafts[i].note for i in todo])
             fast = []
             stale = self._stale.batch_set()
             for row, i in enumerate(todo):
-                if drafts[i].enrich:  # placed one by one: later notes may link to earlier ones
-                    out[i] = self._place(drafts[i], vectors[row], warnings[i], stale)
-                else:
-                    note = drafts[i].note
-                    fast.append(self.store.make_point(note, vectors[row]))
-                    out[i] = AddResult("created", note.id, enriched_by=note.enriched_by,
-                                       warnings=warnings[i])
+                # One by one, as single adds would: a later note may fold into or link to an
+                # earlier one, and the outcome does not depend on where a batch starts.
+                if drafts[i].enrich:
+                    out[i] = self._place(drafts[i], vectors[row], stale)
+                else:  # the episodic fast path, written in one call for the batch
+                    warnings = self._enrich(drafts[i])
+                    fast.append(self._new_point(drafts[i].note, vectors[row], stale))
+                    out[i] = AddResult("created", drafts[i].note.id,
+                                       enriched_by=drafts[i].note.enriched_by, warnings=warnings)
             if fast:
                 self.store.write_points(fast)
             results = [r for r in out if r is not None]
             self._stale.batch_done(stale, results)
         return results
+
+    def _new_point(self, note: Note, vector: np.ndarray, stale: set[str]) -> Point:
+        """A new note's point with its content's vector, marked stale when it embeds more."""
+        more = note.embed_text() != note.content
+        if more:
+            stale.add(point_id(note.agent_id, note.id))
+        return self.store.make_point(note, vector, stale=more)
 
     def _dedup_many(self, drafts: Sequence[_Draft]) -> list[AddResult | None]:
         """Exact dedup of a batch with one engine query per agent instead of two per note."""
@@ -275,8 +292,14 @@ class Writer:
                 note = Note.from_payload(hit.payload)
                 for digest in (note.hash, *note.folded_hashes):
                     stored.setdefault(digest, note)
-            ids = self.store.backend.retrieve([point_id(agent, drafts[i].note.id) for i in rows])
-            taken = {h.payload.get("id"): h.payload for h in ids if h.payload.get("is_active", True)}
+            points = {h.id: h.payload for h in self.store.backend.retrieve(
+                [point_id(agent, drafts[i].note.id) for i in rows])}
+            # An id is taken by an active note, and by a point that holds another note (never
+            # overwritten, whatever wrote it); a deleted note of the same id may be replaced.
+            taken = {drafts[i].note.id for i in rows
+                     if (payload := points.get(point_id(agent, drafts[i].note.id))) is not None
+                     and (payload.get("is_active", True) or payload.get("agent_id") != agent
+                          or payload.get("id") != drafts[i].note.id)}
             first: dict[str, int] = {}
             for i in rows:
                 note = drafts[i].note
@@ -301,66 +324,96 @@ class Writer:
                 f"delete it first or give another id", field="id")
         return result
 
-    def _place(self, draft: _Draft, vector: np.ndarray, warnings: list[str],
-               stale: set[str]) -> AddResult:
-        """Fold, flag, link and evolve around the new note's vector, then save.
+    def _place(self, draft: _Draft, vector: np.ndarray, stale: set[str]) -> AddResult:
+        """Fold or store the note around its content's ``vector``; then links and evolution.
 
-        Notes whose text changed are saved with their previous vector, marked stale, and
-        their point ids added to ``stale`` for the caller to refresh.
+        Notes whose embedded text changed keep their vector for now, marked stale, and their
+        point ids go into ``stale`` for the caller to refresh.
         """
         store, cfg, note = self.store, self.store.config, draft.note
-        if not draft.enrich:  # episodic fast path: stored as given
-            store.write_points([store.make_point(note, vector)])
+        if not draft.enrich:  # episodic fast path: stored as given (hash dedup only)
+            warnings = self._enrich(draft)
+            store.write_points([self._new_point(note, vector, stale)])
             return AddResult("created", note.id, enriched_by=note.enriched_by, warnings=warnings)
         where = Where(must=tuple(store.tenant_filter(note.agent_id)))
-        neighbours = store.backend.dense_search(vector, where, max(cfg.link_candidates, 1),
-                                                with_vectors=True)
-        neighbours = [h for h in neighbours if h.payload.get("id") != note.id]
-        for hit in neighbours:  # thresholds are on the calibrated scale (see amem.similarity)
-            hit.score = store.similarity(hit.score)
-        top = neighbours[0] if neighbours else None
-        if top is not None and top.score >= cfg.fold_threshold:
-            return self._fold(note, top, warnings, stale)
+        hits = store.backend.dense_search(vector, where, max(cfg.link_candidates, 1),
+                                          with_vectors=True)
+        hits = [h for h in hits if h.payload.get("id") != note.id]
+        # 1. the fold decision: contents only (see amem.nearduplicate), before any LLM call
+        same = [store.similarity(c) for c in content_cosines(vector, hits, self._content)]
+        self._lend_fresh(hits)
+        best = max(range(len(hits)), key=lambda k: (same[k], -k)) if hits else None
+        if best is not None and same[best] >= cfg.fold_threshold:
+            folded = self._fold(note, hits[best], same[best], stale)
+            if folded is not None:
+                return folded
         status = "created"
-        if top is not None and top.score >= cfg.pending_threshold:
+        if best is not None and same[best] >= cfg.pending_threshold:
             note.pending_merge = True
             status = "pending_merge"
+        # 2. the note is built (by the LLM when configured) only now that it will be stored
+        warnings = self._enrich(draft)
         # the nearest notes go to the verifier unfiltered: LLM yes/no, else amem.linking's rule
         linked, link_warnings = choose_links(
             view_of(note.to_payload()),
-            [view_of(h.payload, h.score) for h in neighbours[:cfg.link_candidates]],
+            [view_of(h.payload, store.similarity(h.score)) for h in hits[:cfg.link_candidates]],
             self.enricher, llm=self._llm is not None, floor=cfg.link_floor)
         warnings.extend(link_warnings)
         note.links = unique(linked)
+        # 3. the note first: a kill before its back-links leaves no link to a missing note
+        store.write_points([self._new_point(note, vector, stale)])
         self._adds += 1
-        evolved: list[str] = []
-        by_id = {h.payload["id"]: h for h in neighbours}
-        points = [store.make_point(note, vector)]
-        evolve_now = cfg.evolve_max > 0 and self._adds % cfg.evolve_every == 0
+        evolved = self._link_back(note, linked, {h.payload["id"]: h for h in hits}, warnings,
+                                  stale)
+        return AddResult(status, note.id, links=note.links, evolved=evolved,
+                         enriched_by=note.enriched_by,
+                         neighbour=hits[best].payload["id"] if best is not None else None,
+                         similarity=round(same[best], 6) if best is not None else None,
+                         warnings=warnings)
+
+    def _lend_fresh(self, hits: Sequence[Hit]) -> None:
+        """A stale note that embeds only its content was just embedded for the fold decision:
+        that is its fresh vector, so it is stored now and the deferred refresh skips it."""
+        for hit in hits:
+            note = Note.from_payload(hit.payload)
+            fresh = self._content.fresh.get(note.hash)
+            if fresh is not None and note.vector_stale and note.embed_text() == note.content:
+                self.store.update_note_fields(note.id, note.agent_id, {STALE_FIELD: False},
+                                              dense=fresh, active_only=False)
+
+    def _link_back(self, note: Note, linked: list[str], by_id: dict[str, Hit],
+                   warnings: list[str], stale: set[str]) -> list[str]:
+        """Back-links from each linked note, and the evolution of up to ``evolve_max`` of them.
+
+        Field updates of the linked notes as they are stored now (the add holds the write
+        lock, so ``by_id`` is current); returns the ids of the evolved notes.
+        """
+        cfg = self.store.config
         updates = {}
-        if evolve_now and linked:
+        if cfg.evolve_max > 0 and self._adds % cfg.evolve_every == 0 and linked:
             views = [_view(Note.from_payload(by_id[n].payload)) for n in linked[:cfg.evolve_max]]
             decision = self.enricher.evolve(_view(note), views)
             warnings.extend(getattr(decision, "warnings", []))
             updates = {u.id: u for u in decision if u.id in by_id}
+        evolved: list[str] = []
         for nid in linked:
-            hit = by_id[nid]
-            other = Note.from_payload(hit.payload)
+            other = Note.from_payload(by_id[nid].payload)
             other.links = unique([*other.links, note.id])
+            changes: dict[str, Any] = {"links": other.links}
             update = updates.get(nid)
-            if update is None:
-                store.update_payload(nid, note.agent_id, {"links": other.links})
-                continue
-            embedded = other.embed_text()
-            self._apply_evolution(other, note.id, update)
-            evolved.append(nid)
-            points.append(self._keep_vector(other, hit, embedded, stale))
-        store.write_points(points)
-        return AddResult(status, note.id, links=note.links, evolved=evolved,
-                         enriched_by=note.enriched_by,
-                         neighbour=top.payload["id"] if top is not None else None,
-                         similarity=round(float(top.score), 6) if top is not None else None,
-                         warnings=warnings)
+            if update is not None:
+                embedded = other.embed_text()
+                self._apply_evolution(other, note.id, update)
+                changes.update(context=other.context, tags=other.tags,
+                               evolution_history=other.evolution_history)
+                self._mark_changed(other, embedded, changes, stale)
+            if self.store.update_note_fields(nid, note.agent_id, changes,
+                                             terms_of=other if update is not None else None):
+                if update is not None:
+                    evolved.append(nid)
+            else:  # cannot happen under the write lock; say so rather than link to a ghost
+                warnings.append(f"linked note {nid!r} is gone; its back-link was not written")
+        return evolved
 
     def _apply_evolution(self, other: Note, trigger: str, update: Any) -> None:
         other.evolution_history = [*other.evolution_history, {
@@ -370,24 +423,24 @@ class Writer:
         other.context = update.context
         other.tags = list(update.tags)
 
-    def _keep_vector(self, note: Note, hit: Hit, embedded: str, stale: set[str]) -> Point:
-        """The point of a changed note with the vector it has, marked stale if need be.
+    @staticmethod
+    def _mark_changed(note: Note, embedded: str, changes: dict[str, Any], stale: set[str]) -> None:
+        """Mark ``note`` stale when the text its vector embeds changed from ``embedded``.
 
-        ``embedded`` is the note's embedded text before the change. Offline evolution mostly
-        tags words the note already holds, which the embedded text leaves out: then the stored
-        vector is still this note's vector (or stays as stale as an earlier change left it).
+        Offline evolution mostly tags words the note already holds, which the embedded text
+        leaves out: then the stored vector is still this note's vector (or stays as stale as
+        an earlier change left it).
         """
-        if hit.dense is None:  # a backend that returned no vector: embed now, nothing deferred
-            return self.store.make_point(note, self.store.embed_passages([note.embed_text()])[0],
-                                         count_stats=False)
-        now_stale = note.vector_stale or note.embed_text() != embedded
-        if now_stale:
+        if note.embed_text() != embedded:
+            changes[STALE_FIELD] = True
+        if note.vector_stale or note.embed_text() != embedded:
             stale.add(point_id(note.agent_id, note.id))
-        return self.store.make_point(note, hit.dense, count_stats=False, stale=now_stale)
 
-    def _fold(self, note: Note, top: Hit, warnings: list[str], stale: set[str]) -> AddResult:
-        """Fold the new text into its near-duplicate: content and hash change, then its vector."""
-        store, score = self.store, float(top.score)
+    def _fold(self, note: Note, top: Hit, score: float, stale: set[str]) -> AddResult | None:
+        """Fold the new text into its near-duplicate, as a field update of the target.
+
+        None when the target is no longer there to fold into (the caller stores the note).
+        """
         target = Note.from_payload(top.payload)
         old_hash, old_tags, embedded = target.hash, list(target.tags), target.embed_text()
         target.content = fold_content(target.content, note.content)
@@ -397,14 +450,24 @@ class Writer:
         target.tags = unique([*target.tags, *note.tags])
         target.subjects = unique([*target.subjects, *note.subjects])
         target.evolution_history = [*target.evolution_history, {
-            "triggered_by": note.id, "at": now_iso(store.clock.now()), "action": "fold",
-            "similarity": round(float(score), 6), "folded_text": note.content,
+            "triggered_by": note.id, "at": now_iso(self.store.clock.now()), "action": "fold",
+            "similarity": round(score, 6), "folded_text": note.content,
             "old_context": target.context, "new_context": target.context,
             "old_tags": old_tags, "new_tags": list(target.tags)}]
-        store.write_points([self._keep_vector(target, top, embedded, stale)])
+        changes: dict[str, Any] = {
+            name: getattr(target, name) for name in (
+                "content", "hash", "folded_hashes", "keywords", "tags", "subjects",
+                "evolution_history")}
+        probe: set[str] = set()
+        self._mark_changed(target, embedded, changes, probe)
+        if not self.store.update_note_fields(target.id, target.agent_id, changes,
+                                             terms_of=target):
+            log.warning("fold target %r vanished; storing the note instead", target.id)
+            return None
+        stale |= probe
         return AddResult("folded", target.id, links=list(target.links),
                          enriched_by=note.enriched_by, neighbour=target.id,
-                         similarity=round(float(score), 6), warnings=warnings)
+                         similarity=round(score, 6))
 
 
 def _view(note: Note) -> "NoteView":

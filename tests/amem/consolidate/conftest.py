@@ -86,6 +86,10 @@ class FlakyBackend:
         self._write()
         self.inner.set_payload(point_id, payload)
 
+    def update_point(self, point_id: str, payload: dict[str, Any], **parts: Any) -> bool:
+        self._write()
+        return bool(self.inner.update_point(point_id, payload, **parts))
+
     def delete(self, ids: Sequence[str]) -> None:
         self._write()
         self.inner.delete(ids)

@@ -1,0 +1,186 @@
+"""Issue 12 on the write path: tenant-safe point ids, content-only folds before the LLM,
+deletes that stay deleted under concurrent writes, fold decisions that do not depend on when
+re-embedding runs, and back-links written after their note."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amem import MemoryStore, load_config
+from amem.backends import EdgeBackend
+from amem.clock import FixedClock
+from amem.embed.hashing import HashingEmbedder
+from amem.errors import NotFoundError
+from amem.importer import import_file
+from amem.notes import Note, legacy_point_id, point_id
+from amem.pointids import META_KEY
+
+FOLDING = {"fold_threshold": 0.8, "pending_threshold": 0.6}
+BASE = "The deploy pipeline runs make release after CI is green on main branch"
+VARIANTS = [
+    "The deploy pipeline runs make release after CI is green on the main branch",
+    "The deploy pipeline runs make release after the CI is green on main branch",
+    "Our deploy pipeline runs make release after CI is green on main branch",
+]
+
+
+def open_store(clock: FixedClock, path: str | Path = ":memory:", **overrides: Any) -> MemoryStore:
+    return MemoryStore(path, config=load_config(overrides={**FOLDING, **overrides}),
+                       embedder=HashingEmbedder(dim=256), clock=clock)
+
+
+# -- item 4: point ids ----------------------------------------------------------------------
+
+
+def test_point_ids_are_injective_over_agent_and_note_id() -> None:
+    assert point_id("a/b", "c") != point_id("a", "b/c")
+    assert legacy_point_id("a/b", "c") == legacy_point_id("a", "b/c")  # the old collision
+
+
+def test_one_agent_cannot_overwrite_another_agents_note(tmp_path: Path, clock: FixedClock) -> None:
+    src = tmp_path / "notes.jsonl"
+    src.write_text('{"text": "victim", "id": "c", "agent_id": "a/b"}\n'
+                   '{"text": "x", "id": "b/c", "agent_id": "a"}\n', encoding="utf-8")
+    with open_store(clock) as store:
+        report = import_file(store, src)
+        assert report.created == 2 and report.skipped == 0
+        assert store.get("c", agent_id="a/b").content == "victim"
+        assert store.get("b/c", agent_id="a").content == "x"
+        with pytest.raises(NotFoundError):
+            store.get("c", agent_id="a")
+
+
+def test_a_store_written_with_the_old_point_ids_is_moved_at_open(
+        tmp_path: Path, clock: FixedClock) -> None:
+    path = tmp_path / "store"
+    with open_store(clock, path) as store:
+        first = store.add(BASE, id="n1", agent_id="a/b")
+        store.add("Alice prefers green tea over coffee", id="n2", agent_id="a")
+        store.delete("n2", agent_id="a")
+        # rewrite the store as format 1 left it: old point ids, no format in the metadata
+        hits = list(store.backend.iterate(None, with_vectors=True))
+        for hit in hits:
+            note = Note.from_payload(hit.payload)
+            assert hit.dense is not None
+            point = store.make_point(note, hit.dense, count_stats=False)
+            point.id, point.payload = legacy_point_id(note.agent_id, note.id), dict(hit.payload)
+            store.backend.upsert([point])
+        store.backend.delete([h.id for h in hits])
+        meta = store.backend.read_meta()
+        meta.pop(META_KEY)
+        store.backend.write_meta(meta)
+        store._meta = meta  # close() saves the metadata the store holds
+    with open_store(clock, path) as store:
+        assert store.backend.read_meta()[META_KEY] == 2
+        assert store.get("n1", agent_id="a/b").content == BASE
+        assert store.get("n2", agent_id="a", include_inactive=True).is_active is False
+        assert sorted(h.id for h in store.backend.iterate(None)) == sorted(
+            [point_id("a/b", "n1"), point_id("a", "n2")])
+        assert store.add(VARIANTS[0], agent_id="a/b").status == "folded"  # still found by vector
+        assert store.get(first.id, agent_id="a/b").content.startswith(BASE)
+
+
+# -- item 9: content-only folds, before the LLM ---------------------------------------------
+
+
+#: one long enrichment for every text, as a broken or lazy endpoint gives
+SAME_ENRICHMENT = {"keywords": [f"topic{i}" for i in range(40)], "tags": ["general"],
+                   "context": "A long shared context about many things. " * 12,
+                   "category": "General", "note_type": "memory", "topics": ["life"]}
+
+
+class SameAnswerLLM:
+    """The LLM seam answering every enrichment with ``SAME_ENRICHMENT``; counts its calls."""
+
+    model = "same-answer"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
+        raise AssertionError("the write path asks for JSON")
+
+    def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
+                      name: str) -> dict[str, Any]:
+        self.calls.append(name)
+        if name == "note_enrichment":
+            return dict(SAME_ENRICHMENT)
+        if name == "link_decisions":
+            return {"links": []}
+        return {"updates": []}
+
+
+UNRELATED = ["My car brakes squeak when it rains", "Ubuntu 24.04 upgrade broke the wifi driver",
+             "Mum's birthday is on the 14th of May", "Q3 revenue grew eleven percent",
+             "Dana is allergic to peanuts"]
+
+
+def test_the_same_llm_enrichment_folds_nothing_together(clock: FixedClock) -> None:
+    llm = SameAnswerLLM()
+    config = load_config(overrides=FOLDING)
+    with MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256), clock=clock,
+                     llm=llm) as store:
+        results = [store.add(text) for text in UNRELATED]
+        assert [r.status for r in results] == ["created"] * 5
+        assert store.count() == 5
+
+
+def test_a_folded_or_deduplicated_add_never_calls_the_llm(clock: FixedClock) -> None:
+    llm = SameAnswerLLM()
+    config = load_config(overrides=FOLDING)
+    with MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256), clock=clock,
+                     llm=llm) as store:
+        store.add(BASE)
+        calls = list(llm.calls)
+        assert calls  # the LLM built the first note
+        assert store.add(VARIANTS[0]).status == "folded"
+        assert store.add(BASE).status == "deduplicated"
+        assert [r.status for r in store.add_many([{"text": VARIANTS[1]}, {"text": BASE}])] == [
+            "folded", "deduplicated"]
+        assert llm.calls == calls
+
+
+# -- item 10: deletes stay deleted -------------------------------------------------------------
+
+
+def test_deleted_notes_never_come_back_under_concurrent_folds(clock: FixedClock) -> None:
+    with open_store(clock) as store:
+        targets = [store.add(text, id=f"t{n}").id for n, text in enumerate(UNRELATED)]
+        assert targets == [f"t{n}" for n in range(len(UNRELATED))]
+        statuses: list[str] = []
+        errors: list[BaseException] = []
+
+        def writer() -> None:  # near-duplicates that fold into (and evolve) the targets
+            try:
+                for round_ in range(4):
+                    for text in UNRELATED:
+                        statuses.append(store.add(f"{text}, as noted in round {round_}").status)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        for note_id in targets:
+            store.delete(note_id)
+        thread.join()
+        assert errors == [] and "folded" in statuses
+        for note_id in targets:
+            with pytest.raises(NotFoundError):
+                store.get(note_id)
+            assert store.get(note_id, include_inactive=True).is_active is False
+
+
+def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
+        clock: FixedClock) -> None:
+    with open_store(clock) as store:
+        store.add(BASE, id="t")
+        snapshot = store.get("t")
+        store.delete("t")
+        snapshot.content += " and more"
+        assert not store.update_note(snapshot)  # a stale writer's whole note: refused
+        assert not store.update_note_fields("t", store.agent_id, {"content": "x"})
+        assert store.get("t", include_inactive=True).is_active is False
