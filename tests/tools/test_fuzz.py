@@ -39,6 +39,8 @@ KNOWN_CODES = {"unknown_tool", "invalid_argument", "payload_too_large", "not_fou
 #: the longest any one call may take, however hostile (the server's deadline in these tests)
 CALL_BUDGET = 5.0
 MARKER = "the marker note about zebra crossings"
+#: a failing example holding a 300 kB string is reported, not hidden behind a repr warning
+big_reprs_ok = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 _strings = (st.text(max_size=30)
             | st.text(st.characters(codec="utf-8"), min_size=1, max_size=300)
@@ -53,12 +55,44 @@ _json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
                      | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 
 
+_HOSTILE = ["\x00", "a\x00b", "msg_1", "msg_99999999999999999999", "sum_0123456789abcdef",
+            "file_0123456789abcdef", "sum_\x00", "(a+)+$", "(.+){20}Q", "(?=(a+)+b)", "\\", "[",
+            "*", "\"", "NEAR(", "flight", "中文", "𝔘\u200b", "1970-01-01", "9999-12-31T99:99",
+            "agent:victim:main", " x ", "..", "/etc/passwd"]
+
+
+def valid_ish(schema: Any) -> st.SearchStrategy[Any]:
+    """Values of the field's own type and within its bounds, often hostile inside them: the
+    arguments that get past validation and reach the stores."""
+    kind = schema["type"]
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    if kind == "string":
+        low, high = schema.get("minLength", 0), schema.get("maxLength", 1000)
+        return (st.text(min_size=low, max_size=min(high, 60))
+                | st.sampled_from([h for h in _HOSTILE if low <= len(h) <= high])
+                | st.builds(lambda c: c * high, st.sampled_from(["x", "中", "\x00", "é "])))
+    if kind == "integer":
+        low, high = schema.get("minimum", -10**6), schema.get("maximum", 10**20)
+        return st.integers(low, high) | st.sampled_from([low, high])
+    if kind == "array":
+        return st.lists(valid_ish(schema["items"]), min_size=schema.get("minItems", 0),
+                        max_size=min(schema.get("maxItems", 5), 5))
+    return _json
+
+
 def arguments_for(name: str) -> st.SearchStrategy[Any]:
-    """Mostly objects keyed by the tool's real argument names (so validation is exercised
-    beyond 'unknown field'), sometimes anything at all."""
-    props = list(TOOLS[name].schema.get("properties", {})) or ["x"]
-    keys = st.sampled_from(props) | st.text(max_size=10)
-    return st.dictionaries(keys, _json, max_size=5) | _json
+    """Half well-formed objects with hostile values inside the bounds, half junk: objects
+    keyed by the tool's real argument names (so validation is exercised beyond 'unknown
+    field'), sometimes anything at all."""
+    schema = TOOLS[name].schema
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    formed = st.fixed_dictionaries({k: valid_ish(v) for k, v in props.items() if k in required},
+                                   optional={k: valid_ish(v) for k, v in props.items()
+                                             if k not in required})
+    keys = st.sampled_from(list(props) or ["x"]) | st.text(max_size=10)
+    return formed | st.dictionaries(keys, _json, max_size=5) | _json
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +164,14 @@ def _fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
         assert set(note.links) <= active, note  # no dangling links (amem doctor's check)
 
 
+@big_reprs_ok
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_facade_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any) -> None:
     facade = world[0]
     _fuzz(name, world, lcm_store, facade.call, arguments_for(name), 50)
 
 
+@big_reprs_ok
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_mcp_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
                   portal: BlockingPortal) -> None:
@@ -150,12 +186,11 @@ def test_mcp_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
             return out
 
         # MCP carries an object (or nothing) as the arguments: the client sends no others.
-        objects = st.dictionaries(st.sampled_from(list(TOOLS[name].schema.get("properties", {}))
-                                                  or ["x"]) | st.text(max_size=10),
-                                  _json, max_size=5) | st.none()
+        objects = arguments_for(name).filter(lambda a: a is None or isinstance(a, dict))
         _fuzz(name, world, lcm_store, call, objects, 25)
 
 
+@big_reprs_ok
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_validator_agrees_with_jsonschema(name: str) -> None:
     schema = TOOLS[name].schema
