@@ -135,3 +135,64 @@ def test_limits_are_checked() -> None:
         CallLimits(timeout=0)
     with pytest.raises(ValueError):
         CallLimits(workers=2, per_agent=3)
+
+
+def test_concurrent_calls_of_many_agents_keep_every_store_consistent(lcm_store: Any) -> None:
+    """Writes, deletes and reads of three agents at once over HTTP, now that calls run in
+    parallel workers: every answer is a result, and each agent ends with exactly its own
+    notes (the store's locks, not the server, keep writes whole)."""
+    import random
+
+    words = ["harbour", "violin", "granite", "orchid", "quantum", "saffron", "tundra", "lantern",
+             "meteor", "pelican", "cobalt", "juniper", "zephyr", "walnut", "basalt", "falcon"]
+    rng = random.Random(7)
+    agents = ["alice", "bob", "carol"]
+    texts = {a: [f"{a} note {i}: " + " ".join(rng.sample(words, 4)) + f" {a}{i}x"
+                 for i in range(8)] for a in agents}
+
+    async def agent_work(url: str, agent: str, out: dict[str, Any]) -> None:
+        async with http_client(url, [(b"X-Amem-Agent", agent.encode())]) as client:
+            added: list[str] = []
+
+            async def add(text: str) -> None:
+                res = (await client.call_tool("memory_add", {"text": text})).structured_content
+                assert "error" not in res, res
+                added.append(res["id"])
+
+            async def read() -> None:
+                for name, args in [("memory_search", {"query": "granite orchid"}),
+                                   ("memory_list", {}), ("lcm_grep", {"pattern": "flight"})]:
+                    res = (await client.call_tool(name, args)).structured_content
+                    assert "error" not in res, res
+                    assert all(agent in str(r.get("content", agent))
+                               for r in res.get("results", []) + res.get("notes", []))
+
+            async with anyio.create_task_group() as tg:
+                for text in texts[agent]:
+                    tg.start_soon(add, text)
+                    tg.start_soon(read)
+            gone = added[:3]
+            async with anyio.create_task_group() as tg:
+                for note_id in gone:
+                    tg.start_soon(client.call_tool, "memory_delete", {"id": note_id})
+                tg.start_soon(read)
+            listed = (await client.call_tool("memory_list", {"limit": 100})).structured_content
+            out[agent] = (set(added) - set(gone), {n["id"] for n in listed["notes"]},
+                          listed["count"])
+
+    async def main(url: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            for agent in agents:
+                tg.start_soon(agent_work, url, agent, out)
+        return out
+
+    with MemoryStore(":memory:", embedder=HashingEmbedder(), agent_id="default") as store:
+        facade = ToolFacade(store, lcm_store, agent_id="default")
+        with running_http(facade, CallLimits(timeout=30, workers=6, per_agent=3)) as url:
+            out = anyio.run(main, url)
+        for agent in agents:
+            kept, listed, count = out[agent]
+            assert listed == kept and count == 5, agent
+            assert {n.id for n, _ in store.iter_notes(agent_id=agent)} == kept
+    assert lcm_store.doctor().ok
