@@ -29,9 +29,10 @@ def _out(value: Any) -> dict[str, Any]:
 
 
 def session_key_for(ctx: "CallContext") -> str:
-    """The session family the caller may read: set by the host or the connection, else the
-    OpenClaw convention ``agent:<agent id>:main``. Never taken from tool arguments."""
-    return ctx.facade.session_key or f"agent:{ctx.agent_id}:main"
+    """The session family the caller may read: the facade's, which ``tools.tenancy`` checked
+    belongs to the caller (``agent:<agent id>:main`` unless the host or the connection named
+    another of its own). Never taken from tool arguments."""
+    return ctx.facade.session_key
 
 
 def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "full_text", scope: str = "both",
