@@ -8,6 +8,7 @@ headers are UTF-8 (raw or percent-escaped). The HTTP server itself is exercised 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -138,3 +139,15 @@ def test_an_identity_header_sent_twice_is_refused(memory: MemoryStore) -> None:
     with pytest.raises(ToolError) as info:
         facade_for_headers(server, twice)
     assert (info.value.code, info.value.field) == ("invalid_argument", AGENT_HEADER)
+
+
+def test_amem_serve_refuses_a_session_of_another_agent(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.cli import main
+
+    code = main(["serve", "--agent", "alice", "--session-key", "agent:bob:main",
+                 "--no-scheduler", "--home", str(tmp_path)],
+                env={"AMEM_EMBEDDER": "hashing"})
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "agent:bob:main" in err and "alice" in err
