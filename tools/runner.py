@@ -19,6 +19,7 @@ lock.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -71,8 +72,10 @@ class _Loop:
 
     def __init__(self, limits: CallLimits) -> None:
         import anyio
+        import anyio.lowlevel
 
         self.limits = limits
+        self.token = anyio.lowlevel.current_token()
         self.slots = anyio.Semaphore(limits.workers)
         self.threads = anyio.CapacityLimiter(limits.workers)
         #: per agent: its semaphore and how many calls hold or wait for it
@@ -158,15 +161,21 @@ class CallRunner:
             self._give_back(loop, agent)
 
     def _give_back(self, loop: _Loop, agent: str) -> None:
-        from anyio import from_thread
-
         def release() -> None:
             loop.slots.release()
             gate, _ = loop.gates[agent]
             gate.release()
             loop.leave(agent)
 
+        # Hand the release to the loop without waiting for it: a worker must never block on
+        # a loop that is shutting down (it would then keep the process from exiting).
+        native = loop.token.native_token
         try:
-            from_thread.run_sync(release)
+            if isinstance(native, asyncio.AbstractEventLoop):
+                native.call_soon_threadsafe(release)
+            else:  # another anyio backend: its own way back to the loop
+                from anyio import from_thread
+
+                from_thread.run_sync(release, token=loop.token)
         except RuntimeError:  # the server's loop has ended: nobody is left to wait
             pass
