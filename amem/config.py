@@ -99,6 +99,10 @@ class AmemConfig:
     llm_api_key: str | None = None
     llm_connect_timeout: float = 5.0
     llm_read_timeout: float = 60.0
+    #: seconds one LLM call may take in all (retries and a dripping reply included); then offline
+    llm_deadline_s: float = 90.0
+    #: an LLM reply longer than this many bytes is not read further (the call falls back offline)
+    llm_max_reply_bytes: int = 2_000_000
 
     # --- scheduler ---
     schedule_timezone: str = "UTC"
@@ -143,6 +147,11 @@ def _check(cfg: AmemConfig) -> None:
                  "llm_read_timeout"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
+    if cfg.llm_deadline_s <= 0:
+        raise ConfigError(f"llm_deadline_s must be > 0, got {cfg.llm_deadline_s}", key="llm_deadline_s")
+    if cfg.llm_max_reply_bytes < 1024:
+        raise ConfigError(f"llm_max_reply_bytes must be >= 1024, got {cfg.llm_max_reply_bytes}",
+                          key="llm_max_reply_bytes")
     if cfg.similarity_baseline is not None and not 0.0 <= cfg.similarity_baseline < 1.0:
         raise ConfigError("similarity_baseline must lie in [0, 1)", key="similarity_baseline")
     for name in ("query_baseline", "query_top"):

@@ -108,7 +108,8 @@ class MemoryStore:
         return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model,
                                    api_key=cfg.llm_api_key or PLACEHOLDER_API_KEY,
                                    connect_timeout=cfg.llm_connect_timeout,
-                                   read_timeout=cfg.llm_read_timeout))
+                                   read_timeout=cfg.llm_read_timeout, deadline=cfg.llm_deadline_s,
+                                   max_reply_bytes=cfg.llm_max_reply_bytes))
 
     @property
     def llm(self) -> Any:

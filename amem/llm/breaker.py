@@ -83,6 +83,14 @@ class CircuitBreaker:
             self._failures = 0
             self._opened_at = None
 
+    def trip(self, why: str) -> None:
+        """Open the circuit now, whatever the count: for a failure that will not heal by retrying
+        within the cooldown and costs every caller a long wait (a call that ran into its deadline)."""
+        with self._lock:
+            self._failures = max(self._failures + 1, self.threshold)
+            self._opened_at = self._clock()
+        log.warning("circuit for %s opened at once (%s); pausing calls for %.1f s", self.name, why, self.cooldown)
+
     def record_failure(self) -> None:
         """A call failed: count it, and open (or re-open) the circuit at the threshold."""
         with self._lock:

@@ -11,7 +11,8 @@ flaky model server:
 * an overall deadline per call (``LLMConfig.deadline``, retries and waits included): httpx
   timeouts are per read, so a server dripping one byte a second would never trip them. Each
   exchange runs on a worker thread the caller stops waiting for at the deadline; the worker
-  reads the body in chunks and gives up as soon as nobody waits for it any more;
+  reads the body in chunks and gives up as soon as nobody waits for it any more. A call that
+  hits the deadline opens the circuit at once, so the next calls do not wait as long again;
 * a cap on the reply size (``LLMConfig.max_reply_bytes``): the body is streamed and reading
   stops at the cap, so a huge reply costs at most the cap in memory;
 * a structured-output ladder for :meth:`LLMClient.complete_json`: ``response_format`` of type
@@ -219,7 +220,9 @@ class LLMClient:
             try:
                 status, text, reply_headers = self._exchange(url, payload, headers, deadline)
             except _DeadlineExceeded:
-                self._breaker.record_failure()
+                # A hung or dripping endpoint would hold each of the add's next calls (and every
+                # other caller's) just as long: stop calling it for the cooldown at once.
+                self._breaker.trip(f"a call passed its overall deadline of {self.config.deadline} s")
                 earlier = f"; earlier failure: {reason}" if reason else ""
                 raise LLMError(f"LLM call to {url} passed its overall deadline of {self.config.deadline} s "
                                f"(llm_deadline_s){earlier}") from None

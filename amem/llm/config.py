@@ -29,7 +29,8 @@ class LLMConfig:
             generous). It bounds one read, not the whole reply: see ``deadline``.
         deadline: seconds one call may take in all (every retry, wait and byte of the reply);
             past it the call fails and the caller falls back. A server dripping its reply a byte
-            at a time never trips the read timeout, but it trips this.
+            at a time never trips the read timeout, but it trips this; hitting it also opens the
+            circuit breaker at once (for ``breaker_cooldown``).
         max_reply_bytes: a reply longer than this is not read further and fails (a model's
             JSON answer is a few KB; this stops a broken or hostile server filling the memory).
         max_retries: extra attempts after the first, only for connection errors, timeouts and

@@ -120,6 +120,9 @@ def test_a_dripping_server_is_cut_off_at_the_deadline(fake_openai: FakeOpenAI, h
         exc, elapsed = timed(lambda: client.complete_json("s", "u", schema=SCHEMA, name="n"))
     assert isinstance(exc, LLMError) and "overall deadline of 0.6 s (llm_deadline_s)" in str(exc)
     assert elapsed < 1.5
+    assert client.breaker.state == "open"  # the next call does not wait another deadline
+    exc, elapsed = timed(lambda: client.complete("s", "u"))
+    assert isinstance(exc, LLMError) and "circuit open" in str(exc) and elapsed < 0.1
 
 
 def test_retries_stop_when_the_wait_would_pass_the_deadline(fake_openai: FakeOpenAI) -> None:
