@@ -7,10 +7,16 @@ The protocols are those of ``../shared/benchdata/README.md``. Every conversation
 tenant of one store (agent id = sample id). The result maps method -> group -> metric, e.g.
 ``{"store": {"cat1-4": {"R@10": ...}}}``, plus timings and the settings used.
 
-Methods: ``store`` (the ``limit`` matches of ``search``), ``store+links`` (the whole list the
-tool returns at limit 10: matches, then link-expanded notes), and the baselines run in the
-same process: ``bm25`` (rank_bm25.BM25Okapi on lowercase ``\\w+`` tokens; jieba tokens for
-Chinese), ``dense`` (the store's embedder, brute-force cosine) and ``rrf`` (plain RRF, k=60).
+Methods: ``store`` (the ``limit`` matches of ``search``), with ``--links`` the lists the tool
+returns, matches then linked notes, as an agent sees them: ``tool@5`` (limit 5: five matches,
+then up to 8 linked notes; its R@10 counts 5 matches + 5 links against ``store``'s 10
+matches) and ``tool@10`` (limit 10; ``R@list`` compares its whole list with as many matches),
+and the baselines run in the same process: ``bm25`` (rank_bm25.BM25Okapi on lowercase
+``\\w+`` tokens; jieba tokens for Chinese), ``dense`` (the store's embedder, brute-force
+cosine) and ``rrf`` (plain RRF, k=60). ``graph`` reports the links after the import: notes
+with a link, links per note, and the share of tool searches that returned a linked note.
+
+``--cache DIR`` keeps the embeddings on disk between runs (``benchmarks.embcache``).
 """
 
 from __future__ import annotations
@@ -27,32 +33,14 @@ import numpy as np
 
 from amem import MemoryStore, load_config
 from amem.embed import make_embedder
+from amem.backends.base import Where
 from amem.ranking import rrf
 
 from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, load_cmrc, load_locomo
-from .metrics import dedup_order, mean, score
+from .embcache import CachedEmbedder
+from .metrics import dedup_order, mean, recall_at, score
 
 DEPTH = 50  # ranked-list depth scored (MRR past 50 adds < 0.02)
-
-
-class CachedEmbedder:
-    """The store's embedder with a per-run cache: the store and the dense baseline embed the
-    same texts, and the model is the slow part. Same ``model_id``, same vectors."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        self._cache: dict[tuple[str, str], np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if (kind, t) not in self._cache))
-        if missing:
-            for text, vec in zip(missing, self.inner.embed(missing, kind=kind)):
-                self._cache[(kind, text)] = vec
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[(kind, t)] for t in texts])
 
 
 def _bm25_tokens(text: str, chinese: bool) -> list[str]:
@@ -117,33 +105,56 @@ def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
     def expand(ids: Sequence[str]) -> list[str]:
         return dedup_order(t for nid in ids for t in holds.get(nid, [nid]))
 
-    out: dict[str, list[list[str]]] = {"store": [], "store+links": []}
+    out: dict[str, list[list[str]]] = {"store": []}
     latencies = []
+    with_links = {5: 0, 10: 0}
     for query in corpus.queries:
         s0 = time.perf_counter()
         hits = store.search(query.text, limit=DEPTH, agent_id=agent, expand_links=False)
         latencies.append(time.perf_counter() - s0)
         out["store"].append(expand([h.id for h in hits]))
         if args.links:
-            tool = store.search(query.text, limit=10, agent_id=agent, heat=False)
-            out["store+links"].append(expand([h.id for h in tool]))
-    if not args.links:
-        del out["store+links"]
-    info = {"add_s": t1 - t0, "statuses": statuses,
+            for limit in (5, 10):
+                tool = store.search(query.text, limit=limit, agent_id=agent, heat=False)
+                out.setdefault(f"tool@{limit}", []).append(expand([h.id for h in tool]))
+                with_links[limit] += any(h.via == "link" for h in tool)
+    graph: dict[str, float] = graph_stats(store, agent)
+    info = {"add_s": t1 - t0, "statuses": statuses, "graph": graph,
             "search_p50_ms": round(1000 * float(np.percentile(latencies, 50)), 2),
             "search_p95_ms": round(1000 * float(np.percentile(latencies, 95)), 2)}
+    if args.links and corpus.queries:
+        graph.update({f"searches_with_links@{k}": round(v / len(corpus.queries), 3)
+                              for k, v in with_links.items()})
     return out, info
+
+
+def graph_stats(store: MemoryStore, agent: str) -> dict[str, float]:
+    """How linked the imported notes are: share with a link, links per note."""
+    counts = [len(h.payload.get("links", [])) for h in store.backend.iterate(
+        Where(must=tuple(store.tenant_filter(agent))))]
+    if not counts:
+        return {"notes": 0}
+    return {"notes": len(counts),
+            "notes_with_links": round(sum(1 for c in counts if c) / len(counts), 3),
+            "links_per_note": round(sum(counts) / len(counts), 3)}
 
 
 def evaluate(task: str, corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
              ) -> dict[str, dict[str, dict[str, float]]]:
-    """method -> group -> metric (groups: cat1-4, cat1..cat5 for LoCoMo; all for CMRC)."""
+    """method -> group -> metric (groups: cat1-4, cat1..cat5 for LoCoMo; all for CMRC).
+
+    ``R@list`` is the recall of ``tool@10``'s whole list, and of ``store`` cut to the same
+    length query by query: do linked notes beat the next matches, for as many notes shown?
+    """
     result: dict[str, dict[str, dict[str, float]]] = {}
+    tool_len = [[len(r) for r in lists] for lists in rankings.get("tool@10", [])]
     for method, per_corpus in rankings.items():
         rows: dict[str, list[dict[str, float]]] = {}
-        for corpus, ranked_lists in zip(corpora, per_corpus):
-            for query, ranked in zip(corpus.queries, ranked_lists):
+        for ci, (corpus, ranked_lists) in enumerate(zip(corpora, per_corpus)):
+            for qi, (query, ranked) in enumerate(zip(corpus.queries, ranked_lists)):
                 s = score(ranked, query.relevant)
+                if tool_len and method in ("store", "tool@10"):
+                    s["R@list"] = recall_at(ranked, query.relevant, tool_len[ci][qi])
                 if task == "locomo":
                     rows.setdefault(f"cat{query.category}", []).append(s)
                     if query.category != "5":
@@ -156,6 +167,8 @@ def evaluate(task: str, corpora: list[Corpus], rankings: dict[str, list[list[lis
 
 def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     corpora = load_locomo(data) if task == "locomo" else load_cmrc(data, unit=args.unit)
+    if args.corpora:
+        corpora = [c for c in corpora if c.name in args.corpora.split(",")]
     if args.limit_corpora:
         corpora = corpora[:args.limit_corpora]
     chinese = task == "cmrc"
@@ -164,8 +177,10 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         overrides["sparse_weight"] = args.sparse_weight
     if args.dense_weight is not None:
         overrides["dense_weight"] = args.dense_weight
+    if args.link_min_cosine is not None:
+        overrides["link_min_cosine"] = args.link_min_cosine
     config = load_config(overrides=overrides)
-    embedder = CachedEmbedder(make_embedder(args.embedder))
+    embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
     rankings: dict[str, list[list[list[str]]]] = {}
     timings: dict[str, Any] = {"per_corpus": []}
     started = time.perf_counter()
@@ -182,11 +197,13 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
                 rankings.setdefault(method, []).append(lists)
             timings["per_corpus"].append({"corpus": corpus.name, "docs": len(corpus.docs),
                                           "queries": len(corpus.queries), **info})
+    embedder.save()
     timings["total_s"] = round(time.perf_counter() - started, 2)
     return {"task": task, "data": str(data), "settings": {
         "embedder": embedder.model_id, "enrich": args.enrich, "date_in_text": args.date_in_text,
         "links": args.links, "heat": args.heat, "unit": args.unit,
         "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
+        "link_min_cosine": config.link_min_cosine,
         "rrf_k": config.rrf_k, "depth": DEPTH},
         "results": evaluate(task, corpora, rankings), "timings": timings}
 
@@ -209,19 +226,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--unit", choices=["sentence", "paragraph"], default="sentence")
     p.add_argument("--sparse-weight", type=float)
     p.add_argument("--dense-weight", type=float)
+    p.add_argument("--link-min-cosine", type=float, help="the link-expansion gate (query scale)")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--limit-corpora", type=int, help="use only the first N corpora (quick runs)")
+    p.add_argument("--corpora", help="comma-separated corpus names to use (e.g. conv-26)")
+    p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
     return p.parse_args(argv)
 
 
 def table(result: dict[str, Any]) -> str:
-    group = "cat1-4" if result["task"] == "locomo" else "all"
-    metrics = ["R@5", "R@10", "hit@10", "NDCG@10", "MRR"] if group == "cat1-4" else \
-        ["hit@1", "hit@10", "NDCG@10", "MRR"]
-    lines = [f"| method | {' | '.join(metrics)} |", "|---|" + "---|" * len(metrics)]
-    for method, groups in result["results"].items():
-        row = groups.get(group, {})
-        lines.append(f"| {method} | " + " | ".join(f"{row.get(m, 0):.3f}" for m in metrics) + " |")
+    """Markdown: the headline metrics per method (LoCoMo: plus R@10 per category, R@list),
+    then the link graph of every corpus."""
+    results = result["results"]
+    if result["task"] != "locomo":
+        cols = [("all", m) for m in ("hit@1", "hit@10", "NDCG@10", "MRR")]
+    else:
+        cols = [("cat1-4", m) for m in ("R@5", "R@10", "MRR")]
+        cols += [(f"cat{c}", "R@10") for c in "1234"]
+        if any("R@list" in g.get("cat1-4", {}) for g in results.values()):
+            cols += [("cat1-4", "R@list")] + [(f"cat{c}", "R@list") for c in "1234"]
+    head = [m if g in ("cat1-4", "all") else f"{g} {m}" for g, m in cols]
+    lines = [f"| method | {' | '.join(head)} |", "|---|" + "---|" * len(cols)]
+    for method, groups in results.items():
+        cells = [groups.get(g, {}).get(m) for g, m in cols]
+        lines.append(f"| {method} | " + " | ".join("" if v is None else f"{v:.3f}"
+                                                   for v in cells) + " |")
+    for corpus in result["timings"]["per_corpus"]:
+        lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)
 
 
