@@ -166,6 +166,8 @@ def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
 
 #: SQLite VM steps between two looks at the deadline (well under a millisecond of work)
 _PROGRESS_STEPS = 5000
+#: rows the regex scan reads per turn of the database lock (a few ms of matching)
+_BATCH = 128
 _TIME_STOP = "grep stopped at its deadline (grepRegexDeadlineMs); narrow with since/before or a longer literal"
 
 
@@ -200,12 +202,24 @@ def _regex_scan(
     db: Database, cfg: LcmConfig, rx: UserRegex, kind: str, where: str, params: list[object], *,
     deadline: float, scanned: int, sort: str, limit: int,
 ) -> tuple[list[tuple[sqlite3.Row, float, int]], int, str | None]:
-    """Matching rows of one kind as (row, match count, first match offset), rows scanned, why it stopped early."""
+    """Matching rows of one kind as (row, match count, first match offset), rows scanned, why it stopped early.
+
+    Rows are fetched in batches under the database lock and matched outside it, so a scan
+    that spends its whole deadline on hostile text never holds up other callers of the store
+    (SQLite lets them use the connection while this statement is paused between batches).
+    """
     found: list[tuple[sqlite3.Row, float, int]] = []
     stop: str | None = None
-    with db.reading() as c, _deadline(c, deadline):
-        try:
-            for row in _regex_rows(c, kind, rx.literal, where, params, cfg.grep_regex_max_rows + 1):
+    cursor: sqlite3.Cursor | None = None
+    try:
+        while stop is None:
+            with db.reading() as c, _deadline(c, deadline):
+                if cursor is None:
+                    cursor = _regex_rows(c, kind, rx.literal, where, params, cfg.grep_regex_max_rows + 1)
+                batch = cursor.fetchmany(_BATCH)
+            if not batch:
+                break
+            for row in batch:
                 if scanned >= cfg.grep_regex_max_rows:
                     stop = "regex scan stopped at its row bound (grepRegexMaxRows); narrow with since/before"
                     break
@@ -217,13 +231,17 @@ def _regex_scan(
                 if positions:
                     found.append((row, float(len(positions)), positions[0]))
                     if sort == "recency" and len(found) >= limit:
-                        break
-        except DeadlineExceeded:
-            stop = _TIME_STOP
-        except sqlite3.OperationalError as exc:
-            if not _timed_out(exc, deadline):
-                raise
-            stop = _TIME_STOP
+                        return found, scanned, None
+    except DeadlineExceeded:
+        stop = _TIME_STOP
+    except sqlite3.OperationalError as exc:
+        if not _timed_out(exc, deadline):
+            raise
+        stop = _TIME_STOP
+    finally:
+        if cursor is not None:
+            with db.reading():
+                cursor.close()  # ends the statement and its read snapshot
     return found, scanned, stop
 
 

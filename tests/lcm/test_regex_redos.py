@@ -137,3 +137,25 @@ def test_compactions_own_patterns_stay_linear(text: str) -> None:
     summary = extractive_summary([SourceUnit("1", "user", "10:00", stripped)], 200, header="Summary.")
     assert summary.startswith("Summary.") and stripped == text  # no closed block to drop
     assert time.monotonic() - start < 1.0
+
+
+def test_a_slow_grep_does_not_hold_the_store_from_other_callers(make_store: Callable[..., LcmStore]) -> None:
+    # The regex runs outside the database lock: another agent's reads and writes go through
+    # while one grep spends its whole deadline on hostile text.
+    import threading
+
+    store = make_store(grep_regex_deadline_ms=1500)
+    store.ingest(KEY, [{"role": "user", "content": "a" * 90000 + str(i)} for i in range(3)])
+    done: list[float] = []
+    grep = threading.Thread(target=lambda: done.append(
+        store.grep("([a-z]+[0-9]*){1,800}!", mode="regex", session_key=KEY).scanned))
+    start = time.monotonic()
+    grep.start()
+    time.sleep(0.2)
+    other = time.monotonic()
+    store.ingest("agent:other:main", [{"role": "user", "content": "meanwhile"}])
+    assert store.describe("msg_1").kind == "message"
+    waited = time.monotonic() - other
+    grep.join(10)
+    assert done and time.monotonic() - start >= 1.0  # the grep really was busy that long
+    assert waited < 0.3, f"another caller waited {waited:.2f} s behind the grep"
