@@ -159,3 +159,48 @@ def test_a_slow_grep_does_not_hold_the_store_from_other_callers(make_store: Call
     grep.join(10)
     assert done and time.monotonic() - start >= 1.0  # the grep really was busy that long
     assert waited < 0.3, f"another caller waited {waited:.2f} s behind the grep"
+
+
+def test_re2_grep_agrees_with_python_re_on_ascii_text(make_store: Callable[..., LcmStore]) -> None:
+    """Differential check of the literal pre-filter and the windows: on ASCII text without a
+    trailing newline (where the dialects agree) grep finds exactly the rows Python's re finds."""
+    import random
+    import re
+    import signal
+
+    rng = random.Random(5)
+    words = ["error", "timeout", "retry", "deploy", "ab", "aab", "x1", "Foo", "bar.py", "a-b", "[x]", "(y)", "q?"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.choice([3, 20, 200]))) for _ in range(40)]
+    texts.append(" ".join(rng.choice(words) for _ in range(20000)) + " deploy-zz")  # > one 64 KB window
+    store = make_store()
+    store.ingest(KEY, [{"role": "user", "content": t} for t in texts])
+    tokens = [*"abexrotFBpy.-()[]|*+?^$\\12 dw", "error", "timeout", "retry", "deploy", ".*", r"\b", r"\w+", "{1,3}"]
+
+    def python_rows(rx: re.Pattern[str]) -> list[int] | None:
+        def give_up(*_: object) -> None:
+            raise TimeoutError
+
+        previous = signal.signal(signal.SIGALRM, give_up)  # Python's re may backtrack for ever
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        try:
+            return [i + 1 for i, t in enumerate(texts) if rx.search(t)]
+        except TimeoutError:
+            return None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    compared = 0
+    while compared < 150:
+        pattern = "".join(rng.choice(tokens) for _ in range(rng.randint(1, 8)))
+        try:
+            rx = re.compile(pattern)
+            res = store.grep(pattern, mode="regex", session_key=KEY, limit=200)
+        except (re.error, ValueError):  # invalid for Python, or refused / invalid for RE2
+            continue
+        want = python_rows(rx)
+        if want is None:
+            continue
+        assert sorted(int(h.id[4:]) for h in res.hits) == want, pattern
+        compared += 1
+    assert store.grep("deploy-zz", mode="regex", session_key=KEY).hits[0].id == f"msg_{len(texts)}"

@@ -103,6 +103,11 @@ def test_windowed_scan_finds_matches_anywhere_and_keeps_anchors() -> None:
     assert compile_user_regex("x$").positions("x" * 100000, time.monotonic() + 5, 100) == [99999]
     with pytest.raises(DeadlineExceeded):
         rx.positions("x" * 100000, time.monotonic() - 1, 1)  # checked between windows
+    # A match across a window boundary is found through the overlap (once).
+    needle = compile_user_regex("needle")
+    for edge in (needle.window - 3, 2 * needle.window - needle.window // 8 - 3):
+        text = "x" * edge + "needle" + "x" * 200000
+        assert needle.positions(text, time.monotonic() + 5, 10) == [edge]
 
 
 def test_required_literal() -> None:
