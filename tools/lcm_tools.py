@@ -72,13 +72,14 @@ def lcm_tools() -> list[Tool]:
             description=(
                 "Search the complete, lossless history of this conversation and its earlier "
                 "sessions (raw messages and their summaries) by words (mode=full_text, the "
-                "default) or a regular expression (mode=regex). Use it when something was said "
+                "default) or a regular expression (mode=regex, RE2 syntax: no backreferences or "
+                "lookarounds). Use it when something was said "
                 "earlier but is no longer in context. Returns {hits: [{kind, id, conversation_id, "
                 "created_at, snippet, score, role, depth}], truncated}; expand summary hits with "
                 "lcm_expand or lcm_describe."),
             schema=obj({
                 "pattern": {"type": "string", "minLength": 1, "maxLength": 500,
-                            "description": "Words or a phrase (full_text), or a regex (regex)."},
+                            "description": "Words or a phrase (full_text), or an RE2 regex (regex)."},
                 "mode": {"type": "string", "enum": ["full_text", "regex"], "default": "full_text"},
                 "scope": {"type": "string", "enum": ["messages", "summaries", "both"],
                           "default": "both"},
