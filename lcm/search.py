@@ -216,7 +216,9 @@ def _regex_scan(
             with db.reading() as c, _deadline(c, deadline):
                 if cursor is None:
                     cursor = _regex_rows(c, kind, rx.literal, where, params, cfg.grep_regex_max_rows + 1)
-                batch = cursor.fetchmany(_BATCH)
+                # newest first needs only ``limit`` matches: fetch no more rows than could supply them
+                want = _BATCH if sort != "recency" else min(_BATCH, max(16, limit - len(found)))
+                batch = cursor.fetchmany(want)
             if not batch:
                 break
             for row in batch:
