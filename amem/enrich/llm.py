@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterable
 from ..errors import LLMResponseError
 from ..llm.base import LLM
 from . import prompts
-from .base import CATEGORIES, NOTE_TYPES, Candidate, Enrichment, EvolutionDecision, EvolutionUpdate, LinkDecision, NoteView, llm_label
+from .base import (CATEGORIES, NOTE_TYPES, Candidate, Enrichment, EvolutionDecision, EvolutionUpdate, LinkDecision,
+                   NoteView, llm_label)
 from .context import trim
 from .offline import check_candidates, check_text, check_views, normalise_tag
 

@@ -267,14 +267,16 @@ class LLMClient:
 
         The exchange runs on a daemon thread because no httpx timeout bounds a whole exchange:
         a server can drip its headers or body a byte at a time, each read well within the read
-        timeout. The caller waits for the thread at most until the deadline; a thread left
-        behind stops at its next chunk (it sees ``abandoned``) or at its next read timeout.
+        timeout. The caller waits for the thread at most until the deadline. A thread left
+        behind stops at its next body chunk (it sees ``abandoned``), at a read timeout, or, for a
+        server dripping its headers, once they end (h11 caps their size); the breaker, opened by
+        the deadline, keeps such threads from piling up.
         """
         left = deadline - self._clock()
         if left <= 0:
             raise _DeadlineExceeded()
-        timeout = httpx.Timeout(connect=min(self.config.connect_timeout, left), read=min(self.config.read_timeout, left),
-                                write=min(self.config.read_timeout, left), pool=min(self.config.connect_timeout, left))
+        connect, read = min(self.config.connect_timeout, left), min(self.config.read_timeout, left)
+        timeout = httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
         outcome: list[tuple[int, str, httpx.Headers] | Exception] = []
         done = threading.Event()
         abandoned = threading.Event()
