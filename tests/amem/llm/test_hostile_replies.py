@@ -116,6 +116,7 @@ def server_client(server: FakeOpenAI, **cfg: Any) -> LLMClient:
 def test_a_dripping_server_is_cut_off_at_the_deadline(fake_openai: FakeOpenAI, headers_too: bool) -> None:
     # One byte every 50 ms: each read is far inside the 2 s read timeout; the whole reply takes ~10 s.
     fake_openai.set_default(drip(0.05, json_reply({"a": 1}), headers_too=headers_too))
+    earlier = set(exchange_threads())
     with server_client(fake_openai) as client:
         exc, elapsed = timed(lambda: client.complete_json("s", "u", schema=SCHEMA, name="n"))
     assert isinstance(exc, LLMError) and "overall deadline of 0.6 s (llm_deadline_s)" in str(exc)
@@ -123,6 +124,21 @@ def test_a_dripping_server_is_cut_off_at_the_deadline(fake_openai: FakeOpenAI, h
     assert client.breaker.state == "open"  # the next call does not wait another deadline
     exc, elapsed = timed(lambda: client.complete("s", "u"))
     assert isinstance(exc, LLMError) and "circuit open" in str(exc) and elapsed < 0.1
+    if not headers_too:  # the abandoned exchange stops at its next body byte, not at the reply's end
+        assert wait_until(lambda: not set(exchange_threads()) - earlier, 1.0)
+
+
+def exchange_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "amem-llm-exchange"]
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def test_retries_stop_when_the_wait_would_pass_the_deadline(fake_openai: FakeOpenAI) -> None:
