@@ -13,8 +13,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from .backends.base import SparseVector
-from .text import term_id, tokenize
+from .backends.base import Point, SparseVector, VectorBackend
+from .text import TOKENIZER_VERSION, term_id, tokenize
+
+#: the store metadata key recording which ``TOKENIZER_VERSION`` wrote the stored BM25 vectors
+#: (absent: version 1, the light suffix stripper before the Snowball stemmer)
+TOKENIZER_KEY = "tokenizer"
 
 
 @dataclass(frozen=True)
@@ -77,3 +81,33 @@ class CorpusStats:
         if docs == self.docs:
             return CorpusStats(self.docs, self.tokens)
         return CorpusStats(docs, round(self.avgdl * docs))
+
+
+def terms_outdated(meta: dict[str, object]) -> bool:
+    """True when the stored BM25 vectors were made by another tokenizer than this one."""
+    return meta.get(TOKENIZER_KEY, 1) != TOKENIZER_VERSION
+
+
+def rebuild_sparse(backend: VectorBackend, avgdl: float, params: Bm25Params,
+                   batch: int = 256) -> int:
+    """Re-tokenise every stored note: new BM25 vectors, the same dense vectors and payloads.
+
+    A stemmer change maps "deployments" to another term than before, so a query would no
+    longer meet notes written earlier; this rewrites their sparse vectors once. Returns how
+    many points were rewritten (points without a vector or content are left alone).
+    """
+    done = 0
+    todo: list[Point] = []
+    for hit in backend.iterate(None, with_vectors=True):
+        payload = hit.payload
+        if hit.dense is None or not isinstance(payload.get("content"), str):
+            continue
+        terms = note_terms(payload["content"], payload.get("keywords", []), payload.get("tags", []))
+        todo.append(Point(hit.id, hit.dense, doc_vector(terms, avgdl, params), payload))
+        if len(todo) >= batch:
+            backend.upsert(todo)
+            done, todo = done + len(todo), []
+    if todo:
+        backend.upsert(todo)
+        done += len(todo)
+    return done

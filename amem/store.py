@@ -23,6 +23,7 @@ from .pointids import move_points
 from .refresh import FIELD as STALE_FIELD
 from .refresh import count_stale, refresh_vectors
 from .similarity import calibration_for, note_cosine, note_similarity, query_similarity
+from .text import TOKENIZER_VERSION
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -92,6 +93,7 @@ class MemoryStore:
         self._stats = self._engine_stats(bm25.CorpusStats(**self._meta.get("bm25_stats", {})))
         self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
         self._writes_since_meta = 0
+        self._retokenize()
         self._move_point_ids()
         self._llm = llm if llm is not None else self._llm_from_config()
         self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
@@ -153,6 +155,17 @@ class MemoryStore:
                 f"embedder, or rebuild its vectors with `amem reembed --embedder NAME`",
                 stored=str(stored), given=given)
         return meta
+
+    def _retokenize(self) -> None:
+        """BM25 vectors written by another tokenizer (a stemmer change) are rebuilt, once."""
+        if not bm25.terms_outdated(self._meta):
+            return
+        rebuilt = bm25.rebuild_sparse(self.backend, self._stats.avgdl, self._bm25)
+        if rebuilt:
+            log.warning("rebuilt the BM25 vectors of %d notes of %s for tokenizer version %d",
+                        rebuilt, self.location, TOKENIZER_VERSION)
+        self._meta[bm25.TOKENIZER_KEY] = TOKENIZER_VERSION
+        self.backend.write_meta(self._meta)
 
     def _engine_stats(self, saved: bm25.CorpusStats) -> bm25.CorpusStats:
         """BM25 statistics whose document count is the engine's (one count query at open).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import functools
 import threading
 import unicodedata
 import zlib
@@ -56,34 +57,41 @@ def _jieba_module() -> Any:
     return _jieba
 
 
-_VOWEL = re.compile(r"[aeiouy]")
-# (suffix, replacement) tried in order; the first that leaves a stem of 3+ letters with a vowel wins.
-_SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ness", ""), ("ments", "ment"), ("ings", ""),
-             ("ing", ""), ("edly", ""), ("ed", ""), ("ers", "er"), ("es", "e"), ("s", ""))
-_DOUBLED = frozenset("bdfgkmnprt")  # "running" -> "run", but "falling" keeps "fall"
+#: bumped whenever ``tokenize`` maps a text to other terms: stored BM25 vectors made by another
+#: version no longer meet the query's terms, so the store rebuilds them at open (``amem.store``)
+TOKENIZER_VERSION = 2
+
+_snowball_lock = threading.RLock()
+_snowball: Any = None
 
 
+def _english_stemmer() -> Any:
+    """The Snowball (Porter 2) English stemmer, built once; its ``stemWord`` is not thread-safe."""
+    global _snowball
+    if _snowball is None:
+        with _snowball_lock:
+            if _snowball is None:
+                import snowballstemmer
+
+                _snowball = snowballstemmer.stemmer("english")
+    return _snowball
+
+
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light English suffix stripper: plurals, -ing, -ed, -ness, possessive 's.
+    """English words to their Snowball (Porter 2) stem; possessive 's dropped first.
 
-    Deliberately weaker than Porter: it only has to map the forms people and questions use
-    ("paintings", "painted", "painting") to one term, and the same function runs on notes and
-    queries, so an odd stem ("happi") still matches itself. Non-ASCII words are left alone.
+    Snowball joins the forms people and questions use ("deployment"/"deployed",
+    "studied"/"study", "connection"/"connected") where a suffix stripper joined few; the same
+    function runs on notes and queries, so an odd stem ("happi") still matches itself.
+    Non-ASCII and short words are left alone.
     """
     if word.endswith("'s"):
         word = word[:-2]
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
         return word
-    for suffix, repl in _SUFFIXES:
-        if not word.endswith(suffix) or (suffix == "s" and word.endswith("ss")):
-            continue
-        base = word[: -len(suffix)] + repl
-        if len(base) < 3 or not _VOWEL.search(base):
-            return word
-        if suffix in ("ing", "ings", "ed", "edly") and base[-1] == base[-2] and base[-1] in _DOUBLED:
-            base = base[:-1]
-        return base
-    return word
+    with _snowball_lock:
+        return str(_english_stemmer().stemWord(word))
 
 
 def _bigrams(run: str) -> list[str]:

@@ -17,7 +17,7 @@ SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "benchdata"
 
 def test_english_words_lowercased_stopwords_dropped_months_kept() -> None:
     assert tokenize("Caroline went to the LGBTQ support group on 7 May 2023!") == [
-        "caroline", "went", "lgbtq", "support", "group", "7", "may", "2023"]
+        "carolin", "went", "lgbtq", "support", "group", "7", "may", "2023"]
 
 
 def test_chinese_uses_jieba_words_plus_bigrams() -> None:
@@ -103,22 +103,29 @@ def test_ranking_agrees_with_rank_bm25_on_locomo() -> None:
 
 
 def test_mixed_script_runs_split_at_script_boundaries() -> None:
-    terms = tokenize("iPhone手机和Android")
-    assert "iphone" in terms and "手机" in terms and "android" in terms
-
-
-@pytest.mark.parametrize("forms,stem_", [
-    (["painting", "paintings", "painted", "paints"], "paint"),
-    (["running", "runs"], "run"),
-    (["classes", "class"], "class"),
-    (["studies", "study"], "study"),
-    (["falling", "falls"], "fall"),
-    (["caroline's", "caroline"], "caroline"),
-])
-def test_light_stemmer_maps_inflections_to_one_term(forms: list[str], stem_: str) -> None:
     from amem.text import stem
 
-    assert {stem(f) for f in forms} == {stem_}
+    terms = tokenize("iPhone手机和Android")
+    assert stem("iphone") in terms and "手机" in terms and "android" in terms
+
+
+@pytest.mark.parametrize("forms", [
+    ["painting", "paintings", "painted", "paints"],
+    ["running", "runs", "run"],
+    ["classes", "class"],
+    ["studies", "study", "studied"],
+    ["falling", "falls"],
+    ["caroline's", "caroline"],
+    # joined by Snowball, not by the light suffix stripper it replaced
+    ["deployment", "deployed", "deploy"],
+    ["connection", "connected", "connecting"],
+    ["organization", "organize"],
+    ["happiness", "happy"],
+])
+def test_stemmer_maps_inflections_and_derivations_to_one_term(forms: list[str]) -> None:
+    from amem.text import stem
+
+    assert len({stem(f) for f in forms}) == 1, {f: stem(f) for f in forms}
 
 
 def test_stemmer_leaves_short_and_non_ascii_words() -> None:

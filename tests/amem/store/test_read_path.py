@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from amem import MemoryStore
+from amem.clock import FixedClock
+from amem.embed.hashing import HashingEmbedder
 from amem.errors import NotFoundError, ValidationError
 
 NOTES = [
@@ -195,3 +199,29 @@ def test_link_expansion_applies_the_search_filters(store: MemoryStore) -> None:
     store.delete("c")
     assert [r.id for r in store.search("Project Falcon launches in March", limit=1,
                                        subject="alice") if r.via == "link"] == []
+
+
+def test_a_store_written_by_an_older_tokenizer_gets_its_bm25_vectors_rebuilt(
+        tmp_path: Path, embedder: HashingEmbedder, clock: FixedClock) -> None:
+    from amem import bm25
+    from amem.backends import EdgeBackend
+    from amem.backends.base import Point
+
+    with MemoryStore(tmp_path, embedder=embedder, clock=clock) as store:
+        nid = store.add("Our deployments failed twice this week", enrich=False).id
+        store.add("Lunch is at noon", enrich=False)
+        # make it the store an older tokenizer wrote: its terms, and no version in the metadata
+        hit = next(h for h in store.backend.iterate(None, with_vectors=True)
+                   if h.payload["id"] == nid)
+        old_terms = ["deployment", "fail", "twice", "week"]  # the light stemmer's terms
+        store.backend.upsert([Point(hit.id, hit.dense, bm25.doc_vector(
+            old_terms, 4.0, bm25.Bm25Params()), hit.payload)])
+    engine = EdgeBackend(tmp_path, embedder.dim)  # the closed store, as files
+    meta = engine.read_meta()
+    meta.pop(bm25.TOKENIZER_KEY)
+    engine.write_meta(meta)
+    engine.close()
+    with MemoryStore(tmp_path, embedder=embedder, clock=clock) as store:
+        found = {r.id: r.found_by for r in store.search("deploying", limit=2, heat=False)}
+        assert found[nid] in ("bm25", "both")  # the query's term meets the rebuilt vector
+        assert store.backend.read_meta()[bm25.TOKENIZER_KEY] == bm25.TOKENIZER_VERSION
