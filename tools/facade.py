@@ -6,7 +6,8 @@ The facade owns three promises the hosts rely on:
   and a size limit before a handler runs; a handler only ever sees well-typed keywords.
 * **Structured errors only.** Every failure returns ``{"error": {"code", "message", "field"}}``
   (see ``tools.errors``); an unexpected exception is logged with its traceback and returned
-  as code ``internal``, so a host never receives a traceback.
+  as code ``internal``, so a host never receives a traceback. Messages leave without server
+  paths (``tools.errors.redact``); the log keeps them.
 * **Identity from the connection.** The agent id is fixed when the facade is built (by the
   host, the CLI or the MCP connection). No tool has an ``agent_id`` argument, so a caller
   cannot read, change or count another agent's notes whatever it sends.
@@ -221,8 +222,10 @@ def _attr(obj: Any, name: str) -> Any:
 
 def _is_ours(exc: Exception) -> bool:
     """An error raised on purpose by amem or lcm (it carries a code meant for callers)."""
-    module = type(exc).__module__
-    return module.startswith(("amem.", "lcm.")) or module in ("amem", "lcm")
+    from amem.errors import AmemError
+    from lcm.errors import LcmError
+
+    return isinstance(exc, (AmemError, LcmError))
 
 
 # ---------------------------------------------------------------------- tool_info
