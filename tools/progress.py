@@ -49,7 +49,8 @@ class Progress:
         if not isinstance(done, int) or not (total is None or isinstance(total, int)):
             raise TypeError(f"progress counts must be integers, got {done!r}, {total!r}")
         bar = self._bar
-        if bar is None or stage != self._stage:
+        # a new stage, or the same stage starting over (the next agent's scan): a new bar
+        if bar is None or stage != self._stage or done < bar.n:
             self.close()
             desc = self.label if stage is None else f"{self.label}: {stage}"
             bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit="note",

@@ -80,7 +80,9 @@ def test_progress_takes_the_stage_form_of_consolidation() -> None:
         bar("scan", 3, 3)
         bar("pairs", 1, 4)
         bar("pairs", 4, 4)
+        bar("pairs", 1, 2)  # the next agent's pairs: a new bar, not a count going back
     text = tty.getvalue()
-    assert "consolidate: scan" in text and "consolidate: pairs" in text and "4/4" in text
+    assert "consolidate: scan" in text and "4/4" in text and "1/2" in text
+    assert text.count("consolidate: pairs") >= 2
     with pytest.raises(TypeError):
         Progress("x", enabled=True)("a", "b", 1, 2)
