@@ -35,7 +35,7 @@ def rrf(rankings: Sequence[Sequence[K]], k: int = 60,
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
-def heat_boost(score: float, retrieval_count: int, age_days: float, factor: float = 0.05) -> float:
+def heat_boost(score: float, retrieval_count: int, age_days: float, factor: float = 0.002) -> float:
     """``score * (1 + factor * ln(1 + retrieval_count) / (age_days + 1))``.
 
     Notes retrieved often and recently rise a little; the boost fades with days since the

@@ -7,7 +7,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    term with the query are ranked);
 3. dense cosine search;
 4. RRF fusion, ``sum_i w_i / (k + rank_i)`` with ranks from 1 (k = 60 by default);
-5. heat boost ``rrf * (1 + 0.05 ln(1 + retrieval_count) / (age_days + 1))``, knowledge exempt;
+5. heat boost ``rrf * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge exempt
+   (a tie-breaker: a count says a note was returned, not that it was right);
    matches are ordered by this ``score`` (``rrf`` keeps the score before the boost);
 6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
    answer "nothing relevant");

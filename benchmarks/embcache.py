@@ -10,6 +10,7 @@ vectors: the file is keyed by the model id, so another model never reads it.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,7 +35,7 @@ class CachedEmbedder:
                       if cache_dir is not None else None)
         self._dirty = False
         if self._file is not None and self._file.exists():
-            with np.load(self._file) as data:
+            with np.load(self._file) as data:  # written whole by one process (os.replace)
                 keys, vecs = data["keys"], data["vectors"]
             self._cache = {str(k): v for k, v in zip(keys, vecs)}
 
@@ -55,9 +56,14 @@ class CachedEmbedder:
         if self._file is None or not self._dirty:
             return
         self._file.parent.mkdir(parents=True, exist_ok=True)
+        if self._file.exists():  # keep what a parallel run saved meanwhile
+            with np.load(self._file) as data:
+                for key, vec in zip(data["keys"], data["vectors"]):
+                    self._cache.setdefault(str(key), vec)
         keys = np.array(list(self._cache), dtype="U40")
         vecs = np.stack(list(self._cache.values())) if self._cache else np.zeros((0, self.dim))
-        tmp = self._file.with_suffix(".tmp.npz")
+        # one temporary file per process: parallel runs share the cache directory
+        tmp = self._file.with_name(f"{self._file.stem}.{os.getpid()}.tmp.npz")
         np.savez(tmp, keys=keys, vectors=vecs)
         tmp.replace(self._file)
         self._dirty = False

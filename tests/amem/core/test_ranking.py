@@ -43,7 +43,8 @@ def test_rrf_rejects_bad_arguments() -> None:
 
 def test_heat_boost_formula() -> None:
     assert heat_boost(1.0, 0, 0.0) == 1.0
-    assert heat_boost(0.5, 9, 1.0) == pytest.approx(0.5 * (1 + 0.05 * math.log(10) / 2))
+    assert heat_boost(0.5, 9, 1.0) == pytest.approx(0.5 * (1 + 0.002 * math.log(10) / 2))
+    assert heat_boost(0.5, 9, 1.0, 0.05) == pytest.approx(0.5 * (1 + 0.05 * math.log(10) / 2))
     # older accesses fade; more retrievals rise
     assert heat_boost(1.0, 9, 30.0) < heat_boost(1.0, 9, 1.0)
     assert heat_boost(1.0, 20, 1.0) > heat_boost(1.0, 2, 1.0)

@@ -102,6 +102,20 @@ def test_matches_carry_the_score_they_are_ordered_by(store: MemoryStore) -> None
     assert all(r.score == r.rrf for r in off)
 
 
+def test_heat_reorders_near_ties_only(store: MemoryStore) -> None:
+    store.add("Falcon budget review notes", id="best", enrich=False)
+    store.add("Falcon budget", id="hot", enrich=False)
+    for i in range(8):
+        store.add(f"Unrelated filler note number {i} about lunch", enrich=False)
+    first = [r.id for r in store.search("Falcon budget review", limit=2, heat=False)]
+    assert first == ["best", "hot"]
+    for _ in range(30):  # "hot" returned again and again, today
+        store.search("Falcon budget", limit=1, heat=False)
+    assert store.get("hot").retrieval_count >= 30
+    # 30 retrievals do not lift a note over a clearly better match (at 0.05 they did)
+    assert [r.id for r in store.search("Falcon budget review", limit=2)] == ["best", "hot"]
+
+
 def test_found_by_names_the_ranking(store: MemoryStore) -> None:
     fill(store)
     results = store.search("zzzqqq unmatched words", limit=4, expand_links=False)
