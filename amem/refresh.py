@@ -20,6 +20,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Collection, Protocol, Sequence
 
+import numpy as np
+
 from .backends.base import Match, Where
 from .notes import Note
 
@@ -53,9 +55,19 @@ def refresh_vectors(store: "MemoryStore", point_ids: Collection[str] | None = No
         chunk = notes[start:start + size]
         vectors = store.embed_passages([note.embed_text() for note in chunk])
         for note, vector in zip(chunk, vectors):
-            store.update_note_fields(note.id, note.agent_id, {FIELD: False}, dense=vector,
-                                     active_only=False)
+            mend(store, note, vector)
     return len(notes)
+
+
+def mend(store: "MemoryStore", note: Note, vector: np.ndarray) -> None:
+    """Give a marked note the vector (and BM25 terms) of its stored text, then clear the mark.
+
+    Two writes, the mark cleared last: a kill in between leaves the note marked, and the next
+    repair embeds it again. A note deleted since keeps its deletion.
+    """
+    store.update_note_fields(note.id, note.agent_id, {}, dense=vector, terms_of=note,
+                             active_only=False)
+    store.update_note_fields(note.id, note.agent_id, {FIELD: False}, active_only=False)
 
 
 def count_stale(store: "MemoryStore") -> int:
@@ -146,4 +158,4 @@ class StaleVectors:
         return None
 
 
-__all__ = ["FIELD", "STALE", "StaleVectors", "count_stale", "refresh_vectors"]
+__all__ = ["FIELD", "STALE", "StaleVectors", "count_stale", "mend", "refresh_vectors"]

@@ -43,7 +43,7 @@ from .nearduplicate import ContentVectors, content_cosines
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
 from .refresh import FIELD as STALE_FIELD
-from .refresh import StaleVectors
+from .refresh import StaleVectors, mend
 
 if TYPE_CHECKING:
     from .enrich import Enrichment, NoteView
@@ -342,7 +342,7 @@ class Writer:
         # 1. the fold decision: contents only (see amem.nearduplicate), before any LLM call
         same = [store.similarity(c) for c in content_cosines(vector, hits, self._content)]
         self._lend_fresh(hits)
-        best = max(range(len(hits)), key=lambda k: (same[k], -k)) if hits else None
+        best = _best(hits, same)
         if best is not None and same[best] >= cfg.fold_threshold:
             folded = self._fold(note, hits[best], same[best], stale)
             if folded is not None:
@@ -378,8 +378,7 @@ class Writer:
             note = Note.from_payload(hit.payload)
             fresh = self._content.fresh.get(note.hash)
             if fresh is not None and note.vector_stale and note.embed_text() == note.content:
-                self.store.update_note_fields(note.id, note.agent_id, {STALE_FIELD: False},
-                                              dense=fresh, active_only=False)
+                mend(self.store, note, fresh)
 
     def _link_back(self, note: Note, linked: list[str], by_id: dict[str, Hit],
                    warnings: list[str], stale: set[str]) -> list[str]:
@@ -464,10 +463,33 @@ class Writer:
                                              terms_of=target):
             log.warning("fold target %r vanished; storing the note instead", target.id)
             return None
-        stale |= probe
+        if probe and target.embed_text() == target.content:
+            # Its vector is its content's: embedded now, so the next fold decision's engine
+            # search reads no stale vector and the outcome cannot depend on when a deferred
+            # refresh runs (the decision would embed this content anyway). If the encoder
+            # fails, the note stays marked and the refresh tries again (and reports it).
+            try:
+                mend(self.store, target, self._content.embed([target])[0])
+            except Exception as exc:  # the fold itself is saved: never lose it to the encoder
+                log.warning("fold into %r: re-embedding deferred: %s: %s", target.id,
+                            type(exc).__name__, exc)
+                stale |= probe
+        else:
+            stale |= probe
         return AddResult("folded", target.id, links=list(target.links),
                          enriched_by=note.enriched_by, neighbour=target.id,
                          similarity=round(score, 6))
+
+
+def _best(hits: Sequence[Hit], scores: Sequence[float]) -> int | None:
+    """The index of the best content match: highest score (to 6 decimals), then lowest note id.
+
+    Not the engine's order: that follows stored vectors, which may embed an earlier text (or
+    another batch's float rounding), and the fold must not depend on them.
+    """
+    if not hits:
+        return None
+    return min(range(len(hits)), key=lambda k: (-round(scores[k], 6), str(hits[k].payload["id"])))
 
 
 def _view(note: Note) -> "NoteView":

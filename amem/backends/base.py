@@ -115,7 +115,9 @@ class VectorBackend(Protocol):
         ``payload`` keys are merged in (other keys stay), ``dense``/``sparse`` replace those
         vectors when given. False (and nothing written) when the point is missing or does not
         match ``where``: a writer holding an old snapshot cannot bring back a point deleted
-        since, nor, with ``where``, a soft-deleted note or another tenant's one.
+        since, nor, with ``where``, a soft-deleted note or another tenant's one. The payload is
+        written before the vectors, and the two are not one transaction: a caller that must
+        survive a kill in between marks the point first and clears the mark in a second call.
         """
         ...
 

@@ -3,6 +3,7 @@ failed refresh leaves marked notes that are counted and repaired (``amem.refresh
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
@@ -80,8 +81,9 @@ def test_single_adds_refresh_before_they_return(clock: FixedClock) -> None:
 
 def test_a_failed_refresh_keeps_the_note_says_so_and_the_next_write_repairs(
         clock: FixedClock, caplog: pytest.LogCaptureFixture) -> None:
-    # call 1 embeds BASE, call 2 the variant, call 3 is the refresh of the folded note
-    with open_store(FailingEmbedder(fail_on={3}), clock) as store:
+    # call 1 embeds BASE, call 2 the variant, call 3 the folded note's own re-embedding, and
+    # call 4 the add's refresh, which tries it again
+    with open_store(FailingEmbedder(fail_on={3, 4}), clock) as store:
         first = store.add(BASE)
         with caplog.at_level(logging.WARNING, logger="amem.write"):
             folded = store.add(VARIANTS[0])
@@ -106,7 +108,7 @@ def test_a_failed_refresh_keeps_the_note_says_so_and_the_next_write_repairs(
 
 
 def test_consolidation_re_embeds_stale_vectors_first_and_reports_it(clock: FixedClock) -> None:
-    with open_store(FailingEmbedder(fail_on={3}), clock) as store:
+    with open_store(FailingEmbedder(fail_on={3, 4}), clock) as store:
         first = store.add(BASE)
         store.add(VARIANTS[0])
         assert store.info().stale_vectors == 1
@@ -119,7 +121,7 @@ def test_consolidation_re_embeds_stale_vectors_first_and_reports_it(clock: Fixed
 def test_export_keeps_the_mark_and_the_importing_store_repairs_it(clock: FixedClock) -> None:
     import io
 
-    with open_store(FailingEmbedder(fail_on={3}), clock) as source:
+    with open_store(FailingEmbedder(fail_on={3, 4}), clock) as source:
         first = source.add(BASE)
         source.add(VARIANTS[0])
         buffer = io.StringIO()
@@ -193,11 +195,20 @@ OTHERS = ["Alice prefers green tea over coffee", "Bob rides a blue bicycle to th
           "Carol plays board games on Fridays"]
 
 
-def interleaved(tmp_path: Path) -> Path:
-    """Batches of two: BASE with an unrelated note, then each variant with one."""
+#: a context the caller gives: embedded with the content, so such a note's vector is deferred
+CONTEXT = "How a release reaches production"
+
+
+def interleaved(tmp_path: Path, *, context: bool = False) -> Path:
+    """Batches of two: BASE with an unrelated note, then each variant with one.
+
+    With ``context``, BASE carries a given context: its vector embeds more than its content,
+    so after each fold it waits for the deferred refresh instead of being re-embedded at once.
+    """
     rows = [BASE, OTHERS[0], VARIANTS[0], OTHERS[1], VARIANTS[1], OTHERS[2], VARIANTS[2]]
+    items = [{"text": t, **({"context": CONTEXT} if context and t == BASE else {})} for t in rows]
     path = tmp_path / "notes.jsonl"
-    path.write_text("".join(f'{{"text": "{text}"}}\n' for text in rows), encoding="utf-8")
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
     return path
 
 
@@ -230,7 +241,8 @@ def test_an_interrupted_import_block_leaves_marks_the_next_write_repairs(
     with open_store(RecordingEmbedder(), clock) as store:
         with pytest.raises(KeyboardInterrupt):
             with store.writer.deferred_reembed():
-                store.add_many([{"text": BASE}, {"text": VARIANTS[0]}])
+                # a given context is embedded with the content, so BASE's vector waits
+                store.add_many([{"text": BASE, "context": CONTEXT}, {"text": VARIANTS[0]}])
                 assert store.info().stale_vectors == 1
                 raise KeyboardInterrupt
         assert store.info().stale_vectors == 1  # Ctrl-C does not wait for the refresh
@@ -240,10 +252,13 @@ def test_an_interrupted_import_block_leaves_marks_the_next_write_repairs(
 
 
 def test_a_failed_final_refresh_is_in_the_import_report(tmp_path: Path, clock: FixedClock) -> None:
-    # four batches embed (calls 1, 2, 3, 5); the fold decisions of the second and third variant
-    # embed BASE's folded content (calls 4, 6); call 7 is the import's final refresh
-    with open_store(FailingEmbedder(fail_on={7}), clock) as store:
-        report = import_file(store, interleaved(tmp_path), batch=2)
+    recorder = RecordingEmbedder()
+    with open_store(recorder, clock) as store:
+        import_file(store, interleaved(tmp_path, context=True), batch=2)
+        note = next(n for n, _ in store.iter_notes() if n.content.startswith(BASE))
+        assert recorder.calls[-1] == [note.embed_text()]  # the last call: the final refresh
+    with open_store(FailingEmbedder(fail_on={len(recorder.calls)}), clock) as store:
+        report = import_file(store, interleaved(tmp_path, context=True), batch=2)
         assert report.folded == 3 and len(report.warnings) == 1
         assert "re-embedding failed" in report.warnings[0]
         assert report.to_dict()["warnings"] == report.warnings

@@ -5,6 +5,7 @@ re-embedding runs, and back-links written after their note."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,63 @@ def test_deleted_notes_never_come_back_under_concurrent_folds(clock: FixedClock)
             assert store.get(note_id, include_inactive=True).is_active is False
 
 
+class EvolvingLLM(SameAnswerLLM):
+    """Links every candidate and evolves every neighbour, slowly: the window in which an add
+    holds a snapshot of the notes it evolves is long enough for a delete to land in it."""
+
+    model = "evolving"
+
+    def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
+                      name: str) -> dict[str, Any]:
+        self.calls.append(name)
+        if name == "note_enrichment":
+            return {"keywords": ["note"], "tags": ["note"], "context": "A note.",
+                    "category": "General", "note_type": "memory", "topics": []}
+        if name == "link_decisions":
+            count = user.count("<candidate ")
+            return {"links": [{"candidate": n, "link": True} for n in range(1, count + 1)]}
+        time.sleep(0.02)
+        count = user.count("<neighbour ")
+        return {"updates": [{"neighbour": n, "context": "Evolved.", "tags": ["evolved"]}
+                            for n in range(1, count + 1)]}
+
+
+class DeletingLLM(EvolvingLLM):
+    """While an add holds its snapshot of the notes it evolves (inside its evolve call),
+    another thread deletes them, and is given a moment to finish."""
+
+    def __init__(self, store: list[MemoryStore], ids: list[str]) -> None:
+        super().__init__()
+        self.store, self.ids = store, ids
+        self.deleter: threading.Thread | None = None
+
+    def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
+                      name: str) -> dict[str, Any]:
+        if name == "memory_evolution" and self.deleter is None and self.ids:
+            store = self.store[0]
+            self.deleter = threading.Thread(target=lambda: [store.delete(i) for i in self.ids])
+            self.deleter.start()
+            self.deleter.join(timeout=0.5)  # before: done here; now: waits for the write lock
+        return super().complete_json(system, user, schema=schema, name=name)
+
+
+def test_a_delete_during_an_adds_evolution_stays_deleted(clock: FixedClock) -> None:
+    ids: list[str] = []
+    holder: list[MemoryStore] = []
+    llm = DeletingLLM(holder, ids)
+    with MemoryStore(":memory:", config=load_config(overrides=FOLDING),
+                     embedder=HashingEmbedder(dim=256), clock=clock, llm=llm) as store:
+        holder.append(store)
+        targets = [store.add(text, id=f"t{n}").id for n, text in enumerate(UNRELATED[:3])]
+        ids.extend(targets)
+        result = store.add("Sam notes: " + "; ".join(t.lower() for t in UNRELATED[:3]))
+        assert llm.deleter is not None
+        llm.deleter.join()
+        assert set(result.evolved) & set(targets)  # the add evolved notes being deleted
+        # before: the evolution rewrote whole notes from the add's snapshot, reviving them
+        assert [t for t in targets if store.get(t, include_inactive=True).is_active] == []
+
+
 def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
         clock: FixedClock) -> None:
     with open_store(clock) as store:
@@ -184,3 +242,64 @@ def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
         assert not store.update_note(snapshot)  # a stale writer's whole note: refused
         assert not store.update_note_fields("t", store.agent_id, {"content": "x"})
         assert store.get("t", include_inactive=True).is_active is False
+
+
+# -- item 13: the note before its back-links --------------------------------------------------
+
+
+class Crash(RuntimeError):
+    """Raised by ``CrashingBackend`` in place of a write."""
+
+
+class CrashingBackend:
+    """A real backend whose writes fail from the ``fail_at``-th on, once armed (a kill seam)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.writes = inner, 0
+        self.fail_at: int | None = None
+
+    def _write(self) -> None:
+        if self.fail_at is not None and self.writes >= self.fail_at:
+            raise Crash(f"crash at write {self.writes}")
+        self.writes += 1
+
+    def upsert(self, points: Any) -> None:
+        self._write()
+        self.inner.upsert(points)
+
+    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
+        self._write()
+        self.inner.set_payload(point_id, payload)
+
+    def update_point(self, point_id: str, payload: dict[str, Any], **parts: Any) -> bool:
+        self._write()
+        return bool(self.inner.update_point(point_id, payload, **parts))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_an_add_killed_at_any_write_leaves_no_link_to_a_missing_note(clock: FixedClock) -> None:
+    for fail_at in range(8):
+        backend = CrashingBackend(EdgeBackend.temporary(256))
+        llm = EvolvingLLM()
+        with MemoryStore(config=load_config(overrides=FOLDING), embedder=HashingEmbedder(256),
+                         clock=clock, backend=backend, llm=llm) as store:
+            for n, text in enumerate(UNRELATED[:3]):
+                store.add(text, id=f"t{n}")
+            backend.writes, backend.fail_at = 0, fail_at
+            try:
+                store.add("Sam notes: " + "; ".join(t.lower() for t in UNRELATED[:3]), id="new")
+            except Crash:
+                pass
+            backend.fail_at = None
+            live = {n.id for n, _ in store.iter_notes()}
+            dangling = [(n.id, t) for n, _ in store.iter_notes() for t in n.links if t not in live]
+            assert dangling == [], (fail_at, dangling)
+
+
+def test_search_tolerates_a_link_to_a_missing_note(clock: FixedClock) -> None:
+    with open_store(clock) as store:
+        store.add(BASE, id="a")
+        store.update_payload("a", store.agent_id, {"links": ["ghost"]})
+        assert [r.id for r in store.search("deploy pipeline release", expand_links=True)] == ["a"]
