@@ -17,6 +17,8 @@ import zlib
 from collections import Counter
 from typing import Any, Iterable
 
+from . import segment
+
 log = logging.getLogger(__name__)
 
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -38,24 +40,6 @@ STOPWORDS = frozenset(
     "over under again also any all each both few more most other some such only own same s t "
     "的 了 和 是 在 也 就 都 而 及 与 着 或 一个 我们 你们 他们".split()
 )
-
-_jieba_lock = threading.Lock()
-_jieba = None
-
-
-def _jieba_module() -> Any:
-    """Import and initialise jieba once, quietly (it logs its dictionary build)."""
-    global _jieba
-    if _jieba is None:
-        with _jieba_lock:
-            if _jieba is None:
-                import jieba  # heavy: ~1 s to build its prefix dictionary
-
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba = jieba
-    return _jieba
-
 
 #: bumped whenever ``tokenize`` maps a text to other terms: stored BM25 vectors made by another
 #: version no longer meet the query's terms, so the store rebuilds them at open (``amem.store``)
@@ -111,8 +95,7 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
             if keep_stopwords or (word not in STOPWORDS and stemmed not in STOPWORDS):
                 out.append(stemmed)
         elif han:
-            jieba = _jieba_module()
-            for piece in jieba.cut_for_search(han):
+            for piece in segment.cut_for_search(han):
                 if keep_stopwords or piece not in STOPWORDS:
                     out.append(piece)
             if len(han) > 1:

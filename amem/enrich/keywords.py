@@ -12,7 +12,7 @@ three adjacent non-stop words inside one clause, trimmed of very common words at
 scored by the sum of their words. Candidates are then taken greedily, best first, skipping one
 whose words are all covered by keywords already taken.
 
-Chinese: jieba's TF-IDF (``jieba.analyse.extract_tags``) on the Han text. Japanese (text with
+Chinese: jieba's TF-IDF scoring on one cut of the Han text (``amem.segment``). Japanese (text with
 kana): runs of kanji and katakana of two or more characters (hiragana is mostly grammar).
 Korean: hangul words with common particles stripped. Each script's scores are scaled by its
 share of the note's characters before merging, so a mainly English note keeps English keywords.
@@ -26,12 +26,11 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import segment
 from .english import LABELS, informativeness
 
 log = logging.getLogger(__name__)
@@ -291,35 +290,13 @@ def _phrase_spans(run: list[int], tokens: list[Token]) -> list[list[int]]:
 # ---------------------------------------------------------------- CJK
 
 
-_jieba_lock = threading.Lock()
-_jieba_mods: tuple[Any, Any] | None = None
-
-
-def _jieba() -> tuple[Any, Any]:
-    """jieba and jieba.analyse, imported and initialised once, quietly."""
-    global _jieba_mods
-    if _jieba_mods is None:
-        with _jieba_lock:
-            if _jieba_mods is None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # jieba imports pkg_resources on old setuptools
-                    import jieba
-                    import jieba.analyse
-
-                # jieba logs its dictionary build at DEBUG on its own stderr handler
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba_mods = (jieba, jieba.analyse)
-    return _jieba_mods
-
-
 def _chinese_candidates(text: str, speakers: frozenset[str], limit: int
                         ) -> tuple[dict[str, tuple[float, int, str, frozenset[str]]], Counter[str]]:
-    jieba, analyse_mod = _jieba()
     han = "，".join(_HAN_RUN.findall(text))
-    terms: Counter[str] = Counter(w for w in jieba.lcut(han) if len(w) >= 2 and w not in ZH_STOP)
+    words = segment.cut(han)  # one cut serves the terms and the TF-IDF keywords
+    terms: Counter[str] = Counter(w for w in words if len(w) >= 2 and w not in ZH_STOP)
     out: dict[str, tuple[float, int, str, frozenset[str]]] = {}
-    for word, weight in analyse_mod.extract_tags(han, topK=limit * 3, withWeight=True):
+    for word, weight in segment.tfidf_keywords(words, limit * 3):
         if len(word) < 2 or word in ZH_STOP or word in speakers or not _HAN_RUN.fullmatch(word):
             continue
         out[word] = (float(weight), han.find(word), word, frozenset([word]))
