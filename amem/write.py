@@ -266,6 +266,12 @@ class Writer:
                                        enriched_by=drafts[i].note.enriched_by, warnings=warnings)
             if fast:
                 self.store.write_points(fast)
+            # a repeat of a text folded earlier in this batch names the note it went into
+            placed = {drafts[i].note.id: out[i] for i in todo}
+            for result in out:
+                first = placed.get(result.id) if result is not None else None
+                if result is not None and result.status == "deduplicated" and first is not None:
+                    result.id = first.id
             results = [r for r in out if r is not None]
             self._stale.batch_done(stale, results)
         return results

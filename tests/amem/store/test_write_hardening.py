@@ -135,13 +135,14 @@ def test_a_folded_or_deduplicated_add_never_calls_the_llm(clock: FixedClock) -> 
     config = load_config(overrides=FOLDING)
     with MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256), clock=clock,
                      llm=llm) as store:
-        store.add(BASE)
+        first = store.add(BASE).id
         calls = list(llm.calls)
         assert calls  # the LLM built the first note
         assert store.add(VARIANTS[0]).status == "folded"
         assert store.add(BASE).status == "deduplicated"
-        assert [r.status for r in store.add_many([{"text": VARIANTS[1]}, {"text": BASE}])] == [
-            "folded", "deduplicated"]
+        batch = store.add_many([{"text": VARIANTS[1]}, {"text": BASE}, {"text": VARIANTS[1]}])
+        assert [r.status for r in batch] == ["folded", "deduplicated", "deduplicated"]
+        assert {r.id for r in batch} == {first}  # a repeat names the note its text went into
         assert llm.calls == calls
 
 
