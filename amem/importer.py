@@ -241,8 +241,9 @@ class ImportRejected(ValidationError):
 
 
 def export_store(store: "MemoryStore", out: TextIO, *, all_agents: bool = True,
-                 with_vectors: bool = True) -> int:
+                 with_vectors: bool = True, progress: Progress | None = None) -> int:
     """Write every note (active or not) as JSON lines, with its vector, for ``import_export``."""
+    total = store.backend.count(None) if progress is not None else None
     written = 0
     for note, vector in store.iter_notes(all_agents=all_agents, include_inactive=True,
                                          with_vectors=with_vectors):
@@ -252,6 +253,10 @@ def export_store(store: "MemoryStore", out: TextIO, *, all_agents: bool = True,
         row["embedder"] = store.embedder.model_id
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         written += 1
+        if progress is not None and written % 1000 == 0:
+            progress(written, total)
+    if progress is not None:
+        progress(written, total)
     return written
 
 

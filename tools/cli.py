@@ -242,7 +242,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _memory(args) as store, ExitStack() as stack:
         out = sys.stdout if args.out == "-" else stack.enter_context(
             open(args.out, "w", encoding="utf-8"))
-        count = export_store(store, out, with_vectors=not args.no_vectors)
+        bar = stack.enter_context(_progress(args, "export"))
+        count = export_store(store, out, with_vectors=not args.no_vectors, progress=bar)
     if args.out != "-":
         emit(args, {"path": args.out, "exported": count}, f"exported {count} notes to {args.out}")
     else:

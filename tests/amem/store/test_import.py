@@ -224,3 +224,10 @@ def test_a_stale_bm25_count_in_meta_json_is_corrected_at_open(tmp_path: Path) ->
         assert store.bm25_stats.docs == 40  # stayed at 13 before
         assert store.bm25_stats.avgdl == pytest.approx(avgdl, rel=0.01)
     assert json.loads(meta_file.read_text())["bm25_stats"]["docs"] == 40
+
+
+def test_export_reports_progress(edge_store: MemoryStore) -> None:
+    edge_store.add_many([{"text": f"progress note {i}"} for i in range(5)], enrich=False)
+    seen: list[tuple[int, int | None]] = []
+    assert export_store(edge_store, io.StringIO(), progress=lambda d, t: seen.append((d, t))) == 5
+    assert seen[-1] == (5, 5)
