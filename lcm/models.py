@@ -140,6 +140,9 @@ class GrepHit(_Dict):
     score: float
     role: str | None = None
     depth: int | None = None
+    summary_kind: str | None = None  # "leaf" | "condensed" for summary hits
+    line: int | None = None  # file hits: 1-based line of the match
+    byte_offset: int | None = None  # file hits: UTF-8 byte offset of the match in the file
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,7 @@ class SummaryDescription(_Dict):
     source_messages_truncated: bool
     in_context: bool
     kind: str = "summary"
+    file_ids: list[str] = field(default_factory=list)  # large files stored from its source messages
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ class FileDescription(_Dict):
     slice_text: str
     slice_truncated: bool
     kind: str = "file"
+    storage_name: str = ""  # the file's name in the large-files directory
 
 
 @dataclass(frozen=True)
@@ -221,8 +226,9 @@ class ExpandQueryResult(_Dict):
     expanded_summary_count: int
     total_source_tokens: int
     truncated: bool
-    method: str  # "llm" | "extractive" | "extractive-fallback"
+    method: str  # "llm" | "extractive" (no LLM configured)
     warnings: list[str] = field(default_factory=list)
+    source_conversation_ids: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

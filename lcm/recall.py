@@ -10,7 +10,7 @@ from collections.abc import Collection
 
 from lcm.config import LcmConfig
 from lcm.db import Database
-from lcm.errors import LcmNotFoundError, LcmValidationError
+from lcm.errors import LcmError, LcmNotFoundError, LcmValidationError
 from lcm.extract import truncate_to_tokens
 from lcm.largefiles import FILE_ID_RE, LargeFileStore
 from lcm.models import (
@@ -30,7 +30,8 @@ from lcm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Recall", "row_to_summary", "visible", "SUMMARY_ID_RE", "MESSAGE_ID_RE", "MAX_ROWID"]
+__all__ = ["Recall", "row_to_summary", "visible", "SUMMARY_ID_RE", "MESSAGE_ID_RE", "MAX_ROWID",
+           "ExpansionFailedError", "ExpansionTimeoutError"]
 
 # \Z, not $: "msg_1\n" is not an id ($ would match before the newline)
 SUMMARY_ID_RE = re.compile(r"^sum_[0-9a-f]{16}\Z")
@@ -39,6 +40,18 @@ MESSAGE_ID_RE = re.compile(r"^msg_([0-9]+)\Z")
 MAX_ROWID = 2**63 - 1
 _MAX_SOURCE_IDS = 1000
 _EXPAND_REQUEST = re.compile(r"^\s*EXPAND:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+class ExpansionFailedError(LcmError):
+    """The configured LLM could not answer: the caller gets this code, not a silent stand-in."""
+
+    code = "expansion_failed"
+
+
+class ExpansionTimeoutError(ExpansionFailedError):
+    """The LLM answer did not come within ``timeoutMs`` (or ``delegationTimeoutMs``)."""
+
+    code = "timeout"
 
 
 def visible(row: sqlite3.Row | None, family: Collection[int] | None) -> sqlite3.Row | None:
@@ -103,8 +116,12 @@ class Recall:
                 )
             ]
             in_ctx = c.execute("SELECT 1 FROM context_items WHERE summary_id = ?", (sid,)).fetchone() is not None
+            shown = msg_ids[:_MAX_SOURCE_IDS]
+            file_ids = [r[0] for r in c.execute(
+                f"SELECT DISTINCT file_id FROM messages WHERE id IN ({','.join('?' * len(shown))}) "
+                "AND file_id IS NOT NULL ORDER BY id", shown)] if shown else []  # fmt: skip
         return SummaryDescription(
-            row_to_summary(row), parents, children, msg_ids[:_MAX_SOURCE_IDS], len(msg_ids) > _MAX_SOURCE_IDS, in_ctx
+            row_to_summary(row), parents, children, shown, len(msg_ids) > _MAX_SOURCE_IDS, in_ctx, file_ids=file_ids
         )
 
     def _describe_file(self, fid: str, offset: int, limit: int, family: Collection[int] | None) -> FileDescription:
@@ -117,6 +134,7 @@ class Recall:
         return FileDescription(
             fid, row["conversation_id"], row["message_id"], row["name"], row["mime_type"], row["size_bytes"],
             row["token_count"], row["exploration_summary"], row["created_at"], offset, text, more,
+            storage_name=row["storage_path"].rsplit("/", 1)[-1],
         )  # fmt: skip
 
     def _describe_message(self, id: str, digits: str, family: Collection[int] | None) -> MessageDescription:
@@ -163,11 +181,19 @@ class Recall:
                     continue
                 seen.add(sid)
                 row = c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone()
-                if used + row["token_count"] > token_cap and level > 0:
+                content, tokens = row["content"], row["token_count"]
+                if used + tokens > token_cap:
                     truncated = True
+                    if level > 0 or used >= token_cap:
+                        break
+                    # A seed larger than the whole cap: its head, so the cap still holds.
+                    content, _ = truncate_to_tokens(content, token_cap - used)
+                    tokens = min(estimate_tokens(content), token_cap - used)
+                    used += tokens
+                    summaries.append(ExpandedSummary(sid, row["kind"], row["depth"], content, tokens, level))
                     break
-                used += row["token_count"]
-                summaries.append(ExpandedSummary(sid, row["kind"], row["depth"], row["content"], row["token_count"], level))
+                used += tokens
+                summaries.append(ExpandedSummary(sid, row["kind"], row["depth"], content, tokens, level))
                 if max_depth is not None and level >= max_depth:
                     continue
                 if row["kind"] == "condensed":
@@ -199,8 +225,14 @@ class Recall:
         max_tokens: int,
         source_cap: int,
         family: Collection[int] | None = None,
+        timeout_ms: int | None = None,
     ) -> ExpandQueryResult:
-        """Answer ``prompt`` from the sources under ``seeds`` (plus directly matched messages)."""
+        """Answer ``prompt`` from the sources under ``seeds`` (plus directly matched messages).
+
+        With an LLM, a failure or a deadline passed (``timeout_ms``) raises
+        ExpansionFailedError / ExpansionTimeoutError: an extractive stand-in would read as the
+        model's answer. Without one, the answer is the extractive passages, ``method="extractive"``.
+        """
         warnings: list[str] = []
         exp = self.expand(seeds, max_depth=None, token_cap=source_cap, family=family) if seeds else ExpandResult([], [], [], 0, False)
         sources = list(exp.messages)
@@ -212,22 +244,40 @@ class Recall:
                 have.add(r["id"])
                 budget_left -= r["token_count"]
         total = sum(m.token_count for m in sources) + sum(s.token_count for s in exp.summaries)
+        convs = self._conversations_of(exp, sources)
         if self.llm is not None:
+            deadline = time.monotonic() + (timeout_ms or self.cfg.delegation_timeout_ms) / 1000
             try:
-                answer = self._llm_answer(prompt, exp, sources, max_tokens)
-                if answer is not None:
-                    text, cited = answer
-                    text, cut = truncate_to_tokens(text, max_tokens)
-                    return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, "llm", warnings)
-                warnings.append("LLM gave no usable answer; extractive answer instead")
-            except Exception as exc:  # the seam may fail in any way; the caller still gets an answer
+                answer = self._llm_answer(prompt, exp, sources, max_tokens, deadline, source_cap - total)
+            except Exception as exc:  # the seam may fail in any way; the caller gets a code for it
                 log.warning("lcm: expand_query LLM failed: %s", exc)
-                warnings.append(f"LLM failed ({type(exc).__name__}); extractive answer instead")
+                raise ExpansionFailedError(f"the expansion model failed ({type(exc).__name__}); "
+                                           "retry, or use lcm_expand for the raw sources") from exc
+            if answer is None:
+                if time.monotonic() > deadline:
+                    raise ExpansionTimeoutError(f"no answer within {timeout_ms or self.cfg.delegation_timeout_ms} ms "
+                                                "(timeoutMs); retry with a narrower query or summaryIds")
+                raise ExpansionFailedError("the expansion model gave no usable answer; "
+                                           "use lcm_expand for the raw sources")
+            text, cited = answer
+            text, cut = truncate_to_tokens(text, max_tokens)
+            return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, "llm", warnings,
+                                     convs)  # fmt: skip
         text, cited, cut = self._extractive_answer(prompt, exp, sources, max_tokens)
-        method = "extractive" if self.llm is None else "extractive-fallback"
+        warnings.append("no LLM configured: the answer is the best-matching source passages, not a synthesis")
         if not cited:
             warnings.append("no source passage matched the question")
-        return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, method, warnings)
+        return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, "extractive", warnings,
+                                 convs)  # fmt: skip
+
+    def _conversations_of(self, exp: ExpandResult, sources: list[ExpandedMessage]) -> list[int]:
+        """The conversations the sources came from (``sourceConversationIds``)."""
+        found = {m.conversation_id for m in sources}
+        sids = [s.id for s in exp.summaries]
+        if sids:
+            found |= {r[0] for r in self.db.query(
+                f"SELECT DISTINCT conversation_id FROM summaries WHERE summary_id IN ({','.join('?' * len(sids))})", sids)}
+        return sorted(found)
 
     def _extractive_answer(
         self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int
@@ -268,10 +318,12 @@ class Recall:
         return "Most relevant source passages (best first):\n" + "\n".join(lines), cited, cut
 
     def _llm_answer(
-        self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int
+        self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int, deadline: float,
+        budget: int,
     ) -> tuple[str, list[str]] | None:
+        """The model's answer and the ids it cited; None when it gave none in time. ``budget``:
+        source tokens it may still have expanded on request (the rest of ``maxExpandTokens``)."""
         assert self.llm is not None
-        deadline = time.monotonic() + self.cfg.delegation_timeout_ms / 1000
         known = {f"msg_{m.id}" for m in sources} | {s.id for s in exp.summaries}
         extra_msgs: list[ExpandedMessage] = []
         for _round in range(4):
@@ -287,6 +339,8 @@ class Recall:
                 "would contain it, reply with one line 'EXPAND: <summary ids>' instead."
             )
             reply = self.llm.complete(system, f"Question: {prompt}\n\nSources:\n{block}", max_tokens=max_tokens)
+            if time.monotonic() > deadline:
+                return None  # too late: the caller was promised an answer within timeoutMs
             if not isinstance(reply, str) or not reply.strip():
                 return None
             want = _EXPAND_REQUEST.search(reply)
@@ -294,7 +348,10 @@ class Recall:
                 ids = [t for t in re.findall(r"sum_[0-9a-f]{16}", want.group(1)) if t in known]
                 if not ids:
                     return None
-                more = self.expand(ids, max_depth=None, token_cap=max(1, self.cfg.max_expand_tokens))
+                if budget <= 0:
+                    return None
+                more = self.expand(ids, max_depth=None, token_cap=budget)
+                budget -= more.total_tokens
                 extra_msgs += [m for m in more.messages if f"msg_{m.id}" not in known]
                 known |= {f"msg_{m.id}" for m in more.messages}
                 continue

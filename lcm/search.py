@@ -161,7 +161,8 @@ def _fts_rows(
 def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
     if kind == "message":
         return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score, role=row["role"])
-    return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score, depth=row["depth"])
+    return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score,
+                   depth=row["depth"], summary_kind=row["kind"])
 
 
 #: SQLite VM steps between two looks at the deadline (well under a millisecond of work)

@@ -17,8 +17,9 @@ from lcm.config import LcmConfig
 from lcm.db import Database
 from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.events import EventLog
+from lcm.filegrep import grep_files
 from lcm.ingest import normalize_messages, store_messages
-from lcm.largefiles import LargeFileStore
+from lcm.largefiles import FILE_ID_RE, LargeFileStore
 from lcm.migrations import migrate
 from lcm.models import (
     AssembledContext,
@@ -52,7 +53,9 @@ log = logging.getLogger(__name__)
 __all__ = ["LcmStore"]
 
 _MODES = ("regex", "full_text")
-_SCOPES = ("messages", "summaries", "both")
+_SCOPES = ("messages", "summaries", "both", "files")
+#: one session key, or several (an agent's families: ``allConversations`` for one tenant)
+SessionKeys = str | Sequence[str] | None
 _SORTS = ("recency", "relevance", "hybrid")
 
 
@@ -300,18 +303,26 @@ class LcmStore:
         return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)
 
     # -- recall ----------------------------------------------------------------------------------
-    def _scope(self, session_key: str | None, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
+    def session_keys(self, prefix: str) -> list[str]:
+        """The distinct session keys starting with ``prefix`` (exact, no wildcards)."""
+        return [r[0] for r in self.db.query(
+            "SELECT DISTINCT session_key FROM conversations WHERE substr(session_key, 1, ?) = ? "
+            "ORDER BY session_key", (len(prefix), prefix))]  # fmt: skip
+
+    def _families(self, session_key: str | Sequence[str]) -> list[int]:
+        keys = [session_key] if isinstance(session_key, str) else list(session_key)
+        with self.db.reading() as c:
+            return sorted({cid for key in keys for cid in family_ids(c, key)})
+
+    def _scope(self, session_key: SessionKeys, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
         """The conversation ids a recall may read (None: all). A conversation outside the
-        session family answers exactly like one that does not exist."""
+        session family (or families) answers exactly like one that does not exist."""
         if all_conversations:
             return None
         if conversation_id is not None:
             if isinstance(conversation_id, bool) or not isinstance(conversation_id, int):
                 raise LcmValidationError("conversation_id must be an integer", field="conversation_id")
-            family = None
-            if session_key:
-                with self.db.reading() as c:
-                    family = family_ids(c, session_key)
+            family = self._families(session_key) if session_key else None
             exists = 0 < conversation_id <= MAX_ROWID and (
                 self.db.one("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)) is not None
             )
@@ -319,11 +330,10 @@ class LcmStore:
                 raise LcmNotFoundError(f"no conversation {conversation_id}", id=str(conversation_id))
             return [conversation_id]
         if session_key:
-            with self.db.reading() as c:
-                return family_ids(c, session_key)
+            return self._families(session_key)
         raise LcmValidationError("give session_key, conversation_id or all_conversations=True", field="session_key")
 
-    def _family(self, session_key: str | None, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
+    def _family(self, session_key: SessionKeys, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
         """Like ``_scope``, but naming no scope at all means no restriction (trusted callers)."""
         if session_key is None and conversation_id is None:
             return None
@@ -335,13 +345,14 @@ class LcmStore:
         *,
         mode: str = "regex",
         scope: str = "both",
-        session_key: str | None = None,
+        session_key: SessionKeys = None,
         conversation_id: int | None = None,
         all_conversations: bool = False,
         since: str | datetime | None = None,
         before: str | datetime | None = None,
         limit: int = 50,
         sort: str = "recency",
+        file_ids: Sequence[str] | None = None,
     ) -> GrepResult:
         """Search messages and/or summaries of the session family (or one / all conversations).
 
@@ -363,14 +374,23 @@ class LcmStore:
             compile_user_regex(pattern)
         since_s = iso(parse_time(since, "since")) if since is not None else None
         before_s = iso(parse_time(before, "before")) if before is not None else None
+        if file_ids is not None:
+            bad = [f for f in file_ids if not isinstance(f, str) or not FILE_ID_RE.match(f)]
+            if scope != "files" or isinstance(file_ids, str) or bad:
+                raise LcmValidationError("file_ids must be a list of file_... ids, with scope 'files'", field="file_ids")
         conv_ids = self._scope(session_key, conversation_id, all_conversations)
         if conv_ids == []:
+            if file_ids:
+                raise LcmNotFoundError(f"no file {file_ids[0]}", id=file_ids[0])
             return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
+        if scope == "files":
+            return grep_files(self.db, self.config, self.files, pattern, mode=mode, conv_ids=conv_ids,
+                              file_ids=file_ids, limit=limit)  # fmt: skip
         return grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
                     before=before_s, limit=limit, sort=sort)  # fmt: skip
 
     def describe(
-        self, id: str, *, offset: int = 0, limit: int = 4000, session_key: str | None = None,
+        self, id: str, *, offset: int = 0, limit: int = 4000, session_key: SessionKeys = None,
         conversation_id: int | None = None,
     ) -> SummaryDescription | FileDescription | MessageDescription:
         """A summary (content, lineage, source message ids), a file (metadata + a slice), or a message.
@@ -411,7 +431,7 @@ class LcmStore:
         query: str | None = None,
         max_depth: int | None = None,
         token_cap: int | None = None,
-        session_key: str | None = None,
+        session_key: SessionKeys = None,
         conversation_id: int | None = None,
         all_conversations: bool = False,
     ) -> ExpandResult:
@@ -419,7 +439,7 @@ class LcmStore:
         scope = self._family(session_key, conversation_id, all_conversations) if summary_ids else (
             self._scope(session_key, conversation_id, all_conversations))
         seeds, direct = self._seeds(summary_ids, query, scope)
-        cap = token_cap if token_cap is not None else self.config.max_expand_tokens
+        cap = self._expand_cap(token_cap, "token_cap")
         res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap, family=scope)
         if not direct:
             return res
@@ -445,11 +465,17 @@ class LcmStore:
         query: str | None = None,
         summary_ids: Sequence[str] | None = None,
         max_tokens: int | None = None,
-        session_key: str | None = None,
+        session_key: SessionKeys = None,
         conversation_id: int | None = None,
         all_conversations: bool = False,
+        token_cap: int | None = None,
+        timeout_ms: int | None = None,
     ) -> ExpandQueryResult:
-        """Answer a focused question from expanded sources (LLM loop, or extractive without one)."""
+        """Answer a focused question from expanded sources (LLM loop, or extractive without one).
+
+        ``max_tokens`` bounds the answer, ``token_cap`` (at most ``maxExpandTokens``) the source
+        tokens read, ``timeout_ms`` (at most ``delegationTimeoutMs``) the time the LLM may take.
+        """
         if not isinstance(prompt, str) or not prompt.strip():
             raise LcmValidationError("prompt must be a non-empty string", field="prompt")
         cap = max_tokens if max_tokens is not None else self.config.max_expand_tokens
@@ -457,9 +483,21 @@ class LcmStore:
             raise LcmValidationError("max_tokens must be a positive integer", field="max_tokens")
         scope = self._family(session_key, conversation_id, all_conversations) if summary_ids else (
             self._scope(session_key, conversation_id, all_conversations))
+        source_cap = self._expand_cap(token_cap, "token_cap")
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0):
+            raise LcmValidationError("timeout_ms must be a positive integer", field="timeout_ms")
+        limit_ms = min(timeout_ms or self.config.delegation_timeout_ms, self.config.delegation_timeout_ms)
         seeds, direct = self._seeds(summary_ids, query, scope)
         return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
-                                        source_cap=min(200000, max(cap * 8, self.config.max_expand_tokens)))  # fmt: skip
+                                        source_cap=source_cap, timeout_ms=limit_ms)
+
+    def _expand_cap(self, requested: int | None, field: str) -> int:
+        """The source tokens an expansion may read: ``maxExpandTokens``, or less when asked."""
+        if requested is None:
+            return self.config.max_expand_tokens
+        if isinstance(requested, bool) or not isinstance(requested, int) or requested <= 0:
+            raise LcmValidationError(f"{field} must be a positive integer", field=field)
+        return min(requested, self.config.max_expand_tokens)
 
     # -- operations --------------------------------------------------------------------------------
     def status(self) -> StatusReport:

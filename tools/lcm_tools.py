@@ -8,10 +8,14 @@ as an id that does not exist, so a caller can neither read nor probe another age
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
+from lcm.errors import LcmValidationError
+
 from .errors import ToolError
-from .registry import Tool, obj
+from .registry import Handler, Tool, obj
+from .tenancy import PREFIX, agent_segment, session_owner
 
 if TYPE_CHECKING:
     from .facade import CallContext
@@ -21,11 +25,59 @@ _SUMMARY_IDS = {"type": "array", "minItems": 1, "maxItems": 50,
                 "description": "Summary ids (sum_...) to expand."}
 _TIME = {"type": "string", "minLength": 1, "maxLength": 40,
          "description": "An ISO 8601 date or date-time."}
+_CONVERSATION = {"type": "integer", "minimum": 1,
+                 "description": "Only this conversation (one of yours); default: this session's."}
+_ALL = {"type": "boolean", "default": False,
+        "description": "Every conversation of yours (all your sessions), not only this one's."}
+_TOKEN_CAP = {"type": "integer", "minimum": 1, "maximum": 1000000,
+              "description": "Source tokens to read at most; never more than the server's "
+              "maxExpandTokens (LCM_MAX_EXPAND_TOKENS), which is the default."}
+#: the reference's lcm_expand_query default: delegationTimeoutMs (120 s) plus 30 s of headroom
+DEFAULT_TIMEOUT_MS = 150000
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _camelize(value: Any) -> Any:
+    """Result keys in the reference's style (``conversationId``), like the arguments."""
+    if isinstance(value, dict):
+        return {_camel(k) if isinstance(k, str) else k: _camelize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camelize(v) for v in value]
+    return value
+
+
+def _argument_names(handler: Handler) -> Handler:
+    """lcm names a bad argument in its own (snake_case) words; the caller sent camelCase."""
+    @functools.wraps(handler)
+    def call(ctx: "CallContext", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(ctx, *args, **kwargs)
+        except LcmValidationError as exc:
+            if exc.field:
+                exc.field = _camel(exc.field)
+            raise
+    return call
 
 
 def _out(value: Any) -> dict[str, Any]:
     data = value.to_dict() if hasattr(value, "to_dict") else value
-    return data if isinstance(data, dict) else {"result": data}
+    out = _camelize(data)
+    return out if isinstance(out, dict) else {"result": out}
+
+
+def _hit(hit: dict[str, Any]) -> dict[str, Any]:
+    """One grep hit under the reference's names: ``type`` (message, summary or file) and, for
+    a summary, ``kind`` leaf or condensed; fields that do not apply are left out."""
+    out: dict[str, Any] = {"type": hit["kind"]}
+    for key, value in hit.items():
+        if key == "kind" or value is None:
+            continue
+        out["kind" if key == "summaryKind" else key] = value
+    return out
 
 
 def session_key_for(ctx: "CallContext") -> str:
@@ -35,56 +87,95 @@ def session_key_for(ctx: "CallContext") -> str:
     return ctx.facade.session_key
 
 
-def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "full_text", scope: str = "both",
-             conversation_id: int | None = None, since: str | None = None,
+def owned_session_keys(ctx: "CallContext") -> list[str]:
+    """Every session key of the calling agent (``allConversations``): keys whose owner by
+    ``tools.tenancy.session_owner`` is the caller, never another agent's."""
+    own = session_key_for(ctx)
+    prefix = f"{PREFIX}{agent_segment(ctx.agent_id)}:"
+    keys = [k for k in ctx.lcm.session_keys(prefix) if session_owner(k) == ctx.agent_id]
+    return list(dict.fromkeys([own, *keys]))
+
+
+def _scope_keys(ctx: "CallContext", all_conversations: bool) -> str | list[str]:
+    return owned_session_keys(ctx) if all_conversations else session_key_for(ctx)
+
+
+@_argument_names
+def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "regex", scope: str = "both",
+             conversationId: int | None = None, allConversations: bool = False,
+             fileIds: list[str] | None = None, since: str | None = None,
              before: str | None = None, limit: int = 50, sort: str = "recency") -> dict[str, Any]:
-    # With both, lcm answers a conversation of another family exactly like a missing one.
-    return _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before, limit=limit,
-                             sort=sort, session_key=session_key_for(ctx), conversation_id=conversation_id))
+    # A conversation of another family (or another agent) answers exactly like a missing one.
+    out = _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before, limit=limit,
+                            sort=sort, session_key=_scope_keys(ctx, allConversations),
+                            conversation_id=conversationId, file_ids=fileIds))
+    out["hits"] = [_hit(h) for h in out.get("hits", [])]
+    return out
 
 
-def lcm_describe(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - the wire name
-    return _out(ctx.lcm.describe(id, session_key=session_key_for(ctx)))
+@_argument_names
+def lcm_describe(ctx: "CallContext", id: str, conversationId: int | None = None,  # noqa: A002 - the wire name
+                 allConversations: bool = False, offset: int = 0,
+                 limit: int = 4000) -> dict[str, Any]:
+    out = _out(ctx.lcm.describe(id, offset=offset, limit=limit, conversation_id=conversationId,
+                                session_key=_scope_keys(ctx, allConversations)))
+    out["type"] = out.get("kind")
+    return out
 
 
-def lcm_expand(ctx: "CallContext", summary_ids: list[str] | None = None, query: str | None = None,
-               max_depth: int = 3, token_cap: int = 8000) -> dict[str, Any]:
-    if not summary_ids and not query:
-        raise ToolError("invalid_argument", "give summary_ids or a query", field="query")
-    return _out(ctx.lcm.expand(summary_ids, query=query, max_depth=max_depth, token_cap=token_cap,
-                               session_key=session_key_for(ctx)))
+@_argument_names
+def lcm_expand(ctx: "CallContext", summaryIds: list[str] | None = None,
+               query: str | None = None, maxDepth: int = 3,
+               tokenCap: int | None = None, conversationId: int | None = None,
+               allConversations: bool = False) -> dict[str, Any]:
+    if not summaryIds and not query:
+        raise ToolError("invalid_argument", "give summaryIds or a query", field="query")
+    return _out(ctx.lcm.expand(summaryIds, query=query, max_depth=maxDepth, token_cap=tokenCap,
+                               conversation_id=conversationId,
+                               session_key=_scope_keys(ctx, allConversations)))
 
 
+@_argument_names
 def lcm_expand_query(ctx: "CallContext", prompt: str, query: str | None = None,
-                     summary_ids: list[str] | None = None, max_tokens: int = 2000) -> dict[str, Any]:
-    if not summary_ids and not query:
-        raise ToolError("invalid_argument", "give a query or summary_ids", field="query")
-    return _out(ctx.lcm.expand_query(prompt, query=query, summary_ids=summary_ids,
-                                     max_tokens=max_tokens, session_key=session_key_for(ctx)))
+                     summaryIds: list[str] | None = None, maxTokens: int = 2000,
+                     tokenCap: int | None = None, timeoutMs: int = DEFAULT_TIMEOUT_MS,
+                     conversationId: int | None = None,
+                     allConversations: bool = False) -> dict[str, Any]:
+    if not summaryIds and not query:
+        raise ToolError("invalid_argument", "give a query or summaryIds", field="query")
+    return _out(ctx.lcm.expand_query(prompt, query=query, summary_ids=summaryIds, max_tokens=maxTokens,
+                                     token_cap=tokenCap, timeout_ms=timeoutMs,
+                                     conversation_id=conversationId,
+                                     session_key=_scope_keys(ctx, allConversations)))
 
 
 def lcm_tools() -> list[Tool]:
-    """The four ``lcm_*`` recall tools."""
+    """The four ``lcm_*`` recall tools, with lossless-claw's argument names (camelCase)."""
     return [
         Tool(
             name="lcm_grep", handler=lcm_grep, core=True, group="lcm",
             summary="search the full history of past conversations",
             description=(
                 "Search the complete, lossless history of this conversation and its earlier "
-                "sessions (raw messages and their summaries) by words (mode=full_text, the "
-                "default) or a regular expression (mode=regex, RE2 syntax: no backreferences or "
-                "lookarounds). Use it when something was said "
-                "earlier but is no longer in context. Returns {hits: [{kind, id, conversation_id, "
-                "created_at, snippet, score, role, depth}], truncated}; expand summary hits with "
-                "lcm_expand or lcm_describe."),
+                "sessions (raw messages and their summaries) by an RE2 regular expression "
+                "(mode=regex, the default: no backreferences or lookarounds) or by words "
+                "(mode=full_text). scope=files searches stored large files (fileIds to name "
+                "some; the first 8 MB of each). allConversations=true searches all your "
+                "sessions. Use it when something was said earlier but is no longer in context. "
+                "Returns {hits: [{type, id, conversationId, createdAt, snippet, score, role, "
+                "kind (leaf/condensed), depth, line, byteOffset}], truncated}; follow up "
+                "with lcm_describe or lcm_expand_query."),
             schema=obj({
                 "pattern": {"type": "string", "minLength": 1, "maxLength": 500,
-                            "description": "Words or a phrase (full_text), or an RE2 regex (regex)."},
-                "mode": {"type": "string", "enum": ["full_text", "regex"], "default": "full_text"},
-                "scope": {"type": "string", "enum": ["messages", "summaries", "both"],
+                            "description": "An RE2 regex (regex) or words and phrases (full_text)."},
+                "mode": {"type": "string", "enum": ["regex", "full_text"], "default": "regex"},
+                "scope": {"type": "string", "enum": ["messages", "summaries", "both", "files"],
                           "default": "both"},
-                "conversation_id": {"type": "integer", "minimum": 1,
-                                    "description": "Only this conversation of the family."},
+                "conversationId": _CONVERSATION,
+                "allConversations": _ALL,
+                "fileIds": {"type": "array", "minItems": 1, "maxItems": 50,
+                            "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                            "description": "Only these stored files (file_...); needs scope=files."},
                 "since": _TIME, "before": _TIME,
                 "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
                 "sort": {"type": "string", "enum": ["recency", "relevance", "hybrid"],
@@ -95,44 +186,62 @@ def lcm_tools() -> list[Tool]:
             summary="show one conversation summary or stored file by id",
             description=(
                 "Show one item of the conversation history by id: a summary (sum_...) with its "
-                "metadata, parent and child summaries and source message ids; a stored large "
-                "file (file_...) with its metadata and a bounded slice of its text; or a message "
-                "(msg_...). Use it on ids returned by lcm_grep. Returns the item with its kind, "
-                "or a not_found error."),
-            schema=obj({"id": {"type": "string", "minLength": 1, "maxLength": 100,
-                               "description": "A summary (sum_...), file (file_...) or message "
-                               "(msg_...) id."}},
-                       required=["id"])),
+                "metadata, parent and child summaries, source message ids and fileIds; a stored "
+                "large file (file_...) with its metadata, storageName and a slice of its text "
+                "(offset/limit page through it); or a message (msg_...). Use it on ids returned "
+                "by lcm_grep. Returns the item with its type, or a not_found error."),
+            schema=obj({
+                "id": {"type": "string", "minLength": 1, "maxLength": 100,
+                       "description": "A summary (sum_...), file (file_...) or message (msg_...) id."},
+                "conversationId": _CONVERSATION,
+                "allConversations": _ALL,
+                "offset": {"type": "integer", "minimum": 0, "maximum": 1000000000, "default": 0,
+                           "description": "Files: the first character of the slice."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50000, "default": 4000,
+                          "description": "Files: characters in the slice."},
+            }, required=["id"])),
         Tool(
             name="lcm_expand", handler=lcm_expand, group="lcm",
             summary="recover the original messages behind summaries",
             description=(
                 "Walk summaries down to the original messages they were made from, to recover "
-                "exact wording, numbers or commands. Give summary_ids (from lcm_grep) or a query "
-                "that finds them. Returns {summaries, messages, total_tokens, truncated}."),
+                "exact wording, numbers or commands. Give summaryIds (from lcm_grep) or a query "
+                "that finds them. Returns {summaries, messages, totalTokens, truncated}, "
+                "within tokenCap and the server's maxExpandTokens."),
             schema=obj({
-                "summary_ids": _SUMMARY_IDS,
+                "summaryIds": _SUMMARY_IDS,
                 "query": {"type": "string", "minLength": 1, "maxLength": 500,
                           "description": "Find the summaries to expand by this search instead."},
-                "max_depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
-                "token_cap": {"type": "integer", "minimum": 100, "maximum": 50000,
-                              "default": 8000, "description": "Stop after this many tokens."},
+                "maxDepth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+                "tokenCap": _TOKEN_CAP,
+                "conversationId": _CONVERSATION,
+                "allConversations": _ALL,
             })),
         Tool(
             name="lcm_expand_query", handler=lcm_expand_query, group="lcm",
             summary="answer a question from the expanded conversation history",
             description=(
                 "Answer one focused question from the original messages behind the summaries "
-                "that match a query (or the given summary_ids), citing the ids it used. Use it "
+                "that match a query (or the given summaryIds), citing the ids it used. Use it "
                 "when a summary mentions something you need in detail. Returns {answer, "
-                "cited_ids, expanded_summary_count, total_source_tokens, truncated}."),
+                "citedIds, sourceConversationIds, expandedSummaryCount, totalSourceTokens, "
+                "truncated, method}; method=extractive means no model is configured and the "
+                "answer is the best source passages. A model failure is an error "
+                "(expansion_failed, or timeout past timeoutMs)."),
             schema=obj({
                 "prompt": {"type": "string", "minLength": 1, "maxLength": 2000,
                            "description": "The question to answer."},
                 "query": {"type": "string", "minLength": 1, "maxLength": 500,
                           "description": "Search terms that find the relevant summaries."},
-                "summary_ids": _SUMMARY_IDS,
-                "max_tokens": {"type": "integer", "minimum": 100, "maximum": 20000,
-                               "default": 2000},
+                "summaryIds": _SUMMARY_IDS,
+                "maxTokens": {"type": "integer", "minimum": 1, "maximum": 20000, "default": 2000,
+                              "description": "Answer length cap."},
+                "tokenCap": _TOKEN_CAP,
+                "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 600000,
+                              "default": DEFAULT_TIMEOUT_MS,
+                              "description": "Deadline for the answer, in ms (the server's "
+                              "delegationTimeoutMs when lower)."},
+                "conversationId": _CONVERSATION,
+                "allConversations": _ALL,
             }, required=["prompt"])),
     ]

@@ -8,6 +8,7 @@ import pytest
 
 from lcm import LcmStore
 from lcm.errors import LcmNotFoundError, LcmValidationError
+from lcm.recall import ExpansionFailedError
 
 from .conftest import ScriptedLLM, chat
 
@@ -90,10 +91,12 @@ def test_expand_query_with_llm_loop(deep: LcmStore) -> None:
     assert res.method == "llm" and res.cited_ids == ["msg_1"] and len(llm.calls) == 2
 
 
-def test_expand_query_llm_failure_falls_back(deep: LcmStore) -> None:
+def test_expand_query_llm_failure_is_an_error_code(deep: LcmStore) -> None:
+    # It was a silent extractive answer, indistinguishable in use from the model's.
     deep.recall.llm = ScriptedLLM([RuntimeError("boom")])
-    res = deep.expand_query("password rotation?", query="password", session_key=KEY)
-    assert res.method == "extractive-fallback" and res.warnings and "90 days" in res.answer
+    with pytest.raises(ExpansionFailedError) as info:
+        deep.expand_query("password rotation?", query="password", session_key=KEY)
+    assert info.value.code == "expansion_failed"
 
 
 def test_expand_query_finds_raw_messages_before_compaction(store: LcmStore) -> None:

@@ -105,7 +105,7 @@ def test_summaries_are_searchable(make_store: Callable[..., LcmStore]) -> None:
     ("kwargs", "field"),
     [
         ({"limit": 0}, "limit"), ({"limit": 201}, "limit"), ({"mode": "fuzzy"}, "mode"),
-        ({"scope": "files"}, "scope"), ({"sort": "random"}, "sort"), ({"since": "last week"}, "since"),
+        ({"scope": "attachments"}, "scope"), ({"sort": "random"}, "sort"), ({"since": "last week"}, "since"),
     ],
 )  # fmt: skip
 def test_bad_grep_arguments(store: LcmStore, kwargs: dict[str, object], field: str) -> None:

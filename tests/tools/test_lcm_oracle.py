@@ -46,11 +46,13 @@ def _shape(out: dict[str, Any], the_id: str) -> dict[str, Any]:
 
 def _calls(kind: str, the_id: str) -> list[tuple[str, dict[str, Any]]]:
     if kind == "conv":
-        return [("lcm_grep", {"pattern": "deploy", "conversation_id": int(the_id)})]
+        return [("lcm_grep", {"pattern": "deploy", "conversationId": int(the_id)})]
     calls: list[tuple[str, dict[str, Any]]] = [("lcm_describe", {"id": the_id})]
+    if kind == "file":  # a file named to grep answers like describe does
+        calls.append(("lcm_grep", {"pattern": ".", "scope": "files", "fileIds": [the_id]}))
     if kind == "sum":
-        calls += [("lcm_expand", {"summary_ids": [the_id]}),
-                  ("lcm_expand_query", {"prompt": "what host?", "summary_ids": [the_id]})]
+        calls += [("lcm_expand", {"summaryIds": [the_id]}),
+                  ("lcm_expand_query", {"prompt": "what host?", "summaryIds": [the_id]})]
     return calls
 
 

@@ -43,17 +43,17 @@ def test_describe_expand_and_expand_query(alice: ToolFacade) -> None:
     desc = alice.call("lcm_describe", {"id": msg})
     assert desc["kind"] == "message" and "Lisbon" in desc["content"]
     expanded = alice.call("lcm_expand", {"query": "TP1234"})
-    assert {m["conversation_id"] for m in expanded["messages"]} == {desc["conversation_id"]}
+    assert {m["conversationId"] for m in expanded["messages"]} == {desc["conversationId"]}
     answer = alice.call("lcm_expand_query", {"prompt": "What is the flight number?",
                                              "query": "flight"})
-    assert "TP1234" in answer["answer"] and answer["cited_ids"]
+    assert "TP1234" in answer["answer"] and answer["citedIds"]
 
 
 def test_other_families_answer_not_found(alice: ToolFacade, mallory: ToolFacade) -> None:
     theirs = _ids(mallory, "Oslo")[0]
-    conv = mallory.call("lcm_describe", {"id": theirs})["conversation_id"]
+    conv = mallory.call("lcm_describe", {"id": theirs})["conversationId"]
     assert alice.call("lcm_describe", {"id": theirs})["error"]["code"] == "not_found"
-    assert alice.call("lcm_grep", {"pattern": "Oslo", "conversation_id": conv})["error"]["code"] == "not_found"
+    assert alice.call("lcm_grep", {"pattern": "Oslo", "conversationId": conv})["error"]["code"] == "not_found"
     assert alice.call("lcm_describe", {"id": "sum_0123456789abcdef"})["error"]["code"] == "not_found"
     # Queries never reach into another family either.
     assert all("Oslo" not in m["content"]
@@ -73,8 +73,8 @@ def test_session_key_from_the_connection(memory: MemoryStore, lcm_store: Any) ->
     ("lcm_grep", {"pattern": r"(a)\1", "mode": "regex"}, "regex_refused", "pattern"),
     ("lcm_grep", {"pattern": "(?=a)b", "mode": "regex"}, "regex_refused", "pattern"),
     # a NUL ends an FTS5 query string (it was an internal "unterminated string" error)
-    ("lcm_grep", {"pattern": "flight\x00"}, "invalid_argument", "pattern"),
-    ("lcm_grep", {"pattern": "中\x00文字"}, "invalid_argument", "pattern"),
+    ("lcm_grep", {"pattern": "flight\x00", "mode": "full_text"}, "invalid_argument", "pattern"),
+    ("lcm_grep", {"pattern": "中\x00文字", "mode": "full_text"}, "invalid_argument", "pattern"),
     ("lcm_expand", {"query": "TP\x001234"}, "invalid_argument", "query"),
     ("lcm_expand_query", {"prompt": "why?", "query": "fl\x00ight"}, "invalid_argument", "query"),
     ("lcm_describe", {"id": "msg_1\n"}, "invalid_argument", "id"),
@@ -83,13 +83,13 @@ def test_session_key_from_the_connection(memory: MemoryStore, lcm_store: Any) ->
     ("lcm_grep", {"pattern": "x", "limit": 201}, "invalid_argument", "limit"),
     ("lcm_grep", {"pattern": "x", "limit": -1}, "invalid_argument", "limit"),
     ("lcm_grep", {"pattern": "x", "limit": 10**30}, "invalid_argument", "limit"),
-    ("lcm_grep", {"pattern": "x", "conversation_id": -5}, "invalid_argument", "conversation_id"),
-    ("lcm_expand", {"query": "x", "max_depth": 10**20}, "invalid_argument", "max_depth"),
-    ("lcm_expand_query", {"prompt": "x", "query": "y", "max_tokens": -1}, "invalid_argument", "max_tokens"),
+    ("lcm_grep", {"pattern": "x", "conversationId": -5}, "invalid_argument", "conversationId"),
+    ("lcm_expand", {"query": "x", "maxDepth": 10**20}, "invalid_argument", "maxDepth"),
+    ("lcm_expand_query", {"prompt": "x", "query": "y", "maxTokens": -1}, "invalid_argument", "maxTokens"),
     ("lcm_grep", {"pattern": "x", "since": "yesterday"}, "invalid_argument", "since"),
     ("lcm_describe", {"id": "not-an-id"}, "invalid_argument", "id"),
     ("lcm_expand", {}, "invalid_argument", "query"),
-    ("lcm_expand", {"summary_ids": ["bogus"]}, "invalid_argument", "summary_ids"),
+    ("lcm_expand", {"summaryIds": ["bogus"]}, "invalid_argument", "summaryIds"),
     ("lcm_expand_query", {"prompt": "why?"}, "invalid_argument", "query"),
 ])
 def test_lcm_errors_are_structured(alice: ToolFacade, name: str, args: dict, code: str,
@@ -101,7 +101,7 @@ def test_lcm_errors_are_structured(alice: ToolFacade, name: str, args: dict, cod
 
 @pytest.mark.parametrize("pattern", ['"unterminated', '"', "AND", "NEAR(a b)", "*", "a* OR -b ^c", "flight\x01"])
 def test_fts5_syntax_in_user_text_is_searched_as_text(alice: ToolFacade, pattern: str) -> None:
-    out = alice.call("lcm_grep", {"pattern": pattern})
+    out = alice.call("lcm_grep", {"pattern": pattern, "mode": "full_text"})
     assert not is_error(out), out
 
 
@@ -109,7 +109,7 @@ def test_fts5_syntax_in_user_text_is_searched_as_text(alice: ToolFacade, pattern
 def test_ids_beyond_sqlite_integers_are_not_found(alice: ToolFacade, bad_id: str) -> None:
     # They overflowed SQLite's integer on the lookup (an internal error).
     assert alice.call("lcm_describe", {"id": bad_id})["error"]["code"] == "not_found"
-    assert alice.call("lcm_grep", {"pattern": "x", "conversation_id": int(bad_id[4:])})["error"]["code"] == "not_found"
+    assert alice.call("lcm_grep", {"pattern": "x", "conversationId": int(bad_id[4:])})["error"]["code"] == "not_found"
 
 
 def test_a_regex_nul_is_searched_not_refused(alice: ToolFacade) -> None:

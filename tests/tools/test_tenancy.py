@@ -82,7 +82,7 @@ def test_lcm_conversation_ids_never_reach_another_family(memory: MemoryStore,
                                                          lcm_store: Any) -> None:
     bob = ToolFacade(memory, lcm_store, agent_id="bob")
     for conv in lcm_store.conversations():
-        out = bob.call("lcm_grep", {"pattern": "flight", "conversation_id": conv.id})
+        out = bob.call("lcm_grep", {"pattern": "flight", "conversationId": conv.id})
         assert out["error"]["code"] == "not_found"
 
 

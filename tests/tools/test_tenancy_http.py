@@ -106,7 +106,7 @@ READS: list[tuple[str, dict[str, Any]]] = [
 def _probes(conversations: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
     """Every conversation id and message id of every family, named as arguments."""
     return [call for cid in conversations.values() for call in (
-        ("lcm_grep", {"pattern": "tangerine", "conversation_id": cid}),
+        ("lcm_grep", {"pattern": "tangerine", "conversationId": cid}),
         ("lcm_describe", {"id": f"msg_{cid}"}))]
 
 
