@@ -244,7 +244,8 @@ def load_config(
                 continue
             values[key] = _coerce(key, raw, str(path))
     for var, raw in env.items():
-        if not var.startswith(ENV_PREFIX) or var in _FOREIGN_ENV or var.startswith("AMEM_TEST_"):
+        if (not var.startswith(ENV_PREFIX) or var in _FOREIGN_ENV or var.startswith("AMEM_TEST_")
+                or var.startswith("AMEM_TOOL_DESCRIPTION_")):  # tools.conventions reads those
             continue
         key = var[len(ENV_PREFIX):].lower()
         values[key] = _coerce(key, raw, f"environment variable {var}")

@@ -141,7 +141,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not args.no_scheduler:
             handle = _start_scheduler(memory, lcm, settings)
         facade = ToolFacade(memory, lcm, agent_id=settings.agent_id, lazy=lazy,
-                            session_key=args.session_key)
+                            session_key=args.session_key, descriptions=_descriptions(settings))
         if args.http:
             try:
                 anyio.run(lambda: serve_http(facade, port=args.port, path=args.path))
@@ -211,6 +211,15 @@ def cmd_status(args: argparse.Namespace) -> int:
                             "nightly": _nightly_status(settings)}
     emit(args, data, lambda: kv_text(data))
     return 0
+
+
+def _descriptions(settings: Any) -> dict[str, str]:
+    """Tool descriptions overridden by config (``tools.conventions.description_overrides``)."""
+    from .conventions import description_overrides
+    from .facade import catalogue
+
+    return description_overrides(settings.env, settings.config_path,
+                                 names=[t.name for t in catalogue()])
 
 
 def _nightly_status(settings: Any) -> dict[str, Any]:

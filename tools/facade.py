@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .conventions import apply as with_conventions
 from .errors import CALLER_CODES, ToolError, error_result, redact
 from .lcm_tools import lcm_tools
 from .memory_tools import memory_tools
@@ -40,6 +41,9 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 #: the tools that keep their full schema when lazy loading is on
 CORE_TOOLS = ("memory_search", "memory_add", "lcm_grep", "tool_info")
 LAZY_ENV = "AMEM_LAZY_TOOLS"
+#: the argument schema a lazily listed tool shows: any object (the facade still validates
+#: every call against the full schema, which ``tool_info`` serves)
+LAZY_INPUT_SCHEMA: dict[str, Any] = {"type": "object"}
 
 
 def lazy_from_env(env: Mapping[str, str]) -> bool:
@@ -78,6 +82,8 @@ class ToolFacade:
             means the agent's default family ``agent:<agent>:main``.
         lcm_listed: List the ``lcm_*`` tools even without a store (``amem tools`` prints the
             full catalogue); by default they are listed only when ``lcm`` is given.
+        descriptions: Tool descriptions to use instead of ours, by tool name (a host's own
+            wording; see ``tools.descriptions``). An unknown name is a ``ValueError``.
 
     Raises:
         ToolError: ``forbidden`` when ``session_key`` belongs to another agent (or to none),
@@ -86,7 +92,8 @@ class ToolFacade:
 
     def __init__(self, memory: "MemoryStore | None", lcm: Any = None, *, agent_id: str,
                  lazy: bool = False, max_payload_bytes: int = MAX_PAYLOAD_BYTES,
-                 session_key: str | None = None, lcm_listed: bool | None = None) -> None:
+                 session_key: str | None = None, lcm_listed: bool | None = None,
+                 descriptions: Mapping[str, str] | None = None) -> None:
         from amem.notes import check_agent
 
         if max_payload_bytes < 1024:
@@ -100,9 +107,13 @@ class ToolFacade:
         self.max_payload_bytes = max_payload_bytes
         self.lcm_listed = lcm is not None if lcm_listed is None else lcm_listed
         self.registry = Registry()
-        self.registry.extend(memory_tools())
-        self.registry.extend(lcm_tools())
-        self.registry.add(_tool_info_tool())
+        self.registry.extend(with_conventions(t) for t in catalogue())
+        self.descriptions = dict(descriptions or {})
+        for tool_name, text in self.descriptions.items():
+            if self.registry.get(tool_name) is None:
+                raise ValueError(f"descriptions: no tool named {tool_name!r}")
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"descriptions.{tool_name} must be a non-empty string")
         self._roots = _data_roots(memory, lcm)
 
     def for_agent(self, agent_id: str, session_key: str | None = None) -> "ToolFacade":
@@ -115,7 +126,7 @@ class ToolFacade:
             session_key = self.session_key
         return ToolFacade(self.memory, self.lcm, agent_id=agent_id, lazy=self.lazy,
                           max_payload_bytes=self.max_payload_bytes, session_key=session_key,
-                          lcm_listed=self.lcm_listed)
+                          lcm_listed=self.lcm_listed, descriptions=self.descriptions)
 
     # ------------------------------------------------------------------ listing
 
@@ -124,20 +135,35 @@ class ToolFacade:
         return [t for t in self.registry if t.group != "lcm" or self.lcm_listed]
 
     def listed(self) -> list[Tool]:
-        """The tools shown to the model: all of them, or only the core set when lazy."""
-        tools = self.available()
-        return [t for t in tools if t.name in CORE_TOOLS] if self.lazy else tools
+        """The tools shown to the model: every available one, lazy or not.
+
+        Lazy loading shortens the listing, it never hides a tool: hosts that allow only
+        listed tools would block a hidden one, and clients validate structured results only
+        of listed tools (the SDK warns for the others).
+        """
+        return self.available()
 
     def list_tools(self) -> list[dict[str, Any]]:
-        """Neutral tool definitions ``{name, description, input_schema}`` (see ``tools.export``)."""
-        return [self.definition(t) for t in self.listed()]
+        """Neutral tool definitions ``{name, description, input_schema}`` (see ``tools.export``);
+        when lazy, the tools outside ``CORE_TOOLS`` come short (``definition``)."""
+        return [self.definition(t, full=not self.lazy or t.name in CORE_TOOLS)
+                for t in self.listed()]
 
-    def definition(self, tool: Tool) -> dict[str, Any]:
-        description = tool.description
+    def description(self, tool: Tool) -> str:
+        """The tool's description: the configured override, or ours."""
+        return self.descriptions.get(tool.name, tool.description)
+
+    def definition(self, tool: Tool, *, full: bool = True) -> dict[str, Any]:
+        """``{name, description, input_schema}``; ``full=False`` gives the lazy listing's
+        short form: the summary, a pointer to ``tool_info`` and any-object arguments."""
+        if not full:
+            return {"name": tool.name, "input_schema": dict(LAZY_INPUT_SCHEMA),
+                    "description": f"{tool.summary[0].upper()}{tool.summary[1:]}. Call "
+                    f"tool_info with query {tool.name!r} for its arguments before using it."}
+        description = self.description(tool)
         if tool.name == "tool_info" and self.lazy:
-            hidden = [t for t in self.available() if t.name not in CORE_TOOLS]
-            if hidden:
-                description += " More tools: " + "; ".join(f"{t.name} ({t.summary})" for t in hidden) + "."
+            description += (" Tools listed with a one-line description take arguments shown "
+                            "only here.")
         return {"name": tool.name, "description": description, "input_schema": dict(tool.schema)}
 
     # ------------------------------------------------------------------ calling
@@ -196,6 +222,11 @@ class ToolFacade:
         # JSON Schema counts 5.0 as an integer; handlers get a real int.
         return tool, {k: (int(v) if props[k].get("type") == "integer" and isinstance(v, float)
                           and math.isfinite(v) else v) for k, v in arguments.items()}
+
+
+def catalogue() -> list[Tool]:
+    """Every tool, in listing order, before conventions and overrides."""
+    return [*memory_tools(), *lcm_tools(), _tool_info_tool()]
 
 
 def _data_roots(memory: Any, lcm: Any) -> tuple[str, ...]:

@@ -97,9 +97,7 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
         return facade_for_headers(facade, getattr(getattr(ctx, "request", None), "headers", None))
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
-            for d in facade.list_tools()])
+        return types.ListToolsResult(tools=mcp_tools(facade))
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:
@@ -116,6 +114,29 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
                   instructions=("Long-term memory (memory_*) and lossless conversation recall "
                                 "(lcm_*). Search memory before answering questions about the "
                                 "user or earlier sessions; store durable facts with memory_add."))
+
+
+def mcp_tools(facade: ToolFacade) -> list[Any]:
+    """The ``tools/list`` entries: every listed tool with its title, hints and output schema.
+
+    The output schema is served in lazy mode too: a client validates structured content only
+    against a schema it was given, and a host does not show it to the model.
+    """
+    import mcp.types as types
+
+    out = []
+    for tool, d in zip(facade.listed(), facade.list_tools()):
+        hints = tool.annotations()
+        out.append(types.Tool(
+            name=d["name"], title=hints["title"], description=d["description"],
+            input_schema=d["input_schema"],
+            output_schema=dict(tool.output_schema) if tool.output_schema else None,
+            annotations=types.ToolAnnotations(
+                title=hints["title"], read_only_hint=hints["readOnlyHint"],
+                destructive_hint=hints["destructiveHint"],
+                idempotent_hint=hints["idempotentHint"],
+                open_world_hint=hints["openWorldHint"])))
+    return out
 
 
 def _version() -> str:

@@ -83,8 +83,40 @@ def memory_consolidate(ctx: "CallContext") -> dict[str, Any]:
     return report.to_dict() if hasattr(report, "to_dict") else dict(report)
 
 
+def memory_status(ctx: "CallContext") -> dict[str, Any]:
+    store = _store(ctx)
+    info = store.info()
+    degraded: list[str] = []
+    # Only this agent's count: the store's totals would tell a caller about other agents.
+    memory = {"notes": store.count(agent_id=ctx.agent_id), "embedder": info.embedder,
+              "dim": info.dim, "backend": info.backend}
+    if info.embedder.startswith("hashing"):
+        degraded.append("the embedder is the hashing fallback: search matches words, not meaning")
+    if info.stale_vectors:
+        degraded.append(f"{info.stale_vectors} notes embed an earlier text of theirs (an "
+                        "interrupted write); `amem doctor` repairs them")
+    if store.llm is None:
+        degraded.append("no LLM configured: notes are enriched offline (keywords, no context)")
+    if ctx.lcm is None:
+        degraded.append("the conversation store (lcm) is off: lcm_* tools are unavailable")
+    return {"agent": ctx.agent_id, "versions": _versions(), "memory": memory,
+            "lcm": {"available": ctx.lcm is not None}, "degraded": degraded}
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str] = {}
+    for dist in ("amem", "mcp", "qdrant-edge-py"):
+        try:
+            found[dist] = version(dist)
+        except PackageNotFoundError:
+            continue  # a checkout run without installing, or the mcp extra not installed
+    return found
+
+
 def memory_tools() -> list[Tool]:
-    """The six ``memory_*`` tools."""
+    """The ``memory_*`` tools."""
     return [
         Tool(
             name="memory_add", handler=memory_add, core=True, writes=True,
@@ -164,5 +196,15 @@ def memory_tools() -> list[Tool]:
                 "Merge near-duplicate memories and resolve notes flagged pending_merge. It runs "
                 "nightly on its own; call it only when asked to tidy memory now. It can take a "
                 "while on a large store. Returns a report of what was merged."),
+            schema=obj({})),
+        Tool(
+            name="memory_status", handler=memory_status,
+            summary="counts, embedder, versions and degraded paths",
+            description=(
+                "Report the state of your memory: how many notes you have, the embedder, the "
+                "versions running, and any degraded path (a fallback embedder, no LLM, the "
+                "conversation store off). Use it when memory seems to behave oddly. Returns "
+                "{agent, versions, memory: {notes, embedder, dim, backend}, lcm: {available}, "
+                "degraded: [...]}."),
             schema=obj({})),
     ]

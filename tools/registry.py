@@ -34,8 +34,18 @@ class Tool:
     group: str = "memory"
     #: carried with full schema even when lazy loading is on
     core: bool = False
-    #: mutates a store (hosts may ask for confirmation)
+    #: mutates a store (hosts may ask for confirmation); ``readOnlyHint`` is its negation
     writes: bool = False
+    #: MCP conventions (``tools.conventions`` fills them in by tool name): a human title,
+    #: the JSON Schema of a successful result, and the hints hosts use to decide on confirmation
+    title: str = ""
+    output_schema: Mapping[str, Any] | None = None
+    #: may delete or overwrite what a caller stored (only meaningful when ``writes``)
+    destructive: bool = False
+    #: a second identical call changes nothing more
+    idempotent: bool = False
+    #: reaches beyond the stores (the web, other services)
+    open_world: bool = False
 
     def __post_init__(self) -> None:
         if not NAME_RE.match(self.name):
@@ -45,6 +55,12 @@ class Tool:
         if self.schema.get("type") != "object":
             raise ValueError(f"tool {self.name}: the schema root must be an object")
         check_supported(self.schema, self.name)
+
+    def annotations(self) -> dict[str, Any]:
+        """The MCP ``ToolAnnotations`` of this tool, with wire names."""
+        return {"title": self.title or self.name, "readOnlyHint": not self.writes,
+                "destructiveHint": self.destructive, "idempotentHint": self.idempotent,
+                "openWorldHint": self.open_world}
 
     def parameters(self) -> dict[str, inspect.Parameter]:
         """The handler's keyword parameters (the first one, the call context, left out)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tools import FORMATS, ToolFacade, estimate_tokens, export
+from tools.facade import catalogue
 
 FULL = ToolFacade(None, None, agent_id="default", lcm_listed=True)
 LAZY = ToolFacade(None, None, agent_id="default", lcm_listed=True, lazy=True)
@@ -12,7 +13,7 @@ LAZY = ToolFacade(None, None, agent_id="default", lcm_listed=True, lazy=True)
 
 def test_openai_chat_completions_shape() -> None:
     tools = export(FULL.list_tools(), "openai")
-    assert len(tools) == 11
+    assert len(tools) == len(catalogue())
     for tool in tools:
         assert set(tool) == {"type", "function"} and tool["type"] == "function"
         assert set(tool["function"]) == {"name", "description", "parameters"}

@@ -29,6 +29,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "memory_search": {"query": "green tea", "limit": 2},
     "memory_list": {"limit": 3},
     "memory_consolidate": {},
+    "memory_status": {},
     "tool_info": {"query": "memory_get"},
     "lcm_grep": {"pattern": "flight"},
     "lcm_expand": {"query": "Lisbon"},
@@ -80,11 +81,13 @@ def test_legacy_handshake_and_lazy_list(tenants: Tenants) -> None:
     async def main() -> list[str]:
         async with Client(build_server(facade), mode="legacy") as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            hidden = await client.call_tool("memory_list", {})  # callable though not listed
-            assert hidden.structured_content["count"] == 4
+            short = await client.call_tool("memory_list", {})  # listed with a short schema
+            assert short.structured_content["count"] == 4
             return names
 
-    assert anyio.run(main) == ["memory_add", "memory_search", "tool_info"]
+    assert anyio.run(main) == ["memory_add", "memory_search", "memory_list", "memory_get",
+                               "memory_delete", "memory_consolidate", "memory_status",
+                               "tool_info"]
 
 
 def _free_port() -> int:
