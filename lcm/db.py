@@ -25,8 +25,10 @@ class Database:
     """
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 30000) -> None:
-        self.path = str(path)
-        self.is_memory = self.path == ":memory:"
+        self.is_memory = str(path) == ":memory:"
+        # "~/..." means the home directory, as everywhere else in amem (sqlite would create a
+        # literal "./~" directory).
+        self.path = str(path) if self.is_memory else str(Path(path).expanduser())
         if not self.is_memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(

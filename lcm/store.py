@@ -95,7 +95,7 @@ class LcmStore:
         self.db = Database(path)
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         if cfg.large_files_dir:
-            files_dir = Path(cfg.large_files_dir)
+            files_dir = Path(cfg.large_files_dir).expanduser()
         elif self.db.is_memory:
             # No data directory exists for an in-memory store; files live as long as the store.
             self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")

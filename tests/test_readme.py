@@ -1,0 +1,101 @@
+"""Every code block of README.md runs, as a newcomer would run it, or says why it is not run.
+
+``python`` blocks run as written, each in a fresh interpreter, in a scratch directory with a
+scratch ``HOME`` (so ``~/...`` lands there) and ``AMEM_HOME``; they use the default embedder,
+like a newcomer, so the model conversion happens once for the module. ``bash`` blocks made
+only of ``amem`` commands (not ``amem serve``) run with ``AMEM_HOME`` there and the hashing
+embedder; every other block must be listed in ``NOT_RUN`` with the reason, so a new block
+cannot slip past unrun. ``json`` blocks must parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BLOCK_RE = re.compile(r"(?ms)^```(\w*)\n(.*?)^```")
+
+#: bash blocks not run here, by a line they contain, with the reason
+NOT_RUN = {
+    "bash scripts/quickstart.sh": "installs packages into a venv: minutes, and network",
+    "bash scripts/test.sh": "runs the whole suite (this test is part of it)",
+    "amem serve --http": "a server that runs until stopped; tests/tools/test_mcp.py serves "
+                         "streamable HTTP and calls every tool",
+    "python -m benchmarks.retrieval": "a benchmark of minutes; tests/benchmarks cover its parts",
+}
+
+
+def blocks(lang: str) -> list[tuple[int, str]]:
+    """``(line, code)`` of every README block in ``lang``."""
+    text = README.read_text(encoding="utf-8")
+    return [(text[:m.start()].count("\n") + 1, m.group(2)) for m in BLOCK_RE.finditer(text)
+            if m.group(1) == lang]
+
+
+def _runnable_bash(code: str) -> bool:
+    commands = [ln.split("#")[0].strip() for ln in code.splitlines()]
+    commands = [c for c in commands if c]
+    return bool(commands) and all(c.startswith("amem ") and not c.startswith("amem serve")
+                                  for c in commands)
+
+
+def _skip_reason(code: str) -> str | None:
+    return next((why for key, why in NOT_RUN.items() if key in code), None)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("readme")
+
+
+def _env(scratch: Path, **extra: str) -> dict[str, str]:
+    home = scratch / "home"
+    home.mkdir(exist_ok=True)
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "HOME": str(home), "AMEM_HOME": str(home / "amem"), "PYTHONPATH": str(ROOT),
+           "AMEM_LOG_LEVEL": "WARNING"}
+    return {**env, **extra}
+
+
+def test_the_readme_has_runnable_blocks() -> None:
+    assert len(blocks("python")) >= 3 and blocks("bash")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line,code", blocks("python"), ids=lambda x: f"line{x}" if isinstance(x, int) else "")
+def test_python_block_runs(line: int, code: str, scratch: Path) -> None:
+    work = scratch / f"block{line}"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=_env(scratch),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"README.md line {line} failed:\n{proc.stderr[-3000:]}"
+    # "~/..." is the home directory, never a folder named "~" where the snippet ran.
+    assert not (work / "~").exists(), f"README.md line {line} created a literal ./~ directory"
+
+
+@pytest.mark.parametrize("line,code", blocks("bash"), ids=lambda x: f"line{x}" if isinstance(x, int) else "")
+def test_bash_block_runs_or_says_why_not(line: int, code: str, scratch: Path) -> None:
+    if not _runnable_bash(code):
+        reason = _skip_reason(code)
+        assert reason, (f"README.md line {line}: a bash block that is neither only `amem` "
+                        f"commands nor listed in NOT_RUN with its reason:\n{code}")
+        return
+    env = _env(scratch, AMEM_EMBEDDER="hashing")
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=scratch, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"README.md line {line} failed:\n{proc.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("line,code", blocks("json"), ids=lambda x: f"line{x}" if isinstance(x, int) else "")
+def test_json_block_parses(line: int, code: str) -> None:
+    doc = json.loads(code)
+    for server in doc.get("mcpServers", {}).values():  # a host config names a real command
+        assert "url" in server or server["command"] == "amem"
