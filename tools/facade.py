@@ -288,8 +288,8 @@ def _tool_info_tool() -> Tool:
         summary="full schemas of other tools",
         description=(
             "Get the full definition (description and argument schema) of a tool by its exact "
-            "name, or find tools by keywords. Call it before using a tool that is only named "
-            "here. Returns {matched_by: name|keyword, tools: [{name, description, input_schema}]}."),
+            "name, or find tools by keywords. Call it before using a tool listed with only a "
+            "one-line description. Returns {matched_by: name|keyword, tools: [{name, description, input_schema}]}."),
         schema=obj({
             "query": {"type": "string", "minLength": 1, "maxLength": 200,
                       "description": "A tool name, or keywords describing what you need."},
