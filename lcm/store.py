@@ -66,6 +66,7 @@ class LcmStore:
         path: database file path or ``":memory:"``; ``None`` uses ``config.database_path``.
         config: an :class:`LcmConfig` (defaults when omitted).
         llm: optional summarizer/expansion model; without it summaries are extractive.
+        expansion_llm: the model ``expand_query`` uses instead of ``llm`` (``expansionModel``).
         clock: time source (UTC-aware); tests pass a :class:`ManualClock`.
 
     Raises:
@@ -79,6 +80,7 @@ class LcmStore:
         *,
         llm: SummaryLLM | None = None,
         clock: Clock | None = None,
+        expansion_llm: SummaryLLM | None = None,
     ) -> None:
         cfg = config or LcmConfig()
         if path is None:
@@ -112,7 +114,7 @@ class LcmStore:
         self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes)
         self.summarizer = Summarizer(cfg, llm, self.clock)
         self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
-        self.recall = Recall(self.db, cfg, self.files, llm)
+        self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
         migrate(self.db, self._now())
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lcm.config import LcmConfig
 from lcm.extract import (
@@ -97,11 +98,21 @@ class Summarizer:
     def _now(self) -> float:
         return self.clock.now().timestamp()
 
+    @property
+    def _shared_breaker(self) -> Any:
+        """The breaker of an LLM client that has one (``amem.llm.LLMClient``), else None.
+
+        A client with its own breaker is shared with the note store: one count of failures
+        for one endpoint. This class then only reads it, instead of keeping a second count.
+        """
+        return getattr(self.llm, "breaker", None)
+
     def llm_available(self) -> tuple[bool, str]:
         if self.llm is None:
             return False, "no-llm"
         now = self._now()
-        if now < self._open_until:
+        breaker = self._shared_breaker
+        if now < self._open_until or (breaker is not None and breaker.state == "open"):
             return False, "circuit-open"
         if now < self._spend_until:
             return False, "spend-backoff"
@@ -121,14 +132,18 @@ class Summarizer:
         try:
             reply = self.llm.complete(system, user, max_tokens=max_tokens)
         except Exception as exc:  # any failure of the seam is a failed attempt
-            self._failures += 1
             log.warning("lcm: summary LLM call failed: %s: %s", type(exc).__name__, exc)
+            if self._shared_breaker is not None:
+                return None  # the client's own breaker counted it
+            self._failures += 1
             if self._failures >= self.cfg.circuit_breaker_threshold:
                 self._open_until = self._now() + self.cfg.circuit_breaker_cooldown_ms / 1000
                 log.warning("lcm: summary circuit breaker open after %d failures", self._failures)
             return None
         self._failures = 0
         if time.monotonic() - started > self.cfg.summary_timeout_ms / 1000:
+            # amem's runtime passes summaryTimeoutMs to the client as the call's deadline; an
+            # LLM given directly to LcmStore may not honour one, so it is at least reported.
             log.warning("lcm: summary call exceeded summaryTimeoutMs; result kept")
         return reply if isinstance(reply, str) else None
 
@@ -192,5 +207,5 @@ class Summarizer:
             reply = f"{header}\n{reply}"
         ceiling = int(target * self.cfg.summary_max_overage_factor)
         reply, cut = truncate_to_tokens(reply, ceiling)
-        model = self.cfg.summary_model or "llm"
+        model = self.cfg.summary_model or str(getattr(self.llm, "model", "") or "llm")
         return SummaryDraft(reply, estimate_tokens(reply), model, "truncated" if cut else "ok", attempts)

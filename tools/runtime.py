@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,6 +25,8 @@ class Settings:
     agent_id: str
     env: Mapping[str, str]
     config_path: str | None = None
+    #: what the stores opened with these settings share (the one LLM client); see shared_llm
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def lcm_path(self) -> Path:
@@ -61,6 +63,53 @@ def make_embedder(name: str, *, threads: int = 1) -> Any:
     return amem_make_embedder(name, threads=threads)
 
 
+def shared_llm(settings: Settings) -> Any:
+    """The one LLM client of every store opened with ``settings``, or None (``llm_base_url`` unset).
+
+    One client means one circuit breaker for the endpoint: the note store's enrichment and
+    lcm's summaries and expansions all stop calling a dead endpoint together.
+    """
+    if "llm" not in settings.shared:
+        cfg = settings.config
+        client = None
+        if cfg.llm_base_url:
+            from amem.llm import PLACEHOLDER_API_KEY, LLMClient, LLMConfig
+
+            client = LLMClient(LLMConfig(
+                base_url=cfg.llm_base_url, model=cfg.llm_model, api_key=cfg.llm_api_key or PLACEHOLDER_API_KEY,
+                connect_timeout=cfg.llm_connect_timeout, read_timeout=cfg.llm_read_timeout,
+                deadline=cfg.llm_deadline_s, max_reply_bytes=cfg.llm_max_reply_bytes))
+        settings.shared["llm"] = client
+    return settings.shared["llm"]
+
+
+class RoleLLM:
+    """The shared client as one lcm role sees it: that role's model and deadline on every call.
+
+    ``summaryModel`` / ``summaryTimeoutMs`` for summaries, ``expansionModel`` /
+    ``delegationTimeoutMs`` for ``lcm_expand_query``; an empty model means ``llm_model``.
+    """
+
+    def __init__(self, client: Any, model: str, deadline_s: float) -> None:
+        self._client = client
+        self._model = model.strip()
+        self._deadline_s = deadline_s
+
+    @property
+    def model(self) -> str:
+        return self._model or str(self._client.model)
+
+    @property
+    def breaker(self) -> Any:
+        """The client's breaker, shared with the note store (lcm's summarizer reads it)."""
+        return self._client.breaker
+
+    def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
+        reply: str = self._client.complete(system, user, max_tokens=max_tokens, model=self._model or None,
+                                           deadline=self._deadline_s)
+        return reply
+
+
 def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
     """The note store the settings point at (embedded under ``home``, or a Qdrant server)."""
     from amem import MemoryStore
@@ -70,7 +119,8 @@ def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
         embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads)
     if cfg.backend == "edge":
         Path(cfg.home).mkdir(parents=True, exist_ok=True)
-    return MemoryStore(None, config=cfg, embedder=embedder, agent_id=settings.agent_id)
+    return MemoryStore(None, config=cfg, embedder=embedder, agent_id=settings.agent_id,
+                       llm=shared_llm(settings))
 
 
 def open_lcm(settings: Settings, *, required: bool = False) -> Any:
@@ -91,7 +141,12 @@ def open_lcm(settings: Settings, *, required: bool = False) -> Any:
     if not getattr(lcm_cfg, "database_path", ""):
         lcm_cfg = _with(lcm_cfg, database_path=str(settings.lcm_path))
     Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return LcmStore(lcm_cfg.database_path, config=lcm_cfg)
+    client = shared_llm(settings)
+    if client is None:
+        return LcmStore(lcm_cfg.database_path, config=lcm_cfg)
+    return LcmStore(lcm_cfg.database_path, config=lcm_cfg,
+                    llm=RoleLLM(client, lcm_cfg.summary_model, lcm_cfg.summary_timeout_ms / 1000),
+                    expansion_llm=RoleLLM(client, lcm_cfg.expansion_model, lcm_cfg.delegation_timeout_ms / 1000))
 
 
 def _lcm_table_path(path: str | None) -> str | None:

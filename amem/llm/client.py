@@ -119,17 +119,26 @@ class LLMClient:
     def breaker(self) -> CircuitBreaker:
         return self._breaker
 
-    def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
+    def complete(self, system: str, user: str, *, max_tokens: int | None = None, model: str | None = None,
+                 deadline: float | None = None) -> str:
         """Send one system + user message and return the model's text reply.
+
+        ``model`` and ``deadline`` (seconds) replace the config's for this call only: one client,
+        and so one breaker, serves callers that want different models (lcm's ``summaryModel`` and
+        ``expansionModel``) or a shorter deadline (``summaryTimeoutMs``).
 
         Raises:
             LLMError: connection failure, timeout or error status after retries, an open circuit,
                 or the overall deadline passed.
             LLMResponseError: the reply is malformed or has no text; ``.raw`` holds it.
         """
-        deadline = self._clock() + self.config.deadline
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline!r}")
+        seconds = self.config.deadline if deadline is None else deadline
         payload = self._payload(system, user, max_tokens=max_tokens, rung="prompt", schema=None, name="")
-        raw = self._post(payload, allow_format_rejection=False, deadline=deadline)
+        if model:
+            payload["model"] = model
+        raw = self._post(payload, allow_format_rejection=False, deadline=self._clock() + seconds)
         return self._usable(lambda: reply_text(raw))
 
     def complete_json(self, system: str, user: str, *, schema: dict[str, Any], name: str) -> dict[str, Any]:
