@@ -1,4 +1,4 @@
-"""The text of a near-duplicate fold: the target keeps its text and gains only what is new.
+"""A near-duplicate fold: the target keeps its text and gains only what is new.
 
 A near-duplicate (cosine >= ``fold_threshold``) mostly repeats its target: in chat logs it is
 often the same turn quoted again with one more line. Appending it whole would store those
@@ -14,11 +14,37 @@ kept sentence whose speaker differs from the sentence kept before it gets its ``
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from .enrich.context import line_sentences
 from .enrich.english import LABELS
 from .enrich.keywords import split_speaker
+from .notes import Note, content_hash, unique
+
+#: the fields a fold changes (written as a field update of the target, never a whole note)
+FOLD_FIELDS = ("content", "hash", "folded_hashes", "keywords", "tags", "subjects",
+               "evolution_history")
+
+
+def fold_into(target: Note, new: Note, similarity: float, at: str) -> dict[str, Any]:
+    """Fold ``new`` into ``target`` (changed in place); returns the changed fields.
+
+    The text gains the sentences it lacks, the hash list both texts' hashes (exact dedup then
+    knows the folded text), keywords, tags and subjects their union; the history records the
+    whole folded text.
+    """
+    old_hash, old_tags = target.hash, list(target.tags)
+    target.content = fold_content(target.content, new.content)
+    target.hash = content_hash(target.content)
+    target.folded_hashes = unique([*target.folded_hashes, old_hash, new.hash])
+    target.keywords = unique([*target.keywords, *new.keywords])
+    target.tags = unique([*target.tags, *new.tags])
+    target.subjects = unique([*target.subjects, *new.subjects])
+    target.evolution_history = [*target.evolution_history, {
+        "triggered_by": new.id, "at": at, "action": "fold", "similarity": similarity,
+        "folded_text": new.content, "old_context": target.context,
+        "new_context": target.context, "old_tags": old_tags, "new_tags": list(target.tags)}]
+    return {name: getattr(target, name) for name in FOLD_FIELDS}
 
 
 def fold_content(target: str, new: str) -> str:
@@ -58,4 +84,4 @@ def _key(speaker: str | None, sentence: str) -> tuple[str, str]:
     return (speaker or "").casefold(), sentence.casefold()
 
 
-__all__ = ["fold_content"]
+__all__ = ["FOLD_FIELDS", "fold_content", "fold_into"]

@@ -91,4 +91,15 @@ def content_cosines(new: np.ndarray, hits: Sequence[Hit], vectors: ContentVector
     return [float(np.dot(new, v)) for v in vectors.of_hits(hits)]
 
 
-__all__ = ["ContentVectors", "content_cosines", "CACHE_SIZE"]
+def best_match(note_ids: Sequence[str], scores: Sequence[float]) -> int | None:
+    """The index of the best match: highest score (to 6 decimals), then lowest note id.
+
+    Not the engine's order: that follows stored vectors, which may embed an earlier text (or
+    another batch's float rounding), and the fold must not depend on them.
+    """
+    if not note_ids:
+        return None
+    return min(range(len(note_ids)), key=lambda k: (-round(scores[k], 6), note_ids[k]))
+
+
+__all__ = ["ContentVectors", "best_match", "content_cosines", "CACHE_SIZE"]

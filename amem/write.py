@@ -37,9 +37,9 @@ import numpy as np
 
 from .backends.base import Hit, Match, MatchAny, Point, Where
 from .errors import ValidationError
-from .fold import fold_content
+from .fold import fold_into
 from .linking import choose_links, view_of
-from .nearduplicate import ContentVectors, content_cosines
+from .nearduplicate import ContentVectors, best_match, content_cosines
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso, point_id, unique)
 from .refresh import FIELD as STALE_FIELD
@@ -348,7 +348,7 @@ class Writer:
         # 1. the fold decision: contents only (see amem.nearduplicate), before any LLM call
         same = [store.similarity(c) for c in content_cosines(vector, hits, self._content)]
         self._lend_fresh(hits)
-        best = _best(hits, same)
+        best = best_match([str(h.payload["id"]) for h in hits], same)
         if best is not None and same[best] >= cfg.fold_threshold:
             folded = self._fold(note, hits[best], same[best], stale)
             if folded is not None:
@@ -447,22 +447,8 @@ class Writer:
         None when the target is no longer there to fold into (the caller stores the note).
         """
         target = Note.from_payload(top.payload)
-        old_hash, old_tags, embedded = target.hash, list(target.tags), target.embed_text()
-        target.content = fold_content(target.content, note.content)
-        target.hash = content_hash(target.content)
-        target.folded_hashes = unique([*target.folded_hashes, old_hash, note.hash])
-        target.keywords = unique([*target.keywords, *note.keywords])
-        target.tags = unique([*target.tags, *note.tags])
-        target.subjects = unique([*target.subjects, *note.subjects])
-        target.evolution_history = [*target.evolution_history, {
-            "triggered_by": note.id, "at": now_iso(self.store.clock.now()), "action": "fold",
-            "similarity": round(score, 6), "folded_text": note.content,
-            "old_context": target.context, "new_context": target.context,
-            "old_tags": old_tags, "new_tags": list(target.tags)}]
-        changes: dict[str, Any] = {
-            name: getattr(target, name) for name in (
-                "content", "hash", "folded_hashes", "keywords", "tags", "subjects",
-                "evolution_history")}
+        embedded = target.embed_text()
+        changes = fold_into(target, note, round(score, 6), now_iso(self.store.clock.now()))
         probe: set[str] = set()
         self._mark_changed(target, embedded, changes, probe)
         if not self.store.update_note_fields(target.id, target.agent_id, changes,
@@ -485,17 +471,6 @@ class Writer:
         return AddResult("folded", target.id, links=list(target.links),
                          enriched_by=note.enriched_by, neighbour=target.id,
                          similarity=round(score, 6))
-
-
-def _best(hits: Sequence[Hit], scores: Sequence[float]) -> int | None:
-    """The index of the best content match: highest score (to 6 decimals), then lowest note id.
-
-    Not the engine's order: that follows stored vectors, which may embed an earlier text (or
-    another batch's float rounding), and the fold must not depend on them.
-    """
-    if not hits:
-        return None
-    return min(range(len(hits)), key=lambda k: (-round(scores[k], 6), str(hits[k].payload["id"])))
 
 
 def _view(note: Note) -> "NoteView":
