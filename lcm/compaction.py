@@ -14,7 +14,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
-from lcm.config import LcmConfig
+from lcm.config import LcmConfig, ThresholdOverride
 from lcm.db import Database
 from lcm.errors import ConcurrentChangeError
 from lcm.events import EventLog
@@ -54,19 +54,53 @@ class Params:
     rule: str = ""
 
 
-def resolve_params(cfg: LcmConfig, session_key: str | None) -> Params:
+def resolve_params(
+    cfg: LcmConfig, session_key: str | None, *, model: str | None = None, context_window: int | None = None
+) -> Params:
+    """The ``contextThresholdOverrides`` rule for this session, model and context window.
+
+    As the reference: every matcher of a rule must match (AND), a rule's specificity is model
+    100 + sessionPattern 50 + each window bound 20, the most specific rule wins and the earliest
+    breaks a tie. ``model`` and ``context_window`` are what the host says (``assemble`` /
+    ``compact``); a rule asking for one the host did not give does not match (the token budget
+    is never taken for the window).
+    """
+    best: tuple[int, int, ThresholdOverride] | None = None
     for i, rule in enumerate(cfg.context_threshold_overrides):
-        if rule.model is not None or rule.model_context_window_min is not None or rule.model_context_window_max is not None:
-            continue  # lcm is given no model metadata, so these rules cannot match
-        if rule.session_pattern is None or session_key is None or not glob_match(rule.session_pattern, session_key):
-            continue
-        return Params(
-            rule.context_threshold,
-            rule.fresh_tail_count or cfg.fresh_tail_count,
-            rule.leaf_chunk_tokens or cfg.leaf_chunk_tokens,
-            rule.name or f"rule{i}",
-        )
-    return Params(cfg.context_threshold, cfg.fresh_tail_count, cfg.leaf_chunk_tokens)
+        score = _rule_score(rule, session_key, model, context_window)
+        if score is not None and (best is None or score > best[0]):
+            best = (score, i, rule)
+    if best is None:
+        return Params(cfg.context_threshold, cfg.fresh_tail_count, cfg.leaf_chunk_tokens)
+    _, i, rule = best
+    return Params(
+        rule.context_threshold,
+        rule.fresh_tail_count or cfg.fresh_tail_count,
+        rule.leaf_chunk_tokens or cfg.leaf_chunk_tokens,
+        rule.name or f"rule{i}",
+    )
+
+
+def _rule_score(rule: ThresholdOverride, session_key: str | None, model: str | None,
+                context_window: int | None) -> int | None:
+    """The rule's specificity when all its matchers match, else None (pure)."""
+    score = 0
+    if rule.model is not None:
+        if model is None or model.strip().lower() != rule.model.strip().lower():
+            return None
+        score += 100
+    if rule.session_pattern is not None:
+        if session_key is None or not glob_match(rule.session_pattern, session_key):
+            return None
+        score += 50
+    low, high = rule.model_context_window_min, rule.model_context_window_max
+    for bound, ok in ((low, context_window is not None and low is not None and context_window >= low),
+                      (high, context_window is not None and high is not None and context_window <= high)):
+        if bound is not None:
+            if not ok:
+                return None
+            score += 20
+    return score if score > 0 else None
 
 
 def load_items(c: sqlite3.Connection, conversation_id: int) -> list[Item]:

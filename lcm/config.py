@@ -30,10 +30,11 @@ __all__ = ["LcmConfig", "ThresholdOverride", "load_config", "ENV_NAMES"]
 
 @dataclass(frozen=True)
 class ThresholdOverride:
-    """One ``contextThresholdOverrides`` rule. Only ``sessionPattern`` can match here.
+    """One ``contextThresholdOverrides`` rule (matching: ``lcm.compaction.resolve_params``).
 
-    lcm receives no model metadata, so rules matching on ``model`` or context-window range
-    are kept (and listed by ``status``) but never match.
+    ``model`` and the context-window bounds match what the host passes to ``assemble`` /
+    ``compact`` (``model=``, ``context_window=``); a rule needing one the host did not pass
+    does not match.
     """
 
     context_threshold: float
@@ -253,14 +254,43 @@ _ALIASES = {
 }
 
 # lossless-claw keys with no meaning for an embedded Python library: accepted, reported.
+# transcriptGcEnabled and autoRotateSessionFiles act on the host's transcript files (lcm owns
+# none; lossless-claw itself retired both in 1.0); the rest are host wiring, provider routing,
+# or cache knobs the reference itself deprecated.
 _INAPPLICABLE = frozenset(
     {
         "hostFallbackMode", "stubLargeToolPayloads", "bootstrapMaxTokens", "summaryProvider",
         "largeFileSummaryProvider", "largeFileSummaryModel", "expansionProvider", "pruneHeartbeatOk",
         "enableSummaryThinking", "fallbackProviders", "cacheAwareCompaction", "dynamicLeafChunkTokens",
-        "newSessionRetainDepth",
+        "newSessionRetainDepth", "transcriptGcEnabled", "autoRotateSessionFiles",
     }
 )  # fmt: skip
+
+# The reference's environment variables for those keys: accepted and reported the same way, so
+# an environment written for lossless-claw does not stop ``amem serve`` (exit 2) at startup.
+_INAPPLICABLE_ENV = {
+    "LCM_ENABLE_SUMMARY_THINKING": "enableSummaryThinking",
+    "LCM_STUB_LARGE_TOOL_PAYLOADS": "stubLargeToolPayloads",
+    "LCM_BOOTSTRAP_MAX_TOKENS": "bootstrapMaxTokens",
+    "LCM_NEW_SESSION_RETAIN_DEPTH": "newSessionRetainDepth",
+    "LCM_SUMMARY_PROVIDER": "summaryProvider",
+    "LCM_EXPANSION_PROVIDER": "expansionProvider",
+    "LCM_LARGE_FILE_SUMMARY_MODEL": "largeFileSummaryModel",
+    "LCM_LARGE_FILE_SUMMARY_PROVIDER": "largeFileSummaryProvider",
+    "LCM_FALLBACK_PROVIDERS": "fallbackProviders",
+    "LCM_CACHE_AWARE_COMPACTION_ENABLED": "cacheAwareCompaction.enabled",
+    "LCM_CACHE_TTL_SECONDS": "cacheAwareCompaction.cacheTTLSeconds",
+    "LCM_MAX_COLD_CACHE_CATCHUP_PASSES": "cacheAwareCompaction.maxColdCacheCatchupPasses",
+    "LCM_HOT_CACHE_PRESSURE_FACTOR": "cacheAwareCompaction.hotCachePressureFactor",
+    "LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO": "cacheAwareCompaction.hotCacheBudgetHeadroomRatio",
+    "LCM_COLD_CACHE_OBSERVATION_THRESHOLD": "cacheAwareCompaction.coldCacheObservationThreshold",
+    "LCM_CRITICAL_BUDGET_PRESSURE_RATIO": "cacheAwareCompaction.criticalBudgetPressureRatio",
+    "LCM_DYNAMIC_LEAF_CHUNK_TOKENS_ENABLED": "dynamicLeafChunkTokens.enabled",
+    "LCM_DYNAMIC_LEAF_CHUNK_TOKENS_MAX": "dynamicLeafChunkTokens.max",
+}
+
+# Deprecated spellings' environment variables (the key's own variable wins over these).
+_ALIAS_ENV = {"LCM_INCREMENTAL_MAX_DEPTH": "incrementalMaxDepth"}
 
 _BY_ATTR = {s.attr: s for s in _SPECS.values()}
 ENV_NAMES: dict[str, str] = {s.env: s.name for s in _SPECS.values() if s.env}
@@ -449,7 +479,10 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _apply(
     values: dict[str, Any], ignored: list[str], data: Mapping[str, Any], source: str, *, from_env: bool = False
 ) -> None:
-    for key, raw in _flatten(data).items():
+    # A deprecated alias first, so the key's own name wins within one layer
+    # ("sweepMaxDepth wins over incrementalMaxDepth"); a later layer still wins over both.
+    flat = sorted(_flatten(data).items(), key=lambda kv: kv[0] not in _ALIASES)
+    for key, raw in flat:
         name = _canonical(key)
         if name is None:
             if key.split(".")[0] in _INAPPLICABLE:
@@ -496,14 +529,25 @@ def load_config(
         for var, raw in env.items():
             if not var.startswith("LCM_"):
                 continue
-            if var not in ENV_NAMES:
+            if var in _INAPPLICABLE_ENV:
+                ignored.append(var)
+                continue
+            name = ENV_NAMES.get(var) or _ALIAS_ENV.get(var)
+            if name is None:
                 raise LcmConfigError(f"unknown environment variable {var}", key=var, source="env")
-            env_values[ENV_NAMES[var]] = raw
+            env_values[name] = raw
         _apply(values, ignored, env_values, "env", from_env=True)
     if overrides:
         _apply(values, ignored, overrides, "overrides")
-    if ignored:
-        log.warning("lcm config: ignoring lossless-claw keys that do not apply here: %s", sorted(set(ignored)))
-    return LcmConfig(**values, ignored_keys=tuple(sorted(set(ignored))))
+    keys = tuple(sorted(set(ignored)))
+    if keys and keys not in _WARNED:
+        # Once per process and set of keys: a server opens the store for every request.
+        _WARNED.add(keys)
+        log.warning("lcm config: ignoring lossless-claw keys that do not apply here: %s", list(keys))
+    return LcmConfig(**values, ignored_keys=keys)
+
+
+#: the sets of ignored keys already warned about in this process
+_WARNED: set[tuple[str, ...]] = set()
 
 

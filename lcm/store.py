@@ -216,9 +216,10 @@ class LcmStore:
         return min(token_budget, cap) if cap else token_budget
 
     def _compact_conv(
-        self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None
+        self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None,
+        runtime: tuple[str | None, int | None] = (None, None),
     ) -> CompactionResult:
-        params: Params = resolve_params(self.config, session_key)
+        params: Params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
         before = self.compactor.context_tokens(conv_id)
         if not force and until_under is None:
             if budget is None:
@@ -241,12 +242,18 @@ class LcmStore:
         self.events.write("compact", **{k: v for k, v in result.to_dict().items() if k != "warnings"})
         return result
 
-    def compact(self, session_key: str, *, token_budget: int | None = None, force: bool = False) -> CompactionResult:
-        """Run a full sweep when the context is at ``contextThreshold`` of the budget (or ``force``)."""
+    def compact(self, session_key: str, *, token_budget: int | None = None, force: bool = False,
+                model: str | None = None, context_window: int | None = None) -> CompactionResult:
+        """Run a full sweep when the context is at ``contextThreshold`` of the budget (or ``force``).
+
+        ``model`` and ``context_window`` (the host's model and its window) select
+        ``contextThresholdOverrides`` rules that match on them.
+        """
+        runtime = _runtime(model, context_window)
         conv_id = self._active_id(session_key)
         if conv_id is None:
             return CompactionResult(None, False, "no-conversation", 0, 0)
-        return self._compact_conv(conv_id, session_key, self._budget(token_budget), force=force)
+        return self._compact_conv(conv_id, session_key, self._budget(token_budget), force=force, runtime=runtime)
 
     def compact_until_under(self, session_key: str, target_tokens: int) -> CompactionResult:
         """Sweep repeatedly until the context is at most ``target_tokens`` (bounded by its deadline)."""
@@ -258,7 +265,8 @@ class LcmStore:
         return self._compact_conv(conv_id, session_key, target_tokens, force=True, until_under=target_tokens)
 
     # -- assembly --------------------------------------------------------------------------------
-    def assemble(self, session_key: str, token_budget: int, *, prompt: str | None = None) -> AssembledContext:
+    def assemble(self, session_key: str, token_budget: int, *, prompt: str | None = None,
+                 model: str | None = None, context_window: int | None = None) -> AssembledContext:
         """The ordered context for the next model call within ``token_budget``.
 
         At ``contextThreshold`` the conversation gets compaction debt (deferred mode, paid by
@@ -267,20 +275,22 @@ class LcmStore:
         """
         budget = self._budget(token_budget)
         assert budget is not None
+        runtime = _runtime(model, context_window)
         conv_id = self._active_id(session_key)
         if conv_id is None:
             return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
-        params = resolve_params(self.config, session_key)
+        params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
         tokens = self.compactor.context_tokens(conv_id)
         compacted = debt = False
         warnings: list[str] = []
         if tokens >= params.context_threshold * budget:
             if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
-                res = self._compact_conv(conv_id, session_key, budget, force=False, until_under=None)
+                res = self._compact_conv(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
                 compacted = res.ran
                 warnings += res.warnings
                 if tokens > budget and self.compactor.context_tokens(conv_id) > budget:
-                    res = self._compact_conv(conv_id, session_key, budget, force=True, until_under=budget)
+                    res = self._compact_conv(conv_id, session_key, budget, force=True, until_under=budget,
+                                             runtime=runtime)
                     compacted = compacted or res.ran
                     warnings += res.warnings
             else:
@@ -547,3 +557,13 @@ class LcmStore:
                               "WHERE conversation_id = ?", (failures[str(conv_id)], self._now(), conv_id))  # fmt: skip
         retention = self.apply_retention()
         return MaintenanceResult(results, failures, retention)
+
+
+def _runtime(model: str | None, context_window: int | None) -> tuple[str | None, int | None]:
+    """The host's model and context window, checked (``contextThresholdOverrides`` match them)."""
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise LcmValidationError("model must be a non-empty string", field="model")
+    if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
+                                       or context_window <= 0):
+        raise LcmValidationError("context_window must be a positive integer", field="context_window")
+    return model, context_window

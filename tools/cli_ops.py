@@ -360,7 +360,8 @@ def cmd_lcm_expand(args: argparse.Namespace) -> int:
 
 
 def cmd_lcm_status(args: argparse.Namespace) -> int:
-    return _lcm_run(args, lambda s: s.status())
+    # The lossless-claw keys the config accepted but lcm does not act on (warned once at load).
+    return _lcm_run(args, lambda s: {**s.status().to_dict(), "ignoredKeys": list(s.config.ignored_keys)})
 
 
 def cmd_lcm_doctor(args: argparse.Namespace) -> int:

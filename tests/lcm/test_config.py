@@ -87,3 +87,42 @@ def test_config_is_frozen_and_serializable() -> None:
         cfg.fresh_tail_count = 3  # type: ignore[misc]
     d = cfg.to_dict()
     assert d["freshTailCount"] == 64 and d["independentLogFile.enabled"] is True
+
+
+def test_a_lossless_claw_config_and_environment_load(tmp_path: Path) -> None:
+    toml = tmp_path / "amem.toml"
+    toml.write_text(
+        "[lcm]\ntranscriptGcEnabled = true\n"
+        "[lcm.autoRotateSessionFiles]\nenabled = true\nsizeBytes = 2097152\nstartup = \"rotate\"\n"
+    )
+    env = {"LCM_ENABLE_SUMMARY_THINKING": "true", "LCM_STUB_LARGE_TOOL_PAYLOADS": "false",
+           "LCM_CRITICAL_BUDGET_PRESSURE_RATIO": "0.9", "LCM_INCREMENTAL_MAX_DEPTH": "3"}
+    cfg = load_config(toml, env=env)
+    assert cfg.sweep_max_depth == 3  # the deprecated variable still sets the depth
+    assert cfg.ignored_keys == ("LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
+                                "LCM_STUB_LARGE_TOOL_PAYLOADS", "autoRotateSessionFiles", "transcriptGcEnabled")
+    assert cfg.to_dict()["ignoredKeys"] == list(cfg.ignored_keys)
+
+
+def test_ignored_keys_are_warned_once(caplog: pytest.LogCaptureFixture) -> None:
+    env = {"LCM_NEW_SESSION_RETAIN_DEPTH": "2", "LCM_FALLBACK_PROVIDERS": "a/b"}
+    with caplog.at_level("WARNING", logger="lcm.config"):
+        load_config(env=env)
+        load_config(env=env)
+    warned = [r for r in caplog.records if "LCM_NEW_SESSION_RETAIN_DEPTH" in r.getMessage()]
+    assert len(warned) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "depth"),
+    [
+        ({"overrides": {"sweepMaxDepth": 2, "incrementalMaxDepth": 5}}, 2),
+        ({"overrides": {"incrementalMaxDepth": 5, "sweepMaxDepth": 2}}, 2),
+        ({"env": {"LCM_INCREMENTAL_MAX_DEPTH": "5", "LCM_SWEEP_MAX_DEPTH": "2"}}, 2),
+        ({"env": {"LCM_SWEEP_MAX_DEPTH": "2", "LCM_INCREMENTAL_MAX_DEPTH": "5"}}, 2),
+        ({"env": {"LCM_INCREMENTAL_MAX_DEPTH": "5"}, "overrides": {"sweepMaxDepth": 2}}, 2),
+        ({"env": {"LCM_INCREMENTAL_MAX_DEPTH": "-1"}}, -1),
+    ],
+)
+def test_sweep_max_depth_wins_over_incremental_max_depth(source: dict[str, dict[str, object]], depth: int) -> None:
+    assert load_config(**source).sweep_max_depth == depth  # type: ignore[arg-type]
