@@ -120,6 +120,8 @@ def lcm_describe(ctx: "CallContext", id: str, conversationId: int | None = None,
     out = _out(ctx.lcm.describe(id, offset=offset, limit=limit, conversation_id=conversationId,
                                 session_key=_scope_keys(ctx, allConversations)))
     out["type"] = out.get("kind")
+    if "id" not in out and isinstance(out.get("summary"), dict):
+        out["id"] = out["summary"].get("id")  # the reference's top-level id, for summaries too
     return out
 
 
