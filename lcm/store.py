@@ -371,6 +371,9 @@ class LcmStore:
         ``full_text`` quotes each term as a literal (phrases in double quotes stay phrases) and
         uses the trigram index for CJK; ``regex`` is RE2 (linear time, see ``lcm.regex``) over a
         scan bounded by rows and by ``grep_regex_deadline_ms``, which bounds full-text too.
+        ``scope="files"`` reads the stored large files instead (``lcm.filegrep``), only those of
+        ``file_ids`` when given; a file outside the scope is not_found like a missing one.
+        ``session_key`` may be several keys: the union of their families.
         """
         if not isinstance(pattern, str) or not pattern.strip():
             raise LcmValidationError("pattern must be a non-empty string", field="pattern")

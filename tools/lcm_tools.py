@@ -4,6 +4,11 @@ Every call is confined to the caller's session family (``session_key_for``), whi
 pass to ``LcmStore``: its scoped lookups (``lcm.recall.visible``, ``LcmStore._scope``) answer a
 conversation, summary, file or message id of another family with the very same ``not_found``
 as an id that does not exist, so a caller can neither read nor probe another agent's history.
+``allConversations`` widens that to every session family of the calling agent (the keys
+``tools.tenancy.session_owner`` gives to it), never further.
+
+Arguments and results use lossless-claw's names (camelCase), so agents written for it work
+unchanged; snake_case spellings are not aliases (one style, as ``memory_search``'s ``topicsFilter``).
 """
 
 from __future__ import annotations
