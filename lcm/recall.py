@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Collection
 
@@ -338,8 +339,8 @@ class Recall:
                 "[msg_12] or [sum_0123456789abcdef]. If the answer is missing but a listed summary "
                 "would contain it, reply with one line 'EXPAND: <summary ids>' instead."
             )
-            reply = self.llm.complete(system, f"Question: {prompt}\n\nSources:\n{block}", max_tokens=max_tokens)
-            if time.monotonic() > deadline:
+            reply = _complete_by(self.llm, deadline, system, f"Question: {prompt}\n\nSources:\n{block}", max_tokens)
+            if reply is None or time.monotonic() > deadline:
                 return None  # too late: the caller was promised an answer within timeoutMs
             if not isinstance(reply, str) or not reply.strip():
                 return None
@@ -358,6 +359,32 @@ class Recall:
             cited = [t for t in dict.fromkeys(re.findall(r"(?:msg_\d+|sum_[0-9a-f]{16})", reply)) if t in known]
             return reply.strip(), cited
         return None
+
+
+def _complete_by(llm: SummaryLLM, deadline: float, system: str, user: str, max_tokens: int) -> str | None:
+    """The model's reply, or None when ``deadline`` comes first.
+
+    The SummaryLLM seam has no deadline of its own, so the call runs in a daemon thread and
+    the caller stops waiting at the deadline; the abandoned call ends on the client's own
+    timeout (``summaryTimeoutMs``) and its reply is dropped. An error in it is raised here.
+    """
+    box: list[object] = []
+
+    def run() -> None:
+        try:
+            box.append(llm.complete(system, user, max_tokens=max_tokens))
+        except BaseException as exc:  # handed to the waiting caller below
+            box.append(exc)
+
+    worker = threading.Thread(target=run, name="lcm-expand-query", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if not box:
+        log.warning("lcm: expand_query model call still running at its deadline; abandoned")
+        return None
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0] if isinstance(box[0], str) else ""
 
 
 def _expanded(m: sqlite3.Row, via: str) -> ExpandedMessage:

@@ -178,16 +178,18 @@ def test_expand_query_marks_no_llm_and_fails_with_a_code(memory: MemoryStore) ->
         assert out["method"] == "extractive" and any("no LLM" in w for w in out["warnings"])
 
     def slow(system: str, user: str) -> str:
-        time.sleep(0.3)
+        time.sleep(1.5)
         return "hunter2 [msg_1]"
 
     for script, code in (([RuntimeError("provider down")], "expansion_failed"),
                          ([slow], "timeout")):
         with _open(llm=ScriptedLLM(script)) as lcm:
             lcm.ingest(ALICE, [{"role": "user", "content": "the wifi password is hunter2"}])
+            start = time.monotonic()
             out = _facade(memory, lcm, "alice").call(
-                "lcm_expand_query", {"prompt": "wifi password?", "query": "wifi", "timeoutMs": 100})
+                "lcm_expand_query", {"prompt": "wifi password?", "query": "wifi", "timeoutMs": 200})
             assert is_error(out) and out["error"]["code"] == code, out
+            assert time.monotonic() - start < 1.0  # the deadline, not the model's pace
     with _open(llm=ScriptedLLM(["It is hunter2 [msg_1]."])) as lcm:
         lcm.ingest(ALICE, [{"role": "user", "content": "the wifi password is hunter2"}])
         out = _facade(memory, lcm, "alice").call(
