@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from .backends.base import Hit, Match, MatchAny, Point, Where
+from .drafts import Draft, make_draft, split_item
 from .errors import ValidationError
 from .fold import fold_into
 from .linking import choose_links, view_of
 from .nearduplicate import ContentVectors, best_match, content_cosines
-from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
-                    content_hash, new_note_id, now_iso, point_id, unique)
+from .notes import Note, now_iso, point_id, unique
 from .refresh import FIELD as STALE_FIELD
 from .refresh import StaleVectors, mend
 
@@ -72,15 +72,6 @@ class AddResult:
         return asdict(self)
 
 
-@dataclass
-class _Draft:
-    """A validated note waiting for its vector."""
-
-    note: Note
-    enrich: bool
-    given_enrichment: bool
-
-
 class Writer:
     """Runs the add pipeline for one store, under the store's write lock."""
 
@@ -109,40 +100,14 @@ class Writer:
 
     # ------------------------------------------------------------------ validation
 
-    def _draft(self, text: Any, subjects: Any, *, id: Any = None, timestamp: Any = None,
-               agent_id: Any = None, enrich: Any = True, keywords: Any = None, tags: Any = None,
-               category: Any = None, context: Any = None, note_type: Any = "memory",
-               topics: Any = None) -> _Draft:
+    def _draft(self, text: Any, subjects: Any, **fields: Any) -> Draft:
         """Check every field before anything is written; the first bad one raises."""
-        cfg = self.store.config
-        text = check_text(text, field="text", max_chars=cfg.max_text_chars)
-        agent = self.store.agent(agent_id)
-        if not isinstance(enrich, bool):
-            raise ValidationError("enrich must be true or false", field="enrich")
-        if note_type not in ("memory", "knowledge"):
-            raise ValidationError("note_type must be 'memory' or 'knowledge'", field="note_type")
-        if context is not None and not isinstance(context, str):
-            raise ValidationError("context must be a string", field="context")
-        now = self.store.clock.now()
-        note = Note(
-            id=check_id(id) if id is not None else new_note_id(),
-            content=text, agent_id=agent,
-            keywords=check_str_list(keywords, field="keywords"),
-            tags=check_str_list(tags, field="tags"),
-            context=(context or "").strip()[:500],
-            category=check_category(category) if category is not None else "General",
-            timestamp=check_timestamp(timestamp) if timestamp is not None else now_iso(now),
-            last_accessed=now_iso(now), hash=content_hash(text), note_type=note_type,
-            topics=check_str_list(topics, field="topics"),
-            subjects=check_str_list(subjects, field="subjects"))
-        given = bool(keywords or tags or context or category)
-        return _Draft(note, enrich, given)
-
-    # ------------------------------------------------------------------ dedup
+        return make_draft(text, subjects, max_chars=self.store.config.max_text_chars,
+                          agent_of=self.store.agent, now=self.store.clock.now(), **fields)
 
     # ------------------------------------------------------------------ enrichment
 
-    def _enrich(self, draft: _Draft) -> list[str]:
+    def _enrich(self, draft: Draft) -> list[str]:
         """Fill keywords/tags/context/category unless the caller gave them; return warnings."""
         note = draft.note
         if not draft.enrich:
@@ -226,22 +191,10 @@ class Writer:
         return results
 
     def draft(self, item: dict[str, Any], *, enrich: bool = True,
-              agent_id: str | None = None) -> _Draft:
+              agent_id: str | None = None) -> Draft:
         """Validate one bulk item (raises ``ValidationError`` naming the field)."""
-        item = dict(item)
-        if "text" not in item:
-            raise ValidationError("missing field 'text'", field="text")
-        text = item.pop("text")
-        subjects = item.pop("subjects", ())
-        unknown = set(item) - {"id", "timestamp", "agent_id", "keywords", "tags", "category",
-                               "context", "note_type", "topics", "enrich"}
-        if unknown:
-            raise ValidationError(f"unknown field(s): {', '.join(sorted(unknown))}",
-                                  field=sorted(unknown)[0])
-        item.setdefault("enrich", enrich)
-        if agent_id is not None:
-            item.setdefault("agent_id", agent_id)
-        return self._draft(text, subjects, **item)
+        text, subjects, fields = split_item(item, enrich=enrich, agent_id=agent_id)
+        return self._draft(text, subjects, **fields)
 
     def _add_batch(self, items: Sequence[dict[str, Any]], enrich: bool,
                    agent_id: str | None) -> list[AddResult]:
@@ -283,7 +236,7 @@ class Writer:
             stale.add(point_id(note.agent_id, note.id))
         return self.store.make_point(note, vector, stale=more)
 
-    def _dedup_many(self, drafts: Sequence[_Draft]) -> list[AddResult | None]:
+    def _dedup_many(self, drafts: Sequence[Draft]) -> list[AddResult | None]:
         """Exact dedup of a batch with one engine query per agent instead of two per note."""
         out: list[AddResult | None] = [None] * len(drafts)
         by_agent: dict[str, list[int]] = {}
@@ -321,7 +274,7 @@ class Writer:
                     first[note.hash] = i
         return out
 
-    def _dedup(self, draft: _Draft) -> AddResult | None:
+    def _dedup(self, draft: Draft) -> AddResult | None:
         """The batch dedup for one note; an id clash is an error here, not a skipped line."""
         result = self._dedup_many([draft])[0]
         if result is not None and result.status == "rejected":
@@ -330,7 +283,7 @@ class Writer:
                 f"delete it first or give another id", field="id")
         return result
 
-    def _place(self, draft: _Draft, vector: np.ndarray, stale: set[str]) -> AddResult:
+    def _place(self, draft: Draft, vector: np.ndarray, stale: set[str]) -> AddResult:
         """Fold or store the note around its content's ``vector``; then links and evolution.
 
         Notes whose embedded text changed keep their vector for now, marked stale, and their

@@ -1,0 +1,72 @@
+"""One add's input checked into a note before anything is written (the first bad field raises)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable
+
+from .errors import ValidationError
+from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
+                    content_hash, new_note_id, now_iso)
+
+#: the optional fields of a bulk item besides ``text`` and ``subjects``
+ITEM_FIELDS = frozenset({"id", "timestamp", "agent_id", "keywords", "tags", "category",
+                         "context", "note_type", "topics", "enrich"})
+
+
+@dataclass
+class Draft:
+    """A validated note waiting for its vector."""
+
+    note: Note
+    enrich: bool
+    given_enrichment: bool
+
+
+def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[Any], str],
+               now: datetime, id: Any = None, timestamp: Any = None, agent_id: Any = None,
+               enrich: Any = True, keywords: Any = None, tags: Any = None, category: Any = None,
+               context: Any = None, note_type: Any = "memory", topics: Any = None) -> Draft:
+    """The note of one add; ``agent_of`` resolves (and checks) the tenant."""
+    text = check_text(text, field="text", max_chars=max_chars)
+    agent = agent_of(agent_id)
+    if not isinstance(enrich, bool):
+        raise ValidationError("enrich must be true or false", field="enrich")
+    if note_type not in ("memory", "knowledge"):
+        raise ValidationError("note_type must be 'memory' or 'knowledge'", field="note_type")
+    if context is not None and not isinstance(context, str):
+        raise ValidationError("context must be a string", field="context")
+    note = Note(
+        id=check_id(id) if id is not None else new_note_id(),
+        content=text, agent_id=agent,
+        keywords=check_str_list(keywords, field="keywords"),
+        tags=check_str_list(tags, field="tags"),
+        context=(context or "").strip()[:500],
+        category=check_category(category) if category is not None else "General",
+        timestamp=check_timestamp(timestamp) if timestamp is not None else now_iso(now),
+        last_accessed=now_iso(now), hash=content_hash(text), note_type=note_type,
+        topics=check_str_list(topics, field="topics"),
+        subjects=check_str_list(subjects, field="subjects"))
+    return Draft(note, enrich, bool(keywords or tags or context or category))
+
+
+def split_item(item: dict[str, Any], *, enrich: bool, agent_id: str | None
+               ) -> tuple[Any, Any, dict[str, Any]]:
+    """A bulk item as ``(text, subjects, fields)`` for ``make_draft``; unknown keys raise."""
+    item = dict(item)
+    if "text" not in item:
+        raise ValidationError("missing field 'text'", field="text")
+    text = item.pop("text")
+    subjects = item.pop("subjects", ())
+    unknown = set(item) - ITEM_FIELDS
+    if unknown:
+        raise ValidationError(f"unknown field(s): {', '.join(sorted(unknown))}",
+                              field=sorted(unknown)[0])
+    item.setdefault("enrich", enrich)
+    if agent_id is not None:
+        item.setdefault("agent_id", agent_id)
+    return text, subjects, item
+
+
+__all__ = ["Draft", "ITEM_FIELDS", "make_draft", "split_item"]
