@@ -105,6 +105,18 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def _version() -> str:
+    """The installed distribution's version (the source tree's when run uninstalled)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("amem")
+    except PackageNotFoundError:
+        from amem import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``amem`` command tree (every command has ``--help``)."""
     from . import cli_ops
@@ -113,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="amem", description="Memory for AI agents: notes, conversation recall, MCP tools.",
         epilog="Exit codes: 0 ok, 1 error, 2 usage/invalid input, 3 not found, 4 store busy.")
+    parser.add_argument("--version", action="version", version=f"amem {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def cmd(name: str, func: Callable[[argparse.Namespace], int], help: str,

@@ -42,7 +42,7 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--tokens", action="store_true", help="print the list's size in tokens only")
 
     lcm: argparse.ArgumentParser = cmd("lcm", _usage, "conversation store: grep, describe, "
-                                       "expand, status, doctor")
+                                       "expand, status, doctor, ingest, assemble")
     lcm.set_defaults(func=lambda a: _usage(lcm))
     lsub = lcm.add_subparsers(dest="lcm_command", metavar="LCM_COMMAND")
     p = cmd("grep", cmd_lcm_grep, "search messages and summaries", into=lsub)
@@ -71,6 +71,9 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
     p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
+    from .lcm_host import add_host_commands
+
+    add_host_commands(cmd, lsub)
 
 
 def _port(text: str) -> int:

@@ -1,0 +1,105 @@
+"""A way in for hosts, and a lossless-claw environment, through the real ``amem`` console script.
+
+``amem lcm ingest FILE`` (idempotent, replay-guarded, a bad line names its number and stores
+nothing), ``amem lcm assemble``, ``amem --version``, and ``amem lcm status`` under the
+reference's variables for keys that do not apply here (they used to stop the CLI with exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AMEM = Path(sys.executable).with_name("amem")
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "agent:host:main"
+
+pytestmark = pytest.mark.slow
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update({"AMEM_HOME": str(home), "AMEM_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)})
+    env.update(extra)
+    return env
+
+
+def amem(env: dict[str, str], *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(AMEM), *args], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def amem_json(env: dict[str, str], *args: str, code: int = 0) -> Any:
+    return json.loads(amem(env, *args, "--json", code=code).stdout)
+
+
+def write(path: Path, messages: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+    return path
+
+
+def turns(start: int, n: int) -> list[dict[str, Any]]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}: the invoice {1000 + i} is paid"}
+            for i in range(start, start + n)]
+
+
+def stored_messages(env: dict[str, str]) -> int:
+    status = amem_json(env, "lcm", "status")
+    return int(status["messages"])
+
+
+def test_ingest_is_idempotent_and_assemble_prints_the_context(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    src = write(tmp_path / "t.jsonl", turns(0, 30))
+    first = amem_json(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    assert (first["read"], first["stored"]) == (30, 30)
+    again = amem_json(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    assert (again["stored"], again["skipped_duplicates"]) == (0, 30)
+    write(src, turns(0, 32))  # the host's transcript grew by two lines
+    grown = amem_json(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    assert (grown["stored"], grown["skipped_duplicates"]) == (2, 30)
+    assert stored_messages(env) == 32
+
+    ctx = amem_json(env, "lcm", "assemble", "--session-key", KEY, "--budget", "100000")
+    assert [it["content"] for it in ctx["items"]][-1] == "turn 31: the invoice 1031 is paid"
+    assert ctx["total_tokens"] > 0 and ctx["conversation_id"] == first["conversation_id"]
+    text = amem(env, "lcm", "assemble", "--session-key", KEY, "--budget", "100000").stdout
+    assert "[assistant] turn 31: the invoice 1031 is paid" in text and "of 100000 tokens" in text
+
+
+def test_a_bad_line_is_named_and_nothing_is_stored(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    bad = turns(0, 4)
+    bad[2]["role"] = "robot"
+    done = amem(env, "lcm", "ingest", str(write(tmp_path / "bad.jsonl", bad)), "--session-key", KEY, code=2)
+    assert "line 3" in done.stderr and "robot" in done.stderr
+    src = tmp_path / "broken.jsonl"
+    src.write_text(json.dumps(turns(0, 1)[0]) + "\n{not json\n", encoding="utf-8")
+    done = amem(env, "lcm", "ingest", str(src), "--session-key", KEY, code=2)
+    assert "line 2" in done.stderr
+    assert stored_messages(env) == 0
+
+
+def test_a_replay_flood_is_refused(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    flood = [{"role": "user", "content": "again", "created_at": "2025-01-01T00:00:00Z"}] * 10
+    done = amem(env, "lcm", "ingest", str(write(tmp_path / "f.jsonl", flood)), "--session-key", KEY, code=1)
+    assert "replay" in done.stderr
+    assert stored_messages(env) == 0
+
+
+def test_version_and_a_lossless_claw_environment(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home", LCM_ENABLE_SUMMARY_THINKING="true", LCM_STUB_LARGE_TOOL_PAYLOADS="false",
+                  LCM_CRITICAL_BUDGET_PRESSURE_RATIO="0.9", LCM_INCREMENTAL_MAX_DEPTH="2")
+    assert amem(env, "--version").stdout.strip().startswith("amem 0.")
+    status = amem_json(env, "lcm", "status")
+    assert status["ignoredKeys"] == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
+                                     "LCM_STUB_LARGE_TOOL_PAYLOADS"]

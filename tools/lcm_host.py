@@ -1,0 +1,131 @@
+"""A way in for hosts: ``amem lcm ingest FILE`` and ``amem lcm assemble``.
+
+Over MCP the conversation store is read-only (the model must not write its own history). A host
+that is not the model feeds its transcript in with ``ingest`` and asks for the context to send
+with ``assemble``. Ingest is idempotent: each line without an id of its own gets one from its
+line number and text, so feeding the same (or a grown) file again stores only the new lines; the
+store's replay guard still refuses floods of identical messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+#: messages per ``LcmStore.ingest`` call (one transaction each)
+BATCH = 500
+
+
+def add_host_commands(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) -> None:
+    """Register ``lcm ingest`` and ``lcm assemble`` under ``amem lcm``."""
+    p = cmd("ingest", cmd_lcm_ingest, "store a JSONL transcript ({role, content, ...} per line)", into=lsub)
+    p.add_argument("file", help="JSONL file, '-' for stdin")
+    p.add_argument("--session-key", required=True, help="the session the messages belong to")
+    p.add_argument("--session-id", help="the host's id of this run of the session")
+    p = cmd("assemble", cmd_lcm_assemble, "print the context to send the model for a session", into=lsub)
+    p.add_argument("--session-key", required=True, help="the session to assemble")
+    p.add_argument("--budget", type=int, required=True, help="token budget of the context")
+    p.add_argument("--prompt", help="the next prompt (prompt-aware eviction)")
+    p.add_argument("--model", help="the host's model (contextThresholdOverrides match it)")
+    p.add_argument("--context-window", type=int, help="the model's context window in tokens")
+
+
+def read_transcript(path: str, stdin_text: str | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """The messages of a JSONL transcript; a bad line raises naming its number (nothing stored)."""
+    from .cli import CliError
+
+    if path == "-":
+        text = stdin_text or ""
+    else:
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CliError(f"no such file: {path}", code="not_found", exit_code=3, field="file") from None
+    messages: list[tuple[int, str, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError as exc:
+            raise CliError(f"line {number}: not JSON ({exc})", code="invalid_argument", exit_code=2,
+                           field=f"line {number}") from None
+        if not isinstance(msg, dict):
+            raise CliError(f"line {number}: expected an object with role and content",
+                           code="invalid_argument", exit_code=2, field=f"line {number}")
+        messages.append((number, line, msg))
+    return messages
+
+
+def _keyed(lines: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Validate every message first, then give each one without a host id a stable one."""
+    from lcm.errors import LcmValidationError
+    from lcm.ingest import normalize_messages
+
+    messages = [msg for _, _, msg in lines]
+    try:
+        normalized = normalize_messages(messages, "1970-01-01T00:00:00.000Z")
+    except LcmValidationError as exc:
+        # "messages[i].role" -> the file's line number, which is what the user can find
+        found = re.match(r"messages\[(\d+)\]", exc.field or "")
+        if found is None:
+            raise
+        number = lines[int(found.group(1))][0]
+        raise LcmValidationError(f"line {number}: {exc}", field=f"line {number}") from None
+    for norm, (number, line, msg) in zip(normalized, lines):
+        if norm.stable_event_key is None:
+            msg["event_id"] = f"line:{number}:{hashlib.sha256(line.encode()).hexdigest()[:16]}"
+    return messages
+
+
+def cmd_lcm_ingest(args: argparse.Namespace) -> int:
+    import sys
+
+    from .cli import _settings, emit
+    from .runtime import open_lcm
+
+    messages = _keyed(read_transcript(args.file, sys.stdin.read() if args.file == "-" else None))
+    store = open_lcm(_settings(args), required=True)
+    stored = skipped = 0
+    conversation = None
+    try:
+        for start in range(0, len(messages), BATCH):
+            res = store.ingest(args.session_key, messages[start:start + BATCH], session_id=args.session_id)
+            stored += res.stored
+            skipped += res.skipped_duplicates
+            conversation = res.conversation_id if res.conversation_id is not None else conversation
+    finally:
+        store.close()
+    data = {"read": len(messages), "stored": stored, "skipped_duplicates": skipped,
+            "conversation_id": conversation}
+    emit(args, data, lambda: f"read {len(messages)}: stored {stored}, already there {skipped}"
+         + (f" (conversation {conversation})" if conversation is not None else ""))
+    return 0
+
+
+def cmd_lcm_assemble(args: argparse.Namespace) -> int:
+    from .cli import _settings, emit
+    from .runtime import open_lcm
+
+    store = open_lcm(_settings(args), required=True)
+    try:
+        ctx = store.assemble(args.session_key, args.budget, prompt=args.prompt, model=args.model,
+                             context_window=args.context_window)
+    finally:
+        store.close()
+    data = ctx.to_dict()
+
+    def text() -> str:
+        lines = [f"[{it['role']}{' summary ' + it['id'] if it['type'] == 'summary' else ''}] {it['content']}"
+                 for it in data["items"]]
+        lines.append(f"-- {data['total_tokens']} of {data['token_budget']} tokens, {data['summary_count']} "
+                     f"summaries, {data['tail_count']} recent messages")
+        lines += [f"warning: {w}" for w in data["warnings"]]
+        return "\n".join(lines)
+
+    emit(args, data, text)
+    return 0
