@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from .transcripts import FORMATS, detect, to_messages
+
 #: messages per ``LcmStore.ingest`` call (one transaction each)
 BATCH = 500
 
@@ -26,6 +28,8 @@ def add_host_commands(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) ->
     p.add_argument("file", help="JSONL file, '-' for stdin")
     p.add_argument("--session-key", required=True, help="the session the messages belong to")
     p.add_argument("--session-id", help="the host's id of this run of the session")
+    p.add_argument("--format", choices=FORMATS, default="auto",
+                   help="jsonl ({role, content} lines), claude-code, codex (default: detected)")
     p = cmd("assemble", cmd_lcm_assemble, "print the context to send the model for a session", into=lsub)
     p.add_argument("--session-key", required=True, help="the session to assemble")
     p.add_argument("--budget", type=int, required=True, help="token budget of the context")
@@ -34,8 +38,13 @@ def add_host_commands(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) ->
     p.add_argument("--context-window", type=int, help="the model's context window in tokens")
 
 
-def read_transcript(path: str, stdin_text: str | None = None) -> list[tuple[int, str, dict[str, Any]]]:
-    """The messages of a JSONL transcript; a bad line raises naming its number (nothing stored)."""
+def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
+                    ) -> tuple[list[tuple[str, str, dict[str, Any]]], str, int]:
+    """The messages of a JSONL transcript, its format, and the lines that held none.
+
+    Each message comes with a position (``line`` or ``line.k`` when a line holds several) and
+    its line's text, for its key. A bad line raises naming its number (nothing stored).
+    """
     from .cli import CliError
 
     if path == "-":
@@ -45,7 +54,8 @@ def read_transcript(path: str, stdin_text: str | None = None) -> list[tuple[int,
             text = Path(path).expanduser().read_text(encoding="utf-8")
         except FileNotFoundError:
             raise CliError(f"no such file: {path}", code="not_found", exit_code=3, field="file") from None
-    messages: list[tuple[int, str, dict[str, Any]]] = []
+    messages: list[tuple[str, str, dict[str, Any]]] = []
+    empty = 0
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -57,11 +67,15 @@ def read_transcript(path: str, stdin_text: str | None = None) -> list[tuple[int,
         if not isinstance(msg, dict):
             raise CliError(f"line {number}: expected an object with role and content",
                            code="invalid_argument", exit_code=2, field=f"line {number}")
-        messages.append((number, line, msg))
-    return messages
+        if fmt == "auto":
+            fmt = detect(msg)
+        found = to_messages(msg, fmt)
+        empty += not found
+        messages += [(f"{number}" if len(found) == 1 else f"{number}.{k}", line, m) for k, m in enumerate(found)]
+    return messages, "jsonl" if fmt == "auto" else fmt, empty
 
 
-def _keyed(lines: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _keyed(lines: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Validate every message first, then give each one without a host id a stable one."""
     from lcm.errors import LcmValidationError
     from lcm.ingest import normalize_messages
@@ -74,7 +88,7 @@ def _keyed(lines: list[tuple[int, str, dict[str, Any]]]) -> list[dict[str, Any]]
         found = re.match(r"messages\[(\d+)\]", exc.field or "")
         if found is None:
             raise
-        number = lines[int(found.group(1))][0]
+        number = lines[int(found.group(1))][0].split(".")[0]
         raise LcmValidationError(f"line {number}: {exc}", field=f"line {number}") from None
     for norm, (number, line, msg) in zip(normalized, lines):
         if norm.stable_event_key is None:
@@ -88,7 +102,8 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     from .cli import _settings, emit
     from .runtime import open_lcm
 
-    messages = _keyed(read_transcript(args.file, sys.stdin.read() if args.file == "-" else None))
+    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None, args.format)
+    messages = _keyed(lines)
     store = open_lcm(_settings(args), required=True)
     stored = skipped = 0
     conversation = None
@@ -100,9 +115,10 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
             conversation = res.conversation_id if res.conversation_id is not None else conversation
     finally:
         store.close()
-    data = {"read": len(messages), "stored": stored, "skipped_duplicates": skipped,
-            "conversation_id": conversation}
-    emit(args, data, lambda: f"read {len(messages)}: stored {stored}, already there {skipped}"
+    data = {"format": fmt, "read": len(messages), "stored": stored, "skipped_duplicates": skipped,
+            "lines_without_messages": empty, "conversation_id": conversation}
+    emit(args, data, lambda: f"read {len(messages)} ({fmt}): stored {stored}, already there {skipped}"
+         + (f", {empty} lines held no message" if empty else "")
          + (f" (conversation {conversation})" if conversation is not None else ""))
     return 0
 

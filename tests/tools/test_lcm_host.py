@@ -103,3 +103,60 @@ def test_version_and_a_lossless_claw_environment(tmp_path: Path) -> None:
     status = amem_json(env, "lcm", "status")
     assert status["ignoredKeys"] == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
                                      "LCM_STUB_LARGE_TOOL_PAYLOADS"]
+
+
+CLAUDE_CODE = [
+    {"type": "summary", "summary": "Fixing the deploy", "leafUuid": "u0"},
+    {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2025-03-01T10:00:00Z",
+     "message": {"role": "user", "content": "why does the deploy fail with exit 137?"}},
+    {"type": "assistant", "uuid": "u2", "sessionId": "s1", "timestamp": "2025-03-01T10:00:05Z",
+     "message": {"role": "assistant", "model": "m", "content": [
+         {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Let me read the pod log."},
+         {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "kubectl logs api"}}]}},
+    {"type": "user", "uuid": "u3", "sessionId": "s1", "timestamp": "2025-03-01T10:00:09Z",
+     "message": {"role": "user", "content": [
+         {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "OOMKilled"}]}]}},
+    {"type": "system", "uuid": "u4", "sessionId": "s1", "subtype": "stop_hook_summary"},
+]
+CODEX = [
+    {"timestamp": "2025-03-01T10:00:00Z", "type": "session_meta", "payload": {"id": "t1", "cwd": "/w"}},
+    {"timestamp": "2025-03-01T10:00:01Z", "type": "response_item",
+     "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]}},
+    {"timestamp": "2025-03-01T10:00:02Z", "type": "response_item",
+     "payload": {"type": "function_call", "name": "shell", "arguments": "{\"cmd\": \"pytest\"}", "call_id": "c1"}},
+    {"timestamp": "2025-03-01T10:00:04Z", "type": "response_item",
+     "payload": {"type": "function_call_output", "call_id": "c1", "output": "3 failed, 40 passed"}},
+    {"timestamp": "2025-03-01T10:00:05Z", "type": "event_msg", "payload": {"type": "token_count"}},
+    {"timestamp": "2025-03-01T10:00:06Z", "type": "response_item",
+     "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "3 tests fail"}]}},
+]
+
+
+def test_transcript_formats_are_read_into_messages() -> None:
+    from tools.transcripts import detect, to_messages
+
+    assert detect(CLAUDE_CODE[0]) == "claude-code" and detect(CODEX[0]) == "codex"
+    assert detect({"role": "user", "content": "x"}) == "jsonl"
+    claude = [m for obj in CLAUDE_CODE for m in to_messages(obj, "claude-code")]
+    assert [(m["role"], m["content"]) for m in claude] == [
+        ("user", "why does the deploy fail with exit 137?"), ("assistant", "Let me read the pod log."),
+        ("tool", "OOMKilled")]
+    assert claude[1]["tool_calls"][0]["name"] == "Bash" and claude[2]["tool_call_id"] == "toolu_1"
+    assert claude[0]["event_id"] == "u1" and claude[0]["created_at"] == "2025-03-01T10:00:00Z"
+    codex = [m for obj in CODEX for m in to_messages(obj, "codex")]
+    assert [(m["role"], m["content"]) for m in codex] == [
+        ("user", "run the tests"), ("assistant", ""), ("tool", "3 failed, 40 passed"), ("assistant", "3 tests fail")]
+    assert codex[1]["tool_calls"][0]["id"] == "c1" and codex[2]["tool_call_id"] == "c1"
+
+
+def test_host_transcripts_ingest_once(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    claude = amem_json(env, "lcm", "ingest", str(write(tmp_path / "s1.jsonl", CLAUDE_CODE)), "--session-key", KEY)
+    assert (claude["format"], claude["stored"], claude["lines_without_messages"]) == ("claude-code", 3, 2)
+    codex = amem_json(env, "lcm", "ingest", str(write(tmp_path / "rollout.jsonl", CODEX)),
+                      "--session-key", "agent:host:codex")
+    assert (codex["format"], codex["stored"]) == ("codex", 4)
+    again = amem_json(env, "lcm", "ingest", str(tmp_path / "s1.jsonl"), "--session-key", KEY)
+    assert (again["stored"], again["skipped_duplicates"]) == (0, 3)
+    hits = amem_json(env, "lcm", "grep", "OOMKilled", "--session-key", KEY)
+    assert hits["hits"]
