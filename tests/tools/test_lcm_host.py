@@ -105,7 +105,7 @@ def test_version_and_a_lossless_claw_environment(tmp_path: Path) -> None:
                                      "LCM_STUB_LARGE_TOOL_PAYLOADS"]
 
 
-CLAUDE_CODE = [
+CLAUDE_CODE: list[dict[str, Any]] = [
     {"type": "summary", "summary": "Fixing the deploy", "leafUuid": "u0"},
     {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2025-03-01T10:00:00Z",
      "message": {"role": "user", "content": "why does the deploy fail with exit 137?"}},
@@ -118,7 +118,7 @@ CLAUDE_CODE = [
          {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "OOMKilled"}]}]}},
     {"type": "system", "uuid": "u4", "sessionId": "s1", "subtype": "stop_hook_summary"},
 ]
-CODEX = [
+CODEX: list[dict[str, Any]] = [
     {"timestamp": "2025-03-01T10:00:00Z", "type": "session_meta", "payload": {"id": "t1", "cwd": "/w"}},
     {"timestamp": "2025-03-01T10:00:01Z", "type": "response_item",
      "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]}},
