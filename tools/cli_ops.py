@@ -363,8 +363,17 @@ def cmd_lcm_expand(args: argparse.Namespace) -> int:
 
 
 def cmd_lcm_status(args: argparse.Namespace) -> int:
-    # The lossless-claw keys the config accepted but lcm does not act on (warned once at load).
-    return _lcm_run(args, lambda s: {**s.status().to_dict(), "ignoredKeys": list(s.config.ignored_keys)})
+    # The lossless-claw keys the config accepted but lcm does not act on (warned once at load),
+    # and which models make summaries and expansions (None: extractive, no LLM configured).
+    def report(s: Any) -> dict[str, Any]:
+        summary, expansion = s.summarizer.llm, s.recall.llm
+        breaker = getattr(summary, "breaker", None)
+        llm = None if summary is None else {
+            "summaryModel": getattr(summary, "model", None), "expansionModel": getattr(expansion, "model", None),
+            "circuit": breaker.state if breaker is not None else None}
+        return {**s.status().to_dict(), "llm": llm, "ignoredKeys": list(s.config.ignored_keys)}
+
+    return _lcm_run(args, report)
 
 
 def cmd_lcm_doctor(args: argparse.Namespace) -> int:

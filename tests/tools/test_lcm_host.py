@@ -103,6 +103,10 @@ def test_version_and_a_lossless_claw_environment(tmp_path: Path) -> None:
     status = amem_json(env, "lcm", "status")
     assert status["ignoredKeys"] == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
                                      "LCM_STUB_LARGE_TOOL_PAYLOADS"]
+    assert status["llm"] is None  # no llm_base_url: summaries are extractive, and status says so
+    with_llm = amem_json({**env, "AMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1", "AMEM_LLM_MODEL": "main-model",
+                          "LCM_SUMMARY_MODEL": "small-model"}, "lcm", "status")
+    assert with_llm["llm"] == {"summaryModel": "small-model", "expansionModel": "main-model", "circuit": "closed"}
 
 
 CLAUDE_CODE: list[dict[str, Any]] = [
