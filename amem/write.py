@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .backends.base import Hit, Match, MatchAny, Point, Where
+from .backends.base import Hit, Point, Where
+from .dedup import exact_duplicates
 from .drafts import Draft, make_draft, split_item
 from .errors import ValidationError
 from .fold import fold_into
@@ -98,14 +99,10 @@ class Writer:
             self._enricher = build_enricher(self._llm)
         return self._enricher
 
-    # ------------------------------------------------------------------ validation
-
     def _draft(self, text: Any, subjects: Any, **fields: Any) -> Draft:
         """Check every field before anything is written; the first bad one raises."""
         return make_draft(text, subjects, max_chars=self.store.config.max_text_chars,
                           agent_of=self.store.agent, now=self.store.clock.now(), **fields)
-
-    # ------------------------------------------------------------------ enrichment
 
     def _enrich(self, draft: Draft) -> list[str]:
         """Fill keywords/tags/context/category unless the caller gave them; return warnings."""
@@ -237,42 +234,11 @@ class Writer:
         return self.store.make_point(note, vector, stale=more)
 
     def _dedup_many(self, drafts: Sequence[Draft]) -> list[AddResult | None]:
-        """Exact dedup of a batch with one engine query per agent instead of two per note."""
-        out: list[AddResult | None] = [None] * len(drafts)
-        by_agent: dict[str, list[int]] = {}
-        for i, draft in enumerate(drafts):
-            by_agent.setdefault(draft.note.agent_id, []).append(i)
-        for agent, rows in by_agent.items():
-            hashes = tuple({drafts[i].note.hash for i in rows})
-            where = Where(must=(Match("agent_id", agent), Match("is_active", True)),
-                          should=(MatchAny("hash", hashes), MatchAny("folded_hashes", hashes)))
-            stored: dict[str, Note] = {}
-            for hit in self.store.backend.iterate(where):
-                note = Note.from_payload(hit.payload)
-                for digest in (note.hash, *note.folded_hashes):
-                    stored.setdefault(digest, note)
-            points = {h.id: h.payload for h in self.store.backend.retrieve(
-                [point_id(agent, drafts[i].note.id) for i in rows])}
-            # An id is taken by an active note, and by a point that holds another note (never
-            # overwritten, whatever wrote it); a deleted note of the same id may be replaced.
-            taken = {drafts[i].note.id for i in rows
-                     if (payload := points.get(point_id(agent, drafts[i].note.id))) is not None
-                     and (payload.get("is_active", True) or payload.get("agent_id") != agent
-                          or payload.get("id") != drafts[i].note.id)}
-            first: dict[str, int] = {}
-            for i in rows:
-                note = drafts[i].note
-                if note.hash in stored:
-                    out[i] = AddResult("deduplicated", stored[note.hash].id,
-                                       enriched_by=stored[note.hash].enriched_by)
-                elif note.hash in first:  # a repeat inside the batch
-                    out[i] = AddResult("deduplicated", drafts[first[note.hash]].note.id)
-                elif note.id in taken or any(drafts[j].note.id == note.id for j in first.values()):
-                    out[i] = AddResult("rejected", note.id, warnings=[
-                        f"a note with id {note.id!r} already exists with different content"])
-                else:
-                    first[note.hash] = i
-        return out
+        """Exact dedup of a batch (``amem.dedup``), as add results."""
+        return [None if k is None else AddResult(
+                    k.status, k.id, enriched_by=k.enriched_by,
+                    warnings=[k.warning] if k.warning else [])
+                for k in exact_duplicates(self.store.backend, [d.note for d in drafts])]
 
     def _dedup(self, draft: Draft) -> AddResult | None:
         """The batch dedup for one note; an id clash is an error here, not a skipped line."""
