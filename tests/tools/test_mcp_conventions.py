@@ -209,3 +209,26 @@ def test_amem_config_accepts_the_description_variables() -> None:
     from amem.config import load_config
 
     load_config(None, env={"AMEM_TOOL_DESCRIPTION_MEMORY_ADD": "Remember a durable fact."})
+
+
+def test_serve_refuses_a_description_for_no_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.cli import main
+
+    monkeypatch.setenv("AMEM_HOME", str(tmp_path))
+    monkeypatch.setenv("AMEM_EMBEDDER", "hashing")
+    monkeypatch.setenv("AMEM_TOOL_DESCRIPTION_MEMORY_SERCH", "a typo")
+    assert main(["serve", "--no-scheduler", "--no-lcm"]) == 2
+    err = capsys.readouterr().err
+    assert "AMEM_TOOL_DESCRIPTION_MEMORY_SERCH" in err and "no tool named 'memory_serch'" in err
+
+
+def test_serve_takes_the_overrides_from_its_settings(tmp_path: Path) -> None:
+    from tools.cli_ops import _descriptions
+    from tools.runtime import load_settings
+
+    cfg = tmp_path / "amem.toml"
+    cfg.write_text('[tools.descriptions]\nmemory_list = "Page through what you remember."\n',
+                   encoding="utf-8")
+    settings = load_settings({"AMEM_HOME": str(tmp_path)}, config_path=str(cfg))
+    assert _descriptions(settings) == {"memory_list": "Page through what you remember."}
