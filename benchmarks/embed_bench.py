@@ -126,9 +126,20 @@ def measure_one(label: str, data: Path, notes: int, queries: int, repeat: int) -
     load_s = time.perf_counter() - start
     row = measure(embedder, texts, texts[-queries:], repeat)
     row["load_s"] = round(load_s, 2)
-    # ru_maxrss is in KiB on Linux
-    row["rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    row["rss_mb"] = round(peak_rss_kib() / 1024)
     return row
+
+
+def peak_rss_kib() -> int:
+    """This process's peak RSS. Linux's ``VmHWM`` first: ``ru_maxrss`` survives fork and exec,
+    so a child started by a large parent would report the parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
 
 
 def _in_child(label: str, data: Path, notes: int, queries: int, repeat: int) -> dict[str, Any]:
