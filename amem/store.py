@@ -79,7 +79,9 @@ class MemoryStore:
         if embedder is None:
             from .embed import make_embedder
 
-            embedder = make_embedder(self.config.embedder, threads=self.config.embed_threads)
+            # The converted model (e5-small) lives with this store's home, not the environment's.
+            embedder = make_embedder(self.config.embedder, threads=self.config.embed_threads,
+                                     cache_dir=Path(self.config.home) / "models")
         self.embedder = embedder
         self._lock = threading.RLock()
         self._closed = False

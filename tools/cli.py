@@ -274,11 +274,14 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from .reembed import reembed
     from .runtime import make_embedder
 
     settings = _settings(args)
-    embedder = make_embedder(args.new_embedder, threads=settings.config.embed_threads)
+    embedder = make_embedder(args.new_embedder, threads=settings.config.embed_threads,
+                             cache_dir=Path(settings.config.home) / "models")
     with _progress(args, "reembed") as bar:
         report = reembed(settings.config, embedder, progress=bar)
     data = report.to_dict()

@@ -45,8 +45,12 @@ def load_settings(env: Mapping[str, str] | None = None, *, config_path: str | No
     return Settings(config=cfg, agent_id=agent_id, env=env, config_path=path)
 
 
-def make_embedder(name: str, *, threads: int = 1) -> Any:
-    """The embedder called ``name``: ``hashing`` (or ``hashing-DIM``) here, others by amem."""
+def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Any:
+    """The embedder called ``name``: ``hashing`` (or ``hashing-DIM``) here, others by amem.
+
+    ``cache_dir`` is where a converted model lives (e5-small: ``<home>/models``), so a
+    ``--home`` keeps its model with its store instead of under the environment's home.
+    """
     if name == HASHING or name.startswith(HASHING + "-"):
         from amem.embed.hashing import HashingEmbedder
 
@@ -60,7 +64,7 @@ def make_embedder(name: str, *, threads: int = 1) -> Any:
     except ImportError as exc:
         raise ConfigError(f"embedder {name!r} cannot be built: amem.embed.make_embedder is not "
                           f"available ({exc})", key="embedder") from None
-    return amem_make_embedder(name, threads=threads)
+    return amem_make_embedder(name, threads=threads, cache_dir=cache_dir)
 
 
 def shared_llm(settings: Settings) -> Any:
@@ -116,7 +120,8 @@ def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
 
     cfg = settings.config
     if embedder is None:
-        embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads)
+        embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads,
+                                 cache_dir=Path(cfg.home) / "models")
     if cfg.backend == "edge":
         Path(cfg.home).mkdir(parents=True, exist_ok=True)
     return MemoryStore(None, config=cfg, embedder=embedder, agent_id=settings.agent_id,
