@@ -92,6 +92,9 @@ class AmemConfig:
     #: a bulk import re-embeds the notes its folds and evolutions changed when this many wait
     #: (and at its end), not after every batch; 0 = after every batch (see ``amem.refresh``)
     import_reembed_every: int = 1024
+    #: after a bulk write (``add_many``, ``amem import``) with this many points written since
+    #: the engine's index was last built, it is built again (amem.index_build); 0 = nightly only
+    optimize_after: int = 5000
 
     #: nightly consolidation merges same-category notes at or above this cosine
     consolidate_threshold: float = 0.75
@@ -136,7 +139,8 @@ def _check(cfg: AmemConfig) -> None:
     for name in positive_ints:
         if getattr(cfg, name) < 1:
             raise ConfigError(f"{name} must be >= 1, got {getattr(cfg, name)}", key=name)
-    for name in ("link_hops", "link_max_added", "evolve_max", "import_reembed_every"):
+    for name in ("link_hops", "link_max_added", "evolve_max", "import_reembed_every",
+                 "optimize_after"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
     for name in ("fold_threshold", "pending_threshold", "link_floor", "link_min_cosine",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -16,6 +17,7 @@ from .backends.base import Hit, Match, Point, VectorBackend, Where
 from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .index_build import IndexBuilder
 from .notes import (POINT_ID_FORMAT, Note, check_agent, check_id, check_limit, check_text,
                     point_id)
 from .pointids import META_KEY as POINT_IDS
@@ -49,6 +51,8 @@ class StoreInfo:
     agents: int | None
     #: notes whose vector embeds an earlier text (an interrupted write; see ``amem.refresh``)
     stale_vectors: int = 0
+    #: the engine's index build: state, points written since, last run (``amem.index_build``)
+    index_build: dict[str, Any] | None = None
 
 
 class MemoryStore:
@@ -87,6 +91,7 @@ class MemoryStore:
         self._closed = False
         self.backend, self.location, self.backend_kind = self._open_backend(path, backend)
         self._meta = self._check_meta()
+        self._index = IndexBuilder(self)  # before anything below writes points
         #: the embedder's two cosine scales, note to note and query to note (amem.similarity)
         self.calibration = calibration_for(
             self.embedder, note_baseline=self.config.similarity_baseline,
@@ -208,6 +213,7 @@ class MemoryStore:
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice."""
+        self._index.cancel()  # outside the lock: the build thread takes it to record its end
         with self._lock:
             if self._closed:
                 return
@@ -279,6 +285,7 @@ class MemoryStore:
 
     def write_points(self, points: Sequence[Point]) -> None:
         self.backend.upsert(points)
+        self._index.written(len(points))
         self._writes_since_meta += len(points)
         if self._writes_since_meta >= 1000:
             self._save_meta()
@@ -348,8 +355,16 @@ class MemoryStore:
         return self.writer.add(text, subjects, **options)
 
     def add_many(self, items: Sequence[dict[str, Any]], **options: Any) -> list["AddResult"]:
-        """Store many notes with batched embedding (bulk import)."""
-        return self.writer.add_many(items, **options)
+        """Store many notes with batched embedding (bulk import); then, when
+        ``optimize_after`` points have accumulated, the index is built in the background."""
+        results = self.writer.add_many(items, **options)
+        self._index.maybe_build(background=True)
+        return results
+
+    @property
+    def index_build(self) -> IndexBuilder:
+        """The engine's index-build state and trigger (see ``amem.index_build``)."""
+        return self._index
 
     @property
     def writer(self) -> "Writer":
@@ -456,7 +471,9 @@ class MemoryStore:
         """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""
         self._ensure_open()
         with self._lock:
+            started = time.perf_counter()
             self.backend.optimize()
+            self._index.optimized(time.perf_counter() - started)
 
     def flush(self) -> None:
         with self._lock:
@@ -469,7 +486,7 @@ class MemoryStore:
             backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
             dim=self.embedder.dim, points=self.backend.count(None),
             active_notes=self.backend.count(Where(must=(Match("is_active", True),))),
-            agents=None, stale_vectors=count_stale(self))
+            agents=None, stale_vectors=count_stale(self), index_build=self._index.to_dict())
 
     @property
     def bm25_stats(self) -> bm25.CorpusStats:

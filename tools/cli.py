@@ -240,12 +240,22 @@ def cmd_import(args: argparse.Namespace) -> int:
         else:
             report = import_file(store, args.file, fmt=args.format, enrich=not args.no_enrich,
                                  batch=args.batch, progress=bar, skip_invalid=args.skip_invalid)
+        # The process ends here, so a due index build runs now (in the foreground) instead of
+        # leaving the imported points to brute-force search until the nightly job.
+        index = store.index_build
+        if index.due():
+            print(f"building the search index ({index.points_since} points written since the "
+                  "last build) ...", file=sys.stderr)
+        built = index.maybe_build(background=False)
     data = report.to_dict()
+    data["index_build"] = index.to_dict()
     emit(args, data, lambda: (
         f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
         f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
         f"{data['skipped']} ({data['notes_per_second']} notes/s)"
-        + "".join(f"\n  {e}" for e in data["errors"][:20])))
+        + "".join(f"\n  {e}" for e in data["errors"][:20])
+        + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
+           if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
 
 

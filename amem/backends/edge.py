@@ -23,12 +23,13 @@ import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator, Sequence, cast
+from typing import Any, Iterable, Iterator, Sequence, cast
 
 import numpy as np
 import qdrant_edge as qe
 
 from amem.backends import _common as c
+from amem.backends import _edge_build
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
@@ -118,6 +119,11 @@ class EdgeBackend:
         self._idf: qe.SearchParams | None = None
         # Every engine call holds the gate, so optimize() can swap the shard under the others.
         self._gate = threading.RLock()
+        #: ids of the points changed while an index build works on a copy (None: no build);
+        #: the build replays them onto the copy when it swaps it in
+        self.touched: set[str] | None = None
+        #: the child process of a running ``optimize_on_copy`` (killed by ``close``)
+        self.build_child: subprocess.Popen[str] | None = None
         self._handle = _Handle(self._lock)
         try:
             self._handle.shard, self.dim = self._open(dim)
@@ -143,6 +149,7 @@ class EdgeBackend:
     # -- opening -----------------------------------------------------------------------------
 
     def _open(self, dim: int | None) -> tuple[qe.EdgeShard, int]:
+        _edge_build.recover(self.path, SHARD_DIR)
         shard_dir = self.path / SHARD_DIR
         config_file = shard_dir / "edge_config.json"
         if config_file.exists():
@@ -226,13 +233,15 @@ class EdgeBackend:
 
     def upsert(self, points: Sequence[Point]) -> None:
         """Insert or replace whole points (checked first: nothing is written on bad input)."""
-        batch = []
+        batch, pids = [], []
         for point in points:
             pid, dense, (idx, val), payload = c.check_point(point, self.dim)
             batch.append(qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(idx, val)}, payload))
+            pids.append(pid)
         if batch:
             with self._engine("upsert"):
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
+                self._touch(pids)
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
         """Merge ``payload`` into one point's payload; :class:`NotFoundError` if it is missing."""
@@ -241,6 +250,7 @@ class EdgeBackend:
             raise ValidationError("payload must be a dict", field="payload")
         try:
             with self._engine("set_payload"):
+                self._touch([pid])
                 self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
         except BackendError as exc:
             if "No point with id" in str(exc):
@@ -262,6 +272,7 @@ class EdgeBackend:
         with self._engine("update point"):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
+            self._touch([pid])
             if payload:
                 self.shard.update(qe.UpdateOperation.set_payload_by_filter(flt, payload))
             if vectors:
@@ -273,10 +284,15 @@ class EdgeBackend:
         checked = c.check_ids(ids)
         if checked:
             with self._engine("delete"):
+                self._touch(checked)
                 self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
             if self._idf is None:
                 log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
                 self._idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter()))
+
+    def _touch(self, ids: Iterable[str]) -> None:
+        if self.touched is not None:
+            self.touched.update(ids)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -426,6 +442,11 @@ class EdgeBackend:
             raise BackendError(f"optimizing {self.path} in a child process failed: {' | '.join(tail)}")
         return child.stdout.strip()
 
+    def optimize_on_copy(self) -> str:
+        """Build the index on a copy while this store serves (``amem.backends._edge_build``):
+        calls wait only for the copy and the swap; changes made meanwhile are replayed."""
+        return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
+
     def flush(self) -> None:
         """Write every acknowledged change to the segments (the WAL already has them)."""
         with self._engine("flush"):
@@ -434,6 +455,9 @@ class EdgeBackend:
     def close(self) -> None:
         """Flush, close the shard, release the lock; a temporary store is deleted. Idempotent."""
         self._finalizer.detach()
+        child = self.build_child
+        if child is not None:  # an index build on a copy: dropped, the live shard is complete
+            child.kill()
         try:
             with self._engine("close"):
                 shard, self._handle.shard = self._handle.shard, None

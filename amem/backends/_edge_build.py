@@ -1,0 +1,127 @@
+"""Build the index of an open edge store on a copy, while the store keeps serving.
+
+``EdgeBackend.optimize()`` closes the shard for a child process to optimise it: every call of
+the owning process waits minutes at 100k points. Here the shard is flushed and copied
+(``shard.build``) under the engine gate; a child optimises the copy while the live shard
+answers and takes writes (their point ids are recorded); then, under the gate again, the
+points changed meanwhile are read from the live shard, the copy is swapped in and they are
+written onto it (deleted points deleted). Calls wait only for the copy and the swap.
+
+Crash safety: the swap renames ``shard`` -> ``shard.old`` and ``shard.build`` -> ``shard``,
+replays, flushes, and only then commits by renaming ``shard.old`` -> ``shard.old.done``
+(atomic) before deleting it. While ``shard.old`` exists the swap is not committed, so
+:func:`recover` (run before every open) puts it back as ``shard``: the state from before the
+build, which had every write. A crash only loses the build, never a write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import qdrant_edge as qe
+
+from amem.errors import BackendError
+
+if TYPE_CHECKING:
+    from amem.backends.edge import EdgeBackend
+
+log = logging.getLogger(__name__)
+
+BUILD_DIR = "shard.build"
+OLD_DIR = "shard.old"
+DONE_DIR = "shard.old.done"
+
+
+def recover(path: Path, shard_name: str) -> None:
+    """Undo what an interrupted build left in the store directory ``path``."""
+    shard, old = path / shard_name, path / OLD_DIR
+    if old.exists():
+        log.warning("an index build of %s stopped during its swap; the shard from before it "
+                    "is restored (it holds every write)", path)
+        if shard.exists():
+            shutil.rmtree(shard)
+        os.rename(old, shard)
+    for leftover in (path / BUILD_DIR, path / DONE_DIR):
+        if leftover.exists():
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def build_on_copy(backend: "EdgeBackend", shard_name: str, child_code: str) -> str:
+    """Optimise a copy of the shard in a child, swap it in, replay what changed meanwhile.
+
+    Returns the child's outcome (``changed``/``optimal``) and the number of replayed points.
+    """
+    shard_dir, build = backend.path / shard_name, backend.path / BUILD_DIR
+    with backend._engine("index build copy"):
+        backend.shard.flush()
+        shutil.rmtree(build, ignore_errors=True)
+        shutil.copytree(shard_dir, build)
+        backend.touched = set()
+    try:
+        child = subprocess.Popen([sys.executable, "-c", child_code, str(build)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        backend.build_child = child
+        try:
+            out, err = child.communicate()
+        finally:
+            backend.build_child = None
+        if child.returncode != 0:
+            tail = " | ".join(err.strip().splitlines()[-3:]) or f"exit code {child.returncode}"
+            raise BackendError(f"building the index of {backend.path} in a child process failed: "
+                               f"{tail}")
+        with backend._engine("index build swap"):
+            replayed = _swap(backend, shard_dir, build)
+        log.info("index of %s built (%s; %d points replayed)", backend.path, out.strip(), replayed)
+        return f"{out.strip()}, {replayed} replayed"
+    finally:
+        backend.touched = None
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def _swap(backend: "EdgeBackend", shard_dir: Path, build: Path) -> int:
+    """Swap the built copy in for the live shard (the engine gate is held); points replayed."""
+    old, done = backend.path / OLD_DIR, backend.path / DONE_DIR
+    ids = sorted(backend.touched or ())
+    live = backend.shard
+    records = live.retrieve(list[Any](ids), with_payload=True, with_vector=True) if ids else []
+    live.flush()
+    live.close()
+    backend._handle.shard = None
+    try:
+        os.rename(shard_dir, old)
+        try:
+            os.rename(build, shard_dir)
+        except OSError:
+            os.rename(old, shard_dir)  # the live shard goes back; the copy is dropped
+            raise
+    finally:
+        backend._handle.shard = qe.EdgeShard.load(str(shard_dir))
+    built = backend.shard
+    try:
+        points = []
+        for r in records:
+            if r.vector is None:  # asked with_vector=True: the engine always answers them
+                raise BackendError(f"point {r.id} came back without vectors; build not swapped in")
+            points.append(qe.Point(r.id, r.vector, r.payload))
+        if points:
+            built.update(qe.UpdateOperation.upsert_points(points))
+        gone = set(ids) - {str(r.id) for r in records}
+        if gone:
+            built.update(qe.UpdateOperation.delete_points(list[Any](sorted(gone))))
+        built.flush()
+    except BaseException:
+        # Not committed: the live shard from before the swap comes back whole.
+        built.close()
+        backend._handle.shard = None
+        recover(backend.path, shard_dir.name)
+        backend._handle.shard = qe.EdgeShard.load(str(shard_dir))
+        raise
+    os.rename(old, done)  # the commit point (see the module docstring)
+    shutil.rmtree(done, ignore_errors=True)
+    return len(ids)

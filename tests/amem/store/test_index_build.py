@@ -1,0 +1,119 @@
+"""The engine's index is built after bulk writes, not only by the nightly job (amem.index_build)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from amem import MemoryStore, load_config
+from amem.backends.edge import SHARD_DIR, EdgeBackend
+from amem.clock import FixedClock
+from amem.embed.hashing import HashingEmbedder
+from tools.cli import main
+
+ITEMS = [{"text": f"note {i} about topic {i % 7} and place {i % 5}"} for i in range(30)]
+
+
+def open_store(path: Path, embedder: HashingEmbedder, clock: FixedClock,
+               optimize_after: int) -> MemoryStore:
+    config = load_config(overrides={"optimize_after": optimize_after})
+    return MemoryStore(path, config=config, embedder=embedder, clock=clock)
+
+
+def test_bulk_write_builds_the_index_in_the_background(tmp_path: Path, embedder: HashingEmbedder,
+                                                       clock: FixedClock) -> None:
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
+        store.add_many(ITEMS, enrich=False)
+        # Started by add_many, which returned without waiting; the store keeps answering.
+        assert store.index_build.state in ("running", "done")
+        assert store.search("topic 3", limit=3)
+        store.index_build.wait()
+        info = store.info().index_build
+        assert info is not None
+        assert info["state"] == "done" and info["points_since"] == 0
+        assert info["last_run"] is not None and info["threshold"] == 20
+        assert store.count() == len(ITEMS)
+        assert store.search("note 12 about topic 5", limit=1)[0].content == ITEMS[12]["text"]
+    assert not (tmp_path / "s" / "shard.build").exists()
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
+        assert store.count() == len(ITEMS)
+        assert store.index_build.state == "done" and store.index_build.points_since == 0
+
+
+def test_changes_made_during_the_build_are_kept(tmp_path: Path, embedder: HashingEmbedder,
+                                                clock: FixedClock) -> None:
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
+        first = store.add_many(ITEMS, enrich=False)
+        backend = store.backend
+        assert isinstance(backend, EdgeBackend)
+        deadline = time.monotonic() + 30
+        while backend.build_child is None and store.index_build.state == "running":
+            assert time.monotonic() < deadline, "the build's child never started"
+            time.sleep(0.005)
+        added = store.add("written while the index was being built", enrich=False)
+        store.delete(first[0].id)
+        store.index_build.wait()
+        assert store.index_build.state == "done"
+        # The add and the delete reached the swapped-in shard (replayed onto the copy).
+        assert store.get(added.id).content == "written while the index was being built"
+        assert store.count() == len(ITEMS)
+        assert first[0].id not in {r.id for r in store.search(ITEMS[0]["text"], limit=5)}
+        assert store.index_build.points_since >= 1  # replayed points are not in the index yet
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
+        assert store.get(added.id).content == "written while the index was being built"
+        assert store.count() == len(ITEMS)
+
+
+def test_points_are_counted_until_the_threshold_and_kept(tmp_path: Path, embedder: HashingEmbedder,
+                                                          clock: FixedClock) -> None:
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=100) as store:
+        store.add_many(ITEMS, enrich=False)
+        store.add("one more single note", enrich=False)
+        assert store.index_build.state == "idle"
+        assert store.index_build.points_since >= len(ITEMS) + 1
+        written = store.index_build.points_since
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=100) as store:
+        assert store.index_build.points_since == written  # kept in meta.json
+        store.optimize()  # the nightly job's in-place build resets the count
+        assert store.index_build.to_dict()["state"] == "done"
+        assert store.index_build.points_since == 0
+
+
+def test_zero_threshold_leaves_it_to_the_nightly_job(tmp_path: Path, embedder: HashingEmbedder,
+                                                      clock: FixedClock) -> None:
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
+        store.add_many(ITEMS, enrich=False)
+        assert store.index_build.state == "idle"
+        assert not store.index_build.due()
+
+
+def test_a_swap_cut_short_restores_the_shard(tmp_path: Path, embedder: HashingEmbedder,
+                                             clock: FixedClock) -> None:
+    """A crash between the swap's two renames leaves ``shard.old`` and no ``shard``."""
+    where = tmp_path / "s"
+    with open_store(where, embedder, clock, optimize_after=0) as store:
+        store.add_many(ITEMS, enrich=False)
+    os.rename(where / SHARD_DIR, where / "shard.old")
+    (where / "shard.build").mkdir()
+    with open_store(where, embedder, clock, optimize_after=0) as store:
+        assert store.count() == len(ITEMS)
+    assert not (where / "shard.old").exists() and not (where / "shard.build").exists()
+
+
+def test_amem_import_builds_the_index_before_it_exits(tmp_path: Path, capsys: object) -> None:
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("".join(json.dumps(item) + "\n" for item in ITEMS), encoding="utf-8")
+    env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing",
+           "AMEM_OPTIMIZE_AFTER": "10"}
+    assert main(["import", str(notes), "--no-enrich", "--json"], env=env) == 0
+    out = capsys.readouterr()  # type: ignore[attr-defined]
+    report = json.loads(out.out)
+    assert report["created"] == len(ITEMS)
+    assert report["index_build"]["state"] == "done"
+    assert report["index_build"]["points_since"] == 0
+    assert "building the search index" in out.err
+    assert main(["status", "--json"], env=env) == 0
+    status = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert status["memory"]["index_build"]["state"] == "done"
