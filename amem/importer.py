@@ -106,8 +106,13 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
 
 def _paragraphs(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    """One note per paragraph (blank-line separated); a Markdown heading starts a new one."""
+    """One note per paragraph (blank-line separated); a Markdown heading starts a new one.
+
+    A heading is no note of its own: it opens the paragraph after it, which it titles, even
+    across a blank line. A heading with no paragraph after it is dropped.
+    """
     block: list[str] = []
+    heading: str | None = None
     start = 0
     for number, line in enumerate(handle, start=1):
         if not line.strip() or (_HEADING.match(line) and block):
@@ -116,8 +121,14 @@ def _paragraphs(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
                 block = []
             if not line.strip():
                 continue
+        if _HEADING.match(line):
+            heading = line.strip()
+            continue
         if not block:
             start = number
+            if heading:
+                block.append(heading + "\n")  # the paragraph it titles
+                heading = None
         block.append(line)
     if block:
         yield start, {"text": "".join(block).strip()}

@@ -415,13 +415,36 @@ class MemoryStore:
         return self.backend.count(Where(must=tuple(self.tenant_filter(self.agent(agent_id)))))
 
     def list(self, *, agent_id: str | None = None, limit: int = 50,
-             offset: str | None = None) -> tuple[builtins.list[Note], str | None]:
-        """One page of the agent's active notes and the offset of the next page."""
+             offset: str | int | None = None) -> tuple[builtins.list[Note], str | None]:
+        """One page of the agent's active notes and the offset of the next page.
+
+        ``offset`` is the cursor the previous page returned, or a number of notes to skip
+        (``amem list --offset 100``: people page by count; skipping walks the pages between).
+        """
         self._ensure_open()
         check_limit(limit, maximum=1000)
         where = Where(must=tuple(self.tenant_filter(self.agent(agent_id))))
+        if isinstance(offset, int) or (isinstance(offset, str) and offset.isdigit()):
+            skip, offset = int(offset), None
+            if skip:
+                offset = self._skip(where, skip)
+                if offset is None:
+                    return [], None
         hits, nxt = self.backend.scroll(where, limit=limit, offset=offset)
         return [Note.from_payload(h.payload) for h in hits], nxt
+
+    def _skip(self, where: Where, count: int) -> str | None:
+        """The cursor ``count`` (> 0) notes into ``where``'s order (``None``: past the end)."""
+        if count < 0:
+            raise ValidationError("offset must be a cursor or a count of 0 or more",
+                                  field="offset")
+        cursor: str | None = None
+        while count > 0:
+            hits, cursor = self.backend.scroll(where, limit=min(count, 1000), offset=cursor)
+            count -= len(hits)
+            if cursor is None:
+                return None
+        return cursor
 
     def iter_notes(self, *, agent_id: str | None = None, include_inactive: bool = False,
                    all_agents: bool = False, with_vectors: bool = False

@@ -1,9 +1,10 @@
 """``amem``: the command line, a thin layer over ``MemoryStore``, ``LcmStore`` and the tool facade.
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 store busy (another
-process owns the embedded store), 130 interrupted. ``--json`` prints machine-readable output
-(errors too, as ``{"error": {...}}``). Logs and progress bars go to stderr; stdout carries
-results only (and is the MCP wire in ``amem serve``).
+process owns the embedded store), 130 interrupted, 141 stdout closed by its reader
+(``amem ... | head``). ``--json`` prints machine-readable output (errors too, as
+``{"error": {...}}``). Logs and progress bars go to stderr; stdout carries results only (and is
+the MCP wire in ``amem serve``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from .progress import Progress
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+#: the reader of stdout went away (128 + SIGPIPE, as for any Unix filter)
+EXIT_BROKEN_PIPE = 141
 
 _CODE_EXITS = {"invalid_argument": EXIT_USAGE, "config_error": EXIT_USAGE,
-               "regex_refused": EXIT_USAGE, "not_found": EXIT_NOT_FOUND,
+               "regex_refused": EXIT_USAGE, "forbidden": EXIT_USAGE, "not_found": EXIT_NOT_FOUND,
                "store_locked": EXIT_BUSY}
 
 
@@ -147,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = cmd("list", cmd_list, "list your notes page by page")
     p.add_argument("-n", "--limit", type=int, default=20, help="notes per page (default 20)")
-    p.add_argument("--offset", help="next_offset printed by the previous page")
+    p.add_argument("--offset", help="the next_offset printed by the previous page, or a number "
+                   "of notes to skip")
 
     p = cmd("get", cmd_get, "show one note in full")
     p.add_argument("id")
@@ -379,6 +383,12 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     except KeyboardInterrupt:
         print("amem: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left (`amem lcm status | head`): nothing is wrong and nothing more can be
+        # said. Point stdout at /dev/null so the interpreter's last flush cannot fail again,
+        # and exit as a process ended by SIGPIPE does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except CliError as err:
         return _report_error(args, err)
     except Exception as exc:

@@ -259,3 +259,27 @@ def test_exit_codes(store_env: dict[str, str]) -> None:
     cfg = load_config(env={"AMEM_HOME": store_env["AMEM_HOME"]})
     with MemoryStore(None, config=cfg, embedder=HashingEmbedder()):  # another process owns it
         assert "store" in amem(store_env, "list", code=4).stderr
+
+
+def test_list_pages_by_cursor_or_by_count(store_env: dict[str, str]) -> None:
+    """``--offset 3`` skips three notes (it was 'offset is not a UUID'), and lands where the
+    cursor printed after a page of three lands."""
+    first = amem_json(store_env, "list", "-n", "3")
+    assert isinstance(first, dict) and first["next_offset"]
+    by_cursor = amem_json(store_env, "list", "-n", "2", "--offset", first["next_offset"])
+    by_count = amem_json(store_env, "list", "-n", "2", "--offset", "3")
+    assert isinstance(by_cursor, dict) and isinstance(by_count, dict)
+    assert [n["id"] for n in by_count["notes"]] == [n["id"] for n in by_cursor["notes"]]
+    past = amem_json(store_env, "list", "--offset", "100000")
+    assert past == {"count": past["count"], "notes": [], "next_offset": None}  # type: ignore[index]
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(store_env: dict[str, str]) -> None:
+    """``amem lcm status | head`` ended with '[Errno 32] Broken pipe' on stderr and exit 1."""
+    with subprocess.Popen([str(AMEM), "lcm", "status"], env=store_env, cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader leaves before the command prints anything
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 141, err
+    assert "Broken pipe" not in err and "Traceback" not in err, err

@@ -148,6 +148,6 @@ def test_amem_serve_refuses_a_session_of_another_agent(tmp_path: Path,
     code = main(["serve", "--agent", "alice", "--session-key", "agent:bob:main",
                  "--no-scheduler", "--home", str(tmp_path)],
                 env={"AMEM_EMBEDDER": "hashing"})
-    assert code != 0
+    assert code == 2  # usage: the key is not this agent's
     err = capsys.readouterr().err
     assert "agent:bob:main" in err and "alice" in err

@@ -65,6 +65,19 @@ def test_text_and_markdown_one_note_per_paragraph(tmp_path: Path, edge_store: Me
     assert contents == ["# Heading one\nline a\nline b", "## Heading two\nthird", "second paragraph"]
 
 
+def test_a_markdown_heading_is_never_a_note_of_its_own(tmp_path: Path, edge_store: MemoryStore) -> None:
+    """A heading followed by a blank line was stored as a note holding only '# Travel'."""
+    md = tmp_path / "notes.md"
+    md.write_text("# Travel\n\nAlice flew to Lisbon in May.\n\n## Food\n\n### Lunch\nBob likes "
+                  "ramen.\n\nplain paragraph\n\n# A heading with nothing after it\n",
+                  encoding="utf-8")
+    report = import_file(edge_store, md, enrich=False)
+    contents = sorted(n.content for n in edge_store.list(limit=10)[0])
+    assert contents == ["# Travel\nAlice flew to Lisbon in May.", "### Lunch\nBob likes ramen.",
+                        "plain paragraph"]
+    assert report.created == 3
+
+
 def test_import_twice_is_idempotent(tmp_path: Path, edge_store: MemoryStore) -> None:
     src = write_jsonl(tmp_path / "n.jsonl", [{"text": f"note number {i}"} for i in range(40)])
     first = import_file(edge_store, src, enrich=False, batch=7)
