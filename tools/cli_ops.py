@@ -258,6 +258,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
                             f"write was interrupted); the next add, import or nightly job "
                             f"re-embeds them")
+        build = info.index_build or {}
+        if build.get("state") == "failed":  # search works, by brute force over the new points
+            problems.append(f"the last index build failed ({build.get('error')}); the "
+                            f"{build.get('points_since')} points written since the build before "
+                            f"are searched by brute force until the next bulk write or nightly job")
     nightly = _nightly_status(settings)
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))

@@ -117,3 +117,17 @@ def test_amem_import_builds_the_index_before_it_exits(tmp_path: Path, capsys: ob
     assert main(["status", "--json"], env=env) == 0
     status = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
     assert status["memory"]["index_build"]["state"] == "done"
+
+
+def test_a_build_cut_short_is_reported_by_doctor(tmp_path: Path, capsys: object) -> None:
+    """A process killed mid-build leaves ``running`` in meta.json: read back as failed."""
+    env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing"}
+    assert main(["add", "a note", "--json"], env=env) == 0
+    meta_file = tmp_path / "home" / "store" / "meta.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    meta["index_build"] = {"state": "running", "points_since": 7}
+    meta_file.write_text(json.dumps(meta), encoding="utf-8")
+    capsys.readouterr()  # type: ignore[attr-defined]
+    assert main(["doctor", "--json"], env=env) == 0
+    report = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert any("index build failed (interrupted)" in w for w in report["warnings"])
