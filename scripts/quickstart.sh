@@ -4,11 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
+say() { printf '\n== %s\n' "$*" >&2; }
+[ -x .venv/bin/python ] || { say "creating the virtualenv .venv"; "$PY" -m venv .venv; }
+say "installing amem and its dependencies into .venv (about a minute on a fresh machine)"
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e .
 export AMEM_HOME="${AMEM_HOME:-$PWD/.amem}"
+say "importing examples/notes.jsonl into the store at $AMEM_HOME (AMEM_HOME; the first run also prepares the embedding model)"
 .venv/bin/amem import examples/notes.jsonl
+say "searching it"
 .venv/bin/amem search "what does Alice like to drink?"
 .venv/bin/amem search "季度复盘会在哪里开？"
 .venv/bin/amem status
+say "done: run 'AMEM_HOME=$AMEM_HOME .venv/bin/amem search \"...\"' to search this store again"
