@@ -48,7 +48,8 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p = cmd("grep", cmd_lcm_grep, "search messages and summaries", into=lsub)
     p.add_argument("pattern")
     p.add_argument("--mode", choices=["full_text", "regex"], default="full_text",
-                   help="words (default) or a Python regex")
+                   help="words (default) or an RE2 regular expression (no backreferences or "
+                   "lookarounds)")
     p.add_argument("--scope", choices=["messages", "summaries", "both"], default="both",
                    help="what to search (default both)")
     p.add_argument("--sort", choices=["recency", "relevance", "hybrid"], default="recency",
@@ -343,6 +344,12 @@ def _grep_text(data: dict[str, Any]) -> str:
 
 
 def cmd_lcm_grep(args: argparse.Namespace) -> int:
+    from .cli import CliError
+
+    if not (args.session_key or args.conversation is not None or args.all):
+        # Said in the command's own words (the store's message names Python arguments).
+        raise CliError("say what to search: --session-key KEY, --conversation ID or --all",
+                       code="invalid_argument", exit_code=2, field="session_key")
     kwargs: dict[str, Any] = {"mode": args.mode, "scope": args.scope, "sort": args.sort,
                               "limit": args.limit, "since": args.since, "before": args.before,
                               "conversation_id": args.conversation,
