@@ -231,7 +231,9 @@ def _skip(report: ImportReport, path: Path, number: int, why: str) -> None:
     message = f"{path}:{number}: {why}"
     if len(report.errors) < MAX_ERRORS:  # a bad file of a million lines must not fill memory
         report.errors.append(message)
-    log.warning("import: skipped %s", message)
+    # The report (or ImportRejected) carries the line to the caller, who shows it once; a
+    # warning per line here printed each bad line twice in the CLI (two passes, two streams).
+    log.debug("import: skipped %s", message)
 
 
 class ImportRejected(ValidationError):

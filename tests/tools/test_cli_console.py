@@ -171,6 +171,9 @@ def test_export_and_import_between_homes(store_env: dict[str, str], tmp_path: Pa
     assert "bad.jsonl:2:" in amem(other, "import", str(bad), code=2).stderr
     partial = amem(other, "import", str(bad), "--skip-invalid", "--json", code=1)
     assert json.loads(partial.stdout)["created"] == 1
+    again = amem(other, "import", str(bad), "--skip-invalid", code=1)
+    said = again.stdout + again.stderr  # each skipped line once (it was printed three times)
+    assert said.count("bad.jsonl:2:") == 1, said
 
 
 def test_reembed_in_its_own_home(tmp_path: Path) -> None:
