@@ -129,10 +129,12 @@ class MemoryStore:
                       backend: VectorBackend | None) -> tuple[VectorBackend, str, str]:
         if backend is not None:
             return backend, type(backend).__name__, type(backend).__name__
-        from .backends import EdgeBackend, QdrantServerBackend
+        from .backends import EdgeBackend
 
         dim = self.embedder.dim
         if path is None and self.config.backend == "qdrant":
+            from .backends.qdrant import QdrantServerBackend  # heavy: only for a server
+
             assert self.config.qdrant_url is not None  # checked by the config
             server = QdrantServerBackend.from_url(self.config.qdrant_url,
                                                   api_key=self.config.qdrant_api_key,

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from amem.backends.base import VectorBackend
 from amem.backends.edge import EdgeBackend
-from amem.backends.qdrant import QdrantServerBackend
 from amem.errors import ConfigError
 
+if TYPE_CHECKING:
+    from amem.backends.qdrant import QdrantServerBackend
+
 __all__ = ["EdgeBackend", "QdrantServerBackend", "VectorBackend", "open_backend"]
+
+
+def __getattr__(name: str) -> Any:
+    # qdrant-client takes ~0.5-1 s to import; only the server backend needs it, so the
+    # embedded default (and every CLI start) does not pay for it.
+    if name == "QdrantServerBackend":
+        from amem.backends.qdrant import QdrantServerBackend
+
+        return QdrantServerBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_backend(
@@ -21,7 +33,7 @@ def open_backend(
     api_key: str | None = None,
     collection: str = "amem",
     dim: int | None = None,
-) -> EdgeBackend | QdrantServerBackend:
+) -> "EdgeBackend | QdrantServerBackend":
     """Open (or create) a backend.
 
     Args:
@@ -51,6 +63,8 @@ def open_backend(
             return EdgeBackend.temporary(dim)
         return EdgeBackend(path, dim)
     if kind == "qdrant":
+        from amem.backends.qdrant import QdrantServerBackend
+
         if url is not None and path is not None:
             raise ConfigError("give either url (a Qdrant server) or path (local mode), not both", key="url")
         if url is not None:

@@ -8,11 +8,14 @@ Qdrant itself.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import qdrant_edge as qe
-from qdrant_client import models as qm
+
+if TYPE_CHECKING:  # imported when first used: qdrant_client costs ~0.5 s at every CLI start
+    from qdrant_client import models as qm
 
 from amem.backends._common import check_id
 from amem.backends.base import Condition, HasId, IsEmpty, Match, MatchAny, Scalar, Where
@@ -136,15 +139,20 @@ _EDGE = _Builder(
     has_id=lambda ids: qe.HasIdCondition(set(ids)),
 )
 
-_CLIENT = _Builder(
-    filter_=lambda must, should, must_not: qm.Filter(
-        must=must or None, should=should or None, must_not=must_not or None
-    ),
-    value=lambda field, value: qm.FieldCondition(key=field, match=qm.MatchValue(value=value)),
-    any_=lambda field, values: qm.FieldCondition(key=field, match=qm.MatchAny(any=values)),
-    empty=lambda field: qm.IsEmptyCondition(is_empty=qm.PayloadField(key=field)),
-    has_id=lambda ids: qm.HasIdCondition(has_id=list(ids)),
-)
+@functools.cache
+def _client_builder() -> _Builder:
+    """The qdrant-client translator, built on first use (only the server backend needs it)."""
+    from qdrant_client import models as qm
+
+    return _Builder(
+        filter_=lambda must, should, must_not: qm.Filter(
+            must=must or None, should=should or None, must_not=must_not or None
+        ),
+        value=lambda field, value: qm.FieldCondition(key=field, match=qm.MatchValue(value=value)),
+        any_=lambda field, values: qm.FieldCondition(key=field, match=qm.MatchAny(any=values)),
+        empty=lambda field: qm.IsEmptyCondition(is_empty=qm.PayloadField(key=field)),
+        has_id=lambda ids: qm.HasIdCondition(has_id=list(ids)),
+    )
 
 
 def to_edge(where: Where | None) -> qe.Filter | None:
@@ -153,7 +161,7 @@ def to_edge(where: Where | None) -> qe.Filter | None:
     return None if where is None else _EDGE.where(where)
 
 
-def to_client(where: Where | None) -> qm.Filter | None:
+def to_client(where: Where | None) -> "qm.Filter | None":
     """The qdrant-client filter for ``where`` (validated first)."""
     where = validate(where)
-    return None if where is None else _CLIENT.where(where)
+    return None if where is None else _client_builder().where(where)

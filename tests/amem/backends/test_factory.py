@@ -47,3 +47,21 @@ def test_contradictions_are_config_errors(kind: str, kwargs: dict[str, Any], key
     with pytest.raises(ConfigError) as err:
         open_backend(kind, **kwargs)  # type: ignore[arg-type]
     assert err.value.key == key
+
+
+def test_the_embedded_store_never_imports_qdrant_client() -> None:
+    """qdrant-client costs 0.5-1.2 s to import and only the server backend needs it: every CLI
+    command on the embedded default paid for it (issue 16: CLI commands took 2.5-5 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from amem import MemoryStore\n"
+            "from amem.embed.hashing import HashingEmbedder\n"
+            "from tools.cli import build_parser\n"
+            "with MemoryStore(':memory:', embedder=HashingEmbedder()) as s:\n"
+            "    s.add('a note', enrich=False); s.search('note')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('qdrant_client')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
