@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -62,6 +63,10 @@ class MemoryStore:
     ``":memory:"`` (a throwaway embedded store), or an open ``backend`` (for example a Qdrant
     server through ``QdrantServerBackend``). Every call works for one tenant, ``agent_id``:
     the store's default or the one a call names; one agent never sees another's notes.
+
+    Without ``config`` the settings come from the environment exactly as the ``amem`` CLI
+    reads them (``AMEM_CONFIG``, ``AMEM_HOME``, ``AMEM_EMBEDDER``, ..., ``AMEM_AGENT``):
+    ``MemoryStore()`` opens the CLI's store. An explicit ``config`` reads no environment.
     """
 
     def __init__(
@@ -77,7 +82,12 @@ class MemoryStore:
     ) -> None:
         if path is not None and backend is not None:
             raise ValueError("give either a path or an open backend, not both")
-        self.config = config or load_config()
+        if config is None:
+            # Resolved as the CLI resolves it (AMEM_CONFIG, AMEM_HOME, AMEM_EMBEDDER, ...,
+            # AMEM_AGENT), so a script and `amem` open the same store; config= reads no env.
+            config = load_config(os.environ.get("AMEM_CONFIG") or None, env=os.environ)
+            agent_id = agent_id or os.environ.get("AMEM_AGENT") or None
+        self.config = config
         self.clock: Clock = clock or SystemClock()
         self.agent_id = check_agent(agent_id or self.config.agent_id)
         if embedder is None:

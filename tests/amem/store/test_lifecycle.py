@@ -115,3 +115,30 @@ def test_config_from_env_and_toml(tmp_path: Path) -> None:
                       overrides={"heat": False})
     assert (cfg.rrf_k, cfg.candidates, cfg.heat, cfg.home) == (30, 40, False, tmp_path)
     assert cfg.store_path == tmp_path / "store"
+
+
+def test_no_argument_store_opens_what_the_cli_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``MemoryStore()`` opened the XDG default with e5 while the CLI used $AMEM_HOME: a bulk
+    import script and ``amem search`` then looked at two different stores."""
+    monkeypatch.setenv("AMEM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AMEM_EMBEDDER", "hashing")
+    monkeypatch.setenv("AMEM_AGENT", "scripted")
+    with MemoryStore() as store:
+        assert Path(store.location) == tmp_path / "home" / "store"
+        assert store.embedder.model_id == HashingEmbedder().model_id
+        assert store.agent_id == "scripted"
+        store.add("written by a script", enrich=False)
+    from tools.cli import main
+
+    capsys.readouterr()
+    assert main(["list", "--json"], env={"AMEM_HOME": str(tmp_path / "home"),
+                                         "AMEM_EMBEDDER": "hashing",
+                                         "AMEM_AGENT": "scripted"}) == 0
+    assert "written by a script" in capsys.readouterr().out  # the CLI sees the script's note
+    explicit = load_config(env={"AMEM_HOME": str(tmp_path / "elsewhere")})
+    cfg_store = MemoryStore(":memory:", config=explicit, embedder=HashingEmbedder())
+    try:  # an explicit config reads no environment: not the env's agent, not its home
+        assert cfg_store.agent_id == "default" and cfg_store.config.home == explicit.home
+    finally:
+        cfg_store.close()
