@@ -15,6 +15,7 @@ from amem.clock import FixedClock
 from amem.embed.base import l2_normalise
 from amem.embed.hashing import HashingEmbedder
 from amem.notes import Note
+from tests.fakes.backends import FlakyBackend
 
 DIM = 32
 
@@ -56,47 +57,6 @@ def angle_vector(degrees: float, axis: int = 0) -> np.ndarray:
     v[axis] = math.cos(math.radians(degrees))
     v[axis + 1] = math.sin(math.radians(degrees))
     return v
-
-
-class InjectedCrash(RuntimeError):
-    """Raised by ``FlakyBackend`` in place of the n-th write."""
-
-
-class FlakyBackend:
-    """A real backend that counts writes and, once armed, fails the n-th one (a crash seam)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.writes = 0
-        self.fail_at: int | None = None
-
-    def arm(self, fail_at: int | None) -> None:
-        self.writes, self.fail_at = 0, fail_at
-
-    def _write(self) -> None:
-        if self.fail_at is not None and self.writes >= self.fail_at:
-            raise InjectedCrash(f"injected crash before write {self.writes}")
-        self.writes += 1
-
-    def upsert(self, points: Sequence[Point]) -> None:
-        self._write()
-        self.inner.upsert(points)
-
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        self._write()
-        self.inner.set_payload(point_id, payload)
-
-    def update_point(self, point_id: str, payload: dict[str, Any], **parts: Any) -> bool:
-        self._write()
-        return bool(self.inner.update_point(point_id, payload, **parts))
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self._write()
-        self.inner.delete(ids)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
 
 @pytest.fixture
 def clock() -> FixedClock:

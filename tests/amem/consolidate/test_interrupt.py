@@ -9,7 +9,9 @@ import pytest
 from amem import MemoryStore
 from amem.clock import FixedClock
 
-from .conftest import FlakyBackend, InjectedCrash, TableEmbedder, angle_vector, link_problems, open_store, put, state
+from tests.fakes.backends import FlakyBackend, InjectedCrash
+
+from .conftest import TableEmbedder, angle_vector, link_problems, open_store, put, state
 
 
 def seed(store: MemoryStore) -> None:

@@ -19,6 +19,7 @@ from amem.errors import NotFoundError
 from amem.importer import import_file
 from amem.notes import Note, legacy_point_id, point_id
 from amem.pointids import META_KEY
+from tests.fakes.backends import FlakyBackend, InjectedCrash
 
 FOLDING = {"fold_threshold": 0.8, "pending_threshold": 0.6}
 BASE = "The deploy pipeline runs make release after CI is green on main branch"
@@ -260,52 +261,20 @@ def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
 # -- item 13: the note before its back-links --------------------------------------------------
 
 
-class Crash(RuntimeError):
-    """Raised by ``CrashingBackend`` in place of a write."""
-
-
-class CrashingBackend:
-    """A real backend whose writes fail from the ``fail_at``-th on, once armed (a kill seam)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.writes = inner, 0
-        self.fail_at: int | None = None
-
-    def _write(self) -> None:
-        if self.fail_at is not None and self.writes >= self.fail_at:
-            raise Crash(f"crash at write {self.writes}")
-        self.writes += 1
-
-    def upsert(self, points: Any) -> None:
-        self._write()
-        self.inner.upsert(points)
-
-    def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        self._write()
-        self.inner.set_payload(point_id, payload)
-
-    def update_point(self, point_id: str, payload: dict[str, Any], **parts: Any) -> bool:
-        self._write()
-        return bool(self.inner.update_point(point_id, payload, **parts))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_an_add_killed_at_any_write_leaves_no_link_to_a_missing_note(clock: FixedClock) -> None:
     for fail_at in range(8):
-        backend = CrashingBackend(EdgeBackend.temporary(256))
+        backend = FlakyBackend(EdgeBackend.temporary(256))
         llm = EvolvingLLM()
         with MemoryStore(config=load_config(overrides=FOLDING), embedder=HashingEmbedder(256),
                          clock=clock, backend=backend, llm=llm) as store:
             for n, text in enumerate(UNRELATED[:3]):
                 store.add(text, id=f"t{n}")
-            backend.writes, backend.fail_at = 0, fail_at
+            backend.arm(fail_at)
             try:
                 store.add("Sam notes: " + "; ".join(t.lower() for t in UNRELATED[:3]), id="new")
-            except Crash:
+            except InjectedCrash:
                 pass
-            backend.fail_at = None
+            backend.arm(None)
             live = {n.id for n, _ in store.iter_notes()}
             dangling = [(n.id, t) for n, _ in store.iter_notes() for t in n.links if t not in live]
             assert dangling == [], (fail_at, dangling)
