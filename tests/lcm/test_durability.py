@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from lcm import LcmConfig, LcmStore, ManualClock
 
+from .children import run_child
 from .conftest import chat
 
 
@@ -78,20 +76,7 @@ def test_sigkill_mid_compaction_leaves_a_healthy_database(tmp_path: Path, delay:
     root = str(Path(__file__).resolve().parents[2])
     script = tmp_path / "child.py"
     script.write_text(_CHILD.format(root=root, path=path))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=root)
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "READY"
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL
+    assert run_child(root, script, kill_after=delay) == -signal.SIGKILL
     with LcmStore(path, LcmConfig(log_file_enabled=False), clock=ManualClock()) as store:
         st = store.status()
         assert st.messages == 3000 and st.summaries > 0  # killed part-way through

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -17,6 +15,7 @@ import pytest
 
 from lcm import LcmConfig, LcmStore, ManualClock
 
+from .children import run_child
 from .conftest import chat
 
 KEY = "agent:crash:main"
@@ -93,26 +92,6 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         return _shape(store)
 
 
-def _run_child(root: str, script: Path, kill_after: float | None) -> int:
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=root)
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "READY"
-        if kill_after is None:
-            proc.wait(120)
-        else:
-            time.sleep(kill_after)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    return proc.returncode
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_killed_compactions_rerun_to_the_uninterrupted_result(
@@ -125,14 +104,14 @@ def test_killed_compactions_rerun_to_the_uninterrupted_result(
     script.write_text(_CHILD.format(root=root, path=path))
     kills = 0
     for _ in range(2):  # killed twice at random points, each time part-way through
-        code = _run_child(root, script, kill_after=rng.uniform(0.05, 0.6))
+        code = run_child(root, script, kill_after=rng.uniform(0.05, 0.6))
         kills += code == -signal.SIGKILL
         with LcmStore(path, _config(), clock=ManualClock()) as store:
             report = store.doctor()
             assert report.ok, report.issues[:5]
             assert store.status().messages == MESSAGES  # nothing lost
     assert kills >= 1  # at least one kill landed mid-run (each run takes well over a second)
-    assert _run_child(root, script, kill_after=None) == 0  # the rerun completes
+    assert run_child(root, script, kill_after=None) == 0  # the rerun completes
     with LcmStore(path, _config(), clock=ManualClock()) as store:
         assert store.doctor().ok
         assert _shape(store) == uninterrupted
