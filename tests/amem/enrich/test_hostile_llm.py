@@ -26,7 +26,7 @@ class UncheckedLLM:
     calls: list[str] = field(default_factory=list)
 
     def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
-        raise NotImplementedError
+        raise AssertionError("enrichment asks for JSON only (complete_json)")
 
     def complete_json(self, system: str, user: str, *, schema: dict[str, Any], name: str) -> dict[str, Any]:
         self.calls.append(name)
