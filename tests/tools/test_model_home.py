@@ -14,7 +14,7 @@ import pytest
 
 from amem import MemoryStore
 from amem.config import load_config
-from amem.embed import E5OnnxEmbedder
+from amem.embed import E5OnnxEmbedder, LazyEmbedder
 from tools.runtime import load_settings, open_memory
 
 
@@ -38,6 +38,8 @@ def test_home_flag_converts_under_that_home(home: Path, tmp_path: Path) -> None:
     env = {"AMEM_HOME": str(tmp_path / "env-home"), "AMEM_EMBEDDER": "e5-small"}
     settings = load_settings(env, overrides={"home": str(home)})
     with open_memory(settings) as store:
-        assert isinstance(store.embedder, E5OnnxEmbedder)
-        assert store.embedder.model_dir.parent == home / "models"
+        assert isinstance(store.embedder, LazyEmbedder)  # the CLI loads it on first use
+        loaded = store.embedder.embedder()
+        assert isinstance(loaded, E5OnnxEmbedder)
+        assert loaded.model_dir.parent == home / "models"
         assert Path(store.location) == home / "store"
