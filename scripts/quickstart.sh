@@ -17,3 +17,15 @@ say "searching it"
 .venv/bin/amem search "季度复盘会在哪里开？"
 .venv/bin/amem status
 say "done: run 'AMEM_HOME=$AMEM_HOME .venv/bin/amem search \"...\"' to search this store again"
+say "to give an MCP host (Claude Desktop, Cursor, ...) this memory, add this entry to its config:"
+cat >&2 <<JSON
+{
+  "mcpServers": {
+    "amem": {
+      "command": "$PWD/.venv/bin/amem",
+      "args": ["serve", "--agent", "me"],
+      "env": {"AMEM_HOME": "$AMEM_HOME"}
+    }
+  }
+}
+JSON

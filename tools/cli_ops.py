@@ -126,11 +126,17 @@ def _usage(parser: Any) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from .cli import CliError, _settings
+    from .cli import CliError, _settings, _version
     from .facade import ToolFacade, lazy_from_env
     from .mcp_server import serve_http, serve_stdio
     from .runtime import open_lcm, open_memory
 
+    if not args.verbose and not args.env.get("AMEM_LOG_LEVEL"):
+        # A server is read through its log (a host's MCP log view shows stderr): it says
+        # where it serves from and that the scheduler started, unless asked to be quieter.
+        from .cli import setup_logging
+
+        setup_logging(1, args.env)
     settings = _settings(args)
     try:
         lazy = args.lazy if args.lazy is not None else lazy_from_env(settings.env)
@@ -146,6 +152,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             handle = _start_scheduler(memory, lcm, settings)
         facade = ToolFacade(memory, lcm, agent_id=settings.agent_id, lazy=lazy,
                             session_key=args.session_key, descriptions=_descriptions(settings))
+        log.info("amem %s serving agent %r over %s; data directory %s", _version(),
+                 settings.agent_id, f"http port {args.port}" if args.http else "stdio",
+                 settings.config.home)
         if args.http:
             try:
                 anyio.run(lambda: serve_http(facade, port=args.port, path=args.path))

@@ -40,8 +40,11 @@ def _require_mcp() -> None:
     except ImportError:
         from amem.errors import MissingExtraError
 
-        raise MissingExtraError("the MCP server needs the official mcp SDK",
-                                install="pip install 'amem[mcp]'") from None
+        # mcp is a core dependency, so this means a broken or partial install
+        raise MissingExtraError("the MCP server needs the official mcp SDK (a core dependency: "
+                                "this install is incomplete)",
+                                install="pip install 'mcp>=2,<3' (or, from a checkout: "
+                                        "pip install -e .)") from None
 
 
 def facade_for_headers(facade: ToolFacade, headers: Any) -> ToolFacade:
