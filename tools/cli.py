@@ -407,7 +407,8 @@ def _as_cli_error(exc: Exception) -> CliError:
                         field=getattr(exc, "field", None))
     if isinstance(exc, OSError):
         return CliError(str(exc), code="os_error")
-    log.exception("unexpected failure")
+    # The traceback is for whoever asked for it (-vv); by default the one-line error says how.
+    log.debug("unexpected failure", exc_info=exc)
     return CliError(f"unexpected {type(exc).__name__}: {exc} (run with -vv for the traceback)",
                     code="internal")
 
