@@ -7,6 +7,7 @@
     │   └── RegexRefusedError    a regex RE2 cannot run, or an invalid one; ``.pattern``
     ├── LcmNotFoundError         an id that is not in the store; ``.id``
     ├── PathEscapeError          a file reference that would resolve outside the data directory
+    ├── EmbedderMissingError     semantic/hybrid recall or embedding asked of a store without an embedder
     └── ConcurrentChangeError    the context changed under a compaction step (retry later)
 
 Every error that rejects input is raised before anything is written.
@@ -87,3 +88,9 @@ class ConcurrentChangeError(LcmError):
     """The context items changed while a summary was being written; the step was discarded."""
 
     code = "concurrent_change"
+
+
+class EmbedderMissingError(LcmError):
+    """Semantic recall needs an embedder and this store was opened without one."""
+
+    code = "embedder_unavailable"

@@ -213,6 +213,25 @@ def _time_order(c: sqlite3.Connection) -> None:
             c.execute("INSERT INTO lcm_time_order(name, out_of_order) VALUES (?, 1)", (table,))
 
 
+@migration("0004_semantic_vectors")
+def _semantic_vectors(c: sqlite3.Connection) -> None:
+    # One int8 vector per message and per summary (lcm.semantic), tagged with the model that
+    # made it: a model change leaves the old vectors in place, unsearched, until re-embedded.
+    # What is pending is whatever has no vector of the current model, so ingest writes nothing
+    # here; the triggers drop a vector with its item (retention) or when its text changes.
+    c.execute("CREATE TABLE lcm_embedder (id INTEGER PRIMARY KEY CHECK (id = 1), model_id TEXT NOT NULL, "
+              "dim INTEGER NOT NULL, previous_model_id TEXT, changed_at TEXT NOT NULL)")
+    for vec, table, key, rowid in (("message_vectors", "messages", "message_id", "id"),
+                                   ("summary_vectors", "summaries", "summary_pk", "pk")):
+        c.execute(f"CREATE TABLE {vec} ({key} INTEGER PRIMARY KEY, conversation_id INTEGER NOT NULL, "
+                  "model_id TEXT NOT NULL, scale REAL NOT NULL, vector BLOB NOT NULL)")
+        c.execute(f"CREATE INDEX {vec}_scope ON {vec}(model_id, conversation_id)")
+        c.execute(f"CREATE TRIGGER {vec}_ad AFTER DELETE ON {table} BEGIN "
+                  f"DELETE FROM {vec} WHERE {key} = old.{rowid}; END")
+        c.execute(f"CREATE TRIGGER {vec}_au AFTER UPDATE OF content ON {table} BEGIN "
+                  f"DELETE FROM {vec} WHERE {key} = old.{rowid}; END")
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -11,7 +11,7 @@ __all__ = [
     "DoctorReport", "CleanReport", "ExpandQueryResult", "ExpandResult", "ExpandedMessage",
     "ExpandedSummary", "FileDescription", "MessageDescription", "GrepHit", "GrepResult", "IngestResult",
     "MaintenanceResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
-    "SummaryDescription",
+    "SummaryDescription", "EmbedReport", "EmbeddingStatus",
 ]  # fmt: skip
 
 
@@ -156,6 +156,9 @@ class GrepResult(_Dict):
     scanned: int = 0
     conversation_ids: list[int] | None = None
     warnings: list[str] = field(default_factory=list)
+    #: semantic/hybrid: in-scope messages and summaries without a vector of the current model
+    #: (semantic search could not see them; hybrid still found them by full text)
+    not_embedded: int | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,8 @@ class StatusReport(_Dict):
     pending_debt: int
     migrations: list[str]
     large_files_dir: str
+    #: semantic recall: vectors stored, and the items still to embed (``amem lcm embed``)
+    embedding: EmbeddingStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +307,7 @@ class MaintenanceResult(_Dict):
     compactions: list[CompactionResult]
     failures: dict[str, str]
     retention: RetentionResult | None
+    embedding: EmbedReport | None = None  # None: no embedder configured
 
 
 @dataclass(frozen=True)
@@ -317,3 +323,30 @@ class MessageDescription(_Dict):
     summary_ids: list[str]  # leaf summaries covering it
     in_context: bool
     kind: str = "message"
+
+
+@dataclass(frozen=True)
+class EmbeddingStatus(_Dict):
+    """Semantic recall's state: the recorded embedder and what is still to embed (the debt)."""
+
+    model_id: str | None  # None: no embedder has been configured for this store yet
+    dim: int | None
+    vectors: int  # messages and summaries with a vector of ``model_id``
+    pending_messages: int
+    pending_summaries: int
+    debt: int  # pending_messages + pending_summaries: what semantic search cannot see yet
+    stale_vectors: int  # vectors of an earlier model, replaced as the debt is paid
+    previous_model_id: str | None = None
+
+
+@dataclass(frozen=True)
+class EmbedReport(_Dict):
+    """One ``embed_pending`` run: what it embedded, what is left, and why it stopped."""
+
+    model_id: str
+    embedded_messages: int
+    embedded_summaries: int
+    batches: int
+    seconds: float
+    pending: int  # left after this run
+    stopped: str | None = None  # "limit" | "deadline" | None (nothing left)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import tempfile
@@ -27,6 +28,7 @@ from lcm.models import (
     CompactionResult,
     Conversation,
     DoctorReport,
+    EmbedReport,
     ExpandQueryResult,
     ExpandResult,
     FileDescription,
@@ -43,16 +45,18 @@ from lcm.ops import apply_retention, doctor, doctor_clean, status
 from lcm.recall import MAX_ROWID, SUMMARY_ID_RE, Recall
 from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
+from lcm.semantic import NIGHTLY_EMBED_SECONDS, SemanticIndex
 from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso, parse_time
+from lcm.vectors import TextEmbedder
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LcmStore"]
 
-_MODES = ("regex", "full_text")
+_MODES = ("regex", "full_text", "semantic", "hybrid")
 _SCOPES = ("messages", "summaries", "both", "files")
 #: one session key, or several (an agent's families: ``allConversations`` for one tenant)
 SessionKeys = str | Sequence[str] | None
@@ -68,6 +72,8 @@ class LcmStore:
         llm: optional summarizer/expansion model; without it summaries are extractive.
         expansion_llm: the model ``expand_query`` uses instead of ``llm`` (``expansionModel``).
         clock: time source (UTC-aware); tests pass a :class:`ManualClock`.
+        embedder: the text encoder of semantic recall (``grep`` modes ``semantic`` and
+            ``hybrid``, ``embed_pending``); amem hands it the note store's embedder.
 
     Raises:
         ValueError: when no path is given by either argument, or the two disagree.
@@ -81,6 +87,7 @@ class LcmStore:
         llm: SummaryLLM | None = None,
         clock: Clock | None = None,
         expansion_llm: SummaryLLM | None = None,
+        embedder: TextEmbedder | None = None,
     ) -> None:
         cfg = config or LcmConfig()
         if path is None:
@@ -91,6 +98,8 @@ class LcmStore:
             raise ValueError(f"path {path!r} contradicts config.database_path {cfg.database_path!r}")
         if llm is not None and not callable(getattr(llm, "complete", None)):
             raise ValueError("llm must have a complete(system, user, *, max_tokens=None) method")
+        if embedder is not None and not isinstance(embedder, TextEmbedder):
+            raise ValueError("embedder must have model_id, dim and embed(texts, kind)")
         self.config = cfg
         self.clock: Clock = clock or SystemClock()
         self.llm = llm
@@ -116,6 +125,8 @@ class LcmStore:
         self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
         self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
         migrate(self.db, self._now())
+        self.semantic = SemanticIndex(self.db, cfg, embedder)
+        self.semantic.bind(self._now())
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -374,6 +385,8 @@ class LcmStore:
         ``scope="files"`` reads the stored large files instead (``lcm.filegrep``), only those of
         ``file_ids`` when given; a file outside the scope is not_found like a missing one.
         ``session_key`` may be several keys: the union of their families.
+        ``semantic`` ranks by the embedder's cosine (``lcm.semantic``), ``hybrid`` fuses that
+        with full_text by RRF; both count what is not embedded yet in ``not_embedded``.
         """
         if not isinstance(pattern, str) or not pattern.strip():
             raise LcmValidationError("pattern must be a non-empty string", field="pattern")
@@ -383,7 +396,11 @@ class LcmStore:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
             raise LcmValidationError(f"limit must be 1..200; got {limit!r}", field="limit")
         # Refuse a bad pattern before looking at the scope, so errors do not depend on data.
-        if mode == "full_text":
+        if mode in ("semantic", "hybrid"):
+            self.semantic.need(scope)
+            if mode == "hybrid":
+                build_fts_query(pattern)
+        elif mode == "full_text":
             build_fts_query(pattern)
         else:
             compile_user_regex(pattern)
@@ -398,6 +415,9 @@ class LcmStore:
             if file_ids:
                 raise LcmNotFoundError(f"no file {file_ids[0]}", id=file_ids[0])
             return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
+        if mode in ("semantic", "hybrid"):
+            return self.semantic.grep(pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
+                                      before=before_s, limit=limit, sort=sort)  # fmt: skip
         if scope == "files":
             return grep_files(self.db, self.config, self.files, pattern, mode=mode, conv_ids=conv_ids,
                               file_ids=file_ids, limit=limit)  # fmt: skip
@@ -516,7 +536,21 @@ class LcmStore:
 
     # -- operations --------------------------------------------------------------------------------
     def status(self) -> StatusReport:
-        return status(self.db, self.files)
+        return dataclasses.replace(status(self.db, self.files), embedding=self.semantic.status())
+
+    def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
+        """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).
+
+        Batched and resumable: each batch is stored in its own transaction, so a killed run
+        loses at most one batch and the next run embeds only what has no vector.
+
+        Raises:
+            EmbedderMissingError: the store was opened without an embedder.
+        """
+        report = self.semantic.embed_pending(limit=limit, deadline_s=deadline_s)
+        if report.embedded_messages or report.embedded_summaries:
+            self.events.write("embed", **report.to_dict())
+        return report
 
     def doctor(self) -> DoctorReport:
         return doctor(self.db, self.files)
@@ -559,7 +593,14 @@ class LcmStore:
                     c.execute("UPDATE compaction_debt SET status = 'failed', last_error = ?, updated_at = ? "
                               "WHERE conversation_id = ?", (failures[str(conv_id)], self._now(), conv_id))  # fmt: skip
         retention = self.apply_retention()
-        return MaintenanceResult(results, failures, retention)
+        embedding = None
+        if self.semantic.embedder is not None:
+            try:
+                embedding = self.embed_pending(deadline_s=NIGHTLY_EMBED_SECONDS)
+            except Exception as exc:  # the rest of the night's work is done; say what failed
+                log.warning("lcm: embedding during maintenance failed: %s", exc)
+                failures["embedding"] = f"{type(exc).__name__}: {exc}"
+        return MaintenanceResult(results, failures, retention, embedding)
 
 
 def _runtime(model: str | None, context_window: int | None) -> tuple[str | None, int | None]:

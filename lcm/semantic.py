@@ -1,0 +1,321 @@
+"""Semantic recall: a vector per message and summary, embedded off the ingest path, scanned with numpy.
+
+1. ``bind``: record the embedder's model; a different model marks every vector stale (logged,
+   and shown by ``status`` until the debt is paid).
+2. ``embed_pending``: the items without a vector of the current model, in id order and in
+   batches: read a batch under the lock, encode it without the lock, store it in one
+   transaction. A killed process loses at most the batch it was encoding, and nothing
+   stored is encoded again: what is pending is always read from the tables.
+3. ``search``: the query's vector against the scope's vectors, ``SCAN_BATCH`` rows at a time
+   (the database lock is released between batches), keeping the running top k.
+4. ``grep``: ``semantic`` ranks by cosine; ``hybrid`` fuses full_text's relevance list with
+   the semantic one by RRF (k=60), so text not embedded yet is still found by its words.
+
+An exact scan costs about a millisecond per few thousand vectors (RESULTS.md, "lcm semantic
+recall"): fine for the history of one agent up to a few hundred thousand items; beyond that
+an approximate index would be needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lcm.config import LcmConfig
+from lcm.db import Database
+from lcm.errors import EmbedderMissingError, LcmValidationError
+from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
+from lcm.ranking import rrf
+from lcm.search import grep as text_grep
+from lcm.vectors import TextEmbedder, pack, top_k, unpack_scores
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SemanticIndex", "SCAN_BATCH", "EMBED_TEXT_CHARS", "NIGHTLY_EMBED_SECONDS"]
+
+#: vectors read per turn of the database lock (384-dim int8: 1.5 MB, a few ms of numpy)
+SCAN_BATCH = 4096
+#: characters of an item that are embedded: e5 reads 512 tokens, the rest only costs tokenizing
+EMBED_TEXT_CHARS = 2000
+#: texts per encoder call in embed_pending (and per committed transaction)
+EMBED_BATCH = 32
+#: how long the nightly job embeds before leaving the rest for the next night (or amem lcm embed)
+NIGHTLY_EMBED_SECONDS = 900.0
+#: candidates each list contributes to a fusion, per hit asked for
+_POOL = 4
+
+
+@dataclass(frozen=True)
+class _Src:
+    table: str
+    rowid: str
+    vectors: str
+    key: str
+    start: str  # the time column ``since`` compares
+    end: str  # the time column ``before`` compares
+
+
+_SRC = {
+    "message": _Src("messages", "id", "message_vectors", "message_id", "created_at", "created_at"),
+    "summary": _Src("summaries", "pk", "summary_vectors", "summary_pk", "latest_at", "earliest_at"),
+}
+_KINDS = {"messages": ("message",), "summaries": ("summary",), "both": ("message", "summary")}
+
+
+class SemanticIndex:
+    """The vectors of one store, for one embedder (or none: then only ``status`` works)."""
+
+    def __init__(self, db: Database, cfg: LcmConfig, embedder: TextEmbedder | None) -> None:
+        self.db, self.cfg, self.embedder = db, cfg, embedder
+
+    def _need(self) -> TextEmbedder:
+        if self.embedder is None:
+            raise EmbedderMissingError(
+                "semantic recall needs an embedder and this conversation store has none "
+                "(LcmStore(embedder=...); amem hands it the note store's embedder)")
+        return self.embedder
+
+    def need(self, scope: str) -> None:
+        """Refuse a semantic or hybrid grep this store cannot run, before it reads anything."""
+        self._need()
+        if scope not in _KINDS:
+            raise LcmValidationError("modes semantic and hybrid search messages and summaries; "
+                                     f"scope must be one of {list(_KINDS)}", field="scope")
+
+    # 1 -------------------------------------------------------------------------------------------
+    def bind(self, now: str) -> str | None:
+        """Record the embedder's model; returns the previous model when it changed."""
+        if self.embedder is None:
+            return None
+        model, dim = str(self.embedder.model_id), int(self.embedder.dim)
+        with self.db.atomic() as c:
+            row = c.execute("SELECT model_id, dim FROM lcm_embedder WHERE id = 1").fetchone()
+            if row is not None and (row["model_id"], row["dim"]) == (model, dim):
+                return None
+            previous = None if row is None else str(row["model_id"])
+            c.execute("INSERT OR REPLACE INTO lcm_embedder(id, model_id, dim, previous_model_id, changed_at) "
+                      "VALUES (1, ?, ?, ?, ?)", (model, dim, previous, now))
+        if previous is not None:
+            log.warning("lcm: the embedder changed from %s to %s: every message and summary is "
+                        "re-embedded (amem lcm embed, or the nightly job); until then semantic "
+                        "recall sees only what has been", previous, model)
+        return previous
+
+    def status(self) -> EmbeddingStatus:
+        with self.db.reading() as c:
+            row = c.execute("SELECT * FROM lcm_embedder WHERE id = 1").fetchone()
+            model = None if row is None else str(row["model_id"])
+            have, stale, pending = 0, 0, {}
+            for kind, src in _SRC.items():
+                total = int(c.execute(f"SELECT count(*) FROM {src.table}").fetchone()[0])
+                mine = int(c.execute(f"SELECT count(*) FROM {src.vectors} WHERE model_id = ?", (model,)).fetchone()[0])
+                stale += int(c.execute(f"SELECT count(*) FROM {src.vectors}").fetchone()[0]) - mine
+                have += mine
+                pending[kind] = total - mine if model is not None else 0
+        return EmbeddingStatus(model, None if row is None else int(row["dim"]), have, pending["message"],
+                               pending["summary"], pending["message"] + pending["summary"], stale,
+                               None if row is None else row["previous_model_id"])
+
+    # 2 -------------------------------------------------------------------------------------------
+    def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None,
+                      batch_size: int = EMBED_BATCH) -> EmbedReport:
+        """Embed items that have no vector of the current model: messages first, oldest first.
+
+        Stops after ``limit`` items or once ``deadline_s`` seconds have passed (checked between
+        batches); the next call carries on where this one stopped.
+        """
+        emb = self._need()
+        for name, value in (("limit", limit), ("batch_size", batch_size)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise LcmValidationError(f"{name} must be a positive integer", field=name)
+        if deadline_s is not None and (isinstance(deadline_s, bool) or not deadline_s > 0):
+            raise LcmValidationError("deadline_s must be a positive number of seconds", field="deadline_s")
+        model, dim = str(emb.model_id), int(emb.dim)
+        started = time.monotonic()
+        done = {"message": 0, "summary": 0}
+        batches, stopped = 0, None
+        for kind, src in _SRC.items():
+            after = 0
+            while stopped is None:
+                left = None if limit is None else limit - done["message"] - done["summary"]
+                if left == 0:
+                    stopped = "limit"
+                elif deadline_s is not None and time.monotonic() - started >= deadline_s:
+                    stopped = "deadline"
+                if stopped is not None:
+                    break
+                rows = self.db.query(
+                    f"SELECT t.{src.rowid}, substr(t.content, 1, ?) FROM {src.table} t WHERE t.{src.rowid} > ? "
+                    f"AND NOT EXISTS (SELECT 1 FROM {src.vectors} v WHERE v.{src.key} = t.{src.rowid} "
+                    f"AND v.model_id = ?) ORDER BY t.{src.rowid} LIMIT ?",
+                    (EMBED_TEXT_CHARS, after, model, batch_size if left is None else min(batch_size, left)))
+                if not rows:
+                    break
+                texts = [str(r[1]) for r in rows]
+                vectors = emb.embed(texts, kind="passage")  # outside the lock: readers go on
+                if getattr(vectors, "shape", None) != (len(texts), dim):
+                    raise ValueError(f"embedder {model} returned shape {getattr(vectors, 'shape', None)} "
+                                     f"for {len(texts)} texts of dim {dim}")
+                packed = [pack(v) for v in vectors]
+                with self.db.atomic() as c:
+                    for r, text, (scale, blob) in zip(rows, texts, packed):
+                        # Only if the item still exists with the text that was embedded.
+                        c.execute(f"INSERT OR REPLACE INTO {src.vectors}({src.key}, conversation_id, model_id, "
+                                  f"scale, vector) SELECT {src.rowid}, conversation_id, ?, ?, ? FROM {src.table} "
+                                  f"WHERE {src.rowid} = ? AND substr(content, 1, ?) = ?",
+                                  (model, scale, blob, r[0], EMBED_TEXT_CHARS, text))
+                done[kind] += len(rows)
+                batches += 1
+                after = int(rows[-1][0])
+        left_total = self.status().debt
+        return EmbedReport(model, done["message"], done["summary"], batches,
+                           round(time.monotonic() - started, 3), left_total, stopped)
+
+    # 3 -------------------------------------------------------------------------------------------
+    def _filter(self, kind: str, conv_ids: list[int] | None, since: str | None,
+                before: str | None, conv: str = "t") -> tuple[str, str, list[object]]:
+        """The join and WHERE clause (on ``t``, the item) that put an item in scope; the
+        conversation is read from ``conv`` (``v``: the vector row carries it, no join needed)."""
+        src = _SRC[kind]
+        clauses: list[str] = []
+        params: list[object] = []
+        if conv_ids is not None:
+            clauses.append(f"{conv}.conversation_id IN ({','.join('?' * len(conv_ids))})")
+            params += conv_ids
+        if since:
+            clauses.append(f"t.{src.start} >= ?")
+            params.append(since)
+        if before:
+            clauses.append(f"t.{src.end} < ?")
+            params.append(before)
+        join = "" if not (since or before) else f" JOIN {src.table} t ON t.{src.rowid} = v.{src.key}"
+        return join, " AND ".join(clauses) or "1", params
+
+    def search(self, kind: str, query: np.ndarray, conv_ids: list[int] | None, since: str | None,
+               before: str | None, k: int, deadline: float) -> tuple[list[tuple[int, float]], int, bool]:
+        """The ``k`` nearest items of one kind as (rowid, cosine), rows scanned, stopped at deadline."""
+        import numpy as np
+
+        emb = self._need()
+        src, dim = _SRC[kind], int(emb.dim)
+        join, where, params = self._filter(kind, conv_ids, since, before, conv="v")
+        sql = (f"SELECT v.{src.key}, v.scale, v.vector FROM {src.vectors} v{join} WHERE v.model_id = ? "
+               f"AND length(v.vector) = ? AND {where}")
+        best_ids, best = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scanned, late = 0, False
+        with self.db.reading() as c:
+            cursor = c.execute(sql, [str(emb.model_id), dim, *params])
+        try:
+            while True:
+                with self.db.reading():
+                    rows = cursor.fetchmany(SCAN_BATCH)
+                if not rows:
+                    break
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                scores = unpack_scores([r[2] for r in rows], [r[1] for r in rows], dim, query)
+                best_ids, best = top_k(np.concatenate([best_ids, ids]), np.concatenate([best, scores]), k)
+                scanned += len(rows)
+                if time.monotonic() > deadline:
+                    late = True
+                    break
+        finally:
+            with self.db.reading():
+                cursor.close()
+        return [(int(i), float(s)) for i, s in zip(best_ids, best)], scanned, late
+
+    def not_embedded(self, kinds: tuple[str, ...], conv_ids: list[int] | None, since: str | None,
+                     before: str | None) -> int:
+        """In-scope items without a vector of the current model (semantic search cannot see them)."""
+        model = str(self._need().model_id)
+        n = 0
+        for kind in kinds:
+            src = _SRC[kind]
+            _, where, params = self._filter(kind, conv_ids, since, before)
+            n += int(self.db.scalar(
+                f"SELECT count(*) FROM {src.table} t WHERE {where} AND NOT EXISTS (SELECT 1 FROM "
+                f"{src.vectors} v WHERE v.{src.key} = t.{src.rowid} AND v.model_id = ?)", [*params, model]))
+        return n
+
+    # 4 -------------------------------------------------------------------------------------------
+    def grep(self, pattern: str, *, mode: str, scope: str, conv_ids: list[int] | None, since: str | None,
+             before: str | None, limit: int, sort: str) -> GrepResult:
+        emb = self._need()
+        kinds = _KINDS[scope]
+        query = emb.embed([pattern], kind="query")[0]
+        deadline = time.monotonic() + self.cfg.grep_regex_deadline_ms / 1000
+        pool = limit * _POOL if (mode == "hybrid" or sort == "hybrid") else limit
+        found: list[tuple[str, int, float]] = []
+        scanned, warnings, late = 0, [], False
+        for kind in kinds:
+            near, n, late = self.search(kind, query, conv_ids, since, before, pool, deadline)
+            found += [(kind, rowid, score) for rowid, score in near]
+            scanned += n
+            if late:
+                warnings.append("semantic scan stopped at its deadline (grepRegexDeadlineMs); "
+                                "narrow with since/before or a conversation")
+                break
+        found.sort(key=lambda f: (-f[2], f[0], f[1]))
+        hits = self._hits(found[:pool])
+        missing = self.not_embedded(kinds, conv_ids, since, before)
+        if mode == "hybrid":
+            words = text_grep(self.db, self.cfg, pattern, mode="full_text", scope=scope, conv_ids=conv_ids,
+                              since=since, before=before, limit=pool, sort="relevance")
+            warnings += words.warnings
+            late = late or words.truncated
+            by_id = {h.id: h for h in [*hits, *words.hits]}
+            fused = rrf([[h.id for h in words.hits], [h.id for h in hits]])
+            hits = [dataclasses.replace(by_id[i], score=round(s, 6)) for i, s in fused]
+        if missing:
+            what = "full text still searched them" if mode == "hybrid" else "semantic search did not see them"
+            warnings.append(f"{missing} in-scope messages/summaries have no vector of {emb.model_id} yet: "
+                            f"{what} (`amem lcm embed` embeds them; so does the nightly job)")
+        hits = _order(hits, sort, limit)
+        return GrepResult(pattern, mode, scope, sort, hits, late, scanned, conv_ids, warnings, not_embedded=missing)
+
+    def _hits(self, found: list[tuple[str, int, float]]) -> list[GrepHit]:
+        rows: dict[tuple[str, int], sqlite3.Row] = {}
+        for kind in _SRC:
+            ids = [rowid for k, rowid, _ in found if k == kind]
+            if ids:
+                src = _SRC[kind]
+                for r in self.db.query(f"SELECT * FROM {src.table} WHERE {src.rowid} IN "
+                                       f"({','.join('?' * len(ids))})", ids):
+                    rows[(kind, int(r[src.rowid]))] = r
+        out = []
+        for kind, rowid, score in found:
+            row = rows.get((kind, rowid))
+            if row is not None:  # else deleted since the scan
+                out.append(_hit(kind, row, round(score, 6)))
+        return out
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text[: width * 2].split())
+    return flat[:width] + ("…" if len(text) > width else "")
+
+
+def _hit(kind: str, r: sqlite3.Row, score: float) -> GrepHit:
+    if kind == "message":
+        return GrepHit("message", f"msg_{r['id']}", r["conversation_id"], r["created_at"],
+                       _snippet(r["content"]), score, role=r["role"])
+    return GrepHit("summary", r["summary_id"], r["conversation_id"], r["latest_at"],
+                   _snippet(r["content"]), score, depth=r["depth"], summary_kind=r["kind"])
+
+
+def _order(hits: list[GrepHit], sort: str, limit: int) -> list[GrepHit]:
+    """``relevance``: as ranked; ``recency``: the ``limit`` best, newest first; ``hybrid``: RRF
+    of the relevance order and the time order of the candidates."""
+    if sort == "relevance":
+        return hits[:limit]
+    if sort == "recency":
+        return sorted(hits[:limit], key=lambda h: h.created_at, reverse=True)
+    newest = sorted(hits, key=lambda h: h.created_at, reverse=True)
+    by_id = {h.id: h for h in hits}
+    return [by_id[i] for i, _ in rrf([[h.id for h in hits], [h.id for h in newest]])[:limit]]

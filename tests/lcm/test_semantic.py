@@ -1,0 +1,210 @@
+"""Semantic recall (lcm.semantic): paraphrase search with e5, the embedding debt, resumable
+embedding (also across a SIGKILL), a model change, tenancy, and the errors of a store without
+an embedder."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from amem.embed import E5Embedder
+from amem.embed.hashing import HashingEmbedder
+from lcm import LcmConfig, LcmStore, ManualClock
+from lcm.errors import EmbedderMissingError, LcmNotFoundError, LcmValidationError
+from lcm.vectors import pack, top_k, unpack_scores
+from tests.fakes.embedders import RecordingEmbedder
+
+from .children import run_child
+
+KEY = "agent:a:main"
+OTHER = "agent:b:main"
+TALK = [
+    {"role": "user", "content": "My car broke down on the highway yesterday, the engine just died."},
+    {"role": "assistant", "content": "We deployed the new database schema to production on Friday."},
+    {"role": "user", "content": "I adopted a puppy named Biscuit last week."},
+    {"role": "assistant", "content": "The quarterly budget review moved to Tuesday afternoon."},
+]
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    return E5Embedder(threads=1)
+
+
+def _store(embedder: object = None, path: str = ":memory:") -> LcmStore:
+    return LcmStore(path, LcmConfig(log_file_enabled=False), clock=ManualClock(), embedder=embedder)  # type: ignore[arg-type]
+
+
+def test_a_paraphrase_finds_the_verbatim_message_where_full_text_does_not(e5: E5Embedder) -> None:
+    with _store(e5) as store:
+        store.ingest(KEY, TALK)
+        assert store.embed_pending().embedded_messages == len(TALK)
+        query = "automobile stopped working"
+        words = store.grep(query, mode="full_text", session_key=KEY, sort="relevance")
+        assert words.hits == []  # no word in common
+        for mode in ("semantic", "hybrid"):
+            res = store.grep(query, mode=mode, session_key=KEY, sort="relevance", limit=2)
+            assert res.hits[0].id == "msg_1", (mode, res.hits)
+            assert res.not_embedded == 0 and res.warnings == []
+        pet = store.grep("new dog in the family", mode="semantic", session_key=KEY, sort="relevance")
+        assert pet.hits[0].id == "msg_3"
+
+
+def test_what_is_not_embedded_is_counted_and_hybrid_still_finds_it_by_its_words() -> None:
+    with _store(HashingEmbedder(256)) as store:
+        store.ingest(KEY, TALK)
+        store.embed_pending()
+        store.ingest(KEY, [{"role": "user", "content": "The zeppelin tickets arrived today."}])
+        assert store.status().embedding is not None and store.status().embedding.debt == 1  # type: ignore[union-attr]
+        sem = store.grep("zeppelin tickets", mode="semantic", session_key=KEY, sort="relevance")
+        assert sem.not_embedded == 1 and "msg_5" not in [h.id for h in sem.hits]
+        assert any("1 in-scope" in w and "did not see them" in w for w in sem.warnings)
+        hyb = store.grep("zeppelin tickets", mode="hybrid", session_key=KEY, sort="relevance")
+        assert "msg_5" in [h.id for h in hyb.hits] and hyb.not_embedded == 1
+        assert any("full text still searched them" in w for w in hyb.warnings)
+
+
+def test_embed_pending_resumes_and_never_embeds_a_stored_item_again() -> None:
+    emb = RecordingEmbedder(256)
+    with _store(emb) as store:
+        store.ingest(KEY, [{"role": "user", "content": f"note number {i}"} for i in range(70)])
+        first = store.embed_pending(limit=40)
+        assert (first.embedded_messages, first.stopped, first.pending) == (40, "limit", 30)
+        second = store.embed_pending()
+        assert (second.embedded_messages, second.stopped, second.pending) == (30, None, 0)
+        assert sorted(emb.passages) == sorted(f"note number {i}" for i in range(70))  # each once
+        assert store.embed_pending().batches == 0
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from amem.embed.hashing import HashingEmbedder
+    from lcm import LcmConfig, LcmStore
+
+    class SlowEmbedder(HashingEmbedder):
+        def embed(self, texts, kind="passage"):
+            time.sleep(0.05)
+            return super().embed(texts, kind)
+
+    store = LcmStore({db!r}, LcmConfig(log_file_enabled=False), embedder=SlowEmbedder(256))
+    print("READY", flush=True)
+    store.embed_pending()
+    """
+)
+
+
+def test_a_killed_embedding_run_loses_nothing_and_the_next_run_embeds_only_the_rest(tmp_path: Path) -> None:
+    db = str(tmp_path / "lcm.db")
+    texts = [f"message {i} about topic {i % 7}" for i in range(2000)]
+    with _store(HashingEmbedder(256), db) as store:
+        store.ingest(KEY, [{"role": "user", "content": t} for t in texts])
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD.format(root=str(Path(__file__).resolve().parents[2]), db=db))
+    assert run_child(str(tmp_path), script, kill_after=0.6) == -9  # SIGKILL mid-run
+    emb = RecordingEmbedder(256)
+    with _store(emb, db) as store:
+        stored = store.status().embedding
+        assert stored is not None and 0 < stored.vectors < len(texts)  # some batches committed
+        store.embed_pending()
+        assert len(emb.passages) == len(texts) - stored.vectors  # nothing stored is redone
+        done = [r[0] for r in store.db.query("SELECT m.content FROM messages m JOIN message_vectors v "
+                                             "ON v.message_id = m.id")]
+        assert sorted(done) == sorted(texts)
+        # the vectors the killed run stored are the ones a fresh embedder would make
+        first = store.db.one("SELECT m.content, v.scale, v.vector FROM messages m JOIN message_vectors v "
+                             "ON v.message_id = m.id WHERE m.id = 1")
+        assert first is not None and first[0] not in emb.passages
+        want = HashingEmbedder(256).embed([first[0]])[0]
+        got = unpack_scores([first[2]], [first[1]], 256, want)[0]
+        assert got > 0.99  # int8 rounding of a sparse hashing vector
+
+
+def test_a_model_change_marks_every_vector_stale_and_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = str(tmp_path / "lcm.db")
+    with _store(HashingEmbedder(256), db) as store:
+        store.ingest(KEY, TALK)
+        store.embed_pending()
+    with _store(HashingEmbedder(128), db) as store:
+        st = store.status().embedding
+        assert st is not None
+        assert (st.model_id, st.previous_model_id) == ("hashing-v1-d128", "hashing-v1-d256")
+        assert (st.vectors, st.stale_vectors, st.debt) == (0, len(TALK), len(TALK))
+        res = store.grep("car engine", mode="semantic", session_key=KEY)
+        assert res.hits == [] and res.not_embedded == len(TALK)  # old vectors are never compared
+        store.embed_pending()
+        st = store.status().embedding
+        assert st is not None and (st.vectors, st.stale_vectors, st.debt) == (len(TALK), 0, 0)
+    assert any("embedder changed from hashing-v1-d256 to hashing-v1-d128" in r.getMessage() for r in caplog.records)
+
+
+def test_semantic_recall_stays_inside_the_callers_scope() -> None:
+    with _store(HashingEmbedder(256)) as store:
+        store.ingest(KEY, [{"role": "user", "content": "lunch plans for friday"}])
+        other = store.ingest(OTHER, [{"role": "user", "content": "secret launch codes for friday"}])
+        store.embed_pending()
+        for mode in ("semantic", "hybrid"):
+            res = store.grep("secret launch codes", mode=mode, session_key=KEY)
+            assert [h.conversation_id for h in res.hits] == [1] and res.conversation_ids == [1]
+            with pytest.raises(LcmNotFoundError):
+                store.grep("secret", mode=mode, session_key=KEY, conversation_id=other.conversation_id)
+            with pytest.raises(LcmValidationError):  # no scope named: refused, not "everything"
+                store.grep("secret", mode=mode)
+        both = store.grep("secret launch codes", mode="semantic", session_key=[KEY, OTHER], sort="relevance")
+        assert both.hits[0].conversation_id == other.conversation_id
+
+
+def test_without_an_embedder_semantic_modes_are_a_clear_error() -> None:
+    with _store() as store:
+        store.ingest(KEY, TALK)
+        for mode in ("semantic", "hybrid"):
+            with pytest.raises(EmbedderMissingError, match="needs an embedder"):
+                store.grep("car", mode=mode, session_key=KEY)
+        with pytest.raises(EmbedderMissingError):
+            store.embed_pending()
+        assert store.grep("car", mode="full_text", session_key=KEY).hits  # the other modes work
+        st = store.status().embedding
+        assert st is not None and (st.model_id, st.debt) == (None, 0)
+    with _store(HashingEmbedder(64)) as store:
+        with pytest.raises(LcmValidationError) as err:
+            store.grep("car", mode="semantic", scope="files", session_key=KEY)
+        assert err.value.field == "scope"
+        with pytest.raises(LcmValidationError):
+            store.embed_pending(limit=0)
+        with pytest.raises(ValueError, match="embedder must have"):
+            LcmStore(":memory:", embedder=object())  # type: ignore[arg-type]
+
+
+def test_a_deleted_item_takes_its_vector_with_it_and_sort_orders_the_best_hits() -> None:
+    clock = ManualClock()
+    with LcmStore(":memory:", LcmConfig(log_file_enabled=False), clock=clock, embedder=HashingEmbedder(256)) as store:
+        for i, text in enumerate(["apple pie recipe", "apple tart recipe", "apple cake recipe"]):
+            store.ingest(KEY, [{"role": "user", "content": text}])
+            clock.advance(60)
+        store.embed_pending()
+        rel = store.grep("apple pie recipe", mode="semantic", session_key=KEY, sort="relevance", limit=2)
+        new = store.grep("apple pie recipe", mode="semantic", session_key=KEY, sort="recency", limit=2)
+        assert rel.hits[0].id == "msg_1" and {h.id for h in new.hits} == {h.id for h in rel.hits}
+        assert [h.created_at for h in new.hits] == sorted((h.created_at for h in new.hits), reverse=True)
+        with store.db.atomic() as c:
+            c.execute("DELETE FROM messages WHERE id = 1")
+        assert store.db.scalar("SELECT count(*) FROM message_vectors") == 2
+        assert "msg_1" not in [h.id for h in store.grep("apple pie", mode="semantic", session_key=KEY).hits]
+
+
+def test_int8_packing_keeps_cosines_and_top_k_is_ordered() -> None:
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(50, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    packed = [pack(v) for v in vecs]
+    got = unpack_scores([b for _, b in packed], [s for s, _ in packed], 384, vecs[0])
+    assert np.max(np.abs(got - vecs @ vecs[0])) < 0.01
+    assert pack(np.zeros(4, dtype=np.float32)) == (0.0, bytes(4))
+    with pytest.raises(ValueError, match="NaN"):
+        pack(np.array([np.nan, 1.0], dtype=np.float32))
+    ids, scores = top_k(np.array([5, 1, 9, 3]), np.array([0.2, 0.9, 0.9, 0.1], dtype=np.float32), 3)
+    assert ids.tolist() == [1, 9, 5]
