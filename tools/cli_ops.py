@@ -23,7 +23,8 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     p.add_argument("--lazy", action="store_true", default=None,
                    help="lazy tool loading (default: $AMEM_LAZY_TOOLS)")
     p.add_argument("--no-lcm", action="store_true", help="serve the memory tools only")
-    p.add_argument("--no-scheduler", action="store_true", help="no nightly maintenance")
+    p.add_argument("--no-scheduler", action="store_true",
+                   help="no nightly maintenance (nor background embedding of lcm messages)")
     p.add_argument("--session-key", help="lcm session family the lcm_* tools search")
 
     p = cmd("scheduler", cmd_scheduler,
@@ -47,9 +48,9 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     lsub = lcm.add_subparsers(dest="lcm_command", metavar="LCM_COMMAND")
     p = cmd("grep", cmd_lcm_grep, "search messages and summaries", into=lsub)
     p.add_argument("pattern")
-    p.add_argument("--mode", choices=["full_text", "regex"], default="full_text",
-                   help="words (default) or an RE2 regular expression (no backreferences or "
-                   "lookarounds)")
+    p.add_argument("--mode", choices=["full_text", "regex", "semantic", "hybrid"], default="full_text",
+                   help="words (default), an RE2 regular expression (no backreferences or "
+                   "lookarounds), meaning (semantic: the embedder's cosine) or hybrid (both, RRF)")
     p.add_argument("--scope", choices=["messages", "summaries", "both"], default="both",
                    help="what to search (default both)")
     p.add_argument("--sort", choices=["recency", "relevance", "hybrid"], default="recency",
@@ -72,9 +73,11 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
     p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
+    from .lcm_embed import add_embed_command
     from .lcm_host import add_host_commands
 
     add_host_commands(cmd, lsub)
+    add_embed_command(cmd, lsub)
 
 
 def _port(text: str) -> int:
@@ -146,10 +149,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _check_port(args.port)
     memory = open_memory(settings)
     lcm = None if args.no_lcm else open_lcm(settings)
-    handle = None
+    handle = worker = None
     try:
         if not args.no_scheduler:
             handle = _start_scheduler(memory, lcm, settings)
+            from .lcm_embed import start_embed_worker
+
+            worker = start_embed_worker(lcm)  # embeds what ingest left pending, in the background
         facade = ToolFacade(memory, lcm, agent_id=settings.agent_id, lazy=lazy,
                             session_key=args.session_key, descriptions=_descriptions(settings))
         log.info("amem %s serving agent %r over %s; data directory %s", _version(),
@@ -166,6 +172,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             anyio.run(serve_stdio, facade)
     finally:
+        if worker is not None:
+            worker.shutdown()
         if handle is not None and hasattr(handle, "shutdown"):
             handle.shutdown()
         if lcm is not None and hasattr(lcm, "close"):

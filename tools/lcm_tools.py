@@ -165,17 +165,21 @@ def lcm_tools() -> list[Tool]:
             description=(
                 "Search the complete, lossless history of this conversation and its earlier "
                 "sessions (raw messages and their summaries) by an RE2 regular expression "
-                "(mode=regex, the default: no backreferences or lookarounds) or by words "
-                "(mode=full_text). scope=files searches stored large files (fileIds to name "
+                "(mode=regex, the default: no backreferences or lookarounds), by words "
+                "(mode=full_text), by meaning (mode=semantic: a paraphrase finds the wording "
+                "actually used) or both (mode=hybrid: words and meaning fused). scope=files searches stored large files (fileIds to name "
                 "some; the first 8 MB of each). allConversations=true searches all your "
                 "sessions. Use it when something was said earlier but is no longer in context. "
                 "Returns {hits: [{type, id, conversationId, createdAt, snippet, score, role, "
-                "kind (leaf/condensed), depth, line, byteOffset}], truncated}; follow up "
+                "kind (leaf/condensed), depth, line, byteOffset}], truncated, notEmbedded "
+                "(semantic/hybrid: items not embedded yet, unseen by meaning)}; follow up "
                 "with lcm_describe or lcm_expand_query."),
             schema=obj({
                 "pattern": {"type": "string", "minLength": 1, "maxLength": 500,
-                            "description": "An RE2 regex (regex) or words and phrases (full_text)."},
-                "mode": {"type": "string", "enum": ["regex", "full_text"], "default": "regex"},
+                            "description": "An RE2 regex (regex), words and phrases (full_text), "
+                            "or a question or paraphrase (semantic, hybrid)."},
+                "mode": {"type": "string", "enum": ["regex", "full_text", "semantic", "hybrid"],
+                         "default": "regex"},
                 "scope": {"type": "string", "enum": ["messages", "summaries", "both", "files"],
                           "default": "both"},
                 "conversationId": _CONVERSATION,

@@ -68,6 +68,16 @@ def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None)
     return make_lazy_embedder(name, threads=threads, cache_dir=cache_dir)
 
 
+def shared_embedder(settings: Settings) -> Any:
+    """The one embedder of every store opened with ``settings`` (lazy: nothing loads until a text
+    is encoded). The note store and lcm's semantic recall share it, so e5 loads once."""
+    if "embedder" not in settings.shared:
+        cfg = settings.config
+        settings.shared["embedder"] = make_embedder(cfg.embedder, threads=cfg.embed_threads,
+                                                    cache_dir=Path(cfg.home) / "models")
+    return settings.shared["embedder"]
+
+
 def shared_llm(settings: Settings) -> Any:
     """The one LLM client of every store opened with ``settings``, or None (``llm_base_url`` unset).
 
@@ -121,8 +131,7 @@ def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
 
     cfg = settings.config
     if embedder is None:
-        embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads,
-                                 cache_dir=Path(cfg.home) / "models")
+        embedder = shared_embedder(settings)
     if cfg.backend == "edge":
         Path(cfg.home).mkdir(parents=True, exist_ok=True)
     return MemoryStore(None, config=cfg, embedder=embedder, agent_id=settings.agent_id,
@@ -148,9 +157,14 @@ def open_lcm(settings: Settings, *, required: bool = False) -> Any:
         lcm_cfg = _with(lcm_cfg, database_path=str(settings.lcm_path))
     Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     client = shared_llm(settings)
+    try:  # semantic recall uses the note store's embedder; without one lcm still works
+        embedder = shared_embedder(settings)
+    except ConfigError as exc:
+        log.warning("lcm semantic recall disabled: %s", exc)
+        embedder = None
     if client is None:
-        return LcmStore(lcm_cfg.database_path, config=lcm_cfg)
-    return LcmStore(lcm_cfg.database_path, config=lcm_cfg,
+        return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder)
+    return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder,
                     llm=RoleLLM(client, lcm_cfg.summary_model, lcm_cfg.summary_timeout_ms / 1000),
                     expansion_llm=RoleLLM(client, lcm_cfg.expansion_model, lcm_cfg.delegation_timeout_ms / 1000))
 
