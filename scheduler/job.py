@@ -178,7 +178,8 @@ def _lcm(store: ConversationStore) -> dict[str, Any]:
     result = store.maintenance()
     data = result.to_dict() if hasattr(result, "to_dict") else {}
     return {"compactions": len(data.get("compactions") or []),
-            "failures": data.get("failures") or {}, "retention": data.get("retention")}
+            "failures": data.get("failures") or {}, "retention": data.get("retention"),
+            "embedding": data.get("embedding")}  # semantic recall's debt paid tonight (or None)
 
 
 def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,

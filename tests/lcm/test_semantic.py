@@ -208,3 +208,14 @@ def test_int8_packing_keeps_cosines_and_top_k_is_ordered() -> None:
         pack(np.array([np.nan, 1.0], dtype=np.float32))
     ids, scores = top_k(np.array([5, 1, 9, 3]), np.array([0.2, 0.9, 0.9, 0.1], dtype=np.float32), 3)
     assert ids.tolist() == [1, 9, 5]
+
+
+def test_the_nightly_maintenance_pays_the_embedding_debt() -> None:
+    with _store(HashingEmbedder(64)) as store:
+        store.ingest(KEY, TALK)
+        result = store.maintenance()
+        assert result.embedding is not None and result.embedding.embedded_messages == len(TALK)
+        assert result.embedding.pending == 0 and not result.failures
+    with _store() as store:  # no embedder: nothing to do, nothing failed
+        store.ingest(KEY, TALK)
+        assert store.maintenance().embedding is None

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,3 +92,24 @@ def test_the_cli_shows_the_debt_embeds_it_and_greps_by_meaning(tmp_path: Path) -
     bad = subprocess.run([str(AMEM), "lcm", "embed", "--limit", "0"], env=env, capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "--limit must be a positive number" in bad.stderr
+
+
+def test_the_servers_worker_embeds_what_ingest_left_pending() -> None:
+    from amem.embed.hashing import HashingEmbedder
+    from tools.lcm_embed import EmbedWorker, start_embed_worker
+
+    with LcmStore(":memory:") as bare:
+        assert start_embed_worker(bare) is None  # no embedder: no thread
+    with LcmStore(":memory:", LcmConfig(log_file_enabled=False), embedder=HashingEmbedder(64)) as store:
+        store.ingest("agent:alice:main", [{"role": "user", "content": f"line {i}"} for i in range(600)])
+        worker = EmbedWorker(store, interval=0.05).start()
+        try:
+            deadline = time.monotonic() + 30
+            while store.status().embedding.debt and time.monotonic() < deadline:  # type: ignore[union-attr]
+                time.sleep(0.02)
+            store.ingest("agent:alice:main", [{"role": "user", "content": "one more"}])
+            while store.status().embedding.debt and time.monotonic() < deadline:  # type: ignore[union-attr]
+                time.sleep(0.02)
+        finally:
+            worker.shutdown()
+        assert store.status().embedding.vectors == 601  # type: ignore[union-attr]
