@@ -177,6 +177,12 @@ class Compactor:
                 j += 1
             if len(chunk) >= self.cfg.leaf_min_fanout or used >= params.leaf_chunk_tokens:
                 return chunk
+            if j < end and items[j].type == "message":
+                # Cut by the token cap: the next message does not fit, so this chunk can never
+                # grow. Skipping the run here stalled it for good when one message (a large-file
+                # reference) is bigger than a whole chunk; now the chunk goes, and the big
+                # message, first in the next chunk, is compacted alone.
+                return chunk
             while j < end and items[j].type == "message":
                 j += 1
             i = j
