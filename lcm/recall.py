@@ -25,7 +25,7 @@ from lcm.models import (
     SummaryDescription,
 )
 from lcm.ranking import bm25_scores, tokenize
-from lcm.seams import SummaryLLM
+from lcm.seams import DeadlineLLM, SummaryLLM
 from lcm.timeutil import display_time
 from lcm.tokens import estimate_tokens
 
@@ -252,6 +252,9 @@ class Recall:
                 answer = self._llm_answer(prompt, exp, sources, max_tokens, deadline, source_cap - total)
             except Exception as exc:  # the seam may fail in any way; the caller gets a code for it
                 log.warning("lcm: expand_query LLM failed: %s", exc)
+                if time.monotonic() >= deadline:  # a model that ended its request at timeoutMs
+                    raise ExpansionTimeoutError(f"no answer within {timeout_ms or self.cfg.delegation_timeout_ms} "
+                                                "ms (timeoutMs); retry with a narrower query or summaryIds") from exc
                 raise ExpansionFailedError(f"the expansion model failed ({type(exc).__name__}); "
                                            "retry, or use lcm_expand for the raw sources") from exc
             if answer is None:
@@ -364,15 +367,22 @@ class Recall:
 def _complete_by(llm: SummaryLLM, deadline: float, system: str, user: str, max_tokens: int) -> str | None:
     """The model's reply, or None when ``deadline`` comes first.
 
-    The SummaryLLM seam has no deadline of its own, so the call runs in a daemon thread and
-    the caller stops waiting at the deadline; the abandoned call ends on the client's own
-    timeout (``summaryTimeoutMs``) and its reply is dropped. An error in it is raised here.
+    A :class:`DeadlineLLM` (amem's client) is given the time left, so the HTTP request itself
+    ends at the deadline. A plain SummaryLLM has no deadline of its own: the call runs in a
+    daemon thread the caller stops waiting for at the deadline; the abandoned call ends on the
+    model's own timeout and its reply is dropped. An error in the call is raised here.
     """
     box: list[object] = []
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
 
     def run() -> None:
         try:
-            box.append(llm.complete(system, user, max_tokens=max_tokens))
+            if isinstance(llm, DeadlineLLM):
+                box.append(llm.complete_within(system, user, max_tokens=max_tokens, seconds=left))
+            else:
+                box.append(llm.complete(system, user, max_tokens=max_tokens))
         except BaseException as exc:  # handed to the waiting caller below
             box.append(exc)
 

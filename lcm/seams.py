@@ -1,11 +1,11 @@
-"""The two seams lcm depends on: a SummaryLLM and a Clock, plus their small real implementations."""
+"""The seams lcm depends on: a SummaryLLM (optionally a DeadlineLLM) and a Clock, plus small real implementations."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-__all__ = ["SummaryLLM", "Clock", "SystemClock", "ManualClock"]
+__all__ = ["SummaryLLM", "DeadlineLLM", "Clock", "SystemClock", "ManualClock"]
 
 
 @runtime_checkable
@@ -14,6 +14,23 @@ class SummaryLLM(Protocol):
 
     def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
         """Return the model's reply text for one system + user prompt."""
+        ...
+
+
+@runtime_checkable
+class DeadlineLLM(Protocol):
+    """A SummaryLLM that can also end one call at a caller's deadline (a tool's ``timeoutMs``).
+
+    Optional: lcm uses it when the model offers it, so the HTTP request itself stops at the
+    deadline instead of running on in the background after the caller was answered.
+    """
+
+    def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
+        """As :meth:`SummaryLLM.complete`."""
+        ...
+
+    def complete_within(self, system: str, user: str, *, max_tokens: int | None, seconds: float) -> str:
+        """The reply, or an exception once ``seconds`` have passed (the request is then closed)."""
         ...
 
 

@@ -124,6 +124,14 @@ class RoleLLM:
                                            deadline=self._deadline_s)
         return reply
 
+    def complete_within(self, system: str, user: str, *, max_tokens: int | None, seconds: float) -> str:
+        """One call ended at the caller's deadline (``lcm_expand_query``'s ``timeoutMs``), at most
+        the role's own: the HTTP request stops then. A caller's short deadline says nothing about
+        the endpoint, so passing it does not open the shared circuit."""
+        reply: str = self._client.complete(system, user, max_tokens=max_tokens, model=self._model or None,
+                                           deadline=min(seconds, self._deadline_s), trip_on_deadline=False)
+        return reply
+
 
 def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
     """The note store the settings point at (embedded under ``home``, or a Qdrant server)."""

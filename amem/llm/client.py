@@ -120,12 +120,14 @@ class LLMClient:
         return self._breaker
 
     def complete(self, system: str, user: str, *, max_tokens: int | None = None, model: str | None = None,
-                 deadline: float | None = None) -> str:
+                 deadline: float | None = None, trip_on_deadline: bool = True) -> str:
         """Send one system + user message and return the model's text reply.
 
         ``model`` and ``deadline`` (seconds) replace the config's for this call only: one client,
         and so one breaker, serves callers that want different models (lcm's ``summaryModel`` and
-        ``expansionModel``) or a shorter deadline (``summaryTimeoutMs``).
+        ``expansionModel``) or a shorter deadline (``summaryTimeoutMs``). ``trip_on_deadline=False``
+        is for a deadline the caller chose (a tool's ``timeoutMs``): passing it says nothing about
+        the endpoint, so it does not open the circuit.
 
         Raises:
             LLMError: connection failure, timeout or error status after retries, an open circuit,
@@ -138,7 +140,8 @@ class LLMClient:
         payload = self._payload(system, user, max_tokens=max_tokens, rung="prompt", schema=None, name="")
         if model:
             payload["model"] = model
-        raw = self._post(payload, allow_format_rejection=False, deadline=self._clock() + seconds)
+        raw = self._post(payload, allow_format_rejection=False, deadline=self._clock() + seconds,
+                         trip_on_deadline=trip_on_deadline, seconds=seconds)
         return self._usable(lambda: reply_text(raw))
 
     def complete_json(self, system: str, user: str, *, schema: dict[str, Any], name: str) -> dict[str, Any]:
@@ -210,7 +213,8 @@ class LLMClient:
             payload["response_format"] = {"type": "json_object"}
         return payload
 
-    def _post(self, payload: dict[str, Any], *, allow_format_rejection: bool, deadline: float) -> str:
+    def _post(self, payload: dict[str, Any], *, allow_format_rejection: bool, deadline: float,
+              trip_on_deadline: bool = True, seconds: float | None = None) -> str:
         """POST with retries and the breaker until ``deadline``; return the raw text of a 2xx reply."""
         url = self.config.chat_url
         attempts = self.config.max_retries + 1
@@ -229,10 +233,12 @@ class LLMClient:
             try:
                 status, text, reply_headers = self._exchange(url, payload, headers, deadline)
             except _DeadlineExceeded:
+                earlier = f"; earlier failure: {reason}" if reason else ""
+                if not trip_on_deadline:  # the caller's own, shorter deadline
+                    raise LLMError(f"LLM call to {url} passed the caller's deadline of {seconds} s{earlier}") from None
                 # A hung or dripping endpoint would hold each of the add's next calls (and every
                 # other caller's) just as long: stop calling it for the cooldown at once.
                 self._breaker.trip(f"a call passed its overall deadline of {self.config.deadline} s")
-                earlier = f"; earlier failure: {reason}" if reason else ""
                 raise LLMError(f"LLM call to {url} passed its overall deadline of {self.config.deadline} s "
                                f"(llm_deadline_s){earlier}") from None
             except _ReplyTooLarge as big:
@@ -240,6 +246,9 @@ class LLMClient:
                 raise LLMResponseError(f"LLM endpoint {url} sent a reply over {self.config.max_reply_bytes} bytes "
                                        f"(llm_max_reply_bytes; {big}); stopped reading it", raw=big.head) from None
             except httpx.TimeoutException as exc:
+                if not trip_on_deadline and self._clock() >= deadline:
+                    # The read timeout was cut to the caller's deadline: not the endpoint's fault.
+                    raise LLMError(f"LLM call to {url} passed the caller's deadline of {seconds} s") from None
                 reason = f"timed out ({type(exc).__name__}, connect {self.config.connect_timeout} s, "\
                          f"read {self.config.read_timeout} s)"
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
