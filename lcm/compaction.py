@@ -19,6 +19,7 @@ from lcm.db import Database
 from lcm.errors import ConcurrentChangeError
 from lcm.events import EventLog
 from lcm.extract import SourceUnit
+from lcm.failures import record_failure
 from lcm.seams import Clock
 from lcm.sessions import glob_match
 from lcm.summarize import Summarizer, SummaryDraft
@@ -305,6 +306,7 @@ class Compactor:
         (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
         if draft.status == "fallback":
             run.fallback.append(sid)
+            self._record_fallback(conversation_id, sid, draft)
         elif draft.status == "truncated":
             run.truncated.append(sid)
         run.iterations += 1
@@ -313,6 +315,15 @@ class Compactor:
             sources=len(chunk), tokens=draft.token_count, model=draft.model, status=draft.status,
             attempts=list(draft.attempts),
         )  # fmt: skip
+
+    def _record_fallback(self, conversation_id: int, sid: str, draft: SummaryDraft) -> None:
+        """A configured LLM did not make this summary: keep why, for ``status`` after a restart."""
+        why = ", ".join(draft.attempts)
+        if any(a.endswith(":error") for a in draft.attempts) and self.summarizer.last_error:
+            why += f"; {self.summarizer.last_error}"
+        reason = f"summary {sid} fell back to extractive ({why})"
+        record_failure(self.db, iso(self.clock.now()), "summary", reason, conversation_id)
+        self.events.write("failure", kind="summary", reason=reason, conversation_id=conversation_id)
 
     # -- sweeps ----------------------------------------------------------------------------
     def sweep(self, conversation_id: int, params: Params, prefix_target: int, deadline: float, run: _Run) -> None:

@@ -257,6 +257,34 @@ class StatusReport(_Dict):
     large_files_dir: str
     #: semantic recall: vectors stored, and the items still to embed (``amem lcm embed``)
     embedding: EmbeddingStatus | None = None
+    #: the version of the installed distribution that ships lcm (amem)
+    version: str = ""
+    #: the newest failed summary, compaction, expansion or embedding run (kept across restarts)
+    last_failure: FailureRecord | None = None
+    #: the work still owed: compaction debt by state, and the items still to embed
+    debt: DebtStatus | None = None
+    #: lossless-claw config keys accepted but not acted on (warned once at load)
+    ignored_keys: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FailureRecord(_Dict):
+    """One failure of lcm's own work (``lcm.failures``): when, what, why, and which conversation."""
+
+    at: str
+    kind: str  # summary | compaction | expansion | embedding
+    reason: str
+    conversation_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DebtStatus(_Dict):
+    """Work owed: conversations waiting for deferred compaction, by state, and embedding debt."""
+
+    compaction_pending: int
+    compaction_running: int  # being paid now (or its process died mid-run: maintenance retries it)
+    compaction_failed: int  # the last attempt raised; maintenance retries it
+    embedding: int | None = None  # items semantic recall cannot see yet; None: no embedder recorded
 
 
 @dataclass(frozen=True)
@@ -276,6 +304,25 @@ class DoctorReport(_Dict):
     checks: dict[str, int]
     issues: list[DoctorIssue]
     issues_truncated: bool = False
+    #: the conversations most in need of attention, worst first (``lcm.health``)
+    worst_conversations: list[ConversationHealth] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ConversationHealth(_Dict):
+    """One conversation's severity ``score`` and what makes it up (``lcm.health.score``)."""
+
+    conversation_id: int
+    session_key: str | None
+    score: int
+    errors: int  # doctor findings in this conversation, by severity
+    warnings: int
+    infos: int
+    failures: int  # recorded failures (lcm.failures) naming it
+    debt: str | None  # its compaction debt's state (pending | running | failed), None: none owed
+    context_tokens: int
+    messages: int
+    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

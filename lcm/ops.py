@@ -9,15 +9,17 @@ from datetime import datetime, timedelta
 
 from lcm.db import Database
 from lcm.extract import FALLBACK_MARKER, TRUNCATED_MARKER
+from lcm.failures import last_failure
+from lcm.health import DEFAULT_TOP, Findings, worst_conversations
 from lcm.largefiles import LargeFileStore
 from lcm.migrations import applied_migrations
-from lcm.models import CleanReport, DoctorIssue, DoctorReport, RetentionResult, StatusReport
+from lcm.models import CleanReport, DebtStatus, DoctorIssue, DoctorReport, RetentionResult, StatusReport
 from lcm.sessions import glob_match
 from lcm.timeutil import iso
 
 log = logging.getLogger(__name__)
 
-__all__ = ["status", "doctor", "doctor_clean", "apply_retention", "db_size"]
+__all__ = ["status", "doctor", "doctor_clean", "apply_retention", "db_size", "version"]
 
 _MAX_ISSUES = 500
 
@@ -27,6 +29,17 @@ def db_size(db: Database) -> int:
         page = db.scalar("PRAGMA page_size")
         return int(page) * int(db.scalar("PRAGMA page_count"))
     return sum(os.path.getsize(db.path + suffix) for suffix in ("", "-wal") if os.path.exists(db.path + suffix))
+
+
+def version() -> str:
+    """The version of the installed distribution lcm ships in (amem), or "unknown" uninstalled."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("amem")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def status(db: Database, files: LargeFileStore) -> StatusReport:
@@ -47,6 +60,8 @@ def status(db: Database, files: LargeFileStore) -> StatusReport:
         broken = _broken_summaries(c, limit=None)
         lf = c.execute("SELECT count(*), coalesce(sum(size_bytes), 0) FROM large_files").fetchone()
         debt = c.execute("SELECT count(*) FROM compaction_debt WHERE status != 'running'").fetchone()[0]
+        by_state = dict(c.execute("SELECT status, count(*) FROM compaction_debt GROUP BY status").fetchall())
+        failure = last_failure(c)
     return StatusReport(
         path=db.path, size_bytes=db_size(db), conversations=conv[0], active_conversations=conv[1],
         archived_conversations=conv[0] - conv[1], messages=msgs[0], message_tokens=msgs[1],
@@ -54,21 +69,23 @@ def status(db: Database, files: LargeFileStore) -> StatusReport:
         compression_ratio=round(active_raw / ctx, 3) if ctx else 1.0,
         fallback_summaries=st.get("fallback", 0), truncated_summaries=st.get("truncated", 0),
         broken_summaries=len(broken), large_files=lf[0], large_file_bytes=lf[1], pending_debt=debt,
-        migrations=applied_migrations(db), large_files_dir=str(files.base_dir),
+        migrations=applied_migrations(db), large_files_dir=str(files.base_dir), version=version(),
+        last_failure=failure, debt=DebtStatus(by_state.get("pending", 0), by_state.get("running", 0),
+                                              by_state.get("failed", 0)),
     )  # fmt: skip
 
 
-def _broken_summaries(c: sqlite3.Connection, limit: int | None) -> list[tuple[str, str]]:
+def _broken_summaries(c: sqlite3.Connection, limit: int | None) -> list[tuple[str, str, int]]:
     """Summaries with no sources (a leaf without messages, a condensed node without children)."""
     sql = (
-        "SELECT summary_id, 'leaf summary has no source messages' FROM summaries s WHERE kind = 'leaf' AND NOT EXISTS "
-        "(SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.summary_id) "
-        "UNION ALL SELECT summary_id, 'condensed summary has no source summaries' FROM summaries s "
+        "SELECT summary_id, 'leaf summary has no source messages', conversation_id FROM summaries s "
+        "WHERE kind = 'leaf' AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.summary_id) "
+        "UNION ALL SELECT summary_id, 'condensed summary has no source summaries', conversation_id FROM summaries s "
         "WHERE kind = 'condensed' AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.summary_id = s.summary_id)"
     )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [(r[0], r[1]) for r in c.execute(sql)]
+    return [(r[0], r[1], r[2]) for r in c.execute(sql)]
 
 
 def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tuple[bool, str]:
@@ -91,13 +108,19 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
 _NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order")
 
 
-def doctor(db: Database, files: LargeFileStore) -> DoctorReport:
-    """Read-only checks. Errors mean broken; fallback/truncated summaries are warnings; info is neither."""
+def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP) -> DoctorReport:
+    """Read-only checks. Errors mean broken; fallback/truncated summaries are warnings; info is neither.
+
+    ``top``: how many of the worst conversations to rank (``lcm.health``; 0: none).
+    """
     issues: list[DoctorIssue] = []
     checks: dict[str, int] = {}
+    per_conv: dict[int, Findings] = {}
 
     def add(check: str, severity: str, id: str, detail: str, conv: int | None = None) -> None:
         checks[check] = checks.get(check, 0) + 1
+        if conv is not None:  # counted past the listing cap: the ranking sees every finding
+            per_conv.setdefault(conv, Findings())[(severity, check)] += 1
         if len(issues) < _MAX_ISSUES:
             issues.append(DoctorIssue(check, severity, id, detail, conv))
 
@@ -116,8 +139,8 @@ def doctor(db: Database, files: LargeFileStore) -> DoctorReport:
             ):
                 add(check, "warning", r[0], f"summary is marked {status_value}", r[1])
         checks["broken_summaries"] = 0
-        for sid, why in _broken_summaries(c, limit=_MAX_ISSUES):
-            add("broken_summaries", "error", sid, why)
+        for sid, why, conv in _broken_summaries(c, limit=_MAX_ISSUES):
+            add("broken_summaries", "error", sid, why, conv)
         checks["orphan_edges"] = 0
         for r in c.execute(
             "SELECT sm.summary_id, sm.message_id FROM summary_messages sm WHERE NOT EXISTS "
@@ -175,7 +198,9 @@ def doctor(db: Database, files: LargeFileStore) -> DoctorReport:
     ok = not any(i.severity == "error" for i in issues) and all(
         checks.get(k, 0) == 0 for k in checks if k not in _NOT_DAMAGE
     )
-    return DoctorReport(ok, checks, issues, sum(checks.values()) > len(issues))
+    with db.reading() as c:
+        worst = worst_conversations(c, per_conv, top)
+    return DoctorReport(ok, checks, issues, sum(checks.values()) > len(issues), worst)
 
 
 def _conv_summary(c: sqlite3.Connection, r: sqlite3.Row) -> dict[str, object]:
@@ -222,6 +247,7 @@ def _delete_conversation(c: sqlite3.Connection, conv_id: int, files: LargeFileSt
     doomed_files += [r[0] for r in c.execute("SELECT storage_path FROM large_files WHERE conversation_id = ?", (conv_id,))]
     c.execute("DELETE FROM large_files WHERE conversation_id = ?", (conv_id,))
     c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
+    c.execute("DELETE FROM lcm_failures WHERE conversation_id = ?", (conv_id,))  # reasons may quote it
     c.execute("DELETE FROM conversations WHERE id = ?", (conv_id,))
     return int(n)
 

@@ -18,6 +18,7 @@ from lcm.config import LcmConfig
 from lcm.db import Database
 from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.events import EventLog
+from lcm.failures import record_failure
 from lcm.filegrep import grep_files
 from lcm.ingest import normalize_messages, store_messages
 from lcm.largefiles import FILE_ID_RE, LargeFileStore
@@ -42,7 +43,7 @@ from lcm.models import (
     SummaryDescription,
 )
 from lcm.ops import apply_retention, doctor, doctor_clean, status
-from lcm.recall import MAX_ROWID, SUMMARY_ID_RE, Recall
+from lcm.recall import MAX_ROWID, SUMMARY_ID_RE, ExpansionFailedError, Recall
 from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
 from lcm.semantic import NIGHTLY_EMBED_SECONDS, SemanticIndex
@@ -241,8 +242,15 @@ class LcmStore:
         target = self.config.prefix_target_tokens(budget)
         # A summary larger than a quarter of the budget could never share the context with a tail.
         cap = max(64, budget // 4) if budget else None
-        run = self.compactor.run(conv_id, params, target, until_under=until_under, target_cap=cap)
+        try:
+            run = self.compactor.run(conv_id, params, target, until_under=until_under, target_cap=cap)
+        except Exception as exc:
+            self._failed("compaction", f"{type(exc).__name__}: {exc}", conv_id)
+            raise
         after = self.compactor.context_tokens(conv_id)
+        if until_under is not None and after > until_under and run.stopped:
+            self._failed("compaction", f"compactUntilUnder stopped at {run.stopped} with {after} tokens "
+                         f"over the target of {until_under}", conv_id)
         if run.iterations:
             with self.db.atomic() as c:
                 c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
@@ -523,8 +531,12 @@ class LcmStore:
             raise LcmValidationError("timeout_ms must be a positive integer", field="timeout_ms")
         limit_ms = min(timeout_ms or self.config.delegation_timeout_ms, self.config.delegation_timeout_ms)
         seeds, direct = self._seeds(summary_ids, query, scope)
-        return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
-                                        source_cap=source_cap, timeout_ms=limit_ms)
+        try:
+            return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
+                                            source_cap=source_cap, timeout_ms=limit_ms)
+        except ExpansionFailedError as exc:
+            self._failed("expansion", f"{exc.code}: {exc}")
+            raise
 
     def _expand_cap(self, requested: int | None, field: str) -> int:
         """The source tokens an expansion may read: ``maxExpandTokens``, or less when asked."""
@@ -536,7 +548,21 @@ class LcmStore:
 
     # -- operations --------------------------------------------------------------------------------
     def status(self) -> StatusReport:
-        return dataclasses.replace(status(self.db, self.files), embedding=self.semantic.status())
+        """Counts, the version, the last failure (kept across restarts), the debt owed, and the
+        lossless-claw config keys accepted but ignored."""
+        report = status(self.db, self.files)
+        embedding = self.semantic.status()
+        debt = report.debt
+        if debt is not None and embedding.model_id is not None:
+            debt = dataclasses.replace(debt, embedding=embedding.debt)
+        return dataclasses.replace(report, embedding=embedding, debt=debt,
+                                   ignored_keys=list(self.config.ignored_keys))
+
+    def _failed(self, kind: str, reason: str, conversation_id: int | None = None) -> None:
+        """Record a failure for ``status`` (lcm.failures) and the operations log."""
+        now = self._now()
+        record_failure(self.db, now, kind, reason, conversation_id)
+        self.events.write("failure", kind=kind, reason=reason, conversation_id=conversation_id)
 
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
         """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).
@@ -552,8 +578,16 @@ class LcmStore:
             self.events.write("embed", **report.to_dict())
         return report
 
-    def doctor(self) -> DoctorReport:
-        return doctor(self.db, self.files)
+    def doctor(self, *, top: int = 10) -> DoctorReport:
+        """Read-only integrity checks, and the ``top`` worst conversations ranked by severity
+        (findings, recorded failures, compaction debt, context size: ``lcm.health``).
+
+        Raises:
+            LcmValidationError: ``top`` is not an integer >= 0.
+        """
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
+        return doctor(self.db, self.files, top=top)
 
     def doctor_clean(self) -> CleanReport:
         return doctor_clean(self.db, self.files)
@@ -600,6 +634,7 @@ class LcmStore:
             except Exception as exc:  # the rest of the night's work is done; say what failed
                 log.warning("lcm: embedding during maintenance failed: %s", exc)
                 failures["embedding"] = f"{type(exc).__name__}: {exc}"
+                self._failed("embedding", failures["embedding"])
         return MaintenanceResult(results, failures, retention, embedding)
 
 

@@ -93,6 +93,8 @@ class Summarizer:
         self._open_until = 0.0
         self._calls: deque[float] = deque()
         self._spend_until = 0.0
+        #: the newest LLM error (``type: message``), for the failure record of a fallback summary
+        self.last_error = ""
 
     # -- the LLM guards ---------------------------------------------------------------
     def _now(self) -> float:
@@ -133,6 +135,7 @@ class Summarizer:
             reply = self.llm.complete(system, user, max_tokens=max_tokens)
         except Exception as exc:  # any failure of the seam is a failed attempt
             log.warning("lcm: summary LLM call failed: %s: %s", type(exc).__name__, exc)
+            self.last_error = f"{type(exc).__name__}: {exc}"
             if self._shared_breaker is not None:
                 return None  # the client's own breaker counted it
             self._failures += 1

@@ -73,6 +73,8 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
     cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
     p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="rank the N worst conversations (findings, failures, debt, size; default 10)")
     from .lcm_embed import add_embed_command
     from .lcm_host import add_host_commands
 
@@ -219,7 +221,7 @@ def run_scheduler(argv: list[str], env: Any) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from .cli import _settings, emit, kv_text
+    from .cli import _settings, _version, emit, kv_text
     from .runtime import open_lcm, open_memory
 
     settings = _settings(args)
@@ -228,7 +230,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         memory["agents"] = len(store.agents())
         memory["notes_of_agent"] = store.count()
         memory["agent"] = settings.agent_id
-    data: dict[str, Any] = {"memory": memory, "lcm": _lcm_call(settings, "status"),
+    data: dict[str, Any] = {"version": _version(), "memory": memory, "lcm": _lcm_call(settings, "status"),
                             "nightly": _nightly_status(settings)}
     emit(args, data, lambda: kv_text(data))
     return 0
@@ -406,4 +408,4 @@ def cmd_lcm_status(args: argparse.Namespace) -> int:
 
 
 def cmd_lcm_doctor(args: argparse.Namespace) -> int:
-    return _lcm_run(args, lambda s: s.doctor_clean() if args.clean else s.doctor())
+    return _lcm_run(args, lambda s: s.doctor_clean() if args.clean else s.doctor(top=args.top))

@@ -1,0 +1,48 @@
+"""The failure record: the last failed summaries, compactions, expansions and embedding runs.
+
+``status`` must say what went wrong last even after a restart, and the process that failed
+may be a nightly job long gone, so each failure is a row in the database (written in its own
+small transaction, the newest :data:`KEEP` kept), not a counter in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from lcm.db import Database
+from lcm.models import FailureRecord
+
+log = logging.getLogger(__name__)
+
+__all__ = ["KINDS", "KEEP", "record_failure", "last_failure"]
+
+#: what failed: a summary fell back to extractive, a compaction raised or stopped over its
+#: target, an expansion's model failed or ran past timeoutMs, an embedding run raised
+KINDS = ("summary", "compaction", "expansion", "embedding")
+#: rows kept; older ones are pruned on each write (status shows only the newest)
+KEEP = 100
+#: a reason is an exception message or a list of attempts: bounded, so a hostile reply
+#: quoted in an error cannot grow the table
+_MAX_REASON = 500
+
+
+def record_failure(db: Database, at: str, kind: str, reason: str, conversation_id: int | None = None) -> None:
+    """Store one failure. Never raises: recording must not turn a degraded path into a broken one."""
+    if kind not in KINDS:
+        raise ValueError(f"failure kind must be one of {KINDS}; got {kind!r}")
+    try:
+        with db.atomic() as c:
+            c.execute("INSERT INTO lcm_failures(at, kind, conversation_id, reason) VALUES (?, ?, ?, ?)",
+                      (at, kind, conversation_id, reason[:_MAX_REASON]))
+            c.execute("DELETE FROM lcm_failures WHERE id <= (SELECT max(id) FROM lcm_failures) - ?", (KEEP,))
+    except sqlite3.Error as exc:  # a full disk or a locked file: say so, keep going
+        log.warning("lcm: cannot record a %s failure (%s): %s", kind, reason[:120], exc)
+
+
+def last_failure(c: sqlite3.Connection) -> FailureRecord | None:
+    """The newest recorded failure, or None."""
+    row = c.execute("SELECT at, kind, conversation_id, reason FROM lcm_failures ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return None
+    return FailureRecord(at=row[0], kind=row[1], reason=row[3], conversation_id=row[2])
