@@ -8,8 +8,10 @@
    stored is encoded again: what is pending is always read from the tables.
 3. ``search``: the query's vector against the scope's vectors, ``SCAN_BATCH`` rows at a time
    (the database lock is released between batches), keeping the running top k.
-4. ``grep``: ``semantic`` ranks by cosine; ``hybrid`` fuses full_text's relevance list with
-   the semantic one by RRF (k=60), so text not embedded yet is still found by its words.
+4. ``grep``: ``semantic`` ranks by cosine; ``hybrid`` fuses a BM25 list with the semantic one
+   by RRF (k=60), so text not embedded yet is still found by its words. The BM25 list is the
+   FTS5 index read with the words OR-ed (full_text mode ANDs them: a question verbatim,
+   whose every word is rarely in the one turn that answers it, finds nothing there).
 
 An exact scan costs about a millisecond per few thousand vectors (RESULTS.md, "lcm semantic
 recall"): fine for the history of one agent up to a few hundred thousand items; beyond that
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -30,7 +33,9 @@ from lcm.db import Database
 from lcm.errors import EmbedderMissingError, LcmValidationError
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
 from lcm.ranking import rrf
-from lcm.search import grep as text_grep
+from lcm.newest import SOURCES
+from lcm.search import build_fts_query
+from lcm.tokens import is_cjk_text
 from lcm.vectors import TextEmbedder, pack, top_k, unpack_scores
 
 if TYPE_CHECKING:
@@ -265,12 +270,19 @@ class SemanticIndex:
         hits = self._hits(found[:pool])
         missing = self.not_embedded(kinds, conv_ids, since, before)
         if mode == "hybrid":
-            words = text_grep(self.db, self.cfg, pattern, mode="full_text", scope=scope, conv_ids=conv_ids,
-                              since=since, before=before, limit=pool, sort="relevance")
-            warnings += words.warnings
-            late = late or words.truncated
-            by_id = {h.id: h for h in [*hits, *words.hits]}
-            fused = rrf([[h.id for h in words.hits], [h.id for h in hits]])
+            lexical: list[tuple[str, int, float]] = []
+            for kind in kinds:
+                rows, cut = self._lexical(kind, pattern, conv_ids, since, before, pool, deadline)
+                lexical += [(kind, rowid, score) for rowid, score in rows]
+                if cut:
+                    late = True
+                    warnings.append("the word search of hybrid stopped at its deadline (grepRegexDeadlineMs); "
+                                    "narrow with since/before or a conversation")
+                    break
+            lexical.sort(key=lambda f: (-f[2], f[0], f[1]))
+            words = self._hits(lexical[:pool])
+            by_id = {h.id: h for h in [*hits, *words]}
+            fused = rrf([[h.id for h in words], [h.id for h in hits]])
             hits = [dataclasses.replace(by_id[i], score=round(s, 6)) for i, s in fused]
         if missing:
             what = "full text still searched them" if mode == "hybrid" else "semantic search did not see them"
@@ -278,6 +290,33 @@ class SemanticIndex:
                             f"{what} (`amem lcm embed` embeds them; so does the nightly job)")
         hits = _order(hits, sort, limit)
         return GrepResult(pattern, mode, scope, sort, hits, late, scanned, conv_ids, warnings, not_embedded=missing)
+
+    def _lexical(self, kind: str, pattern: str, conv_ids: list[int] | None, since: str | None,
+                 before: str | None, k: int, deadline: float) -> tuple[list[tuple[int, float]], bool]:
+        """The ``k`` best items by BM25 over any of the pattern's words (CJK: its trigram
+        terms), as (rowid, -bm25); True when the deadline stopped the query."""
+        q = build_fts_query(pattern)
+        words = [t for t in q.terms if not is_cjk_text(t) and re.search(r"\w", t)]
+        grams = [t for t in q.terms if is_cjk_text(t) and len(t) >= 3]
+        src = SOURCES[kind]
+        index, terms = (src.fts, words) if words else (src.tri, grams)
+        if not terms:
+            return [], False
+        expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        _, where, params = self._filter(kind, conv_ids, since, before)
+        sql = (f"SELECT t.{src.rowid}, bm25({index}) FROM {index} JOIN {src.table} t ON t.{src.rowid} = "
+               f"{index}.rowid WHERE {index} MATCH ? AND {where} ORDER BY bm25({index}) LIMIT ?")
+        with self.db.reading() as c:
+            c.set_progress_handler(lambda: time.monotonic() > deadline, 5000)
+            try:
+                rows = c.execute(sql, [expr, *params, k]).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "interrupted" not in str(exc):
+                    raise
+                return [], True
+            finally:
+                c.set_progress_handler(None, 0)
+        return [(int(r[0]), -float(r[1])) for r in rows], False
 
     def _hits(self, found: list[tuple[str, int, float]]) -> list[GrepHit]:
         rows: dict[tuple[str, int], sqlite3.Row] = {}
