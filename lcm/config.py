@@ -101,6 +101,8 @@ class LcmConfig:
     log_file_enabled: bool = True
     log_file: str = ""
     log_max_file_bytes: int = 104857600
+    #: days a rotated log file is kept (the log rotates daily; 0 keeps every file)
+    log_retention_days: int = 14
     # lcm's own keys (no lossless-claw equivalent): retention and the regex scan bound.
     retention_archived_max_age_days: int = 0
     retention_max_database_bytes: int = 0
@@ -233,6 +235,7 @@ _SPECS: dict[str, _Spec] = {
         _spec("independentLogFile.enabled", "log_file_enabled", "bool", "LCM_LOG_FILE_ENABLED"),
         _spec("independentLogFile.file", "log_file", "str", "LCM_LOG_FILE"),
         _spec("independentLogFile.maxFileBytes", "log_max_file_bytes", "int", "LCM_LOG_MAX_FILE_BYTES"),
+        _spec("independentLogFile.retentionDays", "log_retention_days", "int", "LCM_LOG_RETENTION_DAYS"),
         _spec(
             "retentionArchivedMaxAgeDays",
             "retention_archived_max_age_days",
@@ -428,7 +431,7 @@ def _validate(cfg: LcmConfig) -> None:
         value = getattr(cfg, attr)
         _check(isinstance(value, int) and not isinstance(value, bool) and value > 0, _name(attr), "must be > 0", value)
     for attr in ("summary_spend_backoff_ms", "circuit_breaker_cooldown_ms", "retention_archived_max_age_days",
-                 "retention_max_database_bytes"):  # fmt: skip
+                 "retention_max_database_bytes", "log_retention_days"):  # fmt: skip
         value = getattr(cfg, attr)
         _check(isinstance(value, int) and value >= 0, _name(attr), "must be >= 0", value)
     _check(0 < cfg.context_threshold <= 1, "contextThreshold", "must be in (0, 1]", cfg.context_threshold)

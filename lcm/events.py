@@ -1,7 +1,16 @@
-"""The JSON-lines operations log: one line per ingest, compaction, reset or retention run.
+"""The JSON-lines operations log: one line per ingest, compaction, reset, retention run or failure.
 
-This is a product record (what happened to which conversation, when), separate from
-Python logging; it rotates by size through ``.1`` to ``.5``.
+This is a product record (what happened to which conversation, when), separate from Python
+logging. It rotates daily: the first event of a new (UTC) day moves the file to
+``<stem>.<YYYY-MM-DD><suffix>`` (``lcm-log.2025-01-01.jsonl``), named after the day its lines
+start on; a file past ``max_bytes`` within a day goes to ``<stem>.<day>.<n><suffix>``. Rotated
+files older than ``retention_days`` are deleted at each rotation and at the first event of a
+process (0 keeps them all). Time comes from the :class:`Clock` seam, so tests move days
+without sleeping.
+
+Several processes may append to one log (``amem serve`` and a CLI command): each reads the
+day of the file's first line before rotating it, so a process whose notion of "today" is
+stale never moves another's fresh file under yesterday's name.
 """
 
 from __future__ import annotations
@@ -9,7 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +29,45 @@ from lcm.timeutil import iso
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EventLog"]
+__all__ = ["EventLog", "DEFAULT_RETENTION_DAYS"]
 
-_KEEP = 5
+DEFAULT_RETENTION_DAYS = 14
 
 
 class EventLog:
     """Append-only JSON lines; a disabled log (``path=None``) accepts and drops events."""
 
-    def __init__(self, path: str | Path | None, clock: Clock, max_bytes: int = 104857600) -> None:
+    def __init__(self, path: str | Path | None, clock: Clock, max_bytes: int = 104857600,
+                 retention_days: int = DEFAULT_RETENTION_DAYS) -> None:  # fmt: skip
+        if isinstance(retention_days, bool) or not isinstance(retention_days, int) or retention_days < 0:
+            raise ValueError(f"retention_days must be an integer >= 0; got {retention_days!r}")
         self.path = Path(path) if path else None
         self.clock = clock
         self.max_bytes = max_bytes
+        self.retention_days = retention_days
         self._lock = threading.Lock()
         self._warned = False
+        self._day: date | None = None  # the day this process last wrote on (None: not yet)
 
     def write(self, event: str, **fields: Any) -> None:
         if self.path is None:
             return
-        line = json.dumps({"ts": iso(self.clock.now()), "event": event, **fields}, ensure_ascii=False, default=str)
+        now = self.clock.now()
+        line = json.dumps({"ts": iso(now), "event": event, **fields}, ensure_ascii=False, default=str)
         with self._lock:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                today = now.date()
+                if self._day != today:
+                    first = self._day is None
+                    self._day = today
+                    started = self._file_day()
+                    if started is not None and started < today:
+                        self._rotate(started)
+                    elif first:
+                        self.prune(today)
                 if self.path.exists() and self.path.stat().st_size + len(line) > self.max_bytes:
-                    self._rotate()
+                    self._rotate(self._file_day() or today)
                 with self.path.open("a", encoding="utf-8") as fh:
                     fh.write(line + "\n")
             except OSError as exc:
@@ -50,10 +76,68 @@ class EventLog:
                     log.warning("lcm: cannot write event log %s: %s", self.path, exc)
                     self._warned = True
 
-    def _rotate(self) -> None:
+    # -- rotation -------------------------------------------------------------------------------
+    def rotated_files(self) -> list[tuple[date, Path]]:
+        """The rotated files of this log with the day each starts on, oldest first."""
+        if self.path is None or not self.path.parent.exists():
+            return []
+        pattern = re.compile(rf"{re.escape(self.path.stem)}\.(\d{{4}}-\d{{2}}-\d{{2}})(?:\.(\d+))?"
+                             rf"{re.escape(self.path.suffix)}\Z")  # fmt: skip
+        found: list[tuple[date, int, Path]] = []
+        for p in self.path.parent.iterdir():
+            m = pattern.match(p.name)
+            if m is None:
+                continue
+            try:
+                day = date.fromisoformat(m.group(1))
+            except ValueError:  # a name that only looks like a date: not ours
+                continue
+            found.append((day, int(m.group(2) or 0), p))
+        return [(d, p) for d, _, p in sorted(found)]
+
+    def prune(self, today: date) -> list[Path]:
+        """Delete rotated files whose day is more than ``retention_days`` before ``today``."""
+        if self.retention_days == 0:
+            return []
+        cutoff = today - timedelta(days=self.retention_days)
+        gone = []
+        for day, p in self.rotated_files():
+            if day < cutoff:
+                try:
+                    p.unlink()
+                    gone.append(p)
+                except FileNotFoundError:  # another process pruned it first
+                    pass
+        return gone
+
+    def _file_day(self) -> date | None:
+        """The UTC day of the active file's first event (None: no file, or no readable first line)."""
         assert self.path is not None
-        for i in range(_KEEP - 1, 0, -1):
-            src = self.path.with_name(f"{self.path.name}.{i}")
-            if src.exists():
-                os.replace(src, self.path.with_name(f"{self.path.name}.{i + 1}"))
-        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        try:
+            with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+                first = fh.readline(4096)
+        except FileNotFoundError:
+            return None
+        if not first.strip():
+            return None  # an empty file: nothing to move aside
+        try:
+            ts = json.loads(first)["ts"]
+            return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).date()
+        except (ValueError, KeyError, TypeError):
+            # Not one of our lines (hand-edited, or cut by a crash): its modification day, so a
+            # damaged file still rotates instead of growing forever.
+            return datetime.fromtimestamp(self.path.stat().st_mtime, tz=self.clock.now().tzinfo).date()
+
+    def _rotate(self, day: date) -> None:
+        assert self.path is not None
+        stem, suffix = self.path.stem, self.path.suffix
+        target = self.path.with_name(f"{stem}.{day.isoformat()}{suffix}")
+        n = 0
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{stem}.{day.isoformat()}.{n}{suffix}")
+        try:
+            os.replace(self.path, target)
+        except FileNotFoundError:  # another process rotated it a moment ago
+            return
+        self.prune(self.clock.now().date())

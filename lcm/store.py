@@ -121,7 +121,7 @@ class LcmStore:
                 log_path = cfg.log_file
             elif not self.db.is_memory:
                 log_path = str(Path(self.db.path).resolve().parent / "lcm-log.jsonl")
-        self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes)
+        self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes, cfg.log_retention_days)
         self.summarizer = Summarizer(cfg, llm, self.clock)
         self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
         self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
