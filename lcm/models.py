@@ -384,6 +384,7 @@ class EmbeddingStatus(_Dict):
     debt: int  # pending_messages + pending_summaries: what semantic search cannot see yet
     stale_vectors: int  # vectors of an earlier model, replaced as the debt is paid
     previous_model_id: str | None = None
+    failed: int = 0  # items the embedder could not encode: skipped, retried after a model change
 
 
 @dataclass(frozen=True)
@@ -397,3 +398,4 @@ class EmbedReport(_Dict):
     seconds: float
     pending: int  # left after this run
     stopped: str | None = None  # "limit" | "deadline" | None (nothing left)
+    failed: int = 0  # items the embedder failed on alone (marked, so they block nothing)

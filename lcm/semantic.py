@@ -117,16 +117,19 @@ class SemanticIndex:
         with self.db.reading() as c:
             row = c.execute("SELECT * FROM lcm_embedder WHERE id = 1").fetchone()
             model = None if row is None else str(row["model_id"])
-            have, stale, pending = 0, 0, {}
+            have, stale, failed, pending = 0, 0, 0, {}
             for kind, src in _SRC.items():
                 total = int(c.execute(f"SELECT count(*) FROM {src.table}").fetchone()[0])
                 mine = int(c.execute(f"SELECT count(*) FROM {src.vectors} WHERE model_id = ?", (model,)).fetchone()[0])
+                bad = int(c.execute(f"SELECT count(*) FROM {src.vectors} WHERE model_id = ? AND length(vector) = 0",
+                                    (model,)).fetchone()[0])
                 stale += int(c.execute(f"SELECT count(*) FROM {src.vectors}").fetchone()[0]) - mine
-                have += mine
+                have += mine - bad
+                failed += bad
                 pending[kind] = total - mine if model is not None else 0
         return EmbeddingStatus(model, None if row is None else int(row["dim"]), have, pending["message"],
                                pending["summary"], pending["message"] + pending["summary"], stale,
-                               None if row is None else row["previous_model_id"])
+                               None if row is None else row["previous_model_id"], failed)
 
     # 2 -------------------------------------------------------------------------------------------
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None,
@@ -145,7 +148,7 @@ class SemanticIndex:
         model, dim = str(emb.model_id), int(emb.dim)
         started = time.monotonic()
         done = {"message": 0, "summary": 0}
-        batches, stopped = 0, None
+        batches, failed, stopped = 0, 0, None
         for kind, src in _SRC.items():
             after = 0
             while stopped is None:
@@ -164,13 +167,13 @@ class SemanticIndex:
                 if not rows:
                     break
                 texts = [str(r[1]) for r in rows]
-                vectors = emb.embed(texts, kind="passage")  # outside the lock: readers go on
-                if getattr(vectors, "shape", None) != (len(texts), dim):
-                    raise ValueError(f"embedder {model} returned shape {getattr(vectors, 'shape', None)} "
-                                     f"for {len(texts)} texts of dim {dim}")
-                packed = [pack(v) for v in vectors]
+                packed = self._encode(emb, texts)  # outside the lock: readers go on
                 with self.db.atomic() as c:
-                    for r, text, (scale, blob) in zip(rows, texts, packed):
+                    for r, text, one in zip(rows, texts, packed):
+                        # An item the embedder failed on alone gets an empty vector: searches skip
+                        # it (wrong length) and it no longer holds up the queue behind it.
+                        scale, blob = one if one is not None else (0.0, b"")
+                        failed += one is None
                         # Only if the item still exists with the text that was embedded.
                         c.execute(f"INSERT OR REPLACE INTO {src.vectors}({src.key}, conversation_id, model_id, "
                                   f"scale, vector) SELECT {src.rowid}, conversation_id, ?, ?, ? FROM {src.table} "
@@ -181,7 +184,29 @@ class SemanticIndex:
                 after = int(rows[-1][0])
         left_total = self.status().debt
         return EmbedReport(model, done["message"], done["summary"], batches,
-                           round(time.monotonic() - started, 3), left_total, stopped)
+                           round(time.monotonic() - started, 3), left_total, stopped, failed)
+
+    def _encode(self, emb: TextEmbedder, texts: list[str]) -> list[tuple[float, bytes] | None]:
+        """Packed vectors of ``texts``; after a failed batch, each text alone (None: it failed).
+
+        If every text fails alone too, the embedder itself is broken: the first error is raised
+        and nothing is marked, so the items stay pending for a working embedder.
+        """
+        try:
+            return [pack(v) for v in _checked(emb, emb.embed(texts, kind="passage"), len(texts))]
+        except Exception as exc:  # any encoder failure: find out whether one text causes it
+            if len(texts) == 1:
+                raise
+            out: list[tuple[float, bytes] | None] = []
+            for text in texts:
+                try:
+                    out.append(pack(_checked(emb, emb.embed([text], kind="passage"), 1)[0]))
+                except Exception as one:  # this text only: marked, logged, counted
+                    log.warning("lcm: the embedder failed on one text (%d chars): %s", len(text), one)
+                    out.append(None)
+            if all(o is None for o in out):
+                raise exc
+            return out
 
     # 3 -------------------------------------------------------------------------------------------
     def _filter(self, kind: str, conv_ids: list[int] | None, since: str | None,
@@ -245,7 +270,8 @@ class SemanticIndex:
             _, where, params = self._filter(kind, conv_ids, since, before)
             n += int(self.db.scalar(
                 f"SELECT count(*) FROM {src.table} t WHERE {where} AND NOT EXISTS (SELECT 1 FROM "
-                f"{src.vectors} v WHERE v.{src.key} = t.{src.rowid} AND v.model_id = ?)", [*params, model]))
+                f"{src.vectors} v WHERE v.{src.key} = t.{src.rowid} AND v.model_id = ? AND length(v.vector) > 0)",
+                [*params, model]))
         return n
 
     # 4 -------------------------------------------------------------------------------------------
@@ -286,7 +312,8 @@ class SemanticIndex:
             hits = [dataclasses.replace(by_id[i], score=round(s, 6)) for i, s in fused]
         if missing:
             what = "full text still searched them" if mode == "hybrid" else "semantic search did not see them"
-            warnings.append(f"{missing} in-scope messages/summaries have no vector of {emb.model_id} yet: "
+            warnings.append(f"{missing} in-scope messages/summaries have no vector of {emb.model_id} (not "
+                            "embedded yet, or the embedder failed on them): "
                             f"{what} (`amem lcm embed` embeds them; so does the nightly job)")
         hits = _order(hits, sort, limit)
         return GrepResult(pattern, mode, scope, sort, hits, late, scanned, conv_ids, warnings, not_embedded=missing)
@@ -333,6 +360,13 @@ class SemanticIndex:
             if row is not None:  # else deleted since the scan
                 out.append(_hit(kind, row, round(score, 6)))
         return out
+
+
+def _checked(emb: TextEmbedder, vectors: np.ndarray, n: int) -> np.ndarray:
+    if getattr(vectors, "shape", None) != (n, int(emb.dim)):
+        raise ValueError(f"embedder {emb.model_id} returned shape {getattr(vectors, 'shape', None)} "
+                         f"for {n} texts of dim {emb.dim}")
+    return vectors
 
 
 def _snippet(text: str, width: int = 160) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -219,3 +220,35 @@ def test_the_nightly_maintenance_pays_the_embedding_debt() -> None:
     with _store() as store:  # no embedder: nothing to do, nothing failed
         store.ingest(KEY, TALK)
         assert store.maintenance().embedding is None
+
+
+class _Poisoned(HashingEmbedder):
+    """Fails on any batch holding a text with POISON; ``broken`` fails on everything."""
+
+    def __init__(self, broken: bool = False) -> None:
+        super().__init__(64)
+        self.broken = broken
+
+    def embed(self, texts: Any, kind: str = "passage") -> Any:
+        if self.broken or any("POISON" in t for t in texts):
+            raise RuntimeError("encoder crashed")
+        return super().embed(texts, kind=kind)  # type: ignore[arg-type]
+
+
+def test_a_text_the_embedder_fails_on_is_marked_and_holds_up_nothing_behind_it() -> None:
+    with _store(_Poisoned()) as store:
+        store.ingest(KEY, [{"role": "user", "content": "POISON pill" if i == 1 else f"fine text {i}"}
+                           for i in range(5)])
+        report = store.embed_pending()
+        assert (report.embedded_messages, report.failed, report.pending) == (5, 1, 0)
+        st = store.status().embedding
+        assert st is not None and (st.vectors, st.failed, st.debt) == (4, 1, 0)
+        res = store.grep("fine text", mode="semantic", session_key=KEY)
+        assert res.not_embedded == 1 and "msg_2" not in [h.id for h in res.hits]
+        assert store.embed_pending().batches == 0  # not retried with the same model
+    with _store(_Poisoned(broken=True)) as store:  # a broken embedder marks nothing
+        store.ingest(KEY, TALK)
+        with pytest.raises(RuntimeError, match="encoder crashed"):
+            store.embed_pending()
+        st = store.status().embedding
+        assert st is not None and (st.vectors, st.failed, st.debt) == (0, 0, len(TALK))
