@@ -82,6 +82,9 @@ def test_the_cli_shows_the_debt_embeds_it_and_greps_by_meaning(tmp_path: Path) -
     grep = ["lcm", "grep", "automobile stopped working", "--all", "--sort", "relevance"]
     before = _amem(env, *grep, "--mode", "semantic")
     assert before["hits"] == [] and before["not_embedded"] == 2 and before["warnings"]
+    text = subprocess.run([str(AMEM), *grep, "--mode", "semantic"], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert "warning: 2 in-scope messages/summaries have no vector" in text.stdout  # visible without --json
     hybrid = _amem(env, *grep, "--mode", "hybrid")
     assert hybrid["not_embedded"] == 2
     done = _amem(env, "lcm", "embed")
