@@ -93,6 +93,7 @@ _CHILD = textwrap.dedent(
             return super().embed(texts, kind)
 
     store = LcmStore({db!r}, LcmConfig(log_file_enabled=False), embedder=SlowEmbedder(256))
+    store.embed_pending(limit=32)  # one batch stored before the kill can land, whatever the load
     print("READY", flush=True)
     store.embed_pending()
     """
@@ -106,7 +107,7 @@ def test_a_killed_embedding_run_loses_nothing_and_the_next_run_embeds_only_the_r
         store.ingest(KEY, [{"role": "user", "content": t} for t in texts])
     script = tmp_path / "child.py"
     script.write_text(_CHILD.format(root=str(Path(__file__).resolve().parents[2]), db=db))
-    assert run_child(str(tmp_path), script, kill_after=0.6) == -9  # SIGKILL mid-run
+    assert run_child(str(tmp_path), script, kill_after=0.3) == -9  # SIGKILL mid-run (the rest takes 3 s)
     emb = RecordingEmbedder(256)
     with _store(emb, db) as store:
         stored = store.status().embedding
