@@ -262,7 +262,7 @@ def _is_ours(exc: Exception) -> bool:
 # ---------------------------------------------------------------------- tool_info
 
 
-def tool_info(ctx: CallContext, query: str, max_results: int = 5) -> dict[str, Any]:
+def tool_info(ctx: CallContext, query: str, maxResults: int = 5) -> dict[str, Any]:
     facade = ctx.facade
     tools = facade.available()
     exact = [t for t in tools if t.name == query.strip()]
@@ -278,7 +278,7 @@ def tool_info(ctx: CallContext, query: str, max_results: int = 5) -> dict[str, A
     scored.sort(key=lambda x: (-x[0], x[1]))
     # Words shared by every tool ("memory") would return everything: keep the clear winners.
     best = scored[0][0] if scored else 0
-    kept = [t for score, _, t in scored if score * 2 >= best][:max_results]
+    kept = [t for score, _, t in scored if score * 2 >= best][:maxResults]
     return {"matched_by": "keyword", "tools": [facade.definition(t) for t in kept]}
 
 
@@ -293,6 +293,6 @@ def _tool_info_tool() -> Tool:
         schema=obj({
             "query": {"type": "string", "minLength": 1, "maxLength": 200,
                       "description": "A tool name, or keywords describing what you need."},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
-                            "description": "How many tools to return for a keyword search."},
+            "maxResults": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
+                           "description": "How many tools to return for a keyword search."},
         }, required=["query"]))

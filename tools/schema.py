@@ -118,9 +118,19 @@ def validate(value: Any, schema: Mapping[str, Any], field: str = "") -> None:
         if schema.get("additionalProperties", True) is False:
             extra = sorted(str(k) for k in value if k not in props)
             if extra:
+                camel = _camel(extra[0])
+                if camel != extra[0] and camel in props:  # every tool's arguments are camelCase
+                    raise ToolError("invalid_argument", f"unknown field {extra[0]!r}: arguments are "
+                                    f"camelCase, use {camel!r}", field=extra[0])
                 raise ToolError("invalid_argument",
                                 f"unknown field {extra[0]!r}; expected one of: {', '.join(props) or 'none'}",
                                 field=extra[0])
         for name, sub in props.items():
             if name in value:
                 validate(value[name], sub, f"{field}.{name}" if field else name)
+
+
+def _camel(name: str) -> str:
+    """``max_results`` -> ``maxResults`` (the spelling a snake_case caller probably meant)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)

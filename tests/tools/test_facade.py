@@ -70,7 +70,8 @@ def test_list_get_delete_round_trip(facade: ToolFacade) -> None:
     ("memory_get", {"id": "no-such-note"}, "not_found", None),
     ("memory_delete", {"id": "\x00bad"}, "invalid_argument", "id"),
     ("memory_list", {"limit": 101}, "invalid_argument", "limit"),
-    ("tool_info", {"query": "x", "max_results": 0}, "invalid_argument", "max_results"),
+    ("tool_info", {"query": "x", "maxResults": 0}, "invalid_argument", "maxResults"),
+    ("tool_info", {"query": "x", "max_results": 3}, "invalid_argument", "max_results"),
     ("lcm_grep", {"pattern": "x"}, "unavailable", None),
 ])
 def test_bad_calls_are_structured_errors(facade: ToolFacade, name: object, args: dict,
@@ -153,7 +154,7 @@ def test_lazy_lists_every_tool_and_shortens_the_rest(tenants: Tenants) -> None:
 
 
 def test_tool_info_keyword_search(facade: ToolFacade) -> None:
-    got = facade.call("tool_info", {"query": "delete a memory", "max_results": 3})
+    got = facade.call("tool_info", {"query": "delete a memory", "maxResults": 3})
     assert got["matched_by"] == "keyword"
     assert got["tools"][0]["name"] == "memory_delete"
     assert len(got["tools"]) <= 3
