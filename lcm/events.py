@@ -102,7 +102,7 @@ class EventLog:
         cutoff = today - timedelta(days=self.retention_days)
         gone = []
         for day, p in self.rotated_files():
-            if day < cutoff:
+            if day < cutoff and _ours(p):
                 try:
                     p.unlink()
                     gone.append(p)
@@ -141,3 +141,20 @@ class EventLog:
         except FileNotFoundError:  # another process rotated it a moment ago
             return
         self.prune(self.clock.now().date())
+
+
+def _ours(path: Path) -> bool:
+    """Whether a rotated file holds our lines (or nothing): a log pointed at a shared directory
+    (``LCM_LOG_FILE``) must never delete another program's file that happens to share the name."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            first = fh.readline(4096)
+    except OSError:
+        return False
+    if not first.strip():
+        return True
+    try:
+        doc = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and "ts" in doc and "event" in doc

@@ -44,12 +44,13 @@ def test_the_first_event_of_a_new_day_moves_the_file_aside(tmp_path: Path, clock
 def test_rotated_files_past_the_retention_are_deleted(tmp_path: Path, clock: ManualClock) -> None:
     log = EventLog(tmp_path / "lcm-log.jsonl", clock, retention_days=3)
     (tmp_path / "lcm-log.notes.jsonl").write_text("mine\n")  # not a rotated file: never touched
+    (tmp_path / "lcm-log.2024-06-01.jsonl").write_text("another program's line\n")  # not our lines: kept
     for _ in range(8):  # 1 .. 8 January
         log.write("tick")
         clock.advance(DAY)
     log.write("tick")  # 9 January: keeps the files of the 6th, 7th and 8th
-    assert [d.isoformat() for d, _ in log.rotated_files()] == ["2025-01-06", "2025-01-07", "2025-01-08"]
-    assert "lcm-log.notes.jsonl" in names(tmp_path)
+    assert [d.isoformat() for d, _ in log.rotated_files()] == ["2024-06-01", "2025-01-06", "2025-01-07", "2025-01-08"]
+    assert "lcm-log.notes.jsonl" in names(tmp_path) and "lcm-log.2024-06-01.jsonl" in names(tmp_path)
     forever = EventLog(tmp_path / "all.jsonl", clock, retention_days=0)
     for _ in range(20):
         forever.write("tick")
