@@ -63,7 +63,8 @@ def row_to_conversation(row: sqlite3.Row) -> Conversation:
 
 
 def find_active(c: sqlite3.Connection, session_key: str | None, session_id: str | None) -> sqlite3.Row | None:
-    """The active conversation for a key, else (when no key matches) for a session id."""
+    """The active conversation for a key, else (when no key matches) for a session id (with a
+    key given, only a conversation without a key of its own)."""
     if session_key is not None:
         row: sqlite3.Row | None = c.execute(
             "SELECT * FROM conversations WHERE session_key = ? AND active = 1", (session_key,)
@@ -71,8 +72,11 @@ def find_active(c: sqlite3.Connection, session_key: str | None, session_id: str 
         if row is not None:
             return row
     if session_id is not None:
+        # With a key, the id finds only a conversation that has no key yet: a conversation of
+        # another key that took this id (a host's id is anybody's to send) is not this key's.
+        keyless = " AND session_key IS NULL" if session_key is not None else ""
         row = c.execute(
-            "SELECT * FROM conversations WHERE session_id = ? AND active = 1 ORDER BY id DESC LIMIT 1",
+            f"SELECT * FROM conversations WHERE session_id = ? AND active = 1{keyless} ORDER BY id DESC LIMIT 1",
             (session_id,),
         ).fetchone()
         return row
@@ -86,7 +90,8 @@ def resolve_conversation(
 
     Returns ``(conversation_id, created, archived_id)``. A cron key whose runtime session id
     changed gets a fresh conversation (the previous run's row is archived with cause
-    ``cron-run``) so each scheduled run is its own conversation.
+    ``cron-run``) so each scheduled run is its own conversation; any other key keeps its
+    conversation, which takes the new session id.
     """
     if session_key is None and session_id is None:
         raise LcmValidationError("need a session_key or a session_id", field="session_key")
@@ -100,7 +105,12 @@ def resolve_conversation(
         updates = []
         if session_key is not None and row["session_key"] is None:
             updates.append(("session_key", session_key))
-        if session_id is not None and row["session_id"] is None:
+        # A key whose host started a new session (a new session file, a restart) keeps its
+        # conversation and follows the new id, so a later lookup by that id alone finds it
+        # (as lossless-claw's getOrCreateConversation does). Found by id alone, the row keeps
+        # its id: the id is what matched.
+        follows = session_key is not None and row["session_key"] == session_key
+        if session_id is not None and row["session_id"] != session_id and (row["session_id"] is None or follows):
             updates.append(("session_id", session_id))
         for col, val in updates:
             c.execute(f"UPDATE conversations SET {col} = ?, updated_at = ? WHERE id = ?", (val, now, row["id"]))

@@ -1,0 +1,199 @@
+"""LCM bulk ingest: messages/s of ``LcmStore.ingest``, the old per-row path against the batched one,
+with the cost of each full-text index split out, and grep latency on the result.
+
+    python -m benchmarks.lcm_ingest_bench --quick            # seconds: 10k messages
+    python -m benchmarks.lcm_ingest_bench                    # 100k messages, every variant
+    python -m benchmarks.lcm_ingest_bench --size 1000000 --variants before,after   # minutes
+
+Every variant runs in this process on the same messages (batches of 500 into 100
+conversations, the shape of ``amem lcm ingest``), each into a fresh file-backed database:
+
+* ``before``: the ingest path before batching, kept here as the baseline: one statement per
+  message, per-message duplicate and replay look-ups, the indexes fed by their insert triggers.
+* ``after``: ``LcmStore.ingest`` as shipped.
+* ``after_no_trigram`` / ``after_no_words`` / ``after_no_index``: ``LcmStore.ingest`` with the
+  trigram index, the word index, or both replaced by plain rowid tables (the same statements
+  run, the FTS5 work does not): the difference to ``after`` is what that index costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.lcm_bench import _message, _timed
+from lcm import LcmConfig, LcmStore, ManualClock
+from lcm.errors import ReplayFloodError
+from lcm.ingest import NormalizedMessage, normalize_messages
+from lcm.sessions import resolve_conversation
+from lcm.tokens import estimate_tokens
+
+BATCH = 500
+CONVERSATIONS = 100
+VARIANTS = ("before", "after", "after_no_trigram", "after_no_words", "after_no_index")
+#: the plain tables standing in for an index a variant leaves out
+_PLAIN = {"after_no_trigram": ("messages_tri",), "after_no_words": ("messages_fts",),
+          "after_no_index": ("messages_fts", "messages_tri")}
+
+
+def _config() -> LcmConfig:
+    return LcmConfig(log_file_enabled=False, replay_flood_threshold_external=1000,
+                     replay_flood_threshold_internal=1000)
+
+
+def _legacy_store(c: sqlite3.Connection, conversation_id: int, batch: list[NormalizedMessage],
+                  cfg: LcmConfig) -> int:
+    """The per-row ingest of commit 9eb2126 (its large-file branch left out: the corpus has none)."""
+    keep = []
+    for m in batch:
+        if m.stable_event_key is not None and c.execute(
+                "SELECT 1 FROM messages WHERE conversation_id = ? AND stable_event_key = ?",
+                (conversation_id, m.stable_event_key)).fetchone():
+            continue
+        if m.explicit_time and c.execute(
+                "SELECT 1 FROM messages WHERE conversation_id = ? AND identity_hash = ? AND created_at = ?",
+                (conversation_id, m.identity_hash, m.created_at)).fetchone():
+            continue
+        keep.append(m)
+    recent = [r[0] for r in c.execute(
+        "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?",
+        (conversation_id, len(keep) * 2 + 64))][::-1]
+    assert recent[-2:] != [m.identity_hash for m in keep[:2]]  # the corpus never overlaps
+    groups = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in keep)
+    for (role, ident, second), count in groups.items():
+        stored = c.execute(
+            "SELECT count(*) FROM messages WHERE conversation_id = ? AND identity_hash = ? AND created_at >= ? "
+            "AND created_at < ?", (conversation_id, ident, second, second + "\x7f")).fetchone()[0]
+        if count + stored > cfg.replay_flood_threshold_external:
+            raise ReplayFloodError("flood", role=role, count=count + stored, threshold=0)
+    seq = c.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?",
+                    (conversation_id,)).fetchone()[0]
+    ordinal = c.execute("SELECT coalesce(max(ordinal), 0) FROM context_items WHERE conversation_id = ?",
+                        (conversation_id,)).fetchone()[0]
+    for m in keep:
+        seq += 1
+        ordinal += 1
+        cur = c.execute(
+            "INSERT INTO messages(conversation_id, seq, role, content, token_count, identity_hash, "
+            "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (conversation_id, seq, m.role, m.content, estimate_tokens(m.content), m.identity_hash,
+             m.stable_event_key, None, m.created_at))
+        c.execute("INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) "
+                  "VALUES (?, ?, 'message', ?)", (conversation_id, ordinal, cur.lastrowid))
+    return len(keep)
+
+
+def _open(path: Path, variant: str) -> LcmStore:
+    store = LcmStore(path, _config(), clock=ManualClock())
+    for table in _PLAIN.get(variant, ()):
+        with store.db.atomic() as c:
+            c.execute(f"DROP TABLE {table}")
+            for trigger in ("ai", "ad", "au"):  # they belong to messages, not to the index
+                c.execute(f"DROP TRIGGER {table}_{trigger}")
+            c.execute(f"CREATE TABLE {table} (rowid INTEGER PRIMARY KEY, content TEXT)")
+            # the insert trigger comes back writing into the plain table, as the real one does
+            c.execute(f"CREATE TRIGGER {table}_ai AFTER INSERT ON messages WHEN NOT EXISTS "
+                      f"(SELECT 1 FROM lcm_index_deferred) BEGIN INSERT INTO {table}(rowid, content) "
+                      "VALUES (new.id, new.content); END")
+    return store
+
+
+def ingest_run(path: Path, variant: str, batches: Sequence[list[dict[str, str]]]) -> tuple[LcmStore, float]:
+    """Ingest ``batches`` with ``variant``; the store (left open) and the seconds it took."""
+    store = _open(path, variant)
+    clock: ManualClock = store.clock  # type: ignore[assignment]
+    legacy = variant == "before"
+    start = time.perf_counter()
+    for b, msgs in enumerate(batches):
+        key = f"agent:bench:c{b % CONVERSATIONS}"
+        if legacy:
+            now = store._now()
+            norm = normalize_messages(msgs, now)
+            with store.db.atomic() as c:
+                conv, _, _ = resolve_conversation(c, key, None, now)
+                _legacy_store(c, conv, norm, store.config)
+                c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv))
+        else:
+            store.ingest(key, msgs)
+        clock.advance(1)
+    return store, time.perf_counter() - start
+
+
+def corpus(n: int, seed: int = 7) -> list[list[dict[str, str]]]:
+    rng = random.Random(seed)
+    messages = [_message(rng, i) for i in range(n)]
+    return [messages[i:i + BATCH] for i in range(0, n, BATCH)]
+
+
+def _grep_ms(store: LcmStore, repeat: int) -> dict[str, float]:
+    cases: dict[str, Callable[[], Any]] = {
+        "full_text_rare_ms": lambda: store.grep("needle-zebra-quartz", mode="full_text", all_conversations=True),
+        "regex_rare_literal_ms": lambda: store.grep(r"needle-zebra-\w+", mode="regex", all_conversations=True),
+        "full_text_cjk_ms": lambda: store.grep("数据库迁移", mode="full_text", all_conversations=True),
+    }
+    return {name: _timed(fn, repeat) for name, fn in cases.items()}
+
+
+def run(n: int, variants: Sequence[str], repeat: int = 5) -> dict[str, Any]:
+    batches = corpus(n)
+    out: dict[str, Any] = {"messages": n, "batch": BATCH, "python": sys.version.split()[0],
+                           "sqlite": sqlite3.sqlite_version, "variants": {}}
+    with tempfile.TemporaryDirectory(prefix="lcm-ingest-bench-") as d:
+        for variant in variants:
+            store, secs = ingest_run(Path(d) / f"{variant}.db", variant, batches)
+            row: dict[str, Any] = {"seconds": round(secs, 2), "msgs_per_s": round(n / secs)}
+            stored = store.db.scalar("SELECT count(*) FROM messages")
+            assert stored == n, f"{variant} stored {stored} of {n}"
+            if variant in ("before", "after"):
+                row["grep"] = _grep_ms(store, repeat)
+                row["hits_rare"] = len(store.grep("needle-zebra-quartz", mode="full_text",
+                                                  all_conversations=True).hits)
+                row["db_bytes"] = store.status().size_bytes
+            store.close()
+            for suffix in ("", "-wal", "-shm"):  # keep the disk use to one database at a time
+                Path(d, f"{variant}.db{suffix}").unlink(missing_ok=True)
+            out["variants"][variant] = row
+            print(f"# {variant}: {row}", file=sys.stderr, flush=True)
+    out["ratios"] = ratios(out["variants"])
+    return out
+
+
+def ratios(rows: dict[str, Any]) -> dict[str, float]:
+    """after/before speed-up, and each index's share of the shipped path's time."""
+    got: dict[str, float] = {}
+    if "before" in rows and "after" in rows:
+        got["after_vs_before"] = round(rows["before"]["seconds"] / rows["after"]["seconds"], 2)
+    if "after" in rows:
+        total = rows["after"]["seconds"]
+        for variant, name in (("after_no_trigram", "trigram_share"), ("after_no_words", "words_share"),
+                              ("after_no_index", "both_indexes_share")):
+            if variant in rows:
+                got[name] = round(1 - rows[variant]["seconds"] / total, 2)
+    return got
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="10k messages; runs in seconds")
+    parser.add_argument("--size", type=int, default=100_000, help="messages (default 100000)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated of {VARIANTS}")
+    args = parser.parse_args(argv)
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+    print(json.dumps(run(10_000 if args.quick else args.size, variants), indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
