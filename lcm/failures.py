@@ -31,10 +31,17 @@ def record_failure(db: Database, at: str, kind: str, reason: str, conversation_i
     """Store one failure. Never raises: recording must not turn a degraded path into a broken one."""
     if kind not in KINDS:
         raise ValueError(f"failure kind must be one of {KINDS}; got {kind!r}")
+    reason = reason[:_MAX_REASON]
     try:
         with db.atomic() as c:
+            newest = c.execute("SELECT id, kind, conversation_id, reason FROM lcm_failures "
+                               "ORDER BY id DESC LIMIT 1").fetchone()
+            if newest is not None and tuple(newest)[1:] == (kind, conversation_id, reason):
+                # The same failure again (an over-budget context on every assemble): one row, new time.
+                c.execute("UPDATE lcm_failures SET at = ? WHERE id = ?", (at, newest[0]))
+                return
             c.execute("INSERT INTO lcm_failures(at, kind, conversation_id, reason) VALUES (?, ?, ?, ?)",
-                      (at, kind, conversation_id, reason[:_MAX_REASON]))
+                      (at, kind, conversation_id, reason))
             c.execute("DELETE FROM lcm_failures WHERE id <= (SELECT max(id) FROM lcm_failures) - ?", (KEEP,))
     except sqlite3.Error as exc:  # a full disk or a locked file: say so, keep going
         log.warning("lcm: cannot record a %s failure (%s): %s", kind, reason[:120], exc)

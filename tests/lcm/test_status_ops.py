@@ -72,6 +72,9 @@ def test_the_record_keeps_the_newest_rows_and_bounds_a_reason(store: LcmStore) -
     assert store.db.scalar("SELECT count(*) FROM lcm_failures") == KEEP
     last = store.status().last_failure
     assert last is not None and last.reason.startswith(f"run {KEEP + 6} ") and len(last.reason) == 500
+    record_failure(store.db, "2025-01-02T00:00:00Z", "embedding", f"run {KEEP + 6} " + "x" * 2000)  # the same again
+    assert store.db.scalar("SELECT count(*) FROM lcm_failures") == KEEP
+    assert store.status().last_failure.at == "2025-01-02T00:00:00Z"  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="kind"):
         record_failure(store.db, "2025-01-01T00:00:00Z", "nonsense", "x")
 
@@ -99,3 +102,16 @@ def test_status_lists_the_ignored_lossless_claw_keys() -> None:
     with LcmStore(":memory:", cfg, clock=ManualClock()) as store:
         assert store.status().ignored_keys == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
                                                "transcriptGcEnabled"]
+
+
+def test_retention_deletes_the_failures_of_the_conversations_it_deletes(
+    make_store: Callable[..., LcmStore], clock: ManualClock
+) -> None:
+    store = make_store(retention_archived_max_age_days=1)
+    old = store.ingest("agent:a", chat(4)).conversation_id
+    store.reset("agent:a")
+    record_failure(store.db, iso(clock.now()), "compaction", "quoted text of the old conversation", old)
+    record_failure(store.db, iso(clock.now()), "embedding", "a run of the whole store")
+    clock.advance(3 * 86400)
+    assert store.apply_retention().deleted_conversations == [old]
+    assert [r[0] for r in store.db.query("SELECT kind FROM lcm_failures")] == ["embedding"]
