@@ -5,6 +5,8 @@ an embedder."""
 from __future__ import annotations
 
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -253,3 +255,21 @@ def test_a_text_the_embedder_fails_on_is_marked_and_holds_up_nothing_behind_it()
             store.embed_pending()
         st = store.status().embedding
         assert st is not None and (st.vectors, st.failed, st.debt) == (0, 0, len(TALK))
+
+
+class _SlowRecording(RecordingEmbedder):
+    def embed(self, texts: Any, kind: str = "passage") -> Any:
+        time.sleep(0.005)  # long enough for a second thread to read the same pending batch
+        return super().embed(texts, kind)
+
+
+def test_two_runs_at_once_in_one_process_encode_each_item_once() -> None:
+    emb = _SlowRecording(64)
+    with _store(emb) as store:
+        store.ingest(KEY, [{"role": "user", "content": f"item {i}"} for i in range(300)])
+        threads = [threading.Thread(target=store.embed_pending) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(emb.passages) == sorted(f"item {i}" for i in range(300))
