@@ -273,3 +273,21 @@ def test_two_runs_at_once_in_one_process_encode_each_item_once() -> None:
         for t in threads:
             t.join(60)
         assert sorted(emb.passages) == sorted(f"item {i}" for i in range(300))
+
+
+def test_summaries_are_embedded_and_found_by_meaning_too() -> None:
+    from .conftest import chat
+
+    cfg = LcmConfig(log_file_enabled=False, leaf_chunk_tokens=200, fresh_tail_count=8)
+    with LcmStore(":memory:", cfg, clock=ManualClock(), embedder=HashingEmbedder(256)) as store:
+        store.ingest(KEY, chat(60))
+        assert store.compact(KEY, force=True).leaf_summaries
+        report = store.embed_pending()
+        summaries = int(store.db.scalar("SELECT count(*) FROM summaries"))
+        assert report.embedded_summaries == summaries > 0 and report.pending == 0
+        leaf = store.db.one("SELECT summary_id, content FROM summaries WHERE kind = 'leaf' ORDER BY pk LIMIT 1")
+        assert leaf is not None
+        res = store.grep(leaf["content"], mode="semantic", scope="summaries", session_key=KEY, sort="relevance")
+        assert leaf["summary_id"] in [h.id for h in res.hits[:3]]  # a condensed parent may quote it
+        kinds = {r[0]: (r[1], r[2]) for r in store.db.query("SELECT summary_id, kind, depth FROM summaries")}
+        assert res.hits and all(h.kind == "summary" and (h.summary_kind, h.depth) == kinds[h.id] for h in res.hits)
