@@ -256,13 +256,13 @@ class SemanticIndex:
                     rows = cursor.fetchmany(SCAN_BATCH)
                 if not rows:
                     break
+                if scanned and time.monotonic() > deadline:  # rows left unread: say so
+                    late = True
+                    break
                 ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
                 scores = unpack_scores([r[2] for r in rows], [r[1] for r in rows], dim, query)
                 best_ids, best = top_k(np.concatenate([best_ids, ids]), np.concatenate([best, scores]), k)
                 scanned += len(rows)
-                if time.monotonic() > deadline:
-                    late = True
-                    break
         finally:
             with self.db.reading():
                 cursor.close()

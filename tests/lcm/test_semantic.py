@@ -291,3 +291,23 @@ def test_summaries_are_embedded_and_found_by_meaning_too() -> None:
         assert leaf["summary_id"] in [h.id for h in res.hits[:3]]  # a condensed parent may quote it
         kinds = {r[0]: (r[1], r[2]) for r in store.db.query("SELECT summary_id, kind, depth FROM summaries")}
         assert res.hits and all(h.kind == "summary" and (h.summary_kind, h.depth) == kinds[h.id] for h in res.hits)
+
+
+def test_since_before_and_the_deadline_bound_a_semantic_grep() -> None:
+    clock = ManualClock()
+    with LcmStore(":memory:", LcmConfig(log_file_enabled=False, grep_regex_deadline_ms=1), clock=clock,
+                  embedder=HashingEmbedder(64)) as store:
+        store.ingest(KEY, [{"role": "user", "content": "old apple note"}])
+        clock.advance(3600)
+        store.ingest(KEY, [{"role": "user", "content": "new apple note"}])
+        store.embed_pending()
+        late = store.grep("apple note", mode="semantic", session_key=KEY, since=clock.now())
+        assert [h.id for h in late.hits] == ["msg_2"] and not late.truncated
+        early = store.grep("apple note", mode="semantic", session_key=KEY, before=clock.now())
+        assert [h.id for h in early.hits] == ["msg_1"]
+        # 3 scan batches of vectors and a 1 ms deadline: the answer says it stopped early
+        rows = [(i, 1, "hashing-v1-d64", *pack(HashingEmbedder(64).embed(["apple"])[0])) for i in range(10, 12300)]
+        with store.db.atomic() as c:
+            c.executemany("INSERT INTO message_vectors VALUES (?, ?, ?, ?, ?)", rows)
+        res = store.grep("apple", mode="semantic", session_key=KEY)
+        assert res.truncated and any("deadline" in w for w in res.warnings) and res.scanned < len(rows) + 2
