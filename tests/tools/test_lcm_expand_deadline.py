@@ -15,6 +15,7 @@ import pytest
 
 from lcm.recall import ExpansionTimeoutError
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, chat, drip, slow
+from tools.facade import ToolFacade
 from tools.runtime import open_lcm, shared_llm
 
 from .test_lcm_llm import KEY, server, settings, talk
@@ -65,5 +66,11 @@ def test_timeout_ms_ends_the_request_and_keeps_the_circuit_closed(tmp_path: Path
                              timeout_ms=400)
         assert time.monotonic() - started < 0.4 + 0.6
         assert (breaker.state, breaker.failures) == ("closed", 0)
+        # The tool an agent calls: the same deadline, the error code ``timeout``.
+        facade = ToolFacade(None, lcm, agent_id="main", session_key=KEY)
+        started = time.monotonic()
+        got = facade.call("lcm_expand_query", {"prompt": "why was the release rolled back?", "query": "rolled back",
+                                               "timeoutMs": 300})
+        assert got["error"]["code"] == "timeout" and time.monotonic() - started < 0.3 + 0.6
     finally:
         lcm.close()
