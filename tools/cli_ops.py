@@ -359,6 +359,8 @@ def _grep_text(data: dict[str, Any]) -> str:
     lines = [f"{h['kind'][:3]} {h['id']:<22} {h.get('created_at', '')[:19]}  "
              f"{' '.join(str(h.get('snippet', '')).split())[:100]}" for h in hits]
     lines.append(f"{len(hits)} hits" + (" (truncated)" if data.get("truncated") else ""))
+    # a degraded answer says so in text too (messages not embedded yet, a deadline hit)
+    lines += [f"warning: {w}" for w in data.get("warnings", [])]
     return "\n".join(lines)
 
 
