@@ -382,7 +382,7 @@ class LcmStore:
         since: str | datetime | None = None,
         before: str | datetime | None = None,
         limit: int = 50,
-        sort: str = "recency",
+        sort: str | None = None,
         file_ids: Sequence[str] | None = None,
     ) -> GrepResult:
         """Search messages and/or summaries of the session family (or one / all conversations).
@@ -394,8 +394,12 @@ class LcmStore:
         ``file_ids`` when given; a file outside the scope is not_found like a missing one.
         ``session_key`` may be several keys: the union of their families.
         ``semantic`` ranks by the embedder's cosine (``lcm.semantic``), ``hybrid`` fuses that
-        with full_text by RRF; both count what is not embedded yet in ``not_embedded``.
+        with BM25 over any of the words by RRF; both count what is not embedded yet in
+        ``not_embedded``. ``sort`` defaults to ``relevance`` (best match first) for those two
+        and to ``recency`` for the others.
         """
+        if sort is None:
+            sort = "relevance" if mode in ("semantic", "hybrid") else "recency"
         if not isinstance(pattern, str) or not pattern.strip():
             raise LcmValidationError("pattern must be a non-empty string", field="pattern")
         for name, value, allowed in (("mode", mode, _MODES), ("scope", scope, _SCOPES), ("sort", sort, _SORTS)):

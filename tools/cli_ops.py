@@ -53,8 +53,8 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
                    "lookarounds), meaning (semantic: the embedder's cosine) or hybrid (both, RRF)")
     p.add_argument("--scope", choices=["messages", "summaries", "both"], default="both",
                    help="what to search (default both)")
-    p.add_argument("--sort", choices=["recency", "relevance", "hybrid"], default="recency",
-                   help="hit order (default recency)")
+    p.add_argument("--sort", choices=["recency", "relevance", "hybrid"],
+                   help="hit order (default recency; relevance for semantic and hybrid)")
     p.add_argument("-n", "--limit", type=int, default=50, help="at most this many hits (1-200)")
     p.add_argument("--since", help="ISO date/time: only newer items")
     p.add_argument("--before", help="ISO date/time: only older items")

@@ -109,7 +109,7 @@ def _scope_keys(ctx: "CallContext", all_conversations: bool) -> str | list[str]:
 def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "regex", scope: str = "both",
              conversationId: int | None = None, allConversations: bool = False,
              fileIds: list[str] | None = None, since: str | None = None,
-             before: str | None = None, limit: int = 50, sort: str = "recency") -> dict[str, Any]:
+             before: str | None = None, limit: int = 50, sort: str | None = None) -> dict[str, Any]:
     # A conversation of another family (or another agent) answers exactly like a missing one.
     out = _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before, limit=limit,
                             sort=sort, session_key=_scope_keys(ctx, allConversations),
@@ -190,7 +190,8 @@ def lcm_tools() -> list[Tool]:
                 "since": _TIME, "before": _TIME,
                 "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
                 "sort": {"type": "string", "enum": ["recency", "relevance", "hybrid"],
-                         "default": "recency"},
+                         "description": "Hit order; default recency (newest first), and "
+                         "relevance (best match first) for semantic and hybrid."},
             }, required=["pattern"])),
         Tool(
             name="lcm_describe", handler=lcm_describe, group="lcm",

@@ -49,6 +49,9 @@ def test_semantic_grep_finds_a_paraphrase_only_in_the_callers_history(memory: Me
         wide = alice.call("lcm_grep", {**query, "mode": mode, "allConversations": True})
         assert "Lisbon" in " ".join(h["snippet"] for h in wide["hits"])  # both of alice's sessions
         assert all("automobile" not in h["snippet"] for h in wide["hits"])
+    unsorted = alice.call("lcm_grep", {"pattern": "automobile stopped working", "mode": "semantic"})
+    assert unsorted["sort"] == "relevance" and unsorted["hits"][0]["snippet"] == CAR  # best first by default
+    assert alice.call("lcm_grep", {"pattern": "Lisbon", "mode": "full_text"})["sort"] == "recency"
     mallory = ToolFacade(memory, lcm_e5, agent_id="mallory")
     theirs = mallory.call("lcm_grep", {**query, "mode": "semantic"})["hits"][0]
     assert theirs["snippet"] == "The automobile stopped working."
@@ -79,7 +82,7 @@ def test_the_cli_shows_the_debt_embeds_it_and_greps_by_meaning(tmp_path: Path) -
     transcript.write_text("".join(json.dumps(m) + "\n" for m in lines), encoding="utf-8")
     _amem(env, "lcm", "ingest", str(transcript), "--session-key", "agent:default:main")
     assert _amem(env, "lcm", "status")["embedding"]["debt"] == 2
-    grep = ["lcm", "grep", "automobile stopped working", "--all", "--sort", "relevance"]
+    grep = ["lcm", "grep", "automobile stopped working", "--all"]  # semantic/hybrid: best first
     before = _amem(env, *grep, "--mode", "semantic")
     assert before["hits"] == [] and before["not_embedded"] == 2 and before["warnings"]
     text = subprocess.run([str(AMEM), *grep, "--mode", "semantic"], env=env, capture_output=True, text=True,
