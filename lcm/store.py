@@ -606,6 +606,45 @@ class LcmStore:
             self.events.write("retention", **res.to_dict())
         return res
 
+    def _pay_debt(self, conv_id: int, session_key: str | None, budget: int) -> tuple[CompactionResult, str | None]:
+        """One conversation's deferred compaction: a sweep (bounded by ``sweepDeadlineMs`` and
+        ``maxSweepIterations``); the debt row is deleted when it ran, marked failed when not."""
+        with self.db.atomic() as c:
+            c.execute("UPDATE compaction_debt SET status = 'running', updated_at = ? WHERE conversation_id = ?",
+                      (self._now(), conv_id))  # fmt: skip
+        try:
+            res = self._compact_conv(conv_id, session_key, budget, force=False)
+            with self.db.atomic() as c:
+                c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
+            return res, None
+        except Exception as exc:  # one conversation's failure must not stop the others
+            log.warning("lcm: paying the compaction debt of conversation %s failed: %s", conv_id, exc)
+            failure = f"{type(exc).__name__}: {exc}"
+            with self.db.atomic() as c:
+                c.execute("UPDATE compaction_debt SET status = 'failed', last_error = ?, updated_at = ? "
+                          "WHERE conversation_id = ?", (failure, self._now(), conv_id))  # fmt: skip
+            tokens = self.compactor.context_tokens(conv_id)
+            return CompactionResult(conv_id, False, "debt-failed", tokens, tokens, warnings=[failure]), failure
+
+    def after_turn(self, session_key: str) -> CompactionResult | None:
+        """Pay the deferred compaction debt of ``session_key``'s active conversation after a turn
+        (lossless-claw's afterTurn), so it does not wait for the nightly :meth:`maintenance`.
+
+        Bounded like one nightly payment: a single sweep under ``sweepDeadlineMs`` and
+        ``maxSweepIterations``. Returns ``None`` when nothing is owed; a failure is kept on the
+        debt row (``failed``, paid again by the next turn or night) and comes back as a result
+        with reason ``debt-failed`` and the error in ``warnings``, never raised: the turn is stored.
+        """
+        if not isinstance(session_key, str) or not session_key:
+            raise LcmValidationError("after_turn needs a session_key", field="session_key")
+        row = self.db.one(
+            "SELECT d.conversation_id, d.token_budget FROM compaction_debt d JOIN conversations c "
+            "ON c.id = d.conversation_id AND c.active = 1 WHERE c.session_key = ?", (session_key,))  # fmt: skip
+        if row is None:
+            return None
+        res, _ = self._pay_debt(int(row["conversation_id"]), session_key, int(row["token_budget"]))
+        return res
+
     def maintenance(self) -> MaintenanceResult:
         """Pay compaction debt of every active conversation, then apply retention (nightly job)."""
         rows = self.db.query(
@@ -616,20 +655,11 @@ class LcmStore:
         failures: dict[str, str] = {}
         for r in rows:
             conv_id = int(r["conversation_id"])
-            with self.db.atomic() as c:
-                c.execute("UPDATE compaction_debt SET status = 'running', updated_at = ? WHERE conversation_id = ?",
-                          (self._now(), conv_id))  # fmt: skip
-            try:
-                res = self._compact_conv(conv_id, r["session_key"], int(r["token_budget"]), force=False)
+            res, failure = self._pay_debt(conv_id, r["session_key"], int(r["token_budget"]))
+            if failure is None:
                 results.append(res)
-                with self.db.atomic() as c:
-                    c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
-            except Exception as exc:  # one conversation's failure must not stop the others
-                log.warning("lcm: maintenance of conversation %s failed: %s", conv_id, exc)
-                failures[str(conv_id)] = f"{type(exc).__name__}: {exc}"
-                with self.db.atomic() as c:
-                    c.execute("UPDATE compaction_debt SET status = 'failed', last_error = ?, updated_at = ? "
-                              "WHERE conversation_id = ?", (failures[str(conv_id)], self._now(), conv_id))  # fmt: skip
+            else:
+                failures[str(conv_id)] = failure
         retention = self.apply_retention()
         embedding = None
         if self.semantic.embedder is not None:
