@@ -9,9 +9,11 @@ finds every hash of the batch, one retrieve its ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Sequence
 
 from .backends.base import Match, MatchAny, VectorBackend, Where
+from .notefields import not_expired
 from .notes import Note, point_id
 
 
@@ -25,15 +27,20 @@ class Known:
     warning: str | None = None
 
 
-def exact_duplicates(backend: VectorBackend, notes: Sequence[Note]) -> list[Known | None]:
-    """For each new note, in order: what it duplicates or why it is refused (None: new)."""
+def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
+                     now: datetime | None = None) -> list[Known | None]:
+    """For each new note, in order: what it duplicates or why it is refused (None: new).
+
+    With ``now``, a note expired by then is no duplicate (it is invisible, and swept soon).
+    """
     out: list[Known | None] = [None] * len(notes)
     by_agent: dict[str, list[int]] = {}
     for i, note in enumerate(notes):
         by_agent.setdefault(note.agent_id, []).append(i)
     for agent, rows in by_agent.items():
         hashes = tuple({notes[i].hash for i in rows})
-        where = Where(must=(Match("agent_id", agent), Match("is_active", True)),
+        visible = (not_expired(now),) if now is not None else ()
+        where = Where(must=(Match("agent_id", agent), Match("is_active", True), *visible),
                       should=(MatchAny("hash", hashes), MatchAny("folded_hashes", hashes)))
         stored: dict[str, Note] = {}
         for hit in backend.iterate(where):

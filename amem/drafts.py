@@ -7,12 +7,14 @@ from datetime import datetime
 from typing import Any, Callable
 
 from .errors import ValidationError
+from .notefields import check_event_time, check_expiry, check_metadata
 from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso)
 
 #: the optional fields of a bulk item besides ``text`` and ``subjects``
 ITEM_FIELDS = frozenset({"id", "timestamp", "agent_id", "keywords", "tags", "category",
-                         "context", "note_type", "topics", "enrich"})
+                         "context", "note_type", "topics", "enrich", "event_time", "metadata",
+                         "expires_at", "ttl"})
 
 
 @dataclass
@@ -27,7 +29,9 @@ class Draft:
 def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[Any], str],
                now: datetime, id: Any = None, timestamp: Any = None, agent_id: Any = None,
                enrich: Any = True, keywords: Any = None, tags: Any = None, category: Any = None,
-               context: Any = None, note_type: Any = "memory", topics: Any = None) -> Draft:
+               context: Any = None, note_type: Any = "memory", topics: Any = None,
+               event_time: Any = None, metadata: Any = None, expires_at: Any = None,
+               ttl: Any = None) -> Draft:
     """The note of one add; ``agent_of`` resolves (and checks) the tenant."""
     text = check_text(text, field="text", max_chars=max_chars)
     agent = agent_of(agent_id)
@@ -47,7 +51,10 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
         timestamp=check_timestamp(timestamp) if timestamp is not None else now_iso(now),
         last_accessed=now_iso(now), hash=content_hash(text), note_type=note_type,
         topics=check_str_list(topics, field="topics"),
-        subjects=check_str_list(subjects, field="subjects"))
+        subjects=check_str_list(subjects, field="subjects"),
+        metadata=check_metadata(metadata), expires_at=check_expiry(expires_at, ttl, now))
+    # the event time defaults to the write time (the given timestamp of an import included)
+    note.event_time = check_event_time(event_time) if event_time is not None else note.timestamp
     return Draft(note, enrich, bool(keywords or tags or context or category))
 
 

@@ -9,6 +9,7 @@ Qdrant itself.
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -18,7 +19,8 @@ if TYPE_CHECKING:  # imported when first used: qdrant_client costs ~0.5 s at eve
     from qdrant_client import models as qm
 
 from amem.backends._common import check_id
-from amem.backends.base import Condition, HasId, IsEmpty, Match, MatchAny, Scalar, Where
+from amem.backends.base import (Condition, HasId, IsEmpty, Match, MatchAny, Range, Scalar,
+                                Where)
 from amem.errors import ValidationError
 
 
@@ -60,6 +62,16 @@ def _validate_node(node: Any) -> None:
             _check_scalar(v)
     elif isinstance(node, IsEmpty):
         _check_field(node.field)
+    elif isinstance(node, Range):
+        _check_field(node.field)
+        bounds = [node.gte, node.gt, node.lte, node.lt]
+        if all(b is None for b in bounds):
+            raise ValidationError(f"Range on {node.field!r} needs at least one bound", field="where")
+        for b in bounds:
+            if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float))
+                                  or not math.isfinite(b)):
+                raise ValidationError(f"Range bounds must be finite numbers, got {b!r}",
+                                      field="where")
     elif isinstance(node, HasId):
         if isinstance(node.ids, str) or not isinstance(node.ids, (tuple, list)):
             raise ValidationError("HasId.ids must be a tuple of UUID strings", field="where")
@@ -92,8 +104,10 @@ class _Builder:
         any_: Callable[[str, list[Any]], Any],
         empty: Callable[[str], Any],
         has_id: Callable[[list[str]], Any],
+        range_: Callable[[str, dict[str, float]], Any],
     ) -> None:
         self.filter, self.value, self.any, self.empty, self.has_id = filter_, value, any_, empty, has_id
+        self.range = range_
 
     def node(self, node: Condition) -> Any:
         if isinstance(node, Match):
@@ -111,6 +125,10 @@ class _Builder:
             return self.empty(node.field)
         if isinstance(node, HasId):
             return self.has_id([check_id(i, "where") for i in node.ids])
+        if isinstance(node, Range):
+            bounds = {k: float(v) for k, v in (("gte", node.gte), ("gt", node.gt),
+                                               ("lte", node.lte), ("lt", node.lt)) if v is not None}
+            return self.range(node.field, bounds)
         return self.where(node)
 
     def where(self, where: Where) -> Any:
@@ -137,6 +155,7 @@ _EDGE = _Builder(
     any_=lambda field, values: qe.FieldCondition(field, match=qe.MatchAny(values)),
     empty=lambda field: qe.IsEmptyCondition(field),
     has_id=lambda ids: qe.HasIdCondition(set(ids)),
+    range_=lambda field, bounds: qe.FieldCondition(field, range=qe.RangeFloat(**bounds)),
 )
 
 @functools.cache
@@ -152,6 +171,7 @@ def _client_builder() -> _Builder:
         any_=lambda field, values: qm.FieldCondition(key=field, match=qm.MatchAny(any=values)),
         empty=lambda field: qm.IsEmptyCondition(is_empty=qm.PayloadField(key=field)),
         has_id=lambda ids: qm.HasIdCondition(has_id=list(ids)),
+        range_=lambda field, bounds: qm.FieldCondition(key=field, range=qm.Range(**bounds)),
     )
 
 

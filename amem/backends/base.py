@@ -3,10 +3,11 @@
 Every backend stores one collection of points. A point has a UUID string id, a named dense
 vector ``dense`` (cosine), a named sparse vector ``bm25`` (the engine applies the IDF modifier;
 the client sends saturated term frequencies) and a JSON payload. Keyword payload indexes exist
-for the fields in ``KEYWORD_INDEXES`` (``agent_id`` is the tenant key).
+for the fields in ``KEYWORD_INDEXES`` (``agent_id`` is the tenant key), boolean ones for
+``BOOL_INDEXES`` and float ones for ``FLOAT_INDEXES`` (epoch seconds, for ranges).
 
 Filters are a small backend-neutral tree (``Where`` of ``Match``/``MatchAny``/``IsEmpty``/
-``HasId``) that each backend translates to its engine's own filter type.
+``HasId``/``Range``) that each backend translates to its engine's own filter type.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import numpy as np
 DENSE = "dense"
 SPARSE = "bm25"
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
-                   "subjects")
+                   "subjects", "meta_kv")
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
+#: numeric fields filtered by range: a note's event time and expiry as epoch seconds
+FLOAT_INDEXES = ("event_ts", "expires_ts")
 
 Scalar = Union[str, int, bool]
 
@@ -49,6 +52,20 @@ class IsEmpty:
 
 
 @dataclass(frozen=True)
+class Range:
+    """``field`` is a number within the given bounds (None: unbounded on that side).
+
+    A point whose ``field`` is missing or not a number never matches.
+    """
+
+    field: str
+    gte: float | None = None
+    gt: float | None = None
+    lte: float | None = None
+    lt: float | None = None
+
+
+@dataclass(frozen=True)
 class HasId:
     """The point id is one of ``ids``."""
 
@@ -64,7 +81,7 @@ class Where:
     must_not: tuple["Condition", ...] = ()
 
 
-Condition = Union[Match, MatchAny, IsEmpty, HasId, Where]
+Condition = Union[Match, MatchAny, IsEmpty, HasId, Range, Where]
 
 
 @dataclass(frozen=True)

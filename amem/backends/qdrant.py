@@ -26,7 +26,7 @@ from amem.backends import _common as c
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_client
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -126,6 +126,7 @@ class QdrantServerBackend:
             exists = client.collection_exists(self.collection)
         if exists:
             dim = self._check_existing(dim)
+            self._create_indexes(self._indexed())  # fields indexed by a later version
         else:
             if dim is None:
                 raise ConfigError(f"creating collection {self.collection!r} needs dim", key="dim")
@@ -162,12 +163,18 @@ class QdrantServerBackend:
             )
         return int(dense.size)
 
-    def _create_indexes(self) -> None:
+    def _indexed(self) -> set[str]:
+        with self._engine("read collection"):
+            return set(self.live.get_collection(self.collection).payload_schema or {})
+
+    def _create_indexes(self, existing: set[str] | None = None) -> None:
         wanted: list[tuple[str, Any]] = [
             (name, qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=name == "agent_id"))
             for name in KEYWORD_INDEXES
         ]
         wanted += [(name, qm.PayloadSchemaType.BOOL) for name in BOOL_INDEXES]
+        wanted += [(name, qm.PayloadSchemaType.FLOAT) for name in FLOAT_INDEXES]
+        wanted = [(name, schema) for name, schema in wanted if name not in (existing or set())]
         with warnings.catch_warnings():
             # Local mode accepts and ignores payload indexes with a UserWarning; a server uses them.
             warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")

@@ -1,0 +1,219 @@
+"""A note's event time, metadata and expiry: their checks, their indexed forms, their filters.
+
+Three fields a caller may give on ``add``:
+
+- ``event_time``: when what the note tells happened (ISO 8601, stored in UTC). It defaults to
+  the write time. Search filters it with ``since`` (inclusive) and ``before`` (exclusive).
+- ``metadata``: the caller's own labels, ``{key: str | int | float | bool}``. Search filters
+  them by equality (``{"project": "apollo"}``; a list value means any of).
+- ``expires_at`` (ISO 8601) or ``ttl`` (seconds from now, by the store's clock): from then on
+  the note is invisible (search, get, list, links) and the nightly sweep deletes it.
+
+The engine filters on numbers and keywords, so a note's payload also carries derived index
+fields (``INDEX_FIELDS``): ``event_ts`` and ``expires_ts`` (epoch seconds, float-indexed) and
+``meta_kv`` (one ``"key=value"`` keyword per metadata entry, keyword-indexed). One keyword index
+thus serves every metadata key, and a value is compared by its text form: ``1``, ``1.5``,
+``true`` and ``"apollo"`` are ``1``, ``1.5``, ``true`` and ``apollo``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+from .backends.base import Condition, MatchAny, Range, Where
+from .errors import ValidationError
+
+#: at most this many metadata keys on one note
+MAX_META_KEYS = 32
+#: keys: a letter or underscore, then letters, digits, ``_ . : -`` (no ``=``, which splits meta_kv)
+META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
+#: longest string value (characters)
+MAX_META_VALUE_CHARS = 256
+#: values one search filter may list for a key
+MAX_FILTER_VALUES = 64
+#: the longest ``ttl`` accepted: 100 years, in seconds
+MAX_TTL = 100 * 365 * 86400
+#: payload fields derived from the three above, for the engine's filters (never shown)
+INDEX_FIELDS = ("event_ts", "expires_ts", "meta_kv")
+
+
+def parse_time(value: Any, *, field: str) -> datetime:
+    """An ISO 8601 date/time (naive ones are UTC) or a ``datetime``, in UTC."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str) and value.strip():
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(
+                f"{field} must be an ISO 8601 date/time such as 2026-03-01T12:00:00Z, got "
+                f"{value!r}", field=field) from None
+    else:
+        raise ValidationError(f"{field} must be an ISO 8601 date/time string", field=field)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    """UTC ISO 8601 with seconds (the form every note time is stored in)."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def epoch(stamp: str) -> float | None:
+    """Epoch seconds of a stored ISO time; None when empty or unreadable."""
+    if not stamp:
+        return None
+    try:
+        return parse_time(stamp, field="time").timestamp()
+    except ValidationError:
+        return None
+
+
+def check_event_time(value: Any) -> str:
+    return iso(parse_time(value, field="event_time"))
+
+
+def check_metadata(value: Any) -> dict[str, Any]:
+    """A dict of at most ``MAX_META_KEYS`` keys to scalar values, returned as a new dict."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"metadata must be an object of key/value pairs, got "
+                              f"{type(value).__name__}", field="metadata")
+    if len(value) > MAX_META_KEYS:
+        raise ValidationError(f"metadata has {len(value)} keys; the limit is {MAX_META_KEYS}",
+                              field="metadata")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        _check_key(key)
+        out[key] = _check_value(key, item)
+    return out
+
+
+def _check_key(key: Any) -> str:
+    if not isinstance(key, str) or not META_KEY_RE.match(key):
+        raise ValidationError(
+            f"metadata key {key!r} must be 1 to 64 characters: a letter or '_', then letters, "
+            f"digits or '_.:-'", field=f"metadata.{key}")
+    return key
+
+
+def _check_value(key: str, value: Any) -> Any:
+    name = f"metadata.{key}"
+    if isinstance(value, str):
+        if len(value) > MAX_META_VALUE_CHARS:
+            raise ValidationError(f"{name} is {len(value)} characters; the limit is "
+                                  f"{MAX_META_VALUE_CHARS}", field=name)
+        if "\x00" in value:
+            raise ValidationError(f"{name} must not contain NUL characters", field=name)
+        return value
+    if isinstance(value, bool) or (isinstance(value, int) and abs(value) < 2**53):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise ValidationError(f"{name} must be a string, a finite number or a boolean, got "
+                          f"{type(value).__name__} {value!r}", field=name)
+
+
+def check_expiry(expires_at: Any, ttl: Any, now: datetime) -> str:
+    """The note's ``expires_at`` ("" for never) from an ISO time or a ttl in seconds."""
+    if expires_at is not None and ttl is not None:
+        raise ValidationError("give expires_at or ttl, not both", field="ttl")
+    if ttl is not None:
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) \
+                or not 0 < ttl <= MAX_TTL:
+            raise ValidationError(f"ttl must be a number of seconds between 1 and {MAX_TTL}, "
+                                  f"got {ttl!r}", field="ttl")
+        return iso(now + timedelta(seconds=float(ttl)))
+    if expires_at is None:
+        return ""
+    moment = parse_time(expires_at, field="expires_at")
+    if moment <= now:
+        raise ValidationError(f"expires_at {iso(moment)} is not in the future (now {iso(now)})",
+                              field="expires_at")
+    return iso(moment)
+
+
+def meta_text(value: Any) -> str:
+    """A metadata value's text form, the one ``meta_kv`` stores and filters compare."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def index_fields(event_time: str, expires_at: str, metadata: Mapping[str, Any]
+                 ) -> dict[str, Any]:
+    """The derived payload fields of a note (``INDEX_FIELDS``); a missing time stays absent."""
+    out: dict[str, Any] = {"meta_kv": [f"{k}={meta_text(v)}" for k, v in metadata.items()]}
+    when = epoch(event_time)
+    if when is not None:
+        out["event_ts"] = when
+    until = epoch(expires_at)
+    if until is not None:
+        out["expires_ts"] = until
+    return out
+
+
+def unsaved_fields(note: Any) -> list[str]:
+    """The fields a new note was given that a dedup or fold into another note leaves out."""
+    given = [("event_time", note.event_time != note.timestamp), ("metadata", bool(note.metadata)),
+             ("expires_at", bool(note.expires_at))]
+    return [name for name, present in given if present]
+
+
+def not_expired(now: datetime) -> Where:
+    """The notes still visible at ``now``: no expiry, or one after ``now``."""
+    return Where(must_not=(Range("expires_ts", lte=now.timestamp()),))
+
+
+def is_expired(expires_at: str, now: datetime) -> bool:
+    until = epoch(expires_at)
+    return until is not None and until <= now.timestamp()
+
+
+def search_conditions(since: Any = None, before: Any = None,
+                      metadata: Any = None) -> list[Condition]:
+    """The engine conditions of a search's ``since``/``before``/``metadata`` filters."""
+    out: list[Condition] = []
+    lower = parse_time(since, field="since") if since is not None else None
+    upper = parse_time(before, field="before") if before is not None else None
+    if lower is not None and upper is not None and lower >= upper:
+        raise ValidationError(f"since ({iso(lower)}) must be earlier than before "
+                              f"({iso(upper)})", field="since")
+    if lower is not None or upper is not None:
+        out.append(Range("event_ts", gte=lower.timestamp() if lower else None,
+                         lt=upper.timestamp() if upper else None))
+    if metadata is None:
+        return out
+    if not isinstance(metadata, Mapping):
+        raise ValidationError("metadata filter must be an object of key: value (or [values])",
+                              field="metadata")
+    for key, wanted in metadata.items():
+        _check_key(key)
+        values = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
+        if not values or len(values) > MAX_FILTER_VALUES:
+            raise ValidationError(f"metadata filter {key!r} needs 1 to {MAX_FILTER_VALUES} values",
+                                  field=f"metadata.{key}")
+        out.append(MatchAny("meta_kv", tuple(
+            f"{key}={meta_text(_check_value(key, v))}" for v in values)))
+    return out
+
+
+def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
+    """CLI ``--meta key=value`` options as a metadata filter (a repeated key: any of)."""
+    if not pairs:
+        return None
+    out: dict[str, list[Any]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValidationError(f"--meta takes key=value, got {pair!r}", field="meta")
+        out.setdefault(key.strip(), []).append(value)
+    return {k: v for k, v in out.items()}
+
+
+__all__ = ["INDEX_FIELDS", "check_event_time", "check_expiry", "check_metadata",
+           "index_fields", "is_expired", "not_expired", "search_conditions"]

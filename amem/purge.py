@@ -1,0 +1,154 @@
+"""Hard deletes: an agent's whole memory (``delete_all``) and the sweep of expired notes.
+
+Both remove points from the engine (a soft delete keeps them) and keep the BM25 statistics
+right: each removed point takes its document and its tokens out of the corpus counts, so the
+engine's point count and the saved document count still agree (``MemoryStore._engine_stats``).
+A sweep also drops the links other notes of the same agent hold to a swept note, so link
+expansion never walks to a note that is gone. Deletes run in batches; a process killed in
+between leaves the rest for the next call (both are idempotent).
+
+The third job here is the one-time index of stores written before event times and expiry:
+their points get ``event_ts`` (from the write time) so ``since``/``before`` find them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from . import bm25
+from .backends.base import Hit, IsEmpty, Match, MatchAny, Range, Where
+from .notefields import epoch, index_fields, iso
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: points deleted per engine call
+BATCH = 256
+#: the store metadata key saying the event-time index fields were filled in
+INDEXED_KEY = "event_time_index"
+
+
+@dataclass
+class SweepReport:
+    """What one expiry sweep did."""
+
+    expired_deleted: int = 0
+    links_dropped: int = 0
+    agents: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def delete_all(store: "MemoryStore", agent_id: str) -> int:
+    """Remove every note of ``agent_id`` (active, deleted, merged, expired); the count.
+
+    Only that agent's points are touched: the filter is on the tenant key, and links never
+    cross agents, so no other agent's note can point at what goes.
+    """
+    with store.write_lock:
+        removed = _remove(store, store.backend.iterate(Where(must=(Match("agent_id", agent_id),))))
+        store.flush()
+    log.info("deleted all %d notes of agent %r", removed, agent_id)
+    return removed
+
+
+def sweep_expired(store: "MemoryStore", agent_ids: Sequence[str] | None = None) -> SweepReport:
+    """Delete the notes whose ``expires_at`` has passed (of ``agent_ids``, or every agent)."""
+    report = SweepReport()
+    now = store.clock.now().timestamp()
+    must: list[Any] = [Range("expires_ts", lte=now)]
+    if agent_ids is not None:
+        must.append(MatchAny("agent_id", tuple(agent_ids)))
+    with store.write_lock:
+        expired = list(store.backend.iterate(Where(must=tuple(must))))
+        by_agent: dict[str, set[str]] = {}
+        for hit in expired:
+            by_agent.setdefault(str(hit.payload.get("agent_id")), set()).add(str(hit.payload["id"]))
+        for agent, gone in by_agent.items():
+            report.links_dropped += _drop_links(store, agent, gone)
+        report.expired_deleted = _remove(store, expired)
+        report.agents = len(by_agent)
+        if expired:
+            store.flush()
+    if report.expired_deleted:
+        log.info("expiry sweep deleted %d notes of %d agents", report.expired_deleted,
+                 report.agents)
+    return report
+
+
+def _drop_links(store: "MemoryStore", agent: str, gone: set[str]) -> int:
+    """Take the ids in ``gone`` out of the links of the agent's other notes; links removed."""
+    where = Where(must=(Match("agent_id", agent), MatchAny("links", tuple(sorted(gone)))))
+    dropped = 0
+    for hit in list(store.backend.iterate(where)):
+        if hit.payload.get("id") in gone:
+            continue
+        links = list(hit.payload.get("links", []))
+        kept = [link for link in links if link not in gone]
+        dropped += len(links) - len(kept)
+        store.update_payload(str(hit.payload["id"]), agent, {"links": kept})
+    return dropped
+
+
+def _remove(store: "MemoryStore", hits: Iterable[Hit]) -> int:
+    """Hard-delete the points of ``hits``, each taking its terms out of the BM25 counts."""
+    removed = 0
+    batch: list[Hit] = []
+
+    def flush() -> None:
+        nonlocal removed
+        store.backend.delete([h.id for h in batch])
+        for hit in batch:
+            p = hit.payload
+            store.bm25_stats.remove(len(bm25.note_terms(str(p.get("content", "")),
+                                                        p.get("keywords", []), p.get("tags", []))))
+        removed += len(batch)
+        batch.clear()
+
+    for hit in hits:
+        batch.append(hit)
+        if len(batch) >= BATCH:
+            flush()
+    if batch:
+        flush()
+    return removed
+
+
+def index_old_notes(store: "MemoryStore", meta: dict[str, Any]) -> int:
+    """Give notes written before event times their ``event_ts`` (once per store); the count.
+
+    Such a note's event time is its write time (``Note.from_payload`` reads it so), and the
+    engine needs the number to find it by ``since``/``before``.
+    """
+    if meta.get(INDEXED_KEY):
+        return 0
+    done = 0
+    for hit in list(store.backend.iterate(Where(must=(IsEmpty("event_ts"),)))):
+        stamp = str(hit.payload.get("event_time") or hit.payload.get("timestamp") or "")
+        if epoch(stamp) is None:
+            continue
+        fields = index_fields(stamp, str(hit.payload.get("expires_at") or ""),
+                              hit.payload.get("metadata") or {})
+        store.backend.set_payload(hit.id, {"event_time": iso_of(stamp), **fields})
+        done += 1
+    meta[INDEXED_KEY] = 1
+    store.backend.write_meta(meta)
+    if done:
+        log.info("indexed the event time of %d notes written before event times", done)
+    return done
+
+
+def iso_of(stamp: str) -> str:
+    """A stored time in the UTC form event times use."""
+    when = epoch(stamp)
+    assert when is not None  # the caller checked it parses
+    return iso(datetime.fromtimestamp(when, tz=timezone.utc))
+
+
+__all__ = ["SweepReport", "delete_all", "sweep_expired", "index_old_notes"]
