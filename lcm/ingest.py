@@ -108,6 +108,8 @@ _CHUNK = 400
 #: other connection ever sees it, and a killed process rolls it back with the batch
 _DEFER_ON = "INSERT INTO lcm_index_deferred(id) VALUES (1)"
 _DEFER_OFF = "DELETE FROM lcm_index_deferred"
+#: index pages one batch may spend merging segments (FTS5 'merge'; only when a level holds 4)
+_MERGE_PAGES = 200
 
 
 def _existing(c: sqlite3.Connection, sql: str, rows: Sequence[tuple[str, ...]], conversation_id: int) -> set[tuple[Any, ...]]:
@@ -256,6 +258,11 @@ def store_messages(
         texts = [(r[0], r[4]) for r in rows]
         c.executemany("INSERT INTO messages_fts(rowid, content) VALUES (?, ?)", texts)
         c.executemany("INSERT INTO messages_tri(rowid, content) VALUES (?, ?)", texts)
+        for table in ("messages_fts", "messages_tri"):
+            # Fed a batch at a time, FTS5's own automerge falls behind (it works in proportion
+            # to the pages a flush writes, and per-row flushes wrote many): segments pile up and
+            # every search reads each one. A bounded merge per batch keeps about four per level.
+            c.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
     finally:
         c.execute(_DEFER_OFF)
     if files_rows:
