@@ -136,3 +136,31 @@ def test_a_reopened_store_keeps_the_batched_index(tmp_path: Path, make_store: Ca
     again = make_store(path)
     assert again.ingest(KEY, chat(30)).stored == 0 and again.ingest(KEY, chat(5, start=30)).stored == 5
     check_indexes(again)
+
+
+CHILD = """
+import sys
+sys.path.insert(0, {root!r})
+from lcm import LcmConfig, LcmStore
+store = LcmStore({path!r}, LcmConfig(log_file_enabled=False))
+print("READY", flush=True)
+for b in range(10**6):
+    store.ingest("agent:main:chat", [{{"role": "user" if i % 2 == 0 else "assistant",
+                  "content": f"batch {{b}} message {{i}}: deploy shard {{i}} of run {{b}}"}} for i in range(300)])
+"""
+
+
+def test_a_killed_ingest_leaves_exact_indexes_and_no_flag(tmp_path: Path) -> None:
+    from .children import run_child
+
+    root = str(Path(__file__).resolve().parents[2])
+    path = str(tmp_path / "lcm.db")
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(root=root, path=path))
+    assert run_child(root, script, kill_after=1.5) == -9
+    with LcmStore(path) as store:
+        stored = count(store, "SELECT count(*) FROM messages")
+        assert stored > 0 and stored % 300 == 0  # whole batches only
+        assert count(store, "SELECT count(*) FROM lcm_index_deferred") == 0
+        check_indexes(store)
+        assert store.ingest(KEY, chat(4)).stored == 4
