@@ -36,7 +36,7 @@ yours yourself yourselves
 get gets got gotten getting go goes going gone went come comes came coming make makes made making
 say says said saying tell tells told take takes took taken put puts keep keeps kept let lets
 thing things stuff lot lots kind sort bit yes yeah yep yup nope ok okay hey hi hello hmm huh lol
-haha wow oops um uh gonna wanna gotta kinda sorta thanks thank cheers bye
+haha wow oops um uh gonna wanna gotta kinda sorta thanks thank cheers bye sorry congrats
 definitely totally absolutely actually basically literally probably certainly surely anyway
 today tomorrow yesterday tonight currently recently soon later earlier lately
 instead via http https www com org html etc
@@ -105,3 +105,85 @@ def informativeness(word: str) -> float:
     if lower in TIER2:
         return 0.65
     return 1.0
+
+#: Common English verbs (base forms): a keyword names a thing, a person or a place, so a verb
+#: never ends a keyword phrase or stands alone as one ("alice prefers", "join Google"). Their
+#: inflections (prefers, preferred) come from :func:`_inflect`. For the verbs that are as often
+#: nouns (``NOUN_TOO``: plan, work, love, visit, ...) only the past forms count (loved, visited).
+VERB_BASES = frozenset("""
+accept achieve admit adopt advise afford agree aim allow announce apologize appear appreciate
+argue arrange arrive ask attend avoid bake become begin believe belong borrow bother bring build
+buy call care carry catch celebrate choose claim collect come commit compare complain complete
+consider continue convince cook count create cry decide deliver describe deserve destroy develop
+die discover discuss do draw drink drive eat enjoy ensure enter escape expect experience explain
+explore fail fall feel fetch fill find finish fit fix follow forget forgive gain gather get give go grab grow
+guess hang happen hate have hear help hide hit hold hope hurt ignore imagine improve include
+inspire intend introduce invite involve join jump keep kill knock know last laugh lead learn leave
+lend let lie like listen live look lose love make manage marry mean meet mention mind miss move
+need notice obtain offer open organize own participate pay pick plan play prefer prepare pretend
+prevent promise protect prove provide publish pull push put quit raise reach read realize receive
+recommend reduce refuse relax remain remember remind rent repeat replace reply require rest retire
+return reveal ride ring rise run save say see seek seem sell send serve set shake share shoot show
+shut sing sit sleep smell sound speak spend stand start stay steal stick stop study succeed suggest
+support suppose surprise swim take talk teach tear tell tend thank think throw touch train travel
+treat try turn understand use visit wait wake walk want warn wash watch wear win wish wonder work
+worry write
+""".split())
+
+NOUN_TOO = frozenset("""
+call care experience fall help hit hope lie love plan play rest return ring rise run share
+show sound start study support surprise talk touch train travel visit walk watch wish work
+claim cook count drink escape fit fix guess hate laugh lead mind need offer pick promise rent
+reply ride set smell swim use wait wash
+""".split())
+
+_IRREGULAR = {
+    "be": "am is are was were been being", "begin": "began begun", "bring": "brought",
+    "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+    "come": "came", "do": "did done does", "draw": "drew drawn", "drink": "drank drunk",
+    "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
+    "find": "found", "forget": "forgot forgotten", "forgive": "forgave forgiven",
+    "get": "got gotten", "give": "gave given", "go": "went gone goes", "grow": "grew grown",
+    "hang": "hung", "run": "ran", "show": "showed shown", "lie": "lay lain", "have": "had has", "hear": "heard", "hide": "hid hidden", "hold": "held",
+    "keep": "kept", "know": "knew known", "lead": "led", "leave": "left", "lend": "lent",
+    "lose": "lost", "make": "made", "mean": "meant", "meet": "met", "pay": "paid",
+    "quit": "quit", "ride": "rode ridden", "ring": "rang rung", "rise": "rose risen", "say": "said",
+    "see": "saw seen", "seek": "sought", "sell": "sold", "send": "sent", "shake": "shook shaken",
+    "shoot": "shot", "sing": "sang sung", "sit": "sat", "sleep": "slept", "speak": "spoke spoken",
+    "spend": "spent", "stand": "stood", "steal": "stole stolen", "stick": "stuck",
+    "swim": "swam swum", "take": "took taken", "teach": "taught", "tear": "tore torn",
+    "tell": "told", "think": "thought", "throw": "threw thrown", "understand": "understood",
+    "wake": "woke woken", "wear": "wore worn", "win": "won", "write": "wrote written",
+}
+
+
+def _inflect(base: str) -> set[str]:
+    """A verb's forms but the gerund (prefer -> prefers, preferred; irregular pasts too).
+
+    The ``-ing`` form is left out: as a keyword it is mostly a noun (reading, hiking, meeting).
+    """
+    forms = {base}
+    forms.add(base + "es" if base.endswith(("s", "sh", "ch", "x", "z", "o")) else
+              base[:-1] + "ies" if base.endswith("y") and base[-2:-1] not in "aeiou" else base + "s")
+    stem = base[:-1] if base.endswith("e") and not base.endswith("ee") else base
+    if len(base) >= 3 and base[-1] not in "aeiouwxy" and base[-2] in "aeiou" and base[-3] not in "aeiou":
+        forms.add(base + base[-1] + "ed")  # stop -> stopped
+    forms.add(base[:-1] + "ied" if base.endswith("y") and base[-2:-1] not in "aeiou" else stem + "ed")
+    forms.update(_IRREGULAR.get(base, "").split())
+    return forms
+
+
+#: every form of every verb in ``VERB_BASES``, and the chat's linking verbs whose base is as
+#: often a noun ("that sounds great", "it looks fun")
+VERBS = frozenset(form for base in VERB_BASES for form in _inflect(base)
+                  if base not in NOUN_TOO or form not in (base, base + "s", base + "es")
+                  ) | frozenset("sounds looks feels".split())
+#: the forms of the ``NOUN_TOO`` verbs that are nouns as often (love, loves, plans)
+NOUN_VERB_FORMS = frozenset(f for b in NOUN_TOO for f in (b, b + "s", b + "es"))
+#: words after which an ambiguous form is the verb ("I love", "she plans")
+SUBJECTS = frozenset("i you he she it we they who".split())
+
+
+def is_verb(word: str) -> bool:
+    """Whether ``word`` (any case) is a form of a common English verb (see ``VERB_BASES``)."""
+    return word.lower().replace("’", "'") in VERBS

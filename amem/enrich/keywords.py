@@ -7,12 +7,17 @@ enricher reuses for keywords, category, context and note type.
 Alphabetic text (English and other space-separated languages): words are weighted by
 :func:`amem.enrich.english.informativeness` (stop words 0, very common words low, rarer words
 high), boosted when they look like names or technical terms (capitalised mid-sentence,
-acronyms, digits, ``+``/``#``), and scored ``weight * (1 + ln tf)``. Phrases are runs of up to
-three adjacent non-stop words inside one clause, trimmed of very common words at the edges,
-scored by the sum of their words. Candidates are then taken greedily, best first, skipping one
-whose words are all covered by keywords already taken.
+acronyms, digits, ``+``/``#``), and scored ``weight * (1 + ln tf)``. A keyword names a thing, a
+person or a place, so a common verb (:func:`amem.enrich.english.is_verb`: prefers, joined) is
+never one, nor part of one. Phrases are runs of up to three adjacent non-stop words inside one
+clause that a verb does not cut, trimmed of very common words at the start (``green tea``,
+``LGBTQ support group``); a run of capitalised words is one name (``New York``) even when a word
+of it is common on its own. Phrases are scored by the sum of their words. Candidates are then
+taken greedily, best first, skipping one whose words are all covered by keywords already taken.
+A capitalised word at a sentence start that is no English word we know is written as a name
+(``Alice``), not lower-cased.
 
-Chinese: jieba's TF-IDF scoring on one cut of the Han text (``amem.segment``). Japanese (text with
+Chinese (:mod:`amem.enrich.cjk`): jieba's TF-IDF scoring on one cut of the Han text (``amem.segment``). Japanese (text with
 kana): runs of kanji and katakana of two or more characters (hiragana is mostly grammar).
 Korean: hangul words with common particles stripped. Each script's scores are scaled by its
 share of the note's characters before merging, so a mainly English note keeps English keywords.
@@ -30,21 +35,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import segment
-from .english import LABELS, informativeness
+from .cjk import HAN, HAN_RUN, HANGUL, HANGUL_RUN, chinese_candidates, japanese_candidates, korean_candidates
+from .english import LABELS, NOUN_VERB_FORMS, STOPWORDS, SUBJECTS, TIER1, TIER2, informativeness, is_verb
 
 log = logging.getLogger(__name__)
 
-HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
 
 _CJK_ANY = re.compile(f"[{HAN}{KANA}{HANGUL}]")
 _KANA_RE = re.compile(f"[{KANA}]")
-_HAN_RUN = re.compile(f"[{HAN}]+")
-_JA_RUN = re.compile(f"[{HAN}{KATAKANA}]{{2,}}")
-_HANGUL_RUN = re.compile(f"[{HANGUL}]+")
 _WORD = re.compile(r"[^\W_](?:[\w'’.+#-]*[\w+#])?")
 _SENTENCE_GAP = re.compile(r"[.!?;:\n]")
 _TIMESTAMP = re.compile(r"^\s*\[[^\]\n]{0,80}\]\s*", re.MULTILINE)
@@ -52,17 +51,6 @@ _SPEAKER = re.compile(
     rf"^\s*(?P<name>[A-Z][\w.'’-]{{0,30}}(?: [A-Z][\w.'’-]{{0,30}}){{0,2}}|[{HAN}]{{2,3}}|user|assistant|human)"
     rf"\s*[:：]\s*(?P<rest>.*)$"
 )
-
-#: Chinese words jieba's IDF does not push down far enough
-ZH_STOP = frozenset("我们 你们 他们 她们 自己 这个 那个 这些 那些 什么 怎么 因为 所以 但是 然后 已经 可以 "
-                    "没有 一个 一些 今天 昨天 明天 现在 时候 觉得 知道 还是 就是 如果 虽然 非常 真的 一起 一下 需要 应该".split())
-_KO_PARTICLES = ("에서는", "에게서", "으로는", "이라고", "라고", "에서", "에게", "한테", "으로", "까지", "부터",
-                 "처럼", "보다", "하고", "이랑", "은", "는", "이", "가", "을", "를", "에", "의", "와", "과", "도",
-                 "로", "만", "랑")
-_KO_PREDICATE_ENDINGS = ("요", "니다", "했다", "한다", "었다", "았다", "겠다", "어", "지만")
-_KO_STOP = frozenset("그리고 하지만 그래서 그런데 저는 나는 우리 우리는 정말 너무 오늘 어제 내일 지금 이것 그것 "
-                     "저것 여기 거기 어떤 무엇 아주 매우 같이 함께 다시 모두 많이".split())
-
 
 @dataclass(frozen=True)
 class Token:
@@ -73,6 +61,10 @@ class Token:
     weight: float
     clause: int
     sentence_start: bool
+    #: a common verb: never a keyword nor part of one
+    verb: bool = False
+    #: part of a name: capitalised mid-sentence, an acronym, or a run of capitalised words
+    name: bool = False
 
 
 @dataclass
@@ -145,16 +137,16 @@ def analyse(text: str, limit: int = 8) -> TextAnalysis:
     cjk_terms: Counter[str] = Counter()
     if _CJK_ANY.search(clean):
         if _KANA_RE.search(clean):
-            ja = _japanese_candidates(clean, speakers)
+            ja = japanese_candidates(clean, speakers)
             routes.append((_select(ja, limit), sum(len(m) for m in re.findall(f"[{HAN}{KANA}]", clean)) / total))
             cjk_terms.update({k: 1 for k in ja})
-        elif _HAN_RUN.search(clean):
-            zh, terms = _chinese_candidates(clean, speakers, limit)
-            routes.append((_select(zh, limit), sum(len(m) for m in _HAN_RUN.findall(clean)) / total))
+        elif HAN_RUN.search(clean):
+            zh, terms = chinese_candidates(clean, speakers, limit)
+            routes.append((_select(zh, limit), sum(len(m) for m in HAN_RUN.findall(clean)) / total))
             cjk_terms.update(terms)
-        if _HANGUL_RUN.search(clean):
-            ko = _korean_candidates(clean)
-            routes.append((_select(ko, limit), sum(len(m) for m in _HANGUL_RUN.findall(clean)) / total))
+        if HANGUL_RUN.search(clean):
+            ko = korean_candidates(clean)
+            routes.append((_select(ko, limit), sum(len(m) for m in HANGUL_RUN.findall(clean)) / total))
             cjk_terms.update({k: 1 for k in ko})
     keywords, scores = _merge(routes, limit)
     return TextAnalysis(text, clean, speakers, tokens, cjk_terms, keywords, scores)
@@ -203,7 +195,75 @@ def _tokens(text: str, speaker_keys: set[str]) -> list[Token]:
             last_end = m.end()
             surface = m.group().replace("’", "'")
             out.append(Token(surface, word_key(surface), _weight(surface, sentence_start, speaker_keys),
-                             clause, sentence_start))
+                             clause, sentence_start, verb=is_verb(surface) and not _capital(surface, sentence_start)))
+    return _mark_names(out)
+
+
+def _capital(surface: str, sentence_start: bool) -> bool:
+    """Capitalised where capitals are not grammar: mid-sentence, or an acronym (``LGBTQ``)."""
+    return surface[:1].isupper() and (not sentence_start or (surface.isupper() and len(surface) > 1))
+
+
+def _unknown_capital(t: Token) -> bool:
+    """A capitalised sentence-opening word that is no English word we know: likely a name."""
+    lower = t.surface.lower()
+    # endings of English words, not names: gerunds, past tenses, adverbs, plurals (Pets)
+    wordlike = lower.endswith(("ing", "ed", "ly")) or t.key != lower.rstrip("'")
+    return (t.sentence_start and t.surface[:1].isupper() and t.weight > 0 and not t.verb
+            and not wordlike and lower not in STOPWORDS and lower not in TIER1 and lower not in TIER2)
+
+
+def _name_follows(tokens: list[Token], i: int) -> bool:
+    """Whether what follows a sentence-opening word suits a name: a verb, a grammar word, a
+    capital or nothing (Alice *prefers*), not a common noun (*Gather documents*)."""
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    if nxt is not None and nxt.clause == tokens[i].clause and nxt.surface.lower() in _OBJECT_WORDS:
+        return False  # an imperative verb and its object (*Capture the* moment)
+    return (nxt is None or nxt.clause != tokens[i].clause or nxt.verb or nxt.weight == 0
+            or nxt.surface[:1].isupper() or nxt.surface.lower() in NOUN_VERB_FORMS)
+
+
+#: words that follow a verb, not a name: articles, determiners, object pronouns
+_OBJECT_WORDS = frozenset("the a an this that these those my your his her our their its it them "
+                          "me us him some every each".split())
+
+
+def _mark_names(tokens: list[Token]) -> list[Token]:
+    """Mark name tokens; a run of two or more capitalised words in one clause is one name, so
+    each of its words weighs as a name (``New`` in ``New York`` is no longer a common word)."""
+    from dataclasses import replace
+
+    capital = [t.weight > 0 and (_capital(t.surface, t.sentence_start)
+                                 or (_unknown_capital(t) and _name_follows(tokens, i)))
+               for i, t in enumerate(tokens)]
+    # a short capitalised word (Ed, Jo) weighs nothing alone but is a name beside another one
+    for i, t in enumerate(tokens):
+        if (not capital[i] and t.weight == 0 and len(t.surface) == 2 and t.surface[0].isupper()
+                and t.surface[1].islower() and informativeness(t.surface) > 0
+                and any(0 <= j < len(tokens) and capital[j] and tokens[j].clause == t.clause
+                        for j in (i - 1, i + 1))):
+            capital[i] = True
+    # a capitalised sentence opener followed by a capitalised word starts a name (New York is ...)
+    for i, t in enumerate(tokens[:-1]):
+        if (not capital[i] and t.sentence_start and t.surface[:1].isupper() and t.weight > 0
+                and capital[i + 1] and tokens[i + 1].clause == t.clause and not t.verb):
+            capital[i] = True
+    out = []
+    for i, t in enumerate(tokens):
+        if not capital[i]:
+            out.append(t)
+            continue
+        in_run = any(0 <= j < len(tokens) and capital[j] and tokens[j].clause == t.clause
+                     for j in (i - 1, i + 1))
+        weight = max(t.weight, 1.4) if in_run else t.weight
+        out.append(replace(t, name=True, weight=weight, verb=False))
+    # a word that is a noun or a verb (love, plans) is the verb right after its subject: a
+    # pronoun or a name opening the sentence (a name inside it modifies: LGBTQ support group)
+    for i in range(1, len(out)):
+        t, prev = out[i], out[i - 1]
+        if (not t.name and t.surface.lower() in NOUN_VERB_FORMS and prev.clause == t.clause
+                and ((prev.name and prev.sentence_start) or prev.surface.lower() in SUBJECTS)):
+            out[i] = replace(t, verb=True)
     return out
 
 
@@ -232,8 +292,9 @@ def _display(tokens: list[Token]) -> dict[str, str]:
     """How to write each key: the name-like form if it ever appears so mid-sentence, else lower case."""
     forms: dict[str, Counter[str]] = {}
     for t in tokens:
-        named = (t.surface[:1].isupper() and not t.sentence_start) or t.surface.isupper() and len(t.surface) > 1
-        form = t.surface.rstrip("'") if named else t.surface.lower()
+        named = t.name
+        surface = t.surface[:-2] if t.surface.endswith("'s") else t.surface.rstrip("'")
+        form = surface if named else surface.lower()
         forms.setdefault(t.key, Counter())[form] += 2 if named else 1
     return {key: max(sorted(c), key=lambda f: c[f]) for key, c in forms.items()}
 
@@ -244,7 +305,7 @@ def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, f
     best: dict[str, float] = {}
     first_pos: dict[str, int] = {}
     for i, t in enumerate(tokens):
-        if t.weight <= 0:
+        if t.weight <= 0 or t.verb:
             continue
         tf[t.key] += 1
         best[t.key] = max(best.get(t.key, 0.0), t.weight)
@@ -258,7 +319,7 @@ def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, f
     run: list[int] = []
     for i in range(len(tokens) + 1):
         nxt = tokens[i] if i < len(tokens) else None
-        if nxt is not None and nxt.weight > 0 and (not run or tokens[run[-1]].clause == nxt.clause):
+        if nxt is not None and nxt.weight > 0 and not nxt.verb and (not run or tokens[run[-1]].clause == nxt.clause):
             run.append(i)
             continue
         for span in _phrase_spans(run, tokens):
@@ -266,7 +327,7 @@ def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, f
             if len(set(pkey)) == len(pkey):
                 phrases[pkey] += 1
                 phrase_pos.setdefault(pkey, span[0])
-        run = [i] if nxt is not None and nxt.weight > 0 else []
+        run = [i] if nxt is not None and nxt.weight > 0 and not nxt.verb else []
     for pkey, pcount in phrases.items():
         weight = sum(best[k] for k in pkey)
         text = " ".join(display[k] for k in pkey)
@@ -277,7 +338,7 @@ def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, f
 def _phrase_spans(run: list[int], tokens: list[Token]) -> list[list[int]]:
     """Phrases in a run: trimmed of very common leading words (*new* painting, *good* idea; the
     last word is the head noun in English, so it stays); runs over three words give bigrams."""
-    while run and tokens[run[0]].weight < 0.5:
+    while run and (tokens[run[0]].weight < 0.5 or _weak_lead(tokens[run[0]])):
         run = run[1:]
     if len(run) < 2:
         return []
@@ -287,48 +348,11 @@ def _phrase_spans(run: list[int], tokens: list[Token]) -> list[list[int]]:
             if tokens[run[i]].weight >= 0.5 and tokens[run[i + 1]].weight >= 0.5]
 
 
-# ---------------------------------------------------------------- CJK
-
-
-def _chinese_candidates(text: str, speakers: frozenset[str], limit: int
-                        ) -> tuple[dict[str, tuple[float, int, str, frozenset[str]]], Counter[str]]:
-    han = "，".join(_HAN_RUN.findall(text))
-    words = segment.cut(han)  # one cut serves the terms and the TF-IDF keywords
-    terms: Counter[str] = Counter(w for w in words if len(w) >= 2 and w not in ZH_STOP)
-    out: dict[str, tuple[float, int, str, frozenset[str]]] = {}
-    for word, weight in segment.tfidf_keywords(words, limit * 3):
-        if len(word) < 2 or word in ZH_STOP or word in speakers or not _HAN_RUN.fullmatch(word):
-            continue
-        out[word] = (float(weight), han.find(word), word, frozenset([word]))
-    return out, terms
-
-
-def _japanese_candidates(text: str, speakers: frozenset[str]) -> dict[str, tuple[float, int, str, frozenset[str]]]:
-    counts: Counter[str] = Counter()
-    pos: dict[str, int] = {}
-    for m in _JA_RUN.finditer(text):
-        word = m.group()
-        if word in speakers or len(word) > 12:
-            continue
-        counts[word] += 1
-        pos.setdefault(word, m.start())
-    return {w: (c * (1 + 0.15 * min(len(w), 6)), pos[w], w, frozenset([w])) for w, c in counts.items()}
-
-
-def _korean_candidates(text: str) -> dict[str, tuple[float, int, str, frozenset[str]]]:
-    counts: Counter[str] = Counter()
-    pos: dict[str, int] = {}
-    for m in _HANGUL_RUN.finditer(text):
-        word = m.group()
-        for particle in _KO_PARTICLES:
-            if word.endswith(particle) and len(word) - len(particle) >= 2:
-                word = word[: -len(particle)]
-                break
-        if len(word) < 2 or word in _KO_STOP or word.endswith(_KO_PREDICATE_ENDINGS):
-            continue
-        counts[word] += 1
-        pos.setdefault(word, m.start())
-    return {w: (1 + math.log(c), pos[w], w, frozenset([w])) for w, c in counts.items()}
+def _weak_lead(t: Token) -> bool:
+    """A word that does not open a keyword phrase: an adverb (*especially* nature-inspired).
+    A gerund does: it names an activity (*helping kids*, *staying positive*)."""
+    lower = t.surface.lower()
+    return not t.name and len(lower) > 4 and lower.endswith("ly")
 
 
 # ---------------------------------------------------------------- merging and selection

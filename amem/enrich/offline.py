@@ -5,7 +5,7 @@ Rules (each method's docstring says the same, in more detail):
 
 * **Keywords**: :func:`amem.enrich.keywords.analyse` (statistical scorer; jieba TF-IDF for
   Chinese). **Topics**: the lexicon topics the note hits (:mod:`amem.enrich.lexicon`), else its
-  first two keywords. **Tags**: the first five keywords as tags, then the topics. **Context**:
+  first two keywords, names (capitalised keywords) after the other words. **Tags**: the first five keywords as tags, then the topics. **Context**:
   the first informative sentence (:mod:`amem.enrich.context`). **Category**: the lexicon
   category with most distinct term hits (ties by a fixed order), General when none.
   **Note type**: ``memory`` when the note is dialogue, in the first person, or dated;
@@ -144,8 +144,8 @@ class OfflineEnricher:
         a = analyse(text, limit=r.max_keywords)
         category, topic_hits = self._categorise(a)
         topics = [t for t, _ in sorted(topic_hits.items(), key=lambda kv: (-kv[1], kv[0]))][: r.max_topics]
-        if not topics:
-            topics = [normalise_tag(k) for k in a.keywords[:2]]
+        if not topics:  # what the note is about: its common-word keywords before its names
+            topics = [normalise_tag(k) for k in sorted(a.keywords, key=lambda k: k[:1].isupper())[:2]]
         tags = _unique([normalise_tag(k) for k in a.keywords[:5]] + topics)[: r.max_tags]
         context = first_informative_sentence(a.clean, a.keywords, speakers=a.speakers, limit=r.context_chars)
         return Enrichment(
