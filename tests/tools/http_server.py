@@ -12,7 +12,7 @@ from typing import Any
 from mcp import Client
 
 from tools import ToolFacade
-from tools.mcp_server import http_app
+from tools.mcp_server import OwnerAccess, http_app
 from tools.runner import CallLimits
 
 
@@ -23,12 +23,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_http(facade: ToolFacade, limits: CallLimits | None = None) -> Iterator[str]:
+def running_http(facade: ToolFacade, limits: CallLimits | None = None,
+                 owner: OwnerAccess | None = None) -> Iterator[str]:
     """Serve ``facade`` over streamable HTTP in a thread; yields the endpoint URL."""
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(http_app(facade, limits=limits), host="127.0.0.1",
+    server = uvicorn.Server(uvicorn.Config(http_app(facade, limits=limits, owner=owner), host="127.0.0.1",
                                            port=port, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

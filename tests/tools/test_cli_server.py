@@ -1,0 +1,183 @@
+"""The CLI while ``amem serve --http`` holds the store: the installed ``amem`` script asks the
+running server (found through ``<home>/server.json``) and prints what it prints without one.
+
+One real server subprocess on a free port; the local answers are taken with the server
+stopped, the same store in the same state, so the outputs must be equal byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+from typing import Iterator
+
+import pytest
+
+from amem import MemoryStore
+from amem.config import load_config
+from amem.embed.hashing import HashingEmbedder
+from tools.cli import main
+from tools.remote import find_server, record_path
+
+from .http_server import free_port
+from .test_cli_console import AMEM, ROOT, amem, base_env
+
+pytestmark = pytest.mark.slow
+
+NOTES = ["Alice prefers green tea over coffee", "Bob rides a blue bicycle to work",
+         "The staging database moved to db-2.internal on Monday", "x" * 400 + " a long note"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("served")
+    # heat off: a search records its hits, and heat would change the next search's scores
+    env = base_env(home, AMEM_HEAT="false")
+    cfg = load_config(env={k: v for k, v in env.items() if k.startswith("AMEM_")})
+    with MemoryStore(None, config=cfg, embedder=HashingEmbedder(), agent_id="console") as store:
+        for text in NOTES:
+            store.add(text, enrich=False)
+        store.add("a note of another agent", enrich=False, agent_id="other")
+    return env
+
+
+class Server:
+    """``amem serve --http`` on a free port, stopped with SIGINT as a user would."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}/mcp"
+        port = self.url.split(":")[2].split("/")[0]
+        self.proc = subprocess.Popen([str(AMEM), "serve", "--http", "--port", port,
+                                      "--no-scheduler"], env=env, cwd=ROOT, text=True,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        record = record_path(env["AMEM_HOME"])
+        deadline = time.monotonic() + 60
+        while not (record.exists() and _answers(self.url)):
+            assert self.proc.poll() is None, self.proc.communicate()
+            assert time.monotonic() < deadline, "the server did not start within 60 s"
+            time.sleep(0.1)
+
+    def stop(self) -> str:
+        self.proc.send_signal(signal.SIGINT)
+        _, err = self.proc.communicate(timeout=60)
+        return err
+
+
+def _answers(url: str) -> bool:
+    from tools.remote import port_is_open
+
+    return port_is_open(url)
+
+
+#: the access counters a read updates by design (get and search record it): compared apart
+VOLATILE = ("last_accessed", "retrieval_count")
+
+
+def local_output(env: dict[str, str], *args: str) -> str:
+    """What the command prints with the store opened here (in this process: the baseline)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(args), env=env) == 0
+    return out.getvalue()
+
+
+def steady(text: str) -> str:
+    kept = [line for line in text.splitlines() if not line.startswith(VOLATILE)]
+    assert len(kept) == len(text.splitlines()) - len(VOLATILE)  # both counters were shown
+    return "\n".join(kept)
+
+
+@pytest.fixture(scope="module")
+def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """What the commands print through the server (with the store held by it), then locally."""
+    commands = {"search": ["search", "bicycle", "-n", "3", "--json"], "list": ["list", "--json"],
+                "status": ["status", "--json"], "doctor": ["doctor", "--json"]}
+    server = Server(env)
+    record = record_path(env["AMEM_HOME"])
+    try:
+        assert stat.S_IMODE(record.stat().st_mode) == 0o600
+        # writes first, so both sides read the same state: an add as agent w, and a delete by
+        # the CLI's default agent of w's note, which it cannot see
+        added = json.loads(amem(env, "add", "Carol collects maps", "--json", "--agent", "w").stdout)
+        assert added["status"] == "created"
+        assert "for agent 'console'" in amem(env, "delete", added["id"], code=3).stderr
+        remote = {name: amem(env, *args).stdout for name, args in commands.items()}
+        note = json.loads(remote["list"])["notes"][0]["id"]
+        remote["get"] = amem(env, "get", note).stdout
+        # --server with another spelling of the url: the token goes only to the record's url,
+        # so the owner's report is refused there (the agent's own tools would still answer)
+        denied = amem(env, "status", "--server", server.url.replace("127.0.0.1", "localhost"),
+                      code=2)
+        assert "owner" in denied.stderr
+    finally:
+        err = server.stop()
+    assert not record.exists(), err  # removed on a clean exit
+    local = {name: local_output(env, *args) for name, args in commands.items()}
+    local["get"] = local_output(env, "get", note)
+    yield {**{f"remote_{k}": v for k, v in remote.items()},
+           **{f"local_{k}": v for k, v in local.items()}, "added": added["id"]}
+
+
+@pytest.mark.parametrize("name", ["search", "list", "doctor"])
+def test_output_through_the_server_is_the_local_output(served: dict[str, str], name: str) -> None:
+    assert served[f"remote_{name}"] == served[f"local_{name}"]
+
+
+def test_status_through_the_server_is_the_local_status(served: dict[str, str]) -> None:
+    """Equal but for the size of lcm's database file, which counts its write-ahead log: that
+    shrinks when the last connection closes (the server's, here), whatever the store holds."""
+    remote, local = (json.loads(served[f"{side}_status"]) for side in ("remote", "local"))
+    for status in (remote, local):
+        assert status["lcm"].pop("size_bytes") > 0
+    assert remote == local
+
+
+def test_get_through_the_server_is_the_local_get(served: dict[str, str]) -> None:
+    assert steady(served["remote_get"]) == steady(served["local_get"])
+
+
+def test_what_the_commands_saw(served: dict[str, str]) -> None:
+    """The equal outputs are real answers: the agent's own notes, whole, and no one else's."""
+    page = json.loads(served["remote_list"])
+    assert page["count"] == len(NOTES)
+    assert {n["content"] for n in page["notes"]} == set(NOTES)  # the long note unclipped
+    status = json.loads(served["remote_status"])
+    assert status["memory"]["agents"] == 3 and status["memory"]["notes_of_agent"] == len(NOTES)
+    assert "bicycle" in json.loads(served["remote_search"])["results"][0]["content"]
+    assert json.loads(served["remote_doctor"])["memory"]["active_notes"] == len(NOTES) + 2
+
+
+def test_a_stale_or_foreign_record_is_ignored_and_a_stdio_server_explained(
+        env: dict[str, str]) -> None:
+    home = env["AMEM_HOME"]
+    record = record_path(home)
+    cfg = load_config(env={k: v for k, v in env.items() if k.startswith("AMEM_")})
+    with MemoryStore(None, config=cfg, embedder=HashingEmbedder()):  # this process holds it
+        def write(data: dict[str, object], mode: int = 0o600) -> None:
+            record.write_text(json.dumps(data))
+            os.chmod(record, mode)
+
+        write({"transport": "http", "pid": 2 ** 22 + 7, "url": "http://127.0.0.1:9/mcp",
+               "token": "t"})
+        stale = amem(env, "search", "tea", code=4)
+        assert "no longer running" in stale.stderr and "in use" in stale.stderr
+        write({"transport": "stdio", "pid": os.getpid()})
+        stdio = amem(env, "get", "anything", code=4)
+        assert "on stdio" in stdio.stderr and "--http" in stdio.stderr
+        for data, mode, why in (
+                ({"url": "http://127.0.0.1:9/mcp"}, 0o644, "not a private file"),
+                ({"url": "http://10.0.0.9:8765/mcp"}, 0o600, "not on this machine"),
+                ({"url": "http://127.0.0.1:9/mcp", "pid": os.getppid()}, 0o600, "holds the store")):
+            write({"transport": "http", "pid": os.getpid(), "token": "t", **data}, mode)
+            with contextlib.redirect_stderr(io.StringIO()) as said:
+                assert find_server(home, holder_pid=os.getpid()) is None
+            assert why in said.getvalue()
+        write({"transport": "http", "pid": os.getpid(), "url": "http://127.0.0.1:9/mcp"})
+        assert find_server(home, holder_pid=os.getpid()) is not None  # the checks can pass
+    record.unlink()

@@ -1,0 +1,109 @@
+"""How a CLI command reaches the note store: opened here, or through the ``amem serve --http``
+that holds it (``tools.remote``).
+
+Routed through the server: ``search``, ``list``, ``get``, ``add`` (not ``--no-enrich``: the tool
+always enriches), ``update``, ``delete``, ``status`` and ``doctor``. Everything else (import,
+export, consolidate, reembed) needs the store itself and still says "store busy" (exit 4); the
+``lcm`` commands open the conversation database, which a server does not lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .remote import RemoteError, RemoteServer, find_server, is_local
+
+#: the environment variable that gives an explicit ``--server`` its token
+TOKEN_ENV = "AMEM_SERVER_TOKEN"
+
+
+def add_server_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", metavar="URL",
+                        help="ask this running `amem serve --http` (e.g. "
+                             "http://127.0.0.1:8765/mcp); by default the CLI uses the server "
+                             "holding the data directory when there is one")
+
+
+@contextmanager
+def open_notes(args: argparse.Namespace, settings: Any) -> Iterator[tuple[Any, RemoteServer | None]]:
+    """``(store, None)`` with the store opened here, or ``(None, server)``: the server named by
+    ``--server``, or the one found holding the store (see ``tools.remote``)."""
+    from amem.errors import StoreLockedError
+
+    from .runtime import open_memory
+
+    url = getattr(args, "server", None)
+    if url:
+        yield None, explicit_server(url, settings)
+        return
+    try:
+        store = open_memory(settings)
+    except StoreLockedError as exc:
+        server = discovered_server(settings, exc)
+        if server is None:
+            raise
+        store = None
+    if store is None:
+        yield None, server
+        return
+    with store:
+        yield store, None
+
+
+def explicit_server(url: str, settings: Any) -> RemoteServer:
+    """``--server URL``: the record's token only if the record names this very url."""
+    from .cli import CliError
+    from .remote import load_record, record_path
+
+    if not url.startswith(("http://", "https://")):
+        raise CliError(f"--server must be an http(s) URL such as http://127.0.0.1:8765/mcp, "
+                       f"got {url!r}", code="invalid_argument", exit_code=2, field="server")
+    record = load_record(record_path(settings.config.home))
+    token = record.token if record is not None and record.url == url else None
+    token = settings.env.get(TOKEN_ENV) or token
+    return RemoteServer(url, agent_id=settings.agent_id, token=token)
+
+
+def discovered_server(settings: Any, locked: Any) -> RemoteServer | None:
+    """The server that holds the store, found by its record; ``None`` when there is none.
+
+    A stdio server holds it too but only its host can talk to it: that is an error that says so.
+    """
+    from .cli import EXIT_BUSY, CliError
+
+    record = find_server(settings.config.home, getattr(locked, "holder_pid", None))
+    if record is None:
+        return None
+    if record.transport != "http" or not record.url:
+        raise CliError(f"the store is held by `amem serve` on stdio (pid {record.pid}); a stdio "
+                       "server talks only to the host that started it, so this command cannot "
+                       "use it. Stop that server (or its host), or run `amem serve --http`, "
+                       "which the CLI finds and uses", code="store_locked", exit_code=EXIT_BUSY)
+    assert is_local(record.url)  # find_server ignores any other record
+    return RemoteServer(record.url, agent_id=settings.agent_id, token=record.token)
+
+
+def remote_call(server: RemoteServer, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tool call, its refusal turned into the CLI's error (same codes, same exits)."""
+    return _cli(lambda: server.call(name, arguments))
+
+
+def remote_read(server: RemoteServer, uri: str) -> dict[str, Any]:
+    return _cli(lambda: server.read(uri))
+
+
+def remote_page(server: RemoteServer, limit: int, offset: str | None) -> dict[str, Any]:
+    return _cli(lambda: server.list_page(limit, offset))
+
+
+def _cli(work: Any) -> dict[str, Any]:
+    from .cli import _CODE_EXITS, EXIT_ERROR, CliError
+
+    try:
+        result: dict[str, Any] = work()
+    except RemoteError as exc:
+        raise CliError(str(exc), code=exc.code, exit_code=_CODE_EXITS.get(exc.code, EXIT_ERROR),
+                       field=exc.field) from None
+    return result

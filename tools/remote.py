@@ -1,0 +1,265 @@
+"""The ``amem`` CLI through a running ``amem serve --http``: the server record and the client.
+
+The embedded store belongs to one process. While ``amem serve`` holds it, the read commands
+(and ``add``/``delete``) ask that server over MCP (streamable HTTP, the official SDK client)
+instead of failing with "store busy":
+
+* **The record.** ``amem serve`` writes ``<home>/server.json`` (``transport``, ``url``, ``pid``,
+  a random ``token``, ``started``): atomically (a temporary file renamed over it), mode 0600,
+  removed on a clean exit. A stdio server writes one too, without url or token, so the CLI
+  can say why it cannot reach it.
+* **Finding it.** Only when the store is locked (or ``--server URL`` is given). A record is
+  used only if it belongs to this user and no one else can read it, its pid is alive and is
+  the lock's holder, and its url is on this machine (127.0.0.1, ::1 or localhost); otherwise it
+  is ignored with a message on stderr and the store-busy error stands.
+* **Identity.** Every request carries ``X-Amem-Agent`` set to the agent the CLI would use
+  locally, so the server answers exactly as that agent. The token goes only to the url of
+  the record it came from (or from ``AMEM_SERVER_TOKEN`` with an explicit ``--server``); it
+  unlocks the store-wide reports behind ``amem status`` and ``amem doctor``, which an agent
+  connected without it cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import stat
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterator
+from urllib.parse import quote, urlsplit
+
+RECORD_NAME = "server.json"
+#: the resources only the record's token opens (see tools.mcp_server)
+OWNER_STATUS, OWNER_DOCTOR = "amem://owner/status", "amem://owner/doctor"
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """What ``<home>/server.json`` says about the server holding the store."""
+
+    transport: str
+    pid: int
+    url: str | None = None
+    token: str | None = None
+    started: float = 0.0
+
+
+def record_path(home: str | Path) -> Path:
+    return Path(home).expanduser() / RECORD_NAME
+
+
+@contextmanager
+def serving_record(home: str | Path, *, transport: str, url: str | None = None) -> Iterator[str | None]:
+    """Write the record for the life of a server; yields its token (``None`` on stdio).
+
+    Removed on the way out, unless another server has replaced it since.
+    """
+    token = secrets.token_urlsafe(32) if transport == "http" else None
+    record = ServerRecord(transport, os.getpid(), url, token, time.time())
+    path = record_path(home)
+    _write_private(path, json.dumps(asdict(record)))
+    try:
+        yield token
+    finally:
+        current = load_record(path)
+        if current is not None and current.pid == record.pid and current.token == token:
+            path.unlink(missing_ok=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path`` atomically, readable by its owner only (mode 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load_record(path: Path) -> ServerRecord | None:
+    """The record at ``path`` as written, unchecked (``find_server`` checks it); ``None``
+    when there is none or it does not parse."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return ServerRecord(transport=str(data["transport"]), pid=int(data["pid"]),
+                            url=data.get("url"), token=data.get("token"),
+                            started=float(data.get("started") or 0))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def find_server(home: str | Path, holder_pid: int | None = None) -> ServerRecord | None:
+    """The live server that holds the store under ``home``, or ``None`` (why: said on stderr)."""
+    path = record_path(home)
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+        return _ignore(path, "it is not a private file of this user (mode 0600, owned by you)")
+    record = load_record(path)
+    if record is None:
+        return _ignore(path, "it cannot be read as a server record")
+    if not _alive(record.pid):
+        return _ignore(path, f"its server (pid {record.pid}) is no longer running; the next "
+                             "`amem serve` replaces it")
+    if holder_pid is not None and holder_pid != record.pid:
+        return _ignore(path, f"it names pid {record.pid}, but pid {holder_pid} holds the store")
+    if record.transport == "http" and (not record.url or not is_local(record.url)):
+        return _ignore(path, f"its url {record.url!r} is not on this machine")
+    return record
+
+
+def _ignore(path: Path, why: str) -> ServerRecord | None:
+    """Say why the record is not used (on stderr: the CLI's output stays clean); ``None``."""
+    print(f"amem: ignoring {path}: {why}", file=sys.stderr)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: not a server of ours
+        return False
+    return True
+
+
+def is_local(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in _LOCAL_HOSTS
+
+
+# ------------------------------------------------------------------------------ the client
+
+
+class RemoteError(Exception):
+    """The server refused or failed a call: ``code`` as in the tools' error results."""
+
+    def __init__(self, message: str, *, code: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field
+
+
+class RemoteServer:
+    """A running ``amem serve --http`` as one agent: tool calls and resource reads over MCP.
+
+    Each public method is one MCP session (a few milliseconds on this machine).
+    """
+
+    def __init__(self, url: str, *, agent_id: str, token: str | None = None,
+                 timeout: float = 120.0) -> None:
+        self.url = url
+        self.agent_id = agent_id
+        self.token = token
+        self.timeout = timeout
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One tool's structured result; a tool error raises :class:`RemoteError`."""
+        return self._run(lambda client: _call(client, name, arguments))
+
+    def read(self, uri: str) -> dict[str, Any]:
+        """One JSON resource (``amem://status``, or an owner report with the token)."""
+        return self._run(lambda client: _read(client, uri))
+
+    def list_page(self, limit: int, offset: str | None) -> dict[str, Any]:
+        """``memory_list``, with the full content of the notes it shows clipped (one session)."""
+        async def work(client: Any) -> dict[str, Any]:
+            args: dict[str, Any] = {"limit": limit}
+            if offset is not None:
+                args["offset"] = offset
+            page = await _call(client, "memory_list", args)
+            for row in page["notes"]:
+                if row.get("truncated"):
+                    row["content"] = (await _call(client, "memory_get", {"id": row["id"]}))["content"]
+            return page
+
+        return self._run(work)
+
+    def _headers(self) -> dict[str, str]:
+        # percent-escaped: the server reads the header as UTF-8 with escapes (tools.tenancy)
+        headers = {"X-Amem-Agent": quote(self.agent_id, safe="")}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
+
+    def _run(self, work: Callable[[Any], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        import anyio
+
+        async def session() -> dict[str, Any]:
+            import httpx2
+            from mcp import Client
+            from mcp.client.streamable_http import streamable_http_client
+
+            async with httpx2.AsyncClient(headers=self._headers(), timeout=self.timeout) as http, \
+                    Client(streamable_http_client(self.url, http_client=http)) as client:
+                return await work(client)
+
+        try:
+            return anyio.run(session)
+        except RemoteError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the transport's failures, unwrapped
+            inner = _leaf(exc)
+            if isinstance(inner, RemoteError):
+                raise inner from None
+            if isinstance(inner, (KeyboardInterrupt, SystemExit)):
+                raise inner from None
+            raise RemoteError(f"the amem server at {self.url} did not answer ({type(inner).__name__}: "
+                              f"{inner})", code="unavailable") from None
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real failure inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _call(client: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    data = result.structured_content
+    if data is None:
+        data = json.loads(result.content[0].text)
+    if result.is_error:
+        error = data.get("error", {})
+        raise RemoteError(str(error.get("message", "the server refused the call")),
+                          code=str(error.get("code", "error")), field=error.get("field"))
+    return dict(data)
+
+
+async def _read(client: Any, uri: str) -> dict[str, Any]:
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        result = await client.read_resource(uri)
+    except MCPError as exc:
+        data = exc.data if isinstance(exc.data, dict) else {}
+        raise RemoteError(exc.message, code=str(data.get("code", "error")),
+                          field=data.get("field")) from None
+    return dict(json.loads(result.contents[0].text))
+
+
+def port_is_open(url: str) -> bool:
+    """Whether something accepts connections at ``url``'s host and port."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=2):
+            return True
+    except OSError:
+        return False

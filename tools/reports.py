@@ -1,0 +1,69 @@
+"""What ``amem status`` and ``amem doctor`` report, built from open stores.
+
+The CLI builds these from the stores it opened itself, and ``amem serve --http`` from the
+stores it holds when the CLI asks it (``tools.remote``): one builder, so the two answers are
+the same dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Callable
+
+#: an lcm report by method name (``status``, ``doctor``, ``doctor_clean``)
+LcmReport = Callable[[str], dict[str, Any]]
+
+
+def status_report(store: Any, agent_id: str, lcm: LcmReport, nightly: dict[str, Any]) -> dict[str, Any]:
+    """``amem status``: the note store's state with ``agent_id``'s count, lcm's, the nightly run's."""
+    memory = asdict(store.info())
+    memory["agents"] = len(store.agents())
+    memory["notes_of_agent"] = store.count(agent_id=agent_id)
+    memory["agent"] = agent_id
+    return {"memory": memory, "lcm": lcm("status"), "nightly": nightly}
+
+
+def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean: bool) -> dict[str, Any]:
+    """``amem doctor``: problems of both stores; ``ok`` is false when lcm's checks fail."""
+    problems: list[str] = []
+    info = store.info()
+    memory: dict[str, Any] = {"embedder": info.embedder, "points": info.points,
+                              "active_notes": info.active_notes, "dangling_links": 0,
+                              "pending_merge": 0, "stale_vectors": info.stale_vectors}
+    known = set()
+    links: list[tuple[str, str, str]] = []
+    for note, _ in store.iter_notes(all_agents=True):
+        known.add((note.agent_id, note.id))
+        links.extend((note.agent_id, note.id, target) for target in note.links)
+        memory["pending_merge"] += int(note.pending_merge)
+    dangling = [f"{a}/{src} -> {dst}" for a, src, dst in links if (a, dst) not in known]
+    memory["dangling_links"] = len(dangling)
+    if dangling:
+        problems.append(f"{len(dangling)} links point at deleted or missing notes")
+        memory["examples"] = dangling[:10]
+    if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
+        problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
+                        f"write was interrupted); the next add, import or nightly job "
+                        f"re-embeds them")
+    build = info.index_build or {}
+    if build.get("state") == "failed":  # search works, by brute force over the new points
+        problems.append(f"the last index build failed ({build.get('error')}); the "
+                        f"{build.get('points_since')} points written since the build before "
+                        f"are searched by brute force until the next bulk write or nightly job")
+    problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
+                    f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
+    lcm_data: dict[str, Any] = lcm("doctor")
+    if clean:
+        lcm_data = {"doctor": lcm_data, "clean": lcm("doctor_clean")}
+    lcm_ok = (lcm_data.get("doctor", lcm_data) or {}).get("ok", True)
+    # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
+    return {"ok": bool(lcm_ok), "memory": memory, "lcm": lcm_data, "warnings": problems}
+
+
+def lcm_report(store: Any, method: str) -> dict[str, Any]:
+    """One report of an open lcm store (``None``: the server runs without lcm)."""
+    if store is None:
+        return {"available": False, "reason": "the server runs without the conversation store "
+                                              "(amem serve --no-lcm)"}
+    result = getattr(store, method)()
+    return result.to_dict() if hasattr(result, "to_dict") else dict(result)
