@@ -8,7 +8,11 @@
     ├── LcmNotFoundError         an id that is not in the store; ``.id``
     ├── PathEscapeError          a file reference that would resolve outside the data directory
     ├── EmbedderMissingError     semantic/hybrid recall or embedding asked of a store without an embedder
-    └── ConcurrentChangeError    the context changed under a compaction step (retry later)
+    ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
+    └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
+        ├── StoreUnavailableError    the database server is down or dropped the connection
+        ├── SchemaTooNewError        the database was migrated by newer code; ``.unknown``
+        └── UnsupportedOnEngineError an operation not ported to this engine; ``.operation``
 
 Every error that rejects input is raised before anything is written.
 """
@@ -94,3 +98,39 @@ class EmbedderMissingError(LcmError):
     """Semantic recall needs an embedder and this store was opened without one."""
 
     code = "embedder_unavailable"
+
+
+class LcmEngineError(LcmError):
+    """The storage engine behind the store cannot serve the call (see the subclasses)."""
+
+    code = "engine_error"
+
+
+class StoreUnavailableError(LcmEngineError):
+    """The database server cannot be reached, or dropped the connection mid-call.
+
+    A write that raised this was rolled back by the server: nothing of it is stored.
+    """
+
+    code = "store_unavailable"
+
+
+class SchemaTooNewError(LcmEngineError):
+    """The database holds migrations this code does not know: it was upgraded by newer code."""
+
+    code = "schema_too_new"
+
+    def __init__(self, message: str, *, unknown: list[str]) -> None:
+        super().__init__(message)
+        self.unknown = unknown
+
+
+class UnsupportedOnEngineError(LcmEngineError, NotImplementedError):
+    """An operation that is not (yet) available on this storage engine; never a silent wrong answer."""
+
+    code = "unsupported_on_engine"
+
+    def __init__(self, message: str, *, operation: str, engine: str) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.engine = engine

@@ -80,6 +80,15 @@ class LcmStore:
         ValueError: when no path is given by either argument, or the two disagree.
     """
 
+    def __new__(cls, path: str | Path | None = None, config: LcmConfig | None = None, **kwargs: Any) -> LcmStore:
+        # A postgresql:// URL (as path or config.database_path) opens the PostgreSQL engine.
+        target = path if path is not None else (config.database_path if config is not None else None)
+        if cls is LcmStore and isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
+            from lcm.pg.store import PgLcmStore
+
+            return super().__new__(PgLcmStore)
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: str | Path | None = None,

@@ -1,0 +1,249 @@
+"""The PostgreSQL handle of lcm: a psycopg 3 pool, the dialect adapter, and the same atomic() as SQLite."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from lcm.errors import StoreUnavailableError, UnsupportedOnEngineError
+
+__all__ = ["PgDatabase", "PgRow", "translate", "redact_url", "is_postgres_url", "lock_key"]
+
+#: tables whose integer key the server assigns (an identity column): an INSERT into one of
+#: them without RETURNING gets ``RETURNING <key>`` so ``cursor.lastrowid`` works as on SQLite
+_KEYED = {"conversations": "id", "messages": "id", "summaries": "pk", "lcm_failures": "id"}
+_INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re.IGNORECASE)
+#: advisory lock classes (the first of the two int4 keys), so lcm's locks never meet each other's
+LOCK_MIGRATE, LOCK_SESSION, LOCK_CONVERSATION, LOCK_COMPACTION = 1, 2, 3, 4
+
+
+def is_postgres_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def lock_key(text: str) -> int:
+    """A stable signed 32-bit key for an advisory lock on a name (same in every process)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big", signed=True)
+
+
+def translate(sql: str) -> str:
+    """SQLite's dialect as lcm writes it -> PostgreSQL's: the few differences lcm's shared SQL has.
+
+    ``?`` -> ``%s`` outside string literals (a literal ``%`` doubles), ``INSERT OR IGNORE`` ->
+    ``ON CONFLICT DO NOTHING``, ``char(n)`` -> ``chr(n)``. Anything SQLite-only that is not
+    rewritten here (``INSERT OR REPLACE``, ``PRAGMA``, FTS5 ``MATCH``) is refused by name rather
+    than sent to the server to fail obscurely.
+    """
+    m = _INSERT.match(sql)
+    if m and m.group(2) and m.group(2).upper() == "REPLACE":
+        raise UnsupportedOnEngineError(
+            "INSERT OR REPLACE has no PostgreSQL translation; write an explicit ON CONFLICT upsert",
+            operation="INSERT OR REPLACE", engine="postgresql")  # fmt: skip
+    upper = sql.upper()
+    for word in ("PRAGMA", " MATCH ", "SQLITE_MASTER", "BM25("):
+        if word in upper:
+            raise UnsupportedOnEngineError(f"SQLite-only SQL ({word.strip()}) sent to PostgreSQL: {sql[:120]!r}",
+                                           operation=word.strip(), engine="postgresql")  # fmt: skip
+    out: list[str] = []
+    quoted = False
+    for ch in sql:
+        if ch == "'":
+            quoted = not quoted  # '' inside a literal flips twice: still right
+        if ch == "?" and not quoted:
+            out.append("%s")
+        elif ch == "%":
+            out.append("%%")
+        else:
+            out.append(ch)
+    text = re.sub(r"\bchar\(", "chr(", "".join(out))
+    if m and m.group(1):
+        text = _INSERT.sub(lambda x: f"INSERT INTO {x.group(3)}", text, count=1).rstrip().rstrip(";")
+        text += " ON CONFLICT DO NOTHING"
+    return text
+
+
+class PgRow(tuple):  # type: ignore[type-arg]
+    """A result row readable by position and by column name, like ``sqlite3.Row``."""
+
+    _index: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], index: dict[str, int]) -> PgRow:
+        row = super().__new__(cls, values)
+        row._index = index
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+def _row_factory(cursor: Any) -> Any:
+    index = {col.name: i for i, col in enumerate(cursor.description or [])}
+    return lambda values: PgRow(values, index)
+
+
+class PgCursor:
+    """The part of ``sqlite3.Cursor`` lcm's shared SQL uses: fetch*, iteration, lastrowid."""
+
+    def __init__(self, cur: Any, lastrowid: int | None = None) -> None:
+        self._cur = cur
+        self.lastrowid = lastrowid
+        self.rowcount: int = cur.rowcount
+
+    def fetchone(self) -> PgRow | None:
+        row: PgRow | None = self._cur.fetchone() if self._cur.description else None
+        return row
+
+    def fetchall(self) -> list[PgRow]:
+        return list(self._cur.fetchall()) if self._cur.description else []
+
+    def fetchmany(self, size: int) -> list[PgRow]:
+        return list(self._cur.fetchmany(size))
+
+    def __iter__(self) -> Iterator[PgRow]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._cur.close()
+
+
+class PgConnection:
+    """A pooled psycopg connection speaking lcm's SQLite dialect through :func:`translate`."""
+
+    def __init__(self, conn: Any) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
+        m = _INSERT.match(sql)
+        key = _KEYED.get(m.group(3).lower()) if m else None
+        text = translate(sql)
+        returning = key is not None and "RETURNING" not in text.upper() and "ON CONFLICT" not in text
+        if returning:
+            text += f" RETURNING {key}"
+        cur = self.raw.cursor(row_factory=_row_factory)
+        with _unavailable():
+            cur.execute(text, list(params))
+        lastrowid = None
+        if returning:
+            row = cur.fetchone()
+            lastrowid = None if row is None else int(row[0])
+        return PgCursor(cur, lastrowid)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with _unavailable(), self.raw.cursor() as cur:
+            cur.executemany(translate(sql), [list(r) for r in rows])
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    """A lost server is a StoreUnavailableError (its transaction was rolled back by the server)."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            raise  # a statement_timeout: the caller's deadline, not a lost server
+        raise StoreUnavailableError(f"lcm: the PostgreSQL server dropped the connection: {exc}") from exc
+
+
+class PgDatabase:
+    """The PostgreSQL counterpart of :class:`lcm.db.Database`: ``atomic()``, ``reading()``, ``query``.
+
+    One pooled connection per thread for the length of a transaction; a nested ``atomic()`` on
+    the same thread is a savepoint on that connection (psycopg's ``transaction()`` nests).
+    """
+
+    engine = "postgresql"
+    is_memory = False
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout_s: float = 10.0) -> None:
+        import psycopg_pool
+
+        self.url = url
+        self.path = redact_url(url)
+        self._local = threading.local()
+        self.lock = threading.RLock()  # for code that groups reads under the store's lock
+        self._pool = psycopg_pool.ConnectionPool(
+            url, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True},
+            check=psycopg_pool.ConnectionPool.check_connection, name="lcm")  # fmt: skip
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_s)
+        except psycopg_pool.PoolTimeout as exc:
+            self._pool.close()
+            raise StoreUnavailableError(
+                f"lcm: cannot reach the PostgreSQL server at {self.path} within {connect_timeout_s:g} s "
+                "(is it running, and does the URL name the right host, port, user and database?)"
+            ) from exc
+
+    @contextmanager
+    def _connection(self) -> Iterator[PgConnection]:
+        current: PgConnection | None = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        import psycopg_pool
+
+        try:
+            ctx = self._pool.connection(timeout=30.0)
+            raw = ctx.__enter__()
+        except psycopg_pool.PoolTimeout as exc:
+            raise StoreUnavailableError(f"lcm: no connection to {self.path} available within 30 s") from exc
+        self._local.conn = PgConnection(raw)
+        try:
+            yield self._local.conn
+        except BaseException as exc:
+            self._local.conn = None
+            ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        else:
+            self._local.conn = None
+            ctx.__exit__(None, None, None)
+
+    @contextmanager
+    def atomic(self) -> Iterator[PgConnection]:
+        """A write transaction (a savepoint when nested); rolled back on any error, by the server
+        too when the connection drops, so a batch is stored whole or not at all."""
+        with self._connection() as conn, _unavailable(), conn.raw.transaction():
+            yield conn
+
+    @contextmanager
+    def reading(self) -> Iterator[PgConnection]:
+        """A group of reads in one transaction (so ``SET LOCAL`` and server cursors work)."""
+        with self._connection() as conn, _unavailable(), conn.raw.transaction():
+            yield conn
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[PgRow]:
+        with self.reading() as c:
+            return c.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> PgRow | None:
+        with self.reading() as c:
+            return c.execute(sql, params).fetchone()
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        self._pool.close()

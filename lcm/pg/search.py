@@ -1,0 +1,185 @@
+"""grep on PostgreSQL: full text by tsvector + pg_trgm, regex by RE2 on the client over a literal prefilter.
+
+Same query language as :mod:`lcm.search` (the terms come from the same
+:func:`lcm.search.build_fts_query`): a word term is a phrase query over the ``lcm_porter``
+configuration; a CJK term of three or more characters, a term too short for an index and the
+regex's required literal are case-insensitive substrings (``ILIKE``, served by the trigram
+index). The regex itself never runs on the server: rows come newest first through a server
+side cursor and RE2 (linear time, :mod:`lcm.regex`) matches them here. ``statement_timeout``
+bounds every statement by what is left of the grep's deadline, so a slow query ends as a
+``truncated`` answer with a warning, as on SQLite.
+
+Recency answers are the same ids in the same order as on SQLite (``time DESC, id DESC``).
+Relevance uses ``ts_rank_cd`` where SQLite uses FTS5's BM25: the same matches, possibly in
+another order, with scores on another scale.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lcm.config import LcmConfig
+from lcm.models import GrepHit, GrepResult
+from lcm.newest import SOURCES
+from lcm.pg.db import PgConnection, PgDatabase, PgRow
+from lcm.pg.schema import TS_CONFIG
+from lcm.ranking import rrf
+from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
+from lcm.search import FtsQuery, _scope_sql, _snippet, build_fts_query
+
+__all__ = ["pg_grep"]
+
+_TIME_STOP = "grep stopped at its deadline (grepRegexDeadlineMs); narrow with since/before or a longer literal"
+_BATCH = 128
+
+
+def _like(term: str) -> str:
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _match_sql(q: FtsQuery) -> tuple[str, list[object], str, int]:
+    """The WHERE part of a full-text query over alias ``t``, its parameters, its rank expression
+    and how many of the parameters (the first ones) the rank expression takes."""
+    # build_fts_query sorted every term into exactly one of words / trigram / like
+    tri = [t for t in q.terms if q.trigram and _quoted(t) in q.trigram.split(" AND ")]
+    words = [t for t in q.terms if t not in q.like and t not in tri]
+    clauses: list[str] = []
+    params: list[object] = []
+    rank = "0.0"
+    if words:
+        tsq = " && ".join(f"phraseto_tsquery('{TS_CONFIG}', ?)" for _ in words)
+        clauses.append(f"to_tsvector('{TS_CONFIG}'::regconfig, t.content) @@ ({tsq})")
+        params += words
+        rank = f"ts_rank_cd(to_tsvector('{TS_CONFIG}'::regconfig, t.content), ({tsq}))"
+    for term in [*tri, *q.like]:
+        clauses.append("t.content ILIKE ? ESCAPE '\\'")
+        params.append(_like(term))
+    return " AND ".join(clauses), params, rank, len(words)
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _hit(kind: str, row: PgRow, score: float, snippet: str) -> GrepHit:
+    if kind == "message":
+        return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score, role=row["role"])
+    return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score,
+                   depth=row["depth"], summary_kind=row["kind"])  # fmt: skip
+
+
+def _set_deadline(c: PgConnection, deadline: float) -> None:
+    ms = max(1, int((deadline - time.monotonic()) * 1000))
+    c.raw.execute(f"SET LOCAL statement_timeout = {ms}")
+
+
+def _fts_rows(c: PgConnection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str,
+              limit: int) -> list[tuple[PgRow, float]]:  # fmt: skip
+    src = SOURCES[kind]
+    match, mparams, rank, n_rank = _match_sql(q)
+    rank_args = mparams[:n_rank]
+    base = f"SELECT t.*, {rank} AS score FROM {src.table} t WHERE {match} AND {where}"
+    args: list[Any] = [*rank_args, *mparams, *params]
+    newest = f"t.{src.time_col} DESC, t.{src.rowid} DESC"
+    if sort == "recency":
+        return [(r, 0.0) for r in c.execute(f"{base} ORDER BY {newest} LIMIT ?", [*args, limit]).fetchall()]
+    by_rel = c.execute(f"{base} ORDER BY score DESC, t.{src.time_col} DESC LIMIT ?",
+                       [*args, limit * 4 if sort == "hybrid" else limit]).fetchall()  # fmt: skip
+    if sort == "relevance":
+        return [(r, float(r["score"])) for r in by_rel]
+    by_new = c.execute(f"{base} ORDER BY {newest} LIMIT ?", [*args, limit * 4]).fetchall()
+    by_id = {r[src.rowid]: r for r in [*by_rel, *by_new]}
+    fused = rrf([[r[src.rowid] for r in by_rel], [r[src.rowid] for r in by_new]])
+    return [(by_id[k], s) for k, s in fused[:limit]]
+
+
+def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where: str, params: list[object], *,
+                deadline: float, scanned: int, sort: str, limit: int) -> tuple[list[tuple[PgRow, float, int]], int, str | None]:  # fmt: skip
+    import psycopg
+
+    src = SOURCES[kind]
+    found: list[tuple[PgRow, float, int]] = []
+    stop: str | None = None
+    literal = "" if rx.literal is None else " AND t.content ILIKE ? ESCAPE '\\'"
+    args: list[Any] = [*params, *([_like(rx.literal)] if rx.literal is not None else [])]
+    sql = (f"SELECT t.* FROM {src.table} t WHERE {where}{literal} "
+           f"ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC LIMIT ?")  # fmt: skip
+    try:
+        with db.reading() as c:
+            _set_deadline(c, deadline)
+            from lcm.pg.db import _row_factory, translate
+
+            # a server-side cursor: rows arrive in batches, never the whole scope at once
+            with c.raw.cursor(name="lcm_regex_scan", row_factory=_row_factory) as cur:
+                cur.execute(translate(sql), [*args, cfg.grep_regex_max_rows + 1])
+                while stop is None:
+                    want = _BATCH if sort != "recency" else min(_BATCH, max(16, limit - len(found)))
+                    batch = cur.fetchmany(want)
+                    if not batch:
+                        break
+                    for row in batch:
+                        if scanned >= cfg.grep_regex_max_rows:
+                            stop = "regex scan stopped at its row bound (grepRegexMaxRows); narrow with since/before"
+                            break
+                        if time.monotonic() > deadline:
+                            stop = _TIME_STOP
+                            break
+                        scanned += 1
+                        positions = rx.positions(row["content"], deadline, 1 if sort == "recency" else 100)
+                        if positions:
+                            found.append((row, float(len(positions)), positions[0]))
+                            if sort == "recency" and len(found) >= limit:
+                                return found, scanned, None
+    except DeadlineExceeded:
+        stop = _TIME_STOP
+    except psycopg.errors.QueryCanceled:
+        stop = _TIME_STOP
+    return found, scanned, stop
+
+
+def pg_grep(db: PgDatabase, cfg: LcmConfig, pattern: str, *, field: str = "pattern", mode: str, scope: str,
+            conv_ids: list[int] | None, since: str | None, before: str | None, limit: int, sort: str) -> GrepResult:  # fmt: skip
+    """:func:`lcm.search.grep` for modes ``full_text`` and ``regex`` on PostgreSQL (same arguments, same result)."""
+    import psycopg
+
+    kinds = {"messages": ["message"], "summaries": ["summary"], "both": ["message", "summary"]}[scope]
+    hits: list[GrepHit] = []
+    scanned = 0
+    warnings: list[str] = []
+    deadline = time.monotonic() + cfg.grep_regex_deadline_ms / 1000
+    if mode == "full_text":
+        q = build_fts_query(pattern, field)
+        try:
+            with db.reading() as c:
+                _set_deadline(c, deadline)
+                for kind in kinds:
+                    where, params = _scope_sql("t", conv_ids, since, before, kind)
+                    rows = _fts_rows(c, kind, q, "TRUE" if where == "1" else where, params, sort, limit)
+                    hits += [_hit(kind, row, score, _snippet(row["content"], q.terms)) for row, score in rows]
+        except psycopg.errors.QueryCanceled:
+            warnings.append(_TIME_STOP)
+    else:
+        rx = compile_user_regex(pattern)
+        for kind in kinds:
+            where, params = _scope_sql("t", conv_ids, since, before, kind)
+            where = "TRUE" if where == "1" else where
+            found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
+                                               scanned=scanned, sort=sort, limit=limit)  # fmt: skip
+            if sort != "recency":
+                ranked = sorted(range(len(found)), key=lambda i: -found[i][1])
+                if sort == "hybrid":
+                    ranked = [i for i, _ in rrf([ranked, list(range(len(found)))])]
+                found = [found[i] for i in ranked]
+            for row, score, pos in found[:limit]:
+                hits.append(_hit(kind, row, score, _snippet(row["content"], [], pos)))
+            if stop is not None:
+                warnings.append(stop)
+                break
+    if len(kinds) == 2:
+        if sort == "recency":
+            hits.sort(key=lambda h: h.created_at, reverse=True)
+        else:
+            hits.sort(key=lambda h: -h.score)
+        hits = hits[:limit]
+    return GrepResult(pattern, mode, scope, sort, hits, bool(warnings), scanned, conv_ids, list(dict.fromkeys(warnings)))

@@ -1,0 +1,201 @@
+"""PgLcmStore: :class:`lcm.LcmStore` on a PostgreSQL server; what is not ported yet raises, naming itself."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from lcm.config import LcmConfig
+from lcm.errors import LcmValidationError, UnsupportedOnEngineError
+from lcm.events import EventLog
+from lcm.ingest import _check_replay_flood, _drop_resent, normalize_messages
+from lcm.largefiles import LargeFileStore, file_reference
+from lcm.models import GrepResult, IngestResult
+from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
+from lcm.pg.schema import migrate_pg
+from lcm.pg.search import pg_grep
+from lcm.regex import compile_user_regex
+from lcm.seams import Clock, SummaryLLM, SystemClock
+from lcm.search import build_fts_query
+from lcm.sessions import resolve_conversation
+from lcm.store import LcmStore, SessionKeys
+from lcm.timeutil import iso, parse_time
+from lcm.tokens import estimate_tokens
+
+__all__ = ["PgLcmStore", "PORTED"]
+
+#: the public methods of LcmStore that work on PostgreSQL today; every other one raises
+#: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
+PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys"})
+_ENGINE = "postgresql"
+
+
+def _unsupported(operation: str) -> NoReturn:
+    raise UnsupportedOnEngineError(
+        f"lcm: {operation} is not available on PostgreSQL yet (works today: {', '.join(sorted(PORTED))}); "
+        "use a SQLite store for it", operation=operation, engine=_ENGINE)  # fmt: skip
+
+
+def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Any], cfg: LcmConfig,
+                      files: LargeFileStore, now_iso: str) -> tuple[list[int], int, list[str]]:  # fmt: skip
+    """:func:`lcm.ingest.store_messages` on PostgreSQL: the same re-send and replay checks (the
+    same functions), then ids from the server's sequence and one ``executemany`` per table."""
+    fresh = _drop_resent(c, conversation_id, list(batch))  # type: ignore[arg-type]
+    skipped = len(batch) - len(fresh)
+    _check_replay_flood(c, conversation_id, fresh, cfg)  # type: ignore[arg-type]
+    if not fresh:
+        return [], skipped, []
+    seq = int(c.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?", (conversation_id,)).fetchall()[0][0])
+    ordinal = int(c.execute("SELECT coalesce(max(ordinal), 0) FROM context_items WHERE conversation_id = ?",
+                            (conversation_id,)).fetchall()[0][0])  # fmt: skip
+    # the server hands out the ids: writers of other conversations run at the same time
+    ids = sorted(int(r[0]) for r in c.execute(
+        "SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, ?)", (len(fresh),)).fetchall())
+    rows: list[tuple[Any, ...]] = []
+    files_rows: list[tuple[Any, ...]] = []
+    file_ids: list[str] = []
+    for offset, (mid, m) in enumerate(zip(ids, fresh), 1):
+        content, file_id = m.content, None
+        tokens = estimate_tokens(content)
+        if tokens > cfg.large_file_threshold_tokens:
+            stored = files.store(conversation_id, content, m.name)
+            file_id, content = stored.file_id, file_reference(stored)
+            tokens = estimate_tokens(content)
+            files_rows.append((file_id, conversation_id, mid, stored.name, stored.mime_type, stored.size_bytes,
+                               stored.token_count, stored.storage_path, stored.exploration_summary, now_iso))
+            file_ids.append(file_id)
+        rows.append((mid, conversation_id, seq + offset, m.role, content, tokens, m.identity_hash,
+                     m.stable_event_key, file_id, m.created_at))  # fmt: skip
+    c.executemany(
+        "INSERT INTO messages(id, conversation_id, seq, role, content, token_count, identity_hash, "
+        "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    if files_rows:
+        c.executemany(
+            "INSERT INTO large_files(file_id, conversation_id, message_id, name, mime_type, size_bytes, "
+            "token_count, storage_path, exploration_summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            files_rows)
+    c.executemany(
+        "INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)",
+        [(conversation_id, ordinal + i, mid) for i, mid in enumerate(ids, 1)])
+    c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now_iso, conversation_id))
+    return ids, skipped, file_ids
+
+
+class PgLcmStore(LcmStore):
+    """An :class:`LcmStore` whose database is a PostgreSQL server (``LcmStore("postgresql://...")``).
+
+    Large payloads go to ``config.large_files_dir`` (a directory every host must share); with
+    none configured, a message over the large-file threshold is refused, not kept in a
+    temporary directory that would vanish.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        config: LcmConfig | None = None,
+        *,
+        llm: SummaryLLM | None = None,
+        clock: Clock | None = None,
+        expansion_llm: SummaryLLM | None = None,
+        embedder: Any = None,
+    ) -> None:
+        cfg = config or LcmConfig()
+        url = str(path) if path is not None else cfg.database_path
+        if path is not None and cfg.database_path and str(path) != cfg.database_path:
+            raise ValueError(f"path {path!r} contradicts config.database_path {cfg.database_path!r}")
+        self.config = cfg
+        self.clock = clock or SystemClock()
+        self.llm = llm
+        self.db = PgDatabase(url)  # type: ignore[assignment]
+        try:
+            migrate_pg(self.db, self._now())  # type: ignore[arg-type]
+        except BaseException:
+            self.db.close()
+            raise
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        if cfg.large_files_dir:
+            self.files = LargeFileStore(Path(cfg.large_files_dir).expanduser())
+        else:
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")
+            self.files = LargeFileStore(Path(self._tmpdir.name))
+        self.events = EventLog(cfg.log_file or None if cfg.log_file_enabled else None, self.clock,
+                               cfg.log_max_file_bytes, cfg.log_retention_days)  # fmt: skip
+
+    def ingest(
+        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
+    ) -> IngestResult:
+        """:meth:`LcmStore.ingest`, safe for several processes writing one conversation at once.
+
+        Each batch is one transaction holding two advisory locks (the session, then the
+        conversation), so a concurrent writer waits and then sees this batch as already stored.
+        """
+        if not self.config.enabled:
+            return IngestResult(None, 0, 0, ignored=True)
+        mode = self._session_mode(session_key)
+        if mode != "normal":
+            return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
+        now = self._now()
+        batch = normalize_messages(messages, now)
+        if self._tmpdir is not None and any(estimate_tokens(m.content) > self.config.large_file_threshold_tokens for m in batch):
+            _unsupported("ingest of a message over largeFileThresholdTokens without largeFilesDir (a directory all hosts share)")
+        if session_key is None and session_id is None:
+            raise LcmValidationError("need a session_key or a session_id", field="session_key")
+        name = f"key:{session_key}" if session_key is not None else f"id:{session_id}"
+        with self.db.atomic() as c:
+            c.execute("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", (LOCK_SESSION, lock_key(name)))
+            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
+            c.execute("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", (LOCK_CONVERSATION, lock_key(str(conv_id))))
+            ids, skipped, file_ids = store_messages_pg(c, conv_id, batch, self.config, self.files, now)  # type: ignore[arg-type]
+        if ids or created:
+            self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
+        return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
+
+    def grep(
+        self, pattern: str, *, mode: str = "regex", scope: str = "both", session_key: SessionKeys = None,
+        conversation_id: int | None = None, all_conversations: bool = False, since: str | datetime | None = None,
+        before: str | datetime | None = None, limit: int = 50, sort: str | None = None,
+        file_ids: Sequence[str] | None = None,
+    ) -> GrepResult:  # fmt: skip
+        """:meth:`LcmStore.grep` for modes ``regex`` and ``full_text`` over messages and summaries."""
+        if mode in ("semantic", "hybrid"):
+            _unsupported(f"grep mode {mode!r}")
+        if scope == "files" or file_ids is not None:
+            _unsupported("grep scope 'files'")
+        sort = "recency" if sort is None else sort
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise LcmValidationError("pattern must be a non-empty string", field="pattern")
+        for name, value, allowed in (("mode", mode, ("regex", "full_text")), ("scope", scope, ("messages", "summaries", "both")),
+                                     ("sort", sort, ("recency", "relevance", "hybrid"))):  # fmt: skip
+            if value not in allowed:
+                raise LcmValidationError(f"{name} must be one of {list(allowed)}; got {value!r}", field=name)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise LcmValidationError(f"limit must be 1..200; got {limit!r}", field="limit")
+        if mode == "full_text":
+            build_fts_query(pattern)
+        else:
+            compile_user_regex(pattern)
+        since_s = iso(parse_time(since, "since")) if since is not None else None
+        before_s = iso(parse_time(before, "before")) if before is not None else None
+        conv_ids = self._scope(session_key, conversation_id, all_conversations)
+        if conv_ids == []:
+            return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
+        return pg_grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids,  # type: ignore[arg-type]
+                       since=since_s, before=before_s, limit=limit, sort=sort)  # fmt: skip
+
+
+def _raiser(name: str) -> Callable[..., NoReturn]:
+    def method(self: PgLcmStore, *args: Any, **kwargs: Any) -> NoReturn:
+        _unsupported(name)
+
+    method.__name__ = name
+    method.__doc__ = f"Not available on PostgreSQL yet: raises UnsupportedOnEngineError (operation {name!r})."
+    return method
+
+
+# Every public method of LcmStore not ported (including ones added later) raises by name.
+for _name in dir(LcmStore):
+    if not _name.startswith("_") and _name not in PORTED and callable(getattr(LcmStore, _name)):
+        setattr(PgLcmStore, _name, _raiser(_name))

@@ -1,0 +1,42 @@
+"""Many writers: two processes ingesting into one conversation lose nothing and duplicate nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lcm import LcmStore
+
+_CHILD = """
+import sys, time
+from lcm import LcmStore
+url, who, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with LcmStore(url) as store:
+    while time.time() < start:
+        time.sleep(0.001)
+    for b in range(0, 60, 5):
+        shared = [{"role": "tool", "content": f"shared {i}", "event_id": f"ev-{i}"} for i in range(b, b + 5)]
+        own = [{"role": "user", "content": f"{who} says {i}", "event_id": f"{who}-{i}"} for i in range(b, b + 5)]
+        store.ingest("agent:main:shared", shared + own)
+"""
+
+
+def test_two_processes_ingesting_one_conversation(pg_url: str) -> None:
+    root = Path(__file__).resolve().parents[3]
+    start = time.time() + 1.0  # both children connected before either writes
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, pg_url, who, str(start)], cwd=root,
+                              stderr=subprocess.PIPE, text=True) for who in ("a", "b")]  # fmt: skip
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    with LcmStore(pg_url) as store:
+        rows = store.db.query("SELECT conversation_id, seq, content FROM messages ORDER BY seq")
+        assert len({r[0] for r in rows}) == 1  # one conversation, not one per racing process
+        contents = [r[2] for r in rows]
+        want = {f"shared {i}" for i in range(60)} | {f"{w} says {i}" for w in "ab" for i in range(60)}
+        assert len(contents) == len(want) == 180 and set(contents) == want  # nothing lost, nothing twice
+        assert [r[1] for r in rows] == list(range(1, 181))  # seq has no gap and no collision
+        items = store.db.query("SELECT ordinal FROM context_items ORDER BY ordinal")
+        assert [r[0] for r in items] == list(range(1, 181))

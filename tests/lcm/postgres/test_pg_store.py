@@ -1,0 +1,116 @@
+"""lcm on PostgreSQL: opening, migrations, errors, ingest idempotency and the unported surface."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+import pytest
+
+from lcm import LcmConfig, LcmStore, ManualClock
+from lcm.errors import ReplayFloodError, SchemaTooNewError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.migrations import MIGRATIONS
+from lcm.pg.db import PgDatabase, translate
+from lcm.pg.schema import PG_MIGRATIONS
+from lcm.pg.store import PORTED, PgLcmStore
+from tests.pgcluster import PgCluster
+
+from ..conftest import chat
+
+KEY = "agent:main:chat"
+
+
+def count(store: LcmStore, table: str) -> int:
+    return int(store.db.scalar(f"SELECT count(*) FROM {table}"))
+
+
+def test_one_registry_two_dialects() -> None:
+    # a SQLite migration without its PostgreSQL twin (or out of order) fails here
+    assert list(PG_MIGRATIONS) == list(MIGRATIONS)
+
+
+def test_translate_the_shared_dialect() -> None:
+    assert translate("SELECT a FROM t WHERE b = ? AND c LIKE '50%?'") == "SELECT a FROM t WHERE b = %s AND c LIKE '50%%?'"
+    assert translate("INSERT OR IGNORE INTO x(a) VALUES (?)") == "INSERT INTO x(a) VALUES (%s) ON CONFLICT DO NOTHING"
+    assert translate("SELECT v.s || char(127)") == "SELECT v.s || chr(127)"
+    for sqlite_only in ("INSERT OR REPLACE INTO x VALUES (1)", "PRAGMA foo", "SELECT 1 FROM f WHERE f MATCH ?"):
+        with pytest.raises(UnsupportedOnEngineError):
+            translate(sqlite_only)
+
+
+def test_url_opens_postgres_and_migrates_once(pg_url: str, clock: ManualClock) -> None:
+    with LcmStore(pg_url, clock=clock) as store:
+        assert isinstance(store, PgLcmStore)
+        names = [r[0] for r in store.db.query("SELECT name FROM lcm_migrations ORDER BY seq")]
+        assert names == list(MIGRATIONS)
+    with LcmStore(config=LcmConfig(database_path=pg_url), clock=clock) as again:  # config path too
+        assert count(again, "lcm_migrations") == len(MIGRATIONS)
+
+
+def test_schema_newer_than_the_code_is_refused(pg_url: str, clock: ManualClock) -> None:
+    LcmStore(pg_url, clock=clock).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO lcm_migrations(name, applied_at) VALUES ('9999_from_the_future', 'x')")
+    with pytest.raises(SchemaTooNewError) as err:
+        LcmStore(pg_url, clock=clock)
+    assert err.value.unknown == ["9999_from_the_future"] and err.value.code == "schema_too_new"
+
+
+def test_server_down_is_a_clear_error_without_the_password() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailableError, match=r"cannot reach the PostgreSQL server at postgresql://u:\*\*\*@") as err:
+        PgDatabase(f"postgresql://u:secret@127.0.0.1:{port}/x", connect_timeout_s=0.5)
+    assert "secret" not in str(err.value) and err.value.code == "store_unavailable"
+
+
+def test_every_unported_method_names_itself(make_pg_store: Callable[..., LcmStore]) -> None:
+    store = make_pg_store()
+    public = [n for n in dir(LcmStore) if not n.startswith("_") and callable(getattr(LcmStore, n))]
+    assert PORTED <= set(public)
+    for name in sorted(set(public) - PORTED):
+        with pytest.raises(UnsupportedOnEngineError) as err:
+            getattr(store, name)("agent:main:chat")
+        assert err.value.operation == name and err.value.code == "unsupported_on_engine"
+    for mode in ("semantic", "hybrid"):
+        with pytest.raises(UnsupportedOnEngineError, match=mode):
+            store.grep("x", mode=mode, session_key=KEY)
+    with pytest.raises(UnsupportedOnEngineError, match="files"):
+        store.grep("x", scope="files", session_key=KEY)
+
+
+def test_resending_dedupes_and_replay_floods_are_refused(make_pg_store: Callable[..., LcmStore]) -> None:
+    store = make_pg_store()
+    assert store.ingest(KEY, chat(10)).stored == 10
+    again = store.ingest(KEY, chat(10))
+    assert (again.stored, again.skipped_duplicates) == (0, 10)
+    overlap = store.ingest(KEY, chat(6, start=6))
+    assert (overlap.stored, overlap.skipped_duplicates) == (2, 4)
+    keyed = [{"role": "assistant", "content": "v1", "response_id": "r1"},
+             {"role": "user", "content": "hello", "created_at": "2025-02-01T10:00:00Z"}]  # fmt: skip
+    assert store.ingest(KEY, keyed).stored == 2
+    resent = [{"role": "assistant", "content": "v1 [redacted]", "responseId": "r1"},
+              {"role": "user", "content": "hello", "created_at": "2025-02-01T10:00:00+00:00"}]  # fmt: skip
+    assert store.ingest(KEY, resent).stored == 0
+    with pytest.raises(ReplayFloodError):
+        store.ingest(KEY, [{"role": "user", "content": "buy now"}] * 4)
+    assert count(store, "messages") == 14 == count(store, "context_items")
+    seqs = [r[0] for r in store.db.query("SELECT seq FROM messages ORDER BY seq")]
+    assert seqs == list(range(1, 15))
+
+
+def test_a_dropped_connection_mid_batch_stores_nothing(make_pg_store: Callable[..., LcmStore], pg_url: str) -> None:
+    store = make_pg_store()
+    store.ingest(KEY, chat(2))
+    with pytest.raises(StoreUnavailableError, match="dropped the connection"):
+        with store.db.atomic() as c:
+            c.execute("INSERT INTO conversations(session_key, active, created_at, updated_at) VALUES ('half', 1, 'x', 'x')")
+            pid = c.raw.info.backend_pid  # type: ignore[attr-defined]  # store.db is a PgDatabase here
+            with psycopg.connect(pg_url, autocommit=True) as killer:
+                killer.execute("SELECT pg_terminate_backend(%s)", [pid])
+            c.execute("SELECT 1")
+    assert store.conversation("half") is None
+    assert store.ingest(KEY, chat(2, start=2)).stored == 2  # the pool hands out a live connection
