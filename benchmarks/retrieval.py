@@ -173,6 +173,10 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         corpora = corpora[:args.limit_corpora]
     chinese = task == "cmrc"
     overrides: dict[str, Any] = {"heat": args.heat, "link_expansion": args.links}
+    if args.fusion is not None:
+        overrides["fusion"] = args.fusion
+    if args.rrf_k is not None:
+        overrides["rrf_k"] = args.rrf_k
     if args.sparse_weight is not None:
         overrides["sparse_weight"] = args.sparse_weight
     if args.dense_weight is not None:
@@ -202,7 +206,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"task": task, "data": str(data), "settings": {
         "embedder": embedder.model_id, "enrich": args.enrich, "date_in_text": args.date_in_text,
         "links": args.links, "heat": args.heat, "unit": args.unit,
-        "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
+        "fusion": config.fusion, "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
         "link_min_cosine": config.link_min_cosine,
         "rrf_k": config.rrf_k, "depth": DEPTH},
         "results": evaluate(task, corpora, rankings), "timings": timings}
@@ -224,6 +228,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--heat", action=argparse.BooleanOptionalAction, default=False,
                    help="heat boost on (searches then change later rankings)")
     p.add_argument("--unit", choices=["sentence", "paragraph"], default="sentence")
+    p.add_argument("--fusion", choices=["zscore", "rrf"], help="the store's fusion (default: config)")
+    p.add_argument("--rrf-k", type=int, help="k of the store's RRF (with --fusion rrf)")
     p.add_argument("--sparse-weight", type=float)
     p.add_argument("--dense-weight", type=float)
     p.add_argument("--link-min-cosine", type=float, help="the link-expansion gate (query scale)")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from amem.ranking import expand_links, heat_boost, rrf
+from amem.ranking import expand_links, heat_boost, rrf, unranked_score, zscore_fusion
 
 
 def test_rrf_counts_ranks_from_one_with_k60() -> None:
@@ -73,3 +73,51 @@ def test_expand_links_cap_missing_and_seed_handling() -> None:
     # d cannot be admitted (None), seeds are never re-added even when linked
     assert expand_links(["s", "a"], GRAPH.__getitem__, cos.get) == ["b", "c"]
     assert expand_links(["s"], GRAPH.__getitem__, cos.get, hops=0) == []
+
+
+def test_zscore_fusion_keeps_how_far_a_top_match_stands_out() -> None:
+    # "rare" is BM25's clear top (a rare term) and dense rank 3; "near" is BM25 rank 2 with a
+    # weak score and dense rank 1. RRF levels them by rank and picks "near"; z-scores see
+    # that BM25's first stands far above the rest.
+    bm25 = {"rare": 9.0, "near": 1.0, "x": 0.9, "y": 0.8}
+    cos = {"near": 0.86, "x": 0.85, "rare": 0.845, "y": 0.80}
+    candidates = ["rare", "near", "x", "y"]
+    fused = zscore_fusion(candidates, [bm25, cos], [0.4, 0.6], [0.0, 0.0])
+    assert fused[0][0] == "rare"
+    assert [i for i, _ in rrf([["rare", "near", "x", "y"], ["near", "x", "rare", "y"]])][0] == "near"
+    assert all(0.0 < s < 1.0 for _, s in fused)
+
+
+def test_zscore_fusion_formula_missing_scores_and_constant_columns() -> None:
+    fused = dict(zscore_fusion(["a", "b"], [{"a": 3.0}, {"a": 1.0, "b": 1.0}], [0.4, 0.6],
+                               [1.0, 0.0]))
+    # column 1: a=3, b=1 (missing) -> z = +1, -1; column 2 is constant: it cannot decide
+    assert fused["a"] == pytest.approx(1 / (1 + math.exp(-0.4)))
+    assert fused["b"] == pytest.approx(1 / (1 + math.exp(0.4)))
+    # a lone candidate, or all equal: 0.5, in the candidates' order (repeats count once)
+    assert zscore_fusion(["q", "p", "q"], [{"q": 1.0, "p": 1.0}], [1.0], [0.0]) == \
+        [("q", 0.5), ("p", 0.5)]
+    assert zscore_fusion([], [{}], [1.0], [0.0]) == []
+
+
+def test_zscore_fusion_weights_decide_between_disagreeing_rankings() -> None:
+    cols = [{"a": 2.0, "b": 1.0}, {"a": 0.1, "b": 0.9}]
+    assert zscore_fusion(["a", "b"], cols, [0.7, 0.3], [0.0, 0.0])[0][0] == "a"
+    assert zscore_fusion(["a", "b"], cols, [0.3, 0.7], [0.0, 0.0])[0][0] == "b"
+
+
+def test_zscore_fusion_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="one weight"):
+        zscore_fusion(["a"], [{"a": 1.0}], [1.0, 1.0], [0.0])
+    with pytest.raises(ValueError, match="weights"):
+        zscore_fusion(["a"], [{"a": 1.0}], [-1.0], [0.0])
+    with pytest.raises(ValueError, match="finite"):
+        zscore_fusion(["a"], [{"a": float("nan")}], [1.0], [0.0])
+
+
+def test_unranked_score_is_zero_below_a_full_list_and_the_cut_off_otherwise() -> None:
+    assert unranked_score([5.0, 2.0], pool=50) == 0.0  # every note sharing a term came back
+    assert unranked_score([5.0, 2.0, 1.5], pool=3) == 1.5  # the rest scored at most 1.5
+    assert unranked_score([], pool=3) == 0.0
+    with pytest.raises(ValueError):
+        unranked_score([1.0], pool=0)
