@@ -32,9 +32,13 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
             "goes to the scheduler (`amem scheduler --once`, `--status`, ...)")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the scheduler")
 
-    cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
+    from .cli_server import add_server_option
+
+    p = cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
+    add_server_option(p)
     p = cmd("doctor", cmd_doctor, "check both stores for problems")
     p.add_argument("--clean", action="store_true", help="also list lcm clean-up candidates")
+    add_server_option(p)
 
     p = cmd("tools", cmd_tools, "print the tool schemas in a host's format")
     p.add_argument("--format", choices=sorted(FORMATS), default="mcp", help="default: mcp")
@@ -133,7 +137,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from .cli import CliError, _settings, _version
     from .facade import ToolFacade, lazy_from_env
-    from .mcp_server import serve_http, serve_stdio
+    from .mcp_server import OwnerAccess, serve_http, serve_stdio
+    from .remote import serving_record
     from .runtime import open_lcm, open_memory
 
     if not args.verbose and not args.env.get("AMEM_LOG_LEVEL"):
@@ -164,15 +169,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
                  settings.agent_id, f"http port {args.port}" if args.http else "stdio",
                  settings.config.home)
         if args.http:
-            try:
-                anyio.run(lambda: serve_http(facade, port=args.port, path=args.path))
-            except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
-                if exc.code in (0, None):
-                    raise
-                raise CliError(_port_message(args.port, "the server could not bind it"),
-                               code="invalid_argument", exit_code=2, field="port") from None
+            # <home>/server.json tells the CLI where it serves (tools.remote): `amem search`
+            # and the other read commands then ask this server instead of failing "store busy"
+            url = f"http://127.0.0.1:{args.port}{args.path}"
+            with serving_record(settings.config.home, transport="http", url=url) as token:
+                owner = OwnerAccess(token or "", _owner_report(memory, lcm, settings))
+                try:
+                    anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
+                                                 owner=owner))
+                except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
+                    if exc.code in (0, None):
+                        raise
+                    raise CliError(_port_message(args.port, "the server could not bind it"),
+                                   code="invalid_argument", exit_code=2, field="port") from None
         else:
-            anyio.run(serve_stdio, facade)
+            with serving_record(settings.config.home, transport="stdio"):  # the CLI says why not
+                anyio.run(serve_stdio, facade)
     finally:
         if worker is not None:
             worker.shutdown()
@@ -182,6 +194,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
             lcm.close()
         memory.close()
     return 0
+
+
+def _owner_report(memory: Any, lcm: Any, settings: Any) -> Any:
+    """The reports behind ``amem status`` / ``doctor`` that the server gives the token's holder."""
+    from .reports import lcm_report
+
+    def report(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
+        def lcm_part(method: str) -> dict[str, Any]:
+            return lcm_report(lcm, method)
+
+        if name == "status":
+            return status_data(memory, agent_id, lcm_part, settings)
+        return doctor_data(memory, lcm_part, settings, clean)
+
+    return report
 
 
 def _start_scheduler(memory: Any, lcm: Any, settings: Any) -> Any:
@@ -219,21 +246,31 @@ def run_scheduler(argv: list[str], env: Any) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from .cli import _settings, _version, emit, kv_text
-    from .runtime import open_lcm, open_memory
+    from .cli import _settings, emit, kv_text
+    from .cli_server import open_notes, remote_read
+    from .remote import OWNER_STATUS
 
     settings = _settings(args)
-    with open_memory(settings) as store:
-        memory = asdict(store.info())
-        memory["agents"] = len(store.agents())
-        memory["notes_of_agent"] = store.count()
-        memory["agent"] = settings.agent_id
-    data: dict[str, Any] = {"version": _version(), "memory": memory, "lcm": _lcm_call(settings, "status"),
-                            "nightly": _nightly_status(settings)}
+    with open_notes(args, settings) as (store, server):
+        data = (remote_read(server, OWNER_STATUS) if server is not None
+                else status_data(store, settings.agent_id, lambda m: _lcm_call(settings, m), settings))
     emit(args, data, lambda: kv_text(data))
     return 0
+
+
+def status_data(store: Any, agent_id: str, lcm: Any, settings: Any) -> dict[str, Any]:
+    """``amem status`` of an open store (the server answers the CLI with the same)."""
+    from .cli import _version
+    from .reports import status_report
+
+    return {"version": _version(), **status_report(store, agent_id, lcm, _nightly_status(settings))}
+
+
+def doctor_data(store: Any, lcm: Any, settings: Any, clean: bool) -> dict[str, Any]:
+    """``amem doctor`` of an open store (the server answers the CLI with the same)."""
+    from .reports import doctor_report
+
+    return doctor_report(store, lcm, _nightly_status(settings), clean=clean)
 
 
 def _descriptions(settings: Any) -> dict[str, str]:
@@ -254,44 +291,14 @@ def _nightly_status(settings: Any) -> dict[str, Any]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .cli import _settings, emit, kv_text
-    from .runtime import open_memory
+    from .cli_server import open_notes, remote_read
+    from .remote import OWNER_DOCTOR
 
     settings = _settings(args)
-    problems: list[str] = []
-    with open_memory(settings) as store:
-        info = store.info()
-        memory = {"embedder": info.embedder, "points": info.points,
-                  "active_notes": info.active_notes, "dangling_links": 0,
-                  "pending_merge": 0, "stale_vectors": info.stale_vectors}
-        known = set()
-        links: list[tuple[str, str, str]] = []
-        for note, _ in store.iter_notes(all_agents=True):
-            known.add((note.agent_id, note.id))
-            links.extend((note.agent_id, note.id, target) for target in note.links)
-            memory["pending_merge"] += int(note.pending_merge)
-        dangling = [f"{a}/{src} -> {dst}" for a, src, dst in links if (a, dst) not in known]
-        memory["dangling_links"] = len(dangling)
-        if dangling:
-            problems.append(f"{len(dangling)} links point at deleted or missing notes")
-            memory["examples"] = dangling[:10]
-        if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
-            problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
-                            f"write was interrupted); the next add, import or nightly job "
-                            f"re-embeds them")
-        build = info.index_build or {}
-        if build.get("state") == "failed":  # search works, by brute force over the new points
-            problems.append(f"the last index build failed ({build.get('error')}); the "
-                            f"{build.get('points_since')} points written since the build before "
-                            f"are searched by brute force until the next bulk write or nightly job")
-    nightly = _nightly_status(settings)
-    problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
-                    f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
-    lcm = _lcm_call(settings, "doctor")
-    if args.clean:
-        lcm = {"doctor": lcm, "clean": _lcm_call(settings, "doctor_clean")}
-    lcm_ok = (lcm.get("doctor", lcm) or {}).get("ok", True) if isinstance(lcm, dict) else True
-    # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
-    data = {"ok": bool(lcm_ok), "memory": memory, "lcm": lcm, "warnings": problems}
+    with open_notes(args, settings) as (store, server):
+        data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
+                if server is not None
+                else doctor_data(store, lambda m: _lcm_call(settings, m), settings, args.clean))
     emit(args, data, lambda: kv_text(data))
     return 0 if data["ok"] else 1
 

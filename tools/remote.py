@@ -22,6 +22,7 @@ instead of failing with "store busy":
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import socket
@@ -33,6 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator
 from urllib.parse import quote, urlsplit
+
+log = logging.getLogger(__name__)
 
 RECORD_NAME = "server.json"
 #: the resources only the record's token opens (see tools.mcp_server)
@@ -65,6 +68,8 @@ def serving_record(home: str | Path, *, transport: str, url: str | None = None) 
     record = ServerRecord(transport, os.getpid(), url, token, time.time())
     path = record_path(home)
     _write_private(path, json.dumps(asdict(record)))
+    log.info("server record %s written: %s", path, "the amem CLI uses this server while it runs"
+             if token else "the CLI will say this stdio server holds the store")
     try:
         yield token
     finally:

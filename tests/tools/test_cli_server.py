@@ -115,6 +115,8 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         denied = amem(env, "status", "--server", server.url.replace("127.0.0.1", "localhost"),
                       code=2)
         assert "owner" in denied.stderr
+        # the conversation database is SQLite, which the server does not lock
+        assert json.loads(amem(env, "lcm", "status", "--json").stdout)["conversations"] == 0
     finally:
         err = server.stop()
     assert not record.exists(), err  # removed on a clean exit
