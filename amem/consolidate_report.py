@@ -43,6 +43,10 @@ class ConsolidationReport:
     indexed_first: bool = False
     #: notes re-embedded before the run because a killed writer left their vectors stale
     vectors_refreshed: int = 0
+    #: older notes the supersession sweep found replaced by a newer one (``amem.supersede``)
+    superseded: int = 0
+    #: notes past their ``expires_at`` hard-deleted by this run (``amem.purge``)
+    expired_deleted: int = 0
 
     def _sum(self, name: str) -> int:
         return sum(int(getattr(a, name)) for a in self.agents.values())
@@ -79,6 +83,8 @@ class ConsolidationReport:
             "resumed": self._sum("resumed"), "notes": self._sum("notes"),
             "duration": round(self.duration, 3), "threshold": self.threshold,
             "indexed_first": self.indexed_first, "vectors_refreshed": self.vectors_refreshed,
+            "superseded": self.superseded,
+            "expired_deleted": self.expired_deleted,
             "warnings": self.warnings,
             "per_agent": {k: v.to_dict(details=details) for k, v in self.agents.items()},
         }
