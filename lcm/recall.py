@@ -119,8 +119,8 @@ class Recall:
             in_ctx = c.execute("SELECT 1 FROM context_items WHERE summary_id = ?", (sid,)).fetchone() is not None
             shown = msg_ids[:_MAX_SOURCE_IDS]
             file_ids = [r[0] for r in c.execute(
-                f"SELECT DISTINCT file_id FROM messages WHERE id IN ({','.join('?' * len(shown))}) "
-                "AND file_id IS NOT NULL ORDER BY id", shown)] if shown else []  # fmt: skip
+                f"SELECT file_id FROM messages WHERE id IN ({','.join('?' * len(shown))}) "
+                "AND file_id IS NOT NULL GROUP BY file_id ORDER BY min(id)", shown)] if shown else []  # fmt: skip
         return SummaryDescription(
             row_to_summary(row), parents, children, shown, len(msg_ids) > _MAX_SOURCE_IDS, in_ctx, file_ids=file_ids
         )

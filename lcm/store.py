@@ -80,6 +80,9 @@ class LcmStore:
         ValueError: when no path is given by either argument, or the two disagree.
     """
 
+    #: the engine's full_text/regex grep over messages and summaries (lcm.pg's store swaps in its own)
+    _text_grep = staticmethod(grep)
+
     def __new__(cls, path: str | Path | None = None, config: LcmConfig | None = None, **kwargs: Any) -> LcmStore:
         # A postgresql:// URL (as path or config.database_path) opens the PostgreSQL engine.
         target = path if path is not None else (config.database_path if config is not None else None)
@@ -442,8 +445,8 @@ class LcmStore:
         if scope == "files":
             return grep_files(self.db, self.config, self.files, pattern, mode=mode, conv_ids=conv_ids,
                               file_ids=file_ids, limit=limit)  # fmt: skip
-        return grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
-                    before=before_s, limit=limit, sort=sort)  # fmt: skip
+        return self._text_grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids,
+                               since=since_s, before=before_s, limit=limit, sort=sort)  # fmt: skip
 
     def describe(
         self, id: str, *, offset: int = 0, limit: int = 4000, session_key: SessionKeys = None,
@@ -469,8 +472,8 @@ class LcmStore:
             return list(dict.fromkeys(summary_ids)), []
         if not query or not query.strip():
             raise LcmValidationError("give summary_ids or a query", field="query")
-        res = grep(self.db, self.config, query, field="query", mode="full_text", scope="both", conv_ids=scope,
-                   since=None, before=None, limit=20, sort="relevance")  # fmt: skip
+        res = self._text_grep(self.db, self.config, query, field="query", mode="full_text", scope="both",
+                              conv_ids=scope, since=None, before=None, limit=20, sort="relevance")  # fmt: skip
         seeds = [h.id for h in res.hits if h.kind == "summary"][:5]
         msg_ids = [int(h.id[4:]) for h in res.hits if h.kind == "message"]
         rows = []

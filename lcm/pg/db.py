@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,7 @@ def lock_key(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big", signed=True)
 
 
+@functools.lru_cache(maxsize=1024)
 def translate(sql: str) -> str:
     """SQLite's dialect as lcm writes it -> PostgreSQL's: the few differences lcm's shared SQL has.
 
@@ -232,6 +234,32 @@ class PgDatabase:
         """A group of reads in one transaction (so ``SET LOCAL`` and server cursors work)."""
         with self._connection() as conn, _unavailable(), conn.raw.transaction():
             yield conn
+
+    @contextmanager
+    def advisory_lock(self, kind: int, key: int) -> Iterator[None]:
+        """Hold a session-level advisory lock ``(kind, key)`` for the block, on a connection of its
+        own (the block's transactions come and go). Another process asking for it waits; a
+        killed holder's session ends and the server releases the lock."""
+        import psycopg_pool
+
+        try:
+            ctx = self._pool.connection(timeout=30.0)
+            holder = ctx.__enter__()
+        except psycopg_pool.PoolTimeout as exc:
+            raise StoreUnavailableError(f"lcm: no connection to {self.path} available within 30 s") from exc
+        try:
+            with _unavailable():
+                holder.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", [kind, key])
+            try:
+                yield
+            finally:
+                with _unavailable():
+                    holder.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", [kind, key])
+        except BaseException as exc:
+            ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        else:
+            ctx.__exit__(None, None, None)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[PgRow]:
         with self.reading() as c:

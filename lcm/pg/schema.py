@@ -8,7 +8,8 @@ triggers, the ingest index flag) is an empty step here, recorded all the same so
 engines report the same schema version.
 
 Differences worth knowing: row ids are identity columns (the server hands them out, so two
-writers never pick the same id); full text is a GIN index over ``to_tsvector('lcm_porter', content)``
+writers never pick the same id); full text is a GIN index over ``lcm_tsv(content)`` (``to_tsvector('lcm_porter', …)`` of the
+text split into runs of letters and digits)
 (snowball English stems without stop words after ``unaccent``, the nearest to FTS5's
 ``porter unicode61 remove_diacritics 2``); substrings (CJK, the regex literal) use a
 ``pg_trgm`` GIN index.
@@ -98,9 +99,16 @@ _step(
     f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = simple)",
     f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, "
     "word, hword, hword_part WITH unaccent, lcm_english_stem",
-    f"CREATE INDEX messages_words ON messages USING gin (to_tsvector('{TS_CONFIG}'::regconfig, content))",
+    # Words are runs of letters and digits, as FTS5's unicode61 sees them: PostgreSQL's own
+    # parser keeps "src/module_2.py" or "v4.1" whole (file, host, version tokens), so a search
+    # for "module_2.py" would miss it. Text and query words go through the same split.
+    f"""CREATE FUNCTION lcm_tsv(text) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$ SELECT to_tsvector('{TS_CONFIG}'::regconfig, regexp_replace($1, '[^[:alnum:]]+', ' ', 'g')) $$""",
+    f"""CREATE FUNCTION lcm_tsq(text) RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$ SELECT phraseto_tsquery('{TS_CONFIG}'::regconfig, regexp_replace($1, '[^[:alnum:]]+', ' ', 'g')) $$""",
+    "CREATE INDEX messages_words ON messages USING gin (lcm_tsv(content))",
     "CREATE INDEX messages_trigrams ON messages USING gin (content gin_trgm_ops)",
-    f"CREATE INDEX summaries_words ON summaries USING gin (to_tsvector('{TS_CONFIG}'::regconfig, content))",
+    "CREATE INDEX summaries_words ON summaries USING gin (lcm_tsv(content))",
     "CREATE INDEX summaries_trigrams ON summaries USING gin (content gin_trgm_ops)",
 )
 # grep orders by (time, id) on the server, so no row-id order tracking is needed; the table

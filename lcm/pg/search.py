@@ -1,8 +1,8 @@
 """grep on PostgreSQL: full text by tsvector + pg_trgm, regex by RE2 on the client over a literal prefilter.
 
 Same query language as :mod:`lcm.search` (the terms come from the same
-:func:`lcm.search.build_fts_query`): a word term is a phrase query over the ``lcm_porter``
-configuration; a CJK term of three or more characters, a term too short for an index and the
+:func:`lcm.search.build_fts_query`): a word term is a phrase query (``lcm_tsq``) over the
+``lcm_porter`` configuration; a CJK term of three or more characters, a term too short for an index and the
 regex's required literal are case-insensitive substrings (``ILIKE``, served by the trigram
 index). The regex itself never runs on the server: rows come newest first through a server
 side cursor and RE2 (linear time, :mod:`lcm.regex`) matches them here. ``statement_timeout``
@@ -23,7 +23,6 @@ from lcm.config import LcmConfig
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
-from lcm.pg.schema import TS_CONFIG
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.search import FtsQuery, _scope_sql, _snippet, build_fts_query
@@ -48,10 +47,10 @@ def _match_sql(q: FtsQuery) -> tuple[str, list[object], str, int]:
     params: list[object] = []
     rank = "0.0"
     if words:
-        tsq = " && ".join(f"phraseto_tsquery('{TS_CONFIG}', ?)" for _ in words)
-        clauses.append(f"to_tsvector('{TS_CONFIG}'::regconfig, t.content) @@ ({tsq})")
+        tsq = " && ".join("lcm_tsq(?)" for _ in words)
+        clauses.append(f"lcm_tsv(t.content) @@ ({tsq})")
         params += words
-        rank = f"ts_rank_cd(to_tsvector('{TS_CONFIG}'::regconfig, t.content), ({tsq}))"
+        rank = f"ts_rank_cd(lcm_tsv(t.content), ({tsq}))"
     for term in [*tri, *q.like]:
         clauses.append("t.content ILIKE ? ESCAPE '\\'")
         params.append(_like(term))

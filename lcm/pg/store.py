@@ -13,23 +13,24 @@ from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import _check_replay_flood, _drop_resent, normalize_messages
 from lcm.largefiles import LargeFileStore, file_reference
-from lcm.models import GrepResult, IngestResult
-from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
+from lcm.models import CompactionResult, GrepResult, IngestResult
+from lcm.compaction import Compactor
+from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
 from lcm.pg.schema import migrate_pg
 from lcm.pg.search import pg_grep
-from lcm.regex import compile_user_regex
+from lcm.recall import Recall
 from lcm.seams import Clock, SummaryLLM, SystemClock
-from lcm.search import build_fts_query
 from lcm.sessions import resolve_conversation
 from lcm.store import LcmStore, SessionKeys
-from lcm.timeutil import iso, parse_time
+from lcm.summarize import Summarizer
 from lcm.tokens import estimate_tokens
 
 __all__ = ["PgLcmStore", "PORTED"]
 
 #: the public methods of LcmStore that work on PostgreSQL today; every other one raises
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
-PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys"})
+PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
+                    "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query"})
 _ENGINE = "postgresql"
 
 
@@ -123,6 +124,10 @@ class PgLcmStore(LcmStore):
             self.files = LargeFileStore(Path(self._tmpdir.name))
         self.events = EventLog(cfg.log_file or None if cfg.log_file_enabled else None, self.clock,
                                cfg.log_max_file_bytes, cfg.log_retention_days)  # fmt: skip
+        # the parts run lcm's shared SQL through the PostgreSQL handle (lcm.pg.db.translate)
+        self.summarizer = Summarizer(cfg, llm, self.clock)
+        self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
+        self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
 
     def ingest(
         self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
@@ -153,6 +158,20 @@ class PgLcmStore(LcmStore):
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
         return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
 
+    def _compact_conv(
+        self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None,
+        runtime: tuple[str | None, int | None] = (None, None),
+    ) -> CompactionResult:
+        # One compaction of a conversation at a time across every process: each summary step
+        # is checked and written in its own transaction, but two runs would summarize the
+        # same items and race to replace them.
+        with self.db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))):  # type: ignore[attr-defined]
+            return super()._compact_conv(conv_id, session_key, budget, force=force, until_under=until_under,
+                                         runtime=runtime)  # fmt: skip
+
+    #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
+    _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes a PgDatabase (no shared handle Protocol yet)
+
     def grep(
         self, pattern: str, *, mode: str = "regex", scope: str = "both", session_key: SessionKeys = None,
         conversation_id: int | None = None, all_conversations: bool = False, since: str | datetime | None = None,
@@ -162,28 +181,11 @@ class PgLcmStore(LcmStore):
         """:meth:`LcmStore.grep` for modes ``regex`` and ``full_text`` over messages and summaries."""
         if mode in ("semantic", "hybrid"):
             _unsupported(f"grep mode {mode!r}")
-        if scope == "files" or file_ids is not None:
+        if scope == "files":
             _unsupported("grep scope 'files'")
-        sort = "recency" if sort is None else sort
-        if not isinstance(pattern, str) or not pattern.strip():
-            raise LcmValidationError("pattern must be a non-empty string", field="pattern")
-        for name, value, allowed in (("mode", mode, ("regex", "full_text")), ("scope", scope, ("messages", "summaries", "both")),
-                                     ("sort", sort, ("recency", "relevance", "hybrid"))):  # fmt: skip
-            if value not in allowed:
-                raise LcmValidationError(f"{name} must be one of {list(allowed)}; got {value!r}", field=name)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
-            raise LcmValidationError(f"limit must be 1..200; got {limit!r}", field="limit")
-        if mode == "full_text":
-            build_fts_query(pattern)
-        else:
-            compile_user_regex(pattern)
-        since_s = iso(parse_time(since, "since")) if since is not None else None
-        before_s = iso(parse_time(before, "before")) if before is not None else None
-        conv_ids = self._scope(session_key, conversation_id, all_conversations)
-        if conv_ids == []:
-            return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
-        return pg_grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids,  # type: ignore[arg-type]
-                       since=since_s, before=before_s, limit=limit, sort=sort)  # fmt: skip
+        return super().grep(pattern, mode=mode, scope=scope, session_key=session_key, conversation_id=conversation_id,
+                            all_conversations=all_conversations, since=since, before=before, limit=limit, sort=sort,
+                            file_ids=file_ids)  # fmt: skip
 
 
 def _raiser(name: str) -> Callable[..., NoReturn]:

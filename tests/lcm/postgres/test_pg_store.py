@@ -102,14 +102,14 @@ def test_resending_dedupes_and_replay_floods_are_refused(make_pg_store: Callable
     assert seqs == list(range(1, 15))
 
 
-def test_a_dropped_connection_mid_batch_stores_nothing(make_pg_store: Callable[..., LcmStore], pg_url: str) -> None:
+def test_a_dropped_connection_mid_batch_stores_nothing(make_pg_store: Callable[..., LcmStore], pg_clean_url: str) -> None:
     store = make_pg_store()
     store.ingest(KEY, chat(2))
     with pytest.raises(StoreUnavailableError, match="dropped the connection"):
         with store.db.atomic() as c:
             c.execute("INSERT INTO conversations(session_key, active, created_at, updated_at) VALUES ('half', 1, 'x', 'x')")
             pid = c.raw.info.backend_pid  # type: ignore[attr-defined]  # store.db is a PgDatabase here
-            with psycopg.connect(pg_url, autocommit=True) as killer:
+            with psycopg.connect(pg_clean_url, autocommit=True) as killer:
                 killer.execute("SELECT pg_terminate_backend(%s)", [pid])
             c.execute("SELECT 1")
     assert store.conversation("half") is None
