@@ -23,7 +23,8 @@ TEXTS = [
     "ERROR: connection refused (errno=111) while deploying",
 ]
 FULL_TEXT = ['"deploy of" failed', "OR NOT", "v4.1", "deploys", "deploy", "数据库迁移", "失败", "デプロイ",
-             "迁移 E1234", "cafe", "100%", "error", "errno=111", "pytest", "module_7.py"]  # fmt: skip
+             "迁移 E1234", "cafe", "100%", "error", "errno=111", "pytest", "module_8.py", "src/module_4.py",
+             "case_7", "bug #12", "/var/log/app.log", "passed pytest"]  # fmt: skip
 REGEX = [r"E\d{4}", r"module_1\d\.py", "error.*timeout.*retry", "(?i)deploy", r"bug #\d+", "数据库", "[Cc]af[ée]",
          r"\d{3}\)", "(a+)+$", "nothing matches this"]  # fmt: skip
 
@@ -48,12 +49,10 @@ def _answer(store: LcmStore, pattern: str, **kw: object) -> list[tuple[str, int]
 
 def test_full_text_recency_answers_agree(pair: tuple[LcmStore, LcmStore]) -> None:
     lite, pg = pair
-    nonempty = 0
     for pattern in FULL_TEXT:
         want = _answer(lite, pattern, mode="full_text", limit=20)
+        assert want, pattern  # real answers are compared, not two agreeing empty lists
         assert _answer(pg, pattern, mode="full_text", limit=20) == want, pattern
-        nonempty += bool(want)
-    assert nonempty >= 10  # the comparison is about real answers, not agreeing empty lists
 
 
 def test_full_text_relevance_finds_the_same_set(pair: tuple[LcmStore, LcmStore]) -> None:
