@@ -163,7 +163,9 @@ def open_lcm(settings: Settings, *, required: bool = False) -> Any:
     lcm_cfg = lcm_load_config(_lcm_table_path(settings.config_path), env=settings.env)
     if not getattr(lcm_cfg, "database_path", ""):
         lcm_cfg = _with(lcm_cfg, database_path=str(settings.lcm_path))
-    Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file
+    if not lcm_cfg.database_path.startswith(("postgresql://", "postgres://")):
+        Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     client = shared_llm(settings)
     try:  # semantic recall uses the note store's embedder; without one lcm still works
         embedder = shared_embedder(settings)
