@@ -14,6 +14,8 @@ from amem.clock import FixedClock
 from amem.embed import make_embedder
 from amem.errors import ConfigError
 
+from .conftest import make_store
+
 NOTES = [
     ("zan", "Melanie: the spice farms on Zanzibar were the best part of the whole year"),
     ("camp", "Melanie: I went camping with the kids last weekend, we loved it"),
@@ -30,9 +32,8 @@ def embedder() -> Any:
     return make_embedder("e5-small")
 
 
-def _store(embedder: Any, **overrides: object) -> MemoryStore:
-    store = MemoryStore(":memory:", config=load_config(overrides=overrides), embedder=embedder,
-                        clock=FixedClock("2026-01-10T12:00:00+00:00"))
+def _store(embedder: Any, kind: str = "edge", **overrides: object) -> MemoryStore:
+    store = make_store(kind, embedder, FixedClock("2026-01-10T12:00:00+00:00"), **overrides)
     for nid, text in NOTES:
         store.add(text, id=nid, enrich=False)
     return store
@@ -74,3 +75,15 @@ def test_rrf_stays_available_and_a_bad_fusion_is_refused(embedder: Any) -> None:
     with pytest.raises(ConfigError, match="fusion") as info:
         load_config(overrides={"fusion": "max"})
     assert info.value.key == "fusion"
+
+
+def test_both_engines_fuse_to_the_same_ranking(embedder: Any, zscore_store: MemoryStore) -> None:
+    # z-scores read the engines' raw scores (BM25 with the engine's IDF, cosines), not only
+    # their ranks: the two engines must still agree, to the order and the scores' 6th digit
+    with _store(embedder, "qdrant-local") as other:
+        for query in ("When did Melanie visit Zanzibar?", "kids", "Caroline charity race",
+                      "what did Melanie paint"):
+            mine = zscore_store.search(query, limit=7, heat=False, expand_links=False)
+            theirs = other.search(query, limit=7, heat=False, expand_links=False)
+            assert [r.id for r in mine] == [r.id for r in theirs], query
+            assert [r.rrf for r in mine] == pytest.approx([r.rrf for r in theirs], abs=1e-5)
