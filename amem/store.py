@@ -391,7 +391,7 @@ class MemoryStore:
                subject: str | None = None, *, agent_id: str | None = None,
                expand_links: bool | None = None, heat: bool | None = None,
                min_similarity: float | None = None) -> list["SearchResult"]:
-        """Hybrid search (BM25 + dense fused by z-scores, heat, 2-hop link expansion); see ``amem.search``.
+        """Hybrid search (BM25 + dense fused by z-scores, heat, 2-hop links); see ``amem.search``.
 
         ``min_similarity`` (off by default) drops results below that query similarity, so a
         search for something the store does not hold returns nothing.
