@@ -40,3 +40,36 @@ def test_two_processes_ingesting_one_conversation(pg_url: str) -> None:
         assert [r[1] for r in rows] == list(range(1, 181))  # seq has no gap and no collision
         items = store.db.query("SELECT ordinal FROM context_items ORDER BY ordinal")
         assert [r[0] for r in items] == list(range(1, 181))
+
+
+_COMPACT = """
+import sys, time
+from lcm import LcmConfig, LcmStore
+url, start = sys.argv[1], float(sys.argv[2])
+with LcmStore(url, LcmConfig(fresh_tail_count=8)) as store:
+    while time.time() < start:
+        time.sleep(0.001)
+    print(store.compact("agent:main:shared", force=True).leaf_summaries)
+"""
+
+
+def test_two_processes_compacting_one_conversation_take_turns(pg_url: str) -> None:
+    from tests.lcm.conftest import chat
+
+    with LcmStore(pg_url) as store:
+        store.ingest("agent:main:shared", chat(120))
+    root = Path(__file__).resolve().parents[3]
+    start = time.time() + 1.0
+    procs = [subprocess.Popen([sys.executable, "-c", _COMPACT, pg_url, str(start)], cwd=root, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err  # no unique-key clash, no ConcurrentChangeError escaping
+    with LcmStore(pg_url) as store:
+        # every message is reachable exactly once: in the context, or under exactly one leaf summary
+        in_context = {r[0] for r in store.db.query("SELECT message_id FROM context_items WHERE item_type = 'message'")}
+        covered = [r[0] for r in store.db.query("SELECT message_id FROM summary_messages")]
+        assert len(covered) == len(set(covered)) and not in_context & set(covered)
+        assert in_context | set(covered) == set(range(1, 121))
+        ordinals = [r[0] for r in store.db.query("SELECT ordinal FROM context_items ORDER BY ordinal")]
+        assert len(ordinals) == len(set(ordinals))
