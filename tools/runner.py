@@ -23,6 +23,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -116,9 +117,14 @@ class CallRunner:
 
     async def call(self, facade: "ToolFacade", name: Any, arguments: Any) -> dict[str, Any]:
         """``facade.call(name, arguments)`` in a worker, or a ``timeout`` error at the deadline."""
+        return await self.run(facade.agent_id, name, lambda: facade.call(name, arguments))
+
+    async def run(self, agent: str, name: Any, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``work()`` of ``agent`` in a worker under the same bounds as a tool call (``name``
+        labels it in errors and logs): the host routes of ``tools.host_http`` run this way."""
         import anyio
 
-        loop, agent, ticket = self._loop(), facade.agent_id, _Ticket()
+        loop, ticket = self._loop(), _Ticket()
         gate = loop.gate(agent)
         held: list[anyio.Semaphore] = []
         try:
@@ -127,7 +133,7 @@ class CallRunner:
                     await sem.acquire()
                     held.append(sem)
                 return await anyio.to_thread.run_sync(
-                    self._work, ticket, facade, name, arguments, loop, agent,
+                    self._work, ticket, work, name, loop, agent,
                     abandon_on_cancel=True, limiter=loop.threads)
         except TimeoutError:
             log.warning("tool %s of agent %s passed its %g s deadline", name, agent,
@@ -144,7 +150,7 @@ class CallRunner:
                     sem.release()
                 loop.leave(agent)
 
-    def _work(self, ticket: _Ticket, facade: "ToolFacade", name: Any, arguments: Any,
+    def _work(self, ticket: _Ticket, work: Callable[[], dict[str, Any]], name: Any,
               loop: _Loop, agent: str) -> dict[str, Any]:
         with ticket.lock:
             if ticket.dropped:  # the caller gave up before this call started
@@ -152,7 +158,7 @@ class CallRunner:
             ticket.started = True
         began = time.monotonic()
         try:
-            return facade.call(name, arguments)
+            return work()
         finally:
             elapsed = time.monotonic() - began
             if elapsed > self.limits.timeout:

@@ -1,0 +1,226 @@
+"""The host's way into conversation memory over ``amem serve --http``: ``POST /lcm/ingest`` and
+``GET /lcm/assemble``, beside ``/mcp``.
+
+Over MCP the model only reads its history (the ``lcm_*`` tools); the host that runs the model
+writes it. These two routes are for that host, and are not tools: the model never sees them.
+
+* ``POST /lcm/ingest`` takes ``{"sessionKey"?, "sessionId"?, "messages": [{role, content,
+  ...}], "afterTurn"?}`` and answers ``LcmStore.ingest``'s result. Idempotent and replay-guarded
+  as ``ingest`` is: a re-sent batch stores nothing twice, a flood of identical messages is
+  refused whole. With ``afterTurn`` (the default) a conversation that owes deferred compaction
+  pays it after the answer has gone (``LcmStore.after_turn``: one bounded sweep, in the same
+  worker pool), so the debt does not wait for the nightly job.
+* ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=]`` answers the
+  context to send the model (``LcmStore.assemble``).
+
+Identity is the MCP routes' exactly (``tools.mcp_server.facade_for_headers``): the agent of the
+``X-Amem-Agent`` header (the server's agent without it), and a session key that must be that
+agent's own (``tools.tenancy.session_key_for``): ``sessionKey`` in the request, else the
+``X-Amem-Session`` header, else the agent's ``agent:<agent>:main``. Another agent's key is
+``forbidden``. A body over ``MAX_BODY_BYTES`` is refused (413) before it is read whole. Every
+call runs in the server's worker pool under its deadline (``tools.runner``). Errors are the
+tools' structured errors (``{"error": {code, message, field}}``) with the HTTP status of their
+code, and never carry a server path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import unicodedata
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import ToolError, error_result, is_error, redact
+from .tenancy import session_key_for
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from .facade import ToolFacade
+    from .runner import CallRunner
+
+log = logging.getLogger(__name__)
+
+INGEST_PATH = "/lcm/ingest"
+ASSEMBLE_PATH = "/lcm/assemble"
+#: largest request body accepted, in bytes (a turn with a large tool output is well below it;
+#: ``amem lcm ingest`` sends 500 messages a batch)
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: most messages one request may carry
+MAX_MESSAGES = 5000
+MAX_SESSION_ID_CHARS = 500
+_STATUS = {"invalid_argument": 400, "replay_flood": 409, "forbidden": 403, "not_found": 404,
+           "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409}
+_INGEST_FIELDS = ("sessionKey", "sessionId", "messages", "afterTurn")
+
+
+def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[Any], "ToolFacade"]) -> None:
+    """Mount the two routes on ``app``; ``identify(headers)`` is the facade a request runs as."""
+    from starlette.background import BackgroundTask
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def reply(result: dict[str, Any], background: BackgroundTask | None = None) -> "Response":
+        status = _STATUS.get(result["error"]["code"], 500) if is_error(result) else 200
+        return JSONResponse(result, status_code=status, background=background)
+
+    async def ingest(request: "Request") -> "Response":
+        try:
+            target = identify(request.headers)
+            body = await _read_json(request)
+            key, session_id, messages, after = _ingest_args(target, body)
+        except ToolError as exc:
+            return reply(exc.to_dict())
+        store = target.lcm
+        result = await runner.run(target.agent_id, "lcm ingest",
+                                  lambda: _guarded(lambda: _ingest(store, key, session_id, messages)))
+        if is_error(result) or not after or not result.get("compaction_debt"):
+            return reply(result)
+
+        async def pay() -> None:  # after the answer: the host does not wait for compaction
+            paid = await runner.run(target.agent_id, "lcm after_turn",
+                                    lambda: _guarded(lambda: _after_turn(store, key)))
+            if is_error(paid):
+                log.warning("lcm: after-turn compaction of %s failed: %s", key, paid["error"]["message"])
+
+        return reply({**result, "after_turn": "scheduled"}, BackgroundTask(pay))
+
+    async def assemble(request: "Request") -> "Response":
+        try:
+            target = identify(request.headers)
+            args = _assemble_args(target, request.query_params)
+        except ToolError as exc:
+            return reply(exc.to_dict())
+        store = target.lcm
+        return reply(await runner.run(target.agent_id, "lcm assemble",
+                                      lambda: _guarded(lambda: store.assemble(**args).to_dict())))
+
+    app.router.routes.extend([Route(INGEST_PATH, ingest, methods=["POST"]),
+                              Route(ASSEMBLE_PATH, assemble, methods=["GET"])])
+
+
+async def _read_json(request: "Request") -> Any:
+    """The body as JSON, read no further than ``MAX_BODY_BYTES``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ToolError("payload_too_large", f"the body is {declared} bytes; the limit is {MAX_BODY_BYTES}",
+                        field="body")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:  # a body sent without (or with a false) length
+            raise ToolError("payload_too_large", f"the body is over the limit of {MAX_BODY_BYTES} bytes",
+                            field="body")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ToolError("invalid_argument", f"the body is not UTF-8 JSON: {str(exc)[:200]}", field="body") from None
+
+
+def _ingest_args(target: "ToolFacade", body: Any) -> tuple[str, str | None, list[Any], bool]:
+    if not isinstance(body, dict):
+        raise ToolError("invalid_argument", "the body must be a JSON object with messages", field="body")
+    unknown = sorted(set(body) - set(_INGEST_FIELDS))
+    if unknown:
+        raise ToolError("invalid_argument", f"unknown fields {unknown}; expected {list(_INGEST_FIELDS)}",
+                        field=unknown[0])
+    key = _session_key(target, body.get("sessionKey"))
+    session_id = body.get("sessionId")
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()
+                                   or len(session_id) > MAX_SESSION_ID_CHARS
+                                   or any(unicodedata.category(ch).startswith("C") for ch in session_id)):
+        raise ToolError("invalid_argument", f"sessionId must be a non-empty string of at most "
+                        f"{MAX_SESSION_ID_CHARS} characters without control characters", field="sessionId")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ToolError("invalid_argument", "messages must be a non-empty list of {role, content} objects",
+                        field="messages")
+    if len(messages) > MAX_MESSAGES:
+        raise ToolError("payload_too_large", f"{len(messages)} messages; the limit is {MAX_MESSAGES} a request",
+                        field="messages")
+    after = body.get("afterTurn", True)
+    if not isinstance(after, bool):
+        raise ToolError("invalid_argument", "afterTurn must be true or false", field="afterTurn")
+    _need_lcm(target)
+    return key, session_id, messages, after
+
+
+def _session_key(target: "ToolFacade", requested: Any) -> str:
+    """The request's key (the caller's own only), else the family its headers chose."""
+    if requested is None:
+        return target.session_key
+    return session_key_for(target.agent_id, requested, field="sessionKey")
+
+
+def _need_lcm(target: "ToolFacade") -> None:
+    if target.lcm is None:
+        raise ToolError("unavailable", "this server was started without the conversation store (lcm)")
+
+
+def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
+    allowed = ("sessionKey", "budget", "prompt", "model", "contextWindow")
+    unknown = sorted(set(query.keys()) - set(allowed))
+    if unknown:
+        raise ToolError("invalid_argument", f"unknown parameters {unknown}; expected {list(allowed)}",
+                        field=unknown[0])
+    for name in query.keys():
+        if len(query.getlist(name)) > 1:
+            raise ToolError("invalid_argument", f"{name} was given {len(query.getlist(name))} times", field=name)
+    args: dict[str, Any] = {"session_key": _session_key(target, query.get("sessionKey")),
+                            "token_budget": _positive(query.get("budget"), "budget", required=True)}
+    if query.get("prompt") is not None:
+        args["prompt"] = query["prompt"]
+    if query.get("model") is not None:
+        args["model"] = query["model"]
+    if query.get("contextWindow") is not None:
+        args["context_window"] = _positive(query["contextWindow"], "contextWindow")
+    _need_lcm(target)
+    return args
+
+
+def _positive(raw: str | None, field: str, *, required: bool = False) -> int | None:
+    if raw is None:
+        if required:
+            raise ToolError("invalid_argument", f"{field} is required (a positive integer)", field=field)
+        return None
+    if not raw.isdigit() or len(raw) > 12 or int(raw) <= 0:
+        raise ToolError("invalid_argument", f"{field} must be a positive integer; got {raw[:40]!r}", field=field)
+    return int(raw)
+
+
+def _ingest(store: Any, key: str, session_id: str | None, messages: list[Any]) -> dict[str, Any]:
+    result: dict[str, Any] = store.ingest(key, messages, session_id=session_id).to_dict()
+    result["session_key"] = key
+    # what the after-turn payment will look at: the debt of this key's active conversation
+    result["compaction_debt"] = store.db.one(
+        "SELECT 1 FROM compaction_debt d JOIN conversations c ON c.id = d.conversation_id AND c.active = 1 "
+        "WHERE c.session_key = ?", (key,)) is not None  # fmt: skip
+    return result
+
+
+def _after_turn(store: Any, key: str) -> dict[str, Any]:
+    paid = store.after_turn(key)
+    return {"compaction": None if paid is None else paid.to_dict()}
+
+
+def _guarded(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``work()``, every failure turned into a structured error (as ``ToolFacade.call`` does)."""
+    from amem.errors import AmemError
+    from lcm.errors import LcmError
+
+    try:
+        return work()
+    except ToolError as exc:
+        return error_result(exc.code, redact(exc.message), exc.field)
+    except (LcmError, AmemError) as exc:
+        code = getattr(exc, "code", "internal")
+        return error_result(str(code), redact(str(exc)), getattr(exc, "field", None))
+    except Exception as exc:  # never a traceback to the host; the log keeps it
+        log.exception("lcm host route failed unexpectedly")
+        return error_result("internal", f"the request failed unexpectedly ({type(exc).__name__}); "
+                            "the server log has the details")
