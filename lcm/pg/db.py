@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from lcm.errors import StoreUnavailableError, UnsupportedOnEngineError
+from lcm.errors import LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
 
 __all__ = ["PgDatabase", "PgRow", "translate", "redact_url", "is_postgres_url", "lock_key"]
 
@@ -129,6 +129,12 @@ class PgCursor:
         self._cur.close()
 
 
+def _no_nul(params: Sequence[Any]) -> None:
+    """PostgreSQL text cannot hold U+0000 (SQLite can): refuse it by name instead of a driver error."""
+    if any(isinstance(p, str) and "\x00" in p for p in params):
+        raise LcmValidationError("text with a NUL character (U+0000) cannot be stored or searched on PostgreSQL")
+
+
 class PgConnection:
     """A pooled psycopg connection speaking lcm's SQLite dialect through :func:`translate`."""
 
@@ -142,6 +148,7 @@ class PgConnection:
         returning = key is not None and "RETURNING" not in text.upper() and "ON CONFLICT" not in text
         if returning:
             text += f" RETURNING {key}"
+        _no_nul(params)
         cur = self.raw.cursor(row_factory=_row_factory)
         with _unavailable():
             cur.execute(text, list(params))
@@ -152,6 +159,8 @@ class PgConnection:
         return PgCursor(cur, lastrowid)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        for r in rows:
+            _no_nul(r)
         with _unavailable(), self.raw.cursor() as cur:
             cur.executemany(translate(sql), [list(r) for r in rows])
 

@@ -144,6 +144,12 @@ class PgLcmStore(LcmStore):
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
         batch = normalize_messages(messages, now)
+        for field, text in [("session_key", session_key), ("session_id", session_id),
+                            *((f"messages[{i}]", v) for i, m in enumerate(batch)
+                              for v in (m.content, m.stable_event_key, m.name))]:  # fmt: skip
+            if text is not None and "\x00" in text:
+                raise LcmValidationError(f"{field} contains a NUL character (U+0000), which PostgreSQL text cannot "
+                                         "hold; nothing was stored", field=field)  # fmt: skip
         if self._tmpdir is not None and any(estimate_tokens(m.content) > self.config.large_file_threshold_tokens for m in batch):
             _unsupported("ingest of a message over largeFileThresholdTokens without largeFilesDir (a directory all hosts share)")
         if session_key is None and session_id is None:

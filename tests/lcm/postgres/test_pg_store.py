@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from lcm import LcmConfig, LcmStore, ManualClock
-from lcm.errors import ReplayFloodError, SchemaTooNewError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.errors import LcmValidationError, ReplayFloodError, SchemaTooNewError, StoreUnavailableError, UnsupportedOnEngineError
 from lcm.migrations import MIGRATIONS
 from lcm.pg.db import PgDatabase, translate
 from lcm.pg.schema import PG_MIGRATIONS
@@ -63,7 +63,7 @@ def test_server_down_is_a_clear_error_without_the_password() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(StoreUnavailableError, match=r"cannot reach the PostgreSQL server at postgresql://u:\*\*\*@") as err:
-        PgDatabase(f"postgresql://u:secret@127.0.0.1:{port}/x", connect_timeout_s=0.5)
+        PgDatabase(f"postgresql://u:secret@127.0.0.1:{port}/x", connect_timeout_s=0.2)
     assert "secret" not in str(err.value) and err.value.code == "store_unavailable"
 
 
@@ -114,3 +114,17 @@ def test_a_dropped_connection_mid_batch_stores_nothing(make_pg_store: Callable[.
             c.execute("SELECT 1")
     assert store.conversation("half") is None
     assert store.ingest(KEY, chat(2, start=2)).stored == 2  # the pool hands out a live connection
+
+
+def test_a_nul_character_is_refused_by_name_and_stores_nothing(make_pg_store: Callable[..., LcmStore]) -> None:
+    # SQLite keeps U+0000; PostgreSQL text cannot: a clear refusal instead of a driver error
+    store = make_pg_store()
+    with pytest.raises(LcmValidationError) as err:
+        store.ingest(KEY, [{"role": "user", "content": "fine"}, {"role": "user", "content": "a\x00b"}])
+    assert err.value.field == "messages[1]"
+    with pytest.raises(LcmValidationError) as err:
+        store.ingest("agent:\x00", chat(1))
+    assert err.value.field == "session_key"
+    with pytest.raises(LcmValidationError, match="NUL"):
+        store.grep("x", session_key="agent:\x00:main")
+    assert count(store, "messages") == 0 and store.conversations() == []

@@ -44,13 +44,20 @@ def store(make_store: Callable[..., LcmStore]) -> LcmStore:
 
 
 #: tests of SQLite machinery with no PostgreSQL meaning (lcm.newest's FTS5 row-id shortcuts,
-#: read through ``store.db.conn``), and one whose 400-message compaction costs ~14 s on the
-#: server for what the other compaction tests already cover there
+#: read through ``store.db.conn``), tests that open no PostgreSQL store (they run in tests/lcm),
+#: and one whose 400-message compaction costs ~14 s on the server for what the other
+#: compaction tests already cover there
 SQLITE_ONLY = {
     "test_newest_first_is_right_after_an_import_of_older_messages": "lcm.newest reads FTS5 through db.conn",
     "test_newest_first_matches_a_reference_in_any_time_order": "lcm.newest reads FTS5 through db.conn",
     "test_newest_first_sql_reads_large_and_small_match_sets_in_time_order": "lcm.newest builds FTS5 SQL",
     "test_long_conversation_stays_fully_reachable": "too slow for the suite on PostgreSQL; needs status too",
+    # engine-independent (RE2 and the extractor alone, or a module-scoped SQLite store)
+    "test_corpus_is_large_enough": "no store",
+    "test_each_pattern_answers_within_its_deadline": "its store is module-scoped SQLite",
+    "test_issue_patterns_run_and_find_what_they_should": "its store is module-scoped SQLite",
+    "test_the_prefilter_literal_is_one_re2_requires": "no store",
+    "test_compactions_own_patterns_stay_linear": "no store",
 }
 #: tests that reach an operation not ported to PostgreSQL yet: they must raise
 #: UnsupportedOnEngineError (strict: once it is ported, the test passes and this list must shrink)
