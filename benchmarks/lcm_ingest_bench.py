@@ -25,6 +25,7 @@ import argparse
 import json
 import random
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.lcm_bench import _message, _timed
+from benchmarks.lcm_bench import _message
 from lcm import LcmConfig, LcmStore, ManualClock
 from lcm.errors import ReplayFloodError
 from lcm.ingest import NormalizedMessage, normalize_messages
@@ -141,16 +142,26 @@ def corpus(n: int, seed: int = 7) -> list[list[dict[str, str]]]:
     return [messages[i:i + BATCH] for i in range(0, n, BATCH)]
 
 
-def _grep_ms(store: LcmStore, repeat: int) -> dict[str, float]:
+def _grep_ms(store: LcmStore, repeat: int) -> dict[str, dict[str, float]]:
+    """Fastest and median of ``repeat`` runs of each case, in ms (the fastest is the steadier
+    figure on a loaded machine)."""
     cases: dict[str, Callable[[], Any]] = {
         "full_text_rare_ms": lambda: store.grep("needle-zebra-quartz", mode="full_text", all_conversations=True),
         "regex_rare_literal_ms": lambda: store.grep(r"needle-zebra-\w+", mode="regex", all_conversations=True),
         "full_text_cjk_ms": lambda: store.grep("数据库迁移", mode="full_text", all_conversations=True),
     }
-    return {name: _timed(fn, repeat) for name, fn in cases.items()}
+    out: dict[str, dict[str, float]] = {}
+    for name, fn in cases.items():
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1000)
+        out[name] = {"min": round(min(times), 3), "median": round(statistics.median(times), 3)}
+    return out
 
 
-def run(n: int, variants: Sequence[str], repeat: int = 5) -> dict[str, Any]:
+def run(n: int, variants: Sequence[str], repeat: int = 25) -> dict[str, Any]:
     batches = corpus(n)
     out: dict[str, Any] = {"messages": n, "batch": BATCH, "python": sys.version.split()[0],
                            "sqlite": sqlite3.sqlite_version, "variants": {}}
