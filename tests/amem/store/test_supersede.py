@@ -93,7 +93,7 @@ def _client(server: FakeOpenAI) -> LLMClient:
 
 
 def test_the_llm_judge_decides_and_falls_back_visibly(fake_openai: FakeOpenAI) -> None:
-    new = FactView("n", "Alice prefers tea these days", ("Alice",))
+    new = FactView("n", "These days Alice prefers tea", ("Alice",))
     older = [FactView("o1", "Alice drinks coffee", ("Alice",)),
              FactView("o2", "Alice likes jazz", ("Alice",))]
     fake_openai.script(json_reply({"verdicts": [{"candidate": 1, "replaces": True},
@@ -144,3 +144,15 @@ def test_the_issue_example_with_the_default_embedder(e5_store: MemoryStore) -> N
     both = e5_store.search("what does the user drink?", limit=3, expand_links=False,
                            include_superseded=True)
     assert _ids(both)[:2] == [tea.id, coffee]
+
+
+def test_notes_of_an_older_store_without_the_fields_stay_current(store: MemoryStore) -> None:
+    from amem.notes import Note
+
+    note = Note(id="old-1", content="Frank keeps bees on the roof", agent_id=store.agent_id)
+    point = store.make_point(note, store.embed_passages([note.content])[0])
+    for name in ("superseded_by", "supersedes"):  # written before these fields existed
+        point.payload.pop(name)
+    store.write_points([point])
+    assert "old-1" in _ids(store.search("Frank bees", limit=3))
+    assert store.get("old-1").superseded_by is None and store.get("old-1").supersedes == []
