@@ -8,7 +8,7 @@ triggers, the ingest index flag) is an empty step here, recorded all the same so
 engines report the same schema version.
 
 Differences worth knowing: row ids are identity columns (the server hands them out, so two
-writers never pick the same id); full text is a GIN index over ``lcm_tsv(content)`` (``to_tsvector('lcm_porter', …)`` of the
+writers never pick the same id); full text is a GIN index over the stored column ``words = lcm_tsv(content)`` (``to_tsvector('lcm_porter', …)`` of the
 text split into runs of letters and digits)
 (snowball English stems without stop words after ``unaccent``, the nearest to FTS5's
 ``porter unicode61 remove_diacritics 2``); substrings (CJK, the regex literal) use a
@@ -106,14 +106,22 @@ _step(
         AS $$ SELECT to_tsvector('{TS_CONFIG}'::regconfig, regexp_replace($1, '[^[:alnum:]]+', ' ', 'g')) $$""",
     f"""CREATE FUNCTION lcm_tsq(text) RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
         AS $$ SELECT phraseto_tsquery('{TS_CONFIG}'::regconfig, regexp_replace($1, '[^[:alnum:]]+', ' ', 'g')) $$""",
-    "CREATE INDEX messages_words ON messages USING gin (lcm_tsv(content))",
+    # stored, not an expression index: the index recheck and the rank then read the vector
+    # instead of re-parsing every candidate's text (3x faster on a phrase at 50k messages)
+    "ALTER TABLE messages ADD COLUMN words tsvector GENERATED ALWAYS AS (lcm_tsv(content)) STORED",
+    "ALTER TABLE summaries ADD COLUMN words tsvector GENERATED ALWAYS AS (lcm_tsv(content)) STORED",
+    "CREATE INDEX messages_words ON messages USING gin (words)",
     "CREATE INDEX messages_trigrams ON messages USING gin (content gin_trgm_ops)",
-    "CREATE INDEX summaries_words ON summaries USING gin (lcm_tsv(content))",
+    "CREATE INDEX summaries_words ON summaries USING gin (words)",
     "CREATE INDEX summaries_trigrams ON summaries USING gin (content gin_trgm_ops)",
 )
 # grep orders by (time, id) on the server, so no row-id order tracking is needed; the table
 # exists so code that reads it finds "in order" on both engines.
+# (time, id) indexes let a newest-first grep stream from the index and stop at its limit
+# instead of sorting every match (5x faster on an unselective regex prefilter at 50k messages).
 _step("0003_time_order", "CREATE INDEX summaries_latest ON summaries(latest_at)",
+      "CREATE INDEX messages_newest ON messages(created_at, id)",
+      "CREATE INDEX summaries_newest ON summaries(latest_at, pk)",
       "CREATE TABLE lcm_time_order (name TEXT PRIMARY KEY, out_of_order INTEGER NOT NULL)")  # fmt: skip
 _step(
     "0004_semantic_vectors",

@@ -48,9 +48,9 @@ def _match_sql(q: FtsQuery) -> tuple[str, list[object], str, int]:
     rank = "0.0"
     if words:
         tsq = " && ".join("lcm_tsq(?)" for _ in words)
-        clauses.append(f"lcm_tsv(t.content) @@ ({tsq})")
+        clauses.append(f"t.words @@ ({tsq})")
         params += words
-        rank = f"ts_rank_cd(lcm_tsv(t.content), ({tsq}))"
+        rank = f"ts_rank_cd(t.words, ({tsq}))"
     for term in [*tri, *q.like]:
         clauses.append("t.content ILIKE ? ESCAPE '\\'")
         params.append(_like(term))
@@ -103,15 +103,19 @@ def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where:
     literal = "" if rx.literal is None else " AND t.content ILIKE ? ESCAPE '\\'"
     args: list[Any] = [*params, *([_like(rx.literal)] if rx.literal is not None else [])]
     sql = (f"SELECT t.* FROM {src.table} t WHERE {where}{literal} "
-           f"ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC LIMIT ?")  # fmt: skip
+           f"ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC")  # fmt: skip
     try:
         with db.reading() as c:
             _set_deadline(c, deadline)
+            # The scan stops after its first matches (or at grepRegexMaxRows rows, counted
+            # here): ask the planner for a plan that starts fast (walking the (time, id)
+            # index) rather than one that sorts every prefiltered row first.
+            c.raw.execute("SET LOCAL cursor_tuple_fraction = 0.001")
             from lcm.pg.db import _row_factory, translate
 
             # a server-side cursor: rows arrive in batches, never the whole scope at once
             with c.raw.cursor(name="lcm_regex_scan", row_factory=_row_factory) as cur:
-                cur.execute(translate(sql), [*args, cfg.grep_regex_max_rows + 1])
+                cur.execute(translate(sql), args)
                 while stop is None:
                     want = _BATCH if sort != "recency" else min(_BATCH, max(16, limit - len(found)))
                     batch = cur.fetchmany(want)
