@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 import numpy as np
 
 from .errors import ValidationError
+from .notefields import check_metadata, parse_time
 from .notes import Note, check_agent, check_id, check_text, content_hash
 
 if TYPE_CHECKING:
@@ -367,6 +368,11 @@ def _export_note(store: "MemoryStore", row: Any) -> tuple[Note, np.ndarray | Non
                max_chars=store.config.max_text_chars)
     check_id(payload.get("id"), field="note.id")
     check_agent(payload.get("agent_id"), field="note.agent_id")
+    # the fields search filters on are checked as an add checks them (an expiry may have passed)
+    check_metadata(payload.get("metadata"))
+    for name in ("event_time", "expires_at"):
+        if payload.get(name):
+            parse_time(payload[name], field=f"note.{name}")
     try:
         note = Note.from_payload(payload)
     except TypeError as exc:

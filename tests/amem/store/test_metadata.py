@@ -11,7 +11,7 @@ from amem import MemoryStore
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
-from amem.importer import import_file
+from amem.importer import export_store, import_file, load_export
 
 from .conftest import make_store
 
@@ -127,3 +127,26 @@ def test_jsonl_import_carries_event_time_metadata_and_ttl(
     note = edge_store.list()[0][0]
     assert (note.event_time, note.metadata, note.expires_at) == (
         "2025-04-04T09:00:00+00:00", {"project": "apollo"}, "2026-01-11T12:00:00+00:00")
+
+
+def test_an_export_carries_the_fields_and_an_import_checks_them(
+        edge_store: MemoryStore, embedder: HashingEmbedder, clock: FixedClock,
+        tmp_path: Path) -> None:
+    edge_store.add("Launch review moved to Friday", id="launch", metadata={"project": "apollo"},
+                   event_time="2025-04-04T09:00:00Z", ttl=86400, enrich=False)
+    path = tmp_path / "export.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        export_store(edge_store, out)
+    row = json.loads(path.read_text(encoding="utf-8"))
+    bad = {**row, "note": {**row["note"], "id": "bad", "metadata": {"bad key": 1}}}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(bad) + "\n")
+    with make_store("qdrant-local", embedder, clock) as other:
+        report = load_export(other, path, skip_invalid=True)
+        assert (report.created, report.skipped) == (1, 1) and "bad key" in report.errors[0]
+        note = other.get("launch")
+        assert (note.event_time, note.metadata, note.expires_at) == (
+            "2025-04-04T09:00:00+00:00", {"project": "apollo"}, "2026-01-11T12:00:00+00:00")
+        hits = other.search("launch review", since="2025-04-01", metadata={"project": "apollo"})
+        assert [(h.id, h.event_time, h.metadata) for h in hits] == [
+            ("launch", "2025-04-04T09:00:00+00:00", {"project": "apollo"})]
