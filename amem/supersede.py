@@ -117,11 +117,14 @@ class FactView:
 
 
 def view(note: Note | Mapping[str, Any]) -> FactView:
-    """The judge's view of a note or of its payload."""
+    """The judge's view of a note or of its payload; its time is when what it tells happened
+    (``event_time``, where the store records one), else when it was written."""
     if isinstance(note, Note):
-        return FactView(note.id, note.content, tuple(note.subjects), note.timestamp)
+        when = str(getattr(note, "event_time", "") or note.timestamp)
+        return FactView(note.id, note.content, tuple(note.subjects), when)
     return FactView(str(note["id"]), str(note.get("content", "")),
-                    tuple(note.get("subjects", ()) or ()), str(note.get("timestamp", "")))
+                    tuple(note.get("subjects", ()) or ()),
+                    str(note.get("event_time") or note.get("timestamp", "")))
 
 
 #: a subject's relative or belonging: "Alice's sister moved" is not about Alice
