@@ -42,7 +42,9 @@ def version() -> str:
         return "unknown"
 
 
-def status(db: Database, files: LargeFileStore) -> StatusReport:
+def status(db: Database, files: LargeFileStore, *, size_bytes: int | None = None,
+           migrations: list[str] | None = None) -> StatusReport:
+    """Counts and health of the store; another engine (lcm.pg) passes its own size and migrations."""
     with db.reading() as c:
         conv = c.execute("SELECT count(*), coalesce(sum(active), 0) FROM conversations").fetchone()
         msgs = c.execute("SELECT count(*), coalesce(sum(token_count), 0) FROM messages").fetchone()
@@ -63,13 +65,15 @@ def status(db: Database, files: LargeFileStore) -> StatusReport:
         by_state = dict(c.execute("SELECT status, count(*) FROM compaction_debt GROUP BY status").fetchall())
         failure = last_failure(c)
     return StatusReport(
-        path=db.path, size_bytes=db_size(db), conversations=conv[0], active_conversations=conv[1],
+        path=db.path, size_bytes=db_size(db) if size_bytes is None else size_bytes, conversations=conv[0],
+        active_conversations=conv[1],
         archived_conversations=conv[0] - conv[1], messages=msgs[0], message_tokens=msgs[1],
         summaries=sum(by_depth.values()), summaries_by_depth=by_depth, context_tokens=ctx,
         compression_ratio=round(active_raw / ctx, 3) if ctx else 1.0,
         fallback_summaries=st.get("fallback", 0), truncated_summaries=st.get("truncated", 0),
         broken_summaries=len(broken), large_files=lf[0], large_file_bytes=lf[1], pending_debt=debt,
-        migrations=applied_migrations(db), large_files_dir=str(files.base_dir), version=version(),
+        migrations=applied_migrations(db) if migrations is None else migrations,
+        large_files_dir=str(files.base_dir), version=version(),
         last_failure=failure, debt=DebtStatus(by_state.get("pending", 0), by_state.get("running", 0),
                                               by_state.get("failed", 0)),
     )  # fmt: skip

@@ -270,6 +270,10 @@ class PgDatabase:
         else:
             ctx.__exit__(None, None, None)
 
+    def size_bytes(self) -> int:
+        """The database's size on the server (what ``status`` reports as ``size_bytes``)."""
+        return int(self.scalar("SELECT pg_database_size(current_database())"))
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[PgRow]:
         with self.reading() as c:
             return c.execute(sql, params).fetchall()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -13,10 +14,11 @@ from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import _check_replay_flood, _drop_resent, normalize_messages
 from lcm.largefiles import LargeFileStore, file_reference
-from lcm.models import CompactionResult, GrepResult, IngestResult
+from lcm.models import CompactionResult, GrepResult, IngestResult, StatusReport
 from lcm.compaction import Compactor
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
-from lcm.pg.schema import migrate_pg
+from lcm.ops import status as ops_status
+from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.recall import Recall
 from lcm.seams import Clock, SummaryLLM, SystemClock
@@ -30,7 +32,8 @@ __all__ = ["PgLcmStore", "PORTED"]
 #: the public methods of LcmStore that work on PostgreSQL today; every other one raises
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
 PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
-                    "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query"})
+                    "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
+                    "status"})
 _ENGINE = "postgresql"
 
 
@@ -174,6 +177,13 @@ class PgLcmStore(LcmStore):
         with self.db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))):  # type: ignore[attr-defined]
             return super()._compact_conv(conv_id, session_key, budget, force=force, until_under=until_under,
                                          runtime=runtime)  # fmt: skip
+
+    def status(self) -> StatusReport:
+        """:meth:`LcmStore.status` with the server's database size; ``embedding`` stays ``None``
+        (semantic recall is not available on PostgreSQL yet)."""
+        db: PgDatabase = self.db  # type: ignore[assignment]
+        report = ops_status(self.db, self.files, size_bytes=db.size_bytes(), migrations=applied_pg_migrations(db))
+        return dataclasses.replace(report, ignored_keys=list(self.config.ignored_keys))
 
     #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
     _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes a PgDatabase (no shared handle Protocol yet)

@@ -34,5 +34,7 @@ def test_two_hosts_share_history_through_a_postgres_url(pg_clean_url: str, tmp_p
     assert [h["id"] for h in hits] == ["msg_5"]
     assert not (tmp_path / "b" / "lcm.db").exists() and not (ROOT / "postgresql:").exists()
     # an operation not ported yet says so by name, with its code, instead of answering wrongly
-    done = _amem(host_b, "lcm", "status", code=1)
-    assert "unsupported_on_engine" in done.stdout + done.stderr and "status" in done.stdout + done.stderr
+    status = _amem(host_b, "lcm", "status")
+    assert status["messages"] == 6 and status["path"].startswith("postgresql://") and status["size_bytes"] > 0
+    done = _amem(host_b, "lcm", "doctor", code=1)
+    assert "unsupported_on_engine" in done.stdout + done.stderr and "doctor" in done.stdout + done.stderr

@@ -43,6 +43,10 @@ def test_url_opens_postgres_and_migrates_once(pg_url: str, clock: ManualClock) -
         assert isinstance(store, PgLcmStore)
         names = [r[0] for r in store.db.query("SELECT name FROM lcm_migrations ORDER BY seq")]
         assert names == list(MIGRATIONS)
+        store.ingest(KEY, chat(3))
+        report = store.status()
+        assert report.migrations == list(MIGRATIONS) and report.messages == 3 and report.size_bytes > 0
+        assert report.embedding is None  # semantic recall is not on PostgreSQL yet
     with LcmStore(config=LcmConfig(database_path=pg_url), clock=clock) as again:  # config path too
         assert count(again, "lcm_migrations") == len(MIGRATIONS)
 
