@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -12,7 +13,7 @@ from typing import Any, NoReturn
 from lcm.config import LcmConfig
 from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
-from lcm.ingest import _check_replay_flood, _drop_resent, normalize_messages
+from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, normalize_messages
 from lcm.largefiles import LargeFileStore, file_reference
 from lcm.models import CompactionResult, GrepResult, IngestResult, StatusReport
 from lcm.compaction import Compactor
@@ -26,8 +27,11 @@ from lcm.sessions import resolve_conversation
 from lcm.store import LcmStore, SessionKeys
 from lcm.summarize import Summarizer
 from lcm.tokens import estimate_tokens
+from lcm.vectors import TextEmbedder
 
 __all__ = ["PgLcmStore", "PORTED"]
+
+log = logging.getLogger(__name__)
 
 #: the public methods of LcmStore that work on PostgreSQL today; every other one raises
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
@@ -43,7 +47,7 @@ def _unsupported(operation: str) -> NoReturn:
         "use a SQLite store for it", operation=operation, engine=_ENGINE)  # fmt: skip
 
 
-def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Any], cfg: LcmConfig,
+def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[NormalizedMessage], cfg: LcmConfig,
                       files: LargeFileStore, now_iso: str) -> tuple[list[int], int, list[str]]:  # fmt: skip
     """:func:`lcm.ingest.store_messages` on PostgreSQL: the same re-send and replay checks (the
     same functions), then ids from the server's sequence and one ``executemany`` per table."""
@@ -104,12 +108,14 @@ class PgLcmStore(LcmStore):
         llm: SummaryLLM | None = None,
         clock: Clock | None = None,
         expansion_llm: SummaryLLM | None = None,
-        embedder: Any = None,
+        embedder: TextEmbedder | None = None,
     ) -> None:
         cfg = config or LcmConfig()
         url = str(path) if path is not None else cfg.database_path
         if path is not None and cfg.database_path and str(path) != cfg.database_path:
             raise ValueError(f"path {path!r} contradicts config.database_path {cfg.database_path!r}")
+        if embedder is not None:  # said once, at open: grep modes semantic/hybrid raise by name
+            log.warning("lcm: semantic recall is not available on PostgreSQL yet; the embedder is unused")
         self.config = cfg
         self.clock = clock or SystemClock()
         self.llm = llm
