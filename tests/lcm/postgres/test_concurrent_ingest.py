@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from lcm import LcmStore
+from lcm import LcmConfig, LcmStore
 
 _CHILD = """
 import sys, time
@@ -73,3 +73,38 @@ def test_two_processes_compacting_one_conversation_take_turns(pg_url: str) -> No
         assert in_context | set(covered) == set(range(1, 121))
         ordinals = [r[0] for r in store.db.query("SELECT ordinal FROM context_items ORDER BY ordinal")]
         assert len(ordinals) == len(set(ordinals))
+
+
+_HOLDER = """
+import sys, time
+from lcm import LcmConfig, LcmStore
+
+class Slow:
+    def complete(self, system, user, *, max_tokens=None):
+        time.sleep(60)
+        return "never"
+
+with LcmStore(sys.argv[1], LcmConfig(fresh_tail_count=8), llm=Slow()) as store:
+    store.compact("agent:main:shared", force=True)
+"""
+
+
+def test_a_killed_compaction_releases_its_lock(pg_url: str) -> None:
+    from tests.lcm.conftest import chat
+
+    with LcmStore(pg_url, LcmConfig(fresh_tail_count=8)) as store:
+        store.ingest("agent:main:shared", chat(40))
+        root = Path(__file__).resolve().parents[3]
+        holder = subprocess.Popen([sys.executable, "-c", _HOLDER, pg_url], cwd=root, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 20
+            while not store.db.scalar("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+                                      "WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()"):
+                assert holder.poll() is None and time.time() < deadline, "the holder never took the lock"
+                time.sleep(0.05)
+        finally:
+            holder.kill()  # SIGKILL: no unlock, no rollback from the client; the server ends its session
+            holder.wait(10)
+        start = time.time()
+        res = store.compact("agent:main:shared", force=True)
+        assert res.leaf_summaries and time.time() - start < 10
