@@ -16,6 +16,10 @@ processes reach it.
 
 Calls run in worker threads under a deadline (``tools.runner``): a slow call answers
 ``timeout`` at its deadline and never holds up another agent's calls.
+
+Beside ``/mcp`` the HTTP app serves the host's way into conversation memory, ``POST
+/lcm/ingest`` and ``GET /lcm/assemble`` (``tools.host_http``): routes, not tools, with the same
+identity rules and the same worker pool.
 """
 
 from __future__ import annotations
@@ -85,14 +89,14 @@ def _one(headers: Any, name: str) -> str | None:
 
 
 def build_server(facade: ToolFacade, *, name: str = "amem",
-                 limits: CallLimits | None = None) -> Any:
+                 limits: CallLimits | None = None, runner: CallRunner | None = None) -> Any:
     """A low-level ``mcp.server.Server`` whose tools are ``facade``'s, each call run by a
     ``CallRunner`` under ``limits`` (a deadline and worker bounds)."""
     _require_mcp()
     import mcp.types as types
     from mcp.server import Server
 
-    runner = CallRunner(limits)
+    runner = runner or CallRunner(limits)  # shared with the host routes of http_app
 
     def facade_for(ctx: Any) -> ToolFacade:
         # A view per request is cheap (the registry is a few dataclasses) and keeps no
@@ -162,9 +166,15 @@ async def serve_stdio(facade: ToolFacade, *, limits: CallLimits | None = None) -
 
 
 def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None) -> Any:
-    """The Starlette app of the streamable HTTP transport (for tests and custom hosting)."""
-    server = build_server(facade, limits=limits)
-    return server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+    """The Starlette app of the streamable HTTP transport (for tests and custom hosting), with
+    the host's lcm routes beside it (``tools.host_http``), in the same worker pool."""
+    from .host_http import add_host_routes
+
+    runner = CallRunner(limits)
+    server = build_server(facade, limits=limits, runner=runner)
+    app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+    add_host_routes(app, runner, lambda headers: facade_for_headers(facade, headers))
+    return app
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
