@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from lcm.db import Database
@@ -257,11 +258,16 @@ def _delete_conversation(c: sqlite3.Connection, conv_id: int, files: LargeFileSt
 
 
 def apply_retention(
-    db: Database, files: LargeFileStore, *, max_age_days: int, max_bytes: int, now: datetime, dry_run: bool = False
+    db: Database, files: LargeFileStore, *, max_age_days: int, max_bytes: int, now: datetime, dry_run: bool = False,
+    size_of: Callable[[], int] | None = None, reclaim: Callable[[], None] | None = None,
 ) -> RetentionResult:
     """Delete archived conversations older than ``max_age_days``, then oldest-archived first while
-    the database is over ``max_bytes``. Active conversations are never touched; 0 disables a rule."""
-    before = db_size(db)
+    the database is over ``max_bytes``. Active conversations are never touched; 0 disables a rule.
+
+    ``size_of`` and ``reclaim`` are another engine's (lcm.pg) size and space reclaim; SQLite's
+    are the file size and ``incremental_vacuum`` plus a WAL checkpoint."""
+    size_of = size_of or (lambda: db_size(db))
+    before = size_of()
     reasons: dict[str, str] = {}
     with db.reading() as c:
         archived = c.execute(
@@ -292,12 +298,15 @@ def apply_retention(
                 deleted_messages += _delete_conversation(c, conv_id, files, doomed_files)
         for rel in doomed_files:
             files.delete(rel)
-        with db.lock:
-            db.conn.execute("PRAGMA incremental_vacuum")
-            if not db.is_memory:
-                db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if reclaim is not None:
+            reclaim()
+        else:
+            with db.lock:
+                db.conn.execute("PRAGMA incremental_vacuum")
+                if not db.is_memory:
+                    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     elif dry_run:
         with db.reading() as c:
             for conv_id in doomed:
                 deleted_messages += c.execute("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,)).fetchone()[0]
-    return RetentionResult(dry_run, doomed, deleted_messages, len(doomed_files), before, db_size(db), reasons)
+    return RetentionResult(dry_run, doomed, deleted_messages, len(doomed_files), before, size_of(), reasons)

@@ -15,9 +15,10 @@ from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, normalize_messages
 from lcm.largefiles import LargeFileStore, file_reference
-from lcm.models import CompactionResult, GrepResult, IngestResult, StatusReport
+from lcm.models import CompactionResult, GrepResult, IngestResult, RetentionResult, StatusReport
 from lcm.compaction import Compactor
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
+from lcm.ops import apply_retention as ops_apply_retention
 from lcm.ops import status as ops_status
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
 PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
                     "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
-                    "status"})
+                    "status", "apply_retention", "maintenance"})
 _ENGINE = "postgresql"
 
 
@@ -137,6 +138,7 @@ class PgLcmStore(LcmStore):
         self.summarizer = Summarizer(cfg, llm, self.clock)
         self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
         self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
+        self.semantic = _NoSemantic()  # type: ignore[assignment]
 
     def ingest(
         self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
@@ -191,6 +193,18 @@ class PgLcmStore(LcmStore):
         report = ops_status(self.db, self.files, size_bytes=db.size_bytes(), migrations=applied_pg_migrations(db))
         return dataclasses.replace(report, ignored_keys=list(self.config.ignored_keys))
 
+    def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
+        """:meth:`LcmStore.apply_retention`; the size is the server's, and the server's autovacuum
+        reclaims the space (``size_after`` shrinks only once it has run)."""
+        db: PgDatabase = self.db  # type: ignore[assignment]
+        res = ops_apply_retention(
+            self.db, self.files, max_age_days=self.config.retention_archived_max_age_days,
+            max_bytes=self.config.retention_max_database_bytes, now=self.clock.now(), dry_run=dry_run,
+            size_of=db.size_bytes, reclaim=lambda: None)  # fmt: skip
+        if res.deleted_conversations:
+            self.events.write("retention", **res.to_dict())
+        return res
+
     #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
     _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes a PgDatabase (no shared handle Protocol yet)
 
@@ -208,6 +222,19 @@ class PgLcmStore(LcmStore):
         return super().grep(pattern, mode=mode, scope=scope, session_key=session_key, conversation_id=conversation_id,
                             all_conversations=all_conversations, since=since, before=before, limit=limit, sort=sort,
                             file_ids=file_ids)  # fmt: skip
+
+
+class _NoSemantic:
+    """Semantic recall on PostgreSQL: not there yet. ``maintenance`` sees no embedder (so it
+    embeds nothing) and anything that needs vectors raises by name."""
+
+    embedder = None
+
+    def need(self, scope: str) -> NoReturn:
+        _unsupported("semantic recall (grep modes 'semantic' and 'hybrid')")
+
+    def status(self) -> NoReturn:
+        _unsupported("semantic recall status")
 
 
 def _raiser(name: str) -> Callable[..., NoReturn]:

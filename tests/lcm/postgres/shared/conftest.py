@@ -44,31 +44,28 @@ def store(make_store: Callable[..., LcmStore]) -> LcmStore:
 
 
 #: tests of SQLite machinery with no PostgreSQL meaning (lcm.newest's FTS5 row-id shortcuts,
-#: read through ``store.db.conn``), tests that open no PostgreSQL store (they run in tests/lcm),
-#: and one whose 400-message compaction costs ~14 s on the server for what the other
+#: read through ``store.db.conn``; the log file beside the database file), and one whose 400-message compaction costs ~14 s on the server for what the other
 #: compaction tests already cover there
 SQLITE_ONLY = {
     "test_newest_first_is_right_after_an_import_of_older_messages": "lcm.newest reads FTS5 through db.conn",
     "test_newest_first_matches_a_reference_in_any_time_order": "lcm.newest reads FTS5 through db.conn",
     "test_newest_first_sql_reads_large_and_small_match_sets_in_time_order": "lcm.newest builds FTS5 SQL",
     "test_long_conversation_stays_fully_reachable": "too slow for the suite on PostgreSQL; needs status too",
-    # engine-independent (RE2 and the extractor alone, or a module-scoped SQLite store)
-    "test_corpus_is_large_enough": "no store",
-    "test_each_pattern_answers_within_its_deadline": "its store is module-scoped SQLite",
-    "test_issue_patterns_run_and_find_what_they_should": "its store is module-scoped SQLite",
-    "test_the_prefilter_literal_is_one_re2_requires": "no store",
-    "test_compactions_own_patterns_stay_linear": "no store",
+    "test_event_log_is_json_lines": "the default log sits next to the database file; a server has none",
 }
 #: tests that reach an operation not ported to PostgreSQL yet: they must raise
 #: UnsupportedOnEngineError (strict: once it is ported, the test passes and this list must shrink)
 UNPORTED = {
     "test_file_ids_cannot_escape_the_directory": "doctor",
+    "test_doctor_finds_each_kind_of_damage": "doctor",
+    "test_doctor_clean_is_read_only": "doctor_clean",
+    "test_retention_by_age_never_touches_active": "doctor",
+    "test_rows_out_of_time_order_is_a_finding_not_damage": "doctor",
     "test_sweep_max_iterations_bounds_a_sweep": "doctor",
     "test_sweep_deadline_stops_cleanly": "doctor",
     "test_llm_failure_goes_aggressive_then_fallback": "doctor",
     "test_oversized_reply_is_truncated_and_marked": "doctor",
     "test_a_reference_bigger_than_a_chunk_is_compacted_alone": "doctor",
-    "test_threshold_debt_is_paid_by_maintenance": "maintenance",
 }
 
 
@@ -79,7 +76,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = getattr(item, "originalname", item.name)
         if Path(str(item.fspath)).parent != here:
             kept.append(item)
-        elif name in SQLITE_ONLY:
+        elif name in SQLITE_ONLY or not {"store", "make_store"} & set(getattr(item, "fixturenames", ())):
+            # (a test that takes neither fixture opens no PostgreSQL store: it runs in tests/lcm)
             dropped.append(item)
         else:
             if name in UNPORTED:
