@@ -113,10 +113,12 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
 _NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order")
 
 
-def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP) -> DoctorReport:
+def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_checks: bool = True) -> DoctorReport:
     """Read-only checks. Errors mean broken; fallback/truncated summaries are warnings; info is neither.
 
     ``top``: how many of the worst conversations to rank (``lcm.health``; 0: none).
+    ``sqlite_checks=False`` (lcm.pg) leaves out the SQLite file's own checks (``quick_check``,
+    FTS5 drift): a server keeps its pages and indexes itself, and the checks are not listed.
     """
     issues: list[DoctorIssue] = []
     checks: dict[str, int] = {}
@@ -130,11 +132,12 @@ def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP) -> Do
             issues.append(DoctorIssue(check, severity, id, detail, conv))
 
     with db.reading() as c:
-        checks["sqlite_quick_check"] = 0
-        qc = [r[0] for r in c.execute("PRAGMA quick_check")]
-        if qc != ["ok"]:
-            for line in qc[:20]:
-                add("sqlite_quick_check", "error", "database", line)
+        if sqlite_checks:
+            checks["sqlite_quick_check"] = 0
+            qc = [r[0] for r in c.execute("PRAGMA quick_check")]
+            if qc != ["ok"]:
+                for line in qc[:20]:
+                    add("sqlite_quick_check", "error", "database", line)
         for check, status_value, marker in (("fallback_summaries", "fallback", FALLBACK_MARKER),
                                             ("truncated_summaries", "truncated", TRUNCATED_MARKER)):  # fmt: skip
             checks[check] = 0
@@ -179,12 +182,13 @@ def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP) -> Do
             (_MAX_ISSUES,),
         ):
             add("unreachable_messages", "error", f"msg_{r[0]}", "message is neither in context nor under a summary", r[1])
-        checks["fts_out_of_sync"] = 0
-        for table, fts, rowid in (("messages", "messages_fts", "id"), ("messages", "messages_tri", "id"),
-                                  ("summaries", "summaries_fts", "pk"), ("summaries", "summaries_tri", "pk")):  # fmt: skip
-            ok, detail = _fts_in_sync(c, table, fts, rowid)
-            if not ok:
-                add("fts_out_of_sync", "error", fts, detail)
+        if sqlite_checks:
+            checks["fts_out_of_sync"] = 0
+            for table, fts, rowid in (("messages", "messages_fts", "id"), ("messages", "messages_tri", "id"),
+                                      ("summaries", "summaries_fts", "pk"), ("summaries", "summaries_tri", "pk")):  # fmt: skip
+                ok, detail = _fts_in_sync(c, table, fts, rowid)
+                if not ok:
+                    add("fts_out_of_sync", "error", fts, detail)
         # Not damage: an import of older rows makes newest-first grep take its exact slower path.
         checks["rows_out_of_time_order"] = 0
         for (table,) in c.execute("SELECT name FROM lcm_time_order WHERE out_of_order = 1 ORDER BY name"):

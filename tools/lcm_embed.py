@@ -37,7 +37,7 @@ def _positive(value: float | None, flag: str) -> None:
 
 
 def cmd_lcm_embed(args: argparse.Namespace) -> int:
-    from .cli import _progress, _settings, emit, kv_text
+    from .cli import CliError, _progress, _settings, emit, kv_text
     from .runtime import open_lcm
 
     _positive(args.limit, "--limit")
@@ -46,7 +46,11 @@ def cmd_lcm_embed(args: argparse.Namespace) -> int:
     started = time.monotonic()
     done = {"embedded_messages": 0, "embedded_summaries": 0, "batches": 0}
     try:
-        total = store.status().embedding.debt
+        embedding = store.status().embedding
+        if embedding is None:  # a store without semantic recall (lcm on PostgreSQL, for now)
+            raise CliError("semantic recall is not available on this conversation store (PostgreSQL): "
+                           "nothing to embed", code="unsupported_on_engine")
+        total = embedding.debt
         if args.limit:
             total = min(total, args.limit)
         report = None

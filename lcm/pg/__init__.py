@@ -36,12 +36,12 @@ Ported today (:data:`lcm.pg.store.PORTED`): ``ingest`` (re-send and replay check
 SQLite), ``grep`` modes ``full_text`` and ``regex`` over messages/summaries, ``compact`` /
 ``compact_until_under`` / ``after_turn`` (a session advisory lock ``LOCK_COMPACTION`` per
 conversation around the whole run), ``assemble``, ``describe``, ``expand``, ``expand_query``,
-``reset``, ``status`` (``embedding`` null), ``apply_retention``, ``maintenance`` (no embedding
-step), ``conversation(s)``, ``session_keys``;
+``reset``, ``status`` (``embedding`` null), ``doctor`` (without the SQLite file checks),
+``doctor_clean``, ``apply_retention``, ``maintenance`` (no embedding step),
+``conversation(s)``, ``session_keys``;
 :func:`lcm.pg.copy.copy_sqlite_to_postgres` moves a SQLite store onto a server. Every other
 public method of ``LcmStore`` raises :class:`lcm.errors.UnsupportedOnEngineError` naming
-itself. Next layers: doctor / doctor_clean (ops.py reads SQLite internals: quick_check, FTS
-shadow tables), semantic vectors, ``scope="files"``, ``amem lcm migrate --to URL`` over
+itself (today only ``embed_pending``). Next layers: semantic vectors, ``scope="files"``, ``amem lcm migrate --to URL`` over
 the copy function, ``AMEM_LCM_URL`` (amem's config must first accept the variable).
 """
 

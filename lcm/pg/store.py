@@ -15,10 +15,11 @@ from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, normalize_messages
 from lcm.largefiles import LargeFileStore, file_reference
-from lcm.models import CompactionResult, GrepResult, IngestResult, RetentionResult, StatusReport
+from lcm.models import CompactionResult, DoctorReport, GrepResult, IngestResult, RetentionResult, StatusReport
 from lcm.compaction import Compactor
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
 from lcm.ops import apply_retention as ops_apply_retention
+from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
 PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
                     "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
-                    "status", "apply_retention", "maintenance"})
+                    "status", "apply_retention", "maintenance", "doctor", "doctor_clean"})
 _ENGINE = "postgresql"
 
 
@@ -192,6 +193,13 @@ class PgLcmStore(LcmStore):
         db: PgDatabase = self.db  # type: ignore[assignment]
         report = ops_status(self.db, self.files, size_bytes=db.size_bytes(), migrations=applied_pg_migrations(db))
         return dataclasses.replace(report, ignored_keys=list(self.config.ignored_keys))
+
+    def doctor(self, *, top: int = 10) -> DoctorReport:
+        """:meth:`LcmStore.doctor` without the SQLite file's own checks (``sqlite_quick_check``,
+        ``fts_out_of_sync``): the server keeps its pages and indexes; those keys are absent."""
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
+        return ops_doctor(self.db, self.files, top=top, sqlite_checks=False)
 
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
         """:meth:`LcmStore.apply_retention`; the size is the server's, and the server's autovacuum

@@ -52,21 +52,12 @@ SQLITE_ONLY = {
     "test_newest_first_sql_reads_large_and_small_match_sets_in_time_order": "lcm.newest builds FTS5 SQL",
     "test_long_conversation_stays_fully_reachable": "too slow for the suite on PostgreSQL; needs status too",
     "test_event_log_is_json_lines": "the default log sits next to the database file; a server has none",
+    "test_doctor_finds_each_kind_of_damage": "damages the SQLite file through db.conn",
+    "test_rows_out_of_time_order_is_a_finding_not_damage": "SQLite's newest-first shortcut; PostgreSQL reads its time index",
 }
 #: tests that reach an operation not ported to PostgreSQL yet: they must raise
 #: UnsupportedOnEngineError (strict: once it is ported, the test passes and this list must shrink)
-UNPORTED = {
-    "test_file_ids_cannot_escape_the_directory": "doctor",
-    "test_doctor_finds_each_kind_of_damage": "doctor",
-    "test_doctor_clean_is_read_only": "doctor_clean",
-    "test_retention_by_age_never_touches_active": "doctor",
-    "test_rows_out_of_time_order_is_a_finding_not_damage": "doctor",
-    "test_sweep_max_iterations_bounds_a_sweep": "doctor",
-    "test_sweep_deadline_stops_cleanly": "doctor",
-    "test_llm_failure_goes_aggressive_then_fallback": "doctor",
-    "test_oversized_reply_is_truncated_and_marked": "doctor",
-    "test_a_reference_bigger_than_a_chunk_is_compacted_alone": "doctor",
-}
+UNPORTED: dict[str, str] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
