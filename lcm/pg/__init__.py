@@ -33,7 +33,7 @@ connections         one connection + RLock            ``psycopg_pool`` (psycopg 
 ==================  ================================  ==========================================
 
 Ported today (:data:`lcm.pg.store.PORTED`): ``ingest`` (re-send and replay checks shared with
-SQLite), ``grep`` modes ``full_text`` and ``regex`` over messages/summaries, ``compact`` /
+SQLite), ``grep`` modes ``full_text`` and ``regex`` over messages, summaries and files, ``compact`` /
 ``compact_until_under`` / ``after_turn`` (a session advisory lock ``LOCK_COMPACTION`` per
 conversation around the whole run), ``assemble``, ``describe``, ``expand``, ``expand_query``,
 ``reset``, ``status`` (``embedding`` null), ``doctor`` (without the SQLite file checks),
@@ -41,7 +41,7 @@ conversation around the whole run), ``assemble``, ``describe``, ``expand``, ``ex
 ``conversation(s)``, ``session_keys``;
 :func:`lcm.pg.copy.copy_sqlite_to_postgres` moves a SQLite store onto a server. Every other
 public method of ``LcmStore`` raises :class:`lcm.errors.UnsupportedOnEngineError` naming
-itself (today only ``embed_pending``). Next layers: semantic vectors, ``scope="files"``, ``amem lcm migrate --to URL`` over
+itself (today only ``embed_pending``). Next layers: semantic vectors, ``amem lcm migrate --to URL`` over
 the copy function, ``AMEM_LCM_URL`` (amem's config must first accept the variable).
 """
 

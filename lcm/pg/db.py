@@ -48,7 +48,7 @@ def translate(sql: str) -> str:
     """SQLite's dialect as lcm writes it -> PostgreSQL's: the few differences lcm's shared SQL has.
 
     ``?`` -> ``%s`` outside string literals (a literal ``%`` doubles), ``INSERT OR IGNORE`` ->
-    ``ON CONFLICT DO NOTHING``, ``char(n)`` -> ``chr(n)``, ``instr(a, b)`` -> ``strpos(a, b)``.
+    ``ON CONFLICT DO NOTHING``, ``char(n)`` -> ``chr(n)``, ``instr(a, b)`` -> ``strpos(a, b)``, ``WHERE 1`` -> ``WHERE TRUE``.
     Anything SQLite-only that is not
     rewritten here (``INSERT OR REPLACE``, ``PRAGMA``, FTS5 ``MATCH``) is refused by name rather
     than sent to the server to fail obscurely.
@@ -75,6 +75,7 @@ def translate(sql: str) -> str:
         else:
             out.append(ch)
     text = re.sub(r"\binstr\(", "strpos(", re.sub(r"\bchar\(", "chr(", "".join(out)))
+    text = re.sub(r"\bWHERE 1(?=\s|$)", "WHERE TRUE", text)  # SQLite's "always" (an integer) is no boolean here
     if m and m.group(1):
         text = _INSERT.sub(lambda x: f"INSERT INTO {x.group(3)}", text, count=1).rstrip().rstrip(";")
         text += " ON CONFLICT DO NOTHING"

@@ -222,11 +222,9 @@ class PgLcmStore(LcmStore):
         before: str | datetime | None = None, limit: int = 50, sort: str | None = None,
         file_ids: Sequence[str] | None = None,
     ) -> GrepResult:  # fmt: skip
-        """:meth:`LcmStore.grep` for modes ``regex`` and ``full_text`` over messages and summaries."""
+        """:meth:`LcmStore.grep` for modes ``regex`` and ``full_text`` (messages, summaries, files)."""
         if mode in ("semantic", "hybrid"):
             _unsupported(f"grep mode {mode!r}")
-        if scope == "files":
-            _unsupported("grep scope 'files'")
         return super().grep(pattern, mode=mode, scope=scope, session_key=session_key, conversation_id=conversation_id,
                             all_conversations=all_conversations, since=since, before=before, limit=limit, sort=sort,
                             file_ids=file_ids)  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -33,6 +34,8 @@ def test_translate_the_shared_dialect() -> None:
     assert translate("SELECT a FROM t WHERE b = ? AND c LIKE '50%?'") == "SELECT a FROM t WHERE b = %s AND c LIKE '50%%?'"
     assert translate("INSERT OR IGNORE INTO x(a) VALUES (?)") == "INSERT INTO x(a) VALUES (%s) ON CONFLICT DO NOTHING"
     assert translate("SELECT v.s || char(127)") == "SELECT v.s || chr(127)"
+    assert translate("SELECT * FROM t WHERE 1 AND a = ?") == "SELECT * FROM t WHERE TRUE AND a = %s"
+    assert translate("SELECT instr(content, ?)") == "SELECT strpos(content, %s)"
     for sqlite_only in ("INSERT OR REPLACE INTO x VALUES (1)", "PRAGMA foo", "SELECT 1 FROM f WHERE f MATCH ?"):
         with pytest.raises(UnsupportedOnEngineError):
             translate(sqlite_only)
@@ -82,8 +85,6 @@ def test_every_unported_method_names_itself(make_pg_store: Callable[..., LcmStor
     for mode in ("semantic", "hybrid"):
         with pytest.raises(UnsupportedOnEngineError, match=mode):
             store.grep("x", mode=mode, session_key=KEY)
-    with pytest.raises(UnsupportedOnEngineError, match="files"):
-        store.grep("x", scope="files", session_key=KEY)
 
 
 def test_resending_dedupes_and_replay_floods_are_refused(make_pg_store: Callable[..., LcmStore]) -> None:
@@ -132,3 +133,16 @@ def test_a_nul_character_is_refused_by_name_and_stores_nothing(make_pg_store: Ca
     with pytest.raises(LcmValidationError, match="NUL"):
         store.grep("x", session_key="agent:\x00:main")
     assert count(store, "messages") == 0 and store.conversations() == []
+
+
+def test_large_payloads_go_to_the_shared_directory_and_grep_reads_them(make_pg_store: Callable[..., LcmStore],
+                                                                       tmp_path: Path) -> None:
+    payload = "\n".join(f"row {i}: value={i * 7}" for i in range(2000)) + "\nFATAL: disk /dev/sda1 full"
+    bare = make_pg_store(large_file_threshold_tokens=1000)
+    with pytest.raises(UnsupportedOnEngineError, match="largeFilesDir"):  # no directory every host shares
+        bare.ingest(KEY, [{"role": "tool", "content": payload}])
+    store = make_pg_store(large_file_threshold_tokens=1000, large_files_dir=str(tmp_path / "shared"))
+    fid = store.ingest(KEY, [{"role": "tool", "content": payload, "name": "dump.log"}]).file_ids[0]
+    hits = store.grep("FATAL: disk", mode="full_text", scope="files", session_key=KEY).hits
+    assert [h.id for h in hits] == [fid] and "sda1" in hits[0].snippet
+    assert store.grep("FATAL", scope="files", session_key="agent:other:chat").hits == []  # another family
