@@ -81,9 +81,11 @@ def add_commands(cmd: Cmd, sub: Any) -> None:
                    help="rank the N worst conversations (findings, failures, debt, size; default 10)")
     from .lcm_embed import add_embed_command
     from .lcm_host import add_host_commands
+    from .lcm_migrate import add_migrate_command
 
     add_host_commands(cmd, lsub)
     add_embed_command(cmd, lsub)
+    add_migrate_command(cmd, lsub)
 
 
 def _port(text: str) -> int:

@@ -41,8 +41,9 @@ conversation around the whole run), ``assemble``, ``describe``, ``expand``, ``ex
 ``conversation(s)``, ``session_keys``;
 :func:`lcm.pg.copy.copy_sqlite_to_postgres` moves a SQLite store onto a server. Every other
 public method of ``LcmStore`` raises :class:`lcm.errors.UnsupportedOnEngineError` naming
-itself (today only ``embed_pending``). Next layers: semantic vectors, ``amem lcm migrate --to URL`` over
-the copy function, ``AMEM_LCM_URL`` (amem's config must first accept the variable).
+itself (today only ``embed_pending``). Next layers: semantic vectors, ``AMEM_LCM_URL``
+(amem's config must first accept the variable; ``LCM_DATABASE_PATH`` takes a URL today).
+``amem lcm migrate --to URL`` (tools/lcm_migrate.py) runs the copy function.
 """
 
 from __future__ import annotations

@@ -39,3 +39,21 @@ def test_two_hosts_share_history_through_a_postgres_url(pg_clean_url: str, tmp_p
     assert _amem(host_b, "lcm", "doctor")["ok"] is True
     done = _amem(host_b, "lcm", "embed", code=1)  # semantic recall is not on PostgreSQL yet
     assert "unsupported_on_engine" in done.stdout + done.stderr and "semantic recall" in done.stdout + done.stderr
+
+
+def test_amem_lcm_migrate_copies_the_local_store_to_the_server(pg_clean_url: str, tmp_path: Path) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    local = {**base, "AMEM_HOME": str(tmp_path / "a"), "AMEM_EMBEDDER": "hashing"}
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps({"role": "user", "content": f"receipt {i} filed"}) + "\n" for i in range(4)),
+                   encoding="utf-8")  # fmt: skip
+    assert _amem(local, "lcm", "ingest", str(src), "--session-key", KEY)["stored"] == 4
+    bad = _amem(local, "lcm", "migrate", "--to", "/tmp/not-a-server.db", code=2)
+    assert "invalid_argument" in bad.stdout + bad.stderr and "postgresql://" in bad.stdout + bad.stderr
+    report = _amem(local, "lcm", "migrate", "--to", pg_clean_url)
+    assert report["rows"]["messages"] == 4 and report["rows"]["conversations"] == 1
+    remote = {**local, "AMEM_HOME": str(tmp_path / "b"), "LCM_DATABASE_PATH": pg_clean_url}
+    hits = _amem(remote, "lcm", "grep", "receipt 2", "--session-key", KEY)["hits"]
+    assert [h["id"] for h in hits] == ["msg_3"]
+    again = _amem(local, "lcm", "migrate", "--to", pg_clean_url, code=2)  # never merged into a used database
+    assert "already holds conversations" in again.stdout + again.stderr

@@ -1,0 +1,44 @@
+"""``amem lcm migrate --to URL``: copy this host's SQLite conversation store onto a PostgreSQL server."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["add_migrate_command", "cmd_lcm_migrate"]
+
+
+def add_migrate_command(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) -> None:
+    """Register ``lcm migrate`` under ``amem lcm``."""
+    p = cmd("migrate", cmd_lcm_migrate, "copy the SQLite conversation store into an empty PostgreSQL "
+            "database (ids unchanged, one transaction)", into=lsub)
+    p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/db (must hold no conversations)")
+
+
+def cmd_lcm_migrate(args: argparse.Namespace) -> int:
+    from lcm.pg.copy import copy_sqlite_to_postgres
+    from lcm.pg.db import PgDatabase, is_postgres_url
+
+    from .cli import CliError, _settings, emit, kv_text
+    from .runtime import open_lcm
+
+    if not is_postgres_url(args.to):
+        raise CliError(f"--to must be a postgresql:// URL; got {args.to!r}", code="invalid_argument",
+                       exit_code=2, field="to")  # fmt: skip
+    store = open_lcm(_settings(args), required=True)
+    try:
+        if isinstance(store.db, PgDatabase):
+            raise CliError("this host's conversation store is already on PostgreSQL; migrate copies a SQLite "
+                           "store (unset LCM_DATABASE_PATH to name the local file)", code="invalid_argument")  # fmt: skip
+        destination = PgDatabase(args.to)
+        try:
+            report = copy_sqlite_to_postgres(store.db, destination)
+        finally:
+            destination.close()
+    finally:
+        store.close()
+    data = {"source": report.source, "destination": report.destination, "rows": report.rows,
+            "next": "point every host at it: LCM_DATABASE_PATH=<the URL> (large files stay in largeFilesDir)"}  # fmt: skip
+    emit(args, data, lambda: kv_text(data))
+    return 0
