@@ -20,13 +20,21 @@ Calls run in worker threads under a deadline (``tools.runner``): a slow call ans
 Beside ``/mcp`` the HTTP app serves the host's way into conversation memory, ``POST
 /lcm/ingest`` and ``GET /lcm/assemble`` (``tools.host_http``): routes, not tools, with the same
 identity rules and the same worker pool.
+
+Resources: ``amem://status`` is ``memory_status`` of the request's agent, for hosts that show
+resources. ``amem://owner/status`` and ``amem://owner/doctor[?clean=1]`` are the store-wide
+reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run): not
+listed, and read only with ``Authorization: Bearer <token>``, the token ``amem serve --http``
+keeps in its private server record for the data directory's owner (``tools.remote``).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from amem.notes import check_agent
 
@@ -36,6 +44,18 @@ from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
 
 log = logging.getLogger(__name__)
+
+STATUS_URI = "amem://status"
+_OWNER_PREFIX = "amem://owner/"
+
+
+@dataclass(frozen=True)
+class OwnerAccess:
+    """The owner's reports: ``report(name, agent_id, clean)`` for ``status`` and ``doctor``,
+    served to a request that presents ``token`` (an empty token opens nothing)."""
+
+    token: str
+    report: Callable[[str, str, bool], dict[str, Any]]
 
 
 def _require_mcp() -> None:
@@ -89,9 +109,11 @@ def _one(headers: Any, name: str) -> str | None:
 
 
 def build_server(facade: ToolFacade, *, name: str = "amem",
-                 limits: CallLimits | None = None, runner: CallRunner | None = None) -> Any:
+                 limits: CallLimits | None = None, owner: OwnerAccess | None = None,
+                 runner: CallRunner | None = None) -> Any:
     """A low-level ``mcp.server.Server`` whose tools are ``facade``'s, each call run by a
-    ``CallRunner`` under ``limits`` (a deadline and worker bounds)."""
+    ``CallRunner`` under ``limits`` (a deadline and worker bounds), with the resources of the
+    module docstring (the owner's reports only with ``owner``)."""
     _require_mcp()
     import mcp.types as types
     from mcp.server import Server
@@ -117,10 +139,54 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=result, is_error=is_error(result))
 
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(resources=[types.Resource(
+            name="status", title="Memory status", uri=STATUS_URI, mime_type="application/json",
+            description="The calling agent's note count, the embedder, versions and degraded "
+                        "paths (the memory_status tool's result).")])
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        uri = str(params.uri)
+        headers = getattr(getattr(ctx, "request", None), "headers", None)
+        try:
+            target = facade_for(ctx)
+            if uri == STATUS_URI:
+                result = await runner.call(target, "memory_status", {})
+                if is_error(result):
+                    raise ToolError(result["error"]["code"], result["error"]["message"])
+            elif uri.startswith(_OWNER_PREFIX):
+                result = await _owner_read(owner, uri, target.agent_id, headers)
+            else:
+                raise ToolError("not_found", f"no resource {uri[:200]!r}; there is {STATUS_URI}")
+        except ToolError as exc:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(types.INVALID_PARAMS, str(exc), data=exc.to_dict()["error"]) from None
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=uri, mime_type="application/json", text=text)])
+
     return Server(name, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource,
                   instructions=("Long-term memory (memory_*) and lossless conversation recall "
                                 "(lcm_*). Search memory before answering questions about the "
                                 "user or earlier sessions; store durable facts with memory_add."))
+
+
+async def _owner_read(owner: OwnerAccess | None, uri: str, agent_id: str, headers: Any) -> dict[str, Any]:
+    """An owner report, for the bearer of the server record's token only."""
+    import anyio
+
+    presented = headers.get("authorization", "") if headers is not None else ""
+    if owner is None or not owner.token or not hmac.compare_digest(
+            presented.encode(), f"Bearer {owner.token}".encode()):
+        raise ToolError("forbidden", f"{uri[:100]} is for the owner of the data directory: send "
+                        "the token of its server record (amem status does)")
+    name, _, query = uri[len(_OWNER_PREFIX):].partition("?")
+    if name not in ("status", "doctor") or query not in ("", "clean=1"):
+        raise ToolError("not_found", f"no resource {uri[:200]!r}")
+    report = owner.report
+    return await anyio.to_thread.run_sync(lambda: report(name, agent_id, query == "clean=1"))
 
 
 def mcp_tools(facade: ToolFacade) -> list[Any]:
@@ -165,24 +231,25 @@ async def serve_stdio(facade: ToolFacade, *, limits: CallLimits | None = None) -
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None) -> Any:
+def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None,
+             owner: OwnerAccess | None = None) -> Any:
     """The Starlette app of the streamable HTTP transport (for tests and custom hosting), with
     the host's lcm routes beside it (``tools.host_http``), in the same worker pool."""
     from .host_http import add_host_routes
 
     runner = CallRunner(limits)
-    server = build_server(facade, limits=limits, runner=runner)
+    server = build_server(facade, limits=limits, owner=owner, runner=runner)
     app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
     add_host_routes(app, runner, lambda headers: facade_for_headers(facade, headers))
     return app
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
-                     limits: CallLimits | None = None) -> None:
+                     limits: CallLimits | None = None, owner: OwnerAccess | None = None) -> None:
     """Serve streamable HTTP on 127.0.0.1:``port`` until cancelled."""
     import uvicorn
 
-    app = http_app(facade, path=path, limits=limits)
+    app = http_app(facade, path=path, limits=limits, owner=owner)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
                             lifespan="on")
     log.info("amem MCP server on http://127.0.0.1:%d%s", port, path)
