@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ValidationError
+from .notefields import index_fields
 
 CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
 NOTE_TYPES = ("memory", "knowledge")
@@ -79,15 +80,31 @@ class Note:
     warnings: list[str] = field(default_factory=list)
     #: the stored vector embeds an earlier text of this note (see ``amem.refresh``)
     vector_stale: bool = False
+    #: the newer note that replaced this one's fact (``amem.supersede``); None while current
+    superseded_by: str | None = None
+    #: the older notes whose fact this one replaced
+    supersedes: list[str] = field(default_factory=list)
+    #: when what the note tells happened, UTC ISO (``amem.notefields``); the write time if not given
+    event_time: str = ""
+    #: the caller's key/value labels, filterable in search (``amem.notefields``)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: UTC ISO time from which the note is invisible and swept; "" never expires
+    expires_at: str = ""
 
     def to_payload(self) -> dict[str, Any]:
-        """The engine payload (every field; lists stay lists)."""
-        return asdict(self)
+        """The engine payload: every field (lists stay lists), plus the derived index fields
+        the engine filters on (``amem.notefields.INDEX_FIELDS``)."""
+        payload = asdict(self)
+        payload.update(index_fields(self.event_time or self.timestamp, self.expires_at,
+                                    self.metadata))
+        return payload
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> "Note":
         """Rebuild a note from an engine payload, tolerating fields added later."""
         known = {k: payload[k] for k in cls.__dataclass_fields__ if k in payload}
+        if not known.get("event_time"):  # a note written before event times: its write time
+            known["event_time"] = known.get("timestamp", "")
         return cls(**known)
 
     def embed_text(self) -> str:

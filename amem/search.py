@@ -36,6 +36,7 @@ import numpy as np
 from . import bm25, ranking
 from .backends.base import HasId, Hit, IsEmpty, Match, Where
 from .errors import ValidationError
+from .notefields import search_conditions
 from .notes import age_days, check_limit, check_str_list, check_text, now_iso, point_id
 from .text import tokenize
 
@@ -67,15 +68,24 @@ class SearchResult:
     score: float = 0.0
     #: "bm25", "dense" or "both" for a match; "link" for a linked note
     found_by: str = "link"
+    #: the newer note that replaced this one (only with ``include_superseded``)
+    superseded_by: str | None = None
+    #: when the event happened (UTC ISO; the write time when none was given)
+    event_time: str = ""
+    #: the caller's labels (``amem.notefields``)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def build_filter(store: "MemoryStore", agent_id: str, subject: str | None,
-                 topics: Sequence[str]) -> Where:
-    """Tenant + active, then the optional subject and topics rules as nested clauses."""
+                 topics: Sequence[str], *, include_superseded: bool = False) -> Where:
+    """Tenant + active (+ current: not superseded, unless history is asked for), then the
+    optional subject and topics rules as nested clauses."""
     must: list[Any] = list(store.tenant_filter(agent_id))
+    if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
+        must.append(IsEmpty("superseded_by"))
     if subject is not None:
         # Notes naming the subject, plus notes naming nobody.
         must.append(Where(should=(Match("subjects", subject), IsEmpty("subjects"))))
@@ -99,8 +109,9 @@ def check_min_similarity(value: Any) -> float | None:
 
 def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: Sequence[str] | None,
                subject: str | None, agent_id: str, expand_links: bool | None = None,
-               heat: bool | None = None, min_similarity: float | None = None
-               ) -> list[SearchResult]:
+               heat: bool | None = None, min_similarity: float | None = None,
+               include_superseded: bool = False, since: Any = None, before: Any = None,
+               metadata: Any = None) -> list[SearchResult]:
     cfg = store.config
     check_text(query, field="query", max_chars=cfg.max_query_chars)
     check_limit(limit, maximum=cfg.max_limit)
@@ -108,11 +119,17 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
     if subject is not None:
         check_text(subject, field="subject", max_chars=200)
     floor = check_min_similarity(min_similarity)
+    narrow = search_conditions(since, before, metadata)  # event time and metadata (checked)
     use_heat = cfg.heat if heat is None else heat
     use_links = cfg.link_expansion if expand_links is None else expand_links
 
     qvec = store.embed_query(query)                                         # 1
-    where = build_filter(store, agent_id, subject, topics)
+    if not isinstance(include_superseded, bool):
+        raise ValidationError("include_superseded must be true or false",
+                              field="include_superseded")
+    where = build_filter(store, agent_id, subject, topics, include_superseded=include_superseded)
+    # they narrow both legs and the link expansion inside the engine, not after the fact
+    where = Where(must=(*where.must, *narrow))
     terms = tokenize(query)
     pool = max(cfg.candidates, limit)
     sparse_hits = (store.backend.sparse_search(bm25.query_vector(terms), where, pool)
@@ -138,6 +155,12 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
         scored.append((pid, score, final))
     order = {pid: i for i, (pid, _, _) in enumerate(scored)}
     scored.sort(key=lambda t: (-t[2], order[t[0]]))
+    if include_superseded:  # a replaced fact right after the note that replaced it
+        from .supersede import history_order
+
+        scored = [scored[i] for i in history_order(
+            [(str(by_id[pid].payload.get("id")), by_id[pid].payload.get("superseded_by"))
+             for pid, _, _ in scored])]
     # Without a floor only the returned matches need a cosine; with one, every candidate may.
     wanted = scored if floor is not None else scored[:limit]
     _fill_cosines(store, qvec, [pid for pid, _, _ in wanted], cosine)
@@ -153,7 +176,7 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
     if use_links and matches:                                               # 7
         gate = cfg.link_min_cosine if floor is None else max(cfg.link_min_cosine, floor)
         results.extend(_expand(store, agent_id, [by_id[pid] for pid, _, _ in matches], qvec,
-                               topics, subject, gate))
+                               where, gate))
     _bump_heat(store, [(pid, by_id[pid].payload) for pid, _, _ in matches], now)
     return results
 
@@ -209,7 +232,7 @@ def _settle_ties(hits: list[Hit]) -> list[Hit]:
 
 
 def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.ndarray,
-            topics: Sequence[str], subject: str | None, gate: float) -> list[SearchResult]:
+            scope: Where, gate: float) -> list[SearchResult]:
     """Fetch linked notes hop by hop, then let the pure BFS decide what is admitted."""
     cfg = store.config
     payloads: dict[str, dict[str, Any]] = {h.payload["id"]: h.payload for h in seeds}
@@ -221,9 +244,9 @@ def _expand(store: "MemoryStore", agent_id: str, seeds: Sequence[Hit], qvec: np.
         wanted = list(dict.fromkeys(wanted))
         if not wanted:
             break
-        # The search's own filter (tenant, active, subject, topics) decides what links admit.
-        where = Where(must=(HasId(tuple(point_id(agent_id, n) for n in wanted)),
-                            build_filter(store, agent_id, subject, topics)))
+        # The search's own filter (tenant, active, unexpired, current, subject, topics, event
+        # time, metadata) decides what links admit.
+        where = Where(must=(HasId(tuple(point_id(agent_id, n) for n in wanted)), scope))
         hits = {h.payload["id"]: h for h in store.backend.iterate(where, with_vectors=True)}
         frontier = []
         for nid in wanted:
@@ -265,4 +288,7 @@ def _result(payload: dict[str, Any], similarity: float, rrf_score: float, via: s
         timestamp=payload.get("timestamp", ""), note_type=payload.get("note_type", "memory"),
         similarity=round(float(similarity), 6), rrf=round(float(rrf_score), 8), via=via,
         subjects=list(payload.get("subjects", [])), category=payload.get("category", "General"),
-        score=round(float(score), 8), found_by=found_by)
+        score=round(float(score), 8), found_by=found_by,
+        superseded_by=payload.get("superseded_by"),
+        event_time=payload.get("event_time") or payload.get("timestamp", ""),
+        metadata=dict(payload.get("metadata") or {}))

@@ -19,10 +19,12 @@ from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .index_build import IndexBuilder
+from .notefields import is_expired, not_expired
 from .notes import (POINT_ID_FORMAT, Note, check_agent, check_id, check_limit, check_text,
                     point_id)
 from .pointids import META_KEY as POINT_IDS
 from .pointids import move_points
+from .purge import index_old_notes
 from .refresh import FIELD as STALE_FIELD
 from .refresh import count_stale, refresh_vectors
 from .similarity import calibration_for, note_cosine, note_similarity, query_similarity
@@ -30,7 +32,9 @@ from .text import TOKENIZER_VERSION
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
+    from .purge import SweepReport
     from .search import SearchResult
+    from .update import UpdateResult
     from .write import AddResult, Writer
 
 log = logging.getLogger(__name__)
@@ -112,6 +116,7 @@ class MemoryStore:
         self._writes_since_meta = 0
         self._retokenize()
         self._move_point_ids()
+        index_old_notes(self, self._meta)  # once: stores written before event times
         self._llm = llm if llm is not None else self._llm_from_config()
         self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
 
@@ -259,6 +264,7 @@ class MemoryStore:
         must: list[Any] = [Match("agent_id", agent_id)]
         if active_only:
             must.append(Match("is_active", True))
+            must.append(not_expired(self.clock.now()))  # an expired note is gone at once
         return must
 
     def similarity(self, cosine: float) -> float:
@@ -354,6 +360,9 @@ class MemoryStore:
                 or hits[0].payload.get("id") != note_id:
             raise NotFoundError(f"no note {note_id!r} for agent {agent_id!r}", id=note_id)
         note = Note.from_payload(hits[0].payload)
+        if not include_inactive and note.is_active and is_expired(note.expires_at,
+                                                                  self.clock.now()):
+            raise NotFoundError(f"note {note_id!r} expired at {note.expires_at}", id=note_id)
         if not note.is_active and not include_inactive:
             raise NotFoundError(f"note {note_id!r} was deleted or merged"
                                 + (f" into {note.merged_into!r}" if note.merged_into else ""),
@@ -363,8 +372,23 @@ class MemoryStore:
     # ------------------------------------------------------------------ public API
 
     def add(self, text: str, subjects: Sequence[str] = (), **options: Any) -> "AddResult":
-        """Store one note through the write pipeline (see ``amem.write``)."""
-        return self.writer.add(text, subjects, **options)
+        """Store one note through the write pipeline (see ``amem.write``); a stored note that
+        replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``)."""
+        with self._lock:
+            result = self.writer.add(text, subjects, **options)
+            if result.status in ("created", "pending_merge") and options.get("enrich", True):
+                self._supersede_new(result, self.agent(options.get("agent_id")))
+            return result
+
+    def _supersede_new(self, result: "AddResult", agent_id: str) -> None:
+        from . import supersede
+
+        note, vector = self.load(result.id, agent_id, with_vector=True)
+        if vector is None:
+            return
+        outcome = supersede.check(self, note, vector, supersede.judge_for(self._llm))
+        result.supersedes = outcome.superseded
+        result.warnings.extend(outcome.warnings)
 
     def add_many(self, items: Sequence[dict[str, Any]], **options: Any) -> list["AddResult"]:
         """Store many notes with batched embedding (bulk import); then, when
@@ -390,18 +414,26 @@ class MemoryStore:
     def search(self, query: str, limit: int = 5, topics_filter: Sequence[str] | None = None,
                subject: str | None = None, *, agent_id: str | None = None,
                expand_links: bool | None = None, heat: bool | None = None,
-               min_similarity: float | None = None) -> list["SearchResult"]:
+               min_similarity: float | None = None,
+               include_superseded: bool = False, since: str | None = None,
+               before: str | None = None,
+               metadata: dict[str, Any] | None = None) -> list["SearchResult"]:
         """Hybrid search (BM25 + dense fused by z-scores, heat, 2-hop links); see ``amem.search``.
 
         ``min_similarity`` (off by default) drops results below that query similarity, so a
-        search for something the store does not hold returns nothing.
+        search for something the store does not hold returns nothing. Notes a newer note
+        superseded (``amem.supersede``) are left out unless ``include_superseded``; then each
+        follows the note that replaced it and carries ``superseded_by``. ``since`` (inclusive) and
+        ``before`` (exclusive) bound the notes' event time; ``metadata`` keeps notes whose
+        metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
         """
         from .search import run_search
 
         self._ensure_open()
         return run_search(self, query, limit=limit, topics_filter=topics_filter, subject=subject,
                           agent_id=self.agent(agent_id), expand_links=expand_links, heat=heat,
-                          min_similarity=min_similarity)
+                          min_similarity=min_similarity, include_superseded=include_superseded,
+                          since=since, before=before, metadata=metadata)
 
     def get(self, note_id: str, *, agent_id: str | None = None,
             include_inactive: bool = False) -> Note:
@@ -418,8 +450,40 @@ class MemoryStore:
         with self._lock:
             note, _ = self.load(check_id(note_id), agent)
             self.update_note_fields(note.id, agent, {"is_active": False})
+            if note.supersedes:  # the facts it replaced are current again
+                from .supersede import release
+
+                release(self, note)
         note.is_active = False
         return note
+
+    def update(self, note_id: str, *, content: str | None = None,
+               subjects: Sequence[str] | None = None,
+               agent_id: str | None = None) -> "UpdateResult":
+        """Edit a note in place: new text and/or subjects, re-enriched, re-embedded, links and
+        supersession checked again, the previous version kept in ``evolution_history``
+        (see ``amem.update``). ``NotFoundError`` for a missing, deleted or foreign note."""
+        from .update import update_note
+
+        return update_note(self, note_id, content=content, subjects=subjects, agent_id=agent_id)
+
+    def delete_all(self, *, agent_id: str | None = None) -> int:
+        """Hard-delete every note of one agent (``amem.purge``); how many points went.
+
+        Irreversible, and only that agent's: other agents' notes and links are untouched.
+        """
+        from .purge import delete_all
+
+        self._ensure_open()
+        return delete_all(self, self.agent(agent_id))
+
+    def sweep_expired(self, *, agent_id: str | None = None,
+                      all_agents: bool = False) -> "SweepReport":
+        """Hard-delete the notes whose ``expires_at`` passed (they are already invisible)."""
+        from .purge import sweep_expired
+
+        self._ensure_open()
+        return sweep_expired(self, None if all_agents else [self.agent(agent_id)])
 
     def count(self, *, agent_id: str | None = None) -> int:
         """Active notes of the agent."""
@@ -466,6 +530,7 @@ class MemoryStore:
         must: list[Any] = [] if all_agents else [Match("agent_id", self.agent(agent_id))]
         if not include_inactive:
             must.append(Match("is_active", True))
+            must.append(not_expired(self.clock.now()))
         for hit in self.backend.iterate(Where(must=tuple(must)), with_vectors=with_vectors):
             yield Note.from_payload(hit.payload), hit.dense
 
@@ -496,11 +561,25 @@ class MemoryStore:
         agents = None if all_agents else [self.agent(agent_id)]
         # Hold the writer's lock too: an add linking to a note mid-merge would dangle.
         with self._lock, self.writer.lock:
+            # Expired notes go first: none is merged into a survivor that outlives it.
+            expired = self.sweep_expired(agent_id=agent_id, all_agents=all_agents)
             # Pairs are found by vector: first mend any a killed writer left stale.
             refreshed = refresh_vectors(self)
             report = consolidate(self, agent_ids=agents, progress=progress, llm=self._llm)
             report.vectors_refreshed = refreshed
+            report.expired_deleted = expired.expired_deleted
+            self._sweep_supersessions(report)
             return report
+
+    def _sweep_supersessions(self, report: Any) -> None:
+        """The nightly pass for supersessions the write path missed (``amem.supersede``)."""
+        from .supersede import judge_for, sweep
+
+        judge = judge_for(self._llm)
+        for agent, part in report.agents.items():
+            outcome = sweep(self, agent, judge)
+            report.superseded += len(outcome.superseded)
+            part.warnings.extend(outcome.warnings)
 
     def optimize(self) -> None:
         """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""

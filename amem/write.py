@@ -42,6 +42,7 @@ from .errors import ValidationError
 from .fold import fold_into
 from .linking import choose_links, view_of
 from .nearduplicate import ContentVectors, best_match, content_cosines
+from .notefields import unsaved_fields
 from .notes import Note, now_iso, point_id, unique
 from .refresh import FIELD as STALE_FIELD
 from .refresh import StaleVectors, mend
@@ -68,6 +69,8 @@ class AddResult:
     neighbour: str | None = None
     similarity: float | None = None
     warnings: list[str] = field(default_factory=list)
+    #: older notes this one replaced (``amem.supersede``)
+    supersedes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,10 +136,10 @@ class Writer:
             self._stale.repair_once()
             early = self._dedup(draft)
             if early is not None:
-                return early
+                return _kept_fields(early, draft.note)
             vector = self._content.embed([draft.note])[0]
             stale: set[str] = set()  # a single add re-embeds before it returns
-            result = self._place(draft, vector, stale)
+            result = _kept_fields(self._place(draft, vector, stale), draft.note)
             self._stale.refresh(stale, [result])
             return result
 
@@ -222,7 +225,8 @@ class Writer:
                 first = placed.get(result.id) if result is not None else None
                 if result is not None and result.status == "deduplicated" and first is not None:
                     result.id = first.id
-            results = [r for r in out if r is not None]
+            results = [_kept_fields(r, drafts[i].note) for i, r in enumerate(out)
+                       if r is not None]
             self._stale.batch_done(stale, results)
         return results
 
@@ -238,7 +242,8 @@ class Writer:
         return [None if k is None else AddResult(
                     k.status, k.id, enriched_by=k.enriched_by,
                     warnings=[k.warning] if k.warning else [])
-                for k in exact_duplicates(self.store.backend, [d.note for d in drafts])]
+                for k in exact_duplicates(self.store.backend, [d.note for d in drafts],
+                                          now=self.store.clock.now())]
 
     def _dedup(self, draft: Draft) -> AddResult | None:
         """The batch dedup for one note; an id clash is an error here, not a skipped line."""
@@ -390,6 +395,18 @@ class Writer:
         return AddResult("folded", target.id, links=list(target.links),
                          enriched_by=note.enriched_by, neighbour=target.id,
                          similarity=round(score, 6))
+
+
+def _kept_fields(result: AddResult, note: Note) -> AddResult:
+    """A text that went into a stored note leaves its event time, metadata and expiry behind
+    (the stored note keeps its own): say so rather than drop them silently."""
+    if result.status in ("deduplicated", "folded"):
+        lost = unsaved_fields(note)
+        if lost:
+            result.warnings.append(
+                f"the text went into stored note {result.id!r}, which keeps its own "
+                f"{', '.join(lost)}; the ones given were not stored")
+    return result
 
 
 def _view(note: Note) -> "NoteView":
