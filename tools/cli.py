@@ -137,27 +137,52 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    from .cli_server import add_server_option
+
     p = cmd("add", cmd_add, "store one note")
+    add_server_option(p)
     p.add_argument("text", help="the note text ('-' reads stdin)")
     p.add_argument("--subject", action="append", default=[], help="who/what it is about (repeat)")
     p.add_argument("--no-enrich", action="store_true", help="fast path: no enrichment, no links")
+    _note_field_options(p)
 
     p = cmd("search", cmd_search, "hybrid search over your notes")
+    add_server_option(p)
     p.add_argument("query")
     p.add_argument("-n", "--limit", type=int, default=5, help="direct matches (default 5)")
     p.add_argument("--subject", help="only notes about this subject (plus notes about nobody)")
     p.add_argument("--topic", action="append", default=None, help="knowledge-note topic filter")
+    p.add_argument("--history", action="store_true",
+                   help="also show notes a newer note superseded (each after its successor)")
+    p.add_argument("--since", metavar="ISO", help="only notes whose event time is at or after this")
+    p.add_argument("--before", metavar="ISO", help="only notes whose event time is before this")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE",
+                   help="only notes with this metadata value (repeat; a repeated key: any of)")
 
     p = cmd("list", cmd_list, "list your notes page by page")
+    add_server_option(p)
     p.add_argument("-n", "--limit", type=int, default=20, help="notes per page (default 20)")
     p.add_argument("--offset", help="the next_offset printed by the previous page, or a number "
                    "of notes to skip")
 
     p = cmd("get", cmd_get, "show one note in full")
+    add_server_option(p)
     p.add_argument("id")
 
-    p = cmd("delete", cmd_delete, "delete one note (soft delete)")
+    p = cmd("update", cmd_update, "edit one note in place (new text and/or subjects)")
+    add_server_option(p)
     p.add_argument("id")
+    p.add_argument("--text", help="the new text ('-' reads stdin)")
+    p.add_argument("--subject", action="append", default=None,
+                   help="the new subjects, replacing the old ones (repeat)")
+    p.add_argument("--no-subjects", action="store_true", help="clear the note's subjects")
+
+    p = cmd("delete", cmd_delete, "delete one note (soft delete), or --all of the agent's")
+    add_server_option(p)
+    p.add_argument("id", nargs="?", help="the note to delete")
+    p.add_argument("--all", action="store_true",
+                   help="erase every note of the agent for good (asks first on a terminal)")
+    p.add_argument("--yes", action="store_true", help="with --all: do not ask (scripts)")
 
     p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
     p.add_argument("file", help="the file to import")
@@ -187,28 +212,74 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------ memory commands
 
 
+def _note_field_options(p: argparse.ArgumentParser) -> None:
+    """``amem add``'s event time, metadata and expiry (``amem.notefields``)."""
+    p.add_argument("--event-time", metavar="ISO", help="when it happened (default: now)")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE",
+                   help="a metadata label, stored as text (repeat)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--ttl", type=float, metavar="SECONDS", help="forget it after this long")
+    when.add_argument("--expires-at", metavar="ISO", help="forget it at this time")
+
+
+def _meta_option(pairs: list[str] | None) -> dict[str, Any] | None:
+    """``--meta key=value`` options: one value per key, or a list for a repeated key."""
+    from amem.notefields import parse_meta_args
+
+    parsed = parse_meta_args(pairs)
+    return None if parsed is None else {k: v[0] if len(v) == 1 else v for k, v in parsed.items()}
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
-    with _memory(args) as store:
-        result = store.add(text, args.subject, enrich=not args.no_enrich).to_dict()
+    extra = {"event_time": args.event_time, "metadata": _meta_option(args.meta),
+             "ttl": args.ttl, "expires_at": args.expires_at}
+    extra = {k: v for k, v in extra.items() if v is not None}
+    with _notes(args) as (store, server):
+        if server is not None:
+            if args.no_enrich:
+                raise CliError("--no-enrich cannot go through the running server (its memory_add "
+                               "always enriches); drop it, or stop the server",
+                               code="invalid_argument", exit_code=EXIT_USAGE, field="no_enrich")
+            wire = {"event_time": "eventTime", "expires_at": "expiresAt"}  # the tool's names
+            result = remote_call(server, "memory_add",
+                                 {"text": text, "subjects": args.subject,
+                                  **{wire.get(k, k): v for k, v in extra.items()}})
+        else:
+            result = store.add(text, args.subject, enrich=not args.no_enrich, **extra).to_dict()
     emit(args, result, lambda: f"{result['status']} {result['id']}"
          + (f" (links: {', '.join(result['links'])})" if result.get("links") else ""))
     return EXIT_OK
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _memory(args) as store:
-        hits = [h.to_dict() for h in store.search(args.query, limit=args.limit,
-                                                  topics_filter=args.topic, subject=args.subject)]
+    narrow = {"since": args.since, "before": args.before, "metadata": _meta_option(args.meta)}
+    with _notes(args) as (store, server):
+        if server is not None:
+            call = {"query": args.query, "limit": args.limit, "topicsFilter": args.topic,
+                    "subject": args.subject, "includeSuperseded": args.history or None,
+                    **narrow}
+            hits = remote_call(server, "memory_search",
+                               {k: v for k, v in call.items() if v is not None})["results"]
+        else:
+            hits = [h.to_dict() for h in store.search(args.query, limit=args.limit,
+                                                      topics_filter=args.topic, subject=args.subject,
+                                                      include_superseded=args.history, **narrow)]
     emit(args, {"results": hits}, lambda: search_table(hits))
     return EXIT_OK
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _memory(args) as store:
-        notes, nxt = store.list(limit=args.limit, offset=args.offset)
-        total = store.count()
-    rows = [{"id": n.id, "timestamp": n.timestamp, "content": n.content} for n in notes]
+    with _notes(args) as (store, server):
+        if server is not None:
+            page = remote_page(server, args.limit, args.offset)
+            total, nxt = page["count"], page["next_offset"]
+            rows = [{"id": r["id"], "timestamp": r["timestamp"], "content": r["content"]}
+                    for r in page["notes"]]
+        else:
+            notes, nxt = store.list(limit=args.limit, offset=args.offset)
+            total = store.count()
+            rows = [{"id": n.id, "timestamp": n.timestamp, "content": n.content} for n in notes]
 
     def text() -> str:
         room = _width() - 40
@@ -221,17 +292,70 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with _memory(args) as store:
-        note = store.get(args.id).to_payload()
-    note.pop("folded_hashes", None)
+    from .memory_tools import note_view
+
+    with _notes(args) as (store, server):  # the note as memory_get shows it, either way
+        note = (remote_call(server, "memory_get", {"id": args.id}) if server is not None
+                else note_view(store.get(args.id).to_payload()))
     emit(args, note, lambda: kv_text(note))
     return EXIT_OK
 
 
+def cmd_update(args: argparse.Namespace) -> int:
+    if args.no_subjects and args.subject:
+        raise CliError("give --subject or --no-subjects, not both", code="invalid_argument",
+                       exit_code=EXIT_USAGE, field="subjects")
+    text = sys.stdin.read() if args.text == "-" else args.text
+    subjects = [] if args.no_subjects else args.subject
+    if text is None and subjects is None:
+        raise CliError("nothing to update: give --text, --subject or --no-subjects",
+                       code="invalid_argument", exit_code=EXIT_USAGE, field="text")
+    call = {"id": args.id, "text": text, "subjects": subjects}
+    with _notes(args) as (store, server):
+        result = (remote_call(server, "memory_update",
+                              {k: v for k, v in call.items() if v is not None})
+                  if server is not None
+                  else store.update(args.id, content=text, subjects=subjects).to_dict())
+    emit(args, result, lambda: f"{result['status']} {result['id']}"
+         + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
+         + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
+         + "".join(f"\nwarning: {w}" for w in result["warnings"]))
+    return EXIT_OK
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
-    with _memory(args) as store:
-        note = store.delete(args.id)
-    emit(args, {"id": note.id, "deleted": True}, f"deleted {note.id}")
+    if args.all or args.id is None:
+        return _delete_all(args)
+    if args.yes:
+        raise CliError("--yes only goes with --all", code="invalid_argument",
+                       exit_code=EXIT_USAGE, field="yes")
+    with _notes(args) as (store, server):
+        data = (remote_call(server, "memory_delete", {"id": args.id}) if server is not None
+                else {"id": store.delete(args.id).id, "deleted": True})
+    emit(args, data, f"deleted {data['id']}")
+    return EXIT_OK
+
+
+def _delete_all(args: argparse.Namespace) -> int:
+    """``amem delete --all``: the agent's whole memory, after a yes on a terminal."""
+    if args.id is not None or not args.all:
+        raise CliError("give one note id, or --all (not both)", code="invalid_argument",
+                       exit_code=EXIT_USAGE, field="id")
+    agent = _settings(args).agent_id
+    if not args.yes:
+        if not sys.stdin.isatty():  # a script or a pipe cannot have meant it without --yes
+            raise CliError("delete --all erases every note of the agent for good: add --yes "
+                           "to confirm when stdin is not a terminal", code="invalid_argument",
+                           exit_code=EXIT_USAGE, field="yes")
+        print(f"Erase every note of agent {agent!r} for good? Type 'yes' to confirm: ",
+              end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("nothing deleted", file=sys.stderr)
+            return EXIT_ERROR
+    with _notes(args) as (store, server):
+        data = (remote_call(server, "memory_delete_all", {"confirm": True}) if server is not None
+                else {"deleted": store.delete_all()})
+    emit(args, {"agent": agent, **data}, f"deleted {data['deleted']} notes of agent {agent}")
     return EXIT_OK
 
 
@@ -326,6 +450,26 @@ def _memory(args: argparse.Namespace) -> Any:
     from .runtime import open_memory
 
     return open_memory(_settings(args))
+
+
+def _notes(args: argparse.Namespace) -> Any:
+    """``(store, None)``, or ``(None, server)`` when a running server holds the store or
+    ``--server`` names one (``tools.cli_server``)."""
+    from .cli_server import open_notes
+
+    return open_notes(args, _settings(args))
+
+
+def remote_call(server: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from .cli_server import remote_call as call
+
+    return call(server, name, arguments)
+
+
+def remote_page(server: Any, limit: int, offset: str | None) -> dict[str, Any]:
+    from .cli_server import remote_page as page
+
+    return page(server, limit, offset)
 
 
 def setup_logging(verbose: int, env: Mapping[str, str]) -> None:

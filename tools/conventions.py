@@ -77,7 +77,7 @@ CONVENTIONS: dict[str, Convention] = {
     "memory_search": Convention(
         "Search memory", shape({"results": {"type": "array", "items": shape(
             {**_NOTE["properties"], "similarity": _opt(_N), "score": _N, "via": _S,
-             "found_by": _S}, ("id", "content", "score", "via"))},
+             "found_by": _S, "superseded_by": _opt(_S)}, ("id", "content", "score", "via"))},
             "matches": _I, "linked": _I}, ("results", "matches", "linked"))),
     "memory_list": Convention(
         "List memories", shape({"count": _I, "notes": {"type": "array", "items": shape(
@@ -85,8 +85,19 @@ CONVENTIONS: dict[str, Convention] = {
              "note_type": _S, "pending_merge": _B}, ("id", "content", "truncated"))},
             "next_offset": _opt(_S)}, ("count", "notes", "next_offset"))),
     "memory_get": Convention("Read a memory", _NOTE),
+    "memory_update": Convention(
+        "Edit a memory", shape({"id": _S, "status": _S, "changed": _STRS, "links": _A,
+                                "supersedes": _STRS, "warnings": _WARNINGS},
+                               ("id", "status", "changed")),
+        # Not destructive: the previous text stays in the note's evolution history. The same
+        # edit twice leaves the note as the first left it ("unchanged").
+        writes=True, destructive=False, idempotent=True),
     "memory_delete": Convention(
         "Delete a memory", shape({"id": _S, "deleted": _B}, ("id", "deleted")),
+        writes=True, destructive=True, idempotent=True),
+    "memory_delete_all": Convention(
+        # Erases everything of the agent: destructive; a repeat finds nothing more to erase.
+        "Erase all memories", shape({"deleted": _I}, ("deleted",)),
         writes=True, destructive=True, idempotent=True),
     "memory_consolidate": Convention(
         "Merge duplicate memories", shape({"merges": _I, "notes": _I, "warnings": _WARNINGS},

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from amem.notefields import INDEX_FIELDS, MAX_TTL
+
 from .errors import ToolError
 from .registry import Tool, obj
 
@@ -18,9 +20,12 @@ MAX_QUERY_CHARS = 4_000
 MAX_SEARCH_LIMIT = 50
 LIST_PREVIEW_CHARS = 300
 #: note fields the tools never return: internal bookkeeping, or the caller's own identity
-_HIDDEN = ("hash", "folded_hashes", "agent_id")
+_HIDDEN = ("hash", "folded_hashes", "agent_id", *INDEX_FIELDS)
 
 _ID = {"type": "string", "minLength": 1, "maxLength": 200, "description": "A note id."}
+_META_HELP = ("Your own labels, {key: string | number | boolean} (at most 32 keys; a key is a "
+              "letter or _ then letters, digits or _.:-; strings up to 256 characters); "
+              "memory_search filters on them.")
 _NAMES = {"type": "array", "maxItems": 64,
           "items": {"type": "string", "minLength": 1, "maxLength": 200}}
 
@@ -31,21 +36,32 @@ def _store(ctx: "CallContext") -> "MemoryStore":
     return ctx.memory
 
 
-def _note_view(payload: dict[str, Any]) -> dict[str, Any]:
+def note_view(payload: dict[str, Any]) -> dict[str, Any]:
+    """A note as the tools and ``amem get`` show it: without the hidden bookkeeping fields."""
     return {k: v for k, v in payload.items() if k not in _HIDDEN}
 
 
-def memory_add(ctx: "CallContext", text: str, subjects: list[str] | None = None) -> dict[str, Any]:
-    result = _store(ctx).add(text, subjects or (), agent_id=ctx.agent_id)
+def memory_add(ctx: "CallContext", text: str, subjects: list[str] | None = None,
+               eventTime: str | None = None,  # noqa: N803 - the wire names are camelCase
+               metadata: dict[str, Any] | None = None,
+               expiresAt: str | None = None,  # noqa: N803
+               ttl: float | None = None) -> dict[str, Any]:
+    result = _store(ctx).add(text, subjects or (), agent_id=ctx.agent_id, event_time=eventTime,
+                             metadata=metadata, expires_at=expiresAt, ttl=ttl)
     return result.to_dict()
 
 
 def memory_search(ctx: "CallContext", query: str, limit: int = 5,
                   topicsFilter: list[str] | None = None,  # noqa: N803 - the wire name
                   subject: str | None = None,
-                  min_similarity: float | None = None) -> dict[str, Any]:
+                  minSimilarity: float | None = None,  # noqa: N803
+                  since: str | None = None, before: str | None = None,
+                  metadata: dict[str, Any] | None = None,
+                  includeSuperseded: bool = False) -> dict[str, Any]:  # noqa: N803
     hits = _store(ctx).search(query, limit=limit, topics_filter=topicsFilter, subject=subject,
-                              agent_id=ctx.agent_id, min_similarity=min_similarity)
+                              agent_id=ctx.agent_id, min_similarity=minSimilarity,
+                              include_superseded=includeSuperseded, since=since,
+                              before=before, metadata=metadata)
     results = [h.to_dict() for h in hits]
     return {"results": results,
             "matches": sum(1 for r in results if r["via"] == "match"),
@@ -67,12 +83,27 @@ def memory_list(ctx: "CallContext", limit: int = 20, offset: str | None = None) 
 
 
 def memory_get(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - the wire name
-    return _note_view(_store(ctx).get(id, agent_id=ctx.agent_id).to_payload())
+    return note_view(_store(ctx).get(id, agent_id=ctx.agent_id).to_payload())
+
+
+def memory_update(ctx: "CallContext", id: str, text: str | None = None,  # noqa: A002
+                  subjects: list[str] | None = None) -> dict[str, Any]:
+    return _store(ctx).update(id, content=text, subjects=subjects,
+                              agent_id=ctx.agent_id).to_dict()
 
 
 def memory_delete(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002
     note = _store(ctx).delete(id, agent_id=ctx.agent_id)
     return {"id": note.id, "deleted": True}
+
+
+def memory_delete_all(ctx: "CallContext", confirm: bool) -> dict[str, Any]:
+    # Only ever the caller's own agent: the tool takes no agent id, the context names it.
+    if confirm is not True:
+        raise ToolError("invalid_argument", "memory_delete_all erases every memory of this "
+                        "agent for good; call it with confirm: true only when the user asked "
+                        "for that", field="confirm")
+    return {"deleted": _store(ctx).delete_all(agent_id=ctx.agent_id)}
 
 
 def memory_consolidate(ctx: "CallContext") -> dict[str, Any]:
@@ -125,13 +156,25 @@ def memory_tools() -> list[Tool]:
                 "Store one fact, preference, decision or event in long-term memory so it can be "
                 "found in later conversations. Write it as one self-contained statement (who, what, "
                 "when). Exact duplicates are recognised and near-duplicates are folded into the "
-                "existing note. Returns {status: created|deduplicated|folded|pending_merge, id, "
-                "links, evolved, enriched_by, warnings}."),
+                "existing note; an older memory this one replaces (moved, switched, stopped) is "
+                "marked superseded. Returns {status: created|deduplicated|folded|pending_merge, "
+                "id, links, evolved, enriched_by, supersedes, warnings}."),
             schema=obj({
                 "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
                          "description": "The memory, as a self-contained statement."},
                 "subjects": {**_NAMES, "description": "People or entities the memory is about "
                              "(lets memory_search filter by subject)."},
+                "eventTime": {"type": "string", "minLength": 1, "maxLength": 64,
+                               "description": "When the event happened, ISO 8601 (e.g. "
+                               "2026-03-01T14:00:00+01:00); default: now. memory_search "
+                               "filters on it with since/before."},
+                "metadata": {"type": "object", "description": _META_HELP},
+                "expiresAt": {"type": "string", "minLength": 1, "maxLength": 64,
+                               "description": "ISO 8601 time after which the memory is "
+                               "forgotten (hidden at once, deleted nightly)."},
+                "ttl": {"type": "number", "minimum": 1, "maximum": MAX_TTL,
+                        "description": "Forget the memory this many seconds from now (instead "
+                        "of expiresAt)."},
             }, required=["text"])),
         Tool(
             name="memory_search", handler=memory_search, core=True,
@@ -141,7 +184,7 @@ def memory_tools() -> list[Tool]:
                 "before answering questions about the user, past decisions or earlier sessions. "
                 "`limit` counts direct matches; up to 8 linked notes may follow them with "
                 "via='link'. `similarity` runs from 0 (unrelated) to 1 (a typical answer); set "
-                "`min_similarity` (e.g. 0.3) to get nothing rather than unrelated notes. Results "
+                "`minSimilarity` (e.g. 0.3) to get nothing rather than unrelated notes. Results "
                 "are ordered by `score`. Returns {results: [{id, content, context, keywords, "
                 "tags, topics, links, timestamp, note_type, similarity, score, rrf, via, "
                 "found_by}], matches, linked}."),
@@ -155,10 +198,23 @@ def memory_tools() -> list[Tool]:
                 "subject": {"type": "string", "minLength": 1, "maxLength": 200,
                             "description": "Only memories about this subject (plus memories "
                             "about nobody in particular)."},
-                "min_similarity": {"type": "number", "minimum": -1, "maximum": 1,
+                "minSimilarity": {"type": "number", "minimum": -1, "maximum": 1,
                                    "description": "Drop results whose similarity to the query is "
                                    "below this (0 = unrelated, 1 = a typical answer); off by "
                                    "default."},
+                "since": {"type": "string", "minLength": 1, "maxLength": 64,
+                          "description": "Only memories whose event time is at or after this "
+                          "ISO 8601 time."},
+                "before": {"type": "string", "minLength": 1, "maxLength": 64,
+                           "description": "Only memories whose event time is before this ISO "
+                           "8601 time."},
+                "metadata": {"type": "object", "description": "Only memories whose metadata "
+                             "has each of these key: value pairs (a list value: any of them), "
+                             "e.g. {\"project\": \"apollo\"}."},
+                "includeSuperseded": {"type": "boolean", "default": False,
+                                       "description": "Also return notes a newer note replaced "
+                                       "(history), each right after the note that replaced it, "
+                                       "with superseded_by; off by default."},
             }, required=["query"])),
         Tool(
             name="memory_list", handler=memory_list,
@@ -182,6 +238,24 @@ def memory_tools() -> list[Tool]:
                 "and evolution history. Returns the note, or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
         Tool(
+            name="memory_update", handler=memory_update, writes=True,
+            summary="correct or change one memory in place",
+            description=(
+                "Change the text and/or subjects of one memory note by id, for example when a "
+                "stored fact was wrong or needs more detail. The note keeps its id; it is "
+                "enriched, embedded and linked again, and its previous text stays in its "
+                "evolution history. For a fact that changed over time prefer memory_add: the "
+                "new note supersedes the old one and the history stays searchable. Returns "
+                "{id, status: updated|unchanged, changed, links, links_added, links_removed, "
+                "supersedes, released, enriched_by, warnings}, or a not_found error."),
+            schema=obj({
+                "id": _ID,
+                "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
+                         "description": "The new text of the memory (replaces the old one)."},
+                "subjects": {**_NAMES, "description": "The new subjects (replace the old "
+                             "ones; [] clears them)."},
+            }, required=["id"])),
+        Tool(
             name="memory_delete", handler=memory_delete, writes=True,
             summary="delete one memory by id",
             description=(
@@ -189,6 +263,15 @@ def memory_tools() -> list[Tool]:
                 "something or it is wrong. The note stops appearing in searches. Returns "
                 "{id, deleted: true}, or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
+        Tool(
+            name="memory_delete_all", handler=memory_delete_all, writes=True,
+            summary="erase every memory of this agent (needs confirm: true)",
+            description=(
+                "Erase every memory note of this agent for good (it cannot be undone). Only when "
+                "the user explicitly asks to forget everything; pass confirm: true. Other agents' "
+                "memories are not touched. Returns {deleted: number of notes erased}."),
+            schema=obj({"confirm": {"type": "boolean", "description": "Must be true: the user "
+                                    "asked to erase all memories."}}, required=["confirm"])),
         Tool(
             name="memory_consolidate", handler=memory_consolidate, writes=True,
             summary="merge duplicate memories now (normally runs nightly)",

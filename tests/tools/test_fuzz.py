@@ -35,7 +35,9 @@ CATALOGUE = ToolFacade(None, None, agent_id="default", lcm_listed=True)
 TOOLS = {t.name: t for t in CATALOGUE.registry}
 #: every code a hostile argument may earn; ``internal`` and ``timeout`` are failures
 KNOWN_CODES = {"unknown_tool", "invalid_argument", "payload_too_large", "not_found",
-               "unavailable", "regex_refused", "config_error"}
+               "unavailable", "regex_refused", "config_error",
+               # lcm_grep's semantic mode on a conversation store without an embedder
+               "embedder_unavailable"}
 #: the longest any one call may take, however hostile (the server's deadline in these tests;
 #: a 32,000-character note takes about 1 s on an idle machine, 10 s leaves room for a busy CI)
 CALL_BUDGET = 10.0

@@ -48,9 +48,13 @@ async def _exercise(client: Client) -> dict[str, Any]:
             assert json.loads(res.content[0].text) == res.structured_content
             results[name] = res.structured_content
     note_id = results["memory_list"]["notes"][0]["id"]
+    res = await client.call_tool("memory_update", {"id": note_id, "subjects": ["mcp check"]})
+    assert not res.is_error and res.structured_content["changed"] == ["subjects"]
     for name in ("memory_get", "memory_delete"):
         res = await client.call_tool(name, {"id": note_id})
         assert not res.is_error and res.structured_content["id"] == note_id
+    res = await client.call_tool("memory_delete_all", {"confirm": True})
+    assert not res.is_error and res.structured_content["deleted"] >= 1
     if "lcm_describe" in names and results["lcm_grep"]["hits"]:
         msg = results["lcm_grep"]["hits"][0]["id"]
         res = await client.call_tool("lcm_describe", {"id": msg})
@@ -71,7 +75,8 @@ def test_in_memory_client_calls_every_tool(tenants: Tenants, lcm_store: Any) -> 
             return await _exercise(client)
 
     out = anyio.run(main)
-    assert set(out["names"]) == set(CALLS) | {"memory_get", "memory_delete", "lcm_describe"}
+    assert set(out["names"]) == set(CALLS) | {"memory_get", "memory_update", "memory_delete",
+                                                "memory_delete_all", "lcm_describe"}
     assert out["results"]["lcm_grep"]["hits"]
 
 
@@ -86,7 +91,9 @@ def test_legacy_handshake_and_lazy_list(tenants: Tenants) -> None:
             return names
 
     assert anyio.run(main) == ["memory_add", "memory_search", "memory_list", "memory_get",
-                               "memory_delete", "memory_consolidate", "memory_status",
+                               "memory_update", "memory_delete", "memory_delete_all",
+                               "memory_consolidate",
+                               "memory_status",
                                "tool_info"]
 
 

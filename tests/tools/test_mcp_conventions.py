@@ -30,6 +30,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory_search", {"query": "green tea", "limit": 2}),
     ("memory_list", {"limit": 2}),
     ("memory_get", {"id": "$id"}),
+    ("memory_update", {"id": "$id", "subjects": ["tea drinkers"]}),
     ("memory_status", {}),
     ("memory_consolidate", {}),
     ("tool_info", {"query": "memory_get"}),
@@ -39,6 +40,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("lcm_expand", {"query": "Lisbon"}),
     ("lcm_expand_query", {"prompt": "Which flight?", "query": "flight"}),
     ("memory_delete", {"id": "$id"}),
+    ("memory_delete_all", {"confirm": True}),
 ]
 
 

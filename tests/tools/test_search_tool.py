@@ -18,13 +18,13 @@ def test_search_tool_min_similarity_can_answer_nothing(facade: ToolFacade) -> No
     everything = facade.call("memory_search", {"query": "green tea", "limit": 4})
     assert everything["matches"] >= 2
     best = max(r["similarity"] for r in everything["results"])
-    out = facade.call("memory_search", {"query": "green tea", "limit": 4, "min_similarity": best})
+    out = facade.call("memory_search", {"query": "green tea", "limit": 4, "minSimilarity": best})
     assert out["matches"] >= 1 and all(r["similarity"] >= best for r in out["results"])
-    none = facade.call("memory_search", {"query": "green tea", "min_similarity": 1.0})
+    none = facade.call("memory_search", {"query": "green tea", "minSimilarity": 1.0})
     assert none["results"] == [] and none["matches"] == 0
 
 
 def test_search_tool_rejects_a_bad_min_similarity(facade: ToolFacade) -> None:
-    out = facade.call("memory_search", {"query": "green tea", "min_similarity": 3})
+    out = facade.call("memory_search", {"query": "green tea", "minSimilarity": 3})
     assert out["error"]["code"] == "invalid_argument"
-    assert out["error"]["field"] == "min_similarity"
+    assert out["error"]["field"] == "minSimilarity"

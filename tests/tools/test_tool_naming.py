@@ -15,7 +15,7 @@ from tools.schema import validate
 CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 # snake_case arguments still taken by the memory tools (tools/memory_tools.py, not this file's
 # owner's): listed so none can be added unnoticed; rename them and drop them from here.
-PENDING = {"memory_search": {"min_similarity", "include_superseded"}, "memory_add": {"event_time", "expires_at"}}
+PENDING: dict[str, set[str]] = {}
 
 
 def _names(schema: dict[str, Any], at: str = "") -> list[str]:

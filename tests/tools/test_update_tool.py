@@ -40,7 +40,7 @@ def test_memory_search_hides_superseded_notes_unless_asked(facade: ToolFacade) -
     now = facade.call("memory_search", {"query": "where does Carol live", "limit": 5})
     assert old["id"] not in [r["id"] for r in now["results"]]
     past = facade.call("memory_search", {"query": "where does Carol live", "limit": 5,
-                                         "include_superseded": True})
+                                         "includeSuperseded": True})
     marked = {r["id"]: r["superseded_by"] for r in past["results"]}
     assert marked[old["id"]] == new["id"] and marked[new["id"]] is None
 
