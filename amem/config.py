@@ -268,4 +268,5 @@ def load_config(
 
 
 #: AMEM_* variables read by other layers (the CLI, the tool facade), not config keys
-_FOREIGN_ENV = frozenset({"AMEM_CONFIG", "AMEM_LAZY_TOOLS", "AMEM_LOG_LEVEL", "AMEM_AGENT"})
+_FOREIGN_ENV = frozenset({"AMEM_CONFIG", "AMEM_LAZY_TOOLS", "AMEM_LOG_LEVEL", "AMEM_AGENT",
+                          "AMEM_LCM_URL"})  # the last: where tools.runtime opens lcm

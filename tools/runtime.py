@@ -161,6 +161,16 @@ def open_lcm(settings: Settings, *, required: bool = False) -> Any:
         log.warning("lcm tools disabled: the lcm package is not available (%s)", exc)
         return None
     lcm_cfg = lcm_load_config(_lcm_table_path(settings.config_path), env=settings.env)
+    url = settings.env.get("AMEM_LCM_URL", "").strip()
+    if url:
+        # amem's own name for where conversations live (a postgresql:// URL to share them
+        # between hosts, or a file); lossless-claw's LCM_DATABASE_PATH may say the same, never
+        # something else, or one of the two would silently lose.
+        if lcm_cfg.database_path and lcm_cfg.database_path != url:
+            raise ConfigError("AMEM_LCM_URL and LCM_DATABASE_PATH / [lcm] databasePath name "
+                              "different conversation stores; set one of them",
+                              key="AMEM_LCM_URL")
+        lcm_cfg = _with(lcm_cfg, database_path=url)
     if not getattr(lcm_cfg, "database_path", ""):
         lcm_cfg = _with(lcm_cfg, database_path=str(settings.lcm_path))
     # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file

@@ -57,3 +57,18 @@ def test_amem_lcm_migrate_copies_the_local_store_to_the_server(pg_clean_url: str
     assert [h["id"] for h in hits] == ["msg_3"]
     again = _amem(local, "lcm", "migrate", "--to", pg_clean_url, code=2)  # never merged into a used database
     assert "already holds conversations" in again.stdout + again.stderr
+
+
+def test_amem_lcm_url_names_the_shared_history(pg_clean_url: str, tmp_path: Path) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"role": "user", "content": "the ledger closes on Friday"}) + "\n",
+                   encoding="utf-8")
+    host_a = {**base, "AMEM_HOME": str(tmp_path / "a"), "AMEM_EMBEDDER": "hashing", "AMEM_LCM_URL": pg_clean_url}
+    assert _amem(host_a, "lcm", "ingest", str(src), "--session-key", KEY)["stored"] == 1
+    assert not (tmp_path / "a" / "lcm.db").exists()  # nothing local: the server holds it
+    # lossless-claw's variable naming the same server agrees; naming another store is refused
+    host_b = {**host_a, "AMEM_HOME": str(tmp_path / "b"), "LCM_DATABASE_PATH": pg_clean_url}
+    assert _amem(host_b, "lcm", "status")["messages"] == 1
+    clash = _amem({**host_b, "LCM_DATABASE_PATH": str(tmp_path / "other.db")}, "lcm", "status", code=2)
+    assert "AMEM_LCM_URL" in clash.stderr and "config_error" in clash.stdout
