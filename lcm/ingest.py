@@ -15,6 +15,7 @@ from lcm.errors import LcmValidationError, ReplayFloodError
 from lcm.largefiles import LargeFileStore, file_reference
 from lcm.timeutil import iso, parse_time
 from lcm.tokens import estimate_tokens
+from lcm.trigram import MAX_PENDING, index_new_rows
 
 __all__ = ["NormalizedMessage", "normalize_messages", "store_messages"]
 
@@ -210,11 +211,14 @@ def store_messages(
     cfg: LcmConfig,
     files: LargeFileStore,
     now_iso: str,
+    *,
+    trigram_max_pending: int = MAX_PENDING,
 ) -> tuple[list[int], int, list[str]]:
     """Insert the new messages of ``batch`` and their context items (inside a write transaction).
 
-    The whole batch goes in with a few statements: rows, context items and both full-text
-    indexes each by one ``executemany``. The indexes are fed here rather than by their insert
+    The whole batch goes in with a few statements: rows, context items and the word index
+    each by one ``executemany``; the trigram index is owed (``lcm.trigram``) until the pending
+    tail would pass ``trigram_max_pending`` messages (0: index inline, the path before deferral). The indexes are fed here rather than by their insert
     triggers because FTS5 flushes its pending terms at every statement savepoint a trigger
     opens, a new index segment per message (measured 4x slower; benchmarks/lcm_ingest_bench.py).
 
@@ -257,12 +261,12 @@ def store_messages(
             "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         texts = [(r[0], r[4]) for r in rows]
         c.executemany("INSERT INTO messages_fts(rowid, content) VALUES (?, ?)", texts)
-        c.executemany("INSERT INTO messages_tri(rowid, content) VALUES (?, ?)", texts)
-        for table in ("messages_fts", "messages_tri"):
-            # Fed a batch at a time, FTS5's own automerge falls behind (it works in proportion
-            # to the pages a flush writes, and per-row flushes wrote many): segments pile up and
-            # every search reads each one. A bounded merge per batch keeps about four per level.
-            c.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
+        # Fed a batch at a time, FTS5's own automerge falls behind (it works in proportion
+        # to the pages a flush writes, and per-row flushes wrote many): segments pile up and
+        # every search reads each one. A bounded merge per batch keeps about four per level.
+        c.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
+        # The trigram index is left pending (lcm.trigram) unless the tail grows past the bound.
+        index_new_rows(c, texts, trigram_max_pending)
     finally:
         c.execute(_DEFER_OFF)
     if files_rows:

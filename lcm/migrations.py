@@ -254,6 +254,34 @@ def _batched_message_index(c: sqlite3.Connection) -> None:
             f"INSERT INTO {table}(rowid, content) VALUES (new.id, new.content); END"
         )
 
+
+@migration("0007_deferred_trigrams")
+def _deferred_trigrams(c: sqlite3.Connection) -> None:
+    # The message trigram index leaves ingest's path (lcm.trigram): messages above the watermark
+    # wait for a payment. The triggers keep the rule "indexed exactly when id <= upto": another
+    # writer's insert is indexed (and moves the mark) only when nothing is pending below it, and
+    # a delete or an edit touches the index only for a row that is in it.
+    c.execute("CREATE TABLE lcm_trigram_indexed (id INTEGER PRIMARY KEY CHECK (id = 1), upto INTEGER NOT NULL)")
+    c.execute("INSERT INTO lcm_trigram_indexed(id, upto) SELECT 1, coalesce(max(id), 0) FROM messages")
+    upto = "(SELECT upto FROM lcm_trigram_indexed)"
+    for suffix in ("ai", "ad", "au"):
+        c.execute(f"DROP TRIGGER messages_tri_{suffix}")
+    _script(c, f"""
+        CREATE TRIGGER messages_tri_ai AFTER INSERT ON messages
+        WHEN NOT EXISTS (SELECT 1 FROM lcm_index_deferred) AND new.id <= {upto} + 1 BEGIN
+            INSERT INTO messages_tri(rowid, content) VALUES (new.id, new.content);
+            UPDATE lcm_trigram_indexed SET upto = max(upto, new.id);
+        END;
+        CREATE TRIGGER messages_tri_ad AFTER DELETE ON messages WHEN old.id <= {upto} BEGIN
+            INSERT INTO messages_tri(messages_tri, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER messages_tri_au AFTER UPDATE OF content ON messages WHEN old.id <= {upto} BEGIN
+            INSERT INTO messages_tri(messages_tri, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO messages_tri(rowid, content) VALUES (new.id, new.content);
+        END;
+        """)
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -279,12 +279,13 @@ class FailureRecord(_Dict):
 
 @dataclass(frozen=True)
 class DebtStatus(_Dict):
-    """Work owed: conversations waiting for deferred compaction, by state, and embedding debt."""
+    """Work owed: conversations waiting for deferred compaction, by state, embedding and trigram debt."""
 
     compaction_pending: int
     compaction_running: int  # being paid now (or its process died mid-run: maintenance retries it)
     compaction_failed: int  # the last attempt raised; maintenance retries it
     embedding: int | None = None  # items semantic recall cannot see yet; None: no embedder recorded
+    trigram: int = 0  # messages not yet in the trigram index (lcm.trigram); grep reads them directly
 
 
 @dataclass(frozen=True)

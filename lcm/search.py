@@ -23,6 +23,7 @@ from lcm.newest import SOURCES, newest_first_sql, newest_in_window, rowids_follo
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.tokens import is_cjk_text
+from lcm.trigram import indexed_upto, tail_match_sql
 
 __all__ = ["FtsQuery", "build_fts_query", "grep"]
 
@@ -114,14 +115,22 @@ def _fts_rows(
     table, fts, tri, rowid, time_col = src.table, src.fts, src.tri, src.rowid, src.time_col
     extra = ""
     extra_params: list[object] = []
-    if q.words and q.trigram:
+    upto = _pending_tail(c, kind) if q.trigram else None
+    if q.trigram and upto is not None:
+        # messages not yet in the trigram index are matched directly (lcm.trigram); the
+        # trigram index then stops driving the query: the words index or a time-ordered scan does
+        tri_terms = [t for t in q.terms if is_cjk_text(t) and len(t) >= 3]
+        sub, sub_params = tail_match_sql(upto, q.trigram, tri_terms)
+        extra += f" AND t.{rowid} IN ({sub})"
+        extra_params += sub_params
+    elif q.words and q.trigram:
         extra += f" AND t.{rowid} IN (SELECT rowid FROM {tri} WHERE {tri} MATCH ?)"
         extra_params.append(q.trigram)
     for sub in q.like:
         extra += " AND t.content LIKE ? ESCAPE '\\'"
         extra_params.append("%" + sub.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     # the index that drives the query: words first, else trigrams (None: LIKE terms only)
-    primary = (fts, q.words) if q.words else (tri, q.trigram) if q.trigram else None
+    primary = (fts, q.words) if q.words else (tri, q.trigram) if q.trigram and upto is None else None
     if primary is not None and sort == "recency":
         # Newest first needs no rank; see lcm.newest for how it avoids sorting every match.
         index, expr = primary
@@ -158,6 +167,14 @@ def _fts_rows(
     return [(r, -float(r["score"])) for r in rows]
 
 
+def _pending_tail(c: sqlite3.Connection, kind: str) -> int | None:
+    """The trigram watermark when messages above it wait for the index (``lcm.trigram``), else None."""
+    if kind != "message":
+        return None  # summaries keep their trigram index inline
+    upto = indexed_upto(c)
+    return upto if c.execute("SELECT 1 FROM messages WHERE id > ? LIMIT 1", (upto,)).fetchone() else None
+
+
 def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
     if kind == "message":
         return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score, role=row["role"])
@@ -189,7 +206,15 @@ def _timed_out(exc: sqlite3.OperationalError, deadline: float) -> bool:
 def _regex_rows(c: sqlite3.Connection, kind: str, literal: str | None, where: str, params: list[object], limit: int) -> sqlite3.Cursor:
     """In-scope rows newest first (time DESC, rowid DESC), only those holding ``literal`` when given."""
     src = SOURCES[kind]
-    if literal is not None:
+    upto = _pending_tail(c, kind) if literal is not None else None
+    if literal is not None and upto is not None:
+        # the pending tail (lcm.trigram) is read directly, next to the index's matches
+        sub, sub_params = tail_match_sql(upto, _quote(literal), [literal])
+        order = (f"t.{src.rowid} DESC" if rowids_follow_time(c, src.table)
+                 else f"t.{src.time_col} DESC, t.{src.rowid} DESC")
+        sql = f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} IN ({sub}) AND {where} ORDER BY {order}"
+        args = [*sub_params, *params]
+    elif literal is not None:
         sql, args = newest_first_sql(c, src, src.tri, _quote(literal), where, params)
     elif rowids_follow_time(c, src.table):
         sql, args = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.rowid} DESC", list(params)

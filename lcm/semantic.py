@@ -37,6 +37,7 @@ from lcm.ranking import rrf
 from lcm.newest import SOURCES
 from lcm.search import build_fts_query
 from lcm.tokens import is_cjk_text
+from lcm.trigram import indexed_upto, like_pattern
 from lcm.vectors import TextEmbedder, pack, top_k, unpack_scores
 
 if TYPE_CHECKING:
@@ -345,6 +346,12 @@ class SemanticIndex:
             c.set_progress_handler(lambda: time.monotonic() > deadline, 5000)
             try:
                 rows = c.execute(sql, [expr, *params, k]).fetchall()
+                if index == "messages_tri":  # messages still owed to the trigram index (lcm.trigram)
+                    upto = indexed_upto(c)
+                    any_gram = " OR ".join("t.content LIKE ? ESCAPE '\\'" for _ in grams)
+                    tail = c.execute(f"SELECT t.id, 0.0 FROM messages t WHERE t.id > ? AND ({any_gram}) AND {where} "
+                                     "ORDER BY t.id DESC LIMIT ?", [upto, *map(like_pattern, grams), *params, k])
+                    rows += tail.fetchall()  # ranked after every indexed match (no BM25 for them yet)
             except sqlite3.OperationalError as exc:
                 if "interrupted" not in str(exc):
                     raise

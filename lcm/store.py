@@ -51,6 +51,7 @@ from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso, parse_time
+from lcm.trigram import PAY_CHUNK, index_pending, pending_count
 from lcm.vectors import TextEmbedder
 
 log = logging.getLogger(__name__)
@@ -571,6 +572,9 @@ class LcmStore:
         debt = report.debt
         if debt is not None and embedding.model_id is not None:
             debt = dataclasses.replace(debt, embedding=embedding.debt)
+        if debt is not None:
+            with self.db.reading() as c:
+                debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
                                    ignored_keys=list(self.config.ignored_keys))
 
@@ -593,6 +597,14 @@ class LcmStore:
         if report.embedded_messages or report.embedded_summaries:
             self.events.write("embed", **report.to_dict())
         return report
+
+    def index_trigrams(self, *, limit: int | None = None, deadline_s: float | None = None) -> int:
+        """Pay the trigram debt ingest left (``lcm.trigram``); the number of messages indexed.
+
+        Batched and resumable like :meth:`embed_pending`: each batch commits with the
+        watermark, so a killed run leaves the index exact and the next run carries on.
+        """
+        return index_pending(self.db, limit=limit, deadline_s=deadline_s)
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """Read-only integrity checks, and the ``top`` worst conversations ranked by severity
@@ -638,10 +650,22 @@ class LcmStore:
             tokens = self.compactor.context_tokens(conv_id)
             return CompactionResult(conv_id, False, "debt-failed", tokens, tokens, warnings=[failure]), failure
 
+    def _pay_trigrams(self, *, limit: int | None) -> str | None:
+        """A bounded payment of the trigram debt that never fails the caller; the failure, if any."""
+        try:
+            self.index_trigrams(limit=limit)
+            return None
+        except Exception as exc:  # grep still reads the pending tail; status shows the debt
+            log.warning("lcm: paying the trigram index debt failed: %s", exc)
+            failure = f"{type(exc).__name__}: {exc}"
+            self._failed("trigram", failure)
+            return failure
+
     def after_turn(self, session_key: str) -> CompactionResult | None:
         """Pay the deferred compaction debt of ``session_key``'s active conversation after a turn
         (lossless-claw's afterTurn), so it does not wait for the nightly :meth:`maintenance`.
 
+        It first indexes up to ``lcm.trigram.PAY_CHUNK`` messages of the trigram debt ingest left.
         Bounded like one nightly payment: a single sweep under ``sweepDeadlineMs`` and
         ``maxSweepIterations``. Returns ``None`` when nothing is owed; a failure is kept on the
         debt row (``failed``, paid again by the next turn or night) and comes back as a result
@@ -649,6 +673,7 @@ class LcmStore:
         """
         if not isinstance(session_key, str) or not session_key:
             raise LcmValidationError("after_turn needs a session_key", field="session_key")
+        self._pay_trigrams(limit=PAY_CHUNK)
         row = self.db.one(
             "SELECT d.conversation_id, d.token_budget FROM compaction_debt d JOIN conversations c "
             "ON c.id = d.conversation_id AND c.active = 1 WHERE c.session_key = ?", (session_key,))  # fmt: skip
@@ -658,7 +683,8 @@ class LcmStore:
         return res
 
     def maintenance(self) -> MaintenanceResult:
-        """Pay compaction debt of every active conversation, then apply retention (nightly job)."""
+        """Pay compaction debt of every active conversation, apply retention, pay the trigram and
+        embedding debt (nightly job)."""
         rows = self.db.query(
             "SELECT d.conversation_id, d.token_budget, c.session_key FROM compaction_debt d "
             "JOIN conversations c ON c.id = d.conversation_id AND c.active = 1 ORDER BY d.updated_at"
@@ -673,6 +699,9 @@ class LcmStore:
             else:
                 failures[str(conv_id)] = failure
         retention = self.apply_retention()
+        trigram_failure = self._pay_trigrams(limit=None)
+        if trigram_failure is not None:
+            failures["trigram"] = trigram_failure
         embedding = None
         if self.semantic.embedder is not None:
             try:

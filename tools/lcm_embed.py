@@ -1,4 +1,5 @@
-"""Paying lcm's embedding debt: ``amem lcm embed`` and the server's background worker.
+"""Paying lcm's embedding debt: ``amem lcm embed`` and the server's background worker (which
+also pays the trigram index debt, ``lcm.trigram``).
 
 Ingest never embeds (it stays fast and works without a model); semantic recall sees a
 message once it has a vector. Three things embed the pending ones: this command, the nightly
@@ -17,6 +18,8 @@ log = logging.getLogger(__name__)
 
 #: items per ``embed_pending`` call: a progress step, and how long the worker holds a turn
 CHUNK = 256
+#: messages per trigram payment (one transaction: how long the worker holds the write lock)
+TRIGRAM_CHUNK = 2000
 
 
 def add_embed_command(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) -> None:
@@ -82,13 +85,16 @@ def cmd_lcm_embed(args: argparse.Namespace) -> int:
 class EmbedWorker:
     """A daemon thread that embeds what ingest left pending, while the server runs.
 
-    It wakes every ``interval`` seconds, embeds ``CHUNK`` items at a time while any are
-    pending, and logs (never raises) a failure, trying again at the next wake-up.
+    It wakes every ``interval`` seconds, indexes the messages ingest left out of the trigram
+    index (``lcm.trigram``, ``TRIGRAM_CHUNK`` per transaction), then, when the store has an
+    embedder, embeds ``CHUNK`` items at a time while any are pending; it logs (never raises) a
+    failure, trying again at the next wake-up.
     """
 
     def __init__(self, store: Any, interval: float = 30.0) -> None:
         self.store = store
         self.interval = interval
+        self.embeds = getattr(getattr(store, "semantic", None), "embedder", None) is not None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lcm-embed", daemon=True)
 
@@ -99,7 +105,12 @@ class EmbedWorker:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                while not self._stop.is_set():
+                while not self._stop.is_set() and self.store.index_trigrams(limit=TRIGRAM_CHUNK) == TRIGRAM_CHUNK:
+                    pass
+            except Exception as exc:  # grep reads the pending tail meanwhile; status shows the debt
+                log.warning("lcm: background trigram indexing failed (%s); retrying in %.0f s", exc, self.interval)
+            try:
+                while self.embeds and not self._stop.is_set():
                     report = self.store.embed_pending(limit=CHUNK)
                     if report.stopped is None:
                         break
@@ -114,7 +125,8 @@ class EmbedWorker:
 
 
 def start_embed_worker(store: Any) -> EmbedWorker | None:
-    """The worker for ``amem serve``, or None when the store has no embedder."""
-    if store is None or getattr(getattr(store, "semantic", None), "embedder", None) is None:
+    """The worker for ``amem serve`` (trigram debt always, embedding debt with an embedder), or
+    None without a conversation store."""
+    if store is None:
         return None
     return EmbedWorker(store).start()

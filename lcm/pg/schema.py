@@ -140,6 +140,8 @@ _step("0005_failure_log", f"""CREATE TABLE lcm_failures (id {_ID}, at TEXT NOT N
 # SQLite only: the flag that lets ingest feed FTS5 itself; PostgreSQL's GIN indexes are
 # expression indexes the server keeps current.
 _step("0006_batched_message_index")
+# SQLite only: the deferred trigram index (lcm.trigram); pg_trgm GIN indexes stay inline.
+_step("0007_deferred_trigrams")
 
 
 def applied_pg_migrations(db: PgDatabase) -> list[str]:

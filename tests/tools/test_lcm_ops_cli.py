@@ -31,7 +31,7 @@ def test_status_and_doctor_report_version_debt_and_the_worst_conversations(tmp_p
     lcm = amem_json(env, "lcm", "status")
     assert lcm["version"] == version and lcm["last_failure"] is None
     assert lcm["debt"] == {"compaction_pending": 1, "compaction_running": 0, "compaction_failed": 0,
-                           "embedding": 64}  # the 64 messages ingest left to embed
+                           "embedding": 64, "trigram": 64}  # ingest left 64 to embed and to trigram-index
     assert lcm["ignored_keys"] == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
                                    "LCM_STUB_LARGE_TOOL_PAYLOADS", "autoRotateSessionFiles", "transcriptGcEnabled"]
     whole = amem_json(env, "status")

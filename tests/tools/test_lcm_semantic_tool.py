@@ -104,8 +104,19 @@ def test_the_servers_worker_embeds_what_ingest_left_pending() -> None:
     from amem.embed.hashing import HashingEmbedder
     from tools.lcm_embed import EmbedWorker, start_embed_worker
 
-    with LcmStore(":memory:") as bare:
-        assert start_embed_worker(bare) is None  # no embedder: no thread
+    assert start_embed_worker(None) is None
+    with LcmStore(":memory:", LcmConfig(log_file_enabled=False)) as bare:  # no embedder: trigrams only
+        bare.ingest("agent:alice:main", [{"role": "user", "content": f"line {i}"} for i in range(2500)])
+        assert bare.status().debt.trigram == 2500  # type: ignore[union-attr]
+        trigrams = start_embed_worker(bare)
+        assert trigrams is not None and not trigrams.embeds
+        try:
+            deadline = time.monotonic() + 30
+            while bare.status().debt.trigram and time.monotonic() < deadline:  # type: ignore[union-attr]
+                time.sleep(0.02)
+        finally:
+            trigrams.shutdown()
+        assert bare.status().debt.trigram == 0  # type: ignore[union-attr]
     with LcmStore(":memory:", LcmConfig(log_file_enabled=False), embedder=HashingEmbedder(64)) as store:
         store.ingest("agent:alice:main", [{"role": "user", "content": f"line {i}"} for i in range(600)])
         worker = EmbedWorker(store, interval=0.05).start()
