@@ -69,6 +69,12 @@ class AmemConfig:
     #: heat only reorders near-equal scores (benchmarks.heat_bench: at 0.05 independent
     #: questions lost 0.055 R@10 and repeated ones 0.040; at 0.002 nothing lost R@10)
     heat_factor: float = 0.002
+    #: usage heat (amem.usage): a note opened after a search is boosted for a later query
+    #: whose cosine to that search's query is at least usage_threshold, by up to usage_factor
+    #: (x2 for the same question). e5 puts different questions at 0.8-0.9, so 0.97 means "the
+    #: same question" (benchmarks.heat_bench); 0 factor = off. Part of heat (heat = false: off)
+    usage_threshold: float = 0.97
+    usage_factor: float = 1.0
     link_expansion: bool = True
     link_hops: int = 2
     link_min_cosine: float = 0.25
@@ -157,8 +163,13 @@ def _check(cfg: AmemConfig) -> None:
             raise ConfigError(f"{name} is a cosine and must lie in [-1, 1], got {value}", key=name)
     if cfg.pending_threshold > cfg.fold_threshold:
         raise ConfigError("pending_threshold must not exceed fold_threshold", key="pending_threshold")
-    for name in ("sparse_weight", "dense_weight", "heat_factor", "bm25_k1", "llm_connect_timeout",
-                 "llm_read_timeout"):
+    if not -1.0 <= cfg.usage_threshold < 1.0:
+        raise ConfigError(f"usage_threshold is a cosine and must lie in [-1, 1), got "
+                          f"{cfg.usage_threshold}", key="usage_threshold")
+    if cfg.usage_factor != cfg.usage_factor or cfg.usage_factor == float("inf"):  # NaN, inf
+        raise ConfigError(f"usage_factor must be finite, got {cfg.usage_factor}", key="usage_factor")
+    for name in ("sparse_weight", "dense_weight", "heat_factor", "usage_factor", "bm25_k1",
+                 "llm_connect_timeout", "llm_read_timeout"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
     if cfg.llm_deadline_s <= 0:

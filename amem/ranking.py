@@ -94,6 +94,25 @@ def heat_boost(score: float, retrieval_count: int, age_days: float, factor: floa
     return score * (1.0 + factor * math.log1p(count) / (age + 1.0))
 
 
+def usage_boost(score: float, best_cosine: float | None, threshold: float = 0.97,
+                factor: float = 1.0) -> float:
+    """``score * (1 + factor * (c - threshold) / (1 - threshold))`` when ``c >= threshold``.
+
+    ``c`` is the best cosine of the query with a query after which the agent opened the note
+    (``amem.usage``); None or below ``threshold``: ``score`` unchanged. The same question
+    again (c = 1) multiplies by ``1 + factor``; the boost fades to nothing at the threshold,
+    so a question that is merely on the same topic never moves.
+    """
+    if not -1.0 <= threshold < 1.0:
+        raise ValueError("threshold must lie in [-1, 1)")
+    if not math.isfinite(factor) or factor < 0:
+        raise ValueError("factor must be finite and >= 0")
+    if best_cosine is None or not math.isfinite(best_cosine) or best_cosine < threshold:
+        return score
+    closeness = min(1.0, (best_cosine - threshold) / (1.0 - threshold))
+    return score * (1.0 + factor * closeness)
+
+
 def expand_links(
     seeds: Sequence[K],
     links_of: Callable[[K], Sequence[K]],

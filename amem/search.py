@@ -10,7 +10,9 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    0.6 z_cosine)`` with each score standardised over the candidates (every candidate's
    cosine is read); or RRF, ``sum_i w_i / (k + rank_i)`` with ranks from 1 (k = 60);
 5. heat boost ``fused * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge
-   exempt (a tie-breaker: a count says a note was returned, not that it was right);
+   exempt (a tie-breaker: a count says a note was returned, not that it was right); then the
+   usage boost: a note the agent opened after a search whose query has cosine >= 0.97 to this
+   one is lifted by up to x2 (``amem.usage``, ``ranking.usage_boost``; ``boosted_by: "usage"``);
    matches are ordered by this ``score`` (``rrf`` keeps the fused score before the boost,
    whichever the fusion: the field's name is older than z-score fusion);
 6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
@@ -22,7 +24,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
 ``similarity`` is the query-to-note scale of ``amem.similarity`` (0 = unrelated, 1 = a typical
 answer, always in [-1, 1]); ``found_by`` says which ranking found a match (``bm25``, ``dense``
 or ``both``) or ``link``. Then ``retrieval_count`` and ``last_accessed`` are bumped for the
-returned matches only.
+returned matches only, and the query and the returned ids are remembered (in memory) so that
+a ``get`` of one of them records the query on the note (``amem.usage``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import bm25, ranking
+from . import bm25, ranking, usage
 from .backends.base import HasId, Hit, IsEmpty, Match, Where
 from .errors import ValidationError
 from .notefields import search_conditions
@@ -74,6 +77,8 @@ class SearchResult:
     event_time: str = ""
     #: the caller's labels (``amem.notefields``)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: "usage" when the agent opened this note after a near-identical query (``amem.usage``)
+    boosted_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +150,8 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
     in_dense = {h.id for h in dense_hits}
     now = store.clock.now()
     scored: list[tuple[str, float, float]] = []                             # (pid, rrf, final)
+    use_usage = use_heat and cfg.usage_factor > 0
+    boosted: set[str] = set()
     for pid, score in fused:
         payload = by_id[pid].payload
         final = score
@@ -152,6 +159,13 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
             final = ranking.heat_boost(score, int(payload.get("retrieval_count", 0)),
                                        age_days(payload.get("last_accessed", ""), now),
                                        cfg.heat_factor)
+        if use_usage and payload.get(usage.FIELD):
+            lifted = ranking.usage_boost(
+                final, usage.best_cosine(payload[usage.FIELD], store.embedder.model_id, qvec),
+                cfg.usage_threshold, cfg.usage_factor)
+            if lifted > final:
+                boosted.add(pid)
+                final = lifted
         scored.append((pid, score, final))
     order = {pid: i for i, (pid, _, _) in enumerate(scored)}
     scored.sort(key=lambda t: (-t[2], order[t[0]]))
@@ -170,7 +184,8 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
     matches = scored[:limit]
 
     results = [_result(by_id[pid].payload, sim.get(pid, 0.0), rrf_score, "match", final,
-                       _found_by(pid in in_sparse, pid in in_dense))
+                       _found_by(pid in in_sparse, pid in in_dense),
+                       "usage" if pid in boosted else None)
                for pid, rrf_score, final in matches]
 
     if use_links and matches:                                               # 7
@@ -178,6 +193,7 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
         results.extend(_expand(store, agent_id, [by_id[pid] for pid, _, _ in matches], qvec,
                                where, gate))
     _bump_heat(store, [(pid, by_id[pid].payload) for pid, _, _ in matches], now)
+    store.recent_searches.searched(agent_id, qvec, [r.id for r in results])
     return results
 
 
@@ -280,7 +296,7 @@ def _bump_heat(store: "MemoryStore", matches: Sequence[tuple[str, dict[str, Any]
 
 
 def _result(payload: dict[str, Any], similarity: float, rrf_score: float, via: str,
-            score: float, found_by: str) -> SearchResult:
+            score: float, found_by: str, boosted_by: str | None = None) -> SearchResult:
     return SearchResult(
         id=payload["id"], content=payload["content"], context=payload.get("context", ""),
         keywords=list(payload.get("keywords", [])), tags=list(payload.get("tags", [])),
@@ -291,4 +307,4 @@ def _result(payload: dict[str, Any], similarity: float, rrf_score: float, via: s
         score=round(float(score), 8), found_by=found_by,
         superseded_by=payload.get("superseded_by"),
         event_time=payload.get("event_time") or payload.get("timestamp", ""),
-        metadata=dict(payload.get("metadata") or {}))
+        metadata=dict(payload.get("metadata") or {}), boosted_by=boosted_by)

@@ -29,6 +29,8 @@ from .refresh import FIELD as STALE_FIELD
 from .refresh import count_stale, refresh_vectors
 from .similarity import calibration_for, note_cosine, note_similarity, query_similarity
 from .text import TOKENIZER_VERSION
+from .usage import FIELD as USAGE_FIELD
+from .usage import RecentSearches, with_query
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -119,6 +121,8 @@ class MemoryStore:
         index_old_notes(self, self._meta)  # once: stores written before event times
         self._llm = llm if llm is not None else self._llm_from_config()
         self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
+        #: each agent's last searches, so a get can record the query that led to it (amem.usage)
+        self.recent_searches = RecentSearches()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -441,7 +445,23 @@ class MemoryStore:
         self._ensure_open()
         note, _ = self.load(check_id(note_id), self.agent(agent_id),
                             include_inactive=include_inactive)
+        if note.is_active:
+            self._record_open(note.id, self.agent(agent_id))
         return note
+
+    def _record_open(self, note_id: str, agent_id: str) -> None:
+        """Keep on the note the query of the agent's recent search that returned it (usage heat,
+        ``amem.usage``); a note no recent search of this agent returned records nothing."""
+        query = self.recent_searches.opened(agent_id, note_id)
+        if query is None:
+            return
+        with self._lock:  # read and append as one change: two opens must not lose one
+            hits = self.backend.retrieve([point_id(agent_id, note_id)])
+            if not hits or hits[0].payload.get("id") != note_id:
+                return
+            value = with_query(hits[0].payload.get(USAGE_FIELD), self.embedder.model_id, query)
+            if value is not None:
+                self.update_note_fields(note_id, agent_id, {USAGE_FIELD: value})
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
         """Soft-delete: the note stays in the engine with ``is_active: false``."""

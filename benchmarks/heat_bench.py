@@ -11,15 +11,20 @@ in one of three groups:
 * ``related``: first pass, an earlier question shared an evidence turn (heat may help);
 * ``repeated``: the second pass (the same question asked again).
 
-The same sequence runs with heat off and on, on a clock that stands still (every retrieval is
-"today": the strongest boost). Heat should raise ``related`` or ``repeated`` and leave
-``independent`` where heat off has it.
+The same sequence runs with heat off, with retrieval-count heat only (``usage_factor`` 0) and
+with the default (counts + usage heat, ``amem.usage``), on a clock that stands still (every
+retrieval is "today": the strongest boost). After each search the simulated agent opens
+(``MemoryStore.get``) the notes of its top 10 that hold the question's evidence, as an agent
+that reads the note it used would; it never opens a wrong note, so usage heat's figures are an
+upper bound. Heat should raise ``related`` or ``repeated`` and leave ``independent`` where
+heat off has it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -62,9 +67,17 @@ def ordered(corpus: Corpus) -> list[tuple[int, bool]]:
     return out
 
 
-def run_one(corpus: Corpus, embedder: Any, heat: bool,
+#: the variants compared, as config overrides
+VARIANTS: dict[str, dict[str, Any]] = {
+    "heat off": {"heat": False},
+    "heat on, counts only": {"heat": True, "usage_factor": 0.0},
+    "heat on, counts + usage (default)": {"heat": True},
+}
+
+
+def run_one(corpus: Corpus, embedder: Any, variant: dict[str, Any],
             overrides: dict[str, Any]) -> dict[str, list[dict[str, float]]]:
-    config = load_config(overrides={**overrides, "heat": heat, "link_expansion": False})
+    config = load_config(overrides={**variant, **overrides, "link_expansion": False})
     rows: dict[str, list[dict[str, float]]] = {"independent": [], "related": [], "repeated": []}
     with MemoryStore(":memory:", config=config, embedder=embedder,
                      clock=FixedClock("2024-01-01T00:00:00")) as store:
@@ -74,10 +87,15 @@ def run_one(corpus: Corpus, embedder: Any, heat: bool,
         for second in (False, True):
             for qi, related in sequence:
                 query = corpus.queries[qi]
+                started = time.perf_counter()
                 ranked = [h.id for h in store.search(query.text, limit=10)]
+                elapsed_ms = 1000 * (time.perf_counter() - started)
                 group = "repeated" if second else ("related" if related else "independent")
                 rows[group].append({"R@10": recall_at(ranked, query.relevant, 10),
-                                    "MRR": mrr(ranked, query.relevant)})
+                                    "MRR": mrr(ranked, query.relevant), "ms": elapsed_ms})
+                for note_id in ranked:  # the agent reads the notes that answered
+                    if note_id in query.relevant:
+                        store.get(note_id)
     return rows
 
 
@@ -86,12 +104,12 @@ def run(data: Path, embedder_name: str, cache: Path | None,
     embedder = CachedEmbedder(make_embedder(embedder_name), cache)
     result: dict[str, Any] = {}
     try:
-        for heat in (False, True):
+        for name, variant in VARIANTS.items():
             rows: dict[str, list[dict[str, float]]] = {}
             for corpus in load_locomo(data):
-                for group, scored in run_one(corpus, embedder, heat, overrides or {}).items():
+                for group, scored in run_one(corpus, embedder, variant, overrides or {}).items():
                     rows.setdefault(group, []).extend(scored)
-            result["heat on" if heat else "heat off"] = {g: mean(r) for g, r in rows.items()}
+            result[name] = {g: mean(r) for g, r in rows.items()}
     finally:
         embedder.save()
     return result
@@ -105,8 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--heat-factor", type=float, help="the config's heat_factor")
+    parser.add_argument("--usage-threshold", type=float, help="the config's usage_threshold")
     args = parser.parse_args(argv)
-    overrides = {} if args.heat_factor is None else {"heat_factor": args.heat_factor}
+    overrides: dict[str, Any] = {}
+    if args.heat_factor is not None:
+        overrides["heat_factor"] = args.heat_factor
+    if args.usage_threshold is not None:
+        overrides["usage_threshold"] = args.usage_threshold
     result = run(args.data, args.embedder, args.cache, overrides)
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
@@ -115,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| {name} | " + " | ".join(f"{m['R@10']:.3f} | {m['MRR']:.3f}"
                                           for m in groups.values()) + " |")
     print("n: " + ", ".join(f"{g} {m['n']}" for g, m in result["heat off"].items()))
+    # the variants run one after another, not interleaved: a rough cost, not a benchmark
+    print("mean search ms (repeated): " + ", ".join(
+        f"{name} {groups['repeated']['ms']:.1f}" for name, groups in result.items()))
     return 0
 
 
