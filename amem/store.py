@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 MEMORY = ":memory:"
+#: seconds a get waits for the write lock to record usage heat before it gives up (amem.usage)
+OPEN_LOCK_WAIT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -455,13 +457,20 @@ class MemoryStore:
         query = self.recent_searches.opened(agent_id, note_id)
         if query is None:
             return
-        with self._lock:  # read and append as one change: two opens must not lose one
+        # Read and append as one change (two opens must not lose one), but a read never waits
+        # behind maintenance holding the lock for minutes (consolidation): then it is not kept.
+        if not self._lock.acquire(timeout=OPEN_LOCK_WAIT_S):
+            log.info("usage heat: note %s opened while the store was busy; not recorded", note_id)
+            return
+        try:
             hits = self.backend.retrieve([point_id(agent_id, note_id)])
             if not hits or hits[0].payload.get("id") != note_id:
                 return
             value = with_query(hits[0].payload.get(USAGE_FIELD), self.embedder.model_id, query)
             if value is not None:
                 self.update_note_fields(note_id, agent_id, {USAGE_FIELD: value})
+        finally:
+            self._lock.release()
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
         """Soft-delete: the note stays in the engine with ``is_active: false``."""

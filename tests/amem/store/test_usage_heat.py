@@ -184,3 +184,29 @@ def test_opens_stay_bounded_and_old_notes_without_the_field_load(e5_store: Memor
     assert FIELD not in _payload(e5_store, "db", "alice")
     assert e5_store.get("db").id == "db"
     assert e5_store.search("staging database", limit=1)[0].id == "db"
+
+
+def test_a_get_does_not_wait_behind_a_long_change_and_records_nothing_then(
+        e5_store: MemoryStore) -> None:
+    import threading
+    import time
+
+    ids = [r.id for r in e5_store.search(QUESTION, limit=3)]
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:  # what a consolidation does: the write lock, for a long time
+        with e5_store.write_lock:
+            held.set()
+            done.wait(10)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        held.wait(5)
+        started = time.monotonic()
+        assert e5_store.get(ids[1]).id == ids[1]
+        assert time.monotonic() - started < 5
+    finally:
+        done.set()
+        worker.join()
+    assert FIELD not in _payload(e5_store, ids[1], "alice")
