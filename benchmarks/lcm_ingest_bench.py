@@ -4,6 +4,7 @@ with the cost of each full-text index split out, and grep latency on the result.
     python -m benchmarks.lcm_ingest_bench --quick            # seconds: 10k messages
     python -m benchmarks.lcm_ingest_bench                    # 100k messages, every variant
     python -m benchmarks.lcm_ingest_bench --size 1000000 --variants before,after   # minutes
+    python -m benchmarks.lcm_ingest_bench --variants inline,after,deferred   # the trigram deferral
 
 Every variant runs in this process on the same messages (batches of 500 into 100
 conversations, the shape of ``amem lcm ingest``), each into a fresh file-backed database:
@@ -11,6 +12,11 @@ conversations, the shape of ``amem lcm ingest``), each into a fresh file-backed 
 * ``before``: the ingest path before batching, kept here as the baseline: one statement per
   message, per-message duplicate and replay look-ups, the indexes fed by their insert triggers.
 * ``after``: ``LcmStore.ingest`` as shipped.
+* ``inline``: the shipped batched path with the trigram index fed inside ingest's transaction
+  (``trigram_max_pending=0``: ingest before the trigram deferral).
+* ``deferred``: the shipped path with no bound on the pending tail: ingest leaves all trigram
+  indexing owed; ``index_trigrams`` then pays it, timed on its own (``pay_*``), with grep
+  timed before (the tail read directly) and after the payment.
 * ``after_no_trigram`` / ``after_no_words`` / ``after_no_index``: ``LcmStore.ingest`` with the
   trigram index, the word index, or both replaced by plain rowid tables (the same statements
   run, the FTS5 work does not): the difference to ``after`` is what that index costs.
@@ -37,13 +43,16 @@ from typing import Any
 from benchmarks.lcm_bench import _message
 from lcm import LcmConfig, LcmStore, ManualClock
 from lcm.errors import ReplayFloodError
-from lcm.ingest import NormalizedMessage, normalize_messages
+from lcm.ingest import NormalizedMessage, normalize_messages, store_messages
 from lcm.sessions import resolve_conversation
 from lcm.tokens import estimate_tokens
+from lcm.trigram import MAX_PENDING
 
 BATCH = 500
 CONVERSATIONS = 100
-VARIANTS = ("before", "after", "after_no_trigram", "after_no_words", "after_no_index")
+VARIANTS = ("before", "after", "after_no_trigram", "after_no_words", "after_no_index", "inline", "deferred")
+#: the trigram variants (lcm.trigram): the pending-tail bound each ingests with (None: no bound)
+_TRIGRAM_BOUND = {"inline": 0, "after": MAX_PENDING, "deferred": None}
 #: the plain tables standing in for an index a variant leaves out
 _PLAIN = {"after_no_trigram": ("messages_tri",), "after_no_words": ("messages_fts",),
           "after_no_index": ("messages_fts", "messages_tri")}
@@ -130,6 +139,14 @@ def ingest_run(path: Path, variant: str, batches: Sequence[list[dict[str, str]]]
                 conv, _, _ = resolve_conversation(c, key, None, now)
                 _legacy_store(c, conv, norm, store.config)
                 c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv))
+        elif variant in ("inline", "deferred"):
+            bound = _TRIGRAM_BOUND[variant]
+            now = store._now()
+            norm = normalize_messages(msgs, now)
+            with store.db.atomic() as c:  # LcmStore.ingest's own steps, with the bound set here
+                conv, _, _ = resolve_conversation(c, key, None, now)
+                store_messages(c, conv, norm, store.config, store.files, now,
+                               trigram_max_pending=len(batches) * BATCH + 1 if bound is None else bound)
         else:
             store.ingest(key, msgs)
         clock.advance(1)
@@ -172,7 +189,17 @@ def run(n: int, variants: Sequence[str], repeat: int = 25) -> dict[str, Any]:
                                    "cpu_seconds": round(cpu, 2), "msgs_per_cpu_s": round(n / cpu)}
             stored = store.db.scalar("SELECT count(*) FROM messages")
             assert stored == n, f"{variant} stored {stored} of {n}"
-            if variant in ("before", "after"):
+            if variant == "deferred":
+                row["trigram_debt"] = store.status().debt.trigram  # type: ignore[union-attr]
+                row["grep_with_debt"] = _grep_ms(store, 3)
+                start, cpu = time.perf_counter(), time.process_time()
+                paid = store.index_trigrams()
+                pay_s, pay_cpu = time.perf_counter() - start, time.process_time() - cpu
+                row.update(pay_seconds=round(pay_s, 2), pay_msgs_per_s=round(paid / pay_s),
+                           pay_cpu_seconds=round(pay_cpu, 2), pay_msgs_per_cpu_s=round(paid / pay_cpu),
+                           ingest_plus_pay_msgs_per_cpu_s=round(n / (cpu_total := row["cpu_seconds"] + pay_cpu)),
+                           ingest_plus_pay_cpu_seconds=round(cpu_total, 2))
+            if variant in ("before", "after", "inline", "deferred"):
                 row["grep"] = _grep_ms(store, repeat)
                 row["hits_rare"] = len(store.grep("needle-zebra-quartz", mode="full_text",
                                                   all_conversations=True).hits)
@@ -194,6 +221,9 @@ def ratios(rows: dict[str, Any]) -> dict[str, float]:
     if "before" in rows and "after" in rows:
         got["after_vs_before"] = round(rows["before"]["seconds"] / rows["after"]["seconds"], 2)
         got["after_vs_before_cpu"] = round(rows["before"]["cpu_seconds"] / rows["after"]["cpu_seconds"], 2)
+    if "inline" in rows and "deferred" in rows:
+        got["deferred_vs_inline_cpu"] = round(rows["inline"]["cpu_seconds"] / rows["deferred"]["cpu_seconds"], 2)
+        got["deferred_vs_inline"] = round(rows["inline"]["seconds"] / rows["deferred"]["seconds"], 2)
     if "after" in rows:
         total = rows["after"]["cpu_seconds"]
         for variant, name in (("after_no_trigram", "trigram_share"), ("after_no_words", "words_share"),
