@@ -15,11 +15,14 @@ Per agent, one run does, in this order:
    loop over all pairs, never an approximate index).
 5. **Clusters**: pairs are taken best first and joined only while every member stays within
    the threshold of the cluster's survivor (the most informative member), so a chain
-   A~B~C with A !~ C never folds C into A.
+   A~B~C with A !~ C never folds C into A. Two notes of one supersession chain (a fact and
+   the note that replaced it, ``amem.supersede``) never share a cluster: merging them would
+   lose the history (they are often close: "Alice drinks coffee", "Alice drinks tea now").
 6. **Merge** each loser into its survivor (LLM when configured, offline otherwise; see
    :mod:`amem.consolidate_merge`) and cascade its links.
 7. **Pending**: a note still flagged ``pending_merge`` is merged into its nearest neighbour of
-   the same note type (any category) when that is within the threshold; else the flag is cleared.
+   the same note type (any category and not of its supersession chain) when that is within the
+   threshold; else the flag is cleared.
 
 Write order of one merge, so that a crash anywhere leaves no link pointing at an inactive or
 missing note and the next run finishes the job: mark the loser ``merged_into`` (it stays
@@ -36,7 +39,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -102,15 +105,42 @@ def consolidate(store: "MemoryStore", *, agent_ids: Sequence[str] | None = None,
     return report
 
 
+class _Chains:
+    """Union-find over supersession marks: each chain of facts gets one id (its least)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        root = x
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while self.parent.get(x, x) != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def join(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+            self.parent.setdefault(min(ra, rb), min(ra, rb))
+
+    def roots(self) -> dict[str, str]:
+        return {x: self.find(x) for x in list(self.parent)}
+
+
 def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np.ndarray],
-                  keys: dict[str, Any], threshold: float
+                  keys: dict[str, Any], threshold: float,
+                  lineage: Mapping[str, str] | None = None
                   ) -> list[tuple[str, list[tuple[str, float]]]]:
     """Duplicate clusters from scored pairs: ``[(survivor, [(loser, cosine), ...]), ...]``.
 
     Pairs are joined best first; two clusters join only if every member of the union is
-    within ``threshold`` of the union's survivor (the member with the largest key). Vectors
-    must be unit length. Survivors come sorted, losers best first.
+    within ``threshold`` of the union's survivor (the member with the largest key), and no
+    two members share a ``lineage`` (a supersession chain's id; notes absent have none).
+    Vectors must be unit length. Survivors come sorted, losers best first.
     """
+    chains = lineage or {}
     root: dict[str, str] = {}
     members: dict[str, list[str]] = {}
     for a, b, _ in sorted(pairs, key=lambda p: (-p[2], p[0], p[1])):
@@ -118,6 +148,9 @@ def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np
         if ra == rb:
             continue
         union = members.get(ra, [ra]) + members.get(rb, [rb])
+        chained = [chains[m] for m in union if m in chains]
+        if len(chained) != len(set(chained)):
+            continue  # a fact and its successor (or predecessor): keep both, and the history
         survivor = max(union, key=lambda m: keys[m])
         sv = vectors[survivor]
         if any(float(vectors[m] @ sv) < threshold for m in union if m != survivor):
@@ -160,6 +193,8 @@ class _AgentRun:
         self.inactive: dict[str, str | None] = {}
         self.graph = LinkGraph()
         self._seen_pairs: set[tuple[str, str]] = set()
+        #: note id -> its supersession chain (only notes in one); see ``plan_clusters``
+        self.lineage: dict[str, str] = {}
 
     def progress(self, stage: str, done: int, total: int) -> None:
         # about 200 calls per stage: every item of a small run, every half percent of a big one
@@ -188,6 +223,7 @@ class _AgentRun:
 
     def _scan(self) -> None:
         links: dict[str, list[str]] = {}
+        chain = _Chains()
         total = self.store.backend.count(Where(must=(Match("agent_id", self.agent),
                                                      Match("is_active", True))))
         for note, vector in self.store.iter_notes(agent_id=self.agent, include_inactive=True,
@@ -203,8 +239,12 @@ class _AgentRun:
                 (note.note_type, note.category), note_key(note), note.pending_merge,
                 note.merged_into)
             links[note.id] = note.links
+            for other in (note.superseded_by, *note.supersedes):
+                if other:
+                    chain.join(note.id, other)
             self.progress("scan", min(len(self.active), total), total)
         self.graph = LinkGraph.from_links(links)
+        self.lineage = chain.roots()
         self.report.notes = len(self.active)
         self.report.groups = len({e.group for e in self.active.values()})
 
@@ -354,7 +394,8 @@ class _AgentRun:
     def _merge_pass(self, pairs: list[tuple[str, str, float]]) -> set[str]:
         """Plan clusters from ``pairs`` and merge them; returns the survivors."""
         clusters = plan_clusters(pairs, {k: e.vector for k, e in self.active.items()},
-                                 {k: e.key for k, e in self.active.items()}, self.thr)
+                                 {k: e.key for k, e in self.active.items()}, self.thr,
+                                 self.lineage)
         total = sum(len(losers) for _, losers in clusters)
         done = 0
         for survivor, losers in clusters:
@@ -387,9 +428,13 @@ class _AgentRun:
             entry = self.active.get(note_id)
             if entry is None or not entry.pending:
                 continue  # merged away, or a merge already resolved it
-            hits = self.store.backend.dense_search(entry.vector, self._same_type_where(note_id), 1,
-                                                   exact=True)
-            best = hits[0] if hits else None
+            # The nearest note outside its supersession chain: a new fact flagged pending
+            # is often close to the very fact it replaced, and must not swallow it.
+            mine = self.lineage.get(note_id)
+            hits = self.store.backend.dense_search(entry.vector, self._same_type_where(note_id),
+                                                   4 if mine else 1, exact=True)
+            best = next((h for h in hits if mine is None
+                         or self.lineage.get(str(h.payload.get("id"))) != mine), None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:
                 other_key = note_key(Note.from_payload(best.payload))

@@ -31,6 +31,7 @@ from .similarity import calibration_for, note_cosine, note_similarity, query_sim
 from .text import TOKENIZER_VERSION
 from .usage import FIELD as USAGE_FIELD
 from .usage import RecentSearches, with_query
+from .visibility import count_expired, visible_links
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -62,6 +63,8 @@ class StoreInfo:
     stale_vectors: int = 0
     #: the engine's index build: state, points written since, last run (``amem.index_build``)
     index_build: dict[str, Any] | None = None
+    #: notes past their ``expires_at`` (invisible, not in ``active_notes``) the sweep will delete
+    expired_pending_sweep: int = 0
 
 
 class MemoryStore:
@@ -381,6 +384,10 @@ class MemoryStore:
         """Store one note through the write pipeline (see ``amem.write``); a stored note that
         replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``)."""
         with self._lock:
+            if isinstance(options.get("id"), str):  # an expired note does not hold its id
+                from .purge import sweep_ids
+
+                sweep_ids(self, self.agent(options.get("agent_id")), [options["id"]])
             result = self.writer.add(text, subjects, **options)
             if result.status in ("created", "pending_merge") and options.get("enrich", True):
                 self._supersede_new(result, self.agent(options.get("agent_id")))
@@ -398,8 +405,13 @@ class MemoryStore:
 
     def add_many(self, items: Sequence[dict[str, Any]], **options: Any) -> list["AddResult"]:
         """Store many notes with batched embedding (bulk import); then, when
-        ``optimize_after`` points have accumulated, the index is built in the background."""
-        results = self.writer.add_many(items, **options)
+        ``optimize_after`` points have accumulated, the index is built in the background.
+
+        As ``add``: a note that replaces an older fact marks it (``supersedes``), and an item
+        naming the id of an expired, not yet swept note replaces it (``amem.bulkwrite``)."""
+        from .bulkwrite import add_batch
+
+        results = add_batch(self, list(items), **options).results
         self._index.maybe_build(background=True)
         return results
 
@@ -447,6 +459,9 @@ class MemoryStore:
         self._ensure_open()
         note, _ = self.load(check_id(note_id), self.agent(agent_id),
                             include_inactive=include_inactive)
+        # Only links a caller can follow: an expired or deleted target stays in the payload
+        # until the sweep or consolidation drops it (``amem.visibility``).
+        note.links = visible_links(self, note)
         if note.is_active:
             self._record_open(note.id, self.agent(agent_id))
         return note
@@ -628,8 +643,10 @@ class MemoryStore:
         return StoreInfo(
             backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
             dim=self.embedder.dim, points=self.backend.count(None),
-            active_notes=self.backend.count(Where(must=(Match("is_active", True),))),
-            agents=None, stale_vectors=count_stale(self), index_build=self._index.to_dict())
+            active_notes=self.backend.count(Where(must=(Match("is_active", True),
+                                                        not_expired(self.clock.now())))),
+            agents=None, stale_vectors=count_stale(self), index_build=self._index.to_dict(),
+            expired_pending_sweep=count_expired(self))
 
     @property
     def bm25_stats(self) -> bm25.CorpusStats:

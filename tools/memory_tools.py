@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amem.notefields import INDEX_FIELDS, MAX_TTL
+from amem.visibility import count_expired
 
 from .errors import ToolError
 from .registry import Tool, obj
@@ -120,7 +121,9 @@ def memory_status(ctx: "CallContext") -> dict[str, Any]:
     degraded: list[str] = []
     # Only this agent's count: the store's totals would tell a caller about other agents.
     memory = {"notes": store.count(agent_id=ctx.agent_id), "embedder": info.embedder,
-              "dim": info.dim, "backend": info.backend}
+              "dim": info.dim, "backend": info.backend,
+              # expired notes are no longer "notes" but still take room until the nightly sweep
+              "expired_pending_sweep": count_expired(store, ctx.agent_id)}
     if info.embedder.startswith("hashing"):
         degraded.append("the embedder is the hashing fallback: search matches words, not meaning")
     if info.stale_vectors:

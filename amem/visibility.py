@@ -1,0 +1,51 @@
+"""What a reader sees between sweeps: links to live notes only, and the expired notes waiting.
+
+An expired note is invisible at once (``amem.notefields``) but stays in the engine until the
+nightly sweep (``amem.purge.sweep_expired``) deletes it and drops the links to it. Until then
+the links other notes hold to it, or to a deleted or merged note, are still in their payload;
+a note shown to a caller lists only the links it can follow (``visible_links``), and status
+counts the waiting notes apart from the active ones (``count_expired``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .backends.base import Condition, Match, Range, Where
+from .notefields import is_expired
+from .notes import Note, point_id
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+
+def visible_links(store: "MemoryStore", note: Note) -> list[str]:
+    """``note``'s links that name a live note of its agent (active, not expired), in order.
+
+    One engine retrieve for all of them; a link to a missing, deleted, merged, expired or
+    foreign point is left out (the stored links are not changed: the sweep and consolidation
+    own that).
+    """
+    if not note.links:
+        return []
+    now = store.clock.now()
+    live: set[str] = set()
+    for hit in store.backend.retrieve([point_id(note.agent_id, t) for t in note.links]):
+        p = hit.payload
+        if p.get("agent_id") == note.agent_id and p.get("is_active", True) \
+                and not is_expired(str(p.get("expires_at") or ""), now):
+            live.add(str(p.get("id")))
+    return [t for t in note.links if t in live]
+
+
+def count_expired(store: "MemoryStore", agent_id: str | None = None) -> int:
+    """Active notes past their ``expires_at`` that the sweep has not deleted yet (of one
+    agent, or of every agent)."""
+    must: list[Condition] = [Match("is_active", True),
+                          Range("expires_ts", lte=store.clock.now().timestamp())]
+    if agent_id is not None:
+        must.append(Match("agent_id", agent_id))
+    return store.backend.count(Where(must=tuple(must)))
+
+
+__all__ = ["count_expired", "visible_links"]
