@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 import numpy as np
 
+from .bulkwrite import add_batch
+from .supersede import judge_for
 from .errors import ValidationError
 from .notefields import check_metadata, parse_time
 from .notes import Note, check_agent, check_id, check_text, content_hash
@@ -56,6 +58,14 @@ class ImportReport:
     seconds: float = 0.0
     #: the number of the last line read (the progress total of the writing pass)
     last_line: int = 0
+    #: older notes the imported notes superseded (``amem.bulkwrite``)
+    superseded: int = 0
+    #: who judged supersession ("offline", an LLM label), or "deferred to nightly"
+    supersede: str = "deferred to nightly"
+    #: notes stating a change left to the nightly sweep (an LLM judges a bounded number)
+    supersede_deferred: int = 0
+    #: ids of expired, not yet swept notes an imported note of the same id replaced
+    expired_replaced: int = 0
 
     @property
     def rate(self) -> float:
@@ -66,7 +76,9 @@ class ImportReport:
                 "deduplicated": self.deduplicated, "folded": self.folded,
                 "pending_merge": self.pending_merge, "skipped": self.skipped,
                 "errors": self.errors, "warnings": self.warnings, "seconds": round(self.seconds, 3),
-                "notes_per_second": round(self.rate, 1)}
+                "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
+                "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
+                "expired_replaced": self.expired_replaced}
 
 
 def detect_format(path: Path) -> str:
@@ -137,11 +149,14 @@ def _paragraphs(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = None,
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
-                progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+                progress: Progress | None = None, skip_invalid: bool = False,
+                supersede: bool = True) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
     and ``ImportRejected`` lists the bad lines, unless ``skip_invalid`` imports the rest.
+    Imported notes are judged for supersession as adds are (``amem.bulkwrite``) unless
+    ``supersede`` is false: then the report says ``"deferred to nightly"``.
     """
     path = Path(path)
     if not path.is_file():
@@ -164,6 +179,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if check.skipped and not skip_invalid:
         raise ImportRejected(path, check)
     report = ImportReport(path=str(path))
+    if supersede and enrich:  # the --no-enrich fast path skips the check, as add does
+        report.supersede = judge_for(store.llm).label
     started = time.perf_counter()
     pending: list[dict[str, Any]] = []
     lines: list[int] = []
@@ -172,8 +189,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     def flush() -> None:
         if not pending:
             return
-        results = store.writer.add_many(pending, enrich=enrich, agent_id=agent_id, batch=size)
-        for number, result in zip(lines, results):
+        done = add_batch(store, pending, enrich=enrich, agent_id=agent_id, batch=size,
+                         supersede=supersede)
+        report.superseded += len(done.superseded)
+        report.supersede_deferred += done.deferred
+        report.expired_replaced += len(done.expired_replaced)
+        for number, result in zip(lines, done.results):
             if result.status == "rejected":
                 _skip(report, path, number, "; ".join(result.warnings))
             else:

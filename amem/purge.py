@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from . import bm25
 from .backends.base import Hit, IsEmpty, Match, MatchAny, Range, Where
-from .notefields import epoch, index_fields, iso
+from .notefields import epoch, index_fields, is_expired, iso
+from .notes import point_id
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -80,6 +81,32 @@ def sweep_expired(store: "MemoryStore", agent_ids: Sequence[str] | None = None) 
         log.info("expiry sweep deleted %d notes of %d agents", report.expired_deleted,
                  report.agents)
     return report
+
+
+def sweep_ids(store: "MemoryStore", agent_id: str, note_ids: Iterable[str]) -> dict[str, str]:
+    """Delete now the expired notes of ``agent_id`` among ``note_ids``; ``{id: expires_at}``.
+
+    A write that gives a note id (an import's id is derived from the text) may take the id of
+    a note that expired and waits for the nightly sweep: that note is swept here first, as
+    the sweep would (links to it dropped, its terms out of BM25), so the id is free and the
+    new note is the only one holding it. A live, deleted or foreign point is left alone.
+    """
+    wanted = sorted({i for i in note_ids if isinstance(i, str) and i})
+    if not wanted:
+        return {}
+    now = store.clock.now()
+    with store.write_lock:
+        hits = [h for h in store.backend.retrieve([point_id(agent_id, i) for i in wanted])
+                if h.payload.get("agent_id") == agent_id and h.payload.get("id") in wanted
+                and is_expired(str(h.payload.get("expires_at") or ""), now)]
+        if not hits:
+            return {}
+        gone = {str(h.payload["id"]): str(h.payload.get("expires_at")) for h in hits}
+        _drop_links(store, agent_id, set(gone))
+        _remove(store, hits)
+    log.info("swept %d expired notes of agent %r whose ids a write takes again", len(gone),
+             agent_id)
+    return gone
 
 
 def _drop_links(store: "MemoryStore", agent: str, gone: set[str]) -> int:
@@ -151,4 +178,4 @@ def iso_of(stamp: str) -> str:
     return iso(datetime.fromtimestamp(when, tz=timezone.utc))
 
 
-__all__ = ["SweepReport", "delete_all", "sweep_expired", "index_old_notes"]
+__all__ = ["SweepReport", "delete_all", "sweep_expired", "sweep_ids", "index_old_notes"]

@@ -75,10 +75,13 @@ def test_an_edit_checks_supersession_again(edge_store: MemoryStore) -> None:
 
 def test_the_nightly_sweep_finds_what_a_bulk_import_skipped(edge_store: MemoryStore) -> None:
     store = edge_store
+    # a batch judges supersession itself (tests/amem/store/test_bulk_writes.py); with the
+    # judgement off, the nightly sweep finds what it missed
     store.add_many([{"text": COFFEE, "subjects": ["Alice"], "timestamp": "2026-01-01"},
                     {"text": "Alice lives in Paris", "subjects": ["Alice"],
                      "timestamp": "2026-01-01"},
-                    {"text": TEA, "subjects": ["Alice"], "timestamp": "2026-01-05"}])
+                    {"text": TEA, "subjects": ["Alice"], "timestamp": "2026-01-05"}],
+                   supersede=False)
     assert all(n.superseded_by is None for n, _ in store.iter_notes())
     report = store.consolidate()
     assert report.to_dict()["superseded"] == 1
