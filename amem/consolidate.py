@@ -374,10 +374,12 @@ class _AgentRun:
             norm = float(np.linalg.norm(vector)) or 1.0
             entry.vector = np.asarray(vector, dtype=np.float32) / norm
             entry.key, entry.pending = note_key(merged.note), False
-        # 3. cascade: every link to the loser now points at the survivor
+        # 3. cascade: every link to the loser now points at the survivor, and so does every
+        # supersession mark (the loser's fact lives on in the survivor)
         for source, new in self.graph.redirect(loser, survivor).items():
             store.update_payload(source, agent, {"links": new})
             self.report.links_rewritten += 1
+        self._inherit_supersessions(survivor, loser, l_note.supersedes)
         # 4. only now is the loser soft-deleted
         store.update_payload(loser, agent, {
             "is_active": False, "merged_into": survivor, "pending_merge": False,
@@ -390,6 +392,36 @@ class _AgentRun:
         self.graph.remove(loser)
         self.report.merges += 1
         self.report.merged.append((loser, survivor))
+
+    def _inherit_supersessions(self, survivor: str, loser: str, older: list[str]) -> None:
+        """The notes ``loser`` had superseded are now superseded by ``survivor``.
+
+        The survivor's ``supersedes`` is written first: a kill before the older notes are
+        re-marked leaves them naming the loser, and the resumed merge does this again.
+        """
+        store, agent = self.store, self.agent
+        hits = store.backend.retrieve([point_id(agent, o) for o in older if o != survivor])
+        moved = sorted(str(h.payload["id"]) for h in hits if h.payload.get("agent_id") == agent
+                       and h.payload.get("superseded_by") == loser)
+        if not moved:
+            return
+        now = store.backend.retrieve([point_id(agent, survivor)])
+        if not now:
+            return
+        current = list(now[0].payload.get("supersedes") or [])
+        store.update_payload(survivor, agent, {
+            "supersedes": current + [m for m in moved if m not in current]})
+        for old in moved:
+            store.update_payload(old, agent, {"superseded_by": survivor})
+        # the survivor now belongs to the loser's chain: a later pass must keep them apart
+        chain = self.lineage.get(loser) or loser
+        former = self.lineage.get(survivor)
+        for note_id, root in list(self.lineage.items()):
+            if former is not None and root == former:
+                self.lineage[note_id] = chain
+        self.lineage[survivor] = chain
+        for old in moved:
+            self.lineage[old] = chain
 
     def _merge_pass(self, pairs: list[tuple[str, str, float]]) -> set[str]:
         """Plan clusters from ``pairs`` and merge them; returns the survivors."""

@@ -73,6 +73,8 @@ def sweep_expired(store: "MemoryStore", agent_ids: Sequence[str] | None = None) 
             by_agent.setdefault(str(hit.payload.get("agent_id")), set()).add(str(hit.payload["id"]))
         for agent, gone in by_agent.items():
             report.links_dropped += _drop_links(store, agent, gone)
+            _release(store, agent, [h for h in expired
+                                    if str(h.payload.get("agent_id")) == agent], gone)
         report.expired_deleted = _remove(store, expired)
         report.agents = len(by_agent)
         if expired:
@@ -103,10 +105,25 @@ def sweep_ids(store: "MemoryStore", agent_id: str, note_ids: Iterable[str]) -> d
             return {}
         gone = {str(h.payload["id"]): str(h.payload.get("expires_at")) for h in hits}
         _drop_links(store, agent_id, set(gone))
+        _release(store, agent_id, hits, set(gone))
         _remove(store, hits)
     log.info("swept %d expired notes of agent %r whose ids a write takes again", len(gone),
              agent_id)
     return gone
+
+
+def _release(store: "MemoryStore", agent: str, hits: Sequence[Hit], gone: set[str]) -> int:
+    """The older facts the swept notes had superseded become current again, as when their
+    successor is deleted (``amem.supersede.release``): a mark naming a note that no longer
+    exists would hide them for good. How many were released."""
+    older = sorted({str(o) for h in hits for o in h.payload.get("supersedes") or []} - gone)
+    freed = 0
+    for hit in store.backend.retrieve([point_id(agent, o) for o in older]):
+        p = hit.payload
+        if p.get("agent_id") == agent and p.get("superseded_by") in gone:
+            store.update_payload(str(p["id"]), agent, {"superseded_by": None})
+            freed += 1
+    return freed
 
 
 def _drop_links(store: "MemoryStore", agent: str, gone: set[str]) -> int:

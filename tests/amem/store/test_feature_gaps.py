@@ -107,3 +107,40 @@ def test_consolidation_never_merges_a_fact_with_its_successor(
         history = store.search(new_text, limit=3, include_superseded=True)
         assert [r.id for r in history][:2] == [new.id, old]
         assert store.consolidate().agents[store.agent_id].merged == []  # and stays so
+
+
+# ---------------------------------------------------------------- marks that outlive a note
+
+SUPERSEDED_COFFEE = "Alice drinks coffee every morning"
+SUPERSEDING_TEA = "Alice stopped coffee, she drinks tea now"
+
+
+def test_sweeping_an_expired_successor_makes_the_older_fact_current_again(
+        store: MemoryStore, clock: FixedClock) -> None:
+    old = store.add(SUPERSEDED_COFFEE, ["Alice"], timestamp="2026-01-01").id
+    new = store.add(SUPERSEDING_TEA, ["Alice"], timestamp="2026-01-05", ttl=60)
+    assert new.supersedes == [old] and store.get(old).superseded_by == new.id
+    clock.advance(seconds=60)
+    assert store.sweep_expired().expired_deleted == 1
+    assert store.get(old).superseded_by is None  # not a mark naming a note that is gone
+    assert old in [r.id for r in store.search("Alice coffee", limit=3)]
+
+
+def test_a_merged_away_successor_hands_its_marks_to_the_survivor(
+        embedder: HashingEmbedder, clock: FixedClock) -> None:
+    with make_store("edge", embedder, clock) as store:
+        a = store.add("Alice drinks coffee at the office", id="a", enrich=False).id
+        b = store.add("Alice now drinks green tea every single morning at home", id="b",
+                      enrich=False).id
+        c = store.add("Alice now drinks green tea every single morning at home too", id="c",
+                      enrich=False).id
+        store.update_payload(a, store.agent_id, {"superseded_by": b})
+        store.update_payload(b, store.agent_id, {"supersedes": [a]})
+        store.update_payload(c, store.agent_id, {"retrieval_count": 50})  # c survives
+        merged = store.consolidate().agents[store.agent_id].merged
+        assert merged == [(b, c)]
+        assert store.get(a).superseded_by == c and store.get(c).supersedes == [a]
+        assert [r.id for r in store.search("Alice drinks", limit=5)].count(a) == 0
+        history = [r.id for r in store.search("Alice drinks", limit=5, include_superseded=True)]
+        assert history.index(a) == history.index(c) + 1
+        assert store.consolidate().agents[store.agent_id].merged == []  # a stays apart
