@@ -47,6 +47,7 @@ from .backends.base import HasId, Match, Where
 from .consolidate_merge import MergeLLM, loser_entry, merge_notes, note_key, was_merged
 from .consolidate_report import AgentReport, ConsolidationReport
 from .graph import LinkGraph
+from .lineage import Chains
 from .neighbours import threshold_neighbours
 from .notes import Note, point_id
 
@@ -103,30 +104,6 @@ def consolidate(store: "MemoryStore", *, agent_ids: Sequence[str] | None = None,
     log.info("consolidated %d agent(s): %d merges, %d links rewritten in %.1fs", len(agents),
              report.merges, report.links_rewritten, report.duration)
     return report
-
-
-class _Chains:
-    """Union-find over supersession marks: each chain of facts gets one id (its least)."""
-
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, x: str) -> str:
-        root = x
-        while self.parent.get(root, root) != root:
-            root = self.parent[root]
-        while self.parent.get(x, x) != root:  # path compression
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def join(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-            self.parent.setdefault(min(ra, rb), min(ra, rb))
-
-    def roots(self) -> dict[str, str]:
-        return {x: self.find(x) for x in list(self.parent)}
 
 
 def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np.ndarray],
@@ -223,7 +200,7 @@ class _AgentRun:
 
     def _scan(self) -> None:
         links: dict[str, list[str]] = {}
-        chain = _Chains()
+        chain = Chains()
         total = self.store.backend.count(Where(must=(Match("agent_id", self.agent),
                                                      Match("is_active", True))))
         for note, vector in self.store.iter_notes(agent_id=self.agent, include_inactive=True,

@@ -10,6 +10,7 @@ import pytest
 from amem import MemoryStore, load_config
 from amem.clock import FixedClock
 from amem.consolidate import plan_clusters
+from amem.lineage import Chains
 from amem.embed import make_embedder
 from amem.embed.base import Embedder
 from amem.embed.hashing import HashingEmbedder
@@ -144,3 +145,12 @@ def test_a_merged_away_successor_hands_its_marks_to_the_survivor(
         history = [r.id for r in store.search("Alice drinks", limit=5, include_superseded=True)]
         assert history.index(a) == history.index(c) + 1
         assert store.consolidate().agents[store.agent_id].merged == []  # a stays apart
+
+
+def test_chains_join_every_version_of_a_fact() -> None:
+    chains = Chains()
+    for newer, older in (("b", "a"), ("c", "b"), ("y", "x"), ("d", "z"), ("z", "c")):
+        chains.join(newer, older)
+    roots = chains.roots()
+    assert {k for k, v in roots.items() if v == "a"} == {"a", "b", "c", "d", "z"}
+    assert roots["x"] == roots["y"] == "x"
