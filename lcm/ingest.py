@@ -238,6 +238,32 @@ def store_messages(
     # transaction holds the database, so no other writer can take these ids meanwhile.
     first = int(c.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]) + 1
     ids = list(range(first, first + len(fresh)))
+    rows, files_rows, file_ids = message_rows(conversation_id, ids, fresh, seq, cfg, files, now_iso)
+    c.execute(_DEFER_ON)
+    try:
+        c.executemany(
+            "INSERT INTO messages(id, conversation_id, seq, role, content, token_count, identity_hash, "
+            "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        texts = [(r[0], r[4]) for r in rows]
+        c.executemany("INSERT INTO messages_fts(rowid, content) VALUES (?, ?)", texts)
+        # Fed a batch at a time, FTS5's own automerge falls behind (it works in proportion
+        # to the pages a flush writes, and per-row flushes wrote many): segments pile up and
+        # every search reads each one. A bounded merge per batch keeps about four per level.
+        c.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
+        # The trigram index is left pending (lcm.trigram) unless the tail grows past the bound.
+        index_new_rows(c, texts, trigram_max_pending)
+    finally:
+        c.execute(_DEFER_OFF)
+    insert_files_and_context(c, conversation_id, ordinal, ids, files_rows, now_iso)
+    return ids, skipped, file_ids
+
+
+def message_rows(conversation_id: int, ids: Sequence[int], fresh: Sequence[NormalizedMessage], seq: int,
+                 cfg: LcmConfig, files: LargeFileStore, now_iso: str,
+                 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
+    """The ``messages`` rows of a batch (ids and sequence numbers given), a large payload moved
+    to ``files`` with a reference in its place; also the ``large_files`` rows and their ids.
+    Shared by both engines: only how ids are handed out and the indexes are fed differ."""
     rows: list[tuple[Any, ...]] = []
     files_rows: list[tuple[Any, ...]] = []
     file_ids: list[str] = []
@@ -254,21 +280,13 @@ def store_messages(
             file_ids.append(file_id)
         rows.append((mid, conversation_id, seq + offset, m.role, content, tokens, m.identity_hash,
                      m.stable_event_key, file_id, m.created_at))  # fmt: skip
-    c.execute(_DEFER_ON)
-    try:
-        c.executemany(
-            "INSERT INTO messages(id, conversation_id, seq, role, content, token_count, identity_hash, "
-            "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        texts = [(r[0], r[4]) for r in rows]
-        c.executemany("INSERT INTO messages_fts(rowid, content) VALUES (?, ?)", texts)
-        # Fed a batch at a time, FTS5's own automerge falls behind (it works in proportion
-        # to the pages a flush writes, and per-row flushes wrote many): segments pile up and
-        # every search reads each one. A bounded merge per batch keeps about four per level.
-        c.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
-        # The trigram index is left pending (lcm.trigram) unless the tail grows past the bound.
-        index_new_rows(c, texts, trigram_max_pending)
-    finally:
-        c.execute(_DEFER_OFF)
+    return rows, files_rows, file_ids
+
+
+def insert_files_and_context(c: Any, conversation_id: int, ordinal: int, ids: Sequence[int],
+                             files_rows: Sequence[tuple[Any, ...]], now_iso: str) -> None:
+    """After the message rows: their large files, one context item each, the conversation's
+    ``updated_at`` (portable SQL: the PostgreSQL handle runs it as well)."""
     if files_rows:
         c.executemany(
             "INSERT INTO large_files(file_id, conversation_id, message_id, name, mime_type, size_bytes, "
@@ -278,4 +296,3 @@ def store_messages(
         "INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)",
         [(conversation_id, ordinal + i, mid) for i, mid in enumerate(ids, 1)])
     c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now_iso, conversation_id))
-    return ids, skipped, file_ids

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from lcm.config import LcmConfig
 from lcm.db import Database
@@ -224,6 +225,26 @@ def _regex_rows(c: sqlite3.Connection, kind: str, literal: str | None, where: st
     return c.execute(f"{sql} LIMIT ?", [*args, limit])
 
 
+def match_batch(batch: Sequence[Any], rx: UserRegex, cfg: LcmConfig, found: list[Any], scanned: int, *,
+                deadline: float, sort: str, limit: int) -> tuple[int, str | None, bool]:
+    """Match one fetched batch of a regex scan, appending ``(row, match count, first offset)``
+    to ``found``; returns the rows scanned so far, why the scan must stop (row bound or
+    deadline), and whether newest-first already has its ``limit`` matches. Shared by both
+    engines: they differ in how rows are fetched, not in how they are matched."""
+    for row in batch:
+        if scanned >= cfg.grep_regex_max_rows:
+            return scanned, "regex scan stopped at its row bound (grepRegexMaxRows); narrow with since/before", False
+        if time.monotonic() > deadline:
+            return scanned, _TIME_STOP, False
+        scanned += 1
+        positions = rx.positions(row["content"], deadline, 1 if sort == "recency" else 100)
+        if positions:
+            found.append((row, float(len(positions)), positions[0]))
+            if sort == "recency" and len(found) >= limit:
+                return scanned, None, True
+    return scanned, None, False
+
+
 def _regex_scan(
     db: Database, cfg: LcmConfig, rx: UserRegex, kind: str, where: str, params: list[object], *,
     deadline: float, scanned: int, sort: str, limit: int,
@@ -247,19 +268,10 @@ def _regex_scan(
                 batch = cursor.fetchmany(want)
             if not batch:
                 break
-            for row in batch:
-                if scanned >= cfg.grep_regex_max_rows:
-                    stop = "regex scan stopped at its row bound (grepRegexMaxRows); narrow with since/before"
-                    break
-                if time.monotonic() > deadline:
-                    stop = _TIME_STOP
-                    break
-                scanned += 1
-                positions = rx.positions(row["content"], deadline, 1 if sort == "recency" else 100)
-                if positions:
-                    found.append((row, float(len(positions)), positions[0]))
-                    if sort == "recency" and len(found) >= limit:
-                        return found, scanned, None
+            scanned, stop, full = match_batch(batch, rx, cfg, found, scanned,
+                                              deadline=deadline, sort=sort, limit=limit)
+            if full:
+                return found, scanned, None
     except DeadlineExceeded:
         stop = _TIME_STOP
     except sqlite3.OperationalError as exc:

@@ -25,11 +25,10 @@ from lcm.newest import SOURCES
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
-from lcm.search import FtsQuery, _scope_sql, _snippet, build_fts_query
+from lcm.search import FtsQuery, _scope_sql, _snippet, build_fts_query, match_batch, _TIME_STOP
 
 __all__ = ["pg_grep"]
 
-_TIME_STOP = "grep stopped at its deadline (grepRegexDeadlineMs); narrow with since/before or a longer literal"
 _BATCH = 128
 
 
@@ -121,19 +120,10 @@ def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where:
                     batch = cur.fetchmany(want)
                     if not batch:
                         break
-                    for row in batch:
-                        if scanned >= cfg.grep_regex_max_rows:
-                            stop = "regex scan stopped at its row bound (grepRegexMaxRows); narrow with since/before"
-                            break
-                        if time.monotonic() > deadline:
-                            stop = _TIME_STOP
-                            break
-                        scanned += 1
-                        positions = rx.positions(row["content"], deadline, 1 if sort == "recency" else 100)
-                        if positions:
-                            found.append((row, float(len(positions)), positions[0]))
-                            if sort == "recency" and len(found) >= limit:
-                                return found, scanned, None
+                    scanned, stop, full = match_batch(batch, rx, cfg, found, scanned,
+                                                      deadline=deadline, sort=sort, limit=limit)
+                    if full:
+                        return found, scanned, None
     except DeadlineExceeded:
         stop = _TIME_STOP
     except psycopg.errors.QueryCanceled:

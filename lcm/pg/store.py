@@ -13,8 +13,9 @@ from typing import Any, NoReturn
 from lcm.config import LcmConfig
 from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
-from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, normalize_messages
-from lcm.largefiles import LargeFileStore, file_reference
+from lcm.ingest import (NormalizedMessage, _check_replay_flood, _drop_resent, insert_files_and_context,
+                        message_rows, normalize_messages)
+from lcm.largefiles import LargeFileStore
 from lcm.models import CompactionResult, DoctorReport, GrepResult, IngestResult, RetentionResult, StatusReport
 from lcm.compaction import Compactor
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
@@ -64,33 +65,12 @@ def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Nor
     # the server hands out the ids: writers of other conversations run at the same time
     ids = sorted(int(r[0]) for r in c.execute(
         "SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, ?)", (len(fresh),)).fetchall())
-    rows: list[tuple[Any, ...]] = []
-    files_rows: list[tuple[Any, ...]] = []
-    file_ids: list[str] = []
-    for offset, (mid, m) in enumerate(zip(ids, fresh), 1):
-        content, file_id = m.content, None
-        tokens = estimate_tokens(content)
-        if tokens > cfg.large_file_threshold_tokens:
-            stored = files.store(conversation_id, content, m.name)
-            file_id, content = stored.file_id, file_reference(stored)
-            tokens = estimate_tokens(content)
-            files_rows.append((file_id, conversation_id, mid, stored.name, stored.mime_type, stored.size_bytes,
-                               stored.token_count, stored.storage_path, stored.exploration_summary, now_iso))
-            file_ids.append(file_id)
-        rows.append((mid, conversation_id, seq + offset, m.role, content, tokens, m.identity_hash,
-                     m.stable_event_key, file_id, m.created_at))  # fmt: skip
+    rows, files_rows, file_ids = message_rows(conversation_id, ids, fresh, seq, cfg, files, now_iso)
+    # no index feeding here: PostgreSQL maintains the full-text column and indexes (lcm.pg.schema)
     c.executemany(
         "INSERT INTO messages(id, conversation_id, seq, role, content, token_count, identity_hash, "
         "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    if files_rows:
-        c.executemany(
-            "INSERT INTO large_files(file_id, conversation_id, message_id, name, mime_type, size_bytes, "
-            "token_count, storage_path, exploration_summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            files_rows)
-    c.executemany(
-        "INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)",
-        [(conversation_id, ordinal + i, mid) for i, mid in enumerate(ids, 1)])
-    c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now_iso, conversation_id))
+    insert_files_and_context(c, conversation_id, ordinal, ids, files_rows, now_iso)
     return ids, skipped, file_ids
 
 
