@@ -42,6 +42,7 @@ from .errors import ValidationError
 from .notefields import search_conditions
 from .notes import age_days, check_limit, check_str_list, check_text, now_iso, point_id
 from .text import tokenize
+from .visibility import live_ids
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -192,6 +193,11 @@ def run_search(store: "MemoryStore", query: str, *, limit: int, topics_filter: S
         gate = cfg.link_min_cosine if floor is None else max(cfg.link_min_cosine, floor)
         results.extend(_expand(store, agent_id, [by_id[pid] for pid, _, _ in matches], qvec,
                                where, gate))
+    # A result lists only links the caller can follow: a target deleted, merged or expired
+    # (and not yet swept) stays in the payload until the sweep, never in what is shown.
+    live = live_ids(store, agent_id, (link for r in results for link in r.links))
+    for r in results:
+        r.links = [link for link in r.links if link in live]
     _bump_heat(store, [(pid, by_id[pid].payload) for pid, _, _ in matches], now)
     store.recent_searches.searched(agent_id, qvec, [r.id for r in results])
     return results

@@ -9,6 +9,7 @@ counts the waiting notes apart from the active ones (``count_expired``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .backends.base import Condition, Match, Range, Where
@@ -28,14 +29,24 @@ def visible_links(store: "MemoryStore", note: Note) -> list[str]:
     """
     if not note.links:
         return []
+    live = live_ids(store, note.agent_id, note.links)
+    return [t for t in note.links if t in live]
+
+
+def live_ids(store: "MemoryStore", agent_id: str, ids: Iterable[str]) -> set[str]:
+    """Which of ``ids`` name a live note of ``agent_id`` (active, not expired): one engine
+    retrieve for all of them (a search checks every result's links at once)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return set()
     now = store.clock.now()
     live: set[str] = set()
-    for hit in store.backend.retrieve([point_id(note.agent_id, t) for t in note.links]):
+    for hit in store.backend.retrieve([point_id(agent_id, t) for t in wanted]):
         p = hit.payload
-        if p.get("agent_id") == note.agent_id and p.get("is_active", True) \
+        if p.get("agent_id") == agent_id and p.get("is_active", True) \
                 and not is_expired(str(p.get("expires_at") or ""), now):
             live.add(str(p.get("id")))
-    return [t for t in note.links if t in live]
+    return live
 
 
 def count_expired(store: "MemoryStore", agent_id: str | None = None) -> int:
@@ -48,4 +59,4 @@ def count_expired(store: "MemoryStore", agent_id: str | None = None) -> int:
     return store.backend.count(Where(must=tuple(must)))
 
 
-__all__ = ["count_expired", "visible_links"]
+__all__ = ["count_expired", "live_ids", "visible_links"]
