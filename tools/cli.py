@@ -381,10 +381,21 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
         f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
         f"{data['skipped']} ({data['notes_per_second']} notes/s)"
+        + _supersede_line(data)
         + "".join(f"\n  {e}" for e in data["errors"][:20])
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
+
+
+def _supersede_line(data: dict[str, Any]) -> str:
+    """What the import did to older facts, in words (the --json report has the same counts)."""
+    parts = [f"superseded {data['superseded']} older notes (judged: {data['supersede']})"]
+    if data.get("supersede_deferred"):
+        parts.append(f"{data['supersede_deferred']} left to the nightly sweep")
+    if data.get("expired_replaced"):
+        parts.append(f"replaced {data['expired_replaced']} expired notes")
+    return "\n" + "; ".join(parts)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
