@@ -30,13 +30,26 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     memory: dict[str, Any] = {"embedder": info.embedder, "points": info.points,
                               "active_notes": info.active_notes, "dangling_links": 0,
                               "pending_merge": 0, "stale_vectors": info.stale_vectors}
-    known = set()
+    from amem.notefields import is_expired
+
+    now = store.clock.now()
+    known: set[tuple[str, str]] = set()
+    expired: set[tuple[str, str]] = set()  # invisible already; the nightly sweep deletes them
     links: list[tuple[str, str, str]] = []
-    for note, _ in store.iter_notes(all_agents=True):
+    for note, _ in store.iter_notes(all_agents=True, include_inactive=True):
+        if not note.is_active:
+            continue
+        if is_expired(note.expires_at, now):
+            expired.add((note.agent_id, note.id))
+            continue
         known.add((note.agent_id, note.id))
         links.extend((note.agent_id, note.id, target) for target in note.links)
         memory["pending_merge"] += int(note.pending_merge)
-    dangling = [f"{a}/{src} -> {dst}" for a, src, dst in links if (a, dst) not in known]
+    # A link to an expired note waiting for the sweep is not broken: readers never see it
+    # (amem.visibility) and the sweep drops it. Counted apart, never as dangling.
+    memory["links_to_expired"] = sum((a, dst) in expired for a, _, dst in links)
+    dangling = [f"{a}/{src} -> {dst}" for a, src, dst in links
+                if (a, dst) not in known and (a, dst) not in expired]
     memory["dangling_links"] = len(dangling)
     if dangling:
         problems.append(f"{len(dangling)} links point at deleted or missing notes")

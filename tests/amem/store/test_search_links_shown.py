@@ -25,3 +25,22 @@ def test_search_results_list_only_links_to_live_notes(store: MemoryStore, clock:
     assert shown() == ["hotel"]
     stored, _ = store.load("flight", store.agent_id)
     assert stored.links == ["park", "hotel", "taxi", "locker"]  # the payload is the sweep's
+
+
+def test_doctor_counts_links_to_expired_notes_apart_from_dangling_ones(
+        store: MemoryStore, clock: FixedClock) -> None:
+    from tools.reports import doctor_report
+
+    store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
+    store.add("Taxi rank at the airport", id="taxi", enrich=False)
+    store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
+    store.update_payload("flight", store.agent_id, {"links": ["park", "taxi"]})
+    store.delete("taxi")
+    clock.advance(seconds=60)  # park expires; the sweep has not run yet
+
+    def no_lcm(name: str) -> dict[str, object]:
+        return {"ok": True}
+
+    memory = doctor_report(store, no_lcm, {}, clean=False)["memory"]
+    assert (memory["dangling_links"], memory["links_to_expired"]) == (1, 1)
+    assert memory["examples"] == [f"{store.agent_id}/flight -> taxi"]
