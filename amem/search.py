@@ -37,12 +37,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from . import bm25, ranking, usage
-from .backends.base import HasId, Hit, IsEmpty, Match, Where
+from .backends.base import HasId, Hit, IsEmpty, Match, MatchAny, Where
 from .errors import ValidationError
 from .notefields import search_conditions
 from .notes import age_days, check_limit, check_str_list, check_text, now_iso, point_id
 from .text import tokenize
-from .visibility import live_ids
+from .visibility import expired_ids, live_ids
+
+#: at most this many expired, unswept successors release their older facts before the sweep
+_LAPSED_MAX = 1000
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -91,7 +94,12 @@ def build_filter(store: "MemoryStore", agent_id: str, subject: str | None,
     optional subject and topics rules as nested clauses."""
     must: list[Any] = list(store.tenant_filter(agent_id))
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
-        must.append(IsEmpty("superseded_by"))
+        # ... unless what replaced it has expired: until the sweep deletes the successor (and
+        # clears the mark), the older fact is current again, as it is once the sweep has run.
+        lapsed = expired_ids(store, agent_id, limit=_LAPSED_MAX)
+        current = IsEmpty("superseded_by")
+        must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
+                    if lapsed else current)
     if subject is not None:
         # Notes naming the subject, plus notes naming nobody.
         must.append(Where(should=(Match("subjects", subject), IsEmpty("subjects"))))

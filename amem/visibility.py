@@ -49,6 +49,19 @@ def live_ids(store: "MemoryStore", agent_id: str, ids: Iterable[str]) -> set[str
     return live
 
 
+def expired_ids(store: "MemoryStore", agent_id: str, *, limit: int) -> list[str]:
+    """Ids of ``agent_id``'s active notes past their ``expires_at`` that the sweep has not
+    deleted yet (at most ``limit``; the engine's expiry index makes this a small read)."""
+    where = Where(must=(Match("agent_id", agent_id), Match("is_active", True),
+                        Range("expires_ts", lte=store.clock.now().timestamp())))
+    ids: list[str] = []
+    for hit in store.backend.iterate(where):
+        ids.append(str(hit.payload.get("id")))
+        if len(ids) >= limit:
+            break
+    return ids
+
+
 def count_expired(store: "MemoryStore", agent_id: str | None = None) -> int:
     """Active notes past their ``expires_at`` that the sweep has not deleted yet (of one
     agent, or of every agent)."""
@@ -59,4 +72,4 @@ def count_expired(store: "MemoryStore", agent_id: str | None = None) -> int:
     return store.backend.count(Where(must=tuple(must)))
 
 
-__all__ = ["count_expired", "live_ids", "visible_links"]
+__all__ = ["count_expired", "expired_ids", "live_ids", "visible_links"]

@@ -44,3 +44,16 @@ def test_doctor_counts_links_to_expired_notes_apart_from_dangling_ones(
     memory = doctor_report(store, no_lcm, {}, clean=False)["memory"]
     assert (memory["dangling_links"], memory["links_to_expired"]) == (1, 1)
     assert memory["examples"] == [f"{store.agent_id}/flight -> taxi"]
+
+
+def test_a_fact_whose_successor_expired_is_current_before_the_sweep(
+        edge_store: MemoryStore, clock: FixedClock) -> None:
+    store = edge_store
+    old = store.add("Alice drinks coffee every morning", ["Alice"]).id
+    new = store.add("Alice stopped coffee, she drinks tea now", ["Alice"], ttl=60).id
+    assert store.get(old).superseded_by == new
+    assert old not in [r.id for r in store.search("Alice coffee", limit=3)]
+    clock.advance(seconds=60)  # the newer fact expires; the sweep has not run yet
+    assert [r.id for r in store.search("Alice coffee", limit=3)] == [old]
+    store.sweep_expired()  # and after the sweep, the same answer
+    assert [r.id for r in store.search("Alice coffee", limit=3)] == [old]
