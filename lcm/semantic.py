@@ -110,8 +110,11 @@ class SemanticIndex:
             if row is not None and (row["model_id"], row["dim"]) == (model, dim):
                 return None
             previous = None if row is None else str(row["model_id"])
-            c.execute("INSERT OR REPLACE INTO lcm_embedder(id, model_id, dim, previous_model_id, changed_at) "
-                      "VALUES (1, ?, ?, ?, ?)", (model, dim, previous, now))
+            # an upsert both engines speak (PostgreSQL has no INSERT OR REPLACE)
+            c.execute("INSERT INTO lcm_embedder(id, model_id, dim, previous_model_id, changed_at) "
+                      "VALUES (1, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET model_id = excluded.model_id, "
+                      "dim = excluded.dim, previous_model_id = excluded.previous_model_id, "
+                      "changed_at = excluded.changed_at", (model, dim, previous, now))
         if previous is not None:
             log.warning("lcm: the embedder changed from %s to %s: every message and summary is "
                         "re-embedded (amem lcm embed, or the nightly job); until then semantic "
@@ -184,9 +187,11 @@ class SemanticIndex:
                         scale, blob = one if one is not None else (0.0, b"")
                         failed += one is None
                         # Only if the item still exists with the text that was embedded.
-                        c.execute(f"INSERT OR REPLACE INTO {src.vectors}({src.key}, conversation_id, model_id, "
+                        c.execute(f"INSERT INTO {src.vectors}({src.key}, conversation_id, model_id, "
                                   f"scale, vector) SELECT {src.rowid}, conversation_id, ?, ?, ? FROM {src.table} "
-                                  f"WHERE {src.rowid} = ? AND substr(content, 1, ?) = ?",
+                                  f"WHERE {src.rowid} = ? AND substr(content, 1, ?) = ? ON CONFLICT({src.key}) "
+                                  "DO UPDATE SET conversation_id = excluded.conversation_id, model_id = "
+                                  "excluded.model_id, scale = excluded.scale, vector = excluded.vector",
                                   (model, scale, blob, r[0], EMBED_TEXT_CHARS, text))
                 done[kind] += len(rows)
                 batches += 1
@@ -235,7 +240,7 @@ class SemanticIndex:
             clauses.append(f"t.{src.end} < ?")
             params.append(before)
         join = "" if not (since or before) else f" JOIN {src.table} t ON t.{src.rowid} = v.{src.key}"
-        return join, " AND ".join(clauses) or "1", params
+        return join, " AND ".join(clauses) or "TRUE", params  # TRUE: a boolean on both engines
 
     def search(self, kind: str, query: np.ndarray, conv_ids: list[int] | None, since: str | None,
                before: str | None, k: int, deadline: float) -> tuple[list[tuple[int, float]], int, bool]:

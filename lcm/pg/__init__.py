@@ -36,13 +36,12 @@ Ported today (:data:`lcm.pg.store.PORTED`): ``ingest`` (re-send and replay check
 SQLite), ``grep`` modes ``full_text`` and ``regex`` over messages, summaries and files, ``compact`` /
 ``compact_until_under`` / ``after_turn`` (a session advisory lock ``LOCK_COMPACTION`` per
 conversation around the whole run), ``assemble``, ``describe``, ``expand``, ``expand_query``,
-``reset``, ``status`` (``embedding`` null), ``doctor`` (without the SQLite file checks),
-``doctor_clean``, ``apply_retention``, ``maintenance`` (no embedding step),
-``conversation(s)``, ``session_keys``;
+``reset``, ``status``, ``doctor`` (without the SQLite file checks),
+``doctor_clean``, ``apply_retention``, ``maintenance``, ``conversation(s)``, ``session_keys``,
+semantic recall (``embed_pending``, grep modes ``semantic`` and ``hybrid``: :mod:`lcm.pg.semantic`);
 :func:`lcm.pg.copy.copy_sqlite_to_postgres` moves a SQLite store onto a server. Every other
 public method of ``LcmStore`` raises :class:`lcm.errors.UnsupportedOnEngineError` naming
-itself (today only ``embed_pending``). Next layers: semantic vectors, ``AMEM_LCM_URL``
-(amem's config must first accept the variable; ``LCM_DATABASE_PATH`` takes a URL today).
+itself (today none; a method added to ``LcmStore`` later raises until it is ported).
 ``amem lcm migrate --to URL`` (tools/lcm_migrate.py) runs the copy function.
 """
 

@@ -20,6 +20,8 @@ _KEYED = {"conversations": "id", "messages": "id", "summaries": "pk", "lcm_failu
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re.IGNORECASE)
 #: advisory lock classes (the first of the two int4 keys), so lcm's locks never meet each other's
 LOCK_MIGRATE, LOCK_SESSION, LOCK_CONVERSATION, LOCK_COMPACTION = 1, 2, 3, 4
+#: one embedding run at a time per database (lcm.pg.semantic)
+LOCK_EMBED = 5
 
 
 def is_postgres_url(value: object) -> bool:

@@ -123,6 +123,7 @@ _step("0003_time_order", "CREATE INDEX summaries_latest ON summaries(latest_at)"
       "CREATE INDEX messages_newest ON messages(created_at, id)",
       "CREATE INDEX summaries_newest ON summaries(latest_at, pk)",
       "CREATE TABLE lcm_time_order (name TEXT PRIMARY KEY, out_of_order INTEGER NOT NULL)")  # fmt: skip
+_VECS = (("message_vectors", "message_id", "id"), ("summary_vectors", "summary_pk", "pk"))
 _step(
     "0004_semantic_vectors",
     """CREATE TABLE lcm_embedder (id INTEGER PRIMARY KEY CHECK (id = 1), model_id TEXT NOT NULL, dim INTEGER NOT NULL,
@@ -134,6 +135,12 @@ _step(
     """CREATE TABLE summary_vectors (summary_pk BIGINT PRIMARY KEY REFERENCES summaries(pk) ON DELETE CASCADE,
         conversation_id BIGINT NOT NULL, model_id TEXT NOT NULL, scale REAL NOT NULL, vector BYTEA NOT NULL)""",
     "CREATE INDEX summary_vectors_scope ON summary_vectors(model_id, conversation_id)",
+    # and a changed text drops its vector (SQLite's *_vectors_au triggers): it is pending again
+    *(f"""CREATE FUNCTION lcm_drop_{vec}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN DELETE FROM {vec} WHERE {key} = OLD.{rowid}; RETURN NULL; END $$""" for vec, key, rowid in _VECS),
+    *(f"""CREATE TRIGGER {vec}_au AFTER UPDATE OF content ON {table} FOR EACH ROW
+        EXECUTE FUNCTION lcm_drop_{vec}()""" for vec, table in (("message_vectors", "messages"),
+                                                               ("summary_vectors", "summaries"))),
 )
 _step("0005_failure_log", f"""CREATE TABLE lcm_failures (id {_ID}, at TEXT NOT NULL, kind TEXT NOT NULL,
       conversation_id BIGINT, reason TEXT NOT NULL)""")  # fmt: skip

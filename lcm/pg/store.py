@@ -6,7 +6,6 @@ import dataclasses
 import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,7 +15,7 @@ from lcm.events import EventLog
 from lcm.ingest import (NormalizedMessage, _check_replay_flood, _drop_resent, insert_files_and_context,
                         message_rows, normalize_messages)
 from lcm.largefiles import LargeFileStore
-from lcm.models import CompactionResult, DoctorReport, GrepResult, IngestResult, RetentionResult, StatusReport
+from lcm.models import CompactionResult, DoctorReport, IngestResult, RetentionResult, StatusReport
 from lcm.compaction import Compactor
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
 from lcm.ops import apply_retention as ops_apply_retention
@@ -24,10 +23,11 @@ from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
+from lcm.pg.semantic import PgSemanticIndex
 from lcm.recall import Recall
 from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import resolve_conversation
-from lcm.store import LcmStore, SessionKeys
+from lcm.store import LcmStore
 from lcm.summarize import Summarizer
 from lcm.tokens import estimate_tokens
 from lcm.vectors import TextEmbedder
@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
 PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
                     "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
-                    "status", "apply_retention", "maintenance", "doctor", "doctor_clean", "index_trigrams"})
+                    "status", "apply_retention", "maintenance", "doctor", "doctor_clean", "index_trigrams",
+                    "embed_pending"})
 _ENGINE = "postgresql"
 
 
@@ -96,8 +97,8 @@ class PgLcmStore(LcmStore):
         url = str(path) if path is not None else cfg.database_path
         if path is not None and cfg.database_path and str(path) != cfg.database_path:
             raise ValueError(f"path {path!r} contradicts config.database_path {cfg.database_path!r}")
-        if embedder is not None:  # said once, at open: grep modes semantic/hybrid raise by name
-            log.warning("lcm: semantic recall is not available on PostgreSQL yet; the embedder is unused")
+        if embedder is not None and not isinstance(embedder, TextEmbedder):
+            raise ValueError("embedder must have model_id, dim and embed(texts, kind)")
         self.config = cfg
         self.clock = clock or SystemClock()
         self.llm = llm
@@ -119,7 +120,8 @@ class PgLcmStore(LcmStore):
         self.summarizer = Summarizer(cfg, llm, self.clock)
         self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
         self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
-        self.semantic = _NoSemantic()  # type: ignore[assignment]
+        self.semantic = PgSemanticIndex(self.db, cfg, embedder)
+        self.semantic.bind(self._now())
 
     def ingest(
         self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
@@ -168,11 +170,15 @@ class PgLcmStore(LcmStore):
                                          runtime=runtime)  # fmt: skip
 
     def status(self) -> StatusReport:
-        """:meth:`LcmStore.status` with the server's database size; ``embedding`` stays ``None``
-        (semantic recall is not available on PostgreSQL yet)."""
+        """:meth:`LcmStore.status` with the server's database size (no trigram debt: the server
+        indexes inline)."""
         db: PgDatabase = self.db  # type: ignore[assignment]
         report = ops_status(self.db, self.files, size_bytes=db.size_bytes(), migrations=applied_pg_migrations(db))
-        return dataclasses.replace(report, ignored_keys=list(self.config.ignored_keys))
+        embedding = self.semantic.status()
+        debt = report.debt
+        if debt is not None and embedding.model_id is not None:
+            debt = dataclasses.replace(debt, embedding=embedding.debt)
+        return dataclasses.replace(report, embedding=embedding, debt=debt, ignored_keys=list(self.config.ignored_keys))
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """:meth:`LcmStore.doctor` without the SQLite file's own checks (``sqlite_quick_check``,
@@ -200,31 +206,6 @@ class PgLcmStore(LcmStore):
     #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
     _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes a PgDatabase (no shared handle Protocol yet)
 
-    def grep(
-        self, pattern: str, *, mode: str = "regex", scope: str = "both", session_key: SessionKeys = None,
-        conversation_id: int | None = None, all_conversations: bool = False, since: str | datetime | None = None,
-        before: str | datetime | None = None, limit: int = 50, sort: str | None = None,
-        file_ids: Sequence[str] | None = None,
-    ) -> GrepResult:  # fmt: skip
-        """:meth:`LcmStore.grep` for modes ``regex`` and ``full_text`` (messages, summaries, files)."""
-        if mode in ("semantic", "hybrid"):
-            _unsupported(f"grep mode {mode!r}")
-        return super().grep(pattern, mode=mode, scope=scope, session_key=session_key, conversation_id=conversation_id,
-                            all_conversations=all_conversations, since=since, before=before, limit=limit, sort=sort,
-                            file_ids=file_ids)  # fmt: skip
-
-
-class _NoSemantic:
-    """Semantic recall on PostgreSQL: not there yet. ``maintenance`` sees no embedder (so it
-    embeds nothing) and anything that needs vectors raises by name."""
-
-    embedder = None
-
-    def need(self, scope: str) -> NoReturn:
-        _unsupported("semantic recall (grep modes 'semantic' and 'hybrid')")
-
-    def status(self) -> NoReturn:
-        _unsupported("semantic recall status")
 
 
 def _raiser(name: str) -> Callable[..., NoReturn]:

@@ -37,8 +37,11 @@ def test_two_hosts_share_history_through_a_postgres_url(pg_clean_url: str, tmp_p
     status = _amem(host_b, "lcm", "status")
     assert status["messages"] == 6 and status["path"].startswith("postgresql://") and status["size_bytes"] > 0
     assert _amem(host_b, "lcm", "doctor")["ok"] is True
-    done = _amem(host_b, "lcm", "embed", code=1)  # semantic recall is not on PostgreSQL yet
-    assert "unsupported_on_engine" in done.stdout + done.stderr and "semantic recall" in done.stdout + done.stderr
+    # semantic recall works on the server too: one host embeds, the other searches by meaning
+    assert _amem(host_a, "lcm", "embed")["embedded_messages"] == 6
+    assert _amem(host_b, "lcm", "status")["embedding"]["debt"] == 0
+    near = _amem(host_b, "lcm", "grep", "invoice 4 is paid (user)", "--mode", "semantic", "--session-key", KEY)
+    assert near["hits"][0]["id"] == "msg_5" and near["not_embedded"] == 0
 
 
 def test_amem_lcm_migrate_copies_the_local_store_to_the_server(pg_clean_url: str, tmp_path: Path) -> None:
