@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ValidationError
-from .notefields import index_fields
+from .notefields import index_fields, parse_time
 
 CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
 NOTE_TYPES = ("memory", "knowledge")
@@ -224,19 +224,7 @@ def check_limit(value: Any, *, field: str = "limit", maximum: int) -> int:
 
 def check_timestamp(value: Any, *, field: str = "timestamp") -> str:
     """An ISO 8601 date or datetime (naive ones are taken as UTC), returned normalised."""
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str) and value.strip():
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ValidationError(f"{field} must be an ISO 8601 date/time, got {value!r}",
-                                  field=field) from None
-    else:
-        raise ValidationError(f"{field} must be an ISO 8601 string", field=field)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return now_iso(moment)
+    return now_iso(parse_time(value, field=field))  # one parser for every note time
 
 
 def check_category(value: Any) -> str:

@@ -176,7 +176,8 @@ def _pending_tail(c: sqlite3.Connection, kind: str) -> int | None:
     return upto if c.execute("SELECT 1 FROM messages WHERE id > ? LIMIT 1", (upto,)).fetchone() else None
 
 
-def _hit(kind: str, row: sqlite3.Row, score: float, snippet: str) -> GrepHit:
+def _hit(kind: str, row: Any, score: float, snippet: str) -> GrepHit:
+    """A matched row (SQLite or PostgreSQL, both read by column name) as a grep hit."""
     if kind == "message":
         return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score, role=row["role"])
     return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score,
@@ -223,6 +224,28 @@ def _regex_rows(c: sqlite3.Connection, kind: str, literal: str | None, where: st
         sql = f"SELECT t.* FROM {src.table} t WHERE {where} ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC"
         args = list(params)
     return c.execute(f"{sql} LIMIT ?", [*args, limit])
+
+
+def regex_hits(kind: str, found: list[Any], sort: str, limit: int) -> list[GrepHit]:
+    """A regex scan's ``(row, match count, first offset)`` of one kind as hits in ``sort``
+    order (newest first as scanned; relevance by match count; hybrid both fused by RRF)."""
+    if sort != "recency":
+        ranked = sorted(range(len(found)), key=lambda i: -found[i][1])
+        if sort == "hybrid":
+            ranked = [i for i, _ in rrf([ranked, list(range(len(found)))])]
+        found = [found[i] for i in ranked]
+    return [_hit(kind, row, score, _snippet(row["content"], [], pos)) for row, score, pos in found[:limit]]
+
+
+def merge_kinds(hits: list[GrepHit], kinds: int, sort: str, limit: int) -> list[GrepHit]:
+    """Messages and summaries searched together: one list in ``sort`` order, cut to ``limit``."""
+    if kinds < 2:
+        return hits
+    if sort == "recency":
+        hits.sort(key=lambda h: h.created_at, reverse=True)
+    else:
+        hits.sort(key=lambda h: -h.score)
+    return hits[:limit]
 
 
 def match_batch(batch: Sequence[Any], rx: UserRegex, cfg: LcmConfig, found: list[Any], scanned: int, *,
@@ -323,21 +346,9 @@ def grep(
             where, params = _scope_sql("t", conv_ids, since, before, kind)
             found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
                                                scanned=scanned, sort=sort, limit=limit)  # fmt: skip
-            if sort != "recency":
-                ranked = sorted(range(len(found)), key=lambda i: -found[i][1])
-                if sort == "hybrid":
-                    fused = rrf([ranked, list(range(len(found)))])
-                    ranked = [i for i, _ in fused]
-                found = [found[i] for i in ranked]
-            for row, score, pos in found[:limit]:
-                hits.append(_hit(kind, row, score, _snippet(row["content"], [], pos)))
+            hits.extend(regex_hits(kind, found, sort, limit))
             if stop is not None:
                 warnings.append(stop)
                 break
-    if len(kinds) == 2:
-        if sort == "recency":
-            hits.sort(key=lambda h: h.created_at, reverse=True)
-        else:
-            hits.sort(key=lambda h: -h.score)
-        hits = hits[:limit]
+    hits = merge_kinds(hits, len(kinds), sort, limit)
     return GrepResult(pattern, mode, scope, sort, hits, bool(warnings), scanned, conv_ids, list(dict.fromkeys(warnings)))

@@ -25,7 +25,8 @@ from lcm.newest import SOURCES
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
-from lcm.search import FtsQuery, _scope_sql, _snippet, build_fts_query, match_batch, _TIME_STOP
+from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, match_batch,
+                        merge_kinds, regex_hits)
 
 __all__ = ["pg_grep"]
 
@@ -58,13 +59,6 @@ def _match_sql(q: FtsQuery) -> tuple[str, list[object], str, int]:
 
 def _quoted(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
-
-
-def _hit(kind: str, row: PgRow, score: float, snippet: str) -> GrepHit:
-    if kind == "message":
-        return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score, role=row["role"])
-    return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score,
-                   depth=row["depth"], summary_kind=row["kind"])  # fmt: skip
 
 
 def _set_deadline(c: PgConnection, deadline: float) -> None:
@@ -159,20 +153,9 @@ def pg_grep(db: PgDatabase, cfg: LcmConfig, pattern: str, *, field: str = "patte
             where = "TRUE" if where == "1" else where
             found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
                                                scanned=scanned, sort=sort, limit=limit)  # fmt: skip
-            if sort != "recency":
-                ranked = sorted(range(len(found)), key=lambda i: -found[i][1])
-                if sort == "hybrid":
-                    ranked = [i for i, _ in rrf([ranked, list(range(len(found)))])]
-                found = [found[i] for i in ranked]
-            for row, score, pos in found[:limit]:
-                hits.append(_hit(kind, row, score, _snippet(row["content"], [], pos)))
+            hits.extend(regex_hits(kind, found, sort, limit))
             if stop is not None:
                 warnings.append(stop)
                 break
-    if len(kinds) == 2:
-        if sort == "recency":
-            hits.sort(key=lambda h: h.created_at, reverse=True)
-        else:
-            hits.sort(key=lambda h: -h.score)
-        hits = hits[:limit]
+    hits = merge_kinds(hits, len(kinds), sort, limit)
     return GrepResult(pattern, mode, scope, sort, hits, bool(warnings), scanned, conv_ids, list(dict.fromkeys(warnings)))
