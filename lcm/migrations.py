@@ -282,6 +282,13 @@ def _deferred_trigrams(c: sqlite3.Connection) -> None:
         """)
 
 
+@migration("0008_token_counts")
+def _token_counts(c: sqlite3.Connection) -> None:
+    # PostgreSQL only (lcm.pg.bm25): FTS5 keeps each row's token count for bm25() itself; the
+    # PostgreSQL twin stores it so its relevance score is the same BM25.
+    del c
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

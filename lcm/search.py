@@ -152,7 +152,9 @@ def _fts_rows(
     else:
         sql = f"SELECT t.*, 0.0 AS score FROM {table} t WHERE {where}{extra}"
         args = [*params, *extra_params]
-    order = {"recency": f"t.{time_col} DESC, t.{rowid} DESC", "relevance": f"score, t.{time_col} DESC"}
+    # equal scores: newest first, then the lower row id (the order FTS5 hands rows over), said
+    # explicitly so PostgreSQL's BM25 (lcm.pg.bm25) can break ties the same way
+    order = {"recency": f"t.{time_col} DESC, t.{rowid} DESC", "relevance": f"score, t.{time_col} DESC, t.{rowid}"}
     if sort == "hybrid":
         # Fuse the best by relevance with the newest: both lists come from the same match set.
         by_rel = c.execute(f"{sql} ORDER BY {order['relevance']} LIMIT ?", [*args, limit * 4]).fetchall()

@@ -10,8 +10,8 @@ bounds every statement by what is left of the grep's deadline, so a slow query e
 ``truncated`` answer with a warning, as on SQLite.
 
 Recency answers are the same ids in the same order as on SQLite (``time DESC, id DESC``).
-Relevance uses ``ts_rank_cd`` where SQLite uses FTS5's BM25: the same matches, possibly in
-another order, with scores on another scale.
+Relevance is FTS5's BM25 computed from the tsvector (:mod:`lcm.pg.bm25`): the same scores
+and order as SQLite's wherever the two tokenisers agree.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 from lcm.config import LcmConfig
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES
+from lcm.pg.bm25 import bm25_sql
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
@@ -37,24 +38,22 @@ def _like(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _match_sql(q: FtsQuery) -> tuple[str, list[object], str, int]:
-    """The WHERE part of a full-text query over alias ``t``, its parameters, its rank expression
-    and how many of the parameters (the first ones) the rank expression takes."""
+def _match_sql(q: FtsQuery) -> tuple[str, list[object], list[str]]:
+    """The WHERE part of a full-text query over alias ``t``, its parameters and its word phrases
+    (the phrases BM25 scores, as FTS5 scores only its words index's phrases)."""
     # build_fts_query sorted every term into exactly one of words / trigram / like
     tri = [t for t in q.terms if q.trigram and _quoted(t) in q.trigram.split(" AND ")]
     words = [t for t in q.terms if t not in q.like and t not in tri]
     clauses: list[str] = []
     params: list[object] = []
-    rank = "0.0"
     if words:
         tsq = " && ".join("lcm_tsq(?)" for _ in words)
         clauses.append(f"t.words @@ ({tsq})")
         params += words
-        rank = f"ts_rank_cd(t.words, ({tsq}))"
     for term in [*tri, *q.like]:
         clauses.append("t.content ILIKE ? ESCAPE '\\'")
         params.append(_like(term))
-    return " AND ".join(clauses), params, rank, len(words)
+    return " AND ".join(clauses), params, words
 
 
 def _quoted(term: str) -> str:
@@ -69,18 +68,19 @@ def _set_deadline(c: PgConnection, deadline: float) -> None:
 def _fts_rows(c: PgConnection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str,
               limit: int) -> list[tuple[PgRow, float]]:  # fmt: skip
     src = SOURCES[kind]
-    match, mparams, rank, n_rank = _match_sql(q)
-    rank_args = mparams[:n_rank]
-    base = f"SELECT t.*, {rank} AS score FROM {src.table} t WHERE {match} AND {where}"
-    args: list[Any] = [*rank_args, *mparams, *params]
+    match, mparams, words = _match_sql(q)
+    rank, rank_args = bm25_sql(src.table, words) if words else ("0.0", [])
+    plain = f"SELECT t.* FROM {src.table} t WHERE {match} AND {where}"  # the newest need no score
+    args: list[Any] = [*mparams, *params]
     newest = f"t.{src.time_col} DESC, t.{src.rowid} DESC"
     if sort == "recency":
-        return [(r, 0.0) for r in c.execute(f"{base} ORDER BY {newest} LIMIT ?", [*args, limit]).fetchall()]
-    by_rel = c.execute(f"{base} ORDER BY score DESC, t.{src.time_col} DESC LIMIT ?",
-                       [*args, limit * 4 if sort == "hybrid" else limit]).fetchall()  # fmt: skip
+        return [(r, 0.0) for r in c.execute(f"{plain} ORDER BY {newest} LIMIT ?", [*args, limit]).fetchall()]
+    by_rel = c.execute(f"SELECT t.*, {rank} AS score FROM {src.table} t WHERE {match} AND {where} "
+                       f"ORDER BY score DESC, t.{src.time_col} DESC, t.{src.rowid} LIMIT ?",
+                       [*rank_args, *args, limit * 4 if sort == "hybrid" else limit]).fetchall()  # fmt: skip
     if sort == "relevance":
         return [(r, float(r["score"])) for r in by_rel]
-    by_new = c.execute(f"{base} ORDER BY {newest} LIMIT ?", [*args, limit * 4]).fetchall()
+    by_new = c.execute(f"{plain} ORDER BY {newest} LIMIT ?", [*args, limit * 4]).fetchall()
     by_id = {r[src.rowid]: r for r in [*by_rel, *by_new]}
     fused = rrf([[r[src.rowid] for r in by_rel], [r[src.rowid] for r in by_new]])
     return [(by_id[k], s) for k, s in fused[:limit]]

@@ -47,7 +47,8 @@ def pg_clean_url(pg_shared_url: str) -> str:
         tables = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'lcm_migrations'")]
         conn.execute("SET CONSTRAINTS ALL DEFERRED")
-        for table in sorted(tables, key=lambda t: t == "conversations"):  # referenced rows last
+        # referenced rows last; the word totals after the rows whose delete triggers update them
+        for table in sorted(tables, key=lambda t: (t == "conversations", t == "lcm_word_totals")):
             conn.execute(f'DELETE FROM "{table}"')
         conn.execute("SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, 1, false) "
                      "FROM pg_sequences WHERE schemaname = 'public' AND sequencename NOT LIKE 'lcm_migrations%'")

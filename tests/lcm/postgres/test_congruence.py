@@ -31,7 +31,10 @@ REGEX = [r"E\d{4}", r"module_1\d\.py", "error.*timeout.*retry", "(?i)deploy", r"
 
 @pytest.fixture
 def pair(make_pg_store: Callable[..., LcmStore], make_store: Callable[..., LcmStore], clock: ManualClock) -> tuple[LcmStore, LcmStore]:
-    lite, pg = make_store(), make_pg_store()
+    return _fill(make_store(), make_pg_store(), clock)
+
+
+def _fill(lite: LcmStore, pg: LcmStore, clock: ManualClock) -> tuple[LcmStore, LcmStore]:
     clock.set(datetime(2026, 1, 1, tzinfo=timezone.utc))
     batches = [(KEY, [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(TEXTS)]),
                (KEY, chat(30)), (OTHER, chat(10, prefix="other")),
@@ -56,7 +59,7 @@ def test_full_text_recency_answers_agree(pair: tuple[LcmStore, LcmStore]) -> Non
 
 
 def test_full_text_relevance_finds_the_same_set(pair: tuple[LcmStore, LcmStore]) -> None:
-    # ts_rank_cd and BM25 may order ties and near-ties differently; the match set is the same
+    # every pattern, CJK and punctuation terms included (those are not BM25-scored on PostgreSQL)
     lite, pg = pair
     for pattern in FULL_TEXT:
         want = sorted(_answer(lite, pattern, mode="full_text", sort="relevance", limit=200))
@@ -81,3 +84,93 @@ def test_scope_and_time_bounds_agree(pair: tuple[LcmStore, LcmStore]) -> None:
             b = [h.id for h in pg.grep(pattern, mode=mode, session_key=KEY, **kw).hits]
             assert a == b and a, (pattern, kw)
     assert [h.id for h in pg.grep("other", mode="full_text", session_key=KEY).hits] == []  # tenancy: another family
+
+
+# Relevance is FTS5's BM25 on both engines (lcm.pg.bm25): the same ids in the same order, the
+# same scores. Patterns with word terms only, English and mixed (digits, paths, accents, a
+# phrase, a word in most rows so its idf is FTS5's 1e-6 floor, CJK next to a word).
+RELEVANCE = ['"deploy of" failed', "deploy", "deploys", "failed deploy", "error", "cafe", "E1234", "v4.1",
+             "errno=111", "pytest", "passed pytest", "module_8.py", "src/module_4.py", "bug #12", "msg",
+             "/var/log/app.log", "OR NOT", "迁移 E1234", "the"]  # fmt: skip
+
+
+def _scored(store: LcmStore, pattern: str, scope: str = "messages") -> list[tuple[str, float]]:
+    hits = store.grep(pattern, mode="full_text", sort="relevance", scope=scope, session_key=KEY, limit=200).hits
+    return [(h.id, h.score) for h in hits]
+
+
+def _same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]], pattern: str) -> None:
+    assert [i for i, _ in b] == [i for i, _ in a], pattern
+    for (i, x), (_, y) in zip(a, b):
+        assert y == pytest.approx(x, rel=1e-6), (pattern, i)
+
+
+def test_full_text_relevance_is_the_same_bm25(pair: tuple[LcmStore, LcmStore]) -> None:
+    lite, pg = pair
+    for pattern in RELEVANCE:
+        want = _scored(lite, pattern)
+        assert want and all(s > 0 for _, s in want), pattern  # real scores, not two lists of zeros
+        _same_ranking(want, _scored(pg, pattern), pattern)
+    # scores differ between hits, so the order is the scores' and not a tie break's
+    assert len({s for _, s in _scored(lite, "deploy")}) > 2
+
+
+
+def test_summary_relevance_is_the_same_bm25(make_pg_store: Callable[..., LcmStore],
+                                            make_store: Callable[..., LcmStore], clock: ManualClock) -> None:  # fmt: skip
+    cfg = {"fresh_tail_count": 4, "leaf_chunk_tokens": 120}
+    lite, pg = _fill(make_store(**cfg), make_pg_store(**cfg), clock)
+    for store in (lite, pg):  # no LLM here: deterministic fallback summaries, the same on both
+        assert len(store.compact(KEY, force=True).leaf_summaries) > 2
+
+    def by_text(store: LcmStore, pattern: str) -> list[tuple[str, float]]:
+        # summary ids are random: a summary is named by its text (they are all distinct)
+        text = {h.id: h.snippet for h in store.grep(pattern, mode="full_text", scope="summaries", session_key=KEY,
+                                                    limit=200).hits}  # fmt: skip
+        return [(text[i], s) for i, s in _scored(store, pattern, "summaries")]
+
+    sizes: list[int] = []
+    for pattern in ("deploy", "pytest", "module_8.py", "passed pytest", "E1234", "msg", "cafe"):
+        want = by_text(lite, pattern)
+        assert want and all(s > 0 for _, s in want), pattern
+        _same_ranking(want, by_text(pg, pattern), pattern)
+        sizes.append(len({s for _, s in want}))
+    assert max(sizes) > 2  # an order of several scores was compared, not single hits
+
+
+def test_relevance_differs_only_where_the_tokenisers_do(make_pg_store: Callable[..., LcmStore],
+                                                         make_store: Callable[..., LcmStore]) -> None:  # fmt: skip
+    # A tsvector keeps at most 256 positions of a lexeme: a word said 300 times counts 256 times
+    # on PostgreSQL (FTS5 counts 300), so that row scores a little lower. Same ids, same order
+    # here; the other rows (accents, apostrophes, underscores, emoji, Thai) score the same.
+    texts = ["deploy " * 300, "cafe\u0301 deploy fine", "don't deploy", "deploy_now deploy", "deploy \U0001f680 now",
+             "\u0e20\u0e32\u0e29\u0e32\u0e44\u0e17\u0e22 deploy", "deploy once more"]  # fmt: skip
+    lite, pg = make_store(), make_pg_store()
+    for store in (lite, pg):
+        store.ingest(KEY, [{"role": "user", "content": t} for t in texts])
+    want, got = _scored(lite, "deploy"), _scored(pg, "deploy")
+    assert [i for i, _ in got] == [i for i, _ in want]
+    assert got[0][0] == "msg_1" and got[0][1] < want[0][1] * (1 - 1e-6)  # the capped row
+    _same_ranking(want[1:], got[1:], "deploy")
+
+
+def test_word_totals_follow_inserts_edits_and_deletes(make_pg_store: Callable[..., LcmStore]) -> None:
+    # BM25's N and average length come from lcm_word_totals, kept by statement triggers: after
+    # every kind of write they equal a count over the table (a wrong total would skew every score)
+    pg = make_pg_store()
+    pg.ingest(KEY, [{"role": "user", "content": t} for t in TEXTS])
+    pg.ingest(OTHER, chat(6))
+
+    def check() -> None:
+        for table in ("messages", "summaries"):
+            want = pg.db.query(f"SELECT count(*), coalesce(sum(n_words), 0) FROM {table}")[0]
+            got = pg.db.query("SELECT coalesce(sum(n_rows), 0), coalesce(sum(n_words), 0) FROM lcm_word_totals "
+                              "WHERE tbl = ?", (table,))[0]  # fmt: skip
+            assert tuple(got) == tuple(want), table
+
+    check()
+    with pg.db.atomic() as c:
+        c.execute("UPDATE messages SET content = content || ' and three more words' WHERE id IN (1, 2)")
+        c.execute("DELETE FROM messages WHERE id = 3")
+    check()
+    assert pg.db.query("SELECT sum(n_rows) FROM lcm_word_totals WHERE tbl = 'messages'")[0][0] == len(TEXTS) + 5

@@ -1,0 +1,63 @@
+"""FTS5's BM25 on PostgreSQL: the relevance score of ``bm25(messages_fts)``, computed from the tsvector.
+
+FTS5 scores a row as ``-sum_i idf_i * f_i * (k1 + 1) / (f_i + k1 * (1 - b + b * D / avgdl))``
+over the query's phrases ``i`` (k1 = 1.2, b = 0.75), where ``f_i`` is how often phrase ``i``
+occurs in the row, ``D`` the row's number of tokens, ``avgdl`` the table's tokens per row and
+``idf_i = log((N - n_i + 0.5) / (n_i + 0.5))`` (``N`` rows, ``n_i`` of them holding the phrase;
+an idf at or below zero counts as 1e-6). lcm reports the negated value, so higher is better.
+
+Here each part comes from the server, in the same float8 arithmetic in the same order, so the
+scores agree with SQLite's to the last bits wherever the two tokenisers agree:
+
+- ``D`` is the stored column ``n_words`` (runs of letters and digits, as unicode61 splits them;
+  ``length(words)`` would count distinct lexemes, not tokens);
+- ``N`` and the token total come from ``lcm_word_totals`` (kept by statement triggers in the
+  writer's transaction), every ``n_i`` from one GIN-served count per phrase, all inside the
+  grep's own statement and snapshot: exact, never a stale cache;
+- ``f_i`` is ``ts_rank_cd(words, phrase) * 10``: with the default weights and no normalisation,
+  ``ts_rank_cd`` of a single phrase is 0.1 per occurrence (cover), and it runs in C over the
+  rows the tsquery matched (a SQL function over ``unnest(words)`` was 30x slower).
+
+Known differences, where the tokenisers differ: a tsvector keeps at most 256 positions of a
+lexeme and none past 16383, so a very long text may count fewer occurrences than FTS5; a word
+PostgreSQL's parser splits or stems otherwise than porter unicode61 changes ``f``, ``n`` or
+``D``. Trigram-only queries (CJK terms) are scored by FTS5's trigram index on SQLite and are
+not scored here (0.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["K1", "B", "bm25_sql"]
+
+#: FTS5's bm25() defaults (fts5_aux.c)
+K1 = 1.2
+B = 0.75
+#: FTS5 replaces an idf at or below zero by this (a word in more than half the rows)
+_MIN_IDF = 1e-6
+
+
+def bm25_sql(table: str, phrases: Sequence[str], alias: str = "t") -> tuple[str, list[object]]:
+    """The score expression over row ``alias`` of ``table`` and its parameters.
+
+    The table's figures are uncorrelated subqueries: PostgreSQL evaluates each once, and only
+    when a first row is scored, so a grep that matches nothing pays for none of them.
+    """
+    if table not in ("messages", "summaries"):
+        raise ValueError(f"no BM25 figures for table {table!r}")
+    total = "(SELECT coalesce(sum({}), 0) FROM lcm_word_totals WHERE tbl = '" + table + "')"
+    n_rows, n_words = total.format("n_rows"), total.format("n_words")
+    # FTS5 divides by the row count it holds; a row being scored means there is at least one
+    avgdl = f"({n_words}::float8 / greatest({n_rows}, 1)::float8)"
+    # log((N - n + 0.5) / (n + 0.5)), at or below zero replaced by 1e-6, as in fts5_aux.c
+    idf = (f"(SELECT CASE WHEN x > 0.0 THEN x ELSE {_MIN_IDF!r}::float8 END FROM (SELECT ln((({n_rows} - n)::float8 + 0.5) / "
+           f"(n::float8 + 0.5)) AS x FROM (SELECT count(*) AS n FROM {table} WHERE words @@ lcm_tsq(?)) h) z)")  # fmt: skip
+    f = f"round(ts_rank_cd({alias}.words, lcm_tsq(?)) * 10)::float8"
+    d = f"{alias}.n_words::float8"
+    # the same operations in the same order as fts5_aux.c, so the doubles are the same
+    part = f"{idf} * (({f} * ?::float8) / ({f} + ?::float8 * (?::float8 - ?::float8 + ?::float8 * {d} / {avgdl})))"
+    params: list[object] = []
+    for phrase in phrases:
+        params += [phrase, phrase, K1 + 1.0, phrase, K1, 1.0, B, B]
+    return "(" + " + ".join(["0.0::float8", *[part] * len(phrases)]) + ")", params
