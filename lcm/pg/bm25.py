@@ -16,7 +16,7 @@ scores agree with SQLite's to the last bits wherever the two tokenisers agree:
   grep's own statement and snapshot: exact, never a stale cache;
 - ``f_i`` is ``ts_rank_cd(words, phrase) * 10``: with the default weights and no normalisation,
   ``ts_rank_cd`` of a single phrase is 0.1 per occurrence (cover), and it runs in C over the
-  rows the tsquery matched (a SQL function over ``unnest(words)`` was 30x slower).
+  rows the tsquery matched (no per-row SQL function or unnest).
 
 Known differences, where the tokenisers differ: a tsvector keeps at most 256 positions of a
 lexeme and none past 16383, so a very long text may count fewer occurrences than FTS5; a word
