@@ -106,7 +106,7 @@ def _scope_sql(alias: str, conv_ids: list[int] | None, since: str | None, before
     if before:
         clauses.append(f"{alias}.{end_col} < ?")
         params.append(before)
-    return (" AND ".join(clauses) or "1"), params
+    return (" AND ".join(clauses) or "TRUE"), params  # TRUE: a boolean on both engines
 
 
 def _fts_rows(
@@ -250,6 +250,12 @@ def merge_kinds(hits: list[GrepHit], kinds: int, sort: str, limit: int) -> list[
     return hits[:limit]
 
 
+def fetch_size(sort: str, limit: int, found: int) -> int:
+    """Rows to fetch next in a regex scan: newest first needs only ``limit`` matches, so it
+    fetches no more rows than could supply the ones still missing (both engines)."""
+    return _BATCH if sort != "recency" else min(_BATCH, max(16, limit - found))
+
+
 def match_batch(batch: Sequence[Any], rx: UserRegex, cfg: LcmConfig, found: list[Any], scanned: int, *,
                 deadline: float, sort: str, limit: int) -> tuple[int, str | None, bool]:
     """Match one fetched batch of a regex scan, appending ``(row, match count, first offset)``
@@ -288,9 +294,7 @@ def _regex_scan(
             with db.reading() as c, _deadline(c, deadline):
                 if cursor is None:
                     cursor = _regex_rows(c, kind, rx.literal, where, params, cfg.grep_regex_max_rows + 1)
-                # newest first needs only ``limit`` matches: fetch no more rows than could supply them
-                want = _BATCH if sort != "recency" else min(_BATCH, max(16, limit - len(found)))
-                batch = cursor.fetchmany(want)
+                batch = cursor.fetchmany(fetch_size(sort, limit, len(found)))
             if not batch:
                 break
             scanned, stop, full = match_batch(batch, rx, cfg, found, scanned,

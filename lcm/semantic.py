@@ -35,7 +35,7 @@ from lcm.errors import EmbedderMissingError, LcmValidationError
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
 from lcm.ranking import rrf
 from lcm.newest import SOURCES
-from lcm.search import build_fts_query
+from lcm.search import _scope_sql, build_fts_query
 from lcm.tokens import is_cjk_text
 from lcm.trigram import indexed_upto, like_pattern
 from lcm.vectors import TextEmbedder, pack, top_k, unpack_scores
@@ -65,13 +65,11 @@ class _Src:
     rowid: str
     vectors: str
     key: str
-    start: str  # the time column ``since`` compares
-    end: str  # the time column ``before`` compares
 
 
 _SRC = {
-    "message": _Src("messages", "id", "message_vectors", "message_id", "created_at", "created_at"),
-    "summary": _Src("summaries", "pk", "summary_vectors", "summary_pk", "latest_at", "earliest_at"),
+    "message": _Src("messages", "id", "message_vectors", "message_id"),
+    "summary": _Src("summaries", "pk", "summary_vectors", "summary_pk"),
 }
 _KINDS = {"messages": ("message",), "summaries": ("summary",), "both": ("message", "summary")}
 
@@ -225,22 +223,16 @@ class SemanticIndex:
     # 3 -------------------------------------------------------------------------------------------
     def _filter(self, kind: str, conv_ids: list[int] | None, since: str | None,
                 before: str | None, conv: str = "t") -> tuple[str, str, list[object]]:
-        """The join and WHERE clause (on ``t``, the item) that put an item in scope; the
-        conversation is read from ``conv`` (``v``: the vector row carries it, no join needed)."""
+        """The join and WHERE clause that put an item in scope: grep's own scope rule
+        (``lcm.search._scope_sql``) on ``t``, the item. A scan of the vectors (``conv="v"``)
+        without a time window reads the conversation from the vector row and needs no join."""
+        if conv == "v" and not (since or before):
+            where, params = _scope_sql("v", conv_ids, None, None, kind)
+            return "", where, params
+        where, params = _scope_sql("t", conv_ids, since, before, kind)
         src = _SRC[kind]
-        clauses: list[str] = []
-        params: list[object] = []
-        if conv_ids is not None:
-            clauses.append(f"{conv}.conversation_id IN ({','.join('?' * len(conv_ids))})")
-            params += conv_ids
-        if since:
-            clauses.append(f"t.{src.start} >= ?")
-            params.append(since)
-        if before:
-            clauses.append(f"t.{src.end} < ?")
-            params.append(before)
-        join = "" if not (since or before) else f" JOIN {src.table} t ON t.{src.rowid} = v.{src.key}"
-        return join, " AND ".join(clauses) or "TRUE", params  # TRUE: a boolean on both engines
+        join = "" if conv == "t" else f" JOIN {src.table} t ON t.{src.rowid} = v.{src.key}"
+        return join, where, params
 
     def search(self, kind: str, query: np.ndarray, conv_ids: list[int] | None, since: str | None,
                before: str | None, k: int, deadline: float) -> tuple[list[tuple[int, float]], int, bool]:

@@ -26,12 +26,10 @@ from lcm.pg.bm25 import bm25_sql
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
-from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, match_batch,
+from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size, match_batch,
                         merge_kinds, regex_hits)
 
 __all__ = ["pg_grep"]
-
-_BATCH = 128
 
 
 def _like(term: str) -> str:
@@ -110,8 +108,7 @@ def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where:
             with c.raw.cursor(name="lcm_regex_scan", row_factory=_row_factory) as cur:
                 cur.execute(translate(sql), args)
                 while stop is None:
-                    want = _BATCH if sort != "recency" else min(_BATCH, max(16, limit - len(found)))
-                    batch = cur.fetchmany(want)
+                    batch = cur.fetchmany(fetch_size(sort, limit, len(found)))
                     if not batch:
                         break
                     scanned, stop, full = match_batch(batch, rx, cfg, found, scanned,
@@ -142,7 +139,7 @@ def pg_grep(db: PgDatabase, cfg: LcmConfig, pattern: str, *, field: str = "patte
                 _set_deadline(c, deadline)
                 for kind in kinds:
                     where, params = _scope_sql("t", conv_ids, since, before, kind)
-                    rows = _fts_rows(c, kind, q, "TRUE" if where == "1" else where, params, sort, limit)
+                    rows = _fts_rows(c, kind, q, where, params, sort, limit)
                     hits += [_hit(kind, row, score, _snippet(row["content"], q.terms)) for row, score in rows]
         except psycopg.errors.QueryCanceled:
             warnings.append(_TIME_STOP)
@@ -150,7 +147,6 @@ def pg_grep(db: PgDatabase, cfg: LcmConfig, pattern: str, *, field: str = "patte
         rx = compile_user_regex(pattern)
         for kind in kinds:
             where, params = _scope_sql("t", conv_ids, since, before, kind)
-            where = "TRUE" if where == "1" else where
             found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
                                                scanned=scanned, sort=sort, limit=limit)  # fmt: skip
             hits.extend(regex_hits(kind, found, sort, limit))
