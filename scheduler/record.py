@@ -25,6 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable
 
+from amem.atomicfile import write_text_atomic
+
 log = logging.getLogger(__name__)
 
 VERSION = 1
@@ -120,22 +122,9 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """Replace the record atomically: a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     record = {**record, "version": VERSION}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(record, fh, ensure_ascii=False, indent=1, sort_keys=True, default=str)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:  # some filesystems do not open directories; the rename is still atomic
-        return
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_text_atomic(path, json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True,
+                                       default=str))
 
 
 class RunLock:

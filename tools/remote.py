@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator
 from urllib.parse import quote, urlsplit
 
+from amem.atomicfile import write_text_atomic
+
 log = logging.getLogger(__name__)
 
 RECORD_NAME = "server.json"
@@ -67,7 +69,7 @@ def serving_record(home: str | Path, *, transport: str, url: str | None = None) 
     token = secrets.token_urlsafe(32) if transport == "http" else None
     record = ServerRecord(transport, os.getpid(), url, token, time.time())
     path = record_path(home)
-    _write_private(path, json.dumps(asdict(record)))
+    write_text_atomic(path, json.dumps(asdict(record)), private=True)
     log.info("server record %s written: %s", path, "the amem CLI uses this server while it runs"
              if token else "the CLI will say this stdio server holds the store")
     try:
@@ -76,23 +78,6 @@ def serving_record(home: str | Path, *, transport: str, url: str | None = None) 
         current = load_record(path)
         if current is not None and current.pid == record.pid and current.token == token:
             path.unlink(missing_ok=True)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """``text`` into ``path`` atomically, readable by its owner only (mode 0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def load_record(path: Path) -> ServerRecord | None:

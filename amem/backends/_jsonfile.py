@@ -1,17 +1,15 @@
 """A small JSON object file replaced atomically: the embedded store's ``meta.json``.
 
-A reader sees the old file or the new one, never half of either: the new text goes to a
-temporary sibling, is fsynced, renamed over the target, and the directory is fsynced so the
-rename itself survives a crash.
+A reader sees the old file or the new one, never half of either (``amem.atomicfile``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from amem.atomicfile import write_text_atomic
 from amem.errors import BackendError, ValidationError
 
 
@@ -38,18 +36,4 @@ def write_object(path: Path, value: dict[str, Any]) -> None:
         text = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"meta is not JSON-serialisable: {exc}", field="meta") from exc
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_text_atomic(path, text)

@@ -1,0 +1,39 @@
+"""One way to replace a small file atomically and durably.
+
+A reader sees the old file or the new one, never half of either: the text goes to a temporary
+sibling (created exclusively, with the file's final permissions from the start), is fsynced,
+renamed over the target, and the directory is fsynced so the rename itself survives a crash.
+The store's ``meta.json``, the nightly record and the server record all go through here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["write_text_atomic"]
+
+
+def write_text_atomic(path: Path, text: str, *, private: bool = False) -> None:
+    """Replace ``path`` with ``text``; ``private`` makes it readable by its owner only (0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # left by a killed writer of this pid
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # some filesystems do not open directories; the rename is still atomic
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
