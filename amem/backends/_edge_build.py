@@ -21,21 +21,47 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import qdrant_edge as qe
 
 from amem.errors import BackendError
-
-if TYPE_CHECKING:
-    from amem.backends.edge import EdgeBackend
 
 log = logging.getLogger(__name__)
 
 BUILD_DIR = "shard.build"
 OLD_DIR = "shard.old"
 DONE_DIR = "shard.old.done"
+
+
+class ShardHolder(Protocol):
+    """Where the backend keeps its open shard (``None`` while it is swapped or closed)."""
+
+    shard: qe.EdgeShard | None
+
+
+class BuildTarget(Protocol):
+    """What a build on a copy needs of the edge store (``EdgeBackend`` is one).
+
+    Named here, not imported from ``amem.backends.edge``, so this module sits below the backend
+    that calls it (no import cycle).
+    """
+
+    path: Path
+    #: ids changed while a build works on a copy (``None``: no build running)
+    touched: set[str] | None
+    #: the child optimising the copy (the backend's ``close`` kills it)
+    build_child: subprocess.Popen[str] | None
+
+    @property
+    def shard(self) -> qe.EdgeShard: ...
+
+    @property
+    def _handle(self) -> ShardHolder: ...
+
+    def _engine(self, op: str) -> AbstractContextManager[None]: ...
 
 
 def recover(path: Path, shard_name: str) -> None:
@@ -52,7 +78,7 @@ def recover(path: Path, shard_name: str) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
 
 
-def build_on_copy(backend: "EdgeBackend", shard_name: str, child_code: str) -> str:
+def build_on_copy(backend: BuildTarget, shard_name: str, child_code: str) -> str:
     """Optimise a copy of the shard in a child, swap it in, replay what changed meanwhile.
 
     Returns the child's outcome (``changed``/``optimal``) and the number of replayed points.
@@ -84,7 +110,7 @@ def build_on_copy(backend: "EdgeBackend", shard_name: str, child_code: str) -> s
         shutil.rmtree(build, ignore_errors=True)
 
 
-def _swap(backend: "EdgeBackend", shard_dir: Path, build: Path) -> int:
+def _swap(backend: BuildTarget, shard_dir: Path, build: Path) -> int:
     """Swap the built copy in for the live shard (the engine gate is held); points replayed."""
     old, done = backend.path / OLD_DIR, backend.path / DONE_DIR
     ids = sorted(backend.touched or ())
