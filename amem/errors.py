@@ -1,6 +1,6 @@
 """The one exception tree of the amem package.
 
-    AmemError                      base of everything amem raises on purpose
+    AmemError                      base of everything amem raises on purpose (a MemoryToolError)
     ├── ConfigError                a bad config key or value (names the key and the source)
     ├── ValidationError            bad input at the boundary; ``.field`` names the offending field
     ├── NotFoundError              an id that is not in the store (for this agent); ``.id``
@@ -11,49 +11,39 @@
     └── LLMError                   the LLM endpoint failed (callers fall back to offline enrichment)
         └── LLMResponseError       the reply was not usable JSON of the right shape; ``.raw``
 
-Callers catch ``AmemError``; the tool facade turns each into a structured error.
+ConfigError, ValidationError and NotFoundError are also the shared kinds of
+:mod:`amem.kernel.errors` (``BadConfigError``, ``InvalidArgumentError``, ``IdNotFoundError``),
+which give them their fields. Callers catch ``AmemError``, or ``MemoryToolError`` for amem's
+and lcm's errors alike; the tool facade turns each into a structured error.
 """
 
 from __future__ import annotations
 
+from amem.kernel.errors import BadConfigError, IdNotFoundError, InvalidArgumentError, MemoryToolError
 
-class AmemError(Exception):
+
+class AmemError(MemoryToolError):
     """Base class of every error amem raises on purpose."""
 
     code = "amem_error"
 
 
-class ConfigError(AmemError, ValueError):
-    """A configuration key or value is invalid."""
+class ConfigError(AmemError, BadConfigError):
+    """A configuration key or value is invalid; ``key`` names it."""
 
     code = "config_error"
 
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
-
-class ValidationError(AmemError, ValueError):
-    """Input rejected at the boundary. Nothing stored was changed."""
+class ValidationError(AmemError, InvalidArgumentError):
+    """Input rejected at the boundary. Nothing stored was changed; ``field`` names the input."""
 
     code = "invalid_argument"
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
-
-class NotFoundError(AmemError, KeyError):
-    """No such note (for this agent)."""
+class NotFoundError(AmemError, IdNotFoundError):
+    """No such note (for this agent); ``id`` is the one asked for."""
 
     code = "not_found"
-
-    def __init__(self, message: str, *, id: str | None = None) -> None:
-        super().__init__(message)
-        self.id = id
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0]) if self.args else ""
 
 
 class EmbedderMismatchError(AmemError):

@@ -1,6 +1,6 @@
 """The exception tree of the lcm package.
 
-    LcmError                     base of everything lcm raises on purpose
+    LcmError                     base of everything lcm raises on purpose (a MemoryToolError)
     ├── LcmConfigError           a bad config key or value; ``.key`` and ``.source`` name them
     ├── LcmValidationError       bad input at the boundary; ``.field`` names the offending field
     │   ├── ReplayFloodError     a batch refused by the anti-replay guard; ``.role``, ``.count``
@@ -14,37 +14,33 @@
         ├── SchemaTooNewError        the database was migrated by newer code; ``.unknown``
         └── UnsupportedOnEngineError an operation not ported to this engine; ``.operation``
 
+LcmConfigError, LcmValidationError and LcmNotFoundError are also the shared kinds of
+:mod:`amem.kernel.errors` (``BadConfigError``, ``InvalidArgumentError``, ``IdNotFoundError``),
+which give them their fields; callers that serve both packages catch ``MemoryToolError``.
 Every error that rejects input is raised before anything is written.
 """
 
 from __future__ import annotations
 
+from amem.kernel.errors import BadConfigError, IdNotFoundError, InvalidArgumentError, MemoryToolError
 
-class LcmError(Exception):
+
+class LcmError(MemoryToolError):
     """Base class of every error lcm raises on purpose."""
 
     code = "lcm_error"
 
 
-class LcmConfigError(LcmError, ValueError):
-    """A configuration key or value is invalid."""
+class LcmConfigError(LcmError, BadConfigError):
+    """A configuration key or value is invalid; ``key`` and ``source`` name them."""
 
     code = "config_error"
 
-    def __init__(self, message: str, *, key: str | None = None, source: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
-        self.source = source
 
-
-class LcmValidationError(LcmError, ValueError):
-    """Input rejected at the boundary. Nothing stored was changed."""
+class LcmValidationError(LcmError, InvalidArgumentError):
+    """Input rejected at the boundary. Nothing stored was changed; ``field`` names the input."""
 
     code = "invalid_argument"
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 class ReplayFloodError(LcmValidationError):
@@ -69,17 +65,10 @@ class RegexRefusedError(LcmValidationError):
         self.pattern = pattern
 
 
-class LcmNotFoundError(LcmError, KeyError):
-    """No such summary, file, message or conversation."""
+class LcmNotFoundError(LcmError, IdNotFoundError):
+    """No such summary, file, message or conversation; ``id`` is the one asked for."""
 
     code = "not_found"
-
-    def __init__(self, message: str, *, id: str | None = None) -> None:
-        super().__init__(message)
-        self.id = id
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0]) if self.args else ""
 
 
 class PathEscapeError(LcmError, PermissionError):

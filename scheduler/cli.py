@@ -11,7 +11,7 @@ import sys
 from types import FrameType
 from typing import Any, Mapping, Sequence
 
-from amem.errors import AmemError
+from amem.kernel.errors import MemoryToolError
 
 from .config import SchedulerConfig
 from .job import run_nightly
@@ -51,7 +51,7 @@ def cli_main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None
             _emit(args, last_run_status(cfg.home, cfg))
             return 0
         return _run(args, settings, cfg)
-    except AmemError as exc:
+    except MemoryToolError as exc:  # amem's and lcm's errors alike (a bad [lcm] table too)
         print(f"amem scheduler: {exc}", file=sys.stderr)
         return 2
 

@@ -551,13 +551,12 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
 
 
 def _as_cli_error(exc: Exception) -> CliError:
-    from amem.errors import AmemError
-    from lcm.errors import LcmError
+    from amem.kernel.errors import MemoryToolError
 
     from .errors import ToolError
 
     code = getattr(exc, "code", None)
-    if isinstance(code, str) and isinstance(exc, (AmemError, LcmError, ToolError)):
+    if isinstance(code, str) and isinstance(exc, (MemoryToolError, ToolError)):
         return CliError(str(exc), code=code, exit_code=_CODE_EXITS.get(code, EXIT_ERROR),
                         field=getattr(exc, "field", None))
     if isinstance(exc, OSError):

@@ -253,10 +253,9 @@ def _attr(obj: Any, name: str) -> Any:
 
 def _is_ours(exc: Exception) -> bool:
     """An error raised on purpose by amem or lcm (it carries a code meant for callers)."""
-    from amem.errors import AmemError
-    from lcm.errors import LcmError
+    from amem.kernel.errors import MemoryToolError
 
-    return isinstance(exc, (AmemError, LcmError))
+    return isinstance(exc, MemoryToolError)
 
 
 # ---------------------------------------------------------------------- tool_info

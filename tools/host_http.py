@@ -210,14 +210,13 @@ def _after_turn(store: Any, key: str) -> dict[str, Any]:
 
 def _guarded(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``work()``, every failure turned into a structured error (as ``ToolFacade.call`` does)."""
-    from amem.errors import AmemError
-    from lcm.errors import LcmError
+    from amem.kernel.errors import MemoryToolError
 
     try:
         return work()
     except ToolError as exc:
         return error_result(exc.code, redact(exc.message), exc.field)
-    except (LcmError, AmemError) as exc:
+    except MemoryToolError as exc:
         code = getattr(exc, "code", "internal")
         return error_result(str(code), redact(str(exc)), getattr(exc, "field", None))
     except Exception as exc:  # never a traceback to the host; the log keeps it
