@@ -19,9 +19,9 @@ import json
 import logging
 import math
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .context import CallContext
 from .conventions import apply as with_conventions
 from .errors import CALLER_CODES, ToolError, error_result, redact
 from .lcm_tools import lcm_tools
@@ -32,6 +32,7 @@ from .tenancy import session_key_for, session_owner
 
 if TYPE_CHECKING:
     from amem import MemoryStore
+    from lcm import LcmStore
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +55,6 @@ def lazy_from_env(env: Mapping[str, str]) -> bool:
     if raw in ("1", "true", "yes", "on"):
         return True
     raise ValueError(f"{LAZY_ENV} must be 1/0 or true/false, got {raw!r}")
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """What a handler may use: the stores and the caller's identity (never from arguments)."""
-
-    memory: "MemoryStore | None"
-    lcm: Any
-    agent_id: str
-    facade: "ToolFacade"
 
 
 class ToolFacade:
@@ -90,7 +81,7 @@ class ToolFacade:
             ``invalid_argument`` when it is malformed.
     """
 
-    def __init__(self, memory: "MemoryStore | None", lcm: Any = None, *, agent_id: str,
+    def __init__(self, memory: "MemoryStore | None", lcm: "LcmStore | None" = None, *, agent_id: str,
                  lazy: bool = False, max_payload_bytes: int = MAX_PAYLOAD_BYTES,
                  session_key: str | None = None, lcm_listed: bool | None = None,
                  descriptions: Mapping[str, str] | None = None) -> None:

@@ -95,6 +95,7 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
         except ToolError as exc:
             return reply(exc.to_dict())
         store = target.lcm
+        assert store is not None  # _assemble_args refused a facade without one
         return reply(await runner.run(target.agent_id, "lcm assemble",
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))
 

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from lcm.errors import LcmValidationError
 
+from .context import CallContext
 from .errors import ToolError
 from .registry import Handler, Tool, obj
 from .tenancy import PREFIX, agent_segment, session_owner
 
 if TYPE_CHECKING:
-    from .facade import CallContext
+    from lcm import LcmStore
 
 _SUMMARY_IDS = {"type": "array", "minItems": 1, "maxItems": 50,
                 "items": {"type": "string", "minLength": 1, "maxLength": 100},
@@ -85,6 +86,12 @@ def _hit(hit: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _lcm(ctx: CallContext) -> "LcmStore":
+    # The facade refuses every lcm_* call when it has no conversation store.
+    assert ctx.lcm is not None
+    return ctx.lcm
+
+
 def session_key_for(ctx: "CallContext") -> str:
     """The session family the caller may read: the facade's, which ``tools.tenancy`` checked
     belongs to the caller (``agent:<agent id>:main`` unless the host or the connection named
@@ -97,7 +104,7 @@ def owned_session_keys(ctx: "CallContext") -> list[str]:
     ``tools.tenancy.session_owner`` is the caller, never another agent's."""
     own = session_key_for(ctx)
     prefix = f"{PREFIX}{agent_segment(ctx.agent_id)}:"
-    keys = [k for k in ctx.lcm.session_keys(prefix) if session_owner(k) == ctx.agent_id]
+    keys = [k for k in _lcm(ctx).session_keys(prefix) if session_owner(k) == ctx.agent_id]
     return list(dict.fromkeys([own, *keys]))
 
 
@@ -111,7 +118,7 @@ def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "regex", scope: str =
              fileIds: list[str] | None = None, since: str | None = None,
              before: str | None = None, limit: int = 50, sort: str | None = None) -> dict[str, Any]:
     # A conversation of another family (or another agent) answers exactly like a missing one.
-    out = _out(ctx.lcm.grep(pattern, mode=mode, scope=scope, since=since, before=before, limit=limit,
+    out = _out(_lcm(ctx).grep(pattern, mode=mode, scope=scope, since=since, before=before, limit=limit,
                             sort=sort, session_key=_scope_keys(ctx, allConversations),
                             conversation_id=conversationId, file_ids=fileIds))
     out["hits"] = [_hit(h) for h in out.get("hits", [])]
@@ -122,7 +129,7 @@ def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "regex", scope: str =
 def lcm_describe(ctx: "CallContext", id: str, conversationId: int | None = None,  # noqa: A002 - the wire name
                  allConversations: bool = False, offset: int = 0,
                  limit: int = 4000) -> dict[str, Any]:
-    out = _out(ctx.lcm.describe(id, offset=offset, limit=limit, conversation_id=conversationId,
+    out = _out(_lcm(ctx).describe(id, offset=offset, limit=limit, conversation_id=conversationId,
                                 session_key=_scope_keys(ctx, allConversations)))
     out["type"] = out.get("kind")
     if "id" not in out and isinstance(out.get("summary"), dict):
@@ -137,7 +144,7 @@ def lcm_expand(ctx: "CallContext", summaryIds: list[str] | None = None,
                allConversations: bool = False) -> dict[str, Any]:
     if not summaryIds and not query:
         raise ToolError("invalid_argument", "give summaryIds or a query", field="query")
-    return _out(ctx.lcm.expand(summaryIds, query=query, max_depth=maxDepth, token_cap=tokenCap,
+    return _out(_lcm(ctx).expand(summaryIds, query=query, max_depth=maxDepth, token_cap=tokenCap,
                                conversation_id=conversationId,
                                session_key=_scope_keys(ctx, allConversations)))
 
@@ -150,7 +157,7 @@ def lcm_expand_query(ctx: "CallContext", prompt: str, query: str | None = None,
                      allConversations: bool = False) -> dict[str, Any]:
     if not summaryIds and not query:
         raise ToolError("invalid_argument", "give a query or summaryIds", field="query")
-    return _out(ctx.lcm.expand_query(prompt, query=query, summary_ids=summaryIds, max_tokens=maxTokens,
+    return _out(_lcm(ctx).expand_query(prompt, query=query, summary_ids=summaryIds, max_tokens=maxTokens,
                                      token_cap=tokenCap, timeout_ms=timeoutMs,
                                      conversation_id=conversationId,
                                      session_key=_scope_keys(ctx, allConversations)))

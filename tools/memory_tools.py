@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING, Any
 from amem.notefields import INDEX_FIELDS, MAX_TTL
 from amem.visibility import count_expired
 
+from .context import CallContext
 from .errors import ToolError
 from .registry import Tool, obj
 
 if TYPE_CHECKING:
     from amem import MemoryStore
-
-    from .facade import CallContext
 
 #: longest note text the tool accepts (the store's default limit; a smaller config still wins)
 MAX_TEXT_CHARS = 32_000
