@@ -1,39 +1,7 @@
-"""The clock seam: the store asks it for "now" so tests can fix time."""
+"""Moved to :mod:`amem.kernel.clock` (one clock for amem and lcm); this name stays for old importers."""
 
-from __future__ import annotations
+from amem.kernel.clock import Clock as Clock  # moved to amem.kernel.clock; importers are switched at integration
+from amem.kernel.clock import ManualClock as FixedClock  # moved to amem.kernel.clock (as ManualClock); importers are switched at integration
+from amem.kernel.clock import SystemClock as SystemClock  # moved to amem.kernel.clock; importers are switched at integration
 
-from datetime import datetime, timedelta, timezone
-from typing import Protocol
-
-
-class Clock(Protocol):
-    def now(self) -> datetime:
-        """The current time, timezone-aware UTC."""
-        ...
-
-
-class SystemClock:
-    """Wall-clock time."""
-
-    def now(self) -> datetime:
-        return datetime.now(timezone.utc)
-
-
-class FixedClock:
-    """A clock that stands still until moved; for tests and replays."""
-
-    def __init__(self, start: datetime | str) -> None:
-        if isinstance(start, str):
-            start = datetime.fromisoformat(start)
-        if start.tzinfo is None:
-            start = start.replace(tzinfo=timezone.utc)
-        self._now = start
-
-    def now(self) -> datetime:
-        return self._now
-
-    def advance(self, **delta: float) -> None:
-        self._now += timedelta(**delta)
-
-    def set(self, moment: datetime) -> None:
-        self._now = moment
+__all__ = ["Clock", "FixedClock", "SystemClock"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from amem.kernel.clock import Clock, ManualClock
+from amem.kernel.llm import TextLLM as SummaryLLM  # lcm's public name of the kernel's one-call LLM seam
 from lcm.config import LcmConfig, load_config
 from lcm.errors import LcmError
 from lcm.models import (
@@ -14,7 +16,6 @@ from lcm.models import (
     IngestResult,
     StatusReport,
 )
-from lcm.seams import Clock, ManualClock, SummaryLLM
 from lcm.store import LcmStore
 
 __all__ = [

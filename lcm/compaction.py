@@ -14,13 +14,13 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
+from amem.kernel.clock import Clock
 from lcm.config import LcmConfig, ThresholdOverride
 from lcm.db import Database
 from lcm.errors import ConcurrentChangeError
 from lcm.events import EventLog
 from lcm.extract import SourceUnit
 from lcm.failures import record_failure
-from lcm.seams import Clock
 from lcm.sessions import glob_match
 from lcm.summarize import Summarizer, SummaryDraft
 from lcm.timeutil import display_time, iso

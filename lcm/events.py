@@ -24,7 +24,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lcm.seams import Clock
+from amem.kernel.clock import Clock
 from lcm.timeutil import iso
 
 log = logging.getLogger(__name__)

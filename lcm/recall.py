@@ -25,7 +25,7 @@ from lcm.models import (
     SummaryDescription,
 )
 from lcm.ranking import bm25_scores, tokenize
-from lcm.seams import DeadlineLLM, SummaryLLM
+from amem.kernel.llm import DeadlineLLM, TextLLM
 from lcm.timeutil import display_time
 from lcm.tokens import estimate_tokens
 
@@ -74,7 +74,7 @@ def row_to_summary(r: sqlite3.Row) -> Summary:
 
 
 class Recall:
-    def __init__(self, db: Database, cfg: LcmConfig, files: LargeFileStore, llm: SummaryLLM | None) -> None:
+    def __init__(self, db: Database, cfg: LcmConfig, files: LargeFileStore, llm: TextLLM | None) -> None:
         self.db = db
         self.cfg = cfg
         self.files = files
@@ -364,11 +364,11 @@ class Recall:
         return None
 
 
-def _complete_by(llm: SummaryLLM, deadline: float, system: str, user: str, max_tokens: int) -> str | None:
+def _complete_by(llm: TextLLM, deadline: float, system: str, user: str, max_tokens: int) -> str | None:
     """The model's reply, or None when ``deadline`` comes first.
 
     A :class:`DeadlineLLM` (amem's client) is given the time left, so the HTTP request itself
-    ends at the deadline. A plain SummaryLLM has no deadline of its own: the call runs in a
+    ends at the deadline. A plain TextLLM has no deadline of its own: the call runs in a
     daemon thread the caller stops waiting for at the deadline; the abandoned call ends on the
     model's own timeout and its reply is dropped. An error in the call is raised here.
     """

@@ -12,6 +12,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from amem.kernel.clock import Clock, SystemClock
+from amem.kernel.llm import TextLLM
 from lcm.assemble import build_context
 from lcm.compaction import Compactor, Params, resolve_params
 from lcm.config import LcmConfig
@@ -47,7 +49,6 @@ from lcm.recall import MAX_ROWID, SUMMARY_ID_RE, ExpansionFailedError, Recall
 from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
 from lcm.semantic import NIGHTLY_EMBED_SECONDS, SemanticIndex
-from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso, parse_time
@@ -98,9 +99,9 @@ class LcmStore:
         path: str | Path | None = None,
         config: LcmConfig | None = None,
         *,
-        llm: SummaryLLM | None = None,
+        llm: TextLLM | None = None,
         clock: Clock | None = None,
-        expansion_llm: SummaryLLM | None = None,
+        expansion_llm: TextLLM | None = None,
         embedder: TextEmbedder | None = None,
     ) -> None:
         cfg = config or LcmConfig()

@@ -14,8 +14,10 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from amem.kernel.breaker import CircuitBreaker
+from amem.kernel.clock import Clock
+from amem.kernel.llm import TextLLM
 from lcm.config import LcmConfig
 from lcm.extract import (
     FALLBACK_MARKER,
@@ -25,7 +27,6 @@ from lcm.extract import (
     salient_terms,
     truncate_to_tokens,
 )
-from lcm.seams import Clock, SummaryLLM
 from lcm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -85,12 +86,14 @@ _AGGRESSIVE = (
 class Summarizer:
     """Makes leaf and condensed summaries; holds the circuit breaker and the spend guard."""
 
-    def __init__(self, cfg: LcmConfig, llm: SummaryLLM | None, clock: Clock) -> None:
+    def __init__(self, cfg: LcmConfig, llm: TextLLM | None, clock: Clock) -> None:
         self.cfg = cfg
         self.llm = llm
         self.clock = clock
-        self._failures = 0
-        self._open_until = 0.0
+        # Counted on the store's clock (not monotonic time) so a test's ManualClock moves the
+        # cooldown. Used only when the LLM has no breaker of its own (see ``_shared_breaker``).
+        self._breaker = CircuitBreaker(cfg.circuit_breaker_threshold, cfg.circuit_breaker_cooldown_ms / 1000,
+                                       clock=self._now, name="the summary LLM")
         self._calls: deque[float] = deque()
         self._spend_until = 0.0
         #: the newest LLM error (``type: message``), for the failure record of a fallback summary
@@ -101,20 +104,21 @@ class Summarizer:
         return self.clock.now().timestamp()
 
     @property
-    def _shared_breaker(self) -> Any:
+    def _shared_breaker(self) -> CircuitBreaker | None:
         """The breaker of an LLM client that has one (``amem.llm.LLMClient``), else None.
 
         A client with its own breaker is shared with the note store: one count of failures
         for one endpoint. This class then only reads it, instead of keeping a second count.
         """
-        return getattr(self.llm, "breaker", None)
+        breaker = getattr(self.llm, "breaker", None)
+        return breaker if isinstance(breaker, CircuitBreaker) else None
 
     def llm_available(self) -> tuple[bool, str]:
         if self.llm is None:
             return False, "no-llm"
         now = self._now()
-        breaker = self._shared_breaker
-        if now < self._open_until or (breaker is not None and breaker.state == "open"):
+        breaker = self._shared_breaker or self._breaker
+        if breaker.state == "open":
             return False, "circuit-open"
         if now < self._spend_until:
             return False, "spend-backoff"
@@ -136,14 +140,10 @@ class Summarizer:
         except Exception as exc:  # any failure of the seam is a failed attempt
             log.warning("lcm: summary LLM call failed: %s: %s", type(exc).__name__, exc)
             self.last_error = f"{type(exc).__name__}: {exc}"
-            if self._shared_breaker is not None:
-                return None  # the client's own breaker counted it
-            self._failures += 1
-            if self._failures >= self.cfg.circuit_breaker_threshold:
-                self._open_until = self._now() + self.cfg.circuit_breaker_cooldown_ms / 1000
-                log.warning("lcm: summary circuit breaker open after %d failures", self._failures)
+            if self._shared_breaker is None:  # else the client's own breaker counted it
+                self._breaker.record_failure()
             return None
-        self._failures = 0
+        self._breaker.record_success()
         if time.monotonic() - started > self.cfg.summary_timeout_ms / 1000:
             # amem's runtime passes summaryTimeoutMs to the client as the call's deadline; an
             # LLM given directly to LcmStore may not honour one, so it is at least reported.

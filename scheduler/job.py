@@ -17,7 +17,7 @@ from typing import Any, Callable, Literal, Protocol
 
 from apscheduler.triggers.base import BaseTrigger
 
-from amem.clock import Clock, SystemClock
+from amem.kernel.clock import Clock, SystemClock
 from amem.config import AmemConfig
 
 from .config import SchedulerConfig, as_scheduler_config, last_fire_time

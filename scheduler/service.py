@@ -25,7 +25,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.base import BaseTrigger
 
-from amem.clock import Clock, SystemClock
+from amem.kernel.clock import Clock, SystemClock
 from amem.config import AmemConfig
 
 from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, last_fire_time,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from ..errors import LLMError, ValidationError
-from ..llm.base import LLM
+from ..kernel.llm import LLM
 from .base import OFFLINE_FALLBACK, Candidate, Enricher, Enrichment, EvolutionDecision, LinkDecision, NoteView
 from .llm import LLMEnricher
 from .offline import OfflineEnricher, OfflineRules

@@ -16,7 +16,7 @@ import logging
 from typing import Any, Callable, Iterable
 
 from ..errors import LLMResponseError
-from ..llm.base import LLM
+from ..kernel.llm import LLM
 from . import prompts
 from .base import (CATEGORIES, NOTE_TYPES, Candidate, Enrichment, EvolutionDecision, EvolutionUpdate, LinkDecision,
                    NoteView, llm_label)

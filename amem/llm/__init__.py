@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import LLM
-from .breaker import CircuitBreaker
+from ..kernel.breaker import CircuitBreaker
+from ..kernel.llm import LLM
 from .client import LLMClient
 from .config import PLACEHOLDER_API_KEY, RUNGS, LLMConfig, Rung
 from .jsonreply import check_shape, parse_json_object

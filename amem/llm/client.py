@@ -6,7 +6,7 @@ flaky model server:
 
 * retries with exponential backoff and jitter, *only* for connection errors, timeouts and
   HTTP 408/409/429/5xx (a sane ``Retry-After`` is honoured); any other status fails at once;
-* a circuit breaker (:mod:`amem.llm.breaker`) that stops calling a dead endpoint for a while;
+* a circuit breaker (:mod:`amem.kernel.breaker`) that stops calling a dead endpoint for a while;
   an unusable reply (not JSON, wrong types, empty) counts as a failure like an error status;
 * an overall deadline per call (``LLMConfig.deadline``, retries and waits included): httpx
   timeouts are per read, so a server dripping one byte a second would never trip them. Each
@@ -39,7 +39,7 @@ from typing import Any, Callable, TypeVar
 import httpx
 
 from ..errors import LLMError, LLMResponseError
-from .breaker import CircuitBreaker
+from ..kernel.breaker import CircuitBreaker
 from .config import RUNGS, LLMConfig, Rung
 from .reply import reply_json, reply_text, snippet
 
@@ -100,7 +100,7 @@ class LLMClient:
         self._clock = clock or time.monotonic
         self._rng = rng or random.Random()
         self._breaker = CircuitBreaker(config.breaker_threshold, config.breaker_cooldown, clock=clock,
-                                       name=config.chat_url)
+                                       name=config.chat_url, refuse=LLMError)
         self._lock = threading.Lock()
         self._rung: Rung = config.structured_output
 
