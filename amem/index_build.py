@@ -21,12 +21,11 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from .backends.base import VectorBackend
+from .config import AmemConfig
 from .errors import AmemError
-
-if TYPE_CHECKING:
-    from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +33,23 @@ META_KEY = "index_build"
 IDLE, RUNNING, DONE, FAILED = "idle", "running", "done", "failed"
 
 
+class _Engine(Protocol):
+    """What the builder reads of the note index (``amem.index.NoteIndex`` is one)."""
+
+    backend: VectorBackend
+    config: AmemConfig
+    lock: threading.RLock
+    location: str
+    closed: bool
+    meta: dict[str, Any]
+
+
 class IndexBuilder:
     """The index-build state of one open store (its ``meta.json`` entry is the saved copy)."""
 
-    def __init__(self, store: "MemoryStore") -> None:
+    def __init__(self, store: _Engine) -> None:
         self._store = store
-        saved: dict[str, Any] = dict(store._meta.get(META_KEY, {}))
+        saved: dict[str, Any] = dict(store.meta.get(META_KEY, {}))
         #: points written since the last build (counts from this store's creation at first)
         self.points_since = int(saved.get("points_since", 0))
         # A build in flight when its process died never finished: report that, not "running".
@@ -54,7 +64,7 @@ class IndexBuilder:
     def written(self, points: int) -> None:
         """Count ``points`` upserted (new or changed: either lands in a plain segment)."""
         self.points_since += points
-        self._store._meta[META_KEY] = self.to_dict()
+        self._store.meta[META_KEY] = self.to_dict()
 
     def due(self) -> bool:
         threshold = self._store.config.optimize_after
@@ -116,7 +126,7 @@ class IndexBuilder:
             log.warning("building the index of %s failed: %s", store.location, exc)
             self._set(FAILED, error=str(exc))
             return
-        with store.write_lock:
+        with store.lock:
             self.last_run, self.seconds = _now(), round(time.perf_counter() - started, 2)
             # Points written during the build were replayed onto it outside the index: they
             # still count toward the next build.
@@ -125,11 +135,11 @@ class IndexBuilder:
 
     def _set(self, state: str, *, error: str | None) -> None:
         store = self._store
-        with store.write_lock:
+        with store.lock:
             self.state, self.error = state, error
-            store._meta[META_KEY] = self.to_dict()
-            if not store._closed:
-                store.backend.write_meta(store._meta)
+            store.meta[META_KEY] = self.to_dict()
+            if not store.closed:
+                store.backend.write_meta(store.meta)
 
 
 def _now() -> str:

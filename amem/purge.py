@@ -6,9 +6,6 @@ engine's point count and the saved document count still agree (``MemoryStore._en
 A sweep also drops the links other notes of the same agent hold to a swept note, so link
 expansion never walks to a note that is gone. Deletes run in batches; a process killed in
 between leaves the rest for the next call (both are idempotent).
-
-The third job here is the one-time index of stores written before event times and expiry:
-their points get ``event_ts`` (from the write time) so ``since``/``before`` find them.
 """
 
 from __future__ import annotations
@@ -30,8 +27,6 @@ log = logging.getLogger(__name__)
 
 #: points deleted per engine call
 BATCH = 256
-#: the store metadata key saying the event-time index fields were filled in
-INDEXED_KEY = "event_time_index"
 
 
 @dataclass
@@ -164,35 +159,4 @@ def _remove(store: "MemoryStore", hits: Iterable[Hit]) -> int:
     return removed
 
 
-def index_old_notes(store: "MemoryStore", meta: dict[str, Any]) -> int:
-    """Give notes written before event times their ``event_ts`` (once per store); the count.
-
-    Such a note's event time is its write time (``Note.from_payload`` reads it so), and the
-    engine needs the number to find it by ``since``/``before``.
-    """
-    if meta.get(INDEXED_KEY):
-        return 0
-    done = 0
-    for hit in list(store.backend.iterate(Where(must=(IsEmpty("event_ts"),)))):
-        stamp = str(hit.payload.get("event_time") or hit.payload.get("timestamp") or "")
-        if epoch(stamp) is None:
-            continue
-        fields = index_fields(stamp, str(hit.payload.get("expires_at") or ""),
-                              hit.payload.get("metadata") or {})
-        store.backend.set_payload(hit.id, {"event_time": iso_of(stamp), **fields})
-        done += 1
-    meta[INDEXED_KEY] = 1
-    store.backend.write_meta(meta)
-    if done:
-        log.info("indexed the event time of %d notes written before event times", done)
-    return done
-
-
-def iso_of(stamp: str) -> str:
-    """A stored time in the UTC form event times use."""
-    when = epoch(stamp)
-    assert when is not None  # the caller checked it parses
-    return iso(datetime.fromtimestamp(when, tz=timezone.utc))
-
-
-__all__ = ["SweepReport", "delete_all", "sweep_expired", "sweep_ids", "index_old_notes"]
+__all__ = ["SweepReport", "delete_all", "sweep_expired", "sweep_ids"]

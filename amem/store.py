@@ -14,21 +14,16 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from . import bm25
-from .backends.base import Hit, Match, Point, VectorBackend, Where
+from .backends import open_backend
+from .backends.base import Match, Point, VectorBackend, Where
 from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
-from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import ValidationError
+from .index import NoteIndex
 from .index_build import IndexBuilder
-from .notefields import is_expired, not_expired
-from .notes import (POINT_ID_FORMAT, Note, check_agent, check_id, check_limit, check_text,
-                    point_id)
-from .pointids import META_KEY as POINT_IDS
-from .pointids import move_points
-from .purge import index_old_notes
-from .refresh import FIELD as STALE_FIELD
+from .notes import Note, check_agent, check_id, check_limit, point_id
 from .refresh import count_stale, refresh_vectors
-from .similarity import calibration_for, note_cosine, note_similarity, query_similarity
-from .text import TOKENIZER_VERSION
+from .upgrades import upgrade
 from .usage import FIELD as USAGE_FIELD
 from .usage import RecentSearches, with_query
 from .visibility import count_expired, visible_links
@@ -42,7 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 MEMORY = ":memory:"
 #: seconds a get waits for the write lock to record usage heat before it gives up (amem.usage)
 OPEN_LOCK_WAIT_S = 0.25
@@ -109,21 +103,11 @@ class MemoryStore:
                                      cache_dir=Path(self.config.home) / "models")
         self.embedder = embedder
         self._lock = threading.RLock()
-        self._closed = False
-        self.backend, self.location, self.backend_kind = self._open_backend(path, backend)
-        self._meta = self._check_meta()
-        self._index = IndexBuilder(self)  # before anything below writes points
-        #: the embedder's two cosine scales, note to note and query to note (amem.similarity)
-        self.calibration = calibration_for(
-            self.embedder, note_baseline=self.config.similarity_baseline,
-            query_baseline=self.config.query_baseline, query_top=self.config.query_top)
-        self.similarity_baseline = self.calibration.note_baseline
-        self._stats = self._engine_stats(bm25.CorpusStats(**self._meta.get("bm25_stats", {})))
-        self._bm25 = bm25.Bm25Params(self.config.bm25_k1, self.config.bm25_b)
-        self._writes_since_meta = 0
-        self._retokenize()
-        self._move_point_ids()
-        index_old_notes(self, self._meta)  # once: stores written before event times
+        engine, self.location, self.backend_kind = self._open_backend(path, backend)
+        #: the notes in the engine: points, filters, similarity, metadata (``amem.index``)
+        self.index = NoteIndex(engine, embedder, config=config, clock=self.clock,
+                               lock=self._lock, location=self.location)
+        upgrade(self.index)  # once per store: tokenizer, point ids, event times
         self._llm = llm if llm is not None else self._llm_from_config()
         self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
         #: each agent's last searches, so a get can record the query that led to it (amem.usage)
@@ -151,102 +135,23 @@ class MemoryStore:
 
     def _open_backend(self, path: str | Path | None,
                       backend: VectorBackend | None) -> tuple[VectorBackend, str, str]:
+        """The engine, where it lives, and its kind: the one given, a Qdrant server when the
+        config names one and no path is given, else the embedded engine at the path."""
         if backend is not None:
             return backend, type(backend).__name__, type(backend).__name__
-        from .backends import EdgeBackend
-
-        dim = self.embedder.dim
-        if path is None and self.config.backend == "qdrant":
-            from .backends.qdrant import QdrantServerBackend  # heavy: only for a server
-
-            assert self.config.qdrant_url is not None  # checked by the config
-            server = QdrantServerBackend.from_url(self.config.qdrant_url,
-                                                  api_key=self.config.qdrant_api_key,
-                                                  collection=self.config.collection, dim=dim)
-            return server, self.config.qdrant_url, "qdrant"
-        if str(path) == MEMORY:
-            return EdgeBackend.temporary(dim), MEMORY, "edge"
-        where = Path(path).expanduser() if path is not None else self.config.store_path
-        return EdgeBackend(where, dim), str(where), "edge"
-
-    def _check_meta(self) -> dict[str, Any]:
-        """Record the embedder on a new store; refuse to mix models on an old one."""
-        meta = self.backend.read_meta()
-        given = self.embedder.model_id
-        if not meta:
-            meta = {"schema": SCHEMA_VERSION, "embedder": given, "dim": self.embedder.dim,
-                    POINT_IDS: POINT_ID_FORMAT,
-                    "bm25_stats": {"docs": 0, "tokens": 0}}
-            self.backend.write_meta(meta)
-            return meta
-        stored = meta.get("embedder")
-        if stored != given or meta.get("dim") != self.embedder.dim:
-            self.backend.close()
-            raise EmbedderMismatchError(
-                f"the store at {self.location} holds vectors of {stored!r} (dim {meta.get('dim')}) "
-                f"but was opened with {given!r} (dim {self.embedder.dim}); open it with the same "
-                f"embedder, or rebuild its vectors with `amem reembed --embedder NAME`",
-                stored=str(stored), given=given)
-        return meta
-
-    def _retokenize(self) -> None:
-        """BM25 vectors written by another tokenizer (a stemmer change) are rebuilt, once."""
-        if not bm25.terms_outdated(self._meta):
-            return
-        rebuilt = bm25.rebuild_sparse(self.backend, self._stats.avgdl, self._bm25)
-        if rebuilt:
-            log.warning("rebuilt the BM25 vectors of %d notes of %s for tokenizer version %d",
-                        rebuilt, self.location, TOKENIZER_VERSION)
-        self._meta[bm25.TOKENIZER_KEY] = TOKENIZER_VERSION
-        self.backend.write_meta(self._meta)
-
-    def _engine_stats(self, saved: bm25.CorpusStats) -> bm25.CorpusStats:
-        """BM25 statistics whose document count is the engine's (one count query at open).
-
-        Every point counts (deletes are soft and keep their terms), so the engine's point
-        count is the document count; ``meta.json`` is only saved every 1,000 writes and at
-        close, and a SIGKILL left it up to ~600 documents behind for good.
-        """
-        points = self.backend.count(None)
-        if points == saved.docs:
-            return saved
-        log.warning("BM25 statistics of %s counted %d documents, the engine holds %d; "
-                    "corrected (a process was probably killed before saving them)",
-                    self.location, saved.docs, points)
-        fixed = saved.resized(points)
-        self._meta["bm25_stats"] = {"docs": fixed.docs, "tokens": fixed.tokens}
-        self.backend.write_meta(self._meta)
-        return fixed
-
-    def _move_point_ids(self) -> None:
-        """A store written with an older point-id format is moved to the current one, once."""
-        if self._meta.get(POINT_IDS) == POINT_ID_FORMAT:
-            return
-        moved = move_points(self.backend, self._moved_point)
-        if moved:
-            log.warning("moved %d notes of %s to point-id format %d", moved, self.location,
-                        POINT_ID_FORMAT)
-        self._meta[POINT_IDS] = POINT_ID_FORMAT
-        self.backend.write_meta(self._meta)
-
-    def _moved_point(self, hit: Hit) -> Point:
-        """A stored note under its current point id: its payload and vector as they were."""
-        assert hit.dense is not None  # move_points reads with vectors and skips vectorless points
-        point = self.make_point(Note.from_payload(hit.payload), hit.dense, count_stats=False,
-                                stale=bool(hit.payload.get(STALE_FIELD)))
-        point.payload = dict(hit.payload)
-        return point
+        cfg, dim = self.config, self.embedder.dim
+        if path is None and cfg.backend == "qdrant":
+            assert cfg.qdrant_url is not None  # checked by the config
+            return (open_backend("qdrant", url=cfg.qdrant_url, api_key=cfg.qdrant_api_key,
+                                 collection=cfg.collection, dim=dim), cfg.qdrant_url, "qdrant")
+        where = MEMORY if str(path) == MEMORY else (
+            str(Path(path).expanduser()) if path is not None else str(self.config.store_path))
+        return open_backend("edge", path=where, dim=dim), where, "edge"
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice."""
-        self._index.cancel()  # outside the lock: the build thread takes it to record its end
-        with self._lock:
-            if self._closed:
-                return
-            self._save_meta()
-            self.backend.flush()
-            self.backend.close()
-            self._closed = True
+        self.index.build.cancel()  # outside the lock: the build thread takes it to record its end
+        self.index.close()
 
     def __enter__(self) -> "MemoryStore":
         return self
@@ -254,68 +159,59 @@ class MemoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _save_meta(self) -> None:
-        self._meta["bm25_stats"] = {"docs": self._stats.docs, "tokens": self._stats.tokens}
-        self.backend.write_meta(self._meta)
-        self._writes_since_meta = 0
-
     def _ensure_open(self) -> None:
-        if self._closed:
-            raise ValidationError("the store is closed", field="store")
+        self.index.ensure_open()
 
     # ------------------------------------------------------------------ helpers for stages
+
+    @property
+    def backend(self) -> VectorBackend:
+        return self.index.backend
+
+    @property
+    def _meta(self) -> dict[str, Any]:
+        return self.index.meta
+
+    @property
+    def _closed(self) -> bool:
+        return self.index.closed
+
+    @property
+    def calibration(self) -> Any:
+        return self.index.calibration
+
+    @property
+    def similarity_baseline(self) -> float:
+        return self.index.calibration.note_baseline
 
     def agent(self, agent_id: str | None) -> str:
         """The tenant of a call: the one named, else the store's default."""
         return self.agent_id if agent_id is None else check_agent(agent_id)
 
     def tenant_filter(self, agent_id: str, *, active_only: bool = True) -> list[Any]:
-        must: list[Any] = [Match("agent_id", agent_id)]
-        if active_only:
-            must.append(Match("is_active", True))
-            must.append(not_expired(self.clock.now()))  # an expired note is gone at once
-        return must
+        return self.index.tenant_filter(agent_id, active_only=active_only)
 
     def similarity(self, cosine: float) -> float:
-        """A note-to-note cosine on the calibrated scale (0 = unrelated, 1 = identical)."""
-        return note_similarity(cosine, self.calibration.note_baseline)
+        return self.index.similarity(cosine)
 
     def query_similarity(self, cosine: float) -> float:
-        """A query-to-note cosine on the query scale (0 = unrelated, 1 = a typical answer)."""
-        return query_similarity(cosine, self.calibration.query_baseline, self.calibration.query_top)
+        return self.index.query_similarity(cosine)
 
     def raw_cosine(self, similarity: float) -> float:
-        """The raw note-to-note cosine at which ``similarity`` is reached (engine cut-offs)."""
-        return note_cosine(similarity, self.calibration.note_baseline)
+        return self.index.raw_cosine(similarity)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed(list(texts), kind="passage")
+        return self.index.embed_passages(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([text], kind="query")[0], dtype=np.float32)
+        return self.index.embed_query(text)
 
     def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True,
                    stale: bool = False) -> Point:
-        """The engine point of a note: its vector, its BM25 terms, its payload.
-
-        ``stale`` says ``vector`` embeds an earlier text of the note (``amem.refresh``); the
-        payload's mark always comes from this argument, so a fresh vector clears it.
-        """
-        terms = bm25.note_terms(note.content, note.keywords, note.tags)
-        if count_stats:
-            self._stats.add(len(terms))
-        sparse = bm25.doc_vector(terms, self._stats.avgdl, self._bm25)
-        payload = note.to_payload()
-        payload[STALE_FIELD] = stale
-        return Point(point_id(note.agent_id, note.id), np.asarray(vector, dtype=np.float32),
-                     sparse, payload)
+        return self.index.make_point(note, vector, count_stats=count_stats, stale=stale)
 
     def write_points(self, points: Sequence[Point]) -> None:
-        self.backend.upsert(points)
-        self._index.written(len(points))
-        self._writes_since_meta += len(points)
-        if self._writes_since_meta >= 1000:
-            self._save_meta()
+        self.index.write_points(points)
 
     @property
     def write_lock(self) -> threading.RLock:
@@ -323,60 +219,19 @@ class MemoryStore:
         link updates, re-embedding, consolidation. A change never interleaves with another."""
         return self._lock
 
-    def note_where(self, note_id: str, agent_id: str, *, active_only: bool = True) -> Where:
-        """The stored note ``note_id`` of ``agent_id`` (and active), whatever its point id says."""
-        must: list[Any] = [Match("agent_id", agent_id), Match("id", note_id)]
-        if active_only:
-            must.append(Match("is_active", True))
-        return Where(must=tuple(must))
-
     def update_note_fields(self, note_id: str, agent_id: str, changes: dict[str, Any], *,
                            dense: np.ndarray | None = None, terms_of: Note | None = None,
                            active_only: bool = True) -> bool:
-        """Change named fields (and optionally the vectors) of one stored note, in place.
-
-        Only the note of this agent, active unless ``active_only`` is false, is touched; a
-        missing, deleted or foreign one is left alone and the answer is False. ``terms_of``
-        rebuilds the BM25 vector from that note's text. Never a whole-point rewrite: a field
-        nobody named (``is_active`` above all) keeps what is stored now.
-        """
-        sparse = None
-        if terms_of is not None:
-            terms = bm25.note_terms(terms_of.content, terms_of.keywords, terms_of.tags)
-            sparse = bm25.doc_vector(terms, self._stats.avgdl, self._bm25)
-        with self._lock:
-            return self.backend.update_point(
-                point_id(agent_id, note_id), changes, dense=dense, sparse=sparse,
-                where=self.note_where(note_id, agent_id, active_only=active_only))
+        return self.index.update_note_fields(note_id, agent_id, changes, dense=dense,
+                                             terms_of=terms_of, active_only=active_only)
 
     def update_note(self, note: Note, vector: np.ndarray | None = None) -> bool:
-        """Rewrite a stored, active note's fields, terms and vector (re-embedded when None).
-
-        ``is_active`` is left as stored: a note deleted meanwhile stays deleted (False).
-        """
-        if vector is None:
-            vector = self.embed_passages([note.embed_text()])[0]
-        changes = note.to_payload()
-        changes.pop("is_active")
-        changes[STALE_FIELD] = False
-        return self.update_note_fields(note.id, note.agent_id, changes, dense=vector,
-                                       terms_of=note)
+        return self.index.update_note(note, vector)
 
     def load(self, note_id: str, agent_id: str, *, with_vector: bool = False,
              include_inactive: bool = False) -> tuple[Note, np.ndarray | None]:
-        hits = self.backend.retrieve([point_id(agent_id, note_id)], with_vectors=with_vector)
-        if not hits or hits[0].payload.get("agent_id") != agent_id \
-                or hits[0].payload.get("id") != note_id:
-            raise NotFoundError(f"no note {note_id!r} for agent {agent_id!r}", id=note_id)
-        note = Note.from_payload(hits[0].payload)
-        if not include_inactive and note.is_active and is_expired(note.expires_at,
-                                                                  self.clock.now()):
-            raise NotFoundError(f"note {note_id!r} expired at {note.expires_at}", id=note_id)
-        if not note.is_active and not include_inactive:
-            raise NotFoundError(f"note {note_id!r} was deleted or merged"
-                                + (f" into {note.merged_into!r}" if note.merged_into else ""),
-                                id=note_id)
-        return note, hits[0].dense
+        return self.index.load(note_id, agent_id, with_vector=with_vector,
+                               include_inactive=include_inactive)
 
     # ------------------------------------------------------------------ public API
 
@@ -412,13 +267,13 @@ class MemoryStore:
         from .bulkwrite import add_batch
 
         results = add_batch(self, list(items), **options).results
-        self._index.maybe_build(background=True)
+        self.index.build.maybe_build(background=True)
         return results
 
     @property
     def index_build(self) -> IndexBuilder:
         """The engine's index-build state and trigger (see ``amem.index_build``)."""
-        return self._index
+        return self.index.build
 
     @property
     def writer(self) -> "Writer":
@@ -571,30 +426,22 @@ class MemoryStore:
                    ) -> Iterator[tuple[Note, np.ndarray | None]]:
         """Every note (of one agent, or of all agents), with its vector when asked."""
         self._ensure_open()
-        must: list[Any] = [] if all_agents else [Match("agent_id", self.agent(agent_id))]
-        if not include_inactive:
-            must.append(Match("is_active", True))
-            must.append(not_expired(self.clock.now()))
-        for hit in self.backend.iterate(Where(must=tuple(must)), with_vectors=with_vectors):
-            yield Note.from_payload(hit.payload), hit.dense
+        yield from self.index.iter_notes(None if all_agents else self.agent(agent_id),
+                                         include_inactive=include_inactive,
+                                         with_vectors=with_vectors)
 
     def agents(self) -> builtins.list[str]:
         """Every agent id with at least one note (active or not)."""
-        seen: dict[str, None] = {}
-        for hit in self.backend.iterate(None):
-            seen.setdefault(str(hit.payload.get("agent_id")), None)
-        return sorted(seen)
+        return self.index.agents()
 
     def save_note(self, note: Note, vector: np.ndarray | None = None) -> None:
         """Write a whole note as given (a new one; a stored one is ``update_note``'s job);
         re-embeds it when no vector is given."""
-        if vector is None:
-            vector = self.embed_passages([note.embed_text()])[0]
-        self.write_points([self.make_point(note, vector, count_stats=False)])
+        self.index.save_note(note, vector)
 
     def update_payload(self, note_id: str, agent_id: str, changes: dict[str, Any]) -> bool:
         """Set fields of a stored note of ``agent_id``, active or not (False when absent)."""
-        return self.update_note_fields(note_id, agent_id, changes, active_only=False)
+        return self.index.update_payload(note_id, agent_id, changes)
 
     def consolidate(self, *, agent_id: str | None = None, all_agents: bool = False,
                     progress: Any = None) -> Any:
@@ -630,28 +477,25 @@ class MemoryStore:
         self._ensure_open()
         with self._lock:
             started = time.perf_counter()
-            self.backend.optimize()
-            self._index.optimized(time.perf_counter() - started)
+            self.index.backend.optimize()
+            self.index.build.optimized(time.perf_counter() - started)
 
     def flush(self) -> None:
-        with self._lock:
-            self._save_meta()
-            self.backend.flush()
+        self.index.flush()
 
     def info(self) -> StoreInfo:
         self._ensure_open()
         return StoreInfo(
             backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
-            dim=self.embedder.dim, points=self.backend.count(None),
-            active_notes=self.backend.count(Where(must=(Match("is_active", True),
-                                                        not_expired(self.clock.now())))),
-            agents=None, stale_vectors=count_stale(self), index_build=self._index.to_dict(),
+            dim=self.embedder.dim, points=self.index.backend.count(None),
+            active_notes=self.index.backend.count(self.index.live_where()),
+            agents=None, stale_vectors=count_stale(self), index_build=self.index.build.to_dict(),
             expired_pending_sweep=count_expired(self))
 
     @property
     def bm25_stats(self) -> bm25.CorpusStats:
-        return self._stats
+        return self.index.stats
 
     @property
     def bm25_params(self) -> bm25.Bm25Params:
-        return self._bm25
+        return self.index.bm25_params

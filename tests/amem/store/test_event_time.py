@@ -16,7 +16,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
 from amem.notefields import INDEX_FIELDS
 from amem.notes import point_id
-from amem.purge import INDEXED_KEY
+from amem.upgrades import INDEXED_KEY
 
 from .conftest import make_store
 

@@ -86,7 +86,7 @@ def test_a_store_written_with_the_old_point_ids_is_moved_at_open(
         meta = store.backend.read_meta()
         meta.pop(META_KEY)
         store.backend.write_meta(meta)
-        store._meta = meta  # close() saves the metadata the store holds
+        store.index.meta = meta  # close() saves the metadata the store holds
     with reopen(kind, path, clock) as store:
         assert store.backend.read_meta()[META_KEY] == 2
         assert store.get("n1", agent_id="a/b").content == BASE

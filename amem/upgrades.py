@@ -1,0 +1,103 @@
+"""One-time upgrades of a store written by an older version, run when it is opened.
+
+Each is recorded in the store's metadata and runs once per store:
+
+1. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt;
+2. **point ids** of format 1 (which two tenants could share) move to the current format
+   (``amem.pointids``);
+3. **event times**: notes written before event times get their ``event_ts`` index field, so
+   ``since``/``before`` find them.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+
+from . import bm25
+from .backends.base import Hit, IsEmpty, Point, Where
+from .index import STALE_FIELD, NoteIndex
+from .notefields import epoch, index_fields, iso
+from .notes import POINT_ID_FORMAT, Note
+from .pointids import META_KEY as POINT_IDS
+from .pointids import move_points
+from .text import TOKENIZER_VERSION
+
+log = logging.getLogger(__name__)
+
+#: the store metadata key saying the event-time index fields were filled in
+INDEXED_KEY = "event_time_index"
+
+
+def upgrade(index: NoteIndex) -> None:
+    """Run every upgrade the store still needs, in order (each records itself)."""
+    retokenize(index)
+    move_point_ids(index)
+    index_old_notes(index)
+
+
+def retokenize(index: NoteIndex) -> None:
+    """BM25 vectors written by another tokenizer (a stemmer change) are rebuilt, once."""
+    if not bm25.terms_outdated(index.meta):
+        return
+    rebuilt = bm25.rebuild_sparse(index.backend, index.stats.avgdl, index.bm25_params)
+    if rebuilt:
+        log.warning("rebuilt the BM25 vectors of %d notes of %s for tokenizer version %d",
+                    rebuilt, index.location, TOKENIZER_VERSION)
+    index.meta[bm25.TOKENIZER_KEY] = TOKENIZER_VERSION
+    index.write_meta()
+
+
+def move_point_ids(index: NoteIndex) -> None:
+    """A store written with an older point-id format is moved to the current one, once."""
+    if index.meta.get(POINT_IDS) == POINT_ID_FORMAT:
+        return
+
+    def moved_point(hit: Hit) -> Point:
+        """A stored note under its current point id: its payload and vector as they were."""
+        assert hit.dense is not None  # move_points reads with vectors and skips vectorless points
+        point = index.make_point(Note.from_payload(hit.payload), hit.dense, count_stats=False,
+                                 stale=bool(hit.payload.get(STALE_FIELD)))
+        point.payload = dict(hit.payload)
+        return point
+
+    moved = move_points(index.backend, moved_point)
+    if moved:
+        log.warning("moved %d notes of %s to point-id format %d", moved, index.location,
+                    POINT_ID_FORMAT)
+    index.meta[POINT_IDS] = POINT_ID_FORMAT
+    index.write_meta()
+
+
+def index_old_notes(index: NoteIndex) -> int:
+    """Give notes written before event times their ``event_ts`` (once per store); the count.
+
+    Such a note's event time is its write time (``Note.from_payload`` reads it so), and the
+    engine needs the number to find it by ``since``/``before``.
+    """
+    if index.meta.get(INDEXED_KEY):
+        return 0
+    done = 0
+    for hit in list(index.backend.iterate(Where(must=(IsEmpty("event_ts"),)))):
+        stamp = str(hit.payload.get("event_time") or hit.payload.get("timestamp") or "")
+        if epoch(stamp) is None:
+            continue
+        fields = index_fields(stamp, str(hit.payload.get("expires_at") or ""),
+                              hit.payload.get("metadata") or {})
+        index.backend.set_payload(hit.id, {"event_time": iso_of(stamp), **fields})
+        done += 1
+    index.meta[INDEXED_KEY] = 1
+    index.write_meta()
+    if done:
+        log.info("indexed the event time of %d notes written before event times", done)
+    return done
+
+
+def iso_of(stamp: str) -> str:
+    """A stored time in the UTC form event times use."""
+    when = epoch(stamp)
+    assert when is not None  # the caller checked it parses
+    return iso(datetime.fromtimestamp(when, tz=timezone.utc))
+
+
+__all__ = ["INDEXED_KEY", "index_old_notes", "move_point_ids", "retokenize", "upgrade"]
