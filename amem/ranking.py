@@ -6,33 +6,9 @@ import math
 from collections import deque
 from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
+from .kernel.fusion import rrf as rrf  # moved to amem.kernel.fusion; importers are switched at integration
+
 K = TypeVar("K", bound=Hashable)
-
-
-def rrf(rankings: Sequence[Sequence[K]], k: int = 60,
-        weights: Sequence[float] | None = None) -> list[tuple[K, float]]:
-    """Reciprocal rank fusion: ``score(d) = sum_i w_i / (k + rank_i(d))`` with ranks from 1.
-
-    Each ranking is a best-first list of ids (an id repeated within one ranking counts once,
-    at its best rank). Ties keep the order in which ids were first seen, rankings in the
-    order given, so the result is deterministic.
-    """
-    if k < 1:
-        raise ValueError("k must be >= 1")
-    if weights is None:
-        weights = [1.0] * len(rankings)
-    if len(weights) != len(rankings):
-        raise ValueError("one weight per ranking")
-    scores: dict[K, float] = {}
-    for ranking, weight in zip(rankings, weights):
-        seen: set[K] = set()
-        for rank, item in enumerate(ranking, start=1):
-            if item in seen:
-                continue
-            seen.add(item)
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    order = {item: i for i, item in enumerate(scores)}
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
 def zscore_fusion(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],

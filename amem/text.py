@@ -18,18 +18,21 @@ from collections import Counter
 from typing import Any, Iterable
 
 from . import segment
+from .kernel.text import HAN as _HAN
+from .kernel.text import HANGUL as _HANGUL
+from .kernel.text import KANA as _KANA
+from .kernel.text import bigrams as _bigrams
+from .kernel.text import has_han as has_han
 
 log = logging.getLogger(__name__)
 
-_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_KANA = r"\u3040-\u30ff\u31f0-\u31ff"
-_HANGUL = r"\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+# The script tables are the kernel's (amem.kernel.text). Its KANA adds halfwidth katakana,
+# which changes no term here: tokenize() NFKC-normalises them to full width first.
 # Combining marks are not \w in Python's re, yet Indic, Thai, Arabic... words need them.
 _MARKS = r"\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed" \
     r"\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff\u0f00-\u0fff\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
 _WORD = rf"(?:[^\W_{_HAN}{_KANA}{_HANGUL}]|[{_MARKS}])+"
 _RUN = re.compile(rf"([{_HAN}]+)|([{_KANA}]+)|([{_HANGUL}]+)|({_WORD}(?:['’]{_WORD})?)")
-_HAS_HAN = re.compile(f"[{_HAN}]")
 
 # Function words carry no retrieval signal and only cost postings; kept deliberately short.
 STOPWORDS = frozenset(
@@ -78,12 +81,6 @@ def stem(word: str) -> str:
         return str(_english_stemmer().stemWord(word))
 
 
-def _bigrams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i:i + 2] for i in range(len(run) - 1)]
-
-
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """The BM25 terms of ``text`` in order (repeats kept: they are term frequencies)."""
     text = unicodedata.normalize("NFKC", text).lower()
@@ -105,10 +102,6 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
         elif hangul:
             out.extend(_bigrams(hangul))
     return out
-
-
-def has_han(text: str) -> bool:
-    return bool(_HAS_HAN.search(text))
 
 
 def term_id(term: str) -> int:

@@ -13,6 +13,7 @@ import re
 import sqlite3
 from html import escape
 
+from amem.kernel.text import HAN
 from lcm.compaction import Item, load_items, tail_start
 from lcm.models import AssembledItem
 from lcm.timeutil import display_time
@@ -20,7 +21,7 @@ from lcm.tokens import estimate_tokens
 
 __all__ = ["render_summary", "build_context", "prompt_terms"]
 
-_WORD = re.compile(r"[\w./-]{3,}|[\u3400-\u9fff]{2,}")
+_WORD = re.compile(rf"[\w./-]{{3,}}|[{HAN}]{{2,}}")
 
 
 def render_summary(row: sqlite3.Row, tz: str) -> str:

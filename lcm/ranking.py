@@ -1,27 +1,22 @@
-"""Ranking maths as pure functions over (id, score) lists: RRF fusion and BM25 passage scoring."""
+"""Ranking maths as pure functions: BM25 passage scoring here, RRF fusion from the kernel.
+
+``rrf`` is :func:`amem.kernel.fusion.rrf` (one RRF for amem and lcm; ties go to the id seen
+first, the first ranking deciding, where lcm's own copy compared ``str(id)``).
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections import Counter
-from collections.abc import Hashable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
+
+from amem.kernel.fusion import rrf
+from amem.kernel.text import CJK, bigrams, is_cjk_char
 
 __all__ = ["rrf", "tokenize", "bm25_scores"]
 
-K = TypeVar("K", bound=Hashable)
-_TOKEN = re.compile(r"[a-z0-9_./-]+|[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af]", re.IGNORECASE)
-
-
-def rrf(rankings: Sequence[Sequence[K]], k: int = 60, weights: Sequence[float] | None = None) -> list[tuple[K, float]]:
-    """Reciprocal rank fusion of several best-first id lists; returns (id, score) best first."""
-    scores: dict[K, float] = {}
-    for n, ranking in enumerate(rankings):
-        w = 1.0 if weights is None else weights[n]
-        for rank, key in enumerate(ranking):
-            scores[key] = scores.get(key, 0.0) + w / (k + rank + 1)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], str(kv[0])))
+_TOKEN = re.compile(rf"[a-z0-9_./-]+|[{CJK}]", re.IGNORECASE)
 
 
 def tokenize(text: str) -> list[str]:
@@ -30,11 +25,11 @@ def tokenize(text: str) -> list[str]:
     out: list[str] = []
     cjk_run: list[str] = []
     for tok in raw + [""]:
-        if len(tok) == 1 and "\u3040" <= tok <= "\ud7af":
+        if is_cjk_char(tok):
             cjk_run.append(tok)
             continue
         if cjk_run:
-            out += cjk_run if len(cjk_run) == 1 else ["".join(cjk_run[i : i + 2]) for i in range(len(cjk_run) - 1)]
+            out += bigrams("".join(cjk_run))
             cjk_run = []
         if tok:
             out.append(tok)

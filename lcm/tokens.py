@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import re
 
+from amem.kernel.text import CJK, CJK_WIDE
+
 __all__ = ["estimate_tokens", "is_cjk_text", "CJK_RE"]
 
-# Han, Hiragana, Katakana, Hangul and CJK punctuation/fullwidth forms.
-CJK_RE = re.compile(
-    "[\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-)
+# The letters of Han, kana and Hangul, and CJK punctuation/fullwidth forms (amem.kernel.text;
+# from that table lcm also counts the Hangul jamo and the katakana extensions as CJK).
+CJK_RE = re.compile(f"[{CJK}{CJK_WIDE}]")
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 
 

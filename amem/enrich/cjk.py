@@ -13,10 +13,8 @@ import re
 from collections import Counter
 
 from .. import segment
+from ..kernel.text import HAN, HANGUL, KATAKANA
 
-HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
 HAN_RUN = re.compile(f"[{HAN}]+")
 HANGUL_RUN = re.compile(f"[{HANGUL}]+")
 _JA_RUN = re.compile(f"[{HAN}{KATAKANA}]{{2,}}")

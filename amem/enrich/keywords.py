@@ -35,12 +35,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cjk import HAN, HAN_RUN, HANGUL, HANGUL_RUN, chinese_candidates, japanese_candidates, korean_candidates
+from ..kernel.text import HAN, HANGUL, KANA
+from .cjk import HAN_RUN, HANGUL_RUN, chinese_candidates, japanese_candidates, korean_candidates
 from .english import LABELS, NOUN_VERB_FORMS, STOPWORDS, SUBJECTS, TIER1, TIER2, informativeness, is_verb
 
 log = logging.getLogger(__name__)
 
-KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 
 _CJK_ANY = re.compile(f"[{HAN}{KANA}{HANGUL}]")
 _KANA_RE = re.compile(f"[{KANA}]")
