@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +44,38 @@ def test_the_public_names_still_load_on_first_use() -> None:
     import amem
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         getattr(amem, "nothing_here")
+
+
+_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module an ``import`` names in ``path``, wherever it stands (TYPE_CHECKING, functions)."""
+    names: set[str] = set()
+    package = ".".join(path.relative_to(_ROOT).with_suffix("").parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names.add(base)
+    return names
+
+
+def test_lcm_takes_only_the_kernel_from_amem() -> None:
+    offenders = {f"{path.relative_to(_ROOT)}: {name}"
+                 for path in sorted((_ROOT / "lcm").rglob("*.py"))
+                 for name in _imported_modules(path)
+                 if (name == "amem" or name.startswith("amem.")) and not name.startswith("amem.kernel")}
+    assert offenders == set()
+
+
+def test_the_kernel_imports_only_itself_and_the_standard_library() -> None:
+    for path in sorted((_ROOT / "amem" / "kernel").rglob("*.py")):
+        for name in _imported_modules(path):
+            top = name.split(".")[0]
+            assert name.startswith("amem.kernel") or (top in sys.stdlib_module_names and top != "amem"), \
+                f"{path.relative_to(_ROOT)} imports {name}"
