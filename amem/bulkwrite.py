@@ -129,7 +129,7 @@ def _supersede(store: "MemoryStore", items: Sequence[dict[str, Any]], outcome: B
                                            "notes of a batch)")
                     continue
                 budget -= 1
-            done = check(store, note, vector, judge)
+            done = check(store.index, note, vector, judge)
             result.supersedes = done.superseded
             result.warnings.extend(done.warnings)
             outcome.superseded.extend(done.superseded)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from . import bm25
-from .backends.base import Hit, IsEmpty, Match, MatchAny, Range, Where
-from .notefields import epoch, index_fields, is_expired, iso
+from .backends.base import Hit, Match, MatchAny, Range, Where
+from .notefields import is_expired
 from .notes import point_id
 
 if TYPE_CHECKING:

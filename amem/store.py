@@ -15,31 +15,28 @@ import numpy as np
 
 from . import bm25
 from .backends import open_backend
-from .backends.base import Match, Point, VectorBackend, Where
+from .backends.base import Point, VectorBackend, Where
 from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .errors import ValidationError
 from .index import NoteIndex
 from .index_build import IndexBuilder
-from .notes import Note, check_agent, check_id, check_limit, point_id
+from .notes import Note, check_agent, check_id, check_limit
 from .refresh import count_stale, refresh_vectors
 from .upgrades import upgrade
-from .usage import FIELD as USAGE_FIELD
-from .usage import RecentSearches, with_query
-from .visibility import count_expired, visible_links
+from .search import Searcher, SearchResult, UsageRecorder
+from .search.visibility import count_expired, visible_links
+from .supersede import Superseder, judge_for
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
     from .purge import SweepReport
-    from .search import SearchResult
     from .update import UpdateResult
     from .write import AddResult, Writer
 
 log = logging.getLogger(__name__)
 
 MEMORY = ":memory:"
-#: seconds a get waits for the write lock to record usage heat before it gives up (amem.usage)
-OPEN_LOCK_WAIT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -109,9 +106,13 @@ class MemoryStore:
                                lock=self._lock, location=self.location)
         upgrade(self.index)  # once per store: tokenizer, point ids, event times
         self._llm = llm if llm is not None else self._llm_from_config()
+        #: supersession marks, judged by the LLM when one is configured (amem.supersede)
+        self.superseder = Superseder(self.index, judge_for(self._llm))
         self._writer: Writer | None = None  # built on first write (imports the enrichers lazily)
-        #: each agent's last searches, so a get can record the query that led to it (amem.usage)
-        self.recent_searches = RecentSearches()
+        #: usage heat: each agent's last searches, and what a get records (amem.search.usage)
+        self.usage = UsageRecorder(self.index)
+        #: the read path (amem.search)
+        self.searcher = Searcher(self.index, config, self.usage.recent)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -249,12 +250,10 @@ class MemoryStore:
             return result
 
     def _supersede_new(self, result: "AddResult", agent_id: str) -> None:
-        from . import supersede
-
-        note, vector = self.load(result.id, agent_id, with_vector=True)
+        note, vector = self.index.load(result.id, agent_id, with_vector=True)
         if vector is None:
             return
-        outcome = supersede.check(self, note, vector, supersede.judge_for(self._llm))
+        outcome = self.superseder.check(note, vector)
         result.supersedes = outcome.superseded
         result.warnings.extend(outcome.warnings)
 
@@ -300,10 +299,8 @@ class MemoryStore:
         ``before`` (exclusive) bound the notes' event time; ``metadata`` keeps notes whose
         metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
         """
-        from .search import run_search
-
         self._ensure_open()
-        return run_search(self, query, limit=limit, topics_filter=topics_filter, subject=subject,
+        return self.searcher.search(query, limit=limit, topics_filter=topics_filter, subject=subject,
                           agent_id=self.agent(agent_id), expand_links=expand_links, heat=heat,
                           min_similarity=min_similarity, include_superseded=include_superseded,
                           since=since, before=before, metadata=metadata)
@@ -315,32 +312,11 @@ class MemoryStore:
         note, _ = self.load(check_id(note_id), self.agent(agent_id),
                             include_inactive=include_inactive)
         # Only links a caller can follow: an expired or deleted target stays in the payload
-        # until the sweep or consolidation drops it (``amem.visibility``).
-        note.links = visible_links(self, note)
+        # until the sweep or consolidation drops it (``amem.search.visibility``).
+        note.links = visible_links(self.index, note)
         if note.is_active:
-            self._record_open(note.id, self.agent(agent_id))
+            self.usage.opened(note.id, self.agent(agent_id))
         return note
-
-    def _record_open(self, note_id: str, agent_id: str) -> None:
-        """Keep on the note the query of the agent's recent search that returned it (usage heat,
-        ``amem.usage``); a note no recent search of this agent returned records nothing."""
-        query = self.recent_searches.opened(agent_id, note_id)
-        if query is None:
-            return
-        # Read and append as one change (two opens must not lose one), but a read never waits
-        # behind maintenance holding the lock for minutes (consolidation): then it is not kept.
-        if not self._lock.acquire(timeout=OPEN_LOCK_WAIT_S):
-            log.info("usage heat: note %s opened while the store was busy; not recorded", note_id)
-            return
-        try:
-            hits = self.backend.retrieve([point_id(agent_id, note_id)])
-            if not hits or hits[0].payload.get("id") != note_id:
-                return
-            value = with_query(hits[0].payload.get(USAGE_FIELD), self.embedder.model_id, query)
-            if value is not None:
-                self.update_note_fields(note_id, agent_id, {USAGE_FIELD: value})
-        finally:
-            self._lock.release()
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
         """Soft-delete: the note stays in the engine with ``is_active: false``."""
@@ -350,9 +326,7 @@ class MemoryStore:
             note, _ = self.load(check_id(note_id), agent)
             self.update_note_fields(note.id, agent, {"is_active": False})
             if note.supersedes:  # the facts it replaced are current again
-                from .supersede import release
-
-                release(self, note)
+                self.superseder.release(note)
         note.is_active = False
         return note
 
@@ -464,11 +438,8 @@ class MemoryStore:
 
     def _sweep_supersessions(self, report: Any) -> None:
         """The nightly pass for supersessions the write path missed (``amem.supersede``)."""
-        from .supersede import judge_for, sweep
-
-        judge = judge_for(self._llm)
         for agent, part in report.agents.items():
-            outcome = sweep(self, agent, judge)
+            outcome = self.superseder.sweep(agent)
             report.superseded += len(outcome.superseded)
             part.warnings.extend(outcome.warnings)
 
@@ -490,7 +461,7 @@ class MemoryStore:
             dim=self.embedder.dim, points=self.index.backend.count(None),
             active_notes=self.index.backend.count(self.index.live_where()),
             agents=None, stale_vectors=count_stale(self), index_build=self.index.build.to_dict(),
-            expired_pending_sweep=count_expired(self))
+            expired_pending_sweep=count_expired(self.index))
 
     @property
     def bm25_stats(self) -> bm25.CorpusStats:

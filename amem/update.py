@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import bm25, supersede
+from . import bm25
 from .backends.base import Match, MatchAny, Where
 from .errors import ValidationError
 from .linking import LinkView, choose_links, view_of
@@ -114,8 +114,7 @@ def update_note(store: "MemoryStore", note_id: Any, *, content: Any = None, subj
         added = [n for n in linked if n not in before]
         removed = [n for n in before if n not in linked]
         warnings += _back_links(store, note, added, removed)
-        outcome = supersede.check(store, note, vector, supersede.judge_for(store.llm),
-                                  recheck=True)
+        outcome = store.superseder.check(note, vector, recheck=True)
         warnings += outcome.warnings
     changed = (["text"] if new_text else []) + (["subjects"] if new_subjects else [])
     return UpdateResult(note.id, "updated", changed=changed, links=list(note.links),

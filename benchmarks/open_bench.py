@@ -88,7 +88,7 @@ def child_open(store: Path) -> dict[str, Any]:
     from amem.embed.hashing import HashingEmbedder
 
     embedder = HashingEmbedder()
-    from amem.search import run_search  # noqa: F401  (the search modules load before the base)
+    from amem.search import Searcher  # noqa: F401  (the search modules load before the base)
     from amem.text import tokenize
 
     tokenize("预热 warm up")  # the tokenizers' dictionaries are a fixed cost, not the store's

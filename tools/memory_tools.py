@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amem.notefields import INDEX_FIELDS, MAX_TTL
-from amem.visibility import count_expired
+from amem.search.visibility import count_expired
 
 from .context import CallContext
 from .errors import ToolError
@@ -122,7 +122,7 @@ def memory_status(ctx: "CallContext") -> dict[str, Any]:
     memory = {"notes": store.count(agent_id=ctx.agent_id), "embedder": info.embedder,
               "dim": info.dim, "backend": info.backend,
               # expired notes are no longer "notes" but still take room until the nightly sweep
-              "expired_pending_sweep": count_expired(store, ctx.agent_id)}
+              "expired_pending_sweep": count_expired(store.index, ctx.agent_id)}
     if info.embedder.startswith("hashing"):
         degraded.append("the embedder is the hashing fallback: search matches words, not meaning")
     if info.stale_vectors:

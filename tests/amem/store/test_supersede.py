@@ -123,7 +123,7 @@ def test_the_store_marks_what_the_llm_judge_says(edge_store: MemoryStore,
     assert vector is not None
     fake_openai.script(json_reply({"verdicts": [{"candidate": 1, "replaces": True}]}))
     with _client(fake_openai) as client:
-        outcome = check(edge_store, note, vector, LLMJudge(client))
+        outcome = check(edge_store.index, note, vector, LLMJudge(client))
     assert outcome.superseded == [old] and outcome.decided_by == "llm:judge"
     assert edge_store.get(old).superseded_by == new
 

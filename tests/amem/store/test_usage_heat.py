@@ -16,7 +16,7 @@ from amem.embed import make_embedder
 from amem.embed.base import Embedder
 from amem.errors import ConfigError, NotFoundError
 from amem.ranking import usage_boost
-from amem.usage import FIELD, PER_NOTE, RecentSearches, best_cosine, decode, encode, with_query
+from amem.search.usage import FIELD, PER_NOTE, RecentSearches, best_cosine, decode, encode, with_query
 
 NOTES = [
     ("tea", "Alice prefers green tea over coffee"),
@@ -153,7 +153,7 @@ def test_another_agent_never_marks_or_reads_these_notes(e5_store: MemoryStore) -
     e5_store.add("Bob's notes: Alice likes drinking green tea", id="tea", agent_id="bob",
                  enrich=False)
     # alice opening a note only bob's searches named records nothing on hers
-    e5_store.recent_searches.searched("bob", np.ones(e5_store.embedder.dim), ["pot"])
+    e5_store.usage.recent.searched("bob", np.ones(e5_store.embedder.dim), ["pot"])
     e5_store.get("pot")
     assert FIELD not in _payload(e5_store, "pot", "alice")
     ids = [r.id for r in e5_store.search(QUESTION, limit=5, agent_id="bob")]

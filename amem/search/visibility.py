@@ -10,17 +10,14 @@ counts the waiting notes apart from the active ones (``count_expired``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from .backends.base import Condition, HasId, Match, Range, Where
-from .notefields import is_expired, not_expired
-from .notes import Note, point_id
-
-if TYPE_CHECKING:
-    from .store import MemoryStore
+from ..backends.base import Condition, HasId, Match, Range, Where
+from ..index import NoteIndex
+from ..notefields import is_expired, not_expired
+from ..notes import Note, point_id
 
 
-def visible_links(store: "MemoryStore", note: Note) -> list[str]:
+def visible_links(index: NoteIndex, note: Note) -> list[str]:
     """``note``'s links that name a live note of its agent (active, not expired), in order.
 
     One engine retrieve for all of them; a link to a missing, deleted, merged, expired or
@@ -29,26 +26,26 @@ def visible_links(store: "MemoryStore", note: Note) -> list[str]:
     """
     if not note.links:
         return []
-    live = live_ids(store, note.agent_id, note.links)
+    live = live_ids(index, note.agent_id, note.links)
     return [t for t in note.links if t in live]
 
 
-def live_ids(store: "MemoryStore", agent_id: str, ids: Iterable[str]) -> set[str]:
+def live_ids(index: NoteIndex, agent_id: str, ids: Iterable[str]) -> set[str]:
     """Which of ``ids`` name a live note of ``agent_id`` (active, not expired): one engine
     retrieve for all of them (a search checks every result's links at once)."""
     wanted = sorted(set(ids))
     if not wanted:
         return set()
-    now = store.clock.now()
+    now = index.clock.now()
     points = [point_id(agent_id, t) for t in wanted]
     # The usual case, every target live, costs one count in the engine (~0.5 ms for 120 ids);
     # reading the payloads to find which ones are not costs ~20x that, so only then.
     all_live = Where(must=(HasId(tuple(points)), Match("agent_id", agent_id),
                            Match("is_active", True), not_expired(now)))
-    if store.backend.count(all_live) == len(wanted):
+    if index.backend.count(all_live) == len(wanted):
         return set(wanted)
     live: set[str] = set()
-    for hit in store.backend.retrieve(points):
+    for hit in index.backend.retrieve(points):
         p = hit.payload
         if p.get("agent_id") == agent_id and p.get("is_active", True) \
                 and not is_expired(str(p.get("expires_at") or ""), now):
@@ -56,27 +53,27 @@ def live_ids(store: "MemoryStore", agent_id: str, ids: Iterable[str]) -> set[str
     return live
 
 
-def expired_ids(store: "MemoryStore", agent_id: str, *, limit: int) -> list[str]:
+def expired_ids(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
     """Ids of ``agent_id``'s active notes past their ``expires_at`` that the sweep has not
     deleted yet (at most ``limit``; the engine's expiry index makes this a small read)."""
     where = Where(must=(Match("agent_id", agent_id), Match("is_active", True),
-                        Range("expires_ts", lte=store.clock.now().timestamp())))
+                        Range("expires_ts", lte=index.clock.now().timestamp())))
     ids: list[str] = []
-    for hit in store.backend.iterate(where):
+    for hit in index.backend.iterate(where):
         ids.append(str(hit.payload.get("id")))
         if len(ids) >= limit:
             break
     return ids
 
 
-def count_expired(store: "MemoryStore", agent_id: str | None = None) -> int:
+def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
     """Active notes past their ``expires_at`` that the sweep has not deleted yet (of one
     agent, or of every agent)."""
     must: list[Condition] = [Match("is_active", True),
-                          Range("expires_ts", lte=store.clock.now().timestamp())]
+                          Range("expires_ts", lte=index.clock.now().timestamp())]
     if agent_id is not None:
         must.append(Match("agent_id", agent_id))
-    return store.backend.count(Where(must=tuple(must)))
+    return index.backend.count(Where(must=tuple(must)))
 
 
 __all__ = ["count_expired", "expired_ids", "live_ids", "visible_links"]

@@ -20,12 +20,18 @@ store (``amem serve``, a script) records anything.
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+
+from ..index import NoteIndex
+from ..notes import point_id
+
+log = logging.getLogger(__name__)
 
 #: the payload field holding the queries that led to opening the note
 FIELD = "opened_by"
@@ -37,6 +43,8 @@ PER_AGENT = 32
 MAX_AGENTS = 64
 #: a query this close to one already stored is the same question: not stored twice
 SAME_QUERY = 0.999
+#: seconds a get waits for the write lock to record usage heat before it gives up
+OPEN_LOCK_WAIT_S = 0.25
 
 
 @dataclass
@@ -152,3 +160,33 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine, not a dot product: float16 round trips leave vectors a hair off unit length."""
     norm = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(np.dot(a, b)) / norm if norm > 0 else 0.0
+
+
+class UsageRecorder:
+    """Records on a note the query of the agent's recent search that returned it, when the
+    agent opens it (``MemoryStore.get``); the searches are remembered in ``recent``."""
+
+    def __init__(self, index: NoteIndex, recent: RecentSearches | None = None) -> None:
+        self._index = index
+        self.recent = recent if recent is not None else RecentSearches()
+
+    def opened(self, note_id: str, agent_id: str) -> None:
+        """A note no recent search of this agent returned records nothing."""
+        query = self.recent.opened(agent_id, note_id)
+        if query is None:
+            return
+        index = self._index
+        # Read and append as one change (two opens must not lose one), but a read never waits
+        # behind maintenance holding the lock for minutes (consolidation): then it is not kept.
+        if not index.lock.acquire(timeout=OPEN_LOCK_WAIT_S):
+            log.info("usage heat: note %s opened while the store was busy; not recorded", note_id)
+            return
+        try:
+            hits = index.backend.retrieve([point_id(agent_id, note_id)])
+            if not hits or hits[0].payload.get("id") != note_id:
+                return
+            value = with_query(hits[0].payload.get(FIELD), index.embedder.model_id, query)
+            if value is not None:
+                index.update_note_fields(note_id, agent_id, {FIELD: value})
+        finally:
+            index.lock.release()

@@ -1,0 +1,49 @@
+"""The search filter (tenant, live, current, subject, topics) and the checked score floor."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..backends.base import Condition, IsEmpty, Match, MatchAny, Where
+from ..errors import ValidationError
+from ..index import NoteIndex
+from .visibility import expired_ids
+
+#: at most this many expired, unswept successors release their older facts before the sweep
+LAPSED_MAX = 1000
+
+
+def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
+                 topics: Sequence[str], *, include_superseded: bool = False) -> Where:
+    """Tenant + active (+ current: not superseded, unless history is asked for), then the
+    optional subject and topics rules as nested clauses."""
+    must: list[Condition] = list(index.tenant_filter(agent_id))
+    if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
+        # ... unless what replaced it has expired: until the sweep deletes the successor (and
+        # clears the mark), the older fact is current again, as it is once the sweep has run.
+        lapsed = expired_ids(index, agent_id, limit=LAPSED_MAX)
+        current = IsEmpty("superseded_by")
+        must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
+                    if lapsed else current)
+    if subject is not None:
+        # Notes naming the subject, plus notes naming nobody.
+        must.append(Where(should=(Match("subjects", subject), IsEmpty("subjects"))))
+    if topics:
+        # Knowledge notes must carry every topic; memory notes pass through.
+        knowledge = Where(must=(Match("note_type", "knowledge"),
+                                *(Match("topics", t) for t in topics)))
+        must.append(Where(should=(Match("note_type", "memory"), knowledge)))
+    return Where(must=tuple(must))
+
+
+def check_min_similarity(value: Any) -> float | None:
+    """None, or a number in [-1, 1] (the query-to-note scale)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1.0 <= value <= 1.0:
+        raise ValidationError(f"min_similarity must be a number in [-1, 1], got {value!r}",
+                              field="min_similarity")
+    return float(value)
+
+
+__all__ = ["LAPSED_MAX", "build_filter", "check_min_similarity"]

@@ -1,0 +1,59 @@
+"""Step 4 of a search: the configured fusion of the BM25 and dense rankings, best first."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import ranking
+from ..backends.base import Hit, VectorBackend
+from ..config import AmemConfig
+
+
+def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
+         sparse_hits: Sequence[Hit], dense_hits: Sequence[Hit], pool: int,
+         cosine: dict[str, float]) -> list[tuple[str, float]]:
+    """The fused ranking (``amem.ranking``), best first; fills ``cosine`` as it needs.
+
+    z-score fusion needs every candidate's cosine: a BM25-only candidate's comes from its
+    stored vector (one read of at most ``pool`` points; guessing it from the dense cut-off
+    measured MRR 0.550 -> 0.501 on LoCoMo dev). Its missing BM25 score is
+    ``ranking.unranked_score`` of the BM25 list.
+    """
+    weights = [config.sparse_weight, config.dense_weight]
+    if config.fusion == "rrf":
+        return ranking.rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
+                           k=config.rrf_k, weights=weights)
+    candidates = [h.id for h in sparse_hits] + [h.id for h in dense_hits]
+    fill_cosines(backend, qvec, candidates, cosine)
+    # Scores at 1e-6, as in settle_ties: engines (and an engine's cosine against ours from
+    # the stored vector) differ in the 7th digit, which must not reorder equal notes.
+    bm25_scores = {h.id: round(h.score, 6) for h in sparse_hits}
+    cosines = {pid: round(c, 6) for pid, c in cosine.items()}
+    # a candidate without a stored vector (none should lack one) gets the dense list's floor
+    dense_floor = min((cosines[h.id] for h in dense_hits), default=0.0)
+    return ranking.zscore_fusion(
+        candidates, [bm25_scores, cosines], weights,
+        [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor])
+
+
+def fill_cosines(backend: VectorBackend, qvec: np.ndarray, pids: Sequence[str],
+                 cosine: dict[str, float]) -> None:
+    """BM25-only candidates have no cosine from the engine: take it from their stored vector."""
+    missing = [pid for pid in pids if pid not in cosine]
+    if missing:
+        for hit in backend.retrieve(missing, with_vectors=True):
+            if hit.dense is not None:
+                cosine[hit.id] = float(np.dot(qvec, hit.dense))
+
+
+def settle_ties(hits: list[Hit]) -> list[Hit]:
+    """Order equal scores by id: engines break ties differently, results must not differ.
+
+    Scores are compared at 1e-6 so float noise between engines cannot reorder real ties.
+    """
+    return sorted(hits, key=lambda h: (-round(h.score, 6), h.id))
+
+
+__all__ = ["fill_cosines", "fuse", "settle_ties"]

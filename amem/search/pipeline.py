@@ -1,0 +1,184 @@
+"""The read path: ``search`` = BM25 + dense cosine fused, heat boost, link expansion.
+
+The pipeline, step by step (the numbers match the issue that specifies it):
+
+1. embed the query locally;
+2. BM25 over content + keywords + tags, as the engine's sparse vector (only notes sharing a
+   term with the query are ranked);
+3. dense cosine search;
+4. fusion (``fusion`` in the config): by default z-score fusion, ``sigmoid(0.4 z_bm25 +
+   0.6 z_cosine)`` with each score standardised over the candidates (every candidate's
+   cosine is read); or RRF, ``sum_i w_i / (k + rank_i)`` with ranks from 1 (k = 60);
+5. heat boost ``fused * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge
+   exempt (a tie-breaker: a count says a note was returned, not that it was right); then the
+   usage boost: a note the agent opened after a search whose query has cosine >= 0.97 to this
+   one is lifted by up to x2 (``amem.search.usage``, ``ranking.usage_boost``; ``boosted_by: "usage"``);
+   matches are ordered by this ``score`` (``rrf`` keeps the fused score before the boost,
+   whichever the fusion: the field's name is older than z-score fusion);
+6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
+   answer "nothing relevant");
+7. breadth-first expansion over links, 2 hops, admitting notes whose query similarity is at
+   least ``link_min_cosine`` (and ``min_similarity``), at most 8, appended after the matches
+   with ``via: "link"``.
+
+``similarity`` is the query-to-note scale of ``amem.similarity`` (0 = unrelated, 1 = a typical
+answer, always in [-1, 1]); ``found_by`` says which ranking found a match (``bm25``, ``dense``
+or ``both``) or ``link``. Then ``retrieval_count`` and ``last_accessed`` are bumped for the
+returned matches only, and the query and the returned ids are remembered (in memory) so that
+a ``get`` of one of them records the query on the note (``amem.search.usage``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+from .. import bm25, ranking
+from ..backends.base import Hit, Where
+from ..config import AmemConfig
+from ..errors import ValidationError
+from ..index import NoteIndex
+from ..notefields import search_conditions
+from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
+from ..supersede import history_order
+from ..text import tokenize
+from . import usage
+from .filters import build_filter, check_min_similarity
+from .fuse import fill_cosines, fuse, settle_ties
+from .links import expand
+from .result import SearchResult, found_by, make_result
+from .visibility import live_ids
+
+log = logging.getLogger(__name__)
+
+#: seconds a search waits for the write lock to count its retrievals before it skips them
+HEAT_LOCK_WAIT_S = 0.25
+
+
+class Searcher:
+    """The read path of one store: built once with the index, the settings and the recent
+    searches (which a ``get`` reads to record usage heat)."""
+
+    def __init__(self, index: NoteIndex, config: AmemConfig,
+                 recent: usage.RecentSearches) -> None:
+        self._index = index
+        self._config = config
+        self._recent = recent
+
+    def search(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
+               subject: str | None, agent_id: str, expand_links: bool | None = None,
+               heat: bool | None = None, min_similarity: float | None = None,
+               include_superseded: bool = False, since: Any = None, before: Any = None,
+               metadata: Any = None) -> list[SearchResult]:
+        """The pipeline of the module docstring, for one agent."""
+        index, cfg = self._index, self._config
+        check_text(query, field="query", max_chars=cfg.max_query_chars)
+        check_limit(limit, maximum=cfg.max_limit)
+        topics = check_str_list(topics_filter, field="topicsFilter")
+        if subject is not None:
+            check_text(subject, field="subject", max_chars=200)
+        floor = check_min_similarity(min_similarity)
+        narrow = search_conditions(since, before, metadata)  # event time and metadata (checked)
+        use_heat = cfg.heat if heat is None else heat
+        use_links = cfg.link_expansion if expand_links is None else expand_links
+
+        qvec = index.embed_query(query)                                         # 1
+        if not isinstance(include_superseded, bool):
+            raise ValidationError("include_superseded must be true or false",
+                                  field="include_superseded")
+        where = build_filter(index, agent_id, subject, topics,
+                             include_superseded=include_superseded)
+        # they narrow both legs and the link expansion inside the engine, not after the fact
+        where = Where(must=(*where.must, *narrow))
+        terms = tokenize(query)
+        pool = max(cfg.candidates, limit)
+        engine = index.backend
+        sparse_hits = (engine.sparse_search(bm25.query_vector(terms), where, pool)
+                       if terms else [])                                        # 2
+        dense_hits = settle_ties(engine.dense_search(qvec, where, pool))        # 3
+        sparse_hits = settle_ties(sparse_hits)
+        cosine = {h.id: h.score for h in dense_hits}
+        fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
+
+        by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
+        by_id.update({h.id: h for h in dense_hits})
+        in_sparse = {h.id for h in sparse_hits}
+        in_dense = {h.id for h in dense_hits}
+        now = index.clock.now()
+        scored: list[tuple[str, float, float]] = []                             # (pid, rrf, final)
+        use_usage = use_heat and cfg.usage_factor > 0
+        boosted: set[str] = set()
+        for pid, score in fused:
+            payload = by_id[pid].payload
+            final = score
+            if use_heat and payload.get("note_type") != "knowledge":            # 5
+                final = ranking.heat_boost(score, int(payload.get("retrieval_count", 0)),
+                                           age_days(payload.get("last_accessed", ""), now),
+                                           cfg.heat_factor)
+            if use_usage and payload.get(usage.FIELD):
+                lifted = ranking.usage_boost(
+                    final, usage.best_cosine(payload[usage.FIELD], index.embedder.model_id,
+                                             qvec),
+                    cfg.usage_threshold, cfg.usage_factor)
+                if lifted > final:
+                    boosted.add(pid)
+                    final = lifted
+            scored.append((pid, score, final))
+        order = {pid: i for i, (pid, _, _) in enumerate(scored)}
+        scored.sort(key=lambda t: (-t[2], order[t[0]]))
+        if include_superseded:  # a replaced fact right after the note that replaced it
+            scored = [scored[i] for i in history_order(
+                [(str(by_id[pid].payload.get("id")), by_id[pid].payload.get("superseded_by"))
+                 for pid, _, _ in scored])]
+        # Without a floor only the returned matches need a cosine; with one, every candidate may.
+        wanted = scored if floor is not None else scored[:limit]
+        fill_cosines(engine, qvec, [pid for pid, _, _ in wanted], cosine)
+        sim = {pid: index.query_similarity(c) for pid, c in cosine.items()}
+        if floor is not None:                                                   # 6
+            scored = [t for t in scored if sim.get(t[0], -1.0) >= floor]
+        matches = scored[:limit]
+
+        results = [make_result(by_id[pid].payload, sim.get(pid, 0.0), rrf_score, "match", final,
+                               found_by(pid in in_sparse, pid in in_dense),
+                               "usage" if pid in boosted else None)
+                   for pid, rrf_score, final in matches]
+
+        if use_links and matches:                                               # 7
+            gate = cfg.link_min_cosine if floor is None else max(cfg.link_min_cosine, floor)
+            results.extend(expand(index, cfg, agent_id, [by_id[pid] for pid, _, _ in matches],
+                                  qvec, where, gate))
+        # A result lists only links the caller can follow: a target deleted, merged or expired
+        # (and not yet swept) stays in the payload until the sweep, never in what is shown.
+        live = live_ids(index, agent_id, (link for r in results for link in r.links))
+        for r in results:
+            r.links = [link for link in r.links if link in live]
+        self._bump_heat([(pid, by_id[pid].payload) for pid, _, _ in matches], now)
+        self._recent.searched(agent_id, qvec, [r.id for r in results])
+        return results
+
+    def _bump_heat(self, matches: Sequence[tuple[str, dict[str, Any]]], now: Any) -> None:
+        """Count a retrieval for each returned match (not for every candidate).
+
+        The counts come from the payloads the query already returned, so this costs one small
+        payload write per match and no extra read. Two concurrent searches returning the same
+        note may count it once instead of twice: heat is a ranking hint, not an audit log.
+        The writes take the store's write lock like every other change, but a search never
+        waits behind maintenance holding it for minutes (consolidation): then it counts nothing.
+        """
+        if not matches:
+            return
+        lock = self._index.lock
+        if not lock.acquire(timeout=HEAT_LOCK_WAIT_S):
+            log.info("heat: %d retrievals not counted while the store was busy", len(matches))
+            return
+        try:
+            stamp = now_iso(now)
+            for pid, payload in matches:
+                self._index.backend.set_payload(
+                    pid, {"retrieval_count": int(payload.get("retrieval_count", 0)) + 1,
+                          "last_accessed": stamp})
+        finally:
+            lock.release()
+
+
+__all__ = ["HEAT_LOCK_WAIT_S", "Searcher"]

@@ -1,0 +1,39 @@
+"""Supersession: a newer note that replaces an older note's fact marks it ``superseded_by``.
+
+"Alice drinks coffee" and, weeks later, "Alice stopped coffee, she drinks tea now" are both
+true notes, but only the second is the current fact; without a mark a search returns both
+with similar scores. When a note is written (or edited), its nearest active notes that share
+a subject with it and are not newer are put to a judge (``SupersedeJudge``):
+
+* with an LLM configured, one call answers yes or no per candidate ("does the new note
+  replace this one?"); any failure falls back to the rule below and says so (a warning,
+  ``decided_by = "offline-fallback"``);
+* offline, the rule (``rule.replaces``) says yes only when all of these hold, precision first:
+  the two notes are about the same subject (a shared subject or name; or both name nobody,
+  the user's own notes); the new note states a change ("no longer", "stopped", "switched
+  to", "moved to", "instead", "now works", "lost my job", ...), not negated ("I won't
+  quit") and not additive ("also", "still", "as well"); and the sentence holding the change
+  shares a topic with the older note (an informative word besides names, greetings and the
+  change words; for a change with a slot, "lost my job", "new home", the older note must
+  state that slot). ``tests/amem/store/test_supersede_rule.py`` measures it on a labelled
+  set of real LoCoMo turns and written pairs, and over every pair of same-speaker turns of
+  the LoCoMo conversations (187,112 pairs: 16 yes, most of them false alarms).
+
+A yes marks the older note ``superseded_by = <new id>`` and the new one ``supersedes``, each
+with an ``evolution_history`` entry (``marks``); search leaves superseded notes out unless
+asked for history. Modules: ``rule`` (the offline rule), ``judges`` (rule or LLM), ``marks``
+(the store side: candidates, marks, release, the nightly sweep).
+"""
+
+from __future__ import annotations
+
+from .judges import (OFFLINE, SCHEMA, SYSTEM, LLMJudge, RuleJudge, SupersedeJudge, Verdict,
+                     judge_for, prompt)
+from .marks import (CANDIDATES, Outcome, Superseder, candidates, check, history_order, release,
+                    sweep)
+from .rule import FactView, change_marker, change_sentence, replaces, same_subject, view
+
+__all__ = ["CANDIDATES", "FactView", "LLMJudge", "OFFLINE", "Outcome", "RuleJudge", "SCHEMA",
+           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "candidates", "change_marker",
+           "change_sentence", "check", "history_order", "judge_for", "prompt", "release",
+           "replaces", "same_subject", "sweep", "view"]

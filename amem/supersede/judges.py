@@ -1,0 +1,122 @@
+"""Supersede judges: the offline rule, or an LLM (which falls back to the rule, visibly)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+from ..enrich.base import OFFLINE_FALLBACK, llm_label
+from ..errors import ValidationError
+from .rule import FactView, replaces
+
+log = logging.getLogger(__name__)
+
+#: the offline label of a verdict
+OFFLINE = "offline"
+
+@dataclass
+class Verdict:
+    """Which candidates the new note replaces, who decided, and what went wrong."""
+
+    ids: list[str]
+    decided_by: str
+    warnings: list[str] = field(default_factory=list)
+
+
+class SupersedeJudge(Protocol):
+    """Decides which older notes a new note replaces."""
+
+    @property
+    def label(self) -> str: ...
+
+    def judge(self, new: FactView, older: Sequence[FactView]) -> Verdict: ...
+
+
+class RuleJudge:
+    """The offline rule as a judge."""
+
+    label = OFFLINE
+
+    def judge(self, new: FactView, older: Sequence[FactView]) -> Verdict:
+        return Verdict([o.id for o in older if replaces(new, o)], OFFLINE)
+
+
+SYSTEM = (
+    "You maintain a person's long-term memory. A NEW note was just written. For each OLDER "
+    "note, decide whether the NEW note replaces the fact the OLDER note states about the same "
+    "person or thing, so the OLDER note is no longer true (a change: moved, switched, stopped, "
+    "a new job). Answer false when both can be true at once, when the NEW note adds detail, "
+    "or when they are about different people or topics. Reply with JSON only.")
+SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["verdicts"],
+    "properties": {"verdicts": {"type": "array", "items": {
+        "type": "object", "required": ["candidate", "replaces"],
+        "properties": {"candidate": {"type": "integer"}, "replaces": {"type": "boolean"}}}}}}
+
+
+def prompt(new: FactView, older: Sequence[FactView]) -> str:
+    lines = [f"NEW ({new.timestamp or 'undated'}): {new.content[:2000]}", "", "OLDER notes:"]
+    lines += [f"{n}. ({o.timestamp or 'undated'}) {o.content[:1000]}"
+              for n, o in enumerate(older, 1)]
+    lines += ["", 'Reply as {"verdicts": [{"candidate": 1, "replaces": true}, ...]} with one '
+              "entry per OLDER note."]
+    return "\n".join(lines)
+
+
+class LLMJudge:
+    """One LLM call per new note; the offline rule on any failure (visible in the verdict)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.fallback = RuleJudge()
+
+    @property
+    def label(self) -> str:
+        return llm_label(str(self.llm.model))
+
+    def judge(self, new: FactView, older: Sequence[FactView]) -> Verdict:
+        if not older:
+            return Verdict([], self.label)
+        try:
+            reply = self.llm.complete_json(SYSTEM, prompt(new, older), schema=SCHEMA,
+                                           name="supersede_verdicts")
+            ids, warnings = self._read(reply, older)
+        except ValidationError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the optional LLM step falls back, visibly
+            reason = (f"LLM supersede check failed ({type(exc).__name__}: "
+                      f"{' '.join(str(exc).split())[:300]}); used the offline rule")
+            log.warning("%s", reason)
+            verdict = self.fallback.judge(new, older)
+            return Verdict(verdict.ids, OFFLINE_FALLBACK, [reason])
+        return Verdict(ids, self.label, warnings)
+
+    @staticmethod
+    def _read(reply: Mapping[str, Any], older: Sequence[FactView]) -> tuple[list[str], list[str]]:
+        said: dict[int, bool] = {}
+        invented: list[int] = []
+        for entry in reply["verdicts"]:
+            n = int(entry["candidate"])
+            if 1 <= n <= len(older):
+                said.setdefault(n, bool(entry["replaces"]))
+            else:
+                invented.append(n)
+        warnings = []
+        if invented:
+            warnings.append(f"the LLM judged candidate(s) {invented[:5]} that do not exist; "
+                            "ignored")
+        missing = [n for n in range(1, len(older) + 1) if n not in said]
+        if missing:
+            warnings.append(f"the LLM gave no supersede verdict for candidate(s) {missing}; "
+                            "kept as current")
+        return [older[n - 1].id for n in range(1, len(older) + 1) if said.get(n)], warnings
+
+
+def judge_for(llm: Any) -> SupersedeJudge:
+    """The LLM judge when an LLM is configured, else the offline rule."""
+    return RuleJudge() if llm is None else LLMJudge(llm)
+
+
+__all__ = ["LLMJudge", "OFFLINE", "RuleJudge", "SCHEMA", "SYSTEM", "SupersedeJudge", "Verdict",
+           "judge_for", "prompt"]
