@@ -2,7 +2,8 @@
 
     errors     the coded error root both exception trees subclass (``MemoryToolError``)
     clock      the ``Clock`` seam, the system clock and a manual clock for tests
-    llm        the LLM seams (text, deadline, JSON, the full client) and the circuit breaker
+    llm        the LLM seams (text, deadline, JSON, the full client)
+    breaker    the circuit breaker of amem's LLM client and lcm's summarizer
     text       the CJK script table and the helpers built on it
     fusion     reciprocal rank fusion, one deterministic tie-break
 
