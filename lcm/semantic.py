@@ -26,8 +26,9 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lcm.config import LcmConfig
 from lcm.db import Database
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SemanticIndex", "SCAN_BATCH", "EMBED_TEXT_CHARS", "NIGHTLY_EMBED_SECONDS"]
+__all__ = ["SemanticIndex", "ScanCut", "SCAN_BATCH", "EMBED_TEXT_CHARS", "NIGHTLY_EMBED_SECONDS"]
 
 #: vectors read per turn of the database lock (384-dim int8: 1.5 MB, a few ms of numpy)
 SCAN_BATCH = 4096
@@ -57,6 +58,11 @@ EMBED_BATCH = 32
 NIGHTLY_EMBED_SECONDS = 900.0
 #: candidates each list contributes to a fusion, per hit asked for
 _POOL = 4
+
+
+class ScanCut(Exception):
+    """Raised by an engine's :meth:`SemanticIndex._scan` when its deadline stopped a fetch:
+    rows were left unread, so the search reports itself late."""
 
 
 @dataclass(frozen=True)
@@ -246,14 +252,9 @@ class SemanticIndex:
                f"AND length(v.vector) = ? AND {where}")
         best_ids, best = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         scanned, late = 0, False
-        with self.db.reading() as c:
-            cursor = c.execute(sql, [str(emb.model_id), dim, *params])
+        batches = self._scan(sql, [str(emb.model_id), dim, *params], deadline)
         try:
-            while True:
-                with self.db.reading():
-                    rows = cursor.fetchmany(SCAN_BATCH)
-                if not rows:
-                    break
+            for rows in batches:
                 if scanned and time.monotonic() > deadline:  # rows left unread: say so
                     late = True
                     break
@@ -261,10 +262,27 @@ class SemanticIndex:
                 scores = unpack_scores([r[2] for r in rows], [r[1] for r in rows], dim, query)
                 best_ids, best = top_k(np.concatenate([best_ids, ids]), np.concatenate([best, scores]), k)
                 scanned += len(rows)
+        except ScanCut:  # the engine's own deadline stopped a fetch (PostgreSQL's statement_timeout)
+            late = True
+        finally:
+            batches.close()
+        return [(int(i), float(s)) for i, s in zip(best_ids, best)], scanned, late
+
+    def _scan(self, sql: str, params: list[object], deadline: float) -> Generator[list[Any], None, None]:
+        """The rows of the vector scan ``sql``, ``SCAN_BATCH`` at a time (the engine's part of
+        :meth:`search`): SQLite's cursor steps under the database lock, released between batches."""
+        with self.db.reading() as c:
+            cursor = c.execute(sql, params)
+        try:
+            while True:
+                with self.db.reading():
+                    rows = cursor.fetchmany(SCAN_BATCH)
+                if not rows:
+                    return
+                yield rows
         finally:
             with self.db.reading():
                 cursor.close()
-        return [(int(i), float(s)) for i, s in zip(best_ids, best)], scanned, late
 
     def not_embedded(self, kinds: tuple[str, ...], conv_ids: list[int] | None, since: str | None,
                      before: str | None) -> int:

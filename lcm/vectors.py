@@ -65,7 +65,12 @@ def unpack_scores(blobs: Sequence[bytes], scales: Sequence[float], dim: int, que
     if not blobs:
         return np.zeros(0, dtype=np.float32)
     mat = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(blobs), dim)
-    raw = mat.astype(np.float32) @ np.asarray(query, dtype=np.float32).reshape(-1)
+    # A product and a sum along each row, not a matrix-vector product: BLAS takes another path
+    # for the last few rows of a matrix, so the same vector scored in batches cut elsewhere got
+    # another last bit (583 of 4,096 rows differed), and tied rows changed places between a
+    # scan in one batch and one in many (two engines, or two sizes). The row sum is the same
+    # however the rows are batched, at about the same speed.
+    raw = (mat.astype(np.float32) * np.asarray(query, dtype=np.float32).reshape(-1)).sum(axis=1)
     return np.asarray(raw * np.asarray(scales, dtype=np.float32), dtype=np.float32)
 
 
@@ -73,14 +78,19 @@ def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.n
     """The ``k`` best of parallel ``ids`` / ``scores`` arrays, best first (ties: lower id first).
 
     ``argpartition`` keeps it linear in the batch: a scan merges each batch into its running
-    best this way without sorting everything it has read.
+    best this way without sorting everything it has read. Rows tied with the k-th score are
+    kept by lower id too (``argpartition`` alone keeps an arbitrary few of them), so the answer
+    does not depend on how a scan was cut into batches: the same on every engine.
     """
     import numpy as np
 
     if k <= 0 or len(ids) == 0:
         return ids[:0], scores[:0]
     if len(ids) > k:
-        keep = np.argpartition(-scores, k - 1)[:k]
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        above = np.flatnonzero(scores > kth)
+        tied = np.flatnonzero(scores == kth)
+        keep = np.concatenate([above, tied[np.argsort(ids[tied], kind="stable")][: k - len(above)]])
         ids, scores = ids[keep], scores[keep]
     order = np.lexsort((ids, -scores))
     return ids[order], scores[order]
