@@ -9,13 +9,16 @@ import os
 import signal
 import sys
 from types import FrameType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from amem.kernel.errors import MemoryToolError
 
 from .config import SchedulerConfig
 from .job import run_nightly
 from .service import last_run_status, run_forever
+
+if TYPE_CHECKING:
+    from tools.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -45,44 +48,41 @@ def cli_main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None
         print("amem scheduler: --once and --status exclude each other", file=sys.stderr)
         return 2
     try:
-        settings = _settings(args, env)
-        cfg = SchedulerConfig.from_amem(settings.config)
+        runtime = _runtime(args, env)
+        cfg = runtime.settings.scheduler
         if args.status:
             _emit(args, last_run_status(cfg.home, cfg))
             return 0
-        return _run(args, settings, cfg)
+        with runtime:
+            return _run(args, runtime, cfg)
     except MemoryToolError as exc:  # amem's and lcm's errors alike (a bad [lcm] table too)
         print(f"amem scheduler: {exc}", file=sys.stderr)
         return 2
 
 
-def _settings(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
-    from tools.runtime import load_settings
+def _runtime(args: argparse.Namespace, env: Mapping[str, str]) -> Runtime:
+    # The composition root lives in tools (imported here, when a command runs: ``import
+    # scheduler`` stays light for the server that starts it in the background).
+    from tools.runtime import Runtime
 
     overrides = {"home": args.home, "schedule_timezone": args.timezone}
-    return load_settings(env, config_path=args.config, overrides=overrides)
+    return Runtime.load(env, config_path=args.config, overrides=overrides)
 
 
-def _run(args: argparse.Namespace, settings: Any, cfg: SchedulerConfig) -> int:
-    from tools.runtime import open_lcm, open_memory
-
-    memory = open_memory(settings)  # StoreLockedError when a server owns the store
-    lcm = None if args.no_lcm else open_lcm(settings)
+def _run(args: argparse.Namespace, runtime: Runtime, cfg: SchedulerConfig) -> int:
+    """The job, on the runtime's stores (which the caller closes, the conversations first)."""
+    memory = runtime.memory  # StoreLockedError when a server owns the store
+    lcm = None if args.no_lcm else runtime.lcm
+    if args.once:
+        report = run_nightly(memory, lcm, config=cfg, reason="manual")
+        _emit(args, report.to_dict())
+        return 0 if report.status == "ok" else 1
+    previous = signal.signal(signal.SIGTERM, _exit_on_term)
     try:
-        if args.once:
-            report = run_nightly(memory, lcm, config=cfg, reason="manual")
-            _emit(args, report.to_dict())
-            return 0 if report.status == "ok" else 1
-        previous = signal.signal(signal.SIGTERM, _exit_on_term)
-        try:
-            run_forever(memory, lcm, cfg)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-        return 0
+        run_forever(memory, lcm, cfg)
     finally:
-        if lcm is not None:
-            lcm.close()
-        memory.close()
+        signal.signal(signal.SIGTERM, previous)
+    return 0
 
 
 def _exit_on_term(signum: int, frame: FrameType | None) -> None:

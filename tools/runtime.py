@@ -1,51 +1,46 @@
-"""Opening the stores for the CLI and the server: config, embedder, agent, lcm."""
+"""The composition root: one ``Runtime`` builds what a process works with, from its settings.
+
+The CLI, ``amem serve`` (the MCP server and its host routes) and ``amem scheduler`` all open
+their stores here, and nowhere else::
+
+    Settings ──► Runtime ──► embedder   (one, lazy: nothing loads until a text is encoded)
+                         ├─► llm        (one LLMClient, or None without llm_base_url)
+                         ├─► memory     (MemoryStore: the notes, opened on first use)
+                         └─► lcm        (LcmStore: the conversations, opened on first use)
+
+The two stores share the embedder (e5 loads once) and the LLM client (one circuit breaker per
+endpoint: the note store's enrichment and lcm's summaries stop calling a dead endpoint
+together). ``close()`` (or leaving ``with``) closes whatever was opened.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from types import MappingProxyType, TracebackType
+from typing import TYPE_CHECKING, Any, Mapping
 
-from amem.config import AmemConfig, load_config
 from amem.errors import ConfigError
 
+from .settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from amem import MemoryStore
+    from amem.embed.base import Embedder
+    from amem.llm import CircuitBreaker, LLMClient
+    from lcm import LcmStore
+
 log = logging.getLogger(__name__)
+
+__all__ = ["HASHING", "RoleLLM", "Runtime", "make_embedder"]
 
 #: embedder names the tools resolve themselves (the rest go to ``amem.embed.make_embedder``)
 HASHING = "hashing"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What the command line resolved before any store is opened."""
-
-    config: AmemConfig
-    agent_id: str
-    env: Mapping[str, str]
-    config_path: str | None = None
-    #: what the stores opened with these settings share (the one LLM client); see shared_llm
-    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def lcm_path(self) -> Path:
-        """Where the lcm database lives unless ``LCM_DATABASE_PATH`` says otherwise."""
-        return Path(self.config.home) / "lcm.db"
-
-
-def load_settings(env: Mapping[str, str] | None = None, *, config_path: str | None = None,
-                  overrides: Mapping[str, Any] | None = None, agent: str | None = None) -> Settings:
-    """Defaults < TOML (``--config`` or ``AMEM_CONFIG``) < ``AMEM_*`` env < the CLI's flags."""
-    env = dict(os.environ if env is None else env)
-    path = config_path or env.get("AMEM_CONFIG") or None
-    cfg = load_config(path, env=env, overrides={k: v for k, v in (overrides or {}).items()
-                                                if v is not None})
-    agent_id = agent or env.get("AMEM_AGENT") or cfg.agent_id
-    return Settings(config=cfg, agent_id=agent_id, env=env, config_path=path)
-
-
-def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Any:
+def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Embedder:
     """The embedder called ``name``: ``hashing`` (or ``hashing-DIM``) here, others by amem.
 
     ``cache_dir`` is where a converted model lives (e5-small: ``<home>/models``), so a
@@ -68,36 +63,6 @@ def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None)
     return make_lazy_embedder(name, threads=threads, cache_dir=cache_dir)
 
 
-def shared_embedder(settings: Settings) -> Any:
-    """The one embedder of every store opened with ``settings`` (lazy: nothing loads until a text
-    is encoded). The note store and lcm's semantic recall share it, so e5 loads once."""
-    if "embedder" not in settings.shared:
-        cfg = settings.config
-        settings.shared["embedder"] = make_embedder(cfg.embedder, threads=cfg.embed_threads,
-                                                    cache_dir=Path(cfg.home) / "models")
-    return settings.shared["embedder"]
-
-
-def shared_llm(settings: Settings) -> Any:
-    """The one LLM client of every store opened with ``settings``, or None (``llm_base_url`` unset).
-
-    One client means one circuit breaker for the endpoint: the note store's enrichment and
-    lcm's summaries and expansions all stop calling a dead endpoint together.
-    """
-    if "llm" not in settings.shared:
-        cfg = settings.config
-        client = None
-        if cfg.llm_base_url:
-            from amem.llm import PLACEHOLDER_API_KEY, LLMClient, LLMConfig
-
-            client = LLMClient(LLMConfig(
-                base_url=cfg.llm_base_url, model=cfg.llm_model, api_key=cfg.llm_api_key or PLACEHOLDER_API_KEY,
-                connect_timeout=cfg.llm_connect_timeout, read_timeout=cfg.llm_read_timeout,
-                deadline=cfg.llm_deadline_s, max_reply_bytes=cfg.llm_max_reply_bytes))
-        settings.shared["llm"] = client
-    return settings.shared["llm"]
-
-
 class RoleLLM:
     """The shared client as one lcm role sees it: that role's model and deadline on every call.
 
@@ -105,7 +70,7 @@ class RoleLLM:
     ``delegationTimeoutMs`` for ``lcm_expand_query``; an empty model means ``llm_model``.
     """
 
-    def __init__(self, client: Any, model: str, deadline_s: float) -> None:
+    def __init__(self, client: LLMClient, model: str, deadline_s: float) -> None:
         self._client = client
         self._model = model.strip()
         self._deadline_s = deadline_s
@@ -115,94 +80,177 @@ class RoleLLM:
         return self._model or str(self._client.model)
 
     @property
-    def breaker(self) -> Any:
+    def breaker(self) -> CircuitBreaker:
         """The client's breaker, shared with the note store (lcm's summarizer reads it)."""
         return self._client.breaker
 
     def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
-        reply: str = self._client.complete(system, user, max_tokens=max_tokens, model=self._model or None,
-                                           deadline=self._deadline_s)
-        return reply
+        return self._client.complete(system, user, max_tokens=max_tokens, model=self._model or None,
+                                     deadline=self._deadline_s)
 
     def complete_within(self, system: str, user: str, *, max_tokens: int | None, seconds: float) -> str:
         """One call ended at the caller's deadline (``lcm_expand_query``'s ``timeoutMs``), at most
         the role's own: the HTTP request stops then. A caller's short deadline says nothing about
         the endpoint, so passing it does not open the shared circuit."""
-        reply: str = self._client.complete(system, user, max_tokens=max_tokens, model=self._model or None,
-                                           deadline=min(seconds, self._deadline_s), trip_on_deadline=False)
-        return reply
+        return self._client.complete(system, user, max_tokens=max_tokens, model=self._model or None,
+                                     deadline=min(seconds, self._deadline_s), trip_on_deadline=False)
 
 
-def open_memory(settings: Settings, *, embedder: Any = None) -> Any:
-    """The note store the settings point at (embedded under ``home``, or a Qdrant server)."""
-    from amem import MemoryStore
+class Runtime:
+    """The stores and the LLM client of one process, built from one :class:`Settings`.
 
-    cfg = settings.config
-    if embedder is None:
-        embedder = shared_embedder(settings)
-    if cfg.backend == "edge":
-        Path(cfg.home).mkdir(parents=True, exist_ok=True)
-    return MemoryStore(None, config=cfg, embedder=embedder, agent_id=settings.agent_id,
-                       llm=shared_llm(settings))
+    Everything is built on first use and once: ``memory`` opens the note store (embedded under
+    ``home``, or a Qdrant server), ``lcm`` the conversation store. ``close()`` closes what was
+    opened (the conversation store first); a closed runtime opens nothing again.
 
+    Args:
+        settings: Every config section, resolved once (``tools.settings.load_settings``).
+        agent_id: Who the stores act as; None means the config's ``agent_id``.
+        env: The variables only the tools read (``AMEM_LCM_URL``, tool description overrides,
+            ``AMEM_SERVER_TOKEN``); the runtime never reads ``os.environ`` itself.
+        embedder: The embedder of both stores instead of the configured one.
 
-def open_lcm(settings: Settings, *, required: bool = False) -> Any:
-    """The lcm conversation store, or ``None`` (with a logged warning) when it cannot be built.
-
-    ``required`` turns the warning into the error itself (the ``amem lcm ...`` commands).
+    Raises:
+        ConfigError: from ``memory``/``lcm``/``embedder`` when the settings cannot build them
+            (an unknown embedder, two names for the conversation store).
     """
-    try:
+
+    def __init__(self, settings: Settings, *, agent_id: str | None = None,
+                 env: Mapping[str, str] | None = None, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.agent_id = agent_id or settings.amem.agent_id
+        self.env: Mapping[str, str] = MappingProxyType(dict(env or {}))
+        self._embedder = embedder
+        self._llm: LLMClient | None = None
+        self._llm_built = False
+        self._memory: MemoryStore | None = None
+        self._lcm: LcmStore | None = None
+        self._closed = False
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None, *, config_path: str | Path | None = None,
+             overrides: Mapping[str, Any] | None = None, agent: str | None = None) -> Runtime:
+        """The process's runtime: defaults < TOML (``config_path`` or ``AMEM_CONFIG``) < env
+        < ``overrides`` (the command line's flags; None values are unset flags), acting as
+        ``agent`` (else ``AMEM_AGENT``, else the config's). ``env`` None is ``os.environ``."""
+        env = dict(os.environ if env is None else env)
+        settings = load_settings(Path(config_path) if config_path else None, env=env,
+                                 **dict(overrides or {}))
+        return cls(settings, agent_id=agent or env.get("AMEM_AGENT") or None, env=env)
+
+    @property
+    def lcm_path(self) -> Path:
+        """Where the lcm database lives unless ``LCM_DATABASE_PATH`` says otherwise."""
+        return Path(self.settings.amem.home) / "lcm.db"
+
+    # ------------------------------------------------------------------ shared parts
+
+    @property
+    def embedder(self) -> Embedder:
+        """The one embedder of both stores (lazy: nothing loads until a text is encoded)."""
+        if self._embedder is None:
+            cfg = self.settings.amem
+            self._embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads,
+                                           cache_dir=Path(cfg.home) / "models")
+        return self._embedder
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """The one LLM client of both stores, or None (``llm_base_url`` unset)."""
+        if not self._llm_built:
+            if self.settings.llm is not None:
+                from amem.llm import LLMClient
+
+                self._llm = LLMClient(self.settings.llm)
+            self._llm_built = True
+        return self._llm
+
+    # ------------------------------------------------------------------ stores
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The note store (opened on first use).
+
+        Raises:
+            StoreLockedError: another process (a running ``amem serve``) holds the store.
+        """
+        if self._memory is None:
+            self._check_open()
+            from amem import MemoryStore
+
+            cfg = self.settings.amem
+            if cfg.backend == "edge":
+                Path(cfg.home).mkdir(parents=True, exist_ok=True)
+            self._memory = MemoryStore(None, config=cfg, embedder=self.embedder,
+                                       agent_id=self.agent_id, llm=self.llm)
+        return self._memory
+
+    @property
+    def lcm(self) -> LcmStore:
+        """The conversation store (opened on first use).
+
+        Raises:
+            ConfigError: ``AMEM_LCM_URL`` and ``LCM_DATABASE_PATH`` name different stores.
+        """
+        if self._lcm is None:
+            self._check_open()
+            self._lcm = self._build_lcm()
+        return self._lcm
+
+    def _build_lcm(self) -> LcmStore:
         from lcm import LcmStore
-        from lcm.config import load_config as lcm_load_config
-    except ImportError as exc:
-        if required:
-            raise ConfigError(f"the conversation store (lcm) is not available: {exc}",
-                              key="lcm") from None
-        log.warning("lcm tools disabled: the lcm package is not available (%s)", exc)
-        return None
-    lcm_cfg = lcm_load_config(_lcm_table_path(settings.config_path), env=settings.env)
-    url = settings.env.get("AMEM_LCM_URL", "").strip()
-    if url:
-        # amem's own name for where conversations live (a postgresql:// URL to share them
-        # between hosts, or a file); lossless-claw's LCM_DATABASE_PATH may say the same, never
-        # something else, or one of the two would silently lose.
-        if lcm_cfg.database_path and lcm_cfg.database_path != url:
-            raise ConfigError("AMEM_LCM_URL and LCM_DATABASE_PATH / [lcm] databasePath name "
-                              "different conversation stores; set one of them",
-                              key="AMEM_LCM_URL")
-        lcm_cfg = _with(lcm_cfg, database_path=url)
-    if not getattr(lcm_cfg, "database_path", ""):
-        lcm_cfg = _with(lcm_cfg, database_path=str(settings.lcm_path))
-    # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file
-    if not lcm_cfg.database_path.startswith(("postgresql://", "postgres://")):
-        Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    client = shared_llm(settings)
-    try:  # semantic recall uses the note store's embedder; without one lcm still works
-        embedder = shared_embedder(settings)
-    except ConfigError as exc:
-        log.warning("lcm semantic recall disabled: %s", exc)
-        embedder = None
-    if client is None:
-        return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder)
-    return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder,
-                    llm=RoleLLM(client, lcm_cfg.summary_model, lcm_cfg.summary_timeout_ms / 1000),
-                    expansion_llm=RoleLLM(client, lcm_cfg.expansion_model, lcm_cfg.delegation_timeout_ms / 1000))
 
+        lcm_cfg = self.settings.lcm
+        url = self.env.get("AMEM_LCM_URL", "").strip()
+        if url:
+            # amem's own name for where conversations live (a postgresql:// URL to share them
+            # between hosts, or a file); lossless-claw's LCM_DATABASE_PATH may say the same,
+            # never something else, or one of the two would silently lose.
+            if lcm_cfg.database_path and lcm_cfg.database_path != url:
+                raise ConfigError("AMEM_LCM_URL and LCM_DATABASE_PATH / [lcm] databasePath name "
+                                  "different conversation stores; set one of them",
+                                  key="AMEM_LCM_URL")
+            lcm_cfg = dataclasses.replace(lcm_cfg, database_path=url)
+        if not lcm_cfg.database_path:
+            lcm_cfg = dataclasses.replace(lcm_cfg, database_path=str(self.lcm_path))
+        # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file
+        if not lcm_cfg.database_path.startswith(("postgresql://", "postgres://")):
+            Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:  # semantic recall uses the note store's embedder; without one lcm still works
+            embedder: Embedder | None = self.embedder
+        except ConfigError as exc:
+            log.warning("lcm semantic recall disabled: %s", exc)
+            embedder = None
+        client = self.llm
+        if client is None:
+            return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder)
+        return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder,
+                        llm=RoleLLM(client, lcm_cfg.summary_model, lcm_cfg.summary_timeout_ms / 1000),
+                        expansion_llm=RoleLLM(client, lcm_cfg.expansion_model,
+                                              lcm_cfg.delegation_timeout_ms / 1000))
 
-def _lcm_table_path(path: str | None) -> str | None:
-    """The config file for lcm only if it has an ``[lcm]`` table (its top level is amem's)."""
-    if path is None:
-        return None
-    import tomllib
+    # ------------------------------------------------------------------ lifetime
 
-    try:
-        doc = tomllib.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return None  # amem's own loader already reported the problem
-    return path if isinstance(doc.get("lcm"), dict) else None
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Runtime is closed; build a new one to open the stores again")
 
+    def close(self) -> None:
+        """Close the stores that were opened (lcm first, then the notes). Idempotent."""
+        self._closed = True
+        lcm, self._lcm = self._lcm, None
+        memory, self._memory = self._memory, None
+        try:
+            if lcm is not None:
+                lcm.close()
+        finally:
+            if memory is not None:
+                memory.close()
 
-def _with(cfg: Any, **changes: Any) -> Any:
-    import dataclasses
+    def __enter__(self) -> Runtime:
+        return self
 
-    return dataclasses.replace(cfg, **changes)
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+

@@ -27,7 +27,7 @@ import pytest
 from amem import MemoryStore
 from amem.config import load_config
 from amem.embed.hashing import HashingEmbedder
-from tools.runtime import load_settings, open_lcm
+from tools.runtime import Runtime
 
 AMEM = Path(sys.executable).with_name("amem")
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,13 +76,10 @@ def store_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
     env = base_env(home)
     report = amem_json(env, "import", str(src), "--no-enrich")
     assert isinstance(report, dict) and report["created"] == len(NOTES)
-    lcm = open_lcm(load_settings(env), required=True)
-    try:
-        lcm.ingest(SESSION, [{"role": "user" if i % 2 == 0 else "assistant",
-                              "content": f"deploy step {i}: the build failed with exit 137"}
-                             for i in range(12)])
-    finally:
-        lcm.close()
+    with Runtime.load(env) as runtime:
+        runtime.lcm.ingest(SESSION, [{"role": "user" if i % 2 == 0 else "assistant",
+                                      "content": f"deploy step {i}: the build failed with exit 137"}
+                                     for i in range(12)])
     yield env
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.cli import _as_cli_error, setup_logging
+from tools.cli.main import as_cli_error as _as_cli_error
+from tools.cli.output import setup_logging
 
 
 def _fail() -> RuntimeError:

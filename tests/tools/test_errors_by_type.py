@@ -4,7 +4,7 @@ not by the package or module it came from."""
 from __future__ import annotations
 
 from tools import ToolFacade
-from tools.cli import _as_cli_error
+from tools.cli.main import as_cli_error as _as_cli_error
 from tools.errors import is_error
 
 from amem.kernel.errors import MemoryToolError

@@ -16,9 +16,8 @@ import pytest
 from lcm.recall import ExpansionTimeoutError
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, chat, drip, slow
 from tools.facade import ToolFacade
-from tools.runtime import open_lcm, shared_llm
 
-from .test_lcm_llm import KEY, server, settings, talk
+from .test_lcm_llm import KEY, runtime, server, talk
 
 __all__ = ["server"]  # the fixture, imported for pytest
 
@@ -38,8 +37,8 @@ def _in_flight() -> list[str]:
 
 def test_timeout_ms_ends_the_request_and_keeps_the_circuit_closed(tmp_path: Path, server: FakeOpenAI) -> None:
     server.set_default(_answer_late)
-    s = settings(tmp_path, server)
-    lcm = open_lcm(s, required=True)
+    s = runtime(tmp_path, server)
+    lcm = s.lcm
     try:
         lcm.ingest(KEY, talk(24))
         assert lcm.compact(KEY, force=True).leaf_summaries
@@ -57,7 +56,9 @@ def test_timeout_ms_ends_the_request_and_keeps_the_circuit_closed(tmp_path: Path
             time.sleep(0.02)
         assert _in_flight() == []
         # A caller's short deadline says nothing about the endpoint: not counted against it.
-        breaker = shared_llm(s).breaker
+        client = s.llm
+        assert client is not None
+        breaker = client.breaker
         assert (breaker.state, breaker.failures) == ("closed", 0)
         # A reply dripped a byte at a time never trips a read timeout; the deadline still ends it.
         started = time.monotonic()

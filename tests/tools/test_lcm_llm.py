@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, chat, error, slow
-from tools.runtime import Settings, load_settings, open_lcm, open_memory, shared_llm
+from tools.runtime import Runtime
 
 KEY = "agent:main:main"
 
@@ -26,12 +26,12 @@ def server() -> Iterator[FakeOpenAI]:
     srv.close()
 
 
-def settings(home: Path, server: FakeOpenAI, **extra: str) -> Settings:
+def runtime(home: Path, server: FakeOpenAI, **extra: str) -> Runtime:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
     env.update({"AMEM_HOME": str(home), "AMEM_EMBEDDER": "hashing", "AMEM_LLM_BASE_URL": server.url,
                 "AMEM_LLM_MODEL": "note-model", "LCM_FRESH_TAIL_COUNT": "4", "LCM_LOG_FILE_ENABLED": "false"})
     env.update(extra)
-    return load_settings(env)
+    return Runtime.load(env)
 
 
 def talk(n: int) -> list[dict[str, Any]]:
@@ -48,7 +48,7 @@ def summaries(store: Any) -> list[tuple[str, str, str]]:
 
 def test_compaction_summarizes_with_the_summary_model(tmp_path: Path, server: FakeOpenAI) -> None:
     server.set_default(chat("Deploys of service-0..11 failed health checks (503); releases rolled back."))
-    lcm = open_lcm(settings(tmp_path, server, LCM_SUMMARY_MODEL="tiny-summarizer"), required=True)
+    lcm = runtime(tmp_path, server, LCM_SUMMARY_MODEL="tiny-summarizer").lcm
     try:
         lcm.ingest(KEY, talk(24))
         res = lcm.compact(KEY, force=True)
@@ -64,8 +64,8 @@ def test_compaction_summarizes_with_the_summary_model(tmp_path: Path, server: Fa
 def test_expand_query_uses_the_expansion_model(tmp_path: Path, server: FakeOpenAI) -> None:
     server.set_default(lambda req: chat("The rollback came after a 503 [msg_1]."
                                         if "Question:" in req.user else "Deploys failed; rolled back."))
-    lcm = open_lcm(settings(tmp_path, server, LCM_SUMMARY_MODEL="tiny-summarizer",
-                            LCM_EXPANSION_MODEL="big-reader"), required=True)
+    lcm = runtime(tmp_path, server, LCM_SUMMARY_MODEL="tiny-summarizer",
+                  LCM_EXPANSION_MODEL="big-reader").lcm
     try:
         lcm.ingest(KEY, talk(24))
         lcm.compact(KEY, force=True)
@@ -80,7 +80,7 @@ def test_expand_query_uses_the_expansion_model(tmp_path: Path, server: FakeOpenA
 
 def test_unset_role_models_use_llm_model(tmp_path: Path, server: FakeOpenAI) -> None:
     server.set_default(chat("Deploys failed health checks; rolled back."))
-    lcm = open_lcm(settings(tmp_path, server), required=True)
+    lcm = runtime(tmp_path, server).lcm
     try:
         lcm.ingest(KEY, talk(24))
         lcm.compact(KEY, force=True)
@@ -92,7 +92,7 @@ def test_unset_role_models_use_llm_model(tmp_path: Path, server: FakeOpenAI) -> 
 
 def test_summary_timeout_is_the_deadline_and_the_fallback_is_visible(tmp_path: Path, server: FakeOpenAI) -> None:
     server.set_default(slow(3.0, chat("too late")))
-    lcm = open_lcm(settings(tmp_path, server, LCM_SUMMARY_TIMEOUT_MS="300"), required=True)
+    lcm = runtime(tmp_path, server, LCM_SUMMARY_TIMEOUT_MS="300").lcm
     try:
         lcm.ingest(KEY, talk(24))
         started = time.monotonic()
@@ -107,11 +107,12 @@ def test_summary_timeout_is_the_deadline_and_the_fallback_is_visible(tmp_path: P
 
 def test_one_client_and_one_breaker_for_both_stores(tmp_path: Path, server: FakeOpenAI) -> None:
     server.set_default(error(400))  # not retried: one failure per call, no backoff waits
-    s = settings(tmp_path, server, LCM_SUMMARY_MODEL="tiny-summarizer")
-    memory = open_memory(s)
-    lcm = open_lcm(s, required=True)
+    s = runtime(tmp_path, server, LCM_SUMMARY_MODEL="tiny-summarizer")
+    memory = s.memory
+    lcm = s.lcm
     try:
-        client = shared_llm(s)
+        client = s.llm
+        assert client is not None
         assert memory.llm is client
         assert lcm.summarizer.llm.breaker is client.breaker and lcm.recall.llm.breaker is client.breaker
         lcm.ingest(KEY, talk(24))

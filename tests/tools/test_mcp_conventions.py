@@ -226,11 +226,11 @@ def test_serve_refuses_a_description_for_no_tool(tmp_path: Path, monkeypatch: py
 
 
 def test_serve_takes_the_overrides_from_its_settings(tmp_path: Path) -> None:
-    from tools.cli_ops import _descriptions
-    from tools.runtime import load_settings
+    from tools.cli.serve import tool_descriptions
+    from tools.runtime import Runtime
 
     cfg = tmp_path / "amem.toml"
     cfg.write_text('[tools.descriptions]\nmemory_list = "Page through what you remember."\n',
                    encoding="utf-8")
-    settings = load_settings({"AMEM_HOME": str(tmp_path)}, config_path=str(cfg))
-    assert _descriptions(settings) == {"memory_list": "Page through what you remember."}
+    runtime = Runtime.load({"AMEM_HOME": str(tmp_path)}, config_path=str(cfg))
+    assert tool_descriptions(runtime) == {"memory_list": "Page through what you remember."}

@@ -15,7 +15,7 @@ import pytest
 from amem import MemoryStore
 from amem.config import load_config
 from amem.embed import E5OnnxEmbedder, LazyEmbedder
-from tools.runtime import load_settings, open_memory
+from tools.runtime import Runtime
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +34,10 @@ def test_store_converts_under_its_config_home(home: Path) -> None:
 
 
 def test_home_flag_converts_under_that_home(home: Path, tmp_path: Path) -> None:
-    """``amem --home DIR`` is the ``home`` override of ``load_settings`` (tools.cli)."""
+    """``amem --home DIR`` is the ``home`` override of ``Runtime.load`` (tools.cli)."""
     env = {"AMEM_HOME": str(tmp_path / "env-home"), "AMEM_EMBEDDER": "e5-small"}
-    settings = load_settings(env, overrides={"home": str(home)})
-    with open_memory(settings) as store:
+    with Runtime.load(env, overrides={"home": str(home)}) as runtime:
+        store = runtime.memory
         assert isinstance(store.embedder, LazyEmbedder)  # the CLI loads it on first use
         loaded = store.embedder.embedder()
         assert isinstance(loaded, E5OnnxEmbedder)

@@ -42,10 +42,10 @@ def test_presets_of_unknown_identity_are_built_at_once() -> None:
 
 
 def test_the_cli_store_opens_and_lists_without_loading_the_model(tmp_path: Path) -> None:
-    from tools.runtime import load_settings, open_memory
+    from tools.runtime import Runtime
 
-    settings = load_settings({"AMEM_HOME": str(tmp_path)})
-    with open_memory(settings) as store:
+    with Runtime.load({"AMEM_HOME": str(tmp_path)}) as runtime:
+        store = runtime.memory
         assert isinstance(store.embedder, LazyEmbedder)
         store.list()
         store.count()

@@ -14,15 +14,20 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from .transcripts import FORMATS, detect, to_messages
+from ..transcripts import FORMATS, detect, to_messages
+from .common import Cmd, runtime
+from .output import CliError, emit, usage_error
+
+if TYPE_CHECKING:
+    from .common import Subparsers
 
 #: messages per ``LcmStore.ingest`` call (one transaction each)
 BATCH = 500
 
 
-def add_host_commands(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) -> None:
+def register(cmd: Cmd, lsub: Subparsers) -> None:
     """Register ``lcm ingest`` and ``lcm assemble`` under ``amem lcm``."""
     p = cmd("ingest", cmd_lcm_ingest, "store a JSONL transcript ({role, content, ...} per line)", into=lsub)
     p.add_argument("file", help="JSONL file, '-' for stdin")
@@ -45,8 +50,6 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
     Each message comes with a position (``line`` or ``line.k`` when a line holds several) and
     its line's text, for its key. A bad line raises naming its number (nothing stored).
     """
-    from .cli import CliError
-
     if path == "-":
         text = stdin_text or ""
     else:
@@ -62,11 +65,10 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
         try:
             msg = json.loads(line)
         except ValueError as exc:
-            raise CliError(f"line {number}: not JSON ({exc})", code="invalid_argument", exit_code=2,
-                           field=f"line {number}") from None
+            raise usage_error(f"line {number}: not JSON ({exc})", f"line {number}") from None
         if not isinstance(msg, dict):
-            raise CliError(f"line {number}: expected an object with role and content",
-                           code="invalid_argument", exit_code=2, field=f"line {number}")
+            raise usage_error(f"line {number}: expected an object with role and content",
+                              f"line {number}")
         if fmt == "auto":
             fmt = detect(msg)
         found = to_messages(msg, fmt)
@@ -99,22 +101,17 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]
 def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     import sys
 
-    from .cli import _settings, emit
-    from .runtime import open_lcm
-
     lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None, args.format)
     messages = _keyed(lines)
-    store = open_lcm(_settings(args), required=True)
     stored = skipped = 0
     conversation = None
-    try:
+    with runtime(args) as rt:
+        store = rt.lcm
         for start in range(0, len(messages), BATCH):
             res = store.ingest(args.session_key, messages[start:start + BATCH], session_id=args.session_id)
             stored += res.stored
             skipped += res.skipped_duplicates
             conversation = res.conversation_id if res.conversation_id is not None else conversation
-    finally:
-        store.close()
     data = {"format": fmt, "read": len(messages), "stored": stored, "skipped_duplicates": skipped,
             "lines_without_messages": empty, "conversation_id": conversation}
     emit(args, data, lambda: f"read {len(messages)} ({fmt}): stored {stored}, already there {skipped}"
@@ -124,15 +121,9 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_lcm_assemble(args: argparse.Namespace) -> int:
-    from .cli import _settings, emit
-    from .runtime import open_lcm
-
-    store = open_lcm(_settings(args), required=True)
-    try:
-        ctx = store.assemble(args.session_key, args.budget, prompt=args.prompt, model=args.model,
-                             context_window=args.context_window)
-    finally:
-        store.close()
+    with runtime(args) as rt:
+        ctx = rt.lcm.assemble(args.session_key, args.budget, prompt=args.prompt, model=args.model,
+                              context_window=args.context_window)
     data = ctx.to_dict()
 
     def text() -> str:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-__all__ = ["add_migrate_command", "cmd_lcm_migrate"]
+from .common import Cmd, runtime
+from .output import CliError, emit, kv_text, usage_error
+
+if TYPE_CHECKING:
+    from .common import Subparsers
+
+__all__ = ["register", "cmd_lcm_migrate"]
 
 
-def add_migrate_command(cmd: Callable[..., argparse.ArgumentParser], lsub: Any) -> None:
+def register(cmd: Cmd, lsub: Subparsers) -> None:
     """Register ``lcm migrate`` under ``amem lcm``."""
     p = cmd("migrate", cmd_lcm_migrate, "copy the SQLite conversation store into an empty PostgreSQL "
             "database (ids unchanged, one transaction)", into=lsub)
@@ -20,14 +25,10 @@ def cmd_lcm_migrate(args: argparse.Namespace) -> int:
     from lcm.pg.copy import copy_sqlite_to_postgres
     from lcm.pg.db import PgDatabase, is_postgres_url
 
-    from .cli import CliError, _settings, emit, kv_text
-    from .runtime import open_lcm
-
     if not is_postgres_url(args.to):
-        raise CliError(f"--to must be a postgresql:// URL; got {args.to!r}", code="invalid_argument",
-                       exit_code=2, field="to")  # fmt: skip
-    store = open_lcm(_settings(args), required=True)
-    try:
+        raise usage_error(f"--to must be a postgresql:// URL; got {args.to!r}", "to")
+    with runtime(args) as rt:
+        store = rt.lcm
         if isinstance(store.db, PgDatabase):
             raise CliError("this host's conversation store is already on PostgreSQL; migrate copies a SQLite "
                            "store (unset LCM_DATABASE_PATH to name the local file)", code="invalid_argument")  # fmt: skip
@@ -36,8 +37,6 @@ def cmd_lcm_migrate(args: argparse.Namespace) -> int:
             report = copy_sqlite_to_postgres(store.db, destination)
         finally:
             destination.close()
-    finally:
-        store.close()
     data = {"source": report.source, "destination": report.destination, "rows": report.rows,
             "next": "point every host at it: LCM_DATABASE_PATH=<the URL> (large files stay in largeFilesDir)"}  # fmt: skip
     emit(args, data, lambda: kv_text(data))

@@ -10,10 +10,17 @@ export, consolidate, reembed) needs the store itself and still says "store busy"
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
-from .remote import RemoteError, RemoteServer, find_server, is_local
+from ..remote import RemoteError, RemoteServer, find_server, is_local, load_record, record_path
+from ..runtime import Runtime
+from .output import CODE_EXITS, EXIT_BUSY, EXIT_ERROR, CliError, usage_error
+
+if TYPE_CHECKING:
+    from amem import MemoryStore
+    from amem.errors import StoreLockedError
 
 #: the environment variable that gives an explicit ``--server`` its token
 TOKEN_ENV = "AMEM_SERVER_TOKEN"
@@ -27,53 +34,45 @@ def add_server_option(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def open_notes(args: argparse.Namespace, settings: Any) -> Iterator[tuple[Any, RemoteServer | None]]:
-    """``(store, None)`` with the store opened here, or ``(None, server)``: the server named by
-    ``--server``, or the one found holding the store (see ``tools.remote``)."""
+def open_notes(args: argparse.Namespace, runtime: Runtime
+               ) -> Iterator[tuple[MemoryStore | None, RemoteServer | None]]:
+    """``(store, None)`` with the runtime's store, or ``(None, server)``: the server named by
+    ``--server``, or the one found holding the store (see ``tools.remote``). The runtime's
+    owner closes the store."""
     from amem.errors import StoreLockedError
-
-    from .runtime import open_memory
 
     url = getattr(args, "server", None)
     if url:
-        yield None, explicit_server(url, settings)
+        yield None, explicit_server(url, runtime)
         return
     try:
-        store = open_memory(settings)
+        store = runtime.memory
     except StoreLockedError as exc:
-        server = discovered_server(settings, exc)
+        server = discovered_server(runtime, exc)
         if server is None:
             raise
-        store = None
-    if store is None:
         yield None, server
         return
-    with store:
-        yield store, None
+    yield store, None
 
 
-def explicit_server(url: str, settings: Any) -> RemoteServer:
+def explicit_server(url: str, runtime: Runtime) -> RemoteServer:
     """``--server URL``: the record's token only if the record names this very url."""
-    from .cli import CliError
-    from .remote import load_record, record_path
-
     if not url.startswith(("http://", "https://")):
-        raise CliError(f"--server must be an http(s) URL such as http://127.0.0.1:8765/mcp, "
-                       f"got {url!r}", code="invalid_argument", exit_code=2, field="server")
-    record = load_record(record_path(settings.config.home))
+        raise usage_error(f"--server must be an http(s) URL such as http://127.0.0.1:8765/mcp, "
+                          f"got {url!r}", "server")
+    record = load_record(record_path(runtime.settings.amem.home))
     token = record.token if record is not None and record.url == url else None
-    token = settings.env.get(TOKEN_ENV) or token
-    return RemoteServer(url, agent_id=settings.agent_id, token=token)
+    token = runtime.env.get(TOKEN_ENV) or token
+    return RemoteServer(url, agent_id=runtime.agent_id, token=token)
 
 
-def discovered_server(settings: Any, locked: Any) -> RemoteServer | None:
+def discovered_server(runtime: Runtime, locked: StoreLockedError) -> RemoteServer | None:
     """The server that holds the store, found by its record; ``None`` when there is none.
 
     A stdio server holds it too but only its host can talk to it: that is an error that says so.
     """
-    from .cli import EXIT_BUSY, CliError
-
-    record = find_server(settings.config.home, getattr(locked, "holder_pid", None))
+    record = find_server(runtime.settings.amem.home, getattr(locked, "holder_pid", None))
     if record is None:
         return None
     if record.transport != "http" or not record.url:
@@ -82,7 +81,7 @@ def discovered_server(settings: Any, locked: Any) -> RemoteServer | None:
                        "use it. Stop that server (or its host), or run `amem serve --http`, "
                        "which the CLI finds and uses", code="store_locked", exit_code=EXIT_BUSY)
     assert is_local(record.url)  # find_server ignores any other record
-    return RemoteServer(record.url, agent_id=settings.agent_id, token=record.token)
+    return RemoteServer(record.url, agent_id=runtime.agent_id, token=record.token)
 
 
 def remote_call(server: RemoteServer, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -98,12 +97,10 @@ def remote_page(server: RemoteServer, limit: int, offset: str | None) -> dict[st
     return _cli(lambda: server.list_page(limit, offset))
 
 
-def _cli(work: Any) -> dict[str, Any]:
-    from .cli import _CODE_EXITS, EXIT_ERROR, CliError
-
+def _cli(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         result: dict[str, Any] = work()
     except RemoteError as exc:
-        raise CliError(str(exc), code=exc.code, exit_code=_CODE_EXITS.get(exc.code, EXIT_ERROR),
+        raise CliError(str(exc), code=exc.code, exit_code=CODE_EXITS.get(exc.code, EXIT_ERROR),
                        field=exc.field) from None
     return result

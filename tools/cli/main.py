@@ -1,0 +1,97 @@
+"""The ``amem`` parser and entry point: each command group registers its commands on it.
+
+    main.py ──► notes.py   add, search, list, get, update, delete, import, export, ...
+            ├─► serve.py   serve, scheduler, status, doctor, tools
+            └─► lcm.py     lcm grep/describe/expand/status/doctor ─► lcm_host, lcm_embed, lcm_migrate
+    (all of them) ──► common.py (options, the runtime) ──► output.py (printing, errors, logs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Callable, Mapping, Sequence
+
+from . import lcm, notes, serve
+from .common import common_options, version
+from .output import (CODE_EXITS, EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, CliError,
+                     report_error, setup_logging)
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``amem`` command tree (every command has ``--help``)."""
+    common = common_options()
+    parser = argparse.ArgumentParser(
+        prog="amem", description="Memory for AI agents: notes, conversation recall, MCP tools.",
+        epilog="Exit codes: 0 ok, 1 error, 2 usage/invalid input, 3 not found, 4 store busy.")
+    parser.add_argument("--version", action="version", version=f"amem {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def cmd(name: str, func: Callable[[argparse.Namespace], int], help: str,
+            into: argparse._SubParsersAction[argparse.ArgumentParser] = sub) -> argparse.ArgumentParser:
+        p = into.add_parser(name, help=help, description=help, parents=[common])
+        p.set_defaults(func=func)
+        return p
+
+    notes.register(cmd, sub)
+    serve.register(cmd, sub)
+    lcm.register(cmd, sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
+    """Run one ``amem`` command; returns the exit code (the console script exits with it)."""
+    environ = dict(os.environ if env is None else env)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["scheduler"] and not {"-h", "--help"} & set(argv[1:2]):
+        # Every argument after the word belongs to the scheduler's own parser.
+        setup_logging(0, environ)
+        return serve.run_scheduler(argv[1:], environ)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    args.env = environ
+    setup_logging(args.verbose, environ)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("amem: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left (`amem lcm status | head`): nothing is wrong and nothing more can be
+        # said. Point stdout at /dev/null so the interpreter's last flush cannot fail again,
+        # and exit as a process ended by SIGPIPE does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except CliError as err:
+        return report_error(args, err)
+    except Exception as exc:
+        return report_error(args, as_cli_error(exc))
+
+
+def as_cli_error(exc: Exception) -> CliError:
+    """Any failure as the CLI reports it: our errors keep their code (and its exit code)."""
+    from amem.kernel.errors import MemoryToolError
+
+    from ..errors import ToolError
+
+    code = getattr(exc, "code", None)
+    if isinstance(code, str) and isinstance(exc, (MemoryToolError, ToolError)):
+        return CliError(str(exc), code=code, exit_code=CODE_EXITS.get(code, EXIT_ERROR),
+                        field=getattr(exc, "field", None))
+    if isinstance(exc, OSError):
+        return CliError(str(exc), code="os_error")
+    # The traceback is for whoever asked for it (-vv); by default the one-line error says how.
+    log.debug("unexpected failure", exc_info=exc)
+    return CliError(f"unexpected {type(exc).__name__}: {exc} (run with -vv for the traceback)",
+                    code="internal")
+
+
+def console_main() -> None:  # pragma: no cover - the console script wrapper
+    sys.exit(main())

@@ -1,0 +1,326 @@
+"""The note commands: add, search, list, get, update, delete, import, export, consolidate, reembed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .common import Cmd, open_memory, progress, runtime
+from .output import EXIT_ERROR, EXIT_OK, clip, emit, kv_text, search_table, usage_error, width
+from .server import add_server_option, open_notes, remote_call, remote_page
+
+if TYPE_CHECKING:
+    from amem import MemoryStore
+
+    from ..remote import RemoteServer
+    from .common import Subparsers
+
+
+def register(cmd: Cmd, sub: Subparsers) -> None:
+    """Add the note commands to the ``amem`` parser (called by ``tools.cli.main``)."""
+    p = cmd("add", cmd_add, "store one note")
+    add_server_option(p)
+    p.add_argument("text", help="the note text ('-' reads stdin)")
+    p.add_argument("--subject", action="append", default=[], help="who/what it is about (repeat)")
+    p.add_argument("--no-enrich", action="store_true", help="fast path: no enrichment, no links")
+    _note_field_options(p)
+
+    p = cmd("search", cmd_search, "hybrid search over your notes")
+    add_server_option(p)
+    p.add_argument("query")
+    p.add_argument("-n", "--limit", type=int, default=5, help="direct matches (default 5)")
+    p.add_argument("--subject", help="only notes about this subject (plus notes about nobody)")
+    p.add_argument("--topic", action="append", default=None, help="knowledge-note topic filter")
+    p.add_argument("--history", action="store_true",
+                   help="also show notes a newer note superseded (each after its successor)")
+    p.add_argument("--since", metavar="ISO", help="only notes whose event time is at or after this")
+    p.add_argument("--before", metavar="ISO", help="only notes whose event time is before this")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE",
+                   help="only notes with this metadata value (repeat; a repeated key: any of)")
+
+    p = cmd("list", cmd_list, "list your notes page by page")
+    add_server_option(p)
+    p.add_argument("-n", "--limit", type=int, default=20, help="notes per page (default 20)")
+    p.add_argument("--offset", help="the next_offset printed by the previous page, or a number "
+                   "of notes to skip")
+
+    p = cmd("get", cmd_get, "show one note in full")
+    add_server_option(p)
+    p.add_argument("id")
+
+    p = cmd("update", cmd_update, "edit one note in place (new text and/or subjects)")
+    add_server_option(p)
+    p.add_argument("id")
+    p.add_argument("--text", help="the new text ('-' reads stdin)")
+    p.add_argument("--subject", action="append", default=None,
+                   help="the new subjects, replacing the old ones (repeat)")
+    p.add_argument("--no-subjects", action="store_true", help="clear the note's subjects")
+
+    p = cmd("delete", cmd_delete, "delete one note (soft delete), or --all of the agent's")
+    add_server_option(p)
+    p.add_argument("id", nargs="?", help="the note to delete")
+    p.add_argument("--all", action="store_true",
+                   help="erase every note of the agent for good (asks first on a terminal)")
+    p.add_argument("--yes", action="store_true", help="with --all: do not ask (scripts)")
+
+    p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
+    p.add_argument("file", help="the file to import")
+    p.add_argument("--format", choices=["jsonl", "text"], help="default: from the extension")
+    p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
+    p.add_argument("--batch", type=int, help="notes per embedding batch")
+    p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="import the good lines of a file with bad ones (default: the whole "
+                        "file is checked first and a bad line imports nothing, exit 2)")
+
+    p = cmd("export", cmd_export, "write every note (all agents) as JSON lines")
+    p.add_argument("out", nargs="?", default="-", help="output file (default: stdout)")
+    p.add_argument("--no-vectors", action="store_true", help="leave vectors out (re-embed on import)")
+
+    p = cmd("consolidate", cmd_consolidate, "merge near-duplicates, resolve pending merges")
+    p.add_argument("--all-agents", action="store_true", help="every agent, not just --agent")
+
+    p = cmd("reembed", cmd_reembed, "rebuild every vector with another embedder")
+    p.add_argument("--to", "--new-embedder", dest="new_embedder", required=True, metavar="NAME",
+                   help="the embedder to rebuild with (then run with AMEM_EMBEDDER=NAME)")
+
+
+def _note_field_options(p: argparse.ArgumentParser) -> None:
+    """``amem add``'s event time, metadata and expiry (``amem.notefields``)."""
+    p.add_argument("--event-time", metavar="ISO", help="when it happened (default: now)")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE",
+                   help="a metadata label, stored as text (repeat)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--ttl", type=float, metavar="SECONDS", help="forget it after this long")
+    when.add_argument("--expires-at", metavar="ISO", help="forget it at this time")
+
+
+def _meta_option(pairs: list[str] | None) -> dict[str, Any] | None:
+    """``--meta key=value`` options: one value per key, or a list for a repeated key."""
+    from amem.notefields import parse_meta_args
+
+    parsed = parse_meta_args(pairs)
+    return None if parsed is None else {k: v[0] if len(v) == 1 else v for k, v in parsed.items()}
+
+
+@contextmanager
+def _notes(args: argparse.Namespace) -> Iterator[tuple[MemoryStore | None, RemoteServer | None]]:
+    """``(store, None)``, or ``(None, server)`` when a running server holds the store or
+    ``--server`` names one (``tools.cli.server``); the store is closed at the end."""
+    with runtime(args) as rt, open_notes(args, rt) as pair:
+        yield pair
+
+
+def _local(store: MemoryStore | None) -> MemoryStore:
+    # open_notes yields a store whenever it yields no server
+    assert store is not None
+    return store
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    extra = {"event_time": args.event_time, "metadata": _meta_option(args.meta),
+             "ttl": args.ttl, "expires_at": args.expires_at}
+    extra = {k: v for k, v in extra.items() if v is not None}
+    with _notes(args) as (store, server):
+        if server is not None:
+            if args.no_enrich:
+                raise usage_error("--no-enrich cannot go through the running server (its "
+                                  "memory_add always enriches); drop it, or stop the server",
+                                  "no_enrich")
+            wire = {"event_time": "eventTime", "expires_at": "expiresAt"}  # the tool's names
+            result = remote_call(server, "memory_add",
+                                 {"text": text, "subjects": args.subject,
+                                  **{wire.get(k, k): v for k, v in extra.items()}})
+        else:
+            result = _local(store).add(text, args.subject, enrich=not args.no_enrich,
+                                       **extra).to_dict()
+    emit(args, result, lambda: f"{result['status']} {result['id']}"
+         + (f" (links: {', '.join(result['links'])})" if result.get("links") else ""))
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    narrow = {"since": args.since, "before": args.before, "metadata": _meta_option(args.meta)}
+    with _notes(args) as (store, server):
+        if server is not None:
+            call = {"query": args.query, "limit": args.limit, "topicsFilter": args.topic,
+                    "subject": args.subject, "includeSuperseded": args.history or None,
+                    **narrow}
+            hits = remote_call(server, "memory_search",
+                               {k: v for k, v in call.items() if v is not None})["results"]
+        else:
+            hits = [h.to_dict() for h in _local(store).search(
+                args.query, limit=args.limit, topics_filter=args.topic, subject=args.subject,
+                include_superseded=args.history, **narrow)]
+    emit(args, {"results": hits}, lambda: search_table(hits))
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _notes(args) as (store, server):
+        if server is not None:
+            page = remote_page(server, args.limit, args.offset)
+            total, nxt = page["count"], page["next_offset"]
+            rows = [{"id": r["id"], "timestamp": r["timestamp"], "content": r["content"]}
+                    for r in page["notes"]]
+        else:
+            notes, nxt = _local(store).list(limit=args.limit, offset=args.offset)
+            total = _local(store).count()
+            rows = [{"id": n.id, "timestamp": n.timestamp, "content": n.content} for n in notes]
+
+    def text() -> str:
+        room = width() - 40
+        lines = [f"{r['id'][:36]:<36}  {clip(r['content'], room)}" for r in rows]
+        lines.append(f"{total} notes" + (f"; next page: --offset {nxt}" if nxt else ""))
+        return "\n".join(lines)
+
+    emit(args, {"count": total, "notes": rows, "next_offset": nxt}, text)
+    return EXIT_OK
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    from ..memory_tools import note_view
+
+    with _notes(args) as (store, server):  # the note as memory_get shows it, either way
+        note = (remote_call(server, "memory_get", {"id": args.id}) if server is not None
+                else note_view(_local(store).get(args.id).to_payload()))
+    emit(args, note, lambda: kv_text(note))
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    if args.no_subjects and args.subject:
+        raise usage_error("give --subject or --no-subjects, not both", "subjects")
+    text = sys.stdin.read() if args.text == "-" else args.text
+    subjects = [] if args.no_subjects else args.subject
+    if text is None and subjects is None:
+        raise usage_error("nothing to update: give --text, --subject or --no-subjects", "text")
+    call = {"id": args.id, "text": text, "subjects": subjects}
+    with _notes(args) as (store, server):
+        result = (remote_call(server, "memory_update",
+                              {k: v for k, v in call.items() if v is not None})
+                  if server is not None
+                  else _local(store).update(args.id, content=text, subjects=subjects).to_dict())
+    emit(args, result, lambda: f"{result['status']} {result['id']}"
+         + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
+         + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
+         + "".join(f"\nwarning: {w}" for w in result["warnings"]))
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    if args.all or args.id is None:
+        return _delete_all(args)
+    if args.yes:
+        raise usage_error("--yes only goes with --all", "yes")
+    with _notes(args) as (store, server):
+        data = (remote_call(server, "memory_delete", {"id": args.id}) if server is not None
+                else {"id": _local(store).delete(args.id).id, "deleted": True})
+    emit(args, data, f"deleted {data['id']}")
+    return EXIT_OK
+
+
+def _delete_all(args: argparse.Namespace) -> int:
+    """``amem delete --all``: the agent's whole memory, after a yes on a terminal."""
+    if args.id is not None or not args.all:
+        raise usage_error("give one note id, or --all (not both)", "id")
+    agent = runtime(args).agent_id
+    if not args.yes:
+        if not sys.stdin.isatty():  # a script or a pipe cannot have meant it without --yes
+            raise usage_error("delete --all erases every note of the agent for good: add --yes "
+                              "to confirm when stdin is not a terminal", "yes")
+        print(f"Erase every note of agent {agent!r} for good? Type 'yes' to confirm: ",
+              end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("nothing deleted", file=sys.stderr)
+            return EXIT_ERROR
+    with _notes(args) as (store, server):
+        data = (remote_call(server, "memory_delete_all", {"confirm": True}) if server is not None
+                else {"deleted": _local(store).delete_all()})
+    emit(args, {"agent": agent, **data}, f"deleted {data['deleted']} notes of agent {agent}")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from amem.importer import import_file, load_export
+
+    with open_memory(args) as store, progress(args, "import") as bar:
+        if args.from_export:
+            report = load_export(store, args.file, skip_invalid=args.skip_invalid, progress=bar)
+        else:
+            report = import_file(store, args.file, fmt=args.format, enrich=not args.no_enrich,
+                                 batch=args.batch, progress=bar, skip_invalid=args.skip_invalid)
+        # The process ends here, so a due index build runs now (in the foreground) instead of
+        # leaving the imported points to brute-force search until the nightly job.
+        index = store.index_build
+        if index.due():
+            print(f"building the search index ({index.points_since} points written since the "
+                  "last build) ...", file=sys.stderr)
+        built = index.maybe_build(background=False)
+    data = report.to_dict()
+    data["index_build"] = index.to_dict()
+    emit(args, data, lambda: (
+        f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
+        f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
+        f"{data['skipped']} ({data['notes_per_second']} notes/s)"
+        + _supersede_line(data)
+        + "".join(f"\n  {e}" for e in data["errors"][:20])
+        + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
+           if built else "")))
+    return EXIT_OK if not data["skipped"] else EXIT_ERROR
+
+
+def _supersede_line(data: dict[str, Any]) -> str:
+    """What the import did to older facts, in words (the --json report has the same counts)."""
+    parts = [f"superseded {data['superseded']} older notes (judged: {data['supersede']})"]
+    if data.get("supersede_deferred"):
+        parts.append(f"{data['supersede_deferred']} left to the nightly sweep")
+    if data.get("expired_replaced"):
+        parts.append(f"replaced {data['expired_replaced']} expired notes")
+    return "\n" + "; ".join(parts)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from amem.importer import export_store
+
+    with open_memory(args) as store, ExitStack() as stack:
+        out = sys.stdout if args.out == "-" else stack.enter_context(
+            open(args.out, "w", encoding="utf-8"))
+        bar = stack.enter_context(progress(args, "export"))
+        count = export_store(store, out, with_vectors=not args.no_vectors, progress=bar)
+    if args.out != "-":
+        emit(args, {"path": args.out, "exported": count}, f"exported {count} notes to {args.out}")
+    else:
+        print(f"exported {count} notes", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    with open_memory(args) as store:
+        with progress(args, "consolidate") as bar:
+            report = store.consolidate(all_agents=args.all_agents, progress=bar)
+    data = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    emit(args, data, lambda: kv_text(data))
+    return EXIT_OK
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from ..reembed import reembed
+    from ..runtime import make_embedder
+
+    cfg = runtime(args).settings.amem
+    embedder = make_embedder(args.new_embedder, threads=cfg.embed_threads,
+                             cache_dir=Path(cfg.home) / "models")
+    with progress(args, "reembed") as bar:
+        report = reembed(cfg, embedder, progress=bar)
+    data = report.to_dict()
+    emit(args, data, lambda: (
+        f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
+        f"in {data['seconds']} s\nopen the store with this embedder from now on "
+        f"(AMEM_EMBEDDER={args.new_embedder})"))
+    return EXIT_OK

@@ -1,0 +1,124 @@
+"""What the ``amem`` command writes: results on stdout, errors and JSON-line logs on stderr.
+
+It imports nothing of ours, so every command module can use it. Exit codes: 0 ok, 1 error,
+2 usage or invalid input, 3 not found, 4 store busy (another process owns the embedded store),
+130 interrupted, 141 stdout closed by its reader (``amem ... | head``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+#: the reader of stdout went away (128 + SIGPIPE, as for any Unix filter)
+EXIT_BROKEN_PIPE = 141
+
+#: the exit code of an error by its code (any other code exits 1)
+CODE_EXITS = {"invalid_argument": EXIT_USAGE, "config_error": EXIT_USAGE,
+              "regex_refused": EXIT_USAGE, "forbidden": EXIT_USAGE, "not_found": EXIT_NOT_FOUND,
+              "store_locked": EXIT_BUSY}
+
+
+class CliError(Exception):
+    """A failure the CLI reports in one line and maps to an exit code."""
+
+    def __init__(self, message: str, *, code: str = "error", exit_code: int = EXIT_ERROR,
+                 field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.exit_code = exit_code
+        self.field = field
+
+
+def usage_error(message: str, field: str | None = None) -> CliError:
+    """A bad option or argument: code ``invalid_argument``, exit 2."""
+    return CliError(message, code="invalid_argument", exit_code=EXIT_USAGE, field=field)
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
+    """Print ``data`` as JSON with ``--json``, else the human ``text``."""
+    if getattr(args, "json", False):
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text() if callable(text) else text)
+
+
+def width() -> int:
+    """The terminal's width (at least 60 columns)."""
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def clip(text: str, room: int) -> str:
+    """``text`` on one line, cut to ``room`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= room else text[: max(1, room - 1)] + "…"
+
+
+def search_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """A readable table: rank, score, via, id, content (clipped to the terminal)."""
+    if not results:
+        return "no matches"
+    ids = [str(r["id"]) for r in results]
+    idw = min(max(len(i) for i in ids), 36)
+    head = f"{'#':>2}  {'score':>7}  {'via':<5}  {'id':<{idw}}  content"
+    room = width() - len(head) + len("content")
+    lines = [head, "-" * min(width(), len(head) + room - len("content"))]
+    for n, r in enumerate(results, 1):
+        lines.append(f"{n:>2}  {float(r.get('rrf') or 0):>7.4f}  {r['via']:<5}  "
+                     f"{clip(str(r['id']), idw):<{idw}}  {clip(str(r['content']), room)}")
+    return "\n".join(lines)
+
+
+def kv_text(data: Mapping[str, Any], indent: str = "") -> str:
+    """A nested mapping as indented ``key: value`` lines."""
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            lines.append(f"{indent}{key}:")
+            lines.append(kv_text(value, indent + "  "))
+        elif isinstance(value, list):
+            shown = ", ".join(json.dumps(v, ensure_ascii=False, default=str)
+                              if not isinstance(v, str) else v for v in value)
+            lines.append(f"{indent}{key}: {shown}")
+        else:
+            lines.append(f"{indent}{key}: {value}")
+    return "\n".join(lines)
+
+
+def report_error(args: argparse.Namespace | None, err: CliError) -> int:
+    """Say ``err`` on stderr (and as ``{"error": ...}`` on stdout with ``--json``); its exit code."""
+    if args is not None and getattr(args, "json", False):
+        print(json.dumps({"error": {"code": err.code, "message": str(err), "field": err.field}},
+                         ensure_ascii=False))
+    print(f"amem: error: {err}", file=sys.stderr)
+    return err.exit_code
+
+
+def setup_logging(verbose: int, env: Mapping[str, str]) -> None:
+    """JSON lines on stderr (never stdout: it is the MCP wire in ``amem serve``)."""
+    level_name = env.get("AMEM_LOG_LEVEL", "").upper()
+    level = getattr(logging, level_name, None) if level_name else None
+    if not isinstance(level, int):
+        level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_amem", False)]:
+        root.removeHandler(old)
+    handler._amem = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+                 "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            entry["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)

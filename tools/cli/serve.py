@@ -1,0 +1,296 @@
+"""The commands that run the server and look after both stores: serve, scheduler, status,
+doctor, tools."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..runtime import Runtime
+from .common import Cmd, runtime, version
+from .output import CliError, emit, kv_text, setup_logging, usage_error
+from .server import add_server_option, open_notes, remote_read
+
+if TYPE_CHECKING:
+    from amem import MemoryStore
+    from lcm import LcmStore
+    from scheduler import SchedulerHandle
+
+    from ..reports import LcmReport
+    from .common import Subparsers
+
+log = logging.getLogger(__name__)
+
+#: ``report(name, agent_id, clean)``: the owner's ``status`` / ``doctor`` (``tools.mcp_server.OwnerAccess``)
+OwnerReport = Callable[[str, str, bool], dict[str, Any]]
+
+
+def register(cmd: Cmd, sub: Subparsers) -> None:
+    """Add these commands to the ``amem`` parser (called by ``tools.cli.main``)."""
+    from ..export import FORMATS
+
+    p = cmd("serve", cmd_serve, "run the MCP server (stdio by default)")
+    p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead")
+    p.add_argument("--port", type=_port, default=8765, help="HTTP port, 1-65535 (default 8765)")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument("--lazy", action="store_true", default=None,
+                   help="lazy tool loading (default: $AMEM_LAZY_TOOLS)")
+    p.add_argument("--no-lcm", action="store_true", help="serve the memory tools only")
+    p.add_argument("--no-scheduler", action="store_true",
+                   help="no nightly maintenance (nor background embedding of lcm messages)")
+    p.add_argument("--session-key", help="lcm session family the lcm_* tools search")
+
+    p = cmd("scheduler", cmd_scheduler,
+            "run the nightly maintenance in the foreground; every argument after the word "
+            "goes to the scheduler (`amem scheduler --once`, `--status`, ...)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the scheduler")
+
+    p = cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
+    add_server_option(p)
+    p = cmd("doctor", cmd_doctor, "check both stores for problems")
+    p.add_argument("--clean", action="store_true", help="also list lcm clean-up candidates")
+    add_server_option(p)
+
+    p = cmd("tools", cmd_tools, "print the tool schemas in a host's format")
+    p.add_argument("--format", choices=sorted(FORMATS), default="mcp", help="default: mcp")
+    p.add_argument("--lazy", action="store_true", help="the lazy-loading list")
+    p.add_argument("--no-lcm", action="store_true", help="leave the lcm_* tools out")
+    p.add_argument("--tokens", action="store_true", help="print the list's size in tokens only")
+
+
+def _port(text: str) -> int:
+    """``--port``: an integer 1-65535 (argparse turns the error into exit 2 naming --port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer 1-65535, got {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 1-65535, got {port}")
+    return port
+
+
+def _check_port(port: int) -> None:
+    """Refuse a port another process listens on before the stores are opened.
+
+    The server binds the same way (127.0.0.1, address reuse on); a process that takes the
+    port between this check and the server's bind is caught by ``cmd_serve`` as well.
+    """
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise usage_error(_port_message(port, exc.strerror or str(exc)), "port") from None
+
+
+def _port_message(port: int, why: str) -> str:
+    return (f"cannot listen on 127.0.0.1:{port} ({why}); is another server running there? "
+            f"choose another --port")
+
+
+# ------------------------------------------------------------------------------ serve
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..facade import ToolFacade, lazy_from_env
+    from ..lcm_embed import start_embed_worker
+    from ..mcp_server import OwnerAccess, serve_http, serve_stdio
+    from ..remote import serving_record
+
+    if not args.verbose and not args.env.get("AMEM_LOG_LEVEL"):
+        # A server is read through its log (a host's MCP log view shows stderr): it says
+        # where it serves from and that the scheduler started, unless asked to be quieter.
+        setup_logging(1, args.env)
+    rt = runtime(args)
+    try:
+        lazy = args.lazy if args.lazy is not None else lazy_from_env(rt.env)
+    except ValueError as exc:
+        raise CliError(str(exc), code="config_error", exit_code=2) from None
+    if args.http:
+        _check_port(args.port)
+    home = rt.settings.amem.home
+    with rt:  # closes the conversation store, then the notes, after the workers below stop
+        memory = rt.memory
+        lcm = None if args.no_lcm else rt.lcm
+        handle = worker = None
+        try:
+            if not args.no_scheduler:
+                handle = _start_scheduler(memory, lcm, rt)
+                worker = start_embed_worker(lcm)  # embeds what ingest left pending, in the background
+            facade = ToolFacade(memory, lcm, agent_id=rt.agent_id, lazy=lazy,
+                                session_key=args.session_key,
+                                descriptions=tool_descriptions(rt))
+            log.info("amem %s serving agent %r over %s; data directory %s", version(),
+                     rt.agent_id, f"http port {args.port}" if args.http else "stdio", home)
+            if args.http:
+                # <home>/server.json tells the CLI where it serves (tools.remote): `amem search`
+                # and the other read commands then ask this server instead of failing "store busy"
+                url = f"http://127.0.0.1:{args.port}{args.path}"
+                with serving_record(home, transport="http", url=url) as token:
+                    owner = OwnerAccess(token or "", _owner_report(memory, lcm, rt))
+                    try:
+                        anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
+                                                     owner=owner))
+                    except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
+                        if exc.code in (0, None):
+                            raise
+                        raise usage_error(_port_message(args.port, "the server could not bind it"),
+                                          "port") from None
+            else:
+                with serving_record(home, transport="stdio"):  # the CLI says why not
+                    anyio.run(serve_stdio, facade)
+        finally:
+            if worker is not None:
+                worker.shutdown()
+            if handle is not None:
+                handle.shutdown()
+    return 0
+
+
+def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> OwnerReport:
+    """The reports behind ``amem status`` / ``doctor`` that the server gives the token's holder."""
+    from ..reports import lcm_report
+
+    def report(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
+        def lcm_part(method: str) -> dict[str, Any]:
+            return lcm_report(lcm, method)
+
+        if name == "status":
+            return status_data(memory, agent_id, lcm_part, rt)
+        return doctor_data(memory, lcm_part, rt, clean)
+
+    return report
+
+
+def _start_scheduler(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> SchedulerHandle:
+    try:
+        import scheduler
+        start = scheduler.start_background
+    except (ImportError, AttributeError) as exc:
+        raise CliError(f"the nightly scheduler is not available ({exc}); run `amem serve "
+                       "--no-scheduler` and schedule `amem consolidate` yourself",
+                       code="unavailable") from None
+    handle: SchedulerHandle = start(memory, lcm, rt.settings.scheduler)
+    return handle
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    return run_scheduler(list(args.rest), args.env)
+
+
+def run_scheduler(argv: list[str], env: Mapping[str, str]) -> int:
+    """Hand the arguments to ``scheduler.cli_main`` (imported only when asked for)."""
+    try:
+        import scheduler
+        cli_main = scheduler.cli_main
+    except (ImportError, AttributeError) as exc:
+        import sys
+
+        print(f"amem: error: the scheduler is not available in this installation ({exc})",
+              file=sys.stderr)
+        return 1
+    return int(cli_main(argv, env=env) or 0)
+
+
+# ------------------------------------------------------------------------------ status / doctor
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ..remote import OWNER_STATUS
+
+    with runtime(args) as rt, open_notes(args, rt) as (store, server):
+        data = (remote_read(server, OWNER_STATUS) if server is not None
+                else status_data(_local(store), rt.agent_id, _lcm_reports(rt), rt))
+    emit(args, data, lambda: kv_text(data))
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..remote import OWNER_DOCTOR
+
+    with runtime(args) as rt, open_notes(args, rt) as (store, server):
+        data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
+                if server is not None
+                else doctor_data(_local(store), _lcm_reports(rt), rt, args.clean))
+    emit(args, data, lambda: kv_text(data))
+    return 0 if data["ok"] else 1
+
+
+def _local(store: MemoryStore | None) -> MemoryStore:
+    assert store is not None  # open_notes yields a store whenever it yields no server
+    return store
+
+
+def status_data(store: MemoryStore, agent_id: str, lcm: LcmReport, rt: Runtime) -> dict[str, Any]:
+    """``amem status`` of an open store (the server answers the CLI with the same)."""
+    from ..reports import status_report
+
+    return {"version": version(), **status_report(store, agent_id, lcm, _nightly_status(rt))}
+
+
+def doctor_data(store: MemoryStore, lcm: LcmReport, rt: Runtime, clean: bool) -> dict[str, Any]:
+    """``amem doctor`` of an open store (the server answers the CLI with the same)."""
+    from ..reports import doctor_report
+
+    return doctor_report(store, lcm, _nightly_status(rt), clean=clean)
+
+
+def _lcm_reports(rt: Runtime) -> LcmReport:
+    """lcm's reports from the runtime's store, or ``{"available": false, "reason": ...}`` when
+    it cannot be opened (the memory half of status/doctor still has something to say)."""
+    from ..reports import lcm_report
+
+    def report(method: str) -> dict[str, Any]:
+        try:
+            store = rt.lcm
+        except Exception as exc:
+            return {"available": False, "reason": str(exc)}
+        return lcm_report(store, method)
+
+    return report
+
+
+def tool_descriptions(rt: Runtime) -> dict[str, str]:
+    """Tool descriptions overridden by config (``tools.conventions.description_overrides``)."""
+    from ..conventions import description_overrides
+    from ..facade import catalogue
+
+    path = rt.settings.config_path
+    return description_overrides(rt.env, None if path is None else str(path),
+                                 names=[t.name for t in catalogue()])
+
+
+def _nightly_status(rt: Runtime) -> dict[str, Any]:
+    """The nightly job's last run (a failure shows here until a later run succeeds)."""
+    from scheduler import last_run_status
+
+    return last_run_status(rt.settings.amem.home, rt.settings.scheduler)
+
+
+# ------------------------------------------------------------------------------ tools
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    import json
+
+    from ..export import estimate_tokens, export
+    from ..facade import ToolFacade
+
+    facade = ToolFacade(None, None, agent_id="default", lazy=args.lazy,
+                        lcm_listed=not args.no_lcm)
+    exported = export(facade.list_tools(), args.format)
+    if args.tokens:
+        tokens = estimate_tokens(exported)
+        emit_data = {"format": args.format, "lazy": args.lazy, "tools": len(exported),
+                     "tokens": tokens}
+        print(json.dumps(emit_data) if args.json else
+              f"{len(exported)} tools, ~{tokens} tokens ({args.format}, lazy={args.lazy})")
+        return 0
+    print(json.dumps(exported, ensure_ascii=False, indent=2))
+    return 0
