@@ -3,18 +3,28 @@
 Precedence, lowest first: the defaults below < a TOML file (``[amem]`` table or top level)
 < ``AMEM_*`` environment variables < explicit arguments. Library code never reads
 ``os.environ``: callers (the CLI, the server) pass their environment in.
+
+Each field is key ``<name>`` and variable ``AMEM_<NAME>`` (``amem.kernel.settings`` reads
+them). The file's table and the ``AMEM_`` namespace are shared: the scheduler's
+``schedule_*`` keys (``scheduler.config``) and the command line's variables (``tools.settings``)
+live there too, so a key or variable this module does not know is not necessarily a typo;
+``tools.settings`` knows every owner and rejects what none of them takes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ConfigError
+from .kernel.settings import Section, Unclaimed, read_toml
+
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "AMEM_"
 
@@ -123,10 +133,6 @@ class AmemConfig:
     #: an LLM reply longer than this many bytes is not read further (the call falls back offline)
     llm_max_reply_bytes: int = 2_000_000
 
-    # --- scheduler ---
-    schedule_timezone: str = "UTC"
-    schedule_hour: int = 2
-    schedule_minute: int = 30
 
     def __post_init__(self) -> None:
         _check(self)
@@ -190,51 +196,22 @@ def _check(cfg: AmemConfig) -> None:
         raise ConfigError(f"fusion must be 'zscore' or 'rrf', not {cfg.fusion!r}", key="fusion")
     if not 0.0 <= cfg.bm25_b <= 1.0:
         raise ConfigError(f"bm25_b must lie in [0, 1], got {cfg.bm25_b}", key="bm25_b")
-    if not (0 <= cfg.schedule_hour < 24 and 0 <= cfg.schedule_minute < 60):
-        raise ConfigError("schedule_hour/schedule_minute out of range", key="schedule_hour")
     if not cfg.agent_id or len(cfg.agent_id) > 128:
         raise ConfigError("agent_id must be 1 to 128 characters", key="agent_id")
 
 
-_FIELDS = {f.name: f for f in fields(AmemConfig)}
+#: TOML strings and the command line's text flags are parsed as amem always has (lenient)
+SECTION = Section(AmemConfig, error=ConfigError, env_prefix=ENV_PREFIX, lenient=True)
+
+#: variables ``MemoryStore()`` reads itself when given no config (``amem.store``)
+STORE_ENV = frozenset({"AMEM_CONFIG", "AMEM_AGENT"})
 
 
-def _coerce(name: str, raw: Any, source: str) -> Any:
-    """Turn a TOML/env value into the field's type, or raise naming the key and the source."""
-    field = _FIELDS.get(name)
-    if field is None:
-        raise ConfigError(f"unknown config key {name!r} (from {source})", key=name)
-    kind = str(field.type)
-    try:
-        if raw is None:
-            if "None" in kind:
-                return None
-            raise ValueError("may not be empty")
-        if kind.startswith("Path"):
-            return Path(str(raw)).expanduser()
-        if kind.startswith("bool"):
-            if isinstance(raw, bool):
-                return raw
-            text = str(raw).strip().lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off"):
-                return False
-            raise ValueError("expected a boolean (1/0, true/false)")
-        if kind.startswith("int"):
-            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
-                raise ValueError("expected an integer")
-            return int(raw)
-        if kind.startswith("float"):
-            if isinstance(raw, bool):
-                raise ValueError("expected a number")
-            return float(raw)
-        if isinstance(raw, (dict, list)):
-            raise ValueError("expected a string")
-        text = str(raw)
-        return None if ("None" in kind and text == "") else text
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid value {raw!r} for {name} (from {source}): {exc}", key=name) from None
+def amem_table(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The note store's part of a parsed config file: its ``[amem]`` table, else the top level,
+    without the other packages' tables (``[lcm]``...)."""
+    table = doc["amem"] if isinstance(doc.get("amem"), Mapping) else doc
+    return {k: v for k, v in table.items() if not isinstance(v, Mapping)}
 
 
 def load_config(
@@ -243,41 +220,54 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
     *,
     base: AmemConfig | None = None,
+    table: Mapping[str, Any] | None = None,
+    unclaimed: list[Unclaimed] | None = None,
 ) -> AmemConfig:
     """Merge defaults < TOML < ``AMEM_*`` env < ``overrides`` into one validated config.
 
-    ``env`` is the environment to read (pass ``os.environ`` from a CLI); ``None`` reads none.
-    Unknown keys in the TOML file or the overrides are errors; unknown ``AMEM_*`` variables
-    are ignored only if they belong to another layer (``AMEM_TEST_*``, ``AMEM_LAZY_TOOLS``).
+    Args:
+        toml_path: the config file (its ``[amem]`` table, else its top level).
+        env: the environment to read (pass ``os.environ`` from a CLI); ``None`` reads none.
+        overrides: explicit values by key; an unknown key is an error.
+        base: start from this config instead of the defaults (``AmemConfig.replace``).
+        table: the table itself, already read (``tools.settings`` reads the file once);
+            ``toml_path`` then only names it in errors.
+        unclaimed: where to put the file's keys and the ``AMEM_*`` variables that are not the
+            note store's, for a caller that knows the table's other owners to judge; without
+            it they are logged once as a warning (the scheduler's ``schedule_*`` keys and the
+            command line's variables share the file and the namespace).
+
+    Raises:
+        ConfigError: an invalid value, or an unknown key in ``overrides``; ``.key`` names it.
     """
     env = env or {}
-    values: dict[str, Any] = dataclasses.asdict(base) if base else {}
-    if base is None:
-        values["home"] = default_home(env)
-    if toml_path is not None:
-        path = Path(toml_path).expanduser()
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist", key="config") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}", key="config") from None
-        table = data.get("amem", data)
-        for key, raw in table.items():
-            if isinstance(raw, dict):  # other packages' tables ([lcm], [scheduler]) are theirs
-                continue
-            values[key] = _coerce(key, raw, str(path))
-    for var, raw in env.items():
-        if (not var.startswith(ENV_PREFIX) or var in _FOREIGN_ENV or var.startswith("AMEM_TEST_")
-                or var.startswith("AMEM_TOOL_DESCRIPTION_")):  # tools.conventions reads those
-            continue
-        key = var[len(ENV_PREFIX):].lower()
-        values[key] = _coerce(key, raw, f"environment variable {var}")
-    for key, raw in (overrides or {}).items():
-        values[key] = _coerce(key, raw, "arguments") if not isinstance(raw, Path) else raw
-    return AmemConfig(**values)
+    values: dict[str, Any] = dataclasses.asdict(base) if base else {"home": default_home(env)}
+    tables: list[tuple[Mapping[str, Any], str]] = []
+    if table is not None:
+        tables.append((table, str(toml_path) if toml_path is not None else "[amem]"))
+    elif toml_path is not None:
+        tables.append((amem_table(read_toml(toml_path, ConfigError)), str(Path(toml_path).expanduser())))
+    loaded = SECTION.load(base=values, tables=tables,
+                           env={k: v for k, v in env.items() if k not in STORE_ENV},
+                           overrides=overrides)
+    others: list[Unclaimed] = []
+    for item in loaded.unclaimed:
+        if item.source == "arguments":
+            raise SECTION.unknown(item)
+        others.append(item)
+    if unclaimed is not None:
+        unclaimed.extend(others)
+    elif others:
+        _warn_once(tuple(sorted(i.name for i in others)))
+    return AmemConfig(**loaded.values)
 
 
-#: AMEM_* variables read by other layers (the CLI, the tool facade), not config keys
-_FOREIGN_ENV = frozenset({"AMEM_CONFIG", "AMEM_LAZY_TOOLS", "AMEM_LOG_LEVEL", "AMEM_AGENT",
-                          "AMEM_LCM_URL"})  # the last: where tools.runtime opens lcm
+def _warn_once(names: tuple[str, ...]) -> None:
+    if names not in _WARNED:  # once per process and set of names: a script may load many times
+        _WARNED.add(names)
+        log.warning("amem config: not note-store keys, left to their owners (or misspelt?): %s",
+                    ", ".join(names))
+
+
+#: the sets of names already warned about in this process
+_WARNED: set[tuple[str, ...]] = set()

@@ -121,7 +121,7 @@ class LcmConfig:
 
     def __post_init__(self) -> None:
         # Direct construction accepts the same shapes as load_config (lists, rule dicts).
-        _SECTION.normalize(self)
+        SECTION.normalize(self)
         _validate(self)
 
     @property
@@ -141,7 +141,7 @@ class LcmConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-friendly dict keyed by the camelCase names."""
         out: dict[str, Any] = {}
-        for spec in _SECTION.specs.values():
+        for spec in SECTION.specs.values():
             value = getattr(self, spec.attr)
             if isinstance(value, tuple):
                 value = [dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
@@ -151,7 +151,7 @@ class LcmConfig:
         return out
 
 
-_SECTION = Section(LcmConfig, error=LcmConfigError, env_prefix="LCM_", style="camel")
+SECTION = Section(LcmConfig, error=LcmConfigError, env_prefix="LCM_", style="camel")
 
 # lossless-claw keys with no meaning for an embedded Python library: accepted, reported.
 # transcriptGcEnabled and autoRotateSessionFiles act on the host's transcript files (lcm owns
@@ -182,7 +182,7 @@ _INAPPLICABLE_ENV = frozenset(
 )  # fmt: skip
 
 #: every variable lcm reads as a key -> the key's camelCase name
-ENV_NAMES: dict[str, str] = {var: spec.key for var, spec in _SECTION.env_names.items()}
+ENV_NAMES: dict[str, str] = {var: spec.key for var, spec in SECTION.env_names.items()}
 
 
 def _parse_overrides(raw: Any, source: str) -> tuple[ThresholdOverride, ...]:
@@ -279,7 +279,7 @@ def _validate(cfg: LcmConfig) -> None:
 
 
 def _name(attr: str) -> str:
-    return _SECTION.by_attr[attr].key
+    return SECTION.by_attr[attr].key
 
 
 def load_config(
@@ -311,13 +311,13 @@ def load_config(
     elif toml_path is not None:
         doc = read_toml(toml_path, LcmConfigError)
         tables.append((doc[section] if isinstance(doc.get(section), Mapping) else doc, str(toml_path)))
-    loaded = _SECTION.load(tables=tables, env=env, overrides=overrides)
+    loaded = SECTION.load(tables=tables, env=env, overrides=overrides)
     ignored: list[str] = []
     for item in loaded.unclaimed:
         if item.name in _INAPPLICABLE_ENV or (not item.is_env and item.name.split(".")[0] in _INAPPLICABLE):
             ignored.append(item.name)
         else:
-            raise _SECTION.unknown(item)
+            raise SECTION.unknown(item)
     keys = tuple(sorted(set(ignored)))
     if keys and keys not in _WARNED:
         # Once per process and set of keys: a server opens the store for every request.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -11,8 +13,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 
-from amem.config import AmemConfig
+from amem.config import AmemConfig, amem_table
 from amem.errors import ConfigError
+from amem.kernel.settings import Section, Unclaimed, read_toml, setting
 
 #: the one job id: re-adding it replaces the old job instead of scheduling a second one
 JOB_ID = "amem-nightly"
@@ -27,19 +30,23 @@ LOOKBACK = timedelta(hours=26)
 class SchedulerConfig:
     """Every tunable of the nightly job.
 
+    The keys share the note store's table (``[amem]`` or the file's top level) and its
+    ``AMEM_`` namespace: ``schedule_timezone`` / ``AMEM_SCHEDULE_TIMEZONE`` and so on.
+
     Attributes:
-        home: the data directory; the last-run record and the lock live here.
+        home: the data directory (the note store's ``home``); the last-run record and the lock
+            live here.
         timezone: IANA zone name of the wall clock the job follows (``Europe/Berlin``).
         hour, minute: the local time of the nightly run (02:30 by default).
         misfire_grace_hours: a run that could not start on time (host asleep, process busy)
             still starts this many hours late; a later wake-up triggers a catch-up instead.
     """
 
-    home: Path
-    timezone: str = "UTC"
-    hour: int = 2
-    minute: int = 30
-    misfire_grace_hours: float = 6.0
+    home: Path = setting(is_setting=False)
+    timezone: str = setting("UTC", key="schedule_timezone", env="AMEM_SCHEDULE_TIMEZONE")
+    hour: int = setting(2, key="schedule_hour", env="AMEM_SCHEDULE_HOUR")
+    minute: int = setting(30, key="schedule_minute", env="AMEM_SCHEDULE_MINUTE")
+    misfire_grace_hours: float = setting(6.0, is_setting=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.timezone, str) or not self.timezone:
@@ -50,16 +57,15 @@ class SchedulerConfig:
             raise ConfigError(f"schedule_timezone {self.timezone!r} is not a known IANA time zone "
                               f"(for example 'Europe/Berlin' or 'UTC')", key="schedule_timezone") from None
         if not (0 <= self.hour < 24 and 0 <= self.minute < 60):
-            raise ConfigError(f"schedule time {self.hour:02d}:{self.minute:02d} is out of range",
-                              key="schedule_hour")
+            raise ConfigError(f"schedule time {self.hour:02d}:{self.minute:02d} is out of range "
+                              f"(schedule_hour 0-23, schedule_minute 0-59)", key="schedule_hour")
         if not 0 < self.misfire_grace_hours <= 23:
             raise ConfigError("misfire_grace_hours must lie in (0, 23]", key="misfire_grace_hours")
 
     @classmethod
     def from_amem(cls, config: AmemConfig, **changes: Any) -> "SchedulerConfig":
-        """The scheduler part of the note store's config (``schedule_*`` keys, ``home``)."""
-        values: dict[str, Any] = {"home": Path(config.home), "timezone": config.schedule_timezone,
-                                  "hour": config.schedule_hour, "minute": config.schedule_minute}
+        """The default schedule in the note store's ``home``, with ``changes`` applied."""
+        values: dict[str, Any] = {"home": Path(config.home)}
         values.update(changes)
         return cls(**values)
 
@@ -83,9 +89,42 @@ class SchedulerConfig:
         return Path(self.home) / LOCK_FILE
 
 
+#: the schedule's keys are read with the note store's rules (lenient: text flags are parsed)
+SECTION = Section(SchedulerConfig, error=ConfigError, env_prefix="AMEM_SCHEDULE_", lenient=True)
+
+
+def load_config(toml_path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
+                overrides: Mapping[str, Any] | None = None, *, home: str | os.PathLike[str],
+                table: Mapping[str, Any] | None = None,
+                unclaimed: list[Unclaimed] | None = None) -> SchedulerConfig:
+    """The schedule from defaults < TOML (the note store's table) < ``AMEM_SCHEDULE_*`` < overrides.
+
+    ``home`` is the note store's data directory. The file's other keys belong to the note
+    store: they go to ``unclaimed`` when it is given (``tools.settings`` judges them), else
+    they are skipped. ``table`` is the table already read; ``toml_path`` then names it.
+
+    Raises:
+        ConfigError: an invalid value, an unknown ``overrides`` key or ``AMEM_SCHEDULE_*``
+            variable; ``.key`` names it.
+    """
+    tables: list[tuple[Mapping[str, Any], str]] = []
+    if table is not None:
+        tables.append((table, str(toml_path) if toml_path is not None else "[amem]"))
+    elif toml_path is not None:
+        tables.append((amem_table(read_toml(toml_path, ConfigError)), str(Path(toml_path).expanduser())))
+    loaded = SECTION.load(tables=tables, env=env, overrides=overrides)
+    for item in loaded.unclaimed:
+        if item.source == "arguments" or (item.is_env and unclaimed is None):
+            raise SECTION.unknown(item)
+        if unclaimed is not None:
+            unclaimed.append(item)
+    return SchedulerConfig(home=Path(home).expanduser(), **loaded.values)
+
+
 def as_scheduler_config(config: "SchedulerConfig | AmemConfig | None",
                         fallback: AmemConfig) -> SchedulerConfig:
-    """Accept either config type (the server passes the note store's ``AmemConfig``)."""
+    """Accept either config type; a note store's ``AmemConfig`` (or None: ``fallback``'s) gives
+    the default schedule in its ``home`` (the schedule's keys are ``load_config``'s)."""
     if config is None:
         return SchedulerConfig.from_amem(fallback)
     if isinstance(config, SchedulerConfig):

@@ -105,12 +105,13 @@ class Loaded(Generic[T]):
 class Section(Generic[T]):
     """The loader of one settings dataclass (built once per class, at import)."""
 
-    def __init__(self, cls: type[T], *, error: type[BadConfigError], env_prefix: str,
+    def __init__(self, cls: type[T], *, error: type[BadConfigError], env_prefix: str | None,
                  style: Literal["snake", "camel"] = "snake", lenient: bool = False) -> None:
         """Args:
             cls: the frozen dataclass.
             error: the package's config error (raised with ``key`` and ``source``).
-            env_prefix: the prefix of every variable of this section (``AMEM_``, ``LCM_``).
+            env_prefix: the prefix of every variable of this section (``AMEM_``, ``LCM_``);
+                None: only the variables fields name (none by default).
             style: how keys are spelled by default; the field name is always accepted too.
             lenient: a string from a file or an argument is parsed like an environment value
                 (amem's rule: the command line hands its flags over as text).
@@ -129,7 +130,8 @@ class Section(Generic[T]):
                 continue
             key = meta.get("key") or (camel(f.name) if style == "camel" else f.name)
             env = meta.get("env", _DERIVE)
-            env = env_prefix + f.name.upper() if env == _DERIVE else env
+            if env == _DERIVE:
+                env = None if env_prefix is None else env_prefix + f.name.upper()
             self.specs[key] = Spec(f.name, key, tuple(meta.get("aliases", ())), env,
                                    tuple(meta.get("env_aliases", ())), hints[f.name], meta.get("parse"))
         self._lookup: dict[str, Spec] = {}
@@ -215,7 +217,8 @@ class Section(Generic[T]):
         known = set(self.env_names)
         aliases = {a: s for s in self.specs.values() for a in s.env_aliases}
         unclaimed = [Unclaimed(var, f"environment variable {var}", is_env=True) for var in env
-                     if var.startswith(self.env_prefix) and var not in known and var not in aliases]
+                     if self.env_prefix is not None and var.startswith(self.env_prefix)
+                     and var not in known and var not in aliases]
         for var, spec in [*aliases.items(), *self.env_names.items()]:  # own variable last: it wins
             if var in env:
                 values[spec.attr] = self.convert(spec, env[var], f"environment variable {var}", text=True)
@@ -291,13 +294,13 @@ def _convert(kind: Any, raw: Any, text: bool) -> Any:
             return raw
         if isinstance(raw, float) and raw.is_integer():
             return int(raw)
-        if text and isinstance(raw, str) and _is_int(raw):
+        if text and isinstance(raw, str) and _parses(int, raw):
             return int(raw.strip())
         raise ValueError("expected an integer")
     if kind is float:
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             return float(raw)
-        if text and isinstance(raw, str) and _is_float(raw):
+        if text and isinstance(raw, str) and _parses(float, raw):
             return float(raw.strip())
         raise ValueError("expected a number")
     if kind is Path:
@@ -313,17 +316,11 @@ def _convert(kind: Any, raw: Any, text: bool) -> Any:
     raise TypeError(f"unsupported setting type {kind!r}")
 
 
-def _is_int(text: str) -> bool:
-    try:
-        int(text.strip())
-    except ValueError:
-        return False
-    return True
 
-
-def _is_float(text: str) -> bool:
+def _parses(kind: type, text: str) -> bool:
+    """Whether ``kind(text)`` (int or float) accepts the text."""
     try:
-        float(text.strip())
+        kind(text.strip())
     except ValueError:
         return False
     return True

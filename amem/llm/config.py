@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Literal, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from ..errors import ConfigError
+from ..kernel.settings import Section
+
+if TYPE_CHECKING:
+    from ..config import AmemConfig
 
 #: Structured-output rungs, strongest first. ``prompt`` = no ``response_format``; parse and repair.
 Rung = Literal["json_schema", "json_object", "prompt"]
@@ -107,15 +111,31 @@ class LLMConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "LLMConfig":
         """Build from a plain mapping (e.g. a TOML table); unknown keys are an error, not ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
+        loaded = _SECTION.load(tables=[(values, "LLM settings")])
+        unknown = sorted(item.name for item in loaded.unclaimed)
         if unknown:
-            raise ConfigError(f"unknown LLM setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}",
-                              key=unknown[0])
+            raise ConfigError(f"unknown LLM setting(s): {', '.join(unknown)}; known: {', '.join(sorted(_SECTION.specs))}",
+                              key=unknown[0], source="LLM settings")
         for required in ("base_url", "model"):
-            if required not in values:
+            if required not in loaded.values:
                 raise ConfigError(f"LLM setting {required!r} is required", key=required)
-        return cls(**dict(values))
+        return cls(**loaded.values)
+
+    @classmethod
+    def from_amem(cls, config: "AmemConfig") -> "LLMConfig | None":
+        """The note store's endpoint (its ``llm_*`` keys), or None when ``llm_base_url`` is unset
+        (offline enrichment)."""
+        if not config.llm_base_url:
+            return None
+        return cls(base_url=config.llm_base_url, model=config.llm_model,
+                   api_key=config.llm_api_key or PLACEHOLDER_API_KEY,
+                   connect_timeout=config.llm_connect_timeout, read_timeout=config.llm_read_timeout,
+                   deadline=config.llm_deadline_s, max_reply_bytes=config.llm_max_reply_bytes)
+
+
+#: a mapping's values are converted by the fields' types (no environment variables of its own:
+#: the note store's ``AMEM_LLM_*`` reach it through ``from_amem``)
+_SECTION = Section(LLMConfig, error=ConfigError, env_prefix=None)
 
 
 def _positive(name: str, value: Any) -> None:

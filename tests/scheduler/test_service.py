@@ -13,6 +13,7 @@ from apscheduler.triggers.date import DateTrigger
 
 from amem.clock import FixedClock, SystemClock
 from scheduler import SchedulerConfig, last_run_status, start_background
+from scheduler.config import load_config as load_scheduler_config
 from scheduler.config import JOB_ID
 from scheduler.record import read_record, write_record
 from scheduler.service import missed_slot
@@ -46,8 +47,11 @@ def test_job_is_the_0230_cron_in_the_configured_zone_with_safe_options(home: Pat
         handle.shutdown()
 
 
-def test_amem_config_is_accepted_as_the_server_passes_it(home: Path, toy: ToyNoteStore) -> None:
-    handle = start_background(toy, None, toy.config.replace(schedule_timezone="Asia/Tokyo"))
+def test_the_schedule_keys_reach_the_trigger(home: Path, toy: ToyNoteStore) -> None:
+    # schedule_* moved from AmemConfig to SchedulerConfig (issue 17): the server passes
+    # tools.settings' .scheduler, loaded from the same keys and variables.
+    config = load_scheduler_config(env={"AMEM_SCHEDULE_TIMEZONE": "Asia/Tokyo"}, home=home)
+    handle = start_background(toy, None, config)
     try:
         assert str(handle.scheduler.get_job(JOB_ID).trigger.timezone) == "Asia/Tokyo"
     finally:
