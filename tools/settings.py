@@ -21,19 +21,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amem import config as amem_config
 from amem.config import AmemConfig
-from amem.config import load_config as load_amem
 from amem.errors import ConfigError
+from amem.kernel.settings import Unclaimed, read_toml
 from amem.llm.config import LLMConfig
+from lcm import config as lcm_config
 from lcm.config import LcmConfig
-from lcm.config import load_config as load_lcm
+from scheduler import config as scheduler_config
 from scheduler.config import SchedulerConfig
 
-__all__ = ["Settings", "load_settings", "TOOL_ENV"]
+__all__ = ["Settings", "load_settings", "TOOL_ENV", "TOOL_ENV_PREFIXES"]
 
 #: ``AMEM_*`` variables the command line and the servers read themselves (not config keys)
 TOOL_ENV = frozenset({"AMEM_CONFIG", "AMEM_AGENT", "AMEM_LAZY_TOOLS", "AMEM_LOG_LEVEL",
                       "AMEM_LCM_URL", "AMEM_SERVER_TOKEN"})
+#: prefixes of ``AMEM_*`` variables read elsewhere: tool descriptions (``tools.conventions``)
+#: and the test suite's servers
+TOOL_ENV_PREFIXES = ("AMEM_TOOL_DESCRIPTION_", "AMEM_TEST_")
 
 
 @dataclass(frozen=True)
@@ -60,37 +65,58 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
             are skipped (an unset command-line flag).
 
     Raises:
-        ConfigError: a bad key or value anywhere; ``.key`` names it.
+        ConfigError: a bad key or value anywhere; ``.key`` names it. A key of the note
+            store's table or an ``AMEM_*`` variable that no section and no tool takes is one.
     """
     env = dict(os.environ if env is None else env)
     path = Path(config_path) if config_path is not None else (
         Path(env["AMEM_CONFIG"]) if env.get("AMEM_CONFIG") else None)
-    given = {k: v for k, v in overrides.items() if v is not None}
-    amem = load_amem(path, env=env, overrides=given)
-    lcm = load_lcm(_lcm_table_path(path), env=env)
-    scheduler = SchedulerConfig.from_amem(amem)
-    return Settings(amem=amem, lcm=lcm, llm=_llm(amem), scheduler=scheduler, config_path=path)
+    doc = read_toml(path, ConfigError) if path is not None else None
+    source = str(path.expanduser()) if path is not None else None
+    # the note store's table ([amem] or the top level) is shared with the scheduler's keys
+    shared = amem_config.amem_table(doc) if doc is not None else None
+    lcm_table = doc.get("lcm") if doc is not None and isinstance(doc.get("lcm"), Mapping) else None
+    by_owner = _route({k: v for k, v in overrides.items() if v is not None})
+
+    left_by_amem: list[Unclaimed] = []
+    left_by_scheduler: list[Unclaimed] = []
+    amem = amem_config.load_config(source, env=env, overrides=by_owner["amem"], table=shared,
+                                   unclaimed=left_by_amem)
+    scheduler = scheduler_config.load_config(source, env=env, overrides=by_owner["scheduler"],
+                                             home=amem.home, table=shared,
+                                             unclaimed=left_by_scheduler)
+    _reject_unowned(left_by_amem, left_by_scheduler)
+    lcm = lcm_config.load_config(source, env=env, overrides=by_owner["lcm"], table=lcm_table) \
+        if lcm_table is not None else lcm_config.load_config(None, env=env, overrides=by_owner["lcm"])
+    return Settings(amem=amem, lcm=lcm, llm=LLMConfig.from_amem(amem), scheduler=scheduler,
+                    config_path=path)
 
 
-def _llm(cfg: AmemConfig) -> LLMConfig | None:
-    if not cfg.llm_base_url:
-        return None
-    from amem.llm.config import PLACEHOLDER_API_KEY
+def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each explicit value to the section that owns its key (the note store first)."""
+    out: dict[str, dict[str, Any]] = {"amem": {}, "scheduler": {}, "lcm": {}}
+    for key, value in overrides.items():
+        if amem_config.SECTION.spec(key) is not None:
+            out["amem"][key] = value
+        elif scheduler_config.SECTION.spec(key) is not None:
+            out["scheduler"][key] = value
+        elif lcm_config.SECTION.spec(key) is not None:
+            out["lcm"][key] = value
+        else:
+            raise ConfigError(f"unknown config key {key!r} (from arguments)", key=key, source="arguments")
+    return out
 
-    return LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model,
-                     api_key=cfg.llm_api_key or PLACEHOLDER_API_KEY,
-                     connect_timeout=cfg.llm_connect_timeout, read_timeout=cfg.llm_read_timeout,
-                     deadline=cfg.llm_deadline_s, max_reply_bytes=cfg.llm_max_reply_bytes)
 
-
-def _lcm_table_path(path: Path | None) -> Path | None:
-    """The file for lcm only if it has an ``[lcm]`` table (its top level is amem's)."""
-    if path is None:
-        return None
-    import tomllib
-
-    try:
-        doc = tomllib.loads(path.expanduser().read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        raise ConfigError(f"config file {path} cannot be read", key="config") from None
-    return path if isinstance(doc.get("lcm"), dict) else None
+def _reject_unowned(left_by_amem: list[Unclaimed], left_by_scheduler: list[Unclaimed]) -> None:
+    """A file key or ``AMEM_*`` variable neither the note store nor the scheduler takes, and no
+    tool reads, is a typo: say so (exit 2 at startup) rather than run without it."""
+    scheduler_keys = {item.name for item in left_by_scheduler if not item.is_env}
+    for item in left_by_amem:
+        if not item.is_env:
+            if item.name in scheduler_keys:  # neither owner took it
+                raise amem_config.SECTION.unknown(item)
+        elif (item.name not in scheduler_config.SECTION.env_names and item.name not in TOOL_ENV
+              and not item.name.startswith(TOOL_ENV_PREFIXES)):
+            name = item.name[len(amem_config.ENV_PREFIX):].lower()
+            raise ConfigError(f"unknown config key {name!r} (from {item.source})", key=name,
+                              source=item.source)
