@@ -11,8 +11,8 @@ from amem.kernel.errors import (BadConfigError, CircuitOpenError, IdNotFoundErro
 from lcm.recall import ExpansionFailedError
 
 
-def _tree(root: type[BaseException]) -> set[type[BaseException]]:
-    found: set[type[BaseException]] = set()
+def _tree(root: type[MemoryToolError]) -> set[type[MemoryToolError]]:
+    found: set[type[MemoryToolError]] = set()
     todo = [root]
     while todo:
         cls = todo.pop()

@@ -32,6 +32,6 @@ def test_a_repeated_id_counts_once_at_its_best_rank() -> None:
 
 
 @pytest.mark.parametrize("kwargs,message", [({"k": 0}, "k must be"), ({"weights": [1.0]}, "one weight")])
-def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
+def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        rrf([["a"], ["b"]], **kwargs)
+        rrf([["a"], ["b"]], **kwargs)  # type: ignore[arg-type]
