@@ -5,11 +5,14 @@ Same query language as :mod:`lcm.search` (the terms come from the same
 ``lcm_porter`` configuration; a CJK term of three or more characters, a term too short for an index and the
 regex's required literal are case-insensitive substrings (``ILIKE``, served by the trigram
 index). The regex itself never runs on the server: rows come newest first through a server
-side cursor and RE2 (linear time, :mod:`lcm.regex`) matches them here. ``statement_timeout``
+side cursor (a rare literal's rows by id from the trigram index, :func:`lcm.pg.newest.candidate_ids`)
+and RE2 (linear time, :mod:`lcm.regex`) matches them here. ``statement_timeout``
 bounds every statement by what is left of the grep's deadline, so a slow query ends as a
 ``truncated`` answer with a warning, as on SQLite.
 
-Recency answers are the same ids in the same order as on SQLite (``time DESC, id DESC``).
+Recency answers are the same ids in the same order as on SQLite (``time DESC, id DESC``),
+read by the plan :mod:`lcm.pg.newest` picks by looking (a rare word from the GIN index, a
+frequent one by walking the time index): the planner, without statistics for a rare word, walks.
 Relevance is FTS5's BM25 computed from the tsvector (:mod:`lcm.pg.bm25`): the same scores
 and order as SQLite's wherever the two tokenisers agree.
 """
@@ -24,21 +27,24 @@ from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES
 from lcm.pg.bm25 import bm25_sql
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
+from lcm.pg.newest import candidate_ids, newest_matches, order_by
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size, match_batch,
                         merge_kinds, regex_hits)
+from lcm.trigram import like_pattern
 
 __all__ = ["pg_grep"]
 
 
-def _like(term: str) -> str:
-    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+#: a case-insensitive substring pattern for ILIKE ... ESCAPE '\\' (SQLite's LIKE pattern)
+_like = like_pattern
 
 
-def _match_sql(q: FtsQuery) -> tuple[str, list[object], list[str]]:
-    """The WHERE part of a full-text query over alias ``t``, its parameters and its word phrases
-    (the phrases BM25 scores, as FTS5 scores only its words index's phrases)."""
+def _match_sql(q: FtsQuery) -> tuple[str, list[object], list[str], list[str]]:
+    """The WHERE part of a full-text query over alias ``t``, its parameters, its word phrases
+    and its trigram terms (FTS5 scores the words index's phrases, or with no word the trigram
+    index's terms: :mod:`lcm.pg.bm25` scores the same ones)."""
     # build_fts_query sorted every term into exactly one of words / trigram / like
     tri = [t for t in q.terms if q.trigram and _quoted(t) in q.trigram.split(" AND ")]
     words = [t for t in q.terms if t not in q.like and t not in tri]
@@ -51,7 +57,7 @@ def _match_sql(q: FtsQuery) -> tuple[str, list[object], list[str]]:
     for term in [*tri, *q.like]:
         clauses.append("t.content ILIKE ? ESCAPE '\\'")
         params.append(_like(term))
-    return " AND ".join(clauses), params, words
+    return " AND ".join(clauses), params, words, tri
 
 
 def _quoted(term: str) -> str:
@@ -66,19 +72,17 @@ def _set_deadline(c: PgConnection, deadline: float) -> None:
 def _fts_rows(c: PgConnection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str,
               limit: int) -> list[tuple[PgRow, float]]:  # fmt: skip
     src = SOURCES[kind]
-    match, mparams, words = _match_sql(q)
+    match, mparams, words, _ = _match_sql(q)
     rank, rank_args = bm25_sql(src.table, words) if words else ("0.0", [])
-    plain = f"SELECT t.* FROM {src.table} t WHERE {match} AND {where}"  # the newest need no score
     args: list[Any] = [*mparams, *params]
-    newest = f"t.{src.time_col} DESC, t.{src.rowid} DESC"
-    if sort == "recency":
-        return [(r, 0.0) for r in c.execute(f"{plain} ORDER BY {newest} LIMIT ?", [*args, limit]).fetchall()]
+    if sort == "recency":  # the newest need no score; lcm.pg.newest picks a plan that reads few rows
+        return [(r, 0.0) for r in newest_matches(c, src, match, mparams, where, params, limit)]
     by_rel = c.execute(f"SELECT t.*, {rank} AS score FROM {src.table} t WHERE {match} AND {where} "
                        f"ORDER BY score DESC, t.{src.time_col} DESC, t.{src.rowid} LIMIT ?",
                        [*rank_args, *args, limit * 4 if sort == "hybrid" else limit]).fetchall()  # fmt: skip
     if sort == "relevance":
         return [(r, float(r["score"])) for r in by_rel]
-    by_new = c.execute(f"{plain} ORDER BY {newest} LIMIT ?", [*args, limit * 4]).fetchall()
+    by_new = newest_matches(c, src, match, mparams, where, params, limit * 4)
     by_id = {r[src.rowid]: r for r in [*by_rel, *by_new]}
     fused = rrf([[r[src.rowid] for r in by_rel], [r[src.rowid] for r in by_new]])
     return [(by_id[k], s) for k, s in fused[:limit]]
@@ -92,12 +96,19 @@ def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where:
     found: list[tuple[PgRow, float, int]] = []
     stop: str | None = None
     literal = "" if rx.literal is None else " AND t.content ILIKE ? ESCAPE '\\'"
-    args: list[Any] = [*params, *([_like(rx.literal)] if rx.literal is not None else [])]
-    sql = (f"SELECT t.* FROM {src.table} t WHERE {where}{literal} "
-           f"ORDER BY t.{src.time_col} DESC, t.{src.rowid} DESC")  # fmt: skip
+    lparams: list[Any] = [] if rx.literal is None else [_like(rx.literal)]
+    sql = f"SELECT t.* FROM {src.table} t WHERE {where}{literal} ORDER BY {order_by(src)}"
+    args: list[Any] = [*params, *lparams]
     try:
         with db.reading() as c:
             _set_deadline(c, deadline)
+            if rx.literal is not None:
+                # a rare literal: its rows by id from the trigram index, not a walk of every row
+                ids = candidate_ids(c, src, "t.content ILIKE ? ESCAPE '\\'", lparams, where, params,
+                                    limit if sort == "recency" else None)  # fmt: skip
+                if ids is not None:
+                    sql = f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} = ANY(?) ORDER BY {order_by(src)}"
+                    args = [ids]
             # The scan stops after its first matches (or at grepRegexMaxRows rows, counted
             # here): ask the planner for a plan that starts fast (walking the (time, id)
             # index) rather than one that sorts every prefiltered row first.
