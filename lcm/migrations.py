@@ -289,6 +289,13 @@ def _token_counts(c: sqlite3.Connection) -> None:
     del c
 
 
+@migration("0009_trigram_totals")
+def _trigram_totals(c: sqlite3.Connection) -> None:
+    # PostgreSQL only (lcm.pg.bm25): FTS5's trigram index keeps its own token total for
+    # bm25(messages_tri); the PostgreSQL twin keeps one so CJK relevance is the same BM25.
+    del c
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

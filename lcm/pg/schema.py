@@ -184,6 +184,33 @@ _step(
       for table in ("messages", "summaries")),
 )
 
+# FTS5's trigram BM25 (CJK terms, lcm.pg.bm25) divides by a row's trigrams (characters - 2) over
+# their average: the totals table keeps that total too, by the same statement triggers.
+_TOTALS = """CREATE OR REPLACE FUNCTION lcm_word_totals_add() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO lcm_word_totals AS w SELECT TG_TABLE_NAME, pg_backend_pid() % 16, count(*),
+                coalesce(sum(n_words), 0), coalesce(sum(greatest(char_length(content) - 2, 0)), 0) FROM new_rows
+            ON CONFLICT (tbl, shard) DO UPDATE SET n_rows = w.n_rows + EXCLUDED.n_rows,
+                n_words = w.n_words + EXCLUDED.n_words, n_grams = w.n_grams + EXCLUDED.n_grams;
+        END IF;
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            INSERT INTO lcm_word_totals AS w SELECT TG_TABLE_NAME, pg_backend_pid() % 16, -count(*),
+                -coalesce(sum(n_words), 0), -coalesce(sum(greatest(char_length(content) - 2, 0)), 0) FROM old_rows
+            ON CONFLICT (tbl, shard) DO UPDATE SET n_rows = w.n_rows + EXCLUDED.n_rows,
+                n_words = w.n_words + EXCLUDED.n_words, n_grams = w.n_grams + EXCLUDED.n_grams;
+        END IF;
+        RETURN NULL;
+    END $$"""
+_step(
+    "0009_trigram_totals",
+    "ALTER TABLE lcm_word_totals ADD COLUMN n_grams BIGINT NOT NULL DEFAULT 0",
+    _TOTALS,
+    *(f"""INSERT INTO lcm_word_totals AS w SELECT '{table}', 0, 0, 0, coalesce(sum(greatest(char_length(content) - 2, 0)), 0)
+        FROM {table} ON CONFLICT (tbl, shard) DO UPDATE SET n_grams = w.n_grams + EXCLUDED.n_grams"""
+      for table in ("messages", "summaries")),
+)
+
 
 def applied_pg_migrations(db: PgDatabase) -> list[str]:
     with db.atomic() as c:

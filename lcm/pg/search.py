@@ -72,8 +72,10 @@ def _set_deadline(c: PgConnection, deadline: float) -> None:
 def _fts_rows(c: PgConnection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str,
               limit: int) -> list[tuple[PgRow, float]]:  # fmt: skip
     src = SOURCES[kind]
-    match, mparams, words, _ = _match_sql(q)
-    rank, rank_args = bm25_sql(src.table, words) if words else ("0.0", [])
+    match, mparams, words, tri = _match_sql(q)
+    # the index SQLite ranks by: its words index, else (CJK terms only) its trigram index
+    rank, rank_args = (bm25_sql(src.table, words) if words else bm25_sql(src.table, tri, index="grams") if tri
+                       else ("0.0", []))  # fmt: skip
     args: list[Any] = [*mparams, *params]
     if sort == "recency":  # the newest need no score; lcm.pg.newest picks a plan that reads few rows
         return [(r, 0.0) for r in newest_matches(c, src, match, mparams, where, params, limit)]

@@ -130,7 +130,7 @@ def test_summary_relevance_is_the_same_bm25(make_pg_store: Callable[..., LcmStor
         return [(text[i], s) for i, s in _scored(store, pattern, "summaries")]
 
     sizes: list[int] = []
-    for pattern in ("deploy", "pytest", "module_8.py", "passed pytest", "E1234", "msg", "cafe"):
+    for pattern in ("deploy", "pytest", "module_8.py", "passed pytest", "E1234", "msg", "cafe", "数据库迁移", "デプロイ"):
         want = by_text(lite, pattern)
         assert want and all(s > 0 for _, s in want), pattern
         _same_ranking(want, by_text(pg, pattern), pattern)
@@ -155,7 +155,7 @@ def test_relevance_differs_only_where_the_tokenisers_do(make_pg_store: Callable[
 
 
 def test_word_totals_follow_inserts_edits_and_deletes(make_pg_store: Callable[..., LcmStore]) -> None:
-    # BM25's N and average length come from lcm_word_totals, kept by statement triggers: after
+    # BM25's N and average lengths (words, trigrams) come from lcm_word_totals, kept by statement triggers: after
     # every kind of write they equal a count over the table (a wrong total would skew every score)
     pg = make_pg_store()
     pg.ingest(KEY, [{"role": "user", "content": t} for t in TEXTS])
@@ -163,9 +163,10 @@ def test_word_totals_follow_inserts_edits_and_deletes(make_pg_store: Callable[..
 
     def check() -> None:
         for table in ("messages", "summaries"):
-            want = pg.db.query(f"SELECT count(*), coalesce(sum(n_words), 0) FROM {table}")[0]
-            got = pg.db.query("SELECT coalesce(sum(n_rows), 0), coalesce(sum(n_words), 0) FROM lcm_word_totals "
-                              "WHERE tbl = ?", (table,))[0]  # fmt: skip
+            want = pg.db.query(f"SELECT count(*), coalesce(sum(n_words), 0), "
+                               f"coalesce(sum(greatest(char_length(content) - 2, 0)), 0) FROM {table}")[0]
+            got = pg.db.query("SELECT coalesce(sum(n_rows), 0), coalesce(sum(n_words), 0), coalesce(sum(n_grams), 0) "
+                              "FROM lcm_word_totals WHERE tbl = ?", (table,))[0]  # fmt: skip
             assert tuple(got) == tuple(want), table
 
     check()
@@ -174,3 +175,29 @@ def test_word_totals_follow_inserts_edits_and_deletes(make_pg_store: Callable[..
         c.execute("DELETE FROM messages WHERE id = 3")
     check()
     assert pg.db.query("SELECT sum(n_rows) FROM lcm_word_totals WHERE tbl = 'messages'")[0][0] == len(TEXTS) + 5
+
+
+# CJK-only queries: FTS5 ranks them by BM25 over its trigram index (once ingest's trigram debt
+# is paid, SQLite's steady state); PostgreSQL scores the same BM25 over substrings (lcm.pg.bm25).
+# Lengths, repeats (overlapping ones: 哈哈哈 in 哈哈哈哈哈) and case (ÉCOLE) vary the scores.
+CJK_TEXTS = ["数据库迁移在周三失败了，错误码 E1234", "数据库数据库，还是数据库迁移", "哈哈哈哈哈 数据库",
+             "一条很长很长的消息：" + "无关的内容" * 20 + "数据库迁移", "明日の会議でデプロイ手順を確認します",
+             "デプロイ手順 デプロイ手順 デプロイ", "ÉCOLE 数据库 école", "只有迁移", "数据库迁移 数据库迁移 数据库迁移", "数据库的デプロイ手順"]
+CJK_RELEVANCE = ["数据库", "数据库迁移", "哈哈哈", "デプロイ手順", "数据库 迁移", "\"école 数据库\"", "数据库 デプロイ"]
+
+
+def test_cjk_relevance_is_the_same_trigram_bm25(make_pg_store: Callable[..., LcmStore],
+                                                 make_store: Callable[..., LcmStore], clock: ManualClock) -> None:  # fmt: skip
+    lite, pg = make_store(), make_pg_store()
+    for store in (lite, pg):
+        store.ingest(KEY, [{"role": "user", "content": t} for t in CJK_TEXTS])
+        store.ingest(KEY, chat(12))
+    assert lite.index_trigrams() == len(CJK_TEXTS) + 12  # SQLite ranks by trigrams once they are indexed
+    for pattern in CJK_RELEVANCE:
+        want = _scored(lite, pattern)
+        assert want and all(s > 0 for _, s in want), pattern  # real BM25 scores, not newest-first zeros
+        _same_ranking(want, _scored(pg, pattern), pattern)
+        for sort in ("recency", "hybrid"):
+            a = [h.id for h in lite.grep(pattern, mode="full_text", sort=sort, session_key=KEY, limit=5).hits]
+            assert [h.id for h in pg.grep(pattern, mode="full_text", sort=sort, session_key=KEY, limit=5).hits] == a
+    assert len({s for _, s in _scored(lite, "数据库")}) > 3  # an order of several scores, not a tie break's
