@@ -12,27 +12,30 @@ from collections import Counter
 from collections.abc import Sequence
 
 from amem.kernel.fusion import rrf
-from amem.kernel.text import CJK, bigrams, is_cjk_char
+from amem.kernel.text import CJK, bigrams
 
 __all__ = ["rrf", "tokenize", "bm25_scores"]
 
-_TOKEN = re.compile(rf"[a-z0-9_./-]+|[{CJK}]", re.IGNORECASE)
+# A word, or one CJK letter (the letters of a run become bigrams); the group says which.
+_TOKEN = re.compile(rf"([a-z0-9_./-]+)|([{CJK}])", re.IGNORECASE)
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens; CJK characters become bigrams so Chinese/Japanese terms match."""
-    raw = [t.lower().strip("./-") for t in _TOKEN.findall(text)]
     out: list[str] = []
     cjk_run: list[str] = []
-    for tok in raw + [""]:
-        if is_cjk_char(tok):
-            cjk_run.append(tok)
+    for word, letter in _TOKEN.findall(text):
+        if letter:
+            cjk_run.append(letter)
             continue
-        if cjk_run:
+        if cjk_run:  # any word, even one that strips to nothing ("..."), ends the run
             out += bigrams("".join(cjk_run))
             cjk_run = []
-        if tok:
-            out.append(tok)
+        word = word.lower().strip("./-")
+        if word:
+            out.append(word)
+    if cjk_run:
+        out += bigrams("".join(cjk_run))
     return out
 
 
