@@ -17,6 +17,7 @@ from lcm.models import (
     StatusReport,
 )
 from lcm.store import LcmStore
+from lcm.pg import store as _pg_store  # noqa: F401  # registers the PostgreSQL engine (LcmStore("postgresql://..."))
 
 __all__ = [
     "LcmStore", "LcmConfig", "load_config", "LcmError", "SummaryLLM", "Clock", "ManualClock",

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from amem.kernel.clock import Clock, SystemClock
 from amem.kernel.llm import TextLLM
@@ -85,13 +85,26 @@ class LcmStore:
     #: the engine's full_text/regex grep over messages and summaries (lcm.pg's store swaps in its own)
     _text_grep = staticmethod(grep)
 
-    def __new__(cls, path: str | Path | None = None, config: LcmConfig | None = None, **kwargs: Any) -> LcmStore:
-        # A postgresql:// URL (as path or config.database_path) opens the PostgreSQL engine.
-        target = path if path is not None else (config.database_path if config is not None else None)
-        if cls is LcmStore and isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
-            from lcm.pg.store import PgLcmStore
+    #: the store class of each URL scheme another engine serves ("postgresql": lcm.pg.store's).
+    #: An engine's subclass registers here as it is defined (``url_schemes=``) and the lcm
+    #: package loads every engine, so this module never imports one (no import cycle).
+    _engines: ClassVar[dict[str, type[LcmStore]]] = {}
 
-            return super().__new__(PgLcmStore)
+    def __init_subclass__(cls, *, url_schemes: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for scheme in url_schemes:
+            LcmStore._engines[scheme] = cls
+
+    def __new__(cls, path: str | Path | None = None, config: LcmConfig | None = None, **kwargs: Any) -> LcmStore:
+        # A URL (as path or config.database_path) opens the engine registered for its scheme.
+        target = path if path is not None else (config.database_path if config is not None else None)
+        if cls is LcmStore and isinstance(target, str) and "://" in target:
+            scheme = target.split("://", 1)[0]
+            if scheme not in LcmStore._engines:
+                # never a SQLite file named after a URL a server was meant to serve
+                raise ValueError(f"no lcm engine serves {scheme}:// URLs (known: "
+                                 f"{', '.join(sorted(LcmStore._engines)) or 'none loaded'}); give a file path or a known URL")
+            return super().__new__(LcmStore._engines[scheme])
         return super().__new__(cls)
 
     def __init__(

@@ -90,7 +90,7 @@ def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Nor
     return ids, skipped, file_ids
 
 
-class PgLcmStore(LcmStore):
+class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
     """An :class:`LcmStore` whose database is a PostgreSQL server (``LcmStore("postgresql://...")``).
 
     Large payloads go to ``config.large_files_dir`` (a directory every host must share); with

@@ -54,6 +54,15 @@ def test_url_opens_postgres_and_migrates_once(pg_url: str, clock: ManualClock) -
         assert count(again, "lcm_migrations") == len(MIGRATIONS)
 
 
+def test_a_url_no_engine_serves_is_refused_not_opened_as_a_file() -> None:
+    # lcm.store knows the engines only through their registration (no import of lcm.pg: no cycle)
+    assert LcmStore._engines["postgresql"] is PgLcmStore and LcmStore._engines["postgres"] is PgLcmStore
+    with pytest.raises(ValueError, match=r"no lcm engine serves mysql:// URLs \(known: postgres, postgresql\)"):
+        LcmStore("mysql://user@host/db")
+    with pytest.raises(ValueError, match="mysql://"):
+        LcmStore(config=LcmConfig(database_path="mysql://user@host/db"))
+
+
 def test_schema_newer_than_the_code_is_refused(pg_url: str, clock: ManualClock) -> None:
     LcmStore(pg_url, clock=clock).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
