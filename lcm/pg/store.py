@@ -12,8 +12,7 @@ from typing import Any, NoReturn
 from lcm.config import LcmConfig
 from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
-from lcm.ingest import (NormalizedMessage, _check_replay_flood, _drop_resent, insert_files_and_context,
-                        message_rows, normalize_messages)
+from lcm.ingest import normalize_messages
 from lcm.largefiles import LargeFileStore
 from lcm.models import CompactionResult, DoctorReport, IngestResult, RetentionResult, StatusReport
 from lcm.compaction import Compactor
@@ -21,6 +20,7 @@ from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnec
 from lcm.ops import apply_retention as ops_apply_retention
 from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
+from lcm.pg.ingest import store_messages_pg
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.pg.semantic import PgSemanticIndex
@@ -49,45 +49,6 @@ def _unsupported(operation: str) -> NoReturn:
     raise UnsupportedOnEngineError(
         f"lcm: {operation} is not available on PostgreSQL yet (works today: {', '.join(sorted(PORTED))}); "
         "use a SQLite store for it", operation=operation, engine=_ENGINE)  # fmt: skip
-
-
-_MESSAGE_COLUMNS = ("id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
-                    "stable_event_key", "file_id", "created_at")  # fmt: skip
-
-
-def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[NormalizedMessage], cfg: LcmConfig,
-                      files: LargeFileStore, now_iso: str, *, copy: bool = True) -> tuple[list[int], int, list[str]]:  # fmt: skip
-    """:func:`lcm.ingest.store_messages` on PostgreSQL: the same re-send and replay checks (the
-    same functions), then ids from the server's sequence and the rows of each table in one
-    ``COPY ... FROM STDIN`` (``copy=False``: one ``executemany`` per table, the older path kept
-    for the benchmark's before/after)."""
-    fresh = _drop_resent(c, conversation_id, list(batch))  # type: ignore[arg-type]
-    skipped = len(batch) - len(fresh)
-    _check_replay_flood(c, conversation_id, fresh, cfg)  # type: ignore[arg-type]
-    if not fresh:
-        return [], skipped, []
-    seq = int(c.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?", (conversation_id,)).fetchall()[0][0])
-    ordinal = int(c.execute("SELECT coalesce(max(ordinal), 0) FROM context_items WHERE conversation_id = ?",
-                            (conversation_id,)).fetchall()[0][0])  # fmt: skip
-    # the server hands out the ids: writers of other conversations run at the same time
-    ids = sorted(int(r[0]) for r in c.execute(
-        "SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, ?)", (len(fresh),)).fetchall())
-    rows, files_rows, file_ids = message_rows(conversation_id, ids, fresh, seq, cfg, files, now_iso)
-    # no index feeding here: PostgreSQL maintains the full-text column and indexes (lcm.pg.schema)
-    if not copy:
-        c.executemany(f"INSERT INTO messages({', '.join(_MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * len(_MESSAGE_COLUMNS))})", rows)
-        insert_files_and_context(c, conversation_id, ordinal, ids, files_rows, now_iso)
-        return ids, skipped, file_ids
-    # Same rows, same transaction and locks as the INSERTs: COPY only saves the per-row
-    # statements; a duplicate key or a dropped connection still fails the whole batch.
-    c.copy_rows("messages", _MESSAGE_COLUMNS, rows)
-    if files_rows:  # rare (payloads over the large-file threshold): the shared INSERTs for the rest
-        insert_files_and_context(c, conversation_id, ordinal, ids, files_rows, now_iso)
-        return ids, skipped, file_ids
-    c.copy_rows("context_items", ("conversation_id", "ordinal", "item_type", "message_id"),
-                [(conversation_id, ordinal + i, "message", mid) for i, mid in enumerate(ids, 1)])
-    c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now_iso, conversation_id))
-    return ids, skipped, file_ids
 
 
 class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):

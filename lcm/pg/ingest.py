@@ -1,0 +1,74 @@
+"""Ingest on PostgreSQL: SQLite's re-send and replay checks, then a batch's rows in few statements.
+
+A batch is one transaction on one pooled connection (``PgLcmStore.ingest`` takes the session
+and conversation advisory locks first). After the shared checks (:func:`lcm.ingest._drop_resent`,
+:func:`lcm.ingest._check_replay_flood`, the same functions as on SQLite) it sends three
+statements: where the conversation's sequence and context end together with the batch's ids
+from the server's sequence; the rows by ``COPY ... FROM STDIN``; the context items and the
+conversation's ``updated_at`` in one statement. Statement for statement this replaced five
+(benchmarks/RESULTS.md, "LCM on PostgreSQL"). What still bounds the batch is the server
+computing each text's tsvector and token count and adding it to both GIN indexes inside the
+COPY (``lcm.pg.schema``), which this module does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lcm.config import LcmConfig
+from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, insert_files_and_context, message_rows
+from lcm.largefiles import LargeFileStore
+from lcm.pg.db import PgConnection
+
+__all__ = ["store_messages_pg", "MESSAGE_COLUMNS"]
+
+#: the columns ingest writes (the server computes ``words`` and ``n_words`` from ``content``)
+MESSAGE_COLUMNS = ("id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
+                   "stable_event_key", "file_id", "created_at")  # fmt: skip
+#: the conversation's last sequence number and context ordinal, and ``n`` fresh message ids
+_POSITIONS = (
+    "SELECT (SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?), "
+    "(SELECT coalesce(max(ordinal), 0) FROM context_items WHERE conversation_id = ?), "
+    "ARRAY(SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, ?))"
+)
+#: a message's context item each, in order, and the conversation's ``updated_at``: a
+#: data-modifying WITH runs whether or not the outer statement reads it
+_ITEMS_AND_TOUCH = (
+    "WITH items AS (INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) "
+    "SELECT ?, ?::bigint + u.n, 'message', u.id FROM unnest(?::bigint[]) WITH ORDINALITY AS u(id, n)) "
+    "UPDATE conversations SET updated_at = ? WHERE id = ?"
+)
+
+
+def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[NormalizedMessage], cfg: LcmConfig,
+                      files: LargeFileStore, now_iso: str, *, copy: bool = True) -> tuple[list[int], int, list[str]]:  # fmt: skip
+    """:func:`lcm.ingest.store_messages` on PostgreSQL, inside the caller's transaction.
+
+    ``copy=False`` sends the rows by ``executemany`` instead of COPY (the older path, kept for
+    the benchmark's before/after and a test that both store the same rows).
+
+    Returns ``(message_ids, skipped_duplicates, file_ids)``.
+    """
+    fresh = _drop_resent(c, conversation_id, list(batch))  # type: ignore[arg-type]
+    skipped = len(batch) - len(fresh)
+    _check_replay_flood(c, conversation_id, fresh, cfg)  # type: ignore[arg-type]
+    if not fresh:
+        return [], skipped, []
+    # The server hands out the ids (writers of other conversations run at the same time); the
+    # conversation lock the caller holds keeps seq and ordinal ours until commit.
+    row = c.execute(_POSITIONS, (conversation_id, conversation_id, len(fresh))).fetchone()
+    assert row is not None  # a SELECT without FROM returns its one row
+    seq, ordinal, ids = int(row[0]), int(row[1]), sorted(int(i) for i in row[2])
+    rows, files_rows, file_ids = message_rows(conversation_id, ids, fresh, seq, cfg, files, now_iso)
+    if copy:
+        # Same rows, transaction and locks as INSERTs: COPY only saves the per-row statements;
+        # a duplicate key or a dropped connection still fails the whole batch.
+        c.copy_rows("messages", MESSAGE_COLUMNS, rows)
+    else:
+        c.executemany(f"INSERT INTO messages({', '.join(MESSAGE_COLUMNS)}) "
+                      f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})", rows)  # fmt: skip
+    if files_rows:  # rare (payloads over the large-file threshold): the shared statements
+        insert_files_and_context(c, conversation_id, ordinal, ids, files_rows, now_iso)
+    else:
+        c.execute(_ITEMS_AND_TOUCH, (conversation_id, ordinal, ids, now_iso, conversation_id))
+    return ids, skipped, file_ids
