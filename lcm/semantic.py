@@ -356,7 +356,7 @@ class SemanticIndex:
         expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         _, where, params = self._filter(kind, conv_ids, since, before)
         sql = (f"SELECT t.{src.rowid}, bm25({index}) FROM {index} JOIN {src.table} t ON t.{src.rowid} = "
-               f"{index}.rowid WHERE {index} MATCH ? AND {where} ORDER BY bm25({index}) LIMIT ?")
+               f"{index}.rowid WHERE {index} MATCH ? AND {where} ORDER BY bm25({index}), t.{src.rowid} LIMIT ?")
         with self.db.reading() as c:
             c.set_progress_handler(lambda: time.monotonic() > deadline, 5000)
             try:

@@ -19,6 +19,7 @@ and order as SQLite's wherever the two tokenisers agree.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -32,9 +33,10 @@ from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size, match_batch,
                         merge_kinds, regex_hits)
+from lcm.tokens import is_cjk_text
 from lcm.trigram import like_pattern
 
-__all__ = ["pg_grep"]
+__all__ = ["pg_grep", "lexical_sql"]
 
 
 #: a case-insensitive substring pattern for ILIKE ... ESCAPE '\\' (SQLite's LIKE pattern)
@@ -88,6 +90,31 @@ def _fts_rows(c: PgConnection, kind: str, q: FtsQuery, where: str, params: list[
     by_id = {r[src.rowid]: r for r in [*by_rel, *by_new]}
     fused = rrf([[r[src.rowid] for r in by_rel], [r[src.rowid] for r in by_new]])
     return [(by_id[k], s) for k, s in fused[:limit]]
+
+
+def lexical_sql(kind: str, pattern: str, where: str, params: list[object], k: int) -> tuple[str, list[object]] | None:
+    """Hybrid's word leg on PostgreSQL, as SQLite's (``lcm.semantic.SemanticIndex._lexical``):
+    the ``k`` best in-scope rows (``where`` over alias ``t``) holding any of the pattern's words,
+    else any of its CJK terms of three or more characters, by the same BM25 (:mod:`lcm.pg.bm25`;
+    a phrase a row lacks adds 0), equal scores by row id. The query selects (row id, score);
+    None when the pattern has neither words nor such terms."""
+    q = build_fts_query(pattern)
+    words = [t for t in q.terms if not is_cjk_text(t) and re.search(r"\w", t)]
+    grams = [t for t in q.terms if is_cjk_text(t) and len(t) >= 3]
+    src = SOURCES[kind]
+    if words:
+        held = "t.words @@ (" + " || ".join("lcm_tsq(?)" for _ in words) + ")"  # tsquery || tsquery: either
+        rank, rank_args = bm25_sql(src.table, words)
+        held_args: list[object] = list(words)
+    elif grams:
+        held = "(" + " OR ".join("t.content ILIKE ? ESCAPE '\\'" for _ in grams) + ")"
+        rank, rank_args = bm25_sql(src.table, grams, index="grams")
+        held_args = [_like(g) for g in grams]
+    else:
+        return None
+    sql = (f"SELECT t.{src.rowid}, {rank} AS score FROM {src.table} t WHERE {held} AND {where} "
+           f"ORDER BY score DESC, t.{src.rowid} LIMIT ?")  # fmt: skip
+    return sql, [*rank_args, *held_args, *params, k]
 
 
 def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where: str, params: list[object], *,

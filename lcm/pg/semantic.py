@@ -7,9 +7,8 @@ scan, RRF fusion) is the shared code and SQL of :mod:`lcm.semantic`, run through
 * one embedding run at a time across every process sharing the server (SQLite's thread lock
   only covers one process): a session advisory lock ``LOCK_EMBED``; a killed holder's session
   ends and the server releases it;
-* hybrid's keyword leg: the ``words`` tsvector with the pattern's words OR-ed, ranked by
-  ``ts_rank_cd`` (SQLite: FTS5 with the words OR-ed, ranked by BM25); CJK terms are
-  case-insensitive substrings over the trigram index, any of them, newest first;
+* hybrid's keyword leg: the ``words`` tsvector with the pattern's words OR-ed (CJK terms: any
+  of them as substrings over the trigram index), ranked by SQLite's BM25 (:mod:`lcm.pg.bm25`);
 * the vector scan streams from a server-side cursor, ``scan_batch`` rows a fetch, in one
   transaction (one snapshot) bounded by ``statement_timeout``: a client-side cursor would hold
   every in-scope vector in memory at once (1.5 MB per 4,096 vectors of 384 dimensions).
@@ -17,19 +16,15 @@ scan, RRF fusion) is the shared code and SQL of :mod:`lcm.semantic`, run through
 
 from __future__ import annotations
 
-import re
 from collections.abc import Generator
 from typing import Any
 
 from lcm.config import LcmConfig
 from lcm.db import Database
-from lcm.newest import SOURCES
 from lcm.models import EmbedReport
 from lcm.pg.db import LOCK_EMBED, PgDatabase, _row_factory, translate
-from lcm.pg.search import _like, _set_deadline
-from lcm.search import build_fts_query
+from lcm.pg.search import _set_deadline, lexical_sql
 from lcm.semantic import SCAN_BATCH, ScanCut, SemanticIndex
-from lcm.tokens import is_cjk_text
 from lcm.vectors import TextEmbedder
 
 __all__ = ["PgSemanticIndex"]
@@ -71,28 +66,16 @@ class PgSemanticIndex(SemanticIndex):
 
     def _lexical(self, kind: str, pattern: str, conv_ids: list[int] | None, since: str | None,
                  before: str | None, k: int, deadline: float) -> tuple[list[tuple[int, float]], bool]:  # fmt: skip
-        """The ``k`` best items having any of the pattern's words (CJK: any of its substrings
-        of three or more characters), as (rowid, rank); True when the deadline stopped it."""
+        """The ``k`` best items by BM25 over any of the pattern's words (CJK: any of its terms of
+        three or more characters), as (rowid, score), as on SQLite (:func:`lcm.pg.search.lexical_sql`);
+        True when the deadline stopped it."""
         import psycopg
 
-        q = build_fts_query(pattern)
-        words = [t for t in q.terms if not is_cjk_text(t) and re.search(r"\w", t)]
-        grams = [t for t in q.terms if is_cjk_text(t) and len(t) >= 3]
-        src = SOURCES[kind]
         _, where, params = self._filter(kind, conv_ids, since, before)
-        if words:
-            tsq = " || ".join("lcm_tsq(?)" for _ in words)  # tsquery || tsquery: either matches
-            sql = (f"SELECT t.{src.rowid}, ts_rank_cd(t.words, ({tsq})) AS score FROM {src.table} t "
-                   f"WHERE t.words @@ ({tsq}) AND {where} ORDER BY score DESC, t.{src.rowid} LIMIT ?")
-            args: list[object] = [*words, *words, *params, k]
-        elif grams:
-            # no rank over substrings on the server: newest first, as SQLite ranks its unindexed tail
-            any_gram = " OR ".join("t.content ILIKE ? ESCAPE '\\'" for _ in grams)
-            sql = (f"SELECT t.{src.rowid}, 0.0 FROM {src.table} t WHERE ({any_gram}) AND {where} "
-                   f"ORDER BY t.{src.rowid} DESC LIMIT ?")
-            args = [*map(_like, grams), *params, k]
-        else:
+        query = lexical_sql(kind, pattern, where, params, k)
+        if query is None:
             return [], False
+        sql, args = query
         try:
             with self.db.reading() as c:
                 _set_deadline(c, deadline)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from lcm import LcmStore, ManualClock
+from lcm import LcmConfig, LcmStore, ManualClock
 
 from ..conftest import chat
 
@@ -201,3 +201,35 @@ def test_cjk_relevance_is_the_same_trigram_bm25(make_pg_store: Callable[..., Lcm
             a = [h.id for h in lite.grep(pattern, mode="full_text", sort=sort, session_key=KEY, limit=5).hits]
             assert [h.id for h in pg.grep(pattern, mode="full_text", sort=sort, session_key=KEY, limit=5).hits] == a
     assert len({s for _, s in _scored(lite, "数据库")}) > 3  # an order of several scores, not a tie break's
+
+
+# Hybrid's word leg (lcm.semantic._lexical): the k best by BM25 over any of the pattern's words
+# OR-ed (else any of its CJK terms), on both engines, equal scores by row id ("deploy alpha",
+# "deploy gamma"). Nothing embedded: the hits are that leg's order and scores alone; all
+# embedded: its order still decides the fused (RRF) answer.
+HYBRID = ["deploy failed", "deploy", "error timeout retry", "module_8.py pytest", "数据库迁移 失败了", "デプロイ手順",
+          "nothing-here deploy"]  # fmt: skip
+
+
+def test_hybrid_word_leg_is_the_same_bm25(pg_clean_url: str, clock: ManualClock) -> None:
+    from amem.embed.hashing import HashingEmbedder
+
+    answers: list[list[list[tuple[str, float]]]] = []
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for where in (":memory:", pg_clean_url):
+        clock.set(start)
+        with LcmStore(where, LcmConfig(log_file_enabled=False), clock=clock, embedder=HashingEmbedder(64)) as store:
+            for key, batch in [(KEY, [{"role": "user", "content": t} for t in [*TEXTS, *CJK_TEXTS]]), (KEY, chat(30)),
+                               (KEY, [{"role": "user", "content": t} for t in ("deploy deploy deploy failed",
+                                                                               "deploy alpha", "deploy gamma")])]:  # fmt: skip
+                store.ingest(key, batch)
+            store.index_trigrams()  # SQLite's steady state: its CJK terms ranked by the trigram index
+            got = [[(h.id, h.score) for h in store.grep(p, mode="hybrid", session_key=KEY, limit=8).hits] for p in HYBRID]
+            store.embed_pending()
+            got += [[(h.id, h.score) for h in store.grep(p, mode="hybrid", session_key=KEY, limit=8).hits] for p in HYBRID]
+            answers.append(got)
+    lite, pg = answers
+    assert all(lite) and len({s for _, s in lite[1]}) > 3  # real answers of several scores
+    for pattern, a, b in zip(HYBRID * 2, lite, pg):
+        assert [i for i, _ in b] == [i for i, _ in a], pattern
+        assert [s for _, s in b] == pytest.approx([s for _, s in a], rel=1e-6), pattern
