@@ -111,7 +111,7 @@ def memory_consolidate(ctx: "CallContext") -> dict[str, Any]:
         report = _store(ctx).consolidate(agent_id=ctx.agent_id)
     except ImportError as exc:  # amem.consolidate is optional until it lands
         raise ToolError("unavailable", f"consolidation is not available: {exc}") from None
-    return report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    return report.to_dict()
 
 
 def memory_status(ctx: "CallContext") -> dict[str, Any]:

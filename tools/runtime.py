@@ -117,9 +117,9 @@ class Runtime:
 
     def __init__(self, settings: Settings, *, agent_id: str | None = None,
                  env: Mapping[str, str] | None = None, embedder: Embedder | None = None) -> None:
-        self.settings = settings
-        self.agent_id = agent_id or settings.amem.agent_id
-        self.env: Mapping[str, str] = MappingProxyType(dict(env or {}))
+        self._settings = settings
+        self._agent_id = agent_id or settings.amem.agent_id
+        self._env: Mapping[str, str] = MappingProxyType(dict(env or {}))
         self._embedder = embedder
         self._llm: LLMClient | None = None
         self._llm_built = False
@@ -137,6 +137,22 @@ class Runtime:
         settings = load_settings(Path(config_path) if config_path else None, env=env,
                                  **dict(overrides or {}))
         return cls(settings, agent_id=agent or env.get("AMEM_AGENT") or None, env=env)
+
+    # Read-only: the stores were (or will be) built from these; changing them afterwards would
+    # leave a runtime whose stores disagree with its settings.
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def agent_id(self) -> str:
+        """Who the stores act as."""
+        return self._agent_id
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment the tools read (a read-only copy)."""
+        return self._env
 
     @property
     def lcm_path(self) -> Path:
