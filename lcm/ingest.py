@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lcm.config import LcmConfig
+from lcm.conn import Connection
 from lcm.errors import LcmValidationError, ReplayFloodError
 from lcm.largefiles import LargeFileStore, file_reference
 from lcm.timeutil import iso, parse_time
@@ -113,7 +114,7 @@ _DEFER_OFF = "DELETE FROM lcm_index_deferred"
 _MERGE_PAGES = 200
 
 
-def _existing(c: sqlite3.Connection, sql: str, rows: Sequence[tuple[str, ...]], conversation_id: int) -> set[tuple[Any, ...]]:
+def _existing(c: Connection, sql: str, rows: Sequence[tuple[str, ...]], conversation_id: int) -> set[tuple[Any, ...]]:
     """The ``rows`` for which ``sql`` (an EXISTS probe over ``v``) holds, in chunks.
 
     One statement per chunk instead of one per message; each row is still an exact index probe,
@@ -144,7 +145,7 @@ _SECOND_COUNTS = (
 )
 
 
-def _drop_resent(c: sqlite3.Connection, conversation_id: int, batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
+def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
     """Remove messages already stored: by stable key, by (identity, explicit time), or by batch overlap."""
     keys = sorted({m.stable_event_key for m in batch if m.stable_event_key is not None})
     stored_keys = {k for (k,) in _existing(c, _KEY_STORED, [(k,) for k in keys], conversation_id)}
@@ -186,7 +187,7 @@ def _drop_resent(c: sqlite3.Connection, conversation_id: int, batch: list[Normal
 
 
 def _check_replay_flood(
-    c: sqlite3.Connection, conversation_id: int, batch: list[NormalizedMessage], cfg: LcmConfig
+    c: Connection, conversation_id: int, batch: list[NormalizedMessage], cfg: LcmConfig
 ) -> None:
     groups: Counter[tuple[str, str, str]] = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in batch)
     pairs = sorted({(ident, second) for _, ident, second in groups})
@@ -283,7 +284,7 @@ def message_rows(conversation_id: int, ids: Sequence[int], fresh: Sequence[Norma
     return rows, files_rows, file_ids
 
 
-def insert_files_and_context(c: Any, conversation_id: int, ordinal: int, ids: Sequence[int],
+def insert_files_and_context(c: Connection, conversation_id: int, ordinal: int, ids: Sequence[int],
                              files_rows: Sequence[tuple[Any, ...]], now_iso: str) -> None:
     """After the message rows: their large files, one context item each, the conversation's
     ``updated_at`` (portable SQL: the PostgreSQL handle runs it as well)."""

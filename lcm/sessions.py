@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 import re
-import sqlite3
 from typing import Any
 
 import re2
 
+from lcm.conn import Connection, Row
 from lcm.errors import LcmValidationError
 from lcm.models import Conversation
 
@@ -48,7 +48,7 @@ def is_cron_key(key: str | None) -> bool:
     return key is not None and glob_match(CRON_PATTERN, key)
 
 
-def row_to_conversation(row: sqlite3.Row) -> Conversation:
+def row_to_conversation(row: Row) -> Conversation:
     return Conversation(
         id=row["id"],
         session_key=row["session_key"],
@@ -62,11 +62,11 @@ def row_to_conversation(row: sqlite3.Row) -> Conversation:
     )
 
 
-def find_active(c: sqlite3.Connection, session_key: str | None, session_id: str | None) -> sqlite3.Row | None:
+def find_active(c: Connection, session_key: str | None, session_id: str | None) -> Row | None:
     """The active conversation for a key, else (when no key matches) for a session id (with a
     key given, only a conversation without a key of its own)."""
     if session_key is not None:
-        row: sqlite3.Row | None = c.execute(
+        row: Row | None = c.execute(
             "SELECT * FROM conversations WHERE session_key = ? AND active = 1", (session_key,)
         ).fetchone()
         if row is not None:
@@ -84,7 +84,7 @@ def find_active(c: sqlite3.Connection, session_key: str | None, session_id: str 
 
 
 def resolve_conversation(
-    c: sqlite3.Connection, session_key: str | None, session_id: str | None, now: str
+    c: Connection, session_key: str | None, session_id: str | None, now: str
 ) -> tuple[int, bool, int | None]:
     """Find or create the active conversation; must run inside a write transaction.
 
@@ -122,7 +122,7 @@ def resolve_conversation(
     return int(cur.lastrowid or 0), True, archived
 
 
-def archive(c: sqlite3.Connection, conversation_id: int, cause: str, now: str) -> None:
+def archive(c: Connection, conversation_id: int, cause: str, now: str) -> None:
     c.execute(
         "UPDATE conversations SET active = 0, archived_at = ?, archive_cause = ?, updated_at = ? WHERE id = ?",
         (now, cause, now, conversation_id),
@@ -130,6 +130,6 @@ def archive(c: sqlite3.Connection, conversation_id: int, cause: str, now: str) -
     c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conversation_id,))
 
 
-def family_ids(c: sqlite3.Connection, session_key: str) -> list[int]:
+def family_ids(c: Connection, session_key: str) -> list[int]:
     """The session family: the active conversation plus archived ones with the same key."""
     return [r[0] for r in c.execute("SELECT id FROM conversations WHERE session_key = ? ORDER BY id", (session_key,))]

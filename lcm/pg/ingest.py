@@ -49,9 +49,9 @@ def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Nor
 
     Returns ``(message_ids, skipped_duplicates, file_ids)``.
     """
-    fresh = _drop_resent(c, conversation_id, list(batch))  # type: ignore[arg-type]
+    fresh = _drop_resent(c, conversation_id, list(batch))
     skipped = len(batch) - len(fresh)
-    _check_replay_flood(c, conversation_id, fresh, cfg)  # type: ignore[arg-type]
+    _check_replay_flood(c, conversation_id, fresh, cfg)
     if not fresh:
         return [], skipped, []
     # The server hands out the ids (writers of other conversations run at the same time); the

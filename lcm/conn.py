@@ -1,0 +1,54 @@
+"""The connection seam both engines' handles yield: what lcm's shared SQL needs of a connection.
+
+``Database.atomic()`` yields a :class:`sqlite3.Connection`; ``PgDatabase.atomic()`` yields a
+:class:`lcm.pg.db.PgConnection` that runs the same SQLite-dialect text on PostgreSQL. A shared
+function (ingest's re-send and replay checks, finding a session's conversation) takes either,
+so it is typed :class:`Connection`, not ``sqlite3.Connection``; a function that needs SQLite
+itself (FTS5, a progress handler, ``PRAGMA``) keeps ``sqlite3.Connection`` and says so by its
+type. Rows are read by position or column name (``sqlite3.Row`` and ``PgRow`` both do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Connection", "Cursor", "Row"]
+
+
+class Row(Protocol):
+    """A result row, read by position or by column name (``sqlite3.Row``, ``lcm.pg.db.PgRow``)."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+
+@runtime_checkable
+class Cursor(Protocol):
+    """A statement's result: rows as ``sqlite3.Row``-like values, and the written row's id."""
+
+    @property
+    def lastrowid(self) -> int | None: ...
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def fetchmany(self, size: int, /) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Connection(Protocol):
+    """A connection inside one of lcm's transactions, speaking SQLite's dialect (``?`` marks)."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> object: ...
