@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from lcm import LcmStore
+
     from .facade import ToolFacade
     from .runner import CallRunner
 
@@ -74,7 +76,7 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
             key, session_id, messages, after = _ingest_args(target, body)
         except ToolError as exc:
             return reply(exc.to_dict())
-        store = target.lcm
+        store = _need_lcm(target)  # _ingest_args checked it already; this names its type
         result = await runner.run(target.agent_id, "lcm ingest",
                                   lambda: _guarded(lambda: _ingest(store, key, session_id, messages)))
         if is_error(result) or not after or not result.get("compaction_debt"):
@@ -94,8 +96,7 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
             args = _assemble_args(target, request.query_params)
         except ToolError as exc:
             return reply(exc.to_dict())
-        store = target.lcm
-        assert store is not None  # _assemble_args refused a facade without one
+        store = _need_lcm(target)  # _assemble_args checked it already; this names its type
         return reply(await runner.run(target.agent_id, "lcm assemble",
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))
 
@@ -158,9 +159,10 @@ def _session_key(target: "ToolFacade", requested: Any) -> str:
     return session_key_for(target.agent_id, requested, field="sessionKey")
 
 
-def _need_lcm(target: "ToolFacade") -> None:
+def _need_lcm(target: "ToolFacade") -> "LcmStore":
     if target.lcm is None:
         raise ToolError("unavailable", "this server was started without the conversation store (lcm)")
+    return target.lcm
 
 
 def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
@@ -194,7 +196,7 @@ def _positive(raw: str | None, field: str, *, required: bool = False) -> int | N
     return int(raw)
 
 
-def _ingest(store: Any, key: str, session_id: str | None, messages: list[Any]) -> dict[str, Any]:
+def _ingest(store: "LcmStore", key: str, session_id: str | None, messages: list[Any]) -> dict[str, Any]:
     result: dict[str, Any] = store.ingest(key, messages, session_id=session_id).to_dict()
     result["session_key"] = key
     # what the after-turn payment will look at: the debt of this key's active conversation
@@ -204,7 +206,7 @@ def _ingest(store: Any, key: str, session_id: str | None, messages: list[Any]) -
     return result
 
 
-def _after_turn(store: Any, key: str) -> dict[str, Any]:
+def _after_turn(store: "LcmStore", key: str) -> dict[str, Any]:
     paid = store.after_turn(key)
     return {"compaction": None if paid is None else paid.to_dict()}
 
