@@ -42,7 +42,7 @@ semantic recall (``embed_pending``, grep modes ``semantic`` and ``hybrid``: :mod
 :func:`lcm.pg.copy.copy_sqlite_to_postgres` moves a SQLite store onto a server. Every other
 public method of ``LcmStore`` raises :class:`lcm.errors.UnsupportedOnEngineError` naming
 itself (today none; a method added to ``LcmStore`` later raises until it is ported).
-``amem lcm migrate --to URL`` (tools/lcm_migrate.py) runs the copy function.
+``amem lcm migrate --to URL`` (tools/cli/lcm_migrate.py) runs the copy function.
 """
 
 from __future__ import annotations
