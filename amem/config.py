@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .kernel.settings import Section, Unclaimed, read_toml
+from .kernel.settings import Section, Unclaimed, read_toml, setting
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +52,14 @@ class AmemConfig:
     collection: str = "amem"
     #: embedder preset name (see ``amem.embed.make_embedder``)
     embedder: str = "e5-small"
-    embed_threads: int = 1
-    embed_batch: int = 32
+    embed_threads: int = setting(1, at_least=1)
+    embed_batch: int = setting(32, at_least=1)
     #: the default tenant when a caller names none
     agent_id: str = "default"
     #: longest note text accepted, in characters
-    max_text_chars: int = 32_000
-    max_query_chars: int = 4_000
-    max_limit: int = 100
+    max_text_chars: int = setting(32_000, at_least=1)
+    max_query_chars: int = setting(4_000, at_least=1)
+    max_limit: int = setting(100, at_least=1)
 
     # --- search ---
     #: how BM25 and dense are fused: "zscore" (each ranking's scores standardised over the
@@ -66,75 +67,76 @@ class AmemConfig:
     #: benchmarks.retrieval, dev data: zscore LoCoMo R@10 0.637 -> 0.717, MRR 0.465 -> 0.542,
     #: CMRC hit@1 0.674 -> 0.705 against rrf k=60 (RESULTS.md, issue 13)
     fusion: str = "zscore"
-    rrf_k: int = 60
+    rrf_k: int = setting(60, at_least=1)
     #: weights of the two rankings in the fusion (z-score coefficients, or RRF numerators); a
     #: weak dense model must not drag BM25 down. 0.4/0.6 measured best for zscore (0.35-0.45
     #: within 0.01); rrf was measured at 1.0/1.0
-    sparse_weight: float = 0.4
-    dense_weight: float = 0.6
+    sparse_weight: float = setting(0.4, at_least=0)
+    dense_weight: float = setting(0.6, at_least=0)
     #: candidates fetched from each ranking before fusion
-    candidates: int = 50
+    candidates: int = setting(50, at_least=1)
     heat: bool = True
     #: small on purpose: retrieval counts say a note was returned, not that it was right, so
     #: heat only reorders near-equal scores (benchmarks.heat_bench: at 0.05 independent
     #: questions lost 0.055 R@10 and repeated ones 0.040; at 0.002 nothing lost R@10)
-    heat_factor: float = 0.002
+    heat_factor: float = setting(0.002, at_least=0)
     #: usage heat (amem.usage): a note opened after a search is boosted for a later query
     #: whose cosine to that search's query is at least usage_threshold, by up to usage_factor
     #: (x2 for the same question). e5 puts different questions at 0.8-0.9, so 0.97 means "the
     #: same question" (benchmarks.heat_bench); 0 factor = off. Part of heat (heat = false: off)
-    usage_threshold: float = 0.97
-    usage_factor: float = 1.0
+    usage_threshold: float = setting(0.97, at_least=-1, below=1)
+    usage_factor: float = setting(1.0, at_least=0, below=math.inf)
     link_expansion: bool = True
-    link_hops: int = 2
-    link_min_cosine: float = 0.25
-    link_max_added: int = 8
-    bm25_k1: float = 1.2
+    link_hops: int = setting(2, at_least=0)
+    link_min_cosine: float = setting(0.25, at_least=-1, at_most=1)
+    link_max_added: int = setting(8, at_least=0)
+    bm25_k1: float = setting(1.2, at_least=0)
     #: length normalisation: notes are short and uneven, so milder than the usual 0.75
-    bm25_b: float = 0.3
+    bm25_b: float = setting(0.3, at_least=0, at_most=1)
 
     #: the embedder's cosine of unrelated notes (None: its measured value, see amem.similarity);
     #: the write thresholds below (fold, pending, link floor, consolidation) are on this scale
-    similarity_baseline: float | None = None
+    similarity_baseline: float | None = setting(None, at_least=0, below=1)
     #: the query-to-note scale: the cosine of a query and an unrelated note (similarity 0) and of
     #: a query and a typical answering note (1); None: the embedder's measured values. Search's
     #: ``similarity``, ``min_similarity`` and ``link_min_cosine`` are on this scale
-    query_baseline: float | None = None
-    query_top: float | None = None
+    query_baseline: float | None = setting(None, at_least=-1, at_most=1)
+    query_top: float | None = setting(None, at_least=-1, at_most=1)
 
     # --- writes ---
-    fold_threshold: float = 0.85
-    pending_threshold: float = 0.72
+    fold_threshold: float = setting(0.85, at_least=-1, at_most=1)
+    pending_threshold: float = setting(0.72, at_least=-1, at_most=1)
     #: the offline link rule never links below this note similarity (0 = unrelated notes); the
     #: nearest notes always reach the verifier (an LLM, when configured, sees them all)
-    link_floor: float = 0.0
-    link_candidates: int = 6
-    evolve_max: int = 3
+    link_floor: float = setting(0.0, at_least=-1, at_most=1)
+    link_candidates: int = setting(6, at_least=1)
+    evolve_max: int = setting(3, at_least=0)
     #: evolve linked notes on one add in N (1 = every add)
-    evolve_every: int = 1
+    evolve_every: int = setting(1, at_least=1)
     #: a bulk import re-embeds the notes its folds and evolutions changed when this many wait
     #: (and at its end), not after every batch; 0 = after every batch (see ``amem.refresh``)
-    import_reembed_every: int = 1024
+    import_reembed_every: int = setting(1024, at_least=0)
     #: after a bulk write (``add_many``, ``amem import``) with this many points written since
     #: the engine's index was last built, it is built again (amem.index_build); 0 = nightly only
-    optimize_after: int = 5000
+    optimize_after: int = setting(5000, at_least=0)
 
     #: nightly consolidation merges same-category notes at or above this cosine
-    consolidate_threshold: float = 0.75
+    consolidate_threshold: float = setting(0.75, at_least=-1, at_most=1)
 
     # --- LLM (unset base_url = offline enrichment) ---
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
-    llm_connect_timeout: float = 5.0
-    llm_read_timeout: float = 60.0
+    llm_connect_timeout: float = setting(5.0, at_least=0)
+    llm_read_timeout: float = setting(60.0, at_least=0)
     #: seconds one LLM call may take in all (retries and a dripping reply included); then offline
-    llm_deadline_s: float = 90.0
+    llm_deadline_s: float = setting(90.0, above=0)
     #: an LLM reply longer than this many bytes is not read further (the call falls back offline)
-    llm_max_reply_bytes: int = 2_000_000
+    llm_max_reply_bytes: int = setting(2_000_000, at_least=1024)
 
 
     def __post_init__(self) -> None:
+        SECTION.validate(self)  # types and the bounds above; thresholds are cosines, in [-1, 1]
         _check(self)
 
     @property
@@ -148,54 +150,18 @@ class AmemConfig:
 
 
 def _check(cfg: AmemConfig) -> None:
-    """Reject values that would make the store misbehave; name the key."""
+    """Rules the fields' bounds cannot say (choices with their own words, rules between fields)."""
     if cfg.backend not in ("edge", "qdrant"):
         raise ConfigError(f"backend must be 'edge' or 'qdrant', not {cfg.backend!r}", key="backend")
     if cfg.backend == "qdrant" and not cfg.qdrant_url:
         raise ConfigError("backend 'qdrant' needs qdrant_url (AMEM_QDRANT_URL)", key="qdrant_url")
-    positive_ints = ("embed_threads", "embed_batch", "max_text_chars", "max_query_chars", "max_limit",
-                     "rrf_k", "candidates", "link_candidates", "evolve_every")
-    for name in positive_ints:
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"{name} must be >= 1, got {getattr(cfg, name)}", key=name)
-    for name in ("link_hops", "link_max_added", "evolve_max", "import_reembed_every",
-                 "optimize_after"):
-        if getattr(cfg, name) < 0:
-            raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
-    for name in ("fold_threshold", "pending_threshold", "link_floor", "link_min_cosine",
-                 "consolidate_threshold"):
-        value = getattr(cfg, name)
-        if not -1.0 <= value <= 1.0:
-            raise ConfigError(f"{name} is a cosine and must lie in [-1, 1], got {value}", key=name)
     if cfg.pending_threshold > cfg.fold_threshold:
         raise ConfigError("pending_threshold must not exceed fold_threshold", key="pending_threshold")
-    if not -1.0 <= cfg.usage_threshold < 1.0:
-        raise ConfigError(f"usage_threshold is a cosine and must lie in [-1, 1), got "
-                          f"{cfg.usage_threshold}", key="usage_threshold")
-    if cfg.usage_factor != cfg.usage_factor or cfg.usage_factor == float("inf"):  # NaN, inf
-        raise ConfigError(f"usage_factor must be finite, got {cfg.usage_factor}", key="usage_factor")
-    for name in ("sparse_weight", "dense_weight", "heat_factor", "usage_factor", "bm25_k1",
-                 "llm_connect_timeout", "llm_read_timeout"):
-        if getattr(cfg, name) < 0:
-            raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}", key=name)
-    if cfg.llm_deadline_s <= 0:
-        raise ConfigError(f"llm_deadline_s must be > 0, got {cfg.llm_deadline_s}", key="llm_deadline_s")
-    if cfg.llm_max_reply_bytes < 1024:
-        raise ConfigError(f"llm_max_reply_bytes must be >= 1024, got {cfg.llm_max_reply_bytes}",
-                          key="llm_max_reply_bytes")
-    if cfg.similarity_baseline is not None and not 0.0 <= cfg.similarity_baseline < 1.0:
-        raise ConfigError("similarity_baseline must lie in [0, 1)", key="similarity_baseline")
-    for name in ("query_baseline", "query_top"):
-        value = getattr(cfg, name)
-        if value is not None and not -1.0 <= value <= 1.0:
-            raise ConfigError(f"{name} is a cosine and must lie in [-1, 1], got {value}", key=name)
     if (cfg.query_baseline is not None and cfg.query_top is not None
             and cfg.query_baseline >= cfg.query_top):
         raise ConfigError("query_baseline must lie below query_top", key="query_baseline")
     if cfg.fusion not in ("zscore", "rrf"):
         raise ConfigError(f"fusion must be 'zscore' or 'rrf', not {cfg.fusion!r}", key="fusion")
-    if not 0.0 <= cfg.bm25_b <= 1.0:
-        raise ConfigError(f"bm25_b must lie in [0, 1], got {cfg.bm25_b}", key="bm25_b")
     if not cfg.agent_id or len(cfg.agent_id) > 128:
         raise ConfigError("agent_id must be 1 to 128 characters", key="agent_id")
 

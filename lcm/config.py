@@ -63,43 +63,43 @@ class LcmConfig:
     skip_stateless_sessions: bool = True
     timezone: str = "UTC"
     proactive_threshold_compaction_mode: Literal["deferred", "inline"] = "deferred"
-    context_threshold: float = 0.75
+    context_threshold: float = setting(0.75, above=0, at_most=1)
     context_threshold_overrides: tuple[ThresholdOverride, ...] = setting(
         (), env=None, parse=lambda raw, source: _parse_overrides(raw, source))
-    fresh_tail_count: int = 64
-    fresh_tail_max_tokens: int | None = None
+    fresh_tail_count: int = setting(64, at_least=1)
+    fresh_tail_max_tokens: int | None = setting(None, at_least=1)
     prompt_aware_eviction: bool = setting(False, env="LCM_PROMPT_AWARE_EVICTION_ENABLED")
-    leaf_min_fanout: int = 8
-    condensed_min_fanout: int = 4
-    condensed_min_fanout_hard: int = 2
+    leaf_min_fanout: int = setting(8, at_least=1)
+    condensed_min_fanout: int = setting(4, at_least=1)
+    condensed_min_fanout_hard: int = setting(2, at_least=2)
     #: incrementalMaxDepth: the reference's older name (its own name wins when both are set)
-    sweep_max_depth: int = setting(1, aliases=("incrementalMaxDepth",),
+    sweep_max_depth: int = setting(1, aliases=("incrementalMaxDepth",), at_least=-1,  # -1: unlimited
                                    env_aliases=("LCM_INCREMENTAL_MAX_DEPTH",))
-    leaf_chunk_tokens: int = 20000
-    summary_prefix_target_tokens: int | None = None
-    max_sweep_iterations: int = 12
-    sweep_deadline_ms: int = 120000
-    compact_until_under_deadline_ms: int = 300000
-    leaf_target_tokens: int = 2400
-    condensed_target_tokens: int = 2000
-    summary_max_overage_factor: float = 3.0
-    fallback_max_tokens: int = 512
-    large_file_threshold_tokens: int = setting(25000, aliases=("largeFileTokenThreshold",),
+    leaf_chunk_tokens: int = setting(20000, at_least=1)
+    summary_prefix_target_tokens: int | None = setting(None, at_least=1)
+    max_sweep_iterations: int = setting(12, at_least=1)
+    sweep_deadline_ms: int = setting(120000, at_least=1)
+    compact_until_under_deadline_ms: int = setting(300000, at_least=1)
+    leaf_target_tokens: int = setting(2400, at_least=1)
+    condensed_target_tokens: int = setting(2000, at_least=1)
+    summary_max_overage_factor: float = setting(3.0, at_least=1)
+    fallback_max_tokens: int = setting(512, at_least=1)
+    large_file_threshold_tokens: int = setting(25000, aliases=("largeFileTokenThreshold",), at_least=1,
                                                env="LCM_LARGE_FILE_TOKEN_THRESHOLD")
-    max_assembly_token_budget: int | None = None
-    max_expand_tokens: int = 4000
+    max_assembly_token_budget: int | None = setting(None, at_least=1)
+    max_expand_tokens: int = setting(4000, at_least=1)
     summary_model: str = ""
     expansion_model: str = ""
-    delegation_timeout_ms: int = 120000
-    summary_timeout_ms: int = 60000
-    summary_call_window_ms: int = 600000
-    summary_max_calls_per_window: int = 24
-    summary_spend_backoff_ms: int = 1800000
+    delegation_timeout_ms: int = setting(120000, at_least=1)
+    summary_timeout_ms: int = setting(60000, at_least=1)
+    summary_call_window_ms: int = setting(600000, at_least=1)
+    summary_max_calls_per_window: int = setting(24, at_least=1)
+    summary_spend_backoff_ms: int = setting(1800000, at_least=0)
     custom_instructions: str = ""
-    circuit_breaker_threshold: int = 5
-    circuit_breaker_cooldown_ms: int = 1800000
-    replay_flood_threshold_external: int = 3
-    replay_flood_threshold_internal: int = 32
+    circuit_breaker_threshold: int = setting(5, at_least=1)
+    circuit_breaker_cooldown_ms: int = setting(1800000, at_least=0)
+    replay_flood_threshold_external: int = setting(3, at_least=1)
+    replay_flood_threshold_internal: int = setting(32, at_least=1)
     strip_injected_context_tags: tuple[str, ...] = (
         "active_memory_plugin",
         "relevant-memories",
@@ -109,19 +109,20 @@ class LcmConfig:
     # lossless-claw's one nested table, [lcm.independentLogFile]
     log_file_enabled: bool = setting(True, key="independentLogFile.enabled")
     log_file: str = setting("", key="independentLogFile.file")
-    log_max_file_bytes: int = setting(104857600, key="independentLogFile.maxFileBytes")
+    log_max_file_bytes: int = setting(104857600, key="independentLogFile.maxFileBytes", at_least=1)
     #: days a rotated log file is kept (the log rotates daily; 0 keeps every file)
-    log_retention_days: int = setting(14, key="independentLogFile.retentionDays")
+    log_retention_days: int = setting(14, key="independentLogFile.retentionDays", at_least=0)
     # lcm's own keys (no lossless-claw equivalent): retention and the regex scan bound.
-    retention_archived_max_age_days: int = 0
-    retention_max_database_bytes: int = 0
-    grep_regex_max_rows: int = 200000
-    grep_regex_deadline_ms: int = 5000
+    retention_archived_max_age_days: int = setting(0, at_least=0)
+    retention_max_database_bytes: int = setting(0, at_least=0)
+    grep_regex_max_rows: int = setting(200000, at_least=1)
+    grep_regex_deadline_ms: int = setting(5000, at_least=1)
     ignored_keys: tuple[str, ...] = setting((), is_setting=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Direct construction accepts the same shapes as load_config (lists, rule dicts).
-        SECTION.normalize(self)
+        # Direct construction accepts the same shapes as load_config (lists, rule dicts) and is
+        # checked as loading is: types and bounds by the fields, the rest by _validate.
+        SECTION.validate(self)
         _validate(self)
 
     @property
@@ -231,42 +232,12 @@ def _check(ok: bool, key: str, why: str, value: Any) -> None:
 
 
 def _validate(cfg: LcmConfig) -> None:
-    """Range checks shared by every way of building a config."""
-    positive = [
-        "fresh_tail_count", "leaf_min_fanout", "condensed_min_fanout", "leaf_chunk_tokens",
-        "max_sweep_iterations", "sweep_deadline_ms", "compact_until_under_deadline_ms",
-        "leaf_target_tokens", "condensed_target_tokens", "fallback_max_tokens",
-        "large_file_threshold_tokens", "max_expand_tokens", "delegation_timeout_ms",
-        "summary_timeout_ms", "summary_call_window_ms", "summary_max_calls_per_window",
-        "circuit_breaker_threshold", "replay_flood_threshold_external",
-        "replay_flood_threshold_internal", "log_max_file_bytes", "grep_regex_max_rows",
-        "grep_regex_deadline_ms",
-    ]  # fmt: skip
-    for attr in positive:
-        value = getattr(cfg, attr)
-        _check(isinstance(value, int) and not isinstance(value, bool) and value > 0, _name(attr), "must be > 0", value)
-    for attr in ("summary_spend_backoff_ms", "circuit_breaker_cooldown_ms", "retention_archived_max_age_days",
-                 "retention_max_database_bytes", "log_retention_days"):  # fmt: skip
-        value = getattr(cfg, attr)
-        _check(isinstance(value, int) and value >= 0, _name(attr), "must be >= 0", value)
-    _check(0 < cfg.context_threshold <= 1, "contextThreshold", "must be in (0, 1]", cfg.context_threshold)
-    _check(cfg.condensed_min_fanout_hard >= 2, "condensedMinFanoutHard", "hard floor is 2", cfg.condensed_min_fanout_hard)
+    """What the fields' bounds cannot say: rules between fields, the rules' thresholds, the zone."""
     _check(
         cfg.condensed_min_fanout >= cfg.condensed_min_fanout_hard,
         "condensedMinFanout",
         f"must be >= condensedMinFanoutHard ({cfg.condensed_min_fanout_hard})",
         cfg.condensed_min_fanout,
-    )
-    _check(cfg.sweep_max_depth >= -1, "sweepMaxDepth", "must be -1 (unlimited), 0 or more", cfg.sweep_max_depth)
-    _check(cfg.summary_max_overage_factor >= 1, "summaryMaxOverageFactor", "must be >= 1", cfg.summary_max_overage_factor)
-    for attr in ("fresh_tail_max_tokens", "max_assembly_token_budget", "summary_prefix_target_tokens"):
-        value = getattr(cfg, attr)
-        _check(value is None or value > 0, _name(attr), "must be > 0 when set", value)
-    _check(
-        cfg.proactive_threshold_compaction_mode in ("deferred", "inline"),
-        "proactiveThresholdCompactionMode",
-        "expected 'deferred' or 'inline'",
-        cfg.proactive_threshold_compaction_mode,
     )
     for rule in cfg.context_threshold_overrides:
         _check(0 < rule.context_threshold <= 1, "contextThresholdOverrides", "threshold must be in (0, 1]", rule)
@@ -276,10 +247,6 @@ def _validate(cfg: LcmConfig) -> None:
         ZoneInfo(cfg.timezone)
     except Exception as exc:  # ZoneInfoNotFoundError, ValueError
         raise LcmConfigError(f"timezone: unknown IANA zone {cfg.timezone!r}", key="timezone") from exc
-
-
-def _name(attr: str) -> str:
-    return SECTION.by_attr[attr].key
 
 
 def load_config(

@@ -44,21 +44,19 @@ class SchedulerConfig:
 
     home: Path = setting(is_setting=False)
     timezone: str = setting("UTC", key="schedule_timezone", env="AMEM_SCHEDULE_TIMEZONE")
-    hour: int = setting(2, key="schedule_hour", env="AMEM_SCHEDULE_HOUR")
-    minute: int = setting(30, key="schedule_minute", env="AMEM_SCHEDULE_MINUTE")
+    hour: int = setting(2, key="schedule_hour", env="AMEM_SCHEDULE_HOUR", at_least=0, at_most=23)
+    minute: int = setting(30, key="schedule_minute", env="AMEM_SCHEDULE_MINUTE", at_least=0, at_most=59)
     misfire_grace_hours: float = setting(6.0, is_setting=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.timezone, str) or not self.timezone:
+        SECTION.validate(self)  # types and the bounds above
+        if not self.timezone:
             raise ConfigError("schedule_timezone must be an IANA zone name", key="schedule_timezone")
         try:
             ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
             raise ConfigError(f"schedule_timezone {self.timezone!r} is not a known IANA time zone "
                               f"(for example 'Europe/Berlin' or 'UTC')", key="schedule_timezone") from None
-        if not (0 <= self.hour < 24 and 0 <= self.minute < 60):
-            raise ConfigError(f"schedule time {self.hour:02d}:{self.minute:02d} is out of range "
-                              f"(schedule_hour 0-23, schedule_minute 0-59)", key="schedule_hour")
         if not 0 < self.misfire_grace_hours <= 23:
             raise ConfigError("misfire_grace_hours must lie in (0, 23]", key="misfire_grace_hours")
 

@@ -8,6 +8,7 @@ users spell it; a plain field takes every default below, so most fields need non
     env          the environment variable      (default: prefix + FIELD_NAME; None: none)
     env_aliases  deprecated variables          (the field's own variable wins over them)
     parse        ``parse(raw, source)`` for a type the loader does not know (a list of rules)
+    at_least, above, at_most, below            bounds a value must keep (None passes)
     setting      False: not a setting at all   (a derived field such as ``ignored_keys``)
 
 Values are converted by the field's real type (``typing.get_type_hints``, not the annotation
@@ -38,7 +39,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from .errors import BadConfigError
 
-__all__ = ["setting", "Section", "Spec", "Unclaimed", "Loaded", "camel", "read_toml", "ARGUMENTS",
+__all__ = ["setting", "Section", "Spec", "Bounds", "Unclaimed", "Loaded", "camel", "read_toml", "ARGUMENTS",
            "TRUE", "FALSE"]
 
 T = TypeVar("T")
@@ -54,10 +55,12 @@ FALSE = frozenset({"0", "false", "no", "off"})
 
 def setting(default: Any = MISSING, *, default_factory: Any = MISSING, key: str | None = None,
             aliases: Iterable[str] = (), env: str | None = _DERIVE, env_aliases: Iterable[str] = (),
-            parse: Parser | None = None, is_setting: bool = True, compare: bool = True) -> Any:
+            parse: Parser | None = None, at_least: float | None = None, above: float | None = None,
+            at_most: float | None = None, below: float | None = None, is_setting: bool = True,
+            compare: bool = True) -> Any:
     """A dataclass field with the metadata :class:`Section` reads (see the module docstring)."""
     meta = {"key": key, "aliases": tuple(aliases), "env": env, "env_aliases": tuple(env_aliases),
-            "parse": parse, "setting": is_setting}
+            "parse": parse, "setting": is_setting, "bounds": Bounds(at_least, above, at_most, below)}
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, compare=compare, metadata=meta)
     return dataclasses.field(default=default, compare=compare, metadata=meta)
@@ -73,6 +76,32 @@ def camel(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """The range a number must keep; each end is optional, inclusive (``at_*``) or not."""
+
+    at_least: float | None = None
+    above: float | None = None
+    at_most: float | None = None
+    below: float | None = None
+
+    def why_not(self, value: float) -> str | None:
+        """None when ``value`` keeps the bounds, else what it must be (NaN keeps none)."""
+        ok = ((self.at_least is None or value >= self.at_least) and (self.above is None or value > self.above)
+              and (self.at_most is None or value <= self.at_most) and (self.below is None or value < self.below))
+        if ok:
+            return None
+        low = f"[{self.at_least:g}" if self.at_least is not None else (
+            f"({self.above:g}" if self.above is not None else None)
+        high = f"{self.at_most:g}]" if self.at_most is not None else (
+            f"{self.below:g})" if self.below is not None else None)
+        if low and high:
+            return f"lie in {low}, {high}"
+        if low:
+            return (">= " if low[0] == "[" else "> ") + low[1:]
+        return ("<= " if high and high[-1] == "]" else "< ") + (high or "")[:-1]
+
+
+@dataclass(frozen=True)
 class Spec:
     """One field as users see it."""
 
@@ -83,6 +112,7 @@ class Spec:
     env_aliases: tuple[str, ...]
     kind: Any
     parse: Parser | None
+    bounds: Bounds = Bounds()
 
 
 @dataclass(frozen=True)
@@ -133,7 +163,8 @@ class Section(Generic[T]):
             if env == _DERIVE:
                 env = None if env_prefix is None else env_prefix + f.name.upper()
             self.specs[key] = Spec(f.name, key, tuple(meta.get("aliases", ())), env,
-                                   tuple(meta.get("env_aliases", ())), hints[f.name], meta.get("parse"))
+                                   tuple(meta.get("env_aliases", ())), hints[f.name], meta.get("parse"),
+                                   meta.get("bounds", Bounds()))
         self._lookup: dict[str, Spec] = {}
         for spec in self.specs.values():
             for name in (*spec.aliases, spec.attr, camel(spec.attr), spec.key):  # key wins a clash
@@ -235,15 +266,29 @@ class Section(Generic[T]):
         """The dataclass from field values (its ``__post_init__`` validates)."""
         return self.cls(**values)
 
-    def normalize(self, obj: T) -> None:
-        """Let direct construction take a TOML value's shape: a list for a tuple, a rule table for a
-        field with a parser. Call from ``__post_init__`` of a frozen dataclass."""
+    def validate(self, obj: T) -> None:
+        """Check every setting of a built dataclass against its type and bounds; call from
+        ``__post_init__`` (frozen), so direct construction is checked as loading is.
+
+        A value of a TOML shape is stored in the field's (a list as a tuple, an int as a float,
+        a rule table through the field's parser); a wrong type or a value out of bounds is the
+        section's error naming the key.
+        """
         for spec in self.specs.values():
             value = getattr(obj, spec.attr)
             if spec.parse is not None:
-                object.__setattr__(obj, spec.attr, spec.parse(value, "constructor"))
-            elif isinstance(value, list) and typing.get_origin(spec.kind) is tuple:
-                object.__setattr__(obj, spec.attr, tuple(value))
+                converted = spec.parse(value, "constructor")
+            else:
+                try:
+                    converted = _convert(spec.kind, value, text=False)
+                except (TypeError, ValueError) as exc:
+                    raise self.error(f"invalid value {value!r} for {spec.key}: {exc}", key=spec.key,
+                                     source="constructor") from None
+                why = _out_of_bounds(spec.bounds, converted)
+                if why:
+                    raise self.error(f"{spec.key} must {why}, got {value!r}", key=spec.key, source="constructor")
+            if converted is not value:
+                object.__setattr__(obj, spec.attr, converted)
 
 
 def read_toml(path: str | os.PathLike[str], error: type[BadConfigError]) -> dict[str, Any]:
@@ -258,6 +303,13 @@ def read_toml(path: str | os.PathLike[str], error: type[BadConfigError]) -> dict
         raise error(f"config file {where} cannot be read: {exc}", key="config", source=str(where)) from None
     except tomllib.TOMLDecodeError as exc:
         raise error(f"config file {where} is not valid TOML: {exc}", key="config", source=str(where)) from None
+
+
+def _out_of_bounds(bounds: Bounds, value: Any) -> str | None:
+    if value is None or bounds == Bounds() or not isinstance(value, (int, float)):
+        return None
+    why = bounds.why_not(value)
+    return None if why is None else (why if why.startswith("lie") else "be " + why)
 
 
 def _convert(kind: Any, raw: Any, text: bool) -> Any:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from ..errors import ConfigError
-from ..kernel.settings import Section
+from ..kernel.settings import Section, setting
 
 if TYPE_CHECKING:
     from ..config import AmemConfig
@@ -54,54 +54,29 @@ class LLMConfig:
     base_url: str
     model: str
     api_key: str = PLACEHOLDER_API_KEY
-    connect_timeout: float = 5.0
-    read_timeout: float = 60.0
-    deadline: float = 90.0
-    max_reply_bytes: int = 2_000_000
-    max_retries: int = 2
-    backoff_base: float = 0.5
-    backoff_max: float = 8.0
-    jitter: float = 0.25
-    retry_after_max: float = 30.0
-    breaker_threshold: int = 5
-    breaker_cooldown: float = 60.0
-    temperature: float = 0.0
-    max_tokens: int | None = 1024
+    connect_timeout: float = setting(5.0, above=0)
+    read_timeout: float = setting(60.0, above=0)
+    deadline: float = setting(90.0, above=0)
+    max_reply_bytes: int = setting(2_000_000, at_least=1024)
+    max_retries: int = setting(2, at_least=0)
+    backoff_base: float = setting(0.5, at_least=0)
+    backoff_max: float = setting(8.0, at_least=0)
+    jitter: float = setting(0.25, at_least=0, at_most=1)
+    retry_after_max: float = setting(30.0, at_least=0)
+    breaker_threshold: int = setting(5, at_least=1)
+    breaker_cooldown: float = setting(60.0, above=0)
+    temperature: float = setting(0.0, at_least=0, at_most=2)
+    max_tokens: int | None = setting(1024, at_least=1)
     structured_output: Rung = "json_schema"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.base_url, str) or not self.base_url.startswith(("http://", "https://")):
+        _SECTION.validate(self)  # every field's type and the bounds above
+        if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must be an http(s) URL, got {self.base_url!r}", key="base_url")
-        if not isinstance(self.model, str) or not self.model.strip():
+        if not self.model.strip():
             raise ConfigError("model must be a non-empty string", key="model")
-        if not isinstance(self.api_key, str):
-            raise ConfigError("api_key must be a string (a placeholder is fine)", key="api_key")
-        for name in ("connect_timeout", "read_timeout", "deadline", "breaker_cooldown"):
-            _positive(name, getattr(self, name))
-        for name in ("backoff_base", "backoff_max", "retry_after_max"):
-            _non_negative(name, getattr(self, name))
         if self.backoff_max < self.backoff_base:
             raise ConfigError("backoff_max must be >= backoff_base", key="backoff_max")
-        if not isinstance(self.jitter, (int, float)) or not 0.0 <= self.jitter <= 1.0:
-            raise ConfigError(f"jitter is a fraction in [0, 1], got {self.jitter!r}", key="jitter")
-        if (not isinstance(self.max_reply_bytes, int) or isinstance(self.max_reply_bytes, bool)
-                or self.max_reply_bytes < 1024):
-            raise ConfigError(f"max_reply_bytes must be an int >= 1024, got {self.max_reply_bytes!r}",
-                              key="max_reply_bytes")
-        if not isinstance(self.max_retries, int) or isinstance(self.max_retries, bool) or self.max_retries < 0:
-            raise ConfigError(f"max_retries must be an int >= 0, got {self.max_retries!r}", key="max_retries")
-        if (not isinstance(self.breaker_threshold, int) or isinstance(self.breaker_threshold, bool)
-                or self.breaker_threshold < 1):
-            raise ConfigError(f"breaker_threshold must be an int >= 1, got {self.breaker_threshold!r}",
-                              key="breaker_threshold")
-        if not isinstance(self.temperature, (int, float)) or not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(f"temperature must lie in [0, 2], got {self.temperature!r}", key="temperature")
-        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
-            raise ConfigError(f"max_tokens must be None or an int >= 1, got {self.max_tokens!r}",
-                              key="max_tokens")
-        if self.structured_output not in RUNGS:
-            raise ConfigError(f"structured_output must be one of {', '.join(RUNGS)}, "
-                              f"got {self.structured_output!r}", key="structured_output")
 
     @property
     def chat_url(self) -> str:
@@ -137,12 +112,3 @@ class LLMConfig:
 #: the note store's ``AMEM_LLM_*`` reach it through ``from_amem``)
 _SECTION = Section(LLMConfig, error=ConfigError, env_prefix=None)
 
-
-def _positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{name} must be a number > 0, got {value!r}", key=name)
-
-
-def _non_negative(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ConfigError(f"{name} must be a number >= 0, got {value!r}", key=name)

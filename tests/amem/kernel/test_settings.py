@@ -26,8 +26,8 @@ def _parse_pairs(raw: Any, source: str) -> tuple[tuple[str, int], ...]:
 
 @dataclass(frozen=True)
 class Demo:
-    count: int = 3
-    ratio: float = 0.5
+    count: int = setting(3, at_least=1)
+    ratio: float = setting(0.5, above=0, at_most=1)
     flag: bool = False
     name: str = ""
     limit: int | None = None
@@ -43,7 +43,7 @@ class Demo:
     derived: int = setting(0, is_setting=False)
 
     def __post_init__(self) -> None:
-        DEMO.normalize(self)
+        DEMO.validate(self)
 
 
 DEMO = Section(Demo, error=DemoError, env_prefix="DEMO_", style="camel")
@@ -58,9 +58,9 @@ def load(**kwargs: Any) -> Demo:
 
 def test_values_take_the_fields_real_types_not_the_annotation_text() -> None:
     # `from __future__ import annotations` makes every annotation a string here.
-    cfg = load(env={"DEMO_COUNT": " 7 ", "DEMO_RATIO": "2", "DEMO_FLAG": "yes", "DEMO_LIMIT": "",
+    cfg = load(env={"DEMO_COUNT": " 7 ", "DEMO_RATIO": "1", "DEMO_FLAG": "yes", "DEMO_LIMIT": "",
                     "DEMO_HOME": "~/x", "DEMO_MODE": "slow", "DEMO_TAGS": "a, b,,c"})
-    assert (cfg.count, cfg.ratio, cfg.flag, cfg.limit, cfg.mode) == (7, 2.0, True, None, "slow")
+    assert (cfg.count, cfg.ratio, cfg.flag, cfg.limit, cfg.mode) == (7, 1.0, True, None, "slow")
     assert cfg.home == Path("~/x").expanduser() and cfg.tags == ("a", "b", "c")
     assert load(tables=[({"limit": 5, "ratio": 1, "count": 4.0}, "f.toml")]).ratio == 1.0
 
@@ -156,3 +156,20 @@ def test_camel() -> None:
     assert camel("fresh_tail_count") == "freshTailCount"
     assert camel("independent_log_file.max_file_bytes") == "independentLogFile.maxFileBytes"
     assert camel("home") == "home"
+
+
+@pytest.mark.parametrize(("changes", "key", "why"), [
+    ({"count": 0}, "count", "count must be >= 1, got 0"),
+    ({"ratio": 0}, "ratio", r"ratio must lie in \(0, 1\], got 0"),
+    ({"ratio": float("nan")}, "ratio", "ratio must lie in"),
+    ({"count": "3"}, "count", "expected an integer"),
+    ({"flag": 1}, "flag", "expected a boolean"),
+    ({"mode": "medium"}, "mode", "expected one of"),
+])
+def test_direct_construction_is_checked_as_loading_is(changes: dict[str, Any], key: str, why: str) -> None:
+    with pytest.raises(DemoError, match=why) as err:
+        Demo(**changes)
+    assert err.value.key == key
+    assert Demo(ratio=1).ratio == 1.0 and isinstance(Demo(ratio=1).ratio, float)  # a TOML int is a float
+    with pytest.raises(DemoError, match="count must be >= 1"):  # loading ends in the same check
+        load(env={"DEMO_COUNT": "0"})
