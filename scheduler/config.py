@@ -7,15 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
 
 from amem.config import AmemConfig, amem_table
 from amem.errors import ConfigError
 from amem.kernel.settings import Section, Unclaimed, read_toml, setting
+
+if TYPE_CHECKING:  # APScheduler loads when a trigger is built: reading the settings needs none
+    from apscheduler.triggers.base import BaseTrigger
+    from apscheduler.triggers.cron import CronTrigger
 
 #: the one job id: re-adding it replaces the old job instead of scheduling a second one
 JOB_ID = "amem-nightly"
@@ -76,6 +77,8 @@ class SchedulerConfig:
         return int(self.misfire_grace_hours * 3600)
 
     def trigger(self) -> CronTrigger:
+        from apscheduler.triggers.cron import CronTrigger
+
         return CronTrigger(hour=self.hour, minute=self.minute, timezone=self.zone)
 
     @property

@@ -19,17 +19,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amem import config as amem_config
 from amem.config import AmemConfig
 from amem.errors import ConfigError
 from amem.kernel.settings import Unclaimed, read_toml
-from amem.llm.config import LLMConfig
 from lcm import config as lcm_config
 from lcm.config import LcmConfig
 from scheduler import config as scheduler_config
 from scheduler.config import SchedulerConfig
+
+if TYPE_CHECKING:  # the LLM client's package (httpx) loads only when an endpoint is configured
+    from amem.llm.config import LLMConfig
 
 __all__ = ["Settings", "load_settings", "TOOL_ENV", "TOOL_ENV_PREFIXES"]
 
@@ -88,8 +90,12 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
     _reject_unowned(left_by_amem, left_by_scheduler)
     lcm = lcm_config.load_config(source, env=env, overrides=by_owner["lcm"], table=lcm_table) \
         if lcm_table is not None else lcm_config.load_config(None, env=env, overrides=by_owner["lcm"])
-    return Settings(amem=amem, lcm=lcm, llm=LLMConfig.from_amem(amem), scheduler=scheduler,
-                    config_path=path)
+    llm = None
+    if amem.llm_base_url:
+        from amem.llm.config import LLMConfig
+
+        llm = LLMConfig.from_amem(amem)
+    return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path)
 
 
 def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
