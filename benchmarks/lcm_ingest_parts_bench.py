@@ -1,0 +1,145 @@
+"""Where lcm's ingest time goes on each engine, in lcm_pg_bench's shape (batches of 100 into 200 conversations).
+
+    python -m benchmarks.lcm_ingest_parts_bench --engine postgresql --size 100000
+    python -m benchmarks.lcm_ingest_parts_bench --engine sqlite --size 300000
+
+Every variant ingests the same messages in one process, interleaved: each batch goes to every
+variant in turn (the order rotating), so a change in the machine's load lands on all of them
+alike and the ratios hold on a shared machine.
+
+PostgreSQL variants (a fresh database each, the throwaway cluster of the tests): ``full`` is the
+schema as shipped; ``no_tri`` drops the trigram GIN index of messages, ``no_words`` the word
+GIN index, ``no_both`` both, ``no_tsv`` both and the stored ``words`` tsvector column. They
+measure what the server's inline text indexing costs a batch (grep needs all of it: these
+are not usable schemas).
+
+SQLite variants (a fresh file each): ``shipped`` is ``LcmStore.ingest`` (the trigram tail paid
+inline past ``lcm.trigram.MAX_PENDING``); ``unbounded`` leaves the whole trigram debt to later;
+``*_b500`` send batches of 500 instead of 100 (same messages, same conversations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.lcm_pg_bench import _message
+from lcm import LcmConfig, LcmStore
+from lcm.ingest import normalize_messages, store_messages
+from lcm.sessions import resolve_conversation
+
+_PG = ("full", "no_tri", "no_words", "no_both", "no_tsv")
+_PG_DDL = {"no_tri": ["DROP INDEX messages_trigrams"], "no_words": ["DROP INDEX messages_words"],
+           "no_both": ["DROP INDEX messages_trigrams", "DROP INDEX messages_words"],
+           "no_tsv": ["DROP INDEX messages_trigrams", "DROP INDEX messages_words",
+                      "ALTER TABLE messages DROP COLUMN words"]}  # fmt: skip
+_SQLITE = ("shipped", "unbounded", "shipped_b500", "unbounded_b500")
+
+
+def _plain(store: LcmStore) -> Callable[[str, list[dict[str, object]]], None]:
+    def ingest(key: str, msgs: list[dict[str, object]]) -> None:
+        store.ingest(key, msgs)
+
+    return ingest
+
+
+def _sqlite_ingest(store: LcmStore, bound: int | None) -> Callable[[str, list[dict[str, object]]], None]:
+    """``store.ingest`` as shipped, or its body with the trigram bound lifted (nothing paid inline)."""
+    if bound is None:
+        return _plain(store)
+
+    def ingest(key: str, msgs: list[dict[str, object]]) -> None:
+        now = store._now()
+        batch = normalize_messages(msgs, now)
+        with store.db.atomic() as c:
+            conv, _, _ = resolve_conversation(c, key, None, now)
+            store_messages(c, conv, batch, store.config, store.files, now, trigram_max_pending=bound)
+
+    return ingest
+
+
+def _interleave(variants: dict[str, tuple[Callable[[str, list[dict[str, object]]], None], int]], n: int,
+                convs: int) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Feed ``n`` messages to every variant (``(ingest, batch size)``), a 500-message round at a time."""
+    names = list(variants)
+    wall = dict.fromkeys(names, 0.0)
+    cpu = dict.fromkeys(names, 0.0)
+    for k, start in enumerate(range(0, n, 500)):
+        msgs = [_message(i) for i in range(start, min(n, start + 500))]
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            ingest, size = variants[name]
+            t, c = time.perf_counter(), time.process_time()
+            for b in range(0, len(msgs), size):
+                ingest(f"agent:bench:c{((start + b) // size) % convs}", msgs[b : b + size])
+            wall[name] += time.perf_counter() - t
+            cpu[name] += time.process_time() - c
+    return {v: {"msgs_per_s": round(n / wall[v]), "msgs_per_client_cpu_s": round(n / cpu[v]),
+                "client_busy": round(cpu[v] / wall[v], 2)} for v in names}  # fmt: skip
+
+
+def _check_stored(stores: list[LcmStore], n: int) -> None:
+    """Every variant stored every message (a variant that dropped some would look fast)."""
+    counts = [int(s.db.scalar("SELECT count(*) FROM messages")) for s in stores]
+    if counts != [n] * len(stores):
+        raise RuntimeError(f"variants stored {counts} messages, expected {n} each")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engine", choices=["postgresql", "sqlite"], required=True)
+    ap.add_argument("--size", type=int, default=50_000)
+    ap.add_argument("--conversations", type=int, default=200)
+    args = ap.parse_args(argv)
+    cfg = LcmConfig(log_file_enabled=False)
+    stores: list[LcmStore] = []
+    if args.engine == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            variants = {}
+            for name in _SQLITE:
+                store = LcmStore(str(Path(tmp) / f"{name}.db"), cfg)
+                stores.append(store)
+                variants[name] = (_sqlite_ingest(store, None if name.startswith("shipped") else 10**12),
+                                  500 if name.endswith("_b500") else 100)  # fmt: skip
+            try:
+                report = _interleave(variants, args.size, args.conversations)
+                _check_stored(stores, args.size)
+            finally:
+                for s in stores:
+                    s.close()
+    else:
+        import psycopg
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.pgcluster import start_cluster
+
+        cluster = start_cluster()
+        try:
+            variants = {}
+            for name in _PG:
+                url = cluster.create_database("lcm_parts")
+                store = LcmStore(url, cfg)
+                stores.append(store)
+                with psycopg.connect(url, autocommit=True) as conn:
+                    for ddl in _PG_DDL.get(name, []):
+                        conn.execute(ddl)
+                variants[name] = (_plain(store), 100)
+            report = _interleave(variants, args.size, args.conversations)
+            _check_stored(stores, args.size)
+        finally:
+            for s in stores:
+                s.close()
+            cluster.stop()
+    base = next(iter(report.values()))
+    for row in report.values():
+        row["ratio_wall"] = round(row["msgs_per_s"] / base["msgs_per_s"], 2)
+    print(json.dumps({"engine": args.engine, "messages": args.size, "results": report}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
