@@ -313,6 +313,33 @@ class NoteIndex:
                                      with_vectors=with_vectors)
         return [h for h in hits if h.payload.get("agent_id") == agent_id]
 
+    def page(self, agent_id: str, *, limit: int, offset: str | int | None
+             ) -> tuple[builtins.list[Note], str | None]:
+        """One page of ``agent_id``'s live notes and the cursor of the next; ``offset`` is a
+        cursor or a count of notes to skip (skipping walks the pages between)."""
+        where = self.tenant_where(agent_id)
+        if isinstance(offset, int) or (isinstance(offset, str) and offset.isdigit()):
+            skip, offset = int(offset), None
+            if skip:
+                offset = self._skip(where, skip)
+                if offset is None:
+                    return [], None
+        hits, nxt = self.backend.scroll(where, limit=limit, offset=offset)
+        return [Note.from_payload(h.payload) for h in hits], nxt
+
+    def _skip(self, where: Where, count: int) -> str | None:
+        """The cursor ``count`` (> 0) notes into ``where``'s order (``None``: past the end)."""
+        if count < 0:
+            raise ValidationError("offset must be a cursor or a count of 0 or more",
+                                  field="offset")
+        cursor: str | None = None
+        while count > 0:
+            hits, cursor = self.backend.scroll(where, limit=min(count, 1000), offset=cursor)
+            count -= len(hits)
+            if cursor is None:
+                return None
+        return cursor
+
     def agents(self) -> builtins.list[str]:
         """Every agent id with at least one note (active or not)."""
         seen: dict[str, None] = {}

@@ -2,7 +2,7 @@
 
 Both remove points from the engine (a soft delete keeps them) and keep the BM25 statistics
 right: each removed point takes its document and its tokens out of the corpus counts, so the
-engine's point count and the saved document count still agree (``MemoryStore._engine_stats``).
+engine's point count and the saved document count still agree (``NoteIndex._engine_stats``).
 A sweep also drops the links other notes of the same agent hold to a swept note, so link
 expansion never walks to a note that is gone. Deletes run in batches; a process killed in
 between leaves the rest for the next call (both are idempotent).
@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from . import bm25
 from .backends.base import Hit, Match, MatchAny, Range, Where
+from .index import NoteIndex
 from .notefields import is_expired
 from .notes import point_id
-
-if TYPE_CHECKING:
-    from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -40,46 +37,46 @@ class SweepReport:
         return asdict(self)
 
 
-def delete_all(store: "MemoryStore", agent_id: str) -> int:
+def delete_all(index: NoteIndex, agent_id: str) -> int:
     """Remove every note of ``agent_id`` (active, deleted, merged, expired); the count.
 
     Only that agent's points are touched: the filter is on the tenant key, and links never
     cross agents, so no other agent's note can point at what goes.
     """
-    with store.write_lock:
-        removed = _remove(store, store.backend.iterate(Where(must=(Match("agent_id", agent_id),))))
-        store.flush()
+    with index.lock:
+        removed = _remove(index, index.backend.iterate(Where(must=(Match("agent_id", agent_id),))))
+        index.flush()
     log.info("deleted all %d notes of agent %r", removed, agent_id)
     return removed
 
 
-def sweep_expired(store: "MemoryStore", agent_ids: Sequence[str] | None = None) -> SweepReport:
+def sweep_expired(index: NoteIndex, agent_ids: Sequence[str] | None = None) -> SweepReport:
     """Delete the notes whose ``expires_at`` has passed (of ``agent_ids``, or every agent)."""
     report = SweepReport()
-    now = store.clock.now().timestamp()
+    now = index.clock.now().timestamp()
     must: list[Any] = [Range("expires_ts", lte=now)]
     if agent_ids is not None:
         must.append(MatchAny("agent_id", tuple(agent_ids)))
-    with store.write_lock:
-        expired = list(store.backend.iterate(Where(must=tuple(must))))
+    with index.lock:
+        expired = list(index.backend.iterate(Where(must=tuple(must))))
         by_agent: dict[str, set[str]] = {}
         for hit in expired:
             by_agent.setdefault(str(hit.payload.get("agent_id")), set()).add(str(hit.payload["id"]))
         for agent, gone in by_agent.items():
-            report.links_dropped += _drop_links(store, agent, gone)
-            _release(store, agent, [h for h in expired
+            report.links_dropped += _drop_links(index, agent, gone)
+            _release(index, agent, [h for h in expired
                                     if str(h.payload.get("agent_id")) == agent], gone)
-        report.expired_deleted = _remove(store, expired)
+        report.expired_deleted = _remove(index, expired)
         report.agents = len(by_agent)
         if expired:
-            store.flush()
+            index.flush()
     if report.expired_deleted:
         log.info("expiry sweep deleted %d notes of %d agents", report.expired_deleted,
                  report.agents)
     return report
 
 
-def sweep_ids(store: "MemoryStore", agent_id: str, note_ids: Iterable[str]) -> dict[str, str]:
+def sweep_ids(index: NoteIndex, agent_id: str, note_ids: Iterable[str]) -> dict[str, str]:
     """Delete now the expired notes of ``agent_id`` among ``note_ids``; ``{id: expires_at}``.
 
     A write that gives a note id (an import's id is derived from the text) may take the id of
@@ -90,62 +87,58 @@ def sweep_ids(store: "MemoryStore", agent_id: str, note_ids: Iterable[str]) -> d
     wanted = sorted({i for i in note_ids if isinstance(i, str) and i})
     if not wanted:
         return {}
-    now = store.clock.now()
-    with store.write_lock:
-        hits = [h for h in store.backend.retrieve([point_id(agent_id, i) for i in wanted])
+    now = index.clock.now()
+    with index.lock:
+        hits = [h for h in index.backend.retrieve([point_id(agent_id, i) for i in wanted])
                 if h.payload.get("agent_id") == agent_id and h.payload.get("id") in wanted
                 and is_expired(str(h.payload.get("expires_at") or ""), now)]
         if not hits:
             return {}
         gone = {str(h.payload["id"]): str(h.payload.get("expires_at")) for h in hits}
-        _drop_links(store, agent_id, set(gone))
-        _release(store, agent_id, hits, set(gone))
-        _remove(store, hits)
+        _drop_links(index, agent_id, set(gone))
+        _release(index, agent_id, hits, set(gone))
+        _remove(index, hits)
     log.info("swept %d expired notes of agent %r whose ids a write takes again", len(gone),
              agent_id)
     return gone
 
 
-def _release(store: "MemoryStore", agent: str, hits: Sequence[Hit], gone: set[str]) -> int:
+def _release(index: NoteIndex, agent: str, hits: Sequence[Hit], gone: set[str]) -> int:
     """The older facts the swept notes had superseded become current again, as when their
     successor is deleted (``amem.supersede.release``): a mark naming a note that no longer
     exists would hide them for good. How many were released."""
     older = sorted({str(o) for h in hits for o in h.payload.get("supersedes") or []} - gone)
     freed = 0
-    for hit in store.backend.retrieve([point_id(agent, o) for o in older]):
+    for hit in index.backend.retrieve([point_id(agent, o) for o in older]):
         p = hit.payload
         if p.get("agent_id") == agent and p.get("superseded_by") in gone:
-            store.update_payload(str(p["id"]), agent, {"superseded_by": None})
+            index.update_payload(str(p["id"]), agent, {"superseded_by": None})
             freed += 1
     return freed
 
 
-def _drop_links(store: "MemoryStore", agent: str, gone: set[str]) -> int:
+def _drop_links(index: NoteIndex, agent: str, gone: set[str]) -> int:
     """Take the ids in ``gone`` out of the links of the agent's other notes; links removed."""
     where = Where(must=(Match("agent_id", agent), MatchAny("links", tuple(sorted(gone)))))
     dropped = 0
-    for hit in list(store.backend.iterate(where)):
+    for hit in list(index.backend.iterate(where)):
         if hit.payload.get("id") in gone:
             continue
         links = list(hit.payload.get("links", []))
         kept = [link for link in links if link not in gone]
         dropped += len(links) - len(kept)
-        store.update_payload(str(hit.payload["id"]), agent, {"links": kept})
+        index.update_payload(str(hit.payload["id"]), agent, {"links": kept})
     return dropped
 
 
-def _remove(store: "MemoryStore", hits: Iterable[Hit]) -> int:
+def _remove(index: NoteIndex, hits: Iterable[Hit]) -> int:
     """Hard-delete the points of ``hits``, each taking its terms out of the BM25 counts."""
     removed = 0
     batch: list[Hit] = []
 
     def flush() -> None:
         nonlocal removed
-        store.backend.delete([h.id for h in batch])
-        for hit in batch:
-            p = hit.payload
-            store.bm25_stats.remove(len(bm25.note_terms(str(p.get("content", "")),
-                                                        p.get("keywords", []), p.get("tags", []))))
+        index.remove_points(batch)
         removed += len(batch)
         batch.clear()
 

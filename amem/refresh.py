@@ -18,24 +18,22 @@ vector, which a fold (cosine >= 0.85) or an evolution (context and tags) barely 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Collection, Protocol, Sequence
+from typing import Collection, Protocol, Sequence
 
 import numpy as np
 
 from .backends.base import Match, Where
+from .index import STALE_FIELD, NoteIndex
 from .notes import Note
-
-if TYPE_CHECKING:
-    from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
 #: the payload field, and the filter of every note whose vector embeds an older text
-FIELD = "vector_stale"
+FIELD = STALE_FIELD
 STALE = Where(must=(Match(FIELD, True),))
 
 
-def refresh_vectors(store: "MemoryStore", point_ids: Collection[str] | None = None) -> int:
+def refresh_vectors(index: NoteIndex, point_ids: Collection[str] | None = None) -> int:
     """Re-embed the notes marked stale, among ``point_ids`` or in the whole store.
 
     Every note is read back from the engine first, so the vector embeds the text as stored now
@@ -46,33 +44,33 @@ def refresh_vectors(store: "MemoryStore", point_ids: Collection[str] | None = No
     if point_ids is not None:
         if not point_ids:
             return 0
-        hits = store.backend.retrieve(list(point_ids))
+        hits = index.backend.retrieve(list(point_ids))
     else:
-        hits = list(store.backend.iterate(STALE))  # read all before writing: no paging over writes
+        hits = list(index.backend.iterate(STALE))  # read all before writing: no paging over writes
     notes = [Note.from_payload(h.payload) for h in hits if h.payload.get(FIELD)]
-    size = store.config.embed_batch * 8  # the embedder batches inside one call
+    size = index.config.embed_batch * 8  # the embedder batches inside one call
     for start in range(0, len(notes), size):
         chunk = notes[start:start + size]
-        vectors = store.embed_passages([note.embed_text() for note in chunk])
+        vectors = index.embed_passages([note.embed_text() for note in chunk])
         for note, vector in zip(chunk, vectors):
-            mend(store, note, vector)
+            mend(index, note, vector)
     return len(notes)
 
 
-def mend(store: "MemoryStore", note: Note, vector: np.ndarray) -> None:
+def mend(index: NoteIndex, note: Note, vector: np.ndarray) -> None:
     """Give a marked note the vector (and BM25 terms) of its stored text, then clear the mark.
 
     Two writes, the mark cleared last: a kill in between leaves the note marked, and the next
     repair embeds it again. A note deleted since keeps its deletion.
     """
-    store.update_note_fields(note.id, note.agent_id, {}, dense=vector, terms_of=note,
+    index.update_note_fields(note.id, note.agent_id, {}, dense=vector, terms_of=note,
                              active_only=False)
-    store.update_note_fields(note.id, note.agent_id, {FIELD: False}, active_only=False)
+    index.update_note_fields(note.id, note.agent_id, {FIELD: False}, active_only=False)
 
 
-def count_stale(store: "MemoryStore") -> int:
+def count_stale(index: NoteIndex) -> int:
     """How many notes (any agent, active or not) wait for their vector."""
-    return store.backend.count(STALE)
+    return index.backend.count(STALE)
 
 
 class _Reported(Protocol):
@@ -88,8 +86,8 @@ class StaleVectors:
     Not locked by itself: the writer calls it under its own lock.
     """
 
-    def __init__(self, store: "MemoryStore") -> None:
-        self.store = store
+    def __init__(self, index: NoteIndex) -> None:
+        self._index = index
         self._repaired = False
         self._window: set[str] | None = None
         #: refresh failures inside the open window (for the import report)
@@ -99,7 +97,7 @@ class StaleVectors:
         """Before this process's first write: re-embed vectors a killed writer left stale."""
         if self._repaired:
             return
-        repaired = refresh_vectors(self.store)
+        repaired = refresh_vectors(self._index)
         self._repaired = True
         if repaired:
             log.warning("re-embedded %d notes whose vectors an interrupted write left stale",
@@ -112,7 +110,7 @@ class StaleVectors:
     def batch_done(self, stale: set[str], results: Sequence[_Reported]) -> None:
         if self._window is None:
             self.refresh(stale, results)
-        elif len(stale) >= self.store.config.import_reembed_every:
+        elif len(stale) >= self._index.config.import_reembed_every:
             problem = self.refresh(stale, results)
             if problem:
                 self.problems.append(problem)
@@ -143,7 +141,7 @@ class StaleVectors:
         and their mark, every result says so, and the next write tries again.
         """
         try:
-            refresh_vectors(self.store, stale)
+            refresh_vectors(self._index, stale)
         except Exception as exc:  # the writes themselves succeeded: report it, do not raise
             self._repaired = False
             why = (f"{len(stale)} changed notes keep their previous vector for now (marked "

@@ -118,8 +118,8 @@ def plant(n: int, dup_share: float, near_share: float, seed: int = 7
 def _load(store: MemoryStore, notes: list[Note]) -> None:
     for start in range(0, len(notes), 1000):
         chunk = notes[start:start + 1000]
-        vectors = store.embed_passages([n.embed_text() for n in chunk])
-        store.write_points([store.make_point(n, v) for n, v in zip(chunk, vectors)])
+        vectors = store.index.embed_passages([n.embed_text() for n in chunk])
+        store.index.write_points([store.index.make_point(n, v) for n, v in zip(chunk, vectors)])
     store.flush()
 
 

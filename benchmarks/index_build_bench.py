@@ -55,7 +55,7 @@ def run(mode: str, n: int, root: Path) -> str:
         worker = threading.Thread(target=lambda: during.extend(searches(store, None, stop)))
         worker.start()
         started = time.perf_counter()
-        backend = store.backend
+        backend = store.index.backend
         assert isinstance(backend, EdgeBackend)
         if mode == "copy":
             backend.optimize_on_copy()

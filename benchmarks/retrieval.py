@@ -130,8 +130,8 @@ def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
 
 def graph_stats(store: MemoryStore, agent: str) -> dict[str, float]:
     """How linked the imported notes are: share with a link, links per note."""
-    counts = [len(h.payload.get("links", [])) for h in store.backend.iterate(
-        Where(must=tuple(store.tenant_filter(agent))))]
+    counts = [len(h.payload.get("links", [])) for h in store.index.backend.iterate(
+        Where(must=tuple(store.index.tenant_filter(agent))))]
     if not counts:
         return {"notes": 0}
     return {"notes": len(counts),

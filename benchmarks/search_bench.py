@@ -75,12 +75,12 @@ def fill(store: MemoryStore, texts: Sequence[str], vecs: np.ndarray, agent: str)
     for i, (text, vec) in enumerate(zip(texts, vecs)):
         note = Note(id=f"n{i}", content=text, agent_id=agent, timestamp=stamp,
                     last_accessed=stamp, hash=content_hash(text))
-        batch.append(store.make_point(note, vec))
+        batch.append(store.index.make_point(note, vec))
         if len(batch) == 1000:
-            store.write_points(batch)
+            store.index.write_points(batch)
             batch = []
     if batch:
-        store.write_points(batch)
+        store.index.write_points(batch)
     store.flush()
     return time.perf_counter() - t0
 
@@ -97,9 +97,9 @@ def measure(store: MemoryStore, texts: Sequence[str], queries: Sequence[str], ag
         store.search(q, limit=5, agent_id=agent)
         full.append(time.perf_counter() - t0)
         t1 = time.perf_counter()
-        qv = store.embed_query(q)
+        qv = store.index.embed_query(q)
         t2 = time.perf_counter()
-        store.backend.hybrid_rrf(qv, query_vector(tokenize(q)), where, 5, prefetch=50)
+        store.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), where, 5, prefetch=50)
         t3 = time.perf_counter()
         embed.append(t2 - t1)
         engine.append(t3 - t2)
@@ -112,8 +112,8 @@ def measure(store: MemoryStore, texts: Sequence[str], queries: Sequence[str], ag
         bm = BM25Okapi([re.findall(r"\w+", t.lower()) for t in texts])  # rebuilt per query
         scores = bm.get_scores(re.findall(r"\w+", q.lower()))
         bm_rank = [ids[i] for i in np.argsort(-scores)[:50] if scores[i] > 0]
-        qv = store.embed_query(q)
-        dense = [h.payload["id"] for h in store.backend.dense_search(qv, where, 50)]
+        qv = store.index.embed_query(q)
+        dense = [h.payload["id"] for h in store.index.backend.dense_search(qv, where, 50)]
         rrf([bm_rank, dense], k=60)[:5]
         base.append(time.perf_counter() - t0)
     out = {"full": _pcts(full), "engine": _pcts(engine), "embed": _pcts(embed),

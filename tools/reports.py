@@ -17,7 +17,7 @@ LcmReport = Callable[[str], dict[str, Any]]
 def status_report(store: Any, agent_id: str, lcm: LcmReport, nightly: dict[str, Any]) -> dict[str, Any]:
     """``amem status``: the note store's state with ``agent_id``'s count, lcm's, the nightly run's."""
     memory = asdict(store.info())
-    memory["agents"] = len(store.agents())
+    memory["agents"] = len(store.index.agents())
     memory["notes_of_agent"] = store.count(agent_id=agent_id)
     memory["agent"] = agent_id
     return {"memory": memory, "lcm": lcm("status"), "nightly": nightly}

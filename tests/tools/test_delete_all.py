@@ -26,14 +26,14 @@ def test_delete_all_takes_only_that_agents_notes(tenants: Tenants) -> None:
     store = tenants.store
     store.delete(next(iter(_ids(store, tenants.alice))), agent_id=tenants.alice)  # soft first
     mallory = _ids(store, tenants.mallory)
-    points, docs = store.backend.count(None), store.bm25_stats.docs
+    points, docs = store.index.backend.count(None), store.index.stats.docs
     assert store.delete_all(agent_id=tenants.alice) == len(SEED)  # the soft-deleted one too
     assert _ids(store, tenants.alice) == set() and store.count(agent_id=tenants.alice) == 0
     assert _ids(store, tenants.mallory) == mallory
     assert store.search("vault code", agent_id=tenants.mallory)[0].content.startswith("Mallory")
     # the BM25 statistics lose exactly the deleted documents
-    assert store.backend.count(None) == points - len(SEED)
-    assert store.bm25_stats.docs == docs - len(SEED)
+    assert store.index.backend.count(None) == points - len(SEED)
+    assert store.index.stats.docs == docs - len(SEED)
     assert store.delete_all(agent_id=tenants.alice) == 0  # idempotent
 
 

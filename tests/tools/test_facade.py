@@ -199,7 +199,7 @@ def test_real_store_failures_reach_the_caller_without_server_paths(
         with contextlib.suppress(Exception):
             memory.close()  # fails: the engine cannot flush what is gone
         with contextlib.suppress(Exception):
-            memory.backend.close()  # so release the engine and its lock by hand
+            memory.index.backend.close()  # so release the engine and its lock by hand
     assert (escaped["code"], broken["code"]) == ("path_escape", "backend_error")
     for e in (escaped, broken):
         assert str(tmp_path) not in e["message"] and "spaces" not in e["message"], e

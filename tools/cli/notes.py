@@ -247,7 +247,8 @@ def _delete_all(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from amem.importer import import_file, load_export
+    from amem.export import load_export
+    from amem.importer import import_file
 
     with open_memory(args) as store, progress(args, "import") as bar:
         if args.from_export:
@@ -257,7 +258,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                                  batch=args.batch, progress=bar, skip_invalid=args.skip_invalid)
         # The process ends here, so a due index build runs now (in the foreground) instead of
         # leaving the imported points to brute-force search until the nightly job.
-        index = store.index_build
+        index = store.index.build
         if index.due():
             print(f"building the search index ({index.points_since} points written since the "
                   "last build) ...", file=sys.stderr)
@@ -286,7 +287,7 @@ def _supersede_line(data: dict[str, Any]) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from amem.importer import export_store
+    from amem.export import export_store
 
     with open_memory(args) as store, ExitStack() as stack:
         out = sys.stdout if args.out == "-" else stack.enter_context(
@@ -304,7 +305,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     with open_memory(args) as store:
         with progress(args, "consolidate") as bar:
             report = store.consolidate(all_agents=args.all_agents, progress=bar)
-    data = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    data = report.to_dict()
     emit(args, data, lambda: kv_text(data))
     return EXIT_OK
 

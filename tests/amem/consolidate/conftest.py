@@ -101,7 +101,7 @@ def put(store: MemoryStore, note_id: str, content: str, *, vector: np.ndarray | 
         table = store.embedder
         assert isinstance(table, TableEmbedder)
         table.table[content] = vector
-    store.save_note(note)
+    store.index.save_note(note)
     return note
 
 

@@ -76,9 +76,9 @@ def test_second_run_writes_nothing(table: object, clock: object) -> None:
     with open_store("edge", table, clock, flaky=True) as s:
         seed_pair(s)
         s.consolidate()
-        s.backend.arm(0)  # any write now raises
+        s.index.backend.arm(0)  # any write now raises
         report = s.consolidate()
-        assert report.merges == 0 and s.backend.writes == 0
+        assert report.merges == 0 and s.index.backend.writes == 0
 
 
 def test_categories_and_note_types_are_separate_groups(store: MemoryStore) -> None:
@@ -188,12 +188,12 @@ def test_report_to_dict_has_totals_and_per_agent(store: MemoryStore) -> None:
 
 def test_bad_threshold_is_refused(store: MemoryStore) -> None:
     with pytest.raises(ValueError, match="threshold"):
-        consolidate(store, threshold=1.5)
+        consolidate(store.index, threshold=1.5)
 
 
 def test_index_first_builds_the_engine_index(edge_store: MemoryStore) -> None:
     seed_pair(edge_store)
-    report = consolidate(edge_store, index_first=True)
+    report = consolidate(edge_store.index, index_first=True)
     assert report.indexed_first and report.merges == 1
 
 

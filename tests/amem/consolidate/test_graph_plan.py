@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from amem.consolidate import plan_clusters
-from amem.consolidate_merge import informativeness
-from amem.graph import LinkGraph
+from amem.consolidate.merge import informativeness
+from amem.consolidate.graph import LinkGraph
 
 from .conftest import angle_vector
 

@@ -37,10 +37,10 @@ def seed(store: MemoryStore) -> None:
 def reference(kind: str, table: TableEmbedder, clock: FixedClock) -> tuple[dict[str, Any], int]:
     with open_store(kind, table, clock, flaky=True) as s:
         seed(s)
-        s.backend.arm(None)
+        s.index.backend.arm(None)
         report = s.consolidate()
         assert report.merges == 5 and link_problems(s) == []
-        return state(s), s.backend.writes
+        return state(s), s.index.backend.writes
 
 
 # Every write on the fast in-memory engine; a sample on the embedded default (slow to open).
@@ -52,7 +52,7 @@ def test_crash_before_every_write_then_resume_gives_the_uninterrupted_result(
     for fail_at in range(0, writes, step):
         with open_store(kind, table, clock, flaky=True) as s:
             seed(s)
-            backend = s.backend
+            backend = s.index.backend
             assert isinstance(backend, FlakyBackend)
             backend.arm(fail_at)
             with pytest.raises(InjectedCrash):
@@ -69,12 +69,12 @@ def test_crash_before_every_write_then_resume_gives_the_uninterrupted_result(
 def test_resume_counts_the_finished_merge_once(table: TableEmbedder, clock: FixedClock) -> None:
     with open_store("edge", table, clock, flaky=True) as s:
         seed(s)
-        s.backend.arm(2)  # intent + survivor written, cascade not yet
+        s.index.backend.arm(2)  # intent + survivor written, cascade not yet
         with pytest.raises(InjectedCrash):
             s.consolidate()
         marked = [n for n, _ in s.iter_notes() if n.merged_into]
         assert len(marked) == 1 and marked[0].is_active  # the loser is still live
-        s.backend.arm(None)
+        s.index.backend.arm(None)
         report = s.consolidate()
         assert report.agents["default"].resumed == 1
         survivor = s.get(marked[0].merged_into or "")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from amem.neighbours import NeighbourBlock, threshold_neighbours
+from amem.consolidate.neighbours import NeighbourBlock, threshold_neighbours
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:

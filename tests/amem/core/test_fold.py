@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amem.fold import fold_content
+from amem.write.fold import fold_content
 
 TURN = "Caroline: I went to the LGBTQ support group yesterday. It was so powerful."
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from amem.backends.base import Hit
 from amem.embed.hashing import HashingEmbedder
-from amem.nearduplicate import ContentVectors, content_cosines
+from amem.write.nearduplicate import ContentVectors, content_cosines
 from amem.notes import Note, content_hash
 
 HASHING = HashingEmbedder(dim=64)

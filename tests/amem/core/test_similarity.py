@@ -94,8 +94,9 @@ def test_unrelated_notes_are_not_folded_with_a_compressed_embedder() -> None:
 def test_config_override_reaches_the_store() -> None:
     cfg = load_config(overrides={"similarity_baseline": 0.5, "query_top": 0.9})
     with MemoryStore(":memory:", config=cfg, embedder=HashingEmbedder(dim=64)) as store:
-        assert store.similarity_baseline == 0.5 and store.similarity(0.75) == pytest.approx(0.5)
-        assert store.query_similarity(0.7) == pytest.approx(0.5)  # 0.5 .. 0.9
+        assert store.index.calibration.note_baseline == 0.5
+        assert store.index.similarity(0.75) == pytest.approx(0.5)
+        assert store.index.query_similarity(0.7) == pytest.approx(0.5)  # 0.5 .. 0.9
 
 
 @pytest.mark.parametrize("overrides,key", [({"query_baseline": 1.5}, "query_baseline"),

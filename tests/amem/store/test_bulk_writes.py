@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from amem import MemoryStore
-from amem.bulkwrite import LLM_CHECKS_PER_BATCH
+from amem.write.bulk import LLM_CHECKS_PER_BATCH
 from amem.clock import FixedClock
 from amem.embed import make_embedder
 from amem.embed.hashing import HashingEmbedder
@@ -132,7 +132,7 @@ def test_an_expired_note_does_not_block_its_id(embedder: HashingEmbedder,
     with make_store("edge", embedder, clock, link_min_cosine=-1.0) as store:
         store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
         store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
-        store.update_payload("flight", store.agent_id, {"links": ["park"]})
+        store.index.update_payload("flight", store.agent_id, {"links": ["park"]})
         clock.advance(seconds=60)
         again = store.add_many([{"id": "park", "text": "Parking spot C3 at the airport"}],
                                enrich=False)
@@ -140,9 +140,9 @@ def test_an_expired_note_does_not_block_its_id(embedder: HashingEmbedder,
         assert any("expired at 2026-01-10T12:01:00+00:00" in w for w in again[0].warnings)
         note = store.get("park")
         assert note.content == "Parking spot C3 at the airport" and note.expires_at == ""
-        stored, _ = store.load("flight", store.agent_id)
+        stored, _ = store.index.load("flight", store.agent_id)
         assert stored.links == []  # swept as the nightly job would: the old link went with it
-        assert store.info().points == 2 and store.bm25_stats.docs == 2
+        assert store.info().points == 2 and store.index.stats.docs == 2
         # one add naming the id of an expired note takes it too
         store.add("Gate 12 code 4411", id="gate", ttl=60, enrich=False)
         clock.advance(seconds=60)

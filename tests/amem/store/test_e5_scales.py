@@ -28,7 +28,7 @@ def e5_store() -> Iterator[MemoryStore]:
                      clock=FixedClock("2026-01-10T12:00:00+00:00")) as store:
         for nid, text in NOTES:
             store.add(text, id=nid, enrich=False)
-        store.update_payload("tea", store.agent_id, {"links": ["db", "pot"]})
+        store.index.update_payload("tea", store.agent_id, {"links": ["db", "pot"]})
         yield store
 
 

@@ -78,7 +78,7 @@ def test_a_linked_note_outside_the_window_is_not_expanded(
         embedder: HashingEmbedder, clock: FixedClock) -> None:
     with make_store("edge", embedder, clock, link_min_cosine=-1.0) as store:
         _events(store)
-        store.update_payload("june", store.agent_id, {"links": ["may"]})
+        store.index.update_payload("june", store.agent_id, {"links": ["may"]})
         wide = store.search("sailing june", limit=1)
         assert [(r.id, r.via) for r in wide] == [("june", "match"), ("may", "link")]
         narrow = store.search("sailing june", limit=1, since="2025-06-01")
@@ -116,7 +116,7 @@ def test_a_store_written_before_event_times_is_found_by_its_write_time(tmp_path:
         assert new.get("boat").event_time == "2025-03-01T08:00:00+00:00"
         assert [r.id for r in new.search("boat engine", since="2025-02-01")] == ["boat"]
         assert new.search("boat engine", before="2025-02-01") == []
-        assert new.backend.read_meta()[INDEXED_KEY] == 1
+        assert new.index.backend.read_meta()[INDEXED_KEY] == 1
 
 
 # -- with the default embedder: the dense leg honours the window too ------------------------

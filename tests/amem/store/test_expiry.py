@@ -44,7 +44,7 @@ def test_an_expired_note_is_invisible_at_once(
     with make_store("edge", embedder, clock, link_min_cosine=-1.0) as store:
         store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
         store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
-        store.update_payload("flight", store.agent_id, {"links": ["park"]})
+        store.index.update_payload("flight", store.agent_id, {"links": ["park"]})
         before = store.search("flight airport", limit=1)
         assert [(r.id, r.via) for r in before] == [("flight", "match"), ("park", "link")]
         clock.advance(seconds=60)
@@ -66,7 +66,7 @@ def test_the_sweep_deletes_expired_notes_and_their_links(
         store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
         store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
         store.add("Old hotel code", id="hotel", ttl=60, enrich=False, agent_id="other")
-        store.update_payload("flight", store.agent_id, {"links": ["park"]})
+        store.index.update_payload("flight", store.agent_id, {"links": ["park"]})
         assert store.consolidate().to_dict()["expired_deleted"] == 0  # not yet
         clock.advance(seconds=61)
         report = store.consolidate()  # this agent only: the other agent's note stays
@@ -74,10 +74,10 @@ def test_the_sweep_deletes_expired_notes_and_their_links(
         assert store.get("flight").links == []
         with pytest.raises(NotFoundError):
             store.get("park", include_inactive=True)  # the point itself is gone
-        assert store.backend.count(None) == 2
+        assert store.index.backend.count(None) == 2
         sweep = store.sweep_expired(all_agents=True)
         assert (sweep.expired_deleted, sweep.agents) == (1, 1)
-        assert store.backend.count(None) == 1 == store.bm25_stats.docs
+        assert store.index.backend.count(None) == 1 == store.index.stats.docs
 
 
 def test_the_nightly_job_reports_the_sweep(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from amem import MemoryStore, load_config
 from amem.clock import FixedClock
 from amem.consolidate import plan_clusters
-from amem.lineage import Chains
+from amem.consolidate.lineage import Chains
 from amem.embed import make_embedder
 from amem.embed.base import Embedder
 from amem.embed.hashing import HashingEmbedder
@@ -30,21 +30,21 @@ def test_get_lists_only_links_to_live_notes(store: MemoryStore, clock: FixedCloc
     store.add("Hotel near the airport", id="hotel", enrich=False)
     store.add("Taxi rank at the airport", id="taxi", enrich=False)
     store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
-    store.update_payload("flight", store.agent_id, {"links": ["park", "hotel", "taxi"]})
+    store.index.update_payload("flight", store.agent_id, {"links": ["park", "hotel", "taxi"]})
     assert store.get("flight").links == ["park", "hotel", "taxi"]
     store.delete("taxi")
     clock.advance(seconds=60)  # park expires; the sweep has not run
     assert store.get("flight").links == ["hotel"]
     # the stored links are untouched: the sweep owns them
     assert store.get("flight", include_inactive=True).links == ["hotel"]
-    stored, _ = store.load("flight", store.agent_id)
+    stored, _ = store.index.load("flight", store.agent_id)
     assert stored.links == ["park", "hotel", "taxi"]
 
 
 def test_get_never_shows_a_link_to_another_agents_point(store: MemoryStore) -> None:
     store.add("Bob's locker code", id="locker", agent_id="bob", enrich=False)
     store.add("Alice's gym schedule", id="gym", enrich=False)
-    store.update_payload("gym", store.agent_id, {"links": ["locker"]})
+    store.index.update_payload("gym", store.agent_id, {"links": ["locker"]})
     assert store.get("gym").links == []
 
 
@@ -135,9 +135,9 @@ def test_a_merged_away_successor_hands_its_marks_to_the_survivor(
                       enrich=False).id
         c = store.add("Alice now drinks green tea every single morning at home too", id="c",
                       enrich=False).id
-        store.update_payload(a, store.agent_id, {"superseded_by": b})
-        store.update_payload(b, store.agent_id, {"supersedes": [a]})
-        store.update_payload(c, store.agent_id, {"retrieval_count": 50})  # c survives
+        store.index.update_payload(a, store.agent_id, {"superseded_by": b})
+        store.index.update_payload(b, store.agent_id, {"supersedes": [a]})
+        store.index.update_payload(c, store.agent_id, {"retrieval_count": 50})  # c survives
         merged = store.consolidate().agents[store.agent_id].merged
         assert merged == [(b, c)]
         assert store.get(a).superseded_by == c and store.get(c).supersedes == [a]

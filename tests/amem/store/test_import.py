@@ -17,7 +17,8 @@ from amem import MemoryStore
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
-from amem.importer import ImportRejected, export_store, import_export, import_file, load_export
+from amem.export import export_store, import_export, load_export
+from amem.importer import ImportRejected, import_file
 
 from .conftest import make_store
 
@@ -227,15 +228,15 @@ def test_a_stale_bm25_count_in_meta_json_is_corrected_at_open(tmp_path: Path) ->
         store.add_many([{"text": f"note {i} " + "word " * (i % 5)} for i in range(40)],
                        enrich=False)
         store.delete(store.list(limit=1)[0][0].id)  # soft: still a BM25 document
-        avgdl = store.bm25_stats.avgdl
+        avgdl = store.index.stats.avgdl
     meta_file = tmp_path / "s" / "meta.json"
     meta = json.loads(meta_file.read_text())
     assert meta["bm25_stats"]["docs"] == 40
     meta["bm25_stats"] = {"docs": 13, "tokens": round(13 * avgdl)}  # as a killed process left it
     meta_file.write_text(json.dumps(meta))
     with MemoryStore(tmp_path / "s", embedder=HashingEmbedder(dim=64)) as store:
-        assert store.bm25_stats.docs == 40  # stayed at 13 before
-        assert store.bm25_stats.avgdl == pytest.approx(avgdl, rel=0.01)
+        assert store.index.stats.docs == 40  # stayed at 13 before
+        assert store.index.stats.avgdl == pytest.approx(avgdl, rel=0.01)
     assert json.loads(meta_file.read_text())["bm25_stats"]["docs"] == 40
 
 

@@ -27,9 +27,9 @@ def test_bulk_write_builds_the_index_in_the_background(tmp_path: Path, embedder:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
         store.add_many(ITEMS, enrich=False)
         # Started by add_many, which returned without waiting; the store keeps answering.
-        assert store.index_build.state in ("running", "done")
+        assert store.index.build.state in ("running", "done")
         assert store.search("topic 3", limit=3)
-        store.index_build.wait()
+        store.index.build.wait()
         info = store.info().index_build
         assert info is not None
         assert info["state"] == "done" and info["points_since"] == 0
@@ -39,28 +39,28 @@ def test_bulk_write_builds_the_index_in_the_background(tmp_path: Path, embedder:
     assert not (tmp_path / "s" / "shard.build").exists()
     with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
         assert store.count() == len(ITEMS)
-        assert store.index_build.state == "done" and store.index_build.points_since == 0
+        assert store.index.build.state == "done" and store.index.build.points_since == 0
 
 
 def test_changes_made_during_the_build_are_kept(tmp_path: Path, embedder: HashingEmbedder,
                                                 clock: FixedClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
         first = store.add_many(ITEMS, enrich=False)
-        backend = store.backend
+        backend = store.index.backend
         assert isinstance(backend, EdgeBackend)
         deadline = time.monotonic() + 30
-        while backend.build_child is None and store.index_build.state == "running":
+        while backend.build_child is None and store.index.build.state == "running":
             assert time.monotonic() < deadline, "the build's child never started"
             time.sleep(0.005)
         added = store.add("written while the index was being built", enrich=False)
         store.delete(first[0].id)
-        store.index_build.wait()
-        assert store.index_build.state == "done"
+        store.index.build.wait()
+        assert store.index.build.state == "done"
         # The add and the delete reached the swapped-in shard (replayed onto the copy).
         assert store.get(added.id).content == "written while the index was being built"
         assert store.count() == len(ITEMS)
         assert first[0].id not in {r.id for r in store.search(ITEMS[0]["text"], limit=5)}
-        assert store.index_build.points_since >= 1  # replayed points are not in the index yet
+        assert store.index.build.points_since >= 1  # replayed points are not in the index yet
     with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
         assert store.get(added.id).content == "written while the index was being built"
         assert store.count() == len(ITEMS)
@@ -71,22 +71,22 @@ def test_points_are_counted_until_the_threshold_and_kept(tmp_path: Path, embedde
     with open_store(tmp_path / "s", embedder, clock, optimize_after=100) as store:
         store.add_many(ITEMS, enrich=False)
         store.add("one more single note", enrich=False)
-        assert store.index_build.state == "idle"
-        assert store.index_build.points_since >= len(ITEMS) + 1
-        written = store.index_build.points_since
+        assert store.index.build.state == "idle"
+        assert store.index.build.points_since >= len(ITEMS) + 1
+        written = store.index.build.points_since
     with open_store(tmp_path / "s", embedder, clock, optimize_after=100) as store:
-        assert store.index_build.points_since == written  # kept in meta.json
+        assert store.index.build.points_since == written  # kept in meta.json
         store.optimize()  # the nightly job's in-place build resets the count
-        assert store.index_build.to_dict()["state"] == "done"
-        assert store.index_build.points_since == 0
+        assert store.index.build.to_dict()["state"] == "done"
+        assert store.index.build.points_since == 0
 
 
 def test_zero_threshold_leaves_it_to_the_nightly_job(tmp_path: Path, embedder: HashingEmbedder,
                                                       clock: FixedClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
         store.add_many(ITEMS, enrich=False)
-        assert store.index_build.state == "idle"
-        assert not store.index_build.due()
+        assert store.index.build.state == "idle"
+        assert not store.index.build.due()
 
 
 def test_a_swap_cut_short_restores_the_shard(tmp_path: Path, embedder: HashingEmbedder,

@@ -14,7 +14,7 @@ from amem import MemoryStore, load_config
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import LLMError
-from amem.linking import LinkView, offline_links, related
+from amem.write.linking import LinkView, offline_links, related
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "benchdata"
 

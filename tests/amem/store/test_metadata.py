@@ -11,7 +11,8 @@ from amem import MemoryStore
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
-from amem.importer import export_store, import_file, load_export
+from amem.export import export_store, load_export
+from amem.importer import import_file
 
 from .conftest import make_store
 
@@ -88,7 +89,7 @@ def test_the_metadata_filter_runs_in_the_engine_and_on_links(
                   enrich=False)
         store.add("Rocket", id="weak", metadata={"team": "y"}, enrich=False)
         store.add("Fuel pump inspection", id="pump", metadata={"team": "x"}, enrich=False)
-        store.update_payload("weak", store.agent_id, {"links": ["pump"]})
+        store.index.update_payload("weak", store.agent_id, {"links": ["pump"]})
         query = "release checklist rocket team"
         assert [r.id for r in store.search(query, limit=1, expand_links=False)] == ["best"]
         # one candidate per leg: a filter after the engine's top 1 would leave nothing
@@ -110,7 +111,7 @@ def test_bad_metadata_filters_are_refused(edge_store: MemoryStore) -> None:
 
 
 def test_the_engine_indexes_the_new_fields(edge_store: MemoryStore) -> None:
-    schema = edge_store.backend.shard.info().payload_schema  # type: ignore[attr-defined]
+    schema = edge_store.index.backend.shard.info().payload_schema  # type: ignore[attr-defined]
     assert {"meta_kv", "event_ts", "expires_ts"} <= set(schema)
 
 

@@ -136,9 +136,9 @@ def test_link_expansion_appends_linked_notes(store: MemoryStore) -> None:
     store.add("Falcon launch date depends on the payment provider review", id="b", enrich=False)
     store.add("Payment provider review is run by Dana from security", id="c", enrich=False)
     # wire links by hand: a -> b -> c
-    store.update_payload("a", store.agent_id, {"links": ["b"]})
-    store.update_payload("b", store.agent_id, {"links": ["a", "c"]})
-    store.update_payload("c", store.agent_id, {"links": ["b"]})
+    store.index.update_payload("a", store.agent_id, {"links": ["b"]})
+    store.index.update_payload("b", store.agent_id, {"links": ["a", "c"]})
+    store.index.update_payload("c", store.agent_id, {"links": ["b"]})
     results = store.search("Project Falcon launches in March", limit=1)
     assert results[0].id == "a" and results[0].via == "match"
     linked = [r for r in results if r.via == "link"]
@@ -206,7 +206,7 @@ def test_link_expansion_applies_the_search_filters(store: MemoryStore) -> None:
     store.add("Project Falcon launches in March", id="a", enrich=False)
     store.add("Project Falcon notes for Bob only", ["bob"], id="b", enrich=False)
     store.add("Project Falcon notes for everyone", id="c", enrich=False)
-    store.update_payload("a", store.agent_id, {"links": ["b", "c"]})
+    store.index.update_payload("a", store.agent_id, {"links": ["b", "c"]})
     linked = [r.id for r in store.search("Project Falcon launches in March", limit=1,
                                          subject="alice") if r.via == "link"]
     assert linked == ["c"]  # b names another subject; c names nobody
@@ -225,10 +225,10 @@ def test_a_store_written_by_an_older_tokenizer_gets_its_bm25_vectors_rebuilt(
         nid = store.add("Our deployments failed twice this week", enrich=False).id
         store.add("Lunch is at noon", enrich=False)
         # make it the store an older tokenizer wrote: its terms, and no version in the metadata
-        hit = next(h for h in store.backend.iterate(None, with_vectors=True)
+        hit = next(h for h in store.index.backend.iterate(None, with_vectors=True)
                    if h.payload["id"] == nid)
         old_terms = ["deployment", "fail", "twice", "week"]  # the light stemmer's terms
-        store.backend.upsert([Point(hit.id, hit.dense, bm25.doc_vector(
+        store.index.backend.upsert([Point(hit.id, hit.dense, bm25.doc_vector(
             old_terms, 4.0, bm25.Bm25Params()), hit.payload)])
     engine = EdgeBackend(tmp_path, embedder.dim)  # the closed store, as files
     meta = engine.read_meta()
@@ -238,4 +238,4 @@ def test_a_store_written_by_an_older_tokenizer_gets_its_bm25_vectors_rebuilt(
     with MemoryStore(tmp_path, embedder=embedder, clock=clock) as store:
         found = {r.id: r.found_by for r in store.search("deploying", limit=2, heat=False)}
         assert found[nid] in ("bm25", "both")  # the query's term meets the rebuilt vector
-        assert store.backend.read_meta()[bm25.TOKENIZER_KEY] == bm25.TOKENIZER_VERSION
+        assert store.index.backend.read_meta()[bm25.TOKENIZER_KEY] == bm25.TOKENIZER_VERSION

@@ -17,7 +17,8 @@ import pytest
 from amem import MemoryStore, load_config
 from amem.clock import FixedClock
 from amem.embed.hashing import HashingEmbedder
-from amem.importer import export_store, import_export, import_file
+from amem.export import export_store, import_export
+from amem.importer import import_file
 from amem.notes import Note, point_id
 from tests.fakes.embedders import FailingEmbedder, RecordingEmbedder
 
@@ -37,7 +38,7 @@ def open_store(embedder: HashingEmbedder, clock: FixedClock, path: str | Path = 
 
 
 def stored_vector(store: MemoryStore, note: Note) -> np.ndarray:
-    hit = store.backend.retrieve([point_id(note.agent_id, note.id)], with_vectors=True)[0]
+    hit = store.index.backend.retrieve([point_id(note.agent_id, note.id)], with_vectors=True)[0]
     assert hit.dense is not None
     return np.asarray(hit.dense)
 

@@ -12,7 +12,7 @@ def test_search_results_list_only_links_to_live_notes(store: MemoryStore, clock:
     store.add("Taxi rank at the airport", id="taxi", enrich=False)
     store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
     store.add("Bob's locker code", id="locker", agent_id="bob", enrich=False)
-    store.update_payload("flight", store.agent_id, {"links": ["park", "hotel", "taxi", "locker"]})
+    store.index.update_payload("flight", store.agent_id, {"links": ["park", "hotel", "taxi", "locker"]})
 
     def shown() -> list[str]:
         hits = store.search("flight to Lisbon", limit=1)
@@ -23,7 +23,7 @@ def test_search_results_list_only_links_to_live_notes(store: MemoryStore, clock:
     store.delete("taxi")
     clock.advance(seconds=60)  # park expires; the sweep has not run yet
     assert shown() == ["hotel"]
-    stored, _ = store.load("flight", store.agent_id)
+    stored, _ = store.index.load("flight", store.agent_id)
     assert stored.links == ["park", "hotel", "taxi", "locker"]  # the payload is the sweep's
 
 
@@ -34,7 +34,7 @@ def test_doctor_counts_links_to_expired_notes_apart_from_dangling_ones(
     store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
     store.add("Taxi rank at the airport", id="taxi", enrich=False)
     store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
-    store.update_payload("flight", store.agent_id, {"links": ["park", "taxi"]})
+    store.index.update_payload("flight", store.agent_id, {"links": ["park", "taxi"]})
     store.delete("taxi")
     clock.advance(seconds=60)  # park expires; the sweep has not run yet
 

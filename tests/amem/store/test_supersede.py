@@ -119,7 +119,7 @@ def test_the_store_marks_what_the_llm_judge_says(edge_store: MemoryStore,
     old = edge_store.add("Alice drinks coffee", ["Alice"]).id
     new = edge_store.add("Alice prefers green tea", ["Alice"]).id  # no change phrase: rule says no
     assert edge_store.get(old).superseded_by is None
-    note, vector = edge_store.load(new, edge_store.agent_id, with_vector=True)
+    note, vector = edge_store.index.load(new, edge_store.agent_id, with_vector=True)
     assert vector is not None
     fake_openai.script(json_reply({"verdicts": [{"candidate": 1, "replaces": True}]}))
     with _client(fake_openai) as client:
@@ -153,9 +153,9 @@ def test_notes_of_an_older_store_without_the_fields_stay_current(store: MemorySt
     from amem.notes import Note
 
     note = Note(id="old-1", content="Frank keeps bees on the roof", agent_id=store.agent_id)
-    point = store.make_point(note, store.embed_passages([note.content])[0])
+    point = store.index.make_point(note, store.index.embed_passages([note.content])[0])
     for name in ("superseded_by", "supersedes"):  # written before these fields existed
         point.payload.pop(name)
-    store.write_points([point])
+    store.index.write_points([point])
     assert "old-1" in _ids(store.search("Frank bees", limit=3))
     assert store.get("old-1").superseded_by is None and store.get("old-1").supersedes == []

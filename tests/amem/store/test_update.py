@@ -43,11 +43,11 @@ def test_new_text_is_searchable_the_old_is_not_and_history_keeps_it(store: Memor
 def test_bm25_statistics_follow_the_edit(edge_store: MemoryStore) -> None:
     nid = edge_store.add(PROJECT).id
     edge_store.add(OTHER)
-    before_docs = edge_store.bm25_stats.docs
+    before_docs = edge_store.index.stats.docs
     edge_store.update(nid, content=PROJECT + " and on the first Monday of every month, after "
                       "the release train review with the payments team")
-    assert edge_store.bm25_stats.docs == before_docs
-    assert edge_store.bm25_stats.tokens == _terms_total(edge_store)
+    assert edge_store.index.stats.docs == before_docs
+    assert edge_store.index.stats.tokens == _terms_total(edge_store)
 
 
 def test_subjects_only(edge_store: MemoryStore) -> None:

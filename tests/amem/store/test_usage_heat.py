@@ -48,7 +48,7 @@ def e5_store(e5: Embedder) -> Iterator[MemoryStore]:
 def _payload(store: MemoryStore, note_id: str, agent: str) -> dict[str, object]:
     from amem.notes import point_id
 
-    hits = store.backend.retrieve([point_id(agent, note_id)])
+    hits = store.index.backend.retrieve([point_id(agent, note_id)])
     assert hits
     return hits[0].payload
 
@@ -195,7 +195,7 @@ def test_a_get_does_not_wait_behind_a_long_change_and_records_nothing_then(
     held, done = threading.Event(), threading.Event()
 
     def hold() -> None:  # what a consolidation does: the write lock, for a long time
-        with e5_store.write_lock:
+        with e5_store.index.lock:
             held.set()
             done.wait(10)
 

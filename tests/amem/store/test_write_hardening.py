@@ -74,24 +74,24 @@ def test_a_store_written_with_the_old_point_ids_is_moved_at_open(
         store.add("Alice prefers green tea over coffee", id="n2", agent_id="a")
         store.delete("n2", agent_id="a")
         # rewrite the store as format 1 left it: old point ids, no format in the metadata
-        hits = list(store.backend.iterate(None, with_vectors=True))
+        hits = list(store.index.backend.iterate(None, with_vectors=True))
         for hit in hits:
             note = Note.from_payload(hit.payload)
             assert hit.dense is not None
-            point = store.make_point(note, hit.dense, count_stats=False)
+            point = store.index.make_point(note, hit.dense, count_stats=False)
             point.id, point.payload = legacy_point_id(note.agent_id, note.id), dict(hit.payload)
-            store.backend.upsert([point])
+            store.index.backend.upsert([point])
         # n1 as a killed move leaves it: copied to its new id, its old point not yet deleted
-        store.backend.delete([h.id for h in hits if h.id != point_id("a/b", "n1")])
-        meta = store.backend.read_meta()
+        store.index.backend.delete([h.id for h in hits if h.id != point_id("a/b", "n1")])
+        meta = store.index.backend.read_meta()
         meta.pop(META_KEY)
-        store.backend.write_meta(meta)
+        store.index.backend.write_meta(meta)
         store.index.meta = meta  # close() saves the metadata the store holds
     with reopen(kind, path, clock) as store:
-        assert store.backend.read_meta()[META_KEY] == 2
+        assert store.index.backend.read_meta()[META_KEY] == 2
         assert store.get("n1", agent_id="a/b").content == BASE
         assert store.get("n2", agent_id="a", include_inactive=True).is_active is False
-        assert sorted(h.id for h in store.backend.iterate(None)) == sorted(
+        assert sorted(h.id for h in store.index.backend.iterate(None)) == sorted(
             [point_id("a/b", "n1"), point_id("a", "n2")])
         assert store.add(VARIANTS[0], agent_id="a/b").status == "folded"  # still found by vector
         assert store.get(first.id, agent_id="a/b").content.startswith(BASE)
@@ -253,8 +253,8 @@ def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
         snapshot = store.get("t")
         store.delete("t")
         snapshot.content += " and more"
-        assert not store.update_note(snapshot)  # a stale writer's whole note: refused
-        assert not store.update_note_fields("t", store.agent_id, {"content": "x"})
+        assert not store.index.update_note(snapshot)  # a stale writer's whole note: refused
+        assert not store.index.update_note_fields("t", store.agent_id, {"content": "x"})
         assert store.get("t", include_inactive=True).is_active is False
 
 
@@ -283,5 +283,5 @@ def test_an_add_killed_at_any_write_leaves_no_link_to_a_missing_note(clock: Fixe
 def test_search_tolerates_a_link_to_a_missing_note(clock: FixedClock) -> None:
     with open_store(clock) as store:
         store.add(BASE, id="a")
-        store.update_payload("a", store.agent_id, {"links": ["ghost"]})
+        store.index.update_payload("a", store.agent_id, {"links": ["ghost"]})
         assert [r.id for r in store.search("deploy pipeline release", expand_links=True)] == ["a"]

@@ -166,7 +166,7 @@ def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: Fixed
         notes = [n for n, _ in store.iter_notes()]
         # every stored vector is still the embedding of the note's current embedded text
         for note in notes:
-            hit = store.backend.retrieve([point_id(note.agent_id, note.id)], with_vectors=True)[0]
+            hit = store.index.backend.retrieve([point_id(note.agent_id, note.id)], with_vectors=True)[0]
             assert hit.dense is not None
             want = recorder.embed([note.embed_text()], kind="query")[0]
             assert np.allclose(hit.dense, want / np.linalg.norm(want), atol=1e-5), note.content

@@ -23,9 +23,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .backends.base import Hit
-from .notes import Note
-from .refresh import FIELD as STALE_FIELD
+from ..backends.base import Hit
+from ..notes import Note
+from ..index import STALE_FIELD
 
 #: content vectors kept (384-d float32: 1.5 KB each, so about 12 MB)
 CACHE_SIZE = 8192

@@ -28,8 +28,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from .enrich.base import OFFLINE_FALLBACK
-from .enrich.keywords import TextAnalysis, analyse, word_key
+from ..enrich.base import OFFLINE_FALLBACK, Enricher
+from ..enrich.keywords import TextAnalysis, analyse, word_key
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def offline_links(note: LinkView, candidates: Sequence[LinkView], *, floor: floa
             and related(note, c, strong=strong, days=days)]
 
 
-def choose_links(note: LinkView, candidates: Sequence[LinkView], enricher: Any, *,
+def choose_links(note: LinkView, candidates: Sequence[LinkView], enricher: Enricher, *,
                  llm: bool, floor: float = 0.0) -> tuple[list[str], list[str]]:
     """(linked ids, warnings): the LLM's verdicts when one is configured, else the offline rule.
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from .enrich.context import line_sentences
-from .enrich.english import LABELS
-from .enrich.keywords import split_speaker
-from .notes import Note, content_hash, unique
+from ..enrich.context import line_sentences
+from ..enrich.english import LABELS
+from ..enrich.keywords import split_speaker
+from ..notes import Note, content_hash, unique
 
 #: the fields a fold changes (written as a field update of the target, never a whole note)
 FOLD_FIELDS = ("content", "hash", "folded_hashes", "keywords", "tags", "subjects",

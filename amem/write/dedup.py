@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
-from .backends.base import Match, MatchAny, VectorBackend, Where
-from .notefields import not_expired
-from .notes import Note, point_id
+from ..backends.base import Match, MatchAny, VectorBackend, Where
+from ..notefields import not_expired
+from ..notes import Note, point_id
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from .errors import LLMError, LLMResponseError
-from .notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique
+from ..errors import LLMError, LLMResponseError
+from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique
 
 log = logging.getLogger(__name__)
 

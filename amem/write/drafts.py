@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
-from .errors import ValidationError
-from .notefields import check_event_time, check_expiry, check_metadata
-from .notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
+from ..errors import ValidationError
+from ..notefields import check_event_time, check_expiry, check_metadata
+from ..notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
                     content_hash, new_note_id, now_iso)
 
 #: the optional fields of a bulk item besides ``text`` and ``subjects``

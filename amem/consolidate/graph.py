@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 
-from .notes import unique
+from ..notes import unique
 
 #: ``resolve(note_id)`` -> the active note a link to ``note_id`` should point at, or None to drop it
 Resolver = Callable[[str], "str | None"]

@@ -1,0 +1,164 @@
+"""Export and re-import of whole stores: JSON lines with ids, history, heat and vectors.
+
+An export keeps every note (active or not) with its vector and the embedder that made it, so
+a store moves between backends (embedded engine, Qdrant server) without re-embedding. Loading
+checks the whole file first, as an import does (``amem.importer``), then writes in batches; a
+rerun writes the same points again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from .errors import ValidationError
+from .importer import ImportRejected, ImportReport, Progress, skip_line
+from .notefields import check_metadata, parse_time
+from .notes import Note, check_agent, check_id, check_text
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+
+def export_store(store: "MemoryStore", out: TextIO, *, all_agents: bool = True,
+                 with_vectors: bool = True, progress: Progress | None = None) -> int:
+    """Write every note (active or not) as JSON lines, with its vector, for ``import_export``."""
+    total = store.index.backend.count(None) if progress is not None else None
+    written = 0
+    for note, vector in store.iter_notes(all_agents=all_agents, include_inactive=True,
+                                         with_vectors=with_vectors):
+        row: dict[str, Any] = {"note": note.to_payload()}
+        if vector is not None:
+            row["vector"] = [round(float(x), 7) for x in vector]
+        row["embedder"] = store.embedder.model_id
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        written += 1
+        if progress is not None and written % 1000 == 0:
+            progress(written, total)
+    if progress is not None:
+        progress(written, total)
+    return written
+
+
+def import_export(store: "MemoryStore", source: TextIO, *, batch: int = 256) -> int:
+    """Load an ``export_store`` stream (seekable: it is checked, then written); the count."""
+    return _load_export(store, source, "export", batch=batch).created
+
+
+def load_export(store: "MemoryStore", path: str | Path, *, batch: int = 256,
+                skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
+    """Load an ``export_store`` file: notes keep ids, history and heat; vectors are reused when
+    they come from the same embedder, re-embedded otherwise. Checked whole before writing."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValidationError(f"no such file: {path}", field="path")
+    with path.open("r", encoding="utf-8") as source:
+        return _load_export(store, source, str(path), batch=batch, skip_invalid=skip_invalid,
+                            progress=progress)
+
+
+def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
+                 skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
+    if not source.seekable():
+        raise ValidationError("an export is read twice (checked, then written): give a file, "
+                              "not a pipe", field="source")
+    where = Path(name)
+    check = ImportReport(path=name)
+    start = source.tell()
+    try:
+        for number, line in enumerate(source, start=1):
+            check.last_line = number
+            if line.strip():
+                check.read += 1
+                _export_row(store, line, number, check, where)
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{name} is not UTF-8 text (after line {check.last_line}, byte "
+                              f"{exc.start}); nothing was imported", field="file") from None
+    if check.skipped and not skip_invalid:
+        raise ImportRejected(where, check)
+    source.seek(start)
+    report = ImportReport(path=name)
+    started = time.perf_counter()
+    rows: list[tuple[Note, np.ndarray | None]] = []
+
+    def flush(done: int) -> None:
+        missing = [i for i, (_, vec) in enumerate(rows) if vec is None]
+        vectors: dict[int, np.ndarray] = {}
+        if missing:  # one embedding call per batch, not one per note
+            fresh = store.index.embed_passages([rows[i][0].embed_text() for i in missing])
+            vectors = {i: fresh[n] for n, i in enumerate(missing)}
+        # a reused vector keeps its stale mark; the store's next write re-embeds it
+        index = store.index
+        index.write_points([index.make_point(note, vectors[i] if vec is None else vec,
+                                             stale=vec is not None and note.vector_stale)
+                            for i, (note, vec) in enumerate(rows)])
+        report.created += len(rows)
+        rows.clear()
+        if progress is not None:
+            progress(done, check.last_line)
+
+    for number, line in enumerate(source, start=1):
+        if not line.strip():
+            continue
+        report.read += 1
+        row = _export_row(store, line, number, report, where)
+        if row is not None:
+            rows.append(row)
+        if len(rows) >= batch:
+            flush(number)
+    flush(check.last_line)
+    store.flush()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _export_row(store: "MemoryStore", line: str, number: int, report: ImportReport,
+                path: Path) -> tuple[Note, np.ndarray | None] | None:
+    """One export line as (note, reusable vector or None); a bad line is skipped in ``report``."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        skip_line(report, path, number, f"not valid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    try:
+        return _export_note(store, row)
+    except ValidationError as exc:
+        skip_line(report, path, number, str(exc))
+        return None
+
+
+def _export_note(store: "MemoryStore", row: Any) -> tuple[Note, np.ndarray | None]:
+    if not isinstance(row, dict) or not isinstance(row.get("note"), dict):
+        raise ValidationError("each line must be an object with a 'note' object", field="note")
+    payload = row["note"]
+    check_text(payload.get("content"), field="note.content",
+               max_chars=store.config.max_text_chars)
+    check_id(payload.get("id"), field="note.id")
+    check_agent(payload.get("agent_id"), field="note.agent_id")
+    # the fields search filters on are checked as an add checks them (an expiry may have passed)
+    check_metadata(payload.get("metadata"))
+    for name in ("event_time", "expires_at"):
+        if payload.get(name):
+            parse_time(payload[name], field=f"note.{name}")
+    try:
+        note = Note.from_payload(payload)
+    except TypeError as exc:
+        raise ValidationError(f"note fields do not fit: {exc}", field="note") from None
+    vector = row.get("vector")
+    if row.get("embedder") != store.embedder.model_id or vector is None:
+        return note, None  # another model's vector (or none): embedded again
+    if (not isinstance(vector, list) or len(vector) != store.embedder.dim
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector)):
+        raise ValidationError(f"vector must be a list of {store.embedder.dim} numbers",
+                              field="vector")
+    vec = np.asarray(vector, dtype=np.float32)
+    if not np.isfinite(vec).all():
+        raise ValidationError("vector holds a NaN or infinite number", field="vector")
+    return note, vec
+
+
+__all__ = ["export_store", "import_export", "load_export"]

@@ -1,0 +1,193 @@
+"""Where a new note goes: folded into its near-duplicate, or stored, linked and evolved.
+
+Steps 2 to 6 of the write path (``amem.write.writer``) for one note whose content vector is
+known: the fold decision on contents alone (``amem.write.nearduplicate``), the enrichment
+(only for a note that will be stored), the links (``amem.write.linking``), the note itself,
+then the back-links and the evolution of the linked notes. Every change to a stored note is a
+field update under the write lock the caller holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..backends.base import Hit, Point
+from ..config import AmemConfig
+from ..index import STALE_FIELD, NoteIndex
+from ..notes import Note, now_iso, point_id, unique
+from ..refresh import mend
+from .drafts import Draft
+from .enrichment import EnricherSlot, enrich_draft, view_of_note
+from .fold import fold_into
+from .linking import choose_links, view_of
+from .nearduplicate import ContentVectors, best_match, content_cosines
+from .result import AddResult
+
+log = logging.getLogger(__name__)
+
+
+class Placer:
+    """Places new notes of one store (the writer calls it under the write lock)."""
+
+    def __init__(self, index: NoteIndex, config: AmemConfig, enricher: EnricherSlot,
+                 content: ContentVectors) -> None:
+        self._index = index
+        self._config = config
+        self._enricher = enricher
+        self._content = content
+        self._adds = 0
+
+    def new_point(self, note: Note, vector: np.ndarray, stale: set[str]) -> Point:
+        """A new note's point with its content's vector, marked stale when it embeds more."""
+        more = note.embed_text() != note.content
+        if more:
+            stale.add(point_id(note.agent_id, note.id))
+        return self._index.make_point(note, vector, stale=more)
+
+    def place(self, draft: Draft, vector: np.ndarray, stale: set[str]) -> AddResult:
+        """Fold or store the note around its content's ``vector``; then links and evolution.
+
+        Notes whose embedded text changed keep their vector for now, marked stale, and their
+        point ids go into ``stale`` for the caller to refresh.
+        """
+        index, cfg, note = self._index, self._config, draft.note
+        if not draft.enrich:  # episodic fast path: stored as given (hash dedup only)
+            warnings = enrich_draft(self._enricher, draft)
+            index.write_points([self.new_point(note, vector, stale)])
+            return AddResult("created", note.id, enriched_by=note.enriched_by, warnings=warnings)
+        hits = index.backend.dense_search(vector, index.tenant_where(note.agent_id),
+                                          max(cfg.link_candidates, 1), with_vectors=True)
+        hits = [h for h in hits if h.payload.get("id") != note.id]
+        # 1. the fold decision: contents only (see amem.write.nearduplicate), before any LLM call
+        same = [index.similarity(c) for c in content_cosines(vector, hits, self._content)]
+        self._lend_fresh(hits)
+        best = best_match([str(h.payload["id"]) for h in hits], same)
+        if best is not None and same[best] >= cfg.fold_threshold:
+            folded = self._fold(note, hits[best], same[best], stale)
+            if folded is not None:
+                return folded
+        status = "created"
+        if best is not None and same[best] >= cfg.pending_threshold:
+            note.pending_merge = True
+            status = "pending_merge"
+        # 2. the note is built (by the LLM when configured) only now that it will be stored
+        warnings = enrich_draft(self._enricher, draft)
+        # the nearest notes go to the verifier unfiltered: LLM yes/no, else the linking rule
+        linked, link_warnings = choose_links(
+            view_of(note.to_payload()),
+            [view_of(h.payload, index.similarity(h.score)) for h in hits[:cfg.link_candidates]],
+            self._enricher.get(), llm=self._enricher.llm_configured, floor=cfg.link_floor)
+        warnings.extend(link_warnings)
+        note.links = unique(linked)
+        # 3. the note first: a kill before its back-links leaves no link to a missing note
+        index.write_points([self.new_point(note, vector, stale)])
+        self._adds += 1
+        evolved = self._link_back(note, linked, {h.payload["id"]: h for h in hits}, warnings,
+                                  stale)
+        return AddResult(status, note.id, links=note.links, evolved=evolved,
+                         enriched_by=note.enriched_by,
+                         neighbour=hits[best].payload["id"] if best is not None else None,
+                         similarity=round(same[best], 6) if best is not None else None,
+                         warnings=warnings)
+
+    def _lend_fresh(self, hits: Sequence[Hit]) -> None:
+        """A stale note that embeds only its content was just embedded for the fold decision:
+        that is its fresh vector, so it is stored now and the deferred refresh skips it."""
+        for hit in hits:
+            note = Note.from_payload(hit.payload)
+            fresh = self._content.fresh.get(note.hash)
+            if fresh is not None and note.vector_stale and note.embed_text() == note.content:
+                mend(self._index, note, fresh)
+
+    def _link_back(self, note: Note, linked: list[str], by_id: dict[str, Hit],
+                   warnings: list[str], stale: set[str]) -> list[str]:
+        """Back-links from each linked note, and the evolution of up to ``evolve_max`` of them.
+
+        Field updates of the linked notes as they are stored now (the add holds the write
+        lock, so ``by_id`` is current); returns the ids of the evolved notes.
+        """
+        cfg = self._config
+        updates = {}
+        if cfg.evolve_max > 0 and self._adds % cfg.evolve_every == 0 and linked:
+            views = [view_of_note(Note.from_payload(by_id[n].payload))
+                     for n in linked[:cfg.evolve_max]]
+            decision = self._enricher.get().evolve(view_of_note(note), views)
+            warnings.extend(getattr(decision, "warnings", []))
+            updates = {u.id: u for u in decision if u.id in by_id}
+        evolved: list[str] = []
+        for nid in linked:
+            other = Note.from_payload(by_id[nid].payload)
+            other.links = unique([*other.links, note.id])
+            changes: dict[str, Any] = {"links": other.links}
+            update = updates.get(nid)
+            if update is not None:
+                embedded = other.embed_text()
+                self._apply_evolution(other, note.id, update)
+                changes.update(context=other.context, tags=other.tags,
+                               evolution_history=other.evolution_history)
+                _mark_changed(other, embedded, changes, stale)
+            if self._index.update_note_fields(nid, note.agent_id, changes,
+                                              terms_of=other if update is not None else None):
+                if update is not None:
+                    evolved.append(nid)
+            else:  # cannot happen under the write lock; say so rather than link to a ghost
+                warnings.append(f"linked note {nid!r} is gone; its back-link was not written")
+        return evolved
+
+    def _apply_evolution(self, other: Note, trigger: str, update: Any) -> None:
+        other.evolution_history = [*other.evolution_history, {
+            "triggered_by": trigger, "at": now_iso(self._index.clock.now()), "action": "evolve",
+            "old_context": other.context, "new_context": update.context,
+            "old_tags": list(other.tags), "new_tags": list(update.tags)}]
+        other.context = update.context
+        other.tags = list(update.tags)
+
+    def _fold(self, note: Note, top: Hit, score: float, stale: set[str]) -> AddResult | None:
+        """Fold the new text into its near-duplicate, as a field update of the target.
+
+        None when the target is no longer there to fold into (the caller stores the note).
+        """
+        target = Note.from_payload(top.payload)
+        embedded = target.embed_text()
+        changes = fold_into(target, note, round(score, 6), now_iso(self._index.clock.now()))
+        probe: set[str] = set()
+        _mark_changed(target, embedded, changes, probe)
+        if not self._index.update_note_fields(target.id, target.agent_id, changes,
+                                              terms_of=target):
+            log.warning("fold target %r vanished; storing the note instead", target.id)
+            return None
+        if probe and target.embed_text() == target.content:
+            # Its vector is its content's: embedded now, so the next fold decision's engine
+            # search reads no stale vector and the outcome cannot depend on when a deferred
+            # refresh runs (the decision would embed this content anyway). If the encoder
+            # fails, the note stays marked and the refresh tries again (and reports it).
+            try:
+                mend(self._index, target, self._content.embed([target])[0])
+            except Exception as exc:  # the fold itself is saved: never lose it to the encoder
+                log.warning("fold into %r: re-embedding deferred: %s: %s", target.id,
+                            type(exc).__name__, exc)
+                stale |= probe
+        else:
+            stale |= probe
+        return AddResult("folded", target.id, links=list(target.links),
+                         enriched_by=note.enriched_by, neighbour=target.id,
+                         similarity=round(score, 6))
+
+
+def _mark_changed(note: Note, embedded: str, changes: dict[str, Any], stale: set[str]) -> None:
+    """Mark ``note`` stale when the text its vector embeds changed from ``embedded``.
+
+    Offline evolution mostly tags words the note already holds, which the embedded text
+    leaves out: then the stored vector is still this note's vector (or stays as stale as
+    an earlier change left it).
+    """
+    if note.embed_text() != embedded:
+        changes[STALE_FIELD] = True
+    if note.vector_stale or note.embed_text() != embedded:
+        stale.add(point_id(note.agent_id, note.id))
+
+
+__all__ = ["Placer"]

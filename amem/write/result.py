@@ -1,0 +1,48 @@
+"""``AddResult``: what one ``add`` (or one item of ``add_many``) did."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..notefields import unsaved_fields
+from ..notes import Note
+
+#: ``rejected`` only comes from bulk adds (an id clash skips that item, not the batch)
+STATUSES = ("created", "deduplicated", "folded", "pending_merge", "rejected")
+#: add results whose note is new (and may replace an older fact, ``amem.supersede``)
+NEW_STATUSES = ("created", "pending_merge")
+
+
+@dataclass
+class AddResult:
+    """What ``add`` did."""
+
+    status: str
+    id: str
+    links: list[str] = field(default_factory=list)
+    evolved: list[str] = field(default_factory=list)
+    enriched_by: str = "none"
+    neighbour: str | None = None
+    similarity: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    #: older notes this one replaced (``amem.supersede``)
+    supersedes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def kept_fields(result: AddResult, note: Note) -> AddResult:
+    """A text that went into a stored note leaves its event time, metadata and expiry behind
+    (the stored note keeps its own): say so rather than drop them silently."""
+    if result.status in ("deduplicated", "folded"):
+        lost = unsaved_fields(note)
+        if lost:
+            result.warnings.append(
+                f"the text went into stored note {result.id!r}, which keeps its own "
+                f"{', '.join(lost)}; the ones given were not stored")
+    return result
+
+
+__all__ = ["AddResult", "NEW_STATUSES", "STATUSES", "kept_fields"]
