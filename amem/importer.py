@@ -1,10 +1,10 @@
 """Bulk import: JSONL, plain text or Markdown in, checked whole first, written in batches.
 
-Both imports (a JSONL/text file here, and an ``amem export`` file in ``amem.export``) check the whole file first in
-one streaming pass: a file with a bad line writes nothing and ``ImportRejected`` names every bad
-line (file:line: reason); ``skip_invalid`` imports the good lines and reports the others.
-Then the file is read again and written in bounded batches, so memory stays flat however
-long the file is.
+Both imports (a JSONL/text file here, and an ``amem export`` file in ``amem.export``) check the
+whole file first in one streaming pass: a file with a bad line writes nothing and
+``ImportRejected`` names every bad line (file:line: reason); ``skip_invalid`` imports the good
+lines and reports the others. Then the file is read again and written in bounded batches, so
+memory stays flat however long the file is.
 
 Import is resumable and idempotent: a note without an id gets one derived from its agent and
 content hash, so a run killed at any point and started again ends with exactly the unique

@@ -113,7 +113,7 @@ class Note:
 
         Offline enrichment (``offline``, ``offline-fallback``) is drawn from the content by
         rule, so it tells the encoder nothing new: such a note embeds its content alone. That
-        is also the vector a fold compares (``amem.nearduplicate``), so an offline note is
+        is also the vector a fold compares (``amem.write.nearduplicate``), so an offline note is
         embedded once, not once for its content and again for its enriched text.
         """
         if not (self.enriched_by.startswith("llm:") or self.enriched_by == "given"):

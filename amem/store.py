@@ -211,10 +211,11 @@ class MemoryStore:
         metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
         """
         self._ensure_open()
-        return self.searcher.search(query, limit=limit, topics_filter=topics_filter, subject=subject,
-                          agent_id=self._agent(agent_id), expand_links=expand_links, heat=heat,
-                          min_similarity=min_similarity, include_superseded=include_superseded,
-                          since=since, before=before, metadata=metadata)
+        return self.searcher.search(
+            query, limit=limit, topics_filter=topics_filter, subject=subject,
+            agent_id=self._agent(agent_id), expand_links=expand_links, heat=heat,
+            min_similarity=min_similarity, include_superseded=include_superseded,
+            since=since, before=before, metadata=metadata)
 
     def get(self, note_id: str, *, agent_id: str | None = None,
             include_inactive: bool = False) -> Note:

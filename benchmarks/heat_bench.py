@@ -12,7 +12,7 @@ in one of three groups:
 * ``repeated``: the second pass (the same question asked again).
 
 The same sequence runs with heat off, with retrieval-count heat only (``usage_factor`` 0) and
-with the default (counts + usage heat, ``amem.usage``), on a clock that stands still (every
+with the default (counts + usage heat, ``amem.search.usage``), on a clock that stands still (every
 retrieval is "today": the strongest boost). After each search the simulated agent opens
 (``MemoryStore.get``) the notes of its top 10 that hold the question's evidence, as an agent
 that reads the note it used would; it never opens a wrong note, so usage heat's figures are an

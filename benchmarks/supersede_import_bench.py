@@ -9,7 +9,7 @@ process, with one embedder instance, it imports the file into fresh in-memory st
 ``supersede=False`` and ``supersede=True`` alternately, ``--rounds`` times each (the order
 flips every round, so a warm cache or a load spike favours neither), and reports the median
 seconds of each and their ratio. The offline rule judges only notes that state a change
-(``amem.bulkwrite``), so the cost is one engine query per such note. Real chat states a change
+(``amem.write.bulk``), so the cost is one engine query per such note. Real chat states a change
 rarely; ``--change-every N`` appends a change ("I switched to tea now.") to every Nth note to
 see the cost when many do (1: every note, the worst case).
 """

@@ -46,7 +46,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         links.extend((note.agent_id, note.id, target) for target in note.links)
         memory["pending_merge"] += int(note.pending_merge)
     # A link to an expired note waiting for the sweep is not broken: readers never see it
-    # (amem.visibility) and the sweep drops it. Counted apart, never as dangling.
+    # (amem.search.visibility) and the sweep drops it. Counted apart, never as dangling.
     memory["links_to_expired"] = sum((a, dst) in expired for a, _, dst in links)
     dangling = [f"{a}/{src} -> {dst}" for a, src, dst in links
                 if (a, dst) not in known and (a, dst) not in expired]

@@ -75,7 +75,8 @@ class AgentRun:
         for _ in range(MAX_PASSES - 1):
             if not survivors:
                 break
-            survivors = self._merge_pass(self._pairs(sorted(s for s in survivors if s in self.active)))
+            survivors = self._merge_pass(
+                self._pairs(sorted(s for s in survivors if s in self.active)))
         self._pending()
         self.report.duration = time.perf_counter() - started
         return self.report
@@ -168,8 +169,9 @@ class AgentRun:
         """Scored pairs: each note's (of ``only``, or every planned note) best neighbours.
 
         Exact, inside each group, from the snapshot's unit vectors by blocked matrix products
-        (:func:`amem.consolidate.neighbours.threshold_neighbours`); an approximate engine index missed ~45%
-        of planted duplicates at 100k notes, and one exact engine query per note took 28 min.
+        (:func:`amem.consolidate.neighbours.threshold_neighbours`); an approximate engine index
+        missed ~45% of planted duplicates at 100k notes, and one exact engine query per note
+        took 28 min.
         """
         wanted = set(self.active) if only is None else set(only)
         groups: dict[tuple[str, str], list[str]] = {}

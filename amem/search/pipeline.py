@@ -12,7 +12,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
 5. heat boost ``fused * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge
    exempt (a tie-breaker: a count says a note was returned, not that it was right); then the
    usage boost: a note the agent opened after a search whose query has cosine >= 0.97 to this
-   one is lifted by up to x2 (``amem.search.usage``, ``ranking.usage_boost``; ``boosted_by: "usage"``);
+   one is lifted by up to x2 (``amem.search.usage``, ``ranking.usage_boost``;
+   ``boosted_by: "usage"``);
    matches are ordered by this ``score`` (``rrf`` keeps the fused score before the boost,
    whichever the fusion: the field's name is older than z-score fusion);
 6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
