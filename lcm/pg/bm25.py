@@ -74,16 +74,25 @@ def bm25_sql(table: str, phrases: Sequence[str], alias: str = "t", *, index: str
     # log((N - n + 0.5) / (n + 0.5)), at or below zero replaced by 1e-6, as in fts5_aux.c
     idf = (f"(SELECT CASE WHEN x > 0.0 THEN x ELSE {_MIN_IDF!r}::float8 END FROM (SELECT ln((({n_rows} - n)::float8 + 0.5) / "
            f"(n::float8 + 0.5)) AS x FROM (SELECT count(*) AS n FROM {table} WHERE {holds}) h) z)")  # fmt: skip
-    if index == "words":
-        f = f"round(ts_rank_cd({alias}.words, lcm_tsq(?)) * 10)::float8"
-        d = f"{alias}.n_words::float8"
-    else:
-        f = f"regexp_count({alias}.content, ?, 1, 'i')::float8"
-        d = f"greatest(char_length({alias}.content) - 2, 0)::float8"
-    # the same operations in the same order as fts5_aux.c, so the doubles are the same
-    part = f"{idf} * (({f} * ?::float8) / ({f} + ?::float8 * (?::float8 - ?::float8 + ?::float8 * {d} / {avgdl})))"
+    d = f"{alias}.n_words::float8" if index == "words" else f"greatest(char_length({alias}.content) - 2, 0)::float8"
+    parts: list[str] = []
     params: list[object] = []
     for phrase in phrases:
-        held, counted = (phrase, phrase) if index == "words" else (like_pattern(phrase), _gram_pattern(phrase))
-        params += [held, counted, K1 + 1.0, counted, K1, 1.0, B, B]
-    return "(" + " + ".join(["0.0::float8", *[part] * len(phrases)]) + ")", params
+        f, f_args = _frequency(phrase, alias, index)
+        # the same operations in the same order as fts5_aux.c, so the doubles are the same
+        parts.append(f"{idf} * (({f} * ?::float8) / ({f} + ?::float8 * (?::float8 - ?::float8 + ?::float8 * {d} / {avgdl})))")
+        params += [phrase if index == "words" else like_pattern(phrase), *f_args, K1 + 1.0, *f_args, K1, 1.0, B, B]
+    return "(" + " + ".join(["0.0::float8", *parts]) + ")", params
+
+
+def _frequency(phrase: str, alias: str, index: str) -> tuple[str, list[object]]:
+    """``f``: how often row ``alias`` holds ``phrase``, as SQL and its parameters."""
+    if index == "words":
+        return f"round(ts_rank_cd({alias}.words, lcm_tsq(?)) * 10)::float8", [phrase]
+    if any(phrase[:k] == phrase[-k:] for k in range(1, len(phrase))):
+        # a term that can overlap itself (哈哈哈 in 哈哈哈哈哈 is there 3 times): a lookahead regex
+        return f"regexp_count({alias}.content, ?, 1, 'i')::float8", [_gram_pattern(phrase)]
+    # else its occurrences are disjoint: counted by what removing them takes off, near free next
+    # to the regex (which added 0.4-0.9 s to a relevance grep over 100k of 1M messages)
+    low = f"lower({alias}.content)"
+    return f"((char_length({low}) - char_length(replace({low}, lower(?), ''))) / char_length(lower(?)))::float8", [phrase, phrase]

@@ -31,7 +31,7 @@ from typing import Any
 from lcm.newest import Source
 from lcm.pg.db import PgConnection, PgRow
 
-__all__ = ["WINDOW", "CAP", "WALK_FACTOR", "newest_matches", "candidate_ids", "matching_ids", "order_by"]
+__all__ = ["WINDOW", "CAP", "WALK_FACTOR", "PLAN_SETTINGS", "newest_matches", "newest_scan", "matching_ids", "order_by"]
 
 #: rows of the newest-first window read before the index is asked (~1 ms at 1M messages)
 WINDOW = 2048
@@ -41,15 +41,16 @@ CAP = 8192
 WALK_FACTOR = 4
 
 
+#: The settings these plans want in the caller's transaction, sent with its other settings (a
+#: statement less: under load a round trip costs as much as the window). The (time, id) index
+#: gives the order outright; an incremental sort over the time-only index, which the planner
+#: prefers (its correlation estimate is better), costs 5x more.
+PLAN_SETTINGS = "SET LOCAL enable_incremental_sort = off; SET LOCAL jit = off"
+
+
 def order_by(src: Source) -> str:
     """Newest first, ties by row id (both engines)."""
     return f"t.{src.time_col} DESC, t.{src.rowid} DESC"
-
-
-def _walk_plan(c: PgConnection) -> None:
-    # The (time, id) index gives the order outright; an incremental sort over the time-only
-    # index (which the planner prefers, its correlation estimate being better) costs 5x more.
-    c.raw.execute("SET LOCAL enable_incremental_sort = off")
 
 
 def _window(c: PgConnection, src: Source, cols: str, match: str, mparams: list[Any], where: str, params: list[Any],
@@ -92,36 +93,35 @@ def _index_or_walk(c: PgConnection, src: Source, match: str, mparams: list[Any],
     return matching_ids(c, src, match, mparams, where, params, cap)
 
 
+def newest_scan(c: PgConnection, src: Source, match: str, mparams: list[Any], where: str, params: list[Any],
+                n: int, *, window: int = WINDOW, cap: int = CAP) -> tuple[list[PgRow], tuple[str, list[Any]] | None]:  # fmt: skip
+    """The newest in-scope rows of ``src`` matching ``match`` (over alias ``t``), for a reader
+    that wants ``n`` of them or stops earlier: step 1's matches (at most ``n``), and the query
+    for every older match, newest first, by the plan step 2 or 3 picked (no LIMIT: the caller
+    adds one or reads it from a cursor); None when step 1 saw every match there is."""
+    rows, last = _window(c, src, "t.*", match, mparams, where, params, n, window)
+    # the rest is older than the last row step 1 accounted for: its n-th match, else the window's end
+    if len(rows) >= n:
+        edge = rows[n - 1]
+    elif last is not None:
+        edge = last
+    else:
+        return rows, None  # the scope ended inside the window
+    older = f"(t.{src.time_col}, t.{src.rowid}) < (?, ?)"
+    edge_args = [edge["lcm_at"], edge["lcm_key"]]
+    ids = None if len(rows) >= n else _index_or_walk(c, src, match, mparams, where, params, n, len(rows), cap)
+    if ids is not None:
+        return rows, (f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} = ANY(?) AND {older} ORDER BY {order_by(src)}",
+                      [ids, *edge_args])  # fmt: skip
+    return rows, (f"SELECT t.* FROM {src.table} t WHERE {match} AND {where} AND {older} ORDER BY {order_by(src)}",
+                  [*mparams, *params, *edge_args])  # fmt: skip
+
+
 def newest_matches(c: PgConnection, src: Source, match: str, mparams: list[Any], where: str, params: list[Any],
                    n: int, *, window: int = WINDOW, cap: int = CAP) -> list[PgRow]:  # fmt: skip
     """The ``n`` newest in-scope rows of ``src`` matching ``match`` (over alias ``t``), newest first."""
-    _walk_plan(c)
-    rows, last = _window(c, src, "t.*", match, mparams, where, params, n, window)
-    if len(rows) >= n or last is None:
+    rows, rest = newest_scan(c, src, match, mparams, where, params, n, window=window, cap=cap)
+    if len(rows) >= n or rest is None:
         return rows
-    ids = _index_or_walk(c, src, match, mparams, where, params, n, len(rows), cap)
-    if ids is not None:
-        if not ids:
-            return []
-        return c.execute(f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} = ANY(?) ORDER BY {order_by(src)}",
-                         [ids[:n]]).fetchall()  # fmt: skip
-    # the walk goes on from the window's end: the window's rows are not read twice
-    older = f"(t.{src.time_col}, t.{src.rowid}) < (?, ?)"
-    return rows + c.execute(f"SELECT t.* FROM {src.table} t WHERE {match} AND {where} AND {older} "
-                            f"ORDER BY {order_by(src)} LIMIT ?",
-                            [*mparams, *params, last["lcm_at"], last["lcm_key"], n - len(rows)]).fetchall()  # fmt: skip
-
-
-def candidate_ids(c: PgConnection, src: Source, match: str, mparams: list[Any], where: str, params: list[Any],
-                  n: int | None, *, window: int = WINDOW, cap: int = CAP) -> list[int] | None:  # fmt: skip
-    """For a scan that reads matching rows newest first until it has what it needs (a regex over
-    its literal's matches): every matching id newest first when the index is the cheaper way
-    to them, None when the caller should walk newest first (a frequent literal, a small scope).
-    ``n``: matches the scan stops at (None: it reads all of them)."""
-    _walk_plan(c)
-    if n is None:
-        return matching_ids(c, src, match, mparams, where, params, cap)
-    rows, last = _window(c, src, "t.lcm_pos", match, mparams, where, params, n, window)
-    if len(rows) >= n or last is None:
-        return None
-    return _index_or_walk(c, src, match, mparams, where, params, n, len(rows), cap)
+    sql, args = rest
+    return rows + c.execute(f"{sql} LIMIT ?", [*args, n - len(rows)]).fetchall()

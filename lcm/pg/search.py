@@ -5,7 +5,7 @@ Same query language as :mod:`lcm.search` (the terms come from the same
 ``lcm_porter`` configuration; a CJK term of three or more characters, a term too short for an index and the
 regex's required literal are case-insensitive substrings (``ILIKE``, served by the trigram
 index). The regex itself never runs on the server: rows come newest first through a server
-side cursor (a rare literal's rows by id from the trigram index, :func:`lcm.pg.newest.candidate_ids`)
+side cursor (a rare literal's rows by id from the trigram index, :mod:`lcm.pg.newest`)
 and RE2 (linear time, :mod:`lcm.regex`) matches them here. ``statement_timeout``
 bounds every statement by what is left of the grep's deadline, so a slow query ends as a
 ``truncated`` answer with a warning, as on SQLite.
@@ -28,7 +28,7 @@ from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES
 from lcm.pg.bm25 import bm25_sql
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
-from lcm.pg.newest import candidate_ids, newest_matches, order_by
+from lcm.pg.newest import PLAN_SETTINGS, matching_ids, newest_matches, newest_scan, order_by
 from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size, match_batch,
@@ -68,7 +68,7 @@ def _quoted(term: str) -> str:
 
 def _set_deadline(c: PgConnection, deadline: float) -> None:
     ms = max(1, int((deadline - time.monotonic()) * 1000))
-    c.raw.execute(f"SET LOCAL statement_timeout = {ms}")
+    c.raw.execute(f"SET LOCAL statement_timeout = {ms}; {PLAN_SETTINGS}")
 
 
 def _fts_rows(c: PgConnection, kind: str, q: FtsQuery, where: str, params: list[object], sort: str,
@@ -124,20 +124,28 @@ def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where:
     src = SOURCES[kind]
     found: list[tuple[PgRow, float, int]] = []
     stop: str | None = None
-    literal = "" if rx.literal is None else " AND t.content ILIKE ? ESCAPE '\\'"
+    holds = "t.content ILIKE ? ESCAPE '\\'"  # the literal, served by the trigram index
     lparams: list[Any] = [] if rx.literal is None else [_like(rx.literal)]
-    sql = f"SELECT t.* FROM {src.table} t WHERE {where}{literal} ORDER BY {order_by(src)}"
-    args: list[Any] = [*params, *lparams]
+    rest: tuple[str, list[Any]] | None = (
+        f"SELECT t.* FROM {src.table} t WHERE {where}{'' if rx.literal is None else ' AND ' + holds} "
+        f"ORDER BY {order_by(src)}", [*params, *lparams])  # fmt: skip
     try:
         with db.reading() as c:
             _set_deadline(c, deadline)
-            if rx.literal is not None:
-                # a rare literal: its rows by id from the trigram index, not a walk of every row
-                ids = candidate_ids(c, src, "t.content ILIKE ? ESCAPE '\\'", lparams, where, params,
-                                    limit if sort == "recency" else None)  # fmt: skip
+            first: list[PgRow] = []
+            if rx.literal is not None and sort == "recency":
+                # the literal's rows newest first by the plan lcm.pg.newest picks (a rare literal's
+                # by id from the trigram index, not a walk of every row): its window's rows, then the rest
+                first, rest = newest_scan(c, src, holds, lparams, where, params, limit)
+            elif rx.literal is not None:  # every literal row is read: by id, unless there are very many
+                ids = matching_ids(c, src, holds, lparams, where, params)
                 if ids is not None:
-                    sql = f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} = ANY(?) ORDER BY {order_by(src)}"
-                    args = [ids]
+                    rest = (f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} = ANY(?) ORDER BY {order_by(src)}", [ids])
+            scanned, stop, full = match_batch(first, rx, cfg, found, scanned, deadline=deadline, sort=sort, limit=limit)
+            if full:
+                return found, scanned, None
+            if rest is None or stop is not None:
+                return found, scanned, stop
             # The scan stops after its first matches (or at grepRegexMaxRows rows, counted
             # here): ask the planner for a plan that starts fast (walking the (time, id)
             # index) rather than one that sorts every prefiltered row first.
@@ -146,7 +154,7 @@ def _regex_scan(db: PgDatabase, cfg: LcmConfig, rx: UserRegex, kind: str, where:
 
             # a server-side cursor: rows arrive in batches, never the whole scope at once
             with c.raw.cursor(name="lcm_regex_scan", row_factory=_row_factory) as cur:
-                cur.execute(translate(sql), args)
+                cur.execute(translate(rest[0]), rest[1])
                 while stop is None:
                     batch = cur.fetchmany(fetch_size(sort, limit, len(found)))
                     if not batch:

@@ -16,7 +16,7 @@ import pytest
 from lcm import LcmStore, ManualClock
 from lcm.newest import SOURCES
 from lcm.pg.db import PgConnection
-from lcm.pg.newest import candidate_ids, newest_matches
+from lcm.pg.newest import matching_ids, newest_matches, newest_scan
 
 KEY, OTHER = "agent:main:s", "agent:other:s"
 MSG = SOURCES["message"]
@@ -72,16 +72,23 @@ def test_every_plan_gives_the_plain_querys_rows(pg: LcmStore, window: int, cap: 
     assert answered > 30  # real answers compared, not empty lists
 
 
-def test_candidate_ids_are_every_match_or_a_walk(pg: LcmStore) -> None:
+@pytest.mark.parametrize(("window", "cap"), [(2, 10_000), (2, 0), (10_000, 0)])
+def test_a_scan_reads_every_match_once_newest_first(pg: LcmStore, window: int, cap: int) -> None:
+    # a regex scan reads step 1's rows, then the rest from a cursor: together every match, once
+    with pg.db.reading() as c:
+        for (match, mparams), (where, params), n in itertools.product(MATCHES, _scopes(pg), (1, 3)):
+            every = _plain(c, match, mparams, where, params, 10_000)  # type: ignore[arg-type]
+            first, rest = newest_scan(c, MSG, match, mparams, where, params, n, window=window, cap=cap)  # type: ignore[arg-type]
+            more = [] if rest is None else [int(r["id"]) for r in c.execute(*rest).fetchall()]
+            assert [int(r["id"]) for r in first] + more == every, (match, mparams, where, n)
+            assert rest is not None or len(every) <= window  # no rest only when the window saw the scope
+
+
+def test_matching_ids_are_every_match_under_the_cap(pg: LcmStore) -> None:
     with pg.db.reading() as c:
         for (match, mparams), (where, params) in itertools.product(MATCHES, _scopes(pg)):
             every = _plain(c, match, mparams, where, params, 10_000)  # type: ignore[arg-type]
-            # reading all matches (a regex sorted by relevance): the index, under the cap
-            assert candidate_ids(c, MSG, match, mparams, where, params, None) == every  # type: ignore[arg-type]
-            assert candidate_ids(c, MSG, match, mparams, where, params, None, cap=0) == (None if every else [])  # type: ignore[arg-type]
-            # newest first until 3 matches: a walk when the window holds them or the scope ends in it
-            small = candidate_ids(c, MSG, match, mparams, where, params, 3, window=2)  # type: ignore[arg-type]
-            assert small is None or small == every, (match, where)
-            assert candidate_ids(c, MSG, match, mparams, where, params, 3, window=10_000) is None  # type: ignore[arg-type]
-        gamma = candidate_ids(c, MSG, "t.words @@ lcm_tsq(?)", ["gamma"], "TRUE", [], 3, window=2)  # type: ignore[arg-type]
-        assert gamma is not None and len(gamma) == 1  # a rare word far back: its one id from the index
+            assert matching_ids(c, MSG, match, mparams, where, params) == every  # type: ignore[arg-type]
+            assert matching_ids(c, MSG, match, mparams, where, params, cap=0) == (None if every else [])  # type: ignore[arg-type]
+            # the planner settings it forces are restored: the next plain query still walks the index
+            assert c.execute("SHOW enable_indexscan").fetchone()[0] == "on"
