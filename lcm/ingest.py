@@ -145,6 +145,10 @@ _SECOND_COUNTS = (
 )
 
 
+_WINDOW = "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?"
+_FIRST_IN_WINDOW = f"SELECT 1 FROM ({_WINDOW}) w WHERE w.identity_hash = ? LIMIT 1"
+
+
 def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
     """Remove messages already stored: by stable key, by (identity, explicit time), or by batch overlap."""
     keys = sorted({m.stable_event_key for m in batch if m.stable_event_key is not None})
@@ -166,20 +170,19 @@ def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMess
     # stored tail and skip the overlapping prefix (or all of it, if it is already there). One
     # lone message is too ambiguous (a tool may legitimately return the same text twice), so
     # an overlap counts only from two messages up; ids or times make single messages exact.
-    window = len(keep) * 2 + 64
-    recent = [
-        r[0]
-        for r in c.execute(
-            "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?",
-            (conversation_id, window),
-        )
-    ][::-1]
     hashes = [m.identity_hash for m in keep]
     n = len(hashes)
-    if n >= 2:
-        for start in range(len(recent) - n + 1):
-            if recent[start : start + n] == hashes:
-                return []
+    if n < 2:
+        return keep
+    window = n * 2 + 64
+    # Both alignments below start at the batch's first message, so a first message absent from
+    # the window settles it with one probe instead of reading the window's rows (the usual case).
+    if c.execute(_FIRST_IN_WINDOW, (conversation_id, window, hashes[0])).fetchone() is None:
+        return keep
+    recent = [r[0] for r in c.execute(_WINDOW, (conversation_id, window))][::-1]
+    for start in range(len(recent) - n + 1):
+        if recent[start : start + n] == hashes:
+            return []
     for k in range(min(n, len(recent)), 1, -1):
         if recent[-k:] == hashes[:k]:
             return keep[k:]
