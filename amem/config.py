@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .kernel.settings import Section, Unclaimed, read_toml, setting
+from .kernel.settings import ARGUMENTS, Section, Unclaimed, read_toml, setting
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def load_config(
                            overrides=overrides)
     others: list[Unclaimed] = []
     for item in loaded.unclaimed:
-        if item.source == "arguments":
+        if item.source == ARGUMENTS:
             raise SECTION.unknown(item)
         others.append(item)
     if unclaimed is not None:

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from amem.config import AmemConfig, amem_table
 from amem.errors import ConfigError
-from amem.kernel.settings import Section, Unclaimed, read_toml, setting
+from amem.kernel.settings import ARGUMENTS, Section, Unclaimed, read_toml, setting
 
 if TYPE_CHECKING:  # APScheduler loads when a trigger is built: reading the settings needs none
     from apscheduler.triggers.base import BaseTrigger
@@ -115,7 +115,7 @@ def load_config(toml_path: str | os.PathLike[str] | None = None, env: Mapping[st
         tables.append((amem_table(read_toml(toml_path, ConfigError)), str(Path(toml_path).expanduser())))
     loaded = SECTION.load(tables=tables, env=env, overrides=overrides)
     for item in loaded.unclaimed:
-        if item.source == "arguments" or (item.is_env and unclaimed is None):
+        if item.source == ARGUMENTS or (item.is_env and unclaimed is None):
             raise SECTION.unknown(item)
         if unclaimed is not None:
             unclaimed.append(item)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from amem import config as amem_config
 from amem.config import AmemConfig
 from amem.errors import ConfigError
-from amem.kernel.settings import Unclaimed, read_toml
+from amem.kernel.settings import ARGUMENTS, Unclaimed, read_toml
 from lcm import config as lcm_config
 from lcm.config import LcmConfig
 from scheduler import config as scheduler_config
@@ -109,7 +109,7 @@ def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         elif lcm_config.SECTION.spec(key) is not None:
             out["lcm"][key] = value
         else:
-            raise ConfigError(f"unknown config key {key!r} (from arguments)", key=key, source="arguments")
+            raise ConfigError(f"unknown config key {key!r} (from {ARGUMENTS})", key=key, source=ARGUMENTS)
     return out
 
 

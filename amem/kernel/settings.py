@@ -9,7 +9,7 @@ users spell it; a plain field takes every default below, so most fields need non
     env_aliases  deprecated variables          (the field's own variable wins over them)
     parse        ``parse(raw, source)`` for a type the loader does not know (a list of rules)
     at_least, above, at_most, below            bounds a value must keep (None passes)
-    setting      False: not a setting at all   (a derived field such as ``ignored_keys``)
+    is_setting   False: not a setting at all   (a derived field such as ``ignored_keys``)
 
 Values are converted by the field's real type (``typing.get_type_hints``, not the annotation
 text): ``bool``, ``int``, ``float``, ``str``, ``Path``, ``Literal[...]``, ``tuple[str, ...]``
@@ -22,7 +22,9 @@ name both set it.
 :meth:`Section.load` merges layers (lowest first) and returns the values and what it could not
 place (``unclaimed``); the package's ``load_config`` decides whether an unclaimed key is an
 error, a warning or a reported no-op, since only it knows which neighbours share its table.
-Errors are the section's ``BadConfigError`` subclass and name the key and the source.
+:meth:`Section.validate`, called from the dataclass's ``__post_init__``, checks every value's
+type and bounds however the object was built. Errors are the section's ``BadConfigError``
+subclass and name the key and the source.
 """
 
 from __future__ import annotations
