@@ -37,14 +37,22 @@ class ThresholdOverride:
     does not match.
     """
 
-    context_threshold: float
+    context_threshold: float = setting(above=0, at_most=1)
     name: str = ""
-    session_pattern: str | None = None
-    model: str | None = None
-    model_context_window_min: int | None = None
-    model_context_window_max: int | None = None
-    fresh_tail_count: int | None = None
-    leaf_chunk_tokens: int | None = None
+    # the rule's nested [match] table
+    session_pattern: str | None = setting(None, key="match.sessionPattern")
+    model: str | None = setting(None, key="match.model")
+    model_context_window_min: int | None = setting(None, key="match.modelContextWindowMin", at_least=0)
+    model_context_window_max: int | None = setting(None, key="match.modelContextWindowMax", at_least=0)
+    fresh_tail_count: int | None = setting(None, at_least=1)
+    leaf_chunk_tokens: int | None = setting(None, at_least=1)
+
+    def __post_init__(self) -> None:
+        _RULE.validate(self)
+
+
+#: one rule is a section of its own, in a list: camelCase keys, no environment variables
+_RULE = Section(ThresholdOverride, error=LcmConfigError, env_prefix=None, style="camel")
 
 
 @dataclass(frozen=True)
@@ -200,29 +208,16 @@ def _parse_overrides(raw: Any, source: str) -> tuple[ThresholdOverride, ...]:
             continue
         if not isinstance(rule, Mapping) or not isinstance(rule.get("match"), Mapping):
             raise LcmConfigError(f"{where} ({source}): needs a 'match' table", key=where, source=source)
-        known = {"name", "match", "contextThreshold", "freshTailCount", "leafChunkTokens"}
-        extra = set(rule) - known
-        match = rule["match"]
-        extra_match = set(match) - {"model", "modelContextWindowMin", "modelContextWindowMax", "sessionPattern"}
-        if extra or extra_match:
-            raise LcmConfigError(
-                f"{where} ({source}): unknown keys {sorted(extra | extra_match)}", key=where, source=source
-            )
-        threshold = rule.get("contextThreshold")
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-            raise LcmConfigError(f"{where}.contextThreshold ({source}): expected a number", key=where, source=source)
-        rules.append(
-            ThresholdOverride(
-                context_threshold=float(threshold),
-                name=str(rule.get("name", "")),
-                session_pattern=match.get("sessionPattern"),
-                model=match.get("model"),
-                model_context_window_min=match.get("modelContextWindowMin"),
-                model_context_window_max=match.get("modelContextWindowMax"),
-                fresh_tail_count=rule.get("freshTailCount"),
-                leaf_chunk_tokens=rule.get("leafChunkTokens"),
-            )
-        )
+        try:
+            loaded = _RULE.load(tables=[(rule, source)])
+            unknown = sorted(item.name for item in loaded.unclaimed)
+            if unknown:
+                raise LcmConfigError(f"unknown keys {unknown}", key=unknown[0], source=source)
+            if "context_threshold" not in loaded.values:
+                raise LcmConfigError("contextThreshold: expected a number", key="contextThreshold")
+            rules.append(_RULE.build(loaded.values))
+        except LcmConfigError as exc:  # name the rule: the key alone does not say which
+            raise LcmConfigError(f"{where} ({source}): {exc}", key=where, source=source) from None
     return tuple(rules)
 
 
@@ -232,15 +227,13 @@ def _check(ok: bool, key: str, why: str, value: Any) -> None:
 
 
 def _validate(cfg: LcmConfig) -> None:
-    """What the fields' bounds cannot say: rules between fields, the rules' thresholds, the zone."""
+    """What the fields' bounds cannot say: rules between fields, the zone."""
     _check(
         cfg.condensed_min_fanout >= cfg.condensed_min_fanout_hard,
         "condensedMinFanout",
         f"must be >= condensedMinFanoutHard ({cfg.condensed_min_fanout_hard})",
         cfg.condensed_min_fanout,
     )
-    for rule in cfg.context_threshold_overrides:
-        _check(0 < rule.context_threshold <= 1, "contextThresholdOverrides", "threshold must be in (0, 1]", rule)
     try:
         from zoneinfo import ZoneInfo
 

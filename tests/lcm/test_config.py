@@ -63,6 +63,12 @@ def test_aliases_and_inapplicable_keys_are_reported() -> None:
         ({"overrides": {"timezone": "Mars/Olympus"}}, "timezone"),
         ({"overrides": {"contextThresholdOverrides": [{"match": {"colour": "x"}, "contextThreshold": 0.3}]}},
          "contextThresholdOverrides[0]"),
+        # a rule is typed like every other key (a string window used to pass and fail at compare)
+        ({"overrides": {"contextThresholdOverrides": [{"match": {"modelContextWindowMin": "big"},
+                                                       "contextThreshold": 0.3}]}},
+         "contextThresholdOverrides[0]"),
+        ({"overrides": {"contextThresholdOverrides": [{"match": {}, "contextThreshold": 1.5}]}},
+         "contextThresholdOverrides[0]"),
     ],
 )
 def test_invalid_values_name_the_key(source: dict[str, dict[str, object]], key: str) -> None:
