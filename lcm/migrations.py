@@ -296,6 +296,13 @@ def _trigram_totals(c: sqlite3.Connection) -> None:
     del c
 
 
+@migration("0010_conversation_time_order")
+def _conversation_time_order(c: sqlite3.Connection) -> None:
+    # PostgreSQL only (lcm.pg.newest): a conversation's messages newest first from an index;
+    # SQLite's grep reads FTS5 matches and its newest-first shortcut (lcm.newest) instead.
+    del c
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -16,7 +16,7 @@ import pytest
 from lcm import LcmStore, ManualClock
 from lcm.newest import SOURCES
 from lcm.pg.db import PgConnection
-from lcm.pg.newest import matching_ids, newest_matches, newest_scan
+from lcm.pg.newest import _scope_rows, matching_ids, newest_matches, newest_scan
 
 KEY, OTHER = "agent:main:s", "agent:other:s"
 MSG = SOURCES["message"]
@@ -57,28 +57,40 @@ def _plain(c: PgConnection, match: str, mparams: list[Any], where: str, params: 
     return [int(r[0]) for r in c.execute(sql, [*mparams, *params, n]).fetchall()]
 
 
-# window 1-3 and cap 10,000: step 2 for the rare terms; cap 0 or 1: step 3 (the walk after the
-# window) for every term the window did not fill; window 10,000: step 1 only
-@pytest.mark.parametrize(("window", "cap"), [(1, 10_000), (3, 10_000), (3, 0), (1, 1), (10_000, 0)])
-def test_every_plan_gives_the_plain_querys_rows(pg: LcmStore, window: int, cap: int) -> None:
+# window 1-3 and cap 10,000: the index (step 3) for the rare terms; cap 0 or 1, or every scope
+# small: the walk after the window (step 2) for every term the window did not fill; window
+# 10,000: step 1 only
+@pytest.mark.parametrize(("window", "cap", "small"), [(1, 10_000, 0), (3, 10_000, 0), (3, 0, 0), (1, 1, 0),
+                                                      (3, 10_000, 10_000), (10_000, 0, 0)])  # fmt: skip
+def test_every_plan_gives_the_plain_querys_rows(pg: LcmStore, window: int, cap: int, small: int) -> None:
     answered = 0
     with pg.db.reading() as c:
         for (match, mparams), (where, params), n in itertools.product(MATCHES, _scopes(pg), (1, 4, 50)):
             want = _plain(c, match, mparams, where, params, n)  # type: ignore[arg-type]
-            got = newest_matches(c, MSG, match, mparams, where, params, n, window=window, cap=cap)  # type: ignore[arg-type]
+            got = newest_matches(c, MSG, match, mparams, where, params, n, window=window, cap=cap,  # type: ignore[arg-type]
+                                 small_scope=small)  # fmt: skip
             assert [int(r["id"]) for r in got] == want, (match, mparams, where, n)
             assert all(r["content"] for r in got)  # whole rows, not ids
             answered += bool(want)
     assert answered > 30  # real answers compared, not empty lists
 
 
-@pytest.mark.parametrize(("window", "cap"), [(2, 10_000), (2, 0), (10_000, 0)])
-def test_a_scan_reads_every_match_once_newest_first(pg: LcmStore, window: int, cap: int) -> None:
+def test_the_scope_estimate_is_the_planners(pg: LcmStore) -> None:
+    # step 2 walks a scope the planner expects to be small: its estimate, not a count
+    with pg.db.reading() as c:
+        c.execute("ANALYZE messages")
+        everything, one = (_scope_rows(c, MSG, where, params) for where, params in _scopes(pg)[:2])  # type: ignore[arg-type]
+    assert everything == pytest.approx(65, abs=1) and 0 < one < everything
+
+
+@pytest.mark.parametrize(("window", "cap", "small"), [(2, 10_000, 0), (2, 0, 0), (2, 10_000, 10_000), (10_000, 0, 0)])
+def test_a_scan_reads_every_match_once_newest_first(pg: LcmStore, window: int, cap: int, small: int) -> None:
     # a regex scan reads step 1's rows, then the rest from a cursor: together every match, once
     with pg.db.reading() as c:
         for (match, mparams), (where, params), n in itertools.product(MATCHES, _scopes(pg), (1, 3)):
             every = _plain(c, match, mparams, where, params, 10_000)  # type: ignore[arg-type]
-            first, rest = newest_scan(c, MSG, match, mparams, where, params, n, window=window, cap=cap)  # type: ignore[arg-type]
+            first, rest = newest_scan(c, MSG, match, mparams, where, params, n, window=window, cap=cap,  # type: ignore[arg-type]
+                                      small_scope=small)  # fmt: skip
             more = [] if rest is None else [int(r["id"]) for r in c.execute(*rest).fetchall()]
             assert [int(r["id"]) for r in first] + more == every, (match, mparams, where, n)
             assert rest is not None or len(every) <= window  # no rest only when the window saw the scope
