@@ -25,6 +25,12 @@ schema              ``lcm.migrations.MIGRATIONS``     ``lcm.pg.schema.PG_MIGRATI
 full text           FTS5 porter/unicode61 + trigram   tsvector ``lcm_porter`` + pg_trgm (GIN)
 regex               RE2 over FTS5-trigram prefilter   RE2 on the client over an ILIKE prefilter
                                                       (trigram index), server-side cursor
+newest first        FTS5 matches by row id, time      :mod:`lcm.pg.newest`: a window of the newest
+                    index when ids stop following     rows, then the walk on or the GIN index,
+                    time (``lcm.newest``)             chosen by looking (the planner has no word
+                                                      statistics)
+relevance           FTS5 ``bm25()``                   the same BM25 from the tsvector or the text
+                                                      (:mod:`lcm.pg.bm25`)
 deadline            progress handler                  ``SET LOCAL statement_timeout``
 many writers        ``BEGIN IMMEDIATE`` (one writer)  advisory xact locks per session and
                                                       conversation; ids from sequences
