@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .kernel.settings import ARGUMENTS, Section, Unclaimed, read_toml, setting
+from .kernel.settings import ARGUMENTS, Section, Unclaimed, read_toml, setting, warn_once
 
 log = logging.getLogger(__name__)
 
@@ -223,17 +223,7 @@ def load_config(
         others.append(item)
     if unclaimed is not None:
         unclaimed.extend(others)
-    elif others:
-        _warn_once(tuple(sorted(i.name for i in others)))
+    else:
+        warn_once(log, "amem config: not note-store keys, left to their owners (or misspelt?): %s",
+                  (i.name for i in others))
     return AmemConfig(**loaded.values)
-
-
-def _warn_once(names: tuple[str, ...]) -> None:
-    if names not in _WARNED:  # once per process and set of names: a script may load many times
-        _WARNED.add(names)
-        log.warning("amem config: not note-store keys, left to their owners (or misspelt?): %s",
-                    ", ".join(names))
-
-
-#: the sets of names already warned about in this process
-_WARNED: set[tuple[str, ...]] = set()

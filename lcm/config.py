@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from amem.kernel.settings import Section, read_toml, setting
+from amem.kernel.settings import Section, read_toml, setting, warn_once
 from lcm.errors import LcmConfigError
 
 log = logging.getLogger(__name__)
@@ -278,13 +278,6 @@ def load_config(
             ignored.append(item.name)
         else:
             raise SECTION.unknown(item)
-    keys = tuple(sorted(set(ignored)))
-    if keys and keys not in _WARNED:
-        # Once per process and set of keys: a server opens the store for every request.
-        _WARNED.add(keys)
-        log.warning("lcm config: ignoring lossless-claw keys that do not apply here: %s", list(keys))
-    return LcmConfig(**loaded.values, ignored_keys=keys)
-
-
-#: the sets of ignored keys already warned about in this process
-_WARNED: set[tuple[str, ...]] = set()
+    # once per process and set of keys: a server opens the store for every request
+    warn_once(log, "lcm config: ignoring lossless-claw keys that do not apply here: %s", ignored)
+    return LcmConfig(**loaded.values, ignored_keys=tuple(sorted(set(ignored))))

@@ -30,6 +30,7 @@ subclass and name the key and the source.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 import types
@@ -41,7 +42,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from .errors import BadConfigError
 
-__all__ = ["setting", "Section", "Spec", "Bounds", "Unclaimed", "Loaded", "camel", "read_toml", "ARGUMENTS",
+__all__ = ["setting", "Section", "Spec", "Bounds", "Unclaimed", "Loaded", "camel", "read_toml", "warn_once", "ARGUMENTS",
            "TRUE", "FALSE"]
 
 T = TypeVar("T")
@@ -291,6 +292,19 @@ class Section(Generic[T]):
                     raise self.error(f"{spec.key} must {why}, got {value!r}", key=spec.key, source="constructor")
             if converted is not value:
                 object.__setattr__(obj, spec.attr, converted)
+
+
+def warn_once(log: logging.Logger, message: str, names: Iterable[str]) -> None:
+    """Log ``message`` (a ``%s`` for the names) once per process for each set of names: a
+    server or a script loads its config many times, and one warning says it."""
+    key = (log.name, message, tuple(sorted(set(names))))
+    if key[2] and key not in _WARNED:
+        _WARNED.add(key)
+        log.warning(message, ", ".join(key[2]))
+
+
+#: what warn_once has already said in this process
+_WARNED: set[tuple[str, str, tuple[str, ...]]] = set()
 
 
 def read_toml(path: str | os.PathLike[str], error: type[BadConfigError]) -> dict[str, Any]:

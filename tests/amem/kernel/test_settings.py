@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -9,7 +10,7 @@ from typing import Any, Literal
 import pytest
 
 from amem.kernel.errors import BadConfigError
-from amem.kernel.settings import ARGUMENTS, Section, camel, read_toml, setting
+from amem.kernel.settings import ARGUMENTS, Section, camel, read_toml, setting, warn_once
 
 
 class DemoError(BadConfigError):
@@ -173,3 +174,13 @@ def test_direct_construction_is_checked_as_loading_is(changes: dict[str, Any], k
     assert Demo(ratio=1).ratio == 1.0 and isinstance(Demo(ratio=1).ratio, float)  # a TOML int is a float
     with pytest.raises(DemoError, match="count must be >= 1"):  # loading ends in the same check
         load(env={"DEMO_COUNT": "0"})
+
+
+def test_warn_once_says_each_set_of_names_once(caplog: pytest.LogCaptureFixture) -> None:
+    log = logging.getLogger("tests.kernel.settings.warn_once")
+    with caplog.at_level(logging.WARNING, logger=log.name):
+        for _ in range(3):
+            warn_once(log, "not ours: %s", ["b", "a"])
+        warn_once(log, "not ours: %s", ["a"])
+        warn_once(log, "not ours: %s", [])  # nothing to say
+    assert [r.getMessage() for r in caplog.records] == ["not ours: a, b", "not ours: a"]
