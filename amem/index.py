@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -304,14 +304,6 @@ class NoteIndex:
             must.append(not_expired(self.clock.now()))
         for hit in self.backend.iterate(Where(must=tuple(must)), with_vectors=with_vectors):
             yield Note.from_payload(hit.payload), hit.dense
-
-    def payloads(self, agent_id: str, note_ids: Iterable[str], *,
-                 with_vectors: bool = False) -> builtins.list[Hit]:
-        """The stored points of ``agent_id``'s notes among ``note_ids`` (any state; a point
-        holding another agent's note is left out)."""
-        hits = self.backend.retrieve([point_id(agent_id, n) for n in note_ids],
-                                     with_vectors=with_vectors)
-        return [h for h in hits if h.payload.get("agent_id") == agent_id]
 
     def page(self, agent_id: str, *, limit: int, offset: str | int | None
              ) -> tuple[builtins.list[Note], str | None]:

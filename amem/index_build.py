@@ -47,9 +47,9 @@ class _Engine(Protocol):
 class IndexBuilder:
     """The index-build state of one open store (its ``meta.json`` entry is the saved copy)."""
 
-    def __init__(self, store: _Engine) -> None:
-        self._store = store
-        saved: dict[str, Any] = dict(store.meta.get(META_KEY, {}))
+    def __init__(self, index: _Engine) -> None:
+        self._index = index
+        saved: dict[str, Any] = dict(index.meta.get(META_KEY, {}))
         #: points written since the last build (counts from this store's creation at first)
         self.points_since = int(saved.get("points_since", 0))
         # A build in flight when its process died never finished: report that, not "running".
@@ -64,10 +64,10 @@ class IndexBuilder:
     def written(self, points: int) -> None:
         """Count ``points`` upserted (new or changed: either lands in a plain segment)."""
         self.points_since += points
-        self._store.meta[META_KEY] = self.to_dict()
+        self._index.meta[META_KEY] = self.to_dict()
 
     def due(self) -> bool:
-        threshold = self._store.config.optimize_after
+        threshold = self._index.config.optimize_after
         return 0 < threshold <= self.points_since and self.state != RUNNING
 
     def maybe_build(self, *, background: bool) -> bool:
@@ -94,7 +94,7 @@ class IndexBuilder:
         if thread is None or not thread.is_alive():
             return
         self._cancelled = True
-        child = getattr(self._store.backend, "build_child", None)
+        child = getattr(self._index.backend, "build_child", None)
         if child is not None:
             child.kill()
         thread.join()
@@ -107,26 +107,26 @@ class IndexBuilder:
 
     def to_dict(self) -> dict[str, Any]:
         return {"state": self.state, "points_since": self.points_since,
-                "threshold": self._store.config.optimize_after, "last_run": self.last_run,
+                "threshold": self._index.config.optimize_after, "last_run": self.last_run,
                 "seconds": self.seconds, "error": self.error}
 
     def _run(self) -> None:
-        store, started = self._store, time.perf_counter()
+        index, started = self._index, time.perf_counter()
         pending = self.points_since
         try:
-            on_copy = getattr(store.backend, "optimize_on_copy", None)
+            on_copy = getattr(index.backend, "optimize_on_copy", None)
             if on_copy is None:
-                store.backend.optimize()
+                index.backend.optimize()
             else:
                 on_copy()
         except (AmemError, OSError) as exc:
             if self._cancelled:  # killed by close(): nothing failed, the build is still owed
                 self._set(IDLE, error=None)
                 return
-            log.warning("building the index of %s failed: %s", store.location, exc)
+            log.warning("building the index of %s failed: %s", index.location, exc)
             self._set(FAILED, error=str(exc))
             return
-        with store.lock:
+        with index.lock:
             self.last_run, self.seconds = _now(), round(time.perf_counter() - started, 2)
             # Points written during the build were replayed onto it outside the index: they
             # still count toward the next build.
@@ -134,12 +134,12 @@ class IndexBuilder:
             self._set(DONE, error=None)
 
     def _set(self, state: str, *, error: str | None) -> None:
-        store = self._store
-        with store.lock:
+        index = self._index
+        with index.lock:
             self.state, self.error = state, error
-            store.meta[META_KEY] = self.to_dict()
-            if not store.closed:
-                store.backend.write_meta(store.meta)
+            index.meta[META_KEY] = self.to_dict()
+            if not index.closed:
+                index.backend.write_meta(index.meta)
 
 
 def _now() -> str:
