@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from .backends import open_backend
+from .backends import open_for_store
 from .backends.base import VectorBackend
 from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from .embed.base import Embedder
 
 log = logging.getLogger(__name__)
-
-MEMORY = ":memory:"
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,11 @@ class MemoryStore:
                                      cache_dir=Path(self.config.home) / "models")
         self.embedder = embedder
         self._lock = threading.RLock()
-        engine, self.location, self.backend_kind = self._open_backend(path, backend)
+        if backend is not None:
+            engine, self.location, self.backend_kind = (backend, type(backend).__name__,
+                                                        type(backend).__name__)
+        else:
+            engine, self.location, self.backend_kind = open_for_store(config, path, embedder.dim)
         #: the notes in the engine: points, filters, similarity, metadata (``amem.index``)
         self.index = NoteIndex(engine, embedder, config=config, clock=self.clock,
                                lock=self._lock, location=self.location)
@@ -143,21 +145,6 @@ class MemoryStore:
     def llm(self) -> Any:
         """The LLM client in use, or None (offline)."""
         return self._llm
-
-    def _open_backend(self, path: str | Path | None,
-                      backend: VectorBackend | None) -> tuple[VectorBackend, str, str]:
-        """The engine, where it lives, and its kind: the one given, a Qdrant server when the
-        config names one and no path is given, else the embedded engine at the path."""
-        if backend is not None:
-            return backend, type(backend).__name__, type(backend).__name__
-        cfg, dim = self.config, self.embedder.dim
-        if path is None and cfg.backend == "qdrant":
-            assert cfg.qdrant_url is not None  # checked by the config
-            return (open_backend("qdrant", url=cfg.qdrant_url, api_key=cfg.qdrant_api_key,
-                                 collection=cfg.collection, dim=dim), cfg.qdrant_url, "qdrant")
-        where = MEMORY if str(path) == MEMORY else (
-            str(Path(path).expanduser()) if path is not None else str(self.config.store_path))
-        return open_backend("edge", path=where, dim=dim), where, "edge"
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice."""

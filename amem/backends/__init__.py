@@ -11,8 +11,12 @@ from amem.errors import ConfigError
 
 if TYPE_CHECKING:
     from amem.backends.qdrant import QdrantServerBackend
+    from amem.config import AmemConfig
 
-__all__ = ["EdgeBackend", "QdrantServerBackend", "VectorBackend", "open_backend"]
+__all__ = ["EdgeBackend", "QdrantServerBackend", "VectorBackend", "open_backend", "open_for_store"]
+
+#: the path of a throwaway embedded store
+MEMORY = ":memory:"
 
 
 def __getattr__(name: str) -> Any:
@@ -75,3 +79,19 @@ def open_backend(
             raise ConfigError("the qdrant backend needs url (a server) or path (local mode)", key="url")
         return QdrantServerBackend.local(path, collection, dim)
     raise ConfigError(f"unknown backend kind {kind!r} (expected 'edge' or 'qdrant')", key="kind")
+
+
+def open_for_store(config: "AmemConfig", path: str | Path | None, dim: int
+                   ) -> tuple[VectorBackend, str, str]:
+    """The engine a ``MemoryStore`` opens, where it lives, and its kind.
+
+    A Qdrant server when the config names one and no ``path`` is given; else the embedded
+    engine at ``path`` (``":memory:"``: a throwaway one), or at the config's store path.
+    """
+    if path is None and config.backend == "qdrant":
+        assert config.qdrant_url is not None  # checked by the config
+        return (open_backend("qdrant", url=config.qdrant_url, api_key=config.qdrant_api_key,
+                             collection=config.collection, dim=dim), config.qdrant_url, "qdrant")
+    where = MEMORY if str(path) == MEMORY else (
+        str(Path(path).expanduser()) if path is not None else str(config.store_path))
+    return open_backend("edge", path=where, dim=dim), where, "edge"
