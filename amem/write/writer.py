@@ -34,6 +34,7 @@ supersession (``amem.supersede``); ``amem.write.bulk`` does the same around batc
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -70,7 +71,7 @@ class Writer:
         self._placer = Placer(index, config, enricher, self._content)
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> threading.RLock:
         """The store's write lock (held while a note is placed)."""
         return self._lock
 
