@@ -19,6 +19,7 @@ from .clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
 from .index import NoteIndex
+from .kernel.llm import LLM
 from .notes import Note, check_agent, check_id, check_limit
 from .purge import SweepReport, delete_all, sweep_expired
 from .refresh import count_stale
@@ -79,7 +80,7 @@ class MemoryStore:
         config: AmemConfig | None = None,
         embedder: "Embedder | None" = None,
         backend: VectorBackend | None = None,
-        llm: Any = None,
+        llm: LLM | None = None,
         clock: Clock | None = None,
         agent_id: str | None = None,
     ) -> None:
@@ -128,7 +129,7 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _llm_from_config(self) -> Any:
+    def _llm_from_config(self) -> LLM | None:
         """An LLM client when ``llm_base_url`` is configured; None means offline enrichment."""
         cfg = self.config
         if not cfg.llm_base_url:
@@ -142,7 +143,7 @@ class MemoryStore:
                                    max_reply_bytes=cfg.llm_max_reply_bytes))
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM | None:
         """The LLM client in use, or None (offline)."""
         return self._llm
 
