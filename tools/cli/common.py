@@ -8,11 +8,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..progress import Progress
-from ..runtime import Runtime
 from .output import usage_error
 
 if TYPE_CHECKING:
     from amem import MemoryStore
+
+    from ..runtime import Runtime
 
     #: where a command group adds its commands (argparse's subparsers action)
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -51,6 +52,10 @@ def version() -> str:
 def runtime(args: argparse.Namespace) -> Runtime:
     """The command's runtime (nothing opened yet): its settings from ``--config``, ``--home``,
     ``--embedder`` and ``--agent`` over the environment the command runs in."""
+    # Imported here: reading settings loads every section's config module, which ``amem
+    # --help`` and ``--version`` do not need.
+    from ..runtime import Runtime
+
     overrides = {"home": args.home, "embedder": args.embedder}
     return Runtime.load(getattr(args, "env", None), config_path=args.config,
                         overrides=overrides, agent=args.agent)

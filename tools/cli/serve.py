@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..runtime import Runtime
 from .common import Cmd, runtime, version
 from .output import CliError, emit, kv_text, setup_logging, usage_error
 from .server import add_server_option, open_notes, remote_read
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
     from lcm import LcmStore
     from scheduler import SchedulerHandle
 
+    from ..runtime import Runtime
     from ..reports import LcmReport
     from .common import Subparsers
 

@@ -15,12 +15,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..remote import RemoteError, RemoteServer, find_server, is_local, load_record, record_path
-from ..runtime import Runtime
 from .output import CODE_EXITS, EXIT_BUSY, EXIT_ERROR, CliError, usage_error
 
 if TYPE_CHECKING:
     from amem import MemoryStore
     from amem.errors import StoreLockedError
+
+    from ..runtime import Runtime
 
 #: the environment variable that gives an explicit ``--server`` its token
 TOKEN_ENV = "AMEM_SERVER_TOKEN"
