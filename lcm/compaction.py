@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass, field
 
 from amem.kernel.clock import Clock
 from lcm.config import LcmConfig, ThresholdOverride
-from lcm.db import Database
+from lcm.conn import Connection, Handle
 from lcm.errors import ConcurrentChangeError
 from lcm.events import EventLog
 from lcm.extract import SourceUnit
@@ -104,7 +103,7 @@ def _rule_score(rule: ThresholdOverride, session_key: str | None, model: str | N
     return score if score > 0 else None
 
 
-def load_items(c: sqlite3.Connection, conversation_id: int) -> list[Item]:
+def load_items(c: Connection, conversation_id: int) -> list[Item]:
     rows = c.execute(
         "SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id, "
         "coalesce(m.token_count, s.token_count, 0), m.role, s.depth "
@@ -152,7 +151,7 @@ class _Run:
 
 
 class Compactor:
-    def __init__(self, db: Database, cfg: LcmConfig, summarizer: Summarizer, clock: Clock, events: EventLog) -> None:
+    def __init__(self, db: Handle, cfg: LcmConfig, summarizer: Summarizer, clock: Clock, events: EventLog) -> None:
         self.db = db
         self.cfg = cfg
         self.summarizer = summarizer

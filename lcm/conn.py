@@ -6,14 +6,17 @@ function (ingest's re-send and replay checks, finding a session's conversation) 
 so it is typed :class:`Connection`, not ``sqlite3.Connection``; a function that needs SQLite
 itself (FTS5, a progress handler, ``PRAGMA``) keeps ``sqlite3.Connection`` and says so by its
 type. Rows are read by position or column name (``sqlite3.Row`` and ``PgRow`` both do).
+:class:`Handle` is the database handle itself (:class:`lcm.db.Database`,
+:class:`lcm.pg.db.PgDatabase`), for the parts of a store that run on both engines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Connection", "Cursor", "Row"]
+__all__ = ["Connection", "Cursor", "Handle", "Row"]
 
 
 class Row(Protocol):
@@ -52,3 +55,30 @@ class Connection(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Cursor: ...
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> object: ...
+
+
+@runtime_checkable
+class Handle(Protocol):
+    """A store's database handle: one write transaction at a time, grouped reads, one-shot reads."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def is_memory(self) -> bool: ...
+
+    def atomic(self) -> AbstractContextManager[Connection]:
+        """A write transaction (a savepoint when nested), rolled back on any error."""
+        ...
+
+    def reading(self) -> AbstractContextManager[Connection]:
+        """A group of reads that see one state."""
+        ...
+
+    def query(self, sql: str, params: Sequence[Any] = ..., /) -> list[Any]: ...
+
+    def one(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def scalar(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def close(self) -> None: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 
-from lcm.db import Database
+from lcm.conn import Connection, Handle
 from lcm.models import FailureRecord
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ KEEP = 100
 _MAX_REASON = 500
 
 
-def record_failure(db: Database, at: str, kind: str, reason: str, conversation_id: int | None = None) -> None:
+def record_failure(db: Handle, at: str, kind: str, reason: str, conversation_id: int | None = None) -> None:
     """Store one failure. Never raises: recording must not turn a degraded path into a broken one."""
     if kind not in KINDS:
         raise ValueError(f"failure kind must be one of {KINDS}; got {kind!r}")
@@ -47,7 +47,7 @@ def record_failure(db: Database, at: str, kind: str, reason: str, conversation_i
         log.warning("lcm: cannot record a %s failure (%s): %s", kind, reason[:120], exc)
 
 
-def last_failure(c: sqlite3.Connection) -> FailureRecord | None:
+def last_failure(c: Connection) -> FailureRecord | None:
     """The newest recorded failure, or None."""
     row = c.execute("SELECT at, kind, conversation_id, reason FROM lcm_failures ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:

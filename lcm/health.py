@@ -12,10 +12,10 @@ A conversation scoring 0 is healthy and not listed. Ties go to the lower convers
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Mapping
 
+from lcm.conn import Connection
 from lcm.models import ConversationHealth
 
 __all__ = ["SEVERITY_POINTS", "score", "worst_conversations", "DEFAULT_TOP"]
@@ -47,7 +47,7 @@ def score(findings: Findings, failures: int, debt: str | None, context_tokens: i
 
 
 def worst_conversations(
-    c: sqlite3.Connection, findings: Mapping[int, Findings], top: int = DEFAULT_TOP
+    c: Connection, findings: Mapping[int, Findings], top: int = DEFAULT_TOP
 ) -> list[ConversationHealth]:
     """The ``top`` conversations with the highest score (only those above 0), worst first."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:

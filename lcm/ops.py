@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from lcm.conn import Connection, Handle, Row
 from lcm.db import Database
 from lcm.extract import FALLBACK_MARKER, TRUNCATED_MARKER
 from lcm.failures import last_failure
@@ -44,7 +45,15 @@ def version() -> str:
         return "unknown"
 
 
-def status(db: Database, files: LargeFileStore, *, size_bytes: int | None = None,
+def _sqlite(db: Handle) -> Database:
+    """``db`` as the SQLite handle whose file size, migration records and vacuum are the defaults
+    below; another engine (lcm.pg) passes its own, so reaching here with it is a caller's bug."""
+    if not isinstance(db, Database):
+        raise TypeError(f"{type(db).__name__}: pass this engine's size, migrations and reclaim explicitly")
+    return db
+
+
+def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
            migrations: list[str] | None = None) -> StatusReport:
     """Counts and health of the store; another engine (lcm.pg) passes its own size and migrations."""
     with db.reading() as c:
@@ -67,21 +76,21 @@ def status(db: Database, files: LargeFileStore, *, size_bytes: int | None = None
         by_state = dict(c.execute("SELECT status, count(*) FROM compaction_debt GROUP BY status").fetchall())
         failure = last_failure(c)
     return StatusReport(
-        path=db.path, size_bytes=db_size(db) if size_bytes is None else size_bytes, conversations=conv[0],
+        path=db.path, size_bytes=db_size(_sqlite(db)) if size_bytes is None else size_bytes, conversations=conv[0],
         active_conversations=conv[1],
         archived_conversations=conv[0] - conv[1], messages=msgs[0], message_tokens=msgs[1],
         summaries=sum(by_depth.values()), summaries_by_depth=by_depth, context_tokens=ctx,
         compression_ratio=round(active_raw / ctx, 3) if ctx else 1.0,
         fallback_summaries=st.get("fallback", 0), truncated_summaries=st.get("truncated", 0),
         broken_summaries=len(broken), large_files=lf[0], large_file_bytes=lf[1], pending_debt=debt,
-        migrations=applied_migrations(db) if migrations is None else migrations,
+        migrations=applied_migrations(_sqlite(db)) if migrations is None else migrations,
         large_files_dir=str(files.base_dir), version=version(),
         last_failure=failure, debt=DebtStatus(by_state.get("pending", 0), by_state.get("running", 0),
                                               by_state.get("failed", 0)),
     )  # fmt: skip
 
 
-def _broken_summaries(c: sqlite3.Connection, limit: int | None) -> list[tuple[str, str, int]]:
+def _broken_summaries(c: Connection, limit: int | None) -> list[tuple[str, str, int]]:
     """Summaries with no sources (a leaf without messages, a condensed node without children)."""
     sql = (
         "SELECT summary_id, 'leaf summary has no source messages', conversation_id FROM summaries s "
@@ -121,7 +130,7 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
 _NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order")
 
 
-def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_checks: bool = True) -> DoctorReport:
+def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_checks: bool = True) -> DoctorReport:
     """Read-only checks. Errors mean broken; fallback/truncated summaries are warnings; info is neither.
 
     ``top``: how many of the worst conversations to rank (``lcm.health``; 0: none).
@@ -191,6 +200,7 @@ def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlit
         ):
             add("unreachable_messages", "error", f"msg_{r[0]}", "message is neither in context nor under a summary", r[1])
         if sqlite_checks:
+            assert isinstance(c, sqlite3.Connection), "sqlite_checks on a store that is not SQLite"
             checks["fts_out_of_sync"] = 0
             for table, fts, rowid in (("messages", "messages_fts", "id"), ("messages", "messages_tri", "id"),
                                       ("summaries", "summaries_fts", "pk"), ("summaries", "summaries_tri", "pk")):  # fmt: skip
@@ -220,7 +230,7 @@ def doctor(db: Database, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlit
     return DoctorReport(ok, checks, issues, sum(checks.values()) > len(issues), worst)
 
 
-def _conv_summary(c: sqlite3.Connection, r: sqlite3.Row) -> dict[str, object]:
+def _conv_summary(c: Connection, r: Row) -> dict[str, object]:
     n = c.execute("SELECT count(*), coalesce(sum(token_count), 0) FROM messages WHERE conversation_id = ?", (r["id"],)).fetchone()
     return {
         "conversation_id": r["id"], "session_key": r["session_key"], "active": bool(r["active"]),
@@ -228,7 +238,7 @@ def _conv_summary(c: sqlite3.Connection, r: sqlite3.Row) -> dict[str, object]:
     }  # fmt: skip
 
 
-def doctor_clean(db: Database, files: LargeFileStore) -> CleanReport:
+def doctor_clean(db: Handle, files: LargeFileStore) -> CleanReport:
     """Read-only report of cleanup candidates; nothing is deleted."""
     with db.reading() as c:
         convs = c.execute("SELECT * FROM conversations ORDER BY id").fetchall()
@@ -253,7 +263,7 @@ def doctor_clean(db: Database, files: LargeFileStore) -> CleanReport:
     return CleanReport(subagent, cron, null_key, empty, orphan, missing, totals)
 
 
-def _delete_conversation(c: sqlite3.Connection, conv_id: int, files: LargeFileStore, doomed_files: list[str]) -> int:
+def _delete_conversation(c: Connection, conv_id: int, files: LargeFileStore, doomed_files: list[str]) -> int:
     n = c.execute("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv_id,)).fetchone()[0]
     sids = "SELECT summary_id FROM summaries WHERE conversation_id = ?"
     c.execute(f"DELETE FROM summary_messages WHERE summary_id IN ({sids})", (conv_id,))
@@ -270,7 +280,7 @@ def _delete_conversation(c: sqlite3.Connection, conv_id: int, files: LargeFileSt
 
 
 def apply_retention(
-    db: Database, files: LargeFileStore, *, max_age_days: int, max_bytes: int, now: datetime, dry_run: bool = False,
+    db: Handle, files: LargeFileStore, *, max_age_days: int, max_bytes: int, now: datetime, dry_run: bool = False,
     size_of: Callable[[], int] | None = None, reclaim: Callable[[], None] | None = None,
 ) -> RetentionResult:
     """Delete archived conversations older than ``max_age_days``, then oldest-archived first while
@@ -278,7 +288,7 @@ def apply_retention(
 
     ``size_of`` and ``reclaim`` are another engine's (lcm.pg) size and space reclaim; SQLite's
     are the file size and ``incremental_vacuum`` plus a WAL checkpoint."""
-    size_of = size_of or (lambda: db_size(db))
+    size_of = size_of or (lambda: db_size(_sqlite(db)))
     before = size_of()
     reasons: dict[str, str] = {}
     with db.reading() as c:
@@ -313,10 +323,11 @@ def apply_retention(
         if reclaim is not None:
             reclaim()
         else:
-            with db.lock:
-                db.conn.execute("PRAGMA incremental_vacuum")
-                if not db.is_memory:
-                    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            lite = _sqlite(db)
+            with lite.lock:
+                lite.conn.execute("PRAGMA incremental_vacuum")
+                if not lite.is_memory:
+                    lite.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     elif dry_run:
         with db.reading() as c:
             for conv_id in doomed:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Collection
 
 from lcm.config import LcmConfig
-from lcm.db import Database
+from lcm.conn import Handle
 from lcm.errors import LcmError, LcmNotFoundError, LcmValidationError
 from lcm.extract import truncate_to_tokens
 from lcm.largefiles import FILE_ID_RE, LargeFileStore
@@ -74,7 +74,7 @@ def row_to_summary(r: sqlite3.Row) -> Summary:
 
 
 class Recall:
-    def __init__(self, db: Database, cfg: LcmConfig, files: LargeFileStore, llm: TextLLM | None) -> None:
+    def __init__(self, db: Handle, cfg: LcmConfig, files: LargeFileStore, llm: TextLLM | None) -> None:
         self.db = db
         self.cfg = cfg
         self.files = files

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lcm.config import LcmConfig
+from lcm.conn import Handle
 from lcm.db import Database
 from lcm.errors import EmbedderMissingError, LcmValidationError
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
@@ -83,7 +84,7 @@ _KINDS = {"messages": ("message",), "summaries": ("summary",), "both": ("message
 class SemanticIndex:
     """The vectors of one store, for one embedder (or none: then only ``status`` works)."""
 
-    def __init__(self, db: Database, cfg: LcmConfig, embedder: TextEmbedder | None) -> None:
+    def __init__(self, db: Handle, cfg: LcmConfig, embedder: TextEmbedder | None) -> None:
         self.db, self.cfg, self.embedder = db, cfg, embedder
         # One embedding run at a time per store: the server's worker and the nightly job would
         # otherwise both encode the same pending batch (correct, but twice the CPU).
@@ -357,7 +358,10 @@ class SemanticIndex:
         _, where, params = self._filter(kind, conv_ids, since, before)
         sql = (f"SELECT t.{src.rowid}, bm25({index}) FROM {index} JOIN {src.table} t ON t.{src.rowid} = "
                f"{index}.rowid WHERE {index} MATCH ? AND {where} ORDER BY bm25({index}), t.{src.rowid} LIMIT ?")
-        with self.db.reading() as c:
+        db = self.db
+        # FTS5 and a progress handler: the SQLite engine's part (lcm.pg.semantic overrides it)
+        assert isinstance(db, Database), "SemanticIndex._lexical runs on SQLite only"
+        with db.reading() as c:
             c.set_progress_handler(lambda: time.monotonic() > deadline, 5000)
             try:
                 rows = c.execute(sql, [expr, *params, k]).fetchall()

@@ -37,7 +37,7 @@ class PgSemanticIndex(SemanticIndex):
                  scan_batch: int = SCAN_BATCH) -> None:  # fmt: skip
         if isinstance(scan_batch, bool) or not isinstance(scan_batch, int) or scan_batch <= 0:
             raise ValueError(f"scan_batch must be a positive integer; got {scan_batch!r}")
-        super().__init__(db, cfg, embedder)  # type: ignore[arg-type]  # the shared code speaks to both handles
+        super().__init__(db, cfg, embedder)
         self.scan_batch = scan_batch
 
     def _scan(self, sql: str, params: list[object], deadline: float) -> Generator[list[Any], None, None]:
