@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .common import Cmd, open_memory, progress, runtime
 from .output import EXIT_ERROR, EXIT_OK, clip, emit, kv_text, search_table, usage_error, width
-from .server import add_server_option, open_notes, remote_call, remote_page
+from .server import add_server_option, local_store, open_notes, remote_call, remote_page
 
 if TYPE_CHECKING:
     from amem import MemoryStore
@@ -115,12 +115,6 @@ def _notes(args: argparse.Namespace) -> Iterator[tuple[MemoryStore | None, Remot
         yield pair
 
 
-def _local(store: MemoryStore | None) -> MemoryStore:
-    # open_notes yields a store whenever it yields no server
-    assert store is not None
-    return store
-
-
 def cmd_add(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     extra = {"event_time": args.event_time, "metadata": _meta_option(args.meta),
@@ -137,7 +131,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                  {"text": text, "subjects": args.subject,
                                   **{wire.get(k, k): v for k, v in extra.items()}})
         else:
-            result = _local(store).add(text, args.subject, enrich=not args.no_enrich,
+            result = local_store(store).add(text, args.subject, enrich=not args.no_enrich,
                                        **extra).to_dict()
     emit(args, result, lambda: f"{result['status']} {result['id']}"
          + (f" (links: {', '.join(result['links'])})" if result.get("links") else ""))
@@ -154,7 +148,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             hits = remote_call(server, "memory_search",
                                {k: v for k, v in call.items() if v is not None})["results"]
         else:
-            hits = [h.to_dict() for h in _local(store).search(
+            hits = [h.to_dict() for h in local_store(store).search(
                 args.query, limit=args.limit, topics_filter=args.topic, subject=args.subject,
                 include_superseded=args.history, **narrow)]
     emit(args, {"results": hits}, lambda: search_table(hits))
@@ -169,8 +163,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             rows = [{"id": r["id"], "timestamp": r["timestamp"], "content": r["content"]}
                     for r in page["notes"]]
         else:
-            notes, nxt = _local(store).list(limit=args.limit, offset=args.offset)
-            total = _local(store).count()
+            notes, nxt = local_store(store).list(limit=args.limit, offset=args.offset)
+            total = local_store(store).count()
             rows = [{"id": n.id, "timestamp": n.timestamp, "content": n.content} for n in notes]
 
     def text() -> str:
@@ -188,7 +182,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
     with _notes(args) as (store, server):  # the note as memory_get shows it, either way
         note = (remote_call(server, "memory_get", {"id": args.id}) if server is not None
-                else note_view(_local(store).get(args.id).to_payload()))
+                else note_view(local_store(store).get(args.id).to_payload()))
     emit(args, note, lambda: kv_text(note))
     return EXIT_OK
 
@@ -205,7 +199,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         result = (remote_call(server, "memory_update",
                               {k: v for k, v in call.items() if v is not None})
                   if server is not None
-                  else _local(store).update(args.id, content=text, subjects=subjects).to_dict())
+                  else local_store(store).update(args.id, content=text, subjects=subjects).to_dict())
     emit(args, result, lambda: f"{result['status']} {result['id']}"
          + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
          + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
@@ -220,7 +214,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
         raise usage_error("--yes only goes with --all", "yes")
     with _notes(args) as (store, server):
         data = (remote_call(server, "memory_delete", {"id": args.id}) if server is not None
-                else {"id": _local(store).delete(args.id).id, "deleted": True})
+                else {"id": local_store(store).delete(args.id).id, "deleted": True})
     emit(args, data, f"deleted {data['id']}")
     return EXIT_OK
 
@@ -241,7 +235,7 @@ def _delete_all(args: argparse.Namespace) -> int:
             return EXIT_ERROR
     with _notes(args) as (store, server):
         data = (remote_call(server, "memory_delete_all", {"confirm": True}) if server is not None
-                else {"deleted": _local(store).delete_all()})
+                else {"deleted": local_store(store).delete_all()})
     emit(args, {"agent": agent, **data}, f"deleted {data['deleted']} notes of agent {agent}")
     return EXIT_OK
 

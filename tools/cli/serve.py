@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .common import Cmd, runtime, version
 from .output import CliError, emit, kv_text, setup_logging, usage_error
-from .server import add_server_option, open_notes, remote_read
+from .server import add_server_option, local_store, open_notes, remote_read
 
 if TYPE_CHECKING:
     from amem import MemoryStore
@@ -206,7 +206,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     with runtime(args) as rt, open_notes(args, rt) as (store, server):
         data = (remote_read(server, OWNER_STATUS) if server is not None
-                else status_data(_local(store), rt.agent_id, _lcm_reports(rt), rt))
+                else status_data(local_store(store), rt.agent_id, _lcm_reports(rt), rt))
     emit(args, data, lambda: kv_text(data))
     return 0
 
@@ -217,14 +217,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with runtime(args) as rt, open_notes(args, rt) as (store, server):
         data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
                 if server is not None
-                else doctor_data(_local(store), _lcm_reports(rt), rt, args.clean))
+                else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean))
     emit(args, data, lambda: kv_text(data))
     return 0 if data["ok"] else 1
-
-
-def _local(store: MemoryStore | None) -> MemoryStore:
-    assert store is not None  # open_notes yields a store whenever it yields no server
-    return store
 
 
 def status_data(store: MemoryStore, agent_id: str, lcm: LcmReport, rt: Runtime) -> dict[str, Any]:

@@ -57,6 +57,12 @@ def open_notes(args: argparse.Namespace, runtime: Runtime
     yield store, None
 
 
+def local_store(store: MemoryStore | None) -> MemoryStore:
+    """The store ``open_notes`` yielded with no server (it always yields one of the two)."""
+    assert store is not None
+    return store
+
+
 def explicit_server(url: str, runtime: Runtime) -> RemoteServer:
     """``--server URL``: the record's token only if the record names this very url."""
     if not url.startswith(("http://", "https://")):
