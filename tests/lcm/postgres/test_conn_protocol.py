@@ -1,14 +1,19 @@
-"""Both engines' connections satisfy lcm.conn.Connection, the type of lcm's shared SQL functions
-(mypy checks the assignments below statically; the asserts check the same at run time)."""
+"""Both engines' connections and handles satisfy lcm.conn's Connection and Handle, the types of
+lcm's shared parts (mypy checks the assignments below statically; the asserts at run time)."""
 
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
+
+import pytest
 
 from lcm import LcmConfig, LcmStore
-from lcm.conn import Connection, Cursor, Row
+from lcm.conn import Connection, Cursor, Handle, Row
 from lcm.db import Database
+from lcm.largefiles import LargeFileStore
 from lcm.migrations import migrate
+from lcm.ops import status
 from lcm.pg.db import PgDatabase
 from lcm.sessions import find_active, resolve_conversation
 
@@ -28,7 +33,9 @@ def test_sqlite_and_postgres_connections_run_the_shared_functions(pg_clean_url: 
     with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg_store:
         pg: PgDatabase = pg_store.db  # type: ignore[assignment]
         found = []
-        for handle in (lite, pg):
+        handles: list[Handle] = [lite, pg]
+        for handle in handles:
+            assert isinstance(handle, Handle)
             with handle.atomic() as c:
                 assert isinstance(c, Connection) and isinstance(c.execute("SELECT 1"), Cursor)
                 found.append(_shared(c))
@@ -36,3 +43,11 @@ def test_sqlite_and_postgres_connections_run_the_shared_functions(pg_clean_url: 
         assert all(row is not None and row["session_key"] == "agent:a:main" for _, row in found)
     lite.close()
     assert isinstance(sqlite3.connect(":memory:"), Connection)
+
+
+def test_sqlite_defaults_refuse_another_engine_by_name(pg_clean_url: str, tmp_path: Path) -> None:
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as store:
+        # the file size and migration records are SQLite's: PostgreSQL must pass its own
+        with pytest.raises(TypeError, match="PgDatabase: pass this engine's size"):
+            status(store.db, LargeFileStore(tmp_path))
+        assert status(store.db, LargeFileStore(tmp_path), size_bytes=1, migrations=[]).size_bytes == 1
