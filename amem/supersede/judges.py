@@ -8,6 +8,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from ..enrich.base import OFFLINE_FALLBACK, llm_label
 from ..errors import ValidationError
+from ..kernel.llm import LLM
 from .rule import FactView, replaces
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def prompt(new: FactView, older: Sequence[FactView]) -> str:
 class LLMJudge:
     """One LLM call per new note; the offline rule on any failure (visible in the verdict)."""
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, llm: LLM) -> None:
         self.llm = llm
         self.fallback = RuleJudge()
 
@@ -113,7 +114,7 @@ class LLMJudge:
         return [older[n - 1].id for n in range(1, len(older) + 1) if said.get(n)], warnings
 
 
-def judge_for(llm: Any) -> SupersedeJudge:
+def judge_for(llm: LLM | None) -> SupersedeJudge:
     """The LLM judge when an LLM is configured, else the offline rule."""
     return RuleJudge() if llm is None else LLMJudge(llm)
 
