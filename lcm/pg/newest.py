@@ -114,6 +114,8 @@ def newest_scan(c: PgConnection, src: Source, match: str, mparams: list[Any], wh
     ids = None
     if len(rows) * WALK_FACTOR < n and _scope_rows(c, src, where, params) > small_scope:
         ids = matching_ids(c, src, match, mparams, where, params, cap)
+    if ids == []:
+        return rows, None  # nothing matches in scope (so step 1 found nothing either): no query for the rest
     if ids is not None:
         return rows, (f"SELECT t.* FROM {src.table} t WHERE t.{src.rowid} = ANY(?) AND {older} ORDER BY {order_by(src)}",
                       [ids, *edge_args])  # fmt: skip
