@@ -15,6 +15,7 @@ from html import escape
 
 from amem.kernel.text import HAN
 from lcm.compaction import Item, load_items, tail_start
+from lcm.conn import Connection
 from lcm.models import AssembledItem
 from lcm.timeutil import display_time
 from lcm.tokens import estimate_tokens
@@ -42,7 +43,7 @@ def _relevance(text: str, terms: set[str]) -> int:
 
 
 def build_context(
-    c: sqlite3.Connection,
+    c: Connection,
     conversation_id: int,
     budget: int,
     *,

@@ -10,9 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lcm.conn import Handle
+from lcm.errors import UnsupportedOnEngineError
+
 log = logging.getLogger(__name__)
 
-__all__ = ["Database"]
+__all__ = ["Database", "sqlite_only"]
 
 
 class Database:
@@ -111,3 +114,16 @@ class Database:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+
+
+def sqlite_only(db: Handle, operation: str) -> Database:
+    """``db`` as the SQLite handle, for a step only SQLite has (FTS5, ``PRAGMA``, its file).
+
+    The PostgreSQL store swaps in its own part for each such step; reaching one with another
+    engine's handle is refused by name rather than failing on a missing method.
+    """
+    if not isinstance(db, Database):
+        raise UnsupportedOnEngineError(f"lcm: {operation} is SQLite's own step and this store's database is "
+                                       f"{type(db).__name__}", operation=operation,
+                                       engine=str(getattr(db, "engine", type(db).__name__)))  # fmt: skip
+    return db

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from lcm.config import LcmConfig
-from lcm.db import Database
+from lcm.conn import Handle
 from lcm.errors import LcmNotFoundError
 from lcm.largefiles import LargeFileStore
 from lcm.models import GrepHit, GrepResult
@@ -37,7 +37,7 @@ def _line_matcher(pattern: str, mode: str) -> tuple[UserRegex | None, list[str]]
 
 
 def grep_files(
-    db: Database, cfg: LcmConfig, files: LargeFileStore, pattern: str, *, mode: str,
+    db: Handle, cfg: LcmConfig, files: LargeFileStore, pattern: str, *, mode: str,
     conv_ids: list[int] | None, file_ids: Sequence[str] | None, limit: int,
 ) -> GrepResult:
     """Lines of the in-scope stored files that match, newest file first, in line order.

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from lcm.conn import Connection, Handle, Row
-from lcm.db import Database
+from lcm.db import Database, sqlite_only
 from lcm.extract import FALLBACK_MARKER, TRUNCATED_MARKER
 from lcm.failures import last_failure
 from lcm.health import DEFAULT_TOP, Findings, worst_conversations
@@ -45,14 +45,6 @@ def version() -> str:
         return "unknown"
 
 
-def _sqlite(db: Handle) -> Database:
-    """``db`` as the SQLite handle whose file size, migration records and vacuum are the defaults
-    below; another engine (lcm.pg) passes its own, so reaching here with it is a caller's bug."""
-    if not isinstance(db, Database):
-        raise TypeError(f"{type(db).__name__}: pass this engine's size, migrations and reclaim explicitly")
-    return db
-
-
 def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
            migrations: list[str] | None = None) -> StatusReport:
     """Counts and health of the store; another engine (lcm.pg) passes its own size and migrations."""
@@ -76,14 +68,14 @@ def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
         by_state = dict(c.execute("SELECT status, count(*) FROM compaction_debt GROUP BY status").fetchall())
         failure = last_failure(c)
     return StatusReport(
-        path=db.path, size_bytes=db_size(_sqlite(db)) if size_bytes is None else size_bytes, conversations=conv[0],
+        path=db.path, size_bytes=db_size(sqlite_only(db, "status without size_bytes")) if size_bytes is None else size_bytes, conversations=conv[0],
         active_conversations=conv[1],
         archived_conversations=conv[0] - conv[1], messages=msgs[0], message_tokens=msgs[1],
         summaries=sum(by_depth.values()), summaries_by_depth=by_depth, context_tokens=ctx,
         compression_ratio=round(active_raw / ctx, 3) if ctx else 1.0,
         fallback_summaries=st.get("fallback", 0), truncated_summaries=st.get("truncated", 0),
         broken_summaries=len(broken), large_files=lf[0], large_file_bytes=lf[1], pending_debt=debt,
-        migrations=applied_migrations(_sqlite(db)) if migrations is None else migrations,
+        migrations=applied_migrations(sqlite_only(db, "status without migrations")) if migrations is None else migrations,
         large_files_dir=str(files.base_dir), version=version(),
         last_failure=failure, debt=DebtStatus(by_state.get("pending", 0), by_state.get("running", 0),
                                               by_state.get("failed", 0)),
@@ -288,7 +280,7 @@ def apply_retention(
 
     ``size_of`` and ``reclaim`` are another engine's (lcm.pg) size and space reclaim; SQLite's
     are the file size and ``incremental_vacuum`` plus a WAL checkpoint."""
-    size_of = size_of or (lambda: db_size(_sqlite(db)))
+    size_of = size_of or (lambda: db_size(sqlite_only(db, "apply_retention without size_of")))
     before = size_of()
     reasons: dict[str, str] = {}
     with db.reading() as c:
@@ -323,7 +315,7 @@ def apply_retention(
         if reclaim is not None:
             reclaim()
         else:
-            lite = _sqlite(db)
+            lite = sqlite_only(db, "apply_retention without reclaim")
             with lite.lock:
                 lite.conn.execute("PRAGMA incremental_vacuum")
                 if not lite.is_memory:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lcm.config import LcmConfig
-from lcm.db import Database
+from lcm.conn import Handle
+from lcm.db import Database, sqlite_only
 from lcm.errors import LcmValidationError
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES, newest_first_sql, newest_in_window, rowids_follow_time
@@ -315,7 +316,7 @@ def _regex_scan(
 
 
 def grep(
-    db: Database,
+    handle: Handle,
     cfg: LcmConfig,
     pattern: str,
     *,
@@ -328,6 +329,7 @@ def grep(
     limit: int,
     sort: str,
 ) -> GrepResult:
+    db = sqlite_only(handle, "grep over FTS5")  # the PostgreSQL store greps with lcm.pg.search
     kinds = {"messages": ["message"], "summaries": ["summary"], "both": ["message", "summary"]}[scope]
     hits: list[GrepHit] = []
     scanned = 0

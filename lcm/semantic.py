@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from lcm.config import LcmConfig
 from lcm.conn import Handle
-from lcm.db import Database
+from lcm.db import sqlite_only
 from lcm.errors import EmbedderMissingError, LcmValidationError
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
 from lcm.ranking import rrf
@@ -358,10 +358,8 @@ class SemanticIndex:
         _, where, params = self._filter(kind, conv_ids, since, before)
         sql = (f"SELECT t.{src.rowid}, bm25({index}) FROM {index} JOIN {src.table} t ON t.{src.rowid} = "
                f"{index}.rowid WHERE {index} MATCH ? AND {where} ORDER BY bm25({index}), t.{src.rowid} LIMIT ?")
-        db = self.db
         # FTS5 and a progress handler: the SQLite engine's part (lcm.pg.semantic overrides it)
-        assert isinstance(db, Database), "SemanticIndex._lexical runs on SQLite only"
-        with db.reading() as c:
+        with sqlite_only(self.db, "hybrid grep's word leg over FTS5").reading() as c:
             c.set_progress_handler(lambda: time.monotonic() > deadline, 5000)
             try:
                 rows = c.execute(sql, [expr, *params, k]).fetchall()

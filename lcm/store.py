@@ -17,7 +17,8 @@ from amem.kernel.llm import TextLLM
 from lcm.assemble import build_context
 from lcm.compaction import Compactor, Params, resolve_params
 from lcm.config import LcmConfig
-from lcm.db import Database
+from lcm.conn import Handle
+from lcm.db import Database, sqlite_only
 from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.events import EventLog
 from lcm.failures import record_failure
@@ -131,7 +132,7 @@ class LcmStore:
         self.config = cfg
         self.clock: Clock = clock or SystemClock()
         self.llm = llm
-        self.db = Database(path)
+        self.db: Handle = Database(path)
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         if cfg.large_files_dir:
             files_dir = Path(cfg.large_files_dir).expanduser()
@@ -214,7 +215,7 @@ class LcmStore:
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
         batch = normalize_messages(messages, now)
-        with self.db.atomic() as c:
+        with sqlite_only(self.db, "ingest").atomic() as c:
             conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
             ids, skipped, file_ids = store_messages(c, conv_id, batch, self.config, self.files, now)
         if ids or created:
@@ -587,7 +588,7 @@ class LcmStore:
         if debt is not None and embedding.model_id is not None:
             debt = dataclasses.replace(debt, embedding=embedding.debt)
         if debt is not None:
-            with self.db.reading() as c:
+            with sqlite_only(self.db, "status").reading() as c:
                 debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
                                    ignored_keys=list(self.config.ignored_keys))
@@ -618,7 +619,7 @@ class LcmStore:
         Batched and resumable like :meth:`embed_pending`: each batch commits with the
         watermark, so a killed run leaves the index exact and the next run carries on.
         """
-        return index_pending(self.db, limit=limit, deadline_s=deadline_s)
+        return index_pending(sqlite_only(self.db, "index_trigrams"), limit=limit, deadline_s=deadline_s)
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """Read-only integrity checks, and the ``top`` worst conversations ranked by severity

@@ -20,7 +20,7 @@ from collections.abc import Generator
 from typing import Any
 
 from lcm.config import LcmConfig
-from lcm.db import Database
+from lcm.conn import Handle
 from lcm.models import EmbedReport
 from lcm.pg.db import LOCK_EMBED, PgDatabase, _row_factory, translate
 from lcm.pg.search import _set_deadline, lexical_sql
@@ -33,8 +33,12 @@ __all__ = ["PgSemanticIndex"]
 class PgSemanticIndex(SemanticIndex):
     """The vectors of a PostgreSQL store (see the module docstring for what differs from SQLite)."""
 
-    def __init__(self, db: Database | PgDatabase, cfg: LcmConfig, embedder: TextEmbedder | None, *,
+    db: PgDatabase
+
+    def __init__(self, db: Handle, cfg: LcmConfig, embedder: TextEmbedder | None, *,
                  scan_batch: int = SCAN_BATCH) -> None:  # fmt: skip
+        if not isinstance(db, PgDatabase):
+            raise ValueError(f"PgSemanticIndex needs a PostgreSQL handle; got {type(db).__name__}")
         if isinstance(scan_batch, bool) or not isinstance(scan_batch, int) or scan_batch <= 0:
             raise ValueError(f"scan_batch must be a positive integer; got {scan_batch!r}")
         super().__init__(db, cfg, embedder)
@@ -46,9 +50,8 @@ class PgSemanticIndex(SemanticIndex):
         (``statement_timeout``, set from it) cancels a fetch."""
         import psycopg
 
-        db: PgDatabase = self.db  # type: ignore[assignment]
         try:
-            with db.reading() as c:
+            with self.db.reading() as c:
                 _set_deadline(c, deadline)
                 with c.raw.cursor(name="lcm_vector_scan", row_factory=_row_factory) as cur:
                     cur.execute(translate(sql), params)
@@ -60,8 +63,7 @@ class PgSemanticIndex(SemanticIndex):
     def _embed(self, emb: TextEmbedder, limit: int | None, deadline_s: float | None, batch_size: int) -> EmbedReport:
         # A second process waits here, then finds the work done (what is pending is read from
         # the tables), so no item is encoded twice by two hosts' nightly jobs.
-        db: PgDatabase = self.db  # type: ignore[assignment]
-        with db.advisory_lock(LOCK_EMBED, 0):
+        with self.db.advisory_lock(LOCK_EMBED, 0):
             return super()._embed(emb, limit, deadline_s, batch_size)
 
     def _lexical(self, kind: str, pattern: str, conv_ids: list[int] | None, since: str | None,
@@ -78,7 +80,7 @@ class PgSemanticIndex(SemanticIndex):
         sql, args = query
         try:
             with self.db.reading() as c:
-                _set_deadline(c, deadline)  # type: ignore[arg-type]
+                _set_deadline(c, deadline)
                 rows = c.execute(sql, args).fetchall()
         except psycopg.errors.QueryCanceled:
             return [], True

@@ -61,6 +61,9 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
 
     #: ingest's rows go in by COPY (False: executemany; the benchmark measures both in one run)
     _copy_ingest = True
+    #: the server's handle (LcmStore's parts take any lcm.conn.Handle; the steps here use its
+    #: advisory locks and COPY)
+    db: PgDatabase
 
     def __init__(
         self,
@@ -81,9 +84,9 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         self.config = cfg
         self.clock = clock or SystemClock()
         self.llm = llm
-        self.db = PgDatabase(url)  # type: ignore[assignment]
+        self.db = PgDatabase(url)
         try:
-            migrate_pg(self.db, self._now())  # type: ignore[arg-type]
+            migrate_pg(self.db, self._now())
         except BaseException:
             self.db.close()
             raise
@@ -132,7 +135,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
             c.execute("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", (LOCK_SESSION, lock_key(name)))
             conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
             c.execute("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", (LOCK_CONVERSATION, lock_key(str(conv_id))))
-            ids, skipped, file_ids = store_messages_pg(c, conv_id, batch, self.config, self.files, now,  # type: ignore[arg-type]
+            ids, skipped, file_ids = store_messages_pg(c, conv_id, batch, self.config, self.files, now,
                                                        copy=self._copy_ingest)  # fmt: skip
         if ids or created:
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
@@ -145,14 +148,14 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         # One compaction of a conversation at a time across every process: each summary step
         # is checked and written in its own transaction, but two runs would summarize the
         # same items and race to replace them.
-        with self.db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))):  # type: ignore[attr-defined]
+        with self.db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))):
             return super()._compact_conv(conv_id, session_key, budget, force=force, until_under=until_under,
                                          runtime=runtime)  # fmt: skip
 
     def status(self) -> StatusReport:
         """:meth:`LcmStore.status` with the server's database size (no trigram debt: the server
         indexes inline)."""
-        db: PgDatabase = self.db  # type: ignore[assignment]
+        db = self.db
         report = ops_status(self.db, self.files, size_bytes=db.size_bytes(), migrations=applied_pg_migrations(db))
         embedding = self.semantic.status()
         debt = report.debt
@@ -170,7 +173,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
         """:meth:`LcmStore.apply_retention`; the size is the server's, and the server's autovacuum
         reclaims the space (``size_after`` shrinks only once it has run)."""
-        db: PgDatabase = self.db  # type: ignore[assignment]
+        db = self.db
         res = ops_apply_retention(
             self.db, self.files, max_age_days=self.config.retention_archived_max_age_days,
             max_bytes=self.config.retention_max_database_bytes, now=self.clock.now(), dry_run=dry_run,
@@ -184,7 +187,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         return 0
 
     #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
-    _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes a PgDatabase (no shared handle Protocol yet)
+    _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes this class's PgDatabase, not any Handle
 
 
 

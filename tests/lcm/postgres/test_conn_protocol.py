@@ -13,7 +13,9 @@ from lcm.conn import Connection, Cursor, Handle, Row
 from lcm.db import Database
 from lcm.largefiles import LargeFileStore
 from lcm.migrations import migrate
+from lcm.errors import UnsupportedOnEngineError
 from lcm.ops import status
+from lcm.search import grep
 from lcm.pg.db import PgDatabase
 from lcm.sessions import find_active, resolve_conversation
 
@@ -48,6 +50,10 @@ def test_sqlite_and_postgres_connections_run_the_shared_functions(pg_clean_url: 
 def test_sqlite_defaults_refuse_another_engine_by_name(pg_clean_url: str, tmp_path: Path) -> None:
     with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as store:
         # the file size and migration records are SQLite's: PostgreSQL must pass its own
-        with pytest.raises(TypeError, match="PgDatabase: pass this engine's size"):
+        with pytest.raises(UnsupportedOnEngineError, match="status without size_bytes is SQLite's own step") as err:
             status(store.db, LargeFileStore(tmp_path))
+        assert err.value.engine == "postgresql"
+        with pytest.raises(UnsupportedOnEngineError, match="grep over FTS5"):
+            grep(store.db, store.config, "x", mode="full_text", scope="both", conv_ids=None, since=None,
+                 before=None, limit=5, sort="recency")
         assert status(store.db, LargeFileStore(tmp_path), size_bytes=1, migrations=[]).size_bytes == 1

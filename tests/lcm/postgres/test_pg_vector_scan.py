@@ -11,6 +11,7 @@ import pytest
 
 from amem.embed.hashing import HashingEmbedder
 from lcm import LcmConfig, LcmStore, ManualClock
+from lcm.db import Database
 from lcm.pg.semantic import PgSemanticIndex
 from lcm.vectors import top_k
 
@@ -78,8 +79,10 @@ def test_the_scan_holds_one_batch_from_a_server_side_cursor(pg_clean_url: str, c
         assert (scanned, late) == (5, True)
 
 
-def test_scan_batch_must_be_a_positive_integer(pg_clean_url: str, clock: ManualClock) -> None:
+def test_scan_batch_must_be_a_positive_integer_and_the_handle_postgres(pg_clean_url: str, clock: ManualClock) -> None:
     with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False), clock=clock) as pg:
         for bad in (0, -1, True, 2.5):
             with pytest.raises(ValueError, match="scan_batch"):
                 PgSemanticIndex(pg.db, pg.config, None, scan_batch=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs a PostgreSQL handle; got Database"):
+        PgSemanticIndex(Database(":memory:"), LcmConfig(), None)
