@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm import LcmConfig, LcmStore, ManualClock
+from lcm.db import sqlite_only
 from lcm.tokens import estimate_tokens
 
 _WORDS = (
@@ -62,7 +63,7 @@ def _build(path: Path, n: int, conversations: int = 100, batch: int = 100) -> tu
 
 
 def _grep_figures(store: LcmStore, repeat: int) -> dict[str, Any]:
-    c = store.db.conn
+    c = sqlite_only(store.db, "the LIKE baseline").conn
     like = lambda term: c.execute(  # noqa: E731 - the baseline is one statement
         "SELECT id, content FROM messages WHERE content LIKE ? ORDER BY created_at DESC LIMIT 50", (f"%{term}%",)
     ).fetchall()

@@ -42,6 +42,7 @@ from typing import Any
 
 from benchmarks.lcm_bench import _message
 from lcm import LcmConfig, LcmStore, ManualClock
+from lcm.db import sqlite_only
 from lcm.errors import ReplayFloodError
 from lcm.ingest import NormalizedMessage, normalize_messages, store_messages
 from lcm.sessions import resolve_conversation
@@ -108,7 +109,7 @@ def _legacy_store(c: sqlite3.Connection, conversation_id: int, batch: list[Norma
 def _open(path: Path, variant: str) -> LcmStore:
     store = LcmStore(path, _config(), clock=ManualClock())
     for table in _PLAIN.get(variant, ()):
-        with store.db.atomic() as c:
+        with sqlite_only(store.db, "ingest").atomic() as c:
             c.execute(f"DROP TABLE {table}")
             for trigger in ("ai", "ad", "au"):  # they belong to messages, not to the index
                 c.execute(f"DROP TRIGGER {table}_{trigger}")
@@ -135,7 +136,7 @@ def ingest_run(path: Path, variant: str, batches: Sequence[list[dict[str, str]]]
         if legacy:
             now = store._now()
             norm = normalize_messages(msgs, now)
-            with store.db.atomic() as c:
+            with sqlite_only(store.db, "ingest").atomic() as c:
                 conv, _, _ = resolve_conversation(c, key, None, now)
                 _legacy_store(c, conv, norm, store.config)
                 c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv))
@@ -143,7 +144,7 @@ def ingest_run(path: Path, variant: str, batches: Sequence[list[dict[str, str]]]
             bound = _TRIGRAM_BOUND[variant]
             now = store._now()
             norm = normalize_messages(msgs, now)
-            with store.db.atomic() as c:  # LcmStore.ingest's own steps, with the bound set here
+            with sqlite_only(store.db, "ingest").atomic() as c:  # LcmStore.ingest's own steps, with the bound set here
                 conv, _, _ = resolve_conversation(c, key, None, now)
                 store_messages(c, conv, norm, store.config, store.files, now,
                                trigram_max_pending=len(batches) * BATCH + 1 if bound is None else bound)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from benchmarks.lcm_pg_bench import _message
 from lcm import LcmConfig, LcmStore
+from lcm.db import sqlite_only
 from lcm.ingest import normalize_messages, store_messages
 from lcm.sessions import resolve_conversation
 
@@ -56,7 +57,7 @@ def _sqlite_ingest(store: LcmStore, bound: int | None) -> Callable[[str, list[di
     def ingest(key: str, msgs: list[dict[str, object]]) -> None:
         now = store._now()
         batch = normalize_messages(msgs, now)
-        with store.db.atomic() as c:
+        with sqlite_only(store.db, "ingest").atomic() as c:
             conv, _, _ = resolve_conversation(c, key, None, now)
             store_messages(c, conv, batch, store.config, store.files, now, trigram_max_pending=bound)
 

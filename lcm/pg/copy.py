@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from lcm.db import Database
+from lcm.conn import Handle
+from lcm.db import sqlite_only
 from lcm.errors import LcmValidationError
 from lcm.pg.db import PgDatabase
 from lcm.pg.schema import migrate_pg
@@ -33,7 +34,7 @@ class CopyReport:
     rows: dict[str, int] = field(default_factory=dict)
 
 
-def copy_sqlite_to_postgres(source: Database, destination: PgDatabase) -> CopyReport:
+def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase) -> CopyReport:
     """Copy every lcm row of ``source`` (a migrated SQLite store) into ``destination``.
 
     The destination is migrated first and must hold no conversation: merging two histories
@@ -43,7 +44,9 @@ def copy_sqlite_to_postgres(source: Database, destination: PgDatabase) -> CopyRe
 
     Raises:
         LcmValidationError: the destination already holds conversations (``field="destination"``).
+        UnsupportedOnEngineError: ``source_handle`` is not a SQLite store's.
     """
+    source = sqlite_only(source_handle, "copy from a SQLite store")  # it reads PRAGMA table_info
     migrate_pg(destination, iso(datetime.now(timezone.utc)))
     rows: dict[str, int] = {}
     with destination.atomic() as dst:
