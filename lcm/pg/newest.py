@@ -79,12 +79,13 @@ def matching_ids(c: PgConnection, src: Source, match: str, mparams: list[Any], w
     """Step 3: every in-scope matching row id, newest first, read through the index; None over ``cap``."""
     # Only bitmap scans: the index serving ``match`` (or a scope index) drives the read; a
     # sequential or time-ordered scan stopping at the cap could read most of the table first.
-    # (A failed statement aborts the transaction, so the settings need no restoring then.)
-    c.raw.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
+    # Set inside a savepoint and rolled back with it: the settings return to exactly what they
+    # were (an administrator's choice included). A failed statement aborts the transaction anyway.
+    c.raw.execute("SAVEPOINT lcm_index_plan; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
     rows = c.execute(f"SELECT k FROM (SELECT t.{src.rowid} AS k, t.{src.time_col} AS at FROM {src.table} t "
                      f"WHERE {match} AND {where} LIMIT ?) m ORDER BY at DESC, k DESC",
                      [*mparams, *params, cap + 1]).fetchall()  # fmt: skip
-    c.raw.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = on")
+    c.raw.execute("ROLLBACK TO SAVEPOINT lcm_index_plan; RELEASE SAVEPOINT lcm_index_plan")
     return None if len(rows) > cap else [int(r[0]) for r in rows]
 
 

@@ -98,9 +98,11 @@ def test_a_scan_reads_every_match_once_newest_first(pg: LcmStore, window: int, c
 
 def test_matching_ids_are_every_match_under_the_cap(pg: LcmStore) -> None:
     with pg.db.reading() as c:
+        c.execute("SET LOCAL enable_seqscan = off")  # a setting of the caller's (an administrator's) stays
         for (match, mparams), (where, params) in itertools.product(MATCHES, _scopes(pg)):
             every = _plain(c, match, mparams, where, params, 10_000)  # type: ignore[arg-type]
             assert matching_ids(c, MSG, match, mparams, where, params) == every  # type: ignore[arg-type]
             assert matching_ids(c, MSG, match, mparams, where, params, cap=0) == (None if every else [])  # type: ignore[arg-type]
             # the planner settings it forces are restored: the next plain query still walks the index
             assert c.execute("SHOW enable_indexscan").fetchone()[0] == "on"
+            assert c.execute("SHOW enable_seqscan").fetchone()[0] == "off"
