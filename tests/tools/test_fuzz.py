@@ -42,6 +42,10 @@ KNOWN_CODES = {"unknown_tool", "invalid_argument", "payload_too_large", "not_fou
 #: a 32,000-character note takes about 1 s on an idle machine, 10 s leaves room for a busy CI)
 CALL_BUDGET = 10.0
 MARKER = "the marker note about zebra crossings"
+#: who fuzzes memory_delete_all: its one valid call, ``{"confirm": true}``, erases the caller's
+#: own notes (hypothesis finds it in about one run of fifteen), so it runs as a third agent and
+#: the fuzzer's notes, the marker among them, must survive it like the victim's
+ERASER = "eraser"
 #: a failing example holding a 300 kB string is reported, not hidden behind a repr warning
 big_reprs_ok = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -170,7 +174,7 @@ def _fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
 @big_reprs_ok
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_facade_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any) -> None:
-    facade = world[0]
+    facade = world[0].for_agent(ERASER) if name == "memory_delete_all" else world[0]
     _fuzz(name, world, lcm_store, facade.call, arguments_for(name), 50)
 
 
@@ -179,7 +183,8 @@ def test_facade_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: An
 def test_mcp_fuzz(name: str, world: tuple[ToolFacade, Tenants], lcm_store: Any,
                   portal: BlockingPortal) -> None:
     """The same through the MCP server and the SDK's client (in-memory transport)."""
-    server = build_server(world[0], limits=CallLimits(timeout=CALL_BUDGET))
+    facade = world[0].for_agent(ERASER) if name == "memory_delete_all" else world[0]
+    server = build_server(facade, limits=CallLimits(timeout=CALL_BUDGET))
     with portal.wrap_async_context_manager(Client(server)) as client:
         def call(tool: str, args: Any) -> Any:
             res = portal.call(client.call_tool, tool, args)
