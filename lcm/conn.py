@@ -67,6 +67,12 @@ class Handle(Protocol):
     @property
     def is_memory(self) -> bool: ...
 
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What this engine raises when a statement fails (a full disk, a locked file, a
+        read-only or lost server): a caller that must never fail catches these."""
+        ...
+
     def atomic(self) -> AbstractContextManager[Connection]:
         """A write transaction (a savepoint when nested), rolled back on any error."""
         ...

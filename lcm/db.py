@@ -52,6 +52,9 @@ class Database:
         c.execute("PRAGMA foreign_keys = ON")
         c.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
 
+    #: what a failed statement raises (lcm.conn.Handle.errors)
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
     @property
     def conn(self) -> sqlite3.Connection:
         if self._closed:

@@ -8,7 +8,6 @@ small transaction, the newest :data:`KEEP` kept), not a counter in memory.
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 from lcm.conn import Connection, Handle
 from lcm.models import FailureRecord
@@ -43,7 +42,7 @@ def record_failure(db: Handle, at: str, kind: str, reason: str, conversation_id:
             c.execute("INSERT INTO lcm_failures(at, kind, conversation_id, reason) VALUES (?, ?, ?, ?)",
                       (at, kind, conversation_id, reason))
             c.execute("DELETE FROM lcm_failures WHERE id <= (SELECT max(id) FROM lcm_failures) - ?", (KEEP,))
-    except sqlite3.Error as exc:  # a full disk or a locked file: say so, keep going
+    except db.errors as exc:  # a full disk, a locked file, a read-only or lost server: say so, keep going
         log.warning("lcm: cannot record a %s failure (%s): %s", kind, reason[:120], exc)
 
 

@@ -205,6 +205,14 @@ class PgDatabase:
     engine = "postgresql"
     is_memory = False
 
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What a failed statement raises here (lcm.conn.Handle.errors): the driver's errors, and
+        a lost server as :class:`lcm.errors.StoreUnavailableError`."""
+        import psycopg
+
+        return (psycopg.Error, StoreUnavailableError)
+
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout_s: float = 10.0) -> None:
         import psycopg_pool
 

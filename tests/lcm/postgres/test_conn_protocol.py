@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from lcm import LcmConfig, LcmStore
@@ -14,6 +15,7 @@ from lcm.db import Database
 from lcm.largefiles import LargeFileStore
 from lcm.migrations import migrate
 from lcm.errors import UnsupportedOnEngineError
+from lcm.failures import record_failure
 from lcm.ops import status
 from lcm.search import grep
 from lcm.pg.db import PgDatabase
@@ -57,3 +59,16 @@ def test_sqlite_defaults_refuse_another_engine_by_name(pg_clean_url: str, tmp_pa
             grep(store.db, store.config, "x", mode="full_text", scope="both", conv_ids=None, since=None,
                  before=None, limit=5, sort="recency")
         assert status(store.db, LargeFileStore(tmp_path), size_bytes=1, migrations=[]).size_bytes == 1
+
+
+def test_recording_a_failure_on_a_read_only_server_warns_and_goes_on(pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    with LcmStore(pg_url, LcmConfig(log_file_enabled=False)) as store:
+        name = pg_url.rsplit("/", 1)[1]
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+        # the pool's connections were ended: new ones are read-only; the record is lost, said, not raised
+        record_failure(store.db, "2026-12-01T00:00:00.000Z", "compaction", "the summarizer timed out")
+        assert "cannot record a compaction failure" in caplog.text
+        assert store.db.errors[0] is psycopg.Error and Database(":memory:").errors == (sqlite3.Error,)
