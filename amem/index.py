@@ -27,7 +27,7 @@ import numpy as np
 
 from . import bm25
 from .backends.base import Condition, Hit, Match, Point, VectorBackend, Where
-from .clock import Clock
+from .kernel.clock import Clock
 from .config import AmemConfig
 from .embed.base import Embedder
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError

@@ -6,7 +6,6 @@ import math
 from collections import deque
 from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
-from .kernel.fusion import rrf as rrf  # moved to amem.kernel.fusion; importers are switched at integration
 
 K = TypeVar("K", bound=Hashable)
 

@@ -12,7 +12,7 @@ from the engine (no old embedder needed, so this also rescues a store whose mode
 A crash before step 3 leaves the old store untouched (the half-built one is discarded on the
 next run). Server backends are not rebuilt in place: export, then import into a new collection.
 
-The CLI command is ``amem reembed`` (``tools.reembed`` re-exports this for it).
+The CLI command is ``amem reembed`` (``tools.cli.notes``).
 """
 
 from __future__ import annotations

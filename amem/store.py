@@ -15,7 +15,7 @@ import numpy as np
 
 from .backends import open_for_store
 from .backends.base import VectorBackend
-from .clock import Clock, SystemClock
+from .kernel.clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
 from .index import NoteIndex
@@ -131,16 +131,10 @@ class MemoryStore:
 
     def _llm_from_config(self) -> LLM | None:
         """An LLM client when ``llm_base_url`` is configured; None means offline enrichment."""
-        cfg = self.config
-        if not cfg.llm_base_url:
-            return None
-        from .llm import PLACEHOLDER_API_KEY, LLMClient, LLMConfig
+        from .llm import LLMClient, LLMConfig
 
-        return LLMClient(LLMConfig(base_url=cfg.llm_base_url, model=cfg.llm_model,
-                                   api_key=cfg.llm_api_key or PLACEHOLDER_API_KEY,
-                                   connect_timeout=cfg.llm_connect_timeout,
-                                   read_timeout=cfg.llm_read_timeout, deadline=cfg.llm_deadline_s,
-                                   max_reply_bytes=cfg.llm_max_reply_bytes))
+        endpoint = LLMConfig.from_amem(self.config)
+        return LLMClient(endpoint) if endpoint is not None else None
 
     @property
     def llm(self) -> LLM | None:

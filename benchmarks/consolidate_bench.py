@@ -38,7 +38,7 @@ import numpy as np
 
 from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.notes import CATEGORIES, Note
 
 DIM = 384
@@ -133,7 +133,7 @@ def measure(n: int, *, dup_share: float, near_share: float) -> dict[str, Any]:
     notes, bases, truth = plant(n, dup_share, near_share)
     embedder = PlantedEmbedder(bases)
     store = MemoryStore(config=load_config(overrides={"agent_id": "bench"}), embedder=embedder,
-                        clock=FixedClock("2026-03-01T00:00:00+00:00"),
+                        clock=ManualClock("2026-03-01T00:00:00+00:00"),
                         backend=EdgeBackend.temporary(DIM))
     try:
         started = time.perf_counter()

@@ -35,7 +35,8 @@ import numpy as np
 
 from amem.config import AmemConfig
 from amem.embed import make_embedder
-from amem.ranking import rrf, unranked_score, zscore_fusion
+from amem.kernel.fusion import rrf
+from amem.ranking import unranked_score, zscore_fusion
 from amem.text import tokenize
 
 from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, load_cmrc, load_locomo

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 
 from .datasets import DEFAULT_LOCOMO, Corpus, load_locomo
@@ -80,7 +80,7 @@ def run_one(corpus: Corpus, embedder: Any, variant: dict[str, Any],
     config = load_config(overrides={**variant, **overrides, "link_expansion": False})
     rows: dict[str, list[dict[str, float]]] = {"independent": [], "related": [], "repeated": []}
     with MemoryStore(":memory:", config=config, embedder=embedder,
-                     clock=FixedClock("2024-01-01T00:00:00+00:00")) as store:
+                     clock=ManualClock("2024-01-01T00:00:00+00:00")) as store:
         store.add_many([{"text": f"[{d.date_label}] {d.text}" if d.date_label else d.text,
                          "id": d.id} for d in corpus.docs], enrich=False)
         sequence = ordered(corpus)

@@ -34,7 +34,7 @@ import numpy as np
 from amem import MemoryStore, load_config
 from amem.embed import make_embedder
 from amem.backends.base import Where
-from amem.ranking import rrf
+from amem.kernel.fusion import rrf
 
 from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, load_cmrc, load_locomo
 from .embcache import CachedEmbedder

@@ -35,7 +35,7 @@ from amem import MemoryStore, load_config
 from amem.backends.base import Match, Where
 from amem.bm25 import query_vector
 from amem.notes import Note, content_hash
-from amem.ranking import rrf
+from amem.kernel.fusion import rrf
 from amem.text import tokenize
 
 from .datasets import DEFAULT_LOCOMO, load_locomo

@@ -1,7 +1,7 @@
-"""Ranking maths as pure functions: BM25 passage scoring here, RRF fusion from the kernel.
+"""lcm's ranking maths as pure functions: passage tokens and BM25 scores.
 
-``rrf`` is :func:`amem.kernel.fusion.rrf` (one RRF for amem and lcm; ties go to the id seen
-first, the first ranking deciding, where lcm's own copy compared ``str(id)``).
+RRF is the kernel's (:func:`amem.kernel.fusion.rrf`, one for amem and lcm; ties go to the id
+seen first, the first ranking deciding, where lcm's own copy compared ``str(id)``).
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from amem.kernel.fusion import rrf
 from amem.kernel.text import CJK, bigrams
 
-__all__ = ["rrf", "tokenize", "bm25_scores"]
+__all__ = ["tokenize", "bm25_scores"]
 
 # A word, or one CJK letter (the letters of a run become bigrams); the group says which.
 _TOKEN = re.compile(rf"([a-z0-9_./-]+)|([{CJK}])", re.IGNORECASE)

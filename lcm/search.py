@@ -22,7 +22,7 @@ from lcm.db import Database, sqlite_only
 from lcm.errors import LcmValidationError
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES, newest_first_sql, newest_in_window, rowids_follow_time
-from lcm.ranking import rrf
+from amem.kernel.fusion import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.tokens import is_cjk_text
 from lcm.trigram import indexed_upto, tail_match_sql

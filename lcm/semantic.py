@@ -35,7 +35,7 @@ from lcm.conn import Handle
 from lcm.db import sqlite_only
 from lcm.errors import EmbedderMissingError, LcmValidationError
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
-from lcm.ranking import rrf
+from amem.kernel.fusion import rrf
 from lcm.newest import SOURCES
 from lcm.search import _scope_sql, build_fts_query
 from lcm.tokens import is_cjk_text

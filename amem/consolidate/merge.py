@@ -19,9 +19,10 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import LLMError, LLMResponseError
+from ..kernel.llm import JsonLLM
 from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique
 
 log = logging.getLogger(__name__)
@@ -48,11 +49,8 @@ MERGE_SYSTEM = (
 )
 
 
-class MergeLLM(Protocol):
-    """The one call the merge makes of a chat model (``amem.llm.LLMClient`` has it)."""
-
-    def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
-                      name: str) -> dict[str, Any]: ...
+#: the one call the merge makes of a chat model (``amem.llm.LLMClient`` has it)
+MergeLLM = JsonLLM
 
 
 def informativeness(content: str, links: int, retrievals: int, timestamp: str,

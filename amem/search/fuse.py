@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import ranking
+from ..kernel.fusion import rrf
 from ..backends.base import Hit, VectorBackend
 from ..config import AmemConfig
 
@@ -23,8 +24,8 @@ def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
     """
     weights = [config.sparse_weight, config.dense_weight]
     if config.fusion == "rrf":
-        return ranking.rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
-                           k=config.rrf_k, weights=weights)
+        return rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
+                   k=config.rrf_k, weights=weights)
     candidates = [h.id for h in sparse_hits] + [h.id for h in dense_hits]
     fill_cosines(backend, qvec, candidates, cosine)
     # Scores at 1e-6, as in settle_ties: engines (and an engine's cosine against ours from

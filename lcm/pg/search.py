@@ -23,13 +23,13 @@ import re
 import time
 from typing import Any
 
+from amem.kernel.fusion import rrf
 from lcm.config import LcmConfig
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES
 from lcm.pg.bm25 import bm25_sql
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
 from lcm.pg.newest import PLAN_SETTINGS, matching_ids, newest_matches, newest_scan, order_by
-from lcm.ranking import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size, match_batch,
                         merge_kinds, regex_hits)

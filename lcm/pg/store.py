@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from amem.kernel.clock import Clock, SystemClock
+from amem.kernel.llm import TextLLM
 from lcm.config import LcmConfig
 from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
@@ -25,7 +27,6 @@ from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.pg.semantic import PgSemanticIndex
 from lcm.recall import Recall
-from lcm.seams import Clock, SummaryLLM, SystemClock
 from lcm.sessions import resolve_conversation
 from lcm.store import LcmStore
 from lcm.summarize import Summarizer
@@ -70,9 +71,9 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         path: str | Path | None = None,
         config: LcmConfig | None = None,
         *,
-        llm: SummaryLLM | None = None,
+        llm: TextLLM | None = None,
         clock: Clock | None = None,
-        expansion_llm: SummaryLLM | None = None,
+        expansion_llm: TextLLM | None = None,
         embedder: TextEmbedder | None = None,
     ) -> None:
         cfg = config or LcmConfig()

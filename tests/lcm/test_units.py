@@ -8,7 +8,8 @@ import pytest
 
 from lcm.errors import RegexRefusedError
 from lcm.extract import FOOTER_PREFIX, TRUNCATED_MARKER, SourceUnit, extractive_summary, truncate_to_tokens
-from lcm.ranking import bm25_scores, rrf, tokenize
+from amem.kernel.fusion import rrf
+from lcm.ranking import bm25_scores, tokenize
 from lcm.regex import DeadlineExceeded, compile_user_regex, required_literal
 from lcm.sessions import glob_match, is_cron_key
 from lcm.summarize import strip_injected_tags

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from scheduler import SchedulerConfig
 
@@ -75,5 +75,5 @@ def cfg(home: Path, zone: str = "UTC", **kw: Any) -> SchedulerConfig:
 def real_store(home: Path) -> Iterator[MemoryStore]:
     config = load_config(overrides={"home": home})
     with MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=128),
-                     clock=FixedClock("2026-03-01T00:00:00+00:00")) as store:
+                     clock=ManualClock("2026-03-01T00:00:00+00:00")) as store:
         yield store

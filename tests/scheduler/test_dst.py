@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from scheduler import run_nightly
 from scheduler.config import last_fire_time
 
@@ -54,7 +54,7 @@ def test_fall_back_berlin_trigger_fires_twice_but_the_job_runs_once(home: Path) 
                    datetime(2027, 11, 1, 1, 30, tzinfo=UTC)]
     store = ToyNoteStore(home)
     config = cfg(home, "Europe/Berlin")
-    clock = FixedClock(datetime(2027, 10, 31, 0, 30, 1, tzinfo=UTC))
+    clock = ManualClock(datetime(2027, 10, 31, 0, 30, 1, tzinfo=UTC))
     first = run_nightly(store, config=config, reason="scheduled", clock=clock)
     assert (first.status, first.slot_date) == ("ok", "2027-10-31")
     clock.set(datetime(2027, 10, 31, 1, 30, 1, tzinfo=UTC))

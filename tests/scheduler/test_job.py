@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from scheduler import last_run_status, run_nightly
 from scheduler.record import RunLock, read_record
 
@@ -37,7 +37,7 @@ def test_real_store_is_consolidated_optimised_and_recorded(real_store: MemorySto
 def test_failure_is_recorded_other_steps_still_run_and_next_night_retries(home: Path) -> None:
     store = ToyNoteStore(home, fail=True)
     config = cfg(home)
-    clock = FixedClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
     report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
     assert report.status == "failed" and store.optimizations == 1
     assert report.steps["consolidate"].error == "RuntimeError: disk full"
@@ -91,7 +91,7 @@ def test_two_threads_never_run_the_job_at_once(home: Path) -> None:
 
 def test_interrupted_run_is_reported_and_rerun(home: Path, toy: ToyNoteStore) -> None:
     config = cfg(home)
-    clock = FixedClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
     run_nightly(toy, config=config, reason="scheduled", clock=clock)
     record = read_record(home / "nightly.json")
     record["last_run"]["status"] = record["last_slot"]["status"] = "running"  # as if killed
@@ -104,7 +104,7 @@ def test_interrupted_run_is_reported_and_rerun(home: Path, toy: ToyNoteStore) ->
 
 def test_manual_runs_do_not_use_up_the_night(home: Path, toy: ToyNoteStore) -> None:
     config = cfg(home)
-    clock = FixedClock(datetime(2027, 5, 1, 1, 0, tzinfo=UTC))
+    clock = ManualClock(datetime(2027, 5, 1, 1, 0, tzinfo=UTC))
     assert run_nightly(toy, config=config, reason="manual", clock=clock).status == "ok"
     clock.set(datetime(2027, 5, 1, 2, 30, 1, tzinfo=UTC))
     assert run_nightly(toy, config=config, reason="scheduled", clock=clock).status == "ok"

@@ -11,7 +11,7 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from amem.clock import FixedClock, SystemClock
+from amem.kernel.clock import ManualClock, SystemClock
 from scheduler import SchedulerConfig, last_run_status, start_background
 from scheduler.config import load_config as load_scheduler_config
 from scheduler.config import JOB_ID
@@ -77,7 +77,7 @@ def test_a_missed_night_runs_once_at_start_and_not_again(home: Path, toy: ToyNot
     write_record(config.record_path, {
         "first_seen": "2027-04-20T10:00:00+00:00",
         "last_slot": {"slot": "2027-04-28T02:30:00+00:00", "date": "2027-04-28", "status": "ok"}})
-    clock = FixedClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))  # slept through three nights
+    clock = ManualClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))  # slept through three nights
     assert missed_slot(config, config.trigger(), clock.now()) == datetime(2027, 5, 1, 2, 30, tzinfo=UTC)
     for _ in range(2):  # a second start (or a second process) finds the slot served
         handle = start_background(toy, config=config, clock=clock)
@@ -93,7 +93,7 @@ def test_a_missed_night_runs_once_at_start_and_not_again(home: Path, toy: ToyNot
 
 def test_first_start_owes_nothing(home: Path, toy: ToyNoteStore) -> None:
     config = cfg(home)
-    clock = FixedClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    clock = ManualClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
     handle = start_background(toy, config=config, clock=clock)
     handle.shutdown()
     assert toy.consolidations == 0
@@ -132,7 +132,7 @@ def test_a_corrupt_record_is_reported_and_replaced_never_a_crash(home: Path, toy
     status = last_run_status(home, config)
     assert status["state"] == "never" and status["consecutive_failures"] == 0
     assert status["record_problems"], "the damage is reported"
-    clock = FixedClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    clock = ManualClock(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
     handle = start_background(toy, config=config, clock=clock)  # crashed with AttributeError
     handle.shutdown()
     assert last_run_status(home, config)["record_problems"] == []  # replaced by a clean one

@@ -14,7 +14,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.errors import EmbedderMismatchError
 from tools.cli import main
 from tools.progress import Progress
-from tools.reembed import reembed
+from amem.reembed import reembed
 
 
 def test_reembed_rebuilds_every_note(tmp_path: Path) -> None:

@@ -305,7 +305,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
-    from ..reembed import reembed
+    from amem.reembed import reembed
     from ..runtime import make_embedder
 
     cfg = runtime(args).settings.amem

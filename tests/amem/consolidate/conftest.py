@@ -11,7 +11,7 @@ import pytest
 from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend, QdrantServerBackend
 from amem.backends.base import Point
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.base import l2_normalise
 from amem.embed.hashing import HashingEmbedder
 from amem.notes import Note
@@ -59,8 +59,8 @@ def angle_vector(degrees: float, axis: int = 0) -> np.ndarray:
     return v
 
 @pytest.fixture
-def clock() -> FixedClock:
-    return FixedClock("2026-03-01T12:00:00+00:00")
+def clock() -> ManualClock:
+    return ManualClock("2026-03-01T12:00:00+00:00")
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def table() -> TableEmbedder:
     return TableEmbedder()
 
 
-def open_store(kind: str, embedder: Any, clock: FixedClock, *, flaky: bool = False,
+def open_store(kind: str, embedder: Any, clock: ManualClock, *, flaky: bool = False,
                llm: Any = None) -> MemoryStore:
     if kind == "edge":
         inner: Any = EdgeBackend.temporary(embedder.dim)
@@ -81,13 +81,13 @@ def open_store(kind: str, embedder: Any, clock: FixedClock, *, flaky: bool = Fal
 
 @pytest.fixture(params=["edge", "qdrant-local"])
 def store(request: pytest.FixtureRequest, table: TableEmbedder,
-          clock: FixedClock) -> Iterator[MemoryStore]:
+          clock: ManualClock) -> Iterator[MemoryStore]:
     with open_store(request.param, table, clock) as s:
         yield s
 
 
 @pytest.fixture
-def edge_store(table: TableEmbedder, clock: FixedClock) -> Iterator[MemoryStore]:
+def edge_store(table: TableEmbedder, clock: ManualClock) -> Iterator[MemoryStore]:
     with open_store("edge", table, clock) as s:
         yield s
 

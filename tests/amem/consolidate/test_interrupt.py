@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 
 from tests.fakes.backends import FlakyBackend, InjectedCrash
 
@@ -34,7 +34,7 @@ def seed(store: MemoryStore) -> None:
         links=["a1", "a2", "a3", "k2", "b2"])
 
 
-def reference(kind: str, table: TableEmbedder, clock: FixedClock) -> tuple[dict[str, Any], int]:
+def reference(kind: str, table: TableEmbedder, clock: ManualClock) -> tuple[dict[str, Any], int]:
     with open_store(kind, table, clock, flaky=True) as s:
         seed(s)
         s.index.backend.arm(None)
@@ -46,7 +46,7 @@ def reference(kind: str, table: TableEmbedder, clock: FixedClock) -> tuple[dict[
 # Every write on the fast in-memory engine; a sample on the embedded default (slow to open).
 @pytest.mark.parametrize("kind, step", [("qdrant-local", 1), ("edge", 7)])
 def test_crash_before_every_write_then_resume_gives_the_uninterrupted_result(
-        kind: str, step: int, table: TableEmbedder, clock: FixedClock) -> None:
+        kind: str, step: int, table: TableEmbedder, clock: ManualClock) -> None:
     expected, writes = reference(kind, table, clock)
     assert writes > 20  # every merge is several writes: the loop below covers each of them
     for fail_at in range(0, writes, step):
@@ -66,7 +66,7 @@ def test_crash_before_every_write_then_resume_gives_the_uninterrupted_result(
             assert s.consolidate().merges == 0
 
 
-def test_resume_counts_the_finished_merge_once(table: TableEmbedder, clock: FixedClock) -> None:
+def test_resume_counts_the_finished_merge_once(table: TableEmbedder, clock: ManualClock) -> None:
     with open_store("edge", table, clock, flaky=True) as s:
         seed(s)
         s.index.backend.arm(2)  # intent + survivor written, cascade not yet

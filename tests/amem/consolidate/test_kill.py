@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 
 from .conftest import TableEmbedder, link_problems, open_store, state
 from .test_interrupt import seed
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CHILD = textwrap.dedent("""
     import os, sys
     from amem import MemoryStore, load_config
-    from amem.clock import FixedClock
+    from amem.kernel.clock import ManualClock
     from tests.amem.consolidate.conftest import TableEmbedder
     from tests.amem.consolidate.test_interrupt import seed
 
@@ -28,7 +28,7 @@ CHILD = textwrap.dedent("""
             os._exit(9)  # no close, no flush: the engine's WAL is all that survives
 
     store = MemoryStore(sys.argv[1], config=load_config(), embedder=TableEmbedder(),
-                        clock=FixedClock("2026-03-01T12:00:00+00:00"))
+                        clock=ManualClock("2026-03-01T12:00:00+00:00"))
     seed(store)
     store.consolidate(progress=die_after_two)
     sys.exit(0)
@@ -36,7 +36,7 @@ CHILD = textwrap.dedent("""
 
 
 def test_killed_child_leaves_a_consistent_store_and_the_next_run_finishes(tmp_path: Path) -> None:
-    clock = FixedClock("2026-03-01T12:00:00+00:00")
+    clock = ManualClock("2026-03-01T12:00:00+00:00")
     with open_store("edge", TableEmbedder(), clock) as ref:
         seed(ref)
         ref.consolidate()
@@ -59,5 +59,5 @@ def test_killed_child_leaves_a_consistent_store_and_the_next_run_finishes(tmp_pa
 
 def seed_vectors(table: TableEmbedder) -> None:
     """Fill the table as ``seed`` does, without writing notes (the store already has them)."""
-    with open_store("qdrant-local", table, FixedClock("2026-03-01T12:00:00+00:00")) as scratch:
+    with open_store("qdrant-local", table, ManualClock("2026-03-01T12:00:00+00:00")) as scratch:
         seed(scratch)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.errors import LLMError
 from amem.llm import LLMClient, LLMConfig
 
@@ -38,7 +38,7 @@ def client(replies: list[Any], seen: list[dict[str, Any]]) -> LLMClient:
                      sleep=lambda _: None)
 
 
-def test_llm_merge_writes_the_models_unified_note(table: TableEmbedder, clock: FixedClock) -> None:
+def test_llm_merge_writes_the_models_unified_note(table: TableEmbedder, clock: ManualClock) -> None:
     seen: list[dict[str, Any]] = []
     reply = {"content": "Frank's dentist appointment: May 4, 10am.", "context": "Frank's health",
              "keywords": ["appointment"], "tags": ["calendar"]}
@@ -64,7 +64,7 @@ def test_llm_merge_writes_the_models_unified_note(table: TableEmbedder, clock: F
         assert store.consolidate().merges == 0  # the merged note is not merged again
 
 
-def test_llm_failure_falls_back_to_offline_and_says_so(table: TableEmbedder, clock: FixedClock) -> None:
+def test_llm_failure_falls_back_to_offline_and_says_so(table: TableEmbedder, clock: ManualClock) -> None:
     llm = client([500], [])
     with open_store("edge", table, clock, llm=llm) as store:
         seed(store)
@@ -96,7 +96,7 @@ class ScriptedLLM:
         return item
 
 
-def test_unusable_reply_is_refused_and_merged_offline(table: TableEmbedder, clock: FixedClock) -> None:
+def test_unusable_reply_is_refused_and_merged_offline(table: TableEmbedder, clock: ManualClock) -> None:
     llm = ScriptedLLM([{"content": "  ", "context": "", "keywords": [], "tags": []}])
     with open_store("qdrant-local", table, clock, llm=llm) as store:
         seed(store)
@@ -105,7 +105,7 @@ def test_unusable_reply_is_refused_and_merged_offline(table: TableEmbedder, cloc
         assert "LLMResponseError" in store.get("s").evolution_history[-1]["llm_error"]
 
 
-def test_scripted_error_falls_back(table: TableEmbedder, clock: FixedClock) -> None:
+def test_scripted_error_falls_back(table: TableEmbedder, clock: ManualClock) -> None:
     llm = ScriptedLLM([LLMError("circuit open")])
     with open_store("qdrant-local", table, clock, llm=llm) as store:
         seed(store)

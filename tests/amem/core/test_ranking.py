@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from amem.ranking import expand_links, heat_boost, rrf, unranked_score, zscore_fusion
+from amem.kernel.fusion import rrf
+from amem.ranking import expand_links, heat_boost, unranked_score, zscore_fusion
 
 
 def test_rrf_counts_ranks_from_one_with_k60() -> None:

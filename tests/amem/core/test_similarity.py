@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.similarity import (Calibration, calibration_for, cosine_baseline, note_cosine,
                              note_similarity, query_similarity)
@@ -80,7 +80,7 @@ def test_unrelated_notes_are_not_folded_with_a_compressed_embedder() -> None:
     emb = _Compressed()
     a, b = emb.embed(["Alice prefers green tea", "The staging database runs PostgreSQL"])
     assert float(a @ b) > 0.85  # raw cosine of unrelated notes crosses the fold threshold
-    with MemoryStore(":memory:", embedder=emb, clock=FixedClock("2026-01-01T00:00:00+00:00")) as store:
+    with MemoryStore(":memory:", embedder=emb, clock=ManualClock("2026-01-01T00:00:00+00:00")) as store:
         first = store.add("Alice prefers green tea")
         second = store.add("The staging database runs PostgreSQL")
         assert second.status == "created" and second.id != first.id

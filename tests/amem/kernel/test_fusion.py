@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-import amem.ranking
-import lcm.ranking
 from amem.kernel.fusion import rrf
 
+ROOT = Path(__file__).resolve().parents[3]
 
-def test_amem_and_lcm_fuse_with_the_kernel_rrf() -> None:
-    assert amem.ranking.rrf is rrf and lcm.ranking.rrf is rrf
+
+def test_only_the_kernel_defines_an_rrf() -> None:
+    # amem and lcm each had a copy that broke ties differently; a second definition would
+    # bring that back, so every module of the four packages is read.
+    defined = sorted(
+        str(path.relative_to(ROOT))
+        for package in ("amem", "lcm", "tools", "scheduler")
+        for path in (ROOT / package).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "rrf"
+    )
+    assert defined == ["amem/kernel/fusion.py"]
 
 
 def test_scores_follow_the_formula() -> None:

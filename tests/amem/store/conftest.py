@@ -8,7 +8,7 @@ import pytest
 
 from amem import MemoryStore, load_config
 from amem.backends import QdrantServerBackend
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 
 
@@ -18,11 +18,11 @@ def embedder() -> HashingEmbedder:
 
 
 @pytest.fixture
-def clock() -> FixedClock:
-    return FixedClock("2026-01-10T12:00:00+00:00")
+def clock() -> ManualClock:
+    return ManualClock("2026-01-10T12:00:00+00:00")
 
 
-def make_store(kind: str, embedder: HashingEmbedder, clock: FixedClock, **overrides: object
+def make_store(kind: str, embedder: HashingEmbedder, clock: ManualClock, **overrides: object
                ) -> MemoryStore:
     config = load_config(overrides=overrides)
     if kind == "edge":
@@ -33,12 +33,12 @@ def make_store(kind: str, embedder: HashingEmbedder, clock: FixedClock, **overri
 
 @pytest.fixture(params=["edge", "qdrant-local"])
 def store(request: pytest.FixtureRequest, embedder: HashingEmbedder,
-          clock: FixedClock) -> Iterator[MemoryStore]:
+          clock: ManualClock) -> Iterator[MemoryStore]:
     with make_store(request.param, embedder, clock) as s:
         yield s
 
 
 @pytest.fixture
-def edge_store(embedder: HashingEmbedder, clock: FixedClock) -> Iterator[MemoryStore]:
+def edge_store(embedder: HashingEmbedder, clock: ManualClock) -> Iterator[MemoryStore]:
     with make_store("edge", embedder, clock) as s:
         yield s

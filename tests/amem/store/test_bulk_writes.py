@@ -12,7 +12,7 @@ import pytest
 
 from amem import MemoryStore
 from amem.write.bulk import LLM_CHECKS_PER_BATCH
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 from amem.embed.hashing import HashingEmbedder
 from amem.importer import import_file
@@ -70,7 +70,7 @@ def test_the_import_report_says_who_judged_or_that_it_was_deferred(
 
 def test_a_batch_with_the_default_embedder(tmp_path: Path) -> None:
     with MemoryStore(":memory:", embedder=make_embedder("e5-small"),
-                     clock=FixedClock("2026-01-10T12:00:00+00:00")) as store:
+                     clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
         results = store.add_many([
             {"text": "The user drinks coffee every morning", "timestamp": "2026-01-01"},
             {"text": "The office plant needs water on Mondays", "timestamp": "2026-01-02"},
@@ -106,7 +106,7 @@ WORDS = ("tea cocoa kefir matcha oolong rooibos chai mate kombucha lassi horchat
 
 
 def test_an_llm_judge_is_asked_a_bounded_number_of_times_per_batch(
-        embedder: HashingEmbedder, clock: FixedClock, fake_openai: FakeOpenAI) -> None:
+        embedder: HashingEmbedder, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
     asked: list[str] = []
     fake_openai.set_default(_routed(asked))
     client = LLMClient(LLMConfig(base_url=fake_openai.url, model="judge", max_retries=0,
@@ -128,7 +128,7 @@ def test_an_llm_judge_is_asked_a_bounded_number_of_times_per_batch(
 
 
 def test_an_expired_note_does_not_block_its_id(embedder: HashingEmbedder,
-                                               clock: FixedClock) -> None:
+                                               clock: ManualClock) -> None:
     with make_store("edge", embedder, clock, link_min_cosine=-1.0) as store:
         store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
         store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
@@ -154,7 +154,7 @@ def test_an_expired_note_does_not_block_its_id(embedder: HashingEmbedder,
 
 
 def test_another_agents_expired_note_is_left_alone(embedder: HashingEmbedder,
-                                                   clock: FixedClock) -> None:
+                                                   clock: ManualClock) -> None:
     with make_store("edge", embedder, clock) as store:
         store.add("Bob's parking spot", id="park", ttl=60, agent_id="bob", enrich=False)
         clock.advance(seconds=60)

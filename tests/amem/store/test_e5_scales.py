@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 
 NOTES = [
@@ -25,7 +25,7 @@ NOTES = [
 @pytest.fixture(scope="module")
 def e5_store() -> Iterator[MemoryStore]:
     with MemoryStore(":memory:", embedder=make_embedder("e5-small"),
-                     clock=FixedClock("2026-01-10T12:00:00+00:00")) as store:
+                     clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
         for nid, text in NOTES:
             store.add(text, id=nid, enrich=False)
         store.index.update_payload("tea", store.agent_id, {"links": ["db", "pot"]})

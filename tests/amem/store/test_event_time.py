@@ -10,7 +10,7 @@ import pytest
 from amem import MemoryStore, bm25, load_config
 from amem.backends import EdgeBackend
 from amem.backends.base import Point
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
@@ -62,7 +62,7 @@ def test_since_is_inclusive_and_before_exclusive(store: MemoryStore) -> None:
 
 
 def test_the_window_is_applied_in_the_engine_not_after_the_top_k(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     # One candidate per leg: a filter applied after the engine's top 1 would drop the best
     # note (out of the window) and return nothing; the engine's filter returns the old one.
     with make_store("edge", embedder, clock, candidates=1) as store:
@@ -75,7 +75,7 @@ def test_the_window_is_applied_in_the_engine_not_after_the_top_k(
 
 
 def test_a_linked_note_outside_the_window_is_not_expanded(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     with make_store("edge", embedder, clock, link_min_cosine=-1.0) as store:
         _events(store)
         store.index.update_payload("june", store.agent_id, {"links": ["may"]})
@@ -96,7 +96,7 @@ def test_bad_windows_are_refused(edge_store: MemoryStore) -> None:
 
 
 def test_a_store_written_before_event_times_is_found_by_its_write_time(tmp_path: Path) -> None:
-    path, clock = tmp_path / "store", FixedClock("2025-03-01T08:00:00+00:00")
+    path, clock = tmp_path / "store", ManualClock("2025-03-01T08:00:00+00:00")
     config = load_config(overrides={})
     with MemoryStore(path, config=config, embedder=HashingEmbedder(dim=64), clock=clock) as old:
         old.add("Boat engine serviced at the marina", id="boat", enrich=False)
@@ -132,7 +132,7 @@ NOTES = [
 def e5_store() -> Iterator[MemoryStore]:
     with MemoryStore(":memory:", embedder=make_embedder("e5-small"),
                      config=load_config(overrides={}),
-                     clock=FixedClock("2026-01-10T12:00:00+00:00")) as store:
+                     clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
         for nid, text, when in NOTES:
             store.add(text, id=nid, event_time=when, enrich=False)
         yield store

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import NotFoundError, ValidationError
 from scheduler.config import SchedulerConfig
@@ -40,7 +40,7 @@ def test_bad_expiries_are_refused_naming_the_field(edge_store: MemoryStore) -> N
 
 
 def test_an_expired_note_is_invisible_at_once(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     with make_store("edge", embedder, clock, link_min_cosine=-1.0) as store:
         store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
         store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
@@ -61,7 +61,7 @@ def test_an_expired_note_is_invisible_at_once(
 
 
 def test_the_sweep_deletes_expired_notes_and_their_links(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     with make_store("edge", embedder, clock) as store:
         store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
         store.add("Flight to Lisbon from the airport", id="flight", enrich=False)
@@ -81,7 +81,7 @@ def test_the_sweep_deletes_expired_notes_and_their_links(
 
 
 def test_the_nightly_job_reports_the_sweep(tmp_path: Path) -> None:
-    clock = FixedClock("2026-01-10T12:00:00+00:00")
+    clock = ManualClock("2026-01-10T12:00:00+00:00")
     with MemoryStore(":memory:", embedder=HashingEmbedder(dim=64), clock=clock,
                      config=load_config(overrides={})) as store:
         store.add("Parking spot B7 at the airport", ttl=60, enrich=False)

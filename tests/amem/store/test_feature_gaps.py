@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.consolidate import plan_clusters
 from amem.consolidate.lineage import Chains
 from amem.embed import make_embedder
@@ -25,7 +25,7 @@ def _e5() -> Embedder:
     return make_embedder("e5-small")
 
 
-def test_get_lists_only_links_to_live_notes(store: MemoryStore, clock: FixedClock) -> None:
+def test_get_lists_only_links_to_live_notes(store: MemoryStore, clock: ManualClock) -> None:
     store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
     store.add("Hotel near the airport", id="hotel", enrich=False)
     store.add("Taxi rank at the airport", id="taxi", enrich=False)
@@ -49,7 +49,7 @@ def test_get_never_shows_a_link_to_another_agents_point(store: MemoryStore) -> N
 
 
 def test_status_counts_expired_notes_apart_from_active_ones(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     with make_store("edge", embedder, clock) as store:
         store.add("Parking spot B7 today", ttl=60, enrich=False)
         store.add("Gate code 4411 this week", ttl=60, agent_id="bob", enrich=False)
@@ -96,7 +96,7 @@ def test_consolidation_never_merges_a_fact_with_its_successor(
         old_text: str, new_text: str, threshold: float | None) -> None:
     overrides = {} if threshold is None else {"consolidate_threshold": threshold}
     with MemoryStore(":memory:", config=load_config(overrides=overrides), embedder=_e5(),
-                     clock=FixedClock("2026-01-10T12:00:00+00:00")) as store:
+                     clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
         old = store.add(old_text, timestamp="2026-01-01").id
         new = store.add(new_text, timestamp="2026-01-08")
         assert new.supersedes == [old] and new.status == "pending_merge"
@@ -117,7 +117,7 @@ SUPERSEDING_TEA = "Alice stopped coffee, she drinks tea now"
 
 
 def test_sweeping_an_expired_successor_makes_the_older_fact_current_again(
-        store: MemoryStore, clock: FixedClock) -> None:
+        store: MemoryStore, clock: ManualClock) -> None:
     old = store.add(SUPERSEDED_COFFEE, ["Alice"], timestamp="2026-01-01").id
     new = store.add(SUPERSEDING_TEA, ["Alice"], timestamp="2026-01-05", ttl=60)
     assert new.supersedes == [old] and store.get(old).superseded_by == new.id
@@ -128,7 +128,7 @@ def test_sweeping_an_expired_successor_makes_the_older_fact_current_again(
 
 
 def test_a_merged_away_successor_hands_its_marks_to_the_survivor(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     with make_store("edge", embedder, clock) as store:
         a = store.add("Alice drinks coffee at the office", id="a", enrich=False).id
         b = store.add("Alice now drinks green tea every single morning at home", id="b",

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 from amem.errors import ConfigError
 
@@ -33,7 +33,7 @@ def embedder() -> Any:
 
 
 def _store(embedder: Any, kind: str = "edge", **overrides: object) -> MemoryStore:
-    store = make_store(kind, embedder, FixedClock("2026-01-10T12:00:00+00:00"), **overrides)
+    store = make_store(kind, embedder, ManualClock("2026-01-10T12:00:00+00:00"), **overrides)
     for nid, text in NOTES:
         store.add(text, id=nid, enrich=False)
     return store

@@ -14,7 +14,7 @@ from typing import Sequence
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
 from amem.export import export_store, import_export, load_export
@@ -145,7 +145,7 @@ def test_export_then_import_moves_a_store_between_backends(edge_store: MemorySto
     buf = io.StringIO()
     assert export_store(edge_store, buf) == 25
     buf.seek(0)
-    target = make_store("qdrant-local", HashingEmbedder(dim=256), FixedClock("2026-01-10T12:00:00+00:00"))
+    target = make_store("qdrant-local", HashingEmbedder(dim=256), ManualClock("2026-01-10T12:00:00+00:00"))
     with target:
         assert import_export(target, buf) == 25
         assert target.count(agent_id="a") == 11 and target.count(agent_id="b") == 13
@@ -190,7 +190,7 @@ def _export_with_bad_line(store: MemoryStore, tmp_path: Path, bad_at: int, bad: 
 def test_a_rejected_export_writes_nothing(tmp_path: Path, edge_store: MemoryStore,
                                           bad: str) -> None:
     src = _export_with_bad_line(edge_store, tmp_path, 301, bad)
-    target = make_store("edge", HashingEmbedder(dim=256), FixedClock("2026-01-10T12:00:00+00:00"))
+    target = make_store("edge", HashingEmbedder(dim=256), ManualClock("2026-01-10T12:00:00+00:00"))
     with target:
         assert edge_store.embedder.model_id == target.embedder.model_id
         with pytest.raises(ImportRejected) as info:  # wrote 256 notes before the fix
@@ -206,7 +206,7 @@ def test_import_and_export_refuse_the_same_way(tmp_path: Path, edge_store: Memor
     with pytest.raises(ImportRejected) as plain:
         import_file(edge_store, src, enrich=False)
     dump = _export_with_bad_line(edge_store, tmp_path, 2, '{"note": 1}')
-    target = make_store("edge", HashingEmbedder(dim=256), FixedClock("2026-01-10T12:00:00+00:00"))
+    target = make_store("edge", HashingEmbedder(dim=256), ManualClock("2026-01-10T12:00:00+00:00"))
     with target, pytest.raises(ImportRejected) as export:
         load_export(target, dump)
     assert (plain.value.field, plain.value.code) == (export.value.field, export.value.code)

@@ -9,21 +9,21 @@ from pathlib import Path
 
 from amem import MemoryStore, load_config
 from amem.backends.edge import SHARD_DIR, EdgeBackend
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from tools.cli import main
 
 ITEMS = [{"text": f"note {i} about topic {i % 7} and place {i % 5}"} for i in range(30)]
 
 
-def open_store(path: Path, embedder: HashingEmbedder, clock: FixedClock,
+def open_store(path: Path, embedder: HashingEmbedder, clock: ManualClock,
                optimize_after: int) -> MemoryStore:
     config = load_config(overrides={"optimize_after": optimize_after})
     return MemoryStore(path, config=config, embedder=embedder, clock=clock)
 
 
 def test_bulk_write_builds_the_index_in_the_background(tmp_path: Path, embedder: HashingEmbedder,
-                                                       clock: FixedClock) -> None:
+                                                       clock: ManualClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
         store.add_many(ITEMS, enrich=False)
         # Started by add_many, which returned without waiting; the store keeps answering.
@@ -43,7 +43,7 @@ def test_bulk_write_builds_the_index_in_the_background(tmp_path: Path, embedder:
 
 
 def test_changes_made_during_the_build_are_kept(tmp_path: Path, embedder: HashingEmbedder,
-                                                clock: FixedClock) -> None:
+                                                clock: ManualClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=20) as store:
         first = store.add_many(ITEMS, enrich=False)
         backend = store.index.backend
@@ -67,7 +67,7 @@ def test_changes_made_during_the_build_are_kept(tmp_path: Path, embedder: Hashin
 
 
 def test_points_are_counted_until_the_threshold_and_kept(tmp_path: Path, embedder: HashingEmbedder,
-                                                          clock: FixedClock) -> None:
+                                                          clock: ManualClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=100) as store:
         store.add_many(ITEMS, enrich=False)
         store.add("one more single note", enrich=False)
@@ -82,7 +82,7 @@ def test_points_are_counted_until_the_threshold_and_kept(tmp_path: Path, embedde
 
 
 def test_zero_threshold_leaves_it_to_the_nightly_job(tmp_path: Path, embedder: HashingEmbedder,
-                                                      clock: FixedClock) -> None:
+                                                      clock: ManualClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
         store.add_many(ITEMS, enrich=False)
         assert store.index.build.state == "idle"
@@ -90,7 +90,7 @@ def test_zero_threshold_leaves_it_to_the_nightly_job(tmp_path: Path, embedder: H
 
 
 def test_a_swap_cut_short_restores_the_shard(tmp_path: Path, embedder: HashingEmbedder,
-                                             clock: FixedClock) -> None:
+                                             clock: ManualClock) -> None:
     """A crash between the swap's two renames leaves ``shard.old`` and no ``shard``."""
     where = tmp_path / "s"
     with open_store(where, embedder, clock, optimize_after=0) as store:

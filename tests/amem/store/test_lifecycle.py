@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import EmbedderMismatchError, StoreLockedError
 
@@ -21,7 +21,7 @@ CORPUS = [f"note {i}: " + " ".join(w for w in ("tea coffee water juice milk soda
 
 
 def test_close_reopen_same_results(tmp_path: Path, embedder: HashingEmbedder,
-                                   clock: FixedClock) -> None:
+                                   clock: ManualClock) -> None:
     with MemoryStore(tmp_path / "s", embedder=embedder, clock=clock) as store:
         for i, text in enumerate(CORPUS):
             store.add(text, id=f"n{i}", enrich=False)
@@ -32,7 +32,7 @@ def test_close_reopen_same_results(tmp_path: Path, embedder: HashingEmbedder,
     assert after == before
 
 
-def test_other_embedder_is_a_clear_error(tmp_path: Path, clock: FixedClock) -> None:
+def test_other_embedder_is_a_clear_error(tmp_path: Path, clock: ManualClock) -> None:
     with MemoryStore(tmp_path / "s", embedder=HashingEmbedder(dim=64), clock=clock) as store:
         store.add("hello", enrich=False)
     with pytest.raises(EmbedderMismatchError) as info:
@@ -55,7 +55,7 @@ class _Renamed:
         return self.inner.embed(texts, kind)
 
 
-def test_other_model_of_same_size_is_a_clear_error(tmp_path: Path, clock: FixedClock) -> None:
+def test_other_model_of_same_size_is_a_clear_error(tmp_path: Path, clock: ManualClock) -> None:
     with MemoryStore(tmp_path / "s", embedder=HashingEmbedder(dim=64), clock=clock) as store:
         store.add("hello", enrich=False)
     with pytest.raises(EmbedderMismatchError) as info:
@@ -89,7 +89,7 @@ def test_second_process_gets_a_clear_error(tmp_path: Path, embedder: HashingEmbe
         assert store.count() == 1
 
 
-def test_backends_are_congruent(embedder: HashingEmbedder, clock: FixedClock) -> None:
+def test_backends_are_congruent(embedder: HashingEmbedder, clock: ManualClock) -> None:
     edge = make_store("edge", embedder, clock)
     local = make_store("qdrant-local", embedder, clock)
     try:

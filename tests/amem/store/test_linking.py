@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import LLMError
 from amem.write.linking import LinkView, offline_links, related
@@ -61,7 +61,7 @@ def _store(llm: Any = None) -> MemoryStore:
     # fold and pending off: these notes are related, not duplicates
     config = load_config(overrides={"fold_threshold": 1.0, "pending_threshold": 1.0})
     return MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256),
-                       clock=FixedClock("2026-01-10T12:00:00+00:00"), llm=llm)
+                       clock=ManualClock("2026-01-10T12:00:00+00:00"), llm=llm)
 
 
 def test_an_llm_answering_yes_links_every_offered_neighbour() -> None:

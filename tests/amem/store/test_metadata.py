@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
 from amem.export import export_store, load_export
@@ -83,7 +83,7 @@ def test_search_keeps_notes_matching_every_key(store: MemoryStore) -> None:
 
 
 def test_the_metadata_filter_runs_in_the_engine_and_on_links(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     with make_store("edge", embedder, clock, candidates=1, link_min_cosine=-1.0) as store:
         store.add("Release checklist for the rocket team", id="best", metadata={"team": "x"},
                   enrich=False)
@@ -131,7 +131,7 @@ def test_jsonl_import_carries_event_time_metadata_and_ttl(
 
 
 def test_an_export_carries_the_fields_and_an_import_checks_them(
-        edge_store: MemoryStore, embedder: HashingEmbedder, clock: FixedClock,
+        edge_store: MemoryStore, embedder: HashingEmbedder, clock: ManualClock,
         tmp_path: Path) -> None:
     edge_store.add("Launch review moved to Friday", id="launch", metadata={"project": "apollo"},
                    event_time="2025-04-04T09:00:00Z", ttl=86400, enrich=False)

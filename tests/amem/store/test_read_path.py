@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import NotFoundError, ValidationError
 
@@ -216,7 +216,7 @@ def test_link_expansion_applies_the_search_filters(store: MemoryStore) -> None:
 
 
 def test_a_store_written_by_an_older_tokenizer_gets_its_bm25_vectors_rebuilt(
-        tmp_path: Path, embedder: HashingEmbedder, clock: FixedClock) -> None:
+        tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
     from amem import bm25
     from amem.backends import EdgeBackend
     from amem.backends.base import Point

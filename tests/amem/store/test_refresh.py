@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.export import export_store, import_export
 from amem.importer import import_file
@@ -31,7 +31,7 @@ VARIANTS = [
 FOLDING = {"fold_threshold": 0.8, "pending_threshold": 0.6}
 
 
-def open_store(embedder: HashingEmbedder, clock: FixedClock, path: str | Path = ":memory:",
+def open_store(embedder: HashingEmbedder, clock: ManualClock, path: str | Path = ":memory:",
                **overrides: object) -> MemoryStore:
     return MemoryStore(path, config=load_config(overrides={**FOLDING, **overrides}),
                        embedder=embedder, clock=clock)
@@ -53,7 +53,7 @@ def stale_payloads(store: MemoryStore) -> list[str]:
             if n.vector_stale]
 
 
-def test_a_note_folded_three_times_in_one_batch_is_embedded_once(clock: FixedClock) -> None:
+def test_a_note_folded_three_times_in_one_batch_is_embedded_once(clock: ManualClock) -> None:
     recorder = RecordingEmbedder()
     with open_store(recorder, clock) as store:
         results = store.add_many([{"text": t} for t in [BASE, *VARIANTS]])
@@ -71,7 +71,7 @@ def test_a_note_folded_three_times_in_one_batch_is_embedded_once(clock: FixedClo
         assert stale_payloads(store) == [] and store.info().stale_vectors == 0
 
 
-def test_single_adds_refresh_before_they_return(clock: FixedClock) -> None:
+def test_single_adds_refresh_before_they_return(clock: ManualClock) -> None:
     with open_store(RecordingEmbedder(), clock) as store:
         first = store.add(BASE)
         for text in VARIANTS:
@@ -81,7 +81,7 @@ def test_single_adds_refresh_before_they_return(clock: FixedClock) -> None:
 
 
 def test_a_failed_refresh_keeps_the_note_says_so_and_the_next_write_repairs(
-        clock: FixedClock, caplog: pytest.LogCaptureFixture) -> None:
+        clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     # call 1 embeds BASE, call 2 the variant, call 3 the folded note's own re-embedding, and
     # call 4 the add's refresh, which tries it again
     with open_store(FailingEmbedder(fail_on={3, 4}), clock) as store:
@@ -108,7 +108,7 @@ def test_a_failed_refresh_keeps_the_note_says_so_and_the_next_write_repairs(
         assert store.info().stale_vectors == 0
 
 
-def test_consolidation_re_embeds_stale_vectors_first_and_reports_it(clock: FixedClock) -> None:
+def test_consolidation_re_embeds_stale_vectors_first_and_reports_it(clock: ManualClock) -> None:
     with open_store(FailingEmbedder(fail_on={3, 4}), clock) as store:
         first = store.add(BASE)
         store.add(VARIANTS[0])
@@ -119,7 +119,7 @@ def test_consolidation_re_embeds_stale_vectors_first_and_reports_it(clock: Fixed
         assert store.consolidate().vectors_refreshed == 0
 
 
-def test_export_keeps_the_mark_and_the_importing_store_repairs_it(clock: FixedClock) -> None:
+def test_export_keeps_the_mark_and_the_importing_store_repairs_it(clock: ManualClock) -> None:
     import io
 
     with open_store(FailingEmbedder(fail_on={3, 4}), clock) as source:
@@ -163,7 +163,7 @@ KILL_SCRIPT = textwrap.dedent("""
 
 
 def test_import_killed_between_a_fold_and_its_refresh_is_repaired_by_the_rerun(
-        tmp_path: Path, clock: FixedClock) -> None:
+        tmp_path: Path, clock: ManualClock) -> None:
     rows = [BASE, *VARIANTS, "Alice prefers green tea over coffee",
             "Bob rides a blue bicycle to the office", "Carol plays board games on Fridays"]
     src = tmp_path / "notes.jsonl"
@@ -215,7 +215,7 @@ def interleaved(tmp_path: Path, *, context: bool = False) -> Path:
 
 @pytest.mark.parametrize("every", [1024, 0])
 def test_an_import_embeds_a_note_folded_in_many_batches_once(
-        tmp_path: Path, clock: FixedClock, every: int) -> None:
+        tmp_path: Path, clock: ManualClock, every: int) -> None:
     recorder = RecordingEmbedder()
     with open_store(recorder, clock, import_reembed_every=every) as store:
         report = import_file(store, interleaved(tmp_path), batch=2)
@@ -229,7 +229,7 @@ def test_an_import_embeds_a_note_folded_in_many_batches_once(
         assert embeds_current_text(store, note) and store.info().stale_vectors == 0
 
 
-def test_an_import_refreshes_when_enough_notes_wait(tmp_path: Path, clock: FixedClock) -> None:
+def test_an_import_refreshes_when_enough_notes_wait(tmp_path: Path, clock: ManualClock) -> None:
     recorder = RecordingEmbedder()
     with open_store(recorder, clock, import_reembed_every=1) as store:
         import_file(store, interleaved(tmp_path), batch=2)
@@ -238,7 +238,7 @@ def test_an_import_refreshes_when_enough_notes_wait(tmp_path: Path, clock: Fixed
 
 
 def test_an_interrupted_import_block_leaves_marks_the_next_write_repairs(
-        clock: FixedClock) -> None:
+        clock: ManualClock) -> None:
     with open_store(RecordingEmbedder(), clock) as store:
         with pytest.raises(KeyboardInterrupt):
             with store.writer.deferred_reembed():
@@ -252,7 +252,7 @@ def test_an_interrupted_import_block_leaves_marks_the_next_write_repairs(
         assert all(embeds_current_text(store, n) for n, _ in store.iter_notes())
 
 
-def test_a_failed_final_refresh_is_in_the_import_report(tmp_path: Path, clock: FixedClock) -> None:
+def test_a_failed_final_refresh_is_in_the_import_report(tmp_path: Path, clock: ManualClock) -> None:
     recorder = RecordingEmbedder()
     with open_store(recorder, clock) as store:
         import_file(store, interleaved(tmp_path, context=True), batch=2)

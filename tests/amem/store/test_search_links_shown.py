@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 
 
-def test_search_results_list_only_links_to_live_notes(store: MemoryStore, clock: FixedClock) -> None:
+def test_search_results_list_only_links_to_live_notes(store: MemoryStore, clock: ManualClock) -> None:
     store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
     store.add("Hotel near the airport", id="hotel", enrich=False)
     store.add("Taxi rank at the airport", id="taxi", enrich=False)
@@ -28,7 +28,7 @@ def test_search_results_list_only_links_to_live_notes(store: MemoryStore, clock:
 
 
 def test_doctor_counts_links_to_expired_notes_apart_from_dangling_ones(
-        store: MemoryStore, clock: FixedClock) -> None:
+        store: MemoryStore, clock: ManualClock) -> None:
     from tools.reports import doctor_report
 
     store.add("Parking spot B7 at the airport", id="park", ttl=60, enrich=False)
@@ -47,7 +47,7 @@ def test_doctor_counts_links_to_expired_notes_apart_from_dangling_ones(
 
 
 def test_a_fact_whose_successor_expired_is_current_before_the_sweep(
-        edge_store: MemoryStore, clock: FixedClock) -> None:
+        edge_store: MemoryStore, clock: ManualClock) -> None:
     store = edge_store
     old = store.add("Alice drinks coffee every morning", ["Alice"]).id
     new = store.add("Alice stopped coffee, she drinks tea now", ["Alice"], ttl=60).id

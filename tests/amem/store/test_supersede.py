@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 
 from amem import MemoryStore
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 from amem.enrich.base import OFFLINE_FALLBACK
 from amem.llm import LLMClient, LLMConfig
@@ -131,7 +131,7 @@ def test_the_store_marks_what_the_llm_judge_says(edge_store: MemoryStore,
 @pytest.fixture(scope="module")
 def e5_store() -> Iterator[MemoryStore]:
     with MemoryStore(":memory:", embedder=make_embedder("e5-small"),
-                     clock=FixedClock("2026-01-10T12:00:00+00:00")) as store:
+                     clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
         yield store
 
 

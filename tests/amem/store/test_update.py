@@ -7,7 +7,7 @@ import pytest
 from amem import MemoryStore, load_config
 from amem import bm25
 from amem.backends import EdgeBackend
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import NotFoundError, ValidationError
 from tests.fakes.backends import FlakyBackend, InjectedCrash
@@ -105,7 +105,7 @@ def test_links_are_checked_again_on_both_sides(edge_store: MemoryStore) -> None:
     assert a in edge_store.get(b).links and b in edge_store.get(a).links
 
 
-def test_a_crash_mid_update_loses_nothing(clock: FixedClock) -> None:
+def test_a_crash_mid_update_loses_nothing(clock: ManualClock) -> None:
     backend = FlakyBackend(EdgeBackend.temporary(256))
     with MemoryStore(config=load_config(), embedder=HashingEmbedder(256), clock=clock,
                      backend=backend) as store:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed import make_embedder
 from amem.embed.base import Embedder
 from amem.errors import ConfigError, NotFoundError
@@ -39,7 +39,7 @@ def e5_store(e5: Embedder) -> Iterator[MemoryStore]:
     # retrieval-count heat off (factor 0): it reorders near ties and would hide what usage does
     config = load_config(overrides={"link_expansion": False, "heat_factor": 0.0})
     with MemoryStore(":memory:", config=config, embedder=e5,
-                     clock=FixedClock("2026-01-10T12:00:00+00:00"), agent_id="alice") as store:
+                     clock=ManualClock("2026-01-10T12:00:00+00:00"), agent_id="alice") as store:
         for nid, text in NOTES:
             store.add(text, id=nid, enrich=False)
         yield store

@@ -13,7 +13,7 @@ import pytest
 
 from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend, QdrantServerBackend
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import NotFoundError
 from amem.importer import import_file
@@ -30,7 +30,7 @@ VARIANTS = [
 ]
 
 
-def open_store(clock: FixedClock, path: str | Path = ":memory:", **overrides: Any) -> MemoryStore:
+def open_store(clock: ManualClock, path: str | Path = ":memory:", **overrides: Any) -> MemoryStore:
     return MemoryStore(path, config=load_config(overrides={**FOLDING, **overrides}),
                        embedder=HashingEmbedder(dim=256), clock=clock)
 
@@ -43,7 +43,7 @@ def test_point_ids_are_injective_over_agent_and_note_id() -> None:
     assert legacy_point_id("a/b", "c") == legacy_point_id("a", "b/c")  # the old collision
 
 
-def test_one_agent_cannot_overwrite_another_agents_note(tmp_path: Path, clock: FixedClock) -> None:
+def test_one_agent_cannot_overwrite_another_agents_note(tmp_path: Path, clock: ManualClock) -> None:
     src = tmp_path / "notes.jsonl"
     src.write_text('{"text": "victim", "id": "c", "agent_id": "a/b"}\n'
                    '{"text": "x", "id": "b/c", "agent_id": "a"}\n', encoding="utf-8")
@@ -56,7 +56,7 @@ def test_one_agent_cannot_overwrite_another_agents_note(tmp_path: Path, clock: F
             store.get("c", agent_id="a")
 
 
-def reopen(kind: str, path: Path, clock: FixedClock) -> MemoryStore:
+def reopen(kind: str, path: Path, clock: ManualClock) -> MemoryStore:
     """The store at ``path`` on the embedded engine or on qdrant-client's local mode."""
     if kind == "edge":
         return open_store(clock, path)
@@ -67,7 +67,7 @@ def reopen(kind: str, path: Path, clock: FixedClock) -> MemoryStore:
 
 @pytest.mark.parametrize("kind", ["edge", "qdrant-local"])
 def test_a_store_written_with_the_old_point_ids_is_moved_at_open(
-        kind: str, tmp_path: Path, clock: FixedClock) -> None:
+        kind: str, tmp_path: Path, clock: ManualClock) -> None:
     path = tmp_path / "store"
     with reopen(kind, path, clock) as store:
         first = store.add(BASE, id="n1", agent_id="a/b")
@@ -133,7 +133,7 @@ UNRELATED = ["My car brakes squeak when it rains", "Ubuntu 24.04 upgrade broke t
              "Dana is allergic to peanuts"]
 
 
-def test_the_same_llm_enrichment_folds_nothing_together(clock: FixedClock) -> None:
+def test_the_same_llm_enrichment_folds_nothing_together(clock: ManualClock) -> None:
     llm = SameAnswerLLM()
     config = load_config(overrides=FOLDING)
     with MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256), clock=clock,
@@ -143,7 +143,7 @@ def test_the_same_llm_enrichment_folds_nothing_together(clock: FixedClock) -> No
         assert store.count() == 5
 
 
-def test_a_folded_or_deduplicated_add_never_calls_the_llm(clock: FixedClock) -> None:
+def test_a_folded_or_deduplicated_add_never_calls_the_llm(clock: ManualClock) -> None:
     llm = SameAnswerLLM()
     config = load_config(overrides=FOLDING)
     with MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256), clock=clock,
@@ -162,7 +162,7 @@ def test_a_folded_or_deduplicated_add_never_calls_the_llm(clock: FixedClock) -> 
 # -- item 10: deletes stay deleted -------------------------------------------------------------
 
 
-def test_deleted_notes_never_come_back_under_concurrent_folds(clock: FixedClock) -> None:
+def test_deleted_notes_never_come_back_under_concurrent_folds(clock: ManualClock) -> None:
     with open_store(clock) as store:
         targets = [store.add(text, id=f"t{n}").id for n, text in enumerate(UNRELATED)]
         assert targets == [f"t{n}" for n in range(len(UNRELATED))]
@@ -229,7 +229,7 @@ class DeletingLLM(EvolvingLLM):
         return super().complete_json(system, user, schema=schema, name=name)
 
 
-def test_a_delete_during_an_adds_evolution_stays_deleted(clock: FixedClock) -> None:
+def test_a_delete_during_an_adds_evolution_stays_deleted(clock: ManualClock) -> None:
     ids: list[str] = []
     holder: list[MemoryStore] = []
     llm = DeletingLLM(holder, ids)
@@ -247,7 +247,7 @@ def test_a_delete_during_an_adds_evolution_stays_deleted(clock: FixedClock) -> N
 
 
 def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
-        clock: FixedClock) -> None:
+        clock: ManualClock) -> None:
     with open_store(clock) as store:
         store.add(BASE, id="t")
         snapshot = store.get("t")
@@ -261,7 +261,7 @@ def test_a_fold_into_a_note_deleted_since_its_snapshot_does_not_revive_it(
 # -- item 13: the note before its back-links --------------------------------------------------
 
 
-def test_an_add_killed_at_any_write_leaves_no_link_to_a_missing_note(clock: FixedClock) -> None:
+def test_an_add_killed_at_any_write_leaves_no_link_to_a_missing_note(clock: ManualClock) -> None:
     for fail_at in range(8):
         backend = FlakyBackend(EdgeBackend.temporary(256))
         llm = EvolvingLLM()
@@ -280,7 +280,7 @@ def test_an_add_killed_at_any_write_leaves_no_link_to_a_missing_note(clock: Fixe
             assert dangling == [], (fail_at, dangling)
 
 
-def test_search_tolerates_a_link_to_a_missing_note(clock: FixedClock) -> None:
+def test_search_tolerates_a_link_to_a_missing_note(clock: ManualClock) -> None:
     with open_store(clock) as store:
         store.add(BASE, id="a")
         store.index.update_payload("a", store.agent_id, {"links": ["ghost"]})

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.clock import FixedClock
+from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.llm import LLMClient, LLMConfig
 from amem.notes import point_id
 from tests.fakes.embedders import RecordingEmbedder
 
 
-def store_with(embedder: HashingEmbedder, clock: FixedClock, llm: Any = None,
+def store_with(embedder: HashingEmbedder, clock: ManualClock, llm: Any = None,
                **overrides: Any) -> MemoryStore:
     return MemoryStore(":memory:", config=load_config(overrides=overrides), embedder=embedder,
                        clock=clock, llm=llm)
@@ -45,7 +45,7 @@ def test_caller_given_fields_are_kept(edge_store: MemoryStore) -> None:
         ["k"], ["t"], "System", "c", "given")
 
 
-def test_near_duplicate_folds_into_existing(embedder: HashingEmbedder, clock: FixedClock) -> None:
+def test_near_duplicate_folds_into_existing(embedder: HashingEmbedder, clock: ManualClock) -> None:
     with store_with(embedder, clock, fold_threshold=0.8, pending_threshold=0.6) as store:
         first = store.add("The deploy pipeline runs make release after CI is green on main branch")
         folded = store.add("The deploy pipeline runs make release after CI is green on the main branch")
@@ -59,7 +59,7 @@ def test_near_duplicate_folds_into_existing(embedder: HashingEmbedder, clock: Fi
 
 
 def test_middle_band_is_stored_flagged_pending_merge(embedder: HashingEmbedder,
-                                                     clock: FixedClock) -> None:
+                                                     clock: ManualClock) -> None:
     with store_with(embedder, clock, fold_threshold=0.99, pending_threshold=0.5) as store:
         store.add("Bob is allergic to peanuts and shellfish")
         res = store.add("Bob is allergic to peanuts, order vegetarian lunch")
@@ -68,7 +68,7 @@ def test_middle_band_is_stored_flagged_pending_merge(embedder: HashingEmbedder,
 
 
 def test_links_are_written_both_ways_and_evolution_is_recorded(embedder: HashingEmbedder,
-                                                               clock: FixedClock) -> None:
+                                                               clock: ManualClock) -> None:
     with store_with(embedder, clock, fold_threshold=0.99, pending_threshold=0.98,
                     link_floor=0.2) as store:
         a = store.add("Project Falcon launch moved to March because of the payment review")
@@ -84,7 +84,7 @@ def test_links_are_written_both_ways_and_evolution_is_recorded(embedder: Hashing
         assert evolved.tags == history["new_tags"] != history["old_tags"]
 
 
-def test_evolution_cadence_setting(embedder: HashingEmbedder, clock: FixedClock) -> None:
+def test_evolution_cadence_setting(embedder: HashingEmbedder, clock: ManualClock) -> None:
     with store_with(embedder, clock, fold_threshold=0.99, pending_threshold=0.98, link_floor=0.2,
                     evolve_max=0) as store:
         store.add("Project Falcon launch moved to March because of the payment review")
@@ -116,7 +116,7 @@ def _dead_llm() -> LLMClient:
                      sleep=lambda s: None)
 
 
-def test_dead_llm_falls_back_offline_and_says_so(embedder: HashingEmbedder, clock: FixedClock) -> None:
+def test_dead_llm_falls_back_offline_and_says_so(embedder: HashingEmbedder, clock: ManualClock) -> None:
     with store_with(embedder, clock, llm=_dead_llm()) as store:
         res = store.add("Carol's birthday is on 12 August; she likes board games")
         assert res.status == "created" and res.enriched_by == "offline-fallback"
@@ -125,7 +125,7 @@ def test_dead_llm_falls_back_offline_and_says_so(embedder: HashingEmbedder, cloc
         assert note.keywords and note.enriched_by == "offline-fallback" and note.warnings
 
 
-def test_llm_enrichment_through_the_wire(embedder: HashingEmbedder, clock: FixedClock) -> None:
+def test_llm_enrichment_through_the_wire(embedder: HashingEmbedder, clock: ManualClock) -> None:
     import json
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -148,7 +148,7 @@ def test_llm_enrichment_through_the_wire(embedder: HashingEmbedder, clock: Fixed
         assert note.category == "Personal" and "birthday" in note.keywords
 
 
-def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: FixedClock) -> None:
+def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: ManualClock) -> None:
     recorder = RecordingEmbedder()
     texts = [
         "Project Falcon launch moved to March because of the payment review",
@@ -177,7 +177,7 @@ def test_evolution_re_embeds_only_notes_whose_embedded_text_changed(clock: Fixed
 
 
 def test_fold_appends_only_new_sentences_and_history_keeps_the_whole_text(
-        embedder: HashingEmbedder, clock: FixedClock) -> None:
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
     turn = "Caroline: I went to the LGBTQ support group yesterday. It was so powerful and moving."
     with store_with(embedder, clock, fold_threshold=0.7, pending_threshold=0.6) as store:
         first = store.add(f"{turn} Melanie: Wow, that sounds great!")
