@@ -121,3 +121,16 @@ def test_lcm_uses_only_the_shared_kernel_of_amem() -> None:
         if target.split(".")[0] == "amem" and not target.startswith("amem.kernel")
     }
     assert reached == set()
+
+
+def test_the_config_file_is_parsed_in_one_place() -> None:
+    # The composition root reads the TOML once and hands each table to its owner; a second
+    # parser somewhere is how a section ends up reading the file on its own again.
+    graph = import_graph()
+    parsers = sorted(
+        name for name, path in _modules().items()
+        if any(isinstance(node, (ast.Import, ast.ImportFrom)) and "tomllib" in (
+            [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    )
+    assert parsers == ["amem.kernel.settings"] and "amem.kernel.settings" in graph

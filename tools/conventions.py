@@ -155,32 +155,27 @@ def apply(tool: Tool) -> Tool:
 DESCRIPTION_ENV = "AMEM_TOOL_DESCRIPTION_"
 
 
-def description_overrides(env: Mapping[str, str], config_path: str | None = None,
+def description_overrides(env: Mapping[str, str], tools_table: Mapping[str, Any] | None = None,
                           names: Any = None) -> dict[str, str]:
     """Tool descriptions a deployment words itself (as mcp-server-qdrant allows): the TOML
-    table ``[tools.descriptions]`` (``memory_search = "..."``), then ``AMEM_TOOL_DESCRIPTION_
+    table ``[tools.descriptions]`` (``memory_search = "..."``; ``tools_table`` is the file's
+    ``[tools]`` table as ``tools.settings`` read it), then ``AMEM_TOOL_DESCRIPTION_
     MEMORY_SEARCH`` in the environment, which wins. ``names`` (all tool names) makes an
     unknown name an error instead of an override nobody would ever see.
 
     Raises:
-        amem.errors.ConfigError: a value that is not a non-empty string, or an unknown tool;
-            ``key`` names the table entry or the variable.
+        amem.errors.ConfigError: a value that is not a non-empty string, an unknown tool, or
+            a ``descriptions`` entry that is not a table; ``key`` names the entry or the variable.
     """
     from amem.errors import ConfigError
 
     found: dict[str, tuple[str, str]] = {}
-    if config_path:
-        import tomllib
-        from pathlib import Path
-
-        try:
-            doc = tomllib.loads(Path(config_path).expanduser().read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            doc = {}  # amem's own loader reports an unreadable file
-        table = doc.get("tools", {}).get("descriptions", {}) if isinstance(
-            doc.get("tools"), dict) else {}
-        for name, text in table.items():
-            found[name] = (text, f"tools.descriptions.{name}")
+    table = (tools_table or {}).get("descriptions", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError("tools.descriptions must be a table of tool name = description",
+                          key="tools.descriptions")
+    for name, text in table.items():
+        found[name] = (text, f"tools.descriptions.{name}")
     for var, text in env.items():
         if var.startswith(DESCRIPTION_ENV):
             found[var[len(DESCRIPTION_ENV):].lower()] = (text, var)

@@ -5,6 +5,7 @@
         .lcm        LcmConfig       (the ``[lcm]`` table)
         .llm        LLMConfig|None  (the note store's ``llm_*`` keys; None = offline)
         .scheduler  SchedulerConfig (``schedule_*`` keys)
+        .tools      the ``[tools]`` table as written (``tools.conventions`` reads its descriptions)
         .config_path                the file read (``--config`` or ``AMEM_CONFIG``), or None
 
 Precedence for every section: defaults < TOML < environment < ``overrides``. This is the
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,8 @@ class Settings:
     scheduler: SchedulerConfig
     #: the TOML file these settings read, or None
     config_path: Path | None = None
+    #: the file's ``[tools]`` table (tool descriptions), so that nothing reads the file again
+    tools: Mapping[str, Any] = field(default_factory=dict)
 
 
 def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | None = None,
@@ -95,7 +98,11 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
         from amem.llm.config import LLMConfig
 
         llm = LLMConfig.from_amem(amem)
-    return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path)
+    tools = doc.get("tools") if doc is not None else None
+    if tools is not None and not isinstance(tools, Mapping):
+        raise ConfigError("tools must be a table ([tools])", key="tools", source=source)
+    return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path,
+                    tools=dict(tools or {}))
 
 
 def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

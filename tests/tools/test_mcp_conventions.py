@@ -17,6 +17,7 @@ from tools import ToolFacade
 from tools.conventions import CONVENTIONS, ERROR_SCHEMA, description_overrides
 from tools.facade import CORE_TOOLS, catalogue
 from tools.mcp_server import build_server
+from tools.settings import load_settings
 
 from .conftest import Tenants
 
@@ -191,7 +192,7 @@ def test_descriptions_are_overridable_by_config(tmp_path: Path, tenants: Tenants
                    'user."\nmemory_add = "from the file"\n', encoding="utf-8")
     names = [t.name for t in catalogue()]
     env = {"AMEM_TOOL_DESCRIPTION_MEMORY_ADD": "Remember a durable fact."}
-    got = description_overrides(env, str(cfg), names=names)
+    got = description_overrides(env, load_settings(cfg, env={}).tools, names=names)
     assert got == {"memory_search": "Look up what you know about the user.",
                    "memory_add": "Remember a durable fact."}  # the environment wins
     facade = ToolFacade(tenants.store, None, agent_id=tenants.alice, descriptions=got)
@@ -203,6 +204,9 @@ def test_descriptions_are_overridable_by_config(tmp_path: Path, tenants: Tenants
     assert err.value.key == "AMEM_TOOL_DESCRIPTION_MEMORY_SERCH"
     with pytest.raises(ConfigError):
         description_overrides({"AMEM_TOOL_DESCRIPTION_MEMORY_ADD": "  "}, names=names)
+    with pytest.raises(ConfigError) as err:
+        description_overrides({}, {"descriptions": "not a table"}, names=names)
+    assert err.value.key == "tools.descriptions"
     with pytest.raises(ValueError, match="nope"):
         ToolFacade(None, None, agent_id="a", descriptions={"nope": "x"})
 

@@ -256,9 +256,7 @@ def tool_descriptions(rt: Runtime) -> dict[str, str]:
     from ..conventions import description_overrides
     from ..facade import catalogue
 
-    path = rt.settings.config_path
-    return description_overrides(rt.env, None if path is None else str(path),
-                                 names=[t.name for t in catalogue()])
+    return description_overrides(rt.env, rt.settings.tools, names=[t.name for t in catalogue()])
 
 
 def _nightly_status(rt: Runtime) -> dict[str, Any]:
