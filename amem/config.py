@@ -171,6 +171,9 @@ SECTION = Section(AmemConfig, error=ConfigError, env_prefix=ENV_PREFIX, lenient=
 
 #: variables ``MemoryStore()`` reads itself when given no config (``amem.store``)
 STORE_ENV = frozenset({"AMEM_CONFIG", "AMEM_AGENT"})
+#: the file's keys the note store shares its table with: the nightly job's (``scheduler.config``).
+#: A namespace, not a list of the scheduler's keys, so that this package does not know them.
+NEIGHBOUR_KEY_PREFIXES = ("schedule_",)
 
 
 def amem_table(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,12 +202,16 @@ def load_config(
         table: the table itself, already read (``tools.settings`` reads the file once);
             ``toml_path`` then only names it in errors.
         unclaimed: where to put the file's keys and the ``AMEM_*`` variables that are not the
-            note store's, for a caller that knows the table's other owners to judge; without
-            it they are logged once as a warning (the scheduler's ``schedule_*`` keys and the
-            command line's variables share the file and the namespace).
+            note store's, for a caller that knows the table's other owners to judge. Without
+            it, a file key is an error unless it is in a neighbour's namespace
+            (``NEIGHBOUR_KEY_PREFIXES``), and those keys and the unknown ``AMEM_*`` variables
+            (the command line's and the servers' share the namespace) are logged once as a
+            warning.
 
     Raises:
-        ConfigError: an invalid value, or an unknown key in ``overrides``; ``.key`` names it.
+        ConfigError: an invalid value, an unknown key in ``overrides``, or (without
+            ``unclaimed``) an unknown file key outside the neighbours' namespaces; ``.key``
+            names it.
     """
     env = env or {}
     values: dict[str, Any] = dataclasses.asdict(base) if base else {"home": default_home(env)}
@@ -224,6 +231,9 @@ def load_config(
     if unclaimed is not None:
         unclaimed.extend(others)
     else:
+        for item in others:
+            if not item.is_env and not item.name.startswith(NEIGHBOUR_KEY_PREFIXES):
+                raise SECTION.unknown(item)  # a typo in the file is not a neighbour's key
         warn_once(log, "amem config: not note-store keys, left to their owners (or misspelt?): %s",
                   (i.name for i in others))
     return AmemConfig(**loaded.values)

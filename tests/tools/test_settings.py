@@ -117,3 +117,13 @@ def test_the_library_alone_warns_about_keys_it_does_not_own(toml: Path,
     with pytest.raises(ConfigError, match="schedule_hour") as err:  # an argument is never a neighbour's
         load_amem(overrides={"schedule_hour": 3})
     assert err.value.key == "schedule_hour"
+
+
+def test_the_library_alone_refuses_a_misspelt_file_key(tmp_path: Path) -> None:
+    # Only the scheduler's namespace is a neighbour's: any other key the note store does not
+    # take is a typo, and running without it would lose the user's setting silently.
+    path = tmp_path / "typo.toml"
+    path.write_text("fold_treshold = 0.9\n")
+    with pytest.raises(ConfigError, match="fold_treshold") as err:
+        load_amem(path, env={})
+    assert err.value.key == "fold_treshold"
