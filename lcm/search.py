@@ -11,18 +11,18 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from amem.kernel.fusion import rrf
 from lcm.config import LcmConfig
 from lcm.conn import Handle
 from lcm.db import Database, sqlite_only
 from lcm.errors import LcmValidationError
 from lcm.models import GrepHit, GrepResult
 from lcm.newest import SOURCES, newest_first_sql, newest_in_window, rowids_follow_time
-from amem.kernel.fusion import rrf
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
 from lcm.tokens import is_cjk_text
 from lcm.trigram import indexed_upto, tail_match_sql
@@ -240,6 +240,32 @@ def regex_hits(kind: str, found: list[Any], sort: str, limit: int) -> list[GrepH
     return [_hit(kind, row, score, _snippet(row["content"], [], pos)) for row, score, pos in found[:limit]]
 
 
+#: what a grep's ``scope`` searches, in this order
+GREP_KINDS: dict[str, list[str]] = {"messages": ["message"], "summaries": ["summary"], "both": ["message", "summary"]}
+
+#: one kind's regex scan on one engine: ``(kind, where, params, rows scanned so far)`` ->
+#: ``(row, match count, first offset)`` found, rows scanned, why it stopped early (or None)
+RegexScan = Callable[[str, str, list[object], int], "tuple[list[Any], int, str | None]"]
+
+
+def regex_grep(scan: RegexScan, kinds: list[str], conv_ids: list[int] | None, since: str | None,
+               before: str | None, sort: str, limit: int) -> tuple[list[GrepHit], int, list[str]]:
+    """A regex grep over ``kinds`` with an engine's scan: the hits, the rows scanned, the
+    warnings. A scan that stops early (deadline, scan budget) ends the grep there: the later
+    kinds would only be cut by the same limit."""
+    hits: list[GrepHit] = []
+    scanned = 0
+    warnings: list[str] = []
+    for kind in kinds:
+        where, params = _scope_sql("t", conv_ids, since, before, kind)
+        found, scanned, stop = scan(kind, where, params, scanned)
+        hits.extend(regex_hits(kind, found, sort, limit))
+        if stop is not None:
+            warnings.append(stop)
+            break
+    return hits, scanned, warnings
+
+
 def merge_kinds(hits: list[GrepHit], kinds: int, sort: str, limit: int) -> list[GrepHit]:
     """Messages and summaries searched together: one list in ``sort`` order, cut to ``limit``."""
     if kinds < 2:
@@ -330,7 +356,7 @@ def grep(
     sort: str,
 ) -> GrepResult:
     db = sqlite_only(handle, "grep over FTS5")  # the PostgreSQL store greps with lcm.pg.search
-    kinds = {"messages": ["message"], "summaries": ["summary"], "both": ["message", "summary"]}[scope]
+    kinds = GREP_KINDS[scope]
     hits: list[GrepHit] = []
     scanned = 0
     warnings: list[str] = []
@@ -350,13 +376,10 @@ def grep(
                 hits += [_hit(kind, row, score, _snippet(row["content"], q.terms)) for row, score in rows]
     else:
         rx = compile_user_regex(pattern)
-        for kind in kinds:
-            where, params = _scope_sql("t", conv_ids, since, before, kind)
-            found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
-                                               scanned=scanned, sort=sort, limit=limit)  # fmt: skip
-            hits.extend(regex_hits(kind, found, sort, limit))
-            if stop is not None:
-                warnings.append(stop)
-                break
+
+        def scan(kind: str, where: str, params: list[object], done: int) -> tuple[list[Any], int, str | None]:
+            return _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline, scanned=done, sort=sort, limit=limit)
+
+        hits, scanned, warnings = regex_grep(scan, kinds, conv_ids, since, before, sort, limit)
     hits = merge_kinds(hits, len(kinds), sort, limit)
     return GrepResult(pattern, mode, scope, sort, hits, bool(warnings), scanned, conv_ids, list(dict.fromkeys(warnings)))

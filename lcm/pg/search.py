@@ -31,8 +31,8 @@ from lcm.pg.bm25 import bm25_sql
 from lcm.pg.db import PgConnection, PgDatabase, PgRow
 from lcm.pg.newest import PLAN_SETTINGS, matching_ids, newest_matches, newest_scan, order_by
 from lcm.regex import DeadlineExceeded, UserRegex, compile_user_regex
-from lcm.search import (FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size, match_batch,
-                        merge_kinds, regex_hits)
+from lcm.search import (GREP_KINDS, FtsQuery, _hit, _scope_sql, _snippet, _TIME_STOP, build_fts_query, fetch_size,
+                        match_batch, merge_kinds, regex_grep)
 from lcm.tokens import is_cjk_text
 from lcm.trigram import like_pattern
 
@@ -175,7 +175,7 @@ def pg_grep(db: PgDatabase, cfg: LcmConfig, pattern: str, *, field: str = "patte
     """:func:`lcm.search.grep` for modes ``full_text`` and ``regex`` on PostgreSQL (same arguments, same result)."""
     import psycopg
 
-    kinds = {"messages": ["message"], "summaries": ["summary"], "both": ["message", "summary"]}[scope]
+    kinds = GREP_KINDS[scope]
     hits: list[GrepHit] = []
     scanned = 0
     warnings: list[str] = []
@@ -193,13 +193,10 @@ def pg_grep(db: PgDatabase, cfg: LcmConfig, pattern: str, *, field: str = "patte
             warnings.append(_TIME_STOP)
     else:
         rx = compile_user_regex(pattern)
-        for kind in kinds:
-            where, params = _scope_sql("t", conv_ids, since, before, kind)
-            found, scanned, stop = _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline,
-                                               scanned=scanned, sort=sort, limit=limit)  # fmt: skip
-            hits.extend(regex_hits(kind, found, sort, limit))
-            if stop is not None:
-                warnings.append(stop)
-                break
+
+        def scan(kind: str, where: str, params: list[object], done: int) -> tuple[list[Any], int, str | None]:
+            return _regex_scan(db, cfg, rx, kind, where, params, deadline=deadline, scanned=done, sort=sort, limit=limit)
+
+        hits, scanned, warnings = regex_grep(scan, kinds, conv_ids, since, before, sort, limit)
     hits = merge_kinds(hits, len(kinds), sort, limit)
     return GrepResult(pattern, mode, scope, sort, hits, bool(warnings), scanned, conv_ids, list(dict.fromkeys(warnings)))
