@@ -27,11 +27,11 @@ import numpy as np
 
 from . import bm25
 from .backends.base import Condition, Hit, Match, Point, VectorBackend, Where
-from .kernel.clock import Clock
 from .config import AmemConfig
 from .embed.base import Embedder
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .index_build import IndexBuilder
+from .kernel.clock import Clock
 from .notefields import is_expired, not_expired
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS

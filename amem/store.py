@@ -15,10 +15,10 @@ import numpy as np
 
 from .backends import open_for_store
 from .backends.base import VectorBackend
-from .kernel.clock import Clock, SystemClock
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
 from .index import NoteIndex
+from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
 from .notes import Note, check_agent, check_id, check_limit
 from .purge import SweepReport, delete_all, sweep_expired
