@@ -72,3 +72,14 @@ def test_recording_a_failure_on_a_read_only_server_warns_and_goes_on(pg_url: str
         record_failure(store.db, "2026-12-01T00:00:00.000Z", "compaction", "the summarizer timed out")
         assert "cannot record a compaction failure" in caplog.text
         assert store.db.errors[0] is psycopg.Error and Database(":memory:").errors == (sqlite3.Error,)
+
+
+def test_postgres_runs_literal_percent_signs_and_many_parameters(pg_clean_url: str) -> None:
+    # statements go to the server with $n markers (lcm.pg.db._numbered): a literal % stays one,
+    # a ? inside a string literal stays text, and 200 parameters bind in order
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as store, store.db.reading() as c:
+        row = c.execute("SELECT '100%' || ?, 'a?b' LIKE 'a%', 5 % 3, ?::int + 1", ("!", 41)).fetchone()
+        assert tuple(row) == ("100%!", True, 2, 42)
+        values = ",".join(["(?::int)"] * 200)
+        got = c.execute(f"SELECT sum(v) FROM (VALUES {values}) t(v)", list(range(200))).fetchone()
+        assert got[0] == sum(range(200))
