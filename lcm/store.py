@@ -46,11 +46,12 @@ from lcm.models import (
     SummaryDescription,
 )
 from lcm.ops import apply_retention, doctor, doctor_clean, status
-from lcm.recall import MAX_ROWID, SUMMARY_ID_RE, ExpansionFailedError, Recall
+from lcm.recall import SUMMARY_ID_RE, ExpansionFailedError, Recall
 from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
+from lcm.scopes import Scopes, SessionKeys
 from lcm.semantic import NIGHTLY_EMBED_SECONDS, SemanticIndex
-from lcm.sessions import archive, family_ids, find_active, glob_match, resolve_conversation, row_to_conversation
+from lcm.sessions import archive, find_active, resolve_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso, parse_time
 from lcm.trigram import PAY_CHUNK, index_pending, pending_count
@@ -62,8 +63,6 @@ __all__ = ["LcmStore"]
 
 _MODES = ("regex", "full_text", "semantic", "hybrid")
 _SCOPES = ("messages", "summaries", "both", "files")
-#: one session key, or several (an agent's families: ``allConversations`` for one tenant)
-SessionKeys = str | Sequence[str] | None
 _SORTS = ("recency", "relevance", "hybrid")
 
 
@@ -143,6 +142,7 @@ class LcmStore:
         else:
             files_dir = Path(self.db.path).resolve().parent / "lcm-files"
         self.files = LargeFileStore(files_dir)
+        self.scopes = Scopes(self.db, cfg)
         log_path: str | None = None
         if cfg.log_file_enabled:
             if cfg.log_file:
@@ -174,30 +174,13 @@ class LcmStore:
         return iso(self.clock.now())
 
     # -- sessions --------------------------------------------------------------------------------
-    def _session_mode(self, session_key: str | None) -> str:
-        if session_key is None:
-            return "normal"
-        if any(glob_match(p, session_key) for p in self.config.ignore_session_patterns):
-            return "ignored"
-        if self.config.skip_stateless_sessions and any(
-            glob_match(p, session_key) for p in self.config.stateless_session_patterns
-        ):
-            return "stateless"
-        return "normal"
-
     def conversation(self, session_key: str | None = None, *, session_id: str | None = None) -> Conversation | None:
         """The active conversation for a key (or session id), or None."""
-        with self.db.reading() as c:
-            row = find_active(c, session_key, session_id)
-        return None if row is None else row_to_conversation(row)
+        return self.scopes.conversation(session_key, session_id)
 
     def conversations(self, session_key: str | None = None) -> list[Conversation]:
         """Every conversation (or the session family of ``session_key``), oldest first."""
-        if session_key is None:
-            rows = self.db.query("SELECT * FROM conversations ORDER BY id")
-        else:
-            rows = self.db.query("SELECT * FROM conversations WHERE session_key = ? ORDER BY id", (session_key,))
-        return [row_to_conversation(r) for r in rows]
+        return self.scopes.conversations(session_key)
 
     def ingest(
         self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
@@ -210,7 +193,7 @@ class LcmStore:
         """
         if not self.config.enabled:
             return IngestResult(None, 0, 0, ignored=True)
-        mode = self._session_mode(session_key)
+        mode = self.scopes.session_mode(session_key)
         if mode != "normal":
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
@@ -242,11 +225,6 @@ class LcmStore:
         return ResetResult(archived, new_id, cause)
 
     # -- compaction ------------------------------------------------------------------------------
-    def _active_id(self, session_key: str) -> int | None:
-        with self.db.reading() as c:
-            row = find_active(c, session_key, None)
-        return None if row is None else int(row["id"])
-
     def _budget(self, token_budget: int | None) -> int | None:
         if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0):
             raise LcmValidationError("token_budget must be a positive integer", field="token_budget")
@@ -297,7 +275,7 @@ class LcmStore:
         ``contextThresholdOverrides`` rules that match on them.
         """
         runtime = _runtime(model, context_window)
-        conv_id = self._active_id(session_key)
+        conv_id = self.scopes.active_id(session_key)
         if conv_id is None:
             return CompactionResult(None, False, "no-conversation", 0, 0)
         return self._compact_conv(conv_id, session_key, self._budget(token_budget), force=force, runtime=runtime)
@@ -306,7 +284,7 @@ class LcmStore:
         """Sweep repeatedly until the context is at most ``target_tokens`` (bounded by its deadline)."""
         if isinstance(target_tokens, bool) or not isinstance(target_tokens, int) or target_tokens <= 0:
             raise LcmValidationError("target_tokens must be a positive integer", field="target_tokens")
-        conv_id = self._active_id(session_key)
+        conv_id = self.scopes.active_id(session_key)
         if conv_id is None:
             return CompactionResult(None, False, "no-conversation", 0, 0)
         return self._compact_conv(conv_id, session_key, target_tokens, force=True, until_under=target_tokens)
@@ -323,7 +301,7 @@ class LcmStore:
         budget = self._budget(token_budget)
         assert budget is not None
         runtime = _runtime(model, context_window)
-        conv_id = self._active_id(session_key)
+        conv_id = self.scopes.active_id(session_key)
         if conv_id is None:
             return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
         params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
@@ -364,39 +342,7 @@ class LcmStore:
     # -- recall ----------------------------------------------------------------------------------
     def session_keys(self, prefix: str) -> list[str]:
         """The distinct session keys starting with ``prefix`` (exact, no wildcards)."""
-        return [r[0] for r in self.db.query(
-            "SELECT DISTINCT session_key FROM conversations WHERE substr(session_key, 1, ?) = ? "
-            "ORDER BY session_key", (len(prefix), prefix))]  # fmt: skip
-
-    def _families(self, session_key: str | Sequence[str]) -> list[int]:
-        keys = [session_key] if isinstance(session_key, str) else list(session_key)
-        with self.db.reading() as c:
-            return sorted({cid for key in keys for cid in family_ids(c, key)})
-
-    def _scope(self, session_key: SessionKeys, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
-        """The conversation ids a recall may read (None: all). A conversation outside the
-        session family (or families) answers exactly like one that does not exist."""
-        if all_conversations:
-            return None
-        if conversation_id is not None:
-            if isinstance(conversation_id, bool) or not isinstance(conversation_id, int):
-                raise LcmValidationError("conversation_id must be an integer", field="conversation_id")
-            family = self._families(session_key) if session_key else None
-            exists = 0 < conversation_id <= MAX_ROWID and (
-                self.db.one("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)) is not None
-            )
-            if not exists or (family is not None and conversation_id not in family):
-                raise LcmNotFoundError(f"no conversation {conversation_id}", id=str(conversation_id))
-            return [conversation_id]
-        if session_key:
-            return self._families(session_key)
-        raise LcmValidationError("give session_key, conversation_id or all_conversations=True", field="session_key")
-
-    def _family(self, session_key: SessionKeys, conversation_id: int | None, all_conversations: bool) -> list[int] | None:
-        """Like ``_scope``, but naming no scope at all means no restriction (trusted callers)."""
-        if session_key is None and conversation_id is None:
-            return None
-        return self._scope(session_key, conversation_id, all_conversations)
+        return self.scopes.session_keys(prefix)
 
     def grep(
         self,
@@ -450,7 +396,7 @@ class LcmStore:
             bad = [f for f in file_ids if not isinstance(f, str) or not FILE_ID_RE.match(f)]
             if scope != "files" or isinstance(file_ids, str) or bad:
                 raise LcmValidationError("file_ids must be a list of file_... ids, with scope 'files'", field="file_ids")
-        conv_ids = self._scope(session_key, conversation_id, all_conversations)
+        conv_ids = self.scopes.scope(session_key, conversation_id, all_conversations)
         if conv_ids == []:
             if file_ids:
                 raise LcmNotFoundError(f"no file {file_ids[0]}", id=file_ids[0])
@@ -473,7 +419,7 @@ class LcmStore:
         With ``session_key`` (or ``conversation_id``) an id outside that scope raises the very
         same LcmNotFoundError as an id that does not exist: the answer tells nothing about it.
         """
-        family = self._family(session_key, conversation_id, False)
+        family = self.scopes.family(session_key, conversation_id, False)
         return self.recall.describe(id, offset=offset, limit=limit, family=family)
 
     def _seeds(
@@ -511,8 +457,8 @@ class LcmStore:
         all_conversations: bool = False,
     ) -> ExpandResult:
         """Walk the DAG down from summaries (given, or found by ``query``) to their source messages."""
-        scope = self._family(session_key, conversation_id, all_conversations) if summary_ids else (
-            self._scope(session_key, conversation_id, all_conversations))
+        scope = self.scopes.family(session_key, conversation_id, all_conversations) if summary_ids else (
+            self.scopes.scope(session_key, conversation_id, all_conversations))
         seeds, direct = self._seeds(summary_ids, query, scope)
         cap = self._expand_cap(token_cap, "token_cap")
         res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap, family=scope)
@@ -556,8 +502,8 @@ class LcmStore:
         cap = max_tokens if max_tokens is not None else self.config.max_expand_tokens
         if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0:
             raise LcmValidationError("max_tokens must be a positive integer", field="max_tokens")
-        scope = self._family(session_key, conversation_id, all_conversations) if summary_ids else (
-            self._scope(session_key, conversation_id, all_conversations))
+        scope = self.scopes.family(session_key, conversation_id, all_conversations) if summary_ids else (
+            self.scopes.scope(session_key, conversation_id, all_conversations))
         source_cap = self._expand_cap(token_cap, "token_cap")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0):
             raise LcmValidationError("timeout_ms must be a positive integer", field="timeout_ms")

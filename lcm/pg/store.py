@@ -27,6 +27,7 @@ from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.pg.semantic import PgSemanticIndex
 from lcm.recall import Recall
+from lcm.scopes import Scopes
 from lcm.sessions import resolve_conversation
 from lcm.store import LcmStore
 from lcm.summarize import Summarizer
@@ -97,6 +98,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         else:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")
             self.files = LargeFileStore(Path(self._tmpdir.name))
+        self.scopes = Scopes(self.db, cfg)
         self.events = EventLog(cfg.log_file or None if cfg.log_file_enabled else None, self.clock,
                                cfg.log_max_file_bytes, cfg.log_retention_days)  # fmt: skip
         # the parts run lcm's shared SQL through the PostgreSQL handle (lcm.pg.db.translate)
@@ -116,7 +118,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         """
         if not self.config.enabled:
             return IngestResult(None, 0, 0, ignored=True)
-        mode = self._session_mode(session_key)
+        mode = self.scopes.session_mode(session_key)
         if mode != "normal":
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
