@@ -217,6 +217,8 @@ _step(
 # messages_newest (time, id) serves as well, so ingest keeps as many indexes to update.
 _step("0010_conversation_time_order", "CREATE INDEX messages_conversation_newest ON messages(conversation_id, created_at, id)",
       "DROP INDEX messages_created")  # fmt: skip
+# SQLite only: the flush size of FTS5's trigram index (lcm.trigram's payments); pg_trgm has none.
+_step("0011_trigram_flush_size")
 
 
 def applied_pg_migrations(db: PgDatabase) -> list[str]:
