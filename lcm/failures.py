@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 
+from amem.kernel.clock import Clock
 from lcm.conn import Connection, Handle
+from lcm.events import EventLog
 from lcm.models import FailureRecord
+from lcm.timeutil import iso
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KINDS", "KEEP", "record_failure", "last_failure"]
+__all__ = ["KINDS", "KEEP", "FailureLog", "record_failure", "last_failure"]
 
 #: what failed: a summary fell back to extractive, a compaction raised or stopped over its
 #: target, an expansion's model failed or ran past timeoutMs, an embedding run raised
@@ -52,3 +55,17 @@ def last_failure(c: Connection) -> FailureRecord | None:
     if row is None:
         return None
     return FailureRecord(at=row[0], kind=row[1], reason=row[3], conversation_id=row[2])
+
+
+class FailureLog:
+    """Records a failure for ``status`` (:func:`record_failure`) and in the operations log, at
+    the store's clock; the one recorder every stage of a store shares."""
+
+    def __init__(self, db: Handle, clock: Clock, events: EventLog) -> None:
+        self.db = db
+        self.clock = clock
+        self.events = events
+
+    def record(self, kind: str, reason: str, conversation_id: int | None = None) -> None:
+        record_failure(self.db, iso(self.clock.now()), kind, reason, conversation_id)
+        self.events.write("failure", kind=kind, reason=reason, conversation_id=conversation_id)

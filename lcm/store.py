@@ -15,13 +15,14 @@ from typing import Any, ClassVar
 from amem.kernel.clock import Clock, SystemClock
 from amem.kernel.llm import TextLLM
 from lcm.assemble import build_context
-from lcm.compaction import Compactor, Params, resolve_params
+from lcm.compact_driver import CompactionDriver, ConversationLock, check_runtime
+from lcm.compaction import Compactor, resolve_params
 from lcm.config import LcmConfig
 from lcm.conn import Handle
 from lcm.db import Database, sqlite_only
 from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.events import EventLog
-from lcm.failures import record_failure
+from lcm.failures import FailureLog
 from lcm.filegrep import grep_files
 from lcm.ingest import normalize_messages, store_messages
 from lcm.largefiles import FILE_ID_RE, LargeFileStore
@@ -142,7 +143,6 @@ class LcmStore:
         else:
             files_dir = Path(self.db.path).resolve().parent / "lcm-files"
         self.files = LargeFileStore(files_dir)
-        self.scopes = Scopes(self.db, cfg)
         log_path: str | None = None
         if cfg.log_file_enabled:
             if cfg.log_file:
@@ -150,12 +150,24 @@ class LcmStore:
             elif not self.db.is_memory:
                 log_path = str(Path(self.db.path).resolve().parent / "lcm-log.jsonl")
         self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes, cfg.log_retention_days)
-        self.summarizer = Summarizer(cfg, llm, self.clock)
-        self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
-        self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
         migrate(self.db, self._now())
-        self.semantic = SemanticIndex(self.db, cfg, embedder)
+        self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
         self.semantic.bind(self._now())
+
+    def _build_parts(
+        self, semantic: SemanticIndex, expansion_llm: TextLLM | None, *, compaction_lock: ConversationLock | None = None,
+    ) -> None:
+        """Build the parts once over ``self.db``, each with what it needs; an engine's store
+        (lcm.pg) calls this with its own semantic index and the pieces its engine does differently."""
+        cfg, db, clock, events = self.config, self.db, self.clock, self.events
+        self.summarizer = Summarizer(cfg, self.llm, clock)
+        self.compactor = Compactor(db, cfg, self.summarizer, clock, events)
+        self.recall = Recall(db, cfg, self.files, expansion_llm if expansion_llm is not None else self.llm)
+        self.semantic = semantic
+        self.failures = FailureLog(db, clock, events)
+        self.scopes = Scopes(db, cfg)
+        self.compaction = CompactionDriver(db, cfg, self.compactor, self.scopes, events, self.failures,
+                                           lock=compaction_lock)  # fmt: skip
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -225,48 +237,6 @@ class LcmStore:
         return ResetResult(archived, new_id, cause)
 
     # -- compaction ------------------------------------------------------------------------------
-    def _budget(self, token_budget: int | None) -> int | None:
-        if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0):
-            raise LcmValidationError("token_budget must be a positive integer", field="token_budget")
-        cap = self.config.max_assembly_token_budget
-        if token_budget is None:
-            return cap
-        return min(token_budget, cap) if cap else token_budget
-
-    def _compact_conv(
-        self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None,
-        runtime: tuple[str | None, int | None] = (None, None),
-    ) -> CompactionResult:
-        params: Params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
-        before = self.compactor.context_tokens(conv_id)
-        if not force and until_under is None:
-            if budget is None:
-                return CompactionResult(conv_id, False, "no-token-budget", before, before)
-            if before < params.context_threshold * budget:
-                return CompactionResult(conv_id, False, "below-threshold", before, before)
-        reason = "forced" if force else ("until-under" if until_under is not None else "threshold")
-        target = self.config.prefix_target_tokens(budget)
-        # A summary larger than a quarter of the budget could never share the context with a tail.
-        cap = max(64, budget // 4) if budget else None
-        try:
-            run = self.compactor.run(conv_id, params, target, until_under=until_under, target_cap=cap)
-        except Exception as exc:
-            self._failed("compaction", f"{type(exc).__name__}: {exc}", conv_id)
-            raise
-        after = self.compactor.context_tokens(conv_id)
-        if until_under is not None and after > until_under and run.stopped:
-            self._failed("compaction", f"compactUntilUnder stopped at {run.stopped} with {after} tokens "
-                         f"over the target of {until_under}", conv_id)
-        if run.iterations:
-            with self.db.atomic() as c:
-                c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
-        result = CompactionResult(
-            conv_id, run.iterations > 0, reason, before, after, run.leaf, run.condensed, run.fallback, run.truncated,
-            run.iterations, run.stopped, run.warnings,
-        )  # fmt: skip
-        self.events.write("compact", **{k: v for k, v in result.to_dict().items() if k != "warnings"})
-        return result
-
     def compact(self, session_key: str, *, token_budget: int | None = None, force: bool = False,
                 model: str | None = None, context_window: int | None = None) -> CompactionResult:
         """Run a full sweep when the context is at ``contextThreshold`` of the budget (or ``force``).
@@ -274,20 +244,12 @@ class LcmStore:
         ``model`` and ``context_window`` (the host's model and its window) select
         ``contextThresholdOverrides`` rules that match on them.
         """
-        runtime = _runtime(model, context_window)
-        conv_id = self.scopes.active_id(session_key)
-        if conv_id is None:
-            return CompactionResult(None, False, "no-conversation", 0, 0)
-        return self._compact_conv(conv_id, session_key, self._budget(token_budget), force=force, runtime=runtime)
+        return self.compaction.compact(session_key, token_budget=token_budget, force=force, model=model,
+                                       context_window=context_window)  # fmt: skip
 
     def compact_until_under(self, session_key: str, target_tokens: int) -> CompactionResult:
         """Sweep repeatedly until the context is at most ``target_tokens`` (bounded by its deadline)."""
-        if isinstance(target_tokens, bool) or not isinstance(target_tokens, int) or target_tokens <= 0:
-            raise LcmValidationError("target_tokens must be a positive integer", field="target_tokens")
-        conv_id = self.scopes.active_id(session_key)
-        if conv_id is None:
-            return CompactionResult(None, False, "no-conversation", 0, 0)
-        return self._compact_conv(conv_id, session_key, target_tokens, force=True, until_under=target_tokens)
+        return self.compaction.compact_until_under(session_key, target_tokens)
 
     # -- assembly --------------------------------------------------------------------------------
     def assemble(self, session_key: str, token_budget: int, *, prompt: str | None = None,
@@ -298,9 +260,9 @@ class LcmStore:
         :meth:`maintenance`) or is compacted now (inline mode). When the context is already over
         the budget, debt is paid synchronously first (the emergency path).
         """
-        budget = self._budget(token_budget)
+        budget = self.compaction.budget(token_budget)
         assert budget is not None
-        runtime = _runtime(model, context_window)
+        runtime = check_runtime(model, context_window)
         conv_id = self.scopes.active_id(session_key)
         if conv_id is None:
             return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
@@ -310,11 +272,11 @@ class LcmStore:
         warnings: list[str] = []
         if tokens >= params.context_threshold * budget:
             if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
-                res = self._compact_conv(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
+                res = self.compaction.run(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
                 compacted = res.ran
                 warnings += res.warnings
                 if tokens > budget and self.compactor.context_tokens(conv_id) > budget:
-                    res = self._compact_conv(conv_id, session_key, budget, force=True, until_under=budget,
+                    res = self.compaction.run(conv_id, session_key, budget, force=True, until_under=budget,
                                              runtime=runtime)
                     compacted = compacted or res.ran
                     warnings += res.warnings
@@ -513,7 +475,7 @@ class LcmStore:
             return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
                                             source_cap=source_cap, timeout_ms=limit_ms)
         except ExpansionFailedError as exc:
-            self._failed("expansion", f"{exc.code}: {exc}")
+            self.failures.record("expansion", f"{exc.code}: {exc}")
             raise
 
     def _expand_cap(self, requested: int | None, field: str) -> int:
@@ -538,12 +500,6 @@ class LcmStore:
                 debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
                                    ignored_keys=list(self.config.ignored_keys))
-
-    def _failed(self, kind: str, reason: str, conversation_id: int | None = None) -> None:
-        """Record a failure for ``status`` (lcm.failures) and the operations log."""
-        now = self._now()
-        record_failure(self.db, now, kind, reason, conversation_id)
-        self.events.write("failure", kind=kind, reason=reason, conversation_id=conversation_id)
 
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
         """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).
@@ -598,7 +554,7 @@ class LcmStore:
             c.execute("UPDATE compaction_debt SET status = 'running', updated_at = ? WHERE conversation_id = ?",
                       (self._now(), conv_id))  # fmt: skip
         try:
-            res = self._compact_conv(conv_id, session_key, budget, force=False)
+            res = self.compaction.run(conv_id, session_key, budget, force=False)
             with self.db.atomic() as c:
                 c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
             return res, None
@@ -619,7 +575,7 @@ class LcmStore:
         except Exception as exc:  # grep still reads the pending tail; status shows the debt
             log.warning("lcm: paying the trigram index debt failed: %s", exc)
             failure = f"{type(exc).__name__}: {exc}"
-            self._failed("trigram", failure)
+            self.failures.record("trigram", failure)
             return failure
 
     def after_turn(self, session_key: str) -> CompactionResult | None:
@@ -670,15 +626,6 @@ class LcmStore:
             except Exception as exc:  # the rest of the night's work is done; say what failed
                 log.warning("lcm: embedding during maintenance failed: %s", exc)
                 failures["embedding"] = f"{type(exc).__name__}: {exc}"
-                self._failed("embedding", failures["embedding"])
+                self.failures.record("embedding", failures["embedding"])
         return MaintenanceResult(results, failures, retention, embedding)
 
-
-def _runtime(model: str | None, context_window: int | None) -> tuple[str | None, int | None]:
-    """The host's model and context window, checked (``contextThresholdOverrides`` match them)."""
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise LcmValidationError("model must be a non-empty string", field="model")
-    if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
-                                       or context_window <= 0):
-        raise LcmValidationError("context_window must be a positive integer", field="context_window")
-    return model, context_window

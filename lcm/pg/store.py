@@ -16,8 +16,7 @@ from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import normalize_messages
 from lcm.largefiles import LargeFileStore
-from lcm.models import CompactionResult, DoctorReport, IngestResult, RetentionResult, StatusReport
-from lcm.compaction import Compactor
+from lcm.models import DoctorReport, IngestResult, RetentionResult, StatusReport
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
 from lcm.ops import apply_retention as ops_apply_retention
 from lcm.ops import doctor as ops_doctor
@@ -26,11 +25,8 @@ from lcm.pg.ingest import store_messages_pg
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.pg.semantic import PgSemanticIndex
-from lcm.recall import Recall
-from lcm.scopes import Scopes
 from lcm.sessions import resolve_conversation
 from lcm.store import LcmStore
-from lcm.summarize import Summarizer
 from lcm.tokens import estimate_tokens
 from lcm.vectors import TextEmbedder
 
@@ -98,14 +94,12 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         else:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")
             self.files = LargeFileStore(Path(self._tmpdir.name))
-        self.scopes = Scopes(self.db, cfg)
         self.events = EventLog(cfg.log_file or None if cfg.log_file_enabled else None, self.clock,
                                cfg.log_max_file_bytes, cfg.log_retention_days)  # fmt: skip
         # the parts run lcm's shared SQL through the PostgreSQL handle (lcm.pg.db.translate)
-        self.summarizer = Summarizer(cfg, llm, self.clock)
-        self.compactor = Compactor(self.db, cfg, self.summarizer, self.clock, self.events)
-        self.recall = Recall(self.db, cfg, self.files, expansion_llm if expansion_llm is not None else llm)
-        self.semantic = PgSemanticIndex(self.db, cfg, embedder)
+        db = self.db
+        self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
+                          compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))))
         self.semantic.bind(self._now())
 
     def ingest(
@@ -143,17 +137,6 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         if ids or created:
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
         return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
-
-    def _compact_conv(
-        self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None,
-        runtime: tuple[str | None, int | None] = (None, None),
-    ) -> CompactionResult:
-        # One compaction of a conversation at a time across every process: each summary step
-        # is checked and written in its own transaction, but two runs would summarize the
-        # same items and race to replace them.
-        with self.db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))):
-            return super()._compact_conv(conv_id, session_key, budget, force=force, until_under=until_under,
-                                         runtime=runtime)  # fmt: skip
 
     def status(self) -> StatusReport:
         """:meth:`LcmStore.status` with the server's database size (no trigram debt: the server
