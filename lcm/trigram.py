@@ -45,22 +45,35 @@ def pending_count(c: sqlite3.Connection) -> int:
     return int(c.execute("SELECT count(*) FROM messages WHERE id > ?", (indexed_upto(c),)).fetchone()[0])
 
 
-def _index(c: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
-    c.executemany("INSERT INTO messages_tri(rowid, content) VALUES (?, ?)", rows)
+def _merge(c: sqlite3.Connection) -> None:
     # Fed a batch at a time, FTS5's automerge falls behind; a bounded merge keeps segments few.
     c.execute("INSERT INTO messages_tri(messages_tri, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
 
 
+def _index(c: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
+    c.executemany("INSERT INTO messages_tri(rowid, content) VALUES (?, ?)", rows)
+    _merge(c)
+
+
 def _pay(c: sqlite3.Connection, limit: int | None) -> int:
-    """Index up to ``limit`` pending messages, oldest row id first, inside the caller's transaction."""
+    """Index up to ``limit`` pending messages, oldest row id first, inside the caller's transaction.
+
+    One ``INSERT ... SELECT`` of the row-id range: the texts go from the table to the index
+    inside SQLite instead of through Python objects and an ``executemany``.
+    """
     upto = indexed_upto(c)
-    sql = "SELECT id, content FROM messages WHERE id > ? ORDER BY id"
-    rows = [(int(r[0]), str(r[1])) for r in c.execute(sql + (" LIMIT ?" if limit else ""),
-                                                        (upto, limit) if limit else (upto,))]
-    if rows:
-        _index(c, rows)
-        c.execute("UPDATE lcm_trigram_indexed SET upto = ?", (rows[-1][0],))
-    return len(rows)
+    if limit is None:
+        top, n = c.execute("SELECT max(id), count(*) FROM messages WHERE id > ?", (upto,)).fetchone()
+    else:
+        top, n = c.execute("SELECT max(id), count(*) FROM (SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT ?)",
+                           (upto, limit)).fetchone()  # fmt: skip
+    if not n:
+        return 0
+    c.execute("INSERT INTO messages_tri(rowid, content) SELECT id, content FROM messages WHERE id > ? AND id <= ? "
+              "ORDER BY id", (upto, top))  # fmt: skip
+    _merge(c)
+    c.execute("UPDATE lcm_trigram_indexed SET upto = ?", (top,))
+    return int(n)
 
 
 def index_new_rows(c: sqlite3.Connection, rows: list[tuple[int, str]], max_pending: int) -> None:
