@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import sqlite3
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -46,16 +46,17 @@ from lcm.models import (
     StatusReport,
     SummaryDescription,
 )
-from lcm.ops import apply_retention, doctor, doctor_clean, status
+from lcm.ops import doctor, doctor_clean, status
 from lcm.recall import SUMMARY_ID_RE, ExpansionFailedError, Recall
 from lcm.regex import compile_user_regex
 from lcm.search import build_fts_query, grep
 from lcm.scopes import Scopes, SessionKeys
-from lcm.semantic import NIGHTLY_EMBED_SECONDS, SemanticIndex
+from lcm.semantic import SemanticIndex
 from lcm.sessions import archive, find_active, resolve_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso, parse_time
-from lcm.trigram import PAY_CHUNK, index_pending, pending_count
+from lcm.trigram import pending_count
+from lcm.upkeep import TrigramDebt, Upkeep, sqlite_trigram_debt
 from lcm.vectors import TextEmbedder
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,8 @@ class LcmStore:
 
     def _build_parts(
         self, semantic: SemanticIndex, expansion_llm: TextLLM | None, *, compaction_lock: ConversationLock | None = None,
+        trigrams: TrigramDebt | None = None, size_of: Callable[[], int] | None = None,
+        reclaim: Callable[[], None] | None = None,
     ) -> None:
         """Build the parts once over ``self.db``, each with what it needs; an engine's store
         (lcm.pg) calls this with its own semantic index and the pieces its engine does differently."""
@@ -168,6 +171,8 @@ class LcmStore:
         self.scopes = Scopes(db, cfg)
         self.compaction = CompactionDriver(db, cfg, self.compactor, self.scopes, events, self.failures,
                                            lock=compaction_lock)  # fmt: skip
+        self.upkeep = Upkeep(db, cfg, clock, self.files, events, self.failures, self.compaction, semantic,
+                             trigrams or sqlite_trigram_debt(db), size_of=size_of, reclaim=reclaim)  # fmt: skip
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -510,18 +515,16 @@ class LcmStore:
         Raises:
             EmbedderMissingError: the store was opened without an embedder.
         """
-        report = self.semantic.embed_pending(limit=limit, deadline_s=deadline_s)
-        if report.embedded_messages or report.embedded_summaries:
-            self.events.write("embed", **report.to_dict())
-        return report
+        return self.upkeep.embed_pending(limit=limit, deadline_s=deadline_s)
 
     def index_trigrams(self, *, limit: int | None = None, deadline_s: float | None = None) -> int:
         """Pay the trigram debt ingest left (``lcm.trigram``); the number of messages indexed.
 
         Batched and resumable like :meth:`embed_pending`: each batch commits with the
-        watermark, so a killed run leaves the index exact and the next run carries on.
+        watermark, so a killed run leaves the index exact and the next run carries on. A server
+        keeps its trigram index current inline: nothing to pay there (0 indexed).
         """
-        return index_pending(sqlite_only(self.db, "index_trigrams"), limit=limit, deadline_s=deadline_s)
+        return self.upkeep.index_trigrams(limit=limit, deadline_s=deadline_s)
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """Read-only integrity checks, and the ``top`` worst conversations ranked by severity
@@ -539,44 +542,7 @@ class LcmStore:
 
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
         """Apply ``retentionArchivedMaxAgeDays`` and ``retentionMaxDatabaseBytes`` (0 disables each)."""
-        res = apply_retention(
-            self.db, self.files, max_age_days=self.config.retention_archived_max_age_days,
-            max_bytes=self.config.retention_max_database_bytes, now=self.clock.now(), dry_run=dry_run,
-        )  # fmt: skip
-        if res.deleted_conversations:
-            self.events.write("retention", **res.to_dict())
-        return res
-
-    def _pay_debt(self, conv_id: int, session_key: str | None, budget: int) -> tuple[CompactionResult, str | None]:
-        """One conversation's deferred compaction: a sweep (bounded by ``sweepDeadlineMs`` and
-        ``maxSweepIterations``); the debt row is deleted when it ran, marked failed when not."""
-        with self.db.atomic() as c:
-            c.execute("UPDATE compaction_debt SET status = 'running', updated_at = ? WHERE conversation_id = ?",
-                      (self._now(), conv_id))  # fmt: skip
-        try:
-            res = self.compaction.run(conv_id, session_key, budget, force=False)
-            with self.db.atomic() as c:
-                c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
-            return res, None
-        except Exception as exc:  # one conversation's failure must not stop the others
-            log.warning("lcm: paying the compaction debt of conversation %s failed: %s", conv_id, exc)
-            failure = f"{type(exc).__name__}: {exc}"
-            with self.db.atomic() as c:
-                c.execute("UPDATE compaction_debt SET status = 'failed', last_error = ?, updated_at = ? "
-                          "WHERE conversation_id = ?", (failure, self._now(), conv_id))  # fmt: skip
-            tokens = self.compactor.context_tokens(conv_id)
-            return CompactionResult(conv_id, False, "debt-failed", tokens, tokens, warnings=[failure]), failure
-
-    def _pay_trigrams(self, *, limit: int | None) -> str | None:
-        """A bounded payment of the trigram debt that never fails the caller; the failure, if any."""
-        try:
-            self.index_trigrams(limit=limit)
-            return None
-        except Exception as exc:  # grep still reads the pending tail; status shows the debt
-            log.warning("lcm: paying the trigram index debt failed: %s", exc)
-            failure = f"{type(exc).__name__}: {exc}"
-            self.failures.record("trigram", failure)
-            return failure
+        return self.upkeep.apply_retention(dry_run=dry_run)
 
     def after_turn(self, session_key: str) -> CompactionResult | None:
         """Pay the deferred compaction debt of ``session_key``'s active conversation after a turn
@@ -588,44 +554,9 @@ class LcmStore:
         debt row (``failed``, paid again by the next turn or night) and comes back as a result
         with reason ``debt-failed`` and the error in ``warnings``, never raised: the turn is stored.
         """
-        if not isinstance(session_key, str) or not session_key:
-            raise LcmValidationError("after_turn needs a session_key", field="session_key")
-        self._pay_trigrams(limit=PAY_CHUNK)
-        row = self.db.one(
-            "SELECT d.conversation_id, d.token_budget FROM compaction_debt d JOIN conversations c "
-            "ON c.id = d.conversation_id AND c.active = 1 WHERE c.session_key = ?", (session_key,))  # fmt: skip
-        if row is None:
-            return None
-        res, _ = self._pay_debt(int(row["conversation_id"]), session_key, int(row["token_budget"]))
-        return res
+        return self.upkeep.after_turn(session_key)
 
     def maintenance(self) -> MaintenanceResult:
         """Pay compaction debt of every active conversation, apply retention, pay the trigram and
         embedding debt (nightly job)."""
-        rows = self.db.query(
-            "SELECT d.conversation_id, d.token_budget, c.session_key FROM compaction_debt d "
-            "JOIN conversations c ON c.id = d.conversation_id AND c.active = 1 ORDER BY d.updated_at"
-        )
-        results: list[CompactionResult] = []
-        failures: dict[str, str] = {}
-        for r in rows:
-            conv_id = int(r["conversation_id"])
-            res, failure = self._pay_debt(conv_id, r["session_key"], int(r["token_budget"]))
-            if failure is None:
-                results.append(res)
-            else:
-                failures[str(conv_id)] = failure
-        retention = self.apply_retention()
-        trigram_failure = self._pay_trigrams(limit=None)
-        if trigram_failure is not None:
-            failures["trigram"] = trigram_failure
-        embedding = None
-        if self.semantic.embedder is not None:
-            try:
-                embedding = self.embed_pending(deadline_s=NIGHTLY_EMBED_SECONDS)
-            except Exception as exc:  # the rest of the night's work is done; say what failed
-                log.warning("lcm: embedding during maintenance failed: %s", exc)
-                failures["embedding"] = f"{type(exc).__name__}: {exc}"
-                self.failures.record("embedding", failures["embedding"])
-        return MaintenanceResult(results, failures, retention, embedding)
-
+        return self.upkeep.maintenance()

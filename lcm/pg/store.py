@@ -16,9 +16,8 @@ from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import normalize_messages
 from lcm.largefiles import LargeFileStore
-from lcm.models import DoctorReport, IngestResult, RetentionResult, StatusReport
+from lcm.models import DoctorReport, IngestResult, StatusReport
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
-from lcm.ops import apply_retention as ops_apply_retention
 from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
 from lcm.pg.ingest import store_messages_pg
@@ -41,6 +40,16 @@ PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", 
                     "status", "apply_retention", "maintenance", "doctor", "doctor_clean", "index_trigrams",
                     "embed_pending"})
 _ENGINE = "postgresql"
+
+
+def _no_trigram_debt(*, limit: int | None, deadline_s: float | None) -> int:
+    """Nothing to pay: the server keeps its pg_trgm GIN index current inline (0 indexed)."""
+    return 0
+
+
+def _autovacuum_reclaims() -> None:
+    """Retention's reclaim step: the server's autovacuum reclaims the space (``size_after``
+    shrinks only once it has run)."""
 
 
 def _unsupported(operation: str) -> NoReturn:
@@ -99,7 +108,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         # the parts run lcm's shared SQL through the PostgreSQL handle (lcm.pg.db.translate)
         db = self.db
         self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
-                          compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))))
+                          compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
+                          trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims)
         self.semantic.bind(self._now())
 
     def ingest(
@@ -155,22 +165,6 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         if isinstance(top, bool) or not isinstance(top, int) or top < 0:
             raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
         return ops_doctor(self.db, self.files, top=top, sqlite_checks=False)
-
-    def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
-        """:meth:`LcmStore.apply_retention`; the size is the server's, and the server's autovacuum
-        reclaims the space (``size_after`` shrinks only once it has run)."""
-        db = self.db
-        res = ops_apply_retention(
-            self.db, self.files, max_age_days=self.config.retention_archived_max_age_days,
-            max_bytes=self.config.retention_max_database_bytes, now=self.clock.now(), dry_run=dry_run,
-            size_of=db.size_bytes, reclaim=lambda: None)  # fmt: skip
-        if res.deleted_conversations:
-            self.events.write("retention", **res.to_dict())
-        return res
-
-    def index_trigrams(self, *, limit: int | None = None, deadline_s: float | None = None) -> int:
-        """Nothing to pay: the server keeps its pg_trgm GIN index current inline (0 indexed)."""
-        return 0
 
     #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
     _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes this class's PgDatabase, not any Handle
