@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sqlite3
 import tempfile
@@ -49,7 +50,8 @@ from lcm.models import (
 from lcm.ops import doctor, doctor_clean, status
 from lcm.recall import SUMMARY_ID_RE, ExpansionFailedError, Recall
 from lcm.regex import compile_user_regex
-from lcm.search import build_fts_query, grep
+from lcm.queries import Queries, TextGrep
+from lcm.search import grep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.semantic import SemanticIndex
 from lcm.sessions import archive, find_active, resolve_conversation
@@ -63,9 +65,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["LcmStore"]
 
-_MODES = ("regex", "full_text", "semantic", "hybrid")
-_SCOPES = ("messages", "summaries", "both", "files")
-_SORTS = ("recency", "relevance", "hybrid")
 
 
 class LcmStore:
@@ -83,9 +82,6 @@ class LcmStore:
     Raises:
         ValueError: when no path is given by either argument, or the two disagree.
     """
-
-    #: the engine's full_text/regex grep over messages and summaries (lcm.pg's store swaps in its own)
-    _text_grep = staticmethod(grep)
 
     #: the store class of each URL scheme another engine serves ("postgresql": lcm.pg.store's).
     #: An engine's subclass registers here as it is defined (``url_schemes=``) and the lcm
@@ -158,7 +154,7 @@ class LcmStore:
     def _build_parts(
         self, semantic: SemanticIndex, expansion_llm: TextLLM | None, *, compaction_lock: ConversationLock | None = None,
         trigrams: TrigramDebt | None = None, size_of: Callable[[], int] | None = None,
-        reclaim: Callable[[], None] | None = None,
+        reclaim: Callable[[], None] | None = None, text_grep: TextGrep | None = None,
     ) -> None:
         """Build the parts once over ``self.db``, each with what it needs; an engine's store
         (lcm.pg) calls this with its own semantic index and the pieces its engine does differently."""
@@ -171,6 +167,9 @@ class LcmStore:
         self.scopes = Scopes(db, cfg)
         self.compaction = CompactionDriver(db, cfg, self.compactor, self.scopes, events, self.failures,
                                            lock=compaction_lock)  # fmt: skip
+        # the engine's full_text / regex grep over messages and summaries (lcm.pg passes its own)
+        self.queries = Queries(db, cfg, self.files, self.scopes, semantic, self.recall,
+                               text_grep or functools.partial(grep, db, cfg), self.failures)  # fmt: skip
         self.upkeep = Upkeep(db, cfg, clock, self.files, events, self.failures, self.compaction, semantic,
                              trigrams or sqlite_trigram_debt(db), size_of=size_of, reclaim=reclaim)  # fmt: skip
 
@@ -339,43 +338,9 @@ class LcmStore:
         ``not_embedded``. ``sort`` defaults to ``relevance`` (best match first) for those two
         and to ``recency`` for the others.
         """
-        if sort is None:
-            sort = "relevance" if mode in ("semantic", "hybrid") else "recency"
-        if not isinstance(pattern, str) or not pattern.strip():
-            raise LcmValidationError("pattern must be a non-empty string", field="pattern")
-        for name, value, allowed in (("mode", mode, _MODES), ("scope", scope, _SCOPES), ("sort", sort, _SORTS)):
-            if value not in allowed:
-                raise LcmValidationError(f"{name} must be one of {list(allowed)}; got {value!r}", field=name)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
-            raise LcmValidationError(f"limit must be 1..200; got {limit!r}", field="limit")
-        # Refuse a bad pattern before looking at the scope, so errors do not depend on data.
-        if mode in ("semantic", "hybrid"):
-            self.semantic.need(scope)
-            if mode == "hybrid":
-                build_fts_query(pattern)
-        elif mode == "full_text":
-            build_fts_query(pattern)
-        else:
-            compile_user_regex(pattern)
-        since_s = iso(parse_time(since, "since")) if since is not None else None
-        before_s = iso(parse_time(before, "before")) if before is not None else None
-        if file_ids is not None:
-            bad = [f for f in file_ids if not isinstance(f, str) or not FILE_ID_RE.match(f)]
-            if scope != "files" or isinstance(file_ids, str) or bad:
-                raise LcmValidationError("file_ids must be a list of file_... ids, with scope 'files'", field="file_ids")
-        conv_ids = self.scopes.scope(session_key, conversation_id, all_conversations)
-        if conv_ids == []:
-            if file_ids:
-                raise LcmNotFoundError(f"no file {file_ids[0]}", id=file_ids[0])
-            return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
-        if mode in ("semantic", "hybrid"):
-            return self.semantic.grep(pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
-                                      before=before_s, limit=limit, sort=sort)  # fmt: skip
-        if scope == "files":
-            return grep_files(self.db, self.config, self.files, pattern, mode=mode, conv_ids=conv_ids,
-                              file_ids=file_ids, limit=limit)  # fmt: skip
-        return self._text_grep(self.db, self.config, pattern, mode=mode, scope=scope, conv_ids=conv_ids,
-                               since=since_s, before=before_s, limit=limit, sort=sort)  # fmt: skip
+        return self.queries.grep(pattern, mode=mode, scope=scope, session_key=session_key,
+                                 conversation_id=conversation_id, all_conversations=all_conversations, since=since,
+                                 before=before, limit=limit, sort=sort, file_ids=file_ids)  # fmt: skip
 
     def describe(
         self, id: str, *, offset: int = 0, limit: int = 4000, session_key: SessionKeys = None,
@@ -386,31 +351,8 @@ class LcmStore:
         With ``session_key`` (or ``conversation_id``) an id outside that scope raises the very
         same LcmNotFoundError as an id that does not exist: the answer tells nothing about it.
         """
-        family = self.scopes.family(session_key, conversation_id, False)
-        return self.recall.describe(id, offset=offset, limit=limit, family=family)
-
-    def _seeds(
-        self, summary_ids: Sequence[str] | None, query: str | None, scope: list[int] | None
-    ) -> tuple[list[str], list[sqlite3.Row]]:
-        if summary_ids:
-            if isinstance(summary_ids, str):
-                raise LcmValidationError("summary_ids must be a list of ids", field="summary_ids")
-            bad = [s for s in summary_ids if not isinstance(s, str) or not SUMMARY_ID_RE.match(s)]
-            if bad:
-                raise LcmValidationError(f"not summary ids: {bad}", field="summary_ids")
-            return list(dict.fromkeys(summary_ids)), []
-        if not query or not query.strip():
-            raise LcmValidationError("give summary_ids or a query", field="query")
-        res = self._text_grep(self.db, self.config, query, field="query", mode="full_text", scope="both",
-                              conv_ids=scope, since=None, before=None, limit=20, sort="relevance")  # fmt: skip
-        seeds = [h.id for h in res.hits if h.kind == "summary"][:5]
-        msg_ids = [int(h.id[4:]) for h in res.hits if h.kind == "message"]
-        rows = []
-        if msg_ids:
-            q = ",".join("?" * len(msg_ids))
-            by_id = {r["id"]: r for r in self.db.query(f"SELECT * FROM messages WHERE id IN ({q})", msg_ids)}
-            rows = [by_id[i] for i in msg_ids if i in by_id]
-        return seeds, rows
+        return self.queries.describe(id, offset=offset, limit=limit, session_key=session_key,
+                                     conversation_id=conversation_id)  # fmt: skip
 
     def expand(
         self,
@@ -424,27 +366,9 @@ class LcmStore:
         all_conversations: bool = False,
     ) -> ExpandResult:
         """Walk the DAG down from summaries (given, or found by ``query``) to their source messages."""
-        scope = self.scopes.family(session_key, conversation_id, all_conversations) if summary_ids else (
-            self.scopes.scope(session_key, conversation_id, all_conversations))
-        seeds, direct = self._seeds(summary_ids, query, scope)
-        cap = self._expand_cap(token_cap, "token_cap")
-        res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap, family=scope)
-        if not direct:
-            return res
-        # Nothing compacted matches yet: the raw messages found are the sources.
-        from lcm.recall import _expanded
-
-        msgs, used, cut = list(res.messages), res.total_tokens, res.truncated
-        have = {m.id for m in msgs}
-        for r in direct:
-            if r["id"] in have:
-                continue
-            if used + r["token_count"] > cap:
-                cut = True
-                break
-            msgs.append(_expanded(r, ""))
-            used += r["token_count"]
-        return ExpandResult(res.seeds, res.summaries, msgs, used, cut, res.warnings)
+        return self.queries.expand(summary_ids, query=query, max_depth=max_depth, token_cap=token_cap,
+                                   session_key=session_key, conversation_id=conversation_id,
+                                   all_conversations=all_conversations)  # fmt: skip
 
     def expand_query(
         self,
@@ -464,32 +388,10 @@ class LcmStore:
         ``max_tokens`` bounds the answer, ``token_cap`` (at most ``maxExpandTokens``) the source
         tokens read, ``timeout_ms`` (at most ``delegationTimeoutMs``) the time the LLM may take.
         """
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise LcmValidationError("prompt must be a non-empty string", field="prompt")
-        cap = max_tokens if max_tokens is not None else self.config.max_expand_tokens
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0:
-            raise LcmValidationError("max_tokens must be a positive integer", field="max_tokens")
-        scope = self.scopes.family(session_key, conversation_id, all_conversations) if summary_ids else (
-            self.scopes.scope(session_key, conversation_id, all_conversations))
-        source_cap = self._expand_cap(token_cap, "token_cap")
-        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0):
-            raise LcmValidationError("timeout_ms must be a positive integer", field="timeout_ms")
-        limit_ms = min(timeout_ms or self.config.delegation_timeout_ms, self.config.delegation_timeout_ms)
-        seeds, direct = self._seeds(summary_ids, query, scope)
-        try:
-            return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
-                                            source_cap=source_cap, timeout_ms=limit_ms)
-        except ExpansionFailedError as exc:
-            self.failures.record("expansion", f"{exc.code}: {exc}")
-            raise
-
-    def _expand_cap(self, requested: int | None, field: str) -> int:
-        """The source tokens an expansion may read: ``maxExpandTokens``, or less when asked."""
-        if requested is None:
-            return self.config.max_expand_tokens
-        if isinstance(requested, bool) or not isinstance(requested, int) or requested <= 0:
-            raise LcmValidationError(f"{field} must be a positive integer", field=field)
-        return min(requested, self.config.max_expand_tokens)
+        return self.queries.expand_query(prompt, query=query, summary_ids=summary_ids, max_tokens=max_tokens,
+                                         session_key=session_key, conversation_id=conversation_id,
+                                         all_conversations=all_conversations, token_cap=token_cap,
+                                         timeout_ms=timeout_ms)  # fmt: skip
 
     # -- operations --------------------------------------------------------------------------------
     def status(self) -> StatusReport:

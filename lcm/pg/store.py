@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -109,7 +110,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         db = self.db
         self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
                           compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
-                          trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims)
+                          trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims,
+                          text_grep=functools.partial(pg_grep, db, cfg))  # grep modes full_text and regex
         self.semantic.bind(self._now())
 
     def ingest(
@@ -165,10 +167,6 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         if isinstance(top, bool) or not isinstance(top, int) or top < 0:
             raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
         return ops_doctor(self.db, self.files, top=top, sqlite_checks=False)
-
-    #: grep modes full_text and regex run here (LcmStore.grep validates and scopes, then calls it)
-    _text_grep = staticmethod(pg_grep)  # type: ignore[assignment]  # takes this class's PgDatabase, not any Handle
-
 
 
 def _raiser(name: str) -> Callable[..., NoReturn]:
