@@ -13,14 +13,18 @@ import re
 import sqlite3
 from html import escape
 
+from amem.kernel.clock import Clock
 from amem.kernel.text import HAN
-from lcm.compaction import Item, load_items, tail_start
-from lcm.conn import Connection
-from lcm.models import AssembledItem
-from lcm.timeutil import display_time
+from lcm.compact_driver import CompactionDriver, check_runtime
+from lcm.compaction import Item, load_items, resolve_params, tail_start
+from lcm.config import LcmConfig
+from lcm.conn import Connection, Handle
+from lcm.models import AssembledContext, AssembledItem
+from lcm.scopes import Scopes
+from lcm.timeutil import display_time, iso
 from lcm.tokens import estimate_tokens
 
-__all__ = ["render_summary", "build_context", "prompt_terms"]
+__all__ = ["Assembler", "render_summary", "build_context", "prompt_terms"]
 
 _WORD = re.compile(rf"[\w./-]{{3,}}|[{HAN}]{{2,}}")
 
@@ -105,3 +109,58 @@ def build_context(
     summary_ids = [it.id for it in chosen if it.type == "summary"]
     prefix_hash = hashlib.sha256("\n".join(summary_ids).encode()).hexdigest()[:16]
     return chosen, len(summary_ids), tail_count, len(items) - len(keep), prefix_hash
+
+
+class Assembler:
+    """:meth:`lcm.LcmStore.assemble`: the threshold's compaction (now, or as debt), then the context."""
+
+    def __init__(self, db: Handle, config: LcmConfig, clock: Clock, scopes: Scopes, compaction: CompactionDriver) -> None:
+        self.db = db
+        self.config = config
+        self.clock = clock
+        self.scopes = scopes
+        self.compaction = compaction
+
+    def assemble(self, session_key: str, token_budget: int, *, prompt: str | None, model: str | None,
+                 context_window: int | None) -> AssembledContext:  # fmt: skip
+        budget = self.compaction.budget(token_budget)
+        assert budget is not None
+        runtime = check_runtime(model, context_window)
+        conv_id = self.scopes.active_id(session_key)
+        if conv_id is None:
+            return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
+        params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
+        context_tokens = self.compaction.compactor.context_tokens
+        tokens = context_tokens(conv_id)
+        compacted = debt = False
+        warnings: list[str] = []
+        if tokens >= params.context_threshold * budget:
+            if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
+                res = self.compaction.run(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
+                compacted = res.ran
+                warnings += res.warnings
+                if tokens > budget and context_tokens(conv_id) > budget:
+                    res = self.compaction.run(conv_id, session_key, budget, force=True, until_under=budget,
+                                              runtime=runtime)  # fmt: skip
+                    compacted = compacted or res.ran
+                    warnings += res.warnings
+            else:
+                now = iso(self.clock.now())
+                with self.db.atomic() as c:
+                    c.execute(
+                        "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at) "
+                        "VALUES (?, 'threshold', ?, 'pending', ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
+                        "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at",
+                        (conv_id, budget, now, now),
+                    )
+                debt = True
+        with self.db.reading() as c:
+            items, n_sum, n_tail, dropped, prefix = build_context(
+                c, conv_id, budget, fresh_tail_count=params.fresh_tail_count,
+                fresh_tail_max_tokens=self.config.fresh_tail_max_tokens, tz=self.config.timezone,
+                prompt=prompt, prompt_aware=self.config.prompt_aware_eviction,
+            )  # fmt: skip
+        if dropped:
+            warnings.append(f"{dropped} older context items did not fit the budget")
+        total = sum(it.token_count for it in items)
+        return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import sqlite3
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -15,18 +14,17 @@ from typing import Any, ClassVar
 
 from amem.kernel.clock import Clock, SystemClock
 from amem.kernel.llm import TextLLM
-from lcm.assemble import build_context
-from lcm.compact_driver import CompactionDriver, ConversationLock, check_runtime
-from lcm.compaction import Compactor, resolve_params
+from lcm.assemble import Assembler
+from lcm.compact_driver import CompactionDriver, ConversationLock
+from lcm.compaction import Compactor
 from lcm.config import LcmConfig
 from lcm.conn import Handle
 from lcm.db import Database, sqlite_only
-from lcm.errors import LcmNotFoundError, LcmValidationError
+from lcm.errors import LcmValidationError
 from lcm.events import EventLog
 from lcm.failures import FailureLog
-from lcm.filegrep import grep_files
 from lcm.ingest import normalize_messages, store_messages
-from lcm.largefiles import FILE_ID_RE, LargeFileStore
+from lcm.largefiles import LargeFileStore
 from lcm.migrations import migrate
 from lcm.models import (
     AssembledContext,
@@ -48,15 +46,14 @@ from lcm.models import (
     SummaryDescription,
 )
 from lcm.ops import doctor, doctor_clean, status
-from lcm.recall import SUMMARY_ID_RE, ExpansionFailedError, Recall
-from lcm.regex import compile_user_regex
+from lcm.recall import Recall
 from lcm.queries import Queries, TextGrep
-from lcm.search import grep
 from lcm.scopes import Scopes, SessionKeys
+from lcm.search import grep
 from lcm.semantic import SemanticIndex
 from lcm.sessions import archive, find_active, resolve_conversation
 from lcm.summarize import Summarizer
-from lcm.timeutil import iso, parse_time
+from lcm.timeutil import iso
 from lcm.trigram import pending_count
 from lcm.upkeep import TrigramDebt, Upkeep, sqlite_trigram_debt
 from lcm.vectors import TextEmbedder
@@ -64,7 +61,6 @@ from lcm.vectors import TextEmbedder
 log = logging.getLogger(__name__)
 
 __all__ = ["LcmStore"]
-
 
 
 class LcmStore:
@@ -167,6 +163,7 @@ class LcmStore:
         self.scopes = Scopes(db, cfg)
         self.compaction = CompactionDriver(db, cfg, self.compactor, self.scopes, events, self.failures,
                                            lock=compaction_lock)  # fmt: skip
+        self.assembler = Assembler(db, cfg, clock, self.scopes, self.compaction)
         # the engine's full_text / regex grep over messages and summaries (lcm.pg passes its own)
         self.queries = Queries(db, cfg, self.files, self.scopes, semantic, self.recall,
                                text_grep or functools.partial(grep, db, cfg), self.failures)  # fmt: skip
@@ -264,46 +261,8 @@ class LcmStore:
         :meth:`maintenance`) or is compacted now (inline mode). When the context is already over
         the budget, debt is paid synchronously first (the emergency path).
         """
-        budget = self.compaction.budget(token_budget)
-        assert budget is not None
-        runtime = check_runtime(model, context_window)
-        conv_id = self.scopes.active_id(session_key)
-        if conv_id is None:
-            return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
-        params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
-        tokens = self.compactor.context_tokens(conv_id)
-        compacted = debt = False
-        warnings: list[str] = []
-        if tokens >= params.context_threshold * budget:
-            if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
-                res = self.compaction.run(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
-                compacted = res.ran
-                warnings += res.warnings
-                if tokens > budget and self.compactor.context_tokens(conv_id) > budget:
-                    res = self.compaction.run(conv_id, session_key, budget, force=True, until_under=budget,
-                                             runtime=runtime)
-                    compacted = compacted or res.ran
-                    warnings += res.warnings
-            else:
-                now = self._now()
-                with self.db.atomic() as c:
-                    c.execute(
-                        "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at) "
-                        "VALUES (?, 'threshold', ?, 'pending', ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
-                        "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at",
-                        (conv_id, budget, now, now),
-                    )
-                debt = True
-        with self.db.reading() as c:
-            items, n_sum, n_tail, dropped, prefix = build_context(
-                c, conv_id, budget, fresh_tail_count=params.fresh_tail_count,
-                fresh_tail_max_tokens=self.config.fresh_tail_max_tokens, tz=self.config.timezone,
-                prompt=prompt, prompt_aware=self.config.prompt_aware_eviction,
-            )  # fmt: skip
-        if dropped:
-            warnings.append(f"{dropped} older context items did not fit the budget")
-        total = sum(it.token_count for it in items)
-        return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)
+        return self.assembler.assemble(session_key, token_budget, prompt=prompt, model=model,
+                                       context_window=context_window)  # fmt: skip
 
     # -- recall ----------------------------------------------------------------------------------
     def session_keys(self, prefix: str) -> list[str]:

@@ -18,7 +18,7 @@ from lcm.events import EventLog
 from lcm.ingest import normalize_messages
 from lcm.largefiles import LargeFileStore
 from lcm.models import DoctorReport, IngestResult, StatusReport
-from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
+from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgDatabase, lock_key
 from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
 from lcm.pg.ingest import store_messages_pg
