@@ -315,13 +315,6 @@ def _trigram_flush_size(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO messages_tri(messages_tri, rank) VALUES ('hashsize', ?)", (TRIGRAM_HASHSIZE,))
 
 
-@migration("0012_client_token_counts")
-def _client_token_counts(c: sqlite3.Connection) -> None:
-    # PostgreSQL only (lcm.pg.schema): ingest sends an ASCII text's token count instead of the
-    # server computing it; FTS5 counts its own tokens.
-    del c
-
-
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

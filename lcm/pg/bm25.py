@@ -10,8 +10,7 @@ Here each part comes from the server, in the same float8 arithmetic in the same 
 scores agree with SQLite's to the last bits wherever the two tokenisers agree:
 
 - ``D`` is the stored column ``n_words`` (runs of letters and digits, as unicode61 splits them;
-  ``length(words)`` would count distinct lexemes, not tokens): the server's ``lcm_ntok``, or for
-  an ASCII text the same count sent by ingest (:func:`ascii_token_count`);
+  ``length(words)`` would count distinct lexemes, not tokens);
 - ``N`` and the token total come from ``lcm_word_totals`` (kept by statement triggers in the
   writer's transaction), every ``n_i`` from one GIN-served count per phrase, all inside the
   grep's own statement and snapshot: exact, never a stale cache;
@@ -33,30 +32,17 @@ PostgreSQL's parser splits or stems otherwise than porter unicode61 changes ``f`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from lcm.trigram import like_pattern
 
-__all__ = ["K1", "B", "bm25_sql", "ascii_token_count"]
+__all__ = ["K1", "B", "bm25_sql"]
 
 #: FTS5's bm25() defaults (fts5_aux.c)
 K1 = 1.2
 B = 0.75
 #: FTS5 replaces an idf at or below zero by this (a word in more than half the rows)
 _MIN_IDF = 1e-6
-_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
-
-
-def ascii_token_count(text: str) -> int | None:
-    """``lcm_ntok(text)`` (the server's ``regexp_count(text, '[[:alnum:]]+')``) for an ASCII text, else None.
-
-    In ASCII, ``[[:alnum:]]`` is ``[A-Za-z0-9]`` in every locale a database can have, so this is
-    the server's count exactly; outside ASCII the server's locale decides what a letter is, so
-    None leaves the count to the server (migration 0012's trigger). Ingest sends it to spare
-    the server the regex over every text.
-    """
-    return len(_ASCII_RUN.findall(text)) if text.isascii() else None
 
 
 def _gram_pattern(term: str) -> str:

@@ -6,10 +6,9 @@ and conversation advisory locks first). After the shared checks (:func:`lcm.inge
 statements: where the conversation's sequence and context end together with the batch's ids
 from the server's sequence; the rows by ``COPY ... FROM STDIN``; the context items and the
 conversation's ``updated_at`` in one statement. Statement for statement this replaced five
-(benchmarks/RESULTS.md, "LCM on PostgreSQL"). An ASCII text's token count goes with its row
-(the server's own count there, so one regex less per row on the server). What still bounds the
-batch is the server computing each text's tsvector and adding it to both GIN indexes inside
-the COPY (``lcm.pg.schema``), which this module does not change.
+(benchmarks/RESULTS.md, "LCM on PostgreSQL"). What still bounds the batch is the server
+computing each text's tsvector and token count and adding it to both GIN indexes inside the
+COPY (``lcm.pg.schema``), which this module does not change.
 """
 
 from __future__ import annotations
@@ -19,16 +18,13 @@ from collections.abc import Sequence
 from lcm.config import LcmConfig
 from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, insert_files_and_context, message_rows
 from lcm.largefiles import LargeFileStore
-from lcm.pg.bm25 import ascii_token_count
 from lcm.pg.db import PgConnection
 
 __all__ = ["store_messages_pg", "MESSAGE_COLUMNS"]
 
-#: the columns ingest writes (the server computes ``words`` from ``content``, and ``n_words``
-#: where ingest sends None: a text outside ASCII, lcm.pg.bm25.ascii_token_count)
+#: the columns ingest writes (the server computes ``words`` and ``n_words`` from ``content``)
 MESSAGE_COLUMNS = ("id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
-                   "stable_event_key", "file_id", "created_at", "n_words")  # fmt: skip
-_CONTENT = MESSAGE_COLUMNS.index("content")
+                   "stable_event_key", "file_id", "created_at")  # fmt: skip
 #: the conversation's last sequence number and context ordinal, and ``n`` fresh message ids
 _POSITIONS = (
     "SELECT (SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?), "
@@ -64,7 +60,6 @@ def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Nor
     assert row is not None  # a SELECT without FROM returns its one row
     seq, ordinal, ids = int(row[0]), int(row[1]), sorted(int(i) for i in row[2])
     rows, files_rows, file_ids = message_rows(conversation_id, ids, fresh, seq, cfg, files, now_iso)
-    rows = [(*r, ascii_token_count(r[_CONTENT])) for r in rows]
     if copy:
         # Same rows, transaction and locks as INSERTs: COPY only saves the per-row statements;
         # a duplicate key or a dropped connection still fails the whole batch.

@@ -220,26 +220,6 @@ _step("0010_conversation_time_order", "CREATE INDEX messages_conversation_newest
 # SQLite only: the flush size of FTS5's trigram index (lcm.trigram's payments); pg_trgm has none.
 _step("0011_trigram_flush_size")
 
-# A message's token count came from a generated column: the server ran lcm_ntok's regex over every
-# text inside ingest's COPY (~5 us of ~68 us of server CPU a message, benchmarks/RESULTS.md).
-# Ingest now sends it for ASCII texts, counted by lcm.pg.bm25.ascii_token_count, which gives what
-# lcm_ntok gives there in every locale (ASCII letters and digits are [[:alnum:]] in all of them);
-# any other text (and every other writer: lcm.pg.copy, an UPDATE of content) leaves it to the
-# server by the same function, so the count has one definition. The statement triggers keep
-# lcm_word_totals as before (they read the rows' final n_words), exact under concurrent batches.
-_step(
-    "0012_client_token_counts",
-    "ALTER TABLE messages ALTER COLUMN n_words DROP EXPRESSION",
-    """CREATE FUNCTION lcm_fill_n_words() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN NEW.n_words := lcm_ntok(NEW.content); RETURN NEW; END $$""",
-    # a WHEN condition is checked without calling the function: a row that brings its count costs nothing
-    """CREATE TRIGGER messages_n_words_insert BEFORE INSERT ON messages FOR EACH ROW
-        WHEN (NEW.n_words IS NULL) EXECUTE FUNCTION lcm_fill_n_words()""",
-    """CREATE TRIGGER messages_n_words_update BEFORE UPDATE OF content, n_words ON messages FOR EACH ROW
-        EXECUTE FUNCTION lcm_fill_n_words()""",
-    "ALTER TABLE messages ALTER COLUMN n_words SET NOT NULL",
-)
-
 
 def applied_pg_migrations(db: PgDatabase) -> list[str]:
     with db.atomic() as c:
