@@ -15,6 +15,8 @@ are not usable schemas). ``deferred`` is a prototype of taking it off the ingest
 ``words`` a plain column ingest leaves NULL, the trigram index partial on ``words IS NOT
 NULL``, and the debt paid after ingest by ``UPDATE ... SET words = lcm_tsv(content)``, 5,000
 rows a statement, timed apart (grep does not read its unpaid tail: a measurement only).
+Each PostgreSQL variant also reports its server backends' CPU a message (read from ``/proc``,
+so only for the local cluster): less noisy than the wall time on a shared machine.
 
 SQLite variants (a fresh file each): ``shipped`` is ``LcmStore.ingest`` (the trigram tail paid
 inline past ``lcm.trigram.MAX_PENDING``); ``unbounded`` leaves the whole trigram debt to later;
@@ -74,6 +76,25 @@ def _sqlite_ingest(store: LcmStore, bound: int | None) -> Callable[[str, list[di
             store_messages(c, conv, batch, store.config, store.files, now, trigram_max_pending=bound)
 
     return ingest
+
+
+def _backend_cpu(url: str) -> dict[int, float] | None:
+    """CPU seconds of every server backend on ``url``'s database (None when ``/proc`` cannot show them)."""
+    import os
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        pids = [int(r[0]) for r in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")]  # fmt: skip
+    out: dict[int, float] = {}
+    try:
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return None
+    return out
 
 
 def _interleave(variants: dict[str, tuple[Callable[[str, list[dict[str, object]]], None], int]], n: int,
@@ -175,7 +196,13 @@ def main(argv: list[str] | None = None) -> int:
                     for ddl in _PG_DDL.get(name, []):
                         conn.execute(ddl)
                 variants[name] = (_plain(store), 100)
+            before = {name: _backend_cpu(url) for name, url in urls.items()}
             report = _interleave(variants, args.size, args.conversations)
+            for name, url in urls.items():
+                start, end = before[name], _backend_cpu(url)
+                if start is not None and end is not None:
+                    spent = sum(cpu - start.get(pid, 0.0) for pid, cpu in end.items())
+                    report[name]["server_cpu_us_per_msg"] = round(spent / args.size * 1e6, 1)
             _check_stored(stores, args.size)
             if "deferred" in report:
                 report["deferred"].update(_pay_deferred(urls["deferred"], report["deferred"]["msgs_per_s"], args.size))
