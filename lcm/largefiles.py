@@ -6,6 +6,7 @@ import json
 import os
 import re
 import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from lcm.errors import LcmNotFoundError, PathEscapeError
 from lcm.extract import SourceUnit, extractive_summary
 from lcm.tokens import estimate_tokens
 
-__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference"]
+__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference", "open_file_store"]
 
 FILE_ID_RE = re.compile(r"^file_[0-9a-f]{16}\Z")  # \Z: no trailing newline
 _EXT = {"application/json": ".json", "text/csv": ".csv", "text/x-python": ".py", "text/markdown": ".md"}
@@ -141,3 +142,18 @@ class LargeFileStore:
         return sorted(
             str(p.relative_to(base)) for p in base.rglob("file_*") if p.is_file() and not p.name.endswith(".tmp")
         )
+
+
+def open_file_store(
+    configured: str, data_dir: Path | None
+) -> tuple[LargeFileStore, tempfile.TemporaryDirectory[str] | None]:
+    """A store's large files: under ``largeFilesDir`` when configured, else ``lcm-files`` in the
+    database's directory. With neither (an in-memory database, a server without a shared
+    directory) they go to a temporary directory that lives as long as the store: it is returned
+    for the store to clean up when it closes."""
+    if configured:
+        return LargeFileStore(Path(configured).expanduser()), None
+    if data_dir is not None:
+        return LargeFileStore(data_dir / "lcm-files"), None
+    tmp = tempfile.TemporaryDirectory(prefix="lcm-files-")
+    return LargeFileStore(Path(tmp.name)), tmp

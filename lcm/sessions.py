@@ -12,7 +12,7 @@ from lcm.conn import Connection, Row
 from lcm.errors import LcmValidationError
 from lcm.models import Conversation
 
-__all__ = ["glob_match", "is_cron_key", "resolve_conversation", "row_to_conversation", "CRON_PATTERN"]
+__all__ = ["glob_match", "is_cron_key", "reset_conversation", "resolve_conversation", "row_to_conversation", "CRON_PATTERN"]
 
 CRON_PATTERN = "agent:*:cron:**"
 
@@ -128,6 +128,21 @@ def archive(c: Connection, conversation_id: int, cause: str, now: str) -> None:
         (now, cause, now, conversation_id),
     )
     c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conversation_id,))
+
+
+def reset_conversation(c: Connection, session_key: str, cause: str, now: str) -> tuple[int | None, int]:
+    """Archive the active conversation of ``session_key`` (if any) and open a fresh one, inside
+    the caller's write transaction; returns (the archived id or None, the new id)."""
+    row = find_active(c, session_key, None)
+    archived = None
+    if row is not None:
+        archive(c, row["id"], cause, now)
+        archived = row["id"]
+    cur = c.execute(
+        "INSERT INTO conversations(session_key, session_id, active, created_at, updated_at) VALUES (?, NULL, 1, ?, ?)",
+        (session_key, now, now),
+    )
+    return archived, int(cur.lastrowid or 0)
 
 
 def family_ids(c: Connection, session_key: str) -> list[int]:

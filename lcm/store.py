@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +22,7 @@ from lcm.errors import LcmValidationError
 from lcm.events import EventLog
 from lcm.failures import FailureLog
 from lcm.ingest import normalize_messages, store_messages
-from lcm.largefiles import LargeFileStore
+from lcm.largefiles import open_file_store
 from lcm.migrations import migrate
 from lcm.models import (
     AssembledContext,
@@ -51,14 +49,12 @@ from lcm.queries import Queries, TextGrep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.search import grep
 from lcm.semantic import SemanticIndex
-from lcm.sessions import archive, find_active, resolve_conversation
+from lcm.sessions import reset_conversation, resolve_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso
 from lcm.trigram import pending_count
 from lcm.upkeep import TrigramDebt, Upkeep, sqlite_trigram_debt
 from lcm.vectors import TextEmbedder
-
-log = logging.getLogger(__name__)
 
 __all__ = ["LcmStore"]
 
@@ -126,22 +122,12 @@ class LcmStore:
         self.clock: Clock = clock or SystemClock()
         self.llm = llm
         self.db: Handle = Database(path)
-        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
-        if cfg.large_files_dir:
-            files_dir = Path(cfg.large_files_dir).expanduser()
-        elif self.db.is_memory:
-            # No data directory exists for an in-memory store; files live as long as the store.
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")
-            files_dir = Path(self._tmpdir.name)
-        else:
-            files_dir = Path(self.db.path).resolve().parent / "lcm-files"
-        self.files = LargeFileStore(files_dir)
-        log_path: str | None = None
+        # No data directory exists for an in-memory store: its files live as long as the store.
+        data_dir = None if self.db.is_memory else Path(self.db.path).resolve().parent
+        self.files, self._tmpdir = open_file_store(cfg.large_files_dir, data_dir)
+        log_path = None
         if cfg.log_file_enabled:
-            if cfg.log_file:
-                log_path = cfg.log_file
-            elif not self.db.is_memory:
-                log_path = str(Path(self.db.path).resolve().parent / "lcm-log.jsonl")
+            log_path = cfg.log_file or (str(data_dir / "lcm-log.jsonl") if data_dir is not None else None)
         self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes, cfg.log_retention_days)
         migrate(self.db, self._now())
         self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
@@ -224,16 +210,7 @@ class LcmStore:
             raise LcmValidationError("reset needs a session_key", field="session_key")
         now = self._now()
         with self.db.atomic() as c:
-            row = find_active(c, session_key, None)
-            archived = None
-            if row is not None:
-                archive(c, row["id"], cause, now)
-                archived = row["id"]
-            cur = c.execute(
-                "INSERT INTO conversations(session_key, session_id, active, created_at, updated_at) VALUES (?, NULL, 1, ?, ?)",
-                (session_key, now, now),
-            )
-            new_id = int(cur.lastrowid or 0)
+            archived, new_id = reset_conversation(c, session_key, cause, now)
         self.events.write("reset", session_key=session_key, archived=archived, conversation_id=new_id, cause=cause)
         return ResetResult(archived, new_id, cause)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -16,7 +15,7 @@ from lcm.config import LcmConfig
 from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import normalize_messages
-from lcm.largefiles import LargeFileStore
+from lcm.largefiles import open_file_store
 from lcm.models import DoctorReport, IngestResult, StatusReport
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgDatabase, lock_key
 from lcm.ops import doctor as ops_doctor
@@ -98,12 +97,9 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         except BaseException:
             self.db.close()
             raise
-        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
-        if cfg.large_files_dir:
-            self.files = LargeFileStore(Path(cfg.large_files_dir).expanduser())
-        else:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="lcm-files-")
-            self.files = LargeFileStore(Path(self._tmpdir.name))
+        # no data directory every host shares: without largeFilesDir a temporary one (ingest
+        # refuses a large payload then, rather than keep it where other hosts cannot read it)
+        self.files, self._tmpdir = open_file_store(cfg.large_files_dir, None)
         self.events = EventLog(cfg.log_file or None if cfg.log_file_enabled else None, self.clock,
                                cfg.log_max_file_bytes, cfg.log_retention_days)  # fmt: skip
         # the parts run lcm's shared SQL through the PostgreSQL handle (lcm.pg.db.translate)
