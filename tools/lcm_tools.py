@@ -1,7 +1,7 @@
 """The ``lcm_*`` tools: recall over the lossless conversation store (``lcm.LcmStore``).
 
 Every call is confined to the caller's session family (``session_key_for``), which the tools
-pass to ``LcmStore``: its scoped lookups (``lcm.recall.visible``, ``LcmStore._scope``) answer a
+pass to ``LcmStore``: its scoped lookups (``lcm.recall.visible``, ``lcm.scopes.Scopes.scope``) answer a
 conversation, summary, file or message id of another family with the very same ``not_found``
 as an id that does not exist, so a caller can neither read nor probe another agent's history.
 ``allConversations`` widens that to every session family of the calling agent (the keys
