@@ -1,4 +1,4 @@
-"""The failure record: the last failed summaries, compactions, expansions and embedding runs.
+"""The failure record: the last failed summaries, compactions, expansions, embedding runs and trigram payments.
 
 ``status`` must say what went wrong last even after a restart, and the process that failed
 may be a nightly job long gone, so each failure is a row in the database (written in its own
@@ -20,8 +20,9 @@ log = logging.getLogger(__name__)
 __all__ = ["KINDS", "KEEP", "FailureLog", "record_failure", "last_failure"]
 
 #: what failed: a summary fell back to extractive, a compaction raised or stopped over its
-#: target, an expansion's model failed or ran past timeoutMs, an embedding run raised
-KINDS = ("summary", "compaction", "expansion", "embedding")
+#: target, an expansion's model failed or ran past timeoutMs, an embedding run raised, a
+#: payment of the trigram index debt raised (after a turn or nightly: lcm.upkeep)
+KINDS = ("summary", "compaction", "expansion", "embedding", "trigram")
 #: rows kept; older ones are pruned on each write (status shows only the newest)
 KEEP = 100
 #: a reason is an exception message or a list of attempts: bounded, so a hostile reply
