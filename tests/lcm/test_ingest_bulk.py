@@ -5,12 +5,14 @@ new session id without ever reaching another key's conversation."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lcm import LcmStore
+from lcm.db import sqlite_only
 from lcm.errors import ReplayFloodError
 from lcm.ingest import _CHUNK
 
@@ -49,6 +51,18 @@ def test_a_batch_is_indexed_exactly_and_leaves_no_flag(make_store: Callable[...,
     assert store.grep("数据库", mode="full_text", session_key=KEY).hits
     assert store.grep("module_804", mode="full_text", session_key=KEY).hits
     assert store.grep(r"bug #80\d", session_key=KEY).hits  # regex: its literal goes through the trigrams
+
+
+def test_multi_row_inserts_stay_under_the_connections_parameter_limit(store: LcmStore) -> None:
+    # A build of SQLite with a small bound-parameter limit (999 before 3.32): the batch's rows go
+    # in several multi-row statements, each under the limit, and nothing is lost or doubled.
+    sqlite_only(store.db, "test").conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 25)  # two message rows a statement
+    res = store.ingest(KEY, chat(7))
+    assert res.stored == 7
+    assert [r[0] for r in store.db.query("SELECT seq FROM messages ORDER BY id")] == list(range(1, 8))
+    check_indexes(store)
+    assert count(store, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ("please",)) == 4 == \
+        count(store, "SELECT count(*) FROM messages WHERE content LIKE '%please%'")
 
 
 def test_another_writer_is_still_indexed_by_the_triggers(store: LcmStore) -> None:
