@@ -113,6 +113,29 @@ def test_content_parts_and_tool_calls_are_kept(store: LcmStore) -> None:
     assert "grep_logs" in rows[1][0]
 
 
+def test_any_mapping_normalizes_as_a_dict_does() -> None:
+    # normalize_messages takes a short path for plain dicts; other mappings, a str subclass and
+    # a created_at present as None (no explicit time, the timestamp key not consulted) give the
+    # same messages.
+    from types import MappingProxyType
+
+    from lcm.ingest import normalize_messages
+
+    class Name(str):
+        pass
+
+    now = "2026-01-01T00:00:00.000Z"
+    msg = {"role": "toolResult", "content": [{"type": "text", "text": "ok"}], "name": Name("grep"),
+           "tool_call_id": "t1", "created_at": None, "timestamp": "2025-05-05T00:00:00+00:00"}  # fmt: skip
+    plain = normalize_messages([msg], now)
+    assert normalize_messages([MappingProxyType(msg)], now) == plain
+    (m,) = plain
+    assert (m.role, m.content, m.name, m.stable_event_key) == ("tool", "ok", "grep", "tool-result:t1")
+    assert (m.created_at, m.explicit_time) == (now, False)
+    (t,) = normalize_messages([{"role": "user", "content": "hi", "timestamp": 1_700_000_000}], now)
+    assert (t.created_at, t.explicit_time) == ("2023-11-14T22:13:20.000Z", True)
+
+
 def test_resolution_by_key_then_session_id(store: LcmStore) -> None:
     a = store.ingest(None, [{"role": "user", "content": "hi"}], session_id="s-1")
     b = store.ingest(KEY, [{"role": "user", "content": "next"}], session_id="s-1")
