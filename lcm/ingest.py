@@ -134,16 +134,18 @@ _ROWS_PER_INSERT = 500
 _MERGE_PAGES = 200
 
 
-def _insert_many(c: sqlite3.Connection, head: str, width: int, rows: Sequence[tuple[Any, ...]]) -> None:
+def _insert_many(c: sqlite3.Connection, head: str, width: int, rows: Sequence[tuple[Any, ...]],
+                 one: str | None = None) -> None:
     """``head`` + one multi-row ``VALUES`` per chunk of ``rows``, instead of an ``executemany``.
 
     Each statement execution on ``messages`` sets up its insert triggers (the index and time
     order triggers, standing aside or not) and FTS5's per-statement state; one statement for
     the batch pays that once instead of per row (1.10x messages per CPU-second, in the shape of
-    benchmarks/lcm_pg_bench.py). Chunks stay under the connection's bound-parameter limit.
+    benchmarks/lcm_pg_bench.py). Chunks stay under the connection's bound-parameter limit;
+    ``one`` is a row's ``VALUES`` term when it is not ``width`` plain markers.
     """
     per = max(1, min(_ROWS_PER_INSERT, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
-    one = "(" + ", ".join("?" * width) + ")"
+    one = one or "(" + ", ".join("?" * width) + ")"
     for i in range(0, len(rows), per):
         part = rows[i : i + per]
         c.execute(head + ",".join([one] * len(part)), [x for row in part for x in row])
@@ -330,7 +332,11 @@ def insert_files_and_context(c: Connection, conversation_id: int, ordinal: int, 
             "INSERT INTO large_files(file_id, conversation_id, message_id, name, mime_type, size_bytes, "
             "token_count, storage_path, exploration_summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             files_rows)
-    c.executemany(
-        "INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) VALUES (?, ?, 'message', ?)",
-        [(conversation_id, ordinal + i, mid) for i, mid in enumerate(ids, 1)])
+    items = [(conversation_id, ordinal + i, mid) for i, mid in enumerate(ids, 1)]
+    if isinstance(c, sqlite3.Connection):  # SQLite: one statement for the batch (see _insert_many)
+        _insert_many(c, "INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) VALUES ", 3, items,
+                     "(?, ?, 'message', ?)")  # fmt: skip
+    else:
+        c.executemany("INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) "
+                      "VALUES (?, ?, 'message', ?)", items)  # fmt: skip
     c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now_iso, conversation_id))
