@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "flush_1mb":
                     with sqlite_only(store.db, "bench").atomic() as c:
                         c.execute("INSERT INTO messages_tri(messages_tri, rank) VALUES ('hashsize', ?)", (2**20,))
-                variants[name] = (_sqlite_ingest(store, None if name.startswith("shipped") else 10**12),
+                variants[name] = (_sqlite_ingest(store, 10**12 if name.startswith("unbounded") else None),
                                   500 if name.endswith("_b500") else 100)  # fmt: skip
             try:
                 report = _interleave(variants, args.size, args.conversations)
