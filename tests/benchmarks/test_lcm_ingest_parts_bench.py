@@ -10,8 +10,8 @@ from benchmarks.lcm_ingest_parts_bench import main
 
 
 @pytest.mark.parametrize(("engine", "variants"), [
-    ("sqlite", {"shipped", "unbounded", "shipped_b500", "unbounded_b500"}),
-    ("postgresql", {"full", "no_tri", "no_words", "no_both", "no_tsv", "deferred"})])  # fmt: skip
+    ("sqlite", {"shipped", "unbounded", "shipped_b500", "unbounded_b500", "flush_1mb"}),
+    ("postgresql", {"full", "no_tri", "no_words", "no_both", "no_tsv", "deferred", "side"})])  # fmt: skip
 def test_every_variant_ingests_every_message(engine: str, variants: set[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--engine", engine, "--size", "1000", "--conversations", "7"]) == 0
     out = json.loads(capsys.readouterr().out)
