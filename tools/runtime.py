@@ -34,32 +34,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HASHING", "RoleLLM", "Runtime", "make_embedder"]
-
-#: embedder names the tools resolve themselves (the rest go to ``amem.embed.make_embedder``)
-HASHING = "hashing"
-
+__all__ = ["RoleLLM", "Runtime", "make_embedder"]
 
 def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Embedder:
-    """The embedder called ``name``: ``hashing`` (or ``hashing-DIM``) here, others by amem.
+    """The embedder called ``name`` (``amem.embed.make_lazy_embedder``: every name amem knows,
+    ``hashing-DIM`` included; a bad name is a ``ConfigError`` naming ``embedder``).
 
+    Lazy: list, get, status and doctor never encode a text and skip loading the model.
     ``cache_dir`` is where a converted model lives (e5-small: ``<home>/models``), so a
     ``--home`` keeps its model with its store instead of under the environment's home.
     """
-    if name == HASHING or name.startswith(HASHING + "-"):
-        from amem.embed.hashing import HashingEmbedder
+    from amem.embed import make_lazy_embedder
 
-        dim = name.partition("-")[2]
-        if dim and not dim.isdigit():
-            raise ConfigError(f"embedder {name!r}: write hashing-<dim>, e.g. hashing-256",
-                              key="embedder")
-        return HashingEmbedder(int(dim)) if dim else HashingEmbedder()
-    try:
-        from amem.embed import make_lazy_embedder
-    except ImportError as exc:
-        raise ConfigError(f"embedder {name!r} cannot be built: amem.embed.make_embedder is not "
-                          f"available ({exc})", key="embedder") from None
-    # Lazy: list, get, status and doctor never encode a text and skip loading the model.
     return make_lazy_embedder(name, threads=threads, cache_dir=cache_dir)
 
 
