@@ -8,28 +8,32 @@ rewrites it — which is what provider prompt caches need.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
-import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 from amem.kernel.clock import Clock
 from amem.kernel.text import HAN
-from lcm.compact_driver import CompactionDriver, check_runtime
-from lcm.compaction import Item, load_items, resolve_params, tail_start
+from lcm.compact_driver import CompactionDriver, Runtime, check_runtime
+from lcm.compaction import Item, resolve_params, tail_start
 from lcm.config import LcmConfig
 from lcm.conn import Connection, Handle
 from lcm.models import AssembledContext, AssembledItem
 from lcm.scopes import Scopes
+from lcm.sessions import find_active
 from lcm.timeutil import display_time, iso
 from lcm.tokens import estimate_tokens
 
-__all__ = ["Assembler", "render_summary", "build_context", "prompt_terms"]
+__all__ = ["Assembler", "LoadedContext", "render_summary", "load_context", "build_context", "prompt_terms"]
 
 _WORD = re.compile(rf"[\w./-]{{3,}}|[{HAN}]{{2,}}")
 
 
-def render_summary(row: sqlite3.Row, tz: str) -> str:
+def render_summary(row: Mapping[str, Any], tz: str) -> str:
     attrs = (
         f'id="{row["summary_id"]}" kind="{row["kind"]}" depth="{row["depth"]}" '
         f'earliest="{escape(display_time(row["earliest_at"], tz))}" latest="{escape(display_time(row["latest_at"], tz))}"'
@@ -46,6 +50,50 @@ def _relevance(text: str, terms: set[str]) -> int:
     return sum(1 for t in terms if t in lowered)
 
 
+#: the context items with everything rendering needs, in one statement: on PostgreSQL every
+#: statement is a round trip, and the two ``IN`` lists of 500 ids this replaced cost more than
+#: the join (the rows are unpacked, never read by name or index: a PgRow read either way goes
+#: through Python, 14 reads a row)
+_CONTEXT_ROWS = (
+    "SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id, coalesce(m.token_count, s.token_count, 0), "
+    "m.role, s.depth, m.id, m.content, s.summary_id, s.kind, s.earliest_at, s.latest_at, s.content "
+    "FROM context_items ci LEFT JOIN messages m ON m.id = ci.message_id "
+    "LEFT JOIN summaries s ON s.summary_id = ci.summary_id "
+    "WHERE ci.conversation_id = ? ORDER BY ci.ordinal"
+)
+
+
+@dataclass(frozen=True)
+class LoadedContext:
+    """A conversation's context items (as :func:`lcm.compaction.load_items` gives them) with
+    the message and summary rows they point at, read by one statement."""
+
+    items: list[Item]
+    messages: dict[int, tuple[str, str]]  # message id -> (role, content)
+    summaries: dict[str, dict[str, Any]]  # summary id -> the columns render_summary reads
+
+    @property
+    def tokens(self) -> int:
+        """What :meth:`lcm.compaction.Compactor.context_tokens` counts for these items."""
+        return sum(it.tokens for it in self.items)
+
+
+def load_context(c: Connection, conversation_id: int) -> LoadedContext:
+    items: list[Item] = []
+    messages: dict[int, tuple[str, str]] = {}
+    summaries: dict[str, dict[str, Any]] = {}
+    for ordinal, kind, mid, sid, tokens, role, depth, m_id, m_content, s_id, s_kind, earliest, latest, s_content in c.execute(
+        _CONTEXT_ROWS, (conversation_id,)
+    ):
+        items.append(Item(ordinal, kind, mid, sid, tokens, role, depth))
+        if m_id is not None:
+            messages[m_id] = (role, m_content)
+        if s_id is not None:
+            summaries[s_id] = {"summary_id": s_id, "kind": s_kind, "depth": depth, "earliest_at": earliest,
+                               "latest_at": latest, "content": s_content}  # fmt: skip
+    return LoadedContext(items, messages, summaries)
+
+
 def build_context(
     c: Connection,
     conversation_id: int,
@@ -56,29 +104,22 @@ def build_context(
     tz: str,
     prompt: str | None,
     prompt_aware: bool,
+    loaded: LoadedContext | None = None,
 ) -> tuple[list[AssembledItem], int, int, int, str]:
-    """Returns ``(items, summary_count, tail_count, dropped_count, prefix_hash)``."""
-    items = load_items(c, conversation_id)
+    """Returns ``(items, summary_count, tail_count, dropped_count, prefix_hash)``. ``loaded``:
+    the conversation's items already read in this transaction by :func:`load_context`."""
+    if loaded is None:
+        loaded = load_context(c, conversation_id)
+    items, messages, summaries = loaded.items, loaded.messages, loaded.summaries
     start = tail_start(items, fresh_tail_count, fresh_tail_max_tokens)
-    msg_ids = [it.message_id for it in items if it.type == "message"]
-    sum_ids = [it.summary_id for it in items if it.type == "summary"]
-    messages: dict[int, sqlite3.Row] = {}
-    for i in range(0, len(msg_ids), 500):
-        msg_part = msg_ids[i : i + 500]
-        q = ",".join("?" * len(msg_part))
-        messages.update({r["id"]: r for r in c.execute(f"SELECT id, role, content FROM messages WHERE id IN ({q})", msg_part)})
-    summaries: dict[str, sqlite3.Row] = {}
-    for i in range(0, len(sum_ids), 500):
-        sum_part = sum_ids[i : i + 500]
-        q = ",".join("?" * len(sum_part))
-        summaries.update({r["summary_id"]: r for r in c.execute(f"SELECT * FROM summaries WHERE summary_id IN ({q})", sum_part)})
 
     def render(it: Item) -> AssembledItem:
         if it.type == "summary":
             text = render_summary(summaries[str(it.summary_id)], tz)
             return AssembledItem("summary", str(it.summary_id), "user", text, estimate_tokens(text))
-        row = messages[int(it.message_id or 0)]
-        return AssembledItem("message", f"msg_{row['id']}", row["role"], row["content"], it.tokens)
+        mid = int(it.message_id or 0)
+        role, content = messages[mid]
+        return AssembledItem("message", f"msg_{mid}", role, content, it.tokens)
 
     rendered = [render(it) for it in items]
     keep: set[int] = set()
@@ -126,41 +167,58 @@ class Assembler:
         budget = self.compaction.budget(token_budget)
         assert budget is not None
         runtime = check_runtime(model, context_window)
-        conv_id = self.scopes.active_id(session_key)
-        if conv_id is None:
-            return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
-        params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
-        context_tokens = self.compaction.compactor.context_tokens
-        tokens = context_tokens(conv_id)
+        build = functools.partial(
+            build_context, budget=budget, fresh_tail_max_tokens=self.config.fresh_tail_max_tokens,
+            tz=self.config.timezone, prompt=prompt, prompt_aware=self.config.prompt_aware_eviction,
+        )  # fmt: skip
+        # The usual turn (under the threshold) is one read transaction: the active conversation,
+        # its items with their rows, the token count and the context from those same rows. It
+        # used to be three transactions reading the items twice (a round trip each on
+        # PostgreSQL, and the rows converted twice).
+        with self.db.reading() as c:
+            row = find_active(c, session_key, None)
+            if row is None:
+                return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
+            conv_id = int(row["id"])
+            params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
+            loaded = load_context(c, conv_id)
+            tokens = loaded.tokens
+            built = None
+            if tokens < params.context_threshold * budget:
+                built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count, loaded=loaded)
         compacted = debt = False
         warnings: list[str] = []
-        if tokens >= params.context_threshold * budget:
-            if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
-                res = self.compaction.run(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
-                compacted = res.ran
-                warnings += res.warnings
-                if tokens > budget and context_tokens(conv_id) > budget:
-                    res = self.compaction.run(conv_id, session_key, budget, force=True, until_under=budget,
-                                              runtime=runtime)  # fmt: skip
-                    compacted = compacted or res.ran
-                    warnings += res.warnings
-            else:
-                now = iso(self.clock.now())
-                with self.db.atomic() as c:
-                    c.execute(
-                        "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at) "
-                        "VALUES (?, 'threshold', ?, 'pending', ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
-                        "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at",
-                        (conv_id, budget, now, now),
-                    )
-                debt = True
-        with self.db.reading() as c:
-            items, n_sum, n_tail, dropped, prefix = build_context(
-                c, conv_id, budget, fresh_tail_count=params.fresh_tail_count,
-                fresh_tail_max_tokens=self.config.fresh_tail_max_tokens, tz=self.config.timezone,
-                prompt=prompt, prompt_aware=self.config.prompt_aware_eviction,
-            )  # fmt: skip
+        if built is None:
+            compacted, debt = self._compact_or_defer(conv_id, session_key, budget, tokens, runtime, warnings)
+            with self.db.reading() as c:
+                built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count)
+        items, n_sum, n_tail, dropped, prefix = built
         if dropped:
             warnings.append(f"{dropped} older context items did not fit the budget")
         total = sum(it.token_count for it in items)
         return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)
+
+    def _compact_or_defer(self, conv_id: int, session_key: str, budget: int, tokens: int, runtime: Runtime,
+                          warnings: list[str]) -> tuple[bool, bool]:  # fmt: skip
+        """The threshold is reached: compact now (over the budget, or in ``inline`` mode) or
+        record the debt. Returns ``(compacted, debt)``; appends the runs' warnings."""
+        context_tokens = self.compaction.compactor.context_tokens
+        if tokens > budget or self.config.proactive_threshold_compaction_mode == "inline":
+            res = self.compaction.run(conv_id, session_key, budget, force=False, until_under=None, runtime=runtime)
+            compacted = res.ran
+            warnings += res.warnings
+            if tokens > budget and context_tokens(conv_id) > budget:
+                res = self.compaction.run(conv_id, session_key, budget, force=True, until_under=budget,
+                                          runtime=runtime)  # fmt: skip
+                compacted = compacted or res.ran
+                warnings += res.warnings
+            return compacted, False
+        now = iso(self.clock.now())
+        with self.db.atomic() as c:
+            c.execute(
+                "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at) "
+                "VALUES (?, 'threshold', ?, 'pending', ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
+                "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at",
+                (conv_id, budget, now, now),
+            )
+        return False, True

@@ -112,7 +112,8 @@ def load_items(c: Connection, conversation_id: int) -> list[Item]:
         "WHERE ci.conversation_id = ? ORDER BY ci.ordinal",
         (conversation_id,),
     ).fetchall()
-    return [Item(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+    # unpacked, not indexed: a PostgreSQL row read by index goes through Python, 7 reads a row
+    return [Item(*r) for r in rows]
 
 
 def tail_start(items: list[Item], count: int, max_tokens: int | None) -> int:
