@@ -83,3 +83,24 @@ def test_postgres_runs_literal_percent_signs_and_many_parameters(pg_clean_url: s
         values = ",".join(["(?::int)"] * 200)
         got = c.execute(f"SELECT sum(v) FROM (VALUES {values}) t(v)", list(range(200))).fetchone()
         assert got[0] == sum(range(200))
+
+
+def test_postgres_rows_read_like_sqlite_rows(pg_clean_url: str) -> None:
+    # a row class per column list (lcm.pg.db.row_class): read by name, by position, by slice and
+    # by unpacking as sqlite3.Row reads (a repeated name reads its first column, as there), and the
+    # rows of one column list share one class without a __dict__ each
+    sql = "SELECT 1 AS a, 'x' AS b, 3 AS a UNION ALL SELECT 4, 'y', 6"
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as store, store.db.reading() as c:
+        first, second = c.execute(sql).fetchall()
+        again = c.execute(sql).fetchone()
+    lite = sqlite3.connect(":memory:")
+    lite.row_factory = sqlite3.Row
+    expected = lite.execute(sql).fetchall()
+    for row, want in ((first, expected[0]), (second, expected[1])):
+        assert (row["a"], row["b"], row[0], row[-1], row[1:]) == (want["a"], want["b"], want[0], want[-1], want[1:])
+        assert list(row) == list(want) and row.keys() == want.keys() == ["a", "b", "a"]
+    a, b, c3 = second
+    assert (a, b, c3) == (4, "y", 6)
+    assert type(first) is type(second) is type(again) and not hasattr(first, "__dict__")
+    with pytest.raises(KeyError):
+        first["missing"]
