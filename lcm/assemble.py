@@ -176,6 +176,7 @@ class Assembler:
         # used to be three transactions reading the items twice (a round trip each on
         # PostgreSQL, and the rows converted twice).
         with self.db.reading() as c:
+            self.prepare_read(c)
             row = find_active(c, session_key, None)
             if row is None:
                 return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
@@ -191,12 +192,17 @@ class Assembler:
         if built is None:
             compacted, debt = self._compact_or_defer(conv_id, session_key, budget, tokens, runtime, warnings)
             with self.db.reading() as c:
+                self.prepare_read(c)
                 built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count)
         items, n_sum, n_tail, dropped, prefix = built
         if dropped:
             warnings.append(f"{dropped} older context items did not fit the budget")
         total = sum(it.token_count for it in items)
         return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)
+
+    def prepare_read(self, c: Connection) -> None:
+        """Run first in each of assembly's read transactions: an engine whose planner needs a
+        setting for the context statement sets it here (lcm.pg's does). Nothing on SQLite."""
 
     def _compact_or_defer(self, conv_id: int, session_key: str, budget: int, tokens: int, runtime: Runtime,
                           warnings: list[str]) -> tuple[bool, bool]:  # fmt: skip

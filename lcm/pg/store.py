@@ -17,6 +17,7 @@ from lcm.events import EventLog
 from lcm.ingest import normalize_messages
 from lcm.largefiles import open_file_store
 from lcm.models import DoctorReport, IngestResult, StatusReport
+from lcm.pg.assemble import PgAssembler
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgDatabase, lock_key
 from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
@@ -108,6 +109,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
                           compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
                           trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims,
                           text_grep=functools.partial(pg_grep, db, cfg))  # grep modes full_text and regex
+        # the shared assembly, its context statement kept off parallel plans (lcm.pg.assemble)
+        self.assembler = PgAssembler(db, cfg, self.clock, self.scopes, self.compaction)
         self.semantic.bind(self._now())
 
     def ingest(
