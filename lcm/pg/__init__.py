@@ -32,6 +32,8 @@ newest first        FTS5 matches by row id, time      :mod:`lcm.pg.newest`: a wi
 relevance           FTS5 ``bm25()``                   the same BM25 from the tsvector or the text
                                                       (:mod:`lcm.pg.bm25`)
 deadline            progress handler                  ``SET LOCAL statement_timeout``
+assembly plan       (one connection, no workers)      :mod:`lcm.pg.assemble`: no parallel plan for
+                                                      the context statement (worker start-up)
 many writers        ``BEGIN IMMEDIATE`` (one writer)  advisory xact locks per session and
                                                       conversation; ids from sequences
 connections         one connection + RLock            ``psycopg_pool`` (psycopg 3), one pooled
