@@ -16,15 +16,8 @@ from amem.embed.hashing import HashingEmbedder
 from lcm import LcmConfig, LcmStore, ManualClock
 from lcm.pg.store import PORTED
 from tests.fakes.embedders import RecordingEmbedder
+from tests.lcm.test_semantic import KEY, OTHER, TALK  # the same conversation as on SQLite
 
-KEY = "agent:a:main"
-OTHER = "agent:b:main"
-TALK = [
-    {"role": "user", "content": "My car broke down on the highway yesterday, the engine just died."},
-    {"role": "assistant", "content": "We deployed the new database schema to production on Friday."},
-    {"role": "user", "content": "I adopted a puppy named Biscuit last week."},
-    {"role": "assistant", "content": "The quarterly budget review moved to Tuesday afternoon."},
-]
 MORE = [f"note {i}: the {w} report about {v} is due" for i, (w, v) in
         enumerate([(w, v) for w in ("budget", "engine", "puppy", "schema") for v in ("Friday", "taxes", "travel")])]
 
