@@ -91,8 +91,9 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
                                              home=amem.home, table=shared,
                                              unclaimed=left_by_scheduler)
     _reject_unowned(left_by_amem, left_by_scheduler)
-    lcm = lcm_config.load_config(source, env=env, overrides=by_owner["lcm"], table=lcm_table) \
-        if lcm_table is not None else lcm_config.load_config(None, env=env, overrides=by_owner["lcm"])
+    # the file is named only when it has an [lcm] table (given as read: no second parse)
+    lcm = lcm_config.load_config(source if lcm_table is not None else None, env=env,
+                                 overrides=by_owner["lcm"], table=lcm_table)
     llm = None
     if amem.llm_base_url:
         from amem.llm.config import LLMConfig
