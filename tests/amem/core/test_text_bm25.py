@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.datasets import BENCHDATA
+
 from amem import bm25
 from amem.text import term_id, tokenize
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "benchdata"
+SHARED = BENCHDATA
 
 
 def test_english_words_lowercased_stopwords_dropped_months_kept() -> None:

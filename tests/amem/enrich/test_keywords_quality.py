@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
+
+from benchmarks.datasets import BENCHDATA
 
 from amem.enrich.english import STOPWORDS, is_verb
 from amem.enrich.keywords import extract_keywords, split_speaker
 from amem.enrich.offline import OfflineEnricher, normalise_tag
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "benchdata"
+SHARED = BENCHDATA
 LOCOMO, CMRC = SHARED / "locomo_dev.json", SHARED / "cmrc2018_dev_part.json"
 
 #: verb forms written out here, not taken from the module under test, so a verb list that

@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from benchmarks.datasets import BENCHDATA
 
 from amem import MemoryStore, load_config
 from amem.kernel.clock import ManualClock
@@ -16,7 +17,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.errors import LLMError
 from amem.write.linking import LinkView, offline_links, related
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "benchdata"
+SHARED = BENCHDATA
 
 FALCON = [
     "Project Falcon kicks off with a budget of 2 million euros",

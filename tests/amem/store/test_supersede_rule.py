@@ -17,10 +17,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks.datasets import BENCHDATA
+
 from amem.supersede import FactView, change_marker, replaces, same_subject
 
 PAIRS = Path(__file__).resolve().parents[2] / "fixtures" / "supersede_pairs.json"
-LOCOMO = Path(__file__).resolve().parents[3].parent / "shared" / "benchdata" / "locomo_dev.json"
+LOCOMO = BENCHDATA / "locomo_dev.json"
 
 
 def _labelled() -> dict[str, Any]:
