@@ -10,7 +10,9 @@ the default embedder, as a newcomer's host would.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -34,6 +36,14 @@ def _readme_entry() -> dict[str, Any]:
     return entry
 
 
+def _quickstart_agent() -> str:
+    """The agent scripts/quickstart.sh imports the examples as (its AMEM_AGENT default)."""
+    script = (ROOT / "scripts" / "quickstart.sh").read_text(encoding="utf-8")
+    match = re.search(r'AMEM_AGENT="\$\{AMEM_AGENT:-([^}]+)\}"', script)
+    assert match, "scripts/quickstart.sh no longer names the agent it imports as"
+    return match.group(1)
+
+
 def _localise(value: str, bin_dir: Path, home: Path) -> str:
     # The README's placeholder checkout becomes this install: its venv's scripts and a
     # scratch data directory (the README's store path would be the checkout's ./.amem).
@@ -41,16 +51,47 @@ def _localise(value: str, bin_dir: Path, home: Path) -> str:
                  .replace(f"{PLACEHOLDER}/.amem", str(home)))
 
 
-@pytest.mark.slow
-def test_readme_host_entry_remembers_and_recalls(tmp_path: Path) -> None:
+def _host_params(home: Path, cwd: Path) -> StdioServerParameters:
+    """The README's entry as a host starts it, with its store at ``home``."""
     entry = _readme_entry()
     bin_dir = Path(sys.executable).parent
-    home = tmp_path / "amem-home"
     command = _localise(entry["command"], bin_dir, home)
     env = {key: _localise(val, bin_dir, home) for key, val in entry.get("env", {}).items()}
     assert Path(command).exists(), f"the README's command resolves to nothing here: {command}"
-    params = StdioServerParameters(command=command, args=list(entry["args"]), env=env,
-                                   cwd=str(tmp_path))
+    return StdioServerParameters(command=command, args=list(entry["args"]), env=env,
+                                 cwd=str(cwd))
+
+
+@pytest.mark.slow
+def test_the_host_entry_sees_what_the_quickstart_imported(tmp_path: Path) -> None:
+    """One agent from quickstart to host: the entry's agent lists the imported examples (it
+    listed none when the quickstart wrote as ``default`` and the entry served ``me``)."""
+    home = tmp_path / "amem-home"
+    notes = ROOT / "examples" / "notes.jsonl"
+    imported = subprocess.run(
+        [str(Path(sys.executable).parent / "amem"), "import", str(notes), "-q"],
+        env={**os.environ, "AMEM_HOME": str(home), "AMEM_AGENT": _quickstart_agent()},
+        capture_output=True, text=True, timeout=300)
+    assert imported.returncode == 0, imported.stderr
+    examples = len([line for line in notes.read_text(encoding="utf-8").splitlines() if line.strip()])
+
+    async def host() -> dict[str, Any]:
+        from mcp.client.stdio import stdio_client
+
+        with open(tmp_path / "server-stderr.log", "w") as errlog:
+            async with Client(stdio_client(_host_params(home, tmp_path), errlog=errlog)) as client:
+                listed = await client.call_tool("memory_list", {"limit": 100})
+                assert not listed.is_error, listed.content
+                return listed.structured_content or {}
+
+    listed = anyio.run(host)
+    assert listed["count"] == examples, (listed.get("count"), examples)
+
+
+@pytest.mark.slow
+def test_readme_host_entry_remembers_and_recalls(tmp_path: Path) -> None:
+    home = tmp_path / "amem-home"
+    params = _host_params(home, tmp_path)
 
     async def host() -> tuple[list[str], dict[str, Any], dict[str, Any]]:
         with open(tmp_path / "server-stderr.log", "w") as errlog:
