@@ -129,10 +129,21 @@ def find_server(home: str | Path, holder_pid: int | None = None) -> ServerRecord
     return record
 
 
+def clear_stale(home: str | Path) -> None:
+    """Remove the record of a server that died without removing it (``kill -9``), with a
+    message; called by a command that opened the store itself, so no server holds it."""
+    path = record_path(home)
+    record = load_record(path)
+    if record is not None and not _alive(record.pid):
+        _remove(path, record, f"its server (pid {record.pid}) is no longer running")
+
+
 def verified(path: Path, record: ServerRecord) -> ServerRecord | None:
     """``record`` if the server at its url proves it wrote it (module docstring); else
     ``None``, the record removed when the answer shows it stale."""
     assert record.url is not None
+    if not _alive(record.pid):
+        return _remove(path, record, f"its server (pid {record.pid}) is no longer running")
     if not record.token:
         return _ignore(path, "it holds no secret to check its server with")
     nonce = secrets.token_hex(16)

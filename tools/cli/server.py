@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..remote import (RemoteError, RemoteServer, find_server, is_local, load_record, record_path,
-                      verified)
+from ..remote import (RemoteError, RemoteServer, clear_stale, find_server, is_local, load_record,
+                      record_path, verified)
 from .output import CODE_EXITS, EXIT_BUSY, EXIT_ERROR, CliError, usage_error
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ def open_notes(args: argparse.Namespace, runtime: Runtime
             raise
         yield None, server
         return
+    clear_stale(runtime.settings.amem.home)
     yield store, None
 
 
