@@ -50,11 +50,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 class Server:
     """``amem serve --http`` on a free port, stopped with SIGINT as a user would."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], *extra: str) -> None:
         self.url = f"http://127.0.0.1:{free_port()}/mcp"
         port = self.url.split(":")[2].split("/")[0]
         self.proc = subprocess.Popen([str(AMEM), "serve", "--http", "--port", port,
-                                      "--no-scheduler"], env=env, cwd=ROOT, text=True,
+                                      "--no-scheduler", *extra], env=env, cwd=ROOT, text=True,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         record = record_path(env["AMEM_HOME"])
         deadline = time.monotonic() + 60

@@ -140,3 +140,34 @@ def test_sigterm_stops_the_server_like_ctrl_c(env: dict[str, str]) -> None:
     assert not record_path(home).exists(), err
     wal = [p for p in home.rglob("*-wal") if p.stat().st_size]
     assert not wal, wal  # the conversation store was closed (its write-ahead log checkpointed)
+
+
+def test_insecure_no_auth_says_so_everywhere(env: dict[str, str]) -> None:
+    """The sandbox switch admits callers without a key, and the log, the record and `amem
+    status` all say so; the browser checks stay on."""
+    import httpx
+
+    server = Server(env, "--insecure-no-auth")
+    try:
+        record = load_record(record_path(env["AMEM_HOME"]))
+        assert record is not None and record.auth == "none"
+        status = json.loads(amem(env, "status", "--json").stdout)  # routed through the server
+        assert status["server_auth"].startswith("OFF: this server runs with --insecure-no-auth")
+        root = server.url.removesuffix("/mcp")
+        with httpx.Client(timeout=30) as http:
+            assert http.get(root + "/lcm/assemble?budget=100").status_code == 200  # no key
+            assert http.get(root + "/lcm/assemble?budget=100",
+                            headers={"Host": "attacker.example"}).status_code == 421
+            assert http.post(root + "/lcm/ingest", content=b'{"messages": []}',
+                             headers={"Content-Type": "text/plain"}).status_code == 415
+    finally:
+        err = server.stop()
+    assert "AUTHENTICATION IS OFF" in err
+
+
+def test_without_the_flag_status_says_nothing_of_auth(env: dict[str, str]) -> None:
+    server = Server(env)
+    try:
+        assert "server_auth" not in json.loads(amem(env, "status", "--json").stdout)
+    finally:
+        server.stop()
