@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,8 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.http:
         _check_port(args.port)
         _check_keys(home, insecure=args.insecure_no_auth)
-    _terminate_cleanly()
-    with rt:  # closes the conversation store, then the notes, after the workers below stop
+    with _terminate_cleanly(), rt:  # rt closes lcm, then the notes, after the workers stop
         memory = rt.memory
         lcm = None if args.no_lcm else rt.lcm
         handle = worker = None
@@ -181,23 +181,30 @@ class Terminated(Exception):
     """SIGTERM arrived: unwind like Ctrl-C (records removed, stores closed), then exit 0."""
 
 
-def _terminate_cleanly() -> None:
-    """Make SIGTERM raise :class:`Terminated` in the main thread.
+@contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """While the server runs, SIGTERM raises :class:`Terminated` in the main thread.
 
     By default SIGTERM ends the process at once: the server record stays behind and the
     stores are not closed. uvicorn catches SIGTERM while it serves, stops gracefully, then
     raises the signal again, which now lands here and unwinds through every ``finally``.
+    The previous handler is put back afterwards (``main()`` may run inside another program).
     """
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        return  # signal handlers belong to the main thread (tests call main() from others)
+        yield  # signal handlers belong to the main thread (tests call main() from others)
+        return
 
     def handler(signum: int, frame: object) -> None:
         raise Terminated()
 
-    signal.signal(signal.SIGTERM, handler)
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_keys(home: str | Path, *, insecure: bool) -> None:

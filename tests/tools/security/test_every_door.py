@@ -152,3 +152,17 @@ def test_a_route_added_later_is_behind_the_guard(served: Served) -> None:
     read_only = client.post("/later", content=b"{}", headers={
         "Content-Type": "application/json", "Authorization": f"Bearer {served.alice_read}"})
     assert read_only.status_code == 403 and ran == ["GET"]  # a new POST route is a write for read-only keys
+
+
+@pytest.mark.parametrize("path", sorted(p for p, (m, _) in CALLS.items() if m == "POST"))
+def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served, path: str) -> None:
+    from tools.http_guard import DEFAULT_MAX_BODY
+
+    huge = b'{"x": "' + b"y" * DEFAULT_MAX_BODY + b'"}'
+    with httpx.Client(timeout=60) as http:
+        res = http.post(served.root + path, content=huge, headers={
+            "Authorization": f"Bearer {served.owner}", "Content-Type": "application/json",
+            "Accept": MCP_ACCEPT})
+        assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large"
+        anonymous = http.post(served.root + path, content=huge, headers={"Content-Type": "application/json"})
+        assert anonymous.status_code == 401  # no key: refused before the body is read at all

@@ -134,3 +134,74 @@ def test_a_revoked_key_is_refused_by_the_running_server(served: Served) -> None:
         served.keys.revoke(record.id)
         res = get()
         assert res.status_code == 401 and res.json()["error"]["code"] == "unauthenticated"
+
+
+def test_the_keys_commands(tmp_path: Path) -> None:
+    """``amem keys``: the secret printed once, never listed, revoked by id; bad requests exit 2
+    or 3 naming the problem."""
+    import contextlib
+    import io
+
+    from tools.cli import main
+
+    env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing"}
+
+    def run(*args: str, code: int = 0) -> tuple[str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main(list(args), env=env) == code, (args, err.getvalue())
+        return out.getvalue(), err.getvalue()
+
+    added = json.loads(run("keys", "add", "--agent", "alice", "--read-only", "--name", "ci", "--json")[0])
+    assert added["agent"] == "alice" and added["read_only"] and added["secret"].startswith("amem_")
+    owner_text = run("keys", "add", "--owner")[0]
+    assert "owner (any agent)" in owner_text and "shown once" in owner_text
+    listed = run("keys", "list", "--json")[0]
+    assert added["secret"] not in listed and "amem_" not in listed and "sha256" not in listed
+    assert [k["id"] for k in json.loads(listed)["keys"]][0] == added["id"]
+    assert "agent 'alice'  read-only" in run("keys", "list")[0]
+    assert "revoked" in run("keys", "revoke", added["id"])[0]
+    assert "no key" in run("keys", "revoke", added["id"], code=3)[1]
+    assert "--agent ID" in run("keys", "add", code=2)[1]
+    assert "not both" in run("keys", "add", "--owner", "--agent", "bob", code=2)[1]
+    keyfile = tmp_path / "home" / "keys.json"
+    os.chmod(keyfile, 0o644)
+    assert "chmod 600" in run("keys", "list", code=2)[1]
+
+
+def test_serve_refuses_to_start_over_an_unsafe_key_file(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from tools.cli import main
+
+    from ..http_server import free_port
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "keys.json").symlink_to(tmp_path / "planted.json")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["serve", "--http", "--port", str(free_port()), "--no-scheduler"],
+                    env={"AMEM_HOME": str(home), "AMEM_EMBEDDER": "hashing"})
+    assert code == 2 and "symbolic link" in err.getvalue()
+    assert not (tmp_path / "planted.json").exists() and not (home / "server.json").exists()
+
+
+def test_sessions_are_counted_before_the_sdk_answers() -> None:
+    """A burst of opening requests cannot overshoot the cap while none has an id yet."""
+    from tools.http_guard import SessionBook
+
+    now = [0.0]
+    book = SessionBook(cap=2, idle=10, clock=lambda: now[0])
+    assert book.reserve("k") and book.reserve("k") and not book.reserve("k")
+    book.opened("k", None)        # refused by the SDK: its place comes back
+    assert book.reserve("k")
+    book.opened("k", "s1")
+    book.opened("k", "s2")
+    assert book.open_count("k") == 2 and not book.reserve("k") and book.reserve("other")
+    book.begin("s1")
+    now[0] = 100.0                # s2 idle past the limit, s1 busy (an open stream)
+    assert book.open_count("k") == 1
+    book.end("s1", closed=True)   # DELETE
+    assert book.open_count("k") == 0
