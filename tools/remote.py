@@ -97,7 +97,9 @@ def load_record(path: Path) -> ServerRecord | None:
     """The record at ``path`` as written, unchecked (``find_server`` checks it); ``None``
     when there is none or it does not parse."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            data = json.loads(handle.read(65536).decode("utf-8"))
         return ServerRecord(transport=str(data["transport"]), pid=int(data["pid"]),
                             url=data.get("url"), token=data.get("token"),
                             started=float(data.get("started") or 0),
@@ -110,9 +112,11 @@ def find_server(home: str | Path, holder_pid: int | None = None) -> ServerRecord
     """The live server that holds the store under ``home``, or ``None`` (why: said on stderr)."""
     path = record_path(home)
     try:
-        info = path.stat()
+        info = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
+    if not stat.S_ISREG(info.st_mode):
+        return _ignore(path, "it is not a regular file (a symbolic link is never followed)")
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
         return _ignore(path, "it is not a private file of this user (mode 0600, owned by you)")
     record = load_record(path)
@@ -267,7 +271,10 @@ class RemoteServer:
             from mcp import Client
             from mcp.client.streamable_http import streamable_http_client
 
-            async with httpx2.AsyncClient(headers=self._headers(), timeout=self.timeout) as http, \
+            # a local server is reached directly: a proxy from the environment would see
+            # the key (and would not be the server the record names)
+            async with httpx2.AsyncClient(headers=self._headers(), timeout=self.timeout,
+                                          trust_env=not is_local(self.url)) as http, \
                     Client(streamable_http_client(self.url, http_client=http)) as client:
                 return await work(client)
 

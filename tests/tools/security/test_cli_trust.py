@@ -171,3 +171,17 @@ def test_without_the_flag_status_says_nothing_of_auth(env: dict[str, str]) -> No
         assert "server_auth" not in json.loads(amem(env, "status", "--json").stdout)
     finally:
         server.stop()
+
+
+def test_a_symlinked_record_is_never_followed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps({"transport": "http", "pid": os.getpid(),
+                                  "url": "http://127.0.0.1:9/mcp", "token": "t"}))
+    os.chmod(target, 0o600)
+    record_path(home).symlink_to(target)
+    with contextlib.redirect_stderr(io.StringIO()) as said:
+        assert find_server(home) is None
+    assert "symbolic link" in said.getvalue()
+    assert load_record(record_path(home)) is None and target.exists()
