@@ -133,6 +133,8 @@ def test_sigterm_stops_the_server_like_ctrl_c(env: dict[str, str]) -> None:
     home = Path(env["AMEM_HOME"])
     server = Server(env)
     assert record_path(home).exists()
+    # (a server with keys says nothing of auth in status: that line is for --insecure-no-auth)
+    assert "server_auth" not in json.loads(amem(env, "status", "--json").stdout)
     server.proc.send_signal(signal.SIGTERM)
     _, err = server.proc.communicate(timeout=60)
     assert server.proc.returncode == 0, (server.proc.returncode, err)
@@ -163,14 +165,6 @@ def test_insecure_no_auth_says_so_everywhere(env: dict[str, str]) -> None:
     finally:
         err = server.stop()
     assert "AUTHENTICATION IS OFF" in err
-
-
-def test_without_the_flag_status_says_nothing_of_auth(env: dict[str, str]) -> None:
-    server = Server(env)
-    try:
-        assert "server_auth" not in json.loads(amem(env, "status", "--json").stdout)
-    finally:
-        server.stop()
 
 
 def test_a_symlinked_record_is_never_followed(tmp_path: Path) -> None:
