@@ -134,46 +134,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.http:
         _check_port(args.port)
         _check_keys(home, insecure=args.insecure_no_auth)
-    with _terminate_cleanly(), rt:  # rt closes lcm, then the notes, after the workers stop
-        memory = rt.memory
-        lcm = None if args.no_lcm else rt.lcm
-        handle = worker = None
-        try:
-            if not args.no_scheduler:
-                handle = _start_scheduler(memory, lcm, rt)
-                worker = start_embed_worker(lcm)  # embeds what ingest left pending, in the background
-            facade = ToolFacade(memory, lcm, agent_id=rt.agent_id, lazy=lazy,
-                                session_key=args.session_key,
-                                descriptions=tool_descriptions(rt))
-            log.info("amem %s serving agent %r over %s; data directory %s", version(),
-                     rt.agent_id, f"http port {args.port}" if args.http else "stdio", home)
-            if args.http:
-                # <home>/server.json tells the CLI where it serves (tools.remote): `amem search`
-                # and the other read commands then ask this server instead of failing "store busy"
-                url = f"http://127.0.0.1:{args.port}{args.path}"
-                assert guard is not None
-                with serving_record(home, transport="http", url=url,
-                                    insecure=guard.insecure_no_auth) as token:
-                    owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth))
-                    config = replace(guard, record_secret=token, keys=KeyStore.for_home(home))
-                    try:
-                        anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
-                                                     owner=owner, guard=config))
-                    except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
-                        if exc.code in (0, None):
-                            raise
-                        raise usage_error(_port_message(args.port, "the server could not bind it"),
-                                          "port") from None
-            else:
-                with serving_record(home, transport="stdio"):  # the CLI says why not
-                    anyio.run(serve_stdio, facade)
-        except Terminated:  # SIGTERM: the same clean stop as Ctrl-C, by the finally blocks
-            log.info("amem serve: stopped by SIGTERM")
-        finally:
-            if worker is not None:
-                worker.shutdown()
-            if handle is not None:
-                handle.shutdown()
+    try:
+        with _terminate_cleanly(), rt:  # rt closes lcm, then the notes, after the workers stop
+            memory = rt.memory
+            lcm = None if args.no_lcm else rt.lcm
+            handle = worker = None
+            try:
+                if not args.no_scheduler:
+                    handle = _start_scheduler(memory, lcm, rt)
+                    worker = start_embed_worker(lcm)  # embeds what ingest left pending, in the background
+                facade = ToolFacade(memory, lcm, agent_id=rt.agent_id, lazy=lazy,
+                                    session_key=args.session_key,
+                                    descriptions=tool_descriptions(rt))
+                log.info("amem %s serving agent %r over %s; data directory %s", version(),
+                         rt.agent_id, f"http port {args.port}" if args.http else "stdio", home)
+                if args.http:
+                    # <home>/server.json tells the CLI where it serves (tools.remote): `amem search`
+                    # and the other read commands then ask this server instead of failing "store busy"
+                    url = f"http://127.0.0.1:{args.port}{args.path}"
+                    assert guard is not None
+                    with serving_record(home, transport="http", url=url,
+                                        insecure=guard.insecure_no_auth) as token:
+                        owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth))
+                        config = replace(guard, record_secret=token, keys=KeyStore.for_home(home))
+                        try:
+                            anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
+                                                         owner=owner, guard=config))
+                        except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
+                            if exc.code in (0, None):
+                                raise
+                            raise usage_error(_port_message(args.port, "the server could not bind it"),
+                                              "port") from None
+                else:
+                    with serving_record(home, transport="stdio"):  # the CLI says why not
+                        anyio.run(serve_stdio, facade)
+            finally:
+                if worker is not None:
+                    worker.shutdown()
+                if handle is not None:
+                    handle.shutdown()
+    except Terminated:  # SIGTERM: the same clean stop as Ctrl-C, by the finally blocks
+        log.info("amem serve: stopped by SIGTERM")
     return 0
 
 
