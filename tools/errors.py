@@ -13,6 +13,13 @@ A failure is always ``{"error": {"code": ..., "message": ..., "field": ...}}``. 
     internal            an unexpected failure; the traceback is logged, never returned
     <error.code>        any other amem or lcm error keeps its own ``code``
 
+The HTTP server's guard (``tools.http_guard``) refuses a request before any route runs, with
+the same shape and these codes: ``unauthenticated`` (401, no or an unknown key),
+``misdirected`` (421, a Host not of this machine), ``forbidden`` (403, a foreign Origin, a key
+naming another agent, a read-only key writing), ``unsupported_media_type`` (415, a POST that
+is not JSON), ``method_not_allowed`` (405), ``payload_too_large`` (413) and
+``too_many_sessions`` (429, a key at its cap of MCP sessions).
+
 Messages never show server paths: every message that leaves as a tool result goes through
 ``redact`` (the stores' own directories by name, then anything shaped like an absolute path),
 so a caller learns what went wrong without learning where the data lives. The CLI and the

@@ -13,8 +13,11 @@ writes it. These two routes are for that host, and are not tools: the model neve
 * ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=]`` answers the
   context to send the model (``LcmStore.assemble``).
 
-Identity is the MCP routes' exactly (``tools.mcp_server.facade_for_headers``): the agent of the
-``X-Amem-Agent`` header (the server's agent without it), and a session key that must be that
+Both sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
+JSON content type for the POST, a read-only key refused here). Identity is the MCP routes'
+exactly (``tools.mcp_server.facade_for_headers``): the agent of the ``X-Amem-Agent`` header,
+which the guard has checked against the key or set to the key's agent (the server's agent
+without either), and a session key that must be that
 agent's own (``tools.tenancy.session_key_for``): ``sessionKey`` in the request, else the
 ``X-Amem-Session`` header, else the agent's ``agent:<agent>:main``. Another agent's key is
 ``forbidden``. A body over ``MAX_BODY_BYTES`` is refused (413) before it is read whole. Every

@@ -11,8 +11,10 @@ request may name its agent in the ``X-Amem-Agent`` header and its lcm session fa
 percent-escapes allowed (``tools.tenancy.decode_header``). Without them the server's default
 agent and family are used; a session must belong to the request's agent
 (``tools.tenancy.session_key_for``), and an agent named without a session reads its own
-default family, never the server's. The HTTP server binds 127.0.0.1 only, so only local
-processes reach it.
+default family, never the server's. The HTTP server binds 127.0.0.1 only, and every request
+passes ``tools.http_guard`` first: Host and Origin checks, a key (``tools.keys``) that decides
+which agents the headers may name, body limits, and a cap on each key's MCP sessions. A
+read-only key calls only the tools that change nothing.
 
 Calls run in worker threads under a deadline (``tools.runner``): a slow call answers
 ``timeout`` at its deadline and never holds up another agent's calls.
@@ -24,15 +26,15 @@ identity rules and the same worker pool.
 Resources: ``amem://status`` is ``memory_status`` of the request's agent, for hosts that show
 resources. ``amem://owner/status`` and ``amem://owner/doctor[?clean=1]`` are the store-wide
 reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run): not
-listed, and read only with ``Authorization: Bearer <token>``, the token ``amem serve --http``
-keeps in its private server record for the data directory's owner (``tools.remote``).
+listed, and read only by an owner: an owner key, or the secret ``amem serve --http`` keeps in
+its private server record for the data directory's owner (``tools.remote``).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -40,6 +42,7 @@ from amem.notes import check_agent
 
 from .errors import ToolError, is_error
 from .facade import ToolFacade
+from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of, proof_of
 from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
 
@@ -52,9 +55,8 @@ _OWNER_PREFIX = "amem://owner/"
 @dataclass(frozen=True)
 class OwnerAccess:
     """The owner's reports: ``report(name, agent_id, clean)`` for ``status`` and ``doctor``,
-    served to a request that presents ``token`` (an empty token opens nothing)."""
+    served to a request the guard admitted as an owner (``tools.http_guard``)."""
 
-    token: str
     report: Callable[[str, str, bool], dict[str, Any]]
 
 
@@ -131,7 +133,8 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:
             target = facade_for(ctx)
-        except ToolError as exc:  # a bad identity header: the caller's error, not ours
+            _check_writes(facade, params.name, principal_of(_scope(ctx)))
+        except ToolError as exc:  # a bad identity header or key: the caller's error, not ours
             result = exc.to_dict()
         else:
             result = await runner.call(target, params.name, params.arguments)
@@ -147,7 +150,6 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
 
     async def read_resource(ctx: Any, params: Any) -> Any:
         uri = str(params.uri)
-        headers = getattr(getattr(ctx, "request", None), "headers", None)
         try:
             target = facade_for(ctx)
             if uri == STATUS_URI:
@@ -155,7 +157,7 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
                 if is_error(result):
                     raise ToolError(result["error"]["code"], result["error"]["message"])
             elif uri.startswith(_OWNER_PREFIX):
-                result = await _owner_read(owner, uri, target.agent_id, headers)
+                result = await _owner_read(owner, uri, target.agent_id, principal_of(_scope(ctx)))
             else:
                 raise ToolError("not_found", f"no resource {uri[:200]!r}; there is {STATUS_URI}")
         except ToolError as exc:
@@ -173,15 +175,27 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
                                 "user or earlier sessions; store durable facts with memory_add."))
 
 
-async def _owner_read(owner: OwnerAccess | None, uri: str, agent_id: str, headers: Any) -> dict[str, Any]:
-    """An owner report, for the bearer of the server record's token only."""
+def _scope(ctx: Any) -> Any:
+    """The ASGI scope of the HTTP request behind ``ctx`` (``None`` on stdio and in memory)."""
+    return getattr(getattr(ctx, "request", None), "scope", None)
+
+
+def _check_writes(facade: ToolFacade, name: Any, principal: Any) -> None:
+    """A read-only key calls only the tools that change nothing."""
+    tool = facade.registry.get(name) if isinstance(name, str) else None
+    if principal is not None and principal.read_only and tool is not None and tool.writes:
+        raise ToolError("forbidden", f"key {principal.key_id} is read-only and {name} changes "
+                        "the store; use a key issued without --read-only", field="name")
+
+
+async def _owner_read(owner: OwnerAccess | None, uri: str, agent_id: str,
+                      principal: Any) -> dict[str, Any]:
+    """An owner report, for an owner key or the server record's secret only."""
     import anyio
 
-    presented = headers.get("authorization", "") if headers is not None else ""
-    if owner is None or not owner.token or not hmac.compare_digest(
-            presented.encode(), f"Bearer {owner.token}".encode()):
-        raise ToolError("forbidden", f"{uri[:100]} is for the owner of the data directory: send "
-                        "the token of its server record (amem status does)")
+    if owner is None or principal is None or not principal.owner:
+        raise ToolError("forbidden", f"{uri[:100]} is for the owner of the data directory: use "
+                        "an owner key (amem keys add --owner) or the CLI of the directory's owner")
     name, _, query = uri[len(_OWNER_PREFIX):].partition("?")
     if name not in ("status", "doctor") or query not in ("", "clean=1"):
         raise ToolError("not_found", f"no resource {uri[:200]!r}")
@@ -232,24 +246,51 @@ async def serve_stdio(facade: ToolFacade, *, limits: CallLimits | None = None) -
 
 
 def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None,
-             owner: OwnerAccess | None = None) -> Any:
-    """The Starlette app of the streamable HTTP transport (for tests and custom hosting), with
-    the host's lcm routes beside it (``tools.host_http``), in the same worker pool."""
+             owner: OwnerAccess | None = None, guard: GuardConfig | None = None) -> Any:
+    """The ASGI app of the streamable HTTP transport (for tests and custom hosting): the
+    Starlette app (``.app``) with the host's lcm routes beside ``path`` (``tools.host_http``),
+    in the same worker pool, and the server's proof, all behind one ``tools.http_guard``.
+
+    ``guard`` says who may call; without it nobody can (no keys, no record secret): a server
+    is never open by omission.
+    """
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
     from .host_http import add_host_routes
 
+    config = guard if guard is not None else GuardConfig(mcp_path=path)
+    if config.mcp_path != path:
+        raise ValueError(f"the guard's mcp_path {config.mcp_path!r} is not the endpoint {path!r}")
     runner = CallRunner(limits)
     server = build_server(facade, limits=limits, owner=owner, runner=runner)
-    app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+    app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1",
+                                     session_idle_timeout=config.session_idle)
     add_host_routes(app, runner, lambda headers: facade_for_headers(facade, headers))
-    return app
+
+    async def proof(request: Request) -> Response:
+        nonce = request.query_params.get("nonce", "")
+        if not config.record_secret:
+            return JSONResponse({"error": {"code": "not_found", "message": "this server keeps "
+                                           "no record to prove", "field": None}}, status_code=404)
+        if not (32 <= len(nonce) <= 128) or any(c not in "0123456789abcdef" for c in nonce):
+            return JSONResponse({"error": {"code": "invalid_argument", "message": "nonce must be "
+                                           "32-128 lower-case hex digits", "field": "nonce"}},
+                                status_code=400)
+        return JSONResponse({"proof": proof_of(config.record_secret, nonce), "pid": os.getpid()})
+
+    app.router.routes.append(Route(PROOF_PATH, proof, methods=["GET"]))
+    return guard_app(app, config)
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
-                     limits: CallLimits | None = None, owner: OwnerAccess | None = None) -> None:
+                     limits: CallLimits | None = None, owner: OwnerAccess | None = None,
+                     guard: GuardConfig | None = None) -> None:
     """Serve streamable HTTP on 127.0.0.1:``port`` until cancelled."""
     import uvicorn
 
-    app = http_app(facade, path=path, limits=limits, owner=owner)
+    app = http_app(facade, path=path, limits=limits, owner=owner, guard=guard)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
                             lifespan="on")
     log.info("amem MCP server on http://127.0.0.1:%d%s", port, path)

@@ -12,15 +12,24 @@ instead of failing with "store busy":
   used only if it belongs to this user and no one else can read it, its pid is alive and is
   the lock's holder, and its url is on this machine (127.0.0.1, ::1 or localhost); otherwise it
   is ignored with a message on stderr and the store-busy error stands.
+* **Proof before any secret.** The record's secret is an owner key for the server's life, so
+  the CLI sends it only to the server that wrote the record: it first asks
+  ``GET /amem/proof?nonce=N`` (no secret sent) and checks the answer is
+  HMAC(record secret, N) from the recorded pid (``tools.http_guard.proof_of``). A process that
+  took the port of a killed server cannot answer it. A record whose pid is dead or whose
+  server answers wrongly is removed, with a message; one whose server does not answer yet (it
+  is starting) is only ignored.
 * **Identity.** Every request carries ``X-Amem-Agent`` set to the agent the CLI would use
-  locally, so the server answers exactly as that agent. The token goes only to the url of
-  the record it came from (or from ``AMEM_SERVER_TOKEN`` with an explicit ``--server``); it
-  unlocks the store-wide reports behind ``amem status`` and ``amem doctor``, which an agent
-  connected without it cannot read.
+  locally, so the server answers exactly as that agent. With the record's secret the CLI is
+  the owner (the store-wide reports behind ``amem status`` and ``amem doctor`` open); with an
+  explicit ``--server`` it sends the key of ``AMEM_SERVER_TOKEN``, or the record's secret
+  when the record names that very url and its server proves itself.
 """
 
 from __future__ import annotations
 
+import hmac
+import http.client
 import json
 import logging
 import os
@@ -54,6 +63,8 @@ class ServerRecord:
     url: str | None = None
     token: str | None = None
     started: float = 0.0
+    #: "keys" (every caller needs a key) or "none" (``--insecure-no-auth``)
+    auth: str = "keys"
 
 
 def record_path(home: str | Path) -> Path:
@@ -61,13 +72,15 @@ def record_path(home: str | Path) -> Path:
 
 
 @contextmanager
-def serving_record(home: str | Path, *, transport: str, url: str | None = None) -> Iterator[str | None]:
+def serving_record(home: str | Path, *, transport: str, url: str | None = None,
+                   insecure: bool = False) -> Iterator[str | None]:
     """Write the record for the life of a server; yields its token (``None`` on stdio).
 
     Removed on the way out, unless another server has replaced it since.
     """
     token = secrets.token_urlsafe(32) if transport == "http" else None
-    record = ServerRecord(transport, os.getpid(), url, token, time.time())
+    record = ServerRecord(transport, os.getpid(), url, token, time.time(),
+                          "none" if insecure else "keys")
     path = record_path(home)
     write_text_atomic(path, json.dumps(asdict(record)), private=True)
     log.info("server record %s written: %s", path, "the amem CLI uses this server while it runs"
@@ -84,10 +97,13 @@ def load_record(path: Path) -> ServerRecord | None:
     """The record at ``path`` as written, unchecked (``find_server`` checks it); ``None``
     when there is none or it does not parse."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            data = json.loads(handle.read(65536).decode("utf-8"))
         return ServerRecord(transport=str(data["transport"]), pid=int(data["pid"]),
                             url=data.get("url"), token=data.get("token"),
-                            started=float(data.get("started") or 0))
+                            started=float(data.get("started") or 0),
+                            auth=str(data.get("auth") or "keys"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -96,22 +112,81 @@ def find_server(home: str | Path, holder_pid: int | None = None) -> ServerRecord
     """The live server that holds the store under ``home``, or ``None`` (why: said on stderr)."""
     path = record_path(home)
     try:
-        info = path.stat()
+        info = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
+    if not stat.S_ISREG(info.st_mode):
+        return _ignore(path, "it is not a regular file (a symbolic link is never followed)")
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
         return _ignore(path, "it is not a private file of this user (mode 0600, owned by you)")
     record = load_record(path)
     if record is None:
         return _ignore(path, "it cannot be read as a server record")
     if not _alive(record.pid):
-        return _ignore(path, f"its server (pid {record.pid}) is no longer running; the next "
-                             "`amem serve` replaces it")
+        return _remove(path, record, f"its server (pid {record.pid}) is no longer running")
     if holder_pid is not None and holder_pid != record.pid:
         return _ignore(path, f"it names pid {record.pid}, but pid {holder_pid} holds the store")
     if record.transport == "http" and (not record.url or not is_local(record.url)):
         return _ignore(path, f"its url {record.url!r} is not on this machine")
+    if record.transport == "http":
+        return verified(path, record)
     return record
+
+
+def clear_stale(home: str | Path) -> None:
+    """Remove the record of a server that died without removing it (``kill -9``), with a
+    message; called by a command that opened the store itself, so no server holds it."""
+    path = record_path(home)
+    record = load_record(path)
+    if record is not None and not _alive(record.pid):
+        _remove(path, record, f"its server (pid {record.pid}) is no longer running")
+
+
+def verified(path: Path, record: ServerRecord) -> ServerRecord | None:
+    """``record`` if the server at its url proves it wrote it (module docstring); else
+    ``None``, the record removed when the answer shows it stale."""
+    assert record.url is not None
+    if not _alive(record.pid):
+        return _remove(path, record, f"its server (pid {record.pid}) is no longer running")
+    if not record.token:
+        return _ignore(path, "it holds no secret to check its server with")
+    nonce = secrets.token_hex(16)
+    parts = urlsplit(record.url)
+    try:
+        conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=5)
+        try:
+            conn.request("GET", f"/amem/proof?nonce={nonce}")  # no secret in this request
+            answer = conn.getresponse()
+            body = answer.read(4096)
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException) as exc:
+        return _ignore(path, f"its server at {record.url} does not answer ({exc}); if it is "
+                             "starting, try again")
+    try:
+        data = json.loads(body.decode("utf-8"))
+        proof, pid = str(data["proof"]), int(data["pid"])
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return _remove(path, record, f"whatever listens at {record.url} is not the amem server "
+                                     "that wrote it (no proof)")
+    from .http_guard import proof_of
+
+    if not hmac.compare_digest(proof, proof_of(record.token, nonce)) or pid != record.pid:
+        return _remove(path, record, f"whatever listens at {record.url} is not the amem server "
+                                     f"that wrote it (pid {pid}, a wrong proof); its secret was "
+                                     "not sent")
+    return record
+
+
+def _remove(path: Path, record: ServerRecord, why: str) -> ServerRecord | None:
+    """Remove a stale record (unless a new server has replaced it meanwhile) and say why."""
+    current = load_record(path)
+    if current == record:
+        path.unlink(missing_ok=True)
+        print(f"amem: removed {path}: {why}", file=sys.stderr)
+    else:
+        _ignore(path, why)
+    return None
 
 
 def _ignore(path: Path, why: str) -> ServerRecord | None:
@@ -196,7 +271,10 @@ class RemoteServer:
             from mcp import Client
             from mcp.client.streamable_http import streamable_http_client
 
-            async with httpx2.AsyncClient(headers=self._headers(), timeout=self.timeout) as http, \
+            # a local server is reached directly: a proxy from the environment would see
+            # the key (and would not be the server the record names)
+            async with httpx2.AsyncClient(headers=self._headers(), timeout=self.timeout,
+                                          trust_env=not is_local(self.url)) as http, \
                     Client(streamable_http_client(self.url, http_client=http)) as client:
                 return await work(client)
 

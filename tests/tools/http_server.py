@@ -1,4 +1,8 @@
-"""The real streamable HTTP server on 127.0.0.1 for tests, and a client that sends raw headers."""
+"""The real streamable HTTP server on 127.0.0.1 for tests, and a client that sends raw headers.
+
+The server admits ``OWNER_SECRET`` as its record secret (an owner key: any agent) unless a test
+passes its own guard; the client sends it unless the test's headers carry an Authorization.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,13 @@ from typing import Any
 from mcp import Client
 
 from tools import ToolFacade
+from tools.http_guard import GuardConfig
 from tools.mcp_server import OwnerAccess, http_app
 from tools.runner import CallLimits
+
+#: the owner secret of every test server (as ``amem serve --http`` keeps in its record)
+OWNER_SECRET = "test-owner-secret-" + "0" * 32
+OWNER_AUTH = (b"Authorization", f"Bearer {OWNER_SECRET}".encode())
 
 
 def free_port() -> int:
@@ -24,12 +33,14 @@ def free_port() -> int:
 
 @contextmanager
 def running_http(facade: ToolFacade, limits: CallLimits | None = None,
-                 owner: OwnerAccess | None = None) -> Iterator[str]:
+                 owner: OwnerAccess | None = None, guard: GuardConfig | None = None) -> Iterator[str]:
     """Serve ``facade`` over streamable HTTP in a thread; yields the endpoint URL."""
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(http_app(facade, limits=limits, owner=owner), host="127.0.0.1",
+    guard = guard or GuardConfig(record_secret=OWNER_SECRET)
+    app = http_app(facade, limits=limits, owner=owner, guard=guard)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1",
                                            port=port, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -47,7 +58,8 @@ def running_http(facade: ToolFacade, limits: CallLimits | None = None,
 @asynccontextmanager
 async def http_client(url: str, headers: list[tuple[bytes, bytes]] | None = None
                       ) -> AsyncIterator[Any]:
-    """An MCP client session whose every request carries ``headers`` (raw bytes, in order)."""
+    """An MCP client session whose every request carries ``headers`` (raw bytes, in order;
+    the owner's Authorization added when they have none)."""
     async with http_session(url, headers) as (client, _):
         yield client
 
@@ -60,6 +72,21 @@ async def http_session(url: str, headers: list[tuple[bytes, bytes]] | None = Non
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(headers=headers or [], timeout=30)
+    http = httpx2.AsyncClient(headers=with_auth(headers or []), timeout=30)
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
         yield client, http
+
+
+def with_auth(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` with the owner's Authorization when they carry none."""
+    if any(name.lower() == b"authorization" for name, _ in headers):
+        return list(headers)
+    return [*headers, OWNER_AUTH]
+
+
+def owner_client(url: str) -> Any:
+    """A plain ``httpx.Client`` on the server's root that sends the owner's key."""
+    import httpx
+
+    return httpx.Client(base_url=url.removesuffix("/mcp"), timeout=30,
+                        headers={"Authorization": f"Bearer {OWNER_SECRET}"})

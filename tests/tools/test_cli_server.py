@@ -50,11 +50,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 class Server:
     """``amem serve --http`` on a free port, stopped with SIGINT as a user would."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], *extra: str) -> None:
         self.url = f"http://127.0.0.1:{free_port()}/mcp"
         port = self.url.split(":")[2].split("/")[0]
         self.proc = subprocess.Popen([str(AMEM), "serve", "--http", "--port", port,
-                                      "--no-scheduler"], env=env, cwd=ROOT, text=True,
+                                      "--no-scheduler", *extra], env=env, cwd=ROOT, text=True,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         record = record_path(env["AMEM_HOME"])
         deadline = time.monotonic() + 60
@@ -110,11 +110,11 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         remote = {name: amem(env, *args).stdout for name, args in commands.items()}
         note = json.loads(remote["list"])["notes"][0]["id"]
         remote["get"] = amem(env, "get", note).stdout
-        # --server with another spelling of the url: the token goes only to the record's url,
-        # so the owner's report is refused there (the agent's own tools would still answer)
+        # --server with another spelling of the url: the record's secret goes only to the
+        # record's url, and without a key of its own the CLI sends nothing there
         denied = amem(env, "status", "--server", server.url.replace("127.0.0.1", "localhost"),
-                      code=2)
-        assert "owner" in denied.stderr
+                      code=1)
+        assert "no key for" in denied.stderr and "AMEM_SERVER_TOKEN" in denied.stderr
         # the conversation database is SQLite, which the server does not lock
         assert json.loads(amem(env, "lcm", "status", "--json").stdout)["conversations"] == 0
     finally:
@@ -169,6 +169,7 @@ def test_a_stale_or_foreign_record_is_ignored_and_a_stdio_server_explained(
                "token": "t"})
         stale = amem(env, "search", "tea", code=4)
         assert "no longer running" in stale.stderr and "in use" in stale.stderr
+        assert "removed" in stale.stderr and not record.exists()  # a dead pid's record goes
         write({"transport": "stdio", "pid": os.getpid()})
         stdio = amem(env, "get", "anything", code=4)
         assert "on stdio" in stdio.stderr and "--http" in stdio.stderr
@@ -180,6 +181,10 @@ def test_a_stale_or_foreign_record_is_ignored_and_a_stdio_server_explained(
             with contextlib.redirect_stderr(io.StringIO()) as said:
                 assert find_server(home, holder_pid=os.getpid()) is None
             assert why in said.getvalue()
-        write({"transport": "http", "pid": os.getpid(), "url": "http://127.0.0.1:9/mcp"})
-        assert find_server(home, holder_pid=os.getpid()) is not None  # the checks can pass
+        # every other check passes, but nothing at the url proves it wrote the record
+        write({"transport": "http", "pid": os.getpid(), "url": "http://127.0.0.1:9/mcp",
+               "token": "t"})
+        with contextlib.redirect_stderr(io.StringIO()) as said:
+            assert find_server(home, holder_pid=os.getpid()) is None
+        assert "does not answer" in said.getvalue() and record.exists()  # maybe starting: kept
     record.unlink()

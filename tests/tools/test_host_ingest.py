@@ -14,7 +14,7 @@ from lcm import LcmConfig, LcmStore
 from tools import ToolFacade
 from tools.host_http import MAX_BODY_BYTES
 
-from .http_server import running_http
+from .http_server import owner_client, running_http
 
 ALICE = "agent:alice:main"
 
@@ -29,7 +29,7 @@ def served() -> Iterator[tuple[httpx.Client, LcmStore]]:
     with LcmStore(":memory:", LcmConfig(log_file_enabled=False, fresh_tail_count=8,
                                         replay_flood_threshold_external=3)) as lcm:
         facade = ToolFacade(None, lcm, agent_id="alice")
-        with running_http(facade) as url, httpx.Client(base_url=url.removesuffix("/mcp"), timeout=30) as http:
+        with running_http(facade) as url, owner_client(url) as http:
             yield http, lcm
 
 
@@ -91,11 +91,11 @@ def test_bad_requests_are_clear_errors_and_store_nothing(served: tuple[httpx.Cli
         res = ingest(http, body)
         assert res.status_code == status, (body, res.text)
         assert res.json()["error"]["code"] == code and (res.json()["error"]["field"] or "") == field
-    res = http.post("/lcm/ingest", content=b"{not json", headers={"X-Amem-Agent": "alice"})
+    res = http.post("/lcm/ingest", content=b"{not json", headers={"X-Amem-Agent": "alice", "Content-Type": "application/json"})
     assert res.status_code == 400 and res.json()["error"]["field"] == "body"
     assert lcm.db.scalar("SELECT count(*) FROM messages") == 0
     huge = b'{"messages": [{"role": "user", "content": "' + b"x" * MAX_BODY_BYTES + b'"}]}'
-    res = http.post("/lcm/ingest", content=huge, headers={"X-Amem-Agent": "alice"})
+    res = http.post("/lcm/ingest", content=huge, headers={"X-Amem-Agent": "alice", "Content-Type": "application/json"})
     assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large"
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the limit holds while reading
@@ -104,7 +104,7 @@ def test_bad_requests_are_clear_errors_and_store_nothing(served: tuple[httpx.Cli
             yield b"y" * 65536
         yield b'"}]}'
 
-    res = http.post("/lcm/ingest", content=chunks(), headers={"X-Amem-Agent": "alice"})
+    res = http.post("/lcm/ingest", content=chunks(), headers={"X-Amem-Agent": "alice", "Content-Type": "application/json"})
     assert res.status_code == 413
     bad = http.get("/lcm/assemble", params={"budget": "-3"}, headers={"X-Amem-Agent": "alice"})
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "budget"
@@ -151,7 +151,7 @@ def test_a_stalled_ingest_answers_timeout_at_the_deadline() -> None:
     facade = ToolFacade(None, slow, agent_id="alice")
     try:
         with running_http(facade, CallLimits(timeout=0.5, workers=2, per_agent=1)) as url, \
-                httpx.Client(base_url=url.removesuffix("/mcp"), timeout=30) as http:
+                owner_client(url) as http:
             began = time.monotonic()
             res = ingest(http, {"messages": turn(2)})
             assert res.status_code == 504 and res.json()["error"]["code"] == "timeout"
@@ -162,7 +162,7 @@ def test_a_stalled_ingest_answers_timeout_at_the_deadline() -> None:
 
 def test_a_server_without_the_conversation_store_says_so() -> None:
     with running_http(ToolFacade(None, None, agent_id="alice")) as url, \
-            httpx.Client(base_url=url.removesuffix("/mcp"), timeout=30) as http:
+            owner_client(url) as http:
         for res in (ingest(http, {"messages": turn(2)}),
                     http.get("/lcm/assemble", params={"budget": 100}, headers={"X-Amem-Agent": "alice"})):
             assert res.status_code == 503 and res.json()["error"]["code"] == "unavailable"

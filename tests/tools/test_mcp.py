@@ -17,7 +17,10 @@ from mcp import Client, StdioServerParameters
 
 from amem import MemoryStore
 from tools import ToolFacade
+from tools.http_guard import GuardConfig
 from tools.mcp_server import build_server, http_app
+
+from .http_server import OWNER_SECRET
 
 from .conftest import Tenants
 
@@ -110,7 +113,8 @@ def test_streamable_http_agents_share_one_store(memory: MemoryStore) -> None:
 
     facade = ToolFacade(memory, None, agent_id="http-default")
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(http_app(facade), host="127.0.0.1", port=port,
+    guard = GuardConfig(record_secret=OWNER_SECRET)
+    server = uvicorn.Server(uvicorn.Config(http_app(facade, guard=guard), host="127.0.0.1", port=port,
                                            log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -120,7 +124,8 @@ def test_streamable_http_agents_share_one_store(memory: MemoryStore) -> None:
     url = f"http://127.0.0.1:{port}/mcp"
 
     async def as_agent(agent: str, text: str) -> tuple[int, list[str]]:
-        http = httpx2.AsyncClient(headers={"X-Amem-Agent": agent})
+        http = httpx2.AsyncClient(headers={"X-Amem-Agent": agent,
+                                           "Authorization": f"Bearer {OWNER_SECRET}"})
         async with http, Client(streamable_http_client(url, http_client=http)) as client:
             added = await client.call_tool("memory_add", {"text": text})
             assert not added.is_error, added.content

@@ -23,7 +23,7 @@ from amem import MemoryStore
 from amem.embed.hashing import HashingEmbedder
 from tools import ToolFacade
 
-from .http_server import http_session, running_http
+from .http_server import OWNER_AUTH, http_session, running_http
 
 #: note tag per agent (whole words: a tag is never part of another)
 NOTES = {"alice": "tagnalice", "bob": "tagnbob", "ålice": "tagnaring", "a": "tagnaprefix",
@@ -124,7 +124,8 @@ def test_every_header_combination_reads_only_its_own_agent_and_family(
             for agent_raw, key_raw in part:
                 http.headers = httpx2.Headers([
                     (name, raw) for name, raw in ((b"X-Amem-Agent", agent_raw),
-                                                  (b"X-Amem-Session", key_raw))
+                                                  (b"X-Amem-Session", key_raw),
+                                                  OWNER_AUTH)
                     if raw is not None])
                 want = expected(agent_raw, key_raw)
                 # A refused request is refused before any tool runs: two tools show it.

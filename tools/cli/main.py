@@ -2,6 +2,7 @@
 
     main.py ──► notes.py   add, search, list, get, update, delete, import, export, ...
             ├─► serve.py   serve, scheduler, status, doctor, tools
+            ├─► keys.py    keys add/list/revoke (who may call serve --http)
             └─► lcm.py     lcm grep/describe/expand/status/doctor ─► lcm_host, lcm_embed, lcm_migrate
     (all of them) ──► common.py (options, the runtime) ──► output.py (printing, errors, logs)
 """
@@ -14,7 +15,7 @@ import os
 import sys
 from typing import Callable, Mapping, Sequence
 
-from . import lcm, notes, serve
+from . import keys, lcm, notes, serve
 from .common import common_options, version
 from .output import (CODE_EXITS, EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, CliError,
                      report_error, setup_logging)
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     notes.register(cmd, sub)
     serve.register(cmd, sub)
     lcm.register(cmd, sub)
+    keys.register(cmd, sub)
     return parser
 
 

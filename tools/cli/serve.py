@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..keys import KeyStore
 
 from .common import Cmd, runtime, version
 from .output import CliError, emit, kv_text, setup_logging, usage_error
@@ -17,6 +22,7 @@ if TYPE_CHECKING:
     from lcm import LcmStore
     from scheduler import SchedulerHandle
 
+    from ..http_guard import GuardConfig
     from ..runtime import Runtime
     from ..reports import LcmReport
     from .common import Subparsers
@@ -41,6 +47,13 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--no-scheduler", action="store_true",
                    help="no nightly maintenance (nor background embedding of lcm messages)")
     p.add_argument("--session-key", help="lcm session family the lcm_* tools search")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="HTTP: admit every caller without a key, as the owner (a sandbox that "
+                        "nothing else shares only; logged and shown by `amem status`)")
+    p.add_argument("--session-idle", type=float, default=None, metavar="SECONDS",
+                   help="HTTP: an MCP session idle this long expires (default 600)")
+    p.add_argument("--sessions-per-key", type=int, default=None, metavar="N",
+                   help="HTTP: most open MCP sessions of one key (default 64)")
 
     p = cmd("scheduler", cmd_scheduler,
             "run the nightly maintenance in the foreground; every argument after the word "
@@ -112,49 +125,125 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lazy = args.lazy if args.lazy is not None else lazy_from_env(rt.env)
     except ValueError as exc:
         raise CliError(str(exc), code="config_error", exit_code=2) from None
+    guard = _guard_config(args) if args.http else None
+    if not args.http and (args.insecure_no_auth or args.session_idle is not None
+                          or args.sessions_per_key is not None):
+        raise usage_error("--insecure-no-auth, --session-idle and --sessions-per-key apply to "
+                          "--http only (on stdio the host owns the process)", "http")
+    home = rt.settings.amem.home
     if args.http:
         _check_port(args.port)
-    home = rt.settings.amem.home
-    with rt:  # closes the conversation store, then the notes, after the workers below stop
-        memory = rt.memory
-        lcm = None if args.no_lcm else rt.lcm
-        handle = worker = None
-        try:
-            if not args.no_scheduler:
-                handle = _start_scheduler(memory, lcm, rt)
-                worker = start_embed_worker(lcm)  # embeds what ingest left pending, in the background
-            facade = ToolFacade(memory, lcm, agent_id=rt.agent_id, lazy=lazy,
-                                session_key=args.session_key,
-                                descriptions=tool_descriptions(rt))
-            log.info("amem %s serving agent %r over %s; data directory %s", version(),
-                     rt.agent_id, f"http port {args.port}" if args.http else "stdio", home)
-            if args.http:
-                # <home>/server.json tells the CLI where it serves (tools.remote): `amem search`
-                # and the other read commands then ask this server instead of failing "store busy"
-                url = f"http://127.0.0.1:{args.port}{args.path}"
-                with serving_record(home, transport="http", url=url) as token:
-                    owner = OwnerAccess(token or "", _owner_report(memory, lcm, rt))
-                    try:
-                        anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
-                                                     owner=owner))
-                    except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
-                        if exc.code in (0, None):
-                            raise
-                        raise usage_error(_port_message(args.port, "the server could not bind it"),
-                                          "port") from None
-            else:
-                with serving_record(home, transport="stdio"):  # the CLI says why not
-                    anyio.run(serve_stdio, facade)
-        finally:
-            if worker is not None:
-                worker.shutdown()
-            if handle is not None:
-                handle.shutdown()
+        _check_keys(home, insecure=args.insecure_no_auth)
+    try:
+        with _terminate_cleanly(), rt:  # rt closes lcm, then the notes, after the workers stop
+            memory = rt.memory
+            lcm = None if args.no_lcm else rt.lcm
+            handle = worker = None
+            try:
+                if not args.no_scheduler:
+                    handle = _start_scheduler(memory, lcm, rt)
+                    worker = start_embed_worker(lcm)  # embeds what ingest left pending, in the background
+                facade = ToolFacade(memory, lcm, agent_id=rt.agent_id, lazy=lazy,
+                                    session_key=args.session_key,
+                                    descriptions=tool_descriptions(rt))
+                log.info("amem %s serving agent %r over %s; data directory %s", version(),
+                         rt.agent_id, f"http port {args.port}" if args.http else "stdio", home)
+                if args.http:
+                    # <home>/server.json tells the CLI where it serves (tools.remote): `amem search`
+                    # and the other read commands then ask this server instead of failing "store busy"
+                    url = f"http://127.0.0.1:{args.port}{args.path}"
+                    assert guard is not None
+                    with serving_record(home, transport="http", url=url,
+                                        insecure=guard.insecure_no_auth) as token:
+                        owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth))
+                        config = replace(guard, record_secret=token, keys=KeyStore.for_home(home))
+                        try:
+                            anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
+                                                         owner=owner, guard=config))
+                        except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
+                            if exc.code in (0, None):
+                                raise
+                            raise usage_error(_port_message(args.port, "the server could not bind it"),
+                                              "port") from None
+                else:
+                    with serving_record(home, transport="stdio"):  # the CLI says why not
+                        anyio.run(serve_stdio, facade)
+            finally:
+                if worker is not None:
+                    worker.shutdown()
+                if handle is not None:
+                    handle.shutdown()
+    except Terminated:  # SIGTERM: the same clean stop as Ctrl-C, by the finally blocks
+        log.info("amem serve: stopped by SIGTERM")
     return 0
 
 
-def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> OwnerReport:
-    """The reports behind ``amem status`` / ``doctor`` that the server gives the token's holder."""
+class Terminated(Exception):
+    """SIGTERM arrived: unwind like Ctrl-C (records removed, stores closed), then exit 0."""
+
+
+@contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """While the server runs, SIGTERM raises :class:`Terminated` in the main thread.
+
+    By default SIGTERM ends the process at once: the server record stays behind and the
+    stores are not closed. uvicorn catches SIGTERM while it serves, stops gracefully, then
+    raises the signal again, which now lands here and unwinds through every ``finally``.
+    The previous handler is put back afterwards (``main()`` may run inside another program).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (tests call main() from others)
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _check_keys(home: str | Path, *, insecure: bool) -> None:
+    """Refuse to start over a key file that cannot be trusted; say who can call."""
+    from ..keys import KeyFileError
+
+    try:
+        issued = KeyStore.for_home(home).list()
+    except KeyFileError as exc:
+        raise CliError(str(exc), code="config_error", exit_code=2) from None
+    if not insecure and not issued:
+        log.info("no keys issued yet: only the amem CLI of this data directory's owner can "
+                 "call this server; `amem keys add --agent ID` issues a key for an MCP host")
+
+
+def _guard_config(args: argparse.Namespace) -> GuardConfig:
+    """Who may call the HTTP server (``tools.http_guard``), from the command line."""
+    from ..http_guard import DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_PER_KEY, GuardConfig
+
+    idle = DEFAULT_SESSION_IDLE if args.session_idle is None else args.session_idle
+    cap = DEFAULT_SESSIONS_PER_KEY if args.sessions_per_key is None else args.sessions_per_key
+    if not (idle > 0 and idle < float("inf")):
+        raise usage_error(f"--session-idle must be a positive number of seconds, got {idle}",
+                          "session-idle")
+    if cap < 1:
+        raise usage_error(f"--sessions-per-key must be at least 1, got {cap}", "sessions-per-key")
+    return GuardConfig(insecure_no_auth=args.insecure_no_auth, mcp_path=args.path,
+                       session_idle=idle, sessions_per_key=cap)
+
+
+#: what ``amem status`` says of a server that admits everyone
+INSECURE_WARNING = ("this server runs with --insecure-no-auth: every local process and user can "
+                    "read, change and delete every agent's memory")
+
+
+def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime,
+                  insecure: bool = False) -> OwnerReport:
+    """The reports behind ``amem status`` / ``doctor`` that the server gives an owner."""
     from ..reports import lcm_report
 
     def report(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
@@ -162,7 +251,10 @@ def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> Own
             return lcm_report(lcm, method)
 
         if name == "status":
-            return status_data(memory, agent_id, lcm_part, rt)
+            data = status_data(memory, agent_id, lcm_part, rt)
+            if insecure:
+                data["server_auth"] = f"OFF: {INSECURE_WARNING}"
+            return data
         return doctor_data(memory, lcm_part, rt, clean)
 
     return report

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..remote import RemoteError, RemoteServer, find_server, is_local, load_record, record_path
+from ..remote import (RemoteError, RemoteServer, clear_stale, find_server, is_local, load_record,
+                      record_path, verified)
 from .output import CODE_EXITS, EXIT_BUSY, EXIT_ERROR, CliError, usage_error
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from ..runtime import Runtime
 
-#: the environment variable that gives an explicit ``--server`` its token
+#: the environment variable that gives an explicit ``--server`` its key (``amem keys add``)
 TOKEN_ENV = "AMEM_SERVER_TOKEN"
 
 
@@ -54,6 +55,7 @@ def open_notes(args: argparse.Namespace, runtime: Runtime
             raise
         yield None, server
         return
+    clear_stale(runtime.settings.amem.home)
     yield store, None
 
 
@@ -64,14 +66,24 @@ def local_store(store: MemoryStore | None) -> MemoryStore:
 
 
 def explicit_server(url: str, runtime: Runtime) -> RemoteServer:
-    """``--server URL``: the record's token only if the record names this very url."""
+    """``--server URL``: the key of ``$AMEM_SERVER_TOKEN``, else the record's secret if the
+    record names this very url and its server proves it wrote it (``tools.remote``)."""
     if not url.startswith(("http://", "https://")):
         raise usage_error(f"--server must be an http(s) URL such as http://127.0.0.1:8765/mcp, "
                           f"got {url!r}", "server")
-    record = load_record(record_path(runtime.settings.amem.home))
-    token = record.token if record is not None and record.url == url else None
-    token = runtime.env.get(TOKEN_ENV) or token
-    return RemoteServer(url, agent_id=runtime.agent_id, token=token)
+    key = runtime.env.get(TOKEN_ENV)
+    if key:
+        return RemoteServer(url, agent_id=runtime.agent_id, token=key)
+    path = record_path(runtime.settings.amem.home)
+    record = load_record(path)
+    if record is None or record.url != url:
+        raise CliError(f"no key for {url}: set {TOKEN_ENV} to a key issued by `amem keys add` "
+                       "(the server record of this data directory names another url)",
+                       code="unauthenticated", exit_code=EXIT_ERROR)
+    if verified(path, record) is None:
+        raise CliError(f"the server at {url} did not prove it is the one in {path}; nothing "
+                       "was sent to it", code="unavailable", exit_code=EXIT_ERROR)
+    return RemoteServer(url, agent_id=runtime.agent_id, token=record.token)
 
 
 def discovered_server(runtime: Runtime, locked: StoreLockedError) -> RemoteServer | None:

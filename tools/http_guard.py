@@ -1,0 +1,460 @@
+"""One guard in front of every route of ``amem serve --http``: ``/mcp``, ``/lcm/*``, the
+owner's resources, the server's proof, 404s, and whatever is added later.
+
+It is an ASGI middleware around the whole Starlette app (``guard_app``), so a route cannot be
+mounted beside it; ``tests/tools/security`` enumerates the app's routes and sends each one the
+requests below. Each request passes these checks in order; a refusal is the tools' structured
+error ``{"error": {code, message, field}}`` with its HTTP status, and nothing behind it runs:
+
+1. **Host** must name this machine (``127.0.0.1``, ``localhost``, ``[::1]``, any port): a
+   page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name. 421.
+2. **Origin**, when sent, must be one of those too, and ``Sec-Fetch-Site``, when sent, must be
+   ``same-origin`` or ``none``: browsers send them, other clients need not. 403.
+3. **What a browser sends without a CORS pre-check never changes data.** A form or a
+   ``fetch`` with ``text/plain`` may ``POST`` to any address unasked; here a ``POST`` (or
+   ``PUT``/``PATCH``) must say ``Content-Type: application/json``, which a browser sends
+   cross-origin only after a pre-check this server never answers. ``OPTIONS`` is refused.
+   415 / 405.
+4. **A key** (``tools.keys``) in ``Authorization: Bearer``, or the server record's secret (an
+   owner key for the server's life, for the ``amem`` CLI of the directory's owner). 401
+   without; ``--insecure-no-auth`` lets every caller in as the owner, and says so in the log.
+5. **The agent** is the key's: ``X-Amem-Agent`` may only repeat an agent key's own agent
+   (403 for another); an owner key may name any. The guard writes the header the routes read,
+   so every route sees the agent the key allows and nothing else.
+6. **Read-only keys** change nothing: a non-GET request outside the MCP endpoint is refused
+   (403); on the MCP endpoint each tool is checked by the server (``tools.mcp_server``).
+7. **Bodies** over the limit are refused (413) before they are read whole.
+8. **MCP sessions** are counted per key; an opening request over the key's cap is refused
+   (429 naming the cap), so one client that abandons sessions exhausts only its own share.
+   Idle sessions expire in the SDK's session manager after the same idle time.
+
+Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
+with it that the server on the recorded port is the one that wrote the record, before it
+sends the record's secret (``tools.remote``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from .errors import ToolError, error_result
+from .keys import KeyFileError, KeyStore, Principal
+from .tenancy import AGENT_HEADER, decode_header
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: where the scope carries the request's principal for the routes behind the guard
+PRINCIPAL_SCOPE_KEY = "amem.principal"
+#: the one route an unauthenticated caller reaches (the server's proof of identity)
+PROOF_PATH = "/amem/proof"
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+DEFAULT_SESSION_IDLE = 600.0
+DEFAULT_SESSIONS_PER_KEY = 64
+_SESSION_HEADER = b"mcp-session-id"
+_JSON_TYPES = ("application/json",)
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_STATUS = {"unauthenticated": 401, "forbidden": 403, "misdirected": 421,
+           "unsupported_media_type": 415, "method_not_allowed": 405, "payload_too_large": 413,
+           "too_many_sessions": 429, "invalid_argument": 400, "unavailable": 503}
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    """How the guard admits callers.
+
+    Attributes:
+        keys: the key file (``None``: no keys, only the record secret opens).
+        record_secret: the server record's token, an owner key while the server runs.
+        insecure_no_auth: admit every caller as the owner (a trusted sandbox only).
+        mcp_path: the MCP endpoint, whose tools are checked one by one for read-only keys.
+        max_body: largest request body in bytes.
+        session_idle: seconds an MCP session may go without a request before it expires.
+        sessions_per_key: most open MCP sessions of one key.
+    """
+
+    keys: KeyStore | None = None
+    record_secret: str | None = None
+    insecure_no_auth: bool = False
+    mcp_path: str = "/mcp"
+    max_body: int = DEFAULT_MAX_BODY
+    session_idle: float = DEFAULT_SESSION_IDLE
+    sessions_per_key: int = DEFAULT_SESSIONS_PER_KEY
+
+    def __post_init__(self) -> None:
+        if self.max_body <= 0:
+            raise ValueError(f"max_body must be positive, got {self.max_body}")
+        if not self.session_idle > 0:
+            raise ValueError(f"session_idle must be a positive number of seconds, got {self.session_idle}")
+        if self.sessions_per_key <= 0:
+            raise ValueError(f"sessions_per_key must be positive, got {self.sessions_per_key}")
+
+
+def principal_of(scope: Any) -> Principal | None:
+    """The principal the guard admitted a request as (``None`` off HTTP: stdio, in memory)."""
+    found = scope.get(PRINCIPAL_SCOPE_KEY) if isinstance(scope, MutableMapping) else None
+    return found if isinstance(found, Principal) else None
+
+
+def proof_of(secret: str, nonce: str) -> str:
+    """The server's answer to a nonce: HMAC-SHA256 under the record secret, domain-separated
+    so that the proof is never a value the secret is used for elsewhere."""
+    return hmac.new(secret.encode(), b"amem-server-proof\x00" + nonce.encode(), "sha256").hexdigest()
+
+
+class Refused(Exception):
+    def __init__(self, code: str, message: str, field: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.field = code, message, field
+        self.headers = headers or {}
+
+
+async def _refuse(send: Send, refused: Refused) -> None:
+    body = json.dumps(error_result(refused.code, refused.message, refused.field)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in refused.headers.items()]
+    await send({"type": "http.response.start", "status": _STATUS.get(refused.code, 400),
+                "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+# ------------------------------------------------------------------------------ sessions
+
+
+@dataclass
+class _Session:
+    key_id: str
+    in_flight: int = 0
+    last: float = field(default_factory=time.monotonic)
+
+
+class SessionBook:
+    """Open MCP sessions per key, as the SDK's session manager keeps them: a session lives
+    while a request of it is in flight, and until ``idle`` seconds after its last one; a
+    ``DELETE`` or a 404 for its id ends it. Counts a session only after the SDK gave it an
+    id; an opening request in flight holds a place meanwhile, so a burst cannot overshoot.
+    """
+
+    def __init__(self, cap: int, idle: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cap = cap
+        # a second of grace: the book forgets a session after the SDK does, never before,
+        # so a key never holds more than its cap
+        self.idle = idle + 1.0
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._opening: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def open_count(self, key_id: str) -> int:
+        with self._lock:
+            self._prune()
+            return self._count(key_id)
+
+    def reserve(self, key_id: str) -> bool:
+        """Hold a place for an opening request; ``False`` when the key is at its cap."""
+        with self._lock:
+            self._prune()
+            if self._count(key_id) >= self.cap:
+                return False
+            self._opening[key_id] = self._opening.get(key_id, 0) + 1
+            return True
+
+    def opened(self, key_id: str, session_id: str | None) -> None:
+        """The opening request ended: with the session's id when the SDK opened one."""
+        with self._lock:
+            left = self._opening.get(key_id, 1) - 1
+            if left:
+                self._opening[key_id] = left
+            else:
+                self._opening.pop(key_id, None)
+            if session_id:
+                self._sessions[session_id] = _Session(key_id, last=self._clock())
+
+    def begin(self, session_id: str) -> None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is not None:
+                session.in_flight += 1
+
+    def end(self, session_id: str, *, closed: bool) -> None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return
+            session.in_flight = max(0, session.in_flight - 1)
+            session.last = self._clock()
+            if closed:
+                del self._sessions[session_id]
+
+    def _count(self, key_id: str) -> int:
+        return (sum(1 for s in self._sessions.values() if s.key_id == key_id)
+                + self._opening.get(key_id, 0))
+
+    def _prune(self) -> None:
+        now = self._clock()
+        for sid in [sid for sid, s in self._sessions.items()
+                    if not s.in_flight and now - s.last > self.idle]:
+            del self._sessions[sid]
+
+
+# ------------------------------------------------------------------------------ the guard
+
+
+class Guard:
+    """The ASGI middleware of the module docstring, around ``app``."""
+
+    def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
+        self.app = app
+        self.config = config
+        self.sessions = SessionBook(config.sessions_per_key, config.session_idle)
+        if config.insecure_no_auth:
+            log.warning("amem serve: AUTHENTICATION IS OFF (--insecure-no-auth): every local "
+                        "process and user can read, change and delete every agent's memory. "
+                        "Use this only in a sandbox that nothing else shares.")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # websockets: no route here speaks them
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        try:
+            principal = self._admit(scope)
+        except Refused as refused:
+            await _refuse(send, refused)
+            return
+        try:
+            receive = await self._bounded_body(scope, receive)
+        except Refused as refused:
+            await _refuse(send, refused)
+            return
+        if principal is None:  # the proof route: nothing else is reached without a key
+            await self.app(scope, receive, send)
+            return
+        scope[PRINCIPAL_SCOPE_KEY] = principal
+        scope["user"] = _sdk_user(principal)  # the SDK binds each MCP session to its key
+        if scope["path"] == self.config.mcp_path:
+            await self._mcp(scope, receive, send, principal)
+        else:
+            await self.app(scope, receive, send)
+
+    # ------------------------------------------------------------------ admission
+
+    def _admit(self, scope: Scope) -> Principal | None:
+        headers = _Headers(scope)
+        host = headers.one("host") or ""
+        if _hostname(host) not in LOCAL_HOSTS:
+            raise Refused("misdirected", f"this server answers only for 127.0.0.1, localhost "
+                          f"and [::1], not Host {host[:100]!r}", "Host")
+        origin = headers.one("origin")
+        if origin is not None and (not origin.startswith("http://")
+                                   or _hostname(origin[len("http://"):]) not in LOCAL_HOSTS):
+            raise Refused("forbidden", f"requests from web pages of {origin[:100]!r} are "
+                          "refused: this server is for local clients", "Origin")
+        site = headers.one("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            raise Refused("forbidden", f"a {site[:40]} request from a web page is refused: this "
+                          "server is for local clients", "Sec-Fetch-Site")
+        method = scope["method"]
+        if method == "OPTIONS":
+            raise Refused("method_not_allowed", "OPTIONS is not served: this server answers no "
+                          "cross-origin pre-check", "method")
+        if method in _BODY_METHODS:
+            ctype = (headers.one("content-type") or "").split(";")[0].strip().lower()
+            if ctype not in _JSON_TYPES:
+                raise Refused("unsupported_media_type", f"a {method} must send Content-Type: "
+                              f"application/json, not {ctype[:80] or 'none'!r}", "Content-Type")
+        if scope["path"] == PROOF_PATH and method == "GET":
+            return None
+        principal = self._authenticate(headers)
+        self._narrow(scope, headers, principal)
+        if principal.read_only and method not in ("GET", "HEAD") and scope["path"] != self.config.mcp_path:
+            raise Refused("forbidden", f"key {principal.key_id} is read-only; {method} "
+                          f"{scope['path'][:100]} changes data", "Authorization")
+        return principal
+
+    def _authenticate(self, headers: "_Headers") -> Principal:
+        raw = headers.one("authorization")
+        if self.config.insecure_no_auth:
+            return Principal("insecure", None, owner=True, insecure=True)
+        challenge = {"WWW-Authenticate": 'Bearer realm="amem"'}
+        if raw is None:
+            raise Refused("unauthenticated", "this server needs a key: send Authorization: "
+                          "Bearer <key> (the data directory's owner issues one with `amem keys "
+                          "add --agent ID`)", "Authorization", challenge)
+        scheme, _, secret = raw.partition(" ")
+        secret = secret.strip()
+        if scheme.lower() != "bearer" or not secret:
+            raise Refused("unauthenticated", "the Authorization header must be 'Bearer <key>'",
+                          "Authorization", challenge)
+        record = self.config.record_secret
+        if record and hmac.compare_digest(secret.encode(), record.encode()):
+            return Principal("server-record", None, owner=True)
+        principal = None
+        if self.config.keys is not None:
+            try:
+                principal = self.config.keys.authenticate(secret)
+            except KeyFileError as exc:
+                log.error("refusing every key: %s", exc)
+                raise Refused("unavailable", "the server cannot read its key file; its log "
+                              "says why") from None
+        if principal is None:
+            raise Refused("unauthenticated", "the key is not valid (unknown, revoked, or "
+                          "mistyped)", "Authorization", challenge)
+        return principal
+
+    def _narrow(self, scope: Scope, headers: "_Headers", principal: Principal) -> None:
+        """Check ``X-Amem-Agent`` against the key, and write the header the routes read."""
+        raw = headers.one(AGENT_HEADER.lower())
+        if raw is None:
+            if principal.agent is not None:
+                headers.put(AGENT_HEADER.lower(), quote(principal.agent, safe=""))
+            return
+        if principal.owner:  # any agent: the routes check the header as they always have
+            return
+        try:
+            agent = decode_header(raw, AGENT_HEADER)
+        except ToolError as exc:
+            raise Refused(exc.code, exc.message, exc.field) from None
+        if not principal.may_act_as(agent):
+            raise Refused("forbidden", f"key {principal.key_id} acts as agent "
+                          f"{principal.agent!r} only, not {agent[:100]!r}", AGENT_HEADER)
+
+    async def _bounded_body(self, scope: Scope, receive: Receive) -> Receive:
+        """``receive`` for the app: for a method with a body, the body read here first, no
+        further than the limit (a false or absent Content-Length cannot get past it)."""
+        if scope["method"] in ("GET", "HEAD"):
+            return receive
+        limit = self.config.max_body
+        declared = _Headers(scope).one("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise Refused("payload_too_large", f"the body is {declared} bytes; the limit is {limit}", "body")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: let the app see it
+                chunks_done = b"".join(chunks)
+                return _replay(chunks_done, receive, first=message)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise Refused("payload_too_large", f"the body is over the limit of {limit} bytes", "body")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return _replay(b"".join(chunks), receive)
+
+    # ------------------------------------------------------------------ MCP sessions
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send, principal: Principal) -> None:
+        book = self.sessions
+        session_id = _Headers(scope).one(_SESSION_HEADER.decode())
+        if session_id is None and scope["method"] == "POST":
+            if not book.reserve(principal.key_id):
+                raise_to = Refused("too_many_sessions", f"key {principal.key_id} has "
+                                   f"{book.cap} open MCP sessions, its cap; close one (DELETE) or "
+                                   f"wait {self.config.session_idle:g} s for an idle one to expire",
+                                   "Mcp-Session-Id", {"Retry-After": "30"})
+                await _refuse(send, raise_to)
+                return
+            opened: list[str] = []
+
+            async def watch_open(message: Message) -> None:
+                if message["type"] == "http.response.start" and message["status"] < 400:
+                    opened.extend(v.decode("latin-1") for k, v in message.get("headers", [])
+                                  if k.lower() == _SESSION_HEADER)
+                await send(message)
+
+            try:
+                await self.app(scope, receive, watch_open)
+            finally:
+                book.opened(principal.key_id, opened[0] if opened else None)
+            return
+        if session_id is None:
+            await self.app(scope, receive, send)
+            return
+        status: list[int] = []
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))
+            await send(message)
+
+        book.begin(session_id)
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            ended = bool(status) and (status[0] == 404 or (scope["method"] == "DELETE" and status[0] < 400))
+            book.end(session_id, closed=ended)
+
+
+def _replay(body: bytes, receive: Receive, first: Message | None = None) -> Receive:
+    """A ``receive`` that hands over the buffered body once, then the client's own messages
+    (a disconnect while the app streams its answer)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            if first is not None:
+                return first
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _sdk_user(principal: Principal) -> Any:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="-", client_id=f"amem-key:{principal.key_id}", scopes=[]))
+
+
+def _hostname(host: str) -> str:
+    """The host part of a ``Host`` / ``Origin`` authority (``[::1]:8765`` -> ``::1``)."""
+    try:
+        return (urlsplit(f"//{host}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class _Headers:
+    """The scope's headers by lower-case name; a header sent twice is refused."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+    def one(self, name: str) -> str | None:
+        wanted = name.encode("latin-1")
+        values = [v for k, v in self.scope.get("headers", []) if k.lower() == wanted]
+        if len(values) > 1:
+            raise Refused("invalid_argument", f"the {name} header was sent {len(values)} times", name)
+        return values[0].decode("latin-1") if values else None
+
+    def put(self, name: str, value: str) -> None:
+        wanted = name.encode("latin-1")
+        kept = [(k, v) for k, v in self.scope.get("headers", []) if k.lower() != wanted]
+        self.scope["headers"] = [*kept, (wanted, value.encode("latin-1"))]
+
+
+def guard_app(app: Any, config: GuardConfig) -> Guard:
+    """``app`` behind the guard; the Starlette app stays reachable as ``guard.app``."""
+    return Guard(app, config)
