@@ -315,6 +315,14 @@ def _trigram_flush_size(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO messages_tri(messages_tri, rank) VALUES ('hashsize', ?)", (TRIGRAM_HASHSIZE,))
 
 
+@migration("0012_ingest_batches")
+def _ingest_batches(c: sqlite3.Connection) -> None:
+    # The batches of anonymous messages a conversation took lately (lcm.ingest): the same batch
+    # again within resendWindowSeconds is a host's retry, even after other hosts' messages.
+    c.execute("CREATE TABLE lcm_ingest_batches (conversation_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, "
+              "seen_at TEXT NOT NULL, PRIMARY KEY (conversation_id, fingerprint))")
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -196,7 +196,7 @@ class LcmStore:
         if mode != "normal":
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
-        batch = normalize_messages(messages, now)
+        batch = normalize_messages(messages, now, session_id=session_id)
         with sqlite_only(self.db, "ingest").atomic() as c:
             conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
             ids, skipped, file_ids = store_messages(c, conv_id, batch, self.config, self.files, now)
