@@ -96,6 +96,9 @@ class LcmConfig:
                                                env="LCM_LARGE_FILE_TOKEN_THRESHOLD")
     max_assembly_token_budget: int | None = setting(None, at_least=1)
     max_expand_tokens: int = setting(4000, at_least=1)
+    #: bytes of a stored file ``describe(expand_file=True)`` inlines at most (lossless-claw's
+    #: default and bounds; a call may ask for less or more within them)
+    expand_file_max_bytes: int = setting(32768, at_least=1024, at_most=512000)
     summary_model: str = ""
     expansion_model: str = ""
     delegation_timeout_ms: int = setting(120000, at_least=1)

@@ -110,7 +110,7 @@ def _core(c: sqlite3.Connection) -> None:
         CREATE INDEX summary_messages_message ON summary_messages(message_id);
 
         -- Condensed summary -> the lower-depth summaries it was built from, in order.
-        -- (lossless-claw calls the sources "parents"; describe() calls them children.)
+        -- (lossless-claw calls the sources "parents"; describe() follows it: parent_ids.)
         CREATE TABLE summary_parents (
             summary_id        TEXT NOT NULL,
             parent_summary_id TEXT NOT NULL,

@@ -280,15 +280,18 @@ class LcmStore:
 
     def describe(
         self, id: str, *, offset: int = 0, limit: int = 4000, session_key: SessionKeys = None,
-        conversation_id: int | None = None,
+        conversation_id: int | None = None, expand_file: bool = False, expand_file_max_bytes: int | None = None,
     ) -> SummaryDescription | FileDescription | MessageDescription:
-        """A summary (content, lineage, source message ids), a file (metadata + a slice), or a message.
+        """A summary (content, lineage: ``parent_ids`` it was condensed from, ``child_ids`` condensed
+        from it; source message ids), a file (metadata + a slice; with ``expand_file`` its first
+        ``expand_file_max_bytes`` bytes, default ``expandFileMaxBytes``), or a message.
 
         With ``session_key`` (or ``conversation_id``) an id outside that scope raises the very
         same LcmNotFoundError as an id that does not exist: the answer tells nothing about it.
         """
         return self.queries.describe(id, offset=offset, limit=limit, session_key=session_key,
-                                     conversation_id=conversation_id)  # fmt: skip
+                                     conversation_id=conversation_id, expand_file=expand_file,
+                                     expand_file_max_bytes=expand_file_max_bytes)  # fmt: skip
 
     def expand(
         self,
