@@ -96,6 +96,9 @@ class LcmConfig:
                                                env="LCM_LARGE_FILE_TOKEN_THRESHOLD")
     max_assembly_token_budget: int | None = setting(None, at_least=1)
     max_expand_tokens: int = setting(4000, at_least=1)
+    #: bytes of a stored file ``describe(expand_file=True)`` inlines at most (lossless-claw's
+    #: default and bounds; a call may ask for less or more within them)
+    expand_file_max_bytes: int = setting(32768, at_least=1024, at_most=512000)
     summary_model: str = ""
     expansion_model: str = ""
     delegation_timeout_ms: int = setting(120000, at_least=1)
@@ -108,6 +111,9 @@ class LcmConfig:
     circuit_breaker_cooldown_ms: int = setting(1800000, at_least=0)
     replay_flood_threshold_external: int = setting(3, at_least=1)
     replay_flood_threshold_internal: int = setting(32, at_least=1)
+    #: seconds a batch of anonymous messages is remembered: the same batch again within them is a
+    #: host's retry (lcm.ingest); 0 turns the check off (then only a grown window is re-sent)
+    resend_window_seconds: int = setting(120, at_least=0)
     strip_injected_context_tags: tuple[str, ...] = (
         "active_memory_plugin",
         "relevant-memories",

@@ -109,6 +109,24 @@ class Database:
         with self.lock:
             yield self.conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: every read inside sees the database as it was when it began,
+        while other processes go on writing (WAL keeps the pages it reads). For reads only; it
+        holds this handle's lock, so this process's other threads wait until it ends."""
+        with self.lock:
+            if self._depth:
+                raise sqlite3.ProgrammingError("lcm: a read snapshot cannot start inside a write transaction")
+            conn = self.conn
+            conn.execute("BEGIN")
+            try:
+                # A deferred transaction takes its snapshot at its first read: take it here, so
+                # the snapshot is the state at entry whatever the caller reads first.
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                yield conn
+            finally:
+                conn.execute("ROLLBACK")  # it wrote nothing
+
     def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         with self.lock:
             return self.conn.execute(sql, params).fetchall()

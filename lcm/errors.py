@@ -9,6 +9,7 @@
     ├── PathEscapeError          a file reference that would resolve outside the data directory
     ├── EmbedderMissingError     semantic/hybrid recall or embedding asked of a store without an embedder
     ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
+    ├── CopyVerificationError    a copied store does not match its source; ``.problems``
     └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
         ├── StoreUnavailableError    the database server is down or dropped the connection
         ├── SchemaTooNewError        the database was migrated by newer code; ``.unknown``
@@ -87,6 +88,17 @@ class EmbedderMissingError(LcmError):
     """Semantic recall needs an embedder and this store was opened without one."""
 
     code = "embedder_unavailable"
+
+
+class CopyVerificationError(LcmError):
+    """A copy (``amem lcm migrate``) whose verification failed: counts that differ from the source,
+    or references that do not resolve in the copy. The copy was rolled back."""
+
+    code = "verification_failed"
+
+    def __init__(self, message: str, *, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 class LcmEngineError(LcmError):

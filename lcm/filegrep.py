@@ -83,29 +83,37 @@ def grep_files(
                 warnings.append("file grep stopped at its deadline (grepRegexDeadlineMs); name fewer fileIds")
                 return _result(pattern, mode, hits, conv_ids, warnings)
             text = raw.decode("utf-8", errors="replace")
-            at = _match(text, rx, terms, deadline)
-            if at is not None:
+            span = _match(text, rx, terms, deadline)
+            if span is not None:
+                at, end = span
                 byte_at = offset + len(text[:at].encode("utf-8"))
                 start = max(0, at - _SNIPPET // 3)
                 hits.append(GrepHit("file", row["file_id"], row["conversation_id"], row["created_at"],
-                                    text[start:start + _SNIPPET], 1.0, line=number, byte_offset=byte_at))
+                                    text[start:start + _SNIPPET], 1.0, line=number, byte_offset=byte_at,
+                                    match_text=text[at:end]))
                 if len(hits) >= limit:
                     return _result(pattern, mode, hits, conv_ids, warnings, more=True)
             offset += len(raw) + 1
     return _result(pattern, mode, hits, conv_ids, warnings)
 
 
-def _match(text: str, rx: UserRegex | None, terms: list[str], deadline: float) -> int | None:
-    """Character offset of the first match in one line, or None."""
+def _match(text: str, rx: UserRegex | None, terms: list[str], deadline: float) -> tuple[int, int] | None:
+    """Character span (start, end) of the first match in one line, or None: the regex's match,
+    or the terms that must all occur (from the first placed to the last)."""
     if rx is not None:
         try:
             found = rx.positions(text, deadline, 1)
         except DeadlineExceeded:
             return None
-        return found[0] if found else None
+        return (found[0], rx.match_end(text, found[0])) if found else None
     lowered = text.lower()
-    places = [lowered.find(t) for t in terms]
-    return None if any(p < 0 for p in places) else min(places)
+    places = [(lowered.find(t), t) for t in terms]
+    if any(p < 0 for p, _ in places):
+        return None
+    at, term = min(places)
+    end = max(p + len(t) for p, t in places)
+    # the span from the first term to the last; a line that holds them far apart gives the first
+    return at, end if end - at <= _SNIPPET else at + len(term)
 
 
 def _result(pattern: str, mode: str, hits: list[GrepHit], conv_ids: list[int] | None,

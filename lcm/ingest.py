@@ -1,4 +1,36 @@
-"""Ingest: normalize messages, drop re-sent ones, refuse replay floods, externalize large payloads, store."""
+"""Ingest: normalize messages, drop re-sent ones, refuse replay floods, externalize large payloads, store.
+
+When is a message one already stored? A message is a distinct event unless it is provably the
+same one, in this order of proof (the first that applies decides):
+
+1. **A host id** (``event_id`` / ``eventId`` / ``message_id`` / ``messageId``, an assistant's
+   ``response_id``, a tool result's ``tool_call_id``): the same id in the conversation is the
+   same message, whatever its text now; another id is another message, whatever its text.
+2. **A position** (``position``: the message's index in the host's session, an integer >= 0):
+   the same (session id, position) is the same message. Positions must not restart within a
+   session id; a host that starts a new session passes its new ``session_id``.
+3. **An explicit time** (``created_at`` / ``timestamp``): the same time, role and content is the
+   same message; the same text at another time is a new one (``yes`` / ``ok`` again five
+   minutes later is stored).
+4. **Nothing of these** (anonymous messages): a host that retries a call after a timeout sends
+   the same batch again; a user who says ``ok`` twice makes a new call with new messages. So
+   an anonymous message is dropped only in the two shapes a re-send takes:
+
+   * *the same batch again*: a batch of two or more messages equal, message for message, to
+     a batch this conversation took within ``resendWindowSeconds`` (120 s by the store's clock;
+     each retry restarts it), whatever was stored in between (another host's messages);
+   * *a grown window*: a batch whose first ``k`` messages (2 <= k < its length) are the
+     conversation's last ``k`` stored messages, the host's window sent again with new
+     messages after it: those ``k`` are dropped.
+
+   Everything else is stored: a lone message (one anonymous message says too little), a batch
+   equal to the tail sent after the window (an exchange repeated), a run from the middle of
+   the history. A host that needs its retries exact whatever the delay gives ids, positions
+   or times.
+
+The same event twice in one batch (rules 1-3) is stored once; anonymous messages of one batch
+are never compared with each other (a batch is what the host says happened).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +39,7 @@ import json
 import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 from lcm.config import LcmConfig
@@ -60,9 +93,10 @@ def _content_text(value: Any, field: str) -> str:
     raise LcmValidationError(f"{field}: content must be text, parts or an object", field=field)
 
 
-def _stable_key(msg: Mapping[str, Any], role: str) -> str | None:
-    """Stable identity for events the host names: a response id, a tool call id, or an event id."""
-    for key in ("event_id", "eventId"):
+def _stable_key(msg: Mapping[str, Any], role: str, index: int, session_id: str | None) -> str | None:
+    """Stable identity for events the host names (an event or message id, a response id, a tool
+    call id) or places (a position in its session); None for an anonymous message."""
+    for key in ("event_id", "eventId", "message_id", "messageId"):
         if msg.get(key):
             return f"event:{msg[key]}"
     if role == "assistant":
@@ -73,11 +107,23 @@ def _stable_key(msg: Mapping[str, Any], role: str) -> str | None:
         tid = msg.get("tool_call_id") or msg.get("toolCallId")
         if tid:
             return f"tool-result:{tid}"
-    return None
+    position = msg.get("position")
+    if position is None:
+        return None
+    if type(position) is not int or position < 0:  # bool is an int subclass: refused as well
+        where = f"messages[{index}].position"
+        raise LcmValidationError(f"{where}: expected an integer >= 0 (the message's index in its session), "
+                                 f"got {position!r}", field=where)  # fmt: skip
+    # The session id is part of the key: a host's new session numbers its messages from 0 again.
+    return f"position:{session_id or ''}:{position}"
 
 
-def normalize_messages(messages: Sequence[Mapping[str, Any]], now_iso: str) -> list[NormalizedMessage]:
+def normalize_messages(messages: Sequence[Mapping[str, Any]], now_iso: str, *,
+                       session_id: str | None = None) -> list[NormalizedMessage]:
     """Validate and normalize a batch; raises before anything is written.
+
+    ``session_id`` is the host's id of this run of the session: a message's ``position``
+    counts within it.
 
     Every ingested message passes here, so the common case (a ``dict`` with text content) takes
     the short path: no ABC ``isinstance``, each key read once, the field name built only for an
@@ -111,7 +157,8 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], now_iso: str) -> l
         created = iso(parse_time(raw_time, f"messages[{i}].created_at")) if explicit else now_iso
         ident = sha256(f"{role}\0{content}".encode()).hexdigest()
         name = get("name")
-        out.append(NormalizedMessage(role, content, created, explicit, ident, _stable_key(msg, role),
+        key = _stable_key(msg, role, i, session_id)
+        out.append(NormalizedMessage(role, content, created, explicit, ident, key,
                                      name if isinstance(name, str) else None))  # fmt: skip
     return out
 
@@ -182,48 +229,89 @@ _SECOND_COUNTS = (
 )
 
 
-_WINDOW = "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?"
-_FIRST_IN_WINDOW = f"SELECT 1 FROM ({_WINDOW}) w WHERE w.identity_hash = ? LIMIT 1"
+#: the conversation's last stored messages, newest first
+_TAIL = "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?"
+_BATCH_SEEN = "SELECT seen_at FROM lcm_ingest_batches WHERE conversation_id = ? AND fingerprint = ?"
+_REMEMBER_BATCH = (
+    "INSERT INTO lcm_ingest_batches(conversation_id, fingerprint, seen_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (conversation_id, fingerprint) DO UPDATE SET seen_at = excluded.seen_at"
+)
+_FORGET_BATCHES = "DELETE FROM lcm_ingest_batches WHERE conversation_id = ? AND seen_at < ?"
+
+# What each message of a batch turned out to be (rules of the module docstring).
+_NEW, _SAME, _ANONYMOUS = 0, 1, 2
 
 
-def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
-    """Remove messages already stored: by stable key, by (identity, explicit time), or by batch overlap."""
+def _fingerprint(batch: Sequence[NormalizedMessage]) -> str:
+    """The batch as a whole: each message's role and content, and its key and time when it has
+    them (a retry is byte for byte the same call; a new call with the same words but new ids or
+    times is another batch)."""
+    h = hashlib.sha256()
+    for m in batch:
+        h.update(f"{m.identity_hash}\0{m.stable_event_key or ''}\0{m.created_at if m.explicit_time else ''}\n".encode())
+    return h.hexdigest()
+
+
+def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMessage], now_iso: str,
+                 window_seconds: int) -> list[NormalizedMessage]:
+    """The messages of ``batch`` not already stored, by the rules of the module docstring.
+
+    Also remembers the batch (its fingerprint, when it holds anonymous messages) so that the
+    same batch again within ``window_seconds`` is known as a re-send; inside the caller's write
+    transaction, so a batch that is refused later (a replay flood) is not remembered either.
+    """
     keys = sorted({m.stable_event_key for m in batch if m.stable_event_key is not None})
     stored_keys = {k for (k,) in _existing(c, _KEY_STORED, [(k,) for k in keys], conversation_id)}
-    times = sorted({(m.identity_hash, m.created_at) for m in batch if m.explicit_time})
+    times = sorted({(m.identity_hash, m.created_at) for m in batch if m.explicit_time and m.stable_event_key is None})
     stored_times = _existing(c, _TIME_STORED, times, conversation_id)
-    keep: list[NormalizedMessage] = []
+    status: list[int] = []
     for m in batch:
-        if m.stable_event_key is not None and m.stable_event_key in stored_keys:
-            continue
-        if m.stable_event_key is not None:
-            stored_keys.add(m.stable_event_key)  # the same event twice in one batch: a re-send
-        if m.explicit_time and (m.identity_hash, m.created_at) in stored_times:
-            continue
-        keep.append(m)
-    if not keep:
-        return keep
-    # A host that re-sends its recent window without ids or times: align the batch against the
-    # stored tail and skip the overlapping prefix (or all of it, if it is already there). One
-    # lone message is too ambiguous (a tool may legitimately return the same text twice), so
-    # an overlap counts only from two messages up; ids or times make single messages exact.
-    hashes = [m.identity_hash for m in keep]
-    n = len(hashes)
-    if n < 2:
-        return keep
-    window = n * 2 + 64
-    # Both alignments below start at the batch's first message, so a first message absent from
-    # the window settles it with one probe instead of reading the window's rows (the usual case).
-    if c.execute(_FIRST_IN_WINDOW, (conversation_id, window, hashes[0])).fetchone() is None:
-        return keep
-    recent = [r[0] for r in c.execute(_WINDOW, (conversation_id, window))][::-1]
-    for start in range(len(recent) - n + 1):
-        if recent[start : start + n] == hashes:
-            return []
-    for k in range(min(n, len(recent)), 1, -1):
-        if recent[-k:] == hashes[:k]:
-            return keep[k:]
-    return keep
+        key = m.stable_event_key
+        if key is not None:  # a host id decides alone: another id is another event, same text or not
+            status.append(_SAME if key in stored_keys else _NEW)
+            stored_keys.add(key)  # the same event twice in one batch: a re-send
+        elif m.explicit_time:
+            pair = (m.identity_hash, m.created_at)
+            status.append(_SAME if pair in stored_times else _NEW)
+            stored_times.add(pair)
+        else:
+            status.append(_ANONYMOUS)
+    if _ANONYMOUS in status and len(batch) >= 2:
+        _settle_anonymous(c, conversation_id, batch, status, now_iso, window_seconds)
+    # Anonymous messages left undecided are new: nothing proves them the same as a stored one.
+    return [m for m, s in zip(batch, status) if s != _SAME]
+
+
+def _settle_anonymous(c: Connection, conversation_id: int, batch: Sequence[NormalizedMessage], status: list[int],
+                      now_iso: str, window_seconds: int) -> None:
+    """Mark the anonymous messages of ``batch`` that are a re-send ``_SAME`` (in ``status``):
+    the whole batch seen within the window, or a prefix that is the stored tail."""
+    if window_seconds > 0:
+        fingerprint = _fingerprint(batch)
+        cutoff = iso(parse_time(now_iso, "now") - timedelta(seconds=window_seconds))
+        seen = c.execute(_BATCH_SEEN, (conversation_id, fingerprint)).fetchone()
+        c.execute(_FORGET_BATCHES, (conversation_id, cutoff))
+        c.execute(_REMEMBER_BATCH, (conversation_id, fingerprint, now_iso))  # a retry restarts the window
+        if seen is not None and seen[0] >= cutoff:
+            status[:] = [_SAME if s == _ANONYMOUS else s for s in status]
+            return
+    # A grown window: the batch's first k messages (2 <= k < n) are the stored tail's last k. The
+    # k-th message must then equal the newest stored one, so one row read finds the candidates
+    # and a fresh batch (the usual case) reads no more.
+    hashes = [m.identity_hash for m in batch]
+    newest = c.execute(_TAIL, (conversation_id, 1)).fetchone()
+    if newest is None:
+        return
+    candidates = [k for k in range(len(batch) - 1, 1, -1) if hashes[k - 1] == newest[0]]
+    if not candidates:
+        return
+    tail = [r[0] for r in c.execute(_TAIL, (conversation_id, candidates[0]))][::-1]
+    for k in candidates:
+        # A message of the prefix that is provably new (a new id, a new time) cannot be the
+        # stored one it lines up with: then the prefix is not the tail re-sent.
+        if tail[-k:] == hashes[:k] and _NEW not in status[:k]:
+            status[:k] = [_SAME if s == _ANONYMOUS else s for s in status[:k]]
+            return
 
 
 def _check_replay_flood(
@@ -265,7 +353,7 @@ def store_messages(
 
     Returns ``(message_ids, skipped_duplicates, file_ids)``.
     """
-    fresh = _drop_resent(c, conversation_id, batch)
+    fresh = _drop_resent(c, conversation_id, batch, now_iso, cfg.resend_window_seconds)
     skipped = len(batch) - len(fresh)
     _check_replay_flood(c, conversation_id, fresh, cfg)
     if not fresh:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -126,6 +127,22 @@ class LargeFileStore:
             raise LcmNotFoundError(f"file {file_id} is recorded but missing on disk", id=file_id) from exc
         chunk = text[offset : offset + limit]
         return chunk, len(text) > offset + limit
+
+    def read_head(self, file_id: str, storage_path: str, max_bytes: int) -> tuple[str, bool]:
+        """The file's first ``max_bytes`` bytes as text (a character cut by the limit is left
+        out whole); returns (text, more_remaining)."""
+        if not FILE_ID_RE.match(file_id):
+            raise LcmNotFoundError(f"not a file id: {file_id!r}", id=file_id)
+        path = self.resolve(storage_path)
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(max_bytes + 1)
+        except FileNotFoundError as exc:
+            raise LcmNotFoundError(f"file {file_id} is recorded but missing on disk", id=file_id) from exc
+        more = len(data) > max_bytes
+        # An incremental decoder that is not told the end keeps a cut character's bytes back.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        return decoder.decode(data[:max_bytes], final=not more), more
 
     def delete(self, storage_path: str) -> bool:
         try:

@@ -110,7 +110,7 @@ def _core(c: sqlite3.Connection) -> None:
         CREATE INDEX summary_messages_message ON summary_messages(message_id);
 
         -- Condensed summary -> the lower-depth summaries it was built from, in order.
-        -- (lossless-claw calls the sources "parents"; describe() calls them children.)
+        -- (lossless-claw calls the sources "parents"; describe() follows it: parent_ids.)
         CREATE TABLE summary_parents (
             summary_id        TEXT NOT NULL,
             parent_summary_id TEXT NOT NULL,
@@ -313,6 +313,14 @@ def _trigram_flush_size(c: sqlite3.Connection) -> None:
     # messages_tri_config) paid 1M messages in 7.6 instead of 12.0 CPU-seconds (benchmarks/RESULTS.md)
     # with the same answers. Memory: a payment holds up to this much pending index in RAM.
     c.execute("INSERT INTO messages_tri(messages_tri, rank) VALUES ('hashsize', ?)", (TRIGRAM_HASHSIZE,))
+
+
+@migration("0012_ingest_batches")
+def _ingest_batches(c: sqlite3.Connection) -> None:
+    # The batches of anonymous messages a conversation took lately (lcm.ingest): the same batch
+    # again within resendWindowSeconds is a host's retry, even after other hosts' messages.
+    c.execute("CREATE TABLE lcm_ingest_batches (conversation_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, "
+              "seen_at TEXT NOT NULL, PRIMARY KEY (conversation_id, fingerprint))")
 
 
 def applied_migrations(db: Database) -> list[str]:

@@ -143,6 +143,7 @@ class GrepHit(_Dict):
     summary_kind: str | None = None  # "leaf" | "condensed" for summary hits
     line: int | None = None  # file hits: 1-based line of the match
     byte_offset: int | None = None  # file hits: UTF-8 byte offset of the match in the file
+    match_text: str | None = None  # file hits: the text that matched (the snippet is its line)
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,11 @@ class GrepResult(_Dict):
 @dataclass(frozen=True)
 class SummaryDescription(_Dict):
     summary: Summary
-    parents: list[str]  # summaries that condensed this one (higher depth)
-    children: list[str]  # summaries this one was condensed from (lower depth)
+    #: the summaries this one was condensed from (lower depth): the links recall walks down to
+    #: the source messages, lossless-claw's ``parentIds`` (its summary_parents table's meaning)
+    parent_ids: list[str]
+    #: the summaries condensed from this one (higher depth), lossless-claw's ``childIds``
+    child_ids: list[str]
     source_message_ids: list[int]
     source_messages_truncated: bool
     in_context: bool
@@ -178,9 +182,9 @@ class FileDescription(_Dict):
     id: str
     conversation_id: int
     message_id: int | None
-    name: str
+    file_name: str  # lossless-claw's names: fileName, mimeType, byteSize
     mime_type: str
-    size_bytes: int
+    byte_size: int
     token_count: int
     exploration_summary: str
     created_at: str
@@ -189,6 +193,10 @@ class FileDescription(_Dict):
     slice_truncated: bool
     kind: str = "file"
     storage_name: str = ""  # the file's name in the large-files directory
+    #: with ``expand_file``: the file's first ``expandFileMaxBytes`` bytes as text, and whether
+    #: the file goes on past them (None without ``expand_file``)
+    content: str | None = None
+    content_truncated: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -266,6 +266,7 @@ def _delete_conversation(c: Connection, conv_id: int, files: LargeFileStore, doo
     doomed_files += [r[0] for r in c.execute("SELECT storage_path FROM large_files WHERE conversation_id = ?", (conv_id,))]
     c.execute("DELETE FROM large_files WHERE conversation_id = ?", (conv_id,))
     c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv_id,))
+    c.execute("DELETE FROM lcm_ingest_batches WHERE conversation_id = ?", (conv_id,))
     c.execute("DELETE FROM lcm_failures WHERE conversation_id = ?", (conv_id,))  # reasons may quote it
     c.execute("DELETE FROM conversations WHERE id = ?", (conv_id,))
     return int(n)

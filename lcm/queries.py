@@ -111,10 +111,12 @@ class Queries:
 
     def describe(
         self, id: str, *, offset: int, limit: int, session_key: SessionKeys, conversation_id: int | None,
+        expand_file: bool = False, expand_file_max_bytes: int | None = None,
     ) -> SummaryDescription | FileDescription | MessageDescription:
         """:meth:`lcm.LcmStore.describe`."""
         family = self.scopes.family(session_key, conversation_id, False)
-        return self.recall.describe(id, offset=offset, limit=limit, family=family)
+        return self.recall.describe(id, offset=offset, limit=limit, family=family, expand_file=expand_file,
+                                    expand_file_max_bytes=expand_file_max_bytes)  # fmt: skip
 
     def _scope(self, summary_ids: Sequence[str] | None, session_key: SessionKeys, conversation_id: int | None,
                all_conversations: bool) -> list[int] | None:  # fmt: skip

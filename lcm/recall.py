@@ -82,16 +82,20 @@ class Recall:
 
     # -- describe ----------------------------------------------------------------------------
     def describe(
-        self, id: str, *, offset: int = 0, limit: int = 4000, family: Collection[int] | None = None
+        self, id: str, *, offset: int = 0, limit: int = 4000, family: Collection[int] | None = None,
+        expand_file: bool = False, expand_file_max_bytes: int | None = None,
     ) -> SummaryDescription | FileDescription | MessageDescription:
         """The item behind ``id``. With ``family`` (conversation ids), an item of any other
-        conversation raises exactly the LcmNotFoundError of an id that does not exist."""
+        conversation raises exactly the LcmNotFoundError of an id that does not exist.
+
+        ``expand_file`` (files only) adds the file's first ``expand_file_max_bytes`` bytes
+        (default ``expandFileMaxBytes``, within 1,024..512,000) as ``content``."""
         if not isinstance(id, str):
             raise LcmValidationError("id must be a string like sum_…, file_… or msg_…", field="id")
         if SUMMARY_ID_RE.match(id):
             return self._describe_summary(id, family)
         if FILE_ID_RE.match(id):
-            return self._describe_file(id, offset, limit, family)
+            return self._describe_file(id, offset, limit, family, expand_file, expand_file_max_bytes)
         m = MESSAGE_ID_RE.match(id)
         if m:
             return self._describe_message(id, m.group(1), family)
@@ -102,10 +106,12 @@ class Recall:
             row = visible(c.execute("SELECT * FROM summaries WHERE summary_id = ?", (sid,)).fetchone(), family)
             if row is None:
                 raise LcmNotFoundError(f"no summary {sid}", id=sid)
-            parents = [r[0] for r in c.execute("SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?", (sid,))]
-            children = [
-                r[0] for r in c.execute("SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal", (sid,))
-            ]
+            # summary_parents(summary_id, parent_summary_id): a condensed summary and a summary it
+            # was condensed from, which lossless-claw calls its parent (what recall walks down)
+            parent_ids = [r[0] for r in c.execute(
+                "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal", (sid,))]
+            child_ids = [r[0] for r in c.execute(
+                "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? ORDER BY summary_id", (sid,))]
             msg_ids = [
                 r[0]
                 for r in c.execute(
@@ -122,20 +128,26 @@ class Recall:
                 f"SELECT file_id FROM messages WHERE id IN ({','.join('?' * len(shown))}) "
                 "AND file_id IS NOT NULL GROUP BY file_id ORDER BY min(id)", shown)] if shown else []  # fmt: skip
         return SummaryDescription(
-            row_to_summary(row), parents, children, shown, len(msg_ids) > _MAX_SOURCE_IDS, in_ctx, file_ids=file_ids
+            row_to_summary(row), parent_ids, child_ids, shown, len(msg_ids) > _MAX_SOURCE_IDS, in_ctx, file_ids=file_ids
         )
 
-    def _describe_file(self, fid: str, offset: int, limit: int, family: Collection[int] | None) -> FileDescription:
+    def _describe_file(self, fid: str, offset: int, limit: int, family: Collection[int] | None,
+                       expand_file: bool, max_bytes: int | None) -> FileDescription:  # fmt: skip
         if offset < 0 or not 1 <= limit <= 50000:
             raise LcmValidationError("offset must be >= 0 and limit 1..50000", field="limit")
+        if max_bytes is not None and not (isinstance(max_bytes, int) and 1024 <= max_bytes <= 512000):
+            raise LcmValidationError(f"expand_file_max_bytes must be 1024..512000, got {max_bytes!r}",
+                                     field="expand_file_max_bytes")  # fmt: skip
         row = visible(self.db.one("SELECT * FROM large_files WHERE file_id = ?", (fid,)), family)
         if row is None:
             raise LcmNotFoundError(f"no file {fid}", id=fid)
         text, more = self.files.read_slice(fid, row["storage_path"], offset, limit)
+        content, cut = (self.files.read_head(fid, row["storage_path"], max_bytes or self.cfg.expand_file_max_bytes)
+                        if expand_file else (None, None))  # fmt: skip
         return FileDescription(
             fid, row["conversation_id"], row["message_id"], row["name"], row["mime_type"], row["size_bytes"],
             row["token_count"], row["exploration_summary"], row["created_at"], offset, text, more,
-            storage_name=row["storage_path"].rsplit("/", 1)[-1],
+            storage_name=row["storage_path"].rsplit("/", 1)[-1], content=content, content_truncated=cut,
         )  # fmt: skip
 
     def _describe_message(self, id: str, digits: str, family: Collection[int] | None) -> MessageDescription:

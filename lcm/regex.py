@@ -74,6 +74,17 @@ class UserRegex:
         """Bytes one engine call may scan, so its worst case stays a few milliseconds."""
         return max(_MIN_WINDOW, min(_MAX_WINDOW, _STEP_BUDGET // max(1, self.program_size)))
 
+    def match_end(self, text: str, at: int) -> int:
+        """Where the match that :meth:`positions` found starting at character ``at`` ends (a
+        character offset), read within one window as a scan is (a longer match is cut there);
+        ``at`` itself when nothing matches there."""
+        data = text.encode("utf-8")
+        start = len(text[:at].encode("utf-8"))
+        m = self.compiled.search(data, start, min(len(data), start + self.window))
+        if m is None or m.start() != start:
+            return at
+        return at + len(data[start:m.end()].decode("utf-8", errors="replace"))
+
     def positions(self, text: str, deadline: float, want: int) -> list[int]:
         """Character offsets where up to ``want`` matches start, checking ``deadline`` between windows.
 

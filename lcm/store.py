@@ -196,7 +196,7 @@ class LcmStore:
         if mode != "normal":
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
-        batch = normalize_messages(messages, now)
+        batch = normalize_messages(messages, now, session_id=session_id)
         with sqlite_only(self.db, "ingest").atomic() as c:
             conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
             ids, skipped, file_ids = store_messages(c, conv_id, batch, self.config, self.files, now)
@@ -280,15 +280,18 @@ class LcmStore:
 
     def describe(
         self, id: str, *, offset: int = 0, limit: int = 4000, session_key: SessionKeys = None,
-        conversation_id: int | None = None,
+        conversation_id: int | None = None, expand_file: bool = False, expand_file_max_bytes: int | None = None,
     ) -> SummaryDescription | FileDescription | MessageDescription:
-        """A summary (content, lineage, source message ids), a file (metadata + a slice), or a message.
+        """A summary (content, lineage: ``parent_ids`` it was condensed from, ``child_ids`` condensed
+        from it; source message ids), a file (metadata + a slice; with ``expand_file`` its first
+        ``expand_file_max_bytes`` bytes, default ``expandFileMaxBytes``), or a message.
 
         With ``session_key`` (or ``conversation_id``) an id outside that scope raises the very
         same LcmNotFoundError as an id that does not exist: the answer tells nothing about it.
         """
         return self.queries.describe(id, offset=offset, limit=limit, session_key=session_key,
-                                     conversation_id=conversation_id)  # fmt: skip
+                                     conversation_id=conversation_id, expand_file=expand_file,
+                                     expand_file_max_bytes=expand_file_max_bytes)  # fmt: skip
 
     def expand(
         self,

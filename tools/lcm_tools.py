@@ -83,6 +83,8 @@ def _hit(hit: dict[str, Any]) -> dict[str, Any]:
         if key == "kind" or value is None:
             continue
         out["kind" if key == "summaryKind" else key] = value
+    if hit["kind"] == "summary":
+        out["summaryId"] = hit["id"]  # the reference's name for a summary hit's id
     return out
 
 
@@ -128,9 +130,15 @@ def lcm_grep(ctx: "CallContext", pattern: str, mode: str = "regex", scope: str =
 @_argument_names
 def lcm_describe(ctx: "CallContext", id: str, conversationId: int | None = None,  # noqa: A002 - the wire name
                  allConversations: bool = False, offset: int = 0,
-                 limit: int = 4000) -> dict[str, Any]:
+                 limit: int = 4000, expandFile: bool = False,
+                 expandFileMaxBytes: int | None = None) -> dict[str, Any]:
     out = _out(_lcm(ctx).describe(id, offset=offset, limit=limit, conversation_id=conversationId,
-                                session_key=_scope_keys(ctx, allConversations)))
+                                session_key=_scope_keys(ctx, allConversations), expand_file=expandFile,
+                                expand_file_max_bytes=expandFileMaxBytes))
+    if out.get("content") is None and out.get("kind") == "file":
+        # without expandFile the file's content is not read: leave the fields out, not null
+        out.pop("content", None)
+        out.pop("contentTruncated", None)
     out["type"] = out.get("kind")
     if "id" not in out and isinstance(out.get("summary"), dict):
         out["id"] = out["summary"].get("id")  # the reference's top-level id, for summaries too
@@ -178,7 +186,8 @@ def lcm_tools() -> list[Tool]:
                 "some; the first 8 MB of each). allConversations=true searches all your "
                 "sessions. Use it when something was said earlier but is no longer in context. "
                 "Returns {hits: [{type, id, conversationId, createdAt, snippet, score, role, "
-                "kind (leaf/condensed), depth, line, byteOffset}], truncated, notEmbedded "
+                "kind (leaf/condensed), depth, summaryId (summary hits), line, byteOffset and "
+                "matchText (file hits)}], truncated, notEmbedded "
                 "(semantic/hybrid: items not embedded yet, unseen by meaning)}; follow up "
                 "with lcm_describe or lcm_expand_query."),
             schema=obj({
@@ -205,10 +214,13 @@ def lcm_tools() -> list[Tool]:
             summary="show one conversation summary or stored file by id",
             description=(
                 "Show one item of the conversation history by id: a summary (sum_...) with its "
-                "metadata, parent and child summaries, source message ids and fileIds; a stored "
-                "large file (file_...) with its metadata, storageName and a slice of its text "
-                "(offset/limit page through it); or a message (msg_...). Use it on ids returned "
-                "by lcm_grep. Returns the item with its type, or a not_found error."),
+                "metadata, parentIds (the summaries it was condensed from: walk them down to the "
+                "source), childIds (summaries condensed from it), source message ids and fileIds; "
+                "a stored large file (file_...) with fileName, mimeType, byteSize, storageName and "
+                "a slice of its text (offset/limit page through it; expandFile=true adds its first "
+                "expandFileMaxBytes bytes as content, with contentTruncated); or a message "
+                "(msg_...). Use it on ids returned by lcm_grep. Returns the item with its type, or "
+                "a not_found error."),
             schema=obj({
                 "id": {"type": "string", "minLength": 1, "maxLength": 100,
                        "description": "A summary (sum_...), file (file_...) or message (msg_...) id."},
@@ -218,6 +230,12 @@ def lcm_tools() -> list[Tool]:
                            "description": "Files: the first character of the slice."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50000, "default": 4000,
                           "description": "Files: characters in the slice."},
+                "expandFile": {"type": "boolean", "default": False,
+                               "description": "Files: inline the file's content from its start "
+                               "(content, contentTruncated); lcm_grep scope=files searches past it."},
+                "expandFileMaxBytes": {"type": "integer", "minimum": 1024, "maximum": 512000,
+                                       "description": "Files: bytes expandFile inlines at most; "
+                                       "default the server's expandFileMaxBytes (32768)."},
             }, required=["id"])),
         Tool(
             name="lcm_expand", handler=lcm_expand, group="lcm",

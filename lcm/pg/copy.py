@@ -1,82 +1,167 @@
-"""Copy a SQLite lcm store into an empty PostgreSQL database, rows and ids unchanged, in one transaction."""
+"""Copy a SQLite lcm store into an empty PostgreSQL database: one snapshot of the source, rows and
+ids unchanged, verified, in one transaction.
+
+The source is read in one read transaction (:meth:`lcm.db.Database.snapshot`), so writers in
+other processes may go on while it runs and the copy is the store as it was at one instant: no
+context item names a summary compacted after the summaries were read, no message arrives
+between the messages and the context items. Before the destination commits, a verification
+pass compares it with that snapshot: every table's row count, and the references that make the
+history whole (each context item resolves, each summary edge has both ends, each message and
+summary is reachable from the context). A copy that differs is rolled back and raised as
+:class:`lcm.errors.CopyVerificationError` naming what is off. Damage the source already had (the
+same count of the same finding in the snapshot) is copied as it is and reported, not refused:
+``amem lcm doctor`` is where it is repaired.
+"""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from lcm.conn import Handle
+from lcm.conn import Connection, Handle
 from lcm.db import sqlite_only
-from lcm.errors import LcmValidationError
+from lcm.errors import CopyVerificationError, LcmValidationError
 from lcm.pg.db import PgDatabase
 from lcm.pg.schema import migrate_pg
 from lcm.timeutil import iso
 
-__all__ = ["CopyReport", "copy_sqlite_to_postgres", "COPIED_TABLES"]
+log = logging.getLogger(__name__)
+
+__all__ = ["CopyReport", "copy_sqlite_to_postgres", "reference_checks", "COPIED_TABLES", "REFERENCE_CHECKS"]
 
 #: every table of lcm's data, parents before children (the foreign keys are checked per row)
 COPIED_TABLES = (
     "conversations", "messages", "summaries", "summary_messages", "summary_parents", "context_items",
     "large_files", "compaction_debt", "lcm_failures", "lcm_time_order", "lcm_embedder",
-    "message_vectors", "summary_vectors",
+    "message_vectors", "summary_vectors", "lcm_ingest_batches",
 )  # fmt: skip
 #: identity columns whose sequence must continue after the copied ids
 _SEQUENCES = {"conversations": "id", "messages": "id", "summaries": "pk", "lcm_failures": "id"}
 _CHUNK = 1000
 
+#: what makes a history whole, each a count of the rows that break it (portable SQL: run on the
+#: SQLite snapshot and on the copy); the doctor lists the same findings one by one
+REFERENCE_CHECKS = {
+    "context_items_pointing_nowhere": (
+        "SELECT count(*) FROM context_items ci WHERE "
+        "(ci.item_type = 'message' AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = ci.message_id "
+        " AND m.conversation_id = ci.conversation_id)) OR "
+        "(ci.item_type = 'summary' AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = ci.summary_id "
+        " AND s.conversation_id = ci.conversation_id))"),
+    "summary_message_edges_with_a_missing_end": (
+        "SELECT count(*) FROM summary_messages e WHERE "
+        "NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = e.summary_id) OR "
+        "NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = e.message_id)"),
+    "summary_parent_edges_with_a_missing_end": (
+        "SELECT count(*) FROM summary_parents e WHERE "
+        "NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = e.summary_id) OR "
+        "NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = e.parent_summary_id)"),
+    "messages_reachable_from_nothing": (
+        "SELECT count(*) FROM messages m WHERE "
+        "NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) AND "
+        "NOT EXISTS (SELECT 1 FROM summary_messages e WHERE e.message_id = m.id)"),
+    "summaries_reachable_from_nothing": (
+        "SELECT count(*) FROM summaries s WHERE "
+        "NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.summary_id = s.summary_id) AND "
+        "NOT EXISTS (SELECT 1 FROM summary_parents e WHERE e.parent_summary_id = s.summary_id)"),
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class CopyReport:
-    """What was copied: rows per table, and where from and to (the URL without its password)."""
+    """What was copied: rows per table, where from and to (the URL without its password), and
+    the reference checks of the copy (each 0, unless the source had that damage already:
+    ``carried`` names those, copied as they were)."""
 
     source: str
     destination: str
     rows: dict[str, int] = field(default_factory=dict)
+    checks: dict[str, int] = field(default_factory=dict)
+    carried: dict[str, int] = field(default_factory=dict)
+
+
+def reference_checks(c: Connection) -> dict[str, int]:
+    """Each of :data:`REFERENCE_CHECKS` counted over the database ``c`` reads."""
+    return {name: int(c.execute(sql).fetchone()[0]) for name, sql in REFERENCE_CHECKS.items()}
 
 
 def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase) -> CopyReport:
-    """Copy every lcm row of ``source`` (a migrated SQLite store) into ``destination``.
+    """Copy every lcm row of ``source`` (a migrated SQLite store) into ``destination``, verified.
 
     The destination is migrated first and must hold no conversation: merging two histories
-    would renumber ids that summaries, context items and vectors refer to. The copy is one
-    transaction, so an interrupted copy leaves the destination empty, never half-filled.
-    Large files stay where they are: point ``largeFilesDir`` of every host at that directory.
+    would renumber ids that summaries, context items and vectors refer to. The source is read
+    in one snapshot (writers of other processes go on meanwhile; this process's wait); the copy
+    is one transaction, so an interrupted or refused copy leaves the destination empty, never
+    half-filled. Large files stay where they are: point ``largeFilesDir`` of every host at
+    that directory.
 
     Raises:
         LcmValidationError: the destination already holds conversations (``field="destination"``).
+        CopyVerificationError: the copy does not match the snapshot (``.problems``); rolled back.
         UnsupportedOnEngineError: ``source_handle`` is not a SQLite store's.
     """
     source = sqlite_only(source_handle, "copy from a SQLite store")  # it reads PRAGMA table_info
     migrate_pg(destination, iso(datetime.now(timezone.utc)))
     rows: dict[str, int] = {}
-    with destination.atomic() as dst:
+    with source.snapshot() as src, destination.atomic() as dst:
         if dst.execute("SELECT 1 FROM conversations LIMIT 1").fetchone() is not None:
             raise LcmValidationError(
                 f"the PostgreSQL database at {destination.path} already holds conversations; "
                 "copy into an empty database", field="destination")  # fmt: skip
+        expected = {t: int(src.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COPIED_TABLES}
+        in_source = reference_checks(src)
         for table in COPIED_TABLES:
-            with source.reading() as src:
-                cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
-            wanted = {r[0] for r in dst.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ?", (table,)).fetchall()}  # fmt: skip
-            missing = [c for c in cols if c not in wanted]
-            if missing:  # a SQLite column without a home on the server: refuse rather than drop data
-                raise LcmValidationError(f"{table}: columns {missing} have no PostgreSQL counterpart", field=table)
-            insert = f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-            order = "rowid" if table not in ("lcm_time_order",) else "name"
-            offset = count = 0
-            while True:
-                with source.reading() as src:
-                    chunk = [tuple(r) for r in src.execute(
-                        f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order} LIMIT ? OFFSET ?", (_CHUNK, offset))]
-                if not chunk:
-                    break
-                dst.executemany(insert + (" ON CONFLICT DO NOTHING" if table == "lcm_time_order" else ""), chunk)
-                count += len(chunk)
-                offset += _CHUNK
-            rows[table] = count
+            rows[table] = _copy_table(src, dst, table)
         for table, col in _SEQUENCES.items():
             dst.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{col}'), "
                         f"coalesce((SELECT max({col}) FROM {table}), 0) + 1, false)")  # fmt: skip
-    return CopyReport(source.path, destination.path, rows)
+        checks = _verify(dst, expected, rows, in_source)
+    carried = {name: n for name, n in checks.items() if n}
+    if carried:
+        log.warning("lcm: copied damage the source already had (amem lcm doctor lists it): %s", carried)
+    return CopyReport(source.path, destination.path, rows, checks, carried)
+
+
+def _copy_table(src: Connection, dst: Connection, table: str) -> int:
+    """One table's rows from the snapshot into the destination, a chunk at a time; the count."""
+    cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
+    wanted = {r[0] for r in dst.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = ?", (table,)).fetchall()}  # fmt: skip
+    missing = [c for c in cols if c not in wanted]
+    if missing:  # a SQLite column without a home on the server: refuse rather than drop data
+        raise LcmValidationError(f"{table}: columns {missing} have no PostgreSQL counterpart", field=table)
+    insert = f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    if table == "lcm_time_order":
+        insert += " ON CONFLICT DO NOTHING"
+    order = "name" if table == "lcm_time_order" else "rowid"
+    # One cursor over the table (the snapshot keeps it stable), where chunks by OFFSET re-read
+    # every skipped row.
+    cursor = src.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}")
+    count = 0
+    while chunk := [tuple(r) for r in cursor.fetchmany(_CHUNK)]:
+        dst.executemany(insert, chunk)
+        count += len(chunk)
+    return count
+
+
+def _verify(dst: Connection, expected: dict[str, int], copied: dict[str, int],
+            in_source: dict[str, int]) -> dict[str, int]:
+    """Compare the copy, inside its transaction, with the snapshot; raise naming each difference.
+
+    Returns the reference checks of the copy (non-zero only for damage the source had as well).
+    """
+    problems: list[str] = []
+    for table, want in expected.items():
+        have = int(dst.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        if have != want or copied[table] != want:
+            problems.append(f"{table}: {have} rows in the copy ({copied[table]} sent), {want} in the source snapshot")
+    checks = reference_checks(dst)
+    for name, n in checks.items():
+        if n != in_source[name]:
+            problems.append(f"{name.replace('_', ' ')}: {n} in the copy, {in_source[name]} in the source snapshot")
+    if problems:
+        raise CopyVerificationError("the copy does not match the source, so nothing was kept: " + "; ".join(problems),
+                                    problems=problems)  # fmt: skip
+    return checks

@@ -49,7 +49,7 @@ def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Nor
 
     Returns ``(message_ids, skipped_duplicates, file_ids)``.
     """
-    fresh = _drop_resent(c, conversation_id, list(batch))
+    fresh = _drop_resent(c, conversation_id, list(batch), now_iso, cfg.resend_window_seconds)
     skipped = len(batch) - len(fresh)
     _check_replay_flood(c, conversation_id, fresh, cfg)
     if not fresh:

@@ -220,6 +220,9 @@ _step("0010_conversation_time_order", "CREATE INDEX messages_conversation_newest
 # SQLite only: the flush size of FTS5's trigram index (lcm.trigram's payments); pg_trgm has none.
 _step("0011_trigram_flush_size")
 
+# The batches of anonymous messages a conversation took lately (lcm.ingest), as on SQLite.
+_step("0012_ingest_batches", """CREATE TABLE lcm_ingest_batches (conversation_id BIGINT NOT NULL,
+      fingerprint TEXT NOT NULL, seen_at TEXT NOT NULL, PRIMARY KEY (conversation_id, fingerprint))""")
 
 def applied_pg_migrations(db: PgDatabase) -> list[str]:
     with db.atomic() as c:

@@ -127,7 +127,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         if mode != "normal":
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
-        batch = normalize_messages(messages, now)
+        batch = normalize_messages(messages, now, session_id=session_id)
         for field, text in [("session_key", session_key), ("session_id", session_id),
                             *((f"messages[{i}]", v) for i, m in enumerate(batch)
                               for v in (m.content, m.stable_event_key, m.name))]:  # fmt: skip

@@ -59,6 +59,21 @@ def make_store(clock: ManualClock) -> Iterator[Callable[..., LcmStore]]:
 
 
 @pytest.fixture
+def open_again(clock: ManualClock) -> Iterator[Callable[[LcmStore], LcmStore]]:
+    """Another handle on a store's database: a second host (another connection, another process)."""
+    opened: list[LcmStore] = []
+
+    def again(store: LcmStore) -> LcmStore:
+        other = LcmStore(store.db.path, store.config, clock=clock)
+        opened.append(other)
+        return other
+
+    yield again
+    for s in opened:
+        s.close()
+
+
+@pytest.fixture
 def store(make_store: Callable[..., LcmStore]) -> LcmStore:
     return make_store()
 

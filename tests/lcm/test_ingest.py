@@ -30,18 +30,22 @@ def test_resending_a_batch_stores_nothing_twice(store: LcmStore) -> None:
     assert count(store, "messages") == 12 == count(store, "context_items")
 
 
-def test_the_window_alignment_only_drops_what_lines_up(store: LcmStore) -> None:
+def test_the_window_alignment_only_drops_what_lines_up(store: LcmStore, clock: ManualClock) -> None:
     store.ingest(KEY, chat(10))
-    # the batch's first message is in the stored window but the batch does not line up: all new
+    clock.advance(300)  # past the resend window: only the tail alignment can call a batch re-sent
+    # the batch's first message is in the stored history but the batch does not line up: all new
     assert store.ingest(KEY, [chat(10)[3], *chat(2, start=40)]).stored == 3
-    # a run from the middle of the window is already there: nothing stored
-    assert (r := store.ingest(KEY, chat(4, start=2))).stored == 0 and r.skipped_duplicates == 4
+    # a run from the middle of the history is an earlier exchange said again: stored (the old
+    # alignment, anywhere in a window of recent messages, dropped it)
+    assert (r := store.ingest(KEY, chat(4, start=2))).stored == 4 and r.skipped_duplicates == 0
     # a lone message equal to one stored is too ambiguous to drop (a tool may repeat itself)
     assert store.ingest(KEY, [chat(10)[9]]).stored == 1
     # the tail re-sent with a new message after it: only the new one
-    tail = [chat(2, start=40)[1], chat(10)[9], *chat(1, start=50)]
+    tail = [chat(4, start=2)[3], chat(10)[9], *chat(1, start=50)]
     assert (r := store.ingest(KEY, tail)).stored == 1 and r.skipped_duplicates == 2
-    assert count(store, "messages") == 15
+    # a batch that is the tail whole and no batch taken lately: the exchange repeated, stored
+    assert store.ingest(KEY, [chat(10)[9], *chat(1, start=50)]).stored == 2
+    assert count(store, "messages") == 21
 
 
 def test_stable_event_keys_and_explicit_times_dedupe(store: LcmStore) -> None:

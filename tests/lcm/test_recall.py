@@ -31,10 +31,13 @@ def top_summary(store: LcmStore) -> str:
 def test_describe_summary_lineage(deep: LcmStore) -> None:
     top = top_summary(deep)
     d = deep.describe(top)
-    assert d.kind == "summary" and d.summary.kind == "condensed" and d.children  # type: ignore[union-attr]
-    child = deep.describe(d.children[0])  # type: ignore[union-attr]
-    assert top in child.parents  # type: ignore[union-attr]
-    assert set(child.source_message_ids) <= set(d.source_message_ids)  # type: ignore[union-attr]
+    # lossless-claw's meaning: a condensed summary's parents are the summaries it was condensed
+    # from (recall walks them down), its children the summaries condensed from it
+    assert d.kind == "summary" and d.summary.kind == "condensed" and d.parent_ids  # type: ignore[union-attr]
+    source = deep.describe(d.parent_ids[0])  # type: ignore[union-attr]
+    assert top in source.child_ids and source.summary.depth < d.summary.depth  # type: ignore[union-attr]
+    assert d.child_ids == [] and "parentIds" not in d.to_dict() and d.to_dict()["parent_ids"] == d.parent_ids  # type: ignore[union-attr]
+    assert set(source.source_message_ids) <= set(d.source_message_ids)  # type: ignore[union-attr]
     assert d.to_dict()["summary"]["id"] == top
     m = deep.describe("msg_1")
     assert m.kind == "message" and m.summary_ids and "Priya" in m.content  # type: ignore[union-attr]
@@ -84,7 +87,7 @@ def test_expand_query_extractive(deep: LcmStore) -> None:
 
 def test_expand_query_with_llm_loop(deep: LcmStore) -> None:
     top = top_summary(deep)
-    child = deep.describe(top).children[0]  # type: ignore[union-attr]
+    child = deep.describe(top).parent_ids[0]  # type: ignore[union-attr]
     llm = ScriptedLLM([f"EXPAND: {child}", "Every 90 days, decided by Priya [msg_1]."])
     deep.recall.llm = llm
     res = deep.expand_query("rotation period?", summary_ids=[top], max_tokens=100)

@@ -196,3 +196,68 @@ def test_expand_query_marks_no_llm_and_fails_with_a_code(memory: MemoryStore) ->
             "lcm_expand_query", {"prompt": "wifi password?", "query": "wifi", "timeoutMs": 150000})
         assert out["method"] == "llm" and out["citedIds"] == ["msg_1"]
         assert out["sourceConversationIds"] == [lcm.conversation(ALICE).id]  # type: ignore[union-attr]
+
+
+def test_describe_names_lineage_and_files_as_the_reference(memory: MemoryStore, lcm: LcmStore) -> None:
+    # issue 26: the reference's parentIds are the summaries a condensed one was made from (what
+    # recall walks down); ours said "children" for those. Files: fileName, mimeType, byteSize.
+    alice = _facade(memory, lcm, "alice")
+    conv = lcm.conversation(ALICE)
+    assert conv is not None
+    top = str(lcm.db.scalar("SELECT summary_id FROM summaries WHERE conversation_id = ? "
+                            "ORDER BY depth DESC LIMIT 1", (conv.id,)))
+    out = alice.call("lcm_describe", {"id": top})
+    assert out["parentIds"] and out["childIds"] == [] and "children" not in out and "parents" not in out
+    below = alice.call("lcm_describe", {"id": out["parentIds"][0]})
+    assert top in below["childIds"] and below["summary"]["depth"] < out["summary"]["depth"]
+    walked = alice.call("lcm_expand", {"summaryIds": [top], "maxDepth": 1})
+    assert out["parentIds"][0] in {s["id"] for s in walked["summaries"]}
+    fid = _file_id(lcm)
+    size = len(_big_file_text().encode())
+    meta = alice.call("lcm_describe", {"id": fid})
+    assert (meta["fileName"], meta["mimeType"], meta["byteSize"]) == (meta["fileName"], "text/plain", size)
+    assert meta["fileName"] and "content" not in meta and "contentTruncated" not in meta
+
+
+def test_expand_file_inlines_the_file_up_to_its_cap(memory: MemoryStore, lcm: LcmStore) -> None:
+    alice = _facade(memory, lcm, "alice")
+    fid, text = _file_id(lcm), _big_file_text()
+    whole = alice.call("lcm_describe", {"id": fid, "expandFile": True})
+    assert (whole["content"], whole["contentTruncated"]) == (text, False)  # 20 kB under the 32 KiB default
+    cut = alice.call("lcm_describe", {"id": fid, "expandFile": True, "expandFileMaxBytes": 1024})
+    assert cut["contentTruncated"] is True and text.startswith(cut["content"])
+    assert 1000 < len(cut["content"].encode()) <= 1024
+    bad = alice.call("lcm_describe", {"id": fid, "expandFile": True, "expandFileMaxBytes": 10})
+    assert bad["error"]["code"] == "invalid_argument"
+    # the server's cap is the lossless-claw key expandFileMaxBytes (it made such a config fail to load)
+    small = _open(LCM_EXPAND_FILE_MAX_BYTES="2048")
+    assert load_config(overrides={"expandFileMaxBytes": 4096}).expand_file_max_bytes == 4096
+    small.ingest(ALICE, [{"role": "tool", "content": text}])
+    own = str(small.db.scalar("SELECT file_id FROM large_files"))
+    described = small.describe(own, expand_file=True)
+    assert described.content_truncated and len((described.content or "").encode()) <= 2048  # type: ignore[union-attr]
+    small.close()
+
+
+def test_a_cut_inside_a_character_leaves_it_out_whole(tmp_path: Any) -> None:
+    from lcm.largefiles import LargeFileStore
+
+    files = LargeFileStore(tmp_path)
+    stored = files.store(1, "é" * 700, "accents.txt")  # 2 bytes each
+    text, more = files.read_head(stored.file_id, stored.storage_path, 1025)
+    assert more and text == "é" * 512
+
+
+def test_grep_hits_carry_summary_ids_and_the_matched_file_text(memory: MemoryStore, lcm: LcmStore) -> None:
+    alice = _facade(memory, lcm, "alice")
+    summaries = alice.call("lcm_grep", {"pattern": "bug", "scope": "summaries"})["hits"]
+    assert summaries and all(h["summaryId"] == h["id"] for h in summaries)
+    messages = alice.call("lcm_grep", {"pattern": "TP1234", "scope": "messages"})["hits"]
+    assert messages and all("summaryId" not in h for h in messages)
+    fid = _file_id(lcm)
+    for args, matched in (({"pattern": r"RB-\d+", "scope": "files", "fileIds": [fid]}, "RB-2291"),
+                          ({"pattern": "token rollback", "mode": "full_text", "scope": "files"}, "rollback token")):
+        (hit,) = alice.call("lcm_grep", args)["hits"]
+        assert (hit["matchText"], hit["line"]) == (matched, 300)
+        raw = _big_file_text().encode()
+        assert raw[hit["byteOffset"]:].startswith(matched.encode())

@@ -17,7 +17,7 @@ __all__ = ["register", "cmd_lcm_migrate"]
 def register(cmd: Cmd, lsub: Subparsers) -> None:
     """Register ``lcm migrate`` under ``amem lcm``."""
     p = cmd("migrate", cmd_lcm_migrate, "copy the SQLite conversation store into an empty PostgreSQL "
-            "database (ids unchanged, one transaction)", into=lsub)
+            "database (one snapshot of the source, ids unchanged, verified, one transaction)", into=lsub)
     p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/db (must hold no conversations)")
 
 
@@ -37,7 +37,10 @@ def cmd_lcm_migrate(args: argparse.Namespace) -> int:
             report = copy_sqlite_to_postgres(store.db, destination)
         finally:
             destination.close()
+    # The copy is verified before it commits (a mismatch raises, nothing kept); what is left to
+    # show is damage the source already had, copied as it was.
     data = {"source": report.source, "destination": report.destination, "rows": report.rows,
+            "verified": report.checks, "carried_from_source": report.carried,
             "next": "point every host at it: LCM_DATABASE_PATH=<the URL> (large files stay in largeFilesDir)"}  # fmt: skip
     emit(args, data, lambda: kv_text(data))
     return 0

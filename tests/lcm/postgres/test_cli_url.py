@@ -55,6 +55,8 @@ def test_amem_lcm_migrate_copies_the_local_store_to_the_server(pg_clean_url: str
     assert "invalid_argument" in bad.stdout + bad.stderr and "postgresql://" in bad.stdout + bad.stderr
     report = _amem(local, "lcm", "migrate", "--to", pg_clean_url)
     assert report["rows"]["messages"] == 4 and report["rows"]["conversations"] == 1
+    # verified before it committed: every reference resolves, nothing carried from a damaged source
+    assert set(report["verified"].values()) == {0} and report["carried_from_source"] == {}
     remote = {**local, "AMEM_HOME": str(tmp_path / "b"), "LCM_DATABASE_PATH": pg_clean_url}
     hits = _amem(remote, "lcm", "grep", "receipt 2", "--session-key", KEY)["hits"]
     assert [h["id"] for h in hits] == ["msg_3"]

@@ -39,6 +39,21 @@ def make_store(pg_clean_url: str, pg_cluster: PgCluster, clock: ManualClock, tmp
 
 
 @pytest.fixture
+def open_again(pg_clean_url: str, clock: ManualClock) -> Iterator[Callable[[LcmStore], LcmStore]]:
+    """Another handle on the (first) store's database: a second host with its own pool."""
+    opened: list[LcmStore] = []
+
+    def again(store: LcmStore) -> LcmStore:
+        other = LcmStore(pg_clean_url, store.config, clock=clock)
+        opened.append(other)
+        return other
+
+    yield again
+    for s in opened:
+        s.close()
+
+
+@pytest.fixture
 def store(make_store: Callable[..., LcmStore]) -> LcmStore:
     return make_store()
 
