@@ -11,7 +11,8 @@ from tests.lcm.conftest import chat
 KEY = "agent:kit:main"
 #: small chunks and fanouts so 40 messages make several leaves and at least one condensed node
 DAG_CONFIG: dict[str, Any] = {"leaf_chunk_tokens": 150, "fresh_tail_count": 4, "leaf_min_fanout": 2,
-                              "condensed_min_fanout": 2, "max_sweep_iterations": 100}
+                              "condensed_min_fanout": 2, "max_sweep_iterations": 100,
+                              "sweep_max_depth": -1}
 
 
 def dag_store(make_store: Callable[..., LcmStore], n: int = 40, **overrides: Any) -> tuple[LcmStore, int]:
