@@ -129,9 +129,14 @@ class LcmStore:
         if cfg.log_file_enabled:
             log_path = cfg.log_file or (str(data_dir / "lcm-log.jsonl") if data_dir is not None else None)
         self.events = EventLog(log_path, self.clock, cfg.log_max_file_bytes, cfg.log_retention_days)
-        migrate(self.db, self._now())
-        self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
-        self.semantic.bind(self._now())
+        try:
+            migrate(self.db, self._now())
+            self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
+            self.semantic.bind(self._now())
+        except BaseException:
+            # a part refusing its config (summaryPromptsDir) must not leak the open database
+            self.close()
+            raise
 
     def _build_parts(
         self, semantic: SemanticIndex, expansion_llm: TextLLM | None, *, compaction_lock: ConversationLock | None = None,

@@ -105,10 +105,15 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
                                cfg.log_max_file_bytes, cfg.log_retention_days)  # fmt: skip
         # the parts run lcm's shared SQL through the PostgreSQL handle (lcm.pg.db.translate)
         db = self.db
-        self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
-                          compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
-                          trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims,
-                          text_grep=functools.partial(pg_grep, db, cfg))  # grep modes full_text and regex
+        try:
+            self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
+                              compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
+                              trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims,
+                              text_grep=functools.partial(pg_grep, db, cfg))  # grep modes full_text and regex
+        except BaseException:
+            # a part refusing its config (summaryPromptsDir) must not leak the pool
+            self.close()
+            raise
         # the shared assembly, its context statement kept off parallel plans (lcm.pg.assemble)
         self.assembler = PgAssembler(db, cfg, self.clock, self.scopes, self.compaction)
         self.semantic.bind(self._now())
