@@ -121,11 +121,11 @@ def apply_backfill(store: LcmStore, plan: BackfillPlan, messages: Sequence[Mappi
     assert conv is not None
     rounds = made = 0
     while rounds < max_rounds:
-        res = store.compact(plan.session_key, force=True)
+        run = store.compact(plan.session_key, force=True)
         rounds += 1
-        new = len(res.leaf_summaries) + len(res.condensed_summaries)
+        new = len(run.leaf_summaries) + len(run.condensed_summaries)
         made += new
-        warnings += res.warnings
+        warnings += run.warnings
         if not new:
             break
     else:
