@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import lcm_embed, lcm_host, lcm_migrate
+from . import lcm_embed, lcm_host, lcm_kit, lcm_migrate
 from .common import Cmd, runtime
 from .output import EXIT_USAGE, emit, kv_text, usage_error
 
@@ -54,6 +54,7 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     lcm_host.register(cmd, lsub)
     lcm_embed.register(cmd, lsub)
     lcm_migrate.register(cmd, lsub)
+    lcm_kit.register(cmd, lsub)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
