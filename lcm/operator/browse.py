@@ -72,7 +72,7 @@ class ConversationRow(_Dict):
     summary_count: int
     file_count: int
     context_items: int
-    #: the newest message's time, or the conversation's last update when it has none
+    #: the last message's time (by sequence), or the conversation's last update when it has none
     last_activity: str
 
 
@@ -85,7 +85,8 @@ class ConversationPage(_Dict):
 _CONVERSATIONS = (
     "SELECT c.id, c.session_key, c.session_id, c.active, c.created_at, c.updated_at, "
     "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), "
-    "(SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id), "
+    # the newest message by sequence (the (conversation, seq) index), not max(created_at): a scan
+    "(SELECT m.created_at FROM messages m WHERE m.conversation_id = c.id ORDER BY m.seq DESC LIMIT 1), "
     "(SELECT count(*) FROM summaries s WHERE s.conversation_id = c.id), "
     "(SELECT count(*) FROM large_files f WHERE f.conversation_id = c.id), "
     "(SELECT count(*) FROM context_items ci WHERE ci.conversation_id = c.id) "

@@ -43,6 +43,7 @@ from lcm.extract import FALLBACK_MARKER
 from lcm.models import _Dict
 from lcm.operator.browse import positive_int, require_conversation
 from lcm.operator.prompts import level_for
+from lcm.summarize import Summarizer
 
 if TYPE_CHECKING:
     from lcm.store import LcmStore
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 __all__ = ["RepairKit", "RewritePlan", "SummaryRewrite", "Skipped", "RepairUnavailableError",
            "EXTRACTIVE_MODELS", "summary_diff"]  # fmt: skip
 
+#: the kit's summarizer's spend window: no cap in practice (see :meth:`RepairKit.of`)
+OPERATOR_CALLS_PER_WINDOW = 1_000_000
 #: the ``model`` of summaries no LLM wrote (lcm.summarize)
 EXTRACTIVE_MODELS = ("extractive", "extractive-fallback")
 _COLS = ("summary_id, conversation_id, kind, depth, content, token_count, model, status, earliest_at, pk, "
@@ -133,8 +136,17 @@ class RepairKit:
 
     @classmethod
     def of(cls, store: LcmStore) -> RepairKit:
-        """The kit over ``store``'s own parts."""
-        return cls(store.db, store.config, store.compactor)
+        """The kit over ``store``'s database, config, LLM and clock, with a summarizer of its own.
+
+        Its own, so the per-window spend guard (``summaryMaxCallsPerWindow``, 24 calls in ten
+        minutes by default) does not cut an operator's rewrite of 40 summaries in two: the guard
+        bounds what compaction spends unasked, while a plan's calls are bounded by the plan itself
+        (at most two per summary, listed before anything is written). The circuit breaker still
+        applies: an LLM client with its own breaker (amem's) shares it with the store.
+        """
+        cfg = dataclasses.replace(store.config, summary_max_calls_per_window=OPERATOR_CALLS_PER_WINDOW)
+        summarizer = Summarizer(cfg, store.llm, store.clock)
+        return cls(store.db, store.config, Compactor(store.db, store.config, summarizer, store.clock, store.events))
 
     # -- choosing the summaries -------------------------------------------------------------
     def _rows(self, where: str, params: Sequence[Any]) -> list[Any]:

@@ -234,3 +234,17 @@ def test_transplant_deep_copies_the_dag_and_refuses_a_second_copy(make_store: Ca
         plan_transplant(store.db, source, source)
     with pytest.raises(LcmValidationError, match="not summaries of conversation"):
         plan_transplant(store.db, target, source, summary_ids=[plan.root_ids[0]])
+
+
+def test_repair_is_not_cut_by_the_spend_guard_that_made_the_fallbacks(make_store: Callable[..., LcmStore]) -> None:
+    # compaction may call the LLM twice in the window: the rest of its summaries fall back
+    llm = VersionedLLM("llm")
+    store, conv = dag_store(make_store, llm=llm, summary_max_calls_per_window=2)
+    fallback = [sid for sid, c in contents(store, conv).items() if c[2] == "extractive-fallback"]
+    assert len(fallback) >= 3 and store.doctor().checks["fallback_summaries"] >= 3
+    kit = RepairKit.of(store)
+    plan = kit.plan_repair(conv)
+    assert {r.summary_id for r in plan.rewrites} == set(fallback) and not plan.skipped
+    kit.apply(plan)
+    assert all(c[2] != "extractive-fallback" and c[3] == "ok" for c in contents(store, conv).values())
+    assert store.doctor().checks["fallback_summaries"] == 0
