@@ -168,14 +168,16 @@ def _copy(c: Connection, plan: TransplantPlan, now_iso: str) -> dict[str, str]:
         ids).fetchall()  # fmt: skip
     low = c.execute("SELECT min(seq) FROM messages WHERE conversation_id = ?", (target,)).fetchone()[0]
     first = (int(low) if low is not None else 0) - len(msgs)
-    msg_map: dict[int, int] = {}
-    for n, m in enumerate(msgs):
-        cur = c.execute(
-            "INSERT INTO messages(conversation_id, seq, role, content, token_count, identity_hash, stable_event_key, "
-            "file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-            (target, first + n, m[2], m[3], m[4], m[5], m[6], m[7]))  # fmt: skip
-        assert cur.lastrowid is not None
-        msg_map[int(m[0])] = int(cur.lastrowid)
+    # one batch, then the new ids by their (unique) sequence numbers: a statement per message
+    # was a round trip each on PostgreSQL (6.8 s for 5,000 messages)
+    c.executemany(
+        "INSERT INTO messages(conversation_id, seq, role, content, token_count, identity_hash, stable_event_key, "
+        "file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+        [(target, first + n, m[2], m[3], m[4], m[5], m[6], m[7]) for n, m in enumerate(msgs)])  # fmt: skip
+    by_seq = {int(r[1]): int(r[0]) for r in c.execute(
+        "SELECT id, seq FROM messages WHERE conversation_id = ? AND seq >= ? AND seq < ?",
+        (target, first, first + len(msgs)))}  # fmt: skip
+    msg_map = {int(m[0]): by_seq[first + n] for n, m in enumerate(msgs)}
     id_map: dict[str, str] = {}
     rows = {str(r[0]): r for r in c.execute(f"SELECT {_SUMMARY_COLS} FROM summaries WHERE summary_id IN ({q})", ids)}
     for sid in ids:  # bottom-up: a summary's sources are copied before it
