@@ -142,7 +142,9 @@ def apply_backfill(store: LcmStore, plan: BackfillPlan, messages: Sequence[Mappi
             warnings.append(f"transplant refused: conversation {plan.transplant_to} already holds "
                             f"{len(transplant.duplicates)} of these summaries")  # fmt: skip
         else:
-            transplant = apply_transplant(store.db, transplant, iso(store.clock.now()))
+            transplant = apply_transplant(store.db, transplant, iso(store.clock.now()), events=store.events)
+    store.events.write("backfill", conversation_id=conv.id, session_id=plan.session_id, imported=imported,
+                       summaries=made, transplanted_to=plan.transplant_to if transplant and transplant.applied else None)
     return dataclasses.replace(plan, applied=True, conversation_id=conv.id, imported=imported,
                                skipped_duplicates=skipped, compaction_rounds=rounds, summaries_made=made,
                                transplant=transplant, warnings=warnings)  # fmt: skip

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from lcm.conn import Connection, Handle
 from lcm.errors import ConcurrentChangeError, LcmNotFoundError, LcmValidationError
+from lcm.events import EventLog
 from lcm.models import _Dict
 from lcm.operator.browse import PREVIEW_CHARS
 
@@ -128,8 +129,8 @@ def plan_dissolve(db: Handle, summary_id: str, *, purge: bool = True) -> Dissolv
         return _read(c, summary_id, purge)
 
 
-def apply_dissolve(db: Handle, plan: DissolvePlan) -> DissolvePlan:
-    """Dissolve as planned, in one transaction.
+def apply_dissolve(db: Handle, plan: DissolvePlan, *, events: EventLog | None = None) -> DissolvePlan:
+    """Dissolve as planned, in one transaction; ``events`` (the store's log) records it.
 
     Raises:
         ConcurrentChangeError: the context or the summary changed since the plan; nothing written.
@@ -149,4 +150,7 @@ def apply_dissolve(db: Handle, plan: DissolvePlan) -> DissolvePlan:
         if plan.purge:
             c.execute("DELETE FROM summary_parents WHERE summary_id = ?", (plan.summary_id,))
             c.execute("DELETE FROM summaries WHERE summary_id = ?", (plan.summary_id,))
+    if events is not None:
+        events.write("dissolve", conversation_id=plan.conversation_id, summary_id=plan.summary_id,
+                     restored=[r.summary_id for r in plan.restored], token_delta=plan.token_delta, purge=plan.purge)
     return dataclasses.replace(plan, applied=True)

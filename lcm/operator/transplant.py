@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from lcm.conn import Connection, Handle
 from lcm.errors import ConcurrentChangeError, LcmValidationError
+from lcm.events import EventLog
 from lcm.models import _Dict
 from lcm.operator.browse import require_conversation
 from lcm.operator.dissolve import shift_context
@@ -137,8 +138,9 @@ def plan_transplant(db: Handle, source_conversation_id: int, target_conversation
         return _read(c, source_conversation_id, target_conversation_id, summary_ids)
 
 
-def apply_transplant(db: Handle, plan: TransplantPlan, now_iso: str) -> TransplantPlan:
-    """Copy as planned, in one transaction (see the module docstring).
+def apply_transplant(db: Handle, plan: TransplantPlan, now_iso: str, *, events: EventLog | None = None) -> TransplantPlan:
+    """Copy as planned, in one transaction (see the module docstring); ``events`` (the store's
+    log) records it.
 
     Raises:
         LcmValidationError: the target already holds some of the summaries (``duplicates``).
@@ -155,6 +157,10 @@ def apply_transplant(db: Handle, plan: TransplantPlan, now_iso: str) -> Transpla
         if now.summary_ids != plan.summary_ids:
             raise ConcurrentChangeError(f"the summaries of conversation {plan.source_conversation_id} changed since the plan")
         id_map = _copy(c, plan, now_iso)
+    if events is not None:
+        events.write("transplant", conversation_id=plan.target_conversation_id, source=plan.source_conversation_id,
+                     summaries=len(plan.summary_ids), messages=plan.message_count,
+                     roots=[id_map[r] for r in plan.root_ids])  # fmt: skip
     return dataclasses.replace(plan, applied=True, id_map=id_map)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -248,3 +250,22 @@ def test_repair_is_not_cut_by_the_spend_guard_that_made_the_fallbacks(make_store
     kit.apply(plan)
     assert all(c[2] != "extractive-fallback" and c[3] == "ok" for c in contents(store, conv).values())
     assert store.doctor().checks["fallback_summaries"] == 0
+
+
+def test_every_applied_change_is_in_the_event_log(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    llm = VersionedLLM()
+    store, conv = dag_store(make_store, llm=llm, log_file=str(log))
+    root = browse.summary_tree(store.db, conv).roots[0]
+    llm.version = "v2"
+    kit = RepairKit.of(store)
+    kit.apply(kit.plan_rewrite(root.id))
+    apply_dissolve(store.db, plan_dissolve(store.db, root.id), events=store.events)
+    target = store.ingest("agent:kit:new", chat(2, start=500)).conversation_id
+    assert target is not None
+    apply_transplant(store.db, plan_transplant(store.db, conv, target), "2026-01-01T00:00:00Z", events=store.events)
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    kinds = [e["event"] for e in events if e["event"] in ("rewrite", "dissolve", "transplant")]
+    assert kinds == ["rewrite", "dissolve", "transplant"]
+    dissolved = next(e for e in events if e["event"] == "dissolve")
+    assert dissolved["summary_id"] == root.id and dissolved["restored"] == [s.id for s in root.sources]

@@ -262,7 +262,7 @@ def cmd_dissolve(args: argparse.Namespace) -> int:
 
     def run(s: LcmStore) -> Any:
         plan = plan_dissolve(s.db, args.summary, purge=not args.keep)
-        return apply_dissolve(s.db, plan) if args.apply else plan
+        return apply_dissolve(s.db, plan, events=s.events) if args.apply else plan
 
     def text(d: dict[str, Any]) -> str:
         lines = [f"{d['summary_id']} d{d['depth']} {d['token_count']}t at context ordinal {d['ordinal']} "
@@ -282,7 +282,7 @@ def cmd_transplant(args: argparse.Namespace) -> int:
 
     def run(s: LcmStore) -> Any:
         plan = plan_transplant(s.db, args.source, args.target, summary_ids=args.summary)
-        return apply_transplant(s.db, plan, iso(s.clock.now())) if args.apply else plan
+        return apply_transplant(s.db, plan, iso(s.clock.now()), events=s.events) if args.apply else plan
 
     return _run(args, run, _transplant_text)
 
