@@ -7,8 +7,9 @@ What lossless-claw's ``lcm-tui`` gives its users, as a library the CLI (``amem l
   the context view, large files). Stable since the ``kit-browse`` tag.
 - :mod:`lcm.operator.prompts`: the depth-aware summary templates (leaf, d1, d2, d3+), their
   export, loading and diff.
-- :mod:`lcm.operator.repair`: every change is planned first (a dry run returning a plan with a
-  diff and the token impact) and written by ``apply(plan)`` in one transaction that checks the
+- :mod:`lcm.operator.repair` (rewrite, subtree, repair), :mod:`lcm.operator.dissolve`,
+  :mod:`lcm.operator.transplant`: every change is planned first (a dry run returning a plan with
+  a diff or the token impact) and written by its ``apply`` in one transaction that checks the
   rows are still as planned. Stable since the ``kit-repair`` tag.
 - :mod:`lcm.operator.backfill`: import a transcript from before lcm, compact it, optionally
   transplant its summaries.

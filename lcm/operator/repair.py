@@ -207,9 +207,9 @@ class RepairKit:
             row = self._one(summary_id)
             rows = self._rows(f"summary_id = ? AND {marks[0]}", (summary_id, *marks[1]))
             plan = self._plan("repair", int(row[1]), rows, upgrade=True)
-            if not rows:
-                plan.skipped.append(Skipped(summary_id, "nothing to repair: an LLM wrote it"))
-            return plan
+            if rows:
+                return plan
+            return dataclasses.replace(plan, skipped=[Skipped(summary_id, "nothing to repair: an LLM wrote it")])
         if conversation_id is not None:
             self._conversation(conversation_id)
             return self._plan("repair", conversation_id,
