@@ -25,7 +25,7 @@ from .purge import SweepReport, delete_all, sweep_expired
 from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
 from .search.visibility import count_expired, visible_links
-from .supersede import Superseder, judge_for
+from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
 from .write import AddResult, BulkWriter, EnricherSlot, UpdateResult, Updater, Writer
 
@@ -113,7 +113,7 @@ class MemoryStore:
         upgrade(self.index)  # once per store: tokenizer, point ids, event times
         self._llm = llm if llm is not None else self._llm_from_config()
         #: supersession marks, judged by the LLM when one is configured (amem.supersede)
-        self.superseder = Superseder(self.index, judge_for(self._llm))
+        self.superseder = Superseder(self.index, judge_for(self._llm, IndexMeaning(self.index)))
         enricher = EnricherSlot(self._llm)  # built on first use: the fast path needs none
         #: the write path (amem.write): adds, batches and imports, edits
         self.writer = Writer(self.index, config, enricher, self.superseder,

@@ -8,7 +8,7 @@ no search result. Every function runs under the store's write lock (its caller h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
@@ -22,6 +22,9 @@ from .rule import FactView, change_marker, same_subject, view
 
 #: nearest notes put to the judge per written note
 CANDIDATES = 8
+#: note similarity below which an older note is not put to the judge at all (either judge):
+#: a note about something else is no candidate, whatever words the two share
+CANDIDATE_FLOOR = 0.0
 
 def history_order(items: Sequence[tuple[str, str | None]]) -> list[int]:
     """Positions of ``(note id, superseded_by)`` items, best first, reordered so that a
@@ -79,12 +82,26 @@ def candidates(index: NoteIndex, note: Note, vector: np.ndarray) -> list[FactVie
     mine = view(note)
     out = []
     for hit in hits:
-        other = view(hit.payload)
+        similarity = index.similarity(hit.score)
+        if similarity < CANDIDATE_FLOOR:
+            break  # nearest first: the rest are further still
+        other = replace(view(hit.payload), similarity=similarity)
         if other.id == note.id or other.id in note.supersedes:
             continue
         if same_subject(mine, other) and _not_newer(other.timestamp, note.timestamp):
             out.append(other)
     return out[:CANDIDATES]
+
+
+class IndexMeaning:
+    """``Meaning`` by the store's embedder and its note-to-note scale (``amem.similarity``)."""
+
+    def __init__(self, index: NoteIndex) -> None:
+        self._index = index
+
+    def similarities(self, text: str, others: Sequence[str]) -> list[float]:
+        vectors = self._index.embed_passages([text, *others])
+        return [self._index.similarity(float(np.dot(vectors[0], v))) for v in vectors[1:]]
 
 
 def check(index: NoteIndex, note: Note, vector: np.ndarray, judge: SupersedeJudge,
@@ -195,5 +212,5 @@ class Superseder:
         return sweep(self._index, agent_id, self.judge)
 
 
-__all__ = ["CANDIDATES", "Outcome", "Superseder", "candidates", "check", "history_order",
+__all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "IndexMeaning", "Outcome", "Superseder", "candidates", "check", "history_order",
            "release", "sweep"]
