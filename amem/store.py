@@ -213,14 +213,18 @@ class MemoryStore:
         return note
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
-        """Soft-delete: the note stays in the engine with ``is_active: false``."""
+        """Soft-delete: the note stays in the engine with ``is_active: false``.
+
+        The facts it had replaced are released first (``amem.supersede.release``), then it is
+        deactivated with its ``supersedes`` emptied in one write: a kill in between leaves
+        them visible, never hidden behind a deleted note."""
         self._ensure_open()
         agent = self._agent(agent_id)
         with self._lock:
             note, _ = self.index.load(check_id(note_id), agent)
-            self.index.update_note_fields(note.id, agent, {"is_active": False})
-            if note.supersedes:  # the facts it replaced are current again
-                self.superseder.release(note)
+            self.superseder.release(note, reason="deleted")
+            self.index.update_note_fields(note.id, agent, {"is_active": False,
+                                                           "supersedes": []})
         note.is_active = False
         return note
 

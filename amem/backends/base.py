@@ -25,7 +25,7 @@ import numpy as np
 DENSE = "dense"
 SPARSE = "bm25"
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
-                   "subjects", "meta_kv", "superseded_by")
+                   "subjects", "meta_kv", "superseded_by", "supersedes")
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
 #: numeric fields filtered by range: a note's event time and expiry as epoch seconds
 FLOAT_INDEXES = ("event_ts", "expires_ts")

@@ -36,14 +36,17 @@ asked for history. Modules: ``rule`` (the offline rule), ``judges`` (rule or LLM
 
 from __future__ import annotations
 
+from .heal import KINDS, MarkProblem, audit, heal
 from .judges import (OFFLINE, SCHEMA, SYSTEM, LLMJudge, Meaning, RuleJudge, SupersedeJudge,
                      Verdict, judge_for, prompt)
-from .marks import (CANDIDATE_FLOOR, CANDIDATES, IndexMeaning, Outcome, Superseder, candidates, check, history_order, release,
-                    sweep)
+from .marks import (CANDIDATE_FLOOR, CANDIDATES, IndexMeaning, Outcome, candidates, check,
+                    history_order, keep, mark, release, unmark)
 from .rule import (SAME_THING, FactView, change_marker, change_sentence, replaces, same_subject,
                    view)
+from .superseder import Superseder, sweep
 
-__all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "FactView", "IndexMeaning", "LLMJudge", "Meaning", "OFFLINE", "Outcome", "RuleJudge", "SAME_THING", "SCHEMA",
-           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "candidates", "change_marker",
-           "change_sentence", "check", "history_order", "judge_for", "prompt", "release",
-           "replaces", "same_subject", "sweep", "view"]
+__all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "FactView", "IndexMeaning", "KINDS", "LLMJudge",
+           "MarkProblem", "Meaning", "OFFLINE", "Outcome", "RuleJudge", "SAME_THING", "SCHEMA",
+           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "audit", "candidates", "check",
+           "change_marker", "change_sentence", "heal", "history_order", "judge_for", "keep",
+           "mark", "prompt", "release", "replaces", "same_subject", "sweep", "unmark", "view"]
