@@ -238,6 +238,21 @@ class MemoryStore:
         return self.updater.update(note_id, self._agent(agent_id), content=content,
                                    subjects=subjects)
 
+    def history(self, note_id: str, *, agent_id: str | None = None) -> builtins.list[dict[str, Any]]:
+        """The supersession chain of a note, oldest first: the notes it replaced and those
+        that replaced it, deleted ones included (``amem.supersede.history``)."""
+        self._ensure_open()
+        return self.superseder.chain(self._agent(agent_id), check_id(note_id))
+
+    def unsupersede(self, note_id: str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Show a fact hidden wrongly again, and keep it so: the pair is remembered and no
+        judge hides it behind that note again (``amem.supersede.keep``). ``ValidationError``
+        when the note is not superseded, ``NotFoundError`` when it does not exist."""
+        self._ensure_open()
+        agent = self._agent(agent_id)
+        by = self.superseder.keep(agent, check_id(note_id))
+        return {"id": note_id, "was_superseded_by": by, "restored": True}
+
     def delete_all(self, *, agent_id: str | None = None) -> int:
         """Hard-delete every note of one agent (``amem.purge``); how many points went.
 

@@ -37,6 +37,7 @@ asked for history. Modules: ``rule`` (the offline rule), ``judges`` (rule or LLM
 from __future__ import annotations
 
 from .heal import KINDS, MarkProblem, audit, heal
+from .history import chain
 from .judges import (OFFLINE, SCHEMA, SYSTEM, LLMJudge, Meaning, RuleJudge, SupersedeJudge,
                      Verdict, judge_for, prompt)
 from .marks import (CANDIDATE_FLOOR, CANDIDATES, IndexMeaning, Outcome, candidates, check,
@@ -47,6 +48,6 @@ from .superseder import Superseder, sweep
 
 __all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "FactView", "IndexMeaning", "KINDS", "LLMJudge",
            "MarkProblem", "Meaning", "OFFLINE", "Outcome", "RuleJudge", "SAME_THING", "SCHEMA",
-           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "audit", "candidates", "check",
+           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "audit", "candidates", "chain", "check",
            "change_marker", "change_sentence", "heal", "history_order", "judge_for", "keep",
            "mark", "prompt", "release", "replaces", "same_subject", "sweep", "unmark", "view"]

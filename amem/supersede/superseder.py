@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -10,6 +10,7 @@ from ..backends.base import IsEmpty, Where
 from ..index import NoteIndex
 from ..notes import Note
 from .heal import MarkProblem, audit, heal
+from .history import chain
 from .judges import SupersedeJudge
 from .marks import Outcome, check, keep, release
 from .rule import change_marker
@@ -62,12 +63,20 @@ class Superseder:
         return audit(self._index, agent_ids)
 
     def heal(self, problems: Sequence[MarkProblem]) -> list[str]:
-        """``heal`` of what ``audit`` found; the older notes shown again."""
-        return heal(self._index, problems, self.judge)
+        """``heal`` of what ``audit`` found (under the store's write lock); the older notes
+        shown again."""
+        with self._index.lock:
+            return heal(self._index, problems, self.judge)
 
     def keep(self, agent: str, old_id: str) -> str:
-        """``keep`` (``amem unsupersede``): the id of the note that hid ``old_id``."""
-        return keep(self._index, agent, old_id)
+        """``keep`` (``amem unsupersede``, under the write lock): the id of the note that hid
+        ``old_id``."""
+        with self._index.lock:
+            return keep(self._index, agent, old_id)
+
+    def chain(self, agent: str, note_id: str) -> list[dict[str, Any]]:
+        """``chain`` (``amem history``)."""
+        return chain(self._index, agent, note_id)
 
 
 __all__ = ["Superseder", "sweep"]
