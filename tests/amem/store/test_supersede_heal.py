@@ -120,3 +120,12 @@ def test_the_nightly_job_and_doctor_repair_marks(store: MemoryStore) -> None:
     store.index.update_payload(bakery, store.agent_id, {"superseded_by": new})
     fixed = doctor_report(store, lambda _: {"ok": True}, {}, clean=False, fix=True)
     assert fixed["ok"] and fixed["memory"]["supersession"]["released"] == [bakery]
+
+
+def test_the_nightly_job_record_counts_the_marks_it_released(store: MemoryStore) -> None:
+    from scheduler.job import _summary
+
+    _, new = _pair(store)
+    bakery = store.add("Alice works at a bakery downtown", ["Alice"]).id
+    store.index.update_payload(bakery, store.agent_id, {"superseded_by": new})
+    assert _summary(store.consolidate(all_agents=True))["marks_released"] == 1
