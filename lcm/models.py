@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
-    "AssembledContext", "AssembledItem", "CompactionResult", "Conversation", "DoctorIssue",
+    "AssembledContext", "AssembledItem", "BucketReport", "CompactionResult", "Conversation", "DoctorIssue",
     "DoctorReport", "CleanReport", "ExpandQueryResult", "ExpandResult", "ExpandedMessage",
     "ExpandedSummary", "FileDescription", "MessageDescription", "GrepHit", "GrepResult", "IngestResult",
     "MaintenanceResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
@@ -231,6 +231,27 @@ class ExpandResult(_Dict):
 
 
 @dataclass(frozen=True)
+class BucketReport(_Dict):
+    """One conversation bucket of a delegated ``expand_query`` (``conversationBreakdown``)."""
+
+    conversation_id: int
+    #: "success", "failed" (an error or the shared deadline) or "skipped" (never started)
+    status: str
+    #: the summaries the bucket started from (its seeds, best first)
+    summary_ids: list[str]
+    #: where it was when it ended: "queued", "expand", "answer", or the sub-agent's tool
+    phase: str
+    elapsed_ms: int
+    #: source tokens this bucket drew from the shared cap
+    tokens: int
+    expanded_summary_count: int = 0
+    cited_ids: list[str] = field(default_factory=list)
+    truncated: bool = False
+    error_code: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ExpandQueryResult(_Dict):
     answer: str
     cited_ids: list[str]
@@ -240,6 +261,11 @@ class ExpandQueryResult(_Dict):
     method: str  # "llm" | "extractive" (no LLM configured)
     warnings: list[str] = field(default_factory=list)
     source_conversation_ids: list[int] = field(default_factory=list)
+    #: one entry per conversation bucket, ranked (expanded, failed and skipped alike)
+    conversation_breakdown: list[BucketReport] = field(default_factory=list)
+    #: set only when no bucket succeeded: the readable error and its code
+    error: str | None = None
+    error_code: str | None = None
 
 
 @dataclass(frozen=True)
