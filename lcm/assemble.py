@@ -189,8 +189,21 @@ class Assembler:
                 built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count, loaded=loaded)
         compacted = debt = False
         warnings: list[str] = []
-        if built is None:
+        decision = "below-threshold"
+        if built is None and self.scopes.session_mode(session_key) != "normal":
+            # a stateless session reads its context but never compacts it nor records debt
+            warnings.append("stateless session (statelessSessionPatterns): at the threshold, not compacted")
+            decision = "stateless"
+        elif built is None:
             compacted, debt = self._compact_or_defer(conv_id, session_key, budget, tokens, runtime, warnings)
+            decision = "compacted" if compacted else "debt-recorded" if debt else "threshold-reached"
+        # Every decision names the threshold rule that made it, "below threshold" included, so
+        # an operator can tell why a conversation was (not) compacted on a given turn.
+        self.compaction.events.write(
+            "compaction_decision", conversation_id=conv_id, session_key=session_key, decision=decision,
+            rule=params.rule or "contextThreshold", context_threshold=params.context_threshold,
+            tokens=tokens, budget=budget, threshold_tokens=int(params.context_threshold * budget))  # fmt: skip
+        if built is None:
             with self.db.reading() as c:
                 self.prepare_read(c)
                 built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count)

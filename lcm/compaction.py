@@ -301,7 +301,8 @@ class Compactor:
         else:
             header = f"Summary of {len(chunk)} summaries at depth {chunk[0].depth} ({span})."
         kind = "leaf" if chunk[0].type == "message" else "condensed"
-        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap)
+        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap,
+                                          session=conversation_id)
         sid = self._write(conversation_id, chunk, draft, meta)
         (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
         if draft.status == "fallback":

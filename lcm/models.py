@@ -10,7 +10,7 @@ __all__ = [
     "AssembledContext", "AssembledItem", "BucketReport", "CompactionResult", "Conversation", "DoctorIssue",
     "DoctorReport", "CleanReport", "ExpandQueryResult", "ExpandResult", "ExpandedMessage",
     "ExpandedSummary", "FileDescription", "MessageDescription", "GrepHit", "GrepResult", "IngestResult",
-    "MaintenanceResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
+    "MaintenanceResult", "NewContextResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
     "SummaryDescription", "EmbedReport", "EmbeddingStatus",
 ]  # fmt: skip
 
@@ -56,6 +56,15 @@ class ResetResult(_Dict):
     archived_conversation_id: int | None
     conversation_id: int
     cause: str
+
+
+@dataclass(frozen=True)
+class NewContextResult(_Dict):
+    """``/new``: what left the active context; the conversation and its history stay."""
+
+    conversation_id: int | None
+    pruned_items: int
+    pruned_tokens: int
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,13 @@ writes it. These two routes are for that host, and are not tools: the model neve
   worker pool), so the debt does not wait for the nightly job.
 * ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=]`` answers the
   context to send the model (``LcmStore.assemble``).
+* ``POST /lcm/reset`` takes ``{"sessionKey"?, "cause"?}``: the host's ``/reset``
+  (``LcmStore.reset``: the active conversation archived, a fresh one for the same key).
+* ``POST /lcm/new`` takes ``{"sessionKey"?}``: the host's ``/new`` (``LcmStore.new_context``: the
+  active context emptied, the conversation and its history kept). Neither is a tool: a model
+  that could reset its own context (or be talked into it) would lose its working state.
 
-Both sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
+All sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
 JSON content type for the POST, a read-only key refused here). Identity is the MCP routes'
 exactly (``tools.mcp_server.facade_for_headers``): the agent of the ``X-Amem-Agent`` header,
 which the guard has checked against the key or set to the key's agent (the server's agent
@@ -51,6 +56,8 @@ log = logging.getLogger(__name__)
 
 INGEST_PATH = "/lcm/ingest"
 ASSEMBLE_PATH = "/lcm/assemble"
+RESET_PATH = "/lcm/reset"
+NEW_PATH = "/lcm/new"
 #: largest request body accepted, in bytes (a turn with a large tool output is well below it;
 #: ``amem lcm ingest`` sends 500 messages a batch)
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -103,8 +110,27 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
         return reply(await runner.run(target.agent_id, "lcm assemble",
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))
 
+    def lifecycle(name: str, fields: tuple[str, ...],
+                  call: Callable[["LcmStore", str, dict[str, Any]], dict[str, Any]]) -> Callable[..., Any]:
+        async def route(request: "Request") -> "Response":
+            try:
+                target = identify(request.headers)
+                body = await _read_json(request)
+                key, extra = _lifecycle_args(target, body, fields)
+            except ToolError as exc:
+                return reply(exc.to_dict())
+            store = _need_lcm(target)
+            return reply(await runner.run(target.agent_id, f"lcm {name}",
+                                          lambda: _guarded(lambda: call(store, key, extra))))
+        return route
+
+    reset = lifecycle("reset", ("sessionKey", "cause"),
+                      lambda store, key, extra: store.reset(key, extra.get("cause") or "reset").to_dict())
+    new = lifecycle("new", ("sessionKey",), lambda store, key, extra: store.new_context(key).to_dict())
     app.router.routes.extend([Route(INGEST_PATH, ingest, methods=["POST"]),
-                              Route(ASSEMBLE_PATH, assemble, methods=["GET"])])
+                              Route(ASSEMBLE_PATH, assemble, methods=["GET"]),
+                              Route(RESET_PATH, reset, methods=["POST"]),
+                              Route(NEW_PATH, new, methods=["POST"])])
 
 
 async def _read_json(request: "Request") -> Any:
@@ -153,6 +179,22 @@ def _ingest_args(target: "ToolFacade", body: Any) -> tuple[str, str | None, list
         raise ToolError("invalid_argument", "afterTurn must be true or false", field="afterTurn")
     _need_lcm(target)
     return key, session_id, messages, after
+
+
+def _lifecycle_args(target: "ToolFacade", body: Any, fields: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """The session key of a ``/lcm/reset`` or ``/lcm/new`` body (the caller's own only), and
+    its other fields, checked."""
+    if not isinstance(body, dict):
+        raise ToolError("invalid_argument", f"the body must be a JSON object (fields {list(fields)})", field="body")
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise ToolError("invalid_argument", f"unknown fields {unknown}; expected {list(fields)}", field=unknown[0])
+    cause = body.get("cause")
+    if cause is not None and (not isinstance(cause, str) or not cause.strip() or len(cause) > 200):
+        raise ToolError("invalid_argument", "cause must be a non-empty string of at most 200 characters",
+                        field="cause")
+    _need_lcm(target)
+    return _session_key(target, body.get("sessionKey")), {"cause": cause}
 
 
 def _session_key(target: "ToolFacade", requested: Any) -> str:
