@@ -308,6 +308,16 @@ class StatusReport(_Dict):
     debt: DebtStatus | None = None
     #: lossless-claw config keys accepted but not acted on (warned once at load)
     ignored_keys: list[str] = field(default_factory=list)
+    #: ``enabled`` (config): whether ingest stores anything at all
+    enabled: bool = True
+    #: the engine of this store ("sqlite" or "postgresql")
+    engine: str = "sqlite"
+    #: raw message tokens that some summary covers (``summary_messages``), and their share of
+    #: every message token: how much of the history compaction has reached
+    summarized_source_tokens: int = 0
+    summarized_coverage: float = 0.0
+    #: ``compression_ratio`` as the reference writes it: context tokens to raw tokens, ``1:N``
+    compression: str = "1:1"
 
 
 @dataclass(frozen=True)

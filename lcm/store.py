@@ -380,7 +380,8 @@ class LcmStore:
             with sqlite_only(self.db, "status").reading() as c:
                 debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
-                                   ignored_keys=list(self.config.ignored_keys))
+                                   ignored_keys=list(self.config.ignored_keys), enabled=self.config.enabled,
+                                   engine="sqlite")  # fmt: skip
 
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
         """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).

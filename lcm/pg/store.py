@@ -158,7 +158,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         debt = report.debt
         if debt is not None and embedding.model_id is not None:
             debt = dataclasses.replace(debt, embedding=embedding.debt)
-        return dataclasses.replace(report, embedding=embedding, debt=debt, ignored_keys=list(self.config.ignored_keys))
+        return dataclasses.replace(report, embedding=embedding, debt=debt, ignored_keys=list(self.config.ignored_keys),
+                                   enabled=self.config.enabled, engine="postgresql")  # fmt: skip
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """:meth:`LcmStore.doctor` without the SQLite file's own checks (``sqlite_quick_check``,

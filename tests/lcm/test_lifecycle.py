@@ -82,3 +82,19 @@ def test_every_compaction_decision_names_its_rule(make_store: Callable[..., LcmS
     assert decisions[1]["decision"] in ("compacted", "debt-recorded")
     assert all(d["rule"] == "contextThreshold" and d["threshold_tokens"] == int(0.75 * d["budget"])
                for d in decisions)
+
+
+def test_status_shows_enabled_engine_coverage_and_the_ratio_as_1_to_n(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(fresh_tail_count=4, leaf_chunk_tokens=80, leaf_min_fanout=4)
+    store.ingest(KEY, chat(30))
+    before = store.status()
+    assert (before.enabled, before.engine, before.summarized_source_tokens, before.summarized_coverage) == \
+        (True, "sqlite", 0, 0.0)
+    assert before.compression == "1:1.0"
+    store.compact(KEY, force=True)
+    after = store.status()
+    covered = store.db.scalar("SELECT sum(token_count) FROM messages WHERE id IN (SELECT message_id FROM summary_messages)")
+    assert after.summarized_source_tokens == covered and 0 < after.summarized_coverage < 1
+    assert after.summarized_coverage == round(covered / after.message_tokens, 4)
+    assert after.compression == f"1:{after.compression_ratio:.1f}"
+    assert make_store(enabled=False).status().enabled is False
