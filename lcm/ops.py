@@ -83,9 +83,9 @@ def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
         large_files_dir=str(files.base_dir), version=version(),
         last_failure=failure, debt=DebtStatus(by_state.get("pending", 0), by_state.get("running", 0),
                                               by_state.get("failed", 0)),
-        summarized_source_tokens=int(covered),
-        summarized_coverage=round(int(covered) / msgs[1], 4) if msgs[1] else 0.0,
-        compression=f"1:{active_raw / ctx:.1f}" if ctx else "1:1",
+        summarized_source_tokens=int(covered),  # int(): PostgreSQL's sum() is a numeric
+        summarized_coverage=round(int(covered) / int(msgs[1]), 4) if msgs[1] else 0.0,
+        compression=f"1:{int(active_raw) / int(ctx):.1f}" if ctx else "1:1",
     )  # fmt: skip
 
 

@@ -10,8 +10,9 @@ writes it. These two routes are for that host, and are not tools: the model neve
   refused whole. With ``afterTurn`` (the default) a conversation that owes deferred compaction
   pays it after the answer has gone (``LcmStore.after_turn``: one bounded sweep, in the same
   worker pool), so the debt does not wait for the nightly job.
-* ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=]`` answers the
-  context to send the model (``LcmStore.assemble``).
+* ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=&provider=
+  &cacheReadTokens=&cacheWriteTokens=]`` answers the context to send the model
+  (``LcmStore.assemble``; a compaction debt it records keeps the model, provider and cache counts).
 * ``POST /lcm/reset`` takes ``{"sessionKey"?, "cause"?}``: the host's ``/reset``
   (``LcmStore.reset``: the active conversation archived, a fresh one for the same key).
 * ``POST /lcm/new`` takes ``{"sessionKey"?}``: the host's ``/new`` (``LcmStore.new_context``: the
@@ -211,7 +212,8 @@ def _need_lcm(target: "ToolFacade") -> "LcmStore":
 
 
 def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
-    allowed = ("sessionKey", "budget", "prompt", "model", "contextWindow")
+    allowed = ("sessionKey", "budget", "prompt", "model", "contextWindow", "provider", "cacheReadTokens",
+               "cacheWriteTokens")
     unknown = sorted(set(query.keys()) - set(allowed))
     if unknown:
         raise ToolError("invalid_argument", f"unknown parameters {unknown}; expected {list(allowed)}",
@@ -227,6 +229,15 @@ def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
         args["model"] = query["model"]
     if query.get("contextWindow") is not None:
         args["context_window"] = _positive(query["contextWindow"], "contextWindow")
+    if query.get("provider") is not None:
+        args["provider"] = query["provider"]
+    # the host's prompt-cache telemetry of this turn, kept on a compaction debt row (0 allowed)
+    for name, key in (("cacheReadTokens", "cache_read_tokens"), ("cacheWriteTokens", "cache_write_tokens")):
+        raw = query.get(name)
+        if raw is not None:
+            if not raw.isdigit() or len(raw) > 12:
+                raise ToolError("invalid_argument", f"{name} must be an integer >= 0", field=name)
+            args[key] = int(raw)
     _need_lcm(target)
     return args
 

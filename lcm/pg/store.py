@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 #: the public methods of LcmStore that work on PostgreSQL today; every other one raises
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
-PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
+PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset", "new_context",
                     "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
                     "status", "apply_retention", "maintenance", "doctor", "doctor_clean", "index_trigrams",
                     "embed_pending"})

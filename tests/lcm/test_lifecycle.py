@@ -88,13 +88,27 @@ def test_status_shows_enabled_engine_coverage_and_the_ratio_as_1_to_n(make_store
     store = make_store(fresh_tail_count=4, leaf_chunk_tokens=80, leaf_min_fanout=4)
     store.ingest(KEY, chat(30))
     before = store.status()
+    engine = "postgresql" if type(store).__name__ == "PgLcmStore" else "sqlite"
     assert (before.enabled, before.engine, before.summarized_source_tokens, before.summarized_coverage) == \
-        (True, "sqlite", 0, 0.0)
+        (True, engine, 0, 0.0)
     assert before.compression == "1:1.0"
     store.compact(KEY, force=True)
     after = store.status()
     covered = store.db.scalar("SELECT sum(token_count) FROM messages WHERE id IN (SELECT message_id FROM summary_messages)")
     assert after.summarized_source_tokens == covered and 0 < after.summarized_coverage < 1
-    assert after.summarized_coverage == round(covered / after.message_tokens, 4)
+    assert after.summarized_coverage == round(int(covered) / int(after.message_tokens), 4)
     assert after.compression == f"1:{after.compression_ratio:.1f}"
     assert make_store(enabled=False).status().enabled is False
+
+
+def test_a_debt_row_keeps_the_hosts_provider_model_and_cache_telemetry(make_store: Callable[..., LcmStore]) -> None:
+    store = make_store(fresh_tail_count=4)
+    store.ingest(KEY, chat(30))
+    ctx = store.assemble(KEY, 400, model="claude-x", provider="anthropic", cache_read_tokens=1200,
+                         cache_write_tokens=0)
+    assert ctx.debt_recorded
+    row = store.db.one("SELECT model, provider, cache_read_tokens, cache_write_tokens FROM compaction_debt")
+    assert tuple(row) == ("claude-x", "anthropic", 1200, 0)
+    with pytest.raises(LcmValidationError) as bad:
+        store.assemble(KEY, 400, cache_read_tokens=-1)
+    assert bad.value.field == "cache_read_tokens"

@@ -50,3 +50,17 @@ def test_lifecycle_requests_are_checked(served: tuple[httpx.Client, LcmStore]) -
         res = http.post(path, json=body, headers={"X-Amem-Agent": agent})
         assert (res.status_code, res.json()["error"]["code"]) == (status, code), (path, body, res.text)
     assert lcm.conversation(ALICE).id == 1 and len(lcm.assemble(ALICE, 5000).items) == 2  # type: ignore[union-attr]
+
+
+def test_assemble_passes_the_hosts_cache_telemetry_to_the_debt(served: tuple[httpx.Client, LcmStore]) -> None:
+    http, lcm = served
+    ingest(http, {"sessionKey": ALICE, "messages": turn(40)})
+    budget = int(lcm.status().context_tokens / 0.85)  # over the threshold (0.75), under the budget: a debt
+    res = http.get("/lcm/assemble", params={"budget": budget, "model": "m-1", "provider": "p-1",
+                                             "cacheReadTokens": "900", "cacheWriteTokens": "12"},
+                   headers={"X-Amem-Agent": "alice"})
+    assert res.status_code == 200 and res.json()["debt_recorded"], res.text
+    row = lcm.db.one("SELECT model, provider, cache_read_tokens, cache_write_tokens FROM compaction_debt")
+    assert row is not None and tuple(row) == ("m-1", "p-1", 900, 12)
+    bad = http.get("/lcm/assemble", params={"budget": 300, "cacheReadTokens": "-3"}, headers={"X-Amem-Agent": "alice"})
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "cacheReadTokens"

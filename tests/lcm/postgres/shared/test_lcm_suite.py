@@ -9,8 +9,10 @@ from tests.lcm.test_after_turn import *  # noqa: F403
 from tests.lcm.test_assemble import *  # noqa: F403
 from tests.lcm.test_compaction import *  # noqa: F403
 from tests.lcm.test_compaction_oversized import *  # noqa: F403
+from tests.lcm.test_delegation import *  # noqa: F403
 from tests.lcm.test_ingest import *  # noqa: F403
 from tests.lcm.test_ingest_identity import *  # noqa: F403
+from tests.lcm.test_lifecycle import *  # noqa: F403
 from tests.lcm.test_ops import *  # noqa: F403
 from tests.lcm.test_recall import *  # noqa: F403
 from tests.lcm.test_regex_redos import *  # noqa: F403
