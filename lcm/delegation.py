@@ -316,10 +316,17 @@ class Delegator:
         if len(ok) == 1 and len(reports) == 1:
             return cut_answer(ok[0].answer, max_tokens)
         parts = [f"Conversation {r.bucket.conversation_id}:\n{r.answer}" for r in ok]
-        missing = [f"{r.conversation_id} ({r.status}: {r.error_code})" for r in reports if r.status != "success"]
-        if missing:
-            parts.append(f"Partial coverage for {prompt[:200]!r}: not answered from conversations "
-                         + ", ".join(missing) + ".")
+        failed = [f"{r.conversation_id} ({r.status}: {r.error_code})" for r in reports
+                  if r.status != "success" and r.error_code != "bucket_limit"]
+        unread = [str(r.conversation_id) for r in reports if r.error_code == "bucket_limit"]
+        notes = []
+        if failed:
+            notes.append("not answered from conversations " + ", ".join(failed))
+        if unread:  # named up to ten: the breakdown has them all
+            more = f" and {len(unread) - 10} more" if len(unread) > 10 else ""
+            notes.append(f"{len(unread)} lower-ranked conversations not read ({', '.join(unread[:10])}{more})")
+        if notes:
+            parts.append(f"Partial coverage for {prompt[:200]!r}: " + "; ".join(notes) + ".")
         return cut_answer("\n\n".join(parts), max_tokens)
 
 
