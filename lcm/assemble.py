@@ -22,6 +22,7 @@ from lcm.compact_driver import CompactionDriver, Runtime, check_runtime
 from lcm.compaction import Item, resolve_params, tail_start
 from lcm.config import LcmConfig
 from lcm.conn import Connection, Handle
+from lcm.errors import LcmValidationError
 from lcm.models import AssembledContext, AssembledItem
 from lcm.scopes import Scopes
 from lcm.sessions import find_active
@@ -163,10 +164,12 @@ class Assembler:
         self.compaction = compaction
 
     def assemble(self, session_key: str, token_budget: int, *, prompt: str | None, model: str | None,
-                 context_window: int | None) -> AssembledContext:  # fmt: skip
+                 context_window: int | None, provider: str | None = None, cache_read_tokens: int | None = None,
+                 cache_write_tokens: int | None = None) -> AssembledContext:  # fmt: skip
         budget = self.compaction.budget(token_budget)
         assert budget is not None
         runtime = check_runtime(model, context_window)
+        telemetry = _telemetry(provider, cache_read_tokens, cache_write_tokens)
         build = functools.partial(
             build_context, budget=budget, fresh_tail_max_tokens=self.config.fresh_tail_max_tokens,
             tz=self.config.timezone, prompt=prompt, prompt_aware=self.config.prompt_aware_eviction,
@@ -189,8 +192,22 @@ class Assembler:
                 built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count, loaded=loaded)
         compacted = debt = False
         warnings: list[str] = []
+        decision = "below-threshold"
+        if built is None and self.scopes.session_mode(session_key) != "normal":
+            # a stateless session reads its context but never compacts it nor records debt
+            warnings.append("stateless session (statelessSessionPatterns): at the threshold, not compacted")
+            decision = "stateless"
+        elif built is None:
+            compacted, debt = self._compact_or_defer(conv_id, session_key, budget, tokens, runtime, warnings,
+                                                     telemetry)  # fmt: skip
+            decision = "compacted" if compacted else "debt-recorded" if debt else "threshold-reached"
+        # Every decision names the threshold rule that made it, "below threshold" included, so
+        # an operator can tell why a conversation was (not) compacted on a given turn.
+        self.compaction.events.write(
+            "compaction_decision", conversation_id=conv_id, session_key=session_key, decision=decision,
+            rule=params.rule or "contextThreshold", context_threshold=params.context_threshold,
+            tokens=tokens, budget=budget, threshold_tokens=int(params.context_threshold * budget))  # fmt: skip
         if built is None:
-            compacted, debt = self._compact_or_defer(conv_id, session_key, budget, tokens, runtime, warnings)
             with self.db.reading() as c:
                 self.prepare_read(c)
                 built = build(c, conv_id, fresh_tail_count=params.fresh_tail_count)
@@ -205,7 +222,8 @@ class Assembler:
         setting for the context statement sets it here (lcm.pg's does). Nothing on SQLite."""
 
     def _compact_or_defer(self, conv_id: int, session_key: str, budget: int, tokens: int, runtime: Runtime,
-                          warnings: list[str]) -> tuple[bool, bool]:  # fmt: skip
+                          warnings: list[str], telemetry: tuple[str | None, int | None, int | None] = (None, None, None),
+                          ) -> tuple[bool, bool]:  # fmt: skip
         """The threshold is reached: compact now (over the budget, or in ``inline`` mode) or
         record the debt. Returns ``(compacted, debt)``; appends the runs' warnings."""
         context_tokens = self.compaction.compactor.context_tokens
@@ -221,10 +239,26 @@ class Assembler:
             return compacted, False
         now = iso(self.clock.now())
         with self.db.atomic() as c:
+            # The host's provider, model and prompt-cache telemetry of this turn stay on the row
+            # (the newest turn's, as the budget): what the debt was recorded under.
             c.execute(
-                "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at) "
-                "VALUES (?, 'threshold', ?, 'pending', ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
-                "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at",
-                (conv_id, budget, now, now),
+                "INSERT INTO compaction_debt(conversation_id, reason, token_budget, status, created_at, updated_at, "
+                "model, provider, cache_read_tokens, cache_write_tokens) "
+                "VALUES (?, 'threshold', ?, 'pending', ?, ?, ?, ?, ?, ?) ON CONFLICT(conversation_id) DO UPDATE SET "
+                "token_budget = excluded.token_budget, status = 'pending', updated_at = excluded.updated_at, "
+                "model = excluded.model, provider = excluded.provider, "
+                "cache_read_tokens = excluded.cache_read_tokens, cache_write_tokens = excluded.cache_write_tokens",
+                (conv_id, budget, now, now, runtime[0], *telemetry),
             )
         return False, True
+
+
+def _telemetry(provider: str | None, cache_read: int | None, cache_write: int | None,
+               ) -> tuple[str | None, int | None, int | None]:  # fmt: skip
+    """The host's provider and prompt-cache token counts of this turn, checked."""
+    if provider is not None and (not isinstance(provider, str) or not provider.strip() or len(provider) > 200):
+        raise LcmValidationError("provider must be a non-empty string of at most 200 characters", field="provider")
+    for name, value in (("cache_read_tokens", cache_read), ("cache_write_tokens", cache_write)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise LcmValidationError(f"{name} must be an integer >= 0", field=name)
+    return provider, cache_read, cache_write

@@ -118,6 +118,8 @@ class CompactionDriver:
         conv_id = self.scopes.active_id(session_key)
         if conv_id is None:
             return CompactionResult(None, False, "no-conversation", 0, 0)
+        if self.scopes.session_mode(session_key) != "normal":  # a session that reads, never writes
+            return CompactionResult(conv_id, False, "stateless", 0, 0)
         return self.run(conv_id, session_key, self.budget(token_budget), force=force, runtime=runtime)
 
     def compact_until_under(self, session_key: str, target_tokens: int) -> CompactionResult:

@@ -306,7 +306,8 @@ class Compactor:
         header = summary_header(chunk, meta, self.cfg.timezone)
         kind = "leaf" if chunk[0].type == "message" else "condensed"
         depth = 0 if kind == "leaf" else int(str(meta["depth"]))
-        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap, depth=depth)
+        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap,
+                                          depth=depth, session=conversation_id)
         sid = self._write(conversation_id, chunk, draft, meta)
         (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
         if draft.status == "fallback":

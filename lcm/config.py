@@ -127,8 +127,9 @@ class LcmConfig:
     log_file_enabled: bool = setting(True, key="independentLogFile.enabled")
     log_file: str = setting("", key="independentLogFile.file")
     log_max_file_bytes: int = setting(104857600, key="independentLogFile.maxFileBytes", at_least=1)
-    #: days a rotated log file is kept (the log rotates daily; 0 keeps every file)
-    log_retention_days: int = setting(14, key="independentLogFile.retentionDays", at_least=0)
+    #: days a rotated log file is kept (the log rotates daily, and through .1...5 when a day's
+    #: file passes maxFileBytes; 0 keeps every file)
+    log_retention_days: int = setting(3, key="independentLogFile.retentionDays", at_least=0)
     # lcm's own keys (no lossless-claw equivalent): retention and the regex scan bound.
     retention_archived_max_age_days: int = setting(0, at_least=0)
     retention_max_database_bytes: int = setting(0, at_least=0)

@@ -3,9 +3,10 @@
 This is a product record (what happened to which conversation, when), separate from Python
 logging. It rotates daily: the first event of a new (UTC) day moves the file to
 ``<stem>.<YYYY-MM-DD><suffix>`` (``lcm-log.2025-01-01.jsonl``), named after the day its lines
-start on; a file past ``max_bytes`` within a day goes to ``<stem>.<day>.<n><suffix>``. Rotated
-files older than ``retention_days`` are deleted at each rotation and at the first event of a
-process (0 keeps them all). Time comes from the :class:`Clock` seam, so tests move days
+start on. A file past ``max_bytes`` within a day rolls through ``<stem>.<day>.1<suffix>`` (the
+newest) to ``.5`` (the oldest kept; a sixth is dropped), so a runaway day costs at most six
+files. Rotated files older than ``retention_days`` (3 by default) are deleted at each rotation
+and at the first event of a process (0 keeps them all). Time comes from the :class:`Clock` seam, so tests move days
 without sleeping.
 
 Several processes may append to one log (``amem serve`` and a CLI command): each reads the
@@ -31,7 +32,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["EventLog", "DEFAULT_RETENTION_DAYS"]
 
-DEFAULT_RETENTION_DAYS = 14
+DEFAULT_RETENTION_DAYS = 3
+#: size rotations kept per day (``.1`` newest .. ``.5`` oldest)
+MAX_SIZE_ROTATIONS = 5
 
 
 class EventLog:
@@ -67,7 +70,7 @@ class EventLog:
                     elif first:
                         self.prune(today)
                 if self.path.exists() and self.path.stat().st_size + len(line) > self.max_bytes:
-                    self._rotate(self._file_day() or today)
+                    self._roll(self._file_day() or today)
                 with self.path.open("a", encoding="utf-8") as fh:
                     fh.write(line + "\n")
             except OSError as exc:
@@ -129,15 +132,36 @@ class EventLog:
             return datetime.fromtimestamp(self.path.stat().st_mtime, tz=self.clock.now().tzinfo).date()
 
     def _rotate(self, day: date) -> None:
+        """The day is over: the file becomes ``<stem>.<day><suffix>`` (rolled like an oversized
+        file when that name is taken, e.g. by a clock set back)."""
         assert self.path is not None
-        stem, suffix = self.path.stem, self.path.suffix
-        target = self.path.with_name(f"{stem}.{day.isoformat()}{suffix}")
-        n = 0
-        while target.exists():
-            n += 1
-            target = self.path.with_name(f"{stem}.{day.isoformat()}.{n}{suffix}")
+        target = self.path.with_name(f"{self.path.stem}.{day.isoformat()}{self.path.suffix}")
+        if target.exists():
+            self._roll(day)
+            return
         try:
             os.replace(self.path, target)
+        except FileNotFoundError:  # another process rotated it a moment ago
+            return
+        self.prune(self.clock.now().date())
+
+    def _roll(self, day: date) -> None:
+        """The file is over ``max_bytes``: ``.4`` → ``.5`` (the old ``.5`` dropped) .. ``.1`` →
+        ``.2``, then the file → ``.1``."""
+        assert self.path is not None
+
+        def numbered(n: int) -> Path:
+            assert self.path is not None
+            return self.path.with_name(f"{self.path.stem}.{day.isoformat()}.{n}{self.path.suffix}")
+
+        oldest = numbered(MAX_SIZE_ROTATIONS)
+        if oldest.exists() and _ours(oldest):
+            oldest.unlink(missing_ok=True)
+        for n in range(MAX_SIZE_ROTATIONS - 1, 0, -1):
+            if numbered(n).exists():
+                os.replace(numbered(n), numbered(n + 1))
+        try:
+            os.replace(self.path, numbered(1))
         except FileNotFoundError:  # another process rotated it a moment ago
             return
         self.prune(self.clock.now().date())

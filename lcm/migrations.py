@@ -323,6 +323,15 @@ def _ingest_batches(c: sqlite3.Connection) -> None:
               "seen_at TEXT NOT NULL, PRIMARY KEY (conversation_id, fingerprint))")
 
 
+@migration("0013_debt_telemetry")
+def _debt_telemetry(c: sqlite3.Connection) -> None:
+    # What the host said when the debt was recorded (lossless-claw keeps it on the row): its
+    # provider and model, and the prompt cache it reported, so an operator can tell a debt
+    # recorded under a warm cache (compacting would cost it) from a cold one.
+    for column in ("model TEXT", "provider TEXT", "cache_read_tokens INTEGER", "cache_write_tokens INTEGER"):
+        c.execute(f"ALTER TABLE compaction_debt ADD COLUMN {column}")
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

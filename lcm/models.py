@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
-    "AssembledContext", "AssembledItem", "CompactionResult", "Conversation", "DoctorIssue",
+    "AssembledContext", "AssembledItem", "BucketReport", "CompactionResult", "Conversation", "DoctorIssue",
     "DoctorReport", "CleanReport", "ExpandQueryResult", "ExpandResult", "ExpandedMessage",
     "ExpandedSummary", "FileDescription", "MessageDescription", "GrepHit", "GrepResult", "IngestResult",
-    "MaintenanceResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
+    "MaintenanceResult", "NewContextResult", "ResetResult", "RetentionResult", "StatusReport", "Summary",
     "SummaryDescription", "EmbedReport", "EmbeddingStatus",
 ]  # fmt: skip
 
@@ -56,6 +56,15 @@ class ResetResult(_Dict):
     archived_conversation_id: int | None
     conversation_id: int
     cause: str
+
+
+@dataclass(frozen=True)
+class NewContextResult(_Dict):
+    """``/new``: what left the active context; the conversation and its history stay."""
+
+    conversation_id: int | None
+    pruned_items: int
+    pruned_tokens: int
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,27 @@ class ExpandResult(_Dict):
 
 
 @dataclass(frozen=True)
+class BucketReport(_Dict):
+    """One conversation bucket of a delegated ``expand_query`` (``conversationBreakdown``)."""
+
+    conversation_id: int
+    #: "success", "failed" (an error or the shared deadline) or "skipped" (never started)
+    status: str
+    #: the summaries the bucket started from (its seeds, best first)
+    summary_ids: list[str]
+    #: where it was when it ended: "queued", "expand", "answer", or the sub-agent's tool
+    phase: str
+    elapsed_ms: int
+    #: source tokens this bucket drew from the shared cap
+    tokens: int
+    expanded_summary_count: int = 0
+    cited_ids: list[str] = field(default_factory=list)
+    truncated: bool = False
+    error_code: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ExpandQueryResult(_Dict):
     answer: str
     cited_ids: list[str]
@@ -240,6 +270,11 @@ class ExpandQueryResult(_Dict):
     method: str  # "llm" | "extractive" (no LLM configured)
     warnings: list[str] = field(default_factory=list)
     source_conversation_ids: list[int] = field(default_factory=list)
+    #: one entry per conversation bucket, ranked (expanded, failed and skipped alike)
+    conversation_breakdown: list[BucketReport] = field(default_factory=list)
+    #: set only when no bucket succeeded: the readable error and its code
+    error: str | None = None
+    error_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +308,16 @@ class StatusReport(_Dict):
     debt: DebtStatus | None = None
     #: lossless-claw config keys accepted but not acted on (warned once at load)
     ignored_keys: list[str] = field(default_factory=list)
+    #: ``enabled`` (config): whether ingest stores anything at all
+    enabled: bool = True
+    #: the engine of this store ("sqlite" or "postgresql")
+    engine: str = "sqlite"
+    #: raw message tokens that some summary covers (``summary_messages``), and their share of
+    #: every message token: how much of the history compaction has reached
+    summarized_source_tokens: int = 0
+    summarized_coverage: float = 0.0
+    #: ``compression_ratio`` as the reference writes it: context tokens to raw tokens, ``1:N``
+    compression: str = "1:1"
 
 
 @dataclass(frozen=True)

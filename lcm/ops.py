@@ -61,6 +61,10 @@ def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
             "SELECT coalesce(sum(m.token_count), 0) FROM messages m JOIN conversations cv "
             "ON cv.id = m.conversation_id AND cv.active = 1"
         ).fetchone()[0]
+        # Each message once, however many summaries (leaf, re-summarised) cover it.
+        covered = c.execute(
+            "SELECT coalesce(sum(m.token_count), 0) FROM messages m WHERE EXISTS "
+            "(SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id)").fetchone()[0]  # fmt: skip
         st = dict(c.execute("SELECT status, count(*) FROM summaries GROUP BY status").fetchall())
         broken = _broken_summaries(c, limit=None)
         lf = c.execute("SELECT count(*), coalesce(sum(size_bytes), 0) FROM large_files").fetchone()
@@ -79,6 +83,9 @@ def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
         large_files_dir=str(files.base_dir), version=version(),
         last_failure=failure, debt=DebtStatus(by_state.get("pending", 0), by_state.get("running", 0),
                                               by_state.get("failed", 0)),
+        summarized_source_tokens=int(covered),  # int(): PostgreSQL's sum() is a numeric
+        summarized_coverage=round(int(covered) / int(msgs[1]), 4) if msgs[1] else 0.0,
+        compression=f"1:{int(active_raw) / int(ctx):.1f}" if ctx else "1:1",
     )  # fmt: skip
 
 
@@ -231,13 +238,15 @@ def _conv_summary(c: Connection, r: Row) -> dict[str, object]:
 
 
 def doctor_clean(db: Handle, files: LargeFileStore) -> CleanReport:
-    """Read-only report of cleanup candidates; nothing is deleted."""
+    """Read-only report of high-confidence cleanup candidates; nothing is deleted."""
     with db.reading() as c:
         convs = c.execute("SELECT * FROM conversations ORDER BY id").fetchall()
         subagent = [_conv_summary(c, r) for r in convs if not r["active"] and r["session_key"]
                     and glob_match("agent:*:subagent:**", r["session_key"])]  # fmt: skip
         cron = [_conv_summary(c, r) for r in convs if r["session_key"] and glob_match("agent:*:cron:**", r["session_key"])]
-        null_key = [_conv_summary(c, r) for r in convs if not r["session_key"]]
+        # Only archived ones: an active conversation without a session key is a live session
+        # its host names by session id alone, not an orphan (a low-confidence candidate).
+        null_key = [_conv_summary(c, r) for r in convs if not r["session_key"] and not r["active"]]
         empty = [
             _conv_summary(c, r)
             for r in convs

@@ -27,6 +27,7 @@ from lcm.models import (
     MessageDescription,
     SummaryDescription,
 )
+from lcm.delegation import Candidate, Delegator
 from lcm.recall import SUMMARY_ID_RE, ExpansionFailedError, Recall, _expanded
 from lcm.regex import compile_user_regex
 from lcm.scopes import Scopes, SessionKeys
@@ -64,6 +65,7 @@ class Queries:
         self.recall = recall
         self.text_grep = text_grep
         self.failures = failures
+        self.delegator = Delegator(recall, text_grep)
 
     def grep(
         self, pattern: str, *, mode: str, scope: str, session_key: SessionKeys, conversation_id: int | None,
@@ -127,7 +129,8 @@ class Queries:
         return self.scopes.scope(session_key, conversation_id, all_conversations)
 
     def _seeds(
-        self, summary_ids: Sequence[str] | None, query: str | None, scope: list[int] | None
+        self, summary_ids: Sequence[str] | None, query: str | None, scope: list[int] | None, *,
+        hits: int = 20, max_seeds: int = 5,
     ) -> tuple[list[str], list[sqlite3.Row]]:
         """The summaries to expand, and the raw messages ``query`` found (none when ids are given)."""
         if summary_ids:
@@ -140,8 +143,8 @@ class Queries:
         if not query or not query.strip():
             raise LcmValidationError("give summary_ids or a query", field="query")
         res = self.text_grep(query, field="query", mode="full_text", scope="both", conv_ids=scope, since=None,
-                             before=None, limit=20, sort="relevance")  # fmt: skip
-        seeds = [h.id for h in res.hits if h.kind == "summary"][:5]
+                             before=None, limit=hits, sort="relevance")  # fmt: skip
+        seeds = [h.id for h in res.hits if h.kind == "summary"][:max_seeds]
         msg_ids = [int(h.id[4:]) for h in res.hits if h.kind == "message"]
         rows = []
         if msg_ids:
@@ -188,7 +191,8 @@ class Queries:
         session_key: SessionKeys, conversation_id: int | None, all_conversations: bool, token_cap: int | None,
         timeout_ms: int | None,
     ) -> ExpandQueryResult:
-        """:meth:`lcm.LcmStore.expand_query`; an expansion that fails is recorded, then raised."""
+        """:meth:`lcm.LcmStore.expand_query`: delegated recall over ranked conversation buckets
+        (:mod:`lcm.delegation`); a call no bucket could answer is recorded, then raised."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise LcmValidationError("prompt must be a non-empty string", field="prompt")
         cap = max_tokens if max_tokens is not None else self.config.max_expand_tokens
@@ -198,11 +202,45 @@ class Queries:
         source_cap = self._expand_cap(token_cap, "token_cap")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0):
             raise LcmValidationError("timeout_ms must be a positive integer", field="timeout_ms")
+        # The shared deadline: the caller's timeoutMs, never past delegationTimeoutMs (the
+        # tool's default timeoutMs is delegationTimeoutMs + 30 s, the headroom the reference
+        # keeps so recall ends before the host's watchdog does).
         limit_ms = min(timeout_ms or self.config.delegation_timeout_ms, self.config.delegation_timeout_ms)
-        seeds, direct = self._seeds(summary_ids, query, scope)
+        candidates = self._candidates(summary_ids, query, scope)
         try:
-            return self.recall.expand_query(prompt, seeds, direct, max_tokens=cap, family=scope,
-                                            source_cap=source_cap, timeout_ms=limit_ms)  # fmt: skip
+            return self.delegator.run(prompt, candidates, max_tokens=cap, source_cap=source_cap, timeout_ms=limit_ms)
         except ExpansionFailedError as exc:
             self.failures.record("expansion", f"{exc.code}: {exc}")
             raise
+
+    def _candidates(self, summary_ids: Sequence[str] | None, query: str | None,
+                    scope: list[int] | None) -> list[Candidate]:  # fmt: skip
+        """Where recall may start: the given summaries (checked in scope), or what ``query``
+        finds: summaries, the leaf summaries behind the messages it finds, and those messages."""
+        # Wider than lcm_expand's five seeds: the hits are spread over conversation buckets.
+        seeds, direct = self._seeds(summary_ids, query, scope, hits=50, max_seeds=30)
+        out: list[Candidate] = []
+        if seeds:
+            q = ",".join("?" * len(seeds))
+            rows = {r["summary_id"]: r for r in self.db.query(
+                f"SELECT summary_id, conversation_id, latest_at, created_at FROM summaries WHERE summary_id IN ({q})",
+                seeds)}  # fmt: skip
+            for sid in seeds:
+                r = rows.get(sid)
+                if r is None or (scope is not None and r["conversation_id"] not in scope):
+                    raise LcmNotFoundError(f"no summary {sid}", id=sid)
+                out.append(Candidate(r["conversation_id"], sid, explicit=bool(summary_ids),
+                                     matched_at=r["latest_at"] or r["created_at"] or ""))  # fmt: skip
+        if direct:
+            q = ",".join("?" * len(direct))
+            leaves = self.db.query(
+                f"SELECT sm.message_id, sm.summary_id FROM summary_messages sm WHERE sm.message_id IN ({q}) "
+                "ORDER BY sm.message_id", [r["id"] for r in direct])  # fmt: skip
+            by_msg: dict[int, list[str]] = {}
+            for r in leaves:
+                by_msg.setdefault(r["message_id"], []).append(r["summary_id"])
+            for r in direct:
+                for sid in by_msg.get(r["id"], []):
+                    out.append(Candidate(r["conversation_id"], sid, message_backed=True, matched_at=r["created_at"]))
+                out.append(Candidate(r["conversation_id"], message=r, matched_at=r["created_at"]))
+        return out

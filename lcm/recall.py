@@ -32,7 +32,7 @@ from lcm.tokens import estimate_tokens
 log = logging.getLogger(__name__)
 
 __all__ = ["Recall", "row_to_summary", "visible", "SUMMARY_ID_RE", "MESSAGE_ID_RE", "MAX_ROWID",
-           "ExpansionFailedError", "ExpansionTimeoutError"]
+           "ExpansionFailedError", "ExpansionTimeoutError", "complete_by", "cut_answer"]
 
 # \Z, not $: "msg_1\n" is not an id ($ would match before the newline)
 SUMMARY_ID_RE = re.compile(r"^sum_[0-9a-f]{16}\Z")
@@ -40,13 +40,15 @@ MESSAGE_ID_RE = re.compile(r"^msg_([0-9]+)\Z")
 #: the largest SQLite integer: a bigger id names no row (and would overflow the lookup)
 MAX_ROWID = 2**63 - 1
 _MAX_SOURCE_IDS = 1000
-_EXPAND_REQUEST = re.compile(r"^\s*EXPAND:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
 class ExpansionFailedError(LcmError):
-    """The configured LLM could not answer: the caller gets this code, not a silent stand-in."""
+    """No conversation bucket could answer (the model failed, or its reply was unusable): the
+    caller gets this code, not a silent stand-in. ``result`` holds what a delegated recall
+    reports even then: the empty counters and the ``conversation_breakdown``."""
 
     code = "expansion_failed"
+    result: ExpandQueryResult | None = None
 
 
 class ExpansionTimeoutError(ExpansionFailedError):
@@ -228,74 +230,7 @@ class Recall:
                     break
         return ExpandResult(list(seeds), summaries, messages, used, truncated)
 
-    # -- expand_query ------------------------------------------------------------------------
-    def expand_query(
-        self,
-        prompt: str,
-        seeds: list[str],
-        direct_messages: list[sqlite3.Row],
-        *,
-        max_tokens: int,
-        source_cap: int,
-        family: Collection[int] | None = None,
-        timeout_ms: int | None = None,
-    ) -> ExpandQueryResult:
-        """Answer ``prompt`` from the sources under ``seeds`` (plus directly matched messages).
-
-        With an LLM, a failure or a deadline passed (``timeout_ms``) raises
-        ExpansionFailedError / ExpansionTimeoutError: an extractive stand-in would read as the
-        model's answer. Without one, the answer is the extractive passages, ``method="extractive"``.
-        """
-        warnings: list[str] = []
-        exp = self.expand(seeds, max_depth=None, token_cap=source_cap, family=family) if seeds else ExpandResult([], [], [], 0, False)
-        sources = list(exp.messages)
-        have = {m.id for m in sources}
-        budget_left = source_cap - exp.total_tokens
-        for r in direct_messages:
-            if r["id"] not in have and r["token_count"] <= budget_left:
-                sources.append(_expanded(r, ""))
-                have.add(r["id"])
-                budget_left -= r["token_count"]
-        total = sum(m.token_count for m in sources) + sum(s.token_count for s in exp.summaries)
-        convs = self._conversations_of(exp, sources)
-        if self.llm is not None:
-            deadline = time.monotonic() + (timeout_ms or self.cfg.delegation_timeout_ms) / 1000
-            try:
-                answer = self._llm_answer(prompt, exp, sources, max_tokens, deadline, source_cap - total)
-            except Exception as exc:  # the seam may fail in any way; the caller gets a code for it
-                log.warning("lcm: expand_query LLM failed: %s", exc)
-                if time.monotonic() >= deadline:  # a model that ended its request at timeoutMs
-                    raise ExpansionTimeoutError(f"no answer within {timeout_ms or self.cfg.delegation_timeout_ms} "
-                                                "ms (timeoutMs); retry with a narrower query or summaryIds") from exc
-                raise ExpansionFailedError(f"the expansion model failed ({type(exc).__name__}); "
-                                           "retry, or use lcm_expand for the raw sources") from exc
-            if answer is None:
-                if time.monotonic() > deadline:
-                    raise ExpansionTimeoutError(f"no answer within {timeout_ms or self.cfg.delegation_timeout_ms} ms "
-                                                "(timeoutMs); retry with a narrower query or summaryIds")
-                raise ExpansionFailedError("the expansion model gave no usable answer; "
-                                           "use lcm_expand for the raw sources")
-            text, cited = answer
-            text, cut = truncate_to_tokens(text, max_tokens)
-            return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, "llm", warnings,
-                                     convs)  # fmt: skip
-        text, cited, cut = self._extractive_answer(prompt, exp, sources, max_tokens)
-        warnings.append("no LLM configured: the answer is the best-matching source passages, not a synthesis")
-        if not cited:
-            warnings.append("no source passage matched the question")
-        return ExpandQueryResult(text, cited, len(exp.summaries), total, exp.truncated or cut, "extractive", warnings,
-                                 convs)  # fmt: skip
-
-    def _conversations_of(self, exp: ExpandResult, sources: list[ExpandedMessage]) -> list[int]:
-        """The conversations the sources came from (``sourceConversationIds``)."""
-        found = {m.conversation_id for m in sources}
-        sids = [s.id for s in exp.summaries]
-        if sids:
-            found |= {r[0] for r in self.db.query(
-                f"SELECT DISTINCT conversation_id FROM summaries WHERE summary_id IN ({','.join('?' * len(sids))})", sids)}
-        return sorted(found)
-
-    def _extractive_answer(
+    def extractive_answer(
         self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int
     ) -> tuple[str, list[str], bool]:
         passages: list[tuple[str, str]] = []  # (cite id, text)
@@ -329,54 +264,29 @@ class Recall:
             used += cost
             if cite not in cited:
                 cited.append(cite)
+        if not lines and ranked:
+            # Every matching passage is longer than the cap: the best one's head, marked cut
+            # (it used to read "nothing matches", which was not true).
+            cite, text = passages[ranked[0]]
+            head, _ = cut_answer(f"[{cite}] {text}", max_tokens)
+            return head, [cite], True
         if not lines:
             return "No stored source passage matches the question.", [], False
         return "Most relevant source passages (best first):\n" + "\n".join(lines), cited, cut
 
-    def _llm_answer(
-        self, prompt: str, exp: ExpandResult, sources: list[ExpandedMessage], max_tokens: int, deadline: float,
-        budget: int,
-    ) -> tuple[str, list[str]] | None:
-        """The model's answer and the ids it cited; None when it gave none in time. ``budget``:
-        source tokens it may still have expanded on request (the rest of ``maxExpandTokens``)."""
-        assert self.llm is not None
-        known = {f"msg_{m.id}" for m in sources} | {s.id for s in exp.summaries}
-        extra_msgs: list[ExpandedMessage] = []
-        for _round in range(4):
-            if time.monotonic() > deadline:
-                return None
-            block = "\n\n".join(
-                [f"[{s.id} summary depth {s.depth}]\n{s.content}" for s in exp.summaries]
-                + [f"[msg_{m.id} {m.role} {m.created_at}]\n{m.content}" for m in [*sources, *extra_msgs]]
-            )
-            system = (
-                "Answer the question using only the sources. Cite source ids in square brackets, like "
-                "[msg_12] or [sum_0123456789abcdef]. If the answer is missing but a listed summary "
-                "would contain it, reply with one line 'EXPAND: <summary ids>' instead."
-            )
-            reply = _complete_by(self.llm, deadline, system, f"Question: {prompt}\n\nSources:\n{block}", max_tokens)
-            if reply is None or time.monotonic() > deadline:
-                return None  # too late: the caller was promised an answer within timeoutMs
-            if not isinstance(reply, str) or not reply.strip():
-                return None
-            want = _EXPAND_REQUEST.search(reply)
-            if want:
-                ids = [t for t in re.findall(r"sum_[0-9a-f]{16}", want.group(1)) if t in known]
-                if not ids:
-                    return None
-                if budget <= 0:
-                    return None
-                more = self.expand(ids, max_depth=None, token_cap=budget)
-                budget -= more.total_tokens
-                extra_msgs += [m for m in more.messages if f"msg_{m.id}" not in known]
-                known |= {f"msg_{m.id}" for m in more.messages}
-                continue
-            cited = [t for t in dict.fromkeys(re.findall(r"(?:msg_\d+|sum_[0-9a-f]{16})", reply)) if t in known]
-            return reply.strip(), cited
-        return None
+
+def cut_answer(text: str, max_tokens: int) -> tuple[str, bool]:
+    """``text`` cut to about ``max_tokens`` tokens by characters (an answer keeps its first
+    words, however small the cap), with an ellipsis; returns (text, was_cut)."""
+    if estimate_tokens(text) <= max_tokens:
+        return text, False
+    keep = max(1, max_tokens * 4)
+    while keep > 1 and estimate_tokens(text[:keep] + "…") > max_tokens:
+        keep = keep * 3 // 4
+    return text[:keep].rstrip() + "…", True
 
 
-def _complete_by(llm: TextLLM, deadline: float, system: str, user: str, max_tokens: int) -> str | None:
+def complete_by(llm: TextLLM, deadline: float, system: str, user: str, max_tokens: int) -> str | None:
     """The model's reply, or None when ``deadline`` comes first.
 
     A :class:`DeadlineLLM` (amem's client) is given the time left, so the HTTP request itself

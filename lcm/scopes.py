@@ -35,9 +35,9 @@ class Scopes:
             return "normal"
         if any(glob_match(p, session_key) for p in self.config.ignore_session_patterns):
             return "ignored"
-        if self.config.skip_stateless_sessions and any(
-            glob_match(p, session_key) for p in self.config.stateless_session_patterns
-        ):
+        # Whatever skipStatelessSessions says: a stateless session reads, never writes (the
+        # reference lets it write when the flag is false; see docs/lcm-reference.md).
+        if any(glob_match(p, session_key) for p in self.config.stateless_session_patterns):
             return "stateless"
         return "normal"
 

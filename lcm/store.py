@@ -38,6 +38,7 @@ from lcm.models import (
     IngestResult,
     MaintenanceResult,
     MessageDescription,
+    NewContextResult,
     ResetResult,
     RetentionResult,
     StatusReport,
@@ -49,7 +50,7 @@ from lcm.queries import Queries, TextGrep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.search import grep
 from lcm.semantic import SemanticIndex
-from lcm.sessions import reset_conversation, resolve_conversation
+from lcm.sessions import find_active, reset_conversation, resolve_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso
 from lcm.trigram import pending_count
@@ -210,14 +211,48 @@ class LcmStore:
         return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
 
     def reset(self, session_key: str, cause: str = "reset") -> ResetResult:
-        """Archive the active conversation of ``session_key`` and open a fresh one."""
-        if not session_key:
+        """``/reset``: archive the active conversation of ``session_key`` and open a fresh one
+        for the same key (the archived one stays in the session family: recall still reads it)."""
+        if not session_key or not isinstance(session_key, str):
             raise LcmValidationError("reset needs a session_key", field="session_key")
+        self._writable(session_key, "reset")
         now = self._now()
         with self.db.atomic() as c:
             archived, new_id = reset_conversation(c, session_key, cause, now)
         self.events.write("reset", session_key=session_key, archived=archived, conversation_id=new_id, cause=cause)
         return ResetResult(archived, new_id, cause)
+
+    def new_context(self, session_key: str) -> NewContextResult:
+        """``/new``: empty the active context of ``session_key`` (what :meth:`assemble` sends
+        the model) and keep the conversation row, its messages and summaries: the next turn
+        starts fresh, while recall (grep, describe, expand) still finds everything said."""
+        if not session_key or not isinstance(session_key, str):
+            raise LcmValidationError("new needs a session_key", field="session_key")
+        self._writable(session_key, "new")
+        with self.db.atomic() as c:
+            row = find_active(c, session_key, None)
+            if row is None:
+                return NewContextResult(None, 0, 0)
+            conv = int(row["id"])
+            count, tokens = c.execute(
+                "SELECT count(*), coalesce(sum(coalesce(m.token_count, s.token_count, 0)), 0) FROM context_items ci "
+                "LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON s.summary_id = ci.summary_id "
+                "WHERE ci.conversation_id = ?", (conv,)).fetchone()  # fmt: skip
+            c.execute("DELETE FROM context_items WHERE conversation_id = ?", (conv,))
+            # nothing left to compact: the debt it owed is void
+            c.execute("DELETE FROM compaction_debt WHERE conversation_id = ?", (conv,))
+            c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (self._now(), conv))
+        self.events.write("new", session_key=session_key, conversation_id=conv, pruned_items=int(count),
+                          pruned_tokens=int(tokens))  # fmt: skip
+        return NewContextResult(conv, int(count), int(tokens))
+
+    def _writable(self, session_key: str, what: str) -> None:
+        """Refuse a write for a session that may only read (``statelessSessionPatterns``)."""
+        mode = self.scopes.session_mode(session_key)
+        if mode != "normal":
+            patterns = "statelessSessionPatterns" if mode == "stateless" else "ignoreSessionPatterns"
+            raise LcmValidationError(f"session {session_key!r} matches {patterns}: it reads but never writes, "
+                                     f"so {what} is refused", field="session_key")  # fmt: skip
 
     # -- compaction ------------------------------------------------------------------------------
     def compact(self, session_key: str, *, token_budget: int | None = None, force: bool = False,
@@ -236,15 +271,19 @@ class LcmStore:
 
     # -- assembly --------------------------------------------------------------------------------
     def assemble(self, session_key: str, token_budget: int, *, prompt: str | None = None,
-                 model: str | None = None, context_window: int | None = None) -> AssembledContext:
+                 model: str | None = None, context_window: int | None = None, provider: str | None = None,
+                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None) -> AssembledContext:
         """The ordered context for the next model call within ``token_budget``.
 
         At ``contextThreshold`` the conversation gets compaction debt (deferred mode, paid by
         :meth:`maintenance`) or is compacted now (inline mode). When the context is already over
-        the budget, debt is paid synchronously first (the emergency path).
+        the budget, debt is paid synchronously first (the emergency path). A debt row keeps the
+        host's ``model``, ``provider`` and prompt-cache token counts of the turn that recorded it.
         """
         return self.assembler.assemble(session_key, token_budget, prompt=prompt, model=model,
-                                       context_window=context_window)  # fmt: skip
+                                       context_window=context_window, provider=provider,
+                                       cache_read_tokens=cache_read_tokens,
+                                       cache_write_tokens=cache_write_tokens)  # fmt: skip
 
     # -- recall ----------------------------------------------------------------------------------
     def session_keys(self, prefix: str) -> list[str]:
@@ -350,7 +389,8 @@ class LcmStore:
             with sqlite_only(self.db, "status").reading() as c:
                 debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
-                                   ignored_keys=list(self.config.ignored_keys))
+                                   ignored_keys=list(self.config.ignored_keys), enabled=self.config.enabled,
+                                   engine="sqlite")  # fmt: skip
 
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
         """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).

@@ -90,8 +90,10 @@ class Summarizer:
         # cooldown. Used only when the LLM has no breaker of its own (see ``_shared_breaker``).
         self._breaker = CircuitBreaker(cfg.circuit_breaker_threshold, cfg.circuit_breaker_cooldown_ms / 1000,
                                        clock=self._now, name="the summary LLM")
-        self._calls: deque[float] = deque()
-        self._spend_until = 0.0
+        # The spend guard (summaryMaxCallsPerWindow) counts per session: one busy conversation
+        # backs off alone instead of starving every other session's summaries.
+        self._calls: dict[object, deque[float]] = {}
+        self._spend_until: dict[object, float] = {}
         #: the newest LLM error (``type: message``), for the failure record of a fallback summary
         self.last_error = ""
 
@@ -109,27 +111,37 @@ class Summarizer:
         breaker = getattr(self.llm, "breaker", None)
         return breaker if isinstance(breaker, CircuitBreaker) else None
 
-    def llm_available(self) -> tuple[bool, str]:
+    def llm_available(self, session: object = None) -> tuple[bool, str]:
+        """Whether a summary call may go out now for ``session`` (a conversation id; None for
+        calls of no session): the LLM exists, its circuit is closed, and this session is under
+        ``summaryMaxCallsPerWindow`` calls in ``summaryCallWindowMs`` (else it backs off)."""
         if self.llm is None:
             return False, "no-llm"
         now = self._now()
         breaker = self._shared_breaker or self._breaker
         if breaker.state == "open":
             return False, "circuit-open"
-        if now < self._spend_until:
+        if now < self._spend_until.get(session, 0.0):
             return False, "spend-backoff"
+        self._spend_until.pop(session, None)
         window = self.cfg.summary_call_window_ms / 1000
-        while self._calls and self._calls[0] < now - window:
-            self._calls.popleft()
-        if len(self._calls) >= self.cfg.summary_max_calls_per_window:
-            self._spend_until = now + self.cfg.summary_spend_backoff_ms / 1000
-            log.warning("lcm: summary spend guard opened (%d calls in window)", len(self._calls))
+        for key in list(self._calls):  # forget sessions whose calls all left the window
+            calls = self._calls[key]
+            while calls and calls[0] < now - window:
+                calls.popleft()
+            if not calls:
+                del self._calls[key]
+        calls = self._calls.get(session, deque())
+        if len(calls) >= self.cfg.summary_max_calls_per_window:
+            self._spend_until[session] = now + self.cfg.summary_spend_backoff_ms / 1000
+            log.warning("lcm: summary spend guard opened for conversation %s (%d calls in window)", session,
+                        len(calls))  # fmt: skip
             return False, "spend-backoff"
         return True, ""
 
-    def _call(self, system: str, user: str, max_tokens: int) -> str | None:
+    def _call(self, system: str, user: str, max_tokens: int, session: object = None) -> str | None:
         assert self.llm is not None
-        self._calls.append(self._now())
+        self._calls.setdefault(session, deque()).append(self._now())
         started = time.monotonic()
         try:
             reply = self.llm.complete(system, user, max_tokens=max_tokens)
@@ -157,12 +169,14 @@ class Summarizer:
 
     # -- public -------------------------------------------------------------------------
     def summarize(
-        self, units: list[SourceUnit], *, kind: str, header: str, target_cap: int | None = None, depth: int = 0
+        self, units: list[SourceUnit], *, kind: str, header: str, target_cap: int | None = None,
+        depth: int = 0, session: object = None,
     ) -> SummaryDraft:
         """Summarize ``units`` (messages for a leaf, child summaries for a condensed node).
 
         ``depth`` is the depth of the summary being written: it picks the prompt level
-        (``lcm.operator.prompts.level_for``).
+        (``lcm.operator.prompts.level_for``). ``session`` (the conversation id) is what the
+        spend guard counts the calls against.
         """
         tags = self.cfg.strip_injected_context_tags
         clean = [SourceUnit(u.id, u.role, u.created_at, strip_injected_tags(u.text, tags)) for u in units]
@@ -171,17 +185,17 @@ class Summarizer:
         target = min(target, max(64, source_tokens // 2)) if source_tokens > 128 else target
         if target_cap is not None:
             target = min(target, target_cap)
-        available, why = self.llm_available()
+        available, why = self.llm_available(session)
         attempts: list[str] = []
         if available:
             transcript = "\n\n".join(f"[{u.role} {u.created_at}] {u.text}" for u in clean)
             extra = f"\n\nAdditional instructions: {self.cfg.custom_instructions}" if self.cfg.custom_instructions else ""
             for name, system, tgt in (("normal", self.prompts.system_for(kind, depth), target), ("aggressive", _AGGRESSIVE, max(64, target // 2))):
-                if not self.llm_available()[0]:
+                if not self.llm_available(session)[0]:
                     attempts.append(f"{name}:skipped")
                     break
                 prompt = f"Target length: about {tgt} tokens.{extra}\n\n{header}\n\n{transcript}"
-                reply = self._call(system, prompt, tgt * 2)
+                reply = self._call(system, prompt, tgt * 2, session)
                 if not self._usable(reply, source_tokens):
                     attempts.append(f"{name}:{'error' if reply is None else 'unusable'}")
                     continue

@@ -135,8 +135,14 @@ CONVENTIONS: dict[str, Convention] = {
         "Expand summaries", shape({"summaries": _A, "messages": _A, "truncated": _B},
                                   ("messages", "truncated"))),
     "lcm_expand_query": Convention(
-        "Answer from history", shape({"answer": _S, "truncated": _B, "warnings": _WARNINGS},
-                                     ("answer",))),
+        "Answer from history", shape({
+            "answer": _S, "truncated": _B, "warnings": _WARNINGS,
+            "conversationBreakdown": {"type": "array", "items": shape({
+                "conversationId": {"type": "integer"}, "status": {"enum": ["success", "failed", "skipped"]},
+                "summaryIds": _STRS, "phase": _S, "elapsedMs": {"type": "integer"},
+                "tokens": {"type": "integer"}, "errorCode": _opt(_S), "error": _opt(_S)},
+                ("conversationId", "status", "phase", "elapsedMs"))}},
+            ("answer",))),
     "tool_info": Convention(
         "Tool definitions", shape({"matched_by": {"enum": ["name", "keyword"]},
                                    "tools": {"type": "array", "items": _DEFINITION}},

@@ -10,10 +10,16 @@ writes it. These two routes are for that host, and are not tools: the model neve
   refused whole. With ``afterTurn`` (the default) a conversation that owes deferred compaction
   pays it after the answer has gone (``LcmStore.after_turn``: one bounded sweep, in the same
   worker pool), so the debt does not wait for the nightly job.
-* ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=]`` answers the
-  context to send the model (``LcmStore.assemble``).
+* ``GET /lcm/assemble?budget=N[&sessionKey=&prompt=&model=&contextWindow=&provider=
+  &cacheReadTokens=&cacheWriteTokens=]`` answers the context to send the model
+  (``LcmStore.assemble``; a compaction debt it records keeps the model, provider and cache counts).
+* ``POST /lcm/reset`` takes ``{"sessionKey"?, "cause"?}``: the host's ``/reset``
+  (``LcmStore.reset``: the active conversation archived, a fresh one for the same key).
+* ``POST /lcm/new`` takes ``{"sessionKey"?}``: the host's ``/new`` (``LcmStore.new_context``: the
+  active context emptied, the conversation and its history kept). Neither is a tool: a model
+  that could reset its own context (or be talked into it) would lose its working state.
 
-Both sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
+All sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
 JSON content type for the POST, a read-only key refused here). Identity is the MCP routes'
 exactly (``tools.mcp_server.facade_for_headers``): the agent of the ``X-Amem-Agent`` header,
 which the guard has checked against the key or set to the key's agent (the server's agent
@@ -51,6 +57,8 @@ log = logging.getLogger(__name__)
 
 INGEST_PATH = "/lcm/ingest"
 ASSEMBLE_PATH = "/lcm/assemble"
+RESET_PATH = "/lcm/reset"
+NEW_PATH = "/lcm/new"
 #: largest request body accepted, in bytes (a turn with a large tool output is well below it;
 #: ``amem lcm ingest`` sends 500 messages a batch)
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -103,8 +111,27 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
         return reply(await runner.run(target.agent_id, "lcm assemble",
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))
 
+    def lifecycle(name: str, fields: tuple[str, ...],
+                  call: Callable[["LcmStore", str, dict[str, Any]], dict[str, Any]]) -> Callable[..., Any]:
+        async def route(request: "Request") -> "Response":
+            try:
+                target = identify(request.headers)
+                body = await _read_json(request)
+                key, extra = _lifecycle_args(target, body, fields)
+            except ToolError as exc:
+                return reply(exc.to_dict())
+            store = _need_lcm(target)
+            return reply(await runner.run(target.agent_id, f"lcm {name}",
+                                          lambda: _guarded(lambda: call(store, key, extra))))
+        return route
+
+    reset = lifecycle("reset", ("sessionKey", "cause"),
+                      lambda store, key, extra: store.reset(key, extra.get("cause") or "reset").to_dict())
+    new = lifecycle("new", ("sessionKey",), lambda store, key, extra: store.new_context(key).to_dict())
     app.router.routes.extend([Route(INGEST_PATH, ingest, methods=["POST"]),
-                              Route(ASSEMBLE_PATH, assemble, methods=["GET"])])
+                              Route(ASSEMBLE_PATH, assemble, methods=["GET"]),
+                              Route(RESET_PATH, reset, methods=["POST"]),
+                              Route(NEW_PATH, new, methods=["POST"])])
 
 
 async def _read_json(request: "Request") -> Any:
@@ -155,6 +182,22 @@ def _ingest_args(target: "ToolFacade", body: Any) -> tuple[str, str | None, list
     return key, session_id, messages, after
 
 
+def _lifecycle_args(target: "ToolFacade", body: Any, fields: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """The session key of a ``/lcm/reset`` or ``/lcm/new`` body (the caller's own only), and
+    its other fields, checked."""
+    if not isinstance(body, dict):
+        raise ToolError("invalid_argument", f"the body must be a JSON object (fields {list(fields)})", field="body")
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise ToolError("invalid_argument", f"unknown fields {unknown}; expected {list(fields)}", field=unknown[0])
+    cause = body.get("cause")
+    if cause is not None and (not isinstance(cause, str) or not cause.strip() or len(cause) > 200):
+        raise ToolError("invalid_argument", "cause must be a non-empty string of at most 200 characters",
+                        field="cause")
+    _need_lcm(target)
+    return _session_key(target, body.get("sessionKey")), {"cause": cause}
+
+
 def _session_key(target: "ToolFacade", requested: Any) -> str:
     """The request's key (the caller's own only), else the family its headers chose."""
     if requested is None:
@@ -169,7 +212,8 @@ def _need_lcm(target: "ToolFacade") -> "LcmStore":
 
 
 def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
-    allowed = ("sessionKey", "budget", "prompt", "model", "contextWindow")
+    allowed = ("sessionKey", "budget", "prompt", "model", "contextWindow", "provider", "cacheReadTokens",
+               "cacheWriteTokens")
     unknown = sorted(set(query.keys()) - set(allowed))
     if unknown:
         raise ToolError("invalid_argument", f"unknown parameters {unknown}; expected {list(allowed)}",
@@ -185,6 +229,15 @@ def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
         args["model"] = query["model"]
     if query.get("contextWindow") is not None:
         args["context_window"] = _positive(query["contextWindow"], "contextWindow")
+    if query.get("provider") is not None:
+        args["provider"] = query["provider"]
+    # the host's prompt-cache telemetry of this turn, kept on a compaction debt row (0 allowed)
+    for name, key in (("cacheReadTokens", "cache_read_tokens"), ("cacheWriteTokens", "cache_write_tokens")):
+        raw = query.get(name)
+        if raw is not None:
+            if not raw.isdigit() or len(raw) > 12:
+                raise ToolError("invalid_argument", f"{name} must be an integer >= 0", field=name)
+            args[key] = int(raw)
     _need_lcm(target)
     return args
 

@@ -17,9 +17,10 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from lcm.errors import LcmValidationError
+from lcm.recall import ExpansionFailedError
 
 from .context import CallContext
-from .errors import ToolError
+from .errors import ToolError, redact
 from .registry import Handler, Tool, obj
 from .tenancy import PREFIX, agent_segment, session_owner
 
@@ -38,8 +39,8 @@ _ALL = {"type": "boolean", "default": False,
 _TOKEN_CAP = {"type": "integer", "minimum": 1, "maximum": 1000000,
               "description": "Source tokens to read at most; never more than the server's "
               "maxExpandTokens (LCM_MAX_EXPAND_TOKENS), which is the default."}
-#: the reference's lcm_expand_query default: delegationTimeoutMs (120 s) plus 30 s of headroom
-DEFAULT_TIMEOUT_MS = 150000
+#: lcm_expand_query's default timeoutMs is delegationTimeoutMs plus this (the reference's headroom)
+TIMEOUT_HEADROOM_MS = 30000
 
 
 def _camel(key: str) -> str:
@@ -160,15 +161,47 @@ def lcm_expand(ctx: "CallContext", summaryIds: list[str] | None = None,
 @_argument_names
 def lcm_expand_query(ctx: "CallContext", prompt: str, query: str | None = None,
                      summaryIds: list[str] | None = None, maxTokens: int = 2000,
-                     tokenCap: int | None = None, timeoutMs: int = DEFAULT_TIMEOUT_MS,
+                     tokenCap: int | None = None, timeoutMs: int | None = None,
                      conversationId: int | None = None,
                      allConversations: bool = False) -> dict[str, Any]:
     if not summaryIds and not query:
         raise ToolError("invalid_argument", "give a query or summaryIds", field="query")
-    return _out(_lcm(ctx).expand_query(prompt, query=query, summary_ids=summaryIds, max_tokens=maxTokens,
-                                     token_cap=tokenCap, timeout_ms=timeoutMs,
-                                     conversation_id=conversationId,
-                                     session_key=_scope_keys(ctx, allConversations)))
+    lcm = _lcm(ctx)
+    try:
+        out = _out(lcm.expand_query(prompt, query=query, summary_ids=summaryIds, max_tokens=maxTokens,
+                                    token_cap=tokenCap, timeout_ms=timeoutMs or default_timeout_ms(lcm),
+                                    conversation_id=conversationId,
+                                    session_key=_scope_keys(ctx, allConversations)))
+        for key in ("error", "errorCode"):  # set only when nothing answered (below)
+            out.pop(key, None)
+        return out
+    except ExpansionFailedError as exc:
+        if exc.result is None:
+            raise
+        # No bucket answered: still an error (``{"error": {...}}``, so hosts flag it), whose
+        # object carries what the reference reports then: errorCode, the empty counters and
+        # the breakdown naming each conversation's phase, elapsed time and code.
+        out = _out(exc.result)
+        detail = {k: out[k] for k in ("errorCode", "citedIds", "sourceConversationIds", "expandedSummaryCount",
+                                      "totalSourceTokens", "truncated", "conversationBreakdown")}
+        return {"error": {"code": exc.code, "message": redact(str(exc)), "field": None, **detail}}
+
+
+def default_timeout_ms(lcm: "LcmStore") -> int:
+    """``timeoutMs`` when the caller gives none: ``delegationTimeoutMs`` plus the reference's 30 s
+    of headroom (150 s with the defaults), so delegated recall ends before the host stops waiting."""
+    return int(lcm.config.delegation_timeout_ms) + TIMEOUT_HEADROOM_MS
+
+
+def expand_query_deadline(facade: Any, arguments: Any) -> float | None:
+    """Seconds ``lcm_expand_query`` may run over ``amem serve`` (``tools.runner``): its own
+    ``timeoutMs`` (or the default), which the runner bounds by the server's maximum."""
+    lcm = getattr(facade, "lcm", None)
+    if lcm is None:
+        return None
+    given = arguments.get("timeoutMs") if isinstance(arguments, dict) else None
+    ms = given if isinstance(given, int) and not isinstance(given, bool) and given > 0 else default_timeout_ms(lcm)
+    return ms / 1000
 
 
 def lcm_tools() -> list[Tool]:
@@ -256,15 +289,23 @@ def lcm_tools() -> list[Tool]:
             })),
         Tool(
             name="lcm_expand_query", handler=lcm_expand_query, group="lcm",
+            deadline=expand_query_deadline,
             summary="answer a question from the expanded conversation history",
             description=(
                 "Answer one focused question from the original messages behind the summaries "
                 "that match a query (or the given summaryIds), citing the ids it used. Use it "
-                "when a summary mentions something you need in detail. Returns {answer, "
-                "citedIds, sourceConversationIds, expandedSummaryCount, totalSourceTokens, "
-                "truncated, method}; method=extractive means no model is configured and the "
-                "answer is the best source passages. A model failure is an error "
-                "(expansion_failed, or timeout past timeoutMs)."),
+                "when a summary mentions something you need in detail. The matches are grouped "
+                "by conversation; the best 3 conversations are expanded at once (by a bounded "
+                "sub-agent with lcm_describe/lcm_expand/lcm_grep when a model is configured) "
+                "under one shared deadline and one shared tokenCap. Returns {answer, citedIds, "
+                "sourceConversationIds, expandedSummaryCount, totalSourceTokens, truncated, "
+                "method, conversationBreakdown: [{conversationId, status (success/failed/"
+                "skipped), summaryIds, phase, elapsedMs, tokens, errorCode, error}]}; truncated "
+                "is true when a conversation was skipped or failed or a cap cut the answer. "
+                "method=extractive means no model is configured and the answer is the best "
+                "source passages. When no conversation could answer it is an error (timeout, "
+                "expansion_failed, ...) whose object also carries errorCode and "
+                "conversationBreakdown."),
             schema=obj({
                 "prompt": {"type": "string", "minLength": 1, "maxLength": 2000,
                            "description": "The question to answer."},
@@ -275,9 +316,11 @@ def lcm_tools() -> list[Tool]:
                               "description": "Answer length cap."},
                 "tokenCap": _TOKEN_CAP,
                 "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 600000,
-                              "default": DEFAULT_TIMEOUT_MS,
-                              "description": "Deadline for the answer, in ms (the server's "
-                              "delegationTimeoutMs when lower)."},
+                              "description": "Deadline for the whole call, in ms; default the "
+                              "server's delegationTimeoutMs + 30000 (150000 by default). The "
+                              "conversations are expanded under one shared deadline, at most "
+                              "delegationTimeoutMs; over amem serve the call gets this deadline "
+                              "(up to the server's maximum) instead of the fixed one."},
                 "conversationId": _CONVERSATION,
                 "allConversations": _ALL,
             }, required=["prompt"])),

@@ -46,6 +46,9 @@ class Tool:
     idempotent: bool = False
     #: reaches beyond the stores (the web, other services)
     open_world: bool = False
+    #: seconds this call may run, from ``(facade, arguments)``, when the tool declares its own
+    #: deadline (``lcm_expand_query``'s ``timeoutMs``); the server bounds it by its maximum
+    deadline: Callable[[Any, Any], float | None] | None = None
 
     def __post_init__(self) -> None:
         if not NAME_RE.match(self.name):

@@ -45,15 +45,25 @@ class CallLimits:
         timeout: Seconds a caller waits for one call (queueing included) before ``timeout``.
         workers: Calls running at once, server-wide.
         per_agent: Calls of one agent running or waiting at once (at most ``workers``).
+        max_timeout: The longest deadline a tool may declare for itself (``Tool.deadline``:
+            ``lcm_expand_query``'s ``timeoutMs``); such a call waits its own deadline plus
+            ``grace``, at least ``timeout``, at most this.
+        grace: Seconds added to a declared deadline, so the tool's own answer at its deadline
+            (partial results, its ``timeout`` with a breakdown) reaches the caller first.
     """
 
     timeout: float = 60.0
     workers: int = 8
     per_agent: int = 3
+    max_timeout: float = 600.0
+    grace: float = 5.0
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout!r}")
+        if not self.max_timeout >= self.timeout or self.grace < 0:
+            raise ValueError(f"need max_timeout >= timeout and grace >= 0, got max_timeout="
+                             f"{self.max_timeout!r}, timeout={self.timeout!r}, grace={self.grace!r}")
         if self.workers < 1 or not 1 <= self.per_agent <= self.workers:
             raise ValueError(f"need workers >= 1 and 1 <= per_agent <= workers, got "
                              f"workers={self.workers}, per_agent={self.per_agent}")
@@ -116,30 +126,49 @@ class CallRunner:
         return self._loops[key]
 
     async def call(self, facade: "ToolFacade", name: Any, arguments: Any) -> dict[str, Any]:
-        """``facade.call(name, arguments)`` in a worker, or a ``timeout`` error at the deadline."""
-        return await self.run(facade.agent_id, name, lambda: facade.call(name, arguments))
+        """``facade.call(name, arguments)`` in a worker, or a ``timeout`` error at the deadline
+        (the tool's own, when it declares one: :meth:`deadline_for`)."""
+        return await self.run(facade.agent_id, name, lambda: facade.call(name, arguments),
+                              timeout=self.deadline_for(facade, name, arguments))
 
-    async def run(self, agent: str, name: Any, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def deadline_for(self, facade: "ToolFacade", name: Any, arguments: Any) -> float:
+        """Seconds the server waits for this call: ``limits.timeout``, or for a tool that
+        declares its own deadline that deadline plus ``grace``, within ``[timeout, max_timeout]``."""
+        tool = facade.registry.get(name) if isinstance(name, str) else None
+        if tool is None or tool.deadline is None:
+            return self.limits.timeout
+        try:
+            own = tool.deadline(facade, arguments)
+        except Exception:  # a bad argument is the handler's to refuse; wait the usual time
+            log.debug("deadline of %s not computed", name, exc_info=True)
+            own = None
+        if own is None or not own > 0:
+            return self.limits.timeout
+        return min(self.limits.max_timeout, max(self.limits.timeout, own + self.limits.grace))
+
+    async def run(self, agent: str, name: Any, work: Callable[[], dict[str, Any]], *,
+                  timeout: float | None = None) -> dict[str, Any]:
         """``work()`` of ``agent`` in a worker under the same bounds as a tool call (``name``
-        labels it in errors and logs): the host routes of ``tools.host_http`` run this way."""
+        labels it in errors and logs): the host routes of ``tools.host_http`` run this way.
+        ``timeout``: this call's deadline in seconds (default ``limits.timeout``)."""
         import anyio
 
+        limit = self.limits.timeout if timeout is None else timeout
         loop, ticket = self._loop(), _Ticket()
         gate = loop.gate(agent)
         held: list[anyio.Semaphore] = []
         try:
-            with anyio.fail_after(self.limits.timeout):
+            with anyio.fail_after(limit):
                 for sem in (gate, loop.slots):
                     await sem.acquire()
                     held.append(sem)
                 return await anyio.to_thread.run_sync(
-                    self._work, ticket, work, name, loop, agent,
+                    self._work, ticket, work, name, loop, agent, limit,
                     abandon_on_cancel=True, limiter=loop.threads)
         except TimeoutError:
-            log.warning("tool %s of agent %s passed its %g s deadline", name, agent,
-                        self.limits.timeout)
+            log.warning("tool %s of agent %s passed its %g s deadline", name, agent, limit)
             return error_result("timeout", f"{str(name)[:80]} did not finish within "
-                                f"{self.limits.timeout:g} s, so the server stopped waiting; "
+                                f"{limit:g} s, so the server stopped waiting; "
                                 "a write may still complete, check before retrying")
         finally:
             with ticket.lock:
@@ -151,7 +180,7 @@ class CallRunner:
                 loop.leave(agent)
 
     def _work(self, ticket: _Ticket, work: Callable[[], dict[str, Any]], name: Any,
-              loop: _Loop, agent: str) -> dict[str, Any]:
+              loop: _Loop, agent: str, limit: float) -> dict[str, Any]:
         with ticket.lock:
             if ticket.dropped:  # the caller gave up before this call started
                 return error_result("timeout", "the call was not started")
@@ -161,9 +190,9 @@ class CallRunner:
             return work()
         finally:
             elapsed = time.monotonic() - began
-            if elapsed > self.limits.timeout:
+            if elapsed > limit:
                 log.warning("tool %s of agent %s took %.1f s (deadline %g s)", name, agent,
-                            elapsed, self.limits.timeout)
+                            elapsed, limit)
             self._give_back(loop, agent)
 
     def _give_back(self, loop: _Loop, agent: str) -> None:

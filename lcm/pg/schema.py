@@ -224,6 +224,13 @@ _step("0011_trigram_flush_size")
 _step("0012_ingest_batches", """CREATE TABLE lcm_ingest_batches (conversation_id BIGINT NOT NULL,
       fingerprint TEXT NOT NULL, seen_at TEXT NOT NULL, PRIMARY KEY (conversation_id, fingerprint))""")
 
+# The host's provider, model and prompt-cache telemetry on a debt row, as on SQLite.
+_step("0013_debt_telemetry", "ALTER TABLE compaction_debt ADD COLUMN model TEXT",
+      "ALTER TABLE compaction_debt ADD COLUMN provider TEXT",
+      "ALTER TABLE compaction_debt ADD COLUMN cache_read_tokens BIGINT",
+      "ALTER TABLE compaction_debt ADD COLUMN cache_write_tokens BIGINT")
+
+
 def applied_pg_migrations(db: PgDatabase) -> list[str]:
     with db.atomic() as c:
         c.raw.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (seq BIGINT GENERATED ALWAYS AS IDENTITY, "

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 #: the public methods of LcmStore that work on PostgreSQL today; every other one raises
 #: UnsupportedOnEngineError naming itself (a test walks LcmStore's methods to keep this honest)
-PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset",
+PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset", "new_context",
                     "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
                     "status", "apply_retention", "maintenance", "doctor", "doctor_clean", "index_trigrams",
                     "embed_pending"})
@@ -163,7 +163,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         debt = report.debt
         if debt is not None and embedding.model_id is not None:
             debt = dataclasses.replace(debt, embedding=embedding.debt)
-        return dataclasses.replace(report, embedding=embedding, debt=debt, ignored_keys=list(self.config.ignored_keys))
+        return dataclasses.replace(report, embedding=embedding, debt=debt, ignored_keys=list(self.config.ignored_keys),
+                                   enabled=self.config.enabled, engine="postgresql")  # fmt: skip
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """:meth:`LcmStore.doctor` without the SQLite file's own checks (``sqlite_quick_check``,

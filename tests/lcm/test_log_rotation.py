@@ -87,9 +87,25 @@ def test_a_full_file_rotates_within_the_day(tmp_path: Path, clock: ManualClock) 
     for i in range(12):
         log.write("tick", n=i)
     rotated = [p.name for _, p in log.rotated_files()]
-    assert rotated[:3] == ["lcm-log.2025-01-01.jsonl", "lcm-log.2025-01-01.1.jsonl", "lcm-log.2025-01-01.2.jsonl"]
+    assert rotated[:3] == ["lcm-log.2025-01-01.1.jsonl", "lcm-log.2025-01-01.2.jsonl", "lcm-log.2025-01-01.3.jsonl"]
     kept = sum(len(events(p)) for _, p in log.rotated_files()) + len(events(tmp_path / "lcm-log.jsonl"))
     assert kept == 12  # nothing lost by rotating
+
+
+def test_a_runaway_day_rolls_through_five_files(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "lcm-log.jsonl"
+    log = EventLog(path, clock, max_bytes=200)
+    for i in range(60):
+        log.write("tick", n=i)
+    # before: one more numbered file per overflow, without end
+    assert names(tmp_path) == [f"lcm-log.2025-01-01.{n}.jsonl" for n in range(1, 6)] + ["lcm-log.jsonl"]
+    newest = [json.loads(x)["n"] for x in (tmp_path / "lcm-log.2025-01-01.1.jsonl").read_text().splitlines()]
+    oldest = [json.loads(x)["n"] for x in (tmp_path / "lcm-log.2025-01-01.5.jsonl").read_text().splitlines()]
+    assert max(oldest) < min(newest) < 60 and max(newest) < min(int(json.loads(x)["n"]) for x in
+                                                               path.read_text().splitlines())
+    clock.advance(DAY)
+    log.write("next day")  # the full day's file takes the day's plain name
+    assert "lcm-log.2025-01-01.jsonl" in names(tmp_path)
 
 
 def test_a_damaged_file_rotates_by_its_modification_day(tmp_path: Path, clock: ManualClock) -> None:
@@ -102,7 +118,7 @@ def test_a_damaged_file_rotates_by_its_modification_day(tmp_path: Path, clock: M
 
 
 def test_the_retention_is_configurable() -> None:
-    assert LcmConfig().log_retention_days == 14
+    assert LcmConfig().log_retention_days == 3
     assert load_config(env={"LCM_LOG_RETENTION_DAYS": "30"}).log_retention_days == 30
     assert load_config(overrides={"independentLogFile": {"retentionDays": 0}}).log_retention_days == 0
     with pytest.raises(LcmConfigError) as bad:

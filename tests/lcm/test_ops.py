@@ -49,12 +49,17 @@ def test_doctor_clean_is_read_only(make_store: Callable[..., LcmStore], tmp_path
     store.ingest("agent:main:subagent:abc", chat(4))
     store.reset("agent:main:subagent:abc")
     store.ingest("agent:main:cron:nightly", chat(2), session_id="r1")
-    store.ingest(None, chat(2), session_id="orphan")
+    live = store.ingest(None, chat(2), session_id="live").conversation_id  # a host naming it by id alone
+    orphan = store.ingest(None, chat(2), session_id="orphan").conversation_id
+    with store.db.atomic() as c:  # archived long ago by a host that named it by id alone
+        c.execute("UPDATE conversations SET active = 0, archived_at = '2025-01-01T00:00:00Z' WHERE id = ?", (orphan,))
     (tmp_path / "lcm-files" / "c9").mkdir(parents=True)
     (tmp_path / "lcm-files" / "c9" / "file_00000000000000ff.txt").write_text("x")
     before = store.status()
     report = store.doctor_clean()
     assert report.totals["archived_subagent"] == 1 and report.totals["cron"] == 1 and report.totals["null_key"] == 1
+    # only the archived one: an active conversation without a session key is live, not an orphan
+    assert [r["conversation_id"] for r in report.null_key] == [orphan] and live != orphan
     assert report.orphan_files == ["c9/file_00000000000000ff.txt"]
     assert store.status() == before
 

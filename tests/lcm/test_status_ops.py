@@ -51,7 +51,8 @@ def test_a_failed_expansion_is_the_newest_failure(make_store: Callable[..., LcmS
     assert store.status().last_failure is None  # the summary worked
     clock.advance(5)
     with pytest.raises(ExpansionFailedError):
-        store.expand_query("what was fixed in module 3?", query="module_3", session_key=KEY)
+        # (a query that finds something: with nothing found no model is asked at all)
+        store.expand_query("what was fixed in module 3?", query="pytest", session_key=KEY)
     failure = store.status().last_failure
     assert failure is not None and failure.kind == "expansion" and "expansion_failed" in failure.reason
     assert failure.at == iso(clock.now())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import lcm_embed, lcm_host, lcm_kit, lcm_migrate
+from . import lcm_embed, lcm_host, lcm_kit, lcm_migrate, lcm_session
 from .common import Cmd, runtime
 from .output import EXIT_USAGE, emit, kv_text, usage_error
 
@@ -52,6 +52,7 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="rank the N worst conversations (findings, failures, debt, size; default 10)")
     lcm_host.register(cmd, lsub)
+    lcm_session.register(cmd, lsub)
     lcm_embed.register(cmd, lsub)
     lcm_migrate.register(cmd, lsub)
     lcm_kit.register(cmd, lsub)

@@ -26,6 +26,8 @@ CALLS: dict[str, tuple[str, bytes]] = {
                      b'"clientInfo": {"name": "probe", "version": "0"}}}'),
     "/lcm/ingest": ("POST", b'{"messages": [{"role": "user", "content": "planted by a web page"}]}'),
     "/lcm/assemble": ("GET", b""),
+    "/lcm/reset": ("POST", b"{}"),
+    "/lcm/new": ("POST", b"{}"),
     PROOF_PATH: ("GET", b""),
 }
 QUERY = {"/lcm/assemble": "?budget=1000", PROOF_PATH: "?nonce=" + "ab" * 16}

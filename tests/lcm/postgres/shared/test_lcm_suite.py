@@ -9,8 +9,10 @@ from tests.lcm.test_after_turn import *  # noqa: F403
 from tests.lcm.test_assemble import *  # noqa: F403
 from tests.lcm.test_compaction import *  # noqa: F403
 from tests.lcm.test_compaction_oversized import *  # noqa: F403
+from tests.lcm.test_delegation import *  # noqa: F403
 from tests.lcm.test_ingest import *  # noqa: F403
 from tests.lcm.test_ingest_identity import *  # noqa: F403
+from tests.lcm.test_lifecycle import *  # noqa: F403
 from tests.lcm.test_operator_backfill import *  # noqa: F403
 from tests.lcm.test_operator_browse import *  # noqa: F403
 from tests.lcm.test_operator_prompts import *  # noqa: F403
