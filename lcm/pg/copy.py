@@ -57,14 +57,17 @@ REFERENCE_CHECKS = {
         "SELECT count(*) FROM summary_parents e WHERE "
         "NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = e.summary_id) OR "
         "NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = e.parent_summary_id)"),
+    # context_items has no index on message_id or summary_id: a NOT IN over a subquery that does
+    # not depend on the row is built once (SQLite: a temporary index; PostgreSQL: a hash), where
+    # a correlated NOT EXISTS scanned the table per row (582 s at 100k messages on SQLite)
     "messages_reachable_from_nothing": (
         "SELECT count(*) FROM messages m WHERE "
-        "NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) AND "
-        "NOT EXISTS (SELECT 1 FROM summary_messages e WHERE e.message_id = m.id)"),
+        "m.id NOT IN (SELECT ci.message_id FROM context_items ci WHERE ci.message_id IS NOT NULL) AND "
+        "m.id NOT IN (SELECT e.message_id FROM summary_messages e)"),
     "summaries_reachable_from_nothing": (
         "SELECT count(*) FROM summaries s WHERE "
-        "NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.summary_id = s.summary_id) AND "
-        "NOT EXISTS (SELECT 1 FROM summary_parents e WHERE e.parent_summary_id = s.summary_id)"),
+        "s.summary_id NOT IN (SELECT ci.summary_id FROM context_items ci WHERE ci.summary_id IS NOT NULL) AND "
+        "s.summary_id NOT IN (SELECT e.parent_summary_id FROM summary_parents e)"),
 }  # fmt: skip
 
 
