@@ -192,8 +192,11 @@ def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_
             add("dangling_context_items", "error", f"{r[0]}:{r[1]}", f"{r[2]} item points nowhere", r[0])
         checks["unreachable_messages"] = 0
         for r in c.execute(
+            # a left join, not a correlated NOT EXISTS: context_items has no index on message_id,
+            # and the subquery scanned it once per message (over 10 min at 100k messages on
+            # SQLite); the join is linear on both engines (lcm.pg.copy.REFERENCE_CHECKS)
             "SELECT m.id, m.conversation_id FROM messages m JOIN conversations cv ON cv.id = m.conversation_id "
-            "WHERE NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) "
+            "LEFT JOIN context_items ci ON ci.message_id = m.id WHERE ci.conversation_id IS NULL "
             "AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id) LIMIT ?",
             (_MAX_ISSUES,),
         ):

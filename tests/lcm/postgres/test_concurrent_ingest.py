@@ -108,3 +108,32 @@ def test_a_killed_compaction_releases_its_lock(pg_url: str) -> None:
         start = time.time()
         res = store.compact("agent:main:shared", force=True)
         assert res.leaf_summaries and time.time() - start < 10
+
+
+_RETRY = """
+import sys, time
+from lcm import LcmStore
+url, start = sys.argv[1], float(sys.argv[2])
+batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"anonymous {i}"} for i in range(5)]
+with LcmStore(url) as store:
+    while time.time() < start:
+        time.sleep(0.001)
+    print(store.ingest("agent:main:shared", batch).stored)
+"""
+
+
+def test_a_retry_racing_its_original_from_another_host_is_stored_once(pg_url: str) -> None:
+    # two hosts (processes) send the same batch of anonymous messages at once: the conversation
+    # lock orders them and the second finds the first's batch (lcm.ingest, "the same batch again")
+    root = Path(__file__).resolve().parents[3]
+    start = time.time() + 1.0
+    procs = [subprocess.Popen([sys.executable, "-c", _RETRY, pg_url, str(start)], cwd=root, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    stored = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        stored.append(int(out.strip()))
+    assert sorted(stored) == [0, 5]
+    with LcmStore(pg_url) as store:
+        assert int(store.db.scalar("SELECT count(*) FROM messages")) == 5

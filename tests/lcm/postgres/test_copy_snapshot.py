@@ -145,3 +145,25 @@ def test_damage_the_source_already_had_is_copied_and_reported(tmp_path: Path, pg
             dst.close()
     assert report.carried == {"messages_reachable_from_nothing": 1}
     assert report.rows["messages"] == 12 and report.rows["context_items"] == 11
+
+
+def test_the_reachability_checks_stay_linear_on_the_server(pg_url: str) -> None:
+    # NOT IN a subquery is re-read per row once its set outgrows work_mem (the doctor and the
+    # copy's checks then ran for minutes); a small work_mem and a deadline make that show at
+    # 20k rows: the anti joins take milliseconds, the per-row plan tens of seconds.
+    LcmStore(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO conversations(id, session_key, created_at, updated_at) VALUES (1, 'k', 't', 't')")
+        conn.execute("INSERT INTO messages(id, conversation_id, seq, role, content, token_count, identity_hash, "
+                     "created_at) SELECT g, 1, g, 'user', 'm', 1, 'h', 't' FROM generate_series(1, 20000) g")
+        conn.execute("INSERT INTO context_items(conversation_id, ordinal, item_type, message_id) "
+                     "SELECT 1, g, 'message', g FROM generate_series(1, 20000) g")
+        conn.execute("ANALYZE")
+        name = conn.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        conn.execute(f'ALTER DATABASE "{name[0]}" SET work_mem = \'64kB\'')
+        conn.execute(f'ALTER DATABASE "{name[0]}" SET statement_timeout = \'5s\'')
+    with LcmStore(pg_url) as pg:
+        with pg.db.reading() as c:
+            assert set(reference_checks(c).values()) == {0}
+        assert pg.doctor().checks["unreachable_messages"] == 0
