@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+
+import pytest
 
 from benchmarks.datasets import BENCHDATA
 
@@ -40,3 +43,31 @@ def test_the_data_is_there_where_the_layout_says() -> None:
     shared = ROOT.parent / "shared"
     if shared.is_dir():
         assert (BENCHDATA / "locomo_dev.json").is_file(), f"{shared} exists but {BENCHDATA} has no data"
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_every_file_the_packages_ship(tmp_path: Path) -> None:
+    """"Use it in your project" builds a wheel: it must hold every tracked file of the four
+    packages (models' tokenizer data, prompt templates, the inspector's assets), and the
+    packages must import from it alone."""
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                            str(tmp_path / "dist"), str(ROOT)], capture_output=True, text=True,
+                           timeout=600)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("amem-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "unpacked")
+    tracked = subprocess.run(["git", "ls-files", "amem", "lcm", "tools", "scheduler"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout: nothing to compare the wheel with")
+    missing = [f for f in tracked if f not in names]
+    assert not missing, f"files the wheel leaves out: {missing[:20]}"
+    code = ("import amem, lcm, tools, scheduler, sys; from tools.cli.main import build_parser; "
+            "build_parser(); print(amem.__file__)")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "unpacked")}
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().startswith(str(tmp_path / "unpacked")), ran.stdout

@@ -1,4 +1,5 @@
-"""Every code block of README.md runs, as a newcomer would run it, or says why it is not run.
+"""Every code block of README.md and of the pages it links in docs/ runs, as a newcomer would
+run it, or says why it is not run.
 
 ``python`` blocks run as written, each in a fresh interpreter, in a scratch directory with a
 scratch ``HOME`` (so ``~/...`` lands there) and ``AMEM_HOME``; they use the default embedder,
@@ -22,6 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: the README and the reference pages it links to
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 # fences may be indented (a block inside a numbered step): the code is dedented as Markdown does
 BLOCK_RE = re.compile(r"(?ms)^[ ]*```(\w*)\n(.*?)^[ ]*```")
 
@@ -29,17 +32,23 @@ BLOCK_RE = re.compile(r"(?ms)^[ ]*```(\w*)\n(.*?)^[ ]*```")
 NOT_RUN = {
     "bash scripts/quickstart.sh": "installs packages into a venv: minutes, and network",
     "bash scripts/test.sh": "runs the whole suite (this test is part of it)",
+    "pip install /path/to/amem-checkout": "installs packages (network); "
+                                          "tests/test_fresh_clone.py builds the wheel",
     "amem serve --http": "a server that runs until stopped; tests/tools/test_mcp.py serves "
                          "streamable HTTP and calls every tool",
     "python -m benchmarks.retrieval": "a benchmark of minutes; tests/benchmarks cover its parts",
 }
 
 
-def blocks(lang: str) -> list[tuple[int, str]]:
-    """``(line, code)`` of every README block in ``lang``."""
-    text = README.read_text(encoding="utf-8")
-    return [(text[:m.start()].count("\n") + 1, textwrap.dedent(m.group(2)))
-            for m in BLOCK_RE.finditer(text) if m.group(1) == lang]
+def blocks(lang: str) -> list[tuple[str, str]]:
+    """``(page:line, code)`` of every block in ``lang`` of the README and the docs pages."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        name = page.relative_to(ROOT).as_posix()
+        found += [(f"{name}:{text[:m.start()].count(chr(10)) + 1}", textwrap.dedent(m.group(2)))
+                  for m in BLOCK_RE.finditer(text) if m.group(1) == lang]
+    return found
 
 
 def _runnable_bash(code: str) -> bool:
@@ -72,32 +81,32 @@ def test_the_readme_has_runnable_blocks() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("line,code", blocks("python"), ids=lambda x: f"line{x}" if isinstance(x, int) else "")
-def test_python_block_runs(line: int, code: str, scratch: Path) -> None:
-    work = scratch / f"block{line}"
+@pytest.mark.parametrize("line,code", blocks("python"), ids=lambda x: x if "\n" not in x else "")
+def test_python_block_runs(line: str, code: str, scratch: Path) -> None:
+    work = scratch / f"block-{line.replace('/', '-').replace(':', '-')}"
     work.mkdir()
     proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=_env(scratch),
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"README.md line {line} failed:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{line} failed:\n{proc.stderr[-3000:]}"
     # "~/..." is the home directory, never a folder named "~" where the snippet ran.
-    assert not (work / "~").exists(), f"README.md line {line} created a literal ./~ directory"
+    assert not (work / "~").exists(), f"{line} created a literal ./~ directory"
 
 
-@pytest.mark.parametrize("line,code", blocks("bash"), ids=lambda x: f"line{x}" if isinstance(x, int) else "")
-def test_bash_block_runs_or_says_why_not(line: int, code: str, scratch: Path) -> None:
+@pytest.mark.parametrize("line,code", blocks("bash"), ids=lambda x: x if "\n" not in x else "")
+def test_bash_block_runs_or_says_why_not(line: str, code: str, scratch: Path) -> None:
     if not _runnable_bash(code):
         reason = _skip_reason(code)
-        assert reason, (f"README.md line {line}: a bash block that is neither only `amem` "
+        assert reason, (f"{line}: a bash block that is neither only `amem` "
                         f"commands nor listed in NOT_RUN with its reason:\n{code}")
         return
     env = _env(scratch, AMEM_EMBEDDER="hashing")
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=scratch, env=env,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, f"README.md line {line} failed:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{line} failed:\n{proc.stderr[-3000:]}"
 
 
-@pytest.mark.parametrize("line,code", blocks("json"), ids=lambda x: f"line{x}" if isinstance(x, int) else "")
-def test_json_block_parses(line: int, code: str) -> None:
+@pytest.mark.parametrize("line,code", blocks("json"), ids=lambda x: x if "\n" not in x else "")
+def test_json_block_parses(line: str, code: str) -> None:
     doc = json.loads(code)
     for server in doc.get("mcpServers", {}).values():  # a host config names a real command
         assert "url" in server or Path(server["command"]).name == "amem"

@@ -55,8 +55,8 @@ def test_schema_matches_handler(tool: Tool) -> None:
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
 def test_every_tool_is_documented(tool: Tool) -> None:
-    docs = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"`{tool.name}`" in docs, f"{tool.name} has no entry in README.md"
+    docs = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+    assert f"`{tool.name}`" in docs, f"{tool.name} has no entry in docs/tools.md"
 
 
 def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
