@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from amem import config as amem_config
 from amem.config import AmemConfig
 from amem.errors import ConfigError
-from amem.kernel.settings import ARGUMENTS, Unclaimed, read_toml
+from amem.kernel.settings import ARGUMENTS, Unclaimed, did_you_mean, read_toml
 from lcm import config as lcm_config
 from lcm.config import LcmConfig
 from scheduler import config as scheduler_config
@@ -128,9 +128,11 @@ def _reject_unowned(left_by_amem: list[Unclaimed], left_by_scheduler: list[Uncla
     for item in left_by_amem:
         if not item.is_env:
             if item.name in scheduler_keys:  # neither owner took it
-                raise amem_config.SECTION.unknown(item)
+                raise amem_config.SECTION.unknown(item, also=scheduler_config.SECTION.specs)
         elif (item.name not in scheduler_config.SECTION.env_names and item.name not in TOOL_ENV
               and not item.name.startswith(TOOL_ENV_PREFIXES)):
             name = item.name[len(amem_config.ENV_PREFIX):].lower()
-            raise ConfigError(f"unknown config key {name!r} (from {item.source})", key=name,
+            hint = did_you_mean(item.name, [*amem_config.SECTION.env_names, *TOOL_ENV,
+                                            *scheduler_config.SECTION.env_names])
+            raise ConfigError(f"unknown config key {name!r} (from {item.source}){hint}", key=name,
                               source=item.source)

@@ -22,18 +22,52 @@ if TYPE_CHECKING:
 Cmd = Callable[..., argparse.ArgumentParser]
 
 
-def common_options() -> argparse.ArgumentParser:
-    """The options every command takes (a parent parser)."""
+#: the common options' values when a command line gives none (see ``common_options``)
+COMMON_DEFAULTS: dict[str, Any] = {"config": None, "home": None, "agent": None, "embedder": None,
+                                   "json": False, "verbose": 0, "quiet": False}
+#: where the options given before the command word are kept until ``merge_common`` (argparse
+#: copies a command's own values over the top level's, so they need names of their own)
+BEFORE = "before_"
+
+
+def common_options(before: bool = False) -> argparse.ArgumentParser:
+    """The options every command takes (a parent parser), also accepted before the command.
+
+    No option has a default here: argparse copies every value a subcommand's parser holds over
+    what the level above parsed, so a default would erase ``amem lcm --home X grep``'s
+    ``--home``. ``merge_common`` fills in ``COMMON_DEFAULTS`` after parsing. ``before``: the
+    top-level copy, whose values go to ``before_*`` names.
+    """
     common = argparse.ArgumentParser(add_help=False)
-    g = common.add_argument_group("common options")
-    g.add_argument("--config", metavar="TOML", help="config file (default: $AMEM_CONFIG)")
-    g.add_argument("--home", metavar="DIR", help="data directory (default: $AMEM_HOME or XDG)")
-    g.add_argument("--agent", metavar="ID", help="act as this agent (default: $AMEM_AGENT or config)")
-    g.add_argument("--embedder", metavar="NAME", help="embedder preset (e.g. e5-small, hashing)")
-    g.add_argument("--json", action="store_true", help="machine-readable JSON output")
-    g.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
-    g.add_argument("-q", "--quiet", action="store_true", help="no progress bars on stderr")
+    g = common.add_argument_group("common options (also accepted before the command)")
+    prefix = BEFORE if before else ""
+
+    def add(*flags: str, **kw: Any) -> None:
+        dest = prefix + flags[-1].lstrip("-")
+        g.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **kw)
+
+    add("--config", metavar="TOML", help="config file (default: $AMEM_CONFIG)")
+    add("--home", metavar="DIR", help="data directory (default: $AMEM_HOME or XDG)")
+    add("--agent", metavar="ID", help="act as this agent (default: $AMEM_AGENT or config)")
+    add("--embedder", metavar="NAME", help="embedder preset (e.g. e5-small, hashing)")
+    add("--json", action="store_true", help="machine-readable JSON output")
+    add("-v", "--verbose", action="count", help="more logging on stderr")
+    add("-q", "--quiet", action="store_true", help="no progress bars on stderr")
     return common
+
+
+def merge_common(args: argparse.Namespace) -> argparse.Namespace:
+    """The common options as the command sees them: given after the command word wins over
+    before it (``-v`` counts add up), and a default for what neither gave."""
+    for name, default in COMMON_DEFAULTS.items():
+        before = vars(args).pop(BEFORE + name, None)
+        after = getattr(args, name, None)
+        if name == "verbose":
+            value: Any = (before or 0) + (after or 0)
+        else:
+            value = after if after is not None else before if before is not None else default
+        setattr(args, name, value)
+    return args
 
 
 def version() -> str:

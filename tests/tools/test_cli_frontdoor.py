@@ -1,0 +1,92 @@
+"""Issue 28's papercuts a newcomer hits at the front door, through the installed ``amem`` script.
+
+Each test runs the console script next to this interpreter (as a user types it) on a fresh
+home with the hashing embedder; checks that need no process (config loading) run in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amem.errors import ConfigError
+from tools.settings import load_settings
+
+AMEM = Path(sys.executable).with_name("amem")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def base_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update({"AMEM_HOME": str(home), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "front",
+                "PYTHONPATH": str(ROOT)})
+    env.update(extra)
+    return env
+
+
+def amem(env: dict[str, str], *args: str, code: int = 0, stdin: str | None = None,
+         cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(AMEM), *args], env=env, input=stdin, capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+    assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return base_env(tmp_path / "home")
+
+
+# -- 1. common options before the command; did you mean ---------------------------------------
+
+
+def test_common_options_before_the_command_work_as_after_it(env: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("rrf_kk = 3\n", encoding="utf-8")
+    for argv in (["--config", str(bad), "status"], ["status", "--config", str(bad)]):
+        err = amem(env, *argv, code=2).stderr
+        assert "invalid choice" not in err
+        assert "unknown config key 'rrf_kk'" in err and "did you mean 'rrf_k'?" in err
+    amem(env, "add", "Alice prefers green tea", "--no-enrich")
+    before = json.loads(amem(env, "-v", "--json", "--agent", "front", "list").stdout)
+    after = json.loads(amem(env, "list", "-v", "--json", "--agent", "front").stdout)
+    assert before == after and before["count"] == 1
+    # `lcm`'s own level keeps an option given there (its subcommand's parser used to erase it)
+    other = tmp_path / "other"
+    amem(env, "lcm", "--home", str(other), "status")
+    assert other.is_dir() and any(other.iterdir())
+
+
+def test_an_unknown_option_or_command_gets_the_nearest_spelling(env: dict[str, str]) -> None:
+    err = amem(env, "search", "tea", "--limt", "3", code=2).stderr
+    assert "unrecognized arguments: --limt 3; did you mean --limit?" in err
+    assert "usage: amem search" in err  # the command's own usage, not the top level's
+    err = amem(env, "serach", "tea", code=2).stderr
+    assert "did you mean search?" in err
+
+
+def test_unknown_config_keys_and_variables_get_did_you_mean(tmp_path: Path) -> None:
+    home = {"AMEM_HOME": str(tmp_path)}
+    with pytest.raises(ConfigError, match=r"did you mean 'AMEM_EMBEDDER'\?"):
+        load_settings(env={**home, "AMEM_EMBEDER": "hashing"})
+    toml = tmp_path / "c.toml"
+    toml.write_text("schedule_houre = 3\n[lcm]\nfreshTailCont = 3\n", encoding="utf-8")
+    # a scheduler key in the shared table is a fine suggestion too
+    with pytest.raises(ConfigError, match=r"did you mean 'schedule_hour'\?"):
+        load_settings(toml, env=home)
+    toml.write_text("[lcm]\nfreshTailCont = 3\n", encoding="utf-8")
+    with pytest.raises(Exception, match=r"did you mean 'freshTailCount'\?"):
+        load_settings(toml, env=home)
+    with pytest.raises(Exception, match=r"did you mean 'LCM_FRESH_TAIL_COUNT'\?"):
+        load_settings(env={**home, "LCM_FRESH_TAIL_CONT": "3"})
+    toml.write_text("nonsense_entirely = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:  # nothing close: no guess
+        load_settings(toml, env=home)
+    assert "did you mean" not in str(caught.value)
