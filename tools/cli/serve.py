@@ -1,11 +1,10 @@
-"""The commands that run the server and look after both stores: serve, scheduler, status,
-doctor, tools."""
+"""The commands that run the server and look after both stores: serve, status, doctor, tools."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .common import Cmd, runtime, version
@@ -41,11 +40,6 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--no-scheduler", action="store_true",
                    help="no nightly maintenance (nor background embedding of lcm messages)")
     p.add_argument("--session-key", help="lcm session family the lcm_* tools search")
-
-    p = cmd("scheduler", cmd_scheduler,
-            "run the nightly maintenance in the foreground; every argument after the word "
-            "goes to the scheduler (`amem scheduler --once`, `--status`, ...)")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the scheduler")
 
     p = cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
     add_server_option(p)
@@ -178,24 +172,6 @@ def _start_scheduler(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> 
                        code="unavailable") from None
     handle: SchedulerHandle = start(memory, lcm, rt.settings.scheduler)
     return handle
-
-
-def cmd_scheduler(args: argparse.Namespace) -> int:
-    return run_scheduler(list(args.rest), args.env)
-
-
-def run_scheduler(argv: list[str], env: Mapping[str, str]) -> int:
-    """Hand the arguments to ``scheduler.cli_main`` (imported only when asked for)."""
-    try:
-        import scheduler
-        cli_main = scheduler.cli_main
-    except (ImportError, AttributeError) as exc:
-        import sys
-
-        print(f"amem: error: the scheduler is not available in this installation ({exc})",
-              file=sys.stderr)
-        return 1
-    return int(cli_main(argv, env=env) or 0)
 
 
 # ------------------------------------------------------------------------------ status / doctor
