@@ -90,3 +90,34 @@ def test_unknown_config_keys_and_variables_get_did_you_mean(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as caught:  # nothing close: no guess
         load_settings(toml, env=home)
     assert "did you mean" not in str(caught.value)
+
+
+# -- 2. the commands a running server does not route say so --------------------------------------
+
+
+def test_commands_not_routed_through_a_running_server_say_so(env: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    # This process holds the store and its record says it is `amem serve --http` (the
+    # discovery checks what a real server's record holds: pid = the lock's holder, mode 0600).
+    from amem import MemoryStore
+    from amem.config import load_config
+    from amem.embed.hashing import HashingEmbedder
+    from tools.remote import record_path
+
+    src = tmp_path / "notes.jsonl"
+    src.write_text('{"text": "one note"}\n', encoding="utf-8")
+    cfg = load_config(env={k: v for k, v in env.items() if k.startswith("AMEM_")})
+    with MemoryStore(None, config=cfg, embedder=HashingEmbedder()):
+        record = record_path(env["AMEM_HOME"])
+        record.write_text(json.dumps({"transport": "http", "pid": os.getpid(), "token": "t",
+                                      "url": "http://127.0.0.1:9/mcp"}))
+        os.chmod(record, 0o600)
+        said = {command: amem(env, *argv, code=4).stderr for command, argv in (
+            ("import", ["import", str(src)]), ("export", ["export"]),
+            ("consolidate", ["consolidate"]), ("reembed", ["reembed", "--to", "hashing"]))}
+        record.unlink()
+    for command, err in said.items():
+        assert (f"`amem {command}` is not routed through the running `amem serve --http` at "
+                f"http://127.0.0.1:9/mcp (pid {os.getpid()})") in err, err
+        assert "Stop the server" in err and "Run `amem serve` in the owning process" not in err
+    assert "memory_consolidate" in said["consolidate"]

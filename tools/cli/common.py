@@ -12,6 +12,7 @@ from .output import usage_error
 
 if TYPE_CHECKING:
     from amem import MemoryStore
+    from amem.errors import StoreLockedError
 
     from ..runtime import Runtime
 
@@ -95,11 +96,51 @@ def runtime(args: argparse.Namespace) -> Runtime:
                         overrides=overrides, agent=args.agent)
 
 
+#: what to do instead of a command that needs the store itself while a server holds it
+INSTEAD = {
+    "import": "or add the notes one at a time through it (`amem add`, which is routed)",
+    "export": "or page through the notes through it with `amem list --json` (routed; "
+              "without vectors)",
+    "consolidate": "or call the server's memory_consolidate tool, which does the same for "
+                   "its agent",
+    "reembed": "a rebuild needs every vector, so only the store's own process can do it",
+}
+
+
 @contextmanager
 def open_memory(args: argparse.Namespace) -> Iterator[MemoryStore]:
-    """The note store itself, closed at the end (commands that cannot go through a server)."""
+    """The note store itself, closed at the end (commands that cannot go through a server).
+
+    While ``amem serve`` holds the store, the error says that this command is not routed
+    through it (unlike ``search`` and the other reads) and what to do instead.
+    """
+    from amem.errors import StoreLockedError
+
     with runtime(args) as rt:
-        yield rt.memory
+        try:
+            store = rt.memory
+        except StoreLockedError as exc:
+            raise not_routed(args.command, rt.settings.amem.home, exc) from None
+        yield store
+
+
+def not_routed(command: str, home: Any, locked: StoreLockedError) -> Exception:
+    """The error for ``command`` when the store is locked: plain "store busy" unless the lock's
+    holder is an ``amem serve`` of this data directory (its record in ``<home>/server.json``)."""
+    from ..remote import find_server
+    from .output import EXIT_BUSY, CliError
+
+    record = find_server(home, getattr(locked, "holder_pid", None))
+    if record is None:
+        return locked
+    where = (f"`amem serve --http` at {record.url}" if record.transport == "http"
+             else "`amem serve` on stdio")
+    return CliError(
+        f"`amem {command}` is not routed through the running {where} (pid {record.pid}), which "
+        f"holds the store: it needs the store itself. Stop the server (Ctrl-C, or kill -INT "
+        f"{record.pid}), run `amem {command}`, then start the server again; "
+        f"{INSTEAD.get(command, 'the read commands (search, list, get, status) are routed')}",
+        code="store_locked", exit_code=EXIT_BUSY)
 
 
 def progress(args: argparse.Namespace, label: str) -> Progress:

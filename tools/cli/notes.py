@@ -9,7 +9,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import Cmd, open_memory, progress, runtime
+from .common import Cmd, not_routed, open_memory, progress, runtime
 from .output import EXIT_ERROR, EXIT_OK, clip, emit, kv_text, search_table, usage_error, width
 from .server import add_server_option, local_store, open_notes, remote_call, remote_page
 
@@ -305,14 +305,19 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
+    from amem.errors import StoreLockedError
     from amem.reembed import reembed
+
     from ..runtime import make_embedder
 
     cfg = runtime(args).settings.amem
     embedder = make_embedder(args.new_embedder, threads=cfg.embed_threads,
                              cache_dir=Path(cfg.home) / "models")
     with progress(args, "reembed") as bar:
-        report = reembed(cfg, embedder, progress=bar)
+        try:
+            report = reembed(cfg, embedder, progress=bar)
+        except StoreLockedError as exc:
+            raise not_routed("reembed", cfg.home, exc) from None
     data = report.to_dict()
     emit(args, data, lambda: (
         f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
