@@ -121,3 +121,15 @@ def test_commands_not_routed_through_a_running_server_say_so(env: dict[str, str]
                 f"http://127.0.0.1:9/mcp (pid {os.getpid()})") in err, err
         assert "Stop the server" in err and "Run `amem serve` in the owning process" not in err
     assert "memory_consolidate" in said["consolidate"]
+
+
+# -- 3. one exit code for a missing input file ---------------------------------------------------
+
+
+def test_a_missing_file_is_the_same_usage_error_for_import_and_lcm_ingest(
+        env: dict[str, str], tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.jsonl")
+    errors = [json.loads(amem(env, *argv, "--json", code=2).stdout)["error"] for argv in (
+        ["import", missing], ["lcm", "ingest", missing, "--session-key", "agent:front:main"])]
+    assert errors[0] == errors[1] == {"code": "invalid_argument", "field": "file",
+                                      "message": f"no such file: {missing}"}

@@ -244,6 +244,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from amem.export import load_export
     from amem.importer import import_file
 
+    if not Path(args.file).expanduser().is_file():
+        # said here, in `amem lcm ingest`'s words: the CLI's argument is `file` (the library's
+        # error names its own parameter, `path`)
+        what = "not a file" if Path(args.file).expanduser().exists() else "no such file"
+        raise usage_error(f"{what}: {args.file}", "file")
     with open_memory(args) as store, progress(args, "import") as bar:
         if args.from_export:
             report = load_export(store, args.file, skip_invalid=args.skip_invalid, progress=bar)
