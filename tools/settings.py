@@ -56,6 +56,9 @@ class Settings:
     config_path: Path | None = None
     #: the file's ``[tools]`` table (tool descriptions), so that nothing reads the file again
     tools: Mapping[str, Any] = field(default_factory=dict)
+    #: the tool descriptions a deployment words itself, by tool name: ``[tools.descriptions]``
+    #: and ``AMEM_TOOL_DESCRIPTION_*`` (checked against the catalogue at load)
+    descriptions: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | None = None,
@@ -103,7 +106,19 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
     if tools is not None and not isinstance(tools, Mapping):
         raise ConfigError("tools must be a table ([tools])", key="tools", source=source)
     return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path,
-                    tools=dict(tools or {}))
+                    tools=dict(tools or {}), descriptions=_descriptions(env, tools or {}))
+
+
+def _descriptions(env: Mapping[str, str], tools: Mapping[str, Any]) -> dict[str, str]:
+    """The tool description overrides, an unknown tool refused here so that every command
+    refuses it (not only ``amem serve``, the one that shows them to a model)."""
+    from .conventions import DESCRIPTION_ENV, description_overrides
+
+    if "descriptions" not in tools and not any(v.startswith(DESCRIPTION_ENV) for v in env):
+        return {}  # nothing to check: the tool catalogue is not imported
+    from .facade import catalogue
+
+    return description_overrides(env, tools, names=[t.name for t in catalogue()])
 
 
 def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -133,3 +133,41 @@ def test_a_missing_file_is_the_same_usage_error_for_import_and_lcm_ingest(
         ["import", missing], ["lcm", "ingest", missing, "--session-key", "agent:front:main"])]
     assert errors[0] == errors[1] == {"code": "invalid_argument", "field": "file",
                                       "message": f"no such file: {missing}"}
+
+
+# -- 4. [tools.descriptions]: checked by every command, shown by `amem tools` --------------------
+
+
+def test_tool_descriptions_are_checked_everywhere_and_amem_tools_lists_what_the_server_serves(
+        env: dict[str, str], tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client
+
+    from tools import ToolFacade
+    from tools.mcp_server import build_server
+
+    config = tmp_path / "amem.toml"
+    config.write_text('[tools.descriptions]\nmemory_serch = "Find notes."\n', encoding="utf-8")
+    for argv in (["status"], ["tools"], ["search", "tea"]):
+        err = amem(env, *argv, "--config", str(config), code=2).stderr
+        assert ("tools.descriptions.memory_serch: there is no tool named 'memory_serch'; "
+                "did you mean 'memory_search'?") in err, (argv, err)
+    mine = "Find the notes of this deployment's user about a topic. Returns {results}."
+    config.write_text(f'[tools.descriptions]\nmemory_search = "{mine}"\n', encoding="utf-8")
+    printed = json.loads(amem(env, "tools", "--format", "mcp", "--config", str(config)).stdout)
+    facade = ToolFacade(None, None, agent_id="default", lcm_listed=True,
+                        descriptions={"memory_search": mine})
+
+    async def served() -> list[dict[str, object]]:
+        async with Client(build_server(facade)) as client:
+            listed = (await client.list_tools()).tools
+            return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
+
+    entries = anyio.run(served)
+    assert printed == entries
+    search = next(t for t in printed if t["name"] == "memory_search")
+    assert search["description"] == mine
+    assert search["annotations"]["readOnlyHint"] is True and "outputSchema" in search
+    anthropic = json.loads(amem(env, "tools", "--format", "anthropic", "--config",
+                                str(config)).stdout)
+    assert next(t for t in anthropic if t["name"] == "memory_search")["description"] == mine

@@ -228,11 +228,8 @@ def _lcm_reports(rt: Runtime) -> LcmReport:
 
 
 def tool_descriptions(rt: Runtime) -> dict[str, str]:
-    """Tool descriptions overridden by config (``tools.conventions.description_overrides``)."""
-    from ..conventions import description_overrides
-    from ..facade import catalogue
-
-    return description_overrides(rt.env, rt.settings.tools, names=[t.name for t in catalogue()])
+    """Tool descriptions overridden by config (checked when the settings were loaded)."""
+    return dict(rt.settings.descriptions)
 
 
 def _nightly_status(rt: Runtime) -> dict[str, Any]:
@@ -251,9 +248,17 @@ def cmd_tools(args: argparse.Namespace) -> int:
     from ..export import estimate_tokens, export
     from ..facade import ToolFacade
 
+    # the list `amem serve` would serve with this config: its descriptions, and in MCP's
+    # format the very entries of its tools/list (titles, hints, output schemas)
     facade = ToolFacade(None, None, agent_id="default", lazy=args.lazy,
-                        lcm_listed=not args.no_lcm)
-    exported = export(facade.list_tools(), args.format)
+                        lcm_listed=not args.no_lcm, descriptions=tool_descriptions(runtime(args)))
+    if args.format == "mcp":
+        from ..mcp_server import mcp_tools
+
+        exported = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    for t in mcp_tools(facade)]
+    else:
+        exported = export(facade.list_tools(), args.format)
     if args.tokens:
         tokens = estimate_tokens(exported)
         emit_data = {"format": args.format, "lazy": args.lazy, "tools": len(exported),
