@@ -171,3 +171,27 @@ def test_tool_descriptions_are_checked_everywhere_and_amem_tools_lists_what_the_
     anthropic = json.loads(amem(env, "tools", "--format", "anthropic", "--config",
                                 str(config)).stdout)
     assert next(t for t in anthropic if t["name"] == "memory_search")["description"] == mine
+
+
+# -- 5. import: where a line is broken, and skipped lines on stderr -----------------------------
+
+
+def test_a_line_cut_short_is_reported_at_its_column_and_skipped_lines_go_to_stderr(
+        env: dict[str, str], tmp_path: Path) -> None:
+    src = tmp_path / "notes.jsonl"
+    broken = '{"text": "missing brace"'
+    src.write_text('{"text": "a good note"}\n' + broken + "\n", encoding="utf-8")
+    where = f"{src}:2: not valid JSON: Expecting ',' delimiter at column {len(broken) + 1}"
+    assert where in amem(env, "import", str(src), "--no-enrich", code=2).stderr
+    done = amem(env, "import", str(src), "--no-enrich", "--skip-invalid", code=1)
+    assert f"amem: skipped {where}" in done.stderr
+    assert "not valid JSON" not in done.stdout and "created 1" in done.stdout
+    # an export line cut short: the same position
+    export = tmp_path / "export.jsonl"
+    amem(env, "export", str(export))
+    lines = export.read_text(encoding="utf-8").splitlines()
+    cut = lines[-1][:-1]  # the closing brace gone
+    export.write_text("\n".join([*lines[:-1], cut]) + "\n", encoding="utf-8")
+    err = amem(base_env(tmp_path / "other"), "import", str(export), "--from-export",
+               code=2).stderr
+    assert f"at column {len(cut) + 1}" in err and "column 1\n" not in err

@@ -264,12 +264,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         built = index.maybe_build(background=False)
     data = report.to_dict()
     data["index_build"] = index.to_dict()
+    if not args.json:
+        # the skipped lines are diagnostics (stderr), not the import's result (stdout); --json
+        # has them in the report's "errors"
+        shown = data["errors"][:20]
+        for error in shown:
+            print(f"amem: skipped {error}", file=sys.stderr)
+        if data["skipped"] > len(shown):
+            print(f"amem: ... and {data['skipped'] - len(shown)} more skipped lines",
+                  file=sys.stderr)
     emit(args, data, lambda: (
         f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
         f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
         f"{data['skipped']} ({data['notes_per_second']} notes/s)"
         + _supersede_line(data)
-        + "".join(f"\n  {e}" for e in data["errors"][:20])
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
