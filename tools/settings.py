@@ -59,6 +59,9 @@ class Settings:
     #: the tool descriptions a deployment words itself, by tool name: ``[tools.descriptions]``
     #: and ``AMEM_TOOL_DESCRIPTION_*`` (checked against the catalogue at load)
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    #: the embedder was named (file, ``AMEM_EMBEDDER`` or an argument); when it was not, the
+    #: runtime opens an existing store with the embedder that wrote it
+    embedder_chosen: bool = False
 
 
 def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | None = None,
@@ -106,7 +109,17 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
     if tools is not None and not isinstance(tools, Mapping):
         raise ConfigError("tools must be a table ([tools])", key="tools", source=source)
     return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path,
-                    tools=dict(tools or {}), descriptions=_descriptions(env, tools or {}))
+                    tools=dict(tools or {}), descriptions=_descriptions(env, tools or {}),
+                    embedder_chosen=_chosen("embedder", shared or {}, env, by_owner["amem"]))
+
+
+def _chosen(attr: str, table: Mapping[str, Any], env: Mapping[str, str],
+            overrides: Mapping[str, Any]) -> bool:
+    """Whether the note store's setting ``attr`` was given (in any of its spellings) rather
+    than left at its default."""
+    spec = amem_config.SECTION.by_attr[attr]
+    return (any(amem_config.SECTION.spec(k) is spec for k in (*table, *overrides))
+            or any(var in env for var in (spec.env, *spec.env_aliases) if var))
 
 
 def _descriptions(env: Mapping[str, str], tools: Mapping[str, Any]) -> dict[str, str]:

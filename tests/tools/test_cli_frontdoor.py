@@ -195,3 +195,22 @@ def test_a_line_cut_short_is_reported_at_its_column_and_skipped_lines_go_to_stde
     err = amem(base_env(tmp_path / "other"), "import", str(export), "--from-export",
                code=2).stderr
     assert f"at column {len(cut) + 1}" in err and "column 1\n" not in err
+
+
+# -- 6. a store opens with the embedder that wrote it --------------------------------------------
+
+
+def test_after_reembed_a_plain_search_opens_the_store_with_its_new_embedder(
+        tmp_path: Path) -> None:
+    env = base_env(tmp_path / "home")
+    del env["AMEM_EMBEDDER"]  # as a user types it: no embedder configured anywhere
+    amem(env, "add", "Alice prefers green tea", "--no-enrich", "--embedder", "hashing-32")
+    amem(env, "reembed", "--to", "hashing")
+    hits = json.loads(amem(env, "search", "green tea", "--json").stdout)["results"]
+    assert hits[0]["content"] == "Alice prefers green tea"
+    status = json.loads(amem(env, "status", "--json").stdout)
+    assert json.dumps(status).count("hashing-v1-d64") >= 1
+    # an embedder named explicitly is obeyed, and the refusal says which one to use and how
+    err = amem({**env, "AMEM_EMBEDDER": "hashing-32"}, "search", "tea", code=1).stderr
+    assert "written by 'hashing-v1-d64'" in err and "--embedder hashing " in err
+    assert "AMEM_EMBEDDER=hashing" in err

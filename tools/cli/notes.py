@@ -86,7 +86,7 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
 
     p = cmd("reembed", cmd_reembed, "rebuild every vector with another embedder")
     p.add_argument("--to", "--new-embedder", dest="new_embedder", required=True, metavar="NAME",
-                   help="the embedder to rebuild with (then run with AMEM_EMBEDDER=NAME)")
+                   help="the embedder to rebuild with (the store then opens with it by default)")
 
 
 def _note_field_options(p: argparse.ArgumentParser) -> None:
@@ -334,6 +334,6 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     data = report.to_dict()
     emit(args, data, lambda: (
         f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
-        f"in {data['seconds']} s\nopen the store with this embedder from now on "
-        f"(AMEM_EMBEDDER={args.new_embedder})"))
+        f"in {data['seconds']} s\nthe store opens with {args.new_embedder} from now on, "
+        f"unless --embedder, AMEM_EMBEDDER or the config file names another"))
     return EXIT_OK
