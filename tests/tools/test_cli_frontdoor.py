@@ -214,3 +214,52 @@ def test_after_reembed_a_plain_search_opens_the_store_with_its_new_embedder(
     err = amem({**env, "AMEM_EMBEDDER": "hashing-32"}, "search", "tea", code=1).stderr
     assert "written by 'hashing-v1-d64'" in err and "--embedder hashing " in err
     assert "AMEM_EMBEDDER=hashing" in err
+
+
+# -- 7, 8. amem lcm: the lcm_grep tool's defaults, readable output -------------------------------
+
+
+def _conversation(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A home whose agent `front` has one main session: a flight, a large tool output stored
+    as a file (the rollback token on its line 300), and 20 deploy messages."""
+    env = base_env(tmp_path / "home", LCM_LARGE_FILE_TOKEN_THRESHOLD="1000")
+    lines = [f"line {i}: ordinary log output" for i in range(1, 400)]
+    lines[299] = "the rollback token is RB-4711"
+    talk = [{"role": "user", "content": "My flight to Lisbon is TP1234 on May 3rd"},
+            {"role": "tool", "content": "\n".join(lines)}]
+    talk += [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"deploy step {i}: service {i} failed with exit code 137"}
+             for i in range(20)]
+    src = tmp_path / "talk.jsonl"
+    src.write_text("".join(json.dumps(m) + "\n" for m in talk), encoding="utf-8")
+    amem(env, "lcm", "ingest", str(src), "--session-key", "agent:front:main")
+    return env, src
+
+
+def test_lcm_grep_has_the_tools_defaults_and_a_files_scope(tmp_path: Path) -> None:
+    env, _ = _conversation(tmp_path)
+    # no scope: the agent's main session; no mode: an RE2 regular expression
+    plain = json.loads(amem(env, "lcm", "grep", r"TP\d{4}", "--json").stdout)
+    assert [h["snippet"] for h in plain["hits"]] == ["My flight to Lisbon is TP1234 on May 3rd"]
+    assert json.loads(amem(env, "lcm", "grep", r"TP\d{4}", "--json", "--agent",
+                           "someone").stdout)["hits"] == []  # another agent's main session
+    files = json.loads(amem(env, "lcm", "grep", r"RB-\d+", "--scope", "files",
+                            "--json").stdout)["hits"]
+    assert [(h["kind"], h["line"]) for h in files] == [("file", 300)]
+    only = amem(env, "lcm", "grep", r"RB-\d+", "--scope", "files", "--file-id",
+                files[0]["id"]).stdout
+    assert only.startswith(f"file {files[0]['id']}")
+    assert "--file-id needs --scope files" in amem(env, "lcm", "grep", "x", "--file-id",
+                                                    files[0]["id"], code=2).stderr
+    table = amem(env, "lcm", "grep", "exit code 137", "-n", "2").stdout.splitlines()
+    assert [line.split()[0] for line in table[:2]] == ["message", "message"]  # not "mes"
+
+
+def test_lcm_status_and_expand_print_for_a_reader(tmp_path: Path) -> None:
+    env, _ = _conversation(tmp_path)
+    env["LCM_ENABLE_SUMMARY_THINKING"] = "true"  # a lossless-claw key lcm ignores
+    status = amem(env, "lcm", "status").stdout
+    assert "ignored_keys: LCM_ENABLE_SUMMARY_THINKING" in status and "ignoredKeys" not in status
+    expanded = amem(env, "lcm", "expand", "--query", "deploy step 3").stdout
+    assert '{"' not in expanded  # no inline JSON
+    assert "\n      deploy step 3: service 3 failed with exit code 137\n" in expanded
