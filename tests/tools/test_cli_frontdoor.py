@@ -263,3 +263,34 @@ def test_lcm_status_and_expand_print_for_a_reader(tmp_path: Path) -> None:
     expanded = amem(env, "lcm", "expand", "--query", "deploy step 3").stdout
     assert '{"' not in expanded  # no inline JSON
     assert "\n      deploy step 3: service 3 failed with exit code 137\n" in expanded
+
+
+# -- 8. cosmetics: stdin notes, linked notes, Markdown headings ---------------------------------
+
+
+def test_notes_read_as_written_and_linked_notes_show_as_links(env: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    from amem.enrich.context import first_informative_sentence
+
+    added = json.loads(amem(env, "add", "-", "--json", stdin="Alice prefers green tea\n").stdout)
+    assert json.loads(amem(env, "get", added["id"], "--json").stdout)["content"] == (
+        "Alice prefers green tea")  # echo's line break is not part of the note
+    for text in ("Alice drinks green tea with Bob at noon", "Alice went to Lisbon in May"):
+        amem(env, "add", text)
+    hits = json.loads(amem(env, "search", "green tea", "-n", "1", "--json").stdout)["results"]
+    assert [h["via"] for h in hits][:1] == ["match"] and "link" in {h["via"] for h in hits}
+    table = amem(env, "search", "green tea", "-n", "1").stdout
+    body, _, linked = table.partition("\nlinked from the matches (")
+    assert "0.0000" not in table and linked, table  # links are not rows with a zero score
+    assert [line.split()[0] for line in body.splitlines()[2:]] == ["1"]
+    assert all(line.split()[0] in ("from", "link") for line in linked.splitlines()[1:])
+    # an imported Markdown section: its title is not glued to the paragraph it titles
+    md = tmp_path / "deploy.md"
+    md.write_text("# Deploy notes\n\nThe staging database moved to db-2.internal on Monday.\n",
+                  encoding="utf-8")
+    amem(env, "import", str(md))
+    listed = amem(env, "list", "-n", "50").stdout
+    assert "Deploy notes — The staging database moved" in listed
+    assert first_informative_sentence(
+        "# Deploy notes\nThe staging database moved to db-2.internal on Monday.",
+        ["staging database"]) == "The staging database moved to db-2.internal on Monday."

@@ -115,8 +115,15 @@ def _notes(args: argparse.Namespace) -> Iterator[tuple[MemoryStore | None, Remot
         yield pair
 
 
+def _stdin_text() -> str:
+    """The text piped in for ``-``, without the line break that ends it (``echo`` and editors
+    add one; it is not part of the note). Other whitespace is kept."""
+    text = sys.stdin.read()
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+
+
 def cmd_add(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = _stdin_text() if args.text == "-" else args.text
     extra = {"event_time": args.event_time, "metadata": _meta_option(args.meta),
              "ttl": args.ttl, "expires_at": args.expires_at}
     extra = {k: v for k, v in extra.items() if v is not None}
@@ -190,7 +197,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     if args.no_subjects and args.subject:
         raise usage_error("give --subject or --no-subjects, not both", "subjects")
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = _stdin_text() if args.text == "-" else args.text
     subjects = [] if args.no_subjects else args.subject
     if text is None and subjects is None:
         raise usage_error("nothing to update: give --text, --subject or --no-subjects", "text")
