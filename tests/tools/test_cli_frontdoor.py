@@ -294,3 +294,20 @@ def test_notes_read_as_written_and_linked_notes_show_as_links(env: dict[str, str
     assert first_informative_sentence(
         "# Deploy notes\nThe staging database moved to db-2.internal on Monday.",
         ["staging database"]) == "The staging database moved to db-2.internal on Monday."
+
+
+def test_the_import_bar_ends_in_one_line_before_the_index_build_is_announced(
+        tmp_path: Path) -> None:
+    from .test_cli_console import _run_on_a_terminal
+
+    env = base_env(tmp_path / "home", AMEM_OPTIMIZE_AFTER="50")  # a build is due at the end
+    src = tmp_path / "notes.jsonl"
+    src.write_text("".join(json.dumps({"text": f"note {i} about topic {i % 7}"}) + "\n"
+                           for i in range(120)), encoding="utf-8")
+    code, out, err = _run_on_a_terminal(env, "import", str(src), "--no-enrich")
+    assert code == 0 and "created 120" in out
+    # what the terminal shows: the last redraw of each line
+    shown = [line.split("\r")[-1] for line in err.replace("\r\n", "\n").split("\n")
+             if line.split("\r")[-1].strip()]
+    assert [line.startswith("import: 100%") for line in shown] == [True, False], shown
+    assert shown[1].startswith("building the search index")

@@ -256,12 +256,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         # error names its own parameter, `path`)
         what = "not a file" if Path(args.file).expanduser().exists() else "no such file"
         raise usage_error(f"{what}: {args.file}", "file")
-    with open_memory(args) as store, progress(args, "import") as bar:
-        if args.from_export:
-            report = load_export(store, args.file, skip_invalid=args.skip_invalid, progress=bar)
-        else:
-            report = import_file(store, args.file, fmt=args.format, enrich=not args.no_enrich,
-                                 batch=args.batch, progress=bar, skip_invalid=args.skip_invalid)
+    with open_memory(args) as store:
+        # the bar ends (one 100% line) before anything else is said on stderr
+        with progress(args, "import") as bar:
+            if args.from_export:
+                report = load_export(store, args.file, skip_invalid=args.skip_invalid,
+                                     progress=bar)
+            else:
+                report = import_file(store, args.file, fmt=args.format,
+                                     enrich=not args.no_enrich, batch=args.batch, progress=bar,
+                                     skip_invalid=args.skip_invalid)
         # The process ends here, so a due index build runs now (in the foreground) instead of
         # leaving the imported points to brute-force search until the nightly job.
         index = store.index.build
