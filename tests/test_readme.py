@@ -110,3 +110,22 @@ def test_json_block_parses(line: str, code: str) -> None:
     doc = json.loads(code)
     for server in doc.get("mcpServers", {}).values():  # a host config names a real command
         assert "url" in server or Path(server["command"]).name == "amem"
+
+
+@pytest.mark.slow
+def test_the_lcm_snippet_run_twice_stores_its_message_once(tmp_path: Path) -> None:
+    """A newcomer runs the conversation-memory example again: it must not double the history
+    (it did before the snippet named its message's id)."""
+    (code,) = [c for line, c in blocks("python")
+               if line.startswith("docs/conversation-memory.md") and "lcm.ingest(" in c]
+    env = _env(tmp_path)
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    count = subprocess.run(
+        [sys.executable, "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1])"
+         ".execute('SELECT count(*) FROM messages').fetchone()[0])",
+         str(tmp_path / "home" / ".local" / "share" / "amem" / "lcm.db")],
+        capture_output=True, text=True, timeout=60)
+    assert count.stdout.strip() == "1", (count.stdout, count.stderr)
