@@ -14,7 +14,6 @@ export keeps its ids, so a rerun writes the same points again.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from .errors import ValidationError
+from .kernel import safejson
+from .kernel.errors import InvalidArgumentError
 from .notes import content_hash
 
 if TYPE_CHECKING:
@@ -99,10 +100,10 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
     for number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, f"not valid JSON: {exc.msg} at column {exc.colno}"
+        try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
+            item = safejson.loads(line, root="the line")
+        except InvalidArgumentError as exc:
+            yield number, str(exc)
             continue
         if not isinstance(item, dict):
             yield number, "each line must be a JSON object with a 'text' field"
