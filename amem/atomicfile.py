@@ -3,7 +3,9 @@
 A reader sees the old file or the new one, never half of either: the text goes to a temporary
 sibling (created exclusively, with the file's final permissions from the start), is fsynced,
 renamed over the target, and the directory is fsynced so the rename itself survives a crash.
-The store's ``meta.json``, the nightly record and the server record all go through here.
+The store's ``meta.json``, the nightly record and the server record all go through here: each
+is private to its owner (0600, in directories created 0700) and never written through a
+symbolic link planted at its name (``amem.kernel.files``).
 """
 
 from __future__ import annotations
@@ -11,15 +13,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from amem.kernel.files import open_private, private_dir, refuse_symlink
+
 __all__ = ["write_text_atomic"]
 
 
-def write_text_atomic(path: Path, text: str, *, private: bool = False) -> None:
-    """Replace ``path`` with ``text``; ``private`` makes it readable by its owner only (0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, readable by its owner only (0600).
+
+    Raises ``UnsafePathError`` when ``path`` is a symbolic link: the rename would replace the
+    link, not its target, but a link there is someone's attempt, and is reported, not undone.
+    """
+    private_dir(path.parent)
+    refuse_symlink(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # left by a killed writer of this pid
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    tmp.unlink(missing_ok=True)  # left by a killed writer of this pid (a link: the link goes)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)

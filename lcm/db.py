@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from amem.kernel.files import precreate_private, private_dir
 from lcm.conn import Handle
 from lcm.errors import UnsupportedOnEngineError
 
@@ -36,7 +37,10 @@ class Database:
         # literal "./~" directory).
         self.path = str(path) if self.is_memory else str(Path(path).expanduser())
         if not self.is_memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            # 0700 directories and a 0600 database file before SQLite opens it: SQLite gives
+            # the -wal and -shm files the mode of their database file, whatever the umask.
+            private_dir(Path(self.path).parent)
+            precreate_private(self.path)
         self._conn = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_ms / 1000
         )

@@ -69,7 +69,7 @@ def serving_record(home: str | Path, *, transport: str, url: str | None = None) 
     token = secrets.token_urlsafe(32) if transport == "http" else None
     record = ServerRecord(transport, os.getpid(), url, token, time.time())
     path = record_path(home)
-    write_text_atomic(path, json.dumps(asdict(record)), private=True)
+    write_text_atomic(path, json.dumps(asdict(record)))
     log.info("server record %s written: %s", path, "the amem CLI uses this server while it runs"
              if token else "the CLI will say this stdio server holds the store")
     try:

@@ -34,6 +34,7 @@ from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
 from amem.backends._lock import StoreLock, locked_message
+from amem.kernel.files import fix_modes, private_dir, wide_modes
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
 )
@@ -108,7 +109,7 @@ class EdgeBackend:
         self.path = Path(path).expanduser().resolve()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path)  # 0700: the engine's files inherit no one else's access
         except OSError as exc:
             raise ConfigError(f"cannot create the store directory {self.path}: {exc}", key="path") from exc
         self._lock = StoreLock(self.path)
@@ -125,11 +126,15 @@ class EdgeBackend:
         #: the child process of a running ``optimize_on_copy`` (killed by ``close``)
         self.build_child: subprocess.Popen[str] | None = None
         self._handle = _Handle(self._lock)
+        # what the engine creates from now on is made private (_make_private); what was wide
+        # before is left as it was, for ``amem doctor`` to report and ``--fix`` to change
+        self._wide_before = frozenset(p for p, _ in wide_modes(self.path))
         try:
             self._handle.shard, self.dim = self._open(dim)
         except BaseException:
             self._lock.release()
             raise
+        self._make_private()
         # A backend dropped without close() (or alive at interpreter exit) still flushes, closes
         # the shard and frees the directory for the next opener.
         self._finalizer = weakref.finalize(self, _abandon, self._handle)
@@ -452,6 +457,24 @@ class EdgeBackend:
         """Write every acknowledged change to the segments (the WAL already has them)."""
         with self._engine("flush"):
             self.shard.flush()
+        self._make_private()
+
+    def _make_private(self) -> None:
+        """Take others' access off the engine's files (0600 / 0700).
+
+        The engine creates its segment and WAL files itself, with the process umask; we cannot
+        hand it a mode. A store directory created by us is 0700 from its creation, so nobody
+        else can reach them meanwhile; this walk (at open, flush and close) makes the files the
+        engine created since this open private too. What was wide before the open keeps its
+        mode: changing a store's permissions is ``amem doctor --fix``'s decision, not an open's.
+        """
+        try:
+            fixed = fix_modes(self.path, keep=self._wide_before)
+        except OSError as exc:  # a store that cannot be chmod-ed still works; doctor reports it
+            log.warning("could not make the files of %s private: %s", self.path, exc)
+            return
+        if fixed:
+            log.debug("made %d engine files of %s private", len(fixed), self.path)
 
     def close(self) -> None:
         """Flush, close the shard, release the lock; a temporary store is deleted. Idempotent."""
@@ -465,6 +488,7 @@ class EdgeBackend:
                 if shard is not None:
                     shard.flush()
                     shard.close()
+            self._make_private()
         finally:
             self._lock.release()
             if self._tmp is not None:
