@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from .errors import ValidationError
 from .kernel import safejson
-from .kernel.errors import InvalidArgumentError
+from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notes import content_hash
 
 if TYPE_CHECKING:
@@ -185,8 +185,18 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     def flush() -> None:
         if not pending:
             return
-        done = store.bulk.add_batch(pending, enrich=enrich, agent_id=agent_id, batch=size,
-                                    supersede=supersede)
+        try:
+            done = store.bulk.add_batch(pending, enrich=enrich, agent_id=agent_id, batch=size,
+                                        supersede=supersede)
+        except DiskFullError as exc:
+            # Said with what is safe: the batches before this one are stored, and a re-run
+            # stores only the rest (an imported line keeps its id: ``_with_stable_id``).
+            raise DiskFullError(
+                f"{exc} The import stopped at line {lines[0] if lines else last_line} of {path}: "
+                f"the lines before it are stored ({report.created} notes created), perhaps a few "
+                "after it too; once there is "
+                "room, run the same import again and it stores only the rest.",
+                path=exc.path, needed=exc.needed, free=exc.free) from exc
         report.superseded += len(done.superseded)
         report.supersede_deferred += done.deferred
         report.expired_replaced += len(done.expired_replaced)

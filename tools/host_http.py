@@ -54,7 +54,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_MESSAGES = 5000
 MAX_SESSION_ID_CHARS = 500
 _STATUS = {"invalid_argument": 400, "replay_flood": 409, "forbidden": 403, "not_found": 404,
-           "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409}
+           "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409,
+           "disk_full": 507}
 _INGEST_FIELDS = ("sessionKey", "sessionId", "messages", "afterTurn")
 
 

@@ -23,39 +23,18 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from .errors import MemoryToolError
+from .errors import DiskFullError, UnsafePathError
 
 __all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "UnsafePathError", "DiskFullError", "FreeSpace",
-           "StatvfsFreeSpace", "private_dir", "open_private", "refuse_symlink",
-           "precreate_private", "write_private", "check_free_space", "is_disk_full", "wide_modes", "fix_modes"]
+           "StatvfsFreeSpace", "FixedFreeSpace", "private_dir", "open_private", "refuse_symlink",
+           "precreate_private", "write_private", "check_free_space", "unallocated_bytes", "is_disk_full",
+           "filesystem_type", "allocates_on_read",
+           "wide_modes", "fix_modes"]
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 #: the permission bits that make a file or directory visible to someone other than its owner
 _SHARED_BITS = 0o077
-
-
-class UnsafePathError(MemoryToolError):
-    """A lock, log or record path is a symbolic link (or not a regular file); nothing was opened."""
-
-    code = "unsafe_path"
-
-    def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-class DiskFullError(MemoryToolError):
-    """Not enough free space for a write; nothing of the write was acknowledged."""
-
-    code = "disk_full"
-
-    def __init__(self, message: str, *, path: str, needed: int | None = None,
-                 free: int | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.needed = needed
-        self.free = free
 
 
 def _symlink_error(path: Path) -> UnsafePathError:
@@ -148,6 +127,17 @@ class StatvfsFreeSpace:
         return st.f_bavail * st.f_frsize
 
 
+class FixedFreeSpace:
+    """A provider that reports what it is told (as ``ManualClock`` tells the time): for tests
+    and for a store that must stay under a budget whatever the disk holds."""
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+
+    def free_bytes(self, path: Path) -> int:
+        return self.free
+
+
 def check_free_space(space: FreeSpace, path: Path, needed: int) -> None:
     """Raise :class:`DiskFullError` unless ``needed`` bytes are free on ``path``'s filesystem."""
     free = space.free_bytes(path)
@@ -156,6 +146,54 @@ def check_free_space(space: FreeSpace, path: Path, needed: int) -> None:
             f"not enough free disk space for this write at {path}: {free:,} bytes free, "
             f"{needed:,} needed; nothing was written. Free some space and retry.",
             path=str(path), needed=needed, free=free)
+
+
+def unallocated_bytes(root: str | Path) -> int:
+    """The holes of the files under ``root``: bytes their lengths promise that the filesystem
+    has not allocated yet (a sparse file's), which a write through a memory map can claim."""
+    total = 0
+    for here, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(here, name))
+            except FileNotFoundError:  # removed while walking
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += max(0, st.st_size - st.st_blocks * 512)
+    return total
+
+
+#: filesystems whose shared memory maps take a page even to read a hole (shmem)
+_ALLOCATE_ON_READ = frozenset({"tmpfs"})
+
+
+def filesystem_type(path: str | Path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the filesystem holding ``path`` (Linux's mount table), or None when unknown."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as table:
+            lines = table.readlines()
+    except OSError:
+        return None
+    probe = Path(path)
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    target = os.path.realpath(probe)
+    best, kind = "", None
+    for line in lines:
+        fields = line.split()
+        if " - " not in line or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ")
+        after = line.split(" - ", 1)[1].split()
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best) and after:
+            best, kind = point, after[0]
+    return kind
+
+
+def allocates_on_read(path: str | Path) -> bool:
+    """Whether reading a hole of a file under ``path`` through a shared map takes space."""
+    return filesystem_type(path) in _ALLOCATE_ON_READ
 
 
 def is_disk_full(exc: BaseException) -> bool:
