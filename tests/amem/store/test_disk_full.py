@@ -165,3 +165,30 @@ def test_a_full_tmpfs_gives_disk_full_never_sigbus(tmpfs: Path) -> None:
     # room again: every acknowledged note is there
     (store.parent / "filler").unlink()
     assert _last_json(_child("-c", _CHILD, "read", str(store))) == {"count": 200, "hits": 3}
+
+
+def test_lcm_on_a_full_tmpfs_rolls_back_with_disk_full(tmpfs: Path) -> None:
+    import httpx
+
+    from lcm import LcmConfig, LcmStore
+    from tests.tools.http_server import running_http
+
+    key = "agent:a:main"
+    with LcmStore(str(tmpfs / "lcm.db"), LcmConfig(log_file_enabled=False)) as lcm:
+        lcm.ingest(key, [{"role": "user", "content": "the first message"}])
+        st = os.statvfs(tmpfs)
+        with open(tmpfs / "filler", "wb") as filler:  # the disk fills up but for 512 KB
+            os.posix_fallocate(filler.fileno(), 0, st.f_bavail * st.f_frsize - 512 * 1024)
+        stored = 1
+        with pytest.raises(DiskFullError) as full:
+            for i in range(2000):  # bounded: 512 KB holds far fewer
+                lcm.ingest(key, [{"role": "user", "content": f"message {i} " + "word " * 200}])
+                stored += 1
+        assert full.value.code == "disk_full" and full.value.path == str(tmpfs / "lcm.db")
+        assert lcm.db.scalar("SELECT count(*) FROM messages") == stored  # the refused one rolled back
+        assert lcm.assemble(key, 100_000).to_dict()["items"]  # reads go on
+        with running_http(ToolFacade(None, lcm, agent_id="a")) as url, httpx.Client(timeout=30) as http:
+            res = http.post(url.removesuffix("/mcp") + "/lcm/ingest", headers={"X-Amem-Agent": "a"},
+                            json={"messages": [{"role": "user", "content": "late " + "word " * 200}]})
+        assert res.status_code == 507 and res.json()["error"]["code"] == "disk_full", res.text
+        assert lcm.db.scalar("SELECT count(*) FROM messages") == stored
