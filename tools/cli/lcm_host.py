@@ -65,7 +65,7 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
         if not line.strip():
             continue
         try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
-            msg = safejson.loads(line, root="the line")
+            msg = safejson.loads(line, root=f"line {number}")
         except InvalidArgumentError as exc:
             raise usage_error(f"{path}:{number}: {exc}", f"line {number}") from None
         if not isinstance(msg, dict):
