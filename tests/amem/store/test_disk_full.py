@@ -142,6 +142,7 @@ def _last_json(run: subprocess.CompletedProcess[str]) -> dict[str, object]:
     return dict(json.loads(run.stdout.splitlines()[-1]))
 
 
+@pytest.mark.slow  # about 8 s: four processes (writer, reader, the CLI, reader) on a real filesystem
 def test_a_full_tmpfs_gives_disk_full_never_sigbus(tmpfs: Path) -> None:
     store = tmpfs / "home" / "store"
     report = _last_json(_child("-c", _CHILD, "fill", str(store)))
@@ -192,3 +193,56 @@ def test_lcm_on_a_full_tmpfs_rolls_back_with_disk_full(tmpfs: Path) -> None:
                             json={"messages": [{"role": "user", "content": "late " + "word " * 200}]})
         assert res.status_code == 507 and res.json()["error"]["code"] == "disk_full", res.text
         assert lcm.db.scalar("SELECT count(*) FROM messages") == stored
+
+
+class FillingDisk:
+    """A disk another program fills: plenty of room until ``fill_after(n)``, then room for ``n``
+    more writes' checks, then none."""
+
+    def __init__(self) -> None:
+        self.left: int | None = None
+
+    def fill_after(self, checks: int) -> None:
+        self.left = checks
+
+    def free_bytes(self, path: Path) -> int:
+        if self.left is None:
+            return PLENTY
+        self.left -= 1
+        return PLENTY if self.left >= 0 else 0
+
+
+def test_an_import_stops_at_the_batch_that_did_not_fit_and_a_rerun_stores_the_rest(tmp_path: Path) -> None:
+    from amem.importer import import_file
+
+    src = tmp_path / "notes.jsonl"
+    src.write_text("".join(json.dumps(t) + "\n" for t in _texts(60)), encoding="utf-8")
+    embedder = HashingEmbedder()
+    config = load_config(overrides={"fold_threshold": 1.0, "optimize_after": 0})
+    disk = FillingDisk()
+    backend = EdgeBackend(tmp_path / "store", embedder.dim, free_space=disk)
+    with MemoryStore(backend=backend, embedder=embedder, agent_id="a", config=config) as store:
+        disk.fill_after(1)  # the first batch's write fits, the next does not
+        with pytest.raises(DiskFullError) as full:
+            import_file(store, src, enrich=False, batch=20)
+        message = str(full.value)
+        assert full.value.code == "disk_full" and "The import stopped at line" in message
+        assert "run the same import again" in message
+        assert store.count(agent_id="a") == 20  # the acknowledged batch, none of the refused
+        disk.left = None  # room again
+        again = import_file(store, src, enrich=False, batch=20)
+        assert store.count(agent_id="a") == 60 and again.deduplicated + again.created == 60
+
+
+def test_the_filesystem_type_comes_from_the_mount_table(tmp_path: Path) -> None:
+    from amem.kernel.files import filesystem_type
+
+    table = tmp_path / "mountinfo"
+    (tmp_path / "fast").mkdir()  # a mount point exists; the store under it not yet
+    table.write_text(
+        "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+        f"40 22 0:35 / {tmp_path}/fast rw,relatime shared:20 - tmpfs tmpfs rw,size=1024k\n",
+        encoding="utf-8")
+    assert filesystem_type(tmp_path / "fast" / "store", str(table)) == "tmpfs"
+    assert filesystem_type(tmp_path / "slow", str(table)) == "ext4"
+    assert filesystem_type(tmp_path, str(tmp_path / "no-such-table")) is None
