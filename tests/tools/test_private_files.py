@@ -188,3 +188,11 @@ def test_rotation_never_moves_onto_a_planted_link(tmp_path: Path) -> None:
     assert (tmp_path / "lcm-log.2026-03-01.jsonl").is_symlink()
     rotated = sorted(p.name for p in tmp_path.glob("lcm-log.2026-03-01.*.jsonl"))
     assert rotated and all(stat.S_IMODE((tmp_path / n).stat().st_mode) == 0o600 for n in rotated)
+
+
+def test_qdrant_local_mode_directory_is_private(tmp_path: Path) -> None:
+    from amem.backends.qdrant import QdrantServerBackend
+
+    with QdrantServerBackend.local(tmp_path / "q" / "local", dim=8):
+        pass
+    assert [oct(stat.S_IMODE((tmp_path / "q" / p).stat().st_mode)) for p in ("", "local")] == ["0o700"] * 2
