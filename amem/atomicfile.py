@@ -13,17 +13,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from amem.kernel.files import open_private, private_dir, refuse_symlink
+from amem.kernel.errors import DiskFullError
+from amem.kernel.files import is_disk_full, open_private, private_dir, refuse_symlink
 
 __all__ = ["write_text_atomic"]
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, private: bool = True) -> None:
     """Replace ``path`` with ``text``, readable by its owner only (0600).
 
     Raises ``UnsafePathError`` when ``path`` is a symbolic link: the rename would replace the
     link, not its target, but a link there is someone's attempt, and is reported, not undone.
+    ``DiskFullError`` when the disk has no room (the old file is kept whole).
+
+    ``private`` is accepted for callers written when it was a choice; every file is private
+    now, and ``private=False`` is refused rather than quietly ignored.
     """
+    if not private:
+        raise ValueError("write_text_atomic writes owner-only files (0600); private=False is not supported")
     private_dir(path.parent)
     refuse_symlink(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -35,8 +42,11 @@ def write_text_atomic(path: Path, text: str) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFullError(f"the disk holding {path} is full; {path.name} was not replaced "
+                                "(the previous version is kept)", path=str(path)) from exc
         raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
