@@ -3,7 +3,9 @@
 A reader sees the old file or the new one, never half of either: the text goes to a temporary
 sibling (created exclusively, with the file's final permissions from the start), is fsynced,
 renamed over the target, and the directory is fsynced so the rename itself survives a crash.
-The store's ``meta.json``, the nightly record and the server record all go through here.
+The store's ``meta.json``, the nightly record and the server record all go through here: each
+is private to its owner (0600, in directories created 0700) and never written through a
+symbolic link planted at its name (``amem.kernel.files``).
 """
 
 from __future__ import annotations
@@ -11,23 +13,40 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from amem.kernel.errors import DiskFullError
+from amem.kernel.files import is_disk_full, open_private, private_dir, refuse_symlink
+
 __all__ = ["write_text_atomic"]
 
 
-def write_text_atomic(path: Path, text: str, *, private: bool = False) -> None:
-    """Replace ``path`` with ``text``; ``private`` makes it readable by its owner only (0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_text_atomic(path: Path, text: str, *, private: bool = True) -> None:
+    """Replace ``path`` with ``text``, readable by its owner only (0600).
+
+    Raises ``UnsafePathError`` when ``path`` is a symbolic link: the rename would replace the
+    link, not its target, but a link there is someone's attempt, and is reported, not undone.
+    ``DiskFullError`` when the disk has no room (the old file is kept whole).
+
+    ``private`` is accepted for callers written when it was a choice; every file is private
+    now, and ``private=False`` is refused rather than quietly ignored.
+    """
+    if not private:
+        raise ValueError("write_text_atomic writes owner-only files (0600); private=False is not supported")
+    private_dir(path.parent)
+    refuse_symlink(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # left by a killed writer of this pid
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    tmp.unlink(missing_ok=True)  # left by a killed writer of this pid (a link: the link goes)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFullError(f"the disk holding {path} is full; {path.name} was not replaced "
+                                "(the previous version is kept)", path=str(path)) from exc
         raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)

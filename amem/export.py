@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from .errors import ValidationError
+from .kernel import safejson
+from .kernel.errors import InvalidArgumentError
 from .importer import ImportRejected, ImportReport, Progress, skip_line
 from .notefields import check_metadata, parse_time
 from .notes import Note, check_agent, check_id, check_text
@@ -119,10 +121,11 @@ def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
 def _export_row(store: "MemoryStore", line: str, number: int, report: ImportReport,
                 path: Path) -> tuple[Note, np.ndarray | None] | None:
     """One export line as (note, reusable vector or None); a bad line is skipped in ``report``."""
-    try:
-        row = json.loads(line.rstrip("\r\n"))  # the decoder's column, not the next line's 1
-    except json.JSONDecodeError as exc:
-        skip_line(report, path, number, f"not valid JSON: {exc.msg} at column {exc.colno}")
+    try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson); without
+        # its line break, so a line cut short is reported where the JSON stops, not at column 1
+        row = safejson.loads(line.rstrip("\r\n"), root="the line")
+    except InvalidArgumentError as exc:
+        skip_line(report, path, number, str(exc))
         return None
     try:
         return _export_note(store, row)

@@ -14,7 +14,6 @@ export keeps its ids, so a rerun writes the same points again.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from .errors import ValidationError
+from .kernel import safejson
+from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notes import content_hash
 
 if TYPE_CHECKING:
@@ -99,12 +100,12 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
     for number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
-        try:
+        try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson);
             # without its line break: a line cut short would otherwise be reported at the
             # position after the break (column 1) instead of where the JSON stops
-            item = json.loads(line.rstrip("\r\n"))
-        except json.JSONDecodeError as exc:
-            yield number, f"not valid JSON: {exc.msg} at column {exc.colno}"
+            item = safejson.loads(line.rstrip("\r\n"), root="the line")
+        except InvalidArgumentError as exc:
+            yield number, str(exc)
             continue
         if not isinstance(item, dict):
             yield number, "each line must be a JSON object with a 'text' field"
@@ -186,8 +187,18 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     def flush() -> None:
         if not pending:
             return
-        done = store.bulk.add_batch(pending, enrich=enrich, agent_id=agent_id, batch=size,
-                                    supersede=supersede)
+        try:
+            done = store.bulk.add_batch(pending, enrich=enrich, agent_id=agent_id, batch=size,
+                                        supersede=supersede)
+        except DiskFullError as exc:
+            # Said with what is safe: the batches before this one are stored, and a re-run
+            # stores only the rest (an imported line keeps its id: ``_with_stable_id``).
+            raise DiskFullError(
+                f"{exc} The import stopped at line {lines[0] if lines else last_line} of {path}: "
+                f"the lines before it are stored ({report.created} notes created), perhaps a few "
+                "after it too; once there is "
+                "room, run the same import again and it stores only the rest.",
+                path=exc.path, needed=exc.needed, free=exc.free) from exc
         report.superseded += len(done.superseded)
         report.supersede_deferred += done.deferred
         report.expired_replaced += len(done.expired_replaced)

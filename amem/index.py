@@ -32,6 +32,7 @@ from .embed.base import Embedder
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .index_build import IndexBuilder
 from .kernel.clock import Clock
+from .kernel.errors import DiskFullError
 from .notefields import is_expired, not_expired
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
@@ -212,7 +213,13 @@ class NoteIndex:
 
     def write_points(self, points: Sequence[Point]) -> None:
         """Upsert points; counted for the index build, the metadata saved now and then."""
-        self.backend.upsert(points)
+        try:
+            self.backend.upsert(points)
+        except DiskFullError:
+            # refused before the engine took any: the BM25 statistics counted them when they
+            # were built, so they go back to the engine's count (as at open after a kill)
+            self.stats = self.stats.resized(self.backend.count(None))
+            raise
         self.build.written(len(points))
         self._writes_since_meta += len(points)
         if self._writes_since_meta >= SAVE_EVERY:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from .backends.base import VectorBackend
 from .config import AmemConfig
 from .errors import AmemError
+from .kernel.errors import DiskFullError
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class IndexBuilder:
                 index.backend.optimize()
             else:
                 on_copy()
-        except (AmemError, OSError) as exc:
+        except (AmemError, DiskFullError, OSError) as exc:
             if self._cancelled:  # killed by close(): nothing failed, the build is still owed
                 self._set(IDLE, error=None)
                 return

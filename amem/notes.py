@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ValidationError
+from .kernel.safejson import first_surrogate
 from .notefields import index_fields, parse_time
 
 CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
@@ -177,6 +178,10 @@ def check_text(value: Any, *, field: str, max_chars: int) -> str:
             f"{field} is {len(value)} characters; the limit is {max_chars}", field=field)
     if "\x00" in value:
         raise ValidationError(f"{field} must not contain NUL characters", field=field)
+    at = first_surrogate(value)
+    if at is not None:  # a lone one (a pair is one character in a str): no encoder takes it
+        raise ValidationError(f"{field} holds a lone surrogate (U+{ord(value[at]):04X} at "
+                              f"character {at}), which is not valid Unicode text", field=field)
     return value
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -30,6 +31,7 @@ from .config import AmemConfig
 from .embed.base import Embedder
 from .errors import ConfigError, ValidationError
 from .index import NoteIndex
+from .kernel.files import open_private
 from .notes import Note
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,9 @@ def reembed(config: AmemConfig, embedder: Embedder, *, batch: int | None = None,
     try:
         meta = old.read_meta()
         total = 0
-        with spool.open("w", encoding="utf-8") as out:
+        # every note's text: 0600, and never written through a link planted at its name
+        with os.fdopen(open_private(spool, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
+                       encoding="utf-8") as out:
             for hit in old.iterate(None):
                 out.write(json.dumps(hit.payload, ensure_ascii=False) + "\n")
                 total += 1

@@ -68,9 +68,11 @@ def mend(index: NoteIndex, note: Note, vector: np.ndarray) -> None:
     index.update_note_fields(note.id, note.agent_id, {FIELD: False}, active_only=False)
 
 
-def count_stale(index: NoteIndex) -> int:
-    """How many notes (any agent, active or not) wait for their vector."""
-    return index.backend.count(STALE)
+def count_stale(index: NoteIndex, agent_id: str | None = None) -> int:
+    """How many notes (of one agent, or of every agent; active or not) wait for their vector."""
+    if agent_id is None:
+        return index.backend.count(STALE)
+    return index.backend.count(Where(must=(*STALE.must, Match("agent_id", agent_id))))
 
 
 class _Reported(Protocol):

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from amem.kernel.errors import DiskFullError
+from amem.kernel.files import precreate_private, private_dir
 from lcm.conn import Handle
 from lcm.errors import UnsupportedOnEngineError
 
@@ -36,7 +38,10 @@ class Database:
         # literal "./~" directory).
         self.path = str(path) if self.is_memory else str(Path(path).expanduser())
         if not self.is_memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            # 0700 directories and a 0600 database file before SQLite opens it: SQLite gives
+            # the -wal and -shm files the mode of their database file, whatever the umask.
+            private_dir(Path(self.path).parent)
+            precreate_private(self.path)
         self._conn = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_ms / 1000
         )
@@ -81,11 +86,23 @@ class Database:
                 self._depth = 1
                 try:
                     yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
+                except BaseException as exc:
+                    if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                        conn.execute("ROLLBACK")
+                    full = self._disk_full(exc)
+                    if full is not None:
+                        raise full from exc
                     raise
                 else:
-                    conn.execute("COMMIT")
+                    try:
+                        conn.execute("COMMIT")
+                    except sqlite3.Error as exc:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        full = self._disk_full(exc)
+                        if full is not None:
+                            raise full from exc
+                        raise
                 finally:
                     self._depth = 0
             else:
@@ -102,6 +119,13 @@ class Database:
                     conn.execute(f"RELEASE {name}")
                 finally:
                     self._depth -= 1
+
+    def _disk_full(self, exc: BaseException) -> DiskFullError | None:
+        """``exc`` as ``disk_full`` naming the database when it is SQLite's "disk is full"."""
+        if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return DiskFullError(f"the disk holding {self.path} is full: the write was rolled back, "
+                                 "nothing of it is stored; free some space and retry", path=self.path)
+        return None
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from amem.kernel.clock import Clock
+from amem.kernel.files import UnsafePathError, open_private, private_dir, refuse_symlink
 from lcm.timeutil import iso
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class EventLog:
         line = json.dumps({"ts": iso(now), "event": event, **fields}, ensure_ascii=False, default=str)
         with self._lock:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(self.path.parent)
+                refuse_symlink(self.path)  # before reading its first line or rotating it
                 today = now.date()
                 if self._day != today:
                     first = self._day is None
@@ -71,9 +73,11 @@ class EventLog:
                         self.prune(today)
                 if self.path.exists() and self.path.stat().st_size + len(line) > self.max_bytes:
                     self._roll(self._file_day() or today)
-                with self.path.open("a", encoding="utf-8") as fh:
+                # 0600, and never appended through a link planted at the log's name
+                fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                with os.fdopen(fd, "a", encoding="utf-8") as fh:
                     fh.write(line + "\n")
-            except OSError as exc:
+            except (OSError, UnsafePathError) as exc:
                 # The log must never break a write path; say so once.
                 if not self._warned:
                     log.warning("lcm: cannot write event log %s: %s", self.path, exc)
@@ -136,7 +140,7 @@ class EventLog:
         file when that name is taken, e.g. by a clock set back)."""
         assert self.path is not None
         target = self.path.with_name(f"{self.path.stem}.{day.isoformat()}{self.path.suffix}")
-        if target.exists():
+        if os.path.lexists(target):  # taken (a link planted at the name counts as taken)
             self._roll(day)
             return
         try:

@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from amem.kernel.safejson import first_surrogate
 from lcm.config import LcmConfig
 from lcm.conn import Connection
 from lcm.errors import LcmValidationError, ReplayFloodError
@@ -155,12 +156,29 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], now_iso: str, *,
             raw_time = get("timestamp")
         explicit = raw_time is not None
         created = iso(parse_time(raw_time, f"messages[{i}].created_at")) if explicit else now_iso
-        ident = sha256(f"{role}\0{content}".encode()).hexdigest()
         name = get("name")
+        name = name if isinstance(name, str) else None
         key = _stable_key(msg, role, i, session_id)
-        out.append(NormalizedMessage(role, content, created, explicit, ident, key,
-                                     name if isinstance(name, str) else None))  # fmt: skip
+        if _surrogate_in(content, name, key):
+            _refuse_surrogate(i, content, name, key)
+        ident = sha256(f"{role}\0{content}".encode()).hexdigest()
+        out.append(NormalizedMessage(role, content, created, explicit, ident, key, name))
     return out
+
+
+def _surrogate_in(*texts: str | None) -> bool:
+    """Whether a text holds a lone surrogate: valid JSON, but no encoder (SQLite's included)
+    takes it (``amem.kernel.safejson``)."""
+    return any(text and first_surrogate(text) is not None for text in texts)
+
+
+def _refuse_surrogate(i: int, content: str, name: str | None, stable: str | None) -> None:
+    for field, value in (("content", content), ("name", name), ("event_id", stable)):
+        at = None if not value else first_surrogate(value)
+        if value and at is not None:
+            where = f"messages[{i}].{field}"
+            raise LcmValidationError(f"{where} holds a lone surrogate (U+{ord(value[at]):04X} at character "
+                                     f"{at}), which is not valid Unicode text", field=where)  # fmt: skip
 
 
 #: a key's absence, told apart from a key present with ``None``

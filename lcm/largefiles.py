@@ -11,6 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from amem.kernel.files import private_dir, write_private
 from lcm.errors import LcmNotFoundError, PathEscapeError
 from lcm.extract import SourceUnit, extractive_summary
 from lcm.tokens import estimate_tokens
@@ -92,9 +93,9 @@ class LargeFileStore:
         mime = sniff_mime(text, name)
         rel = f"c{int(conversation_id)}/{file_id}{_EXT.get(mime, '.txt')}"
         path = self.resolve(rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)  # 0700, every level created here (the base directory too)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        write_private(tmp, text.encode("utf-8"))  # 0600, never through a link
         os.replace(tmp, path)  # a crash leaves either no file or the whole file
         return StoredFile(
             file_id=file_id,

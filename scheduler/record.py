@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, Callable
 
 from amem.atomicfile import write_text_atomic
+from amem.kernel.files import open_private, private_dir
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,8 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(self.path.parent)
+        fd = open_private(self.path, os.O_RDWR | os.O_CREAT)  # 0600; a planted link is refused
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

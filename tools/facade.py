@@ -21,6 +21,9 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
+from amem.kernel import safejson
+from amem.kernel.errors import InvalidArgumentError
+
 from .context import CallContext
 from .conventions import apply as with_conventions
 from .errors import CALLER_CODES, ToolError, error_result, redact
@@ -200,6 +203,10 @@ class ToolFacade:
             arguments = {}
         if not isinstance(arguments, dict):
             raise ToolError("invalid_argument", "arguments must be a JSON object", field="arguments")
+        try:  # deep nesting and lone surrogates: one rule (amem.kernel.safejson), before dumps
+            safejson.check_text(arguments, root="arguments")  # would recurse on a deep value
+        except InvalidArgumentError as exc:
+            raise ToolError("invalid_argument", str(exc), field=exc.field) from None
         try:
             size = len(json.dumps(arguments, allow_nan=False, ensure_ascii=False).encode("utf-8"))
         except (TypeError, ValueError) as exc:

@@ -34,7 +34,6 @@ code, and never carry a server path.
 
 from __future__ import annotations
 
-import json
 import logging
 import unicodedata
 from collections.abc import Callable
@@ -66,7 +65,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_MESSAGES = 5000
 MAX_SESSION_ID_CHARS = 500
 _STATUS = {"invalid_argument": 400, "replay_flood": 409, "forbidden": 403, "not_found": 404,
-           "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409}
+           "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409,
+           "disk_full": 507}
 _INGEST_FIELDS = ("sessionKey", "sessionId", "messages", "afterTurn")
 
 
@@ -148,10 +148,13 @@ async def _read_json(request: "Request") -> Any:
             raise ToolError("payload_too_large", f"the body is over the limit of {MAX_BODY_BYTES} bytes",
                             field="body")
         chunks.append(chunk)
-    try:
-        return json.loads(b"".join(chunks).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ToolError("invalid_argument", f"the body is not UTF-8 JSON: {str(exc)[:200]}", field="body") from None
+    from amem.kernel import safejson
+    from amem.kernel.errors import InvalidArgumentError
+
+    try:  # bad UTF-8, bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
+        return safejson.loads(b"".join(chunks))
+    except InvalidArgumentError as exc:
+        raise ToolError("invalid_argument", str(exc), field=exc.field) from None
 
 
 def _ingest_args(target: "ToolFacade", body: Any) -> tuple[str, str | None, list[Any], bool]:

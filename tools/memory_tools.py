@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amem.notefields import INDEX_FIELDS, MAX_TTL
+from amem.refresh import count_stale
 from amem.search.visibility import count_expired
 
 from .context import CallContext
@@ -129,18 +130,20 @@ def memory_consolidate(ctx: "CallContext") -> dict[str, Any]:
 
 def memory_status(ctx: "CallContext") -> dict[str, Any]:
     store = _store(ctx)
-    info = store.info()
     degraded: list[str] = []
-    # Only this agent's count: the store's totals would tell a caller about other agents.
-    memory = {"notes": store.count(agent_id=ctx.agent_id), "embedder": info.embedder,
-              "dim": info.dim, "backend": info.backend,
+    # Every figure is this agent's own (the owner's `amem status` has the store's totals): a
+    # store-wide count would tell a caller about other agents' notes.
+    stale = count_stale(store.index, ctx.agent_id)
+    memory = {"notes": store.count(agent_id=ctx.agent_id), "embedder": store.embedder.model_id,
+              "dim": store.embedder.dim, "backend": store.backend_kind,
               # expired notes are no longer "notes" but still take room until the nightly sweep
-              "expired_pending_sweep": count_expired(store.index, ctx.agent_id)}
-    if info.embedder.startswith("hashing"):
+              "expired_pending_sweep": count_expired(store.index, ctx.agent_id),
+              "stale_vectors": stale}
+    if store.embedder.model_id.startswith("hashing"):
         degraded.append("the embedder is the hashing fallback: search matches words, not meaning")
-    if info.stale_vectors:
-        degraded.append(f"{info.stale_vectors} notes embed an earlier text of theirs (an "
-                        "interrupted write); `amem doctor` repairs them")
+    if stale:
+        degraded.append(f"{stale} of your notes embed an earlier text of theirs (an "
+                        "interrupted write); the next write, import or nightly job re-embeds them")
     if store.llm is None:
         degraded.append("no LLM configured: notes are enriched offline (keywords, no context)")
     if ctx.lcm is None:

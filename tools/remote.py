@@ -82,7 +82,7 @@ def serving_record(home: str | Path, *, transport: str, url: str | None = None,
     record = ServerRecord(transport, os.getpid(), url, token, time.time(),
                           "none" if insecure else "keys")
     path = record_path(home)
-    write_text_atomic(path, json.dumps(asdict(record)), private=True)
+    write_text_atomic(path, json.dumps(asdict(record)))
     log.info("server record %s written: %s", path, "the amem CLI uses this server while it runs"
              if token else "the CLI will say this stdio server holds the store")
     try:

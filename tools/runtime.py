@@ -23,6 +23,7 @@ from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from amem.errors import ConfigError, EmbedderMismatchError
+from amem.kernel.files import private_dir
 
 from .settings import Settings, load_settings
 
@@ -224,7 +225,7 @@ class Runtime:
 
             cfg = self.settings.amem
             if cfg.backend == "edge":
-                Path(cfg.home).mkdir(parents=True, exist_ok=True)
+                private_dir(Path(cfg.home).expanduser())  # 0700 (amem.kernel.files)
             try:
                 self._memory = MemoryStore(None, config=cfg, embedder=self.embedder,
                                            agent_id=self.agent_id, llm=self.llm)
@@ -279,7 +280,7 @@ class Runtime:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=str(self.lcm_path))
         # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file
         if not lcm_cfg.database_path.startswith(("postgresql://", "postgres://")):
-            Path(lcm_cfg.database_path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            private_dir(Path(lcm_cfg.database_path).expanduser().parent)
         try:  # semantic recall uses the note store's embedder; without one lcm still works
             embedder: Embedder | None = self.embedder
         except ConfigError as exc:

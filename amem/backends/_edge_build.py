@@ -63,6 +63,8 @@ class BuildTarget(Protocol):
 
     def _engine(self, op: str) -> AbstractContextManager[None]: ...
 
+    def check_space(self, points: int, data_bytes: int = 0, *, margin: int = ...) -> None: ...
+
 
 def recover(path: Path, shard_name: str) -> None:
     """Undo what an interrupted build left in the store directory ``path``."""
@@ -84,6 +86,10 @@ def build_on_copy(backend: BuildTarget, shard_name: str, child_code: str) -> str
     Returns the child's outcome (``changed``/``optimal``) and the number of replayed points.
     """
     shard_dir, build = backend.path / shard_name, backend.path / BUILD_DIR
+    # The copy is written whole (the engine's sparse files become dense) and the child's
+    # build adds to it: with less room than the shard's full size the copy could fill the
+    # disk, and the live shard's next write would find none. Refused before the copy.
+    backend.check_space(0, 0, margin=2 * _apparent_size(shard_dir) + 16 * 1024 * 1024)
     with backend._engine("index build copy"):
         backend.shard.flush()
         shutil.rmtree(build, ignore_errors=True)
@@ -108,6 +114,18 @@ def build_on_copy(backend: BuildTarget, shard_name: str, child_code: str) -> str
     finally:
         backend.touched = None
         shutil.rmtree(build, ignore_errors=True)
+
+
+def _apparent_size(root: Path) -> int:
+    """The bytes the files under ``root`` hold once copied (their lengths, holes counted)."""
+    total = 0
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+        except FileNotFoundError:  # the engine removed it meanwhile
+            continue
+    return total
 
 
 def _swap(backend: BuildTarget, shard_dir: Path, build: Path) -> int:

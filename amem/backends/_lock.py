@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from amem.errors import StoreLockedError
+from amem.kernel.files import open_private
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,9 @@ class StoreLock:
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`StoreLockedError` naming the holder's pid."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # 0600, and never through a link: a LOCK planted as a symlink would make the truncate
+        # below empty the link's target
+        fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

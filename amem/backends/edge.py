@@ -8,6 +8,14 @@ Layout of a store directory::
 
 Before ``optimize()`` every segment is a plain (brute-force, exact) segment; ``optimize()``
 builds HNSW and can block for minutes on a large store, so it belongs to maintenance.
+
+A full disk is an error, not a signal. The engine grows its files through memory maps (sparse
+files it extends, then touches): a page the filesystem cannot back kills the process with
+SIGBUS, not an exception. So every write first checks the free space of the store's
+filesystem (``amem.kernel.files.FreeSpace``, statvfs by default) against a margin plus an
+estimate proportional to the batch, and refuses with ``DiskFullError`` (code ``disk_full``,
+naming the path) before the engine is touched: the refused batch was never acknowledged,
+everything acknowledged before it is in the WAL, and reads go on working.
 """
 
 from __future__ import annotations
@@ -34,6 +42,11 @@ from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
 from amem.backends._lock import StoreLock, locked_message
+from amem.kernel.errors import DiskFullError
+from amem.kernel.files import (
+    FreeSpace, StatvfsFreeSpace, allocates_on_read, check_free_space, fix_modes, is_disk_full,
+    private_dir, unallocated_bytes, wide_modes,
+)
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
 )
@@ -46,6 +59,21 @@ log = logging.getLogger(__name__)
 
 SHARD_DIR = "shard"
 META_FILE = "meta.json"
+#: free space every write leaves the engine beyond its estimate (pages of its indexes, the
+#: next WAL segment's first pages, a new segment's headers)
+DISK_MARGIN_BYTES = 16 * 1024 * 1024
+#: what one point may take on disk beyond its data, estimated high (measured: about 3.5 KB
+#: a note all told with 64-d vectors and 300-character texts, WAL included)
+POINT_OVERHEAD_BYTES = 16 * 1024
+#: what creating a store takes at once (measured: 37 MB on tmpfs, where the engine's flag
+#: files are written whole; 0.5 MB on ext4)
+CREATE_BYTES = 48 * 1024 * 1024
+#: what creating one payload index may take at once (its flag files)
+INDEX_BYTES = 4 * 1024 * 1024
+#: how long a measure of the engine files' holes is reused (``EdgeBackend._holes``)
+_HOLES_TTL_S = 2.0
+#: a point's data is written about twice (the WAL, then the segment); counted three times
+_DATA_FACTOR = 3
 
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
@@ -58,6 +86,14 @@ changed = shard.optimize()
 shard.close()
 print("changed" if changed else "optimal")
 """
+
+
+def _payload_size(payload: Any) -> int:
+    """A payload's size as the engine stores it, near enough (its JSON)."""
+    try:
+        return len(json.dumps(payload, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return 4096
 
 
 class _Handle:
@@ -97,7 +133,8 @@ class EdgeBackend:
         ConfigError: a new store without ``dim``, or a bad ``path``/``dim``.
     """
 
-    def __init__(self, path: str | Path, dim: int | None = None) -> None:
+    def __init__(self, path: str | Path, dim: int | None = None, *,
+                 free_space: FreeSpace | None = None) -> None:
         if str(path) == ":memory:":
             raise ConfigError(
                 "':memory:' is not a directory for the edge backend; use EdgeBackend.temporary(dim)",
@@ -106,9 +143,12 @@ class EdgeBackend:
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
             raise ConfigError(f"dim must be a positive integer, got {dim!r}", key="dim")
         self.path = Path(path).expanduser().resolve()
+        #: how much room the store's filesystem has left (checked before every write)
+        self.free_space: FreeSpace = free_space or StatvfsFreeSpace()
+        self._holes_cache: tuple[float, int] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path)  # 0700: the engine's files inherit no one else's access
         except OSError as exc:
             raise ConfigError(f"cannot create the store directory {self.path}: {exc}", key="path") from exc
         self._lock = StoreLock(self.path)
@@ -125,11 +165,15 @@ class EdgeBackend:
         #: the child process of a running ``optimize_on_copy`` (killed by ``close``)
         self.build_child: subprocess.Popen[str] | None = None
         self._handle = _Handle(self._lock)
+        # what the engine creates from now on is made private (_make_private); what was wide
+        # before is left as it was, for ``amem doctor`` to report and ``--fix`` to change
+        self._wide_before = frozenset(p for p, _ in wide_modes(self.path))
         try:
             self._handle.shard, self.dim = self._open(dim)
         except BaseException:
             self._lock.release()
             raise
+        self._make_private()
         # A backend dropped without close() (or alive at interpreter exit) still flushes, closes
         # the shard and frees the directory for the next opener.
         self._finalizer = weakref.finalize(self, _abandon, self._handle)
@@ -160,6 +204,10 @@ class EdgeBackend:
                     "open it with its own embedder or rebuild the vectors (amem reembed)",
                     stored=f"dim={stored}", given=f"dim={dim}",
                 )
+            if allocates_on_read(shard_dir):
+                # tmpfs backs every page the engine maps at load, holes too: without room for
+                # them the load dies of SIGBUS; refused here instead, naming the path
+                check_free_space(self.free_space, self.path, unallocated_bytes(shard_dir))
             with self._engine("load"):
                 shard = qe.EdgeShard.load(str(shard_dir))
             log.info("opened edge store %s (%d-d)", self.path, stored)
@@ -172,6 +220,7 @@ class EdgeBackend:
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
                 wal_enabled=True,
             )
+            self.check_space(0, margin=DISK_MARGIN_BYTES + CREATE_BYTES)
             with self._engine("create"):
                 shard = qe.EdgeShard.create(str(shard_dir), config)
             log.info("created edge store %s (%d-d)", self.path, dim)
@@ -205,6 +254,7 @@ class EdgeBackend:
         wanted += [(name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES]
         for name, schema in wanted:
             if name not in existing:
+                self.check_space(0, margin=DISK_MARGIN_BYTES + INDEX_BYTES)
                 with self._engine(f"create index {name}"):
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
 
@@ -214,13 +264,39 @@ class EdgeBackend:
         try:
             with self._gate:
                 yield
-        except AmemError:
+        except (AmemError, DiskFullError):
             raise
         except Exception as exc:  # the binding raises plain Exception for engine errors
             text = str(exc)
             if "WouldBlock" in text:  # another opener without our lock holds the WAL
                 raise StoreLockedError(locked_message(self.path, None), path=str(self.path)) from exc
+            if is_disk_full(exc) or "No space left on device" in text or "os error 28" in text:
+                raise DiskFullError(f"the disk holding {self.path} is full ({op}: {text}); "
+                                    "free some space and retry", path=str(self.path)) from exc
             raise BackendError(f"qdrant-edge {op} failed on {self.path}: {text}") from exc
+
+    def check_space(self, points: int, data_bytes: int = 0, *, margin: int = DISK_MARGIN_BYTES) -> None:
+        """Raise ``DiskFullError`` unless the store's filesystem has room for ``points`` points
+        holding ``data_bytes`` of vectors and payload, with ``margin`` to spare, beyond the
+        holes of the engine's own files.
+
+        The engine's files are sparse: it sets their length first and fills them later
+        through memory maps, so their holes are space it may claim at any write, and on tmpfs
+        a shared mapping claims a page even when it is only read (opening a store there
+        touches them all). Room for the holes is kept free, so a write never leaves a store
+        that the next open or write cannot map.
+        """
+        needed = margin + self._holes() + points * POINT_OVERHEAD_BYTES + _DATA_FACTOR * data_bytes
+        check_free_space(self.free_space, self.path, needed)
+
+    def _holes(self) -> int:
+        """The shard's unallocated bytes, walked at most every ``_HOLES_TTL_S`` seconds (a
+        walk stats a few hundred files; a batch of adds should not pay it each time)."""
+        now = time.monotonic()
+        if self._holes_cache is None or now - self._holes_cache[0] > _HOLES_TTL_S:
+            shard_dir = self.path / SHARD_DIR
+            self._holes_cache = (now, unallocated_bytes(shard_dir) if shard_dir.is_dir() else 0)
+        return self._holes_cache[1]
 
     @property
     def shard(self) -> qe.EdgeShard:
@@ -235,11 +311,14 @@ class EdgeBackend:
     def upsert(self, points: Sequence[Point]) -> None:
         """Insert or replace whole points (checked first: nothing is written on bad input)."""
         batch, pids = [], []
+        size = 0
         for point in points:
             pid, dense, (idx, val), payload = c.check_point(point, self.dim)
             batch.append(qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(idx, val)}, payload))
             pids.append(pid)
+            size += 4 * self.dim + 8 * len(idx) + _payload_size(payload)
         if batch:
+            self.check_space(len(batch), size)
             with self._engine("upsert"):
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
                 self._touch(pids)
@@ -249,6 +328,7 @@ class EdgeBackend:
         pid = c.check_id(point_id)
         if not isinstance(payload, dict):
             raise ValidationError("payload must be a dict", field="payload")
+        self.check_space(1, _payload_size(payload))
         try:
             with self._engine("set_payload"):
                 self._touch([pid])
@@ -269,6 +349,7 @@ class EdgeBackend:
             vectors[SPARSE] = qe.SparseVector(idx, val)
         flt = to_edge(c.point_where(pid, where))
         assert flt is not None  # a Where with a condition always translates to a filter
+        self.check_space(1, _payload_size(payload) + (4 * self.dim if vectors else 0))
         # The gate makes the check and the writes one step for every thread of this process.
         with self._engine("update point"):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
@@ -284,6 +365,9 @@ class EdgeBackend:
         """Hard-delete points; unknown ids are ignored."""
         checked = c.check_ids(ids)
         if checked:
+            # a delete writes little (a WAL entry, a flag); it is allowed closer to the edge,
+            # so a caller can still drop notes on a nearly full disk
+            self.check_space(0, 64 * len(checked), margin=DISK_MARGIN_BYTES // 4)
             with self._engine("delete"):
                 self._touch(checked)
                 self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
@@ -452,6 +536,24 @@ class EdgeBackend:
         """Write every acknowledged change to the segments (the WAL already has them)."""
         with self._engine("flush"):
             self.shard.flush()
+        self._make_private()
+
+    def _make_private(self) -> None:
+        """Take others' access off the engine's files (0600 / 0700).
+
+        The engine creates its segment and WAL files itself, with the process umask; we cannot
+        hand it a mode. A store directory created by us is 0700 from its creation, so nobody
+        else can reach them meanwhile; this walk (at open, flush and close) makes the files the
+        engine created since this open private too. What was wide before the open keeps its
+        mode: changing a store's permissions is ``amem doctor --fix``'s decision, not an open's.
+        """
+        try:
+            fixed = fix_modes(self.path, keep=self._wide_before)
+        except OSError as exc:  # a store that cannot be chmod-ed still works; doctor reports it
+            log.warning("could not make the files of %s private: %s", self.path, exc)
+            return
+        if fixed:
+            log.debug("made %d engine files of %s private", len(fixed), self.path)
 
     def close(self) -> None:
         """Flush, close the shard, release the lock; a temporary store is deleted. Idempotent."""
@@ -465,6 +567,7 @@ class EdgeBackend:
                 if shard is not None:
                     shard.flush()
                     shard.close()
+            self._make_private()
         finally:
             self._lock.release()
             if self._tmp is not None:

@@ -25,6 +25,7 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 from amem.backends import _common as c
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_client
+from amem.kernel.files import private_dir
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
 )
@@ -102,6 +103,9 @@ class QdrantServerBackend:
                 if str(location) == ":memory:":
                     client = QdrantClient(location=":memory:")
                 else:
+                    # 0700 before the client writes in it: its files (made with the umask)
+                    # are then out of others' reach (amem.kernel.files)
+                    private_dir(Path(location).expanduser())
                     client = QdrantClient(path=str(location))
             except RuntimeError as exc:
                 if "already accessed" not in str(exc):  # local mode locks its directory (portalocker)

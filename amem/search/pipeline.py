@@ -39,6 +39,7 @@ from ..backends.base import Hit, Where
 from ..config import AmemConfig
 from ..errors import ValidationError
 from ..index import NoteIndex
+from ..kernel.errors import DiskFullError
 from ..notefields import search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
@@ -178,6 +179,8 @@ class Searcher:
                 self._index.backend.set_payload(
                     pid, {"retrieval_count": int(payload.get("retrieval_count", 0)) + 1,
                           "last_accessed": stamp})
+        except DiskFullError as exc:  # a read must not fail for its ranking hint
+            log.warning("heat: retrievals not counted, the disk is full: %s", exc)
         finally:
             lock.release()
 

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..index import NoteIndex
+from ..kernel.errors import DiskFullError
 from ..notes import point_id
 
 log = logging.getLogger(__name__)
@@ -188,5 +189,7 @@ class UsageRecorder:
             value = with_query(hits[0].payload.get(FIELD), index.embedder.model_id, query)
             if value is not None:
                 index.update_note_fields(note_id, agent_id, {FIELD: value})
+        except DiskFullError as exc:  # a read must not fail for its ranking hint
+            log.warning("usage heat: note %s opened, not recorded: the disk is full: %s", note_id, exc)
         finally:
             index.lock.release()

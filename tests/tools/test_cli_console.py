@@ -248,6 +248,7 @@ def test_a_corrupt_nightly_record_is_reported_not_a_crash(tmp_path: Path) -> Non
     env = base_env(tmp_path)
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / "nightly.json").write_text(json.dumps({"last_run": "x", "last_slot": [1]}))
+    (tmp_path / "nightly.json").chmod(0o600)  # as amem writes it: only its content is wrong
     status = amem_json(env, "status")  # AttributeError before
     assert isinstance(status, dict) and len(status["nightly"]["record_problems"]) == 2
     doctor = amem_json(env, "doctor")

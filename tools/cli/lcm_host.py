@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from amem.kernel import safejson
+from amem.kernel.errors import InvalidArgumentError
 
 from ..transcripts import FORMATS, detect, to_messages
 from .common import Cmd, runtime
@@ -64,10 +66,10 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            msg = json.loads(line)
-        except ValueError as exc:
-            raise usage_error(f"line {number}: not JSON ({exc})", f"line {number}") from None
+        try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
+            msg = safejson.loads(line, root=f"line {number}")
+        except InvalidArgumentError as exc:
+            raise usage_error(f"{path}:{number}: {exc}", f"line {number}") from None
         if not isinstance(msg, dict):
             raise usage_error(f"line {number}: expected an object with role and content",
                               f"line {number}")

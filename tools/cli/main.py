@@ -93,7 +93,16 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
 
 
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
-    """Run one ``amem`` command; returns the exit code (the console script exits with it)."""
+    """Run one ``amem`` command; returns the exit code (the console script exits with it).
+
+    Run as the process itself (``env`` not given: the console script, ``python -m``), it sets
+    the umask to 0o077, a second line of defence behind the owner-only modes the stores give
+    every file they create (``amem.kernel.files``): files a dependency creates (the embedded
+    engine's segments) are private from their first moment too. A caller that passes ``env``
+    (tests, an embedding program) keeps its own umask.
+    """
+    if env is None:
+        os.umask(0o077)
     environ = dict(os.environ if env is None else env)
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

@@ -59,8 +59,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p = cmd("doctor", cmd_doctor, "check both stores for problems")
     p.add_argument("--clean", action="store_true", help="also list lcm clean-up candidates")
     p.add_argument("--fix", action="store_true",
-                   help="repair what can be repaired: release facts hidden by unsound "
-                        "supersession marks (a local store only)")
+                   help="repair what can be repaired: make every file and directory of the "
+                        "stores private to its owner (files 0600, directories 0700), and "
+                        "release facts hidden by unsound supersession marks (a local store)")
     add_server_option(p)
 
     p = cmd("tools", cmd_tools, "print the tool schemas in a host's format")
@@ -283,16 +284,31 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..filemodes import fix_files, wide_files
     from ..remote import OWNER_DOCTOR
 
-    with runtime(args) as rt, open_notes(args, rt) as (store, server):
-        if server is not None and args.fix:
-            raise usage_error("doctor --fix repairs a local store; run it where the store "
-                              "lives (the server's nightly job repairs the same)", "fix")
-        data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
-                if server is not None
-                else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean,
-                                 fix=args.fix))
+    with runtime(args) as rt:
+        # before the stores open: what is found is what was there, not what this run created
+        fixed = fix_files(rt) if args.fix else []
+        wide = wide_files(rt)
+        with open_notes(args, rt) as (store, server):
+            data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
+                    if server is not None
+                    else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean,
+                                     fix=args.fix))
+    if server is not None and args.fix:
+        # The marks are the store's: a served store's nightly job repairs them.
+        data["warnings"] = [*data.get("warnings", []), (
+            "supersession marks were not repaired: the store is held by a running server, "
+            "whose nightly job repairs them (or stop it and run `amem doctor --fix`)")]
+    data["files"] = {"private": not wide, "wide": wide, "fixed": fixed}
+    if wide:
+        shown = ", ".join(f"{w['path']} ({w['mode']})" for w in wide[:10])
+        data["warnings"] = [*data.get("warnings", []), (
+            f"{len(wide)} files or directories of the stores are readable by other users: "
+            f"{shown}{' ...' if len(wide) > 10 else ''}; `amem doctor --fix` makes them "
+            "private (files 0600, directories 0700)")]
+        data["ok"] = False
     emit(args, data, lambda: kv_text(data))
     return 0 if data["ok"] else 1
 
