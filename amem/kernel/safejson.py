@@ -137,8 +137,11 @@ def loads(text: str | bytes, *, root: str = ROOT, limit: int = MAX_DEPTH) -> Any
     except RecursionError:  # check_depth makes this unreachable; kept so it can never leak
         raise InvalidArgumentError(f"{root} nests too deep", field=root) from None
     except json.JSONDecodeError as exc:
-        raise InvalidArgumentError(f"{root} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                                   f"column {exc.colno}", field=root) from None
+        # A one-line text (an import's line) has only a column: its caller names the line.
+        at = (f"column {exc.colno}" if "\n" not in text.rstrip("\n")
+              else f"line {exc.lineno} column {exc.colno}")
+        raise InvalidArgumentError(f"{root} is not valid JSON: {exc.msg} at {at}",
+                                   field=root) from None
     if _SURROGATE_ESCAPE.search(text) or first_surrogate(text) is not None:
         check_text(value, root=root, limit=limit)
     return value

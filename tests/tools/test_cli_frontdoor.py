@@ -187,7 +187,8 @@ def test_a_line_cut_short_is_reported_at_its_column_and_skipped_lines_go_to_stde
     src = tmp_path / "notes.jsonl"
     broken = '{"text": "missing brace"'
     src.write_text('{"text": "a good note"}\n' + broken + "\n", encoding="utf-8")
-    where = f"{src}:2: not valid JSON: Expecting ',' delimiter at column {len(broken) + 1}"
+    where = (f"{src}:2: the line is not valid JSON: Expecting ',' delimiter at column "
+             f"{len(broken) + 1}")
     assert where in amem(env, "import", str(src), "--no-enrich", code=2).stderr
     done = amem(env, "import", str(src), "--no-enrich", "--skip-invalid", code=1)
     assert f"amem: skipped {where}" in done.stderr

@@ -20,7 +20,7 @@ from lcm import LcmConfig, LcmStore
 from tools import ToolFacade
 from tools.cli import main
 
-from .http_server import running_http
+from .http_server import OWNER_SECRET, running_http
 
 DEEP = 5000
 #: a 10 KB body nested 5,000 deep, as the issue sent it
@@ -36,7 +36,9 @@ def served() -> Iterator[tuple[httpx.Client, str, MemoryStore, LcmStore]]:
     with MemoryStore(":memory:", embedder=HashingEmbedder(), agent_id="default") as memory, \
             LcmStore(":memory:", LcmConfig(log_file_enabled=False)) as lcm:
         facade = ToolFacade(memory, lcm, agent_id="alice")
-        with running_http(facade) as url, httpx.Client(timeout=30) as http:
+        # the owner's key (every route is behind the guard): the bytes are what is under test
+        with running_http(facade) as url, httpx.Client(
+                timeout=30, headers={"Authorization": f"Bearer {OWNER_SECRET}"}) as http:
             yield http, url, memory, lcm
 
 

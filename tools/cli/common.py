@@ -130,7 +130,10 @@ def not_routed(command: str, home: Any, locked: StoreLockedError) -> Exception:
     from ..remote import find_server
     from .output import EXIT_BUSY, CliError
 
-    record = find_server(home, getattr(locked, "holder_pid", None))
+    # Nothing is sent to the server, and the lock's holder must be the recorded pid: naming it
+    # needs no proof of the server (which a server still opening its stores cannot give yet).
+    holder = getattr(locked, "holder_pid", None)
+    record = find_server(home, holder, prove=False) if holder is not None else None
     if record is None:
         return locked
     where = (f"`amem serve --http` at {record.url}" if record.transport == "http"
