@@ -6,6 +6,11 @@ the client sends saturated term frequencies) and a JSON payload. Keyword payload
 for the fields in ``KEYWORD_INDEXES`` (``agent_id`` is the tenant key), boolean ones for
 ``BOOL_INDEXES`` and float ones for ``FLOAT_INDEXES`` (epoch seconds, for ranges).
 
+Every field a read-path filter names is indexed, ``IsEmpty`` ones included: the engine keeps a
+null index beside each payload index (Qdrant >= 1.13.5, qdrant-edge 0.9), so ``IsEmpty`` on an
+indexed field is answered from RAM, while on an unindexed one every candidate's payload is read
+(``IsEmpty("superseded_by")`` made a dense query at 10k notes 60 ms instead of 2.3 ms).
+
 Filters are a small backend-neutral tree (``Where`` of ``Match``/``MatchAny``/``IsEmpty``/
 ``HasId``/``Range``) that each backend translates to its engine's own filter type.
 """
@@ -20,7 +25,7 @@ import numpy as np
 DENSE = "dense"
 SPARSE = "bm25"
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
-                   "subjects", "meta_kv")
+                   "subjects", "meta_kv", "superseded_by", "supersedes")
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
 #: numeric fields filtered by range: a note's event time and expiry as epoch seconds
 FLOAT_INDEXES = ("event_ts", "expires_ts")
