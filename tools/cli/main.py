@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Callable, Mapping, Sequence
 
-from . import keys, lcm, notes, serve
+from . import keys, lcm, notes, serve, ui
 from .common import common_options, version
 from .output import (CODE_EXITS, EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, CliError,
                      report_error, setup_logging)
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(cmd, sub)
     lcm.register(cmd, sub)
     keys.register(cmd, sub)
+    ui.register(cmd, sub)
     return parser
 
 
