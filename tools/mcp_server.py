@@ -285,21 +285,23 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
         return JSONResponse({"proof": proof_of(config.record_secret, nonce), "pid": os.getpid()})
 
     app.router.routes.append(Route(PROOF_PATH, proof, methods=["GET"]))
-    if facade.memory is not None:
-        from .ui.app import UiDeps, add_ui_routes
-        from .ui.sessions import UiSessions
+    # the inspector is mounted whatever the stores, so that its routes are always in the
+    # app's route list (tests/tools/security enumerates them); without a note store its
+    # pages say so
+    from .ui.app import UiDeps, add_ui_routes
+    from .ui.sessions import UiSessions
 
-        if config.ui_sessions is None:
-            config = replace(config, ui_sessions=UiSessions())
-        assert config.ui_sessions is not None
+    if config.ui_sessions is None:
+        config = replace(config, ui_sessions=UiSessions())
+    assert config.ui_sessions is not None
 
-        def agent_status(agent: str) -> dict[str, Any]:
-            return facade.for_agent(agent).call("memory_status", {})
+    def agent_status(agent: str) -> dict[str, Any]:
+        return facade.for_agent(agent).call("memory_status", {})
 
-        add_ui_routes(app, UiDeps(memory=facade.memory, lcm=facade.lcm,
-                                  default_agent=facade.agent_id, sessions=config.ui_sessions,
-                                  owner_report=owner.report if owner else None,
-                                  runs_path=runs_path, agent_status=agent_status))
+    add_ui_routes(app, UiDeps(memory=facade.memory, lcm=facade.lcm,
+                              default_agent=facade.agent_id, sessions=config.ui_sessions,
+                              owner_report=owner.report if owner else None,
+                              runs_path=runs_path, agent_status=agent_status))
     return guard_app(app, config)
 
 

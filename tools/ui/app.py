@@ -50,7 +50,7 @@ class UiDeps:
     """What the pages read: the stores, the server's default agent, the sessions, the owner's
     reports (``report(name, agent, clean)``) and where the nightly run history lives."""
 
-    memory: MemoryStore
+    memory: MemoryStore | None
     lcm: LcmStore | None
     default_agent: str
     sessions: UiSessions
@@ -104,24 +104,24 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
     def notes(request: Request, agent: str, principal: Principal) -> Html:
         from .notes import render_notes
 
-        return render_notes(deps.memory, agent, request.query_params)
+        return render_notes(_need_memory(deps), agent, request.query_params)
 
     def search(request: Request, agent: str, principal: Principal) -> Html:
         from .notes import render_search
 
-        return render_search(deps.memory, agent, request.query_params)
+        return render_search(_need_memory(deps), agent, request.query_params)
 
     def note(request: Request, agent: str, principal: Principal) -> Html:
         from .notes import render_note
 
-        return render_note(deps.memory, agent, request.path_params["note_id"],
+        return render_note(_need_memory(deps), agent, request.path_params["note_id"],
                            can_write=not principal.read_only)
 
     def graph(request: Request, agent: str, principal: Principal) -> Html:
         from .graph import render_graph
 
         q = request.query_params
-        return render_graph(deps.memory, agent, q.get("note", "").strip(),
+        return render_graph(_need_memory(deps), agent, q.get("note", "").strip(),
                             q.get("subject", "").strip(), q.get("q", "").strip()[:1000])
 
     def conversations(request: Request, agent: str, principal: Principal) -> Html:
@@ -153,12 +153,12 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
 
         def agent_status() -> dict[str, Any]:
             if deps.agent_status is None:
-                return {"agent": agent, "notes": deps.memory.count(agent_id=agent)}
+                return {"agent": agent, "notes": _need_memory(deps).count(agent_id=agent)}
             return deps.agent_status(agent)
 
         return render_health(owner=principal.owner, report=report, agent_status=agent_status,
                              runs=read_runs(deps.runs_path) if deps.runs_path else [],
-                             index_build=deps.memory.index.build.to_dict())
+                             index_build=_need_memory(deps).index.build.to_dict())
 
     # ------------------------------------------------------------------ login
 
@@ -170,7 +170,7 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                 return html_response(bare("Login link used or expired", Html(
                     '<p class="error" role="alert">This login link was used already or has '
                     "expired. Run <code>amem ui</code> again for a new one, or log in with a "
-                    'key below.</p>') + _key_form()), 401)
+                    "key below.</p>" + _key_form())), 401)
             return _with_cookie(RedirectResponse(f"{UI_PATH}/notes", status_code=303), session)
         return html_response(bare("Log in", _key_form()))
 
@@ -228,8 +228,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                 raise ToolError("forbidden", f"key {principal.key_id} is read-only: undo needs a "
                                 "key with write rights", field="Authorization")
             if body.get("confirm") is not True:
-                return {"dry_run": True, **unsupersede_preview(deps.memory, agent, body["id"])}
-            result = deps.memory.unsupersede(body["id"], agent_id=agent)
+                return {"dry_run": True, **unsupersede_preview(_need_memory(deps), agent, body["id"])}
+            result = _need_memory(deps).unsupersede(body["id"], agent_id=agent)
             log.info("inspector: key %s restored note %s of agent %s", principal.key_id,
                      body["id"], agent)
             return {"dry_run": False, **result}
@@ -291,6 +291,12 @@ def _agent_named(named: Any, principal: Principal, default: str) -> str:
     except ValueError as exc:
         raise ToolError("invalid_argument", str(exc), field="agent") from None
     return agent
+
+
+def _need_memory(deps: UiDeps) -> MemoryStore:
+    if deps.memory is None:
+        raise ToolError("unavailable", "this server runs without a note store")
+    return deps.memory
 
 
 def _need_lcm(deps: UiDeps) -> LcmStore:

@@ -104,6 +104,7 @@ def notes_page(store: MemoryStore, agent: str, filters: NoteFilters, cursor: str
 
 
 def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
+    rows: list[tuple[Any, ...]]
     filters = NoteFilters.from_query(query)
     controls = form("/ui/notes", [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
