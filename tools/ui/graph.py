@@ -151,7 +151,8 @@ def layout(graph: Graph) -> dict[str, tuple[float, float]]:
         if ring == 0 and len(members) == 1:
             pos[members[0]] = (centre, centre)
             continue
-        radius = 60 + (centre - 90) * (ring + 1) / rings
+        # the outer ring leaves room for the labels
+        radius = 60 + (centre - 190) * (ring + 1) / rings
         for i, node_id in enumerate(members):
             angle = 2 * math.pi * i / len(members) + ring * 0.35
             pos[node_id] = (centre + radius * math.cos(angle), centre + radius * math.sin(angle))
@@ -171,8 +172,11 @@ def svg(graph: Graph, agent: str, title: str) -> Html:
         hollow = bool(note.superseded_by)
         fill = "#ffffff" if hollow else colour
         radius = 5 if small else 9
-        label = "" if small else (f'<text x="{x + 11:.1f}" y="{y + 4:.1f}">'
-                                  f"{esc(note.content[:28])}</text>")
+        # labels point away from the centre, so that they do not cross the picture
+        left = x < SIZE / 2 - 1
+        anchor = ' text-anchor="end"' if left else ""
+        label = "" if small else (f'<text x="{x - 11 if left else x + 11:.1f}" y="{y + 4:.1f}"'
+                                  f"{anchor}>{esc(note.content[:28])}</text>")
         state = " (superseded)" if hollow else ""
         circles.append(
             f'<a href="{attr(url("note/" + node_id, agent=agent))}" class="node" data-id="{attr(node_id)}">'

@@ -127,9 +127,18 @@ def bare(title: str, body: Html) -> str:
             f'</head><body><main id="main"><h1>{esc(title)}</h1>{body}</main></body></html>')
 
 
-def kv(mapping: Mapping[str, Any]) -> Html:
-    return dl((k, v if not isinstance(v, (dict, list)) else json.dumps(v, default=str))
-              for k, v in mapping.items())
+def kv(mapping: Mapping[str, Any], depth: int = 0) -> Html:
+    """A report as nested definition lists (a list of scalars on one line; deeper: JSON)."""
+    def value(v: Any) -> Any:
+        if isinstance(v, Mapping) and depth < 2:
+            return kv(v, depth + 1) if v else "(none)"
+        if isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v):
+            return ", ".join(map(str, v)) or "(none)"
+        if isinstance(v, (dict, list)):
+            return json.dumps(v, default=str)
+        return v
+
+    return dl((k, value(v)) for k, v in mapping.items())
 
 
 __all__ = ["CSP", "Html", "attr", "bare", "dl", "esc", "field", "form", "join", "kv", "link",
