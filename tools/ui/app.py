@@ -141,24 +141,29 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                                    int(raw), request.query_params.get("page"))
 
     def health(request: Request, agent: str, principal: Principal) -> Html:
+        from dataclasses import asdict
+
         from scheduler.record import read_runs
 
+        from ..reports import lcm_report
         from .health import render_health
 
-        owner_report = deps.owner_report
-        report = None
-        if owner_report is not None:
-            def report(name: str) -> dict[str, Any]:
-                return owner_report(name, agent, False)
-
-        def agent_status() -> dict[str, Any]:
-            if deps.agent_status is None:
-                return {"agent": agent, "notes": _need_memory(deps).count(agent_id=agent)}
-            return deps.agent_status(agent)
-
-        return render_health(owner=principal.owner, report=report, agent_status=agent_status,
-                             runs=read_runs(deps.runs_path) if deps.runs_path else [],
-                             index_build=_need_memory(deps).index.build.to_dict())
+        memory = _need_memory(deps)
+        runs = read_runs(deps.runs_path) if deps.runs_path else []
+        doctor = None
+        if principal.owner:
+            # not the owner's `status` report: it counts the agents by reading every note
+            status: dict[str, Any] = {"memory": asdict(memory.info()),
+                                      "lcm": lcm_report(deps.lcm, "status"),
+                                      "last nightly run": runs[-1] if runs else "none recorded"}
+            if request.query_params.get("doctor") == "1" and deps.owner_report is not None:
+                doctor = deps.owner_report("doctor", agent, False)
+        elif deps.agent_status is not None:
+            status = deps.agent_status(agent)
+        else:
+            status = {"agent": agent, "notes": memory.count(agent_id=agent)}
+        return render_health(owner=principal.owner, status=status, doctor=doctor, runs=runs,
+                             index_build=memory.index.build.to_dict(), agent=agent)
 
     # ------------------------------------------------------------------ login
 

@@ -7,10 +7,10 @@ run history (``scheduler.record.read_runs``): one line per count over the runs' 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .html import Html, esc, join, kv, pretty, table
+from .html import Html, attr, esc, join, kv, pretty, table, url
 
 #: the counts plotted, with their colours (distinct in grey scale too: dashes differ)
 SERIES = (("merges", "#1f5fa8", ""), ("superseded", "#a8321f", "6 3"),
@@ -46,21 +46,24 @@ def plot(runs: Sequence[dict[str, Any]]) -> Html:
                 f'data-runs="{len(runs)}">{axis}{"".join(lines)}{"".join(legend)}</svg>')
 
 
-def render_health(*, owner: bool, report: Callable[[str], dict[str, Any]] | None,
-                  agent_status: Callable[[], dict[str, Any]], runs: list[dict[str, Any]],
-                  index_build: dict[str, Any] | None) -> Html:
-    parts: list[Any] = []
-    if owner and report is not None:
-        status = report("status")
-        doctor = report("doctor")
+def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any] | None,
+                  runs: list[dict[str, Any]], index_build: dict[str, Any] | None,
+                  agent: str) -> Html:
+    """``status`` is the store-wide one for an owner, the agent's own otherwise; ``doctor`` is
+    there only when asked for (it reads every row: seconds on a large store)."""
+    parts: list[Any] = [Html("<h2>Status</h2>" if owner else "<h2>Status of this agent</h2>"),
+                        kv(status)]
+    if owner and doctor is None:
+        parts.append(Html(
+            f'<p><a id="run-doctor" href="{attr(url("health", agent=agent, doctor="1"))}">Run doctor '
+            "now</a> (it checks every note and message: seconds on a large store).</p>"))
+    elif owner and doctor is not None:
         ok = doctor.get("ok")
-        parts += [Html(f'<p id="doctor-verdict" class="{"ok" if ok else "bad"}">doctor: '
-                       f'{"no problems found" if ok else "problems found (below)"}</p>'),
-                  Html("<h2>Status</h2>"), kv(status),
-                  Html("<h2>Doctor findings</h2>"), pretty(doctor)]
+        parts += [Html(f'<h2>Doctor findings</h2><p id="doctor-verdict" class="{"ok" if ok else "bad"}">'
+                       f'doctor: {"no problems found" if ok else "problems found (below)"}</p>'),
+                  pretty(doctor)]
     else:
-        parts += [Html("<h2>Status of this agent</h2>"), kv(agent_status()),
-                  Html("<p>Store-wide status and doctor findings are for an owner key.</p>")]
+        parts.append(Html("<p>Store-wide status and doctor findings are for an owner key.</p>"))
     parts += [Html("<h2>Index build</h2>"), kv(index_build or {"state": "unknown"}),
               Html("<h2>Nightly runs</h2>"), plot(runs),
               table(["finished", "status", "merges", "superseded", "compactions", "embedding debt",

@@ -57,6 +57,11 @@ def log_in_with_key(site: Site, secret: str) -> None:
     WebDriverWait(site.driver, 10).until(lambda d: "/ui/notes" in d.current_url)
 
 
+def as_owner(site: Site) -> None:
+    """A fresh owner session (each test runs alone as well as in the module's order)."""
+    site.driver.get(site.login_link())
+
+
 def live_where(site: Site, agent: str, *extra: Any) -> Where:
     now = site.memory.index.clock.now()
     return Where(must=(Match("agent_id", agent), Match("is_active", True), not_expired(now),
@@ -88,6 +93,7 @@ def test_the_one_time_link_logs_in_once_and_the_table_is_the_store(site: Site) -
 
 
 def test_filters_paging_and_full_text(site: Site) -> None:
+    as_owner(site)
     d = site.driver
     field = one(site, "#f-subject")
     field.clear()
@@ -113,6 +119,7 @@ def test_filters_paging_and_full_text(site: Site) -> None:
 
 
 def test_the_search_playground_says_why_each_result_is_there(site: Site) -> None:
+    as_owner(site)
     q = "what does Alice drink"
     site.driver.get(site.root + "/ui/search")
     box = one(site, "#f-q")
@@ -134,6 +141,7 @@ def test_the_search_playground_says_why_each_result_is_there(site: Site) -> None
 
 
 def test_a_note_its_chain_and_the_undo_with_a_dry_run(site: Site) -> None:
+    as_owner(site)
     d = site.driver
     d.get(f"{site.root}/ui/note/{site.coffee}")
     chain = one(site, "main").text
@@ -153,6 +161,7 @@ def test_a_note_its_chain_and_the_undo_with_a_dry_run(site: Site) -> None:
 
 
 def test_the_graph(site: Site) -> None:
+    as_owner(site)
     from tools.ui.graph import by_subject
 
     d = site.driver
@@ -170,6 +179,7 @@ def test_the_graph(site: Site) -> None:
 
 
 def test_conversations_messages_dag_and_context(site: Site) -> None:
+    as_owner(site)
     d = site.driver
     d.get(f"{site.root}/ui/conversations")
     assert int(one(site, "#count").get_attribute("data-total")) == 2  # the owner sees every agent's
@@ -193,9 +203,14 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
 
 
 def test_health(site: Site) -> None:
+    as_owner(site)
     site.driver.get(f"{site.root}/ui/health")
     text = one(site, "main").text
-    assert "doctor:" in text and "Index build" in text
+    assert "Index build" in text and "active_notes" in text
+    notes = site.memory.info().active_notes
+    assert f"active_notes\n{notes}" in text or f"active_notes {notes}" in text
+    one(site, "#run-doctor").click()  # doctor reads everything: only when asked
+    assert "doctor: no problems found" in one(site, "#doctor-verdict").text
     assert int(one(site, "svg#runs-plot").get_attribute("data-runs")) == 5
     assert len(by_css(site, "svg#runs-plot polyline")) == 4
     site.shot("11-health")
