@@ -26,7 +26,7 @@ from lcm.timeutil import display_time, iso
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Item", "Params", "Compactor", "load_items", "tail_start", "resolve_params"]
+__all__ = ["Item", "Params", "Compactor", "load_items", "tail_start", "resolve_params", "summary_header"]
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,15 @@ class _Run:
     warnings: list[str] = field(default_factory=list)
 
 
+def summary_header(chunk: list[Item], meta: dict[str, object], tz: str) -> str:
+    """The first line of a summary of ``chunk`` (what it covers and when); the repair kit's
+    rewrite writes the same line (lcm.operator.repair)."""
+    span = f"{display_time(str(meta['earliest']), tz)} – {display_time(str(meta['latest']), tz)}"
+    if chunk[0].type == "message":
+        return f"Summary of {len(chunk)} messages ({span})."
+    return f"Summary of {len(chunk)} summaries at depth {chunk[0].depth} ({span})."
+
+
 class Compactor:
     def __init__(self, db: Handle, cfg: LcmConfig, summarizer: Summarizer, clock: Clock, events: EventLog) -> None:
         self.db = db
@@ -217,7 +226,7 @@ class Compactor:
         return best
 
     # -- building and writing one summary ------------------------------------------------
-    def _units_for(self, chunk: list[Item], conversation_id: int) -> tuple[list[SourceUnit], dict[str, object]]:
+    def units_for(self, chunk: list[Item], conversation_id: int) -> tuple[list[SourceUnit], dict[str, object]]:
         tz = self.cfg.timezone
         with self.db.reading() as c:
             if chunk[0].type == "message":
@@ -293,15 +302,11 @@ class Compactor:
         return sid
 
     def _step(self, conversation_id: int, chunk: list[Item], run: _Run) -> None:
-        units, meta = self._units_for(chunk, conversation_id)
-        tz = self.cfg.timezone
-        span = f"{display_time(str(meta['earliest']), tz)} – {display_time(str(meta['latest']), tz)}"
-        if chunk[0].type == "message":
-            header = f"Summary of {len(chunk)} messages ({span})."
-        else:
-            header = f"Summary of {len(chunk)} summaries at depth {chunk[0].depth} ({span})."
+        units, meta = self.units_for(chunk, conversation_id)
+        header = summary_header(chunk, meta, self.cfg.timezone)
         kind = "leaf" if chunk[0].type == "message" else "condensed"
-        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap)
+        depth = 0 if kind == "leaf" else int(str(meta["depth"]))
+        draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap, depth=depth)
         sid = self._write(conversation_id, chunk, draft, meta)
         (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
         if draft.status == "fallback":

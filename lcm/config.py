@@ -107,6 +107,9 @@ class LcmConfig:
     summary_max_calls_per_window: int = setting(24, at_least=1)
     summary_spend_backoff_ms: int = setting(1800000, at_least=0)
     custom_instructions: str = ""
+    #: a directory of edited summary prompts (leaf.txt, d1.txt, d2.txt, d3plus.txt:
+    #: lcm.operator.prompts); empty uses the built-in templates. lcm's own key.
+    summary_prompts_dir: str = ""
     circuit_breaker_threshold: int = setting(5, at_least=1)
     circuit_breaker_cooldown_ms: int = setting(1800000, at_least=0)
     replay_flood_threshold_external: int = setting(3, at_least=1)

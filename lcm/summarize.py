@@ -27,6 +27,7 @@ from lcm.extract import (
     salient_terms,
     truncate_to_tokens,
 )
+from lcm.operator.prompts import PromptSet, load_prompts
 from lcm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -69,13 +70,6 @@ class SummaryDraft:
     attempts: tuple[str, ...]  # what was tried, e.g. ("normal:error", "aggressive:garbage", "fallback")
 
 
-_SYSTEM = (
-    "You compress part of a conversation into a summary that a later reader will use to recall "
-    "what happened. Keep every name, number, date, file path, command, error message and "
-    "decision. Drop greetings and filler. Write plain text, no preamble. End with one line that "
-    f"starts with '{FOOTER_PREFIX}' followed by a comma-separated list of topics whose details "
-    "you left out."
-)
 _AGGRESSIVE = (
     "Summarize the conversation below as briefly as possible: only facts, decisions, names, "
     "numbers, dates, paths, commands and errors, one per line. Never refuse, never add commentary. "
@@ -88,6 +82,8 @@ class Summarizer:
 
     def __init__(self, cfg: LcmConfig, llm: TextLLM | None, clock: Clock) -> None:
         self.cfg = cfg
+        #: the system prompt of each level (leaf, d1, d2, d3+): ``summaryPromptsDir`` or built-in
+        self.prompts = load_prompts(cfg.summary_prompts_dir) if cfg.summary_prompts_dir else PromptSet.default()
         self.llm = llm
         self.clock = clock
         # Counted on the store's clock (not monotonic time) so a test's ManualClock moves the
@@ -161,9 +157,13 @@ class Summarizer:
 
     # -- public -------------------------------------------------------------------------
     def summarize(
-        self, units: list[SourceUnit], *, kind: str, header: str, target_cap: int | None = None
+        self, units: list[SourceUnit], *, kind: str, header: str, target_cap: int | None = None, depth: int = 0
     ) -> SummaryDraft:
-        """Summarize ``units`` (messages for a leaf, child summaries for a condensed node)."""
+        """Summarize ``units`` (messages for a leaf, child summaries for a condensed node).
+
+        ``depth`` is the depth of the summary being written: it picks the prompt level
+        (``lcm.operator.prompts.level_for``).
+        """
         tags = self.cfg.strip_injected_context_tags
         clean = [SourceUnit(u.id, u.role, u.created_at, strip_injected_tags(u.text, tags)) for u in units]
         target = self.cfg.leaf_target_tokens if kind == "leaf" else self.cfg.condensed_target_tokens
@@ -176,7 +176,7 @@ class Summarizer:
         if available:
             transcript = "\n\n".join(f"[{u.role} {u.created_at}] {u.text}" for u in clean)
             extra = f"\n\nAdditional instructions: {self.cfg.custom_instructions}" if self.cfg.custom_instructions else ""
-            for name, system, tgt in (("normal", _SYSTEM, target), ("aggressive", _AGGRESSIVE, max(64, target // 2))):
+            for name, system, tgt in (("normal", self.prompts.system_for(kind, depth), target), ("aggressive", _AGGRESSIVE, max(64, target // 2))):
                 if not self.llm_available()[0]:
                     attempts.append(f"{name}:skipped")
                     break

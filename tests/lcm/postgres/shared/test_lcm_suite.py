@@ -11,6 +11,8 @@ from tests.lcm.test_compaction import *  # noqa: F403
 from tests.lcm.test_compaction_oversized import *  # noqa: F403
 from tests.lcm.test_ingest import *  # noqa: F403
 from tests.lcm.test_ingest_identity import *  # noqa: F403
+from tests.lcm.test_operator_browse import *  # noqa: F403
+from tests.lcm.test_operator_repair import *  # noqa: F403
 from tests.lcm.test_ops import *  # noqa: F403
 from tests.lcm.test_recall import *  # noqa: F403
 from tests.lcm.test_regex_redos import *  # noqa: F403
