@@ -138,7 +138,9 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         if not raw.isdigit():
             raise ToolError("invalid_argument", f"a conversation id is a number, not {raw[:40]!r}")
         return render_conversation(_need_lcm(deps), None if principal.owner else agent, agent,
-                                   int(raw), request.query_params.get("page"))
+                                   int(raw), request.query_params.get("page"),
+                                   request.query_params.get("budget"),
+                                   can_write=not principal.read_only)
 
     def health(request: Request, agent: str, principal: Principal) -> Html:
         from dataclasses import asdict
@@ -247,6 +249,38 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                                            "message": message, "field": getattr(exc, "field", None)}},
                                 status_code=status)
 
+    plans = PlanBook()
+
+    async def lcm_action(request: Request) -> Response:
+        import anyio
+
+        principal = _principal(request)
+        raw = await request.body()
+
+        def work() -> dict[str, Any]:
+            body = json.loads(raw) if raw else None
+            if not isinstance(body, dict):
+                raise ToolError("invalid_argument", 'send {"op": "rewrite"|"dissolve"|"repair", '
+                                '"summaryId" or "conversationId", "agent"?, "confirm"?, "plan"?}')
+            agent = _agent_named(body.get("agent"), principal, deps.default_agent)
+            if principal.read_only:
+                raise ToolError("forbidden", f"key {principal.key_id} is read-only: changes need "
+                                "a key with write rights", field="Authorization")
+            store = _need_lcm(deps)
+            if body.get("confirm") is True:
+                op, plan = plans.take(principal.key_id, body.get("plan"))
+                return lcm_apply(store, op, plan)
+            op, plan, preview = lcm_plan(store, None if principal.owner else agent, body)
+            return {"dry_run": True, "plan": plans.put(principal.key_id, op, plan), **preview}
+
+        try:
+            return JSONResponse(await anyio.to_thread.run_sync(work))
+        except Exception as exc:
+            status, message = _error_status(exc)
+            return JSONResponse({"error": {"code": str(getattr(exc, "code", "invalid_argument")),
+                                           "message": message, "field": getattr(exc, "field", None)}},
+                                status_code=status)
+
     routes = [
         Route(UI_PATH, home, methods=["GET"]),
         Route(UI_PATH + "/login", login, methods=["GET"]),
@@ -264,8 +298,93 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
               view("conversations", "Conversation", conversation), methods=["GET"]),
         Route(UI_PATH + "/health", view("health", "Health", health), methods=["GET"]),
         Route(UI_PATH + "/api/unsupersede", unsupersede, methods=["POST"]),
+        Route(UI_PATH + "/api/lcm", lcm_action, methods=["POST"]),
     ]
     app.router.routes.extend(routes)
+
+
+class PlanBook:
+    """The dry runs shown and not yet confirmed: a confirmation applies exactly the plan the
+    page showed (the kit refuses it if the rows changed since), for the key that planned it."""
+
+    MAX = 64
+
+    def __init__(self) -> None:
+        import threading
+
+        self._plans: dict[str, tuple[str, str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, key_id: str, op: str, plan: Any) -> str:
+        import secrets
+
+        token = secrets.token_urlsafe(16)
+        with self._lock:
+            while len(self._plans) >= self.MAX:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[token] = (key_id, op, plan)
+        return token
+
+    def take(self, key_id: str, token: Any) -> tuple[str, Any]:
+        with self._lock:
+            found = self._plans.get(token) if isinstance(token, str) else None
+            if found is None or found[0] != key_id:
+                raise ToolError("invalid_argument", "no such dry run (applied, expired or "
+                                "another key's): run the dry run again", field="plan")
+            del self._plans[token]
+        return found[1], found[2]
+
+
+def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+    """The dry run of one repair-kit change, checked against the caller's conversations."""
+    from lcm.operator.dissolve import plan_dissolve
+    from lcm.operator.repair import RepairKit
+
+    from .conversations import conversation
+
+    op = body.get("op")
+    if op not in ("rewrite", "dissolve", "repair"):
+        raise ToolError("invalid_argument", "op must be rewrite, dissolve or repair", field="op")
+    summary_id = body.get("summaryId")
+    if op in ("rewrite", "dissolve"):
+        if not isinstance(summary_id, str) or not summary_id:
+            raise ToolError("invalid_argument", f"{op} needs summaryId", field="summaryId")
+        rows = store.db.query("SELECT conversation_id FROM summaries WHERE summary_id = ?", [summary_id])
+        if not rows:
+            raise ToolError("not_found", f"no summary {summary_id[:80]!r}", field="summaryId")
+        conversation(store, agent, int(rows[0][0]))  # another agent's: not found, as a missing one
+    else:
+        raw = body.get("conversationId")
+        if not isinstance(raw, (str, int)) or not str(raw).isdigit():
+            raise ToolError("invalid_argument", "repair needs conversationId", field="conversationId")
+        conversation(store, agent, int(raw))
+    if op == "dissolve":
+        plan: Any = plan_dissolve(store.db, summary_id)  # type: ignore[arg-type]
+        effect = (f"dissolve {plan.summary_id}: {len(plan.restored)} sources return to the context "
+                  f"({plan.restored_tokens} tokens); stored context {plan.context_tokens_before} -> "
+                  f"{plan.context_tokens_after} tokens")
+        return op, plan, {"effect": effect, "diff": ""}
+    kit = RepairKit.of(store)
+    plan = kit.plan_rewrite(summary_id) if op == "rewrite" else kit.plan_repair(  # type: ignore[arg-type]
+        conversation_id=int(body["conversationId"]))
+    skipped = "; ".join(f"{s.summary_id}: {s.reason}" for s in plan.skipped[:5])
+    effect = (f"{op}: {len(plan.rewrites)} summaries rewritten, token change {plan.token_delta:+d}"
+              + (f"; skipped {len(plan.skipped)} ({skipped})" if plan.skipped else ""))
+    return op, plan, {"effect": effect, "diff": "".join(r.diff for r in plan.rewrites)[:20000]}
+
+
+def lcm_apply(store: LcmStore, op: str, plan: Any) -> dict[str, Any]:
+    from lcm.operator.dissolve import apply_dissolve
+    from lcm.operator.repair import RepairKit
+
+    if op == "dissolve":
+        done: Any = apply_dissolve(store.db, plan)
+    else:
+        if not plan.rewrites:
+            return {"dry_run": False, "applied": False, "done": "nothing to write"}
+        done = RepairKit.of(store).apply(plan)
+    log.info("inspector: %s applied to conversation %s", op, done.conversation_id)
+    return {"dry_run": False, "applied": True, "done": f"{op} applied", **done.to_dict()}
 
 
 def _principal(request: Request) -> Principal:

@@ -6,10 +6,11 @@ columns). Tenancy is the tools' rule (``tools.tenancy.session_owner``): an agent
 conversations of its own session keys, an owner key every conversation; a conversation of
 another agent answers "not found", exactly like one that does not exist.
 
-The context view shows the conversation's context items as stored, in order, with their
-token totals: what assembly starts from for the next model call (``LcmStore.assemble`` may
-then drop the oldest items to fit a budget, or compact first). Assembling here would compact
-or record debt, which a page must never do.
+The DAG, the context view (what ``assemble`` would hand the model under a budget, without
+compacting or recording debt) and the large files come from the operator's browse views
+(``lcm.operator.browse``); rewrite, dissolve and repair are its planned changes
+(``lcm.operator.repair``, ``lcm.operator.dissolve``), offered as buttons whose dry run comes
+first (``tools.ui.app``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .html import Html, esc, join, link, table, url
 
 if TYPE_CHECKING:
     from lcm import LcmStore
+    from lcm.operator.browse import SummaryTree, TreeNode
 
 PAGE_SIZE = 50
 MAX_DAG = 500
@@ -76,36 +78,8 @@ def messages_page(store: LcmStore, conversation_id: int, page: int) -> tuple[lis
     return list(rows), total
 
 
-def summary_dag(store: LcmStore, conversation_id: int) -> tuple[list[Any], dict[str, list[str]]]:
-    """The summaries (deepest first, at most ``MAX_DAG``) and each one's sources."""
-    rows = store.db.query("SELECT summary_id, kind, depth, token_count, substr(content, 1, 240), "
-                          "earliest_at, latest_at, descendant_count FROM summaries "
-                          "WHERE conversation_id = ? ORDER BY depth DESC, earliest_at LIMIT ?",
-                          [conversation_id, MAX_DAG])
-    edges = store.db.query("SELECT p.summary_id, p.parent_summary_id FROM summary_parents p "
-                           "JOIN summaries s ON s.summary_id = p.summary_id "
-                           "WHERE s.conversation_id = ? ORDER BY p.summary_id, p.ordinal",
-                           [conversation_id])
-    sources: dict[str, list[str]] = {}
-    for summary_id, source in edges:
-        sources.setdefault(summary_id, []).append(source)
-    return list(rows), sources
-
-
-def context_items(store: LcmStore, conversation_id: int) -> list[Any]:
-    return list(store.db.query(
-        "SELECT ci.ordinal, ci.item_type, coalesce(CAST(ci.message_id AS TEXT), ci.summary_id), "
-        "coalesce(m.token_count, s.token_count, 0), substr(coalesce(m.content, s.content, ''), 1, 240), "
-        "m.role FROM context_items ci LEFT JOIN messages m ON m.id = ci.message_id "
-        "LEFT JOIN summaries s ON s.summary_id = ci.summary_id "
-        "WHERE ci.conversation_id = ? ORDER BY ci.ordinal", [conversation_id]))
-
-
-def large_files(store: LcmStore, conversation_id: int) -> list[Any]:
-    return list(store.db.query(
-        "SELECT file_id, name, mime_type, size_bytes, token_count, "
-        "substr(exploration_summary, 1, 240), created_at FROM large_files "
-        "WHERE conversation_id = ? ORDER BY created_at LIMIT 200", [conversation_id]))
+#: the budget the context view assembles for when the page names none
+DEFAULT_BUDGET = 32000
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -137,33 +111,53 @@ def render_list(store: LcmStore, agent: str | None, view_agent: str, raw_page: s
                  Html(f'<nav class="pager" aria-label="Pages of conversations">{" ".join(nav)}</nav>')])
 
 
-def _dag_tree(rows: list[Any], sources: dict[str, list[str]]) -> Html:
-    info = {r[0]: r for r in rows}
-    used = {s for srcs in sources.values() for s in srcs}
-    roots = [r[0] for r in rows if r[0] not in used]
+def _actions(node: TreeNode, conversation_id: int, agent: str, can_write: bool) -> str:
+    """Rewrite (and dissolve, for a condensed summary in the context): dry run first."""
+    ops = [("rewrite", "Rewrite")]
+    if node.kind == "condensed" and node.in_context:
+        ops.append(("dissolve", "Dissolve"))
+    out = []
+    for op, label in ops:
+        out.append(action_box("lcm", f"{label} {node.id} (dry run first)", can_write,
+                              op=op, summary_id=node.id, conversation_id=str(conversation_id),
+                              agent=agent))
+    return "".join(out)
 
-    def node(sid: str, depth: int) -> str:
-        r = info.get(sid)
-        if r is None:
-            return f"<li>{esc(sid)} (not loaded)</li>"
-        label = (f"<span class=\"sid\">{esc(sid)}</span> {esc(r[1])} depth {r[2]}, {r[3]} tokens, "
-                 f"{esc((r[5] or '')[:16])} to {esc((r[6] or '')[:16])}: {esc(r[4])}")
-        kids = sources.get(sid, [])
-        if not kids or depth > 12:
-            return f"<li>{label}</li>"
-        inner = "".join(node(k, depth + 1) for k in kids)
-        return f"<li><details open><summary>{label}</summary><ul>{inner}</ul></details></li>"
 
-    if not rows:
+def _dag_tree(tree: SummaryTree, conversation_id: int, agent: str, can_write: bool) -> Html:
+    if not tree.roots:
         return Html("<p>No summaries yet: the conversation has not been compacted.</p>")
-    return Html(f'<ul class="dag" id="dag" role="tree" aria-label="Summary DAG">'
-                f'{"".join(node(r, 0) for r in roots)}</ul>')
+    shown: set[str] = set()
+
+    def node(n: TreeNode, depth: int) -> str:
+        label = (f'<span class="sid">{esc(n.id)}</span> {esc(n.kind)} depth {n.depth}, '
+                 f"{n.token_count} tokens, {esc(n.model)}"
+                 f'{" (" + esc(n.status) + ")" if n.status != "ok" else ""}'
+                 f'{", in context" if n.in_context else ""}, {esc(n.earliest_at[:16])} to '
+                 f"{esc(n.latest_at[:16])}: {esc(n.content_preview)}")
+        if n.id in shown:  # a DAG: a source shared by two summaries is drawn once
+            return f"<li>{label} (shown above)</li>"
+        shown.add(n.id)
+        acts = _actions(n, conversation_id, agent, can_write)
+        if not n.sources or depth > 12:
+            return f"<li>{label}{acts}</li>"
+        inner = "".join(node(k, depth + 1) for k in n.sources)
+        return f"<li><details open><summary>{label}</summary>{acts}<ul>{inner}</ul></details></li>"
+
+    return Html(f'<p>{tree.summary_count} summaries; by depth: '
+                f'{esc(", ".join(f"{d}: {n}" for d, n in tree.by_depth.items()))}</p>'
+                f'<ul class="dag" id="dag" aria-label="Summary DAG">'
+                f'{"".join(node(r, 0) for r in tree.roots)}</ul>')
 
 
 def render_conversation(store: LcmStore, agent: str | None, view_agent: str, conversation_id: int,
-                        raw_page: str | None) -> Html:
+                        raw_page: str | None, raw_budget: str | None = None,
+                        can_write: bool = False) -> Html:
+    from lcm.operator.browse import context_view, large_files, summary_tree
+
     conv = conversation(store, agent, conversation_id)
     page = _page_number(raw_page)
+    budget = DEFAULT_BUDGET if not raw_budget else _page_number(raw_budget) or DEFAULT_BUDGET
     messages, total = messages_page(store, conversation_id, page)
     msg_rows = [(r[1], r[2], r[3][:600], r[4], (r[5] or "")[:19], r[6] or "") for r in messages]
     nav = []
@@ -172,12 +166,15 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
         nav.append(link(url(base, agent=view_agent, page=str(page - 1)), "Previous messages", rel="prev"))
     if (page + 1) * PAGE_SIZE < total:
         nav.append(link(url(base, agent=view_agent, page=str(page + 1)), "Next messages", rel="next"))
-    dag_rows, sources = summary_dag(store, conversation_id)
-    items = context_items(store, conversation_id)
-    tokens = sum(int(r[3]) for r in items)
-    ctx_rows = [(r[0], r[1] if r[1] == "summary" else f"message ({r[5]})", r[2], r[3], r[4]) for r in items]
-    files = large_files(store, conversation_id)
-    file_rows = [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in files]
+    tree = summary_tree(store.db, conversation_id)
+    view = context_view(store.db, store.config, conversation_id, budget)
+    ctx_rows = [(n, it.type if it.type == "summary" else f"message ({it.role})",
+                 it.id, it.token_count, it.content[:240]) for n, it in enumerate(view.items, 1)]
+    files = large_files(store.db, conversation_id=conversation_id)
+    file_rows = [(f.file_id, f.file_name, f.mime_type, f.byte_size, f.token_count,
+                  f.exploration_summary[:240]) for f in files]
+    compact_note = (" Assembly would compact first (the stored context is over the threshold)."
+                    if view.would_compact else "")
     return join([
         table(["field", "value"], list(conv.items()), caption="This conversation"),
         Html(f'<h2 id="messages">Messages</h2><p id="message-count" data-total="{total}">'
@@ -185,12 +182,25 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
         table(["seq", "role", "content", "tokens", "at", "file"], msg_rows,
               caption="Messages, in order", empty="no messages"),
         Html(f'<nav class="pager" aria-label="Pages of messages">{" ".join(nav)}</nav>'),
-        Html('<h2 id="dag-title">Summary DAG</h2><p>Each summary lists the summaries or '
-             "messages it was made from.</p>"), _dag_tree(dag_rows, sources),
-        Html(f'<h2 id="context">Context view</h2><p id="context-tokens" data-tokens="{tokens}">'
-             f"{len(items)} items, {tokens} tokens: what assembly starts from for the next "
-             "model call (it may drop the oldest to fit the budget, or compact first).</p>"),
-        table(["ordinal", "item", "id", "tokens", "text"], ctx_rows, caption="Context items, in order",
+        Html('<h2 id="dag-title">Summary DAG</h2><p>Each summary lists the summaries it was '
+             "condensed from. Rewrite, dissolve and repair show their dry run (the diff and the "
+             "token change) before anything is written.</p>"),
+        Html(action_box("lcm", "Repair this conversation's fallback summaries (dry run first)",
+                        can_write, op="repair", conversation_id=str(conversation_id),
+                        agent=view_agent)),
+        _dag_tree(tree, conversation_id, view_agent, can_write),
+        Html(f'<h2 id="context">Context view</h2><p id="context-tokens" data-tokens="{view.total_tokens}" '
+             f'data-stored="{view.stored_tokens}">What the model receives next under a budget of '
+             f"{view.token_budget} tokens: {len(view.items)} items, {view.total_tokens} tokens "
+             f"({view.summary_tokens} in {view.summary_count} summaries, {view.message_tokens} in "
+             f"messages; {view.dropped_count} dropped to fit; stored context {view.stored_tokens}, "
+             f"threshold {view.threshold_tokens}).{compact_note}</p>"),
+        Html(f'<form method="get" action="/ui/{base}" aria-label="Context budget">'
+             f'<input type="hidden" name="agent" value="{esc(view_agent)}">'
+             f'<div class="field"><label for="f-budget">Token budget</label><input id="f-budget" '
+             f'name="budget" type="number" min="1" value="{view.token_budget}"></div>'
+             '<button type="submit">Show</button></form>'),
+        table(["#", "item", "id", "tokens", "text"], ctx_rows, caption="Context items, in order",
               empty="an empty context"),
         Html('<h2 id="files">Large files</h2>'),
         table(["file id", "name", "type", "bytes", "tokens", "exploration summary"], file_rows,
@@ -198,5 +208,16 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     ])
 
 
-__all__ = ["context_items", "conversation", "conversations_page", "large_files", "messages_page",
-           "render_conversation", "render_list", "summary_dag"]
+def action_box(action: str, label: str, can_write: bool, **data: str) -> str:
+    """A change behind a dry run: the button asks for the plan, the plan offers Confirm."""
+    attrs = "".join(f' data-{k.replace("_", "-")}="{esc(v)}"' for k, v in data.items())
+    disabled = "" if can_write else ' disabled aria-disabled="true"'
+    why = "" if can_write else ('<p class="hint">Your key is read-only: changes need a key with '
+                                "write rights.</p>")
+    return (f'<div class="action" data-action="{esc(action)}"{attrs}><button type="button" '
+            f'class="dry-run"{disabled}>{esc(label)}</button>{why}'
+            '<div class="preview" role="status" aria-live="polite"></div></div>')
+
+
+__all__ = ["action_box", "conversation", "conversations_page", "messages_page",
+           "render_conversation", "render_list"]

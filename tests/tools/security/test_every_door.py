@@ -41,6 +41,7 @@ CALLS: dict[str, tuple[str, bytes]] = {
     "/ui/conversation/{conversation_id}": ("GET", b""),
     "/ui/health": ("GET", b""),
     "/ui/api/unsupersede": ("POST", b'{"id": "x", "confirm": true}'),
+    "/ui/api/lcm": ("POST", b'{"op": "repair", "conversationId": "1", "confirm": true}'),
 }
 QUERY = {"/lcm/assemble": "?budget=1000", PROOF_PATH: "?nonce=" + "ab" * 16}
 #: a concrete address of each route whose path has parameters

@@ -192,12 +192,33 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 50  # one page of messages
     summaries = site.lcm.db.scalar("SELECT count(*) FROM summaries WHERE conversation_id = ?", [conv_id])
     assert summaries > 0 and len(by_css(site, "#dag .sid")) == summaries
-    tokens = site.lcm.db.scalar(
+    from lcm.operator.browse import context_view
+
+    stored = site.lcm.db.scalar(
         "SELECT sum(coalesce(m.token_count, s.token_count)) FROM context_items ci "
         "LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON "
         "s.summary_id = ci.summary_id WHERE ci.conversation_id = ?", [conv_id])
-    assert int(one(site, "#context-tokens").get_attribute("data-tokens")) == tokens
+    shown = one(site, "#context-tokens")
+    assert int(shown.get_attribute("data-stored")) == stored
+    view = context_view(site.lcm.db, site.lcm.config, conv_id, 32000)
+    assert int(shown.get_attribute("data-tokens")) == view.total_tokens
+    assert len(by_css(site, "table:nth-of-type(3) tbody tr")) == len(view.items)
     site.shot("10-conversation")
+    # the repair kit's buttons: a dry run first, then the confirmed change
+    before = site.lcm.db.scalar("SELECT content FROM summaries WHERE conversation_id = ?", [conv_id])
+    rewrite = [b for b in by_css(site, ".action[data-op=rewrite] button.dry-run")][0]
+    rewrite.click()
+    box = rewrite.find_element("xpath", "..")
+    wait_text(site, ".action[data-op=rewrite] .preview", "Dry run: rewrite")
+    site.shot("10b-rewrite-dry-run")
+    assert site.lcm.db.scalar("SELECT content FROM summaries WHERE conversation_id = ?", [conv_id]) == before
+    box.find_element("css selector", "button.confirm").click()
+    wait_text(site, ".action[data-op=rewrite] .preview", "Done")
+    repair = one(site, ".action[data-op=repair] button.dry-run")
+    repair.click()  # no LLM configured here: the kit says so, nothing is planned
+    wait_text(site, ".action[data-op=repair] .preview", "Refused")
+    assert "LLM" in one(site, ".action[data-op=repair] .preview").text
+    d.get(f"{site.root}/ui/conversation/{conv_id}")
     one(site, "a[rel=next]").click()
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 10
 
@@ -251,6 +272,10 @@ def test_a_read_only_key_cannot_change_anything(site: Site) -> None:
         " body: JSON.stringify({id: arguments[0], confirm: true})})"
         ".then(r => r.json().then(j => done([r.status, j])));", site.carol)
     assert reply[0] == 403 and "read-only" in reply[1]["error"]["message"]
+    conv = site.lcm.conversation("agent:alice:main").id
+    d.get(f"{site.root}/ui/conversation/{conv}")
+    buttons = by_css(site, ".action button.dry-run")
+    assert buttons and not any(b.is_enabled() for b in buttons)  # rewrite, dissolve, repair
     log_in_with_key(site, site.secrets["alice"])
     d.get(f"{site.root}/ui/note/{site.carol}")
     no_csrf = d.execute_async_script(

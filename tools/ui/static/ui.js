@@ -39,25 +39,34 @@
   document.querySelectorAll(".action").forEach(function (box) {
     var dry = box.querySelector("button.dry-run");
     var region = box.querySelector(".preview");
-    var body = { id: box.getAttribute("data-id"), agent: box.getAttribute("data-agent") };
+    var path = "/ui/api/" + box.getAttribute("data-action");
+    var body = Object.assign({}, box.dataset);
+    delete body.action;
     dry.addEventListener("click", function () {
-      post("/ui/api/" + box.getAttribute("data-action"), body).then(function (res) {
+      post(path, body).then(function (res) {
         if (!res.ok) { say(region, "Refused: " + res.data.error.message, "bad"); return; }
         region.innerHTML = "";
         var p = document.createElement("p");
         p.textContent = "Dry run: " + res.data.effect + ". Nothing has changed yet.";
+        region.appendChild(p);
+        if (res.data.diff) {
+          var pre = document.createElement("pre");
+          pre.className = "diff";
+          pre.textContent = res.data.diff;
+          region.appendChild(pre);
+        }
         var yes = document.createElement("button");
         yes.type = "button"; yes.className = "confirm"; yes.textContent = "Confirm: apply this change";
         var no = document.createElement("button");
         no.type = "button"; no.className = "cancel"; no.textContent = "Cancel";
-        region.appendChild(p); region.appendChild(yes); region.appendChild(no);
+        region.appendChild(yes); region.appendChild(no);
         yes.focus();
         no.addEventListener("click", function () { say(region, "Cancelled; nothing changed."); dry.focus(); });
         yes.addEventListener("click", function () {
-          var sure = Object.assign({}, body, { confirm: true });
-          post("/ui/api/" + box.getAttribute("data-action"), sure).then(function (done) {
+          var sure = Object.assign({}, body, { confirm: true, plan: res.data.plan });
+          post(path, sure).then(function (done) {
             if (!done.ok) { say(region, "Refused: " + done.data.error.message, "bad"); return; }
-            say(region, "Done: note " + done.data.id + " is current again.", "ok");
+            say(region, "Done: " + (done.data.done || ("note " + done.data.id + " is current again")) + ".", "ok");
           });
         });
       });
