@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from amem.backends.base import HasId, Match, MatchAny, Where
+from amem.backends.base import Match, MatchAny, Where
 from amem.notes import Note, point_id
 
 from .html import Html, attr, esc, link, url
@@ -120,19 +120,23 @@ def from_search(store: MemoryStore, agent: str, query: str) -> Graph:
     return graph
 
 
+def absorbed(note: Note) -> list[str]:
+    """The notes consolidation merged into ``note`` (its ``consolidate_merge`` entries)."""
+    return [str(e["merged"]) for e in note.evolution_history
+            if e.get("action") == "consolidate_merge" and e.get("merged")]
+
+
 def _cluster_groups(graph: Graph) -> None:
-    """One group per consolidation cluster (a merge survivor and the notes it absorbed that
-    are on the picture); notes outside any cluster share the last group."""
+    """One group (one arc, one colour) per consolidation cluster: a merge survivor with the
+    notes it links to on the picture (what it absorbed is inactive and not drawn, but counted
+    on the survivor); notes outside any cluster keep group 0."""
     cluster = 1
-    for note in graph.nodes.values():
-        absorbed = [e.get("merged") or e.get("sources") or e.get("from") for e in note.evolution_history
-                    if e.get("action") == "consolidate_merge"]
-        if absorbed:
+    for note in list(graph.nodes.values()):
+        if absorbed(note) and graph.group[note.id] == 0:
             graph.group[note.id] = cluster
-            for ids in absorbed:
-                for other in ids if isinstance(ids, list) else [ids]:
-                    if isinstance(other, str) and other in graph.nodes:
-                        graph.group[other] = cluster
+            for other in note.links:
+                if other in graph.nodes and graph.group[other] == 0:
+                    graph.group[other] = cluster
             cluster += 1
 
 
@@ -178,10 +182,15 @@ def svg(graph: Graph, agent: str, title: str) -> Html:
         label = "" if small else (f'<text x="{x - 11 if left else x + 11:.1f}" y="{y + 4:.1f}"'
                                   f"{anchor}>{esc(note.content[:28])}</text>")
         state = " (superseded)" if hollow else ""
+        merged = absorbed(note)
+        if merged:  # a consolidation survivor: a heavier ring, and how many it absorbed
+            state += f" (absorbed {len(merged)} notes in consolidation)"
         circles.append(
-            f'<a href="{attr(url("note/" + node_id, agent=agent))}" class="node" data-id="{attr(node_id)}">'
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{fill}" stroke="{colour}" '
-            f'stroke-width="2"><title>{esc(node_id)}{state}: {esc(note.content[:200])}</title></circle>'
+            f'<a href="{attr(url("note/" + node_id, agent=agent))}" class="node" data-id="{attr(node_id)}"'
+            f' data-merged="{len(merged)}">'
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius + (2 if merged else 0)}" fill="{fill}" '
+            f'stroke="{"#111111" if merged else colour}" stroke-width="{4 if merged else 2}">'
+            f"<title>{esc(node_id)}{state}: {esc(note.content[:200])}</title></circle>"
             f"{label}</a>")
     return Html(
         f'<svg id="graph" role="img" aria-labelledby="graph-title" viewBox="0 0 {SIZE} {SIZE}" '
@@ -216,5 +225,5 @@ def render_graph(store: MemoryStore, agent: str, note_id: str, subject: str, que
         f'<details><summary>The same notes as a list</summary><ul>{listing}</ul></details>')
 
 
-__all__ = ["Graph", "MAX_NODES", "by_subject", "from_search", "layout", "neighbourhood",
+__all__ = ["Graph", "MAX_NODES", "absorbed", "by_subject", "from_search", "layout", "neighbourhood",
            "render_graph", "svg"]

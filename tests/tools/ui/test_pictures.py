@@ -56,3 +56,18 @@ def test_the_run_history_keeps_the_newest_and_the_plot_draws_each_series(tmp_pat
     picture = plot(runs)
     assert picture.count("<polyline") == len(SERIES) and 'data-runs="5"' in picture
     assert "No nightly run" in plot([])
+
+
+def test_a_consolidation_survivor_is_drawn_as_a_cluster() -> None:
+    from tools.ui.graph import _cluster_groups
+
+    graph = Graph()
+    survivor = _note(1, ["n2"])
+    survivor.evolution_history = [{"action": "consolidate_merge", "merged": "gone-1"},
+                                  {"action": "consolidate_merge", "merged": "gone-2"}]
+    for note in (survivor, _note(2), _note(3)):
+        graph.add(note, 0)
+    _cluster_groups(graph)
+    assert graph.group == {"n1": 1, "n2": 1, "n3": 0}
+    picture = svg(graph, "a", "t")
+    assert 'data-merged="2"' in picture and "absorbed 2 notes in consolidation" in picture
