@@ -57,14 +57,28 @@ def cmd_ui(args: argparse.Namespace) -> int:
                         ("session_key", None), ("insecure_no_auth", False),
                         ("session_idle", None), ("sessions_per_key", None), ("ui_sessions", book)):
         setattr(args, name, value)
-    # the link is printed (and the browser opened) once the server listens: a second later
-    timer = threading.Timer(1.5, _show, (link, args))
-    timer.daemon = True
-    timer.start()
+    # the link is printed (and the browser opened) once the server answers on its port
+    stop = threading.Event()
+    waiter = threading.Thread(target=_show_when_listening, args=(link, args, stop), daemon=True)
+    waiter.start()
     try:
         return cmd_serve(args)
     finally:
-        timer.cancel()
+        stop.set()
+
+
+def _show_when_listening(link: str, args: argparse.Namespace, stop: threading.Event) -> None:
+    import socket
+
+    while not stop.wait(0.1):
+        try:
+            with socket.create_connection(("127.0.0.1", args.port), timeout=1):
+                break
+        except OSError:
+            continue
+    else:
+        return  # the server stopped (or never started): its own error says why
+    _show(link, args)
 
 
 def _link_from_server(url: str, token: str | None) -> str:
