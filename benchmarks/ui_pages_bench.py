@@ -4,9 +4,9 @@ from a real server, its build time read from the page's ``Server-Timing`` header
     python -m benchmarks.ui_pages_bench --notes 1000 --notes 100000
 
 The notes are LoCoMo turns (repeated with a counter past the data's end, or synthetic text
-without the data), written with the hashing embedder in bulk (no enrichment, no supersession
-judgement) so that 100k notes build in minutes; the pages' cost is the engine's page, count and
-search, which the embedder does not change (a search embeds one query). One agent holds every
+without the data), embedded with the hashing embedder and written as engine points, so that
+100k notes build in minutes; the pages' cost is the engine's page, count and search, which
+the embedder does not change (a search embeds one query). One agent holds every
 note, so each page reads the largest tenant. Every page is fetched ``--repeat`` times after one
 warm-up; the median and the worst are printed in milliseconds.
 """
@@ -39,15 +39,32 @@ def texts(n: int) -> list[dict[str, Any]]:
 
 
 def build(n: int, root: Path) -> tuple[Any, Any]:
+    """A store of ``n`` notes written as engine points (as ``search_bench`` fills its store:
+    the write path's dedup, linking and judgement would take hours at 100k and do not change
+    what a page costs). Note i links to i-1 and i+7 so that neighbourhoods have edges."""
     from amem import MemoryStore
     from amem.embed.hashing import HashingEmbedder
+    from amem.notes import Note, content_hash
     from lcm import LcmConfig, LcmStore
 
-    memory = MemoryStore(str(root / "notes"), embedder=HashingEmbedder(), agent_id="bench")
+    embedder = HashingEmbedder()
+    memory = MemoryStore(str(root / "notes"), embedder=embedder, agent_id="bench")
     items = texts(n)
     started = time.perf_counter()
-    for at in range(0, n, 2000):
-        memory.add_many(items[at:at + 2000], enrich=False, supersede=False)
+    stamp = "2026-01-01T00:00:00+00:00"
+    for at in range(0, n, 1000):
+        chunk = items[at:at + 1000]
+        vectors = embedder.embed([c["text"] for c in chunk], kind="passage")
+        points = []
+        for k, (item, vector) in enumerate(zip(chunk, vectors)):
+            i = at + k
+            links = [f"n{j}" for j in (i - 1, i + 7) if 0 <= j < n]
+            note = Note(id=f"n{i}", content=item["text"], agent_id="bench", timestamp=stamp,
+                        last_accessed=stamp, hash=content_hash(item["text"]), links=links,
+                        subjects=item["subjects"], metadata=item["metadata"])
+            points.append(memory.index.make_point(note, vector))
+        memory.index.write_points(points)
+    memory.flush()
     print(f"  built {n} notes in {time.perf_counter() - started:.0f} s", flush=True)
     lcm = LcmStore(str(root / "lcm.db"), LcmConfig(log_file_enabled=False))
     for c in range(20):
@@ -66,7 +83,7 @@ def measure(n: int, repeat: int, root: Path) -> dict[str, tuple[float, float]]:
     from tools.reports import doctor_report, lcm_report, status_report
 
     memory, lcm = build(n, root)
-    some_id = memory.list(agent_id="bench", limit=1)[0][0].id
+    some_id = "n500"
     facade = ToolFacade(memory, lcm, agent_id="bench")
 
     def report(name: str, agent: str, clean: bool) -> dict[str, Any]:
