@@ -94,7 +94,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             text = page(title, body, current=name, who=_who(principal), agent=agent,
                         csrf=session.csrf if session else "",
                         can_write=not principal.read_only,
-                        timing_ms=(time.perf_counter() - started) * 1000)
+                        timing_ms=(time.perf_counter() - started) * 1000,
+                        choose_agent=principal.owner)
             return html_response(text, status, started)
 
         return endpoint

@@ -95,7 +95,8 @@ def pretty(value: Any) -> Html:
 
 
 def page(title: str, body: Html, *, current: str, who: str, agent: str | None,
-         csrf: str = "", can_write: bool = False, timing_ms: float | None = None) -> str:
+         csrf: str = "", can_write: bool = False, timing_ms: float | None = None,
+         choose_agent: bool = False) -> str:
     """The page shell: skip link, navigation, who is logged in, the main region."""
     items = []
     for name, label in NAV:
@@ -114,9 +115,17 @@ def page(title: str, body: Html, *, current: str, who: str, agent: str | None,
         '<a class="skip" href="#main">Skip to content</a>'
         f'<header><span class="brand">amem inspector</span><nav aria-label="Pages"><ul>{nav}</ul></nav>'
         f'<span class="who" id="who">{esc(who)}{" · agent " if agent else ""}{esc(agent or "")} · {rights}</span>'
+        f"{_agent_form(current, agent) if choose_agent else ''}"
         '<form method="get" action="/ui/logout"><button type="submit">Log out</button></form></header>'
         f'<main id="main" tabindex="-1"><h1>{esc(title)}</h1>{body}</main>'
         f"<footer>{timing}</footer></body></html>")
+
+
+def _agent_form(current: str, agent: str | None) -> str:
+    """An owner's choice of agent (agent keys see their own only)."""
+    return (f'<form method="get" action="/ui/{attr(current)}" aria-label="Choose the agent" class="agent">'
+            f'<label for="agent-choice">Agent</label><input id="agent-choice" name="agent" '
+            f'value="{attr(agent or "")}" size="12"><button type="submit">Show</button></form>')
 
 
 def bare(title: str, body: Html) -> str:

@@ -92,6 +92,16 @@ def test_the_one_time_link_logs_in_once_and_the_table_is_the_store(site: Site) -
     assert d.current_url.endswith("/ui/notes")
 
 
+def test_an_owner_chooses_the_agent(site: Site) -> None:
+    as_owner(site)
+    choice = one(site, "#agent-choice")
+    choice.clear()
+    choice.send_keys("bob")
+    choice.submit()
+    assert BOB_SECRET in one(site, "main").text and "agent bob" in one(site, "#who").text
+    assert int(one(site, "#count").get_attribute("data-total")) == site.memory.count(agent_id="bob")
+
+
 def test_filters_paging_and_full_text(site: Site) -> None:
     as_owner(site)
     d = site.driver
@@ -240,7 +250,7 @@ def test_health(site: Site) -> None:
 def test_an_agent_key_sees_its_agent_only(site: Site) -> None:
     d = site.driver
     log_in_with_key(site, site.secrets["alice"])
-    assert "agent key" in one(site, "#who").text
+    assert "agent key" in one(site, "#who").text and not by_css(site, "#agent-choice")
     d.get(f"{site.root}/ui/notes?q=boat")
     assert "Wren" not in one(site, "main").text
     d.get(f"{site.root}/ui/notes?agent=bob")
