@@ -82,7 +82,7 @@ def test_the_one_time_link_logs_in_once_and_the_table_is_the_store(site: Site) -
     assert total == site.memory.index.backend.count(live_where(site, "alice"))
     hits, _ = site.memory.index.backend.scroll(live_where(site, "alice"), limit=50, offset=None)
     assert row_ids(site) == [h.payload["id"] for h in hits]
-    assert site.coffee not in row_ids(site) or total > 50  # the superseded fact is filtered out
+    assert site.coffee not in row_ids(site)  # the superseded fact is filtered out (count included)
     assert float(one(site, ".timing").get_attribute("data-ms")) < 300
     site.shot("01-notes")
     d.delete_all_cookies()
@@ -136,7 +136,6 @@ def test_the_search_playground_says_why_each_result_is_there(site: Site) -> None
     box.send_keys(q)
     box.submit()
     expected = site.memory.search(q, limit=10, agent_id="alice")
-    assert row_ids(site)[:0] == []  # the first column is the rank here
     ids = [a.text for a in by_css(site, "table tbody td:nth-child(2) a")]
     assert ids == [r.id for r in expected]
     found = [c.text for c in by_css(site, "table tbody td:nth-child(4)")]
