@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..backends.base import Condition, IsEmpty, MatchAny, Where
 from ..index import NoteIndex
 from ..notefields import is_expired
 from ..notes import Note, point_id
@@ -57,11 +58,7 @@ def _edited_after_mark(successor: Note, older: Note) -> bool:
 
 def audit(index: NoteIndex, agent_ids: Sequence[str] | None = None) -> list[MarkProblem]:
     """Every unsound mark and unbacked entry of ``agent_ids`` (every agent when None)."""
-    wanted = None if agent_ids is None else set(agent_ids)
-    notes: dict[tuple[str, str], Note] = {}
-    for note, _ in index.iter_notes(None, include_inactive=True):
-        if wanted is None or note.agent_id in wanted:
-            notes[(note.agent_id, note.id)] = note
+    notes = _involved(index, agent_ids)
     now = index.clock.now()
     problems: list[MarkProblem] = []
     for (agent, nid), note in sorted(notes.items()):
@@ -87,6 +84,24 @@ def audit(index: NoteIndex, agent_ids: Sequence[str] | None = None) -> list[Mark
             if target is None or target.superseded_by != nid:
                 problems.append(MarkProblem("unbacked_entry", agent, older, nid))
     return problems
+
+
+def _involved(index: NoteIndex, agent_ids: Sequence[str] | None
+              ) -> dict[tuple[str, str], Note]:
+    """The notes that carry a mark or a list (two indexed reads: the rest of a store has
+    nothing to audit), and the notes they name."""
+    must: tuple[Condition, ...] = (() if agent_ids is None
+                                   else (MatchAny("agent_id", tuple(sorted(set(agent_ids)))),))
+    where = Where(must=must, should=(Where(must_not=(IsEmpty("superseded_by"),)),
+                                     Where(must_not=(IsEmpty("supersedes"),))))
+    notes = {(n.agent_id, n.id): n for n in (Note.from_payload(h.payload)
+                                             for h in index.backend.iterate(where))}
+    named = sorted({(a, other) for (a, _), n in notes.items()
+                    for other in (n.superseded_by, *n.supersedes) if other} - set(notes))
+    for hit in index.backend.retrieve([point_id(a, nid) for a, nid in named]):
+        note = Note.from_payload(hit.payload)
+        notes[(note.agent_id, note.id)] = note
+    return notes
 
 
 def heal(index: NoteIndex, problems: Sequence[MarkProblem],

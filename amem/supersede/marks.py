@@ -97,7 +97,9 @@ def _not_newer(old: str, new: str) -> bool:
 
 
 def candidates(index: NoteIndex, note: Note, vector: np.ndarray) -> list[FactView]:
-    """The nearest current notes of the agent that share a subject and are not newer."""
+    """The nearest current notes of the agent that share a subject and are not newer, at or
+    above ``CANDIDATE_FLOOR`` on the note-to-note scale (each with that similarity), and not
+    kept current against ``note`` by a person (``keep``)."""
     where = Where(must=(*index.tenant_filter(note.agent_id), IsEmpty("superseded_by")))
     hits = index.backend.dense_search(np.asarray(vector, dtype=np.float32), where, CANDIDATES + 1)
     mine = view(note)
@@ -107,8 +109,9 @@ def candidates(index: NoteIndex, note: Note, vector: np.ndarray) -> list[FactVie
         if similarity < CANDIDATE_FLOOR:
             break  # nearest first: the rest are further still
         other = replace(view(hit.payload), similarity=similarity)
-        if other.id == note.id or other.id in note.supersedes:
-            continue
+        if other.id == note.id or other.id in note.supersedes \
+                or note.id in (hit.payload.get("kept_against") or []):
+            continue  # itself, already replaced, or kept current against it by a person
         if same_subject(mine, other) and _not_newer(other.timestamp, note.timestamp):
             out.append(other)
     return out[:CANDIDATES]
@@ -128,7 +131,7 @@ class IndexMeaning:
 def check(index: NoteIndex, note: Note, vector: np.ndarray, judge: SupersedeJudge) -> Outcome:
     """Judge ``note`` against its candidates and mark what it replaces (write lock held):
     the note's ``supersedes`` first, then each older note's mark (see the module docstring)."""
-    pool = [o for o in candidates(index, note, vector) if not _kept(index, note, o.id)]
+    pool = candidates(index, note, vector)
     if not pool:
         return Outcome(decided_by=judge.label)
     verdict = judge.judge(view(note), pool)
@@ -152,12 +155,6 @@ def check(index: NoteIndex, note: Note, vector: np.ndarray, judge: SupersedeJudg
         note.supersedes = [n for n in note.supersedes if n not in missed]
         index.update_note_fields(note.id, note.agent_id, {"supersedes": note.supersedes})
     return outcome
-
-
-def _kept(index: NoteIndex, new: Note, old_id: str) -> bool:
-    """Did a person keep ``old_id`` current against ``new`` (``keep``)?"""
-    hits = index.backend.retrieve([point_id(new.agent_id, old_id)])
-    return bool(hits) and new.id in (hits[0].payload.get("kept_against") or [])
 
 
 def mark(index: NoteIndex, agent: str, old_id: str, by: str, *, at: str,
