@@ -60,8 +60,14 @@ class Site:
         return f"{self.root}/ui/login?t={self.book.issue_login(Principal('ui-login', None, owner=True))}"
 
     def shot(self, name: str) -> Path:
+        """The whole page (the window grown to its height, up to 8000 px, then put back)."""
         path = self.shots / f"{name}.png"
-        self.driver.save_screenshot(str(path))
+        height = int(self.driver.execute_script("return document.documentElement.scrollHeight"))
+        self.driver.set_window_size(1280, min(max(height, 1000), 8000))
+        try:
+            self.driver.save_screenshot(str(path))
+        finally:
+            self.driver.set_window_size(1280, 1000)
         return path
 
 
@@ -123,7 +129,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                           "superseded": superseded, "expired_deleted": 0,
                           "compactions": day, "embedding_debt": 10 - day})
     with MemoryStore(":memory:", embedder=HashingEmbedder(), agent_id="alice") as memory, \
-            LcmStore(":memory:", LcmConfig(log_file_enabled=False, fresh_tail_count=10)) as lcm:
+            LcmStore(":memory:", LcmConfig(log_file_enabled=False, fresh_tail_count=10,
+                                           large_file_threshold_tokens=200,
+                                           large_files_dir=str(home / "files"))) as lcm:
         for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
             memory.add(item["text"], item.get("subjects", []), enrich=False)
@@ -142,6 +150,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                                          "content": f"alice turn {i}: planning the Porto trip, day {i % 7}"}
                                         for i in range(60)])
         lcm.compact("agent:alice:main", force=True)
+        lcm.ingest("agent:alice:main", [{"role": "user", "content": "the packing list, pasted: "
+                                         + " ".join(f"item{i} sunscreen towel" for i in range(300))}])
         lcm.ingest("agent:bob:main", [{"role": "user", "content": "bob's private plan: sell the Wren"}])
         facade = ToolFacade(memory, lcm, agent_id="alice")
 

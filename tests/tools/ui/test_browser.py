@@ -197,7 +197,7 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
             if "agent:alice:main" in a.find_element("xpath", "../..").text][0]
     link.click()
     conv_id = int(d.current_url.split("/ui/conversation/")[1].split("?")[0])
-    assert int(one(site, "#message-count").get_attribute("data-total")) == 60
+    assert int(one(site, "#message-count").get_attribute("data-total")) == 61
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 50  # one page of messages
     summaries = site.lcm.db.scalar("SELECT count(*) FROM summaries WHERE conversation_id = ?", [conv_id])
     assert summaries > 0 and len(by_css(site, "#dag .sid")) == summaries
@@ -212,6 +212,9 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
     view = context_view(site.lcm.db, site.lcm.config, conv_id, 32000)
     assert int(shown.get_attribute("data-tokens")) == view.total_tokens
     assert len(by_css(site, "table:nth-of-type(3) tbody tr")) == len(view.items)
+    files = site.lcm.db.query("SELECT file_id FROM large_files WHERE conversation_id = ?", [conv_id])
+    shown_files = [c.text for c in by_css(site, "table:nth-of-type(4) tbody td:first-child")]
+    assert files and shown_files == [f[0] for f in files]
     site.shot("10-conversation")
     # the repair kit's buttons: a dry run first, then the confirmed change
     before = site.lcm.db.scalar("SELECT content FROM summaries WHERE conversation_id = ?", [conv_id])
@@ -229,7 +232,7 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
     assert "LLM" in one(site, ".action[data-op=repair] .preview").text
     d.get(f"{site.root}/ui/conversation/{conv_id}")
     one(site, "a[rel=next]").click()
-    assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 10
+    assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 11
 
 
 def test_health(site: Site) -> None:
