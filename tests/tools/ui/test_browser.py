@@ -265,6 +265,10 @@ def test_an_agent_key_sees_its_agent_only(site: Site) -> None:
     bob_conv = site.lcm.conversation("agent:bob:main").id
     d.get(f"{site.root}/ui/conversation/{bob_conv}")
     assert "sell the Wren" not in one(site, "main").text
+    d.get(f"{site.root}/ui/health")
+    health = one(site, "main").text
+    assert "Status of this agent" in health and not by_css(site, "#run-doctor")
+    assert "for an owner key" in health
     site.shot("12-agent-key-refused")
 
 
