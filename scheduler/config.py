@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # APScheduler loads when a trigger is built: reading the sett
 JOB_ID = "amem-nightly"
 CATCH_UP_ID = "amem-nightly-catch-up"
 RECORD_FILE = "nightly.json"
+RUNS_FILE = "nightly_runs.jsonl"
 LOCK_FILE = "nightly.lock"
 #: how far back to look for the slot a run belongs to (a day plus a DST hour, with margin)
 LOOKBACK = timedelta(hours=26)
@@ -88,6 +89,11 @@ class SchedulerConfig:
     @property
     def lock_path(self) -> Path:
         return Path(self.home) / LOCK_FILE
+
+    @property
+    def runs_path(self) -> Path:
+        """The finished runs, one JSON line each (``scheduler.record.append_run``)."""
+        return Path(self.home) / RUNS_FILE
 
 
 #: the schedule's keys are read with the note store's rules (lenient: text flags are parsed)

@@ -21,7 +21,7 @@ from amem.kernel.clock import Clock, SystemClock
 from amem.config import AmemConfig
 
 from .config import SchedulerConfig, as_scheduler_config, last_fire_time
-from .record import RunLock, read_record, write_record
+from .record import RunLock, append_run, read_record, write_record
 
 log = logging.getLogger(__name__)
 
@@ -200,4 +200,23 @@ def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,
         record["consecutive_failures"] = int(record.get("consecutive_failures") or 0) + 1
         log.error("nightly job failed (%s); it runs again next night", record["last_run"]["error"])
     write_record(cfg.record_path, record)
+    try:
+        append_run(cfg.runs_path, run_entry(report))
+    except OSError as exc:  # the history is for the picture; the run itself is recorded above
+        log.warning("the nightly run history %s could not be written: %s", cfg.runs_path, exc)
     log.info("nightly job %s in %.1fs", report.status, report.duration)
+
+
+def run_entry(report: NightlyReport) -> dict[str, Any]:
+    """One line of the run history: when, how it went, and the counts worth plotting."""
+    merge = report.steps.get("consolidate")
+    lcm = report.steps.get("lcm_maintenance")
+    ms = merge.summary if merge else {}
+    ls = lcm.summary if lcm else {}
+    embedding = ls.get("embedding") if isinstance(ls.get("embedding"), dict) else {}
+    return {"finished_at": report.finished_at, "status": report.status, "reason": report.reason,
+            "duration": round(report.duration, 3), "merges": int(ms.get("merges") or 0),
+            "superseded": int(ms.get("superseded") or 0),
+            "expired_deleted": int(ms.get("expired_deleted") or 0),
+            "compactions": int(ls.get("compactions") or 0),
+            "embedding_debt": int((embedding or {}).get("pending") or 0)}

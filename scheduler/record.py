@@ -121,6 +121,38 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
 }
 
 
+#: how many finished runs ``nightly_runs.jsonl`` keeps (about a year of nights)
+RUNS_KEPT = 400
+
+
+def append_run(path: Path, entry: dict[str, Any], *, keep: int = RUNS_KEPT) -> None:
+    """Add one finished run to the run history (one JSON object a line, the newest last,
+    the oldest dropped beyond ``keep``); the inspector plots it. Replaced atomically, so a
+    reader never sees half a line."""
+    runs = read_runs(path)[-(keep - 1):] if keep > 1 else []
+    runs.append(entry)
+    write_text_atomic(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in runs))
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    """The run history, oldest first; a line that is not a JSON object is skipped and logged."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    runs: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            item = None
+        if isinstance(item, dict):
+            runs.append(item)
+        elif line.strip():
+            log.warning("the nightly run history %s: line %d is not a JSON object; skipped", path, number)
+    return runs
+
+
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """Replace the record atomically: a reader sees the old file or the new one, never half."""
     record = {**record, "version": VERSION}

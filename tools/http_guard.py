@@ -30,7 +30,16 @@ error ``{"error": {code, message, field}}`` with its HTTP status, and nothing be
 
 Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
 with it that the server on the recorded port is the one that wrote the record, before it
-sends the record's secret (``tools.remote``).
+sends the record's secret (``tools.remote``), and the inspector's login page and its static
+files (``GET /ui/login``, ``GET /ui/static/...``).
+
+**The inspector** (``/ui``, ``tools.ui``) is the one place a browser navigates to, and a
+browser sends no Bearer header on a navigation. On ``/ui`` paths only, step 4 also accepts the
+session cookie of ``tools.ui.sessions`` (``HttpOnly``, ``SameSite=Strict``, opened by a
+one-time login link or a key sent once); the session is bound to its key, so a revoked key
+ends it. A request that changes data with a cookie must also echo the session's CSRF token
+in ``X-Amem-Csrf``. A page requested without either goes to the login page (303). The cookie
+never opens ``/mcp`` or the host routes.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from urllib.parse import quote, urlsplit
 from .errors import ToolError, error_result
 from .keys import KeyFileError, KeyStore, Principal
 from .tenancy import AGENT_HEADER, decode_header
+from .ui.sessions import COOKIE, CSRF_HEADER, UiSession, UiSessions
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +71,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PRINCIPAL_SCOPE_KEY = "amem.principal"
 #: the one route an unauthenticated caller reaches (the server's proof of identity)
 PROOF_PATH = "/amem/proof"
+#: the inspector's pages (``tools.ui``): the only paths a session cookie opens
+UI_PATH = "/ui"
+#: where the scope carries the inspector session a cookie opened
+UI_SESSION_SCOPE_KEY = "amem.ui_session"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_SESSION_IDLE = 600.0
@@ -70,7 +84,8 @@ _JSON_TYPES = ("application/json",)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _STATUS = {"unauthenticated": 401, "forbidden": 403, "misdirected": 421,
            "unsupported_media_type": 415, "method_not_allowed": 405, "payload_too_large": 413,
-           "too_many_sessions": 429, "invalid_argument": 400, "unavailable": 503}
+           "too_many_sessions": 429, "invalid_argument": 400, "unavailable": 503,
+           "login_required": 303}
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,7 @@ class GuardConfig:
         max_body: largest request body in bytes.
         session_idle: seconds an MCP session may go without a request before it expires.
         sessions_per_key: most open MCP sessions of one key.
+        ui_sessions: the inspector's browser sessions (``None``: no cookie opens anything).
     """
 
     keys: KeyStore | None = None
@@ -94,6 +110,7 @@ class GuardConfig:
     max_body: int = DEFAULT_MAX_BODY
     session_idle: float = DEFAULT_SESSION_IDLE
     sessions_per_key: int = DEFAULT_SESSIONS_PER_KEY
+    ui_sessions: UiSessions | None = None
 
     def __post_init__(self) -> None:
         if self.max_body <= 0:
@@ -280,11 +297,20 @@ class Guard:
             if ctype not in _JSON_TYPES:
                 raise Refused("unsupported_media_type", f"a {method} must send Content-Type: "
                               f"application/json, not {ctype[:80] or 'none'!r}", "Content-Type")
-        if scope["path"] == PROOF_PATH and method == "GET":
+        path = scope["path"]
+        if method == "GET" and (path == PROOF_PATH or path == UI_PATH + "/login"
+                                or path.startswith(UI_PATH + "/static/")):
             return None
-        principal = self._authenticate(headers)
+        in_ui = path == UI_PATH or path.startswith(UI_PATH + "/")
+        if in_ui and headers.one("authorization") is None and not self.config.insecure_no_auth:
+            principal = self._ui_session(scope, headers, method)
+        else:
+            principal = self._authenticate(headers)
         self._narrow(scope, headers, principal)
-        if principal.read_only and method not in ("GET", "HEAD") and scope["path"] != self.config.mcp_path:
+        # logging in to the inspector with a read-only key changes no data
+        logging_in = path == UI_PATH + "/login" and method == "POST"
+        if (principal.read_only and method not in ("GET", "HEAD") and path != self.config.mcp_path
+                and not logging_in):
             raise Refused("forbidden", f"key {principal.key_id} is read-only; {method} "
                           f"{scope['path'][:100]} changes data", "Authorization")
         return principal
@@ -318,6 +344,41 @@ class Guard:
             raise Refused("unauthenticated", "the key is not valid (unknown, revoked, or "
                           "mistyped)", "Authorization", challenge)
         return principal
+
+    def _ui_session(self, scope: Scope, headers: "_Headers", method: str) -> Principal:
+        """The principal of the inspector's session cookie (``tools.ui.sessions``)."""
+        book = self.config.ui_sessions
+        session_id = _cookie(headers.one("cookie"), COOKIE)
+        session: UiSession | None = None
+        if book is not None and session_id:
+            session = book.lookup(session_id)
+        if session is not None and not self._key_alive(session.principal):
+            book.close(session.id)  # type: ignore[union-attr]  # a session implies its book
+            session = None
+        if session is None:
+            if method == "GET":
+                raise Refused("login_required", "log in to the inspector first: `amem ui` "
+                              "prints a one-time login link", "cookie",
+                              {"Location": UI_PATH + "/login"})
+            raise Refused("unauthenticated", "no inspector session: log in again (`amem ui` "
+                          "prints a one-time login link)", "cookie")
+        if method not in ("GET", "HEAD") and not book.check_csrf(  # type: ignore[union-attr]
+                session, headers.one(CSRF_HEADER)):
+            raise Refused("forbidden", "this change lacks the page's CSRF token; reload the "
+                          "page and try again", "X-Amem-Csrf")
+        scope[UI_SESSION_SCOPE_KEY] = session
+        return session.principal
+
+    def _key_alive(self, principal: Principal) -> bool:
+        """A session bound to an issued key lives only while the key does."""
+        keys = self.config.keys
+        if keys is None or principal.key_id in ("server-record", "insecure", "ui-login"):
+            return True
+        try:
+            return keys.exists(principal.key_id)
+        except KeyFileError as exc:
+            log.error("refusing the inspector session: %s", exc)
+            return False
 
     def _narrow(self, scope: Scope, headers: "_Headers", principal: Principal) -> None:
         """Check ``X-Amem-Agent`` against the key, and write the header the routes read."""
@@ -426,6 +487,15 @@ def _sdk_user(principal: Principal) -> Any:
     from mcp.server.auth.provider import AccessToken
 
     return AuthenticatedUser(AccessToken(token="-", client_id=f"amem-key:{principal.key_id}", scopes=[]))
+
+
+def _cookie(header: str | None, name: str) -> str | None:
+    """One cookie's value from a ``Cookie`` header."""
+    for part in (header or "").split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name:
+            return value
+    return None
 
 
 def _hostname(host: str) -> str:

@@ -187,6 +187,16 @@ class KeyStore:
             return None
         return Principal(record.id, record.agent, record.owner, record.read_only)
 
+    def exists(self, key_id: str) -> bool:
+        """Whether ``key_id`` is still issued (a session bound to it ends with it).
+
+        Raises:
+            KeyFileError: as :meth:`authenticate`.
+        """
+        with self._lock:
+            self._refresh()
+            return key_id in self._records
+
     def _refresh(self) -> None:
         try:
             info = os.stat(self.path, follow_symlinks=False)

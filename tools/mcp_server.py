@@ -35,7 +35,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable
 
 from amem.notes import check_agent
@@ -246,10 +247,13 @@ async def serve_stdio(facade: ToolFacade, *, limits: CallLimits | None = None) -
 
 
 def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None,
-             owner: OwnerAccess | None = None, guard: GuardConfig | None = None) -> Any:
+             owner: OwnerAccess | None = None, guard: GuardConfig | None = None,
+             runs_path: Path | None = None) -> Any:
     """The ASGI app of the streamable HTTP transport (for tests and custom hosting): the
     Starlette app (``.app``) with the host's lcm routes beside ``path`` (``tools.host_http``),
-    in the same worker pool, and the server's proof, all behind one ``tools.http_guard``.
+    in the same worker pool, the server's proof and the inspector's pages under ``/ui``
+    (``tools.ui``; ``runs_path`` is the nightly run history its health page plots), all behind
+    one ``tools.http_guard``.
 
     ``guard`` says who may call; without it nobody can (no keys, no record secret): a server
     is never open by omission.
@@ -281,16 +285,33 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
         return JSONResponse({"proof": proof_of(config.record_secret, nonce), "pid": os.getpid()})
 
     app.router.routes.append(Route(PROOF_PATH, proof, methods=["GET"]))
+    # the inspector is mounted whatever the stores, so that its routes are always in the
+    # app's route list (tests/tools/security enumerates them); without a note store its
+    # pages say so
+    from .ui.app import UiDeps, add_ui_routes
+    from .ui.sessions import UiSessions
+
+    if config.ui_sessions is None:
+        config = replace(config, ui_sessions=UiSessions())
+    assert config.ui_sessions is not None
+
+    def agent_status(agent: str) -> dict[str, Any]:
+        return facade.for_agent(agent).call("memory_status", {})
+
+    add_ui_routes(app, UiDeps(memory=facade.memory, lcm=facade.lcm,
+                              default_agent=facade.agent_id, sessions=config.ui_sessions,
+                              owner_report=owner.report if owner else None,
+                              runs_path=runs_path, agent_status=agent_status))
     return guard_app(app, config)
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
                      limits: CallLimits | None = None, owner: OwnerAccess | None = None,
-                     guard: GuardConfig | None = None) -> None:
+                     guard: GuardConfig | None = None, runs_path: Path | None = None) -> None:
     """Serve streamable HTTP on 127.0.0.1:``port`` until cancelled."""
     import uvicorn
 
-    app = http_app(facade, path=path, limits=limits, owner=owner, guard=guard)
+    app = http_app(facade, path=path, limits=limits, owner=owner, guard=guard, runs_path=runs_path)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
                             lifespan="on")
     log.info("amem MCP server on http://127.0.0.1:%d%s", port, path)

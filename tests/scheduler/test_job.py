@@ -116,3 +116,22 @@ def test_corrupt_record_is_tolerated(home: Path, toy: ToyNoteStore) -> None:
     assert last_run_status(home)["state"] == "never"
     assert run_nightly(toy, config=cfg(home)).status == "ok"
     assert read_record(home / "nightly.json")["last_run"]["status"] == "ok"
+
+
+def test_each_finished_run_adds_a_line_to_the_run_history(home: Path) -> None:
+    """The inspector's health page plots these lines; a skipped night adds none."""
+    from scheduler.record import read_runs
+
+    store = ToyNoteStore(home, fail=True)
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+    clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    assert run_nightly(store, config=config, reason="catch-up", clock=clock).status == "skipped"
+    store.fail = False
+    clock.set(datetime(2027, 5, 2, 2, 30, 5, tzinfo=UTC))
+    run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+    runs = read_runs(config.runs_path)
+    assert [r["status"] for r in runs] == ["failed", "ok"]
+    assert runs[1]["finished_at"].startswith("2027-05-02") and runs[1]["compactions"] == 1
+    assert set(runs[1]) >= {"merges", "superseded", "expired_deleted", "embedding_debt", "duration"}

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -33,13 +34,14 @@ def free_port() -> int:
 
 @contextmanager
 def running_http(facade: ToolFacade, limits: CallLimits | None = None,
-                 owner: OwnerAccess | None = None, guard: GuardConfig | None = None) -> Iterator[str]:
+                 owner: OwnerAccess | None = None, guard: GuardConfig | None = None,
+                 runs_path: Path | None = None) -> Iterator[str]:
     """Serve ``facade`` over streamable HTTP in a thread; yields the endpoint URL."""
     import uvicorn
 
     port = free_port()
     guard = guard or GuardConfig(record_secret=OWNER_SECRET)
-    app = http_app(facade, limits=limits, owner=owner, guard=guard)
+    app = http_app(facade, limits=limits, owner=owner, guard=guard, runs_path=runs_path)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1",
                                            port=port, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)

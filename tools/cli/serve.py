@@ -154,10 +154,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     with serving_record(home, transport="http", url=url,
                                         insecure=guard.insecure_no_auth) as token:
                         owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth))
-                        config = replace(guard, record_secret=token, keys=KeyStore.for_home(home))
+                        config = replace(guard, record_secret=token, keys=KeyStore.for_home(home),
+                                         ui_sessions=getattr(args, "ui_sessions", None))
+                        runs = rt.settings.scheduler.runs_path
                         try:
                             anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
-                                                         owner=owner, guard=config))
+                                                         owner=owner, guard=config, runs_path=runs))
                         except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
                             if exc.code in (0, None):
                                 raise

@@ -29,8 +29,28 @@ CALLS: dict[str, tuple[str, bytes]] = {
     "/lcm/reset": ("POST", b"{}"),
     "/lcm/new": ("POST", b"{}"),
     PROOF_PATH: ("GET", b""),
+    # the inspector (tools.ui): pages, its login, its one action
+    "/ui": ("GET", b""),
+    "/ui/login": ("GET", b""),
+    "/ui/logout": ("GET", b""),
+    "/ui/login-link": ("POST", b"{}"),
+    "/ui/static/{name}": ("GET", b""),
+    "/ui/notes": ("GET", b""),
+    "/ui/search": ("GET", b""),
+    "/ui/note/{note_id:path}": ("GET", b""),
+    "/ui/graph": ("GET", b""),
+    "/ui/conversations": ("GET", b""),
+    "/ui/conversation/{conversation_id}": ("GET", b""),
+    "/ui/health": ("GET", b""),
+    "/ui/api/unsupersede": ("POST", b'{"id": "x", "confirm": true}'),
+    "/ui/api/lcm": ("POST", b'{"op": "repair", "conversationId": "1", "confirm": true}'),
 }
 QUERY = {"/lcm/assemble": "?budget=1000", PROOF_PATH: "?nonce=" + "ab" * 16}
+#: a concrete address of each route whose path has parameters
+CONCRETE = {"/ui/static/{name}": "/ui/static/ui.css", "/ui/note/{note_id:path}": "/ui/note/x",
+            "/ui/conversation/{conversation_id}": "/ui/conversation/1"}
+#: the routes a caller without a key reaches: the proof, the inspector's login page and its files
+OPEN = {PROOF_PATH, "/ui/login", "/ui/static/{name}"}
 MCP_ACCEPT = "application/json, text/event-stream"
 
 
@@ -51,7 +71,7 @@ def send(served: Served, path: str, *, key: str | None = None, headers: dict[str
         sent["Authorization"] = f"Bearer {key}"
     sent.update(headers or {})
     with httpx.Client(timeout=30) as http:
-        return http.request(method, served.root + path + QUERY.get(path, ""),
+        return http.request(method, served.root + CONCRETE.get(path, path) + QUERY.get(path, ""),
                             content=body if method != "GET" else None, headers=sent)
 
 
@@ -71,6 +91,18 @@ def test_without_a_key_every_route_but_the_proof_is_refused(served: Served, path
         res = send(served, path, key=key)
         if path == PROOF_PATH:
             assert res.status_code == 200 and set(res.json()) == {"proof", "pid"}
+            continue
+        if path in OPEN:  # the login page and the stylesheet: nothing of the store
+            assert res.status_code == 200, (path, res.text)
+            assert "amem_" not in res.text and "2468" not in res.text
+            continue
+        if key is None and path.startswith("/ui"):
+            # a browser without a session: a page sends it to the login page, a write is refused
+            if CALLS[path][0] == "GET":
+                assert res.status_code == 303 and res.headers["location"] == "/ui/login", res.text
+            else:
+                assert res.status_code == 401 and res.json()["error"]["field"] == "cookie", res.text
+            assert "2468" not in res.text
             continue
         assert res.status_code == 401, (path, key, res.text)
         error = res.json()["error"]
@@ -162,9 +194,10 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served, path
 
     huge = b'{"x": "' + b"y" * DEFAULT_MAX_BODY + b'"}'
     with httpx.Client(timeout=60) as http:
-        res = http.post(served.root + path, content=huge, headers={
+        res = http.post(served.root + CONCRETE.get(path, path), content=huge, headers={
             "Authorization": f"Bearer {served.owner}", "Content-Type": "application/json",
             "Accept": MCP_ACCEPT})
         assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large"
-        anonymous = http.post(served.root + path, content=huge, headers={"Content-Type": "application/json"})
+        anonymous = http.post(served.root + CONCRETE.get(path, path), content=huge,
+                              headers={"Content-Type": "application/json"})
         assert anonymous.status_code == 401  # no key: refused before the body is read at all

@@ -1,0 +1,78 @@
+"""The inspector's health page: status and doctor, the nightly runs plotted, the index build.
+
+An owner sees the store-wide reports of ``amem status`` / ``amem doctor`` (the server's
+``OwnerAccess``); an agent's key sees its own ``memory_status``. The plot is an SVG of the
+run history (``scheduler.record.read_runs``): one line per count over the runs' finish times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .html import Html, attr, esc, join, kv, pretty, table, url
+
+#: the counts plotted, with their colours (distinct in grey scale too: dashes differ)
+SERIES = (("merges", "#1f5fa8", ""), ("superseded", "#a8321f", "6 3"),
+          ("compactions", "#2a7a2a", "2 2"), ("embedding_debt", "#7a2a7a", "8 2 2 2"))
+W, H, PAD = 720, 240, 40
+
+
+def plot(runs: Sequence[dict[str, Any]]) -> Html:
+    """Lines of each series over the runs (evenly spaced, oldest left)."""
+    if not runs:
+        return Html('<p id="runs-empty">No nightly run has finished yet: the plot starts with the first.</p>')
+    top = max([1] + [int(r.get(k) or 0) for r in runs for k, _, _ in SERIES])
+    step = (W - 2 * PAD) / max(1, len(runs) - 1)
+
+    def xy(i: int, value: int) -> str:
+        return f"{PAD + i * step:.1f},{H - PAD - (H - 2 * PAD) * value / top:.1f}"
+
+    lines = []
+    legend = []
+    for n, (key, colour, dash) in enumerate(SERIES):
+        points = " ".join(xy(i, int(r.get(key) or 0)) for i, r in enumerate(runs))
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dashes} points="{points}">'
+                     f"<title>{esc(key)}</title></polyline>")
+        legend.append(f'<text x="{PAD + n * 150}" y="18" fill="{colour}">{esc(key.replace("_", " "))}</text>')
+    axis = (f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#333"/>'
+            f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#333"/>'
+            f'<text x="4" y="{PAD + 4}">{top}</text><text x="4" y="{H - PAD}">0</text>'
+            f'<text x="{PAD}" y="{H - 10}">{esc(str(runs[0].get("finished_at", ""))[:10])}</text>'
+            f'<text x="{W - PAD - 80}" y="{H - 10}">{esc(str(runs[-1].get("finished_at", ""))[:10])}</text>')
+    return Html(f'<svg id="runs-plot" role="img" aria-label="Nightly runs: merges, superseded, '
+                f'compactions and embedding debt per run" viewBox="0 0 {W} {H}" width="100%" '
+                f'data-runs="{len(runs)}">{axis}{"".join(lines)}{"".join(legend)}</svg>')
+
+
+def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any] | None,
+                  runs: list[dict[str, Any]], index_build: dict[str, Any] | None,
+                  agent: str) -> Html:
+    """``status`` is the store-wide one for an owner, the agent's own otherwise; ``doctor`` is
+    there only when asked for (it reads every row: seconds on a large store)."""
+    parts: list[Any] = [Html("<h2>Status</h2>" if owner else "<h2>Status of this agent</h2>"),
+                        kv(status)]
+    if owner and doctor is None:
+        parts.append(Html(
+            f'<p><a id="run-doctor" href="{attr(url("health", agent=agent, doctor="1"))}">Run doctor '
+            "now</a> (it checks every note and message: seconds on a large store).</p>"))
+    elif owner and doctor is not None:
+        ok = doctor.get("ok")
+        parts += [Html(f'<h2>Doctor findings</h2><p id="doctor-verdict" class="{"ok" if ok else "bad"}">'
+                       f'doctor: {"no problems found" if ok else "problems found (below)"}</p>'),
+                  pretty(doctor)]
+    else:
+        parts.append(Html("<p>Store-wide status and doctor findings are for an owner key.</p>"))
+    parts += [Html("<h2>Index build</h2>"), kv(index_build or {"state": "unknown"}),
+              Html("<h2>Nightly runs</h2>"), plot(runs),
+              table(["finished", "status", "merges", "superseded", "compactions", "embedding debt",
+                     "seconds"],
+                    [(str(r.get("finished_at", ""))[:19], r.get("status"), r.get("merges"),
+                      r.get("superseded"), r.get("compactions"), r.get("embedding_debt"),
+                      r.get("duration")) for r in reversed(runs[-30:])],
+                    caption="The last 30 nightly runs, newest first", empty="no runs yet")]
+    return join(parts)
+
+
+__all__ = ["plot", "render_health"]

@@ -1,0 +1,274 @@
+"""The inspector's note pages: the paged table with filters, the search playground, one note.
+
+Every read is one agent's (``agent`` comes from the session's key, ``tools.ui.app``) and one
+page of the engine's scroll or one search: nothing reads the whole store, so a page costs the
+same at 1k and at 100k notes. A note shown here is read through the index, not
+``MemoryStore.get``, so looking at a note does not count as the agent using it (usage heat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from amem.backends.base import Condition, IsEmpty, Match, Range, Where
+from amem.errors import ValidationError
+from amem.notefields import not_expired, parse_meta_args, search_conditions
+from amem.notes import Note
+
+from .html import Html, esc, field, form, join, link, pretty, table, url
+
+if TYPE_CHECKING:
+    from amem import MemoryStore
+    from amem.search.result import SearchResult
+
+PAGE_SIZE = 50
+MAX_SEARCH = 50
+_STATES = (("current", "current only"), ("superseded", "superseded only"), ("all", "both"))
+_EXPIRY = (("live", "not expired"), ("expired", "expired only"), ("all", "both"))
+_TYPES = (("", "any"), ("memory", "memory"), ("knowledge", "knowledge"))
+
+
+@dataclass(frozen=True)
+class NoteFilters:
+    """The table's filters, as the query string gives them (checked by :meth:`where`)."""
+
+    subject: str = ""
+    topic: str = ""
+    note_type: str = ""
+    since: str = ""
+    before: str = ""
+    meta: str = ""
+    state: str = "current"
+    expiry: str = "live"
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> "NoteFilters":
+        return cls(**{name: query.get(key, default).strip()[:500] for name, key, default in (
+            ("subject", "subject", ""), ("topic", "topic", ""), ("note_type", "type", ""),
+            ("since", "since", ""), ("before", "before", ""), ("meta", "meta", ""),
+            ("state", "state", "current"), ("expiry", "expiry", "live"), ("q", "q", ""))})
+
+    def params(self) -> dict[str, str]:
+        return {"subject": self.subject, "topic": self.topic, "type": self.note_type,
+                "since": self.since, "before": self.before, "meta": self.meta,
+                "state": "" if self.state == "current" else self.state,
+                "expiry": "" if self.expiry == "live" else self.expiry, "q": self.q}
+
+    def conditions(self) -> list[Condition]:
+        """The engine conditions besides the tenant (``ValidationError`` naming a bad filter)."""
+        if self.state not in dict(_STATES):
+            raise ValidationError(f"state must be one of {', '.join(dict(_STATES))}", field="state")
+        if self.expiry not in dict(_EXPIRY):
+            raise ValidationError(f"expiry must be one of {', '.join(dict(_EXPIRY))}", field="expiry")
+        if self.note_type not in dict(_TYPES):
+            raise ValidationError("type must be memory or knowledge", field="type")
+        out: list[Condition] = []
+        if self.subject:
+            out.append(Match("subjects", self.subject))
+        if self.topic:
+            out.append(Match("topics", self.topic))
+        if self.note_type:
+            out.append(Match("note_type", self.note_type))
+        meta = parse_meta_args([p for p in self.meta.split(",") if p.strip()]) if self.meta else None
+        out += search_conditions(self.since or None, self.before or None, meta)
+        if self.state == "current":
+            out.append(IsEmpty("superseded_by"))
+        elif self.state == "superseded":
+            out.append(Where(must_not=(IsEmpty("superseded_by"),)))
+        return out
+
+
+def notes_where(store: MemoryStore, agent: str, filters: NoteFilters) -> Where:
+    """``agent``'s active notes under ``filters`` (expired ones only when asked)."""
+    index = store.index
+    must: list[Condition] = [Match("agent_id", agent), Match("is_active", True),
+                             *filters.conditions()]
+    now = index.clock.now()
+    if filters.expiry == "live":
+        must.append(not_expired(now))
+    elif filters.expiry == "expired":
+        must.append(Range("expires_ts", lte=now.timestamp()))
+    return Where(must=tuple(must))
+
+
+def notes_page(store: MemoryStore, agent: str, filters: NoteFilters, cursor: str | None
+               ) -> tuple[list[Note], str | None, int]:
+    """One page of the table, the next page's cursor, and how many notes match."""
+    where = notes_where(store, agent, filters)
+    backend = store.index.backend
+    hits, nxt = backend.scroll(where, limit=PAGE_SIZE, offset=cursor or None)
+    return [Note.from_payload(h.payload) for h in hits], nxt, backend.count(where)
+
+
+def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
+    rows: list[tuple[Any, ...]]
+    filters = NoteFilters.from_query(query)
+    controls = form("/ui/notes", [
+        Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
+        field("q", "Full text", filters.q, kind="search", hint="ranked by the search; filters below still apply"),
+        field("subject", "Subject", filters.subject),
+        field("topic", "Topic", filters.topic),
+        field("type", "Type", filters.note_type, options=_TYPES),
+        field("since", "Event since", filters.since, hint="ISO date or time"),
+        field("before", "Event before", filters.before),
+        field("meta", "Metadata", filters.meta, hint="key=value, comma separated"),
+        field("state", "Superseded", filters.state, options=_STATES),
+        field("expiry", "Expired", filters.expiry, options=_EXPIRY),
+    ], submit="Filter", label="Filter notes")
+    if filters.q:
+        results = store.search(filters.q, limit=MAX_SEARCH, agent_id=agent, expand_links=False,
+                               heat=False, include_superseded=filters.state != "current",
+                               subject=filters.subject or None,
+                               topics_filter=[filters.topic] if filters.topic else None,
+                               since=filters.since or None, before=filters.before or None,
+                               metadata=parse_meta_args([p for p in filters.meta.split(",") if p.strip()])
+                               if filters.meta else None)
+        rows = [(note_link(r.id, agent), r.content[:200], ", ".join(r.subjects), r.note_type,
+                 r.event_time[:19], f"{r.score:.4f}") for r in results]
+        summary = Html(f'<p id="count">{len(results)} notes match the full-text search '
+                       f"(best {MAX_SEARCH} shown, best first)</p>")
+        return join([controls, summary, table(
+            ["id", "content", "subjects", "type", "event time", "score"], rows,
+            caption=f"Notes of {agent} matching {filters.q!r}")])
+    notes, nxt, total = notes_page(store, agent, filters, query.get("cursor"))
+    rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
+             (n.event_time or n.timestamp)[:19], n.superseded_by or "", n.expires_at[:19])
+            for n in notes]
+    pager = ""
+    if nxt:
+        pager = link(url("notes", agent=agent, cursor=nxt, **filters.params()), "Next page",
+                     rel="next", id="next-page")
+    first = link(url("notes", agent=agent, **filters.params()), "First page") if query.get("cursor") else ""
+    summary = Html(f'<p id="count" data-total="{total}">{total} notes match; '
+                   f"{len(notes)} on this page</p>")
+    return join([controls, summary, table(
+        ["id", "content", "subjects", "type", "event time", "superseded by", "expires"], rows,
+        caption=f"Notes of {agent}"), Html(f'<nav aria-label="Pages of notes" class="pager">{first} {pager}</nav>')])
+
+
+def note_link(note_id: str, agent: str) -> Html:
+    return link(url(f"note/{note_id}", agent=agent), note_id)
+
+
+# ------------------------------------------------------------------------------ the playground
+
+
+def explain(results: list[SearchResult]) -> list[dict[str, Any]]:
+    """Why each result is there: the leg that found it (or the match it was linked from),
+    its similarity, the fused score before and after the heat boost, a usage boost, what it hid."""
+    by_links: dict[str, list[str]] = {}
+    for r in results:
+        if r.via == "match":
+            for target in r.links:
+                by_links.setdefault(target, []).append(r.id)
+    out = []
+    for rank, r in enumerate(results, 1):
+        if r.via == "link":
+            sources = by_links.get(r.id)
+            path = (f"linked from {', '.join(sources)}" if sources
+                    else "linked two hops from a match")
+        else:
+            path = {"both": "BM25 and dense", "bm25": "BM25 only", "dense": "dense only"}.get(
+                r.found_by, r.found_by)
+        heat = (r.score / r.rrf) if r.via == "match" and r.rrf else None
+        out.append({"rank": rank, "id": r.id, "content": r.content, "found": path,
+                    "similarity": r.similarity, "fused": r.rrf, "score": r.score,
+                    "heat": heat, "usage": r.boosted_by or "", "hidden": list(r.hidden)})
+    return out
+
+
+def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
+    q = query.get("q", "").strip()[:1000]
+    links = query.get("links", "on") != "off"
+    heat = query.get("heat", "on") != "off"
+    onoff = (("on", "on"), ("off", "off"))
+    controls = form("/ui/search", [
+        Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
+        field("q", "Query", q, kind="search"),
+        field("links", "Link expansion", "on" if links else "off", options=onoff),
+        field("heat", "Heat boost", "on" if heat else "off", options=onoff),
+    ], submit="Search", label="Search playground")
+    if not q:
+        return join([controls, Html("<p>Type a query: each result says which ranking found it, "
+                                    "its similarity, the fused score and the boosts.</p>")])
+    results = store.search(q, limit=10, agent_id=agent, expand_links=links, heat=heat)
+    rows = []
+    for e in explain(results):
+        heat_text = "" if e["heat"] is None else f"x{e['heat']:.3f}"
+        rows.append((e["rank"], note_link(e["id"], agent), e["content"][:160], e["found"],
+                     f"{e['similarity']:.3f}", f"{e['fused']:.5f}", f"{e['score']:.5f}",
+                     heat_text, e["usage"], Html(", ".join(note_link(h, agent) for h in e["hidden"]))))
+    graph = link(url("graph", agent=agent, q=q), "Show these results as a graph")
+    return join([controls, table(
+        ["rank", "id", "content", "found by", "similarity", "fused (RRF/z)", "score",
+         "heat boost", "usage boost", "hid as superseded"], rows,
+        caption=f"Results for {q!r}", empty="no note matches"), graph])
+
+
+# ------------------------------------------------------------------------------ one note
+
+
+def links_in(store: MemoryStore, agent: str, note_id: str, limit: int = 100) -> list[Note]:
+    """Notes of ``agent`` that link to ``note_id`` (one engine page)."""
+    where = Where(must=(Match("agent_id", agent), Match("is_active", True), Match("links", note_id)))
+    hits, _ = store.index.backend.scroll(where, limit=limit, offset=None)
+    return [Note.from_payload(h.payload) for h in hits]
+
+
+def render_note(store: MemoryStore, agent: str, note_id: str, can_write: bool) -> Html:
+    note, _ = store.index.load(note_id, agent, include_inactive=True)
+    fields = note.to_payload() if hasattr(note, "to_payload") else dict(vars(note))
+    shown = {k: v for k, v in fields.items() if k not in ("evolution_history",)}
+    rows = [(k, v if not isinstance(v, (list, dict)) else ", ".join(map(str, v))
+             if isinstance(v, list) else pretty(v)) for k, v in sorted(shown.items())]
+    parts: list[Any] = [table(["field", "value"], rows, caption="Every field")]
+    chain = store.history(note_id, agent_id=agent)
+    chain_rows = []
+    for item in chain:
+        state = "current" if item["is_active"] and not item["superseded_by"] else (
+            "superseded" if item["superseded_by"] else "deleted or merged")
+        chain_rows.append((note_link(item["id"], agent) if item["id"] != note_id
+                           else Html(f"<strong>{esc(item['id'])} (this note)</strong>"),
+                           item["content"][:160], (item["event_time"] or item["timestamp"])[:19],
+                           state, item["superseded_by"] or "", ", ".join(item["supersedes"])))
+    parts.append(Html("<h2>Supersession chain</h2>"))
+    parts.append(table(["note", "content", "event time", "state", "replaced by", "replaced"],
+                       chain_rows, caption="What it replaced and what replaced it, oldest first",
+                       empty="no supersession: this fact stands alone"))
+    if note.superseded_by:
+        disabled = "" if can_write else " disabled aria-disabled=\"true\""
+        why = "" if can_write else Html('<p class="hint">Your key is read-only: undo needs a key with write rights.</p>')
+        parts.append(Html(
+            f'<div class="action" data-action="unsupersede" data-id="{esc(note_id)}" '
+            f'data-agent="{esc(agent)}"><button type="button" class="dry-run"{disabled}>'
+            f"Undo supersession (dry run first)</button>{why}"
+            '<div class="preview" role="status" aria-live="polite"></div></div>'))
+    parts.append(Html("<h2>Evolution history</h2>"))
+    parts.append(table(["#", "entry"], [(i + 1, pretty(e)) for i, e in enumerate(note.evolution_history)],
+                       caption="Every change to this note, oldest first", empty="never changed"))
+    out_rows = [(note_link(t, agent),) for t in note.links]
+    in_rows = [(note_link(n.id, agent), n.content[:160]) for n in links_in(store, agent, note_id)]
+    parts += [Html("<h2>Links</h2>"),
+              table(["links to"], out_rows, caption="Notes this note links to", empty="no links out"),
+              table(["linked from", "content"], in_rows, caption="Notes that link to this note",
+                    empty="no links in"),
+              link(url("graph", agent=agent, note=note_id), "Show its neighbourhood as a graph")]
+    return join(parts)
+
+
+def unsupersede_preview(store: MemoryStore, agent: str, note_id: str) -> dict[str, Any]:
+    """What undoing ``note_id``'s supersession would do (nothing is changed)."""
+    note, _ = store.index.load(note_id, agent, include_inactive=True)
+    if not note.superseded_by:
+        raise ValidationError(f"note {note_id!r} is not superseded; there is nothing to undo",
+                              field="id")
+    return {"id": note_id, "content": note.content, "superseded_by": note.superseded_by,
+            "effect": f"note {note_id} becomes current again and is kept against "
+                      f"{note.superseded_by} (no judge hides it behind that note again)"}
+
+
+__all__ = ["NoteFilters", "explain", "links_in", "notes_page", "notes_where", "render_note",
+           "render_notes", "render_search", "unsupersede_preview"]

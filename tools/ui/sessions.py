@@ -1,0 +1,122 @@
+"""The inspector's browser sessions: one-time login links exchanged for a session cookie.
+
+A browser cannot send ``Authorization: Bearer`` on a navigation, so the inspector logs in once:
+
+* ``amem ui`` (or an owner over HTTP) issues a **one-time login token** bound to a principal
+  (a key's or the owner's); it lives ``LOGIN_TTL`` seconds and opens one session only;
+* ``GET /ui/login?t=<token>`` redeems it for a **session**: a random id in an ``HttpOnly``,
+  ``SameSite=Strict`` cookie scoped to ``/ui``, and a CSRF token the pages carry;
+* a key pasted into the login page is sent once as a Bearer header (``POST /ui/login``), and
+  the session is bound to that key: revoking the key ends the session on its next request.
+
+The guard (``tools.http_guard``) reads the cookie on ``/ui`` paths only, so a cookie never
+opens ``/mcp`` or the host routes; a request that changes data must also carry the session's
+CSRF token in ``X-Amem-Csrf`` (besides the guard's JSON-only rule, Origin check and
+SameSite). Sessions live in memory: a restarted server asks for a new login.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..keys import Principal
+
+#: the session cookie's name (scoped to ``/ui``)
+COOKIE = "amem_ui"
+#: the header carrying the CSRF token of a write
+CSRF_HEADER = "x-amem-csrf"
+LOGIN_TTL = 300.0
+SESSION_IDLE = 8 * 3600.0
+MAX_SESSIONS = 256
+MAX_PENDING_LOGINS = 64
+
+
+@dataclass
+class UiSession:
+    """One logged-in browser: who it is and the token its writes must echo."""
+
+    id: str
+    principal: Principal
+    csrf: str
+    last: float = field(default_factory=time.monotonic)
+
+
+class UiSessions:
+    """Login tokens and sessions, thread-safe, bounded (the oldest go first when full)."""
+
+    def __init__(self, *, login_ttl: float = LOGIN_TTL, idle: float = SESSION_IDLE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if login_ttl <= 0 or idle <= 0:
+            raise ValueError("login_ttl and idle must be positive numbers of seconds")
+        self.login_ttl = login_ttl
+        self.idle = idle
+        self._clock = clock
+        self._logins: dict[str, tuple[Principal, float]] = {}
+        self._sessions: dict[str, UiSession] = {}
+        self._lock = threading.Lock()
+
+    def issue_login(self, principal: Principal) -> str:
+        """A one-time token that opens one session as ``principal``."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._prune()
+            while len(self._logins) >= MAX_PENDING_LOGINS:
+                self._logins.pop(next(iter(self._logins)))
+            self._logins[token] = (principal, self._clock() + self.login_ttl)
+        return token
+
+    def redeem(self, token: str) -> UiSession | None:
+        """The session a login token opens (``None``: unknown, used or expired)."""
+        with self._lock:
+            self._prune()
+            found = None
+            for known in list(self._logins):  # constant-time per candidate: no early exit on a prefix
+                if hmac.compare_digest(known.encode(), token.encode()):
+                    found = known
+            if found is None:
+                return None
+            principal, _ = self._logins.pop(found)
+        return self.open(principal)
+
+    def open(self, principal: Principal) -> UiSession:
+        """A new session as ``principal`` (after a redeemed token or a key checked by the guard)."""
+        session = UiSession(secrets.token_urlsafe(32), principal, secrets.token_urlsafe(24),
+                            self._clock())
+        with self._lock:
+            self._prune()
+            while len(self._sessions) >= MAX_SESSIONS:
+                oldest = min(self._sessions.values(), key=lambda s: s.last)
+                del self._sessions[oldest.id]
+            self._sessions[session.id] = session
+        return session
+
+    def lookup(self, session_id: str) -> UiSession | None:
+        """The live session of a cookie's value, its idle clock restarted."""
+        with self._lock:
+            self._prune()
+            session = self._sessions.get(session_id)
+            if session is not None:
+                session.last = self._clock()
+            return session
+
+    def close(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    def check_csrf(self, session: UiSession, sent: str | None) -> bool:
+        return sent is not None and hmac.compare_digest(session.csrf.encode(), sent.encode())
+
+    def _prune(self) -> None:
+        now = self._clock()
+        for token in [t for t, (_, until) in self._logins.items() if until < now]:
+            del self._logins[token]
+        for sid in [s.id for s in self._sessions.values() if now - s.last > self.idle]:
+            del self._sessions[sid]
+
+
+__all__ = ["COOKIE", "CSRF_HEADER", "UiSession", "UiSessions"]
