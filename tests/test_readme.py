@@ -37,6 +37,8 @@ NOT_RUN = {
     "amem serve --http": "a server that runs until stopped; tests/tools/test_mcp.py serves "
                          "streamable HTTP and calls every tool",
     "python -m benchmarks.retrieval": "a benchmark of minutes; tests/benchmarks cover its parts",
+    "amem ui": "starts a server and opens a browser; tests/tools/ui/test_cli_ui.py runs the "
+               "installed command and tests/tools/ui/test_browser.py drives the pages",
 }
 
 
@@ -78,6 +80,14 @@ def _env(scratch: Path, **extra: str) -> dict[str, str]:
 
 def test_the_readme_has_runnable_blocks() -> None:
     assert len(blocks("python")) >= 3 and blocks("bash")
+
+
+def test_every_block_names_its_language() -> None:
+    """A fence without a language would be neither run nor parsed here: every block says."""
+    untagged = [(page.name, text[:m.start()].count("\n") + 1) for page in PAGES
+                for text in [page.read_text(encoding="utf-8")]
+                for m in BLOCK_RE.finditer(text) if not m.group(1)]
+    assert not untagged, f"code blocks without a language: {untagged}"
 
 
 @pytest.mark.slow
