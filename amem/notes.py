@@ -262,4 +262,15 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-__all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "POINT_ID_FORMAT", "point_id", "content_hash"]
+def about_the_same(*subject_lists: Iterable[str]) -> bool:
+    """Whether notes with these subjects may be one note (a fold, a merge): every two that
+    name subjects share one. Notes about different people are never one note, however alike
+    their words ("Alice stopped coffee" and "Carol stopped coffee"); a note that names nobody
+    goes with any."""
+    named = [set(s) for s in subject_lists]
+    named = [s for s in named if s]
+    return all(a & b for i, a in enumerate(named) for b in named[i + 1:])
+
+
+__all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "POINT_ID_FORMAT", "about_the_same", "point_id",
+           "content_hash"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
-from ..notes import Note, now_iso, point_id
+from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
 from .graph import LinkGraph
 from .lineage import Chains
@@ -40,6 +40,8 @@ class _Entry:
     key: tuple[Any, ...]
     pending: bool
     merged_into: str | None
+    #: whom the note is about: notes about different people are never merged
+    subjects: tuple[str, ...] = ()
 
 
 class AgentRun:
@@ -100,7 +102,7 @@ class AgentRun:
             self.active[note.id] = _Entry(
                 np.asarray(vector, dtype=np.float32) / (norm or 1.0),
                 (note.note_type, note.category), note_key(note), note.pending_merge,
-                note.merged_into)
+                note.merged_into, tuple(note.subjects))
             links[note.id] = note.links
             for other in (note.superseded_by, *note.supersedes):
                 if other:
@@ -159,7 +161,8 @@ class AgentRun:
                     continue
                 if note.is_active and hit.dense is not None:
                     # Live but unplanned (group ("", "")): a valid link target, not paired now.
-                    self.active[note.id] = _Entry(hit.dense, ("", ""), note_key(note), False, None)
+                    self.active[note.id] = _Entry(hit.dense, ("", ""), note_key(note), False, None,
+                                                  tuple(note.subjects))
                     self.graph.set_links(note.id, note.links)
                 elif not note.is_active:
                     self.inactive[note.id] = note.merged_into
@@ -238,6 +241,7 @@ class AgentRun:
             norm = float(np.linalg.norm(vector)) or 1.0
             entry.vector = np.asarray(vector, dtype=np.float32) / norm
             entry.key, entry.pending = note_key(merged.note), False
+            entry.subjects = tuple(merged.note.subjects)
         # 3. cascade: every link to the loser now points at the survivor, and so does every
         # supersession mark (the loser's fact lives on in the survivor)
         for source, new in self.graph.redirect(loser, survivor).items():
@@ -295,7 +299,7 @@ class AgentRun:
         """Plan clusters from ``pairs`` and merge them; returns the survivors."""
         clusters = plan_clusters(pairs, {k: e.vector for k, e in self.active.items()},
                                  {k: e.key for k, e in self.active.items()}, self.thr,
-                                 self.lineage)
+                                 self.lineage, {k: e.subjects for k, e in self.active.items()})
         total = sum(len(losers) for _, losers in clusters)
         done = 0
         for survivor, losers in clusters:
@@ -332,9 +336,11 @@ class AgentRun:
             # is often close to the very fact it replaced, and must not swallow it.
             mine = self.lineage.get(note_id)
             hits = self.index.backend.dense_search(entry.vector, self._same_type_where(note_id),
-                                                   4 if mine else 1, exact=True)
-            best = next((h for h in hits if mine is None
-                         or self.lineage.get(str(h.payload.get("id"))) != mine), None)
+                                                   4 if mine or entry.subjects else 1, exact=True)
+            best = next((h for h in hits
+                         if (mine is None or self.lineage.get(str(h.payload.get("id"))) != mine)
+                         and about_the_same(entry.subjects, h.payload.get("subjects") or ())),
+                        None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:
                 other_key = note_key(Note.from_payload(best.payload))

@@ -6,16 +6,20 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..notes import about_the_same
+
 
 def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np.ndarray],
                   keys: dict[str, Any], threshold: float,
-                  lineage: Mapping[str, str] | None = None
+                  lineage: Mapping[str, str] | None = None,
+                  subjects: Mapping[str, Sequence[str]] | None = None
                   ) -> list[tuple[str, list[tuple[str, float]]]]:
     """Duplicate clusters from scored pairs: ``[(survivor, [(loser, cosine), ...]), ...]``.
 
     Pairs are joined best first; two clusters join only if every member of the union is
     within ``threshold`` of the union's survivor (the member with the largest key), and no
-    two members share a ``lineage`` (a supersession chain's id; notes absent have none).
+    two members share a ``lineage`` (a supersession chain's id; notes absent have none), and
+    every two members naming ``subjects`` share one (``amem.notes.about_the_same``).
     Vectors must be unit length. Survivors come sorted, losers best first.
     """
     chains = lineage or {}
@@ -29,6 +33,8 @@ def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np
         chained = [chains[m] for m in union if m in chains]
         if len(chained) != len(set(chained)):
             continue  # a fact and its successor (or predecessor): keep both, and the history
+        if subjects is not None and not about_the_same(*(subjects.get(m, ()) for m in union)):
+            continue  # notes about different people stay apart, however alike
         survivor = max(union, key=lambda m: keys[m])
         sv = vectors[survivor]
         if any(float(vectors[m] @ sv) < threshold for m in union if m != survivor):

@@ -17,7 +17,7 @@ import numpy as np
 from ..backends.base import Hit, Point
 from ..config import AmemConfig
 from ..index import STALE_FIELD, NoteIndex
-from ..notes import Note, now_iso, point_id, unique
+from ..notes import Note, about_the_same, now_iso, point_id, unique
 from ..refresh import mend
 from .drafts import Draft
 from .enrichment import EnricherSlot, enrich_draft, view_of_note
@@ -64,7 +64,11 @@ class Placer:
         # 1. the fold decision: contents only (see amem.write.nearduplicate), before any LLM call
         same = [index.similarity(c) for c in content_cosines(vector, hits, self._content)]
         self._lend_fresh(hits)
-        best = best_match([str(h.payload["id"]) for h in hits], same)
+        # a note about someone else is never its near-duplicate (amem.notes.about_the_same)
+        ours = [k for k, h in enumerate(hits)
+                if about_the_same(note.subjects, h.payload.get("subjects") or ())]
+        chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
+        best = None if chosen is None else ours[chosen]
         if best is not None and same[best] >= cfg.fold_threshold:
             folded = self._fold(note, hits[best], same[best], stale)
             if folded is not None:
