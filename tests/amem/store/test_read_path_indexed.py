@@ -53,9 +53,9 @@ class RecordingBackend:
         self._keep(where)
         return self.inner.dense_search(vector, where, limit, **options)
 
-    def sparse_search(self, vector: Any, where: Where | None, limit: int) -> Any:
+    def sparse_search(self, vector: Any, where: Where | None, limit: int, **options: Any) -> Any:
         self._keep(where)
-        return self.inner.sparse_search(vector, where, limit)
+        return self.inner.sparse_search(vector, where, limit, **options)
 
     def hybrid_rrf(self, dense: np.ndarray, sparse: Any, where: Where | None, limit: int,
                    prefetch: int, k: int = 60, **options: Any) -> Any:
@@ -105,6 +105,7 @@ def test_every_condition_of_every_filter_kind_is_indexed() -> None:
         store.add("Apollo moved to the Berlin office", ["alice"], id="t1", enrich=False, ttl=60)
         store.add("Bob joined the Apollo team", ["bob"], id="b1", enrich=False)
         store.index.update_payload("b1", store.agent_id, {"superseded_by": "t1"})
+        store.index.update_payload("t1", store.agent_id, {"supersedes": ["b1"]})
         clock.advance(120)  # t1 expired, not swept: the note it replaced is current again
         for kind, options in FILTER_KINDS.items():
             engine.filters.clear()
