@@ -8,6 +8,7 @@ expansion, the visibility checks) and names the fields no index serves.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -115,3 +116,18 @@ def test_every_condition_of_every_filter_kind_is_indexed() -> None:
             assert not unserved, f"{kind}: no engine index serves {sorted(unserved)}"
             if not options.get("include_superseded"):
                 assert any(names_lapsed(w) for w in engine.filters), kind
+
+
+def test_a_store_written_before_the_read_path_indexes_gets_them_at_open(tmp_path: Path) -> None:
+    import qdrant_edge as qe
+
+    backend = EdgeBackend(tmp_path, 16)
+    for name in ("superseded_by", "supersedes"):  # as a store of the version before them
+        backend.shard.update(qe.UpdateOperation.delete_field_index(name))
+    assert not {"superseded_by", "supersedes"} & set(backend.shard.info().payload_schema)
+    backend.close()
+    reopened = EdgeBackend(tmp_path, 16)
+    try:
+        assert {"superseded_by", "supersedes"} <= set(reopened.shard.info().payload_schema)
+    finally:
+        reopened.close()
