@@ -20,7 +20,8 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
     must: list[Condition] = list(index.tenant_filter(agent_id))
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
         # ... unless what replaced it has expired: until the sweep deletes the successor (and
-        # clears the mark), the older fact is current again, as it is once the sweep has run.
+        # clears the mark), the older fact is current again, as it is once the sweep has run
+        # (the successors read are those whose ``supersedes`` names notes, as the sweep reads).
         lapsed = expired_successors(index, agent_id, limit=LAPSED_MAX)
         current = IsEmpty("superseded_by")
         must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
