@@ -283,7 +283,7 @@ class AgentRun:
         for old in moved:  # the one write of a mark (``amem.supersede.mark``)
             mark(index, agent, old, survivor, at=at, decided_by="merge")
         # last: the merged note lists nothing it still hides (search reads a deleted or merged
-        # note's non-empty list as an interrupted write, amem.search.visibility.gone_successors)
+        # note's non-empty list as an interrupted write, amem.search.visibility.lapsed_successors)
         index.update_payload(loser, agent, {"supersedes": [o for o in older if o not in moved]})
         # the survivor now belongs to the loser's chain: a later pass must keep them apart
         chain = self.lineage.get(loser) or loser

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ..backends.base import Condition, IsEmpty, Match, MatchAny, Where
 from ..errors import ValidationError
 from ..index import NoteIndex
-from .visibility import expired_ids, gone_successors
+from .visibility import lapsed_successors
 
 #: at most this many expired or deleted successors release their older facts at once (each)
 LAPSED_MAX = 1000
@@ -20,10 +20,10 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
     must: list[Condition] = list(index.tenant_filter(agent_id))
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
         # ... unless what replaced it has expired (until the sweep deletes the successor and
-        # clears the mark) or was deleted while still listing what it replaced (a delete or
+        # clears the mark; the successors read are those whose ``supersedes`` names notes, as
+        # the sweep reads) or was deleted while still listing what it replaced (a delete or
         # merge interrupted before its release: amem.supersede): the older fact is current.
-        lapsed = [*expired_ids(index, agent_id, limit=LAPSED_MAX),
-                  *gone_successors(index, agent_id, limit=LAPSED_MAX)]
+        lapsed = lapsed_successors(index, agent_id, limit=LAPSED_MAX)
         current = IsEmpty("superseded_by")
         must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
                     if lapsed else current)

@@ -53,33 +53,28 @@ def live_ids(index: NoteIndex, agent_id: str, ids: Iterable[str]) -> set[str]:
     return live
 
 
-def expired_ids(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
-    """Ids of ``agent_id``'s active notes past their ``expires_at`` that the sweep has not
-    deleted yet (at most ``limit``; the engine's expiry index makes this a small read)."""
-    where = Where(must=(Match("agent_id", agent_id), Match("is_active", True),
-                        Range("expires_ts", lte=index.clock.now().timestamp())))
-    ids: list[str] = []
-    for hit in index.backend.iterate(where):
-        ids.append(str(hit.payload.get("id")))
-        if len(ids) >= limit:
-            break
-    return ids
+def lapsed_successors(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
+    """Ids of ``agent_id``'s notes that replaced others but no longer hide them (at most
+    ``limit``), in one small indexed read of ids:
 
+    * **expired** (active, past ``expires_at``) and not swept yet: the sweep's release reads
+      the same ``supersedes`` (``amem.purge``), so the older fact is current from the moment
+      its successor expires, as it is once the sweep has run;
+    * **deleted or merged** while still listing what they replaced: a delete releases those
+      first and empties the list in the same write that deactivates the note
+      (``amem.supersede.release``), so in a sound store none is found; after an interrupted
+      write these are the successors whose marks must not hide anything.
 
-def gone_successors(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
-    """Ids of ``agent_id``'s deleted or merged notes that still list older notes they replaced
-    (at most ``limit``). A delete releases those first and empties the list in the same write
-    that deactivates the note (``amem.supersede.release``), so in a sound store this is a
-    small indexed read that finds nothing; after an interrupted write it names the successors
-    whose marks must not hide anything."""
-    where = Where(must=(Match("agent_id", agent_id), Match("is_active", False)),
+    Every search reads this, so only ids: every expired note with its whole payload cost a
+    search at 4k notes with 80 of them 2.6 ms, more than the engine's query. The indexes on
+    ``is_active``, ``expires_ts`` and ``supersedes`` serve it."""
+    expired = Where(must=(Match("is_active", True),
+                          Range("expires_ts", lte=index.clock.now().timestamp())))
+    where = Where(must=(Match("agent_id", agent_id),
+                        Where(should=(Match("is_active", False), expired))),
                   must_not=(IsEmpty("supersedes"),))
-    ids: list[str] = []
-    for hit in index.backend.iterate(where):
-        ids.append(str(hit.payload.get("id")))
-        if len(ids) >= limit:
-            break
-    return ids
+    hits, _ = index.backend.scroll(where, limit=limit, fields=("id",))
+    return [str(hit.payload.get("id")) for hit in hits]
 
 
 def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
@@ -92,4 +87,4 @@ def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
     return index.backend.count(Where(must=tuple(must)))
 
 
-__all__ = ["count_expired", "expired_ids", "gone_successors", "live_ids", "visible_links"]
+__all__ = ["count_expired", "lapsed_successors", "live_ids", "visible_links"]

@@ -8,6 +8,7 @@ expansion, the visibility checks) and names the fields no index serves.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -53,9 +54,9 @@ class RecordingBackend:
         self._keep(where)
         return self.inner.dense_search(vector, where, limit, **options)
 
-    def sparse_search(self, vector: Any, where: Where | None, limit: int) -> Any:
+    def sparse_search(self, vector: Any, where: Where | None, limit: int, **options: Any) -> Any:
         self._keep(where)
-        return self.inner.sparse_search(vector, where, limit)
+        return self.inner.sparse_search(vector, where, limit, **options)
 
     def hybrid_rrf(self, dense: np.ndarray, sparse: Any, where: Where | None, limit: int,
                    prefetch: int, k: int = 60, **options: Any) -> Any:
@@ -105,6 +106,7 @@ def test_every_condition_of_every_filter_kind_is_indexed() -> None:
         store.add("Apollo moved to the Berlin office", ["alice"], id="t1", enrich=False, ttl=60)
         store.add("Bob joined the Apollo team", ["bob"], id="b1", enrich=False)
         store.index.update_payload("b1", store.agent_id, {"superseded_by": "t1"})
+        store.index.update_payload("t1", store.agent_id, {"supersedes": ["b1"]})
         clock.advance(120)  # t1 expired, not swept: the note it replaced is current again
         for kind, options in FILTER_KINDS.items():
             engine.filters.clear()
@@ -114,3 +116,18 @@ def test_every_condition_of_every_filter_kind_is_indexed() -> None:
             assert not unserved, f"{kind}: no engine index serves {sorted(unserved)}"
             if not options.get("include_superseded"):
                 assert any(names_lapsed(w) for w in engine.filters), kind
+
+
+def test_a_store_written_before_the_read_path_indexes_gets_them_at_open(tmp_path: Path) -> None:
+    import qdrant_edge as qe
+
+    backend = EdgeBackend(tmp_path, 16)
+    for name in ("superseded_by", "supersedes"):  # as a store of the version before them
+        backend.shard.update(qe.UpdateOperation.delete_field_index(name))
+    assert not {"superseded_by", "supersedes"} & set(backend.shard.info().payload_schema)
+    backend.close()
+    reopened = EdgeBackend(tmp_path, 16)
+    try:
+        assert {"superseded_by", "supersedes"} <= set(reopened.shard.info().payload_schema)
+    finally:
+        reopened.close()
