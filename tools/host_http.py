@@ -21,7 +21,8 @@ writes it. These two routes are for that host, and are not tools: the model neve
 * ``POST /lcm/rotate`` takes ``{"sessionKey"?, "apply"?, "maxRounds"?}``: ``rotate``
   (:mod:`lcm.operator.rotate`: a checked backup of the conversation, then its context compacted
   to the fresh tail in one transaction). A dry run (the plan and its token impact) unless
-  ``apply`` is true. Restoring a backup is the CLI's only (``amem lcm rotate --restore FILE``):
+  ``apply`` is true; it may run up to the server's ``max_timeout`` (600 s), and an answer cut
+  there says a write may still complete (a new dry run shows whether it did). Restoring a backup is the CLI's only (``amem lcm rotate --restore FILE``):
   a route that opens a file the request names would let a host read the server's files.
 
 All sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
@@ -118,7 +119,8 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))
 
     def lifecycle(name: str, fields: tuple[str, ...],
-                  call: Callable[["LcmStore", str, dict[str, Any]], dict[str, Any]]) -> Callable[..., Any]:
+                  call: Callable[["LcmStore", str, dict[str, Any]], dict[str, Any]], *,
+                  timeout: float | None = None) -> Callable[..., Any]:
         async def route(request: "Request") -> "Response":
             try:
                 target = identify(request.headers)
@@ -128,13 +130,14 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
                 return reply(exc.to_dict())
             store = _need_lcm(target)
             return reply(await runner.run(target.agent_id, f"lcm {name}",
-                                          lambda: _guarded(lambda: call(store, key, extra))))
+                                          lambda: _guarded(lambda: call(store, key, extra)), timeout=timeout))
         return route
 
     reset = lifecycle("reset", ("sessionKey", "cause"),
                       lambda store, key, extra: store.reset(key, extra.get("cause") or "reset").to_dict())
     new = lifecycle("new", ("sessionKey",), lambda store, key, extra: store.new_context(key).to_dict())
-    rotate = lifecycle("rotate", ("sessionKey", "apply", "maxRounds"), _rotate)
+    # a rotation summarizes a whole conversation's history: it may wait the server's longest deadline
+    rotate = lifecycle("rotate", ("sessionKey", "apply", "maxRounds"), _rotate, timeout=runner.limits.max_timeout)
     app.router.routes.extend([Route(INGEST_PATH, ingest, methods=["POST"]),
                               Route(ASSEMBLE_PATH, assemble, methods=["GET"]),
                               Route(RESET_PATH, reset, methods=["POST"]),
