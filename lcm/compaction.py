@@ -322,6 +322,21 @@ class Compactor:
             attempts=list(draft.attempts),
         )  # fmt: skip
 
+    def summarize_chunk(self, conversation_id: int, chunk: list[Item]) -> tuple[str, str]:
+        """Summarize ``chunk`` (contiguous messages, or summaries of any depths) into one summary
+        that takes its place in the context, in its own transaction: the operator's steps no
+        sweep makes (backfill's single root). Returns (the summary id, its status).
+
+        Raises:
+            ConcurrentChangeError: the items are no longer where they were.
+        """
+        if not chunk or len({it.type for it in chunk}) != 1:
+            raise ValueError("a chunk is a non-empty list of messages or of summaries, not both")
+        run = _Run()
+        self._step(conversation_id, chunk, run)
+        sid = (run.leaf or run.condensed)[-1]
+        return sid, "fallback" if run.fallback else ("truncated" if run.truncated else "ok")
+
     def _record_fallback(self, conversation_id: int, sid: str, draft: SummaryDraft) -> None:
         """A configured LLM did not make this summary: keep why, for ``status`` after a restart."""
         why = ", ".join(draft.attempts)

@@ -173,3 +173,14 @@ def test_rotate_then_restore_from_the_command_line(tmp_path: Path, capsys: pytes
     assert restored["counts"]["messages"] == 30
     assert "needs --session-key" in run(capsys, env, "lcm", "rotate", code=2)
     assert "no backup file" in run(capsys, env, "lcm", "rotate", "--restore", str(tmp_path / "nope.gz"), code=2)
+
+
+def test_backfill_single_root_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = env_for(tmp_path / "home")
+    file = transcript(tmp_path / "t.jsonl", 30)
+    done = run_json(capsys, env, "lcm", "backfill", str(file), "--session-id", "s1", "--single-root", "--apply")
+    assert done["single_root"] and done["root_summary_id"]
+    tree = run_json(capsys, env, "lcm", "browse", "tree", str(done["conversation_id"]))
+    assert [r["id"] for r in tree["roots"]] == [done["root_summary_id"]]
+    text = run(capsys, env, "lcm", "backfill", str(file), "--session-id", "s1", "--single-root", "--apply")
+    assert f"condensed to one root summary {done['root_summary_id']}" in text
