@@ -173,7 +173,11 @@ def apply_rotate(store: LcmStore, plan: RotatePlan, *, max_rounds: int = MAX_ROU
     store._writable(plan.session_key, "rotate")
     directory = Path(plan.backup_dir)
     warnings: list[str] = []
-    with store.db.atomic() as c:
+    # The conversation's compaction lock first, for the whole rotation (as every compaction
+    # takes it before its transactions): taken per round instead, a PostgreSQL compaction of
+    # another process could slip in between rounds and wait on this transaction's rows while
+    # this one waits on its lock, on two connections no deadlock detector relates.
+    with store.compaction.lock(plan.conversation_id), store.db.atomic() as c:
         now = _read(store, c, plan.session_key, directory)
         if (now.conversation_id, now.items) != (plan.conversation_id, plan.items):
             raise ConcurrentChangeError(f"the context of conversation {plan.conversation_id} changed since the plan; "
@@ -184,10 +188,11 @@ def apply_rotate(store: LcmStore, plan: RotatePlan, *, max_rounds: int = MAX_ROU
         if info.counts != {t: len(r) for t, r in rows.items()}:
             raise LcmValidationError(f"the backup {path} does not hold the conversation's rows", field="file")
         messages = len(rows["messages"])
+        newest = max((int(m["id"]) for m in rows["messages"]), default=0)
         made = rounds = 0
         started = time.monotonic()
         while rounds < max_rounds:
-            run = store.compaction.run(plan.conversation_id, plan.session_key, None, force=True)
+            run = store.compaction.run(plan.conversation_id, plan.session_key, None, force=True, held=True)
             rounds += 1
             new = len(run.leaf_summaries) + len(run.condensed_summaries)
             made += new
@@ -196,8 +201,9 @@ def apply_rotate(store: LcmStore, plan: RotatePlan, *, max_rounds: int = MAX_ROU
                 break
         else:
             warnings.append(f"compaction still made summaries after {max_rounds} rounds; rotate again to go on")
-        kept = int(c.execute("SELECT count(*) FROM messages WHERE conversation_id = ?",
-                             (plan.conversation_id,)).fetchone()[0])  # fmt: skip
+        # the backed-up messages only: a host may ingest newer ones meanwhile (PostgreSQL)
+        kept = int(c.execute("SELECT count(*) FROM messages WHERE conversation_id = ? AND id <= ?",
+                             (plan.conversation_id, newest)).fetchone()[0])  # fmt: skip
         if kept != messages:  # never expected: compaction only adds summaries; kept as the promise's guard
             raise LcmValidationError(f"rotate would leave {kept} of {messages} messages; rolled back", field="plan")
         after = sum(i.tokens for i in load_items(c, plan.conversation_id))

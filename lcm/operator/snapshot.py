@@ -104,10 +104,14 @@ def dump_conversation(c: Connection, conversation_id: int) -> tuple[dict[str, An
         raise LcmNotFoundError(f"no conversation {conversation_id}", id=str(conversation_id))
     conv = dict(zip(_CONV_COLS, tuple(row)))
     rows: dict[str, list[dict[str, Any]]] = {}
-    for table, (cols, sql) in TABLES.items():
+    # Messages last: on PostgreSQL each statement sees what committed before it, and a host may
+    # ingest meanwhile; messages only grow, so every message the items and edges read before
+    # point at is there (a newer one is kept too, outside the context).
+    for table in (*[t for t in TABLES if t != "messages"], "messages"):
+        cols, sql = TABLES[table]
         found = c.execute(sql.format(cols=_qualified(table, cols)), (conversation_id,)).fetchall()
         rows[table] = [dict(zip(cols, tuple(r))) for r in found]
-    return conv, rows
+    return conv, {t: rows[t] for t in TABLES}
 
 
 def snapshot_name(conversation_id: int, stamp: str, n: int = 0) -> str:
