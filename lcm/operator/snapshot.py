@@ -261,10 +261,13 @@ def verify_snapshot(path: str | Path, expected: Mapping[str, int] | None = None)
 def prune_snapshots(directory: Path, conversation_id: int, keep: int) -> list[str]:
     """Delete all but the newest ``keep`` snapshots of ``conversation_id`` in ``directory``;
     returns the deleted paths. Other files (another conversation's, an operator's) are left."""
-    mine = sorted((p for p in directory.iterdir() if (m := _NAME.match(p.name)) and int(m[1]) == conversation_id
-                   and not p.is_symlink()),
-                  key=lambda p: (_NAME.match(p.name)[2], int(_NAME.match(p.name)[3] or 0)))  # type: ignore[index]  # fmt: skip
-    gone = mine[:-keep] if keep > 0 else mine
+    mine: list[tuple[str, int, Path]] = []
+    for p in directory.iterdir():
+        m = _NAME.match(p.name)
+        if m and int(m[1]) == conversation_id and not p.is_symlink():
+            mine.append((m[2], int(m[3] or 0), p))  # (time stamp, same-second counter): oldest first
+    mine.sort()
+    gone = [p for *_, p in (mine[:-keep] if keep > 0 else mine)]
     for p in gone:
         p.unlink(missing_ok=True)
     return [str(p) for p in gone]

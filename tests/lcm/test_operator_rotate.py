@@ -155,6 +155,8 @@ def test_restore_brings_a_backup_back_as_a_new_conversation(make_store: Callable
     assert store.db.scalar("SELECT count(*) FROM summaries WHERE conversation_id = ?", (new,)) == summaries
     tree = browse.summary_tree(store.db, new)
     assert tree.roots
+    found = store.grep("module_2.py", mode="full_text", conversation_id=new).hits
+    assert found and all(h.conversation_id == new for h in found)
     assert store.doctor().ok
     with pytest.raises(LcmValidationError, match="already has an active conversation"):
         plan_restore(store, done.backup.path, session_key=plan.session_key)
