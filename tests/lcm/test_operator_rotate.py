@@ -183,3 +183,33 @@ def test_restore_refuses_a_damaged_backup(make_store: Callable[..., LcmStore], t
     with pytest.raises(LcmValidationError, match="no backup file"):
         plan_restore(store, tmp_path / "missing.jsonl.gz")
     assert len(store.conversations()) == 1
+
+
+def test_restore_keeps_large_file_references_and_says_when_a_file_is_gone(make_store: Callable[..., LcmStore],
+                                                                          tmp_path: Path) -> None:  # fmt: skip
+    store = rotating_store(make_store, tmp_path, n=6, large_file_threshold_tokens=1000)
+    big = "\n".join(f"line {i}: value={i * 7} status=ok" for i in range(800))
+    stored = store.ingest(KEY, [{"role": "tool", "content": big}])
+    (file_id,) = stored.file_ids
+    done = apply_rotate(store, plan_rotate(store, KEY))
+    assert done.backup is not None and done.backup.counts["large_files"] == 1
+    # the file's record is still stored: the restored message shares it, nothing to warn about
+    first = apply_restore(store, plan_restore(store, done.backup.path, session_key="restored:1"))
+    assert not first.warnings
+    assert store.db.scalar("SELECT count(*) FROM large_files WHERE file_id = ?", (file_id,)) == 1
+    assert store.describe(file_id).to_dict()["id"] == file_id
+    # the record gone, the content still on disk: the restored conversation records it again
+    path = store.db.scalar("SELECT storage_path FROM large_files WHERE file_id = ?", (file_id,))
+    with store.db.atomic() as c:
+        c.execute("DELETE FROM large_files WHERE file_id = ?", (file_id,))
+    second = apply_restore(store, plan_restore(store, done.backup.path, session_key="restored:2"))
+    assert not second.warnings
+    assert store.db.scalar("SELECT conversation_id FROM large_files WHERE file_id = ?", (file_id,)) == second.conversation_id
+    # record and content gone: said, and the message keeps its reference text
+    with store.db.atomic() as c:
+        c.execute("DELETE FROM large_files WHERE file_id = ?", (file_id,))
+    store.files.resolve(str(path)).unlink()
+    third = apply_restore(store, plan_restore(store, done.backup.path, session_key="restored:3"))
+    assert len(third.warnings) == 1 and file_id in third.warnings[0] and "no longer stored" in third.warnings[0]
+    assert store.db.scalar("SELECT count(*) FROM messages WHERE conversation_id = ? AND file_id = ?",
+                           (third.conversation_id, file_id)) == 1  # fmt: skip
