@@ -165,7 +165,8 @@ def apply_rotate(store: LcmStore, plan: RotatePlan, *, max_rounds: int = MAX_ROU
 
     Raises:
         ConcurrentChangeError: the context changed since the plan; nothing written.
-        LcmValidationError: the plan was applied already, or the backup did not read back.
+        LcmValidationError: the plan was applied already, the backup could not be written
+            (``field`` ``rotateBackupDir``) or did not read back.
     """
     if plan.applied:
         raise LcmValidationError("this plan was applied already; plan again", field="plan")
@@ -183,7 +184,11 @@ def apply_rotate(store: LcmStore, plan: RotatePlan, *, max_rounds: int = MAX_ROU
             raise ConcurrentChangeError(f"the context of conversation {plan.conversation_id} changed since the plan; "
                                         "plan again")  # fmt: skip
         conv, rows = dump_conversation(c, plan.conversation_id)
-        path = write_snapshot(directory, conv, rows, iso(store.clock.now()))
+        try:
+            path = write_snapshot(directory, conv, rows, iso(store.clock.now()))
+        except OSError as exc:  # a full disk, a file where the directory should be, no permission
+            raise LcmValidationError(f"cannot write the backup into {directory} ({exc.strerror or exc}); nothing was "
+                                     "rotated. Free space or set rotateBackupDir", field="rotateBackupDir") from exc
         info, _, _ = read_snapshot(path)  # step 2 only on a backup that reads back whole
         if info.counts != {t: len(r) for t, r in rows.items()}:
             raise LcmValidationError(f"the backup {path} does not hold the conversation's rows", field="file")

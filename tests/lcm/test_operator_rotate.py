@@ -126,6 +126,13 @@ def test_rotate_refuses_bad_input(make_store: Callable[..., LcmStore], tmp_path:
         plan_rotate(store, "agent:kit:nobody")
     with pytest.raises(LcmValidationError, match="statelessSessionPatterns"):
         plan_rotate(store, "agent:kit:ro")
+    (tmp_path / "a-file").write_text("not a directory")
+    blocked = make_store(**{**DAG_CONFIG, "rotate_backup_dir": str(tmp_path / "a-file" / "backups")})
+    blocked.ingest(KEY, chat(10))
+    with pytest.raises(LcmValidationError, match="cannot write the backup") as unwritable:
+        apply_rotate(blocked, plan_rotate(blocked, KEY))
+    assert unwritable.value.field == "rotateBackupDir"
+    assert blocked.db.scalar("SELECT count(*) FROM summaries") == 0
     bare = make_store()  # in memory (or a server): no data directory to keep backups in
     bare.ingest(KEY, chat(4))
     with pytest.raises(LcmValidationError) as no_dir:
