@@ -256,7 +256,8 @@ def apply_restore(store: LcmStore, plan: RestorePlan) -> RestorePlan:
         if find_active(c, plan.session_key, None) is not None:
             raise LcmValidationError(f"session {plan.session_key!r} already has an active conversation",
                                      field="session_key")  # fmt: skip
-        new, warnings = restore_snapshot(c, store.files, conv, rows, plan.session_key, iso(store.clock.now()))
+        done = restore_snapshot(c, store.files, conv, rows, plan.session_key, iso(store.clock.now()))
+    new, warnings = done.conversation_id, done.warnings
     store.events.write("restore", conversation_id=new, source=plan.source_conversation_id, file=plan.file,
                        messages=plan.counts.get("messages", 0))  # fmt: skip
     return dataclasses.replace(plan, applied=True, conversation_id=new, warnings=warnings)

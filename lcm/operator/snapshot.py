@@ -37,7 +37,7 @@ from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.largefiles import LargeFileStore
 from lcm.models import _Dict
 
-__all__ = ["TABLES", "FORMAT", "SnapshotInfo", "RestoreResult", "dump_conversation", "write_snapshot",
+__all__ = ["TABLES", "FORMAT", "SnapshotInfo", "Restored", "dump_conversation", "write_snapshot",
            "verify_snapshot", "prune_snapshots", "read_snapshot", "restore_snapshot", "snapshot_name"]
 
 FORMAT = "amem-lcm-conversation"
@@ -78,13 +78,14 @@ class SnapshotInfo(_Dict):
 
 
 @dataclass(frozen=True)
-class RestoreResult(_Dict):
-    source_conversation_id: int
-    conversation_id: int | None
-    session_key: str
-    counts: dict[str, int]
-    applied: bool = False
-    warnings: list[str] = field(default_factory=list)
+class Restored:
+    """What :func:`restore_snapshot` wrote: the conversation, its warnings, and the new id of
+    each message (by the snapshot's id) and of each summary (by the snapshot's summary id)."""
+
+    conversation_id: int
+    warnings: list[str]
+    message_ids: dict[int, int]
+    summary_ids: dict[str, str]
 
 
 def _qualified(table: str, cols: tuple[str, ...]) -> str:
@@ -274,9 +275,9 @@ def prune_snapshots(directory: Path, conversation_id: int, keep: int) -> list[st
 
 
 def restore_snapshot(c: Connection, files: LargeFileStore, conv: Mapping[str, Any],
-                     rows: Mapping[str, list[dict[str, Any]]], session_key: str, now: str) -> tuple[int, list[str]]:  # fmt: skip
+                     rows: Mapping[str, list[dict[str, Any]]], session_key: str, now: str) -> Restored:  # fmt: skip
     """Insert a snapshot's rows as a new conversation of ``session_key`` inside the caller's
-    transaction; returns (the new conversation id, warnings).
+    transaction; returns the new conversation id, warnings and the id maps (old to new).
 
     Messages and summaries get new ids (the originals may still be in the store); the edges
     and the context items follow them. A large file whose record is still in the store stays
@@ -343,4 +344,4 @@ def restore_snapshot(c: Connection, files: LargeFileStore, conv: Mapping[str, An
                   (f["file_id"], new, msg_map.get(int(f["message_id"])) if f["message_id"] is not None else None,
                    f["name"], f["mime_type"], f["size_bytes"], f["token_count"], f["storage_path"],
                    f["exploration_summary"], f["created_at"]))  # fmt: skip
-    return new, warnings
+    return Restored(new, warnings, msg_map, sum_map)
