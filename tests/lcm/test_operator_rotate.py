@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,9 @@ def test_rotate_keeps_the_newest_backups(make_store: Callable[..., LcmStore], tm
     assert left == sorted(made[1:]) and done.pruned_backups == [made[0]]
 
 
-def test_rotate_is_one_transaction(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
-    # the third summary call dies: the two summaries written before it are rolled back with it
+def test_a_rotation_that_dies_midway_leaves_the_conversation_as_it_was(make_store: Callable[..., LcmStore],
+                                                                        tmp_path: Path) -> None:  # fmt: skip
+    # the third summary call dies: the two summaries made before it never reach the store
     llm = ScriptedLLM(["Summary one. Expand for details about: module", "Summary two. Expand for details about: bug",
                        Interrupted("killed")], default="late")  # fmt: skip
     store = rotating_store(make_store, tmp_path, llm=llm)
@@ -220,3 +222,51 @@ def test_restore_keeps_large_file_references_and_says_when_a_file_is_gone(make_s
     assert len(third.warnings) == 1 and file_id in third.warnings[0] and "no longer stored" in third.warnings[0]
     assert store.db.scalar("SELECT count(*) FROM messages WHERE conversation_id = ? AND file_id = ?",
                            (third.conversation_id, file_id)) == 1  # fmt: skip
+
+
+def test_the_host_goes_on_while_a_rotation_summarizes(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    """The model's calls run on a private copy: another thread's ingest (this session's next
+    turn, another session's) and assemble do not wait for them, and the turn is kept."""
+    waited: list[float] = []
+
+    def host_turn() -> None:
+        import time
+
+        start = time.monotonic()
+        store.ingest(KEY, chat(2, start=500))
+        store.ingest("agent:kit:other", chat(2))
+        store.assemble("agent:kit:other", 5000)
+        waited.append(time.monotonic() - start)
+
+    def summarize(system: str, user: str) -> str:
+        if not waited:
+            worker = threading.Thread(target=host_turn)
+            worker.start()
+            worker.join(timeout=10)  # a store lock held by the rotation would keep the worker waiting
+            assert not worker.is_alive(), "the host's turn waited for the rotation"
+        return "what happened, in short"
+
+    store = rotating_store(make_store, tmp_path, llm=ScriptedLLM(default=summarize))
+    conv = store.conversation(KEY)
+    assert conv is not None
+    done = apply_rotate(store, plan_rotate(store, KEY))
+    assert waited and done.summaries_made > 0
+    assert done.backup is not None and done.backup.counts["messages"] == 40
+    shape = context_shape(store, conv.id)
+    # the planned fresh tail, then the turn ingested during the rotation, both raw
+    assert [t for t, _, _ in shape[-6:]] == ["message"] * 6 and all(t == "summary" for t, _, _ in shape[:-6])
+    assert store.db.scalar("SELECT count(*) FROM messages WHERE conversation_id = ?", (conv.id,)) == 42
+    assert store.doctor().ok
+
+
+def test_a_summary_the_model_failed_is_recorded_on_the_live_conversation(make_store: Callable[..., LcmStore],
+                                                                         tmp_path: Path) -> None:  # fmt: skip
+    store = rotating_store(make_store, tmp_path, llm=ScriptedLLM(default=RuntimeError("model down")))
+    conv = store.conversation(KEY)
+    assert conv is not None
+    done = apply_rotate(store, plan_rotate(store, KEY))
+    assert done.summaries_made > 0
+    statuses = {str(r[0]) for r in store.db.query("SELECT status FROM summaries WHERE conversation_id = ?", (conv.id,))}
+    assert statuses == {"fallback"}  # repair finds them, as after any compaction
+    reasons = [str(r[0]) for r in store.db.query("SELECT reason FROM lcm_failures WHERE conversation_id = ?", (conv.id,))]
+    assert reasons and all("fell back to extractive" in r for r in reasons)
