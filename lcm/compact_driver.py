@@ -68,12 +68,9 @@ class CompactionDriver:
 
     def run(
         self, conv_id: int, session_key: str | None, budget: int | None, *, force: bool, until_under: int | None = None,
-        runtime: Runtime = (None, None), held: bool = False,
+        runtime: Runtime = (None, None),
     ) -> CompactionResult:
-        """One compaction of ``conv_id`` (or a no-op result saying why not), under :attr:`lock`;
-        ``held``: the caller holds that lock already (rotate, around its one transaction)."""
-        if held:
-            return self._run(conv_id, session_key, budget, force=force, until_under=until_under, runtime=runtime)
+        """One compaction of ``conv_id`` (or a no-op result saying why not), under :attr:`lock`."""
         # One compaction of a conversation at a time where processes share it: each summary
         # step is checked and written in its own transaction, but two runs would summarize the
         # same items and race to replace them.
