@@ -20,13 +20,15 @@ from lcm.errors import ConcurrentChangeError
 from lcm.events import EventLog
 from lcm.extract import SourceUnit
 from lcm.failures import record_failure
+from lcm.operator.prompts import uses_previous
 from lcm.sessions import glob_match
 from lcm.summarize import Summarizer, SummaryDraft
 from lcm.timeutil import display_time, iso
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Item", "Params", "Compactor", "load_items", "tail_start", "resolve_params", "summary_header"]
+__all__ = ["Item", "Params", "Compactor", "load_items", "tail_start", "resolve_params", "summary_header",
+           "previous_summary"]
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,19 @@ def tail_start(items: list[Item], count: int, max_tokens: int | None) -> int:
     if users and users[-1] < start:
         start = users[-1]  # never split the newest user turn
     return start
+
+
+def previous_summary(c: Connection, conversation_id: int, kind: str, depth: int, earliest: str,
+                     before_pk: int | None = None) -> tuple[str, str] | None:
+    """The summary before a new one (the reference's ``previous_context``), as (id, text): the
+    newest summary of the conversation of the same kind and depth that ends no later than the new
+    one begins (with ``before_pk``, a rewrite's own row and later ones are left out), or None."""
+    later = " AND pk < ?" if before_pk is not None else ""
+    row = c.execute(
+        "SELECT summary_id, content FROM summaries WHERE conversation_id = ? AND kind = ? AND depth = ? AND latest_at <= ?"
+        f"{later} ORDER BY latest_at DESC, pk DESC LIMIT 1",
+        (conversation_id, kind, depth, earliest, *(() if before_pk is None else (before_pk,)))).fetchone()  # fmt: skip
+    return None if row is None else (str(row[0]), str(row[1]))
 
 
 @dataclass
@@ -306,8 +321,13 @@ class Compactor:
         header = summary_header(chunk, meta, self.cfg.timezone)
         kind = "leaf" if chunk[0].type == "message" else "condensed"
         depth = 0 if kind == "leaf" else int(str(meta["depth"]))
+        previous = None
+        if uses_previous(kind, depth):
+            with self.db.reading() as c:
+                found = previous_summary(c, conversation_id, kind, depth, str(meta["earliest"]))
+            previous = found[1] if found else None
         draft = self.summarizer.summarize(units, kind=kind, header=header, target_cap=run.target_cap,
-                                          depth=depth, session=conversation_id)
+                                          depth=depth, session=conversation_id, previous=previous)
         sid = self._write(conversation_id, chunk, draft, meta)
         (run.leaf if chunk[0].type == "message" else run.condensed).append(sid)
         if draft.status == "fallback":
@@ -321,6 +341,21 @@ class Compactor:
             sources=len(chunk), tokens=draft.token_count, model=draft.model, status=draft.status,
             attempts=list(draft.attempts),
         )  # fmt: skip
+
+    def summarize_chunk(self, conversation_id: int, chunk: list[Item]) -> tuple[str, str]:
+        """Summarize ``chunk`` (contiguous messages, or summaries of any depths) into one summary
+        that takes its place in the context, in its own transaction: the operator's steps no
+        sweep makes (backfill's single root). Returns (the summary id, its status).
+
+        Raises:
+            ConcurrentChangeError: the items are no longer where they were.
+        """
+        if not chunk or len({it.type for it in chunk}) != 1:
+            raise ValueError("a chunk is a non-empty list of messages or of summaries, not both")
+        run = _Run()
+        self._step(conversation_id, chunk, run)
+        sid = (run.leaf or run.condensed)[-1]
+        return sid, "fallback" if run.fallback else ("truncated" if run.truncated else "ok")
 
     def _record_fallback(self, conversation_id: int, sid: str, draft: SummaryDraft) -> None:
         """A configured LLM did not make this summary: keep why, for ``status`` after a restart."""

@@ -110,6 +110,11 @@ class LcmConfig:
     #: a directory of edited summary prompts (leaf.txt, d1.txt, d2.txt, d3plus.txt:
     #: lcm.operator.prompts); empty uses the built-in templates. lcm's own key.
     summary_prompts_dir: str = ""
+    #: where ``rotate`` writes its rolling backups (lcm.operator.rotate); empty: ``lcm-rotate-backups``
+    #: beside a SQLite database (a PostgreSQL or in-memory store must name one). lcm's own key.
+    rotate_backup_dir: str = ""
+    #: backups of one conversation ``rotate`` keeps, newest first (older ones are deleted)
+    rotate_keep_backups: int = setting(3, at_least=1)
     circuit_breaker_threshold: int = setting(5, at_least=1)
     circuit_breaker_cooldown_ms: int = setting(1800000, at_least=0)
     replay_flood_threshold_external: int = setting(3, at_least=1)

@@ -27,7 +27,7 @@ from lcm.extract import (
     salient_terms,
     truncate_to_tokens,
 )
-from lcm.operator.prompts import PromptSet, load_prompts
+from lcm.operator.prompts import PromptSet, load_prompts, previous_context_block, uses_previous
 from lcm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -170,13 +170,15 @@ class Summarizer:
     # -- public -------------------------------------------------------------------------
     def summarize(
         self, units: list[SourceUnit], *, kind: str, header: str, target_cap: int | None = None,
-        depth: int = 0, session: object = None,
+        depth: int = 0, session: object = None, previous: str | None = None,
     ) -> SummaryDraft:
         """Summarize ``units`` (messages for a leaf, child summaries for a condensed node).
 
         ``depth`` is the depth of the summary being written: it picks the prompt level
         (``lcm.operator.prompts.level_for``). ``session`` (the conversation id) is what the
-        spend guard counts the calls against.
+        spend guard counts the calls against. ``previous`` is the preceding summary of the same
+        level (``previous_context``); it goes to the leaf and d1 prompts only, capped at the
+        level's configured target (``leafTargetTokens`` / ``condensedTargetTokens``), and never into an extractive summary (no model reads it there).
         """
         tags = self.cfg.strip_injected_context_tags
         clean = [SourceUnit(u.id, u.role, u.created_at, strip_injected_tags(u.text, tags)) for u in units]
@@ -190,11 +192,15 @@ class Summarizer:
         if available:
             transcript = "\n\n".join(f"[{u.role} {u.created_at}] {u.text}" for u in clean)
             extra = f"\n\nAdditional instructions: {self.cfg.custom_instructions}" if self.cfg.custom_instructions else ""
+            before = ""
+            if previous and uses_previous(kind, depth):
+                cap = self.cfg.leaf_target_tokens if kind == "leaf" else self.cfg.condensed_target_tokens
+                before = previous_context_block(truncate_to_tokens(strip_injected_tags(previous, tags), cap)[0])
             for name, system, tgt in (("normal", self.prompts.system_for(kind, depth), target), ("aggressive", _AGGRESSIVE, max(64, target // 2))):
                 if not self.llm_available(session)[0]:
                     attempts.append(f"{name}:skipped")
                     break
-                prompt = f"Target length: about {tgt} tokens.{extra}\n\n{header}\n\n{transcript}"
+                prompt = f"Target length: about {tgt} tokens.{extra}\n\n{before}{header}\n\n{transcript}"
                 reply = self._call(system, prompt, tgt * 2, session)
                 if not self._usable(reply, source_tokens):
                     attempts.append(f"{name}:{'error' if reply is None else 'unusable'}")

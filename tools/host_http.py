@@ -18,6 +18,12 @@ writes it. These two routes are for that host, and are not tools: the model neve
 * ``POST /lcm/new`` takes ``{"sessionKey"?}``: the host's ``/new`` (``LcmStore.new_context``: the
   active context emptied, the conversation and its history kept). Neither is a tool: a model
   that could reset its own context (or be talked into it) would lose its working state.
+* ``POST /lcm/rotate`` takes ``{"sessionKey"?, "apply"?, "maxRounds"?}``: ``rotate``
+  (:mod:`lcm.operator.rotate`: a checked backup of the conversation, then its context compacted
+  to the fresh tail in one transaction). A dry run (the plan and its token impact) unless
+  ``apply`` is true; it may run up to the server's ``max_timeout`` (600 s), and an answer cut
+  there says a write may still complete (a new dry run shows whether it did). Restoring a backup is the CLI's only (``amem lcm rotate --restore FILE``):
+  a route that opens a file the request names would let a host read the server's files.
 
 All sit behind the server's guard (``tools.http_guard``: Host and Origin checks, a key, a
 JSON content type for the POST, a read-only key refused here). Identity is the MCP routes'
@@ -58,6 +64,7 @@ INGEST_PATH = "/lcm/ingest"
 ASSEMBLE_PATH = "/lcm/assemble"
 RESET_PATH = "/lcm/reset"
 NEW_PATH = "/lcm/new"
+ROTATE_PATH = "/lcm/rotate"
 #: largest request body accepted, in bytes (a turn with a large tool output is well below it;
 #: ``amem lcm ingest`` sends 500 messages a batch)
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -112,7 +119,8 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))
 
     def lifecycle(name: str, fields: tuple[str, ...],
-                  call: Callable[["LcmStore", str, dict[str, Any]], dict[str, Any]]) -> Callable[..., Any]:
+                  call: Callable[["LcmStore", str, dict[str, Any]], dict[str, Any]], *,
+                  timeout: float | None = None) -> Callable[..., Any]:
         async def route(request: "Request") -> "Response":
             try:
                 target = identify(request.headers)
@@ -122,16 +130,19 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
                 return reply(exc.to_dict())
             store = _need_lcm(target)
             return reply(await runner.run(target.agent_id, f"lcm {name}",
-                                          lambda: _guarded(lambda: call(store, key, extra))))
+                                          lambda: _guarded(lambda: call(store, key, extra)), timeout=timeout))
         return route
 
     reset = lifecycle("reset", ("sessionKey", "cause"),
                       lambda store, key, extra: store.reset(key, extra.get("cause") or "reset").to_dict())
     new = lifecycle("new", ("sessionKey",), lambda store, key, extra: store.new_context(key).to_dict())
+    # a rotation summarizes a whole conversation's history: it may wait the server's longest deadline
+    rotate = lifecycle("rotate", ("sessionKey", "apply", "maxRounds"), _rotate, timeout=runner.limits.max_timeout)
     app.router.routes.extend([Route(INGEST_PATH, ingest, methods=["POST"]),
                               Route(ASSEMBLE_PATH, assemble, methods=["GET"]),
                               Route(RESET_PATH, reset, methods=["POST"]),
-                              Route(NEW_PATH, new, methods=["POST"])])
+                              Route(NEW_PATH, new, methods=["POST"]),
+                              Route(ROTATE_PATH, rotate, methods=["POST"])])
 
 
 async def _read_json(request: "Request") -> Any:
@@ -186,8 +197,8 @@ def _ingest_args(target: "ToolFacade", body: Any) -> tuple[str, str | None, list
 
 
 def _lifecycle_args(target: "ToolFacade", body: Any, fields: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
-    """The session key of a ``/lcm/reset`` or ``/lcm/new`` body (the caller's own only), and
-    its other fields, checked."""
+    """The session key of a ``/lcm/reset``, ``/lcm/new`` or ``/lcm/rotate`` body (the caller's
+    own only), and its other fields, checked (``fields`` says which the route takes)."""
     if not isinstance(body, dict):
         raise ToolError("invalid_argument", f"the body must be a JSON object (fields {list(fields)})", field="body")
     unknown = sorted(set(body) - set(fields))
@@ -197,8 +208,21 @@ def _lifecycle_args(target: "ToolFacade", body: Any, fields: tuple[str, ...]) ->
     if cause is not None and (not isinstance(cause, str) or not cause.strip() or len(cause) > 200):
         raise ToolError("invalid_argument", "cause must be a non-empty string of at most 200 characters",
                         field="cause")
+    apply = body.get("apply", False)
+    if not isinstance(apply, bool):
+        raise ToolError("invalid_argument", "apply must be true or false", field="apply")
+    rounds = body.get("maxRounds", 20)
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+        raise ToolError("invalid_argument", "maxRounds must be an integer from 1 to 100", field="maxRounds")
     _need_lcm(target)
-    return _session_key(target, body.get("sessionKey")), {"cause": cause}
+    return _session_key(target, body.get("sessionKey")), {"cause": cause, "apply": apply, "max_rounds": rounds}
+
+
+def _rotate(store: "LcmStore", key: str, extra: dict[str, Any]) -> dict[str, Any]:
+    from lcm.operator.rotate import apply_rotate, plan_rotate
+
+    plan = plan_rotate(store, key)
+    return (apply_rotate(store, plan, max_rounds=extra["max_rounds"]) if extra["apply"] else plan).to_dict()
 
 
 def _session_key(target: "ToolFacade", requested: Any) -> str:

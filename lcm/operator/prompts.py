@@ -11,6 +11,9 @@ API (stable since ``kit-repair``):
 - :func:`level_for` ``(kind, depth) -> str``: the level a summary is written at.
 - :class:`PromptSet`: ``templates`` by level and ``origins`` (``built-in`` or the file);
   ``system_for(kind, depth)``. :meth:`PromptSet.default` is the built-in set.
+- :func:`uses_previous` ``(kind, depth) -> bool`` and :func:`previous_context_block` ``(text) -> str``:
+  the reference's ``previous_context``, the preceding summary of the same level handed to the
+  leaf and d1 prompts so a summary continues the one before it instead of repeating it.
 - :func:`load_prompts` ``(directory) -> PromptSet``; :func:`export_prompts` ``(prompts, directory,
   *, overwrite=False) -> list[Path]``; :func:`diff_prompts` ``(old, new) -> dict[level, diff]``.
 """
@@ -26,7 +29,7 @@ from lcm.errors import LcmConfigError, LcmValidationError
 from lcm.extract import FOOTER_PREFIX
 
 __all__ = ["LEVELS", "FILE_NAMES", "DEFAULT_PROMPTS", "PromptSet", "level_for", "load_prompts",
-           "export_prompts", "diff_prompts"]  # fmt: skip
+           "export_prompts", "diff_prompts", "uses_previous", "previous_context_block", "PREVIOUS_LEVELS"]  # fmt: skip
 
 LEVELS = ("leaf", "d1", "d2", "d3+")
 #: the file of each level in a prompts directory ("+" is awkward in file names on some systems)
@@ -71,6 +74,24 @@ def level_for(kind: str, depth: int) -> str:
     if kind != "condensed":
         raise LcmValidationError(f"summary kind must be leaf or condensed; got {kind!r}", field="kind")
     return "d1" if depth <= 1 else "d2" if depth == 2 else "d3+"
+
+
+#: the levels whose prompt gets the preceding summary (the reference's leaf and d1 prompts): their
+#: summaries follow each other in time; from d2 on a summary is an overview, not a continuation
+PREVIOUS_LEVELS = ("leaf", "d1")
+
+
+def uses_previous(kind: str, depth: int) -> bool:
+    """Whether a summary of ``kind`` at ``depth`` is written with the previous summary as context."""
+    return level_for(kind, depth) in PREVIOUS_LEVELS
+
+
+def previous_context_block(text: str) -> str:
+    """The part of the summarizer's request that carries the previous summary (empty for none)."""
+    if not text.strip():
+        return ""
+    return ("Previous summary (context only: it is already recorded. Do not repeat it; summarize only the "
+            f"new material below, and refer to it where the new material continues it):\n{text.strip()}\n\n")
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lcm.compaction import Compactor, Item, summary_header
+from lcm.compaction import Compactor, Item, previous_summary, summary_header
 from lcm.config import LcmConfig
 from lcm.conn import Connection, Handle
 from lcm.errors import ConcurrentChangeError, LcmError, LcmNotFoundError, LcmValidationError
 from lcm.extract import FALLBACK_MARKER
 from lcm.models import _Dict
 from lcm.operator.browse import positive_int, require_conversation
-from lcm.operator.prompts import level_for
+from lcm.operator.prompts import level_for, uses_previous
 from lcm.summarize import Summarizer
 
 if TYPE_CHECKING:
@@ -251,7 +251,13 @@ class RepairKit:
             # a source rewritten earlier in this plan is summarized as it will read after apply
             units = [dataclasses.replace(u, text=planned[u.id]) if u.id in planned else u for u in units]
             header = summary_header(chunk, meta, self.config.timezone)
-            draft = self.summarizer.summarize(units, kind=kind, header=header, depth=depth)
+            # the summary before this one, as compaction hands it (as it will read after apply)
+            previous = None
+            if uses_previous(kind, depth):
+                with self.db.reading() as c:
+                    found = previous_summary(c, conv, kind, depth, str(row[8]), before_pk=int(row[9]))
+                previous = (planned.get(found[0], found[1])) if found else None
+            draft = self.summarizer.summarize(units, kind=kind, header=header, depth=depth, previous=previous)
             reason = self._refusal(row, draft.model, draft.status, draft.content, upgrade)
             if reason:
                 skipped.append(Skipped(sid, f"{reason} (attempts: {', '.join(draft.attempts)})"))

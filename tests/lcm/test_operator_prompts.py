@@ -66,3 +66,49 @@ def test_the_summarizer_writes_each_level_with_its_template(make_store: Callable
     assert systems.count(DEFAULT_PROMPTS["d2"]) == by_depth[2]
     with pytest.raises(LcmConfigError, match="summaryPromptsDir"):
         make_store(summary_prompts_dir=str(tmp_path / "missing"))
+
+
+PREVIOUS = "Previous summary (context only"
+
+
+def block(request: str) -> str:
+    """The previous-summary block of a summarizer request (it ends at the first blank line)."""
+    return request.split(PREVIOUS, 1)[1].split("\n\n", 1)[0]
+
+
+def numbered(word: str) -> ScriptedLLM:
+    counter = iter(range(1, 100_000))
+    return ScriptedLLM(default=lambda system, user: f"{word}-{next(counter)} covers what happened")
+
+
+def test_leaf_and_d1_prompts_get_the_previous_summary_of_their_level(make_store: Callable[..., LcmStore]) -> None:
+    llm = numbered("SUMMARY")
+    store, conv = dag_store(make_store, llm=llm)
+    texts = {lv: [u for s, u, _ in llm.calls if s == DEFAULT_PROMPTS[lv]] for lv in ("leaf", "d1", "d2")}
+    assert len(texts["leaf"]) >= 3 and len(texts["d1"]) >= 2 and texts["d2"]
+    for level, kind, depth in (("leaf", "leaf", 0), ("d1", "condensed", 1)):
+        made = [str(r[0]).split("\n")[1].split()[0] for r in store.db.query(
+            "SELECT content FROM summaries WHERE conversation_id = ? AND kind = ? AND depth = ? ORDER BY pk",
+            (conv, kind, depth))]  # fmt: skip
+        calls = texts[level]
+        assert PREVIOUS not in calls[0]  # the first of its level has nothing before it
+        for before, call in zip(made, calls[1:]):  # each later one is handed the one just before it
+            assert PREVIOUS in call and f"{before} covers what happened" in block(call)
+    assert not any(PREVIOUS in u for u in texts["d2"])  # an overview is not a continuation
+
+
+def test_a_rewrite_hands_the_previous_summary_as_it_will_read(make_store: Callable[..., LcmStore]) -> None:
+    from lcm.compaction import Compactor
+    from lcm.operator.repair import RepairKit
+    from lcm.summarize import Summarizer
+
+    store, conv = dag_store(make_store)  # extractive summaries
+    llm = numbered("REWRITE")
+    kit = RepairKit(store.db, store.config, Compactor(store.db, store.config, Summarizer(store.config, llm, store.clock),
+                                                       store.clock, store.events))  # fmt: skip
+    plan = kit.plan_rewrite_depth(conv, 0)
+    assert len(plan.rewrites) >= 2
+    leaf_calls = [u for s, u, _ in llm.calls if s == DEFAULT_PROMPTS["leaf"]]
+    assert PREVIOUS not in leaf_calls[0]
+    # the second leaf's request carries the first leaf's new text, not the stored extractive one
+    assert "REWRITE-1 covers what happened" in block(leaf_calls[1])

@@ -1,9 +1,10 @@
-"""``POST /lcm/reset`` and ``POST /lcm/new`` over the real HTTP server (``tools.host_http``):
+"""``POST /lcm/reset``, ``/lcm/new`` and ``/lcm/rotate`` over the real HTTP server (``tools.host_http``):
 the host's ``/reset`` and ``/new``, tenanted like ingest, refused to read-only keys by the guard."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -64,3 +65,28 @@ def test_assemble_passes_the_hosts_cache_telemetry_to_the_debt(served: tuple[htt
     assert row is not None and tuple(row) == ("m-1", "p-1", 900, 12)
     bad = http.get("/lcm/assemble", params={"budget": 300, "cacheReadTokens": "-3"}, headers={"X-Amem-Agent": "alice"})
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "cacheReadTokens"
+
+
+def test_rotate_over_http_is_a_dry_run_until_apply(tmp_path: Path) -> None:
+    cfg = LcmConfig(log_file_enabled=False, rotate_backup_dir=str(tmp_path / "backups"), fresh_tail_count=4,
+                    leaf_min_fanout=2, leaf_chunk_tokens=150)
+    with LcmStore(":memory:", cfg) as lcm, running_http(ToolFacade(None, lcm, agent_id="alice")) as url, \
+            owner_client(url) as http:
+        conv = ingest(http, {"sessionKey": ALICE, "messages": turn(30)}).json()["conversation_id"]
+        dry = http.post("/lcm/rotate", json={}, headers={"X-Amem-Agent": "alice"})
+        assert dry.status_code == 200, dry.text
+        plan = dry.json()
+        assert (plan["applied"], plan["conversation_id"], plan["tail_items"], plan["compactable_messages"]) == \
+            (False, conv, 4, 26)
+        assert not (tmp_path / "backups").exists() and lcm.db.scalar("SELECT count(*) FROM summaries") == 0
+        done = http.post("/lcm/rotate", json={"sessionKey": ALICE, "apply": True}, headers={"X-Amem-Agent": "alice"})
+        assert done.status_code == 200, done.text
+        body = done.json()
+        assert body["applied"] and body["summaries_made"] > 0 and body["token_delta"] < 0
+        assert body["backup"]["counts"]["messages"] == 30 and len(list((tmp_path / "backups").iterdir())) == 1
+        assert lcm.conversation(ALICE).id == conv  # type: ignore[union-attr]
+        for body_, field in (({"apply": "yes"}, "apply"), ({"maxRounds": 0}, "maxRounds"), ({"restore": "/etc/x"}, "restore")):
+            bad = http.post("/lcm/rotate", json=body_, headers={"X-Amem-Agent": "alice"})
+            assert (bad.status_code, bad.json()["error"]["field"]) == (400, field), bad.text
+        other = http.post("/lcm/rotate", json={"sessionKey": ALICE}, headers={"X-Amem-Agent": "bob"})
+        assert other.status_code == 403

@@ -156,3 +156,31 @@ def test_prompts_export_edit_diff_and_use(tmp_path: Path, capsys: pytest.Capture
     assert "+Merge the leaves" in run(capsys, configured, "lcm", "prompts", "diff")
     bad = env_for(tmp_path / "home", LCM_SUMMARY_PROMPTS_DIR=str(tmp_path / "missing"))
     assert "summaryPromptsDir" in run(capsys, bad, "lcm", "prompts", "list", code=2)
+
+
+def test_rotate_then_restore_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = env_for(tmp_path / "home")
+    key = "agent:main:main"
+    run(capsys, env, "lcm", "ingest", str(transcript(tmp_path / "t.jsonl", 30)), "--session-key", key)
+    text = run(capsys, env, "lcm", "rotate", "--session-key", key)
+    assert "to compact: 26 messages" in text and "dry run" in text
+    done = run_json(capsys, env, "lcm", "rotate", "--session-key", key, "--apply")
+    backup = Path(done["backup"]["path"])
+    assert done["applied"] and done["token_delta"] < 0 and backup.parent == tmp_path / "home" / "lcm-rotate-backups"
+    restored = run_json(capsys, env, "lcm", "rotate", "--restore", str(backup), "--session-key", "restored:one",
+                        "--apply")  # fmt: skip
+    assert restored["applied"] and restored["conversation_id"] != done["conversation_id"]
+    assert restored["counts"]["messages"] == 30
+    assert "needs --session-key" in run(capsys, env, "lcm", "rotate", code=2)
+    assert "no backup file" in run(capsys, env, "lcm", "rotate", "--restore", str(tmp_path / "nope.gz"), code=2)
+
+
+def test_backfill_single_root_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = env_for(tmp_path / "home")
+    file = transcript(tmp_path / "t.jsonl", 30)
+    done = run_json(capsys, env, "lcm", "backfill", str(file), "--session-id", "s1", "--single-root", "--apply")
+    assert done["single_root"] and done["root_summary_id"]
+    tree = run_json(capsys, env, "lcm", "browse", "tree", str(done["conversation_id"]))
+    assert [r["id"] for r in tree["roots"]] == [done["root_summary_id"]]
+    text = run(capsys, env, "lcm", "backfill", str(file), "--session-id", "s1", "--single-root", "--apply")
+    assert f"condensed to one root summary {done['root_summary_id']}" in text

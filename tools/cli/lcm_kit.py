@@ -83,6 +83,8 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     p.add_argument("--transplant-to", type=int, metavar="CONV", help="transplant the summaries into this conversation")
     p.add_argument("--format", choices=FORMATS, default="auto", help="transcript format, as `amem lcm ingest` (default: detected)")
     p.add_argument("--max-rounds", type=int, default=20, help="compaction rounds at most (default 20)")
+    p.add_argument("--single-root", action="store_true",
+                   help="condense the whole transcript (its fresh tail too) into one root summary")
     p.add_argument("--apply", action="store_true", help="write it (default: show the plan only)")
 
     prompts: argparse.ArgumentParser = cmd("prompts", lambda a: _need_sub(prompts), "the depth-aware summary prompts: list, show, "
@@ -309,7 +311,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     messages = [m for _pos, _line, m in rows]
 
     def run(s: LcmStore) -> Any:
-        plan = plan_backfill(s, messages, session_id=args.session_id, transplant_to=args.transplant_to)
+        plan = plan_backfill(s, messages, session_id=args.session_id, transplant_to=args.transplant_to,
+                             single_root=args.single_root)
         return apply_backfill(s, plan, messages, max_rounds=args.max_rounds) if args.apply else plan
 
     def text(d: dict[str, Any]) -> str:
@@ -319,6 +322,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         if d["applied"]:
             lines.append(f"imported {d['imported']} into conversation {d['conversation_id']}; "
                          f"{d['compaction_rounds']} compaction rounds made {d['summaries_made']} summaries")  # fmt: skip
+            if d["root_summary_id"]:
+                lines.append(f"condensed to one root summary {d['root_summary_id']}")
             if d["transplant"]:
                 lines.append(_transplant_text(d["transplant"]))
         lines += [f"warning: {w}" for w in d["warnings"]]

@@ -28,6 +28,7 @@ CALLS: dict[str, tuple[str, bytes]] = {
     "/lcm/assemble": ("GET", b""),
     "/lcm/reset": ("POST", b"{}"),
     "/lcm/new": ("POST", b"{}"),
+    "/lcm/rotate": ("POST", b'{"apply": true}'),
     PROOF_PATH: ("GET", b""),
     # the inspector (tools.ui): pages, its login, its one action
     "/ui": ("GET", b""),

@@ -17,6 +17,7 @@ from tests.lcm.test_operator_backfill import *  # noqa: F403
 from tests.lcm.test_operator_browse import *  # noqa: F403
 from tests.lcm.test_operator_prompts import *  # noqa: F403
 from tests.lcm.test_operator_repair import *  # noqa: F403
+from tests.lcm.test_operator_rotate import *  # noqa: F403
 from tests.lcm.test_ops import *  # noqa: F403
 from tests.lcm.test_recall import *  # noqa: F403
 from tests.lcm.test_regex_redos import *  # noqa: F403
