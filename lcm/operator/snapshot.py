@@ -26,12 +26,12 @@ import json
 import os
 import re
 import secrets
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from amem.kernel.files import open_private, private_dir
 from lcm.conn import Connection
 from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.largefiles import LargeFileStore
@@ -121,22 +121,12 @@ def snapshot_name(conversation_id: int, stamp: str, n: int = 0) -> str:
 
 
 def _private_dir(path: Path) -> None:
-    """``path`` (and missing parents) created 0700; an existing one must not be a link."""
+    """``path`` (and missing parents) created 0700 (``amem.kernel.files``); an existing one
+    must not be a link."""
     if path.is_symlink():
         raise LcmValidationError(f"the backup directory {path} is a symbolic link; amem writes backups only "
                                  "into a real directory", field="rotateBackupDir")  # fmt: skip
-    missing = []
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        missing.append(probe)
-        probe = probe.parent
-    for part in reversed(missing):
-        try:
-            part.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        if stat.S_IMODE(part.stat().st_mode) != 0o700:  # a umask such as 0o100 took an owner bit
-            os.chmod(part, 0o700)
+    private_dir(path)
 
 
 def write_snapshot(directory: Path, conv: Mapping[str, Any], rows: Mapping[str, list[dict[str, Any]]],
@@ -153,7 +143,7 @@ def write_snapshot(directory: Path, conv: Mapping[str, Any], rows: Mapping[str, 
         n += 1  # two rotations in one second (or under a test's fixed clock)
     final = directory / snapshot_name(int(conv["id"]), stamp, n)
     tmp = directory / f".{final.name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     digest = hashlib.sha256()
     counts: dict[str, int] = {}
     try:
