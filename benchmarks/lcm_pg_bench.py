@@ -86,6 +86,8 @@ class _OldParts:
     def __init__(self, db: Any, store: LcmStore, compaction: types.ModuleType) -> None:
         self.db, self.store, self.load_items = db, store, compaction.load_items
         self.compactor = self
+        #: newer assemblers log each threshold decision through the driver's event log
+        self.events = store.events
 
     def budget(self, token_budget: int | None) -> int | None:
         return self.store.compaction.budget(token_budget)

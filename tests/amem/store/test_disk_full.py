@@ -177,7 +177,7 @@ def test_lcm_on_a_full_tmpfs_rolls_back_with_disk_full(tmpfs: Path) -> None:
     import httpx
 
     from lcm import LcmConfig, LcmStore
-    from tests.tools.http_server import running_http
+    from tests.tools.http_server import OWNER_SECRET, running_http
 
     key = "agent:a:main"
     with LcmStore(str(tmpfs / "lcm.db"), LcmConfig(log_file_enabled=False)) as lcm:
@@ -194,7 +194,8 @@ def test_lcm_on_a_full_tmpfs_rolls_back_with_disk_full(tmpfs: Path) -> None:
         assert lcm.db.scalar("SELECT count(*) FROM messages") == stored  # the refused one rolled back
         assert lcm.assemble(key, 100_000).to_dict()["items"]  # reads go on
         with running_http(ToolFacade(None, lcm, agent_id="a")) as url, httpx.Client(timeout=30) as http:
-            res = http.post(url.removesuffix("/mcp") + "/lcm/ingest", headers={"X-Amem-Agent": "a"},
+            res = http.post(url.removesuffix("/mcp") + "/lcm/ingest",
+                            headers={"X-Amem-Agent": "a", "Authorization": f"Bearer {OWNER_SECRET}"},
                             json={"messages": [{"role": "user", "content": "late " + "word " * 200}]})
         assert res.status_code == 507 and res.json()["error"]["code"] == "disk_full", res.text
         assert lcm.db.scalar("SELECT count(*) FROM messages") == stored
