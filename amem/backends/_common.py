@@ -114,6 +114,18 @@ def sparse_lists(vector: Any, field: str = "sparse") -> tuple[list[int], list[fl
     return indices, values
 
 
+def payload_fields(fields: Any) -> bool | list[str]:
+    """The engines' payload selector of ``fields``: None for the whole payload, else the
+    named keys (a non-empty list of non-empty strings)."""
+    if fields is None:
+        return True
+    if isinstance(fields, str) or not isinstance(fields, (list, tuple)) or not fields \
+            or not all(isinstance(f, str) and f for f in fields):
+        raise ValidationError(f"fields must be a non-empty list of payload keys, got {fields!r}",
+                              field="fields")
+    return list(fields)
+
+
 def check_point(point: Any, dim: int) -> tuple[str, list[float], tuple[list[int], list[float]], dict[str, Any]]:
     """The checked parts of one point: id, dense list, sparse lists, payload."""
     if not isinstance(point, Point):

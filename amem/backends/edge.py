@@ -303,13 +303,15 @@ class EdgeBackend:
         dense = c.as_array((p.vector or {}).get(DENSE)) if with_vectors else None
         return Hit(id=str(p.id), score=score, payload=dict(p.payload or {}), dense=dense)
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                 with_payload: bool = True) -> list[Hit]:
         """The existing points among ``ids``, in the order asked."""
         checked = c.check_ids(ids)
         if not checked:
             return []
         with self._engine("retrieve"):
-            records = self.shard.retrieve(list[Any](checked), with_payload=True, with_vector=[DENSE] if with_vectors else False)
+            records = self.shard.retrieve(list[Any](checked), with_payload=bool(with_payload),
+                                          with_vector=[DENSE] if with_vectors else False)
         found = {str(r.id): self._hit(r, with_vectors) for r in records}
         return [found[i] for i in checked if i in found]
 
@@ -320,29 +322,31 @@ class EdgeBackend:
 
     def dense_search(
         self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
-        exact: bool = False,
+        exact: bool = False, fields: Sequence[str] | None = None,
     ) -> list[Hit]:
         """Nearest points by cosine, best first (``exact`` bypasses the HNSW index)."""
         request = qe.QueryRequest(
             limit=c.check_limit(limit),
             query=qe.Query.Nearest(c.dense_list(vector, self.dim, "vector"), using=DENSE),
             filter=to_edge(where),
-            with_payload=True,
+            with_payload=c.payload_fields(fields),
             with_vector=[DENSE] if with_vectors else False,
             params=qe.SearchParams(exact=True) if exact else None,
         )
         return self._query(request, "dense search", with_vectors)
 
-    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:
+    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
+                      fields: Sequence[str] | None = None) -> list[Hit]:
         """Points sharing a term with ``vector``, by IDF-weighted dot product."""
         idx, val = c.sparse_lists(vector, "vector")
         limit = c.check_limit(limit)
         flt = to_edge(where)
+        selector = c.payload_fields(fields)
         if not idx:
             return []
         request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE),
-            filter=flt, with_payload=True, params=self._idf,
+            filter=flt, with_payload=selector, params=self._idf,
         )
         return self._query(request, "sparse search")
 
@@ -376,12 +380,13 @@ class EdgeBackend:
 
     def scroll(
         self, where: Where | None, *, limit: int = 256, offset: str | None = None,
-        with_vectors: bool = False,
+        with_vectors: bool = False, fields: Sequence[str] | None = None,
     ) -> tuple[list[Hit], str | None]:
         """One page in id order and the id that starts the next page (None at the end)."""
         request = qe.ScrollRequest(
             offset=None if offset is None else c.check_id(offset, "offset"),
-            limit=c.check_limit(limit), filter=to_edge(where), with_payload=True,
+            limit=c.check_limit(limit), filter=to_edge(where),
+            with_payload=c.payload_fields(fields),
             with_vector=[DENSE] if with_vectors else False,
         )
         with self._engine("scroll"):

@@ -273,45 +273,51 @@ class QdrantServerBackend:
         dense = c.as_array(vector.get(DENSE)) if with_vectors else None
         return Hit(id=str(p.id), score=float(getattr(p, "score", 0.0)), payload=dict(p.payload or {}), dense=dense)
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Hit]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                 with_payload: bool = True) -> list[Hit]:
         """The existing points among ``ids``, in the order asked."""
         checked = c.check_ids(ids)
         if not checked:
             return []
         with self._engine("retrieve"):
             records = self.live.retrieve(
-                self.collection, list(checked), with_payload=True, with_vectors=[DENSE] if with_vectors else False,
+                self.collection, list(checked), with_payload=bool(with_payload),
+                with_vectors=[DENSE] if with_vectors else False,
             )
         found = {str(r.id): self._hit(r, with_vectors) for r in records}
         return [found[i] for i in checked if i in found]
 
-    def _query(self, op: str, *, keep_vectors: bool = False, **kwargs: Any) -> list[Hit]:
+    def _query(self, op: str, *, keep_vectors: bool = False, fields: Sequence[str] | None = None,
+               **kwargs: Any) -> list[Hit]:
+        selector = c.payload_fields(fields)
         with self._engine(op):
-            points = self.live.query_points(self.collection, with_payload=True, **kwargs).points
+            points = self.live.query_points(self.collection, with_payload=selector, **kwargs).points
         return [self._hit(p, keep_vectors) for p in points]
 
     def dense_search(
         self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
-        exact: bool = False,
+        exact: bool = False, fields: Sequence[str] | None = None,
     ) -> list[Hit]:
         """Nearest points by cosine, best first (``exact`` bypasses the HNSW index)."""
         return self._query(
-            "dense search", keep_vectors=with_vectors, query=c.dense_list(vector, self.dim, "vector"), using=DENSE,
+            "dense search", keep_vectors=with_vectors, fields=fields, query=c.dense_list(vector, self.dim, "vector"), using=DENSE,
             query_filter=to_client(where), limit=c.check_limit(limit),
             with_vectors=[DENSE] if with_vectors else False,
             # local mode is always exact and warns about search params, so send none there
             search_params=qm.SearchParams(exact=True) if exact and not self._is_local else None,
         )
 
-    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int) -> list[Hit]:
+    def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
+                      fields: Sequence[str] | None = None) -> list[Hit]:
         """Points sharing a term with ``vector``, by IDF-weighted dot product."""
         idx, val = c.sparse_lists(vector, "vector")
         limit = c.check_limit(limit)
         flt = to_client(where)
+        c.payload_fields(fields)  # checked even when there is nothing to search
         if not idx:
             return []
         return self._query(
-            "sparse search", query=qm.SparseVector(indices=idx, values=val), using=SPARSE,
+            "sparse search", fields=fields, query=qm.SparseVector(indices=idx, values=val), using=SPARSE,
             query_filter=flt, limit=limit,
         )
 
@@ -340,14 +346,15 @@ class QdrantServerBackend:
 
     def scroll(
         self, where: Where | None, *, limit: int = 256, offset: str | None = None,
-        with_vectors: bool = False,
+        with_vectors: bool = False, fields: Sequence[str] | None = None,
     ) -> tuple[list[Hit], str | None]:
         """One page in id order and the id that starts the next page (None at the end)."""
+        selector = c.payload_fields(fields)
         with self._engine("scroll"):
             records, nxt = self.live.scroll(
                 self.collection, scroll_filter=to_client(where), limit=c.check_limit(limit),
                 offset=None if offset is None else c.check_id(offset, "offset"),
-                with_payload=True, with_vectors=[DENSE] if with_vectors else False,
+                with_payload=selector, with_vectors=[DENSE] if with_vectors else False,
             )
         return [self._hit(r, with_vectors) for r in records], None if nxt is None else str(nxt)
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ..backends.base import Condition, IsEmpty, Match, MatchAny, Where
 from ..errors import ValidationError
 from ..index import NoteIndex
-from .visibility import expired_ids
+from .visibility import expired_successors
 
 #: at most this many expired, unswept successors release their older facts before the sweep
 LAPSED_MAX = 1000
@@ -21,7 +21,7 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
         # ... unless what replaced it has expired: until the sweep deletes the successor (and
         # clears the mark), the older fact is current again, as it is once the sweep has run.
-        lapsed = expired_ids(index, agent_id, limit=LAPSED_MAX)
+        lapsed = expired_successors(index, agent_id, limit=LAPSED_MAX)
         current = IsEmpty("superseded_by")
         must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
                     if lapsed else current)

@@ -44,7 +44,7 @@ def fill_cosines(backend: VectorBackend, qvec: np.ndarray, pids: Sequence[str],
     """BM25-only candidates have no cosine from the engine: take it from their stored vector."""
     missing = [pid for pid in pids if pid not in cosine]
     if missing:
-        for hit in backend.retrieve(missing, with_vectors=True):
+        for hit in backend.retrieve(missing, with_vectors=True, with_payload=False):
             if hit.dense is not None:
                 cosine[hit.id] = float(np.dot(qvec, hit.dense))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..backends.base import Condition, HasId, Match, Range, Where
+from ..backends.base import Condition, HasId, IsEmpty, Match, Range, Where
 from ..index import NoteIndex
 from ..notefields import is_expired, not_expired
 from ..notes import Note, point_id
@@ -53,17 +53,20 @@ def live_ids(index: NoteIndex, agent_id: str, ids: Iterable[str]) -> set[str]:
     return live
 
 
-def expired_ids(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
+def expired_successors(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
     """Ids of ``agent_id``'s active notes past their ``expires_at`` that the sweep has not
-    deleted yet (at most ``limit``; the engine's expiry index makes this a small read)."""
+    deleted yet and that superseded another note (at most ``limit``).
+
+    Every search reads them, so only what can matter, as ids: only a note that replaced
+    another can make it current again, as the sweep's release reads the same ``supersedes``
+    (``amem.purge``); every expired note with its whole payload cost a search at 4k notes
+    with 80 of them 2.6 ms, more than the engine's query. The indexes on ``expires_ts`` and
+    ``supersedes`` make this a small read."""
     where = Where(must=(Match("agent_id", agent_id), Match("is_active", True),
-                        Range("expires_ts", lte=index.clock.now().timestamp())))
-    ids: list[str] = []
-    for hit in index.backend.iterate(where):
-        ids.append(str(hit.payload.get("id")))
-        if len(ids) >= limit:
-            break
-    return ids
+                        Range("expires_ts", lte=index.clock.now().timestamp())),
+                  must_not=(IsEmpty("supersedes"),))
+    hits, _ = index.backend.scroll(where, limit=limit, fields=("id",))
+    return [str(hit.payload.get("id")) for hit in hits]
 
 
 def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
@@ -76,4 +79,4 @@ def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
     return index.backend.count(Where(must=tuple(must)))
 
 
-__all__ = ["count_expired", "expired_ids", "live_ids", "visible_links"]
+__all__ = ["count_expired", "expired_successors", "live_ids", "visible_links"]

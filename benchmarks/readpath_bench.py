@@ -1,0 +1,194 @@
+"""The read path's cost in one process: what each feature adds to a search, and the index A/B.
+
+    python -m benchmarks.readpath_bench --size 10000 --queries 60 [--optimize] --out r.json
+
+One corpus (``search_bench``'s: LoCoMo turns recombined, the default embedder's vectors plus
+noise), two stores filled alike, queries interleaved so that load elsewhere on the machine
+hits both sides equally:
+
+* ``ab``: the store as it is against the same store without the payload indexes issue 25
+  added (``superseded_by``, ``supersedes``): full search, each leg, and the floor (the
+  engine's hybrid query + the query embedding), so the gain of the indexes is measured on the
+  same code, data and moment;
+* ``shares``: the time inside one search spent in each feature's own step (measured by
+  timing the step's function during real searches): heat and usage (the boosts and the
+  retrieval-count writes), liveness (the links' visibility check), links (the expansion),
+  supersede + expiry (the filter's clauses: the lapsed-successor read; their cost inside the
+  engine's query is what ``ab`` shows), and the query embedding and engine legs.
+
+Figures are medians in ms; ratios against the floor of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import qdrant_edge as qe
+
+from amem import MemoryStore, load_config
+from amem.backends.base import Match, Where
+from amem.backends.edge import EdgeBackend
+from amem.bm25 import query_vector
+from amem.embed import make_embedder
+from amem.search import fuse, pipeline
+from amem.search import filters as search_filters
+from amem.text import tokenize
+
+from .embcache import CachedEmbedder
+from .search_bench import build_corpus, fill
+
+#: the payload indexes issue 25 added for the read path (the "old" store drops them)
+NEW_INDEXES = ("superseded_by", "supersedes")
+
+
+def _ms(samples: Sequence[float]) -> float:
+    return round(1000 * statistics.median(samples), 3)
+
+
+def _drop_indexes(store: MemoryStore) -> None:
+    backend = store.index.backend
+    assert isinstance(backend, EdgeBackend)
+    for name in NEW_INDEXES:
+        backend.shard.update(qe.UpdateOperation.delete_field_index(name))
+
+
+def ab(new: MemoryStore, old: MemoryStore, queries: Sequence[str], agent: str
+       ) -> dict[str, Any]:
+    """Full search and the floor on both stores, query by query."""
+    floor_where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
+    times: dict[str, list[float]] = {k: [] for k in
+                                     ("new_full", "old_full", "embed", "engine")}
+    for q in queries:
+        for name, store in (("new_full", new), ("old_full", old)):
+            t = time.perf_counter()
+            store.search(q, limit=5, agent_id=agent)
+            times[name].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        qv = new.index.embed_query(q)
+        t1 = time.perf_counter()
+        new.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), floor_where, 5, prefetch=50)
+        times["embed"].append(t1 - t)
+        times["engine"].append(time.perf_counter() - t1)
+    out: dict[str, Any] = {k: _ms(v) for k, v in times.items()}
+    floor = out["engine"] + out["embed"]
+    out["new_over_floor"] = round(out["new_full"] / floor, 2)
+    out["old_over_floor"] = round(out["old_full"] / floor, 2)
+    return out
+
+
+class _Timer:
+    """Wraps named functions so that the time spent inside them is summed per feature."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+        #: each call's time per feature (a mean can hide a few long calls: GC, load)
+        self.calls: dict[str, list[float]] = {}
+        self._undo: list[Callable[[], None]] = []
+
+    def wrap(self, owner: Any, name: str, feature: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                took = time.perf_counter() - t
+                self.spent[feature] = self.spent.get(feature, 0.0) + took
+                self.calls.setdefault(feature, []).append(took)
+
+        setattr(owner, name, timed)
+        self._undo.append(lambda: setattr(owner, name, inner))
+
+    def restore(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+
+
+def shares(store: MemoryStore, queries: Sequence[str], agent: str) -> dict[str, Any]:
+    """Per-feature time inside searches (ms per search) and its share of the full search."""
+    timer = _Timer()
+    timer.wrap(pipeline.Searcher, "_bump_heat", "heat: retrieval-count writes")
+    timer.wrap(pipeline.ranking, "heat_boost", "heat: boost")
+    timer.wrap(pipeline.ranking, "usage_boost", "usage: boost")
+    timer.wrap(pipeline.usage, "best_cosine", "usage: boost")
+    timer.wrap(pipeline, "live_ids", "liveness: links shown")
+    timer.wrap(pipeline, "expand", "links: expansion")
+    timer.wrap(search_filters, "expired_successors", "supersede+expiry: lapsed successors")
+    timer.wrap(pipeline, "history_order", "supersede: history order")
+    timer.wrap(pipeline, "fill_cosines", "fusion: cosines of BM25-only candidates")
+    timer.wrap(fuse, "fill_cosines", "fusion: cosines of BM25-only candidates")
+    timer.wrap(store.index, "embed_query", "query embedding")
+    backend = store.index.backend
+    timer.wrap(backend, "dense_search", "engine: dense leg")
+    timer.wrap(backend, "sparse_search", "engine: sparse leg")
+    total = 0.0
+    try:
+        for q in queries:
+            t = time.perf_counter()
+            store.search(q, limit=5, agent_id=agent)
+            total += time.perf_counter() - t
+    finally:
+        timer.restore()
+    n = len(queries)
+    # the retrieve inside fill_cosines is counted with fusion, the matches' read in "rest"
+    accounted = sum(timer.spent.values())
+    rows = {k: {"ms": round(1000 * v / n, 3), "share": round(v / total, 3),
+                "call_p50_ms": _ms(timer.calls[k]), "calls": len(timer.calls[k])}
+            for k, v in sorted(timer.spent.items(), key=lambda kv: -kv[1])}
+    rows["rest (filters, fusion, results, the matches' read)"] = {
+        "ms": round(1000 * (total - accounted) / n, 3),
+        "share": round((total - accounted) / total, 3)}
+    return {"full_ms_mean": round(1000 * total / n, 3), "steps": rows}
+
+
+def run(size: int, n_queries: int, optimize: bool, cache: Path | None) -> dict[str, Any]:
+    embedder = CachedEmbedder(make_embedder("e5-small"), cache)
+    texts, vecs, queries = build_corpus(embedder, size)
+    embedder.save()
+    config = load_config(overrides={"heat": True})
+    qs = list(queries[:n_queries])
+    result: dict[str, Any] = {"size": size, "queries": len(qs), "embedder": embedder.model_id}
+    with MemoryStore(":memory:", config=config, embedder=embedder.inner) as new, \
+            MemoryStore(":memory:", config=config, embedder=embedder.inner) as old:
+        fill(new, texts, vecs, "bench")
+        fill(old, texts, vecs, "bench")
+        _drop_indexes(old)
+        for q in qs[:3]:  # warm-up: model, caches
+            new.search(q, limit=5, agent_id="bench")
+            old.search(q, limit=5, agent_id="bench")
+        result["before_optimize"] = {"ab": ab(new, old, qs, "bench"),
+                                     "shares": shares(new, qs, "bench")}
+        if optimize:
+            new.optimize()
+            old.optimize()
+            result["after_optimize"] = {"ab": ab(new, old, qs, "bench"),
+                                        "shares": shares(new, qs, "bench")}
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.readpath_bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", type=int, default=10000)
+    p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--optimize", action="store_true", help="also measure after optimize()")
+    p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    result = run(args.size, args.queries, args.optimize, args.cache)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
