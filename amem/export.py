@@ -120,7 +120,7 @@ def _export_row(store: "MemoryStore", line: str, number: int, report: ImportRepo
                 path: Path) -> tuple[Note, np.ndarray | None] | None:
     """One export line as (note, reusable vector or None); a bad line is skipped in ``report``."""
     try:
-        row = json.loads(line)
+        row = json.loads(line.rstrip("\r\n"))  # the decoder's column, not the next line's 1
     except json.JSONDecodeError as exc:
         skip_line(report, path, number, f"not valid JSON: {exc.msg} at column {exc.colno}")
         return None

@@ -100,7 +100,9 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            # without its line break: a line cut short would otherwise be reported at the
+            # position after the break (column 1) instead of where the JSON stops
+            item = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             yield number, f"not valid JSON: {exc.msg} at column {exc.colno}"
             continue

@@ -134,3 +134,13 @@ def test_the_config_file_is_parsed_in_one_place() -> None:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
     )
     assert parsers == ["amem.kernel.settings"] and "amem.kernel.settings" in graph
+
+
+def test_the_scheduler_does_not_reach_into_tools() -> None:
+    # tools.settings reads the scheduler's config, so a scheduler module importing tools (its
+    # command once did, for the runtime) closes a package cycle the module graph cannot see.
+    graph = import_graph()
+    reached = sorted((module, target) for module, targets in graph.items()
+                     if module.split(".")[0] == "scheduler"
+                     for target in targets if target.split(".")[0] == "tools")
+    assert reached == []

@@ -183,7 +183,10 @@ def description_overrides(env: Mapping[str, str], tools_table: Mapping[str, Any]
     out: dict[str, str] = {}
     for name, (text, key) in found.items():
         if known is not None and name not in known:
-            raise ConfigError(f"{key}: there is no tool named {name!r}", key=key)
+            from amem.kernel.settings import did_you_mean
+
+            raise ConfigError(f"{key}: there is no tool named {name!r}"
+                              f"{did_you_mean(name, sorted(known))}", key=key)
         if not isinstance(text, str) or not text.strip():
             raise ConfigError(f"{key} must be a non-empty string", key=key)
         out[name] = text.strip()

@@ -22,19 +22,20 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Mapping
 
-from amem.errors import ConfigError
+from amem.errors import ConfigError, EmbedderMismatchError
 
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from amem import MemoryStore
+    from amem.config import AmemConfig
     from amem.embed.base import Embedder
     from amem.llm import CircuitBreaker, LLMClient
     from lcm import LcmStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RoleLLM", "Runtime", "make_embedder"]
+__all__ = ["RoleLLM", "Runtime", "make_embedder", "stored_model_id"]
 
 def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Embedder:
     """The embedder called ``name`` (``amem.embed.make_lazy_embedder``: every name amem knows,
@@ -47,6 +48,23 @@ def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None)
     from amem.embed import make_lazy_embedder
 
     return make_lazy_embedder(name, threads=threads, cache_dir=cache_dir)
+
+
+def stored_model_id(config: AmemConfig) -> str | None:
+    """The ``model_id`` of the embedder that wrote the embedded store of ``config`` (its
+    ``meta.json``); None for a server backend, no store yet, or a file that names none (a
+    damaged one is reported when the store opens)."""
+    if config.backend != "edge":
+        return None
+    from amem.backends._jsonfile import read_object
+    from amem.backends.edge import META_FILE
+    from amem.errors import BackendError
+
+    try:
+        stored = read_object(config.store_path / META_FILE).get("embedder")
+    except (BackendError, OSError):
+        return None
+    return stored if isinstance(stored, str) else None
 
 
 class RoleLLM:
@@ -152,9 +170,33 @@ class Runtime:
         """The one embedder of both stores (lazy: nothing loads until a text is encoded)."""
         if self._embedder is None:
             cfg = self.settings.amem
-            self._embedder = make_embedder(cfg.embedder, threads=cfg.embed_threads,
+            self._embedder = make_embedder(self.embedder_name, threads=cfg.embed_threads,
                                            cache_dir=Path(cfg.home) / "models")
         return self._embedder
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder the settings name; when they name none, the one that wrote the store.
+
+        ``amem reembed --to hashing`` rebuilds a store with another embedder; a later
+        ``amem search`` without ``--embedder`` or ``AMEM_EMBEDDER`` then opens it with that
+        embedder, as the store's ``meta.json`` records it, instead of refusing it for the
+        default's dimension.
+        """
+        cfg = self.settings.amem
+        if self.settings.embedder_chosen:
+            return cfg.embedder
+        stored = stored_model_id(cfg)
+        if stored is None:
+            return cfg.embedder
+        from amem.embed import embedder_name
+
+        name = embedder_name(stored)
+        if name is not None and name != cfg.embedder:
+            log.info("opening the store at %s with %s, the embedder that wrote it (no embedder "
+                     "is configured)", cfg.store_path, name)
+            return name
+        return cfg.embedder
 
     @property
     def llm(self) -> LLMClient | None:
@@ -183,9 +225,29 @@ class Runtime:
             cfg = self.settings.amem
             if cfg.backend == "edge":
                 Path(cfg.home).mkdir(parents=True, exist_ok=True)
-            self._memory = MemoryStore(None, config=cfg, embedder=self.embedder,
-                                       agent_id=self.agent_id, llm=self.llm)
+            try:
+                self._memory = MemoryStore(None, config=cfg, embedder=self.embedder,
+                                           agent_id=self.agent_id, llm=self.llm)
+            except EmbedderMismatchError as exc:
+                raise self._mismatch(exc) from None
         return self._memory
+
+    def _mismatch(self, exc: EmbedderMismatchError) -> EmbedderMismatchError:
+        """The store refused the embedder: say which one wrote it and how to choose it."""
+        cfg = self.settings.amem
+        stored = stored_model_id(cfg) if cfg.backend == "edge" else None
+        if stored is None:
+            return exc
+        from amem.embed import embedder_name
+
+        name = embedder_name(stored)
+        how = (f"open it with --embedder {name} (or AMEM_EMBEDDER={name}, or embedder = "
+               f"\"{name}\" in the config file)" if name is not None else
+               "open it with the embedder that wrote it")
+        return EmbedderMismatchError(
+            f"the store at {cfg.store_path} was written by {stored!r}, not by the embedder "
+            f"{self.embedder_name!r} chosen here: {how}, or rebuild its vectors with `amem "
+            f"reembed --to {self.embedder_name}`", stored=stored, given=self.embedder.model_id)
 
     @property
     def lcm(self) -> LcmStore:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from amem import config as amem_config
 from amem.config import AmemConfig
 from amem.errors import ConfigError
-from amem.kernel.settings import ARGUMENTS, Unclaimed, read_toml
+from amem.kernel.settings import ARGUMENTS, Unclaimed, did_you_mean, read_toml
 from lcm import config as lcm_config
 from lcm.config import LcmConfig
 from scheduler import config as scheduler_config
@@ -56,6 +56,12 @@ class Settings:
     config_path: Path | None = None
     #: the file's ``[tools]`` table (tool descriptions), so that nothing reads the file again
     tools: Mapping[str, Any] = field(default_factory=dict)
+    #: the tool descriptions a deployment words itself, by tool name: ``[tools.descriptions]``
+    #: and ``AMEM_TOOL_DESCRIPTION_*`` (checked against the catalogue at load)
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+    #: the embedder was named (file, ``AMEM_EMBEDDER`` or an argument); when it was not, the
+    #: runtime opens an existing store with the embedder that wrote it
+    embedder_chosen: bool = False
 
 
 def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | None = None,
@@ -103,7 +109,29 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
     if tools is not None and not isinstance(tools, Mapping):
         raise ConfigError("tools must be a table ([tools])", key="tools", source=source)
     return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path,
-                    tools=dict(tools or {}))
+                    tools=dict(tools or {}), descriptions=_descriptions(env, tools or {}),
+                    embedder_chosen=_chosen("embedder", shared or {}, env, by_owner["amem"]))
+
+
+def _chosen(attr: str, table: Mapping[str, Any], env: Mapping[str, str],
+            overrides: Mapping[str, Any]) -> bool:
+    """Whether the note store's setting ``attr`` was given (in any of its spellings) rather
+    than left at its default."""
+    spec = amem_config.SECTION.by_attr[attr]
+    return (any(amem_config.SECTION.spec(k) is spec for k in (*table, *overrides))
+            or any(var in env for var in (spec.env, *spec.env_aliases) if var))
+
+
+def _descriptions(env: Mapping[str, str], tools: Mapping[str, Any]) -> dict[str, str]:
+    """The tool description overrides, an unknown tool refused here so that every command
+    refuses it (not only ``amem serve``, the one that shows them to a model)."""
+    from .conventions import DESCRIPTION_ENV, description_overrides
+
+    if "descriptions" not in tools and not any(v.startswith(DESCRIPTION_ENV) for v in env):
+        return {}  # nothing to check: the tool catalogue is not imported
+    from .facade import catalogue
+
+    return description_overrides(env, tools, names=[t.name for t in catalogue()])
 
 
 def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -128,9 +156,11 @@ def _reject_unowned(left_by_amem: list[Unclaimed], left_by_scheduler: list[Uncla
     for item in left_by_amem:
         if not item.is_env:
             if item.name in scheduler_keys:  # neither owner took it
-                raise amem_config.SECTION.unknown(item)
+                raise amem_config.SECTION.unknown(item, also=scheduler_config.SECTION.specs)
         elif (item.name not in scheduler_config.SECTION.env_names and item.name not in TOOL_ENV
               and not item.name.startswith(TOOL_ENV_PREFIXES)):
             name = item.name[len(amem_config.ENV_PREFIX):].lower()
-            raise ConfigError(f"unknown config key {name!r} (from {item.source})", key=name,
+            hint = did_you_mean(item.name, [*amem_config.SECTION.env_names, *TOOL_ENV,
+                                            *scheduler_config.SECTION.env_names])
+            raise ConfigError(f"unknown config key {name!r} (from {item.source}){hint}", key=name,
                               source=item.source)

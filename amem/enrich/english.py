@@ -40,6 +40,7 @@ haha wow oops um uh gonna wanna gotta kinda sorta thanks thank cheers bye sorry 
 definitely totally absolutely actually basically literally probably certainly surely anyway
 today tomorrow yesterday tonight currently recently soon later earlier lately
 instead via http https www com org html etc
+near nearby beside
 """.split())
 
 TIER1 = frozenset("""
@@ -58,6 +59,7 @@ word work worked working world wow year years young
 previous following recent usual
 january february march april june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday weekend
+afternoon evening noon midnight dawn dusk hour hours minute minutes o'clock pm
 """.split())
 
 TIER2 = frozenset("""
@@ -128,9 +130,12 @@ shut sing sit sleep smell sound speak spend stand start stay steal stick stop st
 support suppose surprise swim take talk teach tear tell tend thank think throw touch train travel
 treat try turn understand use visit wait wake walk want warn wash watch wear win wish wonder work
 worry write
+break close crash delete deploy depend expire freeze install migrate overheat reboot renew
+restart rotate update upgrade
 """.split())
 
 NOUN_TOO = frozenset("""
+break close crash deploy update upgrade
 call care experience fall help hit hope lie love plan play rest return ring rise run share
 show sound start study support surprise talk touch train travel visit walk watch wish work
 claim cook count drink escape fit fix guess hate laugh lead mind need offer pick promise rent
@@ -139,7 +144,7 @@ reply ride set smell swim use wait wash
 
 _IRREGULAR = {
     "be": "am is are was were been being", "begin": "began begun", "bring": "brought",
-    "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+    "break": "broke broken", "build": "built", "buy": "bought", "freeze": "froze frozen", "catch": "caught", "choose": "chose chosen",
     "come": "came", "do": "did done does", "draw": "drew drawn", "drink": "drank drunk",
     "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
     "find": "found", "forget": "forgot forgotten", "forgive": "forgave forgiven",

@@ -207,6 +207,7 @@ def _capital(surface: str, sentence_start: bool) -> bool:
 def _unknown_capital(t: Token) -> bool:
     """A capitalised sentence-opening word that is no English word we know: likely a name."""
     lower = t.surface.lower()
+    lower = lower[:-2] if lower.endswith("'s") else lower  # Dave's: the word is Dave
     # endings of English words, not names: gerunds, past tenses, adverbs, plurals (Pets)
     wordlike = lower.endswith(("ing", "ed", "ly")) or t.key != lower.rstrip("'")
     return (t.sentence_start and t.surface[:1].isupper() and t.weight > 0 and not t.verb
@@ -233,8 +234,10 @@ def _mark_names(tokens: list[Token]) -> list[Token]:
     each of its words weighs as a name (``New`` in ``New York`` is no longer a common word)."""
     from dataclasses import replace
 
+    # an unknown capitalised possessive is a name whatever follows (Dave's laptop)
     capital = [t.weight > 0 and (_capital(t.surface, t.sentence_start)
-                                 or (_unknown_capital(t) and _name_follows(tokens, i)))
+                                 or (_unknown_capital(t) and (t.surface.endswith("'s")
+                                                              or _name_follows(tokens, i))))
                for i, t in enumerate(tokens)]
     # a short capitalised word (Ed, Jo) weighs nothing alone but is a name beside another one
     for i, t in enumerate(tokens):
@@ -319,7 +322,10 @@ def _latin_candidates(tokens: list[Token]) -> dict[str, tuple[float, int, str, f
     run: list[int] = []
     for i in range(len(tokens) + 1):
         nxt = tokens[i] if i < len(tokens) else None
-        if nxt is not None and nxt.weight > 0 and not nxt.verb and (not run or tokens[run[-1]].clause == nxt.clause):
+        # a possessive ends a phrase: "Dave's laptop" is Dave and a laptop, not "dave laptop"
+        if nxt is not None and nxt.weight > 0 and not nxt.verb and (
+                not run or (tokens[run[-1]].clause == nxt.clause
+                            and not tokens[run[-1]].surface.endswith("'s"))):
             run.append(i)
             continue
         for span in _phrase_spans(run, tokens):

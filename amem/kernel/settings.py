@@ -30,6 +30,7 @@ subclass and name the key and the source.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import os
 import tomllib
@@ -42,7 +43,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from .errors import BadConfigError
 
-__all__ = ["setting", "Section", "Spec", "Bounds", "Unclaimed", "Loaded", "camel", "read_toml", "warn_once", "ARGUMENTS",
+__all__ = ["setting", "Section", "Spec", "Bounds", "Unclaimed", "Loaded", "camel", "read_toml", "warn_once", "did_you_mean", "ARGUMENTS",
            "TRUE", "FALSE"]
 
 T = TypeVar("T")
@@ -258,12 +259,19 @@ class Section(Generic[T]):
                 values[spec.attr] = self.convert(spec, env[var], f"environment variable {var}", text=True)
         return unclaimed
 
-    def unknown(self, item: Unclaimed) -> BadConfigError:
-        """The error for a key or variable nobody takes."""
+    def unknown(self, item: Unclaimed, also: Iterable[str] = ()) -> BadConfigError:
+        """The error for a key or variable nobody takes, with the nearest known spelling.
+
+        ``also``: the names the table's or the namespace's other owners take (a neighbour's
+        key is a fine suggestion for a typo in a shared table).
+        """
         if item.is_env:
-            return self.error(f"unknown environment variable {item.name}", key=item.name, source=item.source)
-        return self.error(f"unknown config key {item.name!r} (from {item.source})", key=item.name,
-                          source=item.source)
+            hint = did_you_mean(item.name, [*self.env_names, *also])
+            return self.error(f"unknown environment variable {item.name}{hint}", key=item.name,
+                              source=item.source)
+        hint = did_you_mean(item.name, [*self.specs, *also])
+        return self.error(f"unknown config key {item.name!r} (from {item.source}){hint}",
+                          key=item.name, source=item.source)
 
     def build(self, values: Mapping[str, Any]) -> T:
         """The dataclass from field values (its ``__post_init__`` validates)."""
@@ -292,6 +300,27 @@ class Section(Generic[T]):
                     raise self.error(f"{spec.key} must {why}, got {value!r}", key=spec.key, source="constructor")
             if converted is not value:
                 object.__setattr__(obj, spec.attr, converted)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the known names closest to a misspelt one, else ``""``.
+
+    Case and ``-``/``_`` are ignored when comparing (``AMEM_RRF_k``, ``fresh-tail-count``),
+    so a case slip finds its name whatever its distance.
+    """
+    def fold(text: str) -> str:
+        return text.lower().replace("-", "_").replace(".", "_")
+
+    by_fold: dict[str, str] = {}
+    for candidate in known:
+        by_fold.setdefault(fold(candidate), candidate)
+        if "_" in candidate and candidate == candidate.lower():  # a snake key is also camel
+            by_fold.setdefault(fold(camel(candidate)), candidate)
+    close = difflib.get_close_matches(fold(name), list(by_fold), n=2, cutoff=0.75)
+    names = list(dict.fromkeys(by_fold[c] for c in close))
+    if not names:
+        return ""
+    return "; did you mean " + " or ".join(repr(n) for n in names) + "?"
 
 
 def warn_once(log: logging.Logger, message: str, names: Iterable[str]) -> None:

@@ -1,4 +1,4 @@
-"""``amem scheduler`` through cli_main: --once on a real store, --status, bad input."""
+"""``amem scheduler`` through the ``amem`` entry point: --once on a real store, --status, bad input."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import cli_main
+from tools.cli import main
+
+
+def cli_main(argv: list[str], *, env: dict[str, str]) -> int:
+    return main(["scheduler", *argv], env=env)
 
 
 def env_for(home: Path) -> dict[str, str]:
@@ -41,4 +45,11 @@ def test_bad_zone_and_contradictory_flags_exit_2(home: Path, capsys: pytest.Capt
     assert cli_main(["--status", "--timezone", "Mars/Olympus"], env=env_for(home)) == 2
     assert "Mars/Olympus" in capsys.readouterr().err
     assert cli_main(["--once", "--status"], env=env_for(home)) == 2
-    assert "exclude" in capsys.readouterr().err
+    assert "not allowed with argument --once" in capsys.readouterr().err
+
+
+def test_common_options_before_the_word(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The scheduler's options are amem's: before the word as after it.
+    assert main(["--json", "scheduler", "--status"], env=env_for(home)) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "never"

@@ -196,9 +196,9 @@ def test_status_doctor_and_tools(store_env: dict[str, str]) -> None:
 def test_lcm_commands_on_a_non_empty_store(store_env: dict[str, str]) -> None:
     grep = amem_json(store_env, "lcm", "grep", "exit 137", "--session-key", SESSION)
     assert isinstance(grep, dict) and len(grep["hits"]) == 12
-    unscoped = amem(store_env, "lcm", "grep", "deploy", code=2).stderr
-    assert "--session-key KEY, --conversation ID or --all" in unscoped  # not Python's names
-    assert "all_conversations" not in unscoped
+    # no scope given: the agent's main session, as the lcm_grep tool reads it
+    unscoped = amem_json(store_env, "lcm", "grep", "exit 137")
+    assert unscoped == grep
     described = amem_json(store_env, "lcm", "describe", "msg_1")
     assert isinstance(described, dict) and "deploy step 0" in json.dumps(described)
     expanded = amem_json(store_env, "lcm", "expand", "--query", "deploy", "--all")

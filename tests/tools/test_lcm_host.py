@@ -101,7 +101,8 @@ def test_version_and_a_lossless_claw_environment(tmp_path: Path) -> None:
                   LCM_CRITICAL_BUDGET_PRESSURE_RATIO="0.9", LCM_INCREMENTAL_MAX_DEPTH="2")
     assert amem(env, "--version").stdout.strip().startswith("amem 0.")
     status = amem_json(env, "lcm", "status")
-    assert status["ignoredKeys"] == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
+    assert "ignoredKeys" not in status  # one spelling, the status's own
+    assert status["ignored_keys"] == ["LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "LCM_ENABLE_SUMMARY_THINKING",
                                      "LCM_STUB_LARGE_TOOL_PAYLOADS"]
     assert status["llm"] is None  # no llm_base_url: summaries are extractive, and status says so
     with_llm = amem_json({**env, "AMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1", "AMEM_LLM_MODEL": "main-model",

@@ -22,21 +22,24 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                                        "expand, status, doctor, ingest, assemble")
     lcm.set_defaults(func=lambda a: _usage(lcm))
     lsub = lcm.add_subparsers(dest="lcm_command", metavar="LCM_COMMAND")
-    p = cmd("grep", cmd_lcm_grep, "search messages and summaries", into=lsub)
+    p = cmd("grep", cmd_lcm_grep, "search messages and summaries (or stored files), with the "
+            "lcm_grep tool's defaults: the agent's main session, an RE2 regular expression",
+            into=lsub)
     p.add_argument("pattern")
-    p.add_argument("--mode", choices=["full_text", "regex", "semantic", "hybrid"], default="full_text",
-                   help="words (default), an RE2 regular expression (no backreferences or "
-                   "lookarounds), meaning (semantic: the embedder's cosine) or hybrid (both, RRF)")
-    p.add_argument("--scope", choices=["messages", "summaries", "both"], default="both",
-                   help="what to search (default both)")
+    p.add_argument("--mode", choices=["regex", "full_text", "semantic", "hybrid"], default="regex",
+                   help="an RE2 regular expression (default, as the lcm_grep tool: no "
+                   "backreferences or lookarounds), words (full_text), meaning (semantic: the "
+                   "embedder's cosine) or hybrid (both, RRF)")
+    p.add_argument("--scope", choices=["messages", "summaries", "both", "files"], default="both",
+                   help="what to search (default both; files: the stored large files)")
+    p.add_argument("--file-id", action="append", dest="file_ids", metavar="FILE_ID",
+                   help="with --scope files: only this stored file (repeat)")
     p.add_argument("--sort", choices=["recency", "relevance", "hybrid"],
                    help="hit order (default recency; relevance for semantic and hybrid)")
     p.add_argument("-n", "--limit", type=int, default=50, help="at most this many hits (1-200)")
     p.add_argument("--since", help="ISO date/time: only newer items")
     p.add_argument("--before", help="ISO date/time: only older items")
-    p.add_argument("--conversation", type=int, help="one conversation id")
-    p.add_argument("--session-key", help="search this session family")
-    p.add_argument("--all", action="store_true", help="every conversation")
+    _where_options(p, "search")
     p = cmd("describe", cmd_lcm_describe, "show a summary or file by id", into=lsub)
     p.add_argument("id")
     p = cmd("expand", cmd_lcm_expand, "walk summaries down to their messages", into=lsub)
@@ -44,8 +47,7 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--query", help="find the summaries by this search instead")
     p.add_argument("--max-depth", type=int, default=3, help="summary levels to descend")
     p.add_argument("--token-cap", type=int, default=8000, help="stop after this many tokens")
-    p.add_argument("--session-key", help="the session family --query searches")
-    p.add_argument("--all", action="store_true", help="--query searches every conversation")
+    _where_options(p, "expand within")
     cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
     p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
     p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
@@ -57,6 +59,27 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     lcm_kit.register(cmd, lsub)
 
 
+def _where_options(p: argparse.ArgumentParser, verb: str) -> None:
+    """Which conversations a command reads: by default the agent's main session family
+    (``agent:<agent>:main``), as the lcm_* tools read it."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--session-key", help=f"{verb} this session family (default: the "
+                       "agent's main session, agent:<--agent>:main)")
+    where.add_argument("--conversation", type=int, help=f"{verb} one conversation id")
+    where.add_argument("--all", action="store_true", help=f"{verb} every conversation")
+
+
+def _where(args: argparse.Namespace, agent_id: str) -> dict[str, Any]:
+    """The store's scope arguments for ``_where_options``' flags."""
+    if args.all:
+        return {"all_conversations": True}
+    if args.conversation is not None:
+        return {"conversation_id": args.conversation}
+    from ..tenancy import default_session_key
+
+    return {"session_key": args.session_key or default_session_key(agent_id)}
+
+
 def _usage(parser: argparse.ArgumentParser) -> int:
     """``amem lcm`` without a subcommand: show what there is (a usage error)."""
     import sys
@@ -65,10 +88,11 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _lcm_run(args: argparse.Namespace, call: Callable[[LcmStore], Any],
+def _lcm_run(args: argparse.Namespace, call: Callable[[LcmStore, str], Any],
              text: Callable[[dict[str, Any]], str] | None = None) -> int:
+    """``call(store, agent_id)`` on the runtime's conversation store, printed."""
     with runtime(args) as rt:
-        result = call(rt.lcm)
+        result = call(rt.lcm, rt.agent_id)
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     emit(args, data, lambda: (text or kv_text)(data))
     return 0
@@ -76,7 +100,8 @@ def _lcm_run(args: argparse.Namespace, call: Callable[[LcmStore], Any],
 
 def _grep_text(data: dict[str, Any]) -> str:
     hits = data.get("hits", [])
-    lines = [f"{h['kind'][:3]} {h['id']:<22} {h.get('created_at', '')[:19]}  "
+    kinds = max([len(str(h["kind"])) for h in hits] + [4])  # message, summary, file: whole
+    lines = [f"{h['kind']:<{kinds}} {h['id']:<22} {str(h.get('created_at') or '')[:19]}  "
              f"{' '.join(str(h.get('snippet', '')).split())[:100]}" for h in hits]
     lines.append(f"{len(hits)} hits" + (" (truncated)" if data.get("truncated") else ""))
     # a degraded answer says so in text too (messages not embedded yet, a deadline hit)
@@ -85,30 +110,61 @@ def _grep_text(data: dict[str, Any]) -> str:
 
 
 def cmd_lcm_grep(args: argparse.Namespace) -> int:
-    if not (args.session_key or args.conversation is not None or args.all):
-        # Said in the command's own words (the store's message names Python arguments).
-        raise usage_error("say what to search: --session-key KEY, --conversation ID or --all",
-                          "session_key")
+    if args.file_ids and args.scope != "files":
+        raise usage_error("--file-id needs --scope files", "file_ids")
     kwargs: dict[str, Any] = {"mode": args.mode, "scope": args.scope, "sort": args.sort,
                               "limit": args.limit, "since": args.since, "before": args.before,
-                              "conversation_id": args.conversation,
-                              "all_conversations": args.all}
-    if args.session_key:
-        kwargs["session_key"] = args.session_key
-    return _lcm_run(args, lambda s: s.grep(args.pattern, **kwargs), _grep_text)
+                              "file_ids": args.file_ids}
+    return _lcm_run(args, lambda s, agent: s.grep(args.pattern, **kwargs, **_where(args, agent)),
+                    _grep_text)
 
 
 def cmd_lcm_describe(args: argparse.Namespace) -> int:
-    return _lcm_run(args, lambda s: s.describe(args.id))
+    return _lcm_run(args, lambda s, _agent: s.describe(args.id))
 
 
 def cmd_lcm_expand(args: argparse.Namespace) -> int:
     if not args.ids and not args.query:
         raise usage_error("give summary ids or --query")
-    return _lcm_run(args, lambda s: s.expand(args.ids or None, query=args.query,
-                                             max_depth=args.max_depth, token_cap=args.token_cap,
-                                             session_key=args.session_key,
-                                             all_conversations=args.all))
+    return _lcm_run(args, lambda s, agent: s.expand(args.ids or None, query=args.query,
+                                                    max_depth=args.max_depth,
+                                                    token_cap=args.token_cap,
+                                                    **_where(args, agent)), _expand_text)
+
+
+def _expand_text(data: dict[str, Any]) -> str:
+    """An expansion for a reader: each summary, then its messages one per paragraph
+    (role, time, text) instead of inline JSON."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"{key}:")
+            for item in value:
+                lines.append(_expand_item(item, "  "))
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines.append(kv_text(value, "  "))
+        else:
+            lines.append(f"{key}: {value}")
+    return "\n".join(lines)
+
+
+def _expand_item(item: dict[str, Any], indent: str) -> str:
+    """One summary or message of an expansion: a header line, then its text, indented."""
+    nested = {k: v for k, v in item.items() if isinstance(v, list) and v
+              and all(isinstance(x, dict) for x in v)}
+    text = next((str(item[k]) for k in ("content", "text", "summary") if k in item
+                 and isinstance(item[k], str)), None)
+    head = [f"{k}={v}" for k, v in item.items()
+            if k not in nested and k not in ("content", "text", "summary")
+            and not isinstance(v, (dict, list)) and v not in (None, "")]
+    out = [f"{indent}- " + " ".join(head)]
+    if text is not None:
+        out += [f"{indent}    {line}" for line in text.splitlines() or [""]]
+    for key, children in nested.items():
+        out.append(f"{indent}  {key}:")
+        out += [_expand_item(child, indent + "    ") for child in children]
+    return "\n".join(out)
 
 
 def cmd_lcm_status(args: argparse.Namespace) -> int:
@@ -120,10 +176,14 @@ def cmd_lcm_status(args: argparse.Namespace) -> int:
         llm = None if summary is None else {
             "summaryModel": getattr(summary, "model", None), "expansionModel": getattr(expansion, "model", None),
             "circuit": breaker.state if breaker is not None else None}
-        return {**s.status().to_dict(), "llm": llm, "ignoredKeys": list(s.config.ignored_keys)}
+        status = s.status().to_dict()
+        # the status already names the ignored keys; a second spelling of them said it twice
+        status.setdefault("ignored_keys", list(s.config.ignored_keys))
+        return {**status, "llm": llm}
 
-    return _lcm_run(args, report)
+    return _lcm_run(args, lambda s, _agent: report(s))
 
 
 def cmd_lcm_doctor(args: argparse.Namespace) -> int:
-    return _lcm_run(args, lambda s: s.doctor_clean() if args.clean else s.doctor(top=args.top))
+    return _lcm_run(args, lambda s, _agent: s.doctor_clean() if args.clean
+                    else s.doctor(top=args.top))

@@ -56,7 +56,9 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
         try:
             text = Path(path).expanduser().read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise CliError(f"no such file: {path}", code="not_found", exit_code=3, field="file") from None
+            # a usage error (exit 2), as `amem import` of a missing file: exit 3 is for an id
+            # the store does not have
+            raise usage_error(f"no such file: {path}", "file") from None
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
     for number, line in enumerate(text.splitlines(), 1):

@@ -1,7 +1,8 @@
 """The ``amem`` parser and entry point: each command group registers its commands on it.
 
     main.py ──► notes.py   add, search, list, get, update, delete, import, export, ...
-            ├─► serve.py   serve, scheduler, status, doctor, tools
+            ├─► serve.py   serve, status, doctor, tools
+            ├─► scheduler.py  scheduler (the nightly job, standalone)
             ├─► keys.py    keys add/list/revoke (who may call serve --http)
             └─► lcm.py     lcm grep/describe/expand/status/doctor ─► lcm_host, lcm_embed, lcm_migrate
     (all of them) ──► common.py (options, the runtime) ──► output.py (printing, errors, logs)
@@ -10,52 +11,94 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
+import re
 import sys
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NoReturn, Sequence, cast
 
-from . import keys, lcm, notes, serve
-from .common import common_options, version
+from . import keys, lcm, notes, scheduler, serve
+from .common import common_options, merge_common, version
 from .output import (CODE_EXITS, EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, CliError,
                      report_error, setup_logging)
 
 log = logging.getLogger(__name__)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with the nearest spelling after an unknown command or choice."""
+
+    def error(self, message: str) -> NoReturn:
+        match = _INVALID_CHOICE.search(message)
+        if match:
+            choices = [c.strip().strip("'") for c in match.group(2).split(",")]
+            message += did_you_mean(match.group(1), choices)
+        super().error(message)
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(.*?)' \(choose from (.*)\)")
+
+
+def did_you_mean(word: str, known: Sequence[str]) -> str:
+    """``"; did you mean search?"`` (the closest known word), or ``""`` when nothing is close."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``amem`` command tree (every command has ``--help``)."""
     common = common_options()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="amem", description="Memory for AI agents: notes, conversation recall, MCP tools.",
-        epilog="Exit codes: 0 ok, 1 error, 2 usage/invalid input, 3 not found, 4 store busy.")
+        epilog="Exit codes: 0 ok, 1 error, 2 usage/invalid input, 3 not found, 4 store busy.",
+        parents=[common_options(before=True)])
     parser.add_argument("--version", action="version", version=f"amem {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # the commands' parsers are Parsers too (argparse builds them with the parent's class)
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
 
     def cmd(name: str, func: Callable[[argparse.Namespace], int], help: str,
             into: argparse._SubParsersAction[argparse.ArgumentParser] = sub) -> argparse.ArgumentParser:
         p = into.add_parser(name, help=help, description=help, parents=[common])
-        p.set_defaults(func=func)
+        # the deepest command's parser: its options are what an unknown option is compared with
+        p.set_defaults(func=func, command_parser=p)
         return p
 
     notes.register(cmd, sub)
     serve.register(cmd, sub)
+    scheduler.register(cmd, sub)
     lcm.register(cmd, sub)
     keys.register(cmd, sub)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """The command line as a namespace, or SystemExit (0 for --help, 2 for a usage error).
+
+    An argument the command does not take is refused by the command's own parser (its usage
+    printed), with the nearest of its options: ``--limt`` -> ``did you mean --limit?``.
+    """
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command: argparse.ArgumentParser = args.command_parser
+        message = "unrecognized arguments: " + " ".join(extra)
+        known = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+        for word in extra:
+            if word.startswith("--"):
+                message += did_you_mean(word.split("=", 1)[0], known)
+                break
+        command.error(message)
+    return merge_common(args)
 
 
 def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = None) -> int:
     """Run one ``amem`` command; returns the exit code (the console script exits with it)."""
     environ = dict(os.environ if env is None else env)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["scheduler"] and not {"-h", "--help"} & set(argv[1:2]):
-        # Every argument after the word belongs to the scheduler's own parser.
-        setup_logging(0, environ)
-        return serve.run_scheduler(argv[1:], environ)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return int(exc.code or 0)
     args.env = environ

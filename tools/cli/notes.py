@@ -9,7 +9,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import Cmd, open_memory, progress, runtime
+from .common import Cmd, not_routed, open_memory, progress, runtime
 from .output import EXIT_ERROR, EXIT_OK, clip, emit, kv_text, search_table, usage_error, width
 from .server import add_server_option, local_store, open_notes, remote_call, remote_page
 
@@ -86,7 +86,7 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
 
     p = cmd("reembed", cmd_reembed, "rebuild every vector with another embedder")
     p.add_argument("--to", "--new-embedder", dest="new_embedder", required=True, metavar="NAME",
-                   help="the embedder to rebuild with (then run with AMEM_EMBEDDER=NAME)")
+                   help="the embedder to rebuild with (the store then opens with it by default)")
 
 
 def _note_field_options(p: argparse.ArgumentParser) -> None:
@@ -115,8 +115,15 @@ def _notes(args: argparse.Namespace) -> Iterator[tuple[MemoryStore | None, Remot
         yield pair
 
 
+def _stdin_text() -> str:
+    """The text piped in for ``-``, without the line break that ends it (``echo`` and editors
+    add one; it is not part of the note). Other whitespace is kept."""
+    text = sys.stdin.read()
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+
+
 def cmd_add(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = _stdin_text() if args.text == "-" else args.text
     extra = {"event_time": args.event_time, "metadata": _meta_option(args.meta),
              "ttl": args.ttl, "expires_at": args.expires_at}
     extra = {k: v for k, v in extra.items() if v is not None}
@@ -190,7 +197,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     if args.no_subjects and args.subject:
         raise usage_error("give --subject or --no-subjects, not both", "subjects")
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = _stdin_text() if args.text == "-" else args.text
     subjects = [] if args.no_subjects else args.subject
     if text is None and subjects is None:
         raise usage_error("nothing to update: give --text, --subject or --no-subjects", "text")
@@ -244,12 +251,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     from amem.export import load_export
     from amem.importer import import_file
 
-    with open_memory(args) as store, progress(args, "import") as bar:
-        if args.from_export:
-            report = load_export(store, args.file, skip_invalid=args.skip_invalid, progress=bar)
-        else:
-            report = import_file(store, args.file, fmt=args.format, enrich=not args.no_enrich,
-                                 batch=args.batch, progress=bar, skip_invalid=args.skip_invalid)
+    if not Path(args.file).expanduser().is_file():
+        # said here, in `amem lcm ingest`'s words: the CLI's argument is `file` (the library's
+        # error names its own parameter, `path`)
+        what = "not a file" if Path(args.file).expanduser().exists() else "no such file"
+        raise usage_error(f"{what}: {args.file}", "file")
+    with open_memory(args) as store:
+        # the bar ends (one 100% line) before anything else is said on stderr
+        with progress(args, "import") as bar:
+            if args.from_export:
+                report = load_export(store, args.file, skip_invalid=args.skip_invalid,
+                                     progress=bar)
+            else:
+                report = import_file(store, args.file, fmt=args.format,
+                                     enrich=not args.no_enrich, batch=args.batch, progress=bar,
+                                     skip_invalid=args.skip_invalid)
         # The process ends here, so a due index build runs now (in the foreground) instead of
         # leaving the imported points to brute-force search until the nightly job.
         index = store.index.build
@@ -259,12 +275,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         built = index.maybe_build(background=False)
     data = report.to_dict()
     data["index_build"] = index.to_dict()
+    if not args.json:
+        # the skipped lines are diagnostics (stderr), not the import's result (stdout); --json
+        # has them in the report's "errors"
+        shown = data["errors"][:20]
+        for error in shown:
+            print(f"amem: skipped {error}", file=sys.stderr)
+        if data["skipped"] > len(shown):
+            print(f"amem: ... and {data['skipped'] - len(shown)} more skipped lines",
+                  file=sys.stderr)
     emit(args, data, lambda: (
         f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
         f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
         f"{data['skipped']} ({data['notes_per_second']} notes/s)"
         + _supersede_line(data)
-        + "".join(f"\n  {e}" for e in data["errors"][:20])
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
@@ -305,17 +329,22 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
+    from amem.errors import StoreLockedError
     from amem.reembed import reembed
+
     from ..runtime import make_embedder
 
     cfg = runtime(args).settings.amem
     embedder = make_embedder(args.new_embedder, threads=cfg.embed_threads,
                              cache_dir=Path(cfg.home) / "models")
     with progress(args, "reembed") as bar:
-        report = reembed(cfg, embedder, progress=bar)
+        try:
+            report = reembed(cfg, embedder, progress=bar)
+        except StoreLockedError as exc:
+            raise not_routed("reembed", cfg.home, exc) from None
     data = report.to_dict()
     emit(args, data, lambda: (
         f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
-        f"in {data['seconds']} s\nopen the store with this embedder from now on "
-        f"(AMEM_EMBEDDER={args.new_embedder})"))
+        f"in {data['seconds']} s\nthe store opens with {args.new_embedder} from now on, "
+        f"unless --embedder, AMEM_EMBEDDER or the config file names another"))
     return EXIT_OK

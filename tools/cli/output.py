@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import shutil
 import sys
 from typing import Any, Callable, Mapping, Sequence
@@ -53,25 +54,56 @@ def width() -> int:
     return max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
+#: a Markdown heading line and its ``#`` marks
+_HEADING = re.compile(r"^[ ]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
+
+
 def clip(text: str, room: int) -> str:
-    """``text`` on one line, cut to ``room`` characters with an ellipsis."""
-    text = " ".join(text.split())
+    """``text`` on one line, cut to ``room`` characters with an ellipsis. A Markdown heading
+    (an imported section's title) ends with a dash, so that it does not read as the first
+    words of the paragraph after it."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1:
+        lines = [f"{m.group(1)} —" if (m := _HEADING.match(line)) else line for line in lines]
+    text = " ".join(" ".join(lines).split())
     return text if len(text) <= room else text[: max(1, room - 1)] + "…"
 
 
 def search_table(results: Sequence[Mapping[str, Any]]) -> str:
-    """A readable table: rank, score, via, id, content (clipped to the terminal)."""
+    """A readable table of the matches (rank, score, via, id, content, clipped to the
+    terminal), then the linked notes search added as what they are: notes the matches link
+    to, in a block of their own without a score (they were not matched)."""
     if not results:
         return "no matches"
+    matches = [r for r in results if r.get("via") != "link"]
+    linked = [r for r in results if r.get("via") == "link"]
     ids = [str(r["id"]) for r in results]
     idw = min(max(len(i) for i in ids), 36)
     head = f"{'#':>2}  {'score':>7}  {'via':<5}  {'id':<{idw}}  content"
     room = width() - len(head) + len("content")
     lines = [head, "-" * min(width(), len(head) + room - len("content"))]
-    for n, r in enumerate(results, 1):
+    for n, r in enumerate(matches, 1):
         lines.append(f"{n:>2}  {float(r.get('rrf') or 0):>7.4f}  {r['via']:<5}  "
                      f"{clip(str(r['id']), idw):<{idw}}  {clip(str(r['content']), room)}")
+    if not matches:
+        lines.append("no direct matches")
+    if linked:
+        rank = {str(r["id"]): n for n, r in enumerate(matches, 1)}
+        lines.append("")
+        lines.append(f"linked from the matches ({len(linked)}; not matched themselves):")
+        for r in linked:
+            sources = sorted(n for match_id, n in rank.items()
+                             if str(r["id"]) in _links(matches[n - 1]) or match_id in _links(r))
+            via = ("from " + ",".join(f"#{n}" for n in sources)) if sources else "link"
+            # the same columns as the matches' rows: "from #1,#2" stands where rank, score
+            # and via stand
+            lines.append(f"{'':>2}  {via:<14}  {clip(str(r['id']), idw):<{idw}}  "
+                         f"{clip(str(r['content']), room)}")
     return "\n".join(lines)
+
+
+def _links(hit: Mapping[str, Any]) -> list[str]:
+    return [str(i) for i in hit.get("links") or []]
 
 
 def kv_text(data: Mapping[str, Any], indent: str = "") -> str:

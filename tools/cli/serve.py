@@ -1,5 +1,4 @@
-"""The commands that run the server and look after both stores: serve, scheduler, status,
-doctor, tools."""
+"""The commands that run the server and look after both stores: serve, status, doctor, tools."""
 
 from __future__ import annotations
 
@@ -54,11 +53,6 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                    help="HTTP: an MCP session idle this long expires (default 600)")
     p.add_argument("--sessions-per-key", type=int, default=None, metavar="N",
                    help="HTTP: most open MCP sessions of one key (default 64)")
-
-    p = cmd("scheduler", cmd_scheduler,
-            "run the nightly maintenance in the foreground; every argument after the word "
-            "goes to the scheduler (`amem scheduler --once`, `--status`, ...)")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the scheduler")
 
     p = cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
     add_server_option(p)
@@ -272,24 +266,6 @@ def _start_scheduler(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> 
     return handle
 
 
-def cmd_scheduler(args: argparse.Namespace) -> int:
-    return run_scheduler(list(args.rest), args.env)
-
-
-def run_scheduler(argv: list[str], env: Mapping[str, str]) -> int:
-    """Hand the arguments to ``scheduler.cli_main`` (imported only when asked for)."""
-    try:
-        import scheduler
-        cli_main = scheduler.cli_main
-    except (ImportError, AttributeError) as exc:
-        import sys
-
-        print(f"amem: error: the scheduler is not available in this installation ({exc})",
-              file=sys.stderr)
-        return 1
-    return int(cli_main(argv, env=env) or 0)
-
-
 # ------------------------------------------------------------------------------ status / doctor
 
 
@@ -344,11 +320,8 @@ def _lcm_reports(rt: Runtime) -> LcmReport:
 
 
 def tool_descriptions(rt: Runtime) -> dict[str, str]:
-    """Tool descriptions overridden by config (``tools.conventions.description_overrides``)."""
-    from ..conventions import description_overrides
-    from ..facade import catalogue
-
-    return description_overrides(rt.env, rt.settings.tools, names=[t.name for t in catalogue()])
+    """Tool descriptions overridden by config (checked when the settings were loaded)."""
+    return dict(rt.settings.descriptions)
 
 
 def _nightly_status(rt: Runtime) -> dict[str, Any]:
@@ -367,9 +340,17 @@ def cmd_tools(args: argparse.Namespace) -> int:
     from ..export import estimate_tokens, export
     from ..facade import ToolFacade
 
+    # the list `amem serve` would serve with this config: its descriptions, and in MCP's
+    # format the very entries of its tools/list (titles, hints, output schemas)
     facade = ToolFacade(None, None, agent_id="default", lazy=args.lazy,
-                        lcm_listed=not args.no_lcm)
-    exported = export(facade.list_tools(), args.format)
+                        lcm_listed=not args.no_lcm, descriptions=tool_descriptions(runtime(args)))
+    if args.format == "mcp":
+        from ..mcp_server import mcp_tools
+
+        exported = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    for t in mcp_tools(facade)]
+    else:
+        exported = export(facade.list_tools(), args.format)
     if args.tokens:
         tokens = estimate_tokens(exported)
         emit_data = {"format": args.format, "lazy": args.lazy, "tools": len(exported),

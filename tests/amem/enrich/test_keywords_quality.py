@@ -127,3 +127,20 @@ def test_cmrc_keywords_are_content_words_and_names() -> None:
                            ("徐晓飞", "之后徐晓飞返回鹿屋体育大学继续深造，2012年3月毕业。")):
         assert sentence in sentences
         assert name in extract_keywords(sentence)[:3]
+
+
+def test_no_verb_or_possessive_pairs_and_no_times_of_day() -> None:
+    # issue 28: "password rotates", "dave laptop", "Alice closed", "near Alice" and 下午
+    # ("afternoon") were keywords
+    cases = {
+        "The admin password rotates every 90 days": ["admin password"],
+        "Dave's laptop broke yesterday": ["Dave", "laptop"],
+        "The green tea shop near Alice closed": ["green tea shop", "Alice"],
+        "周六下午去公园跑步": ["跑步", "公园"],
+    }
+    for text, expected in cases.items():
+        assert extract_keywords(text) == expected, text
+    for text in ("We met in the afternoon to plan the launch", "下午三点开会讨论预算",
+                 "午後に会議があります", "오후에 회의가 있어요"):
+        said = " ".join(extract_keywords(text)).lower()
+        assert not any(w in said for w in ("afternoon", "下午", "午後", "오후")), (text, said)

@@ -136,3 +136,31 @@ def test_rule_separates_turns_one_question_needs_from_random_turns_on_locomo() -
     # measured: 0.695 of the evidence pairs, 0.155 of the random pairs
     assert accept_together >= 0.6 and accept_apart <= 0.2
     assert accept_together >= 3 * accept_apart
+
+
+#: pairs of unrelated notes whose only shared word is a time of day (issue 28: 下午 joined two
+#: Chinese notes), and one related pair as the control
+AFTERNOON = [("周六下午去公园跑步", "下午三点开会讨论预算"),
+             ("We went hiking in the afternoon", "The dentist appointment is in the afternoon")]
+RELATED = ("预算会议下午三点开始", "这个季度的预算已经超支了")
+
+
+def test_a_time_of_day_alone_does_not_link() -> None:
+    for first, second in [*AFTERNOON, RELATED]:
+        views = [LinkView(str(n), text, (), "", 0.5) for n, text in enumerate((first, second))]
+        assert related(*views) is ((first, second) == RELATED), (first, second)
+
+
+@pytest.mark.slow
+def test_a_time_of_day_alone_does_not_link_with_the_default_embedder() -> None:
+    from amem.embed import make_embedder
+
+    config = load_config(overrides={"fold_threshold": 1.0, "pending_threshold": 1.0})
+    with MemoryStore(":memory:", config=config, embedder=make_embedder("e5-small"),
+                     clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
+        for first, second in AFTERNOON:
+            kept = store.add(first, enrich=True)
+            assert store.add(second, enrich=True).links == [], (first, second)
+            store.delete(kept.id)
+        store.add(RELATED[0])
+        assert store.add(RELATED[1]).links  # a shared term (预算, "budget") still links

@@ -1,0 +1,84 @@
+"""``amem scheduler``: the nightly job standalone, now (``--once``), or its last run (``--status``).
+
+The job and its config are the ``scheduler`` package's; the command lives here with the others
+because it opens the stores through the runtime (``tools.runtime``), which the scheduler
+package must not import (``tools.settings`` imports the scheduler's config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .common import Cmd
+from .output import EXIT_ERROR, EXIT_OK, emit, kv_text, usage_error
+
+if TYPE_CHECKING:
+    from scheduler import SchedulerConfig
+
+    from ..runtime import Runtime
+    from .common import Subparsers
+
+
+def register(cmd: Cmd, sub: Subparsers) -> None:
+    """Add ``amem scheduler`` to the ``amem`` parser (called by ``tools.cli.main``)."""
+    p = cmd("scheduler", cmd_scheduler,
+            "nightly maintenance for hosts without `amem serve`: consolidate every agent's "
+            "notes, optimise the engine, pay lcm's compaction debt; runs daily at "
+            "schedule_hour:schedule_minute in schedule_timezone (default 02:30 UTC) until "
+            "stopped, or once with --once")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--once", action="store_true", help="run the job now and exit")
+    what.add_argument("--status", action="store_true",
+                      help="show the last run (and the next one) and exit")
+    p.add_argument("--timezone", help="IANA zone of the schedule, e.g. Europe/Berlin")
+    p.add_argument("--no-lcm", action="store_true", help="skip lcm maintenance")
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    from scheduler import last_run_status
+
+    rt = _runtime(args)
+    cfg = rt.settings.scheduler
+    if args.status:
+        data = last_run_status(cfg.home, cfg)
+        emit(args, data, lambda: kv_text(data))
+        return EXIT_OK
+    with rt:  # closes the conversations, then the notes
+        return _run(args, rt, cfg)
+
+
+def _runtime(args: argparse.Namespace) -> Runtime:
+    from ..runtime import Runtime
+
+    if args.timezone is not None and not args.timezone.strip():
+        raise usage_error("--timezone must name an IANA zone, e.g. Europe/Berlin", "timezone")
+    overrides = {"home": args.home, "embedder": args.embedder, "schedule_timezone": args.timezone}
+    return Runtime.load(getattr(args, "env", None), config_path=args.config,
+                        overrides=overrides, agent=args.agent)
+
+
+def _run(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> int:
+    from scheduler import run_forever, run_nightly
+
+    memory = rt.memory  # StoreLockedError (exit 4) when a server owns the store
+    lcm = None if args.no_lcm else rt.lcm
+    if args.once:
+        report = run_nightly(memory, lcm, config=cfg, reason="manual")
+        data: dict[str, Any] = report.to_dict()
+        emit(args, data, lambda: kv_text(data))
+        return EXIT_OK if report.status == "ok" else EXIT_ERROR
+    # A service manager stops the foreground scheduler with SIGTERM: leave through the
+    # context managers (stores closed, lock released) as Ctrl-C does.
+    previous = signal.signal(signal.SIGTERM, _exit_on_term)
+    try:
+        run_forever(memory, lcm, cfg)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return EXIT_OK
+
+
+def _exit_on_term(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
