@@ -84,6 +84,9 @@ class Note:
     superseded_by: str | None = None
     #: the older notes whose fact this one replaced
     supersedes: list[str] = field(default_factory=list)
+    #: newer notes a person said do not replace this one (``amem unsupersede``): the judge
+    #: never marks this note superseded by them again
+    kept_against: list[str] = field(default_factory=list)
     #: when what the note tells happened, UTC ISO (``amem.notefields``); the write time if not given
     event_time: str = ""
     #: the caller's key/value labels, filterable in search (``amem.notefields``)

@@ -18,6 +18,7 @@ from .backends.base import Hit, Match, MatchAny, Range, Where
 from .index import NoteIndex
 from .notefields import is_expired
 from .notes import point_id
+from .supersede.marks import unmark
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +107,17 @@ def sweep_ids(index: NoteIndex, agent_id: str, note_ids: Iterable[str]) -> dict[
 def _release(index: NoteIndex, agent: str, hits: Sequence[Hit], gone: set[str]) -> int:
     """The older facts the swept notes had superseded become current again, as when their
     successor is deleted (``amem.supersede.release``): a mark naming a note that no longer
-    exists would hide them for good. How many were released."""
-    older = sorted({str(o) for h in hits for o in h.payload.get("supersedes") or []} - gone)
+    exists would hide them for good. Found by the swept notes' lists and by the marks naming
+    them (an orphan mark too); released before the points go. How many were released."""
+    older = {str(o) for h in hits for o in h.payload.get("supersedes") or []}
+    naming = Where(must=(Match("agent_id", agent), MatchAny("superseded_by", tuple(sorted(gone)))))
+    older.update(str(h.payload.get("id")) for h in index.backend.iterate(naming))
     freed = 0
-    for hit in index.backend.retrieve([point_id(agent, o) for o in older]):
+    for hit in index.backend.retrieve([point_id(agent, o) for o in sorted(older - gone)]):
         p = hit.payload
-        if p.get("agent_id") == agent and p.get("superseded_by") in gone:
-            index.update_payload(str(p["id"]), agent, {"superseded_by": None})
-            freed += 1
+        by = p.get("superseded_by")
+        if p.get("agent_id") == agent and by in gone:
+            freed += unmark(index, agent, str(p["id"]), by=str(by), reason="expired")
     return freed
 
 

@@ -25,7 +25,7 @@ from .purge import SweepReport, delete_all, sweep_expired
 from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
 from .search.visibility import count_expired, visible_links
-from .supersede import Superseder, judge_for
+from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
 from .write import AddResult, BulkWriter, EnricherSlot, UpdateResult, Updater, Writer
 
@@ -113,7 +113,7 @@ class MemoryStore:
         upgrade(self.index)  # once per store: tokenizer, point ids, event times
         self._llm = llm if llm is not None else self._llm_from_config()
         #: supersession marks, judged by the LLM when one is configured (amem.supersede)
-        self.superseder = Superseder(self.index, judge_for(self._llm))
+        self.superseder = Superseder(self.index, judge_for(self._llm, IndexMeaning(self.index)))
         enricher = EnricherSlot(self._llm)  # built on first use: the fast path needs none
         #: the write path (amem.write): adds, batches and imports, edits
         self.writer = Writer(self.index, config, enricher, self.superseder,
@@ -213,14 +213,18 @@ class MemoryStore:
         return note
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
-        """Soft-delete: the note stays in the engine with ``is_active: false``."""
+        """Soft-delete: the note stays in the engine with ``is_active: false``.
+
+        The facts it had replaced are released first (``amem.supersede.release``), then it is
+        deactivated with its ``supersedes`` emptied in one write: a kill in between leaves
+        them visible, never hidden behind a deleted note."""
         self._ensure_open()
         agent = self._agent(agent_id)
         with self._lock:
             note, _ = self.index.load(check_id(note_id), agent)
-            self.index.update_note_fields(note.id, agent, {"is_active": False})
-            if note.supersedes:  # the facts it replaced are current again
-                self.superseder.release(note)
+            self.superseder.release(note, reason="deleted")
+            self.index.update_note_fields(note.id, agent, {"is_active": False,
+                                                           "supersedes": []})
         note.is_active = False
         return note
 
@@ -233,6 +237,21 @@ class MemoryStore:
         self._ensure_open()
         return self.updater.update(note_id, self._agent(agent_id), content=content,
                                    subjects=subjects)
+
+    def history(self, note_id: str, *, agent_id: str | None = None) -> builtins.list[dict[str, Any]]:
+        """The supersession chain of a note, oldest first: the notes it replaced and those
+        that replaced it, deleted ones included (``amem.supersede.history``)."""
+        self._ensure_open()
+        return self.superseder.chain(self._agent(agent_id), check_id(note_id))
+
+    def unsupersede(self, note_id: str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Show a fact hidden wrongly again, and keep it so: the pair is remembered and no
+        judge hides it behind that note again (``amem.supersede.keep``). ``ValidationError``
+        when the note is not superseded, ``NotFoundError`` when it does not exist."""
+        self._ensure_open()
+        agent = self._agent(agent_id)
+        by = self.superseder.keep(agent, check_id(note_id))
+        return {"id": note_id, "was_superseded_by": by, "restored": True}
 
     def delete_all(self, *, agent_id: str | None = None) -> int:
         """Hard-delete every note of one agent (``amem.purge``); how many points went.

@@ -90,7 +90,8 @@ def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
             item["timestamp"] = doc.timestamp
         items.append(item)
     t0 = time.perf_counter()
-    results = store.add_many(items, enrich=args.enrich != "off", agent_id=agent)
+    results = store.add_many(items, enrich=args.enrich != "off", agent_id=agent,
+                             supersede=getattr(args, "supersede", True))
     t1 = time.perf_counter()
     # A folded turn lives inside another note: map stored note ids back to every turn they hold.
     holds: dict[str, list[str]] = {}
@@ -119,7 +120,10 @@ def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
                 out.setdefault(f"tool@{limit}", []).append(expand([h.id for h in tool]))
                 with_links[limit] += any(h.via == "link" for h in tool)
     graph: dict[str, float] = graph_stats(store, agent)
-    info = {"add_s": t1 - t0, "statuses": statuses, "graph": graph,
+    hidden = sorted(str(h.payload.get("id")) for h in store.index.backend.iterate(
+        Where(must=tuple(store.index.tenant_filter(agent))))
+        if h.payload.get("superseded_by"))
+    info = {"add_s": t1 - t0, "statuses": statuses, "graph": graph, "superseded": hidden,
             "search_p50_ms": round(1000 * float(np.percentile(latencies, 50)), 2),
             "search_p95_ms": round(1000 * float(np.percentile(latencies, 95)), 2)}
     if args.links and corpus.queries:
@@ -234,6 +238,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--dense-weight", type=float)
     p.add_argument("--link-min-cosine", type=float, help="the link-expansion gate (query scale)")
     p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--supersede", action=argparse.BooleanOptionalAction, default=True,
+                   help="judge supersession while adding (with --enrich offline; the fast "
+                        "path never judges): on vs off must rank alike on data without changes")
     p.add_argument("--limit-corpora", type=int, help="use only the first N corpora (quick runs)")
     p.add_argument("--corpora", help="comma-separated corpus names to use (e.g. conv-26)")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")

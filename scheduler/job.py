@@ -170,7 +170,7 @@ def _step(name: str, body: Callable[[], Any]) -> StepResult:
 def _summary(report: Any) -> dict[str, Any]:
     data = report.to_dict() if hasattr(report, "to_dict") else {}
     keys = ("groups", "pairs", "merges", "links_rewritten", "pending_resolved", "llm_fallbacks",
-            "vectors_refreshed", "superseded", "expired_deleted", "duration")
+            "vectors_refreshed", "superseded", "marks_released", "expired_deleted", "duration")
     return {k: data[k] for k in keys if k in data}
 
 

@@ -77,7 +77,8 @@ CONVENTIONS: dict[str, Convention] = {
     "memory_search": Convention(
         "Search memory", shape({"results": {"type": "array", "items": shape(
             {**_NOTE["properties"], "similarity": _opt(_N), "score": _N, "via": _S,
-             "found_by": _S, "superseded_by": _opt(_S), "boosted_by": _opt(_S)},
+             "found_by": _S, "superseded_by": _opt(_S), "hidden": _STRS,
+             "boosted_by": _opt(_S)},
             ("id", "content", "score", "via"))},
             "matches": _I, "linked": _I}, ("results", "matches", "linked"))),
     "memory_list": Convention(
@@ -96,6 +97,17 @@ CONVENTIONS: dict[str, Convention] = {
     "memory_delete": Convention(
         "Delete a memory", shape({"id": _S, "deleted": _B}, ("id", "deleted")),
         writes=True, destructive=True, idempotent=True),
+    "memory_history": Convention(
+        "Memory history", shape({"id": _S, "chain": {"type": "array", "items": shape(
+            {"id": _S, "content": _S, "is_active": _B, "superseded_by": _opt(_S),
+             "supersedes": _STRS, "kept_against": _STRS, "events": _A},
+            ("id", "content", "is_active", "superseded_by", "supersedes"))}},
+            ("id", "chain"))),
+    "memory_unsupersede": Convention(
+        # Shows a fact again: nothing is lost; the same call twice is refused (not hidden).
+        "Restore a hidden memory", shape({"id": _S, "was_superseded_by": _S, "restored": _B},
+                                         ("id", "was_superseded_by", "restored")),
+        writes=True, destructive=False, idempotent=False),
     "memory_delete_all": Convention(
         # Erases everything of the agent: destructive; a repeat finds nothing more to erase.
         "Erase all memories", shape({"deleted": _I}, ("deleted",)),

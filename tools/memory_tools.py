@@ -97,6 +97,19 @@ def memory_delete(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002
     return {"id": note.id, "deleted": True}
 
 
+def memory_history(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002
+    return {"id": id, "chain": _store(ctx).history(id, agent_id=ctx.agent_id)}
+
+
+def memory_unsupersede(ctx: "CallContext", id: str,  # noqa: A002
+                       confirm: bool) -> dict[str, Any]:
+    if confirm is not True:
+        raise ToolError("invalid_argument", "memory_unsupersede shows a hidden fact again and "
+                        "keeps it so against the note that hid it; call it with confirm: true "
+                        "only when the user said that fact is still true", field="confirm")
+    return _store(ctx).unsupersede(id, agent_id=ctx.agent_id)
+
+
 def memory_delete_all(ctx: "CallContext", confirm: bool) -> dict[str, Any]:
     # Only ever the caller's own agent: the tool takes no agent id, the context names it.
     if confirm is not True:
@@ -265,6 +278,30 @@ def memory_tools() -> list[Tool]:
                 "something or it is wrong. The note stops appearing in searches. Returns "
                 "{id, deleted: true}, or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
+        Tool(
+            name="memory_history", handler=memory_history,
+            summary="what a memory replaced and what replaced it",
+            description=(
+                "Show the supersession chain of one memory note by id: the older notes it "
+                "replaced (hidden from search) and the newer notes that replaced it, oldest "
+                "first, deleted ones included. Use it when a search result lists hidden ids, "
+                "or the user asks how a fact changed. Returns {id, chain: [{id, content, "
+                "event_time, is_active, superseded_by, supersedes, kept_against, events}]}, "
+                "or a not_found error."),
+            schema=obj({"id": _ID}, required=["id"])),
+        Tool(
+            name="memory_unsupersede", handler=memory_unsupersede, writes=True,
+            summary="show a wrongly hidden memory again (confirm: true)",
+            description=(
+                "Restore a memory that a newer note hid by mistake (the older fact is still "
+                "true): it appears in searches again, and the pair is remembered so it is "
+                "never hidden behind that note again. Pass the hidden note's id and confirm: "
+                "true only when the user said so. Returns {id, was_superseded_by, restored: "
+                "true}, or an invalid_argument error when the note is not hidden."),
+            schema=obj({"id": _ID,
+                        "confirm": {"type": "boolean", "description": "Must be true: the user "
+                                    "said the hidden fact is still true."}},
+                       required=["id", "confirm"])),
         Tool(
             name="memory_delete_all", handler=memory_delete_all, writes=True,
             summary="erase every memory of this agent (needs confirm: true)",

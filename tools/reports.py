@@ -23,8 +23,11 @@ def status_report(store: Any, agent_id: str, lcm: LcmReport, nightly: dict[str, 
     return {"memory": memory, "lcm": lcm("status"), "nightly": nightly}
 
 
-def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean: bool) -> dict[str, Any]:
-    """``amem doctor``: problems of both stores; ``ok`` is false when lcm's checks fail."""
+def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean: bool,
+                  fix: bool = False) -> dict[str, Any]:
+    """``amem doctor``: problems of both stores; ``ok`` is false when lcm's checks fail or a
+    supersession mark hides a fact for no live reason (``amem.supersede.audit``), which
+    ``fix`` repairs (``amem doctor --fix``; the nightly job does too)."""
     problems: list[str] = []
     info = store.info()
     memory: dict[str, Any] = {"embedder": info.embedder, "points": info.points,
@@ -65,12 +68,39 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                         f"are searched by brute force until the next bulk write or nightly job")
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
+    marks_ok = _supersession(store, memory, problems, fix)
     lcm_data: dict[str, Any] = lcm("doctor")
     if clean:
         lcm_data = {"doctor": lcm_data, "clean": lcm("doctor_clean")}
     lcm_ok = (lcm_data.get("doctor", lcm_data) or {}).get("ok", True)
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
-    return {"ok": bool(lcm_ok), "memory": memory, "lcm": lcm_data, "warnings": problems}
+    return {"ok": bool(lcm_ok) and marks_ok, "memory": memory, "lcm": lcm_data,
+            "warnings": problems}
+
+
+def _supersession(store: Any, memory: dict[str, Any], problems: list[str], fix: bool) -> bool:
+    """The supersession audit into ``memory["supersession"]`` (healed with ``fix``); False
+    when a fact stays hidden for no live reason."""
+    found = store.superseder.audit()
+    hiding = [p for p in found if p.kind != "unbacked_entry"]
+    kinds: dict[str, int] = {}
+    for p in found:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    part: dict[str, Any] = {"problems": len(found), "hiding_a_fact": len(hiding),
+                            "by_kind": kinds, "examples": [p.to_dict() for p in found[:10]]}
+    memory["supersession"] = part
+    if fix and found:
+        part["released"] = store.superseder.heal(found)
+        part["fixed"] = len(found)
+        return True
+    if hiding:
+        problems.append(f"{len(hiding)} facts are hidden by supersession marks that no live "
+                        f"note backs (an interrupted write, or a store written before they "
+                        f"healed); `amem doctor --fix` releases them (the nightly job does too)")
+    elif found:
+        problems.append(f"{len(found)} notes list older notes they do not hide (harmless); "
+                        f"`amem doctor --fix` tidies them")
+    return not hiding
 
 
 def lcm_report(store: Any, method: str) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
-from ..notes import Note, point_id
+from ..notes import Note, now_iso, point_id
+from ..supersede.marks import mark
 from .graph import LinkGraph
 from .lineage import Chains
 from .merge import MergeLLM, loser_entry, merge_notes, note_key, was_merged
@@ -274,8 +275,12 @@ class AgentRun:
         current = list(now[0].payload.get("supersedes") or [])
         index.update_payload(survivor, agent, {
             "supersedes": current + [m for m in moved if m not in current]})
-        for old in moved:
-            index.update_payload(old, agent, {"superseded_by": survivor})
+        at = now_iso(index.clock.now())
+        for old in moved:  # the one write of a mark (``amem.supersede.mark``)
+            mark(index, agent, old, survivor, at=at, decided_by="merge")
+        # last: the merged note lists nothing it still hides (search reads a deleted or merged
+        # note's non-empty list as an interrupted write, amem.search.visibility.gone_successors)
+        index.update_payload(loser, agent, {"supersedes": [o for o in older if o not in moved]})
         # the survivor now belongs to the loser's chain: a later pass must keep them apart
         chain = self.lineage.get(loser) or loser
         former = self.lineage.get(survivor)

@@ -45,6 +45,8 @@ class ConsolidationReport:
     vectors_refreshed: int = 0
     #: older notes the supersession sweep found replaced by a newer one (``amem.supersede``)
     superseded: int = 0
+    #: older notes shown again because their mark was unsound (``amem.supersede.heal``)
+    marks_released: int = 0
     #: notes past their ``expires_at`` hard-deleted by this run (``amem.purge``)
     expired_deleted: int = 0
 
@@ -83,7 +85,7 @@ class ConsolidationReport:
             "resumed": self._sum("resumed"), "notes": self._sum("notes"),
             "duration": round(self.duration, 3), "threshold": self.threshold,
             "indexed_first": self.indexed_first, "vectors_refreshed": self.vectors_refreshed,
-            "superseded": self.superseded,
+            "superseded": self.superseded, "marks_released": self.marks_released,
             "expired_deleted": self.expired_deleted,
             "warnings": self.warnings,
             "per_agent": {k: v.to_dict(details=details) for k, v in self.agents.items()},

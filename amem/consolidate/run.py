@@ -121,6 +121,7 @@ class Consolidator:
             for agent, part in report.agents.items():
                 outcome = self._superseder.sweep(agent)
                 report.superseded += len(outcome.superseded)
+                report.marks_released += len(outcome.released)
                 part.warnings.extend(outcome.warnings)
             return report
 

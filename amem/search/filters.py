@@ -7,9 +7,9 @@ from typing import Any, Sequence
 from ..backends.base import Condition, IsEmpty, Match, MatchAny, Where
 from ..errors import ValidationError
 from ..index import NoteIndex
-from .visibility import expired_successors
+from .visibility import expired_successors, gone_successors
 
-#: at most this many expired, unswept successors release their older facts before the sweep
+#: at most this many expired or deleted successors release their older facts at once (each)
 LAPSED_MAX = 1000
 
 
@@ -19,9 +19,11 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
     optional subject and topics rules as nested clauses."""
     must: list[Condition] = list(index.tenant_filter(agent_id))
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
-        # ... unless what replaced it has expired: until the sweep deletes the successor (and
-        # clears the mark), the older fact is current again, as it is once the sweep has run.
-        lapsed = expired_successors(index, agent_id, limit=LAPSED_MAX)
+        # ... unless what replaced it has expired (until the sweep deletes the successor and
+        # clears the mark) or was deleted while still listing what it replaced (a delete or
+        # merge interrupted before its release: amem.supersede): the older fact is current.
+        lapsed = [*expired_successors(index, agent_id, limit=LAPSED_MAX),
+                  *gone_successors(index, agent_id, limit=LAPSED_MAX)]
         current = IsEmpty("superseded_by")
         must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
                     if lapsed else current)

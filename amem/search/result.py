@@ -30,6 +30,9 @@ class SearchResult:
     found_by: str = "link"
     #: the newer note that replaced this one (only with ``include_superseded``)
     superseded_by: str | None = None
+    #: older notes this one replaced, hidden from search for it (``include_superseded``
+    #: shows them; ``amem history`` tells the chain, ``amem unsupersede`` undoes one)
+    hidden: list[str] = field(default_factory=list)
     #: when the event happened (UTC ISO; the write time when none was given)
     event_time: str = ""
     #: the caller's labels (``amem.notefields``)
@@ -58,6 +61,7 @@ def make_result(payload: dict[str, Any], similarity: float, rrf_score: float, vi
         subjects=list(payload.get("subjects", [])), category=payload.get("category", "General"),
         score=round(float(score), 8), found_by=found,
         superseded_by=payload.get("superseded_by"),
+        hidden=list(payload.get("supersedes") or []),
         event_time=payload.get("event_time") or payload.get("timestamp", ""),
         metadata=dict(payload.get("metadata") or {}), boosted_by=boosted_by)
 

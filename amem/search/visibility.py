@@ -69,6 +69,22 @@ def expired_successors(index: NoteIndex, agent_id: str, *, limit: int) -> list[s
     return [str(hit.payload.get("id")) for hit in hits]
 
 
+def gone_successors(index: NoteIndex, agent_id: str, *, limit: int) -> list[str]:
+    """Ids of ``agent_id``'s deleted or merged notes that still list older notes they replaced
+    (at most ``limit``). A delete releases those first and empties the list in the same write
+    that deactivates the note (``amem.supersede.release``), so in a sound store this is a
+    small indexed read that finds nothing; after an interrupted write it names the successors
+    whose marks must not hide anything."""
+    where = Where(must=(Match("agent_id", agent_id), Match("is_active", False)),
+                  must_not=(IsEmpty("supersedes"),))
+    ids: list[str] = []
+    for hit in index.backend.iterate(where):
+        ids.append(str(hit.payload.get("id")))
+        if len(ids) >= limit:
+            break
+    return ids
+
+
 def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
     """Active notes past their ``expires_at`` that the sweep has not deleted yet (of one
     agent, or of every agent)."""
@@ -79,4 +95,4 @@ def count_expired(index: NoteIndex, agent_id: str | None = None) -> int:
     return index.backend.count(Where(must=tuple(must)))
 
 
-__all__ = ["count_expired", "expired_successors", "live_ids", "visible_links"]
+__all__ = ["count_expired", "expired_successors", "gone_successors", "live_ids", "visible_links"]

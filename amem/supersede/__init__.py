@@ -15,9 +15,18 @@ a subject with it and are not newer are put to a judge (``SupersedeJudge``):
   quit") and not additive ("also", "still", "as well"); and the sentence holding the change
   shares a topic with the older note (an informative word besides names, greetings and the
   change words; for a change with a slot, "lost my job", "new home", the older note must
-  state that slot). ``tests/amem/store/test_supersede_rule.py`` measures it on a labelled
-  set of real LoCoMo turns and written pairs, and over every pair of same-speaker turns of
-  the LoCoMo conversations (187,112 pairs: 16 yes, most of them false alarms).
+  state that slot, as the subject's own: "my job", not "their jobs"); a change told as
+  background ("since I lost my job") or someone else's ("their new home") is no change;
+  a leading label ("Infra: ...") is no shared topic. Then, by meaning: the two notes (labels
+  off), or the change sentence and the closest sentence of the older note, must be more
+  alike than ``SAME_THING`` on the embedder's note-to-note scale (``amem.similarity``;
+  ``RuleJudge`` with a ``Meaning``). ``benchmarks.supersede_judge_bench`` measures both
+  judges over every pair of same-speaker turns of the LoCoMo dev conversations (187,112
+  pairs: the words-only rule of issue 16 said yes to 16, 15 of them false; this rule to 1,
+  the real one) and their recall on ``tests/fixtures/supersede_changes.json``.
+
+Candidates are the ``CANDIDATES`` nearest notes at or above ``CANDIDATE_FLOOR`` on that scale,
+for either judge: a note about something else is not put to the LLM either.
 
 A yes marks the older note ``superseded_by = <new id>`` and the new one ``supersedes``, each
 with an ``evolution_history`` entry (``marks``); search leaves superseded notes out unless
@@ -27,13 +36,18 @@ asked for history. Modules: ``rule`` (the offline rule), ``judges`` (rule or LLM
 
 from __future__ import annotations
 
-from .judges import (OFFLINE, SCHEMA, SYSTEM, LLMJudge, RuleJudge, SupersedeJudge, Verdict,
-                     judge_for, prompt)
-from .marks import (CANDIDATES, Outcome, Superseder, candidates, check, history_order, release,
-                    sweep)
-from .rule import FactView, change_marker, change_sentence, replaces, same_subject, view
+from .heal import KINDS, MarkProblem, audit, heal
+from .history import chain
+from .judges import (OFFLINE, SCHEMA, SYSTEM, LLMJudge, Meaning, RuleJudge, SupersedeJudge,
+                     Verdict, judge_for, prompt)
+from .marks import (CANDIDATE_FLOOR, CANDIDATES, IndexMeaning, Outcome, candidates, check,
+                    history_order, keep, mark, release, unmark)
+from .rule import (SAME_THING, FactView, change_marker, change_sentence, replaces, same_subject,
+                   view)
+from .superseder import Superseder, sweep
 
-__all__ = ["CANDIDATES", "FactView", "LLMJudge", "OFFLINE", "Outcome", "RuleJudge", "SCHEMA",
-           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "candidates", "change_marker",
-           "change_sentence", "check", "history_order", "judge_for", "prompt", "release",
-           "replaces", "same_subject", "sweep", "view"]
+__all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "FactView", "IndexMeaning", "KINDS", "LLMJudge",
+           "MarkProblem", "Meaning", "OFFLINE", "Outcome", "RuleJudge", "SAME_THING", "SCHEMA",
+           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "audit", "candidates", "chain", "check",
+           "change_marker", "change_sentence", "heal", "history_order", "judge_for", "keep",
+           "mark", "prompt", "release", "replaces", "same_subject", "sweep", "unmark", "view"]

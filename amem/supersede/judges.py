@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from dataclasses import replace as with_field
 from typing import Any, Mapping, Protocol, Sequence
 
 from ..enrich.base import OFFLINE_FALLBACK, llm_label
 from ..errors import ValidationError
 from ..kernel.llm import LLM
-from .rule import FactView, replaces
+from .rule import FactView, change_sentence, replaces, sentences, unlabelled
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +35,48 @@ class SupersedeJudge(Protocol):
     def judge(self, new: FactView, older: Sequence[FactView]) -> Verdict: ...
 
 
+class Meaning(Protocol):
+    """How alike texts are by meaning: the embedder's note-to-note similarity
+    (``amem.similarity``: 0 unrelated, 1 identical)."""
+
+    def similarities(self, text: str, others: Sequence[str]) -> list[float]: ...
+
+
 class RuleJudge:
-    """The offline rule as a judge."""
+    """The offline rule as a judge.
+
+    The rule is read by words first (subject, a change stated, a shared topic); a pair that
+    passes is then asked whether the two are about the same thing by meaning, the better of
+    the two notes' similarity (``FactView.similarity``) and that of the sentence stating the
+    change to the closest sentence of the older note (with ``meaning``; a chat turn is about
+    several things). Below ``SAME_THING`` nothing is hidden: a miss costs a stale answer next
+    to the current one, a false hide a true fact nobody sees.
+    """
 
     label = OFFLINE
 
+    def __init__(self, meaning: Meaning | None = None) -> None:
+        self.meaning = meaning
+
     def judge(self, new: FactView, older: Sequence[FactView]) -> Verdict:
-        return Verdict([o.id for o in older if replaces(new, o)], OFFLINE)
+        return Verdict([o.id for o in older
+                        if replaces(new, o, semantic=False) and replaces(new, self._measured(new, o))],
+                       OFFLINE)
+
+    def _measured(self, new: FactView, old: FactView) -> FactView:
+        """``old`` with its similarity to ``new`` at its best: the two notes without their
+        leading labels (a shared "Infra:" says nothing about meaning), or the sentence stating
+        the change against the closest sentence of the older note."""
+        if self.meaning is None:
+            return old
+        found = change_sentence(unlabelled(new.content.strip()))
+        parts = sentences(old.content)
+        if found is None or not parts:
+            return old
+        best = max(self.meaning.similarities(unlabelled(new.content.strip()),
+                                             [unlabelled(old.content.strip())]))
+        best = max(best, *self.meaning.similarities(found[1], parts))
+        return with_field(old, similarity=best)
 
 
 SYSTEM = (
@@ -68,9 +104,9 @@ def prompt(new: FactView, older: Sequence[FactView]) -> str:
 class LLMJudge:
     """One LLM call per new note; the offline rule on any failure (visible in the verdict)."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: LLM, meaning: Meaning | None = None) -> None:
         self.llm = llm
-        self.fallback = RuleJudge()
+        self.fallback = RuleJudge(meaning)
 
     @property
     def label(self) -> str:
@@ -114,10 +150,11 @@ class LLMJudge:
         return [older[n - 1].id for n in range(1, len(older) + 1) if said.get(n)], warnings
 
 
-def judge_for(llm: LLM | None) -> SupersedeJudge:
-    """The LLM judge when an LLM is configured, else the offline rule."""
-    return RuleJudge() if llm is None else LLMJudge(llm)
+def judge_for(llm: LLM | None, meaning: Meaning | None = None) -> SupersedeJudge:
+    """The LLM judge when an LLM is configured, else the offline rule (both read ``meaning``:
+    the rule itself, the LLM judge in its fallback)."""
+    return RuleJudge(meaning) if llm is None else LLMJudge(llm, meaning)
 
 
-__all__ = ["LLMJudge", "OFFLINE", "RuleJudge", "SCHEMA", "SYSTEM", "SupersedeJudge", "Verdict",
+__all__ = ["LLMJudge", "Meaning", "OFFLINE", "RuleJudge", "SCHEMA", "SYSTEM", "SupersedeJudge", "Verdict",
            "judge_for", "prompt"]

@@ -66,6 +66,28 @@ _FAMILIES: tuple[frozenset[str], ...] = tuple(frozenset(tokenize(words)) for wor
     "monday tuesday wednesday thursday friday saturday sunday weekday weekend",
 ))
 
+#: note similarity (``amem.similarity``) from which two notes are about the same thing: the
+#: rule hides an older note only at or above it (see ``benchmarks.supersede_judge_bench``)
+SAME_THING = 0.03
+#: a leading label, a word or two before a colon ("Staging database: ...", "Note: ...",
+#: "Caroline: ..."): it names a heading or a speaker, not what the sentence says, so two
+#: notes sharing it share no topic by that alone
+_LABEL = re.compile(r"^\s*[^\W\d][\w'-]*(?:\s+[\w'-]+)?\s*:\s+(?=\S)")
+
+
+def unlabelled(text: str) -> str:
+    """``text`` without its leading label, if it has one."""
+    return _LABEL.sub("", text, count=1)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a note (its label off), longest 1,000 characters, at most 12."""
+    parts = [p.strip()[:1000] for p in _SENTENCE_END.split(unlabelled(text.strip()))]
+    return [p for p in parts if len(p) > 3][:12]
+
 
 @dataclass(frozen=True)
 class FactView:
@@ -75,6 +97,10 @@ class FactView:
     content: str
     subjects: tuple[str, ...] = ()
     timestamp: str = ""
+    #: an older note's note-to-note similarity to the note being judged (``amem.similarity``,
+    #: the embedder's calibrated scale), as ``amem.supersede.candidates`` reads it from the
+    #: engine; None when nobody measured it (then the rule does not hide)
+    similarity: float | None = None
 
 
 def view(note: Note | Mapping[str, Any]) -> FactView:
@@ -112,7 +138,8 @@ def _subject_names(content: str, subjects: tuple[str, ...]) -> frozenset[str]:
 
 def same_subject(new: FactView, old: FactView) -> bool:
     """A shared subject or name (not a relative of it); or neither names anyone (the user's
-    own notes)."""
+    own notes); or, when the two do not both name their subjects, the same thing opening both
+    ("The staging database ...")."""
     if new.subjects and old.subjects:
         shared = {s.casefold() for s in new.subjects} & {s.casefold() for s in old.subjects}
     else:
@@ -121,10 +148,25 @@ def same_subject(new: FactView, old: FactView) -> bool:
         if not mine and not theirs:
             return True
         shared = set(mine & theirs)
+        if not shared and _same_lead(new.content, old.content):
+            return True
     if not shared:
         return False
     owners = {m.group(1).split()[-1].casefold() for m in _RELATION.finditer(new.content)}
     return not ({w for s in shared for w in s.split()} & owners)
+
+
+#: a sentence opening on a determined noun phrase and its verb: "The staging database runs..."
+_LEAD = re.compile(rf"^(?:the|our|my|his|her|their)\s+((?:[a-z][\w-]*\s+){{0,3}}?[a-z][\w-]*)\s+"
+                   rf"(?:{_STATE_VERB}|moved|moves|switched|changed|stopped|relocated|was|were)\b",
+                   re.IGNORECASE)
+
+
+def _same_lead(new: str, old: str) -> bool:
+    """Both notes open on the same noun phrase ("The staging database runs ..." and "The
+    staging database moved ..."): the thing they state a fact about is one subject."""
+    a, b = _LEAD.match(unlabelled(new).strip()), _LEAD.match(unlabelled(old).strip())
+    return bool(a and b and a.group(1).casefold() == b.group(1).casefold())
 
 
 def change_sentence(text: str) -> tuple[str, str] | None:
@@ -135,13 +177,26 @@ def change_sentence(text: str) -> tuple[str, str] | None:
     evidence that this change is about the older fact.
     """
     for match in _MARKERS.finditer(text):
-        if _NEGATION.search(text[max(0, match.start() - 24):match.start()]):
+        before = text[max(0, match.start() - 40):match.start()]
+        if _NEGATION.search(before[-24:]) or _BACKGROUND.search(before) \
+                or _OTHERS_NEW.search(before + match.group(0)):
             continue
         start = max(text.rfind(c, 0, match.start()) for c in ".!?\n") + 1
+        if not text[start:match.start()].strip() and _GERUND.match(match.group(0)):
+            continue  # "Losing my job was hard": the change is the subject, told as background
         ends = [i for i in (text.find(c, match.end()) for c in ".!?\n") if i >= 0]
         end = min(ends) + 1 if ends else len(text)
         return match.group(0), text[start:end].strip()
     return None
+
+
+#: a change told as the reason or the time of something else ("since I lost my job", "'cause
+#: I lost my job"): it happened before, the sentence is about what followed
+_BACKGROUND = re.compile(r"(?:\b(?:since|after|because|cause|once|ever since)|'cause)\s+"
+                         r"(?:\w+\s+){0,2}$", re.IGNORECASE)
+_GERUND = re.compile(r"\w+ing\b", re.IGNORECASE)
+#: someone else's new thing ("their new home", "your new job"): not the subject's change
+_OTHERS_NEW = re.compile(r"\b(?:their|his|her|your|its)\s+new \w+$", re.IGNORECASE)
 
 
 def change_marker(text: str) -> str | None:
@@ -185,8 +240,8 @@ def shared_topic(new: FactView, old: FactView, sentence: str | None = None) -> s
     their subjects' names (a slot family counts as its first shared member)."""
     names = set(tokenize(" ".join(_subject_names(new.content, new.subjects)
                                   | _subject_names(old.content, old.subjects))))
-    mine, mine_all = _terms(new.content if sentence is None else sentence)
-    theirs, theirs_all = _terms(old.content)
+    mine, mine_all = _terms(unlabelled(new.content) if sentence is None else sentence)
+    theirs, theirs_all = _terms(unlabelled(old.content))
     shared = {t for t in mine & theirs if t not in names and len(t) > 2}
     for family in _FAMILIES:
         hits = mine_all & family, theirs_all & family
@@ -199,8 +254,8 @@ def _slot(marker: str) -> frozenset[str] | None:
     """The family a slot-bearing change phrase is about ("lost my job": work), else None."""
     # "moved to" is a change of place or of time ("the sync moved to Tuesdays"): no slot
     stems = set(tokenize(marker)) - set(tokenize("moved moving relocated"))
-    if _WORK_VERB in stems:  # "now works at": then "works" in the older note is the same slot
-        return _FAMILIES[1] | {_WORK_VERB, _JOB}
+    if _WORK_VERB in stems or stems & _FAMILIES[1]:
+        return _JOB_SLOT
     for family in _FAMILIES:
         if stems & family:
             return family
@@ -208,22 +263,42 @@ def _slot(marker: str) -> frozenset[str] | None:
 
 
 _WORK_VERB = tokenize("works")[0]
+_JOB_SLOT = _FAMILIES[1] | {_WORK_VERB, _JOB}
+#: an older note states the subject's own job: "my new job", "Bob works at Google", "a banker"
+_OWN_JOB = re.compile(
+    r"\b(?:my|our|his|her)\s+(?:\w+\s+){0,2}?(?:job|jobs|career|role|position|employer|"
+    r"company|boss|salary)\b"
+    r"|(?<!\byour )(?<!\btheir )(?<!\bhis )(?<!\bher )(?<!\bmy )(?<!\bour )"
+    r"\bwork(?:s|ed|ing)? (?:at|for|as)\b"
+    r"|\b(?:banker|engineer|retired|employed|hired)\b", re.IGNORECASE)
 
 
-def replaces(new: FactView, old: FactView) -> bool:
-    """The offline rule (see the module docstring): does ``new`` replace ``old``'s fact?"""
+def replaces(new: FactView, old: FactView, *, semantic: bool = True) -> bool:
+    """The offline rule (see the module docstring): does ``new`` replace ``old``'s fact?
+
+    ``semantic`` (always, in the store) also asks that the two be about the same thing by
+    meaning: ``old.similarity`` at least ``SAME_THING``; an unmeasured pair is not hidden.
+    ``semantic=False`` is the words-only rule, kept to measure what the meaning gate adds.
+    """
     if new.id == old.id or not same_subject(new, old):
         return False
-    text = new.content.strip()
+    if semantic and (old.similarity is None or old.similarity < SAME_THING):
+        return False
+    text = unlabelled(new.content.strip())
     found = change_sentence(text)
     if found is None or _ADDITIVE.search(text):
         return False
     marker, sentence = found
-    if sentence.endswith("?") or _retold(marker, old.content):
+    before = unlabelled(old.content)
+    if sentence.endswith("?") or _retold(marker, before):
         return False  # a question; or the older note tells the same change: a retelling
+    if re.search(r"\bnow\b", marker, re.IGNORECASE) and _terms(sentence)[0] <= _terms(before)[1]:
+        return False  # "I'm now part of the brigade" after "I joined the brigade": no new value
     slot = _slot(marker)
     if slot is not None:  # "lost my job" replaces a fact about work, and only such a fact
-        return bool(_terms(old.content)[1] & slot)
+        if slot is _JOB_SLOT:  # the subject's own job: not "job training", "their jobs"
+            return bool(_OWN_JOB.search(before))
+        return bool(_terms(before)[1] & slot)
     shared = shared_topic(new, old, sentence)
     if _WEAK.match(marker):
         names = {w.casefold() for w in re.findall(r"\b[A-Z][\w+#.-]*[A-Za-z0-9]", sentence)}
@@ -241,5 +316,5 @@ def _retold(marker: str, old: str) -> bool:
     return norm <= theirs
 
 
-__all__ = ["FactView", "change_marker", "change_sentence", "replaces", "same_subject",
-           "shared_topic", "view"]
+__all__ = ["FactView", "SAME_THING", "change_marker", "change_sentence", "replaces",
+           "same_subject", "sentences", "shared_topic", "unlabelled", "view"]

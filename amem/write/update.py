@@ -17,7 +17,11 @@
 5. written as one field update with its new vector and terms, marked ``vector_stale`` until a
    second write clears the mark (as ``amem.refresh.mend`` does): a process killed between the
    two leaves the new text with a mark the next write repairs, never a silent mismatch;
-6. supersession is judged again (``amem.supersede.check`` with ``recheck``).
+6. supersession is judged again. The older notes it replaced are released *before* step 5
+   (``amem.supersede.release``), and the new text is then judged afresh
+   (``amem.supersede.check``): a process killed in between leaves those facts visible,
+   never hidden by a text that no longer replaces them. ``supersedes`` and ``released`` of
+   the result say what changed (an older note judged replaced again is in neither).
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ class Updater:
             linked, link_warnings = self._relink(note, vector)
             warnings += link_warnings
             note.links = linked
+            freed = self._superseder.release(note, reason="edited") if note.supersedes else []
             changes = {name: getattr(note, name) for name in FIELDS}
             changes[STALE_FIELD] = True  # cleared by the second write below
             if not index.update_note_fields(note.id, agent, changes, dense=vector,
@@ -123,12 +128,13 @@ class Updater:
             added = [n for n in linked if n not in before]
             removed = [n for n in before if n not in linked]
             warnings += self._back_links(note, added, removed)
-            outcome = self._superseder.check(note, vector, recheck=True)
+            outcome = self._superseder.check(note, vector)
             warnings += outcome.warnings
         changed = (["text"] if new_text else []) + (["subjects"] if new_subjects else [])
         return UpdateResult(note.id, "updated", changed=changed, links=list(note.links),
                             links_added=added, links_removed=removed,
-                            supersedes=outcome.superseded, released=outcome.released,
+                            supersedes=[n for n in outcome.superseded if n not in freed],
+                            released=[n for n in freed if n not in outcome.superseded],
                             enriched_by=note.enriched_by, warnings=warnings)
 
     def _refuse_duplicate(self, note: Note, digest: str) -> None:

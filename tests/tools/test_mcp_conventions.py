@@ -40,6 +40,10 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("lcm_describe", {"id": "$msg"}),
     ("lcm_expand", {"query": "Lisbon"}),
     ("lcm_expand_query", {"prompt": "Which flight?", "query": "flight"}),
+    ("memory_add", {"text": "Carol drinks coffee every morning", "subjects": ["carol"]}),
+    ("memory_add", {"text": "Carol stopped coffee, she drinks tea now", "subjects": ["carol"]}),
+    ("memory_history", {"id": "$old"}),
+    ("memory_unsupersede", {"id": "$old", "confirm": True}),
     ("memory_delete", {"id": "$id"}),
     ("memory_delete_all", {"confirm": True}),
 ]
@@ -57,6 +61,8 @@ def _run_all(call: Any) -> list[tuple[str, dict[str, Any]]]:
             seen["$id"] = result["notes"][0]["id"]
         if name == "lcm_grep":
             seen["$msg"] = result["hits"][0]["id"]
+        if name == "memory_add" and result.get("supersedes"):  # the coffee note it hid
+            seen["$old"] = result["supersedes"][0]
     return out
 
 
@@ -158,6 +164,8 @@ def test_lazy_mode_works_with_a_host_that_allows_only_listed_tools(
                     seen["$id"] = result["notes"][0]["id"]
                 if name == "lcm_grep":
                     seen["$msg"] = result["hits"][0]["id"]
+                if name == "memory_add" and result.get("supersedes"):
+                    seen["$old"] = result["supersedes"][0]
             full = await host.call("tool_info", {"query": "memory_get"})
             return host, out, full
 

@@ -67,6 +67,16 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                    help="erase every note of the agent for good (asks first on a terminal)")
     p.add_argument("--yes", action="store_true", help="with --all: do not ask (scripts)")
 
+    p = cmd("history", cmd_history, "the supersession chain of one note: what it replaced, "
+            "what replaced it")
+    add_server_option(p)
+    p.add_argument("id")
+
+    p = cmd("unsupersede", cmd_unsupersede, "show a fact hidden by a newer note again, and "
+            "keep it so (the judge never hides it behind that note again)")
+    add_server_option(p)
+    p.add_argument("id", help="the hidden (older) note")
+
     p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
     p.add_argument("file", help="the file to import")
     p.add_argument("--format", choices=["jsonl", "text"], help="default: from the extension")
@@ -211,6 +221,36 @@ def cmd_update(args: argparse.Namespace) -> int:
          + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
          + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
          + "".join(f"\nwarning: {w}" for w in result["warnings"]))
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    with _notes(args) as (store, server):  # as memory_history shows it, either way
+        data = (remote_call(server, "memory_history", {"id": args.id}) if server is not None
+                else {"id": args.id, "chain": local_store(store).history(args.id)})
+    emit(args, data, lambda: _chain_text(data))
+    return EXIT_OK
+
+
+def _chain_text(data: dict[str, Any]) -> str:
+    """One line per note of the chain, oldest first: state, id, text."""
+    lines = []
+    for n in data["chain"]:
+        state = ("deleted" if not n["is_active"] else
+                 f"hidden by {n['superseded_by']}" if n["superseded_by"] else "current")
+        kept = f" (kept against {', '.join(n['kept_against'])})" if n["kept_against"] else ""
+        mark = "*" if n["id"] == data["id"] else " "
+        lines.append(f"{mark} {n['event_time'][:10]}  {n['id']}  [{state}]{kept}  "
+                     f"{clip(n['content'], 80)}")
+    return "\n".join(lines)
+
+
+def cmd_unsupersede(args: argparse.Namespace) -> int:
+    with _notes(args) as (store, server):
+        data = (remote_call(server, "memory_unsupersede", {"id": args.id, "confirm": True})
+                if server is not None else local_store(store).unsupersede(args.id))
+    emit(args, data, f"{data['id']} is current again; it stays so against "
+                     f"{data['was_superseded_by']}")
     return EXIT_OK
 
 

@@ -58,6 +58,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     add_server_option(p)
     p = cmd("doctor", cmd_doctor, "check both stores for problems")
     p.add_argument("--clean", action="store_true", help="also list lcm clean-up candidates")
+    p.add_argument("--fix", action="store_true",
+                   help="repair what can be repaired: release facts hidden by unsound "
+                        "supersession marks (a local store only)")
     add_server_option(p)
 
     p = cmd("tools", cmd_tools, "print the tool schemas in a host's format")
@@ -283,9 +286,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ..remote import OWNER_DOCTOR
 
     with runtime(args) as rt, open_notes(args, rt) as (store, server):
+        if server is not None and args.fix:
+            raise usage_error("doctor --fix repairs a local store; run it where the store "
+                              "lives (the server's nightly job repairs the same)", "fix")
         data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
                 if server is not None
-                else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean))
+                else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean,
+                                 fix=args.fix))
     emit(args, data, lambda: kv_text(data))
     return 0 if data["ok"] else 1
 
@@ -297,11 +304,12 @@ def status_data(store: MemoryStore, agent_id: str, lcm: LcmReport, rt: Runtime) 
     return {"version": version(), **status_report(store, agent_id, lcm, _nightly_status(rt))}
 
 
-def doctor_data(store: MemoryStore, lcm: LcmReport, rt: Runtime, clean: bool) -> dict[str, Any]:
+def doctor_data(store: MemoryStore, lcm: LcmReport, rt: Runtime, clean: bool, *,
+                fix: bool = False) -> dict[str, Any]:
     """``amem doctor`` of an open store (the server answers the CLI with the same)."""
     from ..reports import doctor_report
 
-    return doctor_report(store, lcm, _nightly_status(rt), clean=clean)
+    return doctor_report(store, lcm, _nightly_status(rt), clean=clean, fix=fix)
 
 
 def _lcm_reports(rt: Runtime) -> LcmReport:

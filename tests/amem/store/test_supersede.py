@@ -97,8 +97,9 @@ def _client(server: FakeOpenAI) -> LLMClient:
 
 def test_the_llm_judge_decides_and_falls_back_visibly(fake_openai: FakeOpenAI) -> None:
     new = FactView("n", "These days Alice prefers tea", ("Alice",))
-    older = [FactView("o1", "Alice drinks coffee", ("Alice",)),
-             FactView("o2", "Alice likes jazz", ("Alice",))]
+    # measured as ``candidates`` measures them: the rule hides no pair nobody measured
+    older = [FactView("o1", "Alice drinks coffee", ("Alice",), similarity=0.4),
+             FactView("o2", "Alice likes jazz", ("Alice",), similarity=0.4)]
     fake_openai.script(json_reply({"verdicts": [{"candidate": 1, "replaces": True},
                                                 {"candidate": 2, "replaces": False},
                                                 {"candidate": 7, "replaces": True}]}))
@@ -159,3 +160,25 @@ def test_notes_of_an_older_store_without_the_fields_stay_current(store: MemorySt
     store.index.write_points([point])
     assert "old-1" in _ids(store.search("Frank bees", limit=3))
     assert store.get("old-1").superseded_by is None and store.get("old-1").supersedes == []
+
+
+def test_the_readme_step_two_example_ranks_the_new_fact_first(e5_store: MemoryStore) -> None:
+    """README "First five minutes", step 2, over the quickstart's notes (examples/notes.jsonl):
+    the staging database moved. The new fact answers first; no unrelated note is hidden."""
+    import json
+    from pathlib import Path
+
+    from amem.importer import import_file
+
+    agent = "readme-step-2"
+    notes = Path(__file__).resolve().parents[3] / "examples" / "notes.jsonl"
+    import_file(e5_store, notes, agent_id=agent)
+    before = {n.id for n, _ in e5_store.iter_notes(agent_id=agent)}
+    added = e5_store.add("The staging database moved to db-2.internal on Monday", ["infra"],
+                         agent_id=agent)
+    found = e5_store.search("where is the staging database?", agent_id=agent, limit=3)
+    assert found[0].id == added.id, [r.content for r in found]
+    old = [json.loads(line)["text"] for line in notes.read_text().splitlines() if "staging" in line]
+    hidden = {i for i in before if e5_store.get(i, agent_id=agent).superseded_by}
+    # the only note it may hide is the older staging-database fact it replaces
+    assert {e5_store.get(i, agent_id=agent).content for i in hidden} <= set(old)

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from amem.embed import Embedder, make_embedder
+from amem.supersede import FactView, RuleJudge, change_marker, replaces, same_subject
 from benchmarks.datasets import BENCHDATA
-
-from amem.supersede import FactView, change_marker, replaces, same_subject
+from benchmarks.supersede_judge_bench import (EmbedderMeaning, load_changes, load_turns,
+                                              rule_tally)
 
 PAIRS = Path(__file__).resolve().parents[2] / "fixtures" / "supersede_pairs.json"
 LOCOMO = BENCHDATA / "locomo_dev.json"
@@ -51,30 +53,42 @@ def _locomo() -> list[tuple[FactView, FactView, bool]]:
     return rows
 
 
-def _scores(rows: list[tuple[FactView, FactView, bool]]) -> tuple[int, int, int]:
-    """(true positives, false positives, false negatives)."""
+@pytest.fixture(scope="module")
+def e5() -> Embedder:
+    """The default embedder: the rule's meaning gate is on its note-to-note scale."""
+    return make_embedder("e5-small")
+
+
+def _scores(rows: list[tuple[FactView, FactView, bool]],
+            embedder: Embedder) -> tuple[int, int, int]:
+    """(true positives, false positives, false negatives) of the rule as a store runs it:
+    the judge with the embedder's meaning, each older note with its similarity to the new."""
+    meaning = EmbedderMeaning(embedder)
+    judge = RuleJudge(meaning)
     tp = fp = fn = 0
     for old, new, label in rows:
-        said = replaces(new, old)
+        measured = FactView(old.id, old.content, old.subjects,
+                            similarity=meaning.similarities(new.content, [old.content])[0])
+        said = bool(judge.judge(new, [measured]).ids)
         tp += said and label
         fp += said and not label
         fn += label and not said
     return tp, fp, fn
 
 
-def test_written_pairs_precision_and_recall() -> None:
+def test_written_pairs_precision_and_recall(e5: Embedder) -> None:
     rows = _written()
     assert sum(label for _, _, label in rows) >= 15 and sum(not lab for _, _, lab in rows) >= 15
-    tp, fp, fn = _scores(rows)
+    tp, fp, fn = _scores(rows, e5)
     precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
     assert precision >= 0.95, (tp, fp, fn)
     assert recall >= 0.8, (tp, fp, fn)
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="shared benchdata absent")
-def test_real_locomo_turns_few_false_alarms() -> None:
+def test_real_locomo_turns_few_false_alarms(e5: Embedder) -> None:
     rows = _locomo()
-    tp, fp, fn = _scores(rows)
+    tp, fp, fn = _scores(rows, e5)
     negatives = sum(not label for _, _, label in rows)
     # precision first: at most one of the 15 real look-alikes (same speaker, same topic) is
     # taken for a change; the one real change (a job lost after a new job) is found
@@ -82,39 +96,47 @@ def test_real_locomo_turns_few_false_alarms() -> None:
     assert tp >= 1 and fn == 0, (tp, fp, fn)
 
 
+def words(new: FactView, old: FactView) -> bool:
+    """The rule by words alone (its meaning gate is measured with the embedder above)."""
+    return replaces(new, old, semantic=False)
+
+
 def test_the_rule_reads_negation_additions_and_other_people() -> None:
     old = FactView("o", "Bob works at Google", ("Bob",))
-    assert replaces(FactView("n", "Bob left his job at Google", ("Bob",)), old)
-    assert not replaces(FactView("n", "Bob won't quit his job", ("Bob",)), old)
+    assert words(FactView("n", "Bob left his job at Google", ("Bob",)), old)
+    assert not words(FactView("n", "Bob won't quit his job", ("Bob",)), old)
     assert change_marker("I never stopped reading") is None
-    assert not replaces(FactView("n", "Bob also works at a startup now", ("Bob",)), old)
+    assert not words(FactView("n", "Bob also works at a startup now", ("Bob",)), old)
     sister = FactView("n", "Alice's sister moved to Berlin", ("Alice",))
     assert not same_subject(sister, FactView("o", "Alice lives in Paris", ("Alice",)))
     # first-person notes without subjects are the user's: names in them are objects
-    assert replaces(FactView("n", "I use VS Code instead of Vim these days"),
+    assert words(FactView("n", "I use VS Code instead of Vim these days"),
                     FactView("o", "I use Vim for all my editing"))
-    assert not replaces(FactView("n", "Alice now drinks tea"), FactView("o", "I drink coffee"))
+    assert not words(FactView("n", "Alice now drinks tea"), FactView("o", "I drink coffee"))
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="shared benchdata absent")
-def test_few_alarms_over_every_same_speaker_pair_of_the_real_conversations() -> None:
-    """Every turn against every earlier turn of its speaker: real changes are rare in chat, so
-    nearly every yes is a false alarm. Before the rule read only the sentence holding the
-    change (and not the greeting's name), it said yes to 43 of these pairs."""
-    pairs, said = 0, set()
-    for sample in json.loads(LOCOMO.read_text(encoding="utf-8")):
-        conv = sample["conversation"]
-        sessions = sorted((k for k, v in conv.items() if k.startswith("session_")
-                           and isinstance(v, list)), key=lambda k: int(k.split("_")[1]))
-        turns = [t for k in sessions for t in conv[k]]
-        for i, new in enumerate(turns):
-            earlier = [t for t in turns[:i] if t["speaker"] == new["speaker"]]
-            pairs += len(earlier)
-            if change_marker(new["text"]) is None:
-                continue  # the rule needs a change phrase: no pair of this turn can pass
-            view = FactView("n", new["text"], (new["speaker"],))
-            said |= {(sample["sample_id"], old["dia_id"], new["dia_id"]) for old in earlier
-                     if replaces(view, FactView("o", old["text"], (old["speaker"],)))}
-    assert pairs > 180_000
-    assert ("conv-41", "D25:1", "D28:1") in said  # the labelled real change
-    assert len(said) <= 20, sorted(said)
+def test_precision_over_every_same_speaker_pair_and_recall_of_real_changes(e5: Embedder) -> None:
+    """Every turn against every earlier turn of its speaker (187,112 pairs): real changes are
+    rare in chat, so nearly every yes is a false hide. Issue 24 asks for at most one false hide
+    per 1,000 pairs; the words-only rule of issue 16 said yes to 16 pairs, 15 of them false.
+    Recall on ``tests/fixtures/supersede_changes.json`` (real changes of dev-data facts) holds
+    at its measured level (``benchmarks.supersede_judge_bench``): a fall is a regression."""
+    turns = load_turns(LOCOMO)
+    tally = rule_tally(turns, load_changes(turns), e5)
+    assert tally.pairs > 180_000
+    assert ("conv-41", "D25:1", "D28:1") in tally.said  # the real change among them
+    assert tally.false <= 1, sorted(tally.said)
+    assert 1000 * tally.false / tally.pairs <= 1.0
+    assert tally.labelled >= 20 and tally.found / tally.labelled >= 0.85, tally.to_dict()
+
+
+def test_a_shared_leading_label_is_no_shared_topic(e5: Embedder) -> None:
+    """Issue 24, item 1: two notes of one subject sharing only a label before a colon."""
+    old = FactView("o", "Staging database: runs PostgreSQL 16 on db-staging-2", ("infra",))
+    new = FactView("n", "Staging database: we switched the team chat to Matrix", ("infra",))
+    meaning = EmbedderMeaning(e5)
+    measured = FactView("o", old.content, old.subjects,
+                        similarity=meaning.similarities(new.content, [old.content])[0])
+    assert RuleJudge(meaning).judge(new, [measured]).ids == []
+    assert not words(new, old)  # the label is not a topic by words either

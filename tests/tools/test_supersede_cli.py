@@ -1,0 +1,48 @@
+"""Issue 24 through the installed console script: see a hidden fact, its history, undo it, and
+``amem doctor`` / ``--fix`` on an unsound mark. Slow: seven startups of ``amem`` (1-3 s each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amem import MemoryStore
+from amem.config import load_config
+from amem.embed.hashing import HashingEmbedder
+
+from .test_cli_console import AGENT, amem, amem_json, base_env
+
+pytestmark = pytest.mark.slow
+
+COFFEE = "Alice drinks coffee every morning"
+TEA = "Alice stopped coffee, she drinks tea now"
+
+
+def test_see_history_undo_and_doctor_fix(tmp_path: Path) -> None:
+    env = base_env(tmp_path / "home")
+    old = amem_json(env, "add", COFFEE, "--subject", "Alice")["id"]  # type: ignore[index]
+    new = amem_json(env, "add", TEA, "--subject", "Alice")
+    assert new["supersedes"] == [old]  # type: ignore[index]
+    found = amem_json(env, "search", "Alice coffee", "-n", "5")
+    hits = found["results"] if isinstance(found, dict) else found  # type: ignore[index]
+    assert [h["hidden"] for h in hits if h["id"] == new["id"]] == [[old]]  # type: ignore[index]
+    assert old not in [h["id"] for h in hits]
+    chain = amem_json(env, "history", old)["chain"]  # type: ignore[index]
+    assert [n["id"] for n in chain] == [old, new["id"]]  # type: ignore[index]
+    text = amem(env, "history", old).stdout
+    assert f"hidden by {new['id']}" in text and "current" in text  # type: ignore[index]
+    done = amem(env, "unsupersede", old).stdout
+    assert "current again" in done
+    amem(env, "unsupersede", old, code=2)  # not hidden any more: a clear error, exit 2
+    again = amem_json(env, "search", "Alice coffee", "-n", "5")
+    hits = again["results"] if isinstance(again, dict) else again  # type: ignore[index]
+    assert old in [h["id"] for h in hits]
+    # an unsound mark (what an interrupted write left before issue 24): doctor says, --fix heals
+    with MemoryStore(config=load_config(env={"AMEM_HOME": env["AMEM_HOME"]}),
+                     embedder=HashingEmbedder(), agent_id=AGENT) as store:
+        store.index.update_payload(old, AGENT, {"superseded_by": "gone-note"})
+    report = amem_json(env, "doctor", code=1)
+    assert report["memory"]["supersession"]["hiding_a_fact"] == 1  # type: ignore[index]
+    fixed = amem_json(env, "doctor", "--fix")
+    assert fixed["memory"]["supersession"]["released"] == [old]  # type: ignore[index]
