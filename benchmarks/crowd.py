@@ -64,11 +64,15 @@ def renamed(source: Corpus, k: int, avoid: set[str]) -> list[Doc]:
     names = [n for n in NAMES if n not in avoid]
     people = speakers(source)
     n = len(names)
-    if len(people) > 2 or n < 3 or k >= n * (n - 1):
+    if len(people) > 2 or n < 4 or k >= n // 2 + n * (n - 2):
         raise ValueError(f"crowd: renaming {k} of {source.name} ({len(people)} speakers) needs "
                          f"more fresh names than benchmarks.crowd.NAMES has ({n} usable)")
-    # pair k: every ordered pair of distinct names once, before any pair repeats
-    fresh = [names[k % n], names[(k % n + 1 + k // n) % n]][:len(people)]
+    if k < n // 2:  # first pairs that share no name, then every other ordered pair once
+        i, j = 2 * k, 2 * k + 1
+    else:
+        i = (k - n // 2) % n
+        j = (i + 2 + (k - n // 2) // n) % n
+    fresh = [names[i], names[j]][:len(people)]
     mapping = dict(zip(people, fresh))
     pattern = re.compile(r"\b(" + "|".join(re.escape(p) for p in people) + r")\b") \
         if people else None
