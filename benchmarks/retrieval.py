@@ -183,6 +183,22 @@ def per_corpus(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
     return out
 
 
+def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
+           ) -> dict[str, dict[str, dict[str, float]]]:
+    """method -> half -> metric (LoCoMo categories 1-4; CMRC all): the questions of each
+    conversation alternately in half "a" and "b", so a change tuned on one half can be read
+    on the other (a gain that holds on both is not an artefact of the dev questions)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for method, per in rankings.items():
+        rows: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
+        for corpus, ranked_lists in zip(corpora, per):
+            kept = [(q, r) for q, r in zip(corpus.queries, ranked_lists) if q.category != "5"]
+            for i, (q, ranked) in enumerate(kept):
+                rows["ab"[i % 2]].append(score(ranked, q.relevant))
+        out[method] = {half: mean(r) for half, r in rows.items()}
+    return out
+
+
 def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     loaded = load_locomo(data) if task == "locomo" else load_cmrc(data, unit=args.unit)
     corpora = loaded
@@ -233,7 +249,8 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "link_min_cosine": config.link_min_cosine,
         "rrf_k": config.rrf_k, "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
-        "per_corpus": per_corpus(corpora, rankings), "timings": timings}
+        "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
+        "timings": timings}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -294,6 +311,10 @@ def table(result: dict[str, Any]) -> str:
         for method, per in result["per_corpus"].items():
             lines.append(f"{method} | " + " | ".join(f"{per[n].get('R@10', 0):.3f}"
                                                     for n in names))
+    if result.get("halves"):
+        lines.append("\nR@10 on held-apart halves (a | b)")
+        for method, per in result["halves"].items():
+            lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}")
     for corpus in result["timings"]["per_corpus"]:
         lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)
