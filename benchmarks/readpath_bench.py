@@ -35,7 +35,8 @@ from amem.backends.base import Match, Where
 from amem.backends.edge import EdgeBackend
 from amem.bm25 import query_vector
 from amem.embed import make_embedder
-from amem.search import fuse, pipeline
+from amem import ranking
+from amem.search import fuse, pipeline, usage
 from amem.search import filters as search_filters
 from amem.text import tokenize
 
@@ -114,9 +115,9 @@ def shares(store: MemoryStore, queries: Sequence[str], agent: str) -> dict[str, 
     """Per-feature time inside searches (ms per search) and its share of the full search."""
     timer = _Timer()
     timer.wrap(pipeline.Searcher, "_bump_heat", "heat: retrieval-count writes")
-    timer.wrap(pipeline.ranking, "heat_boost", "heat: boost")
-    timer.wrap(pipeline.ranking, "usage_boost", "usage: boost")
-    timer.wrap(pipeline.usage, "best_cosine", "usage: boost")
+    timer.wrap(ranking, "heat_boost", "heat: boost")
+    timer.wrap(ranking, "usage_boost", "usage: boost")
+    timer.wrap(usage, "best_cosine", "usage: boost")
     timer.wrap(pipeline, "live_ids", "liveness: links shown")
     timer.wrap(pipeline, "expand", "links: expansion")
     timer.wrap(search_filters, "expired_successors", "supersede+expiry: lapsed successors")
