@@ -2,6 +2,8 @@
 
 Each test runs the console script next to this interpreter (as a user types it) on a fresh
 home with the hashing embedder; checks that need no process (config loading) run in-process.
+A script start costs 1-3 s on a busy machine, so the tests that need several are marked slow
+(CI runs them; `-m "not slow"` skips them).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 # -- 1. common options before the command; did you mean ---------------------------------------
 
 
+@pytest.mark.slow
 def test_common_options_before_the_command_work_as_after_it(env: dict[str, str],
                                                              tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
@@ -95,6 +98,7 @@ def test_unknown_config_keys_and_variables_get_did_you_mean(tmp_path: Path) -> N
 # -- 2. the commands a running server does not route say so --------------------------------------
 
 
+@pytest.mark.slow
 def test_commands_not_routed_through_a_running_server_say_so(env: dict[str, str],
                                                             tmp_path: Path) -> None:
     # This process holds the store and its record says it is `amem serve --http` (the
@@ -138,6 +142,7 @@ def test_a_missing_file_is_the_same_usage_error_for_import_and_lcm_ingest(
 # -- 4. [tools.descriptions]: checked by every command, shown by `amem tools` --------------------
 
 
+@pytest.mark.slow
 def test_tool_descriptions_are_checked_everywhere_and_amem_tools_lists_what_the_server_serves(
         env: dict[str, str], tmp_path: Path) -> None:
     import anyio
@@ -176,6 +181,7 @@ def test_tool_descriptions_are_checked_everywhere_and_amem_tools_lists_what_the_
 # -- 5. import: where a line is broken, and skipped lines on stderr -----------------------------
 
 
+@pytest.mark.slow
 def test_a_line_cut_short_is_reported_at_its_column_and_skipped_lines_go_to_stderr(
         env: dict[str, str], tmp_path: Path) -> None:
     src = tmp_path / "notes.jsonl"
@@ -200,6 +206,7 @@ def test_a_line_cut_short_is_reported_at_its_column_and_skipped_lines_go_to_stde
 # -- 6. a store opens with the embedder that wrote it --------------------------------------------
 
 
+@pytest.mark.slow
 def test_after_reembed_a_plain_search_opens_the_store_with_its_new_embedder(
         tmp_path: Path) -> None:
     env = base_env(tmp_path / "home")
@@ -236,6 +243,7 @@ def _conversation(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return env, src
 
 
+@pytest.mark.slow
 def test_lcm_grep_has_the_tools_defaults_and_a_files_scope(tmp_path: Path) -> None:
     env, _ = _conversation(tmp_path)
     # no scope: the agent's main session; no mode: an RE2 regular expression
@@ -268,6 +276,7 @@ def test_lcm_status_and_expand_print_for_a_reader(tmp_path: Path) -> None:
 # -- 8. cosmetics: stdin notes, linked notes, Markdown headings ---------------------------------
 
 
+@pytest.mark.slow
 def test_notes_read_as_written_and_linked_notes_show_as_links(env: dict[str, str],
                                                               tmp_path: Path) -> None:
     from amem.enrich.context import first_informative_sentence
@@ -296,6 +305,7 @@ def test_notes_read_as_written_and_linked_notes_show_as_links(env: dict[str, str
         ["staging database"]) == "The staging database moved to db-2.internal on Monday."
 
 
+@pytest.mark.slow
 def test_the_import_bar_ends_in_one_line_before_the_index_build_is_announced(
         tmp_path: Path) -> None:
     from .test_cli_console import _run_on_a_terminal
