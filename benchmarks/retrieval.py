@@ -17,6 +17,11 @@ cosine) and ``rrf`` (plain RRF, k=60). ``graph`` reports the links after the imp
 with a link, links per note, and the share of tool searches that returned a linked note.
 
 ``--cache DIR`` keeps the embeddings on disk between runs (``benchmarks.embcache``).
+
+``--crowd N`` is the crowded store (``benchmarks.crowd``): each LoCoMo conversation among the
+other conversations' turns under fresh speaker names until its store holds N notes; every
+method, baselines included, ranks the same crowd. Standard sizes: 1500 and 10000 (50000 where
+time allows). Results come per conversation and on two held-apart halves beside the means.
 """
 
 from __future__ import annotations
