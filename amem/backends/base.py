@@ -29,6 +29,10 @@ KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
 #: numeric fields filtered by range: a note's event time and expiry as epoch seconds
 FLOAT_INDEXES = ("event_ts", "expires_ts")
+#: indexes only writes and maintenance read (dedup, field updates, the merge queue, refresh):
+#: kept on disk (memory-mapped) in a new store; the read path's stay in RAM (opening 50k notes:
+#: 283 MB instead of 301; ``hash`` alone had held 21 MB).
+ON_DISK_INDEXES = ("id", "hash", "folded_hashes", "category", "pending_merge", "vector_stale")
 
 Scalar = Union[str, int, bool]
 

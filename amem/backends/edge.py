@@ -35,7 +35,7 @@ from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
 from amem.backends._lock import StoreLock, locked_message
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -199,9 +199,12 @@ class EdgeBackend:
         # Indexes live in the segments and survive a reload; only missing ones are created.
         existing = set(shard.info().payload_schema)
         wanted: list[tuple[str, Any]] = [
-            (name, qe.KeywordIndexParams(is_tenant=name == "agent_id")) for name in KEYWORD_INDEXES
+            (name, qe.KeywordIndexParams(is_tenant=name == "agent_id",
+                                         on_disk=name in ON_DISK_INDEXES or None))
+            for name in KEYWORD_INDEXES
         ]
-        wanted += [(name, qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
+        wanted += [(name, qe.BoolIndexParams(on_disk=True) if name in ON_DISK_INDEXES
+                    else qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
         wanted += [(name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES]
         for name, schema in wanted:
             if name not in existing:

@@ -26,7 +26,7 @@ from amem.backends import _common as c
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_client
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -169,10 +169,12 @@ class QdrantServerBackend:
 
     def _create_indexes(self, existing: set[str] | None = None) -> None:
         wanted: list[tuple[str, Any]] = [
-            (name, qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=name == "agent_id"))
+            (name, qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=name == "agent_id",
+                                         on_disk=name in ON_DISK_INDEXES or None))
             for name in KEYWORD_INDEXES
         ]
-        wanted += [(name, qm.PayloadSchemaType.BOOL) for name in BOOL_INDEXES]
+        wanted += [(name, qm.BoolIndexParams(type=qm.BoolIndexType.BOOL, on_disk=True)
+                    if name in ON_DISK_INDEXES else qm.PayloadSchemaType.BOOL) for name in BOOL_INDEXES]
         wanted += [(name, qm.PayloadSchemaType.FLOAT) for name in FLOAT_INDEXES]
         wanted = [(name, schema) for name, schema in wanted if name not in (existing or set())]
         with warnings.catch_warnings():

@@ -21,7 +21,8 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
         # ... unless what replaced it has expired (until the sweep deletes the successor and
         # clears the mark) or was deleted while still listing what it replaced (a delete or
-        # merge interrupted before its release: amem.supersede): the older fact is current.
+        # merge interrupted before its release: amem.supersede): the older fact is current
+        # (the successors read are those whose ``supersedes`` names notes, as the sweep reads).
         lapsed = [*expired_successors(index, agent_id, limit=LAPSED_MAX),
                   *gone_successors(index, agent_id, limit=LAPSED_MAX)]
         current = IsEmpty("superseded_by")
