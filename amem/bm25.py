@@ -47,9 +47,22 @@ def _sparse(weights: dict[int, float]) -> SparseVector:
 
 
 def note_terms(content: str, keywords: Sequence[str], tags: Sequence[str]) -> list[str]:
-    """The BM25 field of a note: content + keywords + tags."""
-    parts = [content, *keywords, *tags]
-    return tokenize(" \n".join(parts))
+    """The BM25 field of a note: the content's terms, then each keyword or tag term the
+    content lacks, once.
+
+    Offline enrichment draws its keywords and tags from the content itself; counting them
+    again raised those terms' frequencies and the note's length, so a keyword-rich note
+    outranked the turn that answers (LoCoMo conv-41 R@10 0.743 -> 0.715 with offline
+    enrichment, docs/retrieval-next.md). A term the content lacks (an LLM's "career change",
+    a caller's tag) is what enrichment can add to BM25, and it still does.
+    """
+    terms = tokenize(content)
+    seen = set(terms)
+    for term in tokenize(" \n".join([*keywords, *tags])):
+        if term not in seen:
+            seen.add(term)
+            terms.append(term)
+    return terms
 
 
 @dataclass

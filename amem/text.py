@@ -44,9 +44,11 @@ STOPWORDS = frozenset(
     "的 了 和 是 在 也 就 都 而 及 与 着 或 一个 我们 你们 他们".split()
 )
 
-#: bumped whenever ``tokenize`` maps a text to other terms: stored BM25 vectors made by another
-#: version no longer meet the query's terms, so the store rebuilds them at open (``amem.store``)
-TOKENIZER_VERSION = 2
+#: bumped whenever a note's BM25 terms change (``tokenize`` maps a text to other terms, or
+#: ``amem.bm25.note_terms`` builds the field otherwise): stored BM25 vectors made by another
+#: version no longer match the query's terms or weights, so the store rebuilds them at open
+#: (``amem.upgrades``). 3: enrichment terms the content already holds are not counted again.
+TOKENIZER_VERSION = 3
 
 _snowball_lock = threading.RLock()
 _snowball: Any = None

@@ -17,6 +17,11 @@ cosine) and ``rrf`` (plain RRF, k=60). ``graph`` reports the links after the imp
 with a link, links per note, and the share of tool searches that returned a linked note.
 
 ``--cache DIR`` keeps the embeddings on disk between runs (``benchmarks.embcache``).
+
+``--crowd N`` is the crowded store (``benchmarks.crowd``): each LoCoMo conversation among the
+other conversations' turns under fresh speaker names until its store holds N notes; every
+method, baselines included, ranks the same crowd. Standard sizes: 1500 and 10000 (50000 where
+time allows). Results come per conversation and on two held-apart halves beside the means.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from amem.embed import make_embedder
 from amem.backends.base import Where
 from amem.kernel.fusion import rrf
 
+from .crowd import crowd
 from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, load_cmrc, load_locomo
 from .embcache import CachedEmbedder
 from .metrics import dedup_order, mean, recall_at, score
@@ -169,12 +175,46 @@ def evaluate(task: str, corpora: list[Corpus], rankings: dict[str, list[list[lis
     return result
 
 
+def per_corpus(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
+               ) -> dict[str, dict[str, dict[str, float]]]:
+    """method -> corpus -> metric over the corpus's scored queries (LoCoMo: categories 1-4):
+    a change must hold in every conversation, not only on the mean."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for method, per in rankings.items():
+        for corpus, ranked_lists in zip(corpora, per):
+            rows = [score(ranked, q.relevant) for q, ranked in zip(corpus.queries, ranked_lists)
+                    if q.category != "5"]
+            out.setdefault(method, {})[corpus.name] = mean(rows)
+    return out
+
+
+def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
+           ) -> dict[str, dict[str, dict[str, float]]]:
+    """method -> half -> metric (LoCoMo categories 1-4; CMRC all): the questions of each
+    conversation alternately in half "a" and "b", so a change tuned on one half can be read
+    on the other (a gain that holds on both is not an artefact of the dev questions)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for method, per in rankings.items():
+        rows: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
+        for corpus, ranked_lists in zip(corpora, per):
+            kept = [(q, r) for q, r in zip(corpus.queries, ranked_lists) if q.category != "5"]
+            for i, (q, ranked) in enumerate(kept):
+                rows["ab"[i % 2]].append(score(ranked, q.relevant))
+        out[method] = {half: mean(r) for half, r in rows.items()}
+    return out
+
+
 def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
-    corpora = load_locomo(data) if task == "locomo" else load_cmrc(data, unit=args.unit)
+    loaded = load_locomo(data) if task == "locomo" else load_cmrc(data, unit=args.unit)
+    corpora = loaded
     if args.corpora:
         corpora = [c for c in corpora if c.name in args.corpora.split(",")]
     if args.limit_corpora:
         corpora = corpora[:args.limit_corpora]
+    if args.crowd:
+        # Each conversation among the others' turns under fresh names (benchmarks.crowd); the
+        # distractors come from every loaded conversation, not only the ones scored.
+        corpora = [crowd(c, loaded, args.crowd) for c in corpora]
     chinese = task == "cmrc"
     overrides: dict[str, Any] = {"heat": args.heat, "link_expansion": args.links}
     if args.fusion is not None:
@@ -212,8 +252,10 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "links": args.links, "heat": args.heat, "unit": args.unit,
         "fusion": config.fusion, "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
         "link_min_cosine": config.link_min_cosine,
-        "rrf_k": config.rrf_k, "depth": DEPTH},
-        "results": evaluate(task, corpora, rankings), "timings": timings}
+        "rrf_k": config.rrf_k, "depth": DEPTH, "crowd": args.crowd},
+        "results": evaluate(task, corpora, rankings),
+        "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
+        "timings": timings}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -244,6 +286,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-corpora", type=int, help="use only the first N corpora (quick runs)")
     p.add_argument("--corpora", help="comma-separated corpus names to use (e.g. conv-26)")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
+    p.add_argument("--crowd", type=int, metavar="N",
+                   help="LoCoMo: the crowded store, each conversation among the others' turns "
+                        "under fresh speaker names until its store holds N notes "
+                        "(benchmarks.crowd; the standard sizes are 1500 and 10000)")
     return p.parse_args(argv)
 
 
@@ -264,6 +310,16 @@ def table(result: dict[str, Any]) -> str:
         cells = [groups.get(g, {}).get(m) for g, m in cols]
         lines.append(f"| {method} | " + " | ".join("" if v is None else f"{v:.3f}"
                                                    for v in cells) + " |")
+    if result["task"] == "locomo" and result.get("per_corpus"):
+        names = list(next(iter(result["per_corpus"].values())))
+        lines.append(f"\nR@10 per conversation (cats 1-4) | {' | '.join(names)}")
+        for method, per in result["per_corpus"].items():
+            lines.append(f"{method} | " + " | ".join(f"{per[n].get('R@10', 0):.3f}"
+                                                    for n in names))
+    if result.get("halves"):
+        lines.append("\nR@10 on held-apart halves (a | b)")
+        for method, per in result["halves"].items():
+            lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}")
     for corpus in result["timings"]["per_corpus"]:
         lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)
@@ -274,6 +330,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = args.data or (DEFAULT_LOCOMO if args.task == "locomo" else DEFAULT_CMRC)
     if not data.exists():
         print(f"no data file at {data}", file=sys.stderr)
+        return 2
+    if args.crowd is not None and (args.task != "locomo" or args.crowd < 1):
+        print("--crowd N needs the locomo task and N >= 1 (the notes of each crowded store)",
+              file=sys.stderr)
         return 2
     result = run(args.task, data, args)
     if args.out:

@@ -134,3 +134,19 @@ def test_stemmer_leaves_short_and_non_ascii_words() -> None:
 
     assert stem("bus") == "bus" and stem("café") == "café" and stem("naïveties") == "naïveties"
     assert "she" not in tokenize("she's here")
+
+
+def test_enrichment_terms_the_content_holds_are_not_counted_again() -> None:
+    # Offline keywords are drawn from the content: counting them twice raised their
+    # frequencies and the note's length, so keyword-rich notes outranked the answer.
+    content = "Maria: I joined a gym near my place last week, the yoga classes are great."
+    terms = bm25.note_terms(content, ["gym", "yoga classes", "Maria"], ["fitness", "yoga"])
+    assert terms == tokenize(content) + ["fit"]  # the stemmed "fitness", which it lacks, once
+
+
+def test_a_note_with_repeated_keywords_scores_as_its_content_alone() -> None:
+    content = "Jon opened his dance studio downtown in June."
+    plain = bm25.doc_vector(bm25.note_terms(content, [], []), 10.0, bm25.Bm25Params())
+    enriched = bm25.doc_vector(bm25.note_terms(content, ["dance studio", "Jon", "June"],
+                                               ["dance"]), 10.0, bm25.Bm25Params())
+    assert enriched == plain
