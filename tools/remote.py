@@ -371,8 +371,8 @@ class _Session:
             self.session_id = headers.get(_SESSION_HEADER)
         message = _response(status, headers.get("content-type", ""), body, self.next_id, self.url)
         if "error" in message:
-            error = message["error"] if isinstance(message["error"], dict) else {}
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            error: dict[str, Any] = message["error"] if isinstance(message["error"], dict) else {}
+            data: dict[str, Any] = error["data"] if isinstance(error.get("data"), dict) else {}
             raise RemoteError(str(error.get("message", "the server refused the request")),
                               code=str(data.get("code", "error")), field=data.get("field"))
         result = message.get("result")
