@@ -35,7 +35,7 @@ def _engine_payload(store: MemoryStore, note_id: str) -> dict[str, Any]:
     assert isinstance(backend, EdgeBackend)
     (record,) = backend.shard.retrieve([point_id("a", note_id)], with_payload=True,
                                        with_vector=False)
-    return dict(record.payload)
+    return dict(record.payload or {})
 
 
 def _searched(store: MemoryStore, query: str, note_id: str) -> None:
@@ -101,4 +101,5 @@ def test_held_counts_are_written_past_the_cap(store: MemoryStore,
     _searched(store, "green tea", "tea")  # the second held point: both written
     assert _engine_payload(store, "bike")["retrieval_count"] == 1
     assert _engine_payload(store, "tea")["retrieval_count"] == 1
-    assert len(store.index.backend._heat) == 0
+    backend = store.index.backend
+    assert isinstance(backend, EdgeBackend) and len(backend._heat) == 0
