@@ -366,12 +366,12 @@ class EdgeBackend:
         flt = to_edge(c.point_where(pid, where))
         assert flt is not None  # a Where with a condition always translates to a filter
         self.check_space(1, _payload_size(payload) + (4 * self.dim if vectors else 0))
-        self._heat.forget([pid], payload.keys())
         # The gate makes the check and the writes one step for every thread of this process.
         with self._engine("update point"):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
             self._touch([pid])
+            self._heat.forget([pid], payload.keys())  # what this write carries replaces it
             if payload:
                 self.shard.update(qe.UpdateOperation.set_payload_by_filter(flt, payload))
             if vectors:
