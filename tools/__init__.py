@@ -13,21 +13,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# light modules (the standard library only), imported as before: ``export`` must be bound
+# here, or the submodule of the same name would shadow the function once anything imports it
+from .errors import ToolError
+from .export import FORMATS, estimate_tokens, export
+from .registry import Tool
+
 if TYPE_CHECKING:
-    from .errors import ToolError
-    from .export import FORMATS, estimate_tokens, export
     from .facade import CORE_TOOLS, MAX_PAYLOAD_BYTES, ToolFacade
-    from .registry import Tool
 
 __all__ = ["ToolFacade", "Tool", "ToolError", "export", "FORMATS", "estimate_tokens",
            "CORE_TOOLS", "MAX_PAYLOAD_BYTES"]
 
-# The public names load on first use (PEP 562), as in ``amem``: importing ``tools.cli`` or
+# The facade's names load on first use (PEP 562), as in ``amem``: importing ``tools.cli`` or
 # ``tools.remote`` runs this file first, and the facade pulls in both stores, the engines and
 # numpy, which a CLI command routed through a running server never uses (issue 25).
-_LAZY = {"ToolFacade": ".facade", "CORE_TOOLS": ".facade", "MAX_PAYLOAD_BYTES": ".facade",
-         "Tool": ".registry", "ToolError": ".errors", "export": ".export", "FORMATS": ".export",
-         "estimate_tokens": ".export"}
+_LAZY = {"ToolFacade": ".facade", "CORE_TOOLS": ".facade", "MAX_PAYLOAD_BYTES": ".facade"}
 
 
 def __getattr__(name: str) -> Any:
