@@ -46,7 +46,8 @@ class PendingHeat:
     def record(self, pid: str, payload: dict[str, Any]) -> bool:
         """Hold ``payload`` for ``pid``; True when ``MAX_PENDING`` points are held."""
         with self._lock:
-            self._held.setdefault(pid, {}).update(payload)
+            # a new dict, never one changed in place: ``show`` reads without the lock
+            self._held[pid] = {**self._held.get(pid, {}), **payload}
             return len(self._held) >= MAX_PENDING
 
     def show(self, pid: str, payload: dict[str, Any], fields: Sequence[str] | None) -> None:
@@ -68,12 +69,10 @@ class PendingHeat:
                 held = self._held.get(pid)
                 if held is None:
                     continue
-                if drop is None:
-                    del self._held[pid]
-                    continue
-                for key in drop:
-                    held.pop(key, None)
-                if not held:
+                kept = {} if drop is None else {k: v for k, v in held.items() if k not in drop}
+                if kept:
+                    self._held[pid] = kept
+                else:
                     del self._held[pid]
 
     def take(self) -> list[tuple[list[str], dict[str, Any]]]:
