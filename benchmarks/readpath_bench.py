@@ -1,6 +1,7 @@
 """The read path's cost in one process: what each feature adds to a search, and the index A/B.
 
     python -m benchmarks.readpath_bench --size 10000 --queries 60 [--optimize] --out r.json
+    python -m benchmarks.readpath_bench --size 10000 --queries 60 --parts heat
 
 One corpus (``search_bench``'s: LoCoMo turns recombined, the default embedder's vectors plus
 noise), two stores filled alike, queries interleaved so that load elsewhere on the machine
@@ -14,7 +15,9 @@ hits both sides equally:
   timing the step's function during real searches): heat and usage (the boosts and the
   retrieval-count writes), liveness (the links' visibility check), links (the expansion),
   supersede + expiry (the filter's clauses: the lapsed-successor read; their cost inside the
-  engine's query is what ``ab`` shows), and the query embedding and engine legs.
+  engine's query is what ``ab`` shows), and the query embedding and engine legs;
+* ``heat`` (``--parts heat``): two optimized stores, one searching without the retrieval-count
+  writes, queries interleaved: what those writes cost the searches after them.
 
 Figures are medians in ms; ratios against the floor of the same run.
 """
@@ -79,6 +82,40 @@ def ab(new: MemoryStore, old: MemoryStore, queries: Sequence[str], agent: str
     floor = out["engine"] + out["embed"]
     out["new_over_floor"] = round(out["new_full"] / floor, 2)
     out["old_over_floor"] = round(out["old_full"] / floor, 2)
+    return out
+
+
+def heat_ab(on: MemoryStore, off: MemoryStore, queries: Sequence[str], agent: str
+            ) -> dict[str, Any]:
+    """Full search on two stores alike but for the retrieval-count writes (``off`` makes
+    none), queries interleaved: what a search's heat writes cost the searches after it.
+
+    ``off`` counts nothing: its searcher's write step is replaced by a no-op for the run (the
+    ranking is the same, as both stores' counts start at 0 and ``heat_boost`` of a count of 0
+    or 1 differs by under 0.2%).
+    """
+    off.searcher._bump_heat = lambda matches, now: None  # type: ignore[method-assign]
+    floor_where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
+    times: dict[str, list[float]] = {k: [] for k in ("heat_on", "heat_off", "embed", "engine")}
+    try:
+        for q in queries:
+            for name, store in (("heat_on", on), ("heat_off", off)):
+                t = time.perf_counter()
+                store.search(q, limit=5, agent_id=agent)
+                times[name].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            qv = off.index.embed_query(q)
+            t1 = time.perf_counter()
+            off.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), floor_where, 5,
+                                         prefetch=50)
+            times["embed"].append(t1 - t)
+            times["engine"].append(time.perf_counter() - t1)
+    finally:
+        del off.searcher._bump_heat
+    out: dict[str, Any] = {k: _ms(v) for k, v in times.items()}
+    floor = out["engine"] + out["embed"]
+    out["on_over_floor"] = round(out["heat_on"] / floor, 2)
+    out["off_over_floor"] = round(out["heat_off"] / floor, 2)
     return out
 
 
@@ -148,28 +185,41 @@ def shares(store: MemoryStore, queries: Sequence[str], agent: str) -> dict[str, 
     return {"full_ms_mean": round(1000 * total / n, 3), "steps": rows}
 
 
-def run(size: int, n_queries: int, optimize: bool, cache: Path | None) -> dict[str, Any]:
+def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
+        parts: Sequence[str] = ("ab", "shares")) -> dict[str, Any]:
     embedder = CachedEmbedder(make_embedder("e5-small"), cache)
     texts, vecs, queries = build_corpus(embedder, size)
     embedder.save()
     config = load_config(overrides={"heat": True})
     qs = list(queries[:n_queries])
     result: dict[str, Any] = {"size": size, "queries": len(qs), "embedder": embedder.model_id}
-    with MemoryStore(":memory:", config=config, embedder=embedder.inner) as new, \
-            MemoryStore(":memory:", config=config, embedder=embedder.inner) as old:
-        fill(new, texts, vecs, "bench")
-        fill(old, texts, vecs, "bench")
-        _drop_indexes(old)
-        for q in qs[:3]:  # warm-up: model, caches
-            new.search(q, limit=5, agent_id="bench")
-            old.search(q, limit=5, agent_id="bench")
-        result["before_optimize"] = {"ab": ab(new, old, qs, "bench"),
-                                     "shares": shares(new, qs, "bench")}
-        if optimize:
-            new.optimize()
-            old.optimize()
-            result["after_optimize"] = {"ab": ab(new, old, qs, "bench"),
-                                        "shares": shares(new, qs, "bench")}
+    if "ab" in parts or "shares" in parts:
+        with MemoryStore(":memory:", config=config, embedder=embedder.inner) as new, \
+                MemoryStore(":memory:", config=config, embedder=embedder.inner) as old:
+            fill(new, texts, vecs, "bench")
+            fill(old, texts, vecs, "bench")
+            _drop_indexes(old)
+            for q in qs[:3]:  # warm-up: model, caches
+                new.search(q, limit=5, agent_id="bench")
+                old.search(q, limit=5, agent_id="bench")
+            result["before_optimize"] = {"ab": ab(new, old, qs, "bench"),
+                                         "shares": shares(new, qs, "bench")}
+            if optimize:
+                new.optimize()
+                old.optimize()
+                result["after_optimize"] = {"ab": ab(new, old, qs, "bench"),
+                                            "shares": shares(new, qs, "bench")}
+    if "heat" in parts:  # two optimized stores with the indexes, one without the heat writes
+        with MemoryStore(":memory:", config=config, embedder=embedder.inner) as on, \
+                MemoryStore(":memory:", config=config, embedder=embedder.inner) as off:
+            fill(on, texts, vecs, "bench")
+            fill(off, texts, vecs, "bench")
+            on.optimize()
+            off.optimize()
+            for q in qs[:3]:
+                on.search(q, limit=5, agent_id="bench")
+                off.search(q, limit=5, agent_id="bench")
+            result["heat_after_optimize"] = heat_ab(on, off, qs, "bench")
     return result
 
 
@@ -180,9 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--optimize", action="store_true", help="also measure after optimize()")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
+    p.add_argument("--parts", default="ab,shares",
+                   help="comma-separated: ab, shares, heat (the heat writes' cost after "
+                        "optimize(): two optimized stores, one without the writes)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    result = run(args.size, args.queries, args.optimize, args.cache)
+    result = run(args.size, args.queries, args.optimize, args.cache,
+                 parts=[x.strip() for x in args.parts.split(",") if x.strip()])
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -127,12 +127,6 @@ def principal_of(scope: Any) -> Principal | None:
     return found if isinstance(found, Principal) else None
 
 
-def proof_of(secret: str, nonce: str) -> str:
-    """The server's answer to a nonce: HMAC-SHA256 under the record secret, domain-separated
-    so that the proof is never a value the secret is used for elsewhere."""
-    return hmac.new(secret.encode(), b"amem-server-proof\x00" + nonce.encode(), "sha256").hexdigest()
-
-
 class Refused(Exception):
     def __init__(self, code: str, message: str, field: str | None = None,
                  headers: dict[str, str] | None = None) -> None:

@@ -43,7 +43,8 @@ from amem.notes import check_agent
 
 from .errors import ToolError, is_error
 from .facade import ToolFacade
-from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of, proof_of
+from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of
+from .proof import proof_of
 from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
 

@@ -1,7 +1,8 @@
 """The ``amem`` CLI through a running ``amem serve --http``: the server record and the client.
 
 The embedded store belongs to one process. While ``amem serve`` holds it, the read commands
-(and ``add``/``delete``) ask that server over MCP (streamable HTTP, the official SDK client)
+(and ``add``/``delete``) ask that server over MCP (streamable HTTP; a small JSON-RPC client,
+``RemoteServer``)
 instead of failing with "store busy":
 
 * **The record.** ``amem serve`` writes ``<home>/server.json`` (``transport``, ``url``, ``pid``,
@@ -15,7 +16,7 @@ instead of failing with "store busy":
 * **Proof before any secret.** The record's secret is an owner key for the server's life, so
   the CLI sends it only to the server that wrote the record: it first asks
   ``GET /amem/proof?nonce=N`` (no secret sent) and checks the answer is
-  HMAC(record secret, N) from the recorded pid (``tools.http_guard.proof_of``). A process that
+  HMAC(record secret, N) from the recorded pid (``tools.proof.proof_of``). A process that
   took the port of a killed server cannot answer it. A record whose pid is dead or whose
   server answers wrongly is removed, with a message; one whose server does not answer yet (it
   is starting) is only ignored.
@@ -41,10 +42,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlsplit
 
 from amem.atomicfile import write_text_atomic
+
+from .proof import proof_of
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +140,30 @@ def find_server(home: str | Path, holder_pid: int | None = None, *,
     return record
 
 
+def held_by_server(home: str | Path, store: str | Path) -> int | None:
+    """The pid of the live HTTP server that holds the embedded store at ``store``, as far as
+    the files say, without opening the store; ``None`` when they do not say so.
+
+    The record names a live pid and ``<store>/LOCK`` holds that same pid: the lock's holder
+    writes its pid there and clears it when it lets go (``amem.backends._lock``), so both
+    agreeing means the server holds the store now. A routed command then needs neither the
+    store's modules (the engine, numpy) nor the lock attempt to learn that it is busy; whether
+    the server is the one that wrote the record is still proven before any secret is sent
+    (``find_server``). Anything else (no record, a stdio or dead server, another holder) is
+    left to opening the store, which says why it is busy.
+    """
+    record = load_record(record_path(home))
+    if record is None or record.transport != "http" or not _alive(record.pid):
+        return None
+    try:
+        fd = os.open(Path(store).expanduser() / "LOCK", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            text = handle.read(64).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return record.pid if text == str(record.pid) else None
+
+
 def clear_stale(home: str | Path) -> None:
     """Remove the record of a server that died without removing it (``kill -9``), with a
     message; called by a command that opened the store itself, so no server holds it."""
@@ -173,8 +200,6 @@ def verified(path: Path, record: ServerRecord) -> ServerRecord | None:
     except (UnicodeDecodeError, ValueError, KeyError, TypeError):
         return _remove(path, record, f"whatever listens at {record.url} is not the amem server "
                                      "that wrote it (no proof)")
-    from .http_guard import proof_of
-
     if not hmac.compare_digest(proof, proof_of(record.token, nonce)) or pid != record.pid:
         return _remove(path, record, f"whatever listens at {record.url} is not the amem server "
                                      f"that wrote it (pid {pid}, a wrong proof); its secret was "
@@ -228,7 +253,11 @@ class RemoteError(Exception):
 class RemoteServer:
     """A running ``amem serve --http`` as one agent: tool calls and resource reads over MCP.
 
-    Each public method is one MCP session (a few milliseconds on this machine).
+    Each public method is one MCP session (initialize, the calls, then the session closed) on
+    one keep-alive connection: a few milliseconds. The client is ``http.client`` speaking MCP's
+    JSON-RPC over streamable HTTP itself (``_Session``), not the SDK's client: a routed command
+    would otherwise import the SDK, pydantic, httpx and anyio (0.7 s of CPU) to make three
+    requests (issue 25).
     """
 
     def __init__(self, url: str, *, agent_id: str, token: str | None = None,
@@ -240,22 +269,22 @@ class RemoteServer:
 
     def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One tool's structured result; a tool error raises :class:`RemoteError`."""
-        return self._run(lambda client: _call(client, name, arguments))
+        return self._run(lambda session: session.call(name, arguments))
 
     def read(self, uri: str) -> dict[str, Any]:
         """One JSON resource (``amem://status``, or an owner report with the token)."""
-        return self._run(lambda client: _read(client, uri))
+        return self._run(lambda session: session.read(uri))
 
     def list_page(self, limit: int, offset: str | None) -> dict[str, Any]:
         """``memory_list``, with the full content of the notes it shows clipped (one session)."""
-        async def work(client: Any) -> dict[str, Any]:
+        def work(session: _Session) -> dict[str, Any]:
             args: dict[str, Any] = {"limit": limit}
             if offset is not None:
                 args["offset"] = offset
-            page = await _call(client, "memory_list", args)
+            page = session.call("memory_list", args)
             for row in page["notes"]:
                 if row.get("truncated"):
-                    row["content"] = (await _call(client, "memory_get", {"id": row["id"]}))["content"]
+                    row["content"] = session.call("memory_get", {"id": row["id"]})["content"]
             return page
 
         return self._run(work)
@@ -267,64 +296,167 @@ class RemoteServer:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def _run(self, work: Callable[[Any], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        import anyio
-
-        async def session() -> dict[str, Any]:
-            import httpx2
-            from mcp import Client
-            from mcp.client.streamable_http import streamable_http_client
-
-            # a local server is reached directly: a proxy from the environment would see
-            # the key (and would not be the server the record names)
-            async with httpx2.AsyncClient(headers=self._headers(), timeout=self.timeout,
-                                          trust_env=not is_local(self.url)) as http, \
-                    Client(streamable_http_client(self.url, http_client=http)) as client:
-                return await work(client)
-
+    def _run(self, work: Callable[[_Session], dict[str, Any]]) -> dict[str, Any]:
+        session = _Session(self.url, self._headers(), self.timeout)
         try:
-            return anyio.run(session)
-        except RemoteError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - the transport's failures, unwrapped
-            inner = _leaf(exc)
-            if isinstance(inner, RemoteError):
-                raise inner from None
-            if isinstance(inner, (KeyboardInterrupt, SystemExit)):
-                raise inner from None
-            raise RemoteError(f"the amem server at {self.url} did not answer ({type(inner).__name__}: "
-                              f"{inner})", code="unavailable") from None
+            session.open()
+            return work(session)
+        except (OSError, http.client.HTTPException) as exc:
+            raise RemoteError(f"the amem server at {self.url} did not answer ({type(exc).__name__}: "
+                              f"{exc})", code="unavailable") from None
+        finally:
+            session.close()
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first real failure inside anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+#: the MCP revision this client speaks (the SDK's server answers it; it negotiates down if not)
+PROTOCOL_VERSION = "2025-11-25"
+_SESSION_HEADER = "mcp-session-id"
+_VERSION_HEADER = "mcp-protocol-version"
 
 
-async def _call(client: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, arguments)
-    data = result.structured_content
-    if data is None:
-        data = json.loads(result.content[0].text)
-    if result.is_error:
-        error = data.get("error", {})
-        raise RemoteError(str(error.get("message", "the server refused the call")),
-                          code=str(error.get("code", "error")), field=error.get("field"))
-    return dict(data)
+class _Session:
+    """One MCP session over streamable HTTP: ``initialize``, then ``tools/call`` and
+    ``resources/read`` requests, then ``DELETE`` (the guard counts open sessions per key).
+
+    A direct connection, never through a proxy from the environment: a proxy would see the
+    key. An answer is JSON or a server-sent event stream holding the JSON-RPC response.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: float) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise RemoteError(f"the server url must be http(s), got {url!r}", code="invalid_argument",
+                              field="server")
+        self.url = url
+        self.path = parts.path or "/"
+        if parts.query:
+            self.path += "?" + parts.query
+        connection = (http.client.HTTPSConnection if parts.scheme == "https"
+                      else http.client.HTTPConnection)
+        self.conn = connection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+        self.headers = {**headers, "Content-Type": "application/json",
+                        "Accept": "application/json, text/event-stream"}
+        self.session_id: str | None = None
+        self.version = PROTOCOL_VERSION
+        self.next_id = 0
+
+    def open(self) -> None:
+        result = self.request("initialize", {
+            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "amem-cli", "version": "1"}})
+        self.version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
+        self.notify("notifications/initialized")
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
+        data = result.get("structuredContent")
+        if data is None:
+            data = json.loads(result["content"][0]["text"])
+        if result.get("isError"):
+            error = data.get("error", {}) if isinstance(data, dict) else {}
+            raise RemoteError(str(error.get("message", "the server refused the call")),
+                              code=str(error.get("code", "error")), field=error.get("field"))
+        return dict(data)
+
+    def read(self, uri: str) -> dict[str, Any]:
+        result = self.request("resources/read", {"uri": uri})
+        return dict(json.loads(result["contents"][0]["text"]))
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC request's ``result``; its error raises :class:`RemoteError`."""
+        self.next_id += 1
+        status, headers, body = self._post({"jsonrpc": "2.0", "id": self.next_id,
+                                            "method": method, "params": params})
+        if self.session_id is None:
+            self.session_id = headers.get(_SESSION_HEADER)
+        message = _response(status, headers.get("content-type", ""), body, self.next_id, self.url)
+        if "error" in message:
+            error: dict[str, Any] = message["error"] if isinstance(message["error"], dict) else {}
+            data: dict[str, Any] = error["data"] if isinstance(error.get("data"), dict) else {}
+            raise RemoteError(str(error.get("message", "the server refused the request")),
+                              code=str(data.get("code", "error")), field=data.get("field"))
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise RemoteError(f"the amem server at {self.url} answered {method} without a result",
+                              code="unavailable")
+        return result
+
+    def notify(self, method: str) -> None:
+        status, headers, body = self._post({"jsonrpc": "2.0", "method": method})
+        if status >= 400:
+            raise _refusal(status, body, self.url)
+
+    def close(self) -> None:
+        """End the session (best effort: the server expires an idle one anyway)."""
+        try:
+            if self.session_id is not None:
+                self.conn.request("DELETE", self.path, headers=self._session_headers())
+                self.conn.getresponse().read()
+        except (OSError, http.client.HTTPException) as exc:
+            log.debug("closing the MCP session at %s failed: %s", self.url, exc)
+        finally:
+            self.conn.close()
+
+    def _session_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.session_id is not None:
+            headers[_SESSION_HEADER] = self.session_id
+            headers[_VERSION_HEADER] = self.version
+        return headers
+
+    def _post(self, message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        self.conn.request("POST", self.path, body=json.dumps(message).encode("utf-8"),
+                          headers=self._session_headers())
+        answer = self.conn.getresponse()
+        body = answer.read()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, body
 
 
-async def _read(client: Any, uri: str) -> dict[str, Any]:
-    from mcp.shared.exceptions import MCPError
-
+def _response(status: int, content_type: str, body: bytes, request_id: int,
+              url: str) -> dict[str, Any]:
+    """The JSON-RPC message answering ``request_id`` in a plain JSON or an event-stream body."""
+    if status >= 400 and not content_type.startswith("text/event-stream"):
+        try:
+            message = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise _refusal(status, body, url) from None
+        if isinstance(message, dict) and "jsonrpc" in message and "error" in message:
+            return message  # the SDK's refusal of the request, as JSON-RPC
+        raise _refusal(status, body, url)
     try:
-        result = await client.read_resource(uri)
-    except MCPError as exc:
-        data = exc.data if isinstance(exc.data, dict) else {}
-        raise RemoteError(exc.message, code=str(data.get("code", "error")),
-                          field=data.get("field")) from None
-    return dict(json.loads(result.contents[0].text))
+        text = body.decode("utf-8")
+        if content_type.startswith("text/event-stream"):
+            messages = [json.loads(data) for data in _event_data(text)]
+        else:
+            messages = [json.loads(text)]
+    except (UnicodeDecodeError, ValueError):
+        raise RemoteError(f"the amem server at {url} answered something that is not JSON-RPC "
+                          f"(HTTP {status})", code="unavailable") from None
+    for message in messages:  # notifications (progress, logs) may come before the answer
+        if isinstance(message, dict) and message.get("id") == request_id:
+            return message
+    raise RemoteError(f"the amem server at {url} did not answer request {request_id} "
+                      f"(HTTP {status})", code="unavailable")
+
+
+def _event_data(text: str) -> Iterator[str]:
+    """The ``data`` of each server-sent event (its lines joined, as the SSE format says)."""
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        lines = [line[5:].removeprefix(" ") for line in block.split("\n")
+                 if line.startswith("data:")]
+        if lines:
+            yield "\n".join(lines)
+
+
+def _refusal(status: int, body: bytes, url: str) -> RemoteError:
+    """The guard's (or the server's) refusal: its structured error when the body is one."""
+    try:
+        error = json.loads(body.decode("utf-8"))["error"]
+        return RemoteError(str(error["message"]), code=str(error.get("code") or "error"),
+                           field=error.get("field"))
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return RemoteError(f"the amem server at {url} refused the request (HTTP {status})",
+                           code="unavailable")
 
 
 def port_is_open(url: str) -> bool:

@@ -38,6 +38,7 @@ import qdrant_edge as qe
 
 from amem.backends import _common as c
 from amem.backends import _edge_build
+from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
@@ -165,6 +166,8 @@ class EdgeBackend:
         #: the child process of a running ``optimize_on_copy`` (killed by ``close``)
         self.build_child: subprocess.Popen[str] | None = None
         self._handle = _Handle(self._lock)
+        #: retrieval counts not yet written to the engine (``amem.backends._edge_heat``)
+        self._heat = PendingHeat()
         # what the engine creates from now on is made private (_make_private); what was wide
         # before is left as it was, for ``amem doctor`` to report and ``--fix`` to change
         self._wide_before = frozenset(p for p, _ in wide_modes(self.path))
@@ -325,12 +328,22 @@ class EdgeBackend:
             with self._engine("upsert"):
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
                 self._touch(pids)
+            self._heat.forget(pids)  # each whole payload was written: it holds the counts now
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
-        """Merge ``payload`` into one point's payload; :class:`NotFoundError` if it is missing."""
+        """Merge ``payload`` into one point's payload; :class:`NotFoundError` if it is missing.
+
+        A payload of only retrieval counts (a search's bump) is held in memory and shown by
+        every read until the store persists its writes (``amem.backends._edge_heat``); it is
+        not checked against the engine (a point deleted meanwhile is skipped then)."""
         pid = c.check_id(point_id)
         if not isinstance(payload, dict):
             raise ValidationError("payload must be a dict", field="payload")
+        if is_heat(payload):
+            if self._heat.record(pid, dict(payload)):
+                self.write_heat()
+            return
+        self._heat.forget([pid], payload.keys())
         self.check_space(1, _payload_size(payload))
         try:
             with self._engine("set_payload"):
@@ -358,6 +371,7 @@ class EdgeBackend:
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
             self._touch([pid])
+            self._heat.forget([pid], payload.keys())  # what this write carries replaces it
             if payload:
                 self.shard.update(qe.UpdateOperation.set_payload_by_filter(flt, payload))
             if vectors:
@@ -374,6 +388,7 @@ class EdgeBackend:
             with self._engine("delete"):
                 self._touch(checked)
                 self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
+            self._heat.forget(checked)
             if self._idf is None:
                 log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
                 self._idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter()))
@@ -382,13 +397,41 @@ class EdgeBackend:
         if self.touched is not None:
             self.touched.update(ids)
 
+    def write_heat(self) -> int:
+        """Write the retrieval counts held in memory to the engine (one write per distinct
+        payload; points deleted meanwhile skipped); the number of points written."""
+        groups = self._heat.take()
+        if not groups:
+            return 0
+        try:
+            self.check_space(sum(len(pids) for pids, _ in groups))
+        except DiskFullError as exc:  # a ranking hint is not worth failing a flush or close
+            log.warning("heat: %d retrieval counts not written, the disk is full: %s",
+                        sum(len(pids) for pids, _ in groups), exc)
+            return 0
+        written = 0
+        with self._engine("write retrieval counts"):
+            for pids, payload in groups:
+                present = [str(r.id) for r in self.shard.retrieve(
+                    list[Any](pids), with_payload=False, with_vector=False)]
+                if present:
+                    self._touch(present)
+                    self.shard.update(qe.UpdateOperation.set_payload(list[Any](present), payload))
+                    written += len(present)
+        return written
+
     # -- reads -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _hit(p: Any, with_vectors: bool) -> Hit:
+    def _hit(self, p: Any, with_vectors: bool, fields: Sequence[str] | None = None,
+             with_payload: bool = True) -> Hit:
+        """One engine record as a hit, the retrieval counts held in memory laid over its
+        payload (``fields``: the keys asked for, ``None`` for the whole payload)."""
         score = float(getattr(p, "score", 0.0))
         dense = c.as_array((p.vector or {}).get(DENSE)) if with_vectors else None
-        return Hit(id=str(p.id), score=score, payload=dict(p.payload or {}), dense=dense)
+        pid, payload = str(p.id), dict(p.payload or {})
+        if with_payload:
+            self._heat.show(pid, payload, fields)
+        return Hit(id=pid, score=score, payload=payload, dense=dense)
 
     def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
                  with_payload: bool = True) -> list[Hit]:
@@ -399,13 +442,15 @@ class EdgeBackend:
         with self._engine("retrieve"):
             records = self.shard.retrieve(list[Any](checked), with_payload=bool(with_payload),
                                           with_vector=[DENSE] if with_vectors else False)
-        found = {str(r.id): self._hit(r, with_vectors) for r in records}
+        found = {str(r.id): self._hit(r, with_vectors, with_payload=bool(with_payload))
+                 for r in records}
         return [found[i] for i in checked if i in found]
 
-    def _query(self, request: qe.QueryRequest, op: str, with_vectors: bool = False) -> list[Hit]:
+    def _query(self, request: qe.QueryRequest, op: str, with_vectors: bool = False,
+               fields: Sequence[str] | None = None) -> list[Hit]:
         with self._engine(op):
             points = self.shard.query(request)
-        return [self._hit(p, with_vectors) for p in points]
+        return [self._hit(p, with_vectors, fields) for p in points]
 
     def dense_search(
         self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
@@ -420,7 +465,7 @@ class EdgeBackend:
             with_vector=[DENSE] if with_vectors else False,
             params=qe.SearchParams(exact=True) if exact else None,
         )
-        return self._query(request, "dense search", with_vectors)
+        return self._query(request, "dense search", with_vectors, fields)
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:
@@ -435,7 +480,7 @@ class EdgeBackend:
             limit=limit, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE),
             filter=flt, with_payload=selector, params=self._idf,
         )
-        return self._query(request, "sparse search")
+        return self._query(request, "sparse search", fields=fields)
 
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
@@ -478,7 +523,8 @@ class EdgeBackend:
         )
         with self._engine("scroll"):
             records, nxt = self.shard.scroll(request)
-        return [self._hit(r, with_vectors) for r in records], None if nxt is None else str(nxt)
+        return ([self._hit(r, with_vectors, fields) for r in records],
+                None if nxt is None else str(nxt))
 
     def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
                 batch: int = 256) -> Iterator[Hit]:
@@ -511,6 +557,7 @@ class EdgeBackend:
         optimizes here instead (for a process with nothing else to do).
         """
         started = time.perf_counter()
+        self.write_heat()  # into the segments the build merges, not moved out after it
         with self._engine("optimize"):
             if in_process:
                 outcome = "changed" if self.shard.optimize() else "optimal"
@@ -538,10 +585,13 @@ class EdgeBackend:
     def optimize_on_copy(self) -> str:
         """Build the index on a copy while this store serves (``amem.backends._edge_build``):
         calls wait only for the copy and the swap; changes made meanwhile are replayed."""
+        self.write_heat()
         return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
 
     def flush(self) -> None:
-        """Write every acknowledged change to the segments (the WAL already has them)."""
+        """Write every acknowledged change to the segments (the WAL already has them), the
+        retrieval counts held in memory first."""
+        self.write_heat()
         with self._engine("flush"):
             self.shard.flush()
         self._make_private()
@@ -570,6 +620,11 @@ class EdgeBackend:
         if child is not None:  # an index build on a copy: dropped, the live shard is complete
             child.kill()
         try:
+            if self._handle.shard is not None:
+                try:
+                    self.write_heat()
+                except AmemError as exc:  # a ranking hint never keeps the store from closing
+                    log.warning("heat: retrieval counts not written at close: %s", exc)
             with self._engine("close"):
                 shard, self._handle.shard = self._handle.shard, None
                 if shard is not None:

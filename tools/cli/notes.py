@@ -111,6 +111,8 @@ def _note_field_options(p: argparse.ArgumentParser) -> None:
 
 def _meta_option(pairs: list[str] | None) -> dict[str, Any] | None:
     """``--meta key=value`` options: one value per key, or a list for a repeated key."""
+    if not pairs:  # before the import: the note fields' module loads the engines and numpy
+        return None
     from amem.notefields import parse_meta_args
 
     parsed = parse_meta_args(pairs)
@@ -195,11 +197,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    from ..memory_tools import note_view
-
     with _notes(args) as (store, server):  # the note as memory_get shows it, either way
-        note = (remote_call(server, "memory_get", {"id": args.id}) if server is not None
-                else note_view(local_store(store).get(args.id).to_payload()))
+        if server is not None:
+            note = remote_call(server, "memory_get", {"id": args.id})
+        else:  # imported here: the tools' module loads the store's, which a routed get skips
+            from ..memory_tools import note_view
+
+            note = note_view(local_store(store).get(args.id).to_payload())
     emit(args, note, lambda: kv_text(note))
     return EXIT_OK
 

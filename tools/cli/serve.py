@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..keys import KeyStore
 
 from .common import Cmd, runtime, version
 from .output import CliError, emit, kv_text, setup_logging, usage_error
@@ -110,6 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from ..facade import ToolFacade, lazy_from_env
+    from ..keys import KeyStore
     from ..lcm_embed import start_embed_worker
     from ..mcp_server import OwnerAccess, serve_http, serve_stdio
     from ..remote import serving_record
@@ -210,7 +210,7 @@ def _terminate_cleanly() -> Iterator[None]:
 
 def _check_keys(home: str | Path, *, insecure: bool) -> None:
     """Refuse to start over a key file that cannot be trusted; say who can call."""
-    from ..keys import KeyFileError
+    from ..keys import KeyFileError, KeyStore
 
     try:
         issued = KeyStore.for_home(home).list()

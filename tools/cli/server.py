@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..remote import (RemoteError, RemoteServer, clear_stale, find_server, is_local, load_record,
-                      record_path, verified)
+from ..remote import (RemoteError, RemoteServer, clear_stale, find_server, held_by_server, is_local,
+                      load_record, record_path, verified)
 from .output import CODE_EXITS, EXIT_BUSY, EXIT_ERROR, CliError, usage_error
 
 if TYPE_CHECKING:
@@ -49,10 +49,22 @@ def open_notes(args: argparse.Namespace, runtime: Runtime
     if url:
         yield None, explicit_server(url, runtime)
         return
+    cfg = runtime.settings.amem
+    # Asked first, from the record and the lock file: a routed command then imports nothing
+    # of the store (its engine and numpy are most of a direct command's start-up)
+    holder = held_by_server(cfg.home, cfg.store_path) if cfg.backend == "edge" else None
+    if holder is not None:
+        server = discovered_server(runtime, holder)
+        if server is not None:
+            yield None, server
+            return
     try:
         store = runtime.memory
     except StoreLockedError as exc:
-        server = discovered_server(runtime, exc)
+        # when the server was asked above and did not prove itself, it said why: the lock's
+        # error stands without a second message
+        server = None if holder is not None else discovered_server(
+            runtime, getattr(exc, "holder_pid", None))
         if server is None:
             raise
         yield None, server
@@ -88,12 +100,12 @@ def explicit_server(url: str, runtime: Runtime) -> RemoteServer:
     return RemoteServer(url, agent_id=runtime.agent_id, token=record.token)
 
 
-def discovered_server(runtime: Runtime, locked: StoreLockedError) -> RemoteServer | None:
+def discovered_server(runtime: Runtime, holder_pid: int | None) -> RemoteServer | None:
     """The server that holds the store, found by its record; ``None`` when there is none.
 
     A stdio server holds it too but only its host can talk to it: that is an error that says so.
     """
-    record = find_server(runtime.settings.amem.home, getattr(locked, "holder_pid", None))
+    record = find_server(runtime.settings.amem.home, holder_pid)
     if record is None:
         return None
     if record.transport != "http" or not record.url:
