@@ -8,24 +8,30 @@ without). So ``EdgeBackend.set_payload`` keeps a payload made only of these fiel
 every read of the backend shows them over the engine's values: ``get``, search ranking,
 export, consolidation's sums and the inspector see the same counts as before. They reach the
 engine in one batch when the store persists its writes (``flush``, ``close``, before
-``optimize``: the nightly job), or when ``MAX_PENDING`` notes are waiting.
+``optimize``: the nightly job), when ``MAX_PENDING`` notes are waiting, or at the first search
+``MAX_AGE_S`` after the oldest count held (a long-lived server that is killed loses at most
+that much heat, not a day's).
 
 A write that carries either field itself (an upsert, a merge summing counts) replaces what is
 held for that point: it was computed from a read that already showed it. A crash loses the
-counts of searches since the last flush, as the docstring of ``_bump_heat`` allows (heat is a
-ranking hint, not an audit log).
+counts of searches since the last write of them (at most ``MAX_AGE_S``), as the docstring of
+``_bump_heat`` allows (heat is a ranking hint, not an audit log).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 #: the payload fields a search's retrieval bump writes
 HEAT_FIELDS = frozenset({"retrieval_count", "last_accessed"})
 #: held points past which they are written at once (bounds memory in a long-lived server)
 MAX_PENDING = 20_000
+#: seconds the oldest held count may wait before the next search writes them all (one batch
+#: every few minutes costs an optimized store little; a kill loses no more than this)
+MAX_AGE_S = 300.0
 
 
 def is_heat(payload: dict[str, Any]) -> bool:
@@ -36,19 +42,27 @@ def is_heat(payload: dict[str, Any]) -> bool:
 class PendingHeat:
     """The heat fields written since the last flush, per point id (thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_age_s: float = MAX_AGE_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._held: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._max_age_s, self._clock = max_age_s, clock
+        #: when the oldest count now held was recorded (None: nothing held)
+        self._since: float | None = None
 
     def __len__(self) -> int:
         return len(self._held)
 
     def record(self, pid: str, payload: dict[str, Any]) -> bool:
-        """Hold ``payload`` for ``pid``; True when ``MAX_PENDING`` points are held."""
+        """Hold ``payload`` for ``pid``; True when it is time to write them all:
+        ``MAX_PENDING`` points are held, or the oldest has waited ``max_age_s``."""
+        now = self._clock()
         with self._lock:
             # a new dict, never one changed in place: ``show`` reads without the lock
             self._held[pid] = {**self._held.get(pid, {}), **payload}
-            return len(self._held) >= MAX_PENDING
+            if self._since is None:
+                self._since = now
+            return len(self._held) >= MAX_PENDING or now - self._since >= self._max_age_s
 
     def show(self, pid: str, payload: dict[str, Any], fields: Sequence[str] | None) -> None:
         """Lay the held fields over a payload read from the engine (``fields``: the keys the
@@ -79,7 +93,7 @@ class PendingHeat:
         """Everything held, emptied: points grouped by equal payloads (one engine write each;
         the notes one search returned share their stamp, and usually their count)."""
         with self._lock:
-            held, self._held = self._held, {}
+            held, self._held, self._since = self._held, {}, None
         groups: dict[str, tuple[list[str], dict[str, Any]]] = {}
         for pid, payload in held.items():
             key = repr(sorted(payload.items()))
@@ -89,6 +103,8 @@ class PendingHeat:
     def put_back(self, groups: Sequence[tuple[list[str], dict[str, Any]]]) -> None:
         """Hold again what could not be written (newer values held meanwhile win)."""
         with self._lock:
+            if self._since is None and groups:
+                self._since = self._clock()
             for pids, payload in groups:
                 for pid in pids:
                     self._held[pid] = {**payload, **self._held.get(pid, {})}

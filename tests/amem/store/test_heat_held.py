@@ -103,3 +103,20 @@ def test_held_counts_are_written_past_the_cap(store: MemoryStore,
     assert _engine_payload(store, "tea")["retrieval_count"] == 1
     backend = store.index.backend
     assert isinstance(backend, EdgeBackend) and len(backend._heat) == 0
+
+
+def test_held_counts_are_written_once_the_oldest_has_waited() -> None:
+    """A long-lived server killed without closing loses at most ``MAX_AGE_S`` of heat: the
+    first search after the oldest held count has waited that long writes them all."""
+    from amem.backends._edge_heat import PendingHeat
+
+    now = [0.0]
+    held = PendingHeat(max_age_s=300.0, clock=lambda: now[0])
+    assert held.record("p1", {"retrieval_count": 1}) is False
+    now[0] = 299.0
+    assert held.record("p2", {"retrieval_count": 1}) is False
+    now[0] = 300.0
+    assert held.record("p1", {"retrieval_count": 2}) is True
+    assert sorted(pid for pids, _ in held.take() for pid in pids) == ["p1", "p2"]
+    now[0] = 301.0  # the clock of a new batch starts at its first count
+    assert held.record("p3", {"retrieval_count": 1}) is False
