@@ -328,12 +328,13 @@ def table(result: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     data = args.data or (DEFAULT_LOCOMO if args.task == "locomo" else DEFAULT_CMRC)
-    if not data.exists():
-        print(f"no data file at {data}", file=sys.stderr)
-        return 2
+    # the arguments first: a wrong call is wrong whether or not the data is here
     if args.crowd is not None and (args.task != "locomo" or args.crowd < 1):
         print("--crowd N needs the locomo task and N >= 1 (the notes of each crowded store)",
               file=sys.stderr)
+        return 2
+    if not data.exists():
+        print(f"no data file at {data}", file=sys.stderr)
         return 2
     result = run(args.task, data, args)
     if args.out:

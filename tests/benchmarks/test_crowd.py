@@ -60,6 +60,7 @@ def test_crowded_locomo_never_holds_a_copy_of_the_evidence() -> None:
     assert relevant <= {d.id for d in corpora[1].docs}
 
 
+@pytest.mark.skipif(not DEFAULT_LOCOMO.exists(), reason=f"benchmark data not found: {DEFAULT_LOCOMO}")
 def test_smoke_run_of_the_crowded_setting(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     assert retrieval.main(["locomo", "--corpora", "conv-30", "--crowd", "600",
