@@ -42,6 +42,27 @@ def wait_text(site: Site, css: str, needle: str, timeout: float = 10) -> str:
     return str(one(site, css).text)
 
 
+def submit(site: Site, element: Any) -> None:
+    """Submit ``element``'s form and wait until the browser has replaced the document: reading
+    the page before that finds the old document's nodes (a flaky "node does not belong to the
+    document" seen in CI)."""
+    _then_new_page(site, element.submit)
+
+
+def follow(site: Site, element: Any) -> None:
+    """Click a link (a navigation) and wait for the new document, as :func:`submit`."""
+    _then_new_page(site, element.click)
+
+
+def _then_new_page(site: Site, act: Any) -> None:
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = one(site, "html")
+    act()
+    WebDriverWait(site.driver, 10).until(expected_conditions.staleness_of(page))
+
+
 def row_ids(site: Site) -> list[str]:
     """The note ids of the page's first table, in order."""
     return [a.text for a in by_css(site, "table:first-of-type tbody td:first-child a")]
@@ -97,7 +118,7 @@ def test_an_owner_chooses_the_agent(site: Site) -> None:
     choice = one(site, "#agent-choice")
     choice.clear()
     choice.send_keys("bob")
-    choice.submit()
+    submit(site, choice)
     assert BOB_SECRET in one(site, "main").text and "agent bob" in one(site, "#who").text
     assert int(one(site, "#count").get_attribute("data-total")) == site.memory.count(agent_id="bob")
 
@@ -108,7 +129,7 @@ def test_filters_paging_and_full_text(site: Site) -> None:
     field = one(site, "#f-subject")
     field.clear()
     field.send_keys("alice")
-    field.submit()
+    submit(site, field)
     want = site.memory.index.backend.count(live_where(site, "alice", Match("subjects", "alice")))
     assert int(one(site, "#count").get_attribute("data-total")) == want > 0
     for cell in by_css(site, "table:first-of-type tbody td:nth-child(3)"):
@@ -119,7 +140,7 @@ def test_filters_paging_and_full_text(site: Site) -> None:
     d.get(site.root + "/ui/notes")
     if site.locomo_notes:  # two pages of notes
         first = row_ids(site)
-        one(site, "#next-page").click()
+        follow(site, one(site, "#next-page"))
         second = row_ids(site)
         assert second and not set(first) & set(second)
     d.get(site.root + "/ui/notes?q=peanuts")
@@ -134,7 +155,7 @@ def test_the_search_playground_says_why_each_result_is_there(site: Site) -> None
     site.driver.get(site.root + "/ui/search")
     box = one(site, "#f-q")
     box.send_keys(q)
-    box.submit()
+    submit(site, box)
     expected = site.memory.search(q, limit=10, agent_id="alice")
     ids = [a.text for a in by_css(site, "table tbody td:nth-child(2) a")]
     assert ids == [r.id for r in expected]
@@ -182,7 +203,7 @@ def test_the_graph(site: Site) -> None:
     site.shot("07-graph-subject")
     d.get(f"{site.root}/ui/graph?q=coffee+tea")
     assert int(one(site, "svg#graph").get_attribute("data-nodes")) >= 2
-    by_css(site, "svg#graph a.node")[0].click()  # a node opens its note
+    follow(site, by_css(site, "svg#graph a.node")[0])  # a node opens its note
     assert "/ui/note/" in d.current_url
     site.shot("08-graph-search")
 
@@ -195,7 +216,7 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
     site.shot("09-conversations")
     link = [a for a in by_css(site, "table tbody td:first-child a")
             if "agent:alice:main" in a.find_element("xpath", "../..").text][0]
-    link.click()
+    follow(site, link)
     conv_id = int(d.current_url.split("/ui/conversation/")[1].split("?")[0])
     assert int(one(site, "#message-count").get_attribute("data-total")) == 61
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 50  # one page of messages
@@ -231,7 +252,7 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
     wait_text(site, ".action[data-op=repair] .preview", "Refused")
     assert "LLM" in one(site, ".action[data-op=repair] .preview").text
     d.get(f"{site.root}/ui/conversation/{conv_id}")
-    one(site, "a[rel=next]").click()
+    follow(site, one(site, "a[rel=next]"))
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 11
 
 
@@ -242,7 +263,7 @@ def test_health(site: Site) -> None:
     assert "Index build" in text and "active_notes" in text
     notes = site.memory.info().active_notes
     assert f"active_notes\n{notes}" in text or f"active_notes {notes}" in text
-    one(site, "#run-doctor").click()  # doctor reads everything: only when asked
+    follow(site, one(site, "#run-doctor"))  # doctor reads everything: only when asked
     assert "doctor: no problems found" in one(site, "#doctor-verdict").text
     assert int(one(site, "svg#runs-plot").get_attribute("data-runs")) == 5
     assert len(by_css(site, "svg#runs-plot polyline")) == 4
