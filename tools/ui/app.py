@@ -14,13 +14,14 @@ engine page or one search each, and say in their footer how long they took.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from amem.kernel import safejson
 
 from ..errors import ToolError
 from ..http_guard import UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
@@ -219,15 +220,13 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
     # ------------------------------------------------------------------ actions
 
     async def unsupersede(request: Request) -> Response:
-        import anyio
-
         principal = _principal(request)
         raw = await request.body()  # read whole and bounded by the guard
 
         def work() -> dict[str, Any]:
             from .notes import unsupersede_preview
 
-            body = json.loads(raw) if raw else None
+            body = safejson.loads(raw, root="body") if raw else None
             if not isinstance(body, dict) or not isinstance(body.get("id"), str):
                 raise ToolError("invalid_argument", 'send {"id": note id, "agent"?, "confirm"?}',
                                 field="id")
@@ -242,24 +241,16 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                      body["id"], agent)
             return {"dry_run": False, **result}
 
-        try:
-            return JSONResponse(await anyio.to_thread.run_sync(work))
-        except Exception as exc:
-            status, message = _error_status(exc)
-            return JSONResponse({"error": {"code": str(getattr(exc, "code", "invalid_argument")),
-                                           "message": message, "field": getattr(exc, "field", None)}},
-                                status_code=status)
+        return await _answer(work)
 
     plans = PlanBook()
 
     async def lcm_action(request: Request) -> Response:
-        import anyio
-
         principal = _principal(request)
         raw = await request.body()
 
         def work() -> dict[str, Any]:
-            body = json.loads(raw) if raw else None
+            body = safejson.loads(raw, root="body") if raw else None
             if not isinstance(body, dict):
                 raise ToolError("invalid_argument", 'send {"op": "rewrite"|"dissolve"|"repair", '
                                 '"summaryId" or "conversationId", "agent"?, "confirm"?, "plan"?}')
@@ -274,13 +265,7 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             op, plan, preview = lcm_plan(store, None if principal.owner else agent, body)
             return {"dry_run": True, "plan": plans.put(principal.key_id, op, plan), **preview}
 
-        try:
-            return JSONResponse(await anyio.to_thread.run_sync(work))
-        except Exception as exc:
-            status, message = _error_status(exc)
-            return JSONResponse({"error": {"code": str(getattr(exc, "code", "invalid_argument")),
-                                           "message": message, "field": getattr(exc, "field", None)}},
-                                status_code=status)
+        return await _answer(work)
 
     routes = [
         Route(UI_PATH, home, methods=["GET"]),
@@ -428,6 +413,21 @@ def _need_lcm(deps: UiDeps) -> LcmStore:
     if deps.lcm is None:
         raise ToolError("unavailable", "this server runs without conversation memory (--no-lcm)")
     return deps.lcm
+
+
+async def _answer(work: Callable[[], dict[str, Any]]) -> Response:
+    """An action's ``work`` run off the event loop, answered as JSON; a failure is the tools'
+    structured error with its HTTP status."""
+    import anyio
+    from starlette.responses import JSONResponse
+
+    try:
+        return JSONResponse(await anyio.to_thread.run_sync(work))
+    except Exception as exc:
+        status, message = _error_status(exc)
+        return JSONResponse({"error": {"code": str(getattr(exc, "code", "invalid_argument")),
+                                       "message": message, "field": getattr(exc, "field", None)}},
+                            status_code=status)
 
 
 def _error_status(exc: Exception) -> tuple[int, str]:

@@ -99,6 +99,21 @@ def test_a_write_needs_the_csrf_token(client: tuple[TestClient, UiSessions, KeyS
     assert res.status_code == 404 and "no note" in res.json()["error"]["message"]  # reached the route
 
 
+def test_hostile_bytes_in_an_action_are_invalid_argument(
+        client: tuple[TestClient, UiSessions, KeyStore, dict[str, str]]) -> None:
+    """The inspector's actions parse their bodies by the one rule of every door (deep nesting,
+    lone surrogates: 400 naming the field), not json.loads (a 500 and a traceback)."""
+    c, book, _, _ = client
+    session = book.open(OWNER)
+    headers = {"X-Amem-Csrf": session.csrf, "Content-Type": "application/json",
+               **jar(c, session.id)}
+    for path in ("/ui/api/unsupersede", "/ui/api/lcm"):
+        for body in ('{"id": ' + "[" * 5000 + "]" * 5000 + "}", '{"id": "\\udc80"}'):
+            res = c.post(path, content=body.encode(), headers=headers)
+            assert res.status_code == 400, (path, res.status_code, res.text)
+            assert res.json()["error"]["code"] == "invalid_argument"
+
+
 def test_a_read_only_key_may_log_in_but_not_write(client: tuple[TestClient, UiSessions, KeyStore, dict[str, str]]) -> None:
     c, book, _, secrets = client
     res = c.post("/ui/login", json={}, headers={"Authorization": f"Bearer {secrets['read']}"})
