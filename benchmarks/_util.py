@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -123,3 +124,13 @@ def machine_facts() -> dict[str, Any]:
         "loadavg": [round(x, 2) for x in os.getloadavg()],
         "packages": package_versions(),
     }
+
+
+def write_result(result: Any, out: Path | None) -> str:
+    """``result`` as indented JSON: written to ``out`` (its folder created) when given, and
+    returned for the caller to print."""
+    text = json.dumps(result, indent=2)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    return text

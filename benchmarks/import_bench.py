@@ -46,7 +46,7 @@ from amem import MemoryStore, load_config
 from amem.embed import Embedder, make_embedder
 from amem.importer import import_file
 
-from ._util import latency_ms, ratio, timed
+from ._util import latency_ms, ratio, timed, write_result
 from .datasets import DEFAULT_LOCOMO, load_locomo
 
 log = logging.getLogger(__name__)
@@ -266,11 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         result = run(args.quick, args.size, args.embedder, data=args.data, adds=args.adds,
                      profile=args.profile)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    print(write_result(result, args.out))
     return 0
 
 

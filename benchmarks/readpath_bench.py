@@ -25,7 +25,6 @@ Figures are medians in ms; ratios against the floor of the same run.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ from amem.search import fuse, pipeline, usage
 from amem.search import filters as search_filters
 from amem.text import tokenize
 
+from ._util import write_result
 from .embcache import CachedEmbedder
 from .search_bench import build_corpus, fill
 
@@ -237,11 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     result = run(args.size, args.queries, args.optimize, args.cache,
                  parts=[x.strip() for x in args.parts.split(",") if x.strip()])
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    print(write_result(result, args.out))
     return 0
 
 

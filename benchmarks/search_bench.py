@@ -21,7 +21,6 @@ does not change what a search costs). Figures are ratios against the baselines o
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import statistics
@@ -38,6 +37,7 @@ from amem.notes import Note, content_hash
 from amem.kernel.fusion import rrf
 from amem.text import tokenize
 
+from ._util import write_result
 from .datasets import DEFAULT_LOCOMO, load_locomo
 
 
@@ -164,11 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if not args.quick else None
     result = run(args.quick, sizes, args.optimize, args.embedder, args.queries)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    print(write_result(result, args.out))
     return 0
 
 

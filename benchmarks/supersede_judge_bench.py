@@ -97,6 +97,14 @@ class Tally:
     labelled: int = 0
     by_kind: dict[str, list[int]] = field(default_factory=dict)
 
+    def change(self, kind: str, found: bool) -> None:
+        """Count one labelled change of ``kind``, and whether the judge found it."""
+        self.labelled += 1
+        self.found += found
+        counts = self.by_kind.setdefault(kind, [0, 0])
+        counts[0] += found
+        counts[1] += 1
+
     def to_dict(self) -> dict[str, Any]:
         per_1000 = 1000.0 * self.false / self.pairs if self.pairs else None
         return {"pairs": self.pairs, "yes_on_natural_pairs": len(self.said),
@@ -161,11 +169,7 @@ def rule_tally(turns: dict[str, list[Turn]], changes: list[tuple[Turn, Turn, str
                     tally.false += key not in KNOWN_CHANGES
     for old, new, kind in changes:
         hit = says(old, new)
-        tally.labelled += 1
-        tally.found += hit
-        tally.by_kind.setdefault(kind, [0, 0])
-        tally.by_kind[kind][0] += hit
-        tally.by_kind[kind][1] += 1
+        tally.change(kind, hit)
     return tally
 
 
@@ -226,11 +230,7 @@ def llm_tally(turns: dict[str, list[Turn]], changes: list[tuple[Turn, Turn, str]
         pool = _nearest(new, upto, vec, baseline)
         verdict = judge.judge(_view(new, "new"), [_view(o, o.dia_id, s) for o, s in pool])
         hit = old.dia_id in verdict.ids
-        tally.labelled += 1
-        tally.found += hit
-        tally.by_kind.setdefault(kind, [0, 0])
-        tally.by_kind[kind][0] += hit
-        tally.by_kind[kind][1] += 1
+        tally.change(kind, hit)
     return tally
 
 
