@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .kernel.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .config import AmemConfig, load_config
@@ -23,23 +24,10 @@ __version__ = "0.1.0"
 # The public names load on first use (PEP 562), not at ``import amem``: ``lcm`` and the tools
 # import ``amem.kernel.*``, and importing a submodule runs this file first; eager imports here
 # would load the store, the vector engines and numpy for a clock or an error class.
-_LAZY = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "MemoryStore": ".store",
     "Note": ".notes",
     "AmemConfig": ".config",
     "load_config": ".config",
     "AmemError": ".errors",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'amem' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next access is a plain attribute read
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+}, __all__)

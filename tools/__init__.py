@@ -10,8 +10,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from amem.kernel.lazy import lazy_exports
 
 # light modules (the standard library only), imported as before: ``export`` must be bound
 # here, or the submodule of the same name would shadow the function once anything imports it
@@ -28,17 +29,5 @@ __all__ = ["ToolFacade", "Tool", "ToolError", "export", "FORMATS", "estimate_tok
 # The facade's names load on first use (PEP 562), as in ``amem``: importing ``tools.cli`` or
 # ``tools.remote`` runs this file first, and the facade pulls in both stores, the engines and
 # numpy, which a CLI command routed through a running server never uses (issue 25).
-_LAZY = {"ToolFacade": ".facade", "CORE_TOOLS": ".facade", "MAX_PAYLOAD_BYTES": ".facade"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next access is a plain attribute read
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "ToolFacade": ".facade", "CORE_TOOLS": ".facade", "MAX_PAYLOAD_BYTES": ".facade"}, __all__)

@@ -6,6 +6,7 @@
     breaker    the circuit breaker of amem's LLM client and lcm's summarizer
     text       the CJK script table and the helpers built on it
     fusion     reciprocal rank fusion, one deterministic tie-break
+    lazy       package attributes that load on first use (PEP 562)
 
 Rules that keep it a kernel: its modules import only the standard library and each other
 (never the rest of ``amem``, never ``lcm``), and this file imports none of them, so

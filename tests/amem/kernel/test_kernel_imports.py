@@ -24,7 +24,7 @@ def _loaded_after(statement: str) -> list[str]:
 @pytest.mark.parametrize("statement", [
     "import amem.kernel",
     "import amem.kernel.errors, amem.kernel.clock, amem.kernel.llm, amem.kernel.breaker, "
-    "amem.kernel.text, amem.kernel.fusion",
+    "amem.kernel.text, amem.kernel.fusion, amem.kernel.lazy",
     "import lcm",
 ])
 def test_importing_the_kernel_or_lcm_loads_no_store(statement: str) -> None:
