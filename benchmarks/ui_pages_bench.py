@@ -80,19 +80,13 @@ def measure(n: int, repeat: int, root: Path) -> dict[str, tuple[float, float]]:
     from tools import ToolFacade
     from tools.http_guard import GuardConfig
     from tools.mcp_server import OwnerAccess
-    from tools.reports import doctor_report, lcm_report, status_report
+    from tools.reports import plain_owner_reports
 
     memory, lcm = build(n, root)
-    some_id = "n500"
+    some_id = f"n{n // 2}"  # a note in the middle of the store, whatever its size
     facade = ToolFacade(memory, lcm, agent_id="bench")
 
-    def report(name: str, agent: str, clean: bool) -> dict[str, Any]:
-        def part(method: str) -> dict[str, Any]:
-            return lcm_report(lcm, method)
-        if name == "status":
-            return status_report(memory, agent, part, {"state": "never"})
-        return doctor_report(memory, part, {"state": "never"}, clean=clean)
-
+    report = plain_owner_reports(memory, lcm, {"state": "never"})
     pages = {"notes": "/ui/notes", "notes page 2": None, "notes by subject": "/ui/notes?subject=alice",
              "notes by metadata": "/ui/notes?meta=batch%3D3", "notes full text": "/ui/notes?q=dog+painting",
              "search playground": "/ui/search?q=what+did+Caroline+paint", "note": f"/ui/note/{some_id}",
@@ -100,27 +94,29 @@ def measure(n: int, repeat: int, root: Path) -> dict[str, tuple[float, float]]:
              "graph: search": "/ui/graph?q=painting", "conversations": "/ui/conversations",
              "conversation": "/ui/conversation/1", "health (owner)": "/ui/health"}
     out: dict[str, tuple[float, float]] = {}
-    with running_http(facade, guard=GuardConfig(record_secret=OWNER_SECRET),
-                      owner=OwnerAccess(report)) as url:
-        root_url = url.removesuffix("/mcp")
-        with httpx.Client(base_url=root_url, trust_env=False, timeout=120,
-                          headers={"Authorization": f"Bearer {OWNER_SECRET}"}) as http:
-            first = http.get("/ui/notes?agent=bench").text
-            cursor = first.split("cursor=")[1].split("&")[0].split('"')[0] if "cursor=" in first else ""
-            pages["notes page 2"] = f"/ui/notes?cursor={cursor}"
-            for name, path in pages.items():
-                assert path is not None
-                sep = "&" if "?" in path else "?"
-                times = []
-                for i in range(repeat + 1):
-                    res = http.get(f"{path}{sep}agent=bench")
-                    assert res.status_code == 200, (name, res.status_code, res.text[:300])
-                    dur = float(res.headers["server-timing"].split("dur=")[1])
-                    if i:
-                        times.append(dur)
-                out[name] = (statistics.median(times), max(times))
-    memory.close()
-    lcm.close()
+    try:  # a failed page still closes the stores (the engine flushes into a temporary folder)
+        with running_http(facade, guard=GuardConfig(record_secret=OWNER_SECRET),
+                          owner=OwnerAccess(report)) as url:
+            root_url = url.removesuffix("/mcp")
+            with httpx.Client(base_url=root_url, trust_env=False, timeout=120,
+                              headers={"Authorization": f"Bearer {OWNER_SECRET}"}) as http:
+                first = http.get("/ui/notes?agent=bench").text
+                cursor = first.split("cursor=")[1].split("&")[0].split('"')[0] if "cursor=" in first else ""
+                pages["notes page 2"] = f"/ui/notes?cursor={cursor}"
+                for name, path in pages.items():
+                    assert path is not None
+                    sep = "&" if "?" in path else "?"
+                    times = []
+                    for i in range(repeat + 1):
+                        res = http.get(f"{path}{sep}agent=bench")
+                        assert res.status_code == 200, (name, res.status_code, res.text[:300])
+                        dur = float(res.headers["server-timing"].split("dur=")[1])
+                        if i:
+                            times.append(dur)
+                    out[name] = (statistics.median(times), max(times))
+    finally:
+        memory.close()
+        lcm.close()
     return out
 
 

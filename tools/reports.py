@@ -110,3 +110,24 @@ def lcm_report(store: Any, method: str) -> dict[str, Any]:
                                               "(amem serve --no-lcm)"}
     result = getattr(store, method)()
     return result.to_dict() if hasattr(result, "to_dict") else dict(result)
+
+
+#: ``(name, agent_id, clean) -> report``: what ``tools.mcp_server.OwnerAccess`` serves an owner
+OwnerReports = Callable[[str, str, bool], dict[str, Any]]
+
+
+def plain_owner_reports(store: Any, lcm: Any, nightly: dict[str, Any]) -> OwnerReports:
+    """The owner's status and doctor reports of two open stores, with a fixed nightly state.
+
+    ``amem serve`` builds its own from its runtime (the nightly record, the auth warning); a
+    server built in-process (tests, benchmarks) has neither and uses this one.
+    """
+    def lcm_part(method: str) -> dict[str, Any]:
+        return lcm_report(lcm, method)
+
+    def report(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
+        if name == "status":
+            return status_report(store, agent_id, lcm_part, nightly)
+        return doctor_report(store, lcm_part, nightly, clean=clean)
+
+    return report

@@ -111,7 +111,7 @@ def _locomo_turns(limit: int) -> list[dict[str, Any]]:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     from lcm import LcmConfig, LcmStore
 
-    from tools.reports import doctor_report, lcm_report, status_report
+    from tools.reports import plain_owner_reports
 
     browser, chromedriver = _chromium()
     home = tmp_path_factory.mktemp("inspector")
@@ -155,14 +155,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         lcm.ingest("agent:bob:main", [{"role": "user", "content": "bob's private plan: sell the Wren"}])
         facade = ToolFacade(memory, lcm, agent_id="alice")
 
-        def report(name: str, agent: str, clean: bool) -> dict[str, Any]:
-            def lcm_part(method: str) -> dict[str, Any]:
-                return lcm_report(lcm, method)
-
-            if name == "status":
-                return status_report(memory, agent, lcm_part, {"state": "never"})
-            return doctor_report(memory, lcm_part, {"state": "never"}, clean=clean)
-
+        report = plain_owner_reports(memory, lcm, {"state": "never"})
         book = UiSessions()
         guard = GuardConfig(keys=keys, record_secret=OWNER_SECRET, ui_sessions=book)
         with running_http(facade, guard=guard, owner=OwnerAccess(report), runs_path=runs) as url:
