@@ -205,8 +205,9 @@ def test_cjk_relevance_is_the_same_trigram_bm25(make_pg_store: Callable[..., Lcm
 
 # Hybrid's word leg (lcm.semantic._lexical): the k best by BM25 over any of the pattern's words
 # OR-ed (else any of its CJK terms), on both engines, equal scores by row id ("deploy alpha",
-# "deploy gamma"). Nothing embedded: the hits are that leg's order and scores alone; all
-# embedded: its order still decides the fused (RRF) answer.
+# "deploy gamma"). Those candidates (and the nearest vectors) are then ranked by lcm.hybrid,
+# the same code on both engines: nothing embedded, by the word scores alone; all embedded, by
+# the z-score fusion with the cosines. Either way a different candidate set would show here.
 HYBRID = ["deploy failed", "deploy", "error timeout retry", "module_8.py pytest", "数据库迁移 失败了", "デプロイ手順",
           "nothing-here deploy"]  # fmt: skip
 
