@@ -25,6 +25,7 @@ Measured on the LoCoMo dev conversations as messages (``benchmarks.lcm_semantic`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
@@ -77,10 +78,26 @@ def date_label(stored: str, tz: str) -> str:
     return f"{dt.day} {dt.strftime('%B %Y')}"
 
 
+#: texts up to this length keep their terms in a small per-process cache (a chat turn; a long
+#: pasted text is tokenised each time, so the cache stays within a few tens of MB)
+_CACHED_CHARS = 1000
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached_terms(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text))
+
+
+def _terms(text: str) -> Sequence[str]:
+    # An agent greps the same history again and again and the same turns come back as
+    # candidates: tokenising (Snowball, jieba) was most of a hybrid grep's own time.
+    return _cached_terms(text) if len(text) <= _CACHED_CHARS else tokenize(text)
+
+
 def candidate_bm25(query: str, texts: Sequence[str]) -> list[float]:
     """BM25 (k1 ``K1``, b ``B``) of each candidate text for ``query`` over amem's terms, the
     document frequencies counted among the candidates. 0.0 for a text sharing no term."""
-    return bm25_scores([tokenize(t) for t in texts], tokenize(query), k1=K1, b=B)
+    return bm25_scores([_terms(t) for t in texts], tokenize(query), k1=K1, b=B)
 
 
 def fuse(candidates: Sequence[K], words: Mapping[K, float], cosines: Mapping[K, float],
