@@ -7,15 +7,15 @@ them here, the same way on SQLite and PostgreSQL:
 1. :func:`index_words`: the words the full-text index is asked for. Function words go
    ("what", "did", "the"): OR-ed, they match most of a conversation and fill the word leg's
    candidates with turns that share nothing else with the question.
-2. :func:`candidate_bm25`: every candidate scored by BM25 over amem's own terms (stop words
-   out, Snowball stems, jieba words and bigrams for Chinese: :func:`amem.text.tokenize`) of
-   its date and its text, ``k1 = 1.2``, ``b = 0.3`` (the notes store's parameters: short
+2. :func:`candidate_bm25`: every candidate scored by BM25 over the terms of its date and its
+   text (:func:`lcm.ranking.terms`: stop words out and amem's Snowball stems, as in the notes
+   store; CJK as character bigrams), ``k1 = 1.2``, ``b = 0.3`` (the notes store's parameters: short
    turns are not favoured for being short). The date ("8 May 2023", in the store's time
    zone) is what a note of amem carries in its text: a question naming a month or a year
    then finds that day's turns. Document frequencies are counted over the candidates, not
    the whole store (a local IDF): the candidates are the turns near the question by either
    leg, and among them a word every candidate shares (the speaker's name) weighs little.
-3. :func:`fuse`: z-score fusion (:func:`amem.ranking.zscore_fusion`) of that BM25 and the
+3. :func:`fuse`: z-score fusion (:func:`amem.kernel.fusion.zscore_fusion`) of that BM25 and the
    cosine, weights ``WORD_WEIGHT`` and ``1 - WORD_WEIGHT``: unlike RRF it keeps how far the
    best match of a leg stands out.
 
@@ -32,9 +32,9 @@ from datetime import datetime
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
-from amem.ranking import zscore_fusion
-from amem.text import STOPWORDS, tokenize
-from lcm.ranking import bm25_scores
+from amem.kernel.fusion import zscore_fusion
+from amem.kernel.terms import STOPWORDS
+from lcm.ranking import bm25_scores, terms
 
 __all__ = ["WORD_WEIGHT", "K1", "B", "CANDIDATES", "index_words", "date_label", "candidate_bm25", "fuse"]
 
@@ -85,19 +85,19 @@ _CACHED_CHARS = 1000
 
 @functools.lru_cache(maxsize=2048)
 def _cached_terms(text: str) -> tuple[str, ...]:
-    return tuple(tokenize(text))
+    return tuple(terms(text))
 
 
 def _terms(text: str) -> Sequence[str]:
     # An agent greps the same history again and again and the same turns come back as
-    # candidates: tokenising (Snowball, jieba) was most of a hybrid grep's own time.
-    return _cached_terms(text) if len(text) <= _CACHED_CHARS else tokenize(text)
+    # candidates: tokenising and stemming was most of a hybrid grep's own time.
+    return _cached_terms(text) if len(text) <= _CACHED_CHARS else terms(text)
 
 
 def candidate_bm25(query: str, texts: Sequence[str]) -> list[float]:
-    """BM25 (k1 ``K1``, b ``B``) of each candidate text for ``query`` over amem's terms, the
+    """BM25 (k1 ``K1``, b ``B``) of each candidate text for ``query`` over lcm's terms, the
     document frequencies counted among the candidates. 0.0 for a text sharing no term."""
-    return bm25_scores([_terms(t) for t in texts], tokenize(query), k1=K1, b=B)
+    return bm25_scores([_terms(t) for t in texts], terms(query), k1=K1, b=B)
 
 
 def fuse(candidates: Sequence[K], words: Mapping[K, float], cosines: Mapping[K, float],

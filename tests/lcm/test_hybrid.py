@@ -82,3 +82,19 @@ def test_hybrid_hits_keep_their_shape_and_an_unembedded_turn_is_found_by_its_wor
     hit = res.hits[ids.index("msg_3")]
     assert (hit.kind, hit.role) == ("message", "user") and "zeppelin" in hit.snippet
     assert [h.score for h in res.hits] == sorted((h.score for h in res.hits), reverse=True)
+
+
+def test_lcm_terms_are_stemmed_without_function_words_and_keep_paths_whole() -> None:
+    from lcm.ranking import terms
+
+    assert terms("What did we deploy?") == terms("deployment") == ["deploy"]
+    assert terms("what is it") == []
+    assert "module_8.py" in terms("module_8.py failed in v4.1") and "v4.1" in terms("v4.1")
+
+
+def test_lcm_stems_every_word_as_the_notes_store_does() -> None:
+    from amem.text import stem as notes_stem
+    from lcm.ranking import stem
+
+    words = "deployed deployment studies studied connection running happily caroline adopted kids a v4".split()
+    assert [stem(w) for w in words] == [notes_stem(w) for w in words]
