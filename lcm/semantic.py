@@ -62,9 +62,10 @@ EMBED_BATCH = 32
 NIGHTLY_EMBED_SECONDS = 900.0
 #: candidates each list contributes to a fusion, per hit asked for
 _POOL = 4
-#: characters of a candidate hybrid's BM25 reads: a turn is short; a pasted log's first pages
-#: say what it is about, and tokenising all of a 100 kB one would cost more than the grep
-SCORED_TEXT_CHARS = 8000
+#: characters of a candidate hybrid's BM25 reads: what the embedder reads of it too, so both
+#: legs judge the same text. Tokenising costs ~0.6 ms per 2,000 characters: the worst grep
+#: (limit 200, messages and summaries, every candidate that long: 3,200) stays near 2 s.
+SCORED_TEXT_CHARS = EMBED_TEXT_CHARS
 
 
 class ScanCut(Exception):
