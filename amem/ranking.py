@@ -4,44 +4,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Hashable, Mapping, Sequence, TypeVar
+from typing import Callable, Hashable, Sequence, TypeVar
 
+from amem.kernel.fusion import zscore_fusion as zscore_fusion  # written once, lcm fuses with it too
 
 K = TypeVar("K", bound=Hashable)
-
-
-def zscore_fusion(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
-                  weights: Sequence[float], missing: Sequence[float]) -> list[tuple[K, float]]:
-    """Score fusion: ``sigmoid(sum_i w_i * z_i(d))`` over ``candidates``, best first.
-
-    ``columns[i]`` maps ids to ranking i's raw score (BM25, cosine); a candidate it lacks gets
-    ``missing[i]`` (see :func:`unranked_score`). Each column is standardised over the
-    candidates (``z = (x - mean) / std``; a constant column is all zeros, so it cannot
-    decide), which puts BM25's unbounded scores and a model's narrow cosine band on one scale
-    without a per-model constant. Unlike RRF this keeps *how far* the top of a ranking stands
-    above the rest: a note BM25 matches strongly is not levelled with one at BM25 rank 2 that
-    merely shares a name. The logistic keeps the order and puts the score in (0, 1), so the
-    heat boost's multiplication keeps its meaning. Ties keep the candidates' order.
-    """
-    if not (len(columns) == len(weights) == len(missing)):
-        raise ValueError("one weight and one missing score per column")
-    if any(not math.isfinite(w) or w < 0 for w in weights):
-        raise ValueError("weights must be finite and >= 0")
-    ids = list(dict.fromkeys(candidates))
-    total = [0.0] * len(ids)
-    for column, weight, fill in zip(columns, weights, missing):
-        values = [float(column.get(item, fill)) for item in ids]
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError("scores must be finite")
-        mean = math.fsum(values) / len(values) if values else 0.0
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
-        if std <= 1e-12:
-            continue
-        for i, v in enumerate(values):
-            total[i] += weight * (v - mean) / std
-    fused = [(item, 1.0 / (1.0 + math.exp(-t))) for item, t in zip(ids, total)]
-    order = {item: i for i, item in enumerate(ids)}
-    return sorted(fused, key=lambda kv: (-kv[1], order[kv[0]]))
 
 
 def unranked_score(scores: Sequence[float], pool: int) -> float:

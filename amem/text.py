@@ -23,6 +23,7 @@ from .kernel.text import HANGUL as _HANGUL
 from .kernel.text import KANA as _KANA
 from .kernel.text import bigrams as _bigrams
 from .kernel.text import has_han as has_han
+from .kernel.terms import STOPWORDS as STOPWORDS  # shared with lcm's hybrid recall
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +34,6 @@ _MARKS = r"\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u06
     r"\u0900-\u0963\u0966-\u0dff\u0e00-\u0eff\u0f00-\u0fff\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
 _WORD = rf"(?:[^\W_{_HAN}{_KANA}{_HANGUL}]|[{_MARKS}])+"
 _RUN = re.compile(rf"([{_HAN}]+)|([{_KANA}]+)|([{_HANGUL}]+)|({_WORD}(?:['’]{_WORD})?)")
-
-# Function words carry no retrieval signal and only cost postings; kept deliberately short.
-STOPWORDS = frozenset(
-    "a an the and or but if of to in on at by for with from as is are was were be been being "
-    "it its this that these those i me my we our you your he him his she her they them their "
-    "do does did doing have has had so not no yes can could would should will shall might "
-    "what which who whom whose when where why how there here than then too very just about into "
-    "over under again also any all each both few more most other some such only own same s t "
-    "的 了 和 是 在 也 就 都 而 及 与 着 或 一个 我们 你们 他们".split()
-)
 
 #: bumped whenever a note's BM25 terms change (``tokenize`` maps a text to other terms, or
 #: ``amem.bm25.note_terms`` builds the field otherwise): stored BM25 vectors made by another

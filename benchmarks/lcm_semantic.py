@@ -34,6 +34,7 @@ from lcm.errors import LcmValidationError
 from lcm.vectors import pack
 
 from .datasets import DEFAULT_LOCOMO, Corpus, load_locomo
+from .embcache import CachedEmbedder
 from .metrics import mean, score
 
 MODES = ("full_text", "semantic", "hybrid")
@@ -78,12 +79,14 @@ def _dense(corpus: Corpus, embedder: Any) -> list[list[str]]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     corpora = load_locomo(args.data)[: args.corpora]
-    embedder = make_embedder(args.embedder)
+    embedder: Any = make_embedder(args.embedder)
+    if args.cache is not None:  # the throughput figure is then the cache's, not the model's
+        embedder = CachedEmbedder(embedder, args.cache)
     embedder.embed(["warm up"], kind="query")  # model load is not part of the throughput
     cfg = LcmConfig(log_file_enabled=False, replay_flood_threshold_external=10**6,
                     replay_flood_threshold_internal=10**6)
     rankings: dict[str, list[tuple[str, list[str]]]] = {}
-    queries: list[tuple[str, set[str]]] = []
+    queries: list[tuple[str, set[str], str, str]] = []
     embed_s, embedded = 0.0, 0
     grep_ms: dict[str, list[float]] = {m: [] for m in MODES}
     with tempfile.TemporaryDirectory() as tmp, \
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     t0 = time.perf_counter()
                     try:
                         res = store.grep(q.text, mode=mode, scope="messages", session_key=key,
-                                         sort="relevance", limit=LIMIT)
+                                         sort="relevance", limit=args.limit)
                         ranked = [ids[int(h.id[4:])] for h in res.hits]
                     except LcmValidationError:  # a question with no searchable word
                         ranked = []
@@ -109,15 +112,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for name, base in (("bm25 (baseline)", _bm25(corpus)),
                                ("dense float32 (baseline)", _dense(corpus, embedder))):
                 rankings.setdefault(name, []).extend((q.category, r) for q, r in zip(corpus.queries, base))
-            queries += [(q.category, q.relevant) for q in corpus.queries]
+            # halves: alternate questions of each conversation (held-apart figures)
+            queries += [(q.category, q.relevant, corpus.name, "ab"[i % 2]) for i, q in enumerate(corpus.queries)]
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
     results: dict[str, dict[str, Any]] = {}
     for method, lists in rankings.items():
         groups: dict[str, list[dict[str, float]]] = {}
-        for (cat, rel), (_, r) in zip(queries, lists):
+        for (cat, rel, conv, half), (_, r) in zip(queries, lists):
             s = score(r, rel)
             groups.setdefault(f"cat{cat}", []).append(s)
             if cat != "5":
-                groups.setdefault("cat1-4", []).append(s)
+                for group in ("cat1-4", f"{conv} cat1-4", f"half {half} cat1-4"):
+                    groups.setdefault(group, []).append(s)
         results[method] = {g: mean(rows) for g, rows in sorted(groups.items())}
     return {"data": str(args.data), "embedder": embedder.model_id,
             "conversations": [c.name for c in corpora], "turns": sum(len(c.docs) for c in corpora),
@@ -167,6 +174,11 @@ def table(result: dict[str, Any]) -> str:
     for method, groups in result["results"].items():
         cells = [groups.get(g, {}).get(m) for g, m in cols]
         lines.append(f"| {method} | " + " | ".join("" if v is None else f"{v:.3f}" for v in cells) + " |")
+    splits = [g for g in next(iter(result["results"].values())) if g.endswith(" cat1-4") and g != "cat1-4"]
+    lines.append(f"\nR@10, categories 1-4, by conversation and half\n\n| method | {' | '.join(g[:-7] for g in splits)} |")
+    lines.append("|---|" + "---|" * len(splits))
+    for method, groups in result["results"].items():
+        lines.append(f"| {method} | " + " | ".join(f"{groups[g]['R@10']:.3f}" for g in splits) + " |")
     e = result["embed"]
     lines.append(f"\nembed_pending: {e['items']} turns in {e['seconds']} s = {e['per_second']} turns/s "
                  f"({result['embedder']}); grep p50 ms: {json.dumps(result['grep_p50_ms'])}")
@@ -183,8 +195,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--embedder", default="e5-small", help="embedder preset (default e5-small)")
     p.add_argument("--scan", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
                    help="comma-separated vector counts to time the exact scan at")
+    p.add_argument("--limit", type=int, default=LIMIT,
+                   help=f"hits asked of each grep (default {LIMIT}, the depth scored; hybrid draws "
+                        "max(4 x limit, 50) candidates from each leg)")
     p.add_argument("--corpora", type=int, help="use only the first N conversations (quick runs)")
     p.add_argument("--out", type=Path, help="write the JSON result here")
+    p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache (benchmarks.embcache); "
+                   "embed_pending's rate is then the cache's")
     args = p.parse_args(argv)
     if not args.data.exists():
         print(f"no data file at {args.data}", file=sys.stderr)

@@ -8,10 +8,12 @@
    stored is encoded again: what is pending is always read from the tables.
 3. ``search``: the query's vector against the scope's vectors, ``SCAN_BATCH`` rows at a time
    (the database lock is released between batches), keeping the running top k.
-4. ``grep``: ``semantic`` ranks by cosine; ``hybrid`` fuses a BM25 list with the semantic one
-   by RRF (k=60), so text not embedded yet is still found by its words. The BM25 list is the
-   FTS5 index read with the words OR-ed (full_text mode ANDs them: a question verbatim,
-   whose every word is rarely in the one turn that answers it, finds nothing there).
+4. ``grep``: ``semantic`` ranks by cosine; ``hybrid`` takes candidates from the vectors and
+   from the full-text index read with the question's words OR-ed (function words left out;
+   full_text mode ANDs them: a question verbatim, whose every word is rarely in the one turn
+   that answers it, finds nothing there), and ranks them by :mod:`lcm.hybrid`: amem's BM25
+   over each candidate's date and text, z-score fused with its cosine. Text not embedded yet
+   is still found by its words.
 
 The exact scan costs about 1.3-3.5 microseconds per vector in scope, 70% of it SQLite handing
 over the rows (RESULTS.md, "LCM semantic recall"): well under a second up to about 100k items,
@@ -34,6 +36,7 @@ from lcm.config import LcmConfig
 from lcm.conn import Handle
 from lcm.db import sqlite_only
 from lcm.errors import EmbedderMissingError, LcmValidationError
+from lcm.hybrid import CANDIDATES, candidate_bm25, date_label, fuse, index_words
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
 from amem.kernel.fusion import rrf
 from lcm.newest import SOURCES
@@ -59,6 +62,10 @@ EMBED_BATCH = 32
 NIGHTLY_EMBED_SECONDS = 900.0
 #: candidates each list contributes to a fusion, per hit asked for
 _POOL = 4
+#: characters of a candidate hybrid's BM25 reads: what the embedder reads of it too, so both
+#: legs judge the same text. Tokenising costs ~0.6 ms per 2,000 characters: the worst grep
+#: (limit 200, messages and summaries, every candidate that long: 3,200) stays near 2 s.
+SCORED_TEXT_CHARS = EMBED_TEXT_CHARS
 
 
 class ScanCut(Exception):
@@ -307,6 +314,8 @@ class SemanticIndex:
         query = emb.embed([pattern], kind="query")[0]
         deadline = time.monotonic() + self.cfg.grep_regex_deadline_ms / 1000
         pool = limit * _POOL if (mode == "hybrid" or sort == "hybrid") else limit
+        if mode == "hybrid":  # the fusion standardises scores over the candidates: not too few
+            pool = max(pool, CANDIDATES)
         found: list[tuple[str, int, float]] = []
         scanned, warnings, late = 0, [], False
         for kind in kinds:
@@ -318,12 +327,12 @@ class SemanticIndex:
                                 "narrow with since/before or a conversation")
                 break
         found.sort(key=lambda f: (-f[2], f[0], f[1]))
-        hits = self._hits(found[:pool])
+        hits = self._hits(found[:pool]) if mode != "hybrid" else []  # hybrid builds its own below
         missing = self.not_embedded(kinds, conv_ids, since, before)
         if mode == "hybrid":
             lexical: list[tuple[str, int, float]] = []
             for kind in kinds:
-                rows, cut = self._lexical(kind, pattern, conv_ids, since, before, pool, deadline)
+                rows, cut = self._lexical(kind, index_words(pattern), conv_ids, since, before, pool, deadline)
                 lexical += [(kind, rowid, score) for rowid, score in rows]
                 if cut:
                     late = True
@@ -331,10 +340,7 @@ class SemanticIndex:
                                     "narrow with since/before or a conversation")
                     break
             lexical.sort(key=lambda f: (-f[2], f[0], f[1]))
-            words = self._hits(lexical[:pool])
-            by_id = {h.id: h for h in [*hits, *words]}
-            fused = rrf([[h.id for h in words], [h.id for h in hits]])
-            hits = [dataclasses.replace(by_id[i], score=round(s, 6)) for i, s in fused]
+            hits = self._hybrid(pattern, query, found[:pool], lexical[:pool])
         if missing:
             what = "full text still searched them" if mode == "hybrid" else "semantic search did not see them"
             warnings.append(f"{missing} in-scope messages/summaries have no vector of {emb.model_id} (not "
@@ -377,21 +383,60 @@ class SemanticIndex:
                 c.set_progress_handler(None, 0)
         return [(int(r[0]), -float(r[1])) for r in rows], False
 
-    def _hits(self, found: list[tuple[str, int, float]]) -> list[GrepHit]:
+    def _rows(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], sqlite3.Row]:
+        """The rows of ``(kind, rowid)`` keys that still exist (one query per kind)."""
         rows: dict[tuple[str, int], sqlite3.Row] = {}
         for kind in _SRC:
-            ids = [rowid for k, rowid, _ in found if k == kind]
+            ids = [rowid for k, rowid in keys if k == kind]
             if ids:
                 src = _SRC[kind]
                 for r in self.db.query(f"SELECT * FROM {src.table} WHERE {src.rowid} IN "
                                        f"({','.join('?' * len(ids))})", ids):
                     rows[(kind, int(r[src.rowid]))] = r
+        return rows
+
+    def _hits(self, found: list[tuple[str, int, float]]) -> list[GrepHit]:
+        rows = self._rows([(kind, rowid) for kind, rowid, _ in found])
         out = []
         for kind, rowid, score in found:
             row = rows.get((kind, rowid))
             if row is not None:  # else deleted since the scan
                 out.append(_hit(kind, row, round(score, 6)))
         return out
+
+    def _cosines(self, keys: list[tuple[str, int]], query: np.ndarray) -> dict[tuple[str, int], float]:
+        """The stored vectors' cosines with ``query`` for ``keys`` (those not embedded are absent)."""
+        emb = self._need()
+        out: dict[tuple[str, int], float] = {}
+        for kind, src in _SRC.items():
+            ids = [rowid for k, rowid in keys if k == kind]
+            if not ids:
+                continue
+            rows = self.db.query(f"SELECT {src.key}, scale, vector FROM {src.vectors} WHERE model_id = ? AND "
+                                 f"length(vector) = ? AND {src.key} IN ({','.join('?' * len(ids))})",
+                                 [str(emb.model_id), int(emb.dim), *ids])
+            if rows:
+                scores = unpack_scores([r[2] for r in rows], [r[1] for r in rows], int(emb.dim), query)
+                out.update(((kind, int(r[0])), float(s)) for r, s in zip(rows, scores))
+        return out
+
+    def _hybrid(self, pattern: str, query: np.ndarray, near: list[tuple[str, int, float]],
+                lexical: list[tuple[str, int, float]]) -> list[GrepHit]:
+        """Both legs' candidates ranked by :mod:`lcm.hybrid`: BM25 over amem's terms of each
+        candidate's date and text, z-score fused with its cosine (read for the word leg's own)."""
+        keys = list(dict.fromkeys([(k, r) for k, r, _ in near] + [(k, r) for k, r, _ in lexical]))
+        rows = self._rows(keys)
+        keys = [key for key in keys if key in rows]  # else deleted since the legs ran
+        cosines = {(k, r): s for k, r, s in near if (k, r) in rows}
+        cosines.update(self._cosines([key for key in keys if key not in cosines], query))
+        texts = []
+        for kind, rowid in keys:
+            row = rows[(kind, rowid)]
+            when = row["created_at"] if kind == "message" else row["latest_at"]
+            texts.append(f"{date_label(when, self.cfg.timezone)} {row['content'][:SCORED_TEXT_CHARS]}")
+        words = dict(zip(keys, candidate_bm25(pattern, texts)))
+        return [_hit(kind, rows[(kind, rowid)], round(score, 6))
+                for (kind, rowid), score in fuse(keys, words, cosines)]
 
 
 def _checked(emb: TextEmbedder, vectors: np.ndarray, n: int) -> np.ndarray:

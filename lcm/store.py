@@ -314,7 +314,7 @@ class LcmStore:
         ``file_ids`` when given; a file outside the scope is not_found like a missing one.
         ``session_key`` may be several keys: the union of their families.
         ``semantic`` ranks by the embedder's cosine (``lcm.semantic``), ``hybrid`` fuses that
-        with BM25 over any of the words by RRF; both count what is not embedded yet in
+        with BM25 over the question's words and each item's date (``lcm.hybrid``); both count what is not embedded yet in
         ``not_embedded``. ``sort`` defaults to ``relevance`` (best match first) for those two
         and to ``recency`` for the others.
         """

@@ -1,14 +1,15 @@
 """Semantic recall on PostgreSQL: :class:`lcm.semantic.SemanticIndex` with two engine parts swapped.
 
 Everything else (binding the model, the pending queue, the int8 vectors in ``bytea``, the numpy
-scan, RRF fusion) is the shared code and SQL of :mod:`lcm.semantic`, run through
-:func:`lcm.pg.db.translate`. What differs:
+scan, hybrid's ranking of its candidates by :mod:`lcm.hybrid`) is the shared code and SQL of
+:mod:`lcm.semantic`, run through :func:`lcm.pg.db.translate`. What differs:
 
 * one embedding run at a time across every process sharing the server (SQLite's thread lock
   only covers one process): a session advisory lock ``LOCK_EMBED``; a killed holder's session
   ends and the server releases it;
-* hybrid's keyword leg: the ``words`` tsvector with the pattern's words OR-ed (CJK terms: any
-  of them as substrings over the trigram index), ranked by SQLite's BM25 (:mod:`lcm.pg.bm25`);
+* hybrid's keyword leg (its candidates): the ``words`` tsvector with the pattern's words OR-ed
+  (CJK terms: any of them as substrings over the trigram index), ranked by SQLite's BM25
+  (:mod:`lcm.pg.bm25`);
 * the vector scan streams from a server-side cursor, ``scan_batch`` rows a fetch, in one
   transaction (one snapshot) bounded by ``statement_timeout``: a client-side cursor would hold
   every in-scope vector in memory at once (1.5 MB per 4,096 vectors of 384 dimensions).

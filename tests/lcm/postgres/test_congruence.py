@@ -205,8 +205,9 @@ def test_cjk_relevance_is_the_same_trigram_bm25(make_pg_store: Callable[..., Lcm
 
 # Hybrid's word leg (lcm.semantic._lexical): the k best by BM25 over any of the pattern's words
 # OR-ed (else any of its CJK terms), on both engines, equal scores by row id ("deploy alpha",
-# "deploy gamma"). Nothing embedded: the hits are that leg's order and scores alone; all
-# embedded: its order still decides the fused (RRF) answer.
+# "deploy gamma"). Those candidates (and the nearest vectors) are then ranked by lcm.hybrid,
+# the same code on both engines: nothing embedded, by the word scores alone; all embedded, by
+# the z-score fusion with the cosines. Either way a different candidate set would show here.
 HYBRID = ["deploy failed", "deploy", "error timeout retry", "module_8.py pytest", "数据库迁移 失败了", "デプロイ手順",
           "nothing-here deploy"]  # fmt: skip
 
@@ -233,3 +234,22 @@ def test_hybrid_word_leg_is_the_same_bm25(pg_clean_url: str, clock: ManualClock)
     for pattern, a, b in zip(HYBRID * 2, lite, pg):
         assert [i for i, _ in b] == [i for i, _ in a], pattern
         assert [s for _, s in b] == pytest.approx([s for _, s in a], rel=1e-6), pattern
+
+
+def test_hybrid_reads_the_cosine_of_a_word_candidate_beyond_the_nearest_the_same_way(pg_clean_url: str,
+                                                                                     clock: ManualClock) -> None:
+    # 120 turns and limit 2 (50 candidates a leg): the word leg brings turns the vector leg did
+    # not, whose stored cosines lcm.semantic reads before fusing; both engines, one answer.
+    from amem.embed.hashing import HashingEmbedder
+
+    answers: list[list[tuple[str, float]]] = []
+    for where in (":memory:", pg_clean_url):
+        clock.set(datetime(2026, 1, 1, tzinfo=timezone.utc))
+        with LcmStore(where, LcmConfig(log_file_enabled=False), clock=clock, embedder=HashingEmbedder(64)) as store:
+            store.ingest(KEY, chat(120))
+            store.embed_pending()
+            res = store.grep("fixed pytest passed case_7", mode="hybrid", session_key=KEY, limit=2, sort="relevance")
+            answers.append([(h.id, h.score) for h in res.hits])
+    lite, pg = answers
+    assert lite and [i for i, _ in pg] == [i for i, _ in lite]
+    assert [s for _, s in pg] == pytest.approx([s for _, s in lite], rel=1e-6)

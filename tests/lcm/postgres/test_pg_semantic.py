@@ -144,3 +144,18 @@ def test_without_an_embedder_the_modes_say_so(mode: str, make_pg_store: Callable
     with pytest.raises(EmbedderMissingError):
         store.grep("car", mode=mode, session_key=KEY)
     assert store.status().embedding is not None and store.status().embedding.model_id is None  # type: ignore[union-attr]
+
+
+def test_hybrid_reads_a_turns_date_on_postgres_too(pg_clean_url: str, clock: ManualClock) -> None:
+    # lcm.hybrid ranks the candidates of both engines' word legs the same way: the day a turn
+    # was said counts as its words, so a question naming the month finds it among equal turns
+    same = "we decided to ship the parser rewrite"
+    turns = [{"role": "user", "content": same, "created_at": when}
+             for when in ("2024-01-05T10:00:00Z", "2024-03-10T10:00:00Z", "2024-07-22T10:00:00Z")]
+    with _open(pg_clean_url, clock, HashingEmbedder(256)) as store:
+        store.ingest(KEY, turns)
+        store.embed_pending()
+        res = store.grep("What did we decide in March 2024?", mode="hybrid", session_key=KEY,
+                         sort="relevance", limit=3)
+    assert res.hits[0].created_at.startswith("2024-03-10"), res.hits
+    assert res.hits[0].score > res.hits[1].score
