@@ -49,7 +49,8 @@ from amem.kernel.files import (
     private_dir, unallocated_bytes, wide_modes,
 )
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Legs, Point,
+    SparseVector, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -168,6 +169,9 @@ class EdgeBackend:
         self._handle = _Handle(self._lock)
         #: retrieval counts not yet written to the engine (``amem.backends._edge_heat``)
         self._heat = PendingHeat()
+        #: bumped by every write a filter can see (``generation``); this handle holds the
+        #: store's lock, so no other process writes it
+        self._generation = 0
         # what the engine creates from now on is made private (_make_private); what was wide
         # before is left as it was, for ``amem doctor`` to report and ``--fix`` to change
         self._wide_before = frozenset(p for p, _ in wide_modes(self.path))
@@ -326,6 +330,7 @@ class EdgeBackend:
         if batch:
             self.check_space(len(batch), size)
             with self._engine("upsert"):
+                self._generation += 1
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
                 self._touch(pids)
             self._heat.forget(pids)  # each whole payload was written: it holds the counts now
@@ -347,6 +352,7 @@ class EdgeBackend:
         self.check_space(1, _payload_size(payload))
         try:
             with self._engine("set_payload"):
+                self._generation += 1
                 self._touch([pid])
                 self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
         except BackendError as exc:
@@ -370,6 +376,7 @@ class EdgeBackend:
         with self._engine("update point"):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
+            self._generation += 1
             self._touch([pid])
             self._heat.forget([pid], payload.keys())  # what this write carries replaces it
             if payload:
@@ -386,12 +393,19 @@ class EdgeBackend:
             # so a caller can still drop notes on a nearly full disk
             self.check_space(0, 64 * len(checked), margin=DISK_MARGIN_BYTES // 4)
             with self._engine("delete"):
+                self._generation += 1
                 self._touch(checked)
                 self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
             self._heat.forget(checked)
             if self._idf is None:
                 log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
                 self._idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter()))
+
+    def generation(self) -> int:
+        """Changes with every write a filter can see: upserts, payload and vector changes,
+        deletes, index builds (the held retrieval counts do not count: no filter names them).
+        The lock makes this handle the store's only writer."""
+        return self._generation
 
     def _touch(self, ids: Iterable[str]) -> None:
         if self.touched is not None:
@@ -466,6 +480,34 @@ class EdgeBackend:
             params=qe.SearchParams(exact=True) if exact else None,
         )
         return self._query(request, "dense search", with_vectors, fields)
+
+    def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
+                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+        """Both rankings and the sparse hits' cosines in one ``query_batch`` (the engine plans
+        the queries together): the dense query, the sparse query, and the sparse query again
+        as a prefetch rescored by the dense vector, which gives each sparse hit's cosine from
+        the vector the engine holds (measured at 10k notes, optimized: 1.5 ms against 3.5 ms
+        for two queries and a read of the vectors)."""
+        limit = c.check_limit(limit)
+        flt = to_edge(where)
+        selector = c.payload_fields(fields)
+        nearest = qe.Query.Nearest(c.dense_list(dense, self.dim, "dense"), using=DENSE)
+        requests = [qe.QueryRequest(limit=limit, query=nearest, filter=flt, with_payload=selector)]
+        idx, val = c.sparse_lists(sparse, "sparse") if sparse is not None else ([], [])
+        if idx:
+            terms = qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE)
+            requests.append(qe.QueryRequest(limit=limit, query=terms, filter=flt,
+                                            with_payload=selector, params=self._idf))
+            requests.append(qe.QueryRequest(
+                limit=limit, query=nearest, with_payload=False,
+                prefetches=[qe.Prefetch(limit=limit, query=terms, filter=flt, params=self._idf)]))
+        with self._engine("search legs"):
+            answers = self.shard.query_batch(qe.QueryBatchRequest(requests))
+        dense_hits = [self._hit(p, False, fields) for p in answers[0]]
+        if not idx:
+            return Legs(sparse=[], dense=dense_hits, sparse_cosines={})
+        return Legs(sparse=[self._hit(p, False, fields) for p in answers[1]], dense=dense_hits,
+                    sparse_cosines={str(p.id): float(p.score) for p in answers[2]})
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:
@@ -559,6 +601,7 @@ class EdgeBackend:
         started = time.perf_counter()
         self.write_heat()  # into the segments the build merges, not moved out after it
         with self._engine("optimize"):
+            self._generation += 1  # the same points, in new segments: nothing kept survives
             if in_process:
                 outcome = "changed" if self.shard.optimize() else "optimal"
             else:
@@ -586,7 +629,10 @@ class EdgeBackend:
         """Build the index on a copy while this store serves (``amem.backends._edge_build``):
         calls wait only for the copy and the swap; changes made meanwhile are replayed."""
         self.write_heat()
-        return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
+        try:
+            return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
+        finally:
+            self._generation += 1  # the shard swapped for the build: nothing kept survives
 
     def flush(self) -> None:
         """Write every acknowledged change to the segments (the WAL already has them), the
