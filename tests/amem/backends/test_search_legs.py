@@ -83,3 +83,63 @@ def test_a_server_backend_keeps_nothing(make_backend: Factory, kind: str) -> Non
         pytest.skip("the edge engine has a single writer: its generation is a number")
     backend = make_backend()
     assert backend.generation() is None
+
+
+def test_the_edge_legs_keep_the_ranking_fields_and_never_show_them_stale() -> None:
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        points = random_points(30, seed=6)
+        for p in points:
+            p.payload["agent_id"] = "agent-1"
+            p.payload["is_active"] = True
+        backend.upsert(points)
+        qvec, terms = points[4].dense, points[4].sparse
+        fields = ("n", "tag")
+
+        def shown(pid_: str) -> dict[str, object]:
+            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=fields)
+            found = {h.id: h.payload for h in (*legs.dense, *legs.sparse)}
+            return found.get(pid_, {"gone": True})
+
+        first = shown(pid(4))
+        assert first == {"n": 4}
+        misses = backend.field_cache.misses
+        assert shown(pid(4)) == {"n": 4}
+        assert backend.field_cache.misses == misses  # the second time no payload is read
+        backend.set_payload(pid(4), {"tag": "a"})
+        assert shown(pid(4)) == {"n": 4, "tag": "a"}
+        assert backend.update_point(pid(4), {"tag": "b"})
+        assert shown(pid(4)) == {"n": 4, "tag": "b"}
+        backend.upsert([points[4]])  # the whole point again: its payload has no tag
+        assert shown(pid(4)) == {"n": 4}
+        # held retrieval counts show through a kept payload, and after they are written
+        counts = ("n", "retrieval_count")
+        legs = backend.search_legs(qvec, terms, WHERE, 30, fields=counts)
+        assert {h.payload.get("retrieval_count") for h in legs.dense if h.id == pid(4)} == {None}
+        backend.set_payload(pid(4), {"retrieval_count": 7, "last_accessed": "2026-01-01"})
+        for _ in range(2):  # held, then written by flush
+            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=counts)
+            assert [h.payload for h in legs.dense if h.id == pid(4)] == [
+                {"n": 4, "retrieval_count": 7}]
+            backend.flush()
+        backend.delete([pid(4)])
+        assert shown(pid(4)) == {"gone": True}
+        assert len(backend.field_cache) > 0
+        backend.optimize()
+        assert len(backend.field_cache) == 0  # a rebuilt shard keeps nothing
+    finally:
+        backend.close()
+
+
+def test_the_field_cache_stays_within_its_capacity() -> None:
+    from amem.backends._edge_fields import FieldCache
+
+    cache = FieldCache(capacity=3)
+    for n in range(5):
+        cache.put(("a",), f"p{n}", {"a": n})
+    cache.put(("b",), "p9", {"b": 1})
+    assert len(cache) == 3  # the oldest of the largest table went first: p0, p1, p2
+    found, missing = cache.get(("a",), ["p0", "p2", "p3", "p4"])
+    assert missing == ["p0", "p2"] and found == {"p3": {"a": 3}, "p4": {"a": 4}}
+    cache.forget(["p4", "p9"])
+    assert len(cache) == 1 and cache.get(("b",), ["p9"])[1] == ["p9"]
