@@ -94,8 +94,9 @@ class LapsedCache:
     def __init__(self, index: NoteIndex, limit: int) -> None:
         self._index = index
         self._limit = limit
-        #: agent -> (the generation read at, valid before this epoch second, the ids)
-        self._kept: dict[str, tuple[int, float, list[str]]] = {}
+        #: agent -> (the generation read at, the clock's epoch second then, valid before this
+        #: epoch second, the ids)
+        self._kept: dict[str, tuple[int, float, float, list[str]]] = {}
         self._guard = threading.Lock()
 
     def ids(self, agent_id: str) -> list[str]:
@@ -106,8 +107,9 @@ class LapsedCache:
         if generation is None:
             return lapsed_successors(index, agent_id, limit=self._limit)
         kept = self._kept.get(agent_id)
-        if kept is not None and kept[0] == generation and now < kept[1]:
-            return kept[2]
+        # a clock set back before the read (a test's clock, a wall-clock step) reads again
+        if kept is not None and kept[0] == generation and kept[1] <= now < kept[2]:
+            return kept[3]
         # The generation is read before the engine: a write landing during the read changes
         # it, and the next search reads again.
         found = _successors_and_next_expiry(index, agent_id, now, self._limit)
@@ -115,7 +117,7 @@ class LapsedCache:
             return lapsed_successors(index, agent_id, limit=self._limit)
         lapsed, valid_until = found
         with self._guard:
-            self._kept[agent_id] = (generation, valid_until, lapsed)
+            self._kept[agent_id] = (generation, now, valid_until, lapsed)
         return lapsed
 
 

@@ -82,6 +82,8 @@ def test_the_kept_successors_follow_the_clock() -> None:
         assert ids(store, "Bob team") == {"b2"}
         clock.advance(seconds=1)  # b2 expires now, no write in between: b1 is current again
         assert ids(store, "Bob team") == {"b1"}
+        clock.advance(seconds=-1)  # a clock set back before that read: b2 hides b1 again
+        assert ids(store, "Bob team") == {"b2"}
 
 
 def test_the_kept_successors_follow_every_write() -> None:
