@@ -17,7 +17,12 @@ hits both sides equally:
   supersede + expiry (the filter's clauses: the lapsed-successor read; their cost inside the
   engine's query is what ``ab`` shows), and the query embedding and engine legs;
 * ``heat`` (``--parts heat``): two optimized stores, one searching without the retrieval-count
-  writes, queries interleaved: what those writes cost the searches after them.
+  writes, queries interleaved: what those writes cost the searches after them;
+* ``import`` (``--parts import``): ``--size`` notes written by ``add_many`` (``--import-batch``
+  items a call; the corpus's vectors stand in for the model on the notes, the default
+  embedder embeds the queries) into a store on disk, which starts the background index build
+  on a copy (``amem.index_build``); then searches while that build runs and after it ends:
+  p50 / p95 and the floor, the store as a bulk import leaves it.
 
 Figures are medians in ms; ratios against the floor of the same run.
 """
@@ -26,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import qdrant_edge as qe
 
 from amem import MemoryStore, load_config
@@ -39,7 +46,6 @@ from amem.bm25 import query_vector
 from amem.embed import make_embedder
 from amem import ranking
 from amem.search import fuse, pipeline, usage
-from amem.search import filters as search_filters
 from amem.text import tokenize
 
 from ._util import write_result
@@ -157,14 +163,13 @@ def shares(store: MemoryStore, queries: Sequence[str], agent: str) -> dict[str, 
     timer.wrap(usage, "best_cosine", "usage: boost")
     timer.wrap(pipeline, "live_ids", "liveness: links shown")
     timer.wrap(pipeline, "expand", "links: expansion")
-    timer.wrap(search_filters, "lapsed_successors", "supersede+expiry: lapsed successors")
+    timer.wrap(store.searcher._lapsed, "ids", "supersede+expiry: lapsed successors")
     timer.wrap(pipeline, "history_order", "supersede: history order")
     timer.wrap(pipeline, "fill_cosines", "fusion: cosines of BM25-only candidates")
     timer.wrap(fuse, "fill_cosines", "fusion: cosines of BM25-only candidates")
     timer.wrap(store.index, "embed_query", "query embedding")
     backend = store.index.backend
-    timer.wrap(backend, "dense_search", "engine: dense leg")
-    timer.wrap(backend, "sparse_search", "engine: sparse leg")
+    timer.wrap(backend, "search_legs", "engine: both legs (one batch)")
     total = 0.0
     try:
         for q in queries:
@@ -185,8 +190,106 @@ def shares(store: MemoryStore, queries: Sequence[str], agent: str) -> dict[str, 
     return {"full_ms_mean": round(1000 * total / n, 3), "steps": rows}
 
 
+class CorpusVectors:
+    """The default embedder for queries; for notes, the corpus's vectors (embedding 100k notes
+    would take an hour here and does not change what a search costs). A note text not in the
+    corpus is embedded by the model (counted in ``misses``)."""
+
+    def __init__(self, inner: Any, texts: Sequence[str], vecs: np.ndarray) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        if hasattr(inner, "cosine_baseline"):
+            self.cosine_baseline = inner.cosine_baseline
+        self._by_text = dict(zip(texts, vecs))
+        self.misses = 0
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        if kind == "query":
+            return np.asarray(self.inner.embed(list(texts), kind=kind), dtype=np.float32)
+        rows = []
+        for text in texts:
+            vec = self._by_text.get(text)
+            if vec is None:
+                self.misses += 1
+                vec = np.asarray(self.inner.embed([text], kind=kind)[0], dtype=np.float32)
+            rows.append(vec)
+        return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
+
+
+def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
+                    keep_going: Callable[[int], bool]) -> dict[str, Any]:
+    """Full searches and the floor (engine hybrid query, query embedding), query by query,
+    while ``keep_going(i)``; p50 / p95 in ms and full / floor."""
+    floor_where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
+    full: list[float] = []
+    engine: list[float] = []
+    embed: list[float] = []
+    i = 0
+    while keep_going(i):
+        q = queries[i % len(queries)]
+        t = time.perf_counter()
+        store.search(q, limit=5, agent_id=agent)
+        full.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        qv = store.index.embed_query(q)
+        t1 = time.perf_counter()
+        store.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), floor_where, 5,
+                                       prefetch=50)
+        embed.append(t1 - t)
+        engine.append(time.perf_counter() - t1)
+        i += 1
+    if not full:
+        return {"searches": 0}
+    out: dict[str, Any] = {"searches": len(full), "full_p50": _ms(full),
+                           "full_p95": _p95(full), "engine_p50": _ms(engine),
+                           "engine_p95": _p95(engine), "embed_p50": _ms(embed)}
+    out["full_over_floor"] = round(out["full_p50"] / (out["engine_p50"] + out["embed_p50"]), 2)
+    return out
+
+
+def _p95(samples: Sequence[float]) -> float:
+    ms = sorted(samples)
+    return round(1000 * ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))], 3)
+
+
+def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
+                       queries: Sequence[str], *, batch: int, after_queries: int
+                       ) -> dict[str, Any]:
+    """Bulk-write the corpus with ``add_many`` (the background index build starts as it
+    would in a long-lived server), then search while the build runs and after it ends."""
+    corpus = CorpusVectors(embedder, texts, vecs)
+    config = load_config(overrides={"heat": True})
+    items = [{"text": t} for t in texts]
+    out: dict[str, Any] = {"notes": len(texts), "import_batch": batch,
+                           "optimize_after": config.optimize_after}
+    with tempfile.TemporaryDirectory(prefix="amem-rp-import-") as tmp:
+        with MemoryStore(Path(tmp) / "store", config=config, embedder=corpus) as store:
+            t0 = time.perf_counter()
+            for start in range(0, len(items), batch):
+                store.add_many(items[start:start + batch], enrich=False, agent_id="bench")
+            out["import_s"] = round(time.perf_counter() - t0, 1)
+            out["stored"] = store.index.backend.count(Where(must=(Match("agent_id", "bench"),)))
+            out["vector_misses"] = corpus.misses
+            build = store.index.build
+            out["build_running_at_end"] = build.state == "running"
+            t1 = time.perf_counter()
+            out["during_build"] = _timed_searches(
+                store, queries, "bench", lambda i: build.state == "running")
+            build.wait()
+            out["build_s_after_import"] = round(time.perf_counter() - t1, 1)
+            out["build"] = build.to_dict()
+            out["after_build"] = _timed_searches(store, queries, "bench",
+                                                 lambda i: i < after_queries)
+            # the same questions again: what the first pass paid for pages and fields not yet
+            # read since the swap shows as the difference
+            out["after_build_again"] = _timed_searches(store, queries, "bench",
+                                                       lambda i: i < after_queries)
+    return out
+
+
 def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
-        parts: Sequence[str] = ("ab", "shares")) -> dict[str, Any]:
+        parts: Sequence[str] = ("ab", "shares"), import_batch: int = 0) -> dict[str, Any]:
     embedder = CachedEmbedder(make_embedder("e5-small"), cache)
     texts, vecs, queries = build_corpus(embedder, size)
     embedder.save()
@@ -220,6 +323,10 @@ def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
                 on.search(q, limit=5, agent_id="bench")
                 off.search(q, limit=5, agent_id="bench")
             result["heat_after_optimize"] = heat_ab(on, off, qs, "bench")
+    if "import" in parts:
+        result["import"] = import_then_search(embedder.inner, texts, vecs, qs,
+                                              batch=import_batch or size,
+                                              after_queries=len(qs))
     return result
 
 
@@ -232,11 +339,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
     p.add_argument("--parts", default="ab,shares",
                    help="comma-separated: ab, shares, heat (the heat writes' cost after "
-                        "optimize(): two optimized stores, one without the writes)")
+                        "optimize(): two optimized stores, one without the writes), import "
+                        "(searches while and after the index build a bulk import starts)")
+    p.add_argument("--import-batch", type=int, default=0,
+                   help="items per add_many call for --parts import (default: all at once)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     result = run(args.size, args.queries, args.optimize, args.cache,
-                 parts=[x.strip() for x in args.parts.split(",") if x.strip()])
+                 parts=[x.strip() for x in args.parts.split(",") if x.strip()],
+                 import_batch=args.import_batch)
     print(write_result(result, args.out))
     return 0
 

@@ -123,6 +123,19 @@ class Hit:
     dense: np.ndarray | None = None
 
 
+@dataclass
+class Legs:
+    """Both rankings of one search, read in one engine round trip (``search_legs``)."""
+
+    #: the BM25 ranking, best first (``score``: the IDF-weighted dot); empty without terms
+    sparse: list[Hit]
+    #: the dense ranking, best first (``score``: the cosine)
+    dense: list[Hit]
+    #: the cosine of every sparse hit, computed by the engine from its stored vector: z-score
+    #: fusion needs the BM25-only candidates' cosines, which no longer cost a second read
+    sparse_cosines: dict[str, float]
+
+
 class VectorBackend(Protocol):
     """What the note store needs from a vector engine. All ids are UUID strings."""
 
@@ -171,6 +184,22 @@ class VectorBackend(Protocol):
                       fields: Sequence[str] | None = None) -> list[Hit]:
         """Points sharing a term with ``vector``, best first; ``score`` is the IDF-weighted dot
         (``fields`` as in ``dense_search``)."""
+        ...
+
+    def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
+                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+        """The dense and the sparse ranking (``limit`` each, ``where`` on both) and the cosine
+        of every sparse hit, in one engine round trip (a batch of queries): a search paid
+        three calls for them (``sparse=None``: no sparse ranking). ``fields`` as in
+        ``dense_search``."""
+        ...
+
+    def generation(self) -> int | None:
+        """A number that changes with every write through this handle that a filter can see
+        (the held retrieval counts excepted: no filter names them), or None when other
+        processes may write the store too (a shared server): then nothing derived from a
+        read may be kept across calls. A reader keeps such a derived value while this is
+        unchanged (the search's lapsed successors, ``amem.search.visibility``)."""
         ...
 
     def hybrid_rrf(

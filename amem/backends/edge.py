@@ -38,6 +38,7 @@ import qdrant_edge as qe
 
 from amem.backends import _common as c
 from amem.backends import _edge_build
+from amem.backends._edge_fields import FieldCache
 from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
@@ -49,7 +50,8 @@ from amem.kernel.files import (
     private_dir, unallocated_bytes, wide_modes,
 )
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Legs, Point,
+    SparseVector, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -168,6 +170,11 @@ class EdgeBackend:
         self._handle = _Handle(self._lock)
         #: retrieval counts not yet written to the engine (``amem.backends._edge_heat``)
         self._heat = PendingHeat()
+        #: bumped by every write a filter can see (``generation``); this handle holds the
+        #: store's lock, so no other process writes it
+        self._generation = 0
+        #: the ranking fields of recently ranked points (``amem.backends._edge_fields``)
+        self.field_cache = FieldCache()
         # what the engine creates from now on is made private (_make_private); what was wide
         # before is left as it was, for ``amem doctor`` to report and ``--fix`` to change
         self._wide_before = frozenset(p for p, _ in wide_modes(self.path))
@@ -326,6 +333,8 @@ class EdgeBackend:
         if batch:
             self.check_space(len(batch), size)
             with self._engine("upsert"):
+                self._generation += 1
+                self.field_cache.forget(pids)
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
                 self._touch(pids)
             self._heat.forget(pids)  # each whole payload was written: it holds the counts now
@@ -347,6 +356,8 @@ class EdgeBackend:
         self.check_space(1, _payload_size(payload))
         try:
             with self._engine("set_payload"):
+                self._generation += 1
+                self.field_cache.forget([pid])
                 self._touch([pid])
                 self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
         except BackendError as exc:
@@ -370,6 +381,8 @@ class EdgeBackend:
         with self._engine("update point"):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
+            self._generation += 1
+            self.field_cache.forget([pid])
             self._touch([pid])
             self._heat.forget([pid], payload.keys())  # what this write carries replaces it
             if payload:
@@ -386,12 +399,20 @@ class EdgeBackend:
             # so a caller can still drop notes on a nearly full disk
             self.check_space(0, 64 * len(checked), margin=DISK_MARGIN_BYTES // 4)
             with self._engine("delete"):
+                self._generation += 1
+                self.field_cache.forget(checked)
                 self._touch(checked)
                 self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
             self._heat.forget(checked)
             if self._idf is None:
                 log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
                 self._idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter()))
+
+    def generation(self) -> int:
+        """Changes with every write a filter can see: upserts, payload and vector changes,
+        deletes, index builds (the held retrieval counts do not count: no filter names them).
+        The lock makes this handle the store's only writer."""
+        return self._generation
 
     def _touch(self, ids: Iterable[str]) -> None:
         if self.touched is not None:
@@ -415,6 +436,7 @@ class EdgeBackend:
                 present = [str(r.id) for r in self.shard.retrieve(
                     list[Any](pids), with_payload=False, with_vector=False)]
                 if present:
+                    self.field_cache.forget(present)
                     self._touch(present)
                     self.shard.update(qe.UpdateOperation.set_payload(list[Any](present), payload))
                     written += len(present)
@@ -466,6 +488,64 @@ class EdgeBackend:
             params=qe.SearchParams(exact=True) if exact else None,
         )
         return self._query(request, "dense search", with_vectors, fields)
+
+    def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
+                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+        """Both rankings and the sparse hits' cosines in one ``query_batch`` (the engine plans
+        the queries together): the dense query, the sparse query, and the sparse query again
+        as a prefetch rescored by the dense vector, which gives each sparse hit's cosine from
+        the vector the engine holds (measured at 10k notes, optimized: 1.5 ms against 3.5 ms
+        for two queries and a read of the vectors).
+
+        With ``fields`` the queries return ids and scores only and the named keys come from
+        the field cache (``amem.backends._edge_fields``), the points not kept in one read:
+        loading each candidate's payload cost the legs more than their search.
+        """
+        limit = c.check_limit(limit)
+        flt = to_edge(where)
+        selector = c.payload_fields(fields)
+        key = None if fields is None else tuple(fields)
+        with_payload = key is None
+        nearest = qe.Query.Nearest(c.dense_list(dense, self.dim, "dense"), using=DENSE)
+        requests = [qe.QueryRequest(limit=limit, query=nearest, filter=flt,
+                                    with_payload=with_payload)]
+        idx, val = c.sparse_lists(sparse, "sparse") if sparse is not None else ([], [])
+        if idx:
+            terms = qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE)
+            requests.append(qe.QueryRequest(limit=limit, query=terms, filter=flt,
+                                            with_payload=with_payload, params=self._idf))
+            requests.append(qe.QueryRequest(
+                limit=limit, query=nearest, with_payload=False,
+                prefetches=[qe.Prefetch(limit=limit, query=terms, filter=flt, params=self._idf)]))
+        # One gate for the queries and the fields' read: no write lands between them, so what
+        # the cache receives is what the engine holds (writes forget their points under it).
+        with self._engine("search legs"):
+            answers = self.shard.query_batch(qe.QueryBatchRequest(requests))
+            # each id as text once: the binding hands back uuid.UUID objects
+            ranked = [[(str(p.id), p) for p in hits] for hits in answers[:2 if idx else 1]]
+            kept: dict[str, dict[str, Any]] = {}
+            if key is not None:
+                pids = list(dict.fromkeys(pid for hits in ranked for pid, _ in hits))
+                kept, missing = self.field_cache.get(key, pids)
+                if missing:
+                    for r in self.shard.retrieve(list[Any](missing), with_payload=selector,
+                                                 with_vector=False):
+                        read = dict(r.payload or {})
+                        self.field_cache.put(key, str(r.id), read)
+                        kept[str(r.id)] = read
+
+        def hit(pid: str, p: Any) -> Hit:
+            if key is None:
+                return self._hit(p, False)
+            payload = dict(kept.get(pid, {}))
+            self._heat.show(pid, payload, key)
+            return Hit(id=pid, score=float(p.score), payload=payload)
+
+        dense_hits = [hit(pid, p) for pid, p in ranked[0]]
+        if not idx:
+            return Legs(sparse=[], dense=dense_hits, sparse_cosines={})
+        return Legs(sparse=[hit(pid, p) for pid, p in ranked[1]], dense=dense_hits,
+                    sparse_cosines={str(p.id): float(p.score) for p in answers[2]})
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:
@@ -559,6 +639,8 @@ class EdgeBackend:
         started = time.perf_counter()
         self.write_heat()  # into the segments the build merges, not moved out after it
         with self._engine("optimize"):
+            self._generation += 1  # the same points, in new segments: nothing kept survives
+            self.field_cache.clear()
             if in_process:
                 outcome = "changed" if self.shard.optimize() else "optimal"
             else:
@@ -586,7 +668,12 @@ class EdgeBackend:
         """Build the index on a copy while this store serves (``amem.backends._edge_build``):
         calls wait only for the copy and the swap; changes made meanwhile are replayed."""
         self.write_heat()
-        return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
+        try:
+            return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
+        finally:
+            with self._gate:  # the shard swapped for the build: nothing kept survives
+                self._generation += 1
+                self.field_cache.clear()
 
     def flush(self) -> None:
         """Write every acknowledged change to the segments (the WAL already has them), the

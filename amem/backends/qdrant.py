@@ -27,7 +27,8 @@ from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_client
 from amem.kernel.files import private_dir
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Point, SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Legs, Point,
+    SparseVector, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -312,6 +313,37 @@ class QdrantServerBackend:
             # local mode is always exact and warns about search params, so send none there
             search_params=qm.SearchParams(exact=True) if exact and not self._is_local else None,
         )
+
+    def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
+                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+        """Both rankings and the sparse hits' cosines in one ``query_batch_points`` (one
+        request to a server instead of three): the dense query, the sparse query, and the
+        sparse query again as a prefetch rescored by the dense vector."""
+        limit = c.check_limit(limit)
+        flt = to_client(where)
+        selector = c.payload_fields(fields)
+        nearest = c.dense_list(dense, self.dim, "dense")
+        requests = [qm.QueryRequest(query=nearest, using=DENSE, filter=flt, limit=limit,
+                                    with_payload=selector)]
+        idx, val = c.sparse_lists(sparse, "sparse") if sparse is not None else ([], [])
+        if idx:
+            terms = qm.SparseVector(indices=idx, values=val)
+            requests.append(qm.QueryRequest(query=terms, using=SPARSE, filter=flt, limit=limit,
+                                            with_payload=selector))
+            requests.append(qm.QueryRequest(
+                query=nearest, using=DENSE, limit=limit, with_payload=False,
+                prefetch=[qm.Prefetch(query=terms, using=SPARSE, filter=flt, limit=limit)]))
+        with self._engine("search legs"):
+            answers = self.live.query_batch_points(self.collection, requests)
+        dense_hits = [self._hit(p, False) for p in answers[0].points]
+        if not idx:
+            return Legs(sparse=[], dense=dense_hits, sparse_cosines={})
+        return Legs(sparse=[self._hit(p, False) for p in answers[1].points], dense=dense_hits,
+                    sparse_cosines={str(p.id): float(p.score) for p in answers[2].points})
+
+    def generation(self) -> None:
+        """None: other processes may write the same collection, so no read is kept."""
+        return None
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:

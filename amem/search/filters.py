@@ -7,26 +7,28 @@ from typing import Any, Sequence
 from ..backends.base import Condition, IsEmpty, Match, MatchAny, Where
 from ..errors import ValidationError
 from ..index import NoteIndex
-from .visibility import lapsed_successors
+from .visibility import LapsedCache
 
 #: at most this many expired or deleted successors release their older facts at once (each)
 LAPSED_MAX = 1000
 
 
 def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
-                 topics: Sequence[str], *, include_superseded: bool = False) -> Where:
+                 topics: Sequence[str], *, lapsed: LapsedCache,
+                 include_superseded: bool = False) -> Where:
     """Tenant + active (+ current: not superseded, unless history is asked for), then the
-    optional subject and topics rules as nested clauses."""
+    optional subject and topics rules as nested clauses; ``lapsed`` answers which
+    successors no longer hide what they replaced."""
     must: list[Condition] = list(index.tenant_filter(agent_id))
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
         # ... unless what replaced it has expired (until the sweep deletes the successor and
         # clears the mark; the successors read are those whose ``supersedes`` names notes, as
         # the sweep reads) or was deleted while still listing what it replaced (a delete or
         # merge interrupted before its release: amem.supersede): the older fact is current.
-        lapsed = lapsed_successors(index, agent_id, limit=LAPSED_MAX)
+        released = lapsed.ids(agent_id)
         current = IsEmpty("superseded_by")
-        must.append(Where(should=(current, MatchAny("superseded_by", tuple(lapsed))))
-                    if lapsed else current)
+        must.append(Where(should=(current, MatchAny("superseded_by", tuple(released))))
+                    if released else current)
     if subject is not None:
         # Notes naming the subject, plus notes naming nobody.
         must.append(Where(should=(Match("subjects", subject), IsEmpty("subjects"))))

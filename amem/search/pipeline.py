@@ -45,11 +45,11 @@ from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
 from . import usage
-from .filters import build_filter, check_min_similarity
+from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
 from .result import SearchResult, found_by, make_result
-from .visibility import live_ids
+from .visibility import LapsedCache, live_ids
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,8 @@ class Searcher:
         self._index = index
         self._config = config
         self._recent = recent
+        #: the successors that no longer hide what they replaced, kept between writes
+        self._lapsed = LapsedCache(index, LAPSED_MAX)
 
     def search(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
                subject: str | None, agent_id: str, expand_links: bool | None = None,
@@ -93,19 +95,19 @@ class Searcher:
         if not isinstance(include_superseded, bool):
             raise ValidationError("include_superseded must be true or false",
                                   field="include_superseded")
-        where = build_filter(index, agent_id, subject, topics,
+        where = build_filter(index, agent_id, subject, topics, lapsed=self._lapsed,
                              include_superseded=include_superseded)
         # they narrow both legs and the link expansion inside the engine, not after the fact
         where = Where(must=(*where.must, *narrow))
         terms = tokenize(query)
         pool = max(cfg.candidates, limit)
         engine = index.backend
-        sparse_hits = (engine.sparse_search(bm25.query_vector(terms), where, pool,
-                                            fields=RANK_FIELDS) if terms else [])  # 2
-        dense_hits = settle_ties(engine.dense_search(qvec, where, pool,
-                                                     fields=RANK_FIELDS))       # 3
-        sparse_hits = settle_ties(sparse_hits)
-        cosine = {h.id: h.score for h in dense_hits}
+        # Both legs and the BM25 hits' cosines in one engine round trip (three calls before)
+        legs = engine.search_legs(qvec, bm25.query_vector(terms) if terms else None,  # 2, 3
+                                  where, pool, fields=RANK_FIELDS)
+        sparse_hits = settle_ties(legs.sparse)
+        dense_hits = settle_ties(legs.dense)
+        cosine = {**legs.sparse_cosines, **{h.id: h.score for h in dense_hits}}
         fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}

@@ -54,6 +54,11 @@ class RecordingBackend:
         self._keep(where)
         return self.inner.dense_search(vector, where, limit, **options)
 
+    def search_legs(self, dense: np.ndarray, sparse: Any, where: Where | None, limit: int,
+                    **options: Any) -> Any:
+        self._keep(where)
+        return self.inner.search_legs(dense, sparse, where, limit, **options)
+
     def sparse_search(self, vector: Any, where: Where | None, limit: int, **options: Any) -> Any:
         self._keep(where)
         return self.inner.sparse_search(vector, where, limit, **options)

@@ -1,0 +1,145 @@
+"""``search_legs``: a search's two rankings and the BM25 hits' cosines in one round trip, on
+every engine; and ``generation``, which says when a read may be kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from amem.backends import EdgeBackend
+from amem.backends.base import Match, VectorBackend, Where
+
+from .conftest import Factory
+from ._data import DIM, pid, random_points, sparse, unit
+
+WHERE = Where(must=(Match("agent_id", "agent-1"), Match("is_active", True)))
+
+
+def test_the_legs_equal_the_two_queries_and_the_cosines_the_stored_vectors(
+        backend: VectorBackend) -> None:
+    points = random_points(90, seed=3)
+    backend.upsert(points)
+    rng = np.random.default_rng(11)
+    vectors = {p.id: p.dense for p in points}
+    for _ in range(5):
+        qvec = unit(rng.normal(size=DIM))
+        terms = sparse({0: 1.0, 1: 0.7, 4: 0.3})
+        legs = backend.search_legs(qvec, terms, WHERE, 10, fields=("n",))
+        dense = backend.dense_search(qvec, WHERE, 10, fields=("n",))
+        bm25 = backend.sparse_search(terms, WHERE, 10, fields=("n",))
+        assert [(h.id, h.payload) for h in legs.dense] == [(h.id, h.payload) for h in dense]
+        assert [(h.id, h.payload) for h in legs.sparse] == [(h.id, h.payload) for h in bm25]
+        assert np.allclose([h.score for h in legs.dense], [h.score for h in dense], atol=1e-6)
+        assert np.allclose([h.score for h in legs.sparse], [h.score for h in bm25], atol=1e-5)
+        # every BM25 hit has its cosine, the one its stored vector gives
+        assert set(legs.sparse_cosines) == {h.id for h in bm25}
+        for hid, cos in legs.sparse_cosines.items():
+            assert cos == pytest.approx(float(np.dot(qvec, vectors[hid])), abs=1e-5)
+
+
+def test_legs_without_terms_give_the_dense_ranking_only(backend: VectorBackend) -> None:
+    backend.upsert(random_points(30, seed=4))
+    qvec = unit(np.arange(1, DIM + 1, dtype=np.float32))
+    for terms in (None, sparse({})):
+        legs = backend.search_legs(qvec, terms, WHERE, 5)
+        assert legs.sparse == [] and legs.sparse_cosines == {}
+        assert [h.id for h in legs.dense] == [h.id for h in backend.dense_search(qvec, WHERE, 5)]
+        assert "n" in legs.dense[0].payload  # no fields: the whole payload
+
+
+def test_the_edge_generation_moves_with_every_write_a_filter_sees() -> None:
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        seen = [backend.generation()]
+
+        def moved() -> bool:
+            seen.append(backend.generation())
+            return seen[-1] != seen[-2]
+
+        points = random_points(5, seed=5)
+        backend.upsert(points)
+        assert moved()
+        backend.search_legs(points[0].dense, points[0].sparse, None, 3)
+        backend.scroll(None)
+        assert not moved()  # reads change nothing
+        backend.set_payload(pid(1), {"retrieval_count": 3, "last_accessed": "2026-01-01"})
+        assert not moved()  # held retrieval counts: no filter names them
+        backend.set_payload(pid(1), {"is_active": False})
+        assert moved()
+        assert backend.update_point(pid(2), {"superseded_by": "x"})
+        assert moved()
+        assert not backend.update_point("00000000-0000-0000-0000-0000000000ff", {"a": 1})
+        assert not moved()  # nothing written
+        backend.delete([pid(3)])
+        assert moved()
+        backend.optimize()
+        assert moved()
+    finally:
+        backend.close()
+
+
+def test_a_server_backend_keeps_nothing(make_backend: Factory, kind: str) -> None:
+    if kind == "edge":
+        pytest.skip("the edge engine has a single writer: its generation is a number")
+    backend = make_backend()
+    assert backend.generation() is None
+
+
+def test_the_edge_legs_keep_the_ranking_fields_and_never_show_them_stale() -> None:
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        points = random_points(30, seed=6)
+        for p in points:
+            p.payload["agent_id"] = "agent-1"
+            p.payload["is_active"] = True
+        backend.upsert(points)
+        qvec, terms = points[4].dense, points[4].sparse
+        fields = ("n", "tag")
+
+        def shown(pid_: str) -> dict[str, object]:
+            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=fields)
+            found = {h.id: h.payload for h in (*legs.dense, *legs.sparse)}
+            return found.get(pid_, {"gone": True})
+
+        first = shown(pid(4))
+        assert first == {"n": 4}
+        misses = backend.field_cache.misses
+        assert shown(pid(4)) == {"n": 4}
+        assert backend.field_cache.misses == misses  # the second time no payload is read
+        backend.set_payload(pid(4), {"tag": "a"})
+        assert shown(pid(4)) == {"n": 4, "tag": "a"}
+        assert backend.update_point(pid(4), {"tag": "b"})
+        assert shown(pid(4)) == {"n": 4, "tag": "b"}
+        backend.upsert([points[4]])  # the whole point again: its payload has no tag
+        assert shown(pid(4)) == {"n": 4}
+        # held retrieval counts show through a kept payload, and after they are written
+        counts = ("n", "retrieval_count")
+        legs = backend.search_legs(qvec, terms, WHERE, 30, fields=counts)
+        assert {h.payload.get("retrieval_count") for h in legs.dense if h.id == pid(4)} == {None}
+        backend.set_payload(pid(4), {"retrieval_count": 7, "last_accessed": "2026-01-01"})
+        for _ in range(2):  # held, then written by flush
+            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=counts)
+            assert [h.payload for h in legs.dense if h.id == pid(4)] == [
+                {"n": 4, "retrieval_count": 7}]
+            backend.flush()
+        backend.delete([pid(4)])
+        assert shown(pid(4)) == {"gone": True}
+        assert len(backend.field_cache) > 0
+        backend.optimize()
+        assert len(backend.field_cache) == 0  # a rebuilt shard keeps nothing
+    finally:
+        backend.close()
+
+
+def test_the_field_cache_stays_within_its_capacity() -> None:
+    from amem.backends._edge_fields import FieldCache
+
+    cache = FieldCache(capacity=3)
+    for n in range(5):
+        cache.put(("a",), f"p{n}", {"a": n})
+    cache.put(("b",), "p9", {"b": 1})
+    assert len(cache) == 3  # the oldest of the largest table went first: p0, p1, p2
+    found, missing = cache.get(("a",), ["p0", "p2", "p3", "p4"])
+    assert missing == ["p0", "p2"] and found == {"p3": {"a": 3}, "p4": {"a": 4}}
+    cache.forget(["p4", "p9"])
+    assert len(cache) == 1 and cache.get(("b",), ["p9"])[1] == ["p9"]

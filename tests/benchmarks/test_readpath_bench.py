@@ -1,0 +1,34 @@
+"""The read-path benchmark's bulk-import part: corpus vectors for notes, the model for queries."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from amem.embed.hashing import HashingEmbedder
+from benchmarks.readpath_bench import CorpusVectors, import_then_search
+
+
+def test_corpus_vectors_serve_notes_from_the_corpus_and_queries_from_the_model() -> None:
+    model = HashingEmbedder(dim=16)
+    texts = ["alpha beta", "gamma delta"]
+    vecs = np.eye(2, 16, dtype=np.float32)
+    corpus = CorpusVectors(model, texts, vecs)
+    assert np.array_equal(corpus.embed(texts[::-1]), vecs[::-1])
+    assert corpus.misses == 0
+    other = corpus.embed(["not in the corpus"])  # embedded by the model, counted
+    assert corpus.misses == 1 and np.allclose(other, model.embed(["not in the corpus"]))
+    assert np.allclose(corpus.embed(["alpha beta"], kind="query"),
+                       model.embed(["alpha beta"], kind="query"))
+
+
+def test_import_then_search_reports_both_phases() -> None:
+    model = HashingEmbedder(dim=16)
+    texts = [f"note {i} about topic {i % 7}" for i in range(60)]
+    vecs = np.asarray(model.embed(texts), dtype=np.float32)
+    out = import_then_search(model, texts, vecs, ["topic 3", "note 5"], batch=25,
+                             after_queries=4)
+    assert out["stored"] == 60 and out["vector_misses"] == 0
+    # 60 notes stay under optimize_after (5000): no build ran, so no search during one
+    assert out["build_running_at_end"] is False and out["during_build"] == {"searches": 0}
+    after = out["after_build"]
+    assert after["searches"] == 4 and after["full_p95"] >= after["full_p50"] > 0
