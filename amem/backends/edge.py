@@ -79,12 +79,15 @@ _DATA_FACTOR = 3
 #: the engine's suggested 0.99
 QUANTILE = 0.99
 #: dense queries rank the int8 candidates again by their float vectors: the engine does not
-#: by default (its scores would be the int8 estimates, off by up to ~1e-3, and ties reorder).
-#: Twice the asked-for candidates are rescored, so a near tie at the list's end is settled by
-#: the float scores too, not only the order within the list.
-OVERSAMPLING = 2.0
+#: by default (its scores would be the int8 estimates, off by up to ~1e-3). Four times the
+#: asked-for candidates are rescored, so near ties at the list's end are settled by the float
+#: scores too (100k hashing-vector notes, share of the top 10 reaching the exact 10th score:
+#: 0.868 rescoring 1x, 0.990 at 2x, 0.993 at 4x, 0.995 at 8x; float HNSW 0.999)
+OVERSAMPLING = 4.0
 RESCORE = qe.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING)
 DENSE_PARAMS = qe.SearchParams(quantization=RESCORE)
+#: an exact search stays exact: every float vector, not the int8 copies (consolidation's pairs)
+EXACT_PARAMS = qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True))
 
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
@@ -506,7 +509,7 @@ class EdgeBackend:
             filter=to_edge(where),
             with_payload=c.payload_fields(fields),
             with_vector=[DENSE] if with_vectors else False,
-            params=qe.SearchParams(exact=exact, quantization=RESCORE),
+            params=EXACT_PARAMS if exact else DENSE_PARAMS,
         )
         return self._query(request, "dense search", with_vectors, fields)
 

@@ -68,6 +68,10 @@ def test_optimized_search_rescores_the_int8_candidates_with_the_float_vectors(tm
             # the scores are the float vectors' (rescored), not the int8 copies' estimates
             exact = {p.id: float(p.dense @ query) for p in points}
             assert all(abs(h.score - exact[h.id]) < 1e-5 for h in hits)
+            # an exact search reads every float vector: the whole ranking is the floats'
+            every = backend.dense_search(query, Where(), POINTS + 40, exact=True)
+            assert [h.id for h in every][:10] == [h.id for h in hits]
+            assert all(abs(h.score - exact[h.id]) < 1e-5 for h in every)
 
 
 def test_a_store_created_before_is_moved_to_the_layout_at_its_next_optimize(tmp_path: Path) -> None:
