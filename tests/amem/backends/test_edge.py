@@ -138,7 +138,8 @@ def test_schema_and_payload_indexes(tmp_path: Path) -> None:
         assert isinstance(params, qe.KeywordIndexParams) and params.is_tenant
         assert schema["is_active"].data_type == qe.PayloadSchemaType.Bool
     config = json.loads((tmp_path / "shard" / "edge_config.json").read_text())
-    assert config["vectors"]["dense"] == {"size": DIM, "distance": "Cosine"}
+    dense = config["vectors"]["dense"]
+    assert (dense["size"], dense["distance"]) == (DIM, "Cosine")  # layout: test_edge_memory
     assert config["sparse_vectors"]["bm25"]["modifier"] == "idf"
 
 
