@@ -553,15 +553,17 @@ class EdgeBackend:
         key = None if fields is None else tuple(fields)
         with_payload = key is None
         nearest = qe.Query.Nearest(c.dense_list(dense, self.dim, "dense"), using=DENSE)
+        # DENSE_PARAMS on both dense requests: the ranking and the sparse hits' cosines are the
+        # float vectors', not the int8 copies' estimates an optimized segment would give
         requests = [qe.QueryRequest(limit=limit, query=nearest, filter=flt,
-                                    with_payload=with_payload)]
+                                    with_payload=with_payload, params=DENSE_PARAMS)]
         idx, val = c.sparse_lists(sparse, "sparse") if sparse is not None else ([], [])
         if idx:
             terms = qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE)
             requests.append(qe.QueryRequest(limit=limit, query=terms, filter=flt,
                                             with_payload=with_payload, params=self._idf))
             requests.append(qe.QueryRequest(
-                limit=limit, query=nearest, with_payload=False,
+                limit=limit, query=nearest, with_payload=False, params=DENSE_PARAMS,
                 prefetches=[qe.Prefetch(limit=limit, query=terms, filter=flt, params=self._idf)]))
         # One gate for the queries and the fields' read: no write lands between them, so what
         # the cache receives is what the engine holds (writes forget their points under it).

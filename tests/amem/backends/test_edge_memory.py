@@ -68,6 +68,12 @@ def test_optimized_search_rescores_the_int8_candidates_with_the_float_vectors(tm
             # the scores are the float vectors' (rescored), not the int8 copies' estimates
             exact = {p.id: float(p.dense @ query) for p in points}
             assert all(abs(h.score - exact[h.id]) < 1e-5 for h in hits)
+            # search's one batch (both legs and the sparse hits' cosines) rescores too
+            legs = backend.search_legs(query, sparse({2: 1.0}), Where(), 10)
+            assert [h.id for h in legs.dense] == [h.id for h in hits]
+            assert all(abs(h.score - exact[h.id]) < 1e-5 for h in legs.dense)
+            assert legs.sparse_cosines
+            assert all(abs(cos - exact[pid]) < 1e-5 for pid, cos in legs.sparse_cosines.items())
             # an exact search reads every float vector: the whole ranking is the floats'
             every = backend.dense_search(query, Where(), POINTS + 40, exact=True)
             assert [h.id for h in every][:10] == [h.id for h in hits]
