@@ -165,18 +165,30 @@ def test_a_child_killed_while_it_applies_the_log_fails_the_build_not_the_store(
         backend.upsert(random_points(200, seed=1, dim=DIM))
         thread, result = _start_build(backend)
         written = random_points(4000, seed=6, dim=DIM)[200:]
-        for start in range(0, len(written), 20):  # many lines: the child reads for a while
-            backend.upsert(written[start:start + 20])
-        deadline = time.monotonic() + 60
-        while True:
-            child = backend.build_child
-            if child is not None and _catch_up_child([child.pid], tmp_path / _edge_build.LOG_FILE):
-                break
-            assert thread.is_alive(), f"the build ended before the test could kill it: {result}"
-            assert time.monotonic() < deadline, "no child ever opened the change log"
-            time.sleep(0.002)
-        child.kill()
-        thread.join()
+        stop = threading.Event()
+
+        def write() -> None:  # batches until the kill: the child always has lines to apply
+            while not stop.is_set():
+                for start in range(0, len(written), 200):
+                    backend.upsert(written[start:start + 200])
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            deadline = time.monotonic() + 300  # the niced optimiser starves on a busy machine
+            while True:
+                child = backend.build_child
+                if child is not None and _catch_up_child([child.pid],
+                                                         tmp_path / _edge_build.LOG_FILE):
+                    break
+                assert thread.is_alive(), f"the build ended before the test could kill it: {result}"
+                assert time.monotonic() < deadline, "no child ever opened the change log"
+                time.sleep(0.002)
+            child.kill()
+            thread.join()
+        finally:
+            stop.set()
+            writer.join()
         assert isinstance(result[0], BackendError), result
         assert "(catch-up)" in str(result[0])
         assert backend.count() == 4000
@@ -191,14 +203,14 @@ def test_a_child_killed_while_it_applies_the_log_fails_the_build_not_the_store(
 
 
 _WRITER = """
-import sys, threading, time
+import itertools, sys, threading, time
 from amem.backends import EdgeBackend, _edge_build
 from amem.backends.edge import SHARD_DIR
 sys.path.insert(0, sys.argv[2])
 from _data import random_points
 backend = EdgeBackend(sys.argv[1], 16)
 backend.upsert(random_points(200, seed=1, dim=16))
-points = random_points(30000, seed=7, dim=16)[200:]
+points = random_points(3000, seed=7, dim=16)[200:]
 def watch():
     seen = None
     while True:
@@ -209,12 +221,16 @@ def watch():
         time.sleep(0.001)
 threading.Thread(target=watch, daemon=True).start()
 threading.Thread(target=_edge_build.build_on_copy, args=(backend, SHARD_DIR), daemon=True).start()
-for p in points:
-    backend.upsert([p])
-    print(p.id, flush=True)
+# batches of 200 until killed: the log grows faster than the child can apply it, so the
+# catch-up lasts until its budget whatever the machine's speed
+for start in itertools.cycle(range(0, len(points), 200)):
+    batch = points[start:start + 200]
+    backend.upsert(batch)
+    print(*(p.id for p in batch), sep=chr(10), flush=True)
 """
 
 
+@pytest.mark.slow  # a real build in a grandchild: 5-10 s on a quiet machine, more under load
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledged_write(
         tmp_path: Path) -> None:
@@ -226,7 +242,7 @@ def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledg
     reader.start()
     children: list[int] = []
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # the niced optimiser starves on a busy machine
         while True:
             children = [int(line.split()[1]) for line in list(lines) if line.startswith("child")]
             if _catch_up_child(children, store / _edge_build.LOG_FILE) is not None:
@@ -235,7 +251,7 @@ def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledg
             time.sleep(0.002)
         time.sleep(0.05)  # a few batches applied
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
+        proc.kill()
         for child_pid in children:  # it would go on writing the copy the reopen removes
             try:
                 os.kill(child_pid, signal.SIGKILL)
@@ -250,7 +266,7 @@ def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledg
     reopened = EdgeBackend(store, DIM)
     try:
         assert {h.id for h in reopened.retrieve(acknowledged)} == set(acknowledged)
-        assert reopened.count() >= 200 + len(acknowledged)
+        assert reopened.count() >= 200 + len(set(acknowledged))
         assert not (store / _edge_build.BUILD_DIR).exists()
         assert not (store / _edge_build.LOG_FILE).exists()
     finally:
