@@ -24,9 +24,11 @@ from .index_build_bench import fill
 
 
 def _adds(store: MemoryStore, tag: str, pace: float, *, seconds: float | None = None,
-          stop: threading.Event | None = None) -> list[float]:
-    """Add notes until ``seconds`` pass or ``stop`` is set; the time of each add."""
+          stop: threading.Event | None = None, cpu: list[float] | None = None) -> list[float]:
+    """Add notes until ``seconds`` pass or ``stop`` is set; the time of each add (``cpu``
+    gets this thread's CPU seconds)."""
     stamps: list[float] = []
+    began_cpu = time.thread_time()
     start = time.perf_counter()
     i = 0
     while (time.perf_counter() - start < seconds) if seconds is not None else not (
@@ -36,6 +38,8 @@ def _adds(store: MemoryStore, tag: str, pace: float, *, seconds: float | None = 
         if pace:
             time.sleep(pace)
         stamps.append(time.perf_counter() - start)
+    if cpu is not None:
+        cpu.append(time.thread_time() - began_cpu)
     return stamps
 
 
@@ -49,16 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         backend = store.index.backend
         assert isinstance(backend, EdgeBackend)
-        before = _adds(store, "before", args.pace, seconds=4.0)
-        stop, during = threading.Event(), []  # type: threading.Event, list[float]
+        cpu_before: list[float] = []
+        before = _adds(store, "before", args.pace, seconds=4.0, cpu=cpu_before)
+        stop, during, cpu_during = threading.Event(), [], []  # type: threading.Event, list[float], list[float]
         writer = threading.Thread(target=lambda: during.extend(
-            _adds(store, "during", args.pace, stop=stop)))
-        started = time.perf_counter()
+            _adds(store, "during", args.pace, stop=stop, cpu=cpu_during)))
+        started, started_cpu = time.perf_counter(), time.process_time()
         writer.start()
         outcome = backend.optimize_on_copy()
         build = time.perf_counter() - started
         stop.set()
         writer.join()
+        process_cpu = time.process_time() - started_cpu
         after = _adds(store, "after", args.pace, seconds=4.0)
     finally:
         store.close()
@@ -68,6 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"size {args.size}, pace {args.pace} s: build {build:.1f} s ({outcome})")
     print(f"adds/s before {normal:.1f}, during {busy:.1f}, after {len(after) / 4.0:.1f}; "
           f"during / before {busy / normal:.2f}x")
+    # CPU figures do not move with the machine's load as the rates do: the writer's CPU per
+    # add (the change log's cost shows here), and the CPU this process spent on the build
+    # outside the writer thread (the copy, the catch-up if it runs here, the swap)
+    print(f"writer CPU per add: before {1e6 * cpu_before[0] / len(before):.0f} us, during "
+          f"{1e6 * cpu_during[0] / max(1, len(during)):.0f} us; this process's CPU on the build "
+          f"besides the writer: {process_cpu - cpu_during[0]:.1f} s")
+    gaps = [b - a for a, b in zip([0.0, *during], during)]
+    print(f"longest wait between two adds during the build: {1000 * max(gaps, default=0.0):.0f} ms")
     print("during, per second:", per_second)
     return 0
 

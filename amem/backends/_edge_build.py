@@ -3,49 +3,76 @@
 ``EdgeBackend.optimize()`` closes the shard for a child process to optimise it: every call of
 the owning process waits minutes at 100k points. Here the shard is flushed and copied
 (``shard.build``) under the engine gate; a child optimises the copy (at a lower CPU
-priority: the live store's writes come first) while the live shard answers and takes writes
-(their point ids are recorded); then the points changed meanwhile are copied onto the built
-shard in rounds outside the gate, each round taking what changed during the one before; once
-few are left, under the gate again, the copy is swapped in and the rest written onto it
-(deleted points deleted). Calls wait only for the copy and the last, short swap: replaying a
-minute of writes under the gate stopped every write for seconds (15k replayed points: 16 s).
+priority: the live store's writes come first) while the live shard answers and takes writes.
+Each write acknowledged meanwhile is also appended to a change log (``shard.build.log``,
+one JSON line a write: the operation and its data, in the order the gate let them through).
+A second child (at the serving process's priority) applies the log onto the built copy in
+batches until it has nearly reached the log's end, then flushes and exits; under the gate
+again the copy is swapped in and the last lines (those appended since that child's last
+read) applied.
+
+Why the child applies the log: the serving process used to copy the changed points itself
+(read from the live shard, written onto the copy), and both engine calls hold the GIL, so a
+writer going flat out ran at half its rate for as long as that copy lasted (20 s after 20k
+writes). Appending a line costs a writer some microseconds; the child's batches run on the
+other core. A write the log could not take (disk full), or an engine write that failed
+during the build (its effect on the live shard unknown), drops the build: the store keeps its
+live shard and the next bulk write builds again.
 
 Crash safety: the swap renames ``shard`` -> ``shard.old`` and ``shard.build`` -> ``shard``,
-replays, flushes, and only then commits by renaming ``shard.old`` -> ``shard.old.done``
-(atomic) before deleting it. While ``shard.old`` exists the swap is not committed, so
-:func:`recover` (run before every open) puts it back as ``shard``: the state from before the
-build, which had every write. A crash only loses the build, never a write.
+applies the tail, flushes, and only then commits by renaming ``shard.old`` ->
+``shard.old.done`` (atomic) before deleting it. While ``shard.old`` exists the swap is not
+committed, so :func:`recover` (run before every open) puts it back as ``shard``: the state
+from before the build, which had every write. The log and the copy are only ever read by
+the build. A crash only loses the build, never a write.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import shutil
 import subprocess
 import sys
+import time
+from array import array
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol, Sequence
 
 import qdrant_edge as qe
 
+from amem.backends.base import DENSE, SPARSE
 from amem.errors import BackendError
 
 log = logging.getLogger(__name__)
 
 BUILD_DIR = "shard.build"
-#: changed points left for the swap under the gate; more are copied onto the build before it
+LOG_FILE = "shard.build.log"
+#: log lines left for the swap under the gate: the child stops catching up once a read of
+#: the log brings at most this many (the rest arrive while it flushes and exits)
 SWAP_REPLAY_MAX = 256
-#: changed points read from the live shard per hold of the gate during the catch-up
-CATCH_UP_CHUNK = 1000
-#: the catch-up ends after copying this many times the points changed when it began (plus
-#: one chunk): writes faster than the copy would never let it end; the swap takes the rest
+#: log lines the child reads and applies per batch
+CATCH_UP_CHUNK = 2000
+#: the child stops catching up after applying this many times the log's bytes when it began
+#: (plus 1 MB): writes faster than its batches would never let it end; the swap takes the rest
 CATCH_UP_FACTOR = 4
 #: the child's niceness: its minutes of index building yield the CPU to the serving process
 CHILD_NICE = 10
 OLD_DIR = "shard.old"
 DONE_DIR = "shard.old.done"
+
+#: the children of :func:`build_on_copy` (run with ``-c``; arguments: see :func:`child_main`)
+BUILD_CHILD = """
+import sys
+from amem.backends._edge_build import child_main
+raise SystemExit(child_main(sys.argv[1:]))
+"""
+
+#: a checked point as the backend writes it: id, dense list, sparse (indices, values), payload
+CheckedPoint = tuple[str, list[float], tuple[list[int], list[float]], dict[str, Any]]
 
 
 class ShardHolder(Protocol):
@@ -62,8 +89,8 @@ class BuildTarget(Protocol):
     """
 
     path: Path
-    #: ids changed while a build works on a copy (``None``: no build running)
-    touched: set[str] | None
+    #: the writes made while a build works on a copy (``None``: no build running)
+    changes: ChangeLog | None
     #: the child optimising the copy (the backend's ``close`` kills it)
     build_child: subprocess.Popen[str] | None
 
@@ -73,9 +100,199 @@ class BuildTarget(Protocol):
     @property
     def _handle(self) -> ShardHolder: ...
 
-    def _engine(self, op: str) -> AbstractContextManager[None]: ...
+    def _engine(self, op: str, *, write: bool = False) -> AbstractContextManager[None]: ...
 
     def check_space(self, points: int, data_bytes: int = 0, *, margin: int = ...) -> None: ...
+
+
+class ChangeLog:
+    """The writes acknowledged by the live shard during a build, appended to ``path``.
+
+    Called under the engine gate, after the engine took the write, so the lines are in the
+    order the live shard applied them. Never raises into the write (it is acknowledged
+    already): a line it cannot append marks the log ``broken`` and the build is dropped.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # O_APPEND and one write() a line: the child never sees a line out of order
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
+                                       0o600)
+        self.lines = 0
+        #: why the build cannot be swapped in (``None``: it can)
+        self.broken: str | None = None
+
+    def upsert(self, points: Sequence[CheckedPoint]) -> None:
+        self._append({"op": "upsert", "points": [
+            [pid, _f32(dense), idx, _f32(val), payload] for pid, dense, (idx, val), payload in points]})
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        self._append({"op": "set_payload", "ids": list(ids), "payload": payload})
+
+    def update_vectors(self, pid: str, dense: list[float] | None,
+                       sparse: tuple[list[int], list[float]] | None) -> None:
+        self._append({"op": "vectors", "id": pid, "dense": None if dense is None else _f32(dense),
+                      "sparse": None if sparse is None else [sparse[0], _f32(sparse[1])]})
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._append({"op": "delete", "ids": list(ids)})
+
+    def fail(self, why: str) -> None:
+        """Mark the build as not to be swapped in (the first reason is kept)."""
+        if self.broken is None:
+            self.broken = why
+            log.warning("the index build on a copy of %s will be dropped: %s", self.path.parent, why)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self.broken is not None:
+            return
+        if self._fd is None:
+            self.fail("a write came after the change log was closed")
+            return
+        try:
+            data = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
+            while data:
+                data = data[os.write(self._fd, data):]
+        except (OSError, TypeError, ValueError) as exc:
+            self.fail(f"the change log could not take a write: {exc}")
+            return
+        self.lines += 1
+
+
+def _f32(values: list[float]) -> str:
+    """``values`` as base64 float32 (the engine stores float32: the round trip is exact)."""
+    return base64.b64encode(array("f", values).tobytes()).decode("ascii")
+
+
+def _unf32(text: str) -> list[float]:
+    values = array("f")
+    values.frombytes(base64.b64decode(text))
+    return values.tolist()
+
+
+class LogReader:
+    """Complete lines of a change log from a byte offset on (the last line may be half written)."""
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self._file: IO[bytes] = open(path, "rb")  # noqa: SIM115 (closed by close())
+        self._file.seek(offset)
+        #: the offset after the last complete line read
+        self.offset = offset
+        self._partial = b""
+
+    def read(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Up to ``limit`` records appended since the last read (all with ``None``)."""
+        records: list[dict[str, Any]] = []
+        while limit is None or len(records) < limit:
+            line = self._file.readline()
+            if not line:
+                break
+            if not line.endswith(b"\n"):  # a writer is appending it: read it whole next time
+                self._partial += line
+                break
+            line, self._partial = self._partial + line, b""
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise BackendError(f"the change log {self._file.name!r} has a bad line at byte "
+                                   f"{self.offset}: {exc}") from exc
+            self.offset += len(line)
+            records.append(record)
+        return records
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def apply(shard: qe.EdgeShard, records: Sequence[dict[str, Any]]) -> None:
+    """Apply change-log ``records`` onto ``shard`` in order; runs of upserts or of deletes go
+    as one engine call each."""
+    points: dict[str, qe.Point] = {}
+    deletes: list[str] = []
+
+    def send() -> None:
+        if points:
+            shard.update(qe.UpdateOperation.upsert_points(list(points.values())))
+            points.clear()
+        if deletes:
+            shard.update(qe.UpdateOperation.delete_points(list[Any](deletes)))
+            deletes.clear()
+
+    for record in records:
+        op = record.get("op")
+        if op == "upsert":
+            if deletes:
+                send()
+            for pid, dense, idx, val, payload in record["points"]:
+                points.pop(pid, None)  # a later write of the same point wins
+                points[pid] = qe.Point(pid, {DENSE: _unf32(dense),
+                                             SPARSE: qe.SparseVector(idx, _unf32(val))}, payload)
+        elif op == "delete":
+            if points:
+                send()
+            deletes.extend(record["ids"])
+        elif op == "set_payload":
+            send()
+            shard.update(qe.UpdateOperation.set_payload(list[Any](record["ids"]), record["payload"]))
+        elif op == "vectors":
+            send()
+            vectors: dict[str, Any] = {}
+            if record["dense"] is not None:
+                vectors[DENSE] = _unf32(record["dense"])
+            if record["sparse"] is not None:
+                vectors[SPARSE] = qe.SparseVector(record["sparse"][0], _unf32(record["sparse"][1]))
+            shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(record["id"], vectors)]))
+        else:
+            raise BackendError(f"the change log has an unknown operation {op!r}")
+    send()
+
+
+def child_main(argv: list[str]) -> int:
+    """The build's two children, one after the other.
+
+    ``optimize <copy>`` (at ``CHILD_NICE``) optimises the copy and prints ``changed`` or
+    ``optimal``. ``catch-up <copy> <log> <swap_max>`` (at the serving process's priority: a
+    niced catch-up on a busy machine fell behind a writer for minutes, and the swap then
+    replayed 18k writes under the gate) applies the change log onto the copy until a read
+    brings at most ``swap_max`` new lines, flushes, and prints ``<lines applied> <offset>``.
+    """
+    mode, build = argv[0], Path(argv[1])
+    if mode == "optimize":
+        if hasattr(os, "nice"):
+            os.nice(CHILD_NICE)
+        shard = qe.EdgeShard.load(str(build))
+        try:
+            print("changed" if shard.optimize() else "optimal")
+        finally:
+            shard.close()
+        return 0
+    if mode != "catch-up":
+        raise SystemExit(f"unknown mode {mode!r}: optimize or catch-up")
+    log_path, swap_max = Path(argv[2]), int(argv[3])
+    shard = qe.EdgeShard.load(str(build))
+    try:
+        reader = LogReader(log_path)
+        try:
+            budget = CATCH_UP_FACTOR * log_path.stat().st_size + 1024 * 1024
+            applied = 0
+            while True:
+                records = reader.read(CATCH_UP_CHUNK)
+                apply(shard, records)
+                applied += len(records)
+                if len(records) <= swap_max or reader.offset >= budget:
+                    break
+            shard.flush()
+        finally:
+            reader.close()
+    finally:
+        shard.close()
+    print(applied, reader.offset)
+    return 0
 
 
 def recover(path: Path, shard_name: str) -> None:
@@ -90,17 +307,20 @@ def recover(path: Path, shard_name: str) -> None:
     for leftover in (path / BUILD_DIR, path / DONE_DIR):
         if leftover.exists():
             shutil.rmtree(leftover, ignore_errors=True)
+    (path / LOG_FILE).unlink(missing_ok=True)
 
 
-def build_on_copy(backend: BuildTarget, shard_name: str, child_code: str, *,
+def build_on_copy(backend: BuildTarget, shard_name: str, *,
                   swap_max: int = SWAP_REPLAY_MAX) -> str:
-    """Optimise a copy of the shard in a child, swap it in, replay what changed meanwhile.
+    """Optimise a copy of the shard in a child, which then applies the writes made meanwhile;
+    swap it in and apply the last few.
 
-    Returns the child's outcome (``changed``/``optimal``), the points copied onto the build
-    before the swap and those replayed by it (at most ``swap_max`` unless writes outran the
-    catch-up, see ``CATCH_UP_FACTOR``).
+    Returns the child's outcome (``changed``/``optimal``), the change-log lines the child
+    applied and those the swap applied (about ``swap_max`` at most unless writes outran the
+    child, see ``CATCH_UP_FACTOR``).
     """
     shard_dir, build = backend.path / shard_name, backend.path / BUILD_DIR
+    log_path = backend.path / LOG_FILE
     # The copy is written whole (the engine's sparse files become dense) and the child's
     # build adds to it: with less room than the shard's full size the copy could fill the
     # disk, and the live shard's next write would find none. Refused before the copy.
@@ -109,28 +329,54 @@ def build_on_copy(backend: BuildTarget, shard_name: str, child_code: str, *,
         backend.shard.flush()
         shutil.rmtree(build, ignore_errors=True)
         shutil.copytree(shard_dir, build)
-        backend.touched = set()
+        backend.changes = ChangeLog(log_path)
     try:
-        child = subprocess.Popen([sys.executable, "-c", _niced(child_code), str(build)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        backend.build_child = child
+        outcome = _run_child(backend, "optimize", str(build))
+        out = _run_child(backend, "catch-up", str(build), str(log_path), str(swap_max))
         try:
-            out, err = child.communicate()
-        finally:
-            backend.build_child = None
-        if child.returncode != 0:
-            tail = " | ".join(err.strip().splitlines()[-3:]) or f"exit code {child.returncode}"
-            raise BackendError(f"building the index of {backend.path} in a child process failed: "
-                               f"{tail}")
-        caught_up = _catch_up(backend, build, swap_max)
+            applied, offset = out.split()
+            caught_up, reached = int(applied), int(offset)
+        except ValueError:
+            raise BackendError(f"the index build's catch-up child of {backend.path} answered "
+                               f"{out!r}, not '<applied> <offset>'") from None
         with backend._engine("index build swap"):
-            replayed = _swap(backend, shard_dir, build)
-        log.info("index of %s built (%s; %d points copied before the swap, %d replayed by it)",
-                 backend.path, out.strip(), caught_up, replayed)
-        return f"{out.strip()}, {caught_up} copied before the swap, {replayed} replayed"
+            replayed = _swap(backend, shard_dir, build, reached)
+        log.info("index of %s built (%s; %d logged writes applied by the child, %d by the swap)",
+                 backend.path, outcome, caught_up, replayed)
+        return f"{outcome}, {caught_up} copied before the swap, {replayed} replayed"
     finally:
-        backend.touched = None
+        with backend._engine("index build end"):  # no write may log into a closed file
+            changes, backend.changes = backend.changes, None
+        if changes is not None:
+            changes.close()
         shutil.rmtree(build, ignore_errors=True)
+        log_path.unlink(missing_ok=True)
+
+
+def _run_child(backend: BuildTarget, *args: str) -> str:
+    """Run one of the build's children (``backend.build_child`` meanwhile, for ``close`` to
+    kill); what it printed."""
+    child = subprocess.Popen([sys.executable, "-c", BUILD_CHILD, *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=_child_env())
+    backend.build_child = child
+    try:
+        out, err = child.communicate()
+    finally:
+        backend.build_child = None
+    if child.returncode != 0:
+        tail = " | ".join(err.strip().splitlines()[-3:]) or f"exit code {child.returncode}"
+        raise BackendError(f"building the index of {backend.path} in a child process failed "
+                           f"({args[0]}): {tail}")
+    return out.strip()
+
+
+def _child_env() -> dict[str, str]:
+    """The child's environment: it imports this very ``amem`` (a checkout run from its own
+    directory, or a benchmark's old tree, is not on the child's default path)."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def _apparent_size(root: Path) -> int:
@@ -145,69 +391,24 @@ def _apparent_size(root: Path) -> int:
     return total
 
 
-def _niced(child_code: str) -> str:
-    """``child_code`` run at ``CHILD_NICE`` (a platform without ``os.nice`` runs it as is)."""
-    return f"import os\nif hasattr(os, 'nice'):\n    os.nice({CHILD_NICE})\n{child_code}"
-
-
-def _catch_up(backend: BuildTarget, build: Path, swap_max: int) -> int:
-    """Copy the points changed since the copy onto the built shard, outside the gate, in
-    chunks, until at most ``swap_max`` are left for the swap; points copied.
-
-    Each chunk takes up to ``CATCH_UP_CHUNK`` ids out of the record and reads those points
-    from the live shard under the gate (a short hold); a point changed again later is
-    recorded again and copied by a later chunk or by the swap, so the copy ends with every
-    write.
-    """
-    copied = 0
-    budget: int | None = None
-    built: qe.EdgeShard | None = None
+def _swap(backend: BuildTarget, shard_dir: Path, build: Path, offset: int) -> int:
+    """Swap the built copy in for the live shard and apply the change log from ``offset``
+    onto it (the engine gate is held); log lines applied."""
+    changes = backend.changes
+    if changes is None:
+        raise BackendError(f"the index build of {backend.path} lost its change log")
+    if changes.broken is not None:
+        raise BackendError(f"the index build of {backend.path} was dropped: {changes.broken}")
+    reader = LogReader(changes.path, offset)
     try:
-        while True:
-            with backend._engine("index build catch-up"):
-                touched = backend.touched if backend.touched is not None else set()
-                if budget is None:
-                    budget = CATCH_UP_FACTOR * len(touched) + CATCH_UP_CHUNK
-                if len(touched) <= swap_max or copied >= budget:
-                    break
-                ids = sorted(touched)[:CATCH_UP_CHUNK]
-                touched.difference_update(ids)
-                records = backend.shard.retrieve(list[Any](ids), with_payload=True,
-                                                 with_vector=True)
-            if built is None:
-                built = qe.EdgeShard.load(str(build))
-            _write_onto(built, ids, records)
-            copied += len(ids)
-        if built is not None:
-            built.flush()
+        records = reader.read()
     finally:
-        if built is not None:
-            built.close()
-    return copied
-
-
-def _write_onto(built: qe.EdgeShard, ids: list[str], records: list[Any]) -> None:
-    """Write the live shard's ``records`` of ``ids`` onto ``built``; ids without a record
-    were deleted meanwhile and are deleted there."""
-    points = []
-    for r in records:
-        if r.vector is None:  # asked with_vector=True: the engine always answers them
-            raise BackendError(f"point {r.id} came back without vectors; build not swapped in")
-        points.append(qe.Point(r.id, r.vector, r.payload))
-    if points:
-        built.update(qe.UpdateOperation.upsert_points(points))
-    gone = set(ids) - {str(r.id) for r in records}
-    if gone:
-        built.update(qe.UpdateOperation.delete_points(list[Any](sorted(gone))))
-
-
-def _swap(backend: BuildTarget, shard_dir: Path, build: Path) -> int:
-    """Swap the built copy in for the live shard (the engine gate is held); points replayed."""
+        reader.close()
     old, done = backend.path / OLD_DIR, backend.path / DONE_DIR
-    ids = sorted(backend.touched or ())
     live = backend.shard
-    records = live.retrieve(list[Any](ids), with_payload=True, with_vector=True) if ids else []
+    t0 = time.perf_counter()
     live.flush()
+    t1 = time.perf_counter()
     live.close()
     backend._handle.shard = None
     try:
@@ -220,9 +421,14 @@ def _swap(backend: BuildTarget, shard_dir: Path, build: Path) -> int:
     finally:
         backend._handle.shard = qe.EdgeShard.load(str(shard_dir))
     built = backend.shard
+    t2 = time.perf_counter()
     try:
-        _write_onto(built, ids, records)
+        apply(built, records)
         built.flush()
+        t3 = time.perf_counter()
+        log.info("index build swap: live flush %.2f s, close + load %.2f s, %d lines applied "
+                 "+ flush %.2f s",
+                 t1 - t0, t2 - t1, len(records), t3 - t2)
     except BaseException:
         # Not committed: the live shard from before the swap comes back whole.
         built.close()
@@ -232,4 +438,4 @@ def _swap(backend: BuildTarget, shard_dir: Path, build: Path) -> int:
         raise
     os.rename(old, done)  # the commit point (see the module docstring)
     shutil.rmtree(done, ignore_errors=True)
-    return len(ids)
+    return len(records)

@@ -31,7 +31,7 @@ import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterable, Iterator, Sequence, cast
+from typing import Any, Iterator, Sequence, cast
 
 import numpy as np
 import qdrant_edge as qe
@@ -197,9 +197,9 @@ class EdgeBackend:
         self._idf: qe.SearchParams | None = None
         # Every engine call holds the gate, so optimize() can swap the shard under the others.
         self._gate = threading.RLock()
-        #: ids of the points changed while an index build works on a copy (None: no build);
-        #: the build replays them onto the copy when it swaps it in
-        self.touched: set[str] | None = None
+        #: the writes made while an index build works on a copy (None: no build); the
+        #: build's child applies them onto the copy, its swap the last few
+        self.changes: _edge_build.ChangeLog | None = None
         #: the child process of a running ``optimize_on_copy`` (killed by ``close``)
         self.build_child: subprocess.Popen[str] | None = None
         self._handle = _Handle(self._lock)
@@ -318,11 +318,22 @@ class EdgeBackend:
                     shard.update(qe.UpdateOperation.create_field_index(name, schema))
 
     @contextmanager
-    def _engine(self, op: str) -> Iterator[None]:
-        """Turn the engine's untyped exceptions into our error tree."""
+    def _engine(self, op: str, *, write: bool = False) -> Iterator[None]:
+        """Turn the engine's untyped exceptions into our error tree.
+
+        ``write``: the block writes to the engine. If it fails while an index build works on
+        a copy, how much of it the live shard took is unknown, so the build is dropped
+        (``ChangeLog.fail``) rather than swapped in without it.
+        """
         try:
             with self._gate:
-                yield
+                try:
+                    yield
+                except BaseException as exc:
+                    # a payload for a missing point is refused whole (NotFoundError below)
+                    if write and self.changes is not None and "No point with id" not in str(exc):
+                        self.changes.fail(f"{op} failed during the build: {exc}")
+                    raise
         except (AmemError, DiskFullError):
             raise
         except Exception as exc:  # the binding raises plain Exception for engine errors
@@ -369,20 +380,23 @@ class EdgeBackend:
 
     def upsert(self, points: Sequence[Point]) -> None:
         """Insert or replace whole points (checked first: nothing is written on bad input)."""
-        batch, pids = [], []
+        batch, checked, pids = [], [], []
         size = 0
         for point in points:
-            pid, dense, (idx, val), payload = c.check_point(point, self.dim)
+            one = c.check_point(point, self.dim)
+            pid, dense, (idx, val), payload = one
             batch.append(qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(idx, val)}, payload))
+            checked.append(one)
             pids.append(pid)
             size += 4 * self.dim + 8 * len(idx) + _payload_size(payload)
         if batch:
             self.check_space(len(batch), size)
-            with self._engine("upsert"):
+            with self._engine("upsert", write=True):
                 self._generation += 1
                 self.field_cache.forget(pids)
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
-                self._touch(pids)
+                if self.changes is not None:
+                    self.changes.upsert(checked)
             self._heat.forget(pids)  # each whole payload was written: it holds the counts now
 
     def set_payload(self, point_id: str, payload: dict[str, Any]) -> None:
@@ -401,11 +415,12 @@ class EdgeBackend:
         self._heat.forget([pid], payload.keys())
         self.check_space(1, _payload_size(payload))
         try:
-            with self._engine("set_payload"):
+            with self._engine("set_payload", write=True):
                 self._generation += 1
                 self.field_cache.forget([pid])
-                self._touch([pid])
                 self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
+                if self.changes is not None:
+                    self.changes.set_payload([pid], payload)
         except BackendError as exc:
             if "No point with id" in str(exc):
                 raise NotFoundError(f"no point {pid} in {self.path}", id=pid) from exc
@@ -417,24 +432,28 @@ class EdgeBackend:
     ) -> bool:
         """Change named parts of one existing point matching ``where``; False if there is none."""
         pid, vectors = c.check_update(point_id, payload, self.dim, dense, sparse)
-        if SPARSE in vectors:
-            idx, val = vectors[SPARSE]
-            vectors[SPARSE] = qe.SparseVector(idx, val)
+        dense_part: list[float] | None = vectors.get(DENSE)
+        sparse_part: tuple[list[int], list[float]] | None = vectors.get(SPARSE)
+        if sparse_part is not None:
+            vectors[SPARSE] = qe.SparseVector(*sparse_part)
         flt = to_edge(c.point_where(pid, where))
         assert flt is not None  # a Where with a condition always translates to a filter
         self.check_space(1, _payload_size(payload) + (4 * self.dim if vectors else 0))
         # The gate makes the check and the writes one step for every thread of this process.
-        with self._engine("update point"):
+        with self._engine("update point", write=True):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
             self._generation += 1
             self.field_cache.forget([pid])
-            self._touch([pid])
             self._heat.forget([pid], payload.keys())  # what this write carries replaces it
             if payload:
                 self.shard.update(qe.UpdateOperation.set_payload_by_filter(flt, payload))
+                if self.changes is not None:  # the point matched: the copy holds it as well
+                    self.changes.set_payload([pid], payload)
             if vectors:
                 self.shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(pid, vectors)]))
+                if self.changes is not None:
+                    self.changes.update_vectors(pid, dense_part, sparse_part)
         return True
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -444,11 +463,12 @@ class EdgeBackend:
             # a delete writes little (a WAL entry, a flag); it is allowed closer to the edge,
             # so a caller can still drop notes on a nearly full disk
             self.check_space(0, 64 * len(checked), margin=DISK_MARGIN_BYTES // 4)
-            with self._engine("delete"):
+            with self._engine("delete", write=True):
                 self._generation += 1
                 self.field_cache.forget(checked)
-                self._touch(checked)
                 self.shard.update(qe.UpdateOperation.delete_points(list[Any](checked)))
+                if self.changes is not None:
+                    self.changes.delete(checked)
             self._heat.forget(checked)
             if self._idf is None:
                 log.debug("hard delete in %s: IDF now counted over live points until reopen", self.path)
@@ -459,10 +479,6 @@ class EdgeBackend:
         deletes, index builds (the held retrieval counts do not count: no filter names them).
         The lock makes this handle the store's only writer."""
         return self._generation
-
-    def _touch(self, ids: Iterable[str]) -> None:
-        if self.touched is not None:
-            self.touched.update(ids)
 
     def write_heat(self) -> int:
         """Write the retrieval counts held in memory to the engine (one write per distinct
@@ -477,14 +493,15 @@ class EdgeBackend:
                         sum(len(pids) for pids, _ in groups), exc)
             return 0
         written = 0
-        with self._engine("write retrieval counts"):
+        with self._engine("write retrieval counts", write=True):
             for pids, payload in groups:
                 present = [str(r.id) for r in self.shard.retrieve(
                     list[Any](pids), with_payload=False, with_vector=False)]
                 if present:
                     self.field_cache.forget(present)
-                    self._touch(present)
                     self.shard.update(qe.UpdateOperation.set_payload(list[Any](present), payload))
+                    if self.changes is not None:
+                        self.changes.set_payload(present, payload)
                     written += len(present)
         return written
 
@@ -715,10 +732,10 @@ class EdgeBackend:
 
     def optimize_on_copy(self) -> str:
         """Build the index on a copy while this store serves (``amem.backends._edge_build``):
-        calls wait only for the copy and the swap; changes made meanwhile are replayed."""
+        calls wait only for the copy and the swap; the child applies the writes made meanwhile."""
         self.write_heat()
         try:
-            return _edge_build.build_on_copy(self, SHARD_DIR, _OPTIMIZE_CHILD)
+            return _edge_build.build_on_copy(self, SHARD_DIR)
         finally:
             with self._gate:  # the shard swapped for the build: nothing kept survives
                 self._generation += 1

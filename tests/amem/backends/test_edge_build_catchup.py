@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from amem.backends import EdgeBackend
 from amem.backends import _edge_build
-from amem.backends.edge import _OPTIMIZE_CHILD, SHARD_DIR
+from amem.backends.edge import SHARD_DIR
 
 from ._data import pid, random_points
 
@@ -25,7 +25,7 @@ def test_writes_made_during_a_build_are_copied_before_the_swap(tmp_path: Path) -
         backend.upsert(random_points(300, seed=1, dim=16))
         outcome: list[str] = []
         build = threading.Thread(target=lambda: outcome.append(_edge_build.build_on_copy(
-            backend, SHARD_DIR, _OPTIMIZE_CHILD, swap_max=0)))
+            backend, SHARD_DIR, swap_max=0)))
         build.start()
         deadline = time.monotonic() + 60
         while backend.build_child is None and build.is_alive():
