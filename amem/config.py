@@ -95,6 +95,10 @@ class AmemConfig:
     neighbour_span: int = setting(2, at_least=0)
     neighbour_seeds: int = setting(10, at_least=1)
     neighbour_gap_s: float = setting(1800.0, at_least=0, below=math.inf)
+    #: step 4c (amem.search.diverse): the first 20 candidates reordered by maximal marginal
+    #: relevance, ``lambda * z - (1 - lambda) * 10 * cosine to the picked`` (1 = off). LoCoMo
+    #: dev: 0.7 R@10 +0.013 and multi-hop +0.02 over the neighbour lift (0.5-0.8 within 0.003)
+    mmr_lambda: float = setting(0.7, at_least=0, at_most=1)
     link_expansion: bool = True
     link_hops: int = setting(2, at_least=0)
     link_min_cosine: float = setting(0.25, at_least=-1, at_most=1)

@@ -12,6 +12,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    4b. with z-score fusion, a note is lifted by the best fused standing of the notes told right
    before or after it in event time (``amem.search.adjacent``), which may bring in a neighbour
    neither ranking found (``found_by: "neighbour"``);
+   4c. the first 20 reordered by maximal marginal relevance against near-repeats
+   (``amem.search.diverse``);
 5. heat boost ``fused * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge
    exempt (a tie-breaker: a count says a note was returned, not that it was right); then the
    usage boost: a note the agent opened after a search whose query has cosine >= 0.97 to this
@@ -47,7 +49,7 @@ from ..notefields import search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
-from . import adjacent, usage
+from . import adjacent, diverse, usage
 from .filters import build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -112,6 +114,7 @@ class Searcher:
         fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
                                        dense_hits, pool, cosine, RANK_FIELDS)
+        fused = diverse.diversify(cfg, engine, fused)                           # 4c
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})

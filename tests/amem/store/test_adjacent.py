@@ -74,3 +74,21 @@ def test_notes_of_one_instant_are_not_neighbours(embedder: HashingEmbedder,
         hits = store.search(QUERY, limit=3, expand_links=False)
         assert ids[CHAT[1]] not in [h.id for h in hits]
         assert all(h.found_by != "neighbour" for h in hits)
+
+
+def test_mmr_puts_another_event_before_a_near_repeat(embedder: HashingEmbedder,
+                                                     clock: ManualClock) -> None:
+    texts = ["Ana went to the pride parade in June with friends",
+             "Ana went to the pride parade in June with her friends",
+             "Ana attended a transgender poetry reading event"]
+
+    def order(**overrides: object) -> list[str]:
+        with make_store("edge", embedder, clock, heat=False, **overrides) as store:
+            for i, text in enumerate(texts + OTHERS):
+                store.add(text, id=f"n{i}", enrich=False, event_time=f"2025-0{1 + i % 9}-01")
+            return [h.id for h in store.search("which events did Ana go to the parade",
+                                                  limit=4, expand_links=False)]
+    plain, mixed = order(mmr_lambda=1.0), order(mmr_lambda=0.7)
+    assert plain[:3] == ["n0", "n1", "n2"]  # the near-repeat second without diversity
+    assert mixed[:2] == ["n0", "n2"] and mixed.index("n1") > mixed.index("n2")
+    assert set(mixed) == set(plain)  # reordered, nothing else brought or dropped
