@@ -96,7 +96,7 @@ class AmemConfig:
     neighbour_seeds: int = setting(10, at_least=1)
     neighbour_gap_s: float = setting(1800.0, at_least=0, below=math.inf)
     #: step 4c (amem.search.diverse): the first 20 candidates reordered by maximal marginal
-    #: relevance, ``lambda * z - (1 - lambda) * 10 * cosine to the picked`` (1 = off). LoCoMo
+    #: relevance, ``lambda * z - (1 - lambda) * 1.5 * similarity to the picked`` (1 = off). LoCoMo
     #: dev: 0.7 R@10 +0.013 and multi-hop +0.02 over the neighbour lift (0.5-0.8 within 0.003)
     mmr_lambda: float = setting(0.7, at_least=0, at_most=1)
     link_expansion: bool = True

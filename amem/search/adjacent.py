@@ -24,9 +24,9 @@ from typing import Sequence
 import numpy as np
 
 from .. import ranking
-from ..backends.base import Hit, Range, Where, VectorBackend
+from ..backends.base import HasId, Hit, Range, Where, VectorBackend
 from ..config import AmemConfig
-from .fuse import fill_cosines, zscore_columns
+from .fuse import zscore_columns
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,15 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     if not times:
         return fused, []
     gap = config.neighbour_gap_s
-    # Open intervals on each side of every seed's instant: the notes stamped with the seed's
-    # very instant are never its neighbours (ranking.time_neighbours), so a bulk import
-    # written at one time reads nothing here.
+    # Open intervals on each side of every seed's instant (seeds of one conversation overlap:
+    # merged, so the engine tests a few ranges, not two per seed). The notes stamped with a
+    # seed's very instant are never its neighbours (ranking.time_neighbours), so a bulk import
+    # written at one time reads nothing here. Only the times are read: turning a few hundred
+    # payloads into dicts cost more than the engine's scroll.
     window = Where(must=(where,), should=tuple(
-        Range(TIME_FIELD, gt=t + lo, lt=t + hi)
-        for t in sorted(set(times.values())) for lo, hi in ((-gap, 0.0), (0.0, gap))))
-    near, _ = backend.scroll(window, limit=WINDOW_LIMIT,
-                             fields=tuple(dict.fromkeys((*fields, TIME_FIELD))))
+        Range(TIME_FIELD, gt=lo, lt=hi) for lo, hi in _intervals(sorted(set(times.values())),
+                                                                 gap)))
+    near, _ = backend.scroll(window, limit=WINDOW_LIMIT, fields=(TIME_FIELD,))
     if len(near) >= WINDOW_LIMIT:
         # An incomplete window would take a farther note for the next one: rank as fused.
         log.info("adjacent: over %d notes within %.0f s of the top matches; neighbours not "
@@ -79,18 +80,36 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     if not sources:
         return fused, []
     known = {pid for pid, _ in fused}
-    brought = [h for h in near if h.id in sources and h.id not in known]
+    wanted = [pid for pid in sources if pid not in known]
+    # the neighbours brought in: the payload keys ranking reads and their vectors, one read
+    brought = [h for h in backend.scroll(Where(must=(HasId(tuple(wanted)),)), limit=len(wanted),
+                                         with_vectors=True, fields=fields)[0]
+               if h.dense is not None] if wanted else []
     candidates, columns, missing = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool,
                                                   cosine)
     moments = ranking.zscore_moments(candidates, columns, missing)
-    fill_cosines(backend, qvec, [h.id for h in brought], cosine)
-    brought = [h for h in brought if h.id in cosine]  # a point without a vector: left out
     for hit in brought:  # scored on the candidates' scale: BM25 did not rank them (its floor)
+        assert hit.dense is not None
+        cosine[hit.id] = float(np.dot(qvec, hit.dense))
         columns[1][hit.id] = round(cosine[hit.id], 6)
     weights = [config.sparse_weight, config.dense_weight]
     base = {pid: ranking.zscore_total(pid, columns, weights, missing, moments)
             for pid in [*(pid for pid, _ in fused), *(h.id for h in brought)]}
     return ranking.neighbour_lift(base, sources, weight), brought
+
+
+def _intervals(instants: Sequence[float], gap: float) -> list[tuple[float, float]]:
+    """Open intervals covering ``(t - gap, t + gap)`` around each of the sorted ``instants``,
+    overlapping ones merged (the instants themselves are excluded only where no other seed's
+    interval covers them: read or not, a seed's own instant is never its neighbour)."""
+    merged: list[tuple[float, float]] = []
+    for t in instants:
+        lo, hi = t - gap, t + gap
+        if merged and lo < merged[-1][1]:
+            merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 __all__ = ["lift"]

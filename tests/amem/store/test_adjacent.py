@@ -88,7 +88,9 @@ def test_mmr_puts_another_event_before_a_near_repeat(embedder: HashingEmbedder,
                 store.add(text, id=f"n{i}", enrich=False, event_time=f"2025-0{1 + i % 9}-01")
             return [h.id for h in store.search("which events did Ana go to the parade",
                                                   limit=4, expand_links=False)]
-    plain, mixed = order(mmr_lambda=1.0), order(mmr_lambda=0.7)
+    # 0.5: the hashing embedder's fused scores stand further apart than e5's, so the default
+    # 0.7 keeps this near-repeat second; the mechanism is the same
+    plain, mixed = order(mmr_lambda=1.0), order(mmr_lambda=0.5)
     assert plain[:3] == ["n0", "n1", "n2"]  # the near-repeat second without diversity
     assert mixed[:2] == ["n0", "n2"] and mixed.index("n1") > mixed.index("n2")
     assert set(mixed) == set(plain)  # reordered, nothing else brought or dropped
