@@ -61,8 +61,8 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     # Open intervals on each side of every seed's instant (seeds of one conversation overlap:
     # merged, so the engine tests a few ranges, not two per seed). The notes stamped with a
     # seed's very instant are never its neighbours (ranking.time_neighbours), so a bulk import
-    # written at one time reads nothing here. Only the times are read: turning a few hundred
-    # payloads into dicts cost more than the engine's scroll.
+    # written at one time reads nothing here (_intervals). Only the times are read: turning a
+    # few hundred payloads into dicts cost more than the engine's scroll.
     window = Where(must=(where,), should=tuple(
         Range(TIME_FIELD, gt=lo, lt=hi) for lo, hi in _intervals(sorted(set(times.values())),
                                                                  gap)))
@@ -99,14 +99,14 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
 
 
 def _intervals(instants: Sequence[float], gap: float) -> list[tuple[float, float]]:
-    """Open intervals covering ``(t - gap, t + gap)`` around each of the sorted ``instants``,
-    overlapping ones merged (the instants themselves are excluded only where no other seed's
-    interval covers them: read or not, a seed's own instant is never its neighbour)."""
+    """Open intervals ``(t - gap, t)`` and ``(t, t + gap)`` around each of ``instants``,
+    overlapping ones merged. A seed's own instant stays out unless another seed's interval
+    covers it, so notes that all share one instant (a bulk import) are never read."""
+    halves = sorted((lo, hi) for t in set(instants) for lo, hi in ((t - gap, t), (t, t + gap)))
     merged: list[tuple[float, float]] = []
-    for t in instants:
-        lo, hi = t - gap, t + gap
-        if merged and lo < merged[-1][1]:
-            merged[-1] = (merged[-1][0], hi)
+    for lo, hi in halves:
+        if merged and lo < merged[-1][1]:  # strict: (t - gap, t) and (t, t + gap) stay apart
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
         else:
             merged.append((lo, hi))
     return merged

@@ -94,3 +94,16 @@ def test_mmr_puts_another_event_before_a_near_repeat(embedder: HashingEmbedder,
     assert plain[:3] == ["n0", "n1", "n2"]  # the near-repeat second without diversity
     assert mixed[:2] == ["n0", "n2"] and mixed.index("n1") > mixed.index("n2")
     assert set(mixed) == set(plain)  # reordered, nothing else brought or dropped
+
+
+def test_the_window_leaves_out_each_seed_instant_unless_another_seed_covers_it() -> None:
+    from amem.search.adjacent import _intervals
+
+    # one instant (a bulk import): two halves that never meet, so the instant is not read
+    assert _intervals([100.0], 60.0) == [(40.0, 100.0), (100.0, 160.0)]
+    # two seeds 10 s apart: each instant lies inside the other's interval: one range
+    assert _intervals([110.0, 100.0, 100.0], 60.0) == [(40.0, 170.0)]
+    # two seeds 200 s apart: four halves, each instant left out
+    assert _intervals([300.0, 100.0], 60.0) == [(40.0, 100.0), (100.0, 160.0),
+                                                 (240.0, 300.0), (300.0, 360.0)]
+    assert _intervals([], 60.0) == []
