@@ -4,11 +4,140 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Hashable, Sequence, TypeVar
+from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
 from amem.kernel.fusion import zscore_fusion as zscore_fusion  # written once, lcm fuses with it too
 
 K = TypeVar("K", bound=Hashable)
+
+
+def zscore_moments(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
+                   missing: Sequence[float]) -> list[tuple[float, float]]:
+    """Each column's ``(mean, std)`` over ``candidates`` (a candidate a column lacks counts as
+    its ``missing`` score), as :func:`zscore_fusion` standardises them.
+
+    Kept apart so that a note scored after the fusion (a neighbour brought in by
+    ``amem.search.adjacent``) is put on the same scale as the candidates, not its own.
+    """
+    if len(columns) != len(missing):
+        raise ValueError("one missing score per column")
+    ids = list(dict.fromkeys(candidates))
+    out = []
+    for column, fill in zip(columns, missing):
+        values = [float(column.get(item, fill)) for item in ids]
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError("scores must be finite")
+        mean = math.fsum(values) / len(values) if values else 0.0
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
+        out.append((mean, std))
+    return out
+
+
+def zscore_total(item: K, columns: Sequence[Mapping[K, float]], weights: Sequence[float],
+                 missing: Sequence[float], moments: Sequence[tuple[float, float]]) -> float:
+    """``sum_i w_i * z_i(item)`` with the given moments, before the logistic; a constant
+    column (std 0) adds nothing. The logistic of it is the fused score."""
+    total = 0.0
+    for column, weight, fill, (mean, std) in zip(columns, weights, missing, moments):
+        if std <= 1e-12:
+            continue
+        total += weight * (float(column.get(item, fill)) - mean) / std
+    return total
+
+
+def logistic(x: float) -> float:
+    """``1 / (1 + e^-x)``, safe for any finite ``x`` (the fused score's scale)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def time_neighbours(times: Mapping[K, float], seeds: Sequence[K], span: int,
+                    gap: float) -> dict[K, list[K]]:
+    """Which seeds each note is a neighbour of: note -> seeds, in the seeds' order.
+
+    A seed's neighbours are the notes of the ``span`` instants right before it and the
+    ``span`` right after it in time (``times``: epoch seconds), each less than ``gap`` seconds
+    away; notes sharing one instant are all taken together (nothing says which came first). A
+    note at the seed's own instant is never its neighbour: notes written together (one bulk
+    import stamped with one time) have no order to tell who came next. ``times`` must hold
+    every note within ``gap`` of each seed, or a farther note would be taken for the next one.
+    A seed without a time has no neighbours.
+    """
+    if span < 0 or not math.isfinite(gap) or gap < 0:
+        raise ValueError("span must be >= 0 and gap a finite number >= 0")
+    at: dict[float, list[K]] = {}
+    for item in sorted(times, key=lambda item: (times[item], str(item))):
+        at.setdefault(times[item], []).append(item)
+    instants = sorted(at)
+    index = {t: i for i, t in enumerate(instants)}
+    out: dict[K, list[K]] = {}
+    for seed in dict.fromkeys(seeds):
+        if seed not in times:
+            continue
+        t = times[seed]
+        for step in (-1, 1):
+            i = index[t] + step
+            for _ in range(span):
+                if not 0 <= i < len(instants) or abs(instants[i] - t) >= gap:
+                    break
+                for other in at[instants[i]]:
+                    out.setdefault(other, []).append(seed)
+                i += step
+    return out
+
+
+def neighbour_lift(base: Mapping[K, float], sources: Mapping[K, Sequence[K]],
+                   weight: float) -> list[tuple[K, float]]:
+    """``logistic(base[d] + weight * max(0, max_{s in sources[d]} base[s]))``, best first.
+
+    ``base`` holds the fused z totals (:func:`zscore_total`) of every note to rank;
+    ``sources[d]`` the notes ``d`` is a neighbour of (:func:`time_neighbours`). In a
+    conversation the turn that answers often shares few words with the question while the
+    turn next to it (the question asked back, the topic's opening) matches it well: the
+    answer is lifted by its best neighbour's standing. Only a neighbour above the candidates'
+    mean lifts (a weak neighbour must not push a good match down). Ties keep ``base``'s order.
+    """
+    if not math.isfinite(weight) or weight < 0:
+        raise ValueError("weight must be finite and >= 0")
+    order = {item: i for i, item in enumerate(base)}
+    scored = []
+    for item, z in base.items():
+        lift = max((base[s] for s in sources.get(item, ()) if s in base), default=0.0)
+        scored.append((item, logistic(z + weight * max(0.0, lift))))
+    return sorted(scored, key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+def diversify(ranked: Sequence[tuple[K, float]], similar: Callable[[K, K], float],
+              keep: float, penalty: float) -> list[tuple[K, float]]:
+    """Maximal marginal relevance over ``ranked`` (best first, scores on the fused scale).
+
+    Greedily picks the note with the best ``keep * logit(score) - (1 - keep) * penalty *
+    max_similarity_to_the_picked``; ``similar(a, b)`` is the two notes' cosine. The picks take
+    the scores of ``ranked`` in their order (the k-th pick gets the k-th best score), so the
+    list stays ordered by score and nothing outside it moves. ``keep`` 1 returns ``ranked``.
+    Ties keep ``ranked``'s order.
+    """
+    if not 0.0 <= keep <= 1.0:
+        raise ValueError("keep must lie in [0, 1]")
+    if not math.isfinite(penalty) or penalty < 0:
+        raise ValueError("penalty must be finite and >= 0")
+    if keep == 1.0 or len(ranked) < 3:
+        return list(ranked)
+    eps = 1e-12
+    relevance = [math.log(max(s, eps) / max(1.0 - s, eps)) for _, s in ranked]
+    left = list(range(len(ranked)))
+    redundancy = [float("-inf")] * len(ranked)
+    picked: list[int] = []
+    while left:
+        best = max(left, key=lambda i: (keep * relevance[i] - (1.0 - keep) * penalty
+                                        * max(redundancy[i], 0.0), -i))
+        left.remove(best)
+        picked.append(best)
+        for i in left:
+            redundancy[i] = max(redundancy[i], similar(ranked[i][0], ranked[best][0]))
+    return [(ranked[i][0], score) for i, (_, score) in zip(picked, ranked)]
 
 
 def unranked_score(scores: Sequence[float], pool: int) -> float:

@@ -31,6 +31,7 @@ import json
 import re
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -85,15 +86,29 @@ def baselines(corpus: Corpus, embedder: Any, chinese: bool, note_text: dict[str,
     return out, timings
 
 
+def turn_time(session_time: str, told: dict[str, int]) -> str:
+    """The session's time plus one second per turn already told in it (``told`` counts them).
+
+    LoCoMo dates a session, not its turns; a chat imported message by message has each
+    message's own time, and the store's neighbour step (``amem.search.adjacent``) reads that
+    order. A second apart keeps every turn on its session's day and minute.
+    """
+    k = told.get(session_time, 0)
+    told[session_time] = k + 1
+    return (datetime.fromisoformat(session_time) + timedelta(seconds=k)).isoformat()
+
+
 def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
                    note_text: dict[str, str]) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     """Add the corpus through ``add_many`` and run every query through ``search``."""
     agent = corpus.name
     items = []
+    told: dict[str, int] = {}
     for doc in corpus.docs:
         item: dict[str, Any] = {"text": note_text[doc.id], "id": doc.id}
         if doc.timestamp:
-            item["timestamp"] = doc.timestamp
+            item["timestamp"] = turn_time(doc.timestamp, told) if args.turn_times \
+                else doc.timestamp
         items.append(item)
     t0 = time.perf_counter()
     results = store.add_many(items, enrich=args.enrich != "off", agent_id=agent,
@@ -225,6 +240,10 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         overrides["sparse_weight"] = args.sparse_weight
     if args.dense_weight is not None:
         overrides["dense_weight"] = args.dense_weight
+    if args.neighbour_weight is not None:
+        overrides["neighbour_weight"] = args.neighbour_weight
+    if args.neighbour_span is not None:
+        overrides["neighbour_span"] = args.neighbour_span
     if args.link_min_cosine is not None:
         overrides["link_min_cosine"] = args.link_min_cosine
     config = load_config(overrides=overrides)
@@ -251,7 +270,8 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "embedder": embedder.model_id, "enrich": args.enrich, "date_in_text": args.date_in_text,
         "links": args.links, "heat": args.heat, "unit": args.unit,
         "fusion": config.fusion, "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
-        "link_min_cosine": config.link_min_cosine,
+        "link_min_cosine": config.link_min_cosine, "turn_times": args.turn_times,
+        "neighbour_weight": config.neighbour_weight, "neighbour_span": config.neighbour_span,
         "rrf_k": config.rrf_k, "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
@@ -269,6 +289,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="off: the episodic fast path; offline: the full write pipeline")
     p.add_argument("--date-in-text", action=argparse.BooleanOptionalAction, default=True,
                    help="prefix each LoCoMo turn with its session date")
+    p.add_argument("--turn-times", action=argparse.BooleanOptionalAction, default=True,
+                   help="give each LoCoMo turn its session's time plus one second per earlier "
+                        "turn (the order a chat import has); --no-turn-times: the session time")
+    p.add_argument("--neighbour-weight", type=float,
+                   help="the store's neighbour lift (amem.search.adjacent; 0 = off)")
+    p.add_argument("--neighbour-span", type=int, help="neighbours on each side")
     p.add_argument("--links", action=argparse.BooleanOptionalAction, default=False,
                    help="also score the tool's list with link expansion")
     p.add_argument("--heat", action=argparse.BooleanOptionalAction, default=False,

@@ -26,6 +26,16 @@ def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
     if config.fusion == "rrf":
         return rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
                    k=config.rrf_k, weights=weights)
+    candidates, columns, missing = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool,
+                                                  cosine)
+    return ranking.zscore_fusion(candidates, columns, weights, missing)
+
+
+def zscore_columns(backend: VectorBackend, qvec: np.ndarray, sparse_hits: Sequence[Hit],
+                   dense_hits: Sequence[Hit], pool: int, cosine: dict[str, float]
+                   ) -> tuple[list[str], list[dict[str, float]], list[float]]:
+    """What z-score fusion ranks: the candidates, their BM25 and cosine columns, and the score
+    assumed where a column lacks a candidate (fills ``cosine`` as it needs)."""
     candidates = [h.id for h in sparse_hits] + [h.id for h in dense_hits]
     fill_cosines(backend, qvec, candidates, cosine)
     # Scores at 1e-6, as in settle_ties: engines (and an engine's cosine against ours from
@@ -34,9 +44,8 @@ def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
     cosines = {pid: round(c, 6) for pid, c in cosine.items()}
     # a candidate without a stored vector (none should lack one) gets the dense list's floor
     dense_floor = min((cosines[h.id] for h in dense_hits), default=0.0)
-    return ranking.zscore_fusion(
-        candidates, [bm25_scores, cosines], weights,
-        [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor])
+    return (candidates, [bm25_scores, cosines],
+            [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor])
 
 
 def fill_cosines(backend: VectorBackend, qvec: np.ndarray, pids: Sequence[str],
@@ -57,4 +66,4 @@ def settle_ties(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-round(h.score, 6), h.id))
 
 
-__all__ = ["fill_cosines", "fuse", "settle_ties"]
+__all__ = ["fill_cosines", "fuse", "settle_ties", "zscore_columns"]

@@ -9,6 +9,11 @@ The pipeline, step by step (the numbers match the issue that specifies it):
 4. fusion (``fusion`` in the config): by default z-score fusion, ``sigmoid(0.4 z_bm25 +
    0.6 z_cosine)`` with each score standardised over the candidates (every candidate's
    cosine is read); or RRF, ``sum_i w_i / (k + rank_i)`` with ranks from 1 (k = 60);
+   4b. with z-score fusion, a note is lifted by the best fused standing of the notes told right
+   before or after it in event time (``amem.search.adjacent``), which may bring in a neighbour
+   neither ranking found (``found_by: "neighbour"``);
+   4c. the first 20 reordered by maximal marginal relevance against near-repeats
+   (``amem.search.diverse``);
 5. heat boost ``fused * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge
    exempt (a tie-breaker: a count says a note was returned, not that it was right); then the
    usage boost: a note the agent opened after a search whose query has cosine >= 0.97 to this
@@ -44,7 +49,7 @@ from ..notefields import search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
-from . import usage
+from . import adjacent, diverse, usage
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -59,7 +64,7 @@ HEAT_LOCK_WAIT_S = 0.25
 #: returned matches' whole payloads are read afterwards, once: a whole payload per candidate
 #: cost a search at 10k notes ~2 ms, as much as the engine's own query
 RANK_FIELDS = ("id", "note_type", "retrieval_count", "last_accessed", usage.FIELD,
-               "superseded_by")
+               "superseded_by", "event_ts")
 
 
 class Searcher:
@@ -109,9 +114,13 @@ class Searcher:
         dense_hits = settle_ties(legs.dense)
         cosine = {**legs.sparse_cosines, **{h.id: h.score for h in dense_hits}}
         fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
+        fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
+                                       dense_hits, pool, cosine, RANK_FIELDS)
+        fused = diverse.diversify(cfg, engine, fused, index.similarity)         # 4c
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
+        by_id.update({h.id: h for h in brought})
         in_sparse = {h.id for h in sparse_hits}
         in_dense = {h.id for h in dense_hits}
         now = index.clock.now()
@@ -154,7 +163,8 @@ class Searcher:
         by_id.update(whole)
 
         results = [make_result(by_id[pid].payload, sim.get(pid, 0.0), rrf_score, "match", final,
-                               found_by(pid in in_sparse, pid in in_dense),
+                               found_by(pid in in_sparse, pid in in_dense)
+                               if pid in in_sparse or pid in in_dense else "neighbour",
                                "usage" if pid in boosted else None)
                    for pid, rrf_score, final in matches]
 

@@ -4,7 +4,9 @@
    existing note, marked ``deduplicated``; nothing is written, no LLM is called.
 2. Near-duplicate fold, on content alone (``amem.write.nearduplicate``): the new content's vector
    against the current content of the engine's nearest notes. Cosine >= ``fold_threshold``
-   folds the new text into the best one (no LLM is called); ``pending_threshold`` <= cosine
+   folds the new text into the best one (no LLM is called) when both tell an event of the same
+   day (``placer.same_event_day``: the same words on another day are another event);
+   ``pending_threshold`` <= cosine
    < ``fold_threshold`` stores the note flagged ``pending_merge`` for the nightly consolidation.
 3. Note construction by the enricher (LLM when configured, offline otherwise): only for a note
    that will be stored, so the LLM never decides what is a duplicate.

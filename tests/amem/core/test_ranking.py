@@ -122,3 +122,86 @@ def test_unranked_score_is_zero_below_a_full_list_and_the_cut_off_otherwise() ->
     assert unranked_score([], pool=3) == 0.0
     with pytest.raises(ValueError):
         unranked_score([1.0], pool=0)
+
+
+def test_zscore_total_with_moments_equals_the_fusion() -> None:
+    from amem.ranking import logistic, zscore_moments, zscore_total
+
+    candidates = ["a", "b", "c", "d"]
+    columns = [{"a": 7.0, "b": 2.0, "c": 1.0}, {"a": 0.8, "b": 0.9, "c": 0.7, "d": 0.75}]
+    fused = dict(zscore_fusion(candidates, columns, [0.4, 0.6], [0.5, 0.0]))
+    moments = zscore_moments(candidates, columns, [0.5, 0.0])
+    assert moments[0] == pytest.approx((2.625, math.sqrt(((7 - 2.625) ** 2 + (2 - 2.625) ** 2
+                                                         + (1 - 2.625) ** 2
+                                                         + (0.5 - 2.625) ** 2) / 4)))
+    for item in candidates:
+        z = zscore_total(item, columns, [0.4, 0.6], [0.5, 0.0], moments)
+        assert logistic(z) == pytest.approx(fused[item])
+    # a note scored after the fusion lands on the candidates' scale, not its own
+    assert zscore_total("e", [{}, {"e": 0.9}], [0.4, 0.6], [0.5, 0.0], moments) == \
+        pytest.approx(0.4 * (0.5 - 2.625) / moments[0][1]
+                      + 0.6 * (0.9 - moments[1][0]) / moments[1][1])
+    with pytest.raises(ValueError):
+        zscore_moments(["a"], [{"a": 1.0}], [0.0, 0.0])
+    assert logistic(-800.0) == pytest.approx(0.0) and logistic(800.0) == 1.0
+
+
+def test_time_neighbours_takes_span_each_side_within_the_gap_never_the_same_instant() -> None:
+    from amem.ranking import time_neighbours
+
+    times = {"t0": 100.0, "t1": 101.0, "t2": 102.0, "t3": 103.0, "t4": 104.0, "t5": 105.0,
+             "twin": 102.0, "far": 5000.0}
+    # seed t2: t1, t0 before; t3, t4 after; "twin" shares its instant: no order, never taken
+    got = time_neighbours(times, ["t2"], span=2, gap=60.0)
+    assert got == {"t1": ["t2"], "t0": ["t2"], "t3": ["t2"], "t4": ["t2"]}
+    # the gap ends the walk: "far" is next after t5 in time but 4895 s away
+    assert time_neighbours(times, ["t5"], span=2, gap=60.0) == {"t4": ["t5"], "t3": ["t5"]}
+    # a note next to two seeds lists both, in the seeds' order; notes of one instant come
+    # together (t2 and "twin" are both right before t3); a seed without a time: none
+    both = time_neighbours(times, ["t3", "t1", "missing"], span=1, gap=60.0)
+    assert both["t2"] == ["t3", "t1"] and both["twin"] == ["t3", "t1"]
+    assert "missing" not in both and set(both) == {"t2", "twin", "t4", "t0"}
+    assert time_neighbours(times, ["t2"], span=0, gap=60.0) == {}
+    with pytest.raises(ValueError):
+        time_neighbours(times, ["t2"], span=-1, gap=60.0)
+    with pytest.raises(ValueError):
+        time_neighbours(times, ["t2"], span=1, gap=math.nan)
+
+
+def test_neighbour_lift_raises_a_note_by_its_best_neighbour_above_the_mean() -> None:
+    from amem.ranking import logistic, neighbour_lift
+
+    base = {"question": 2.0, "other": 0.5, "answer": 0.1, "weak": 0.3, "below": -1.0}
+    sources = {"answer": ["question"], "weak": ["below"], "below": ["question"]}
+    lifted = neighbour_lift(base, sources, 0.5)
+    score = dict(lifted)
+    assert score["answer"] == pytest.approx(logistic(0.1 + 0.5 * 2.0))  # 1.1: over "other"
+    assert [item for item, _ in lifted][:3] == ["question", "answer", "other"]
+    assert score["weak"] == pytest.approx(logistic(0.3))  # a neighbour below the mean: no push
+    assert score["below"] == pytest.approx(logistic(0.0))
+    # weight 0 is the fused ranking itself, ties in base order
+    assert [item for item, _ in neighbour_lift({"x": 0.0, "y": 0.0}, {"y": ["x"]}, 0.0)] == \
+        ["x", "y"]
+    with pytest.raises(ValueError):
+        neighbour_lift(base, sources, -0.1)
+
+
+def test_diversify_passes_over_a_near_repeat_and_keeps_the_scores_in_order() -> None:
+    from amem.ranking import diversify
+
+    ranked = [("a", 0.9), ("a2", 0.85), ("b", 0.8), ("c", 0.3)]
+    cos = {frozenset(("a", "a2")): 0.99}
+
+    def similar(x: str, y: str) -> float:
+        return cos.get(frozenset((x, y)), 0.1)
+
+    out = diversify(ranked, similar, keep=0.7, penalty=10.0)
+    # a2 repeats a: b and even the weak c go before it; the scores stay the input's, in order
+    assert [item for item, _ in out] == ["a", "b", "c", "a2"]
+    assert [score for _, score in out] == [0.9, 0.85, 0.8, 0.3]
+    assert diversify(ranked, similar, keep=1.0, penalty=10.0) == ranked
+    assert diversify(ranked, similar, keep=0.7, penalty=0.0) == ranked  # no penalty: as ranked
+    assert diversify(ranked[:2], similar, keep=0.0, penalty=10.0) == ranked[:2]
+    for keep, penalty in ((1.5, 1.0), (0.5, -1.0), (0.5, math.inf)):
+        with pytest.raises(ValueError):
+            diversify(ranked, similar, keep=keep, penalty=penalty)
