@@ -212,6 +212,14 @@ class VectorBackend(Protocol):
         """
         ...
 
+    def times(self, where: Where | None, field: str, limit: int) -> list[tuple[str, float]]:
+        """Up to ``limit`` matching points as ``(id, value of field)``, in the field's order.
+
+        ``field`` must carry a float payload index: the engine orders by it and hands back each
+        value from the index, without reading a payload (search's neighbour window,
+        ``amem.search.adjacent``: reading the payloads cost three times the scan)."""
+        ...
+
     def scroll(
         self, where: Where | None, *, limit: int = 256, offset: str | None = None,
         with_vectors: bool = False, fields: Sequence[str] | None = None,

@@ -672,6 +672,16 @@ class EdgeBackend:
         return ([self._hit(r, with_vectors, fields) for r in records],
                 None if nxt is None else str(nxt))
 
+    def times(self, where: Where | None, field: str, limit: int) -> list[tuple[str, float]]:
+        """Matching points and their ``field`` values, by the field's index (no payload read)."""
+        request = qe.ScrollRequest(
+            limit=c.check_limit(limit), filter=to_edge(where), with_payload=False,
+            with_vector=False, order_by=qe.OrderBy(key=field, direction=qe.Direction.Asc),
+        )
+        with self._engine("times"):
+            records, _ = self.shard.scroll(request)
+        return [(str(r.id), float(r.order_value)) for r in records if r.order_value is not None]
+
     def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
                 batch: int = 256) -> Iterator[Hit]:
         """Every matching point, page by page."""

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from amem.backends.base import Hit, HasId, IsEmpty, Match, MatchAny, Point, SparseVector, VectorBackend, Where
+from amem.backends.base import (Hit, HasId, IsEmpty, Match, MatchAny, Point, Range, SparseVector,
+                                VectorBackend, Where)
 from amem.errors import BackendError, EmbedderMismatchError, NotFoundError, ValidationError
 
 from ._data import DIM, pid, point, random_points, sparse, unit
@@ -109,6 +110,17 @@ def test_delete_and_count(backend: VectorBackend) -> None:
     assert backend.retrieve([pid(1), pid(3)])[0].id == pid(3)
     backend.delete([])
     assert backend.count() == 4
+
+
+def test_times_come_in_the_fields_order_from_its_index(backend: VectorBackend) -> None:
+    # ids in the opposite order of the times, so id order and time order differ
+    backend.upsert([point(n, E[n], {n: 1.0}, event_ts=100.0 - 10 * n, agent_id="a")
+                    for n in range(5)] + [point(5, E[5], {5: 1.0}, agent_id="a")])  # no time
+    window = Where(must=(Match("agent_id", "a"), Range("event_ts", gt=55.0, lt=100.0)))
+    assert backend.times(window, "event_ts", 10) == [
+        (pid(4), 60.0), (pid(3), 70.0), (pid(2), 80.0), (pid(1), 90.0)]
+    assert backend.times(None, "event_ts", 2) == [(pid(4), 60.0), (pid(3), 70.0)]
+    assert backend.times(Where(must=(Match("agent_id", "b"),)), "event_ts", 10) == []
 
 
 def test_scroll_pages_in_id_order_and_iterate_covers_all(backend: VectorBackend) -> None:

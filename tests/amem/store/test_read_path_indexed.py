@@ -72,6 +72,10 @@ class RecordingBackend:
         self._keep(where)
         return self.inner.scroll(where, **options)
 
+    def times(self, where: Where | None, field: str, limit: int) -> Any:
+        self._keep(where)
+        return self.inner.times(where, field, limit)
+
     def iterate(self, where: Where | None = None, **options: Any) -> Iterator[Any]:
         self._keep(where)
         return self.inner.iterate(where, **options)
