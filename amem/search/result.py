@@ -26,7 +26,9 @@ class SearchResult:
     category: str = "General"
     #: the score matches are ordered by (``rrf`` after the heat boost); 0 for linked notes
     score: float = 0.0
-    #: "bm25", "dense" or "both" for a match; "link" for a linked note
+    #: "bm25", "dense" or "both" for a match; "neighbour" for a match neither ranking returned,
+    #: brought in as a note told right before or after a top match (``amem.search.adjacent``);
+    #: "link" for a linked note
     found_by: str = "link"
     #: the newer note that replaced this one (only with ``include_superseded``)
     superseded_by: str | None = None

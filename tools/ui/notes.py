@@ -171,8 +171,8 @@ def explain(results: list[SearchResult]) -> list[dict[str, Any]]:
             path = (f"linked from {', '.join(sources)}" if sources
                     else "linked two hops from a match")
         else:
-            path = {"both": "BM25 and dense", "bm25": "BM25 only", "dense": "dense only"}.get(
-                r.found_by, r.found_by)
+            path = {"both": "BM25 and dense", "bm25": "BM25 only", "dense": "dense only",
+                    "neighbour": "told next to a top match"}.get(r.found_by, r.found_by)
         heat = (r.score / r.rrf) if r.via == "match" and r.rrf else None
         out.append({"rank": rank, "id": r.id, "content": r.content, "found": path,
                     "similarity": r.similarity, "fused": r.rrf, "score": r.score,
