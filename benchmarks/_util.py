@@ -134,3 +134,15 @@ def write_result(result: Any, out: Path | None) -> str:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n", encoding="utf-8")
     return text
+
+
+def run_child(module: str, *args: str) -> dict[str, Any]:
+    """Run ``python -m module --child ARGS`` in a fresh process and return the JSON object on
+    the last line of its output: a measurement whose RSS must not carry this process's
+    allocations (opening a store, building one)."""
+    done = subprocess.run([sys.executable, "-m", module, "--child", *args],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"child {args[0] if args else module} failed: {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result

@@ -30,7 +30,6 @@ import json
 import os
 import re
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks._util import run_child
 from benchmarks.open_bench import write_notes
 
 DIM = 384
@@ -204,12 +204,7 @@ def build_large(store: Path, size: int, chunk: int = 50_000) -> None:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.memory_bench", "--child", *args],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"child {args[0]} failed: {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return run_child("benchmarks.memory_bench", *args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,12 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks._util import run_child
 
 DEFAULT_SIZES = (20_000, 100_000)
 
@@ -108,12 +109,7 @@ def child_open(store: Path) -> dict[str, Any]:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.open_bench", "--child", *args],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"child {args[0]} failed: {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return run_child("benchmarks.open_bench", *args)
 
 
 def run(sizes: list[int]) -> list[dict[str, Any]]:
