@@ -64,11 +64,12 @@ CHILD_NICE = 10
 OLD_DIR = "shard.old"
 DONE_DIR = "shard.old.done"
 
-#: the children of :func:`build_on_copy` (run with ``-c``; arguments: see :func:`child_main`)
+#: the children of :func:`build_on_copy` (run with ``-c``; arguments: see :func:`child_main`);
+#: the child's one line of stdout is its reply to the parent, which reads it from the pipe
 BUILD_CHILD = """
 import sys
 from amem.backends._edge_build import child_main
-raise SystemExit(child_main(sys.argv[1:]))
+sys.stdout.write(child_main(sys.argv[1:]) + "\\n")
 """
 
 #: a checked point as the backend writes it: id, dense list, sparse (indices, values), payload
@@ -252,14 +253,14 @@ def apply(shard: qe.EdgeShard, records: Sequence[dict[str, Any]]) -> None:
     send()
 
 
-def child_main(argv: list[str]) -> int:
-    """The build's two children, one after the other.
+def child_main(argv: list[str]) -> str:
+    """The build's two children, one after the other; what the child answers its parent.
 
-    ``optimize <copy>`` (at ``CHILD_NICE``) optimises the copy and prints ``changed`` or
+    ``optimize <copy>`` (at ``CHILD_NICE``) optimises the copy and answers ``changed`` or
     ``optimal``. ``catch-up <copy> <log> <swap_max>`` (at the serving process's priority: a
     niced catch-up on a busy machine fell behind a writer for minutes, and the swap then
     replayed 18k writes under the gate) applies the change log onto the copy until a read
-    brings at most ``swap_max`` new lines, flushes, and prints ``<lines applied> <offset>``.
+    brings at most ``swap_max`` new lines, flushes, and answers ``<lines applied> <offset>``.
     """
     mode, build = argv[0], Path(argv[1])
     if mode == "optimize":
@@ -267,10 +268,9 @@ def child_main(argv: list[str]) -> int:
             os.nice(CHILD_NICE)
         shard = qe.EdgeShard.load(str(build))
         try:
-            print("changed" if shard.optimize() else "optimal")
+            return "changed" if shard.optimize() else "optimal"
         finally:
             shard.close()
-        return 0
     if mode != "catch-up":
         raise SystemExit(f"unknown mode {mode!r}: optimize or catch-up")
     log_path, swap_max = Path(argv[2]), int(argv[3])
@@ -291,8 +291,7 @@ def child_main(argv: list[str]) -> int:
             reader.close()
     finally:
         shard.close()
-    print(applied, reader.offset)
-    return 0
+    return f"{applied} {reader.offset}"
 
 
 def recover(path: Path, shard_name: str) -> None:
