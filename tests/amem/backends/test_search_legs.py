@@ -78,9 +78,9 @@ def test_the_edge_generation_moves_with_every_write_a_filter_sees() -> None:
         backend.close()
 
 
+# the server kinds only: the edge engine has a single writer, its generation is a number
+@pytest.mark.parametrize("kind", ["qdrant-local", "qdrant-server"], indirect=True)
 def test_a_server_backend_keeps_nothing(make_backend: Factory, kind: str) -> None:
-    if kind == "edge":
-        pytest.skip("the edge engine has a single writer: its generation is a number")
     backend = make_backend()
     assert backend.generation() is None
 
