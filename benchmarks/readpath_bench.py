@@ -42,15 +42,13 @@ import qdrant_edge as qe
 from amem import MemoryStore, load_config
 from amem.backends.base import Match, Where
 from amem.backends.edge import EdgeBackend
-from amem.bm25 import query_vector
 from amem.embed import make_embedder
 from amem import ranking
 from amem.search import fuse, pipeline, usage
-from amem.text import tokenize
 
 from ._util import write_result
 from .embcache import CachedEmbedder
-from .search_bench import build_corpus, fill
+from .search_bench import build_corpus, fill, floor_where, time_floor
 
 #: the payload indexes issue 25 added for the read path (the "old" store drops them)
 NEW_INDEXES = ("superseded_by", "supersedes")
@@ -67,28 +65,33 @@ def _drop_indexes(store: MemoryStore) -> None:
         backend.shard.update(qe.UpdateOperation.delete_field_index(name))
 
 
-def ab(new: MemoryStore, old: MemoryStore, queries: Sequence[str], agent: str
-       ) -> dict[str, Any]:
-    """Full search and the floor on both stores, query by query."""
-    floor_where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
-    times: dict[str, list[float]] = {k: [] for k in
-                                     ("new_full", "old_full", "embed", "engine")}
+def _interleaved(stores: dict[str, MemoryStore], floor_store: MemoryStore,
+                 queries: Sequence[str], agent: str, ratios: dict[str, str]) -> dict[str, Any]:
+    """Full search on each of ``stores`` and the floor on ``floor_store``, query by query (so
+    load elsewhere hits all alike): medians in ms under each name, ``embed`` and ``engine``,
+    and each ``ratios`` key = that store's full search over the floor."""
+    where = floor_where(agent)
+    times: dict[str, list[float]] = {k: [] for k in (*stores, "embed", "engine")}
     for q in queries:
-        for name, store in (("new_full", new), ("old_full", old)):
+        for name, store in stores.items():
             t = time.perf_counter()
             store.search(q, limit=5, agent_id=agent)
             times[name].append(time.perf_counter() - t)
-        t = time.perf_counter()
-        qv = new.index.embed_query(q)
-        t1 = time.perf_counter()
-        new.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), floor_where, 5, prefetch=50)
-        times["embed"].append(t1 - t)
-        times["engine"].append(time.perf_counter() - t1)
+        embed_s, engine_s = time_floor(floor_store, q, where)
+        times["embed"].append(embed_s)
+        times["engine"].append(engine_s)
     out: dict[str, Any] = {k: _ms(v) for k, v in times.items()}
     floor = out["engine"] + out["embed"]
-    out["new_over_floor"] = round(out["new_full"] / floor, 2)
-    out["old_over_floor"] = round(out["old_full"] / floor, 2)
+    for key, name in ratios.items():
+        out[key] = round(out[name] / floor, 2)
     return out
+
+
+def ab(new: MemoryStore, old: MemoryStore, queries: Sequence[str], agent: str
+       ) -> dict[str, Any]:
+    """Full search and the floor on both stores, query by query."""
+    return _interleaved({"new_full": new, "old_full": old}, new, queries, agent,
+                        {"new_over_floor": "new_full", "old_over_floor": "old_full"})
 
 
 def heat_ab(on: MemoryStore, off: MemoryStore, queries: Sequence[str], agent: str
@@ -101,28 +104,11 @@ def heat_ab(on: MemoryStore, off: MemoryStore, queries: Sequence[str], agent: st
     or 1 differs by under 0.2%).
     """
     off.searcher._bump_heat = lambda matches, now: None  # type: ignore[method-assign]
-    floor_where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
-    times: dict[str, list[float]] = {k: [] for k in ("heat_on", "heat_off", "embed", "engine")}
     try:
-        for q in queries:
-            for name, store in (("heat_on", on), ("heat_off", off)):
-                t = time.perf_counter()
-                store.search(q, limit=5, agent_id=agent)
-                times[name].append(time.perf_counter() - t)
-            t = time.perf_counter()
-            qv = off.index.embed_query(q)
-            t1 = time.perf_counter()
-            off.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), floor_where, 5,
-                                         prefetch=50)
-            times["embed"].append(t1 - t)
-            times["engine"].append(time.perf_counter() - t1)
+        return _interleaved({"heat_on": on, "heat_off": off}, off, queries, agent,
+                            {"on_over_floor": "heat_on", "off_over_floor": "heat_off"})
     finally:
         del off.searcher._bump_heat
-    out: dict[str, Any] = {k: _ms(v) for k, v in times.items()}
-    floor = out["engine"] + out["embed"]
-    out["on_over_floor"] = round(out["heat_on"] / floor, 2)
-    out["off_over_floor"] = round(out["heat_off"] / floor, 2)
-    return out
 
 
 class _Timer:
@@ -221,7 +207,7 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
                     keep_going: Callable[[int], bool]) -> dict[str, Any]:
     """Full searches and the floor (engine hybrid query, query embedding), query by query,
     while ``keep_going(i)``; p50 / p95 in ms and full / floor."""
-    floor_where = Where(must=(Match("agent_id", agent), Match("is_active", True)))
+    where = floor_where(agent)
     full: list[float] = []
     engine: list[float] = []
     embed: list[float] = []
@@ -231,13 +217,9 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
         t = time.perf_counter()
         store.search(q, limit=5, agent_id=agent)
         full.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        qv = store.index.embed_query(q)
-        t1 = time.perf_counter()
-        store.index.backend.hybrid_rrf(qv, query_vector(tokenize(q)), floor_where, 5,
-                                       prefetch=50)
-        embed.append(t1 - t)
-        engine.append(time.perf_counter() - t1)
+        embed_s, engine_s = time_floor(store, q, where)
+        embed.append(embed_s)
+        engine.append(engine_s)
         i += 1
     if not full:
         return {"searches": 0}
