@@ -61,12 +61,19 @@ def _file_id(lcm: LcmStore, key: str = ALICE) -> str:
     return str(lcm.db.scalar("SELECT file_id FROM large_files WHERE conversation_id = ?", (conv.id,)))
 
 
+def _top_summary(lcm: LcmStore, key: str = ALICE) -> str:
+    """The deepest summary of ``key``'s conversation (a condensed one, with sources below it)."""
+    conv = lcm.conversation(key)
+    assert conv is not None
+    return str(lcm.db.scalar("SELECT summary_id FROM summaries WHERE conversation_id = ? "
+                             "ORDER BY depth DESC LIMIT 1", (conv.id,)))
+
+
 def test_reference_argument_names_are_accepted(memory: MemoryStore, lcm: LcmStore) -> None:
     alice = _facade(memory, lcm, "alice")
+    top = _top_summary(lcm)
     conv = lcm.conversation(ALICE)
     assert conv is not None
-    top = str(lcm.db.scalar("SELECT summary_id FROM summaries WHERE conversation_id = ? "
-                            "ORDER BY depth DESC LIMIT 1", (conv.id,)))
     calls: list[tuple[str, dict[str, Any]]] = [
         # the reference's documented examples, verbatim in shape
         ("lcm_expand_query", {"prompt": "What is the flight number?", "query": "flight",
@@ -202,10 +209,7 @@ def test_describe_names_lineage_and_files_as_the_reference(memory: MemoryStore, 
     # issue 26: the reference's parentIds are the summaries a condensed one was made from (what
     # recall walks down); ours said "children" for those. Files: fileName, mimeType, byteSize.
     alice = _facade(memory, lcm, "alice")
-    conv = lcm.conversation(ALICE)
-    assert conv is not None
-    top = str(lcm.db.scalar("SELECT summary_id FROM summaries WHERE conversation_id = ? "
-                            "ORDER BY depth DESC LIMIT 1", (conv.id,)))
+    top = _top_summary(lcm)
     out = alice.call("lcm_describe", {"id": top})
     assert out["parentIds"] and out["childIds"] == [] and "children" not in out and "parents" not in out
     below = alice.call("lcm_describe", {"id": out["parentIds"][0]})
