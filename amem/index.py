@@ -36,7 +36,8 @@ from .kernel.errors import DiskFullError
 from .notefields import is_expired, not_expired
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
-from .similarity import calibration_for, note_cosine, note_similarity, query_similarity
+from .similarity import (calibration_for, note_cosine, note_similarities, note_similarity,
+                         query_similarity)
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,10 @@ class NoteIndex:
     def similarity(self, cosine: float) -> float:
         """A note-to-note cosine on the calibrated scale (0 = unrelated, 1 = identical)."""
         return note_similarity(cosine, self.calibration.note_baseline)
+
+    def similarities(self, cosines: np.ndarray) -> np.ndarray:
+        """:meth:`similarity` of every cosine of an array (a table of note pairs)."""
+        return note_similarities(cosines, self.calibration.note_baseline)
 
     def query_similarity(self, cosine: float) -> float:
         """A query-to-note cosine on the query scale (0 = unrelated, 1 = a typical answer)."""

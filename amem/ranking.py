@@ -109,34 +109,39 @@ def neighbour_lift(base: Mapping[K, float], sources: Mapping[K, Sequence[K]],
     return sorted(scored, key=lambda kv: (-kv[1], order[kv[0]]))
 
 
-def diversify(ranked: Sequence[tuple[K, float]], similar: Callable[[K, K], float],
+def diversify(ranked: Sequence[tuple[K, float]], similarity: Sequence[Sequence[float]],
               keep: float, penalty: float) -> list[tuple[K, float]]:
     """Maximal marginal relevance over ``ranked`` (best first, scores on the fused scale).
 
     Greedily picks the note with the best ``keep * logit(score) - (1 - keep) * penalty *
-    max_similarity_to_the_picked``; ``similar(a, b)`` is the two notes' cosine. The picks take
-    the scores of ``ranked`` in their order (the k-th pick gets the k-th best score), so the
-    list stays ordered by score and nothing outside it moves. ``keep`` 1 returns ``ranked``.
-    Ties keep ``ranked``'s order.
+    max_similarity_to_the_picked``; ``similarity[i][j]`` is how alike notes ``i`` and ``j`` of
+    ``ranked`` are (a square table in ``ranked``'s order: built once by the caller, so the
+    picks only look values up). The picks take the scores of ``ranked`` in their order (the
+    k-th pick gets the k-th best score), so the list stays ordered by score and nothing outside
+    it moves. ``keep`` 1 returns ``ranked``. Ties keep ``ranked``'s order.
     """
     if not 0.0 <= keep <= 1.0:
         raise ValueError("keep must lie in [0, 1]")
     if not math.isfinite(penalty) or penalty < 0:
         raise ValueError("penalty must be finite and >= 0")
+    if len(similarity) != len(ranked) or any(len(row) != len(ranked) for row in similarity):
+        raise ValueError("similarity must be a square table, one row per ranked note")
     if keep == 1.0 or len(ranked) < 3:
         return list(ranked)
     eps = 1e-12
-    relevance = [math.log(max(s, eps) / max(1.0 - s, eps)) for _, s in ranked]
+    relevance = [keep * math.log(max(s, eps) / max(1.0 - s, eps)) for _, s in ranked]
+    weight = (1.0 - keep) * penalty
     left = list(range(len(ranked)))
     redundancy = [float("-inf")] * len(ranked)
     picked: list[int] = []
     while left:
-        best = max(left, key=lambda i: (keep * relevance[i] - (1.0 - keep) * penalty
-                                        * max(redundancy[i], 0.0), -i))
+        best = max(left, key=lambda i: (relevance[i] - weight * max(redundancy[i], 0.0), -i))
         left.remove(best)
         picked.append(best)
         for i in left:
-            redundancy[i] = max(redundancy[i], similar(ranked[i][0], ranked[best][0]))
+            alike = similarity[i][best]
+            if alike > redundancy[i]:
+                redundancy[i] = alike
     return [(ranked[i][0], score) for i, (_, score) in zip(picked, ranked)]
 
 

@@ -42,6 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -79,6 +81,15 @@ def note_similarity(cosine: float, note_baseline: float) -> float:
     if not 0.0 <= note_baseline < 1.0:
         raise ValueError(f"baseline must lie in [0, 1), got {note_baseline}")
     return _clamp((cosine - note_baseline) / (1.0 - note_baseline))
+
+
+def note_similarities(cosines: np.ndarray, note_baseline: float) -> np.ndarray:
+    """:func:`note_similarity` of every cosine of an array at once (the same arithmetic, so
+    the same values): a search's diversity step scales a whole table of pairs."""
+    if not 0.0 <= note_baseline < 1.0:
+        raise ValueError(f"baseline must lie in [0, 1), got {note_baseline}")
+    return np.clip((np.asarray(cosines, dtype=np.float64) - note_baseline)
+                   / (1.0 - note_baseline), -1.0, 1.0)
 
 
 def note_cosine(similarity: float, note_baseline: float) -> float:

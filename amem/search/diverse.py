@@ -27,11 +27,12 @@ PENALTY = 1.5
 
 
 def diversify(config: AmemConfig, backend: VectorBackend, fused: list[tuple[str, float]],
-              similarity: Callable[[float], float]) -> list[tuple[str, float]]:
+              similarities: Callable[[np.ndarray], np.ndarray]) -> list[tuple[str, float]]:
     """``fused`` with its head reordered by MMR (``mmr_lambda`` 1 = off); one read of the
-    head's vectors. ``similarity`` puts a note-to-note cosine on the store's calibrated scale
-    (``NoteIndex.similarity``: 0 = unrelated), so that only what is alike beyond the embedder's
-    usual closeness counts as a repeat. RRF scores are not on the scale this needs: skipped."""
+    head's vectors. ``similarities`` puts a table of note-to-note cosines on the store's
+    calibrated scale (``NoteIndex.similarities``: 0 = unrelated), so that only what is alike
+    beyond the embedder's usual closeness counts as a repeat. RRF scores are not on the scale
+    this needs: skipped."""
     keep = config.mmr_lambda
     if keep >= 1.0 or config.fusion != "zscore" or len(fused) < 3:
         return fused
@@ -41,15 +42,12 @@ def diversify(config: AmemConfig, backend: VectorBackend, fused: list[tuple[str,
                if h.dense is not None}
     if len(vectors) < len(head):  # a point without a vector cannot be compared: as fused
         return fused
-    at = {pid: i for i, (pid, _) in enumerate(head)}
     matrix = np.stack([vectors[pid] for pid, _ in head]).astype(np.float64)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    cosines = (matrix @ matrix.T).tolist()  # every pair once, as floats: the picks only look up
-    # put on the calibrated scale only when asked: the picks ask each pair at most once, about
-    # half of the matrix (scaling all of it up front was a third of this step)
-    reordered = ranking.diversify(head, lambda a, b: similarity(cosines[at[a]][at[b]]), keep,
-                                  PENALTY)
-    return reordered + fused[HEAD:]
+    # every pair scaled at once and handed over as floats: the picks only look values up (a
+    # call per pair, scaled one at a time, was half of this step)
+    table = similarities(matrix @ matrix.T).tolist()
+    return ranking.diversify(head, table, keep, PENALTY) + fused[HEAD:]
 
 
 __all__ = ["HEAD", "PENALTY", "diversify"]

@@ -116,7 +116,7 @@ class Searcher:
         fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
                                        dense_hits, pool, cosine)
-        fused = diverse.diversify(cfg, engine, fused, index.similarity)         # 4c
+        fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})

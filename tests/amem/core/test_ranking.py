@@ -190,10 +190,10 @@ def test_diversify_passes_over_a_near_repeat_and_keeps_the_scores_in_order() -> 
     from amem.ranking import diversify
 
     ranked = [("a", 0.9), ("a2", 0.85), ("b", 0.8), ("c", 0.3)]
+    names = [item for item, _ in ranked]
     cos = {frozenset(("a", "a2")): 0.99}
-
-    def similar(x: str, y: str) -> float:
-        return cos.get(frozenset((x, y)), 0.1)
+    similar = [[1.0 if x == y else cos.get(frozenset((x, y)), 0.1) for y in names]
+               for x in names]
 
     out = diversify(ranked, similar, keep=0.7, penalty=10.0)
     # a2 repeats a: b and even the weak c go before it; the scores stay the input's, in order
@@ -201,7 +201,10 @@ def test_diversify_passes_over_a_near_repeat_and_keeps_the_scores_in_order() -> 
     assert [score for _, score in out] == [0.9, 0.85, 0.8, 0.3]
     assert diversify(ranked, similar, keep=1.0, penalty=10.0) == ranked
     assert diversify(ranked, similar, keep=0.7, penalty=0.0) == ranked  # no penalty: as ranked
-    assert diversify(ranked[:2], similar, keep=0.0, penalty=10.0) == ranked[:2]
+    two = [row[:2] for row in similar[:2]]
+    assert diversify(ranked[:2], two, keep=0.0, penalty=10.0) == ranked[:2]
     for keep, penalty in ((1.5, 1.0), (0.5, -1.0), (0.5, math.inf)):
         with pytest.raises(ValueError):
             diversify(ranked, similar, keep=keep, penalty=penalty)
+    with pytest.raises(ValueError, match="square"):  # a table that does not fit the ranking
+        diversify(ranked, two, keep=0.7, penalty=1.0)
