@@ -537,20 +537,51 @@ class EdgeBackend:
             points = self.shard.query(request)
         return [self._hit(p, with_vectors, fields) for p in points]
 
+    def _kept_fields(self, key: tuple[str, ...], pids: Sequence[str]
+                     ) -> dict[str, dict[str, Any]]:
+        """The ``key`` fields of ``pids`` from the field cache, the points not kept read in one
+        call and kept. Called under the engine gate, with the query that ranked ``pids``: no
+        write lands between them, so what the cache receives is what the engine holds (writes
+        forget their points under the same gate)."""
+        kept, missing = self.field_cache.get(key, pids)
+        if missing:
+            for r in self.shard.retrieve(list[Any](missing), with_payload=c.payload_fields(key),
+                                         with_vector=False):
+                read = dict(r.payload or {})
+                self.field_cache.put(key, str(r.id), read)
+                kept[str(r.id)] = read
+        return kept
+
+    def _kept_hit(self, pid: str, score: float, kept: dict[str, dict[str, Any]],
+                  key: tuple[str, ...]) -> Hit:
+        """A ranked point as a hit whose payload is its kept ``key`` fields (a copy: the
+        cache's dicts are shared), the held retrieval counts laid over them."""
+        payload = dict(kept.get(pid, {}))
+        self._heat.show(pid, payload, key)
+        return Hit(id=pid, score=score, payload=payload)
+
     def dense_search(
         self, vector: np.ndarray, where: Where | None, limit: int, *, with_vectors: bool = False,
         exact: bool = False, fields: Sequence[str] | None = None,
     ) -> list[Hit]:
         """Nearest points by cosine, best first (``exact`` bypasses the HNSW index)."""
+        selector = c.payload_fields(fields)
+        key = None if isinstance(selector, bool) or with_vectors else tuple(selector)
         request = qe.QueryRequest(
             limit=c.check_limit(limit),
             query=qe.Query.Nearest(c.dense_list(vector, self.dim, "vector"), using=DENSE),
             filter=to_edge(where),
-            with_payload=c.payload_fields(fields),
+            # named fields come from the field cache: the query returns ids and scores only
+            with_payload=False if key is not None else selector,
             with_vector=[DENSE] if with_vectors else False,
             params=EXACT_PARAMS if exact else DENSE_PARAMS,
         )
-        return self._query(request, "dense search", with_vectors, fields)
+        if key is None:
+            return self._query(request, "dense search", with_vectors, fields)
+        with self._engine("dense search"):
+            ranked = [(str(p.id), float(p.score)) for p in self.shard.query(request)]
+            kept = self._kept_fields(key, [pid for pid, _ in ranked])
+        return [self._kept_hit(pid, score, kept, key) for pid, score in ranked]
 
     def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
                     limit: int, *, fields: Sequence[str] | None = None) -> Legs:
@@ -566,8 +597,8 @@ class EdgeBackend:
         """
         limit = c.check_limit(limit)
         flt = to_edge(where)
-        selector = c.payload_fields(fields)
-        key = None if fields is None else tuple(fields)
+        selector = c.payload_fields(fields)  # checks them
+        key = None if isinstance(selector, bool) else tuple(selector)
         with_payload = key is None
         nearest = qe.Query.Nearest(c.dense_list(dense, self.dim, "dense"), using=DENSE)
         # DENSE_PARAMS on both dense requests: the ranking and the sparse hits' cosines are the
@@ -590,21 +621,13 @@ class EdgeBackend:
             ranked = [[(str(p.id), p) for p in hits] for hits in answers[:2 if idx else 1]]
             kept: dict[str, dict[str, Any]] = {}
             if key is not None:
-                pids = list(dict.fromkeys(pid for hits in ranked for pid, _ in hits))
-                kept, missing = self.field_cache.get(key, pids)
-                if missing:
-                    for r in self.shard.retrieve(list[Any](missing), with_payload=selector,
-                                                 with_vector=False):
-                        read = dict(r.payload or {})
-                        self.field_cache.put(key, str(r.id), read)
-                        kept[str(r.id)] = read
+                kept = self._kept_fields(
+                    key, list(dict.fromkeys(pid for hits in ranked for pid, _ in hits)))
 
         def hit(pid: str, p: Any) -> Hit:
             if key is None:
                 return self._hit(p, False)
-            payload = dict(kept.get(pid, {}))
-            self._heat.show(pid, payload, key)
-            return Hit(id=pid, score=float(p.score), payload=payload)
+            return self._kept_hit(pid, float(p.score), kept, key)
 
         dense_hits = [hit(pid, p) for pid, p in ranked[0]]
         if not idx:

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import ranking
-from ..backends.base import Hit, Range, Where, VectorBackend
+from ..backends.base import HasId, Hit, Range, Where, VectorBackend
 from ..config import AmemConfig
 from .fuse import zscore_columns
 
@@ -39,11 +39,12 @@ TIME_FIELD = "event_ts"
 
 def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Where,
          fused: list[tuple[str, float]], sparse_hits: Sequence[Hit], dense_hits: Sequence[Hit],
-         pool: int, cosine: dict[str, float]) -> tuple[list[tuple[str, float]], list[Hit]]:
+         pool: int, cosine: dict[str, float], fields: Sequence[str]
+         ) -> tuple[list[tuple[str, float]], list[Hit]]:
     """The fused ranking with neighbours lifted, and the neighbours brought in from outside it.
 
     ``fused`` is step 4's ranking of the hits (their payloads must hold ``event_ts``);
-    ``cosine`` is filled for the notes brought in. Returns
+    ``cosine`` is filled for the notes brought in, whose payloads hold ``fields``. Returns
     ``fused`` unchanged (and no hits) when the step is off, the fusion is RRF, or no seed has
     a neighbour.
     """
@@ -79,18 +80,19 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
         return fused, []
     known = {pid for pid, _ in fused}
     wanted = [pid for pid in sources if pid not in known]
-    # the neighbours brought in with their vectors, one read by id (the window's filter chose
-    # them; a filtered scroll for the same ids cost twice as much), in id order as a scroll
-    # gives them, so equal scores keep one order
-    brought = sorted((h for h in backend.retrieve(wanted, with_vectors=True)
-                      if h.dense is not None), key=lambda h: h.id) if wanted else []
+    # the neighbours brought in with their cosines and ranking fields: one exact query over
+    # their ids (the engine scores its float vectors; reading the vectors and whole payloads
+    # to score them here cost twice as much), in id order as a scroll gives them, so equal
+    # scores keep one order
+    brought = sorted(backend.dense_search(qvec, Where(must=(HasId(tuple(wanted)),)),
+                                          len(wanted), exact=True, fields=fields),
+                     key=lambda h: h.id) if wanted else []
     candidates, columns, missing = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool,
                                                   cosine)
     moments = ranking.zscore_moments(candidates, columns, missing)
     for hit in brought:  # scored on the candidates' scale: BM25 did not rank them (its floor)
-        assert hit.dense is not None
-        cosine[hit.id] = float(np.dot(qvec, hit.dense))
-        columns[1][hit.id] = round(cosine[hit.id], 6)
+        cosine[hit.id] = hit.score
+        columns[1][hit.id] = round(hit.score, 6)
     weights = [config.sparse_weight, config.dense_weight]
     base = {pid: ranking.zscore_total(pid, columns, weights, missing, moments)
             for pid in [*(pid for pid, _ in fused), *(h.id for h in brought)]}

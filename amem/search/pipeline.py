@@ -115,7 +115,7 @@ class Searcher:
         cosine = {**legs.sparse_cosines, **{h.id: h.score for h in dense_hits}}
         fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
-                                       dense_hits, pool, cosine)
+                                       dense_hits, pool, cosine, RANK_FIELDS)
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}

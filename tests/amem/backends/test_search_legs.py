@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from amem.backends import EdgeBackend
-from amem.backends.base import Match, VectorBackend, Where
+from amem.backends.base import Hit, Match, VectorBackend, Where
 
 from .conftest import Factory
 from ._data import DIM, pid, random_points, sparse, unit
@@ -85,7 +85,10 @@ def test_a_server_backend_keeps_nothing(make_backend: Factory, kind: str) -> Non
     assert backend.generation() is None
 
 
-def test_the_edge_legs_keep_the_ranking_fields_and_never_show_them_stale() -> None:
+@pytest.mark.parametrize("reader", ["legs", "dense search"])
+def test_the_edge_reads_keep_the_ranking_fields_and_never_show_them_stale(reader: str) -> None:
+    """Both reads that take named fields from the field cache: the legs and a dense search
+    (step 4b's neighbours)."""
     backend = EdgeBackend.temporary(DIM)
     try:
         points = random_points(30, seed=6)
@@ -96,10 +99,14 @@ def test_the_edge_legs_keep_the_ranking_fields_and_never_show_them_stale() -> No
         qvec, terms = points[4].dense, points[4].sparse
         fields = ("n", "tag")
 
+        def read(keys: tuple[str, ...]) -> list[Hit]:
+            if reader == "dense search":
+                return backend.dense_search(qvec, WHERE, 30, exact=True, fields=keys)
+            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=keys)
+            return [*legs.dense, *legs.sparse]
+
         def shown(pid_: str) -> dict[str, object]:
-            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=fields)
-            found = {h.id: h.payload for h in (*legs.dense, *legs.sparse)}
-            return found.get(pid_, {"gone": True})
+            return {h.id: h.payload for h in read(fields)}.get(pid_, {"gone": True})
 
         first = shown(pid(4))
         assert first == {"n": 4}
@@ -114,13 +121,11 @@ def test_the_edge_legs_keep_the_ranking_fields_and_never_show_them_stale() -> No
         assert shown(pid(4)) == {"n": 4}
         # held retrieval counts show through a kept payload, and after they are written
         counts = ("n", "retrieval_count")
-        legs = backend.search_legs(qvec, terms, WHERE, 30, fields=counts)
-        assert {h.payload.get("retrieval_count") for h in legs.dense if h.id == pid(4)} == {None}
+        assert {h.payload.get("retrieval_count") for h in read(counts) if h.id == pid(4)} == {None}
         backend.set_payload(pid(4), {"retrieval_count": 7, "last_accessed": "2026-01-01"})
         for _ in range(2):  # held, then written by flush
-            legs = backend.search_legs(qvec, terms, WHERE, 30, fields=counts)
-            assert [h.payload for h in legs.dense if h.id == pid(4)] == [
-                {"n": 4, "retrieval_count": 7}]
+            seen = [h.payload for h in read(counts) if h.id == pid(4)]
+            assert seen and all(p == {"n": 4, "retrieval_count": 7} for p in seen)
             backend.flush()
         backend.delete([pid(4)])
         assert shown(pid(4)) == {"gone": True}
