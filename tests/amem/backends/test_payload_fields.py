@@ -36,6 +36,12 @@ def test_retrieve_without_payload_gives_the_vectors_only(backend: VectorBackend)
     (hit,) = backend.retrieve([pid(2)], with_vectors=True, with_payload=False)
     assert hit.payload == {}
     assert hit.dense is not None and np.allclose(hit.dense, E[2])
+    # several at once: in the order asked, a missing id left out, each its own vector
+    hits = backend.retrieve([pid(2), pid(7), pid(0), pid(1)], with_vectors=True,
+                            with_payload=False)
+    assert [h.id for h in hits] == [pid(2), pid(0), pid(1)]
+    for h, n in zip(hits, (2, 0, 1)):
+        assert h.payload == {} and h.dense is not None and np.allclose(h.dense, E[n])
 
 
 @pytest.mark.parametrize("fields", [[], "n", [""], [1]])
