@@ -19,4 +19,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
-exec .venv/bin/python -m pytest -q "${select[@]}" "$@"
+# one worker per core (pytest-xdist), a test file's tests together on one worker (their
+# module fixtures are built once); AMEM_TEST_WORKERS=0 runs everything in this process
+exec .venv/bin/python -m pytest -q -n "${AMEM_TEST_WORKERS:-auto}" --dist loadfile \
+    "${select[@]}" "$@"

@@ -23,6 +23,10 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(_PREFIXES) and not name.startswith(_KEEP):
             monkeypatch.delenv(name, raising=False)
+    # The CLI sizes its tables to the terminal: a test reads what a pipe gets, whoever runs
+    # the suite (pytest-xdist's workers export an 80x24 terminal size)
+    for name in ("COLUMNS", "LINES"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _missing_benchdata(exc: BaseException) -> str | None:
