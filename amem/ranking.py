@@ -140,6 +140,42 @@ def diversify(ranked: Sequence[tuple[K, float]], similar: Callable[[K, K], float
     return [(ranked[i][0], score) for i, (_, score) in zip(picked, ranked)]
 
 
+def replies_first(order: Sequence[K], asks: Mapping[K, bool], times: Mapping[K, float],
+                  gap: float, head: int, reach: int) -> list[K]:
+    """``order`` with a question's reply moved to the question's place.
+
+    For each of the first ``head`` notes that ``asks`` (its text is mostly a question), the
+    note told next after it (the smallest time in ``times`` later than its own, less than
+    ``gap`` seconds later) among the first ``reach`` of ``order`` takes its place when that
+    note does not ask too; the question and the notes between move down one. A question
+    matches the words of a question about it better than the reply that answers it, but the
+    reply holds the answer. Each note moves at most once; a note without a time is never a
+    question's reply nor has one.
+    """
+    if head < 0 or reach < 0 or not math.isfinite(gap) or gap < 0:
+        raise ValueError("head and reach must be >= 0 and gap a finite number >= 0")
+    out = list(order)
+    if len(set(out)) != len(out):
+        raise ValueError("order must not repeat a note")
+    moved: set[K] = set()
+    for i in range(min(head, len(out))):
+        item = out[i]
+        if item in moved or not asks.get(item, False) or item not in times:
+            continue
+        t = times[item]
+        later = [(times[other], j) for j, other in enumerate(out[i + 1:reach], start=i + 1)
+                 if other in times and t < times[other] < t + gap]
+        if not later:
+            continue
+        j = min(later)[1]
+        reply = out[j]
+        if reply in moved or asks.get(reply, False):
+            continue
+        out.insert(i, out.pop(j))
+        moved.update((item, reply))
+    return out
+
+
 def unranked_score(scores: Sequence[float], pool: int) -> float:
     """The score to assume for a note a ranking did not return, given its returned ``scores``.
 

@@ -342,10 +342,15 @@ def table(result: dict[str, Any]) -> str:
         for method, per in result["per_corpus"].items():
             lines.append(f"{method} | " + " | ".join(f"{per[n].get('R@10', 0):.3f}"
                                                     for n in names))
+        lines.append(f"\nMRR per conversation (cats 1-4) | {' | '.join(names)}")
+        for method, per in result["per_corpus"].items():
+            lines.append(f"{method} | " + " | ".join(f"{per[n].get('MRR', 0):.3f}"
+                                                    for n in names))
     if result.get("halves"):
-        lines.append("\nR@10 on held-apart halves (a | b)")
+        lines.append("\nR@10 and MRR on held-apart halves (R@10 a | b, MRR a | b)")
         for method, per in result["halves"].items():
-            lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}")
+            lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}"
+                         f" | {per['a'].get('MRR', 0):.3f} | {per['b'].get('MRR', 0):.3f}")
     for corpus in result["timings"]["per_corpus"]:
         lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)

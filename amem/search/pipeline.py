@@ -49,7 +49,7 @@ from ..notefields import search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
-from . import adjacent, diverse, usage
+from . import adjacent, diverse, replies, usage
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -161,6 +161,7 @@ class Searcher:
         whole = {h.id: h for h in engine.retrieve([pid for pid, _, _ in matches])}
         matches = [m for m in matches if m[0] in whole]
         by_id.update(whole)
+        matches = replies.replies_first(cfg, matches, whole, include_superseded)  # 5b (h-mrr)
 
         results = [make_result(by_id[pid].payload, sim.get(pid, 0.0), rrf_score, "match", final,
                                found_by(pid in in_sparse, pid in in_dense)

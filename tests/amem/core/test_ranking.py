@@ -205,3 +205,28 @@ def test_diversify_passes_over_a_near_repeat_and_keeps_the_scores_in_order() -> 
     for keep, penalty in ((1.5, 1.0), (0.5, -1.0), (0.5, math.inf)):
         with pytest.raises(ValueError):
             diversify(ranked, similar, keep=keep, penalty=penalty)
+
+
+def test_replies_first_moves_the_reply_told_next_into_the_question_place() -> None:
+    from amem.ranking import replies_first
+
+    times = {"q": 10.0, "a": 11.0, "x": 5.0, "later": 12.0, "far": 5000.0}
+    asks = {"q": True}
+    # the reply told next (a, 1 s later) takes the question's place; the question and the note
+    # between move down one
+    assert replies_first(["q", "x", "a", "later"], asks, times, 1800.0, 3, 5) == [
+        "a", "q", "x", "later"]
+    # the nearest later note among the first `reach` is the reply, not a farther one
+    assert replies_first(["q", "later", "a"], asks, times, 1800.0, 3, 5) == ["a", "q", "later"]
+    # beyond reach, beyond the gap, earlier, or a question itself: nothing moves
+    assert replies_first(["q", "x", "a"], asks, times, 1800.0, 3, 2) == ["q", "x", "a"]
+    assert replies_first(["q", "far"], asks, times, 1800.0, 3, 5) == ["q", "far"]
+    assert replies_first(["q", "a"], {"q": True, "a": True}, times, 1800.0, 3, 5) == ["q", "a"]
+    assert replies_first(["a", "q"], {"a": True}, times, 1800.0, 3, 5) == ["a", "q"]
+    # only the first `head` questions hand their place on; a note without a time never moves
+    assert replies_first(["x", "q", "a"], asks, times, 1800.0, 1, 5) == ["x", "q", "a"]
+    assert replies_first(["q", "a"], asks, {"a": 11.0}, 1800.0, 3, 5) == ["q", "a"]
+    with pytest.raises(ValueError):
+        replies_first(["q", "q"], asks, times, 1800.0, 3, 5)
+    with pytest.raises(ValueError):
+        replies_first(["q"], asks, times, -1.0, 3, 5)

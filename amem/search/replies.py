@@ -1,0 +1,81 @@
+"""Step 5b of a search: a question's reply before the question, among the first matches.
+
+In a conversation kept as notes, a question about something ("What kind of counseling do you
+want to pursue?") shares the words of a later question about the same thing ("What kind of
+counseling is Caroline interested in?") better than the reply that answers it ("I'm thinking of
+working with trans people..."). Both legs then rank the asked question first and the reply
+right behind it. This step looks at the first matches' texts (the whole payloads the search
+reads for its results anyway) and moves the reply told right after a question to the
+question's place (``ranking.replies_first``). Nothing enters or leaves the matches; only their
+order changes, and the moved notes take the scores of the places they take, so the list stays
+ordered by score. LoCoMo dev (benchmarks/RESULTS.md, issue 29, third round): MRR of categories
+1-4 0.571 -> 0.596, in every conversation and on both held-apart halves.
+
+A note *asks* when at least ``question_share`` of its sentences' characters are in sentences
+ending with a question mark (bracketed annotations such as ``[shares a photo]`` or a date label
+left out, and a speaker's label opening the text): a turn telling news and closing with "how
+about you?" is not a question.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+from .. import ranking
+from ..backends.base import Hit
+from ..config import AmemConfig
+
+#: the first matches that may hand their place to a reply, and how far down the reply may
+#: stand; chosen on half a of LoCoMo dev (3 and 5: 0.586; 1 and 5, 5 and 10 within 0.005)
+HEAD = 3
+REACH = 5
+#: a sentence: up to its closing marks (English and full-width), or the text's unclosed end
+_SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
+_BRACKETED = re.compile(r"\[[^\]]*\]")
+#: a speaker's label opening a chat turn ("Melanie: ...", "user: ..."): part of no sentence
+_SPEAKER = re.compile(r"^\s*[^\W\d][\w .'-]{0,39}:\s+")
+_ASKING = ("?", "？")
+
+
+def question_share(text: str) -> float:
+    """The share of ``text``'s sentence characters in sentences that end with a question mark
+    (0 for a text without sentences); bracketed annotations and a speaker's label opening the
+    text are left out."""
+    bare = _SPEAKER.sub("", _BRACKETED.sub(" ", text), count=1)
+    sentences = [s.strip() for s in _SENTENCE.findall(bare)]
+    sentences = [s for s in sentences if s]
+    total = sum(len(s) for s in sentences)
+    if not total:
+        return 0.0
+    return sum(len(s) for s in sentences if s.endswith(_ASKING)) / total
+
+
+def replies_first(config: AmemConfig, matches: Sequence[tuple[str, float, float]],
+                  hits: Mapping[str, Hit], include_superseded: bool
+                  ) -> list[tuple[str, float, float]]:
+    """``matches`` (``(id, rrf, score)``, best first) with a question's reply in its place.
+
+    ``hits`` holds every match with its whole payload (``content``, ``event_ts``). Off with
+    ``question_share`` 0, and with ``include_superseded`` (that list keeps a replaced note
+    right after the note that replaced it, an order this step must not break).
+    """
+    share = config.question_share
+    if share <= 0 or include_superseded or len(matches) < 2:
+        return list(matches)
+    head = [pid for pid, _, _ in matches[:REACH]]
+    asks = {pid: question_share(str(hits[pid].payload.get("content", ""))) >= share
+            for pid in head}
+    if not any(asks[pid] for pid in head[:HEAD]):
+        return list(matches)
+    times = {pid: float(t) for pid in head
+             if isinstance(t := hits[pid].payload.get("event_ts"), (int, float))}
+    order = ranking.replies_first(head, asks, times, config.neighbour_gap_s, HEAD, REACH)
+    if order == head:
+        return list(matches)
+    # the k-th note of the new order takes the k-th place's scores
+    return [(pid, rrf, score) for pid, (_, rrf, score) in zip(order, matches)] \
+        + list(matches[REACH:])
+
+
+__all__ = ["HEAD", "REACH", "question_share", "replies_first"]
