@@ -49,7 +49,7 @@ from ..notefields import search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
-from . import adjacent, diverse, replies, usage
+from . import adjacent, diverse, replies, timeq, usage
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -117,6 +117,7 @@ class Searcher:
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
                                        dense_hits, pool, cosine)
         fused = diverse.diversify(cfg, engine, fused, index.similarity)         # 4c
+        fused = timeq.lift(cfg, query, fused, (*sparse_hits, *dense_hits, *brought))  # 4d (h-mrr)
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
