@@ -103,6 +103,9 @@ class AmemConfig:
     #: this share question (by sentence characters) gives its place to the reply told right
     #: after it (0 = off). LoCoMo dev: MRR 0.571 -> 0.596 at 0.4 (0.3-0.5 chosen on half a)
     question_share: float = setting(0.4, at_least=0, at_most=1)
+    #: step 4e (amem.search.replies): among the first 20 candidates, a note at least
+    #: ``question_share`` question steps back by this much of the fused logit (0 = off)
+    question_penalty: float = setting(1.5, at_least=0, below=math.inf)
     #: step 4d (amem.search.timeq): a question naming a period ("in June 2023", "on 7 July,
     #: 2023") adds this to the fused logit of the candidates whose event time lies in it (a
     #: lift, not a filter; 0 = off). LoCoMo dev: MRR +0.005 at 1.0 (0.5-2.0 within 0.003)

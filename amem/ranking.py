@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Hashable, Mapping, Sequence, TypeVar
+from typing import Callable, Collection, Hashable, Mapping, Sequence, TypeVar
 
 from amem.kernel.fusion import zscore_fusion as zscore_fusion  # written once, lcm fuses with it too
 
@@ -174,6 +174,23 @@ def replies_first(order: Sequence[K], asks: Mapping[K, bool], times: Mapping[K, 
         out.insert(i, out.pop(j))
         moved.update((item, reply))
     return out
+
+
+def step_back(ranked: Sequence[tuple[K, float]], marked: Collection[K],
+              penalty: float) -> list[tuple[K, float]]:
+    """``ranked`` (best first, scores in (0, 1)) reordered as if every ``marked`` note's logit
+    were ``penalty`` lower; the notes take the scores of ``ranked`` in their order (the k-th
+    note gets the k-th best score), so the list stays ordered by score. Ties keep the order.
+    """
+    if not math.isfinite(penalty) or penalty < 0:
+        raise ValueError("penalty must be finite and >= 0")
+    if penalty == 0 or not any(item in marked for item, _ in ranked):
+        return list(ranked)
+    eps = 1e-12
+    keyed = sorted(((math.log(max(s, eps) / max(1.0 - s, eps))
+                     - (penalty if item in marked else 0.0), i)
+                    for i, (item, s) in enumerate(ranked)), key=lambda t: (-t[0], t[1]))
+    return [(ranked[i][0], score) for (_, i), (_, score) in zip(keyed, ranked)]
 
 
 def unranked_score(scores: Sequence[float], pool: int) -> float:

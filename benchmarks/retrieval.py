@@ -248,6 +248,8 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         overrides["mmr_lambda"] = args.mmr_lambda
     if args.question_share is not None:
         overrides["question_share"] = args.question_share
+    if args.question_penalty is not None:
+        overrides["question_penalty"] = args.question_penalty
     if args.time_lift is not None:
         overrides["time_lift"] = args.time_lift
     if args.link_min_cosine is not None:
@@ -279,7 +281,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "link_min_cosine": config.link_min_cosine, "turn_times": args.turn_times,
         "neighbour_weight": config.neighbour_weight, "neighbour_span": config.neighbour_span,
         "mmr_lambda": config.mmr_lambda, "question_share": config.question_share,
-        "time_lift": config.time_lift,
+        "time_lift": config.time_lift, "question_penalty": config.question_penalty,
         "rrf_k": config.rrf_k, "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
@@ -306,6 +308,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--mmr-lambda", type=float, help="the store's MMR (amem.search.diverse; 1 = off)")
     p.add_argument("--question-share", type=float,
                    help="the store's reply-first step (amem.search.replies; 0 = off)")
+    p.add_argument("--question-penalty", type=float,
+                   help="how far a note that asks steps back among the first 20 "
+                        "(amem.search.replies; 0 = off)")
     p.add_argument("--time-lift", type=float,
                    help="the store's lift of notes in a period the question names "
                         "(amem.search.timeq; 0 = off)")

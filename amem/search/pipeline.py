@@ -118,6 +118,7 @@ class Searcher:
                                        dense_hits, pool, cosine)
         fused = diverse.diversify(cfg, engine, fused, index.similarity)         # 4c
         fused = timeq.lift(cfg, query, fused, (*sparse_hits, *dense_hits, *brought))  # 4d (h-mrr)
+        fused = replies.questions_back(cfg, engine, fused)                     # 4e (h-mrr)
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})

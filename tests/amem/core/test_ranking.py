@@ -230,3 +230,17 @@ def test_replies_first_moves_the_reply_told_next_into_the_question_place() -> No
         replies_first(["q", "q"], asks, times, 1800.0, 3, 5)
     with pytest.raises(ValueError):
         replies_first(["q"], asks, times, -1.0, 3, 5)
+
+
+def test_step_back_lowers_marked_notes_and_keeps_the_scores_in_place() -> None:
+    from amem.ranking import step_back
+
+    ranked = [("q", 0.80), ("a", 0.75), ("b", 0.40), ("c", 0.10)]
+    # logit(0.8) - 1.5 = -0.11 < logit(0.75) = 1.10, > logit(0.4) = -0.41: q falls one place
+    moved = step_back(ranked, {"q"}, 1.5)
+    assert [pid for pid, _ in moved] == ["a", "q", "b", "c"]
+    assert [s for _, s in moved] == [0.80, 0.75, 0.40, 0.10]
+    assert [pid for pid, _ in step_back(ranked, {"q"}, 10.0)] == ["a", "b", "c", "q"]
+    assert step_back(ranked, {"q"}, 0.0) == ranked and step_back(ranked, set(), 2.0) == ranked
+    with pytest.raises(ValueError):
+        step_back(ranked, {"q"}, -1.0)

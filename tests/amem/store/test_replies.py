@@ -40,7 +40,7 @@ def test_the_reply_takes_the_question_place(kind: str, embedder: HashingEmbedder
                 store.add(f"note {i} about gardening tomatoes", id=f"o{i}", enrich=False,
                           event_time=f"2025-0{1 + i}-03T10:00:00Z")
             return [(h.id, h.score) for h in store.search(QUERY, limit=5, expand_links=False)]
-    plain, moved = ranked(question_share=0.0), ranked()
+    plain, moved = ranked(question_share=0.0), ranked(question_penalty=0.0)
     # the question matches the query's words best; the reply, right after it, holds the answer
     assert [pid for pid, _ in plain][:2] == ["t0", "t1"]
     assert [pid for pid, _ in moved][:2] == ["t1", "t0"]
@@ -51,9 +51,33 @@ def test_the_reply_takes_the_question_place(kind: str, embedder: HashingEmbedder
 
 def test_the_step_stands_aside_when_replaced_notes_are_shown(embedder: HashingEmbedder,
                                                              clock: ManualClock) -> None:
-    with make_store("edge", embedder, clock, heat=False) as store:
+    with make_store("edge", embedder, clock, heat=False, question_penalty=0.0) as store:
         for i, (text, when) in enumerate(CHAT):
             store.add(text, id=f"t{i}", event_time=when, enrich=False)
         shown = [h.id for h in store.search(QUERY, limit=3, expand_links=False,
                                             include_superseded=True)]
         assert shown[:2] == ["t0", "t1"]
+
+
+def test_a_question_steps_back_behind_notes_that_tell(embedder: HashingEmbedder,
+                                                      clock: ManualClock) -> None:
+    def order(**overrides: object) -> list[str]:
+        with make_store("edge", embedder, clock, heat=False, **overrides) as store:
+            # the question shares the most words; the two telling turns are days apart, so
+            # neither is the question's reply (step 5b moves nothing here)
+            store.add("Sam: which hiking trails did you walk with friends this summer?",
+                      id="ask", enrich=False, event_time="2025-05-08T13:56:00Z")
+            store.add("Ana: we walked the ridge trail with friends", id="tell1",
+                      enrich=False, event_time="2025-06-01T10:00:00Z")
+            store.add("Ana: the coastal trail was my summer favourite", id="tell2",
+                      enrich=False, event_time="2025-07-01T10:00:00Z")
+            for i in range(5):
+                store.add(f"note {i} about tomatoes", id=f"o{i}", enrich=False,
+                          event_time=f"2025-0{1 + i}-03T10:00:00Z")
+            return [h.id for h in store.search("which hiking trails did Ana walk with friends "
+                                                  "this summer", limit=8, expand_links=False)]
+    plain = order(question_penalty=0.0)
+    assert plain[0] == "ask"
+    stepped = order(question_penalty=10.0)
+    assert stepped.index("ask") > max(stepped.index("tell1"), stepped.index("tell2"))
+    assert set(stepped) == set(plain)
