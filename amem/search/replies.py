@@ -33,7 +33,8 @@ from ..backends.base import Hit, VectorBackend
 from ..config import AmemConfig
 
 #: the first matches that may hand their place to a reply, and how far down the reply may
-#: stand; chosen on half a of LoCoMo dev (3 and 5: 0.586; 1 and 5, 5 and 10 within 0.005)
+#: stand; chosen on half a of LoCoMo dev (replayed at share 0.5, half a MRR: 3 and 5 0.572;
+#: 1 and 5 0.571, 5 and 10 0.570, 1 and 3 0.568)
 HEAD = 3
 REACH = 5
 #: the candidates whose texts step 4e reads: a question below them cannot reach the matches an
