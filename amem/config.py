@@ -99,9 +99,10 @@ class AmemConfig:
     #: relevance, ``lambda * z - (1 - lambda) * 1.5 * similarity to the picked`` (1 = off). LoCoMo
     #: dev: 0.7 R@10 +0.013 and multi-hop +0.02 over the neighbour lift (0.5-0.8 within 0.003)
     mmr_lambda: float = setting(0.7, at_least=0, at_most=1)
-    #: step 5b (amem.search.replies): among the first matches, a note whose text is at least
-    #: this share question (by sentence characters) gives its place to the reply told right
-    #: after it (0 = off). LoCoMo dev: MRR 0.571 -> 0.596 at 0.4 (0.3-0.5 chosen on half a)
+    #: steps 4e and 5b (amem.search.replies): a note whose text is at least this share question
+    #: (by sentence characters) asks; 5b: among the first matches, a note that asks gives its
+    #: place to the reply told right after it (0 = both steps off). LoCoMo dev: MRR 0.571 ->
+    #: 0.596 by 5b at 0.4 (0.3-0.5 within 0.007, 0.4 best on half a)
     question_share: float = setting(0.4, at_least=0, at_most=1)
     #: step 4e (amem.search.replies): among the first 20 candidates, a note at least
     #: ``question_share`` question steps back by this much of the fused logit (0 = off)
