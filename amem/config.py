@@ -99,6 +99,18 @@ class AmemConfig:
     #: relevance, ``lambda * z - (1 - lambda) * 1.5 * similarity to the picked`` (1 = off). LoCoMo
     #: dev: 0.7 R@10 +0.013 and multi-hop +0.02 over the neighbour lift (0.5-0.8 within 0.003)
     mmr_lambda: float = setting(0.7, at_least=0, at_most=1)
+    #: steps 4e and 5b (amem.search.replies): a note whose text is at least this share question
+    #: (by sentence characters) asks; 5b: among the first matches, a note that asks gives its
+    #: place to the reply told right after it (0 = both steps off). LoCoMo dev: MRR 0.571 ->
+    #: 0.596 by 5b at 0.4 (0.3-0.5 within 0.007, 0.4 best on half a)
+    question_share: float = setting(0.4, at_least=0, at_most=1)
+    #: step 4e (amem.search.replies): among the first 20 candidates, a note at least
+    #: ``question_share`` question steps back by this much of the fused logit (0 = off)
+    question_penalty: float = setting(1.5, at_least=0, below=math.inf)
+    #: step 4d (amem.search.timeq): a question naming a period ("in June 2023", "on 7 July,
+    #: 2023") adds this to the fused logit of the candidates whose event time lies in it (a
+    #: lift, not a filter; 0 = off). LoCoMo dev: MRR +0.005 at 1.0 (0.5-2.0 within 0.003)
+    time_lift: float = setting(1.0, at_least=0, below=math.inf)
     link_expansion: bool = True
     link_hops: int = setting(2, at_least=0)
     link_min_cosine: float = setting(0.25, at_least=-1, at_most=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Hashable, Mapping, Sequence, TypeVar
+from typing import Callable, Collection, Hashable, Mapping, Sequence, TypeVar
 
 from amem.kernel.fusion import zscore_fusion as zscore_fusion  # written once, lcm fuses with it too
 
@@ -143,6 +143,59 @@ def diversify(ranked: Sequence[tuple[K, float]], similarity: Sequence[Sequence[f
             if alike > redundancy[i]:
                 redundancy[i] = alike
     return [(ranked[i][0], score) for i, (_, score) in zip(picked, ranked)]
+
+
+def replies_first(order: Sequence[K], asks: Mapping[K, bool], times: Mapping[K, float],
+                  gap: float, head: int, reach: int) -> list[K]:
+    """``order`` with a question's reply moved to the question's place.
+
+    For each of the first ``head`` notes that ``asks`` (its text is mostly a question), the
+    note told next after it (the smallest time in ``times`` later than its own, less than
+    ``gap`` seconds later) among the first ``reach`` of ``order`` takes its place when that
+    note does not ask too; the question and the notes between move down one. A question
+    matches the words of a question about it better than the reply that answers it, but the
+    reply holds the answer. Each note moves at most once; a note without a time is never a
+    question's reply nor has one.
+    """
+    if head < 0 or reach < 0 or not math.isfinite(gap) or gap < 0:
+        raise ValueError("head and reach must be >= 0 and gap a finite number >= 0")
+    out = list(order)
+    if len(set(out)) != len(out):
+        raise ValueError("order must not repeat a note")
+    moved: set[K] = set()
+    for i in range(min(head, len(out))):
+        item = out[i]
+        if item in moved or not asks.get(item, False) or item not in times:
+            continue
+        t = times[item]
+        later = [(times[other], j) for j, other in enumerate(out[i + 1:reach], start=i + 1)
+                 if other in times and t < times[other] < t + gap]
+        if not later:
+            continue
+        j = min(later)[1]
+        reply = out[j]
+        if reply in moved or asks.get(reply, False):
+            continue
+        out.insert(i, out.pop(j))
+        moved.update((item, reply))
+    return out
+
+
+def step_back(ranked: Sequence[tuple[K, float]], marked: Collection[K],
+              penalty: float) -> list[tuple[K, float]]:
+    """``ranked`` (best first, scores in (0, 1)) reordered as if every ``marked`` note's logit
+    were ``penalty`` lower; the notes take the scores of ``ranked`` in their order (the k-th
+    note gets the k-th best score), so the list stays ordered by score. Ties keep the order.
+    """
+    if not math.isfinite(penalty) or penalty < 0:
+        raise ValueError("penalty must be finite and >= 0")
+    if penalty == 0 or not any(item in marked for item, _ in ranked):
+        return list(ranked)
+    eps = 1e-12
+    keyed = sorted(((math.log(max(s, eps) / max(1.0 - s, eps))
+                     - (penalty if item in marked else 0.0), i)
+                    for i, (item, s) in enumerate(ranked)), key=lambda t: (-t[0], t[1]))
+    return [(ranked[i][0], score) for (_, i), (_, score) in zip(keyed, ranked)]
 
 
 def unranked_score(scores: Sequence[float], pool: int) -> float:

@@ -244,6 +244,14 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         overrides["neighbour_weight"] = args.neighbour_weight
     if args.neighbour_span is not None:
         overrides["neighbour_span"] = args.neighbour_span
+    if args.mmr_lambda is not None:
+        overrides["mmr_lambda"] = args.mmr_lambda
+    if args.question_share is not None:
+        overrides["question_share"] = args.question_share
+    if args.question_penalty is not None:
+        overrides["question_penalty"] = args.question_penalty
+    if args.time_lift is not None:
+        overrides["time_lift"] = args.time_lift
     if args.link_min_cosine is not None:
         overrides["link_min_cosine"] = args.link_min_cosine
     config = load_config(overrides=overrides)
@@ -272,6 +280,8 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "fusion": config.fusion, "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
         "link_min_cosine": config.link_min_cosine, "turn_times": args.turn_times,
         "neighbour_weight": config.neighbour_weight, "neighbour_span": config.neighbour_span,
+        "mmr_lambda": config.mmr_lambda, "question_share": config.question_share,
+        "time_lift": config.time_lift, "question_penalty": config.question_penalty,
         "rrf_k": config.rrf_k, "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
@@ -295,6 +305,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--neighbour-weight", type=float,
                    help="the store's neighbour lift (amem.search.adjacent; 0 = off)")
     p.add_argument("--neighbour-span", type=int, help="neighbours on each side")
+    p.add_argument("--mmr-lambda", type=float, help="the store's MMR (amem.search.diverse; 1 = off)")
+    p.add_argument("--question-share", type=float,
+                   help="the store's reply-first step (amem.search.replies; 0 = off)")
+    p.add_argument("--question-penalty", type=float,
+                   help="how far a note that asks steps back among the first 20 "
+                        "(amem.search.replies; 0 = off)")
+    p.add_argument("--time-lift", type=float,
+                   help="the store's lift of notes in a period the question names "
+                        "(amem.search.timeq; 0 = off)")
     p.add_argument("--links", action=argparse.BooleanOptionalAction, default=False,
                    help="also score the tool's list with link expansion")
     p.add_argument("--heat", action=argparse.BooleanOptionalAction, default=False,
@@ -342,10 +361,15 @@ def table(result: dict[str, Any]) -> str:
         for method, per in result["per_corpus"].items():
             lines.append(f"{method} | " + " | ".join(f"{per[n].get('R@10', 0):.3f}"
                                                     for n in names))
+        lines.append(f"\nMRR per conversation (cats 1-4) | {' | '.join(names)}")
+        for method, per in result["per_corpus"].items():
+            lines.append(f"{method} | " + " | ".join(f"{per[n].get('MRR', 0):.3f}"
+                                                    for n in names))
     if result.get("halves"):
-        lines.append("\nR@10 on held-apart halves (a | b)")
+        lines.append("\nR@10 and MRR on held-apart halves (R@10 a | b, MRR a | b)")
         for method, per in result["halves"].items():
-            lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}")
+            lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}"
+                         f" | {per['a'].get('MRR', 0):.3f} | {per['b'].get('MRR', 0):.3f}")
     for corpus in result["timings"]["per_corpus"]:
         lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)

@@ -14,6 +14,10 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    neither ranking found (``found_by: "neighbour"``);
    4c. the first 20 reordered by maximal marginal relevance against near-repeats
    (``amem.search.diverse``);
+   4d. a question naming a period (a day, a month, a year, the week before a day) lifts the
+   candidates told in it (``amem.search.timeq``);
+   4e. among the first 20, a note that asks steps back (``amem.search.replies``): a question
+   is rarely what answers one;
 5. heat boost ``fused * (1 + 0.002 ln(1 + retrieval_count) / (age_days + 1))``, knowledge
    exempt (a tie-breaker: a count says a note was returned, not that it was right); then the
    usage boost: a note the agent opened after a search whose query has cosine >= 0.97 to this
@@ -23,6 +27,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    whichever the fusion: the field's name is older than z-score fusion);
 6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
    answer "nothing relevant");
+6b. among the first matches, a question gives its place to the reply told right after it
+   (``replies.replies_first``: order only, over the payloads read for the results);
 7. breadth-first expansion over links, 2 hops, admitting notes whose query similarity is at
    least ``link_min_cosine`` (and ``min_similarity``), at most 8, appended after the matches
    with ``via: "link"``.
@@ -49,7 +55,7 @@ from ..notefields import search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
-from . import adjacent, diverse, usage
+from . import adjacent, diverse, replies, timeq, usage
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -117,6 +123,8 @@ class Searcher:
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
                                        dense_hits, pool, cosine, RANK_FIELDS)
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
+        fused = timeq.lift(cfg, query, fused, (*sparse_hits, *dense_hits, *brought))  # 4d
+        fused, whole = replies.questions_back(cfg, engine, fused)               # 4e
 
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
@@ -156,11 +164,14 @@ class Searcher:
         if floor is not None:                                                   # 6
             scored = [t for t in scored if sim.get(t[0], -1.0) >= floor]
         matches = scored[:limit]
-        # The matches' whole payloads, in one read; a match hard-deleted since the query
-        # (the expiry sweep) is gone and left out.
-        whole = {h.id: h for h in engine.retrieve([pid for pid, _, _ in matches])}
+        # The matches' whole payloads, in one read of those step 4e did not read; a match
+        # hard-deleted since the query (the expiry sweep) is gone and left out.
+        unread = [pid for pid, _, _ in matches if pid not in whole]
+        whole = {pid: whole[pid] for pid, _, _ in matches if pid in whole}
+        whole.update({h.id: h for h in engine.retrieve(unread)} if unread else {})
         matches = [m for m in matches if m[0] in whole]
         by_id.update(whole)
+        matches = replies.replies_first(cfg, matches, whole, include_superseded)  # 5b
 
         results = [make_result(by_id[pid].payload, sim.get(pid, 0.0), rrf_score, "match", final,
                                found_by(pid in in_sparse, pid in in_dense)

@@ -208,3 +208,42 @@ def test_diversify_passes_over_a_near_repeat_and_keeps_the_scores_in_order() -> 
             diversify(ranked, similar, keep=keep, penalty=penalty)
     with pytest.raises(ValueError, match="square"):  # a table that does not fit the ranking
         diversify(ranked, two, keep=0.7, penalty=1.0)
+
+
+def test_replies_first_moves_the_reply_told_next_into_the_question_place() -> None:
+    from amem.ranking import replies_first
+
+    times = {"q": 10.0, "a": 11.0, "x": 5.0, "later": 12.0, "far": 5000.0}
+    asks = {"q": True}
+    # the reply told next (a, 1 s later) takes the question's place; the question and the note
+    # between move down one
+    assert replies_first(["q", "x", "a", "later"], asks, times, 1800.0, 3, 5) == [
+        "a", "q", "x", "later"]
+    # the nearest later note among the first `reach` is the reply, not a farther one
+    assert replies_first(["q", "later", "a"], asks, times, 1800.0, 3, 5) == ["a", "q", "later"]
+    # beyond reach, beyond the gap, earlier, or a question itself: nothing moves
+    assert replies_first(["q", "x", "a"], asks, times, 1800.0, 3, 2) == ["q", "x", "a"]
+    assert replies_first(["q", "far"], asks, times, 1800.0, 3, 5) == ["q", "far"]
+    assert replies_first(["q", "a"], {"q": True, "a": True}, times, 1800.0, 3, 5) == ["q", "a"]
+    assert replies_first(["a", "q"], {"a": True}, times, 1800.0, 3, 5) == ["a", "q"]
+    # only the first `head` questions hand their place on; a note without a time never moves
+    assert replies_first(["x", "q", "a"], asks, times, 1800.0, 1, 5) == ["x", "q", "a"]
+    assert replies_first(["q", "a"], asks, {"a": 11.0}, 1800.0, 3, 5) == ["q", "a"]
+    with pytest.raises(ValueError):
+        replies_first(["q", "q"], asks, times, 1800.0, 3, 5)
+    with pytest.raises(ValueError):
+        replies_first(["q"], asks, times, -1.0, 3, 5)
+
+
+def test_step_back_lowers_marked_notes_and_keeps_the_scores_in_place() -> None:
+    from amem.ranking import step_back
+
+    ranked = [("q", 0.80), ("a", 0.75), ("b", 0.40), ("c", 0.10)]
+    # logit(0.8) - 1.5 = -0.11 < logit(0.75) = 1.10, > logit(0.4) = -0.41: q falls one place
+    moved = step_back(ranked, {"q"}, 1.5)
+    assert [pid for pid, _ in moved] == ["a", "q", "b", "c"]
+    assert [s for _, s in moved] == [0.80, 0.75, 0.40, 0.10]
+    assert [pid for pid, _ in step_back(ranked, {"q"}, 10.0)] == ["a", "b", "c", "q"]
+    assert step_back(ranked, {"q"}, 0.0) == ranked and step_back(ranked, set(), 2.0) == ranked
+    with pytest.raises(ValueError):
+        step_back(ranked, {"q"}, -1.0)

@@ -36,9 +36,10 @@ def test_the_answer_is_brought_in_by_the_turn_before_it(
         kind: str, embedder: HashingEmbedder, clock: ManualClock) -> None:
     # three candidates a ranking (the limit): the answer is in neither, only the question
     # right before it brings it in (one neighbour a side: the lake turn is not one). Weight 1:
-    # on three candidates' scale the hashing embedder puts the answer far below the mean
+    # on three candidates' scale the hashing embedder puts the answer far below the mean.
+    # Step 5b off: it would put this reply before its question (tests/amem/store/test_replies.py)
     with make_store(kind, embedder, clock, candidates=2, heat=False, neighbour_span=1,
-                    neighbour_weight=1.0) as store:
+                    neighbour_weight=1.0, question_share=0.0) as store:
         ids = _fill(store, SECONDS_APART)
         hits = store.search(QUERY, limit=3, expand_links=False)
         assert hits[0].id == ids[CHAT[0]]
