@@ -39,6 +39,11 @@ MAX_FILTER_VALUES = 64
 MAX_TTL = 100 * 365 * 86400
 #: payload fields derived from the three above, for the engine's filters (never shown)
 INDEX_FIELDS = ("event_ts", "expires_ts", "meta_kv")
+#: payload field derived from the content for ranking (``amem.text.question_share``): search
+#: reads it with the candidates' other ranking fields instead of their texts (never shown)
+ASKS = "asks"
+#: every derived payload field: stored for the engine and the ranking, never shown
+DERIVED_FIELDS = (*INDEX_FIELDS, ASKS)
 
 
 def parse_time(value: Any, *, field: str) -> datetime:
@@ -215,5 +220,5 @@ def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
     return {k: v for k, v in out.items()}
 
 
-__all__ = ["INDEX_FIELDS", "check_event_time", "check_expiry", "check_metadata",
+__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "check_event_time", "check_expiry", "check_metadata",
            "index_fields", "is_expired", "not_expired", "search_conditions"]

@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ValidationError
 from .kernel.safejson import first_surrogate
-from .notefields import index_fields, parse_time
+from .notefields import ASKS, index_fields, parse_time
+from .text import question_share
 
 CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
 NOTE_TYPES = ("memory", "knowledge")
@@ -97,10 +98,12 @@ class Note:
 
     def to_payload(self) -> dict[str, Any]:
         """The engine payload: every field (lists stay lists), plus the derived index fields
-        the engine filters on (``amem.notefields.INDEX_FIELDS``)."""
+        the engine filters on (``amem.notefields.INDEX_FIELDS``) and the content's question
+        share that search ranks by (``amem.notefields.ASKS``)."""
         payload = asdict(self)
         payload.update(index_fields(self.event_time or self.timestamp, self.expires_at,
                                     self.metadata))
+        payload[ASKS] = question_share(self.content)
         return payload
 
     @classmethod

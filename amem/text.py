@@ -97,6 +97,28 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return out
 
 
+#: a sentence: up to its closing marks (English and full-width), or the text's unclosed end
+_SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
+_BRACKETED = re.compile(r"\[[^\]]*\]")
+#: a speaker's label opening a chat turn ("Melanie: ...", "user: ..."): part of no sentence
+_SPEAKER = re.compile(r"^\s*[^\W\d][\w .'-]{0,39}:\s+")
+_ASKING = ("?", "？")
+
+
+def question_share(text: str) -> float:
+    """The share of ``text``'s sentence characters in sentences that end with a question mark
+    (0 for a text without sentences); bracketed annotations and a speaker's label opening the
+    text are left out. A note stores it (``asks``) for search steps 4e and 5b
+    (``amem.search.replies``), which rank a note that asks below one that tells."""
+    bare = _SPEAKER.sub("", _BRACKETED.sub(" ", text), count=1)
+    sentences = [s.strip() for s in _SENTENCE.findall(bare)]
+    sentences = [s for s in sentences if s]
+    total = sum(len(s) for s in sentences)
+    if not total:
+        return 0.0
+    return sum(len(s) for s in sentences if s.endswith(_ASKING)) / total
+
+
 def term_id(term: str) -> int:
     """A stable 31-bit id for a term (the sparse vector's index)."""
     return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF

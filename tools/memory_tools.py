@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from amem.notefields import INDEX_FIELDS, MAX_TTL
+from amem.notefields import DERIVED_FIELDS, MAX_TTL
 from amem.refresh import count_stale
 from amem.search.visibility import count_expired
 
@@ -21,7 +21,7 @@ MAX_QUERY_CHARS = 4_000
 MAX_SEARCH_LIMIT = 50
 LIST_PREVIEW_CHARS = 300
 #: note fields the tools never return: internal bookkeeping, or the caller's own identity
-_HIDDEN = ("hash", "folded_hashes", "agent_id", *INDEX_FIELDS)
+_HIDDEN = ("hash", "folded_hashes", "agent_id", *DERIVED_FIELDS)
 
 _ID = {"type": "string", "minLength": 1, "maxLength": 200, "description": "A note id."}
 _META_HELP = ("Your own labels, {key: string | number | boolean} (at most 32 keys; a key is a "

@@ -51,7 +51,7 @@ from ..config import AmemConfig
 from ..errors import ValidationError
 from ..index import NoteIndex
 from ..kernel.errors import DiskFullError
-from ..notefields import search_conditions
+from ..notefields import ASKS, search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
@@ -70,7 +70,7 @@ HEAT_LOCK_WAIT_S = 0.25
 #: returned matches' whole payloads are read afterwards, once: a whole payload per candidate
 #: cost a search at 10k notes ~2 ms, as much as the engine's own query
 RANK_FIELDS = ("id", "note_type", "retrieval_count", "last_accessed", usage.FIELD,
-               "superseded_by", "event_ts")
+               "superseded_by", "event_ts", ASKS)
 
 
 class Searcher:
@@ -123,12 +123,11 @@ class Searcher:
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
                                        dense_hits, pool, cosine, RANK_FIELDS)
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
-        fused = timeq.lift(cfg, query, fused, (*sparse_hits, *dense_hits, *brought))  # 4d
-        fused, whole = replies.questions_back(cfg, engine, fused)               # 4e
-
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
         by_id.update({h.id: h for h in brought})
+        fused = timeq.lift(cfg, query, fused, by_id.values())                  # 4d
+        fused, whole = replies.questions_back(cfg, engine, fused, by_id)        # 4e
         in_sparse = {h.id for h in sparse_hits}
         in_dense = {h.id for h in dense_hits}
         now = index.clock.now()

@@ -6,6 +6,8 @@ import pytest
 
 from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
+from amem.notefields import ASKS
+from amem.notes import Note
 from amem.search.replies import question_share
 
 from .conftest import make_store
@@ -59,8 +61,11 @@ def test_the_step_stands_aside_when_replaced_notes_are_shown(embedder: HashingEm
         assert shown[:2] == ["t0", "t1"]
 
 
+@pytest.mark.parametrize("written", ["now", "before asks was stored"])
 def test_a_question_steps_back_behind_notes_that_tell(embedder: HashingEmbedder,
-                                                      clock: ManualClock) -> None:
+                                                      clock: ManualClock, written: str) -> None:
+    """The question share comes from the note's stored ``asks`` field, or, for a note written
+    before the field existed, from its content read at search time: the same order."""
     def order(**overrides: object) -> list[str]:
         with make_store("edge", embedder, clock, heat=False, **overrides) as store:
             # the question shares the most words; the two telling turns are days apart, so
@@ -74,6 +79,15 @@ def test_a_question_steps_back_behind_notes_that_tell(embedder: HashingEmbedder,
             for i in range(5):
                 store.add(f"note {i} about tomatoes", id=f"o{i}", enrich=False,
                           event_time=f"2025-0{1 + i}-03T10:00:00Z")
+            if written != "now":  # every note as an older version wrote it: no asks field
+                backend = store.index.backend
+                for hit in list(backend.iterate(with_vectors=True)):
+                    assert hit.dense is not None and ASKS in hit.payload
+                    point = store.index.make_point(Note.from_payload(hit.payload), hit.dense,
+                                                   count_stats=False)
+                    del point.payload[ASKS]
+                    backend.upsert([point])
+                assert all(ASKS not in h.payload for h in backend.iterate())
             return [h.id for h in store.search("which hiking trails did Ana walk with friends "
                                                   "this summer", limit=8, expand_links=False)]
     plain = order(question_penalty=0.0)
