@@ -5,7 +5,7 @@ it as one dict (UTF-8 piece -> id) and an ``array('d')`` of scores, and finds th
 
 * **Input shaping** as the converter's ``tokenizer.json`` says (``convert_e5``), and nothing
   else is accepted: runs of two or more spaces become one, spaces become the metaspace "▁",
-  and one "▁" is prepended unless the text already starts with one.
+  and one "▁" is prepended unless the text already starts with one (or is empty).
 * **Viterbi** over code points as ``tokenizers``' Unigram model (``encode_optimized``) runs it:
   every piece that starts at a position is a candidate (shorter pieces first), a position no
   one-character piece covers gets an unknown-token candidate scoring the vocabulary's lowest
@@ -136,6 +136,8 @@ class UnigramTokenizer:
         Raises:
             ValidationError: the text holds a lone surrogate (not valid Unicode).
         """
+        if not text:  # nothing to prepend a metaspace to, as in tokenizers
+            return [self._bos, self._eos]
         normal = _SPACES.sub(" ", text).replace(" ", META)
         if not normal.startswith(META):
             normal = META + normal
