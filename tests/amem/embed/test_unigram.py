@@ -304,3 +304,13 @@ def test_a_tokenizer_cutting_elsewhere_is_refused(e5_onnx: E5OnnxEmbedder) -> No
     short = read_unigram(e5_onnx.model_dir / "tokenizer.json", max_length=128)
     with pytest.raises(ConfigError, match="cuts at 128 tokens but max_length is 512"):
         OnnxEmbedder(e5_onnx.model_dir, tokenizer=short)
+
+
+def test_scores_off_the_exact_grid_search_the_whole_text(tmp_path: Path) -> None:
+    # -0.1 is no multiple of 2**-22: sums could round, so words are not searched alone
+    vocab = [(p, -0.1 if p == "ab" else s) for p, s in TIED if META not in p[1:]]
+    path = tiny_tokenizer_json(vocab, tmp_path / "tokenizer.json")
+    ours = read_unigram(path, max_length=64)
+    assert not ours.by_word
+    texts = ["ab abc", "cab  ab", "xyab", ""]
+    assert [ids for ids, _ in ours.encode_batch(texts)] == old_ids(path, texts, 64)
