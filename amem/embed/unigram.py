@@ -103,7 +103,13 @@ class UnigramTokenizer:
         self._longest: dict[str, int] = {}  # first character -> longest piece, in characters
         crossing = False
         for raw in pieces:
-            piece = raw.decode("utf-8")
+            try:
+                piece = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"vocabulary piece {raw!r} is not UTF-8: {exc}",
+                                  key="tokenizer") from None
+            if not piece:
+                continue  # an empty piece matches nothing (tokenizers' trie never yields it)
             if len(piece) > self._longest.get(piece[0], 0):
                 self._longest[piece[0]] = len(piece)
             crossing = crossing or META in piece[1:]
@@ -113,8 +119,9 @@ class UnigramTokenizer:
             (score * _GRID).is_integer() and abs(score) <= _LARGEST_SCORE for score in scores)
         self._by_word = not crossing and exact
         if not self._by_word:
-            log.info("Unigram vocabulary of %d pieces: segmenting whole texts (%s)", len(pieces),
-                     "a piece holds an inner metaspace" if crossing else "scores off the 2**-22 grid")
+            why = "a piece holds an inner metaspace" if crossing else "scores off the 2**-22 grid"
+            log.info("Unigram vocabulary of %d pieces: segmenting whole texts (%s)",
+                     len(pieces), why)
         self._cached = functools.lru_cache(maxsize=CACHE_WORDS)(self._segment)
         self._pad = pad_id_of(self.piece_id)
 
