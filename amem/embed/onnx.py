@@ -19,8 +19,9 @@ Output is always unit length, even for a model whose sentence-transformers expor
 ``Normalize`` step: the ``Embedder`` contract promises it and the store ranks by cosine, which
 normalising does not change.
 
-Sessions and tokenizers load once per process into a cache keyed by file paths and thread
-count, so two embedders over the same model share one session.
+Sessions and tokenizers load once per process into caches keyed by file paths and thread
+count (length for a tokenizer), so two embedders over the same model share one session. The
+tokenizer is a seam (``TextTokenizer``): ``tokenizers`` by default, or one the caller hands in.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -46,7 +47,8 @@ from amem.embed.onnx_config import (
 )
 from amem.errors import BackendError, ConfigError, MissingExtraError
 
-__all__ = ["OnnxEmbedder", "pool"]
+__all__ = ["HFTokenizer", "OnnxEmbedder", "TextTokenizer", "load_hf_tokenizer", "pad_id_of",
+           "pool"]
 
 log = logging.getLogger(__name__)
 
@@ -55,18 +57,97 @@ _FEEDABLE = {"input_ids", "attention_mask", "token_type_ids", "position_ids"}
 _PAD_CANDIDATES = ("[PAD]", "<pad>", "<|pad|>", "<|endoftext|>")
 _PREFERRED_OUTPUTS = ("last_hidden_state", "token_embeddings")
 _FINGERPRINT_SPAN = 1 << 20
+_CACHE_LOCK = threading.Lock()  # guards the session and tokenizer caches below
 
 
-def _import_runtime() -> tuple[Any, Any]:
+class TextTokenizer(Protocol):
+    """The seam between text and the model: token ids per text, already cut to ``max_length``.
+
+    ``OnnxEmbedder`` loads a ``tokenizers`` one from ``tokenizer.json`` unless it is handed
+    another (the default e5 embedder passes its compact ``amem.embed.unigram`` tokenizer).
+    """
+
+    @property
+    def max_length(self) -> int:
+        """Tokens per text at most, special tokens included."""
+        ...
+
+    @property
+    def pad_id(self) -> int:
+        """The id that pads a batch's shorter rows."""
+        ...
+
+    def encode_batch(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+        """``(token ids, token type ids)`` per text, special tokens added, cut to fit."""
+        ...
+
+
+def _missing(exc: ImportError) -> MissingExtraError:
+    return MissingExtraError(
+        f"the ONNX embedder needs onnxruntime and tokenizers ({exc.name} is missing)",
+        install=ONNX_INSTALL,
+    )
+
+
+def _import_onnxruntime() -> Any:
     try:
         import onnxruntime
+    except ImportError as exc:
+        raise _missing(exc) from exc
+    return onnxruntime
+
+
+class HFTokenizer:
+    """A ``tokenizers.Tokenizer`` from a ``tokenizer.json``, as :class:`TextTokenizer`."""
+
+    def __init__(self, tokenizer: Any, max_length: int) -> None:
+        self._pad_id = pad_id_of(tokenizer.token_to_id, tokenizer.padding)
+        # We pad per batch ourselves; a fixed-length padding in tokenizer.json (MiniLM's says
+        # 128) would waste work and would cut nothing, so switch it off.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_length)
+        self._tokenizer = tokenizer
+        self._max_length = max_length
+
+    @property
+    def max_length(self) -> int:
+        return self._max_length
+
+    @property
+    def pad_id(self) -> int:
+        return self._pad_id
+
+    @property
+    def tokenizer(self) -> Any:
+        """The wrapped ``tokenizers.Tokenizer`` (truncation to ``max_length`` switched on)."""
+        return self._tokenizer
+
+    def encode_batch(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+        return [(enc.ids, enc.type_ids) for enc in self._tokenizer.encode_batch(list(texts))]
+
+
+_TOKENIZERS: dict[tuple[str, int], HFTokenizer] = {}
+
+
+def load_hf_tokenizer(tokenizer_file: Path, max_length: int) -> HFTokenizer:
+    """The ``tokenizers`` tokenizer of ``tokenizer_file``, once per process for each length."""
+    try:
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise MissingExtraError(
-            f"the ONNX embedder needs onnxruntime and tokenizers ({exc.name} is missing)",
-            install=ONNX_INSTALL,
-        ) from exc
-    return onnxruntime, Tokenizer
+        raise _missing(exc) from exc
+    key = (str(tokenizer_file), max_length)
+    with _CACHE_LOCK:
+        cached = _TOKENIZERS.get(key)
+        if cached is not None:
+            return cached
+        try:
+            loaded = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise ConfigError(
+                f"cannot load tokenizer {tokenizer_file}: {exc}", key="tokenizer"
+            ) from exc
+        wrapped = _TOKENIZERS[key] = HFTokenizer(loaded, max_length)
+        return wrapped
 
 
 def pool(hidden: np.ndarray, mask: np.ndarray, pooling: Pooling) -> np.ndarray:
@@ -101,34 +182,29 @@ def _fingerprint(model_file: Path, tokenizer_file: Path) -> str:
 @dataclass
 class _Runtime:
     session: Any
-    tokenizer: Any
-    pad_id: int
     inputs: dict[str, np.dtype]
     output: str
     pooled_output: bool
 
 
-_CACHE: dict[tuple[str, str, int, int, str | None], _Runtime] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, int, str | None], _Runtime] = {}
 
 
-def _pad_id(tokenizer: Any) -> int:
-    padding = tokenizer.padding
+def pad_id_of(token_to_id: Callable[[str], int | None], padding: Any = None) -> int:
+    """The padding id: the file's padding setting, else the first known pad token, else 0."""
     if padding and isinstance(padding.get("pad_id"), int):
         return int(padding["pad_id"])
     for token in _PAD_CANDIDATES:
-        found = tokenizer.token_to_id(token)
+        found = token_to_id(token)
         if found is not None:
             return int(found)
     return 0
 
 
-def _load_runtime(
-    model_file: Path, tokenizer_file: Path, threads: int, max_length: int, output: str | None
-) -> _Runtime:
+def _load_runtime(model_file: Path, threads: int, output: str | None) -> _Runtime:
     # Imported before the cache lookup so a missing extra is reported on every construction.
-    ort, tokenizer_cls = _import_runtime()
-    key = (str(model_file), str(tokenizer_file), threads, max_length, output)
+    ort = _import_onnxruntime()
+    key = (str(model_file), threads, output)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
@@ -143,18 +219,6 @@ def _load_runtime(
             )
         except Exception as exc:  # onnxruntime raises its own untyped Fail/InvalidGraph errors
             raise BackendError(f"onnxruntime cannot load {model_file}: {exc}") from exc
-        try:
-            tokenizer = tokenizer_cls.from_file(str(tokenizer_file))
-        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
-            raise ConfigError(
-                f"cannot load tokenizer {tokenizer_file}: {exc}", key="tokenizer"
-            ) from exc
-        pad_id = _pad_id(tokenizer)
-        # We pad per batch ourselves; a fixed-length padding in tokenizer.json (MiniLM's says
-        # 128) would waste work and would cut nothing, so switch it off.
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=max_length)
-
         inputs: dict[str, np.dtype] = {}
         for spec in session.get_inputs():
             if spec.name not in _FEEDABLE:
@@ -186,8 +250,6 @@ def _load_runtime(
             )
         runtime = _Runtime(
             session=session,
-            tokenizer=tokenizer,
-            pad_id=pad_id,
             inputs=inputs,
             output=chosen.name,
             pooled_output=rank == 2,
@@ -211,6 +273,9 @@ class OnnxEmbedder:
         query_prefix / passage_prefix: prepended per ``kind`` (e5 exports want
             ``"query: "`` / ``"passage: "``); ``None`` keeps the directory's config.
         name: the model name in ``model_id``; defaults to the config's or the folder name.
+        tokenizer: turns texts into ids instead of a ``tokenizers`` load of the folder's
+            ``tokenizer.json`` (which then only enters the fingerprint); its ``max_length``
+            must equal the one in force.
     """
 
     def __init__(
@@ -225,6 +290,7 @@ class OnnxEmbedder:
         query_prefix: str | None = None,
         passage_prefix: str | None = None,
         name: str | None = None,
+        tokenizer: TextTokenizer | None = None,
     ) -> None:
         check_positive_int(threads, "threads")
         check_positive_int(batch_size, "batch_size")
@@ -258,13 +324,16 @@ class OnnxEmbedder:
         self._tokenizer_file = tokenizer_file.resolve()
         self._threads = threads
         self._batch_size = batch_size
-        self._runtime = _load_runtime(
-            self._model_file,
-            self._tokenizer_file,
-            threads,
-            self._config.max_length,
-            self._config.output,
-        )
+        self._runtime = _load_runtime(self._model_file, threads, self._config.output)
+        if tokenizer is None:
+            tokenizer = load_hf_tokenizer(self._tokenizer_file, self._config.max_length)
+        elif tokenizer.max_length != self._config.max_length:
+            raise ConfigError(
+                f"the tokenizer cuts at {tokenizer.max_length} tokens but max_length is "
+                f"{self._config.max_length}",
+                key="max_length",
+            )
+        self._tokenizer = tokenizer
         if self._runtime.pooled_output and pooling:
             # Visible, not silent: the graph already pools, so the asked-for pooling cannot apply.
             log.warning(
@@ -290,9 +359,9 @@ class OnnxEmbedder:
         return self._config
 
     @property
-    def tokenizer(self) -> Any:
-        """The loaded ``tokenizers.Tokenizer`` (truncation to ``max_length`` switched on)."""
-        return self._runtime.tokenizer
+    def tokenizer(self) -> TextTokenizer:
+        """The tokenizer in use (cuts to ``max_length``)."""
+        return self._tokenizer
 
     def _make_model_id(self) -> str:
         config = self._config
@@ -313,19 +382,16 @@ class OnnxEmbedder:
             return last
         return int(self._run(["probe"]).shape[1])
 
-    def _encode(self, texts: list[str]) -> list[tuple[list[int], list[int]]]:
-        """``(token ids, token type ids)`` per text, truncated; a subclass may adjust them."""
-        return [(enc.ids, enc.type_ids) for enc in self._runtime.tokenizer.encode_batch(texts)]
-
     def _run(self, texts: list[str]) -> np.ndarray:
         runtime = self._runtime
-        encodings = self._encode(texts)
+        encodings = self._tokenizer.encode_batch(texts)
+        pad_id = self._tokenizer.pad_id
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i][0]))
         out: np.ndarray | None = None
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
             width = max(len(encodings[i][0]) for i in rows)
-            ids = np.full((len(rows), width), runtime.pad_id, dtype=np.int64)
+            ids = np.full((len(rows), width), pad_id, dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             types = np.zeros((len(rows), width), dtype=np.int64)
             for r, i in enumerate(rows):
