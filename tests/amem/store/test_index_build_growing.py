@@ -57,26 +57,25 @@ def test_a_bulk_write_starts_the_build_before_it_ends_and_none_is_left_owed(
         tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
     spy = StateAtEachBatch(embedder)
     with open_store(tmp_path / "s", spy, clock) as store:
-        store.add_many(items(120), enrich=False, batch=20)
+        store.add_many(items(40), enrich=False, batch=20)
         # the first chunk reached the threshold (nothing indexed yet): the build started
-        # while the other five chunks were still to be written (before: idle throughout)
-        assert spy.states[0] == "idle"
-        assert set(spy.states[1:6]) <= {"running", "done"} and "idle" not in spy.states[1:6]
+        # before the second chunk was written (before: idle until the write ended)
+        assert spy.states == ["idle", "running"]
         store.index.build.wait()
         build = store.index.build
         # the chunks written during the first build were owed a build, run by the same
         # thread: nothing is left for brute force
         assert build.state == "done" and build.points_since == 0, build.to_dict()
         assert build.runs >= 2
-        assert store.count() == 120
-        assert store.search("note 77 about topic 0", limit=1)[0].content == items(120)[77]["text"]
+        assert store.count() == 40
+        assert store.search("note 37 about topic 2", limit=1)[0].content == items(40)[37]["text"]
 
 
 def test_a_bulk_write_onto_an_indexed_store_waits_for_the_growth_share(
         tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
     spy = StateAtEachBatch(embedder)
     with open_store(tmp_path / "s", spy, clock) as store:
-        store.add_many(items(200), enrich=False)
+        store.add_many(items(200), enrich=False, batch=200)  # one chunk, one build
         store.index.build.wait()
         assert store.index.build.points_since == 0
         spy.states.clear()
@@ -87,6 +86,35 @@ def test_a_bulk_write_onto_an_indexed_store_waits_for_the_growth_share(
         assert spy.states == ["done", "done"]
         store.index.build.wait()
         assert store.index.build.points_since == 0 and store.count() == 240
+
+
+class BacklogAtEachBatch(StateAtEachBatch):
+    """Notes the points not yet indexed each time a chunk is embedded."""
+
+    def __init__(self, inner: HashingEmbedder) -> None:
+        super().__init__(inner)
+        self.backlog: list[int] = []
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        if kind == "passage" and self.store is not None:
+            self.backlog.append(self.store.index.build.points_since)
+        return super().embed(texts, kind)
+
+
+@pytest.mark.slow  # each chunk past the backlog waits for a real build: ~10 s
+def test_a_bulk_write_faster_than_the_builds_waits_for_them(
+        tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    spy = BacklogAtEachBatch(embedder)
+    with open_store(tmp_path / "s", spy, clock) as store:
+        # chunks of 10 take milliseconds, a build seconds: without the wait the backlog
+        # would reach ~70 before the first build ends
+        store.add_many(items(80), enrich=False, batch=10)
+        # the trigger is 20 (optimize_after) at this size: a chunk is written only while
+        # fewer than BACKLOG x 20 = 30 points wait, so at most 30 + 10 ever wait
+        assert max(spy.backlog) <= 30, spy.backlog
+        assert store.index.build.waited_s > 0
+        store.index.build.wait()
+        assert store.index.build.points_since == 0 and store.count() == 80
 
 
 _IMPORTER = """
