@@ -278,6 +278,8 @@ def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
             # the last build started (all of them when the import builds only at its end)
             out["unindexed_at_end"] = build.points_since
             out["builds_during_import"] = getattr(build, "runs", None)
+            # how long the import waited for builds to keep up (amem.index_build.BACKLOG)
+            out["import_waited_s"] = round(getattr(build, "waited_s", 0.0), 1)
             t1 = time.perf_counter()
             out["during_build"] = _timed_searches(
                 store, queries, "bench", lambda i: build.state == "running")
