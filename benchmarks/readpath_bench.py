@@ -268,8 +268,9 @@ def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
             cpu0 = _children_cpu()
             for start in range(0, len(items), batch):
                 store.add_many(items[start:start + batch], enrich=False, agent_id="bench")
-            out["import_s"] = round(time.perf_counter() - t0, 1)
-            out["import_notes_per_s"] = round(len(items) / out["import_s"])
+            took = time.perf_counter() - t0
+            out["import_s"] = round(took, 1)
+            out["import_notes_per_s"] = round(len(items) / took) if took > 0 else None
             out["stored"] = store.index.backend.count(Where(must=(Match("agent_id", "bench"),)))
             out["vector_misses"] = corpus.misses
             build = store.index.build
