@@ -51,11 +51,11 @@ log = logging.getLogger(__name__)
 META_KEY = "index_build"
 IDLE, RUNNING, DONE, FAILED = "idle", "running", "done", "failed"
 #: during a bulk write, a build starts when the points written since the last one reach this
-#: share of the points indexed (0.25: at most ~20% of the store brute-forced between builds;
-#: builds at 5k, 10k, ... 25k, 31k, 39k, ... 95k points: each merges a quarter more)
+#: share of the points indexed (builds at 5k, 10k, ... 25k, 31k, 39k, ... points indexed:
+#: each merges a quarter more)
 GROWTH = 0.25
 #: a bulk write waits while a build runs and the points not yet indexed reach this many times
-#: the growth trigger (so at most ~1.5 x a quarter of the store is brute-forced)
+#: the growth trigger (1.5 x a quarter of those indexed: about 27% of the store at most)
 BACKLOG = 1.5
 #: what a finished build still owes: nothing, a build under the bulk write's rule (growing),
 #: or one at the plain threshold (the bulk write ended while the build ran)

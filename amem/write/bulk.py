@@ -72,8 +72,8 @@ class BulkWriter:
         lock as ``Writer.add_many`` holds it, so searches and other writers interleave between
         chunks; after each, the index build starts in the background if the points written
         since the last one call for it, or waits for a running one when too many wait
-        (``amem.index_build``). ``supersede=False`` skips the
-        judgement (the nightly sweep still covers them).
+        (``amem.index_build``). ``supersede=False`` skips the judgement (the nightly sweep
+        still covers them).
         """
         size = batch or self._index.config.embed_batch
         total = BatchOutcome([])
