@@ -28,7 +28,7 @@ import wrote 100k notes at ~850 a second while the niced builds, on a loaded mac
 indexed 10k when it ended. So a bulk write also **waits between its chunks** while a build
 runs and the points not yet indexed reach ``BACKLOG`` times the growth trigger
 (``wait_for_room``): such an import goes at the builds' pace (logged), while one bound by
-its embedder (~80 notes a second with the default model) never waits.
+its embedder (~80 notes a second with the default model) did not wait (20k notes measured).
 
 Single adds only count: a minutes-long build never runs inside one ``add``.
 """
