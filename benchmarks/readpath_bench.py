@@ -22,7 +22,9 @@ hits both sides equally:
   items a call; the corpus's vectors stand in for the model on the notes, the default
   embedder embeds the queries) into a store on disk, which starts the background index build
   on a copy (``amem.index_build``); then searches while that build runs and after it ends:
-  p50 / p95 and the floor, the store as a bulk import leaves it.
+  p50 / p95 and the floor, the store as a bulk import leaves it; the import's rate, the
+  builds it ran (the import builds as it goes since issue 25's fourth round), their
+  children's CPU, and the points left unindexed when the import returned.
 
 Figures are medians in ms; ratios against the floor of the same run.
 """
@@ -30,6 +32,7 @@ Figures are medians in ms; ratios against the floor of the same run.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import tempfile
 import time
@@ -203,14 +206,21 @@ class CorpusVectors:
         return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
 
 
+def _majflt() -> int:
+    """Major page faults of this process so far (pages read from disk, not the page cache)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+
+
 def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
                     keep_going: Callable[[int], bool]) -> dict[str, Any]:
     """Full searches and the floor (engine hybrid query, query embedding), query by query,
-    while ``keep_going(i)``; p50 / p95 in ms and full / floor."""
+    while ``keep_going(i)``; p50 / p95 in ms, full / floor, and the major page faults taken
+    (a shard whose pages are not in the page cache shows there)."""
     where = floor_where(agent)
     full: list[float] = []
     engine: list[float] = []
     embed: list[float] = []
+    faults = _majflt()
     i = 0
     while keep_going(i):
         q = queries[i % len(queries)]
@@ -225,9 +235,16 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
         return {"searches": 0}
     out: dict[str, Any] = {"searches": len(full), "full_p50": _ms(full),
                            "full_p95": _p95(full), "engine_p50": _ms(engine),
-                           "engine_p95": _p95(engine), "embed_p50": _ms(embed)}
+                           "engine_p95": _p95(engine), "embed_p50": _ms(embed),
+                           "major_faults": _majflt() - faults}
     out["full_over_floor"] = round(out["full_p50"] / (out["engine_p50"] + out["embed_p50"]), 2)
     return out
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's ended children (the build's)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _p95(samples: Sequence[float]) -> float:
@@ -248,18 +265,31 @@ def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
     with tempfile.TemporaryDirectory(prefix="amem-rp-import-") as tmp:
         with MemoryStore(Path(tmp) / "store", config=config, embedder=corpus) as store:
             t0 = time.perf_counter()
+            cpu0 = _children_cpu()
             for start in range(0, len(items), batch):
                 store.add_many(items[start:start + batch], enrich=False, agent_id="bench")
-            out["import_s"] = round(time.perf_counter() - t0, 1)
+            took = time.perf_counter() - t0
+            out["import_s"] = round(took, 1)
+            out["import_notes_per_s"] = round(len(items) / took) if took > 0 else None
             out["stored"] = store.index.backend.count(Where(must=(Match("agent_id", "bench"),)))
             out["vector_misses"] = corpus.misses
             build = store.index.build
             out["build_running_at_end"] = build.state == "running"
+            # what the searches right after the import brute-force: the points written since
+            # the last build started (all of them when the import builds only at its end)
+            out["unindexed_at_end"] = build.points_since
+            out["builds_during_import"] = getattr(build, "runs", None)
+            # how long the import waited for builds to keep up (amem.index_build.BACKLOG)
+            out["import_waited_s"] = round(getattr(build, "waited_s", 0.0), 1)
             t1 = time.perf_counter()
             out["during_build"] = _timed_searches(
                 store, queries, "bench", lambda i: build.state == "running")
             build.wait()
             out["build_s_after_import"] = round(time.perf_counter() - t1, 1)
+            out["import_and_builds_s"] = round(time.perf_counter() - t0, 1)
+            # the build children's CPU (the optimiser and the catch-up), import and after
+            out["build_children_cpu_s"] = round(_children_cpu() - cpu0, 1)
+            out["builds"] = getattr(build, "runs", None)
             out["build"] = build.to_dict()
             out["after_build"] = _timed_searches(store, queries, "bench",
                                                  lambda i: i < after_queries)

@@ -260,7 +260,8 @@ def child_main(argv: list[str]) -> str:
     ``optimal``. ``catch-up <copy> <log> <swap_max>`` (at the serving process's priority: a
     niced catch-up on a busy machine fell behind a writer for minutes, and the swap then
     replayed 18k writes under the gate) applies the change log onto the copy until a read
-    brings at most ``swap_max`` new lines, flushes, and answers ``<lines applied> <offset>``.
+    brings at most ``swap_max`` new lines, flushes, reads the copy's files into the page
+    cache (``read_ahead``), and answers ``<lines applied> <offset>``.
     """
     mode, build = argv[0], Path(argv[1])
     if mode == "optimize":
@@ -291,7 +292,35 @@ def child_main(argv: list[str]) -> str:
             reader.close()
     finally:
         shard.close()
+    read_ahead(build)
     return f"{applied} {reader.offset}"
+
+
+def read_ahead(root: Path, *, chunk: int = 1 << 20) -> int:
+    """Read every file under ``root`` once, so its pages are in the page cache; bytes read.
+
+    The built copy's files are not in the page cache when the serving process maps them
+    after the swap (the copy and the segments the optimiser wrote were measured cold: 4,000
+    major page faults in the first 60 searches after a 20k build, none in the next 60), so
+    the first searches waited for the disk. The catch-up child reads them after its flush,
+    before it answers, outside the engine gate; the page cache is shared, so the serving
+    process's maps then find them. A file removed meanwhile is skipped.
+    """
+    buf = bytearray(chunk)
+    total = 0
+    for path in sorted(root.rglob("*")):
+        try:
+            if not path.is_file() or path.is_symlink():
+                continue
+            with open(path, "rb", buffering=0) as f:
+                while True:
+                    got = f.readinto(buf)
+                    if not got:
+                        break
+                    total += got
+        except FileNotFoundError:
+            continue
+    return total
 
 
 def recover(path: Path, shard_name: str) -> None:

@@ -12,6 +12,12 @@ Around ``Writer.add_many`` a batch does two things a single ``add`` does too:
   the nightly sweep uses the same bound for an LLM), and an LLM judges at most
   ``LLM_CHECKS_PER_BATCH`` notes of a batch: the rest are left to the nightly sweep, and
   their results say so.
+
+Between its chunks a long batch also starts the index build once enough points wait for it
+(``IndexBuilder.maybe_build(growing=True)``, ``amem.index_build``), so an import of 100k notes
+is mostly indexed when it ends instead of wholly brute-forced until one build swaps in; and
+it waits for a running build when the part not yet indexed has grown too far
+(``IndexBuilder.wait_for_room``).
 """
 
 from __future__ import annotations
@@ -64,7 +70,10 @@ class BulkWriter:
 
         Items go in chunks of ``batch`` (the store's ``embed_batch``), each under the write
         lock as ``Writer.add_many`` holds it, so searches and other writers interleave between
-        chunks. ``supersede=False`` skips the judgement (the nightly sweep still covers them).
+        chunks; after each, the index build starts in the background if the points written
+        since the last one call for it, or waits for a running one when too many wait
+        (``amem.index_build``). ``supersede=False`` skips the judgement (the nightly sweep
+        still covers them).
         """
         size = batch or self._index.config.embed_batch
         total = BatchOutcome([])
@@ -75,6 +84,8 @@ class BulkWriter:
             total.superseded.extend(part.superseded)
             total.deferred += part.deferred
             total.decided_by = part.decided_by
+            self._index.build.maybe_build(background=True, growing=True)
+            self._index.build.wait_for_room()
         return total
 
     def _chunk(self, items: Sequence[dict[str, Any]], enrich: bool, agent_id: str | None,

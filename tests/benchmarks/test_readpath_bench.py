@@ -30,5 +30,7 @@ def test_import_then_search_reports_both_phases() -> None:
     assert out["stored"] == 60 and out["vector_misses"] == 0
     # 60 notes stay under optimize_after (5000): no build ran, so no search during one
     assert out["build_running_at_end"] is False and out["during_build"] == {"searches": 0}
+    assert out["unindexed_at_end"] == 60 and out["builds"] == 0 and out["import_waited_s"] == 0
+    assert out["import_notes_per_s"] > 0 and out["after_build"]["major_faults"] >= 0
     after = out["after_build"]
     assert after["searches"] == 4 and after["full_p95"] >= after["full_p50"] > 0

@@ -313,10 +313,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         # The process ends here, so a due index build runs now (in the foreground) instead of
         # leaving the imported points to brute-force search until the nightly job.
         index = store.index.build
-        if index.due():
+        ran = index.state == "running"
+        if ran or index.due():
             print(f"building the search index ({index.points_since} points written since the "
                   "last build) ...", file=sys.stderr)
-        built = index.maybe_build(background=False)
+        # a build the import started as it went ends first; it built what it copied, so what
+        # was written after its copy is still counted and built here
+        index.wait()
+        built = index.maybe_build(background=False) or ran
     data = report.to_dict()
     data["index_build"] = index.to_dict()
     if not args.json:

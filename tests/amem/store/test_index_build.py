@@ -107,7 +107,9 @@ def test_amem_import_builds_the_index_before_it_exits(tmp_path: Path, capsys: ob
     notes.write_text("".join(json.dumps(item) + "\n" for item in ITEMS), encoding="utf-8")
     env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing",
            "AMEM_OPTIMIZE_AFTER": "10"}
-    assert main(["import", str(notes), "--no-enrich", "--json"], env=env) == 0
+    # batches of 10: the import builds as it goes (amem.index_build), and the CLI waits for
+    # the build still running when the last batch is written
+    assert main(["import", str(notes), "--no-enrich", "--json", "--batch", "10"], env=env) == 0
     out = capsys.readouterr()  # type: ignore[attr-defined]
     report = json.loads(out.out)
     assert report["created"] == len(ITEMS)
