@@ -8,8 +8,6 @@ longer copies points onto the build, which cost a writer going flat out half its
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -26,6 +24,7 @@ from amem.backends.edge import SHARD_DIR
 from amem.errors import BackendError
 
 from ._data import pid, random_points, sparse, unit
+from ...buildkill import WATCH_BUILD_CHILDREN, KilledWriter
 
 DIM = 16
 
@@ -211,22 +210,14 @@ from _data import random_points
 backend = EdgeBackend(sys.argv[1], 16)
 backend.upsert(random_points(200, seed=1, dim=16))
 points = random_points(3000, seed=7, dim=16)[200:]
-def watch():
-    seen = None
-    while True:
-        child = backend.build_child
-        if child is not None and child is not seen:
-            print("child", child.pid, flush=True)
-            seen = child
-        time.sleep(0.001)
-threading.Thread(target=watch, daemon=True).start()
+""" + WATCH_BUILD_CHILDREN + """
 threading.Thread(target=_edge_build.build_on_copy, args=(backend, SHARD_DIR), daemon=True).start()
 # batches of 200 until killed: the log grows faster than the child can apply it, so the
 # catch-up lasts until its budget whatever the machine's speed
 for start in itertools.cycle(range(0, len(points), 200)):
     batch = points[start:start + 200]
     backend.upsert(batch)
-    print(*(p.id for p in batch), sep=chr(10), flush=True)
+    say(*(p.id for p in batch))
 """
 
 
@@ -235,33 +226,12 @@ for start in itertools.cycle(range(0, len(points), 200)):
 def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledged_write(
         tmp_path: Path) -> None:
     store = tmp_path / "s"
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(store), str(Path(__file__).parent)],
-                            stdout=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))  # type: ignore[union-attr]
-    reader.start()
-    children: list[int] = []
-    try:
-        deadline = time.monotonic() + 300  # the niced optimiser starves on a busy machine
-        while True:
-            children = [int(line.split()[1]) for line in list(lines) if line.startswith("child")]
-            if _catch_up_child(children, store / _edge_build.LOG_FILE) is not None:
-                break
-            assert time.monotonic() < deadline and proc.poll() is None, "no catch-up seen"
-            time.sleep(0.002)
-        time.sleep(0.05)  # a few batches applied
-    finally:
-        proc.kill()
-        for child_pid in children:  # it would go on writing the copy the reopen removes
-            try:
-                os.kill(child_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-        reader.join()
-        proc.stdout.close()  # type: ignore[union-attr]
+    writer = KilledWriter(_WRITER, str(store), str(Path(__file__).parent))
+    printed = writer.kill_when(  # a few batches applied after the catch-up child started
+        lambda children: _catch_up_child(children, store / _edge_build.LOG_FILE) is not None,
+        "no catch-up seen")
     # a line the kill cut short was not acknowledged
-    acknowledged = [line[:-1] for line in lines if line.endswith("\n") and line.count("-") == 4]
+    acknowledged = [line for line in printed if line.count("-") == 4]
     assert acknowledged, "the writer acknowledged nothing before the kill"
     reopened = EdgeBackend(store, DIM)
     try:

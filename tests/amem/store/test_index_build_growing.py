@@ -4,12 +4,7 @@ searches during and right after it brute-force only what was written since the l
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +17,8 @@ from amem.embed.hashing import HashingEmbedder
 from amem.index_build import GROWTH
 from amem.kernel.clock import ManualClock
 from amem.notes import point_id
+
+from ...buildkill import WATCH_BUILD_CHILDREN, KilledWriter
 
 
 class StateAtEachBatch:
@@ -124,22 +121,14 @@ from amem.embed.hashing import HashingEmbedder
 store = MemoryStore(sys.argv[1], config=load_config(overrides={"optimize_after": 50}),
                     embedder=HashingEmbedder(dim=64))
 backend = store.index.backend
-def watch():
-    seen = None
-    while True:
-        child = backend.build_child
-        if child is not None and child is not seen:
-            print("child", child.pid, flush=True)
-            seen = child
-        time.sleep(0.001)
-threading.Thread(target=watch, daemon=True).start()
+""" + WATCH_BUILD_CHILDREN + """
 n = 0
 while True:  # chunks of 50 until killed; a build starts between them
     batch = [{"text": f"imported note {i} on topic {i % 11}", "id": f"n{i}"}
              for i in range(n, n + 50)]
     store.add_many(batch, enrich=False, batch=25)
     n += 50
-    print("acked", n, flush=True)
+    say(f"acked {n}")
 """
 
 
@@ -148,32 +137,11 @@ while True:  # chunks of 50 until killed; a build starts between them
 def test_a_process_killed_during_a_build_started_by_its_import_keeps_every_acknowledged_note(
         tmp_path: Path) -> None:
     store = tmp_path / "s"
-    proc = subprocess.Popen([sys.executable, "-c", _IMPORTER, str(store)],
-                            stdout=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))  # type: ignore[union-attr]
-    reader.start()
-    children: list[int] = []
-    try:
-        deadline = time.monotonic() + 300  # the niced optimiser starves on a busy machine
-        # killed once the second build's child runs: the first was swapped in mid-import
-        while len(children) < 3:
-            children = [int(line.split()[1]) for line in list(lines) if line.startswith("child")]
-            assert time.monotonic() < deadline and proc.poll() is None, "no build seen"
-            time.sleep(0.002)
-        time.sleep(0.05)
-    finally:
-        proc.kill()
-        for child_pid in children:  # it would go on writing the copy the reopen removes
-            try:
-                os.kill(child_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-        reader.join()
-        proc.stdout.close()  # type: ignore[union-attr]
-    acked = max((int(line.split()[1]) for line in lines
-                 if line.startswith("acked") and line.endswith("\n")), default=0)
+    writer = KilledWriter(_IMPORTER, str(store))
+    # killed once the second build's child runs: the first was swapped in mid-import
+    printed = writer.kill_when(lambda children: len(children) >= 3, "no build seen")
+    acked = max((int(line.split()[1]) for line in printed if line.startswith("acked")),
+                default=0)
     assert acked >= 50, "the importer acknowledged nothing before the kill"
     meta = json.loads((store / "meta.json").read_text(encoding="utf-8"))
     assert meta["index_build"]["state"] == "running"  # killed mid-build, as meant
