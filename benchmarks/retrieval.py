@@ -232,28 +232,9 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         corpora = [crowd(c, loaded, args.crowd) for c in corpora]
     chinese = task == "cmrc"
     overrides: dict[str, Any] = {"heat": args.heat, "link_expansion": args.links}
-    if args.fusion is not None:
-        overrides["fusion"] = args.fusion
-    if args.rrf_k is not None:
-        overrides["rrf_k"] = args.rrf_k
-    if args.sparse_weight is not None:
-        overrides["sparse_weight"] = args.sparse_weight
-    if args.dense_weight is not None:
-        overrides["dense_weight"] = args.dense_weight
-    if args.neighbour_weight is not None:
-        overrides["neighbour_weight"] = args.neighbour_weight
-    if args.neighbour_span is not None:
-        overrides["neighbour_span"] = args.neighbour_span
-    if args.mmr_lambda is not None:
-        overrides["mmr_lambda"] = args.mmr_lambda
-    if args.question_share is not None:
-        overrides["question_share"] = args.question_share
-    if args.question_penalty is not None:
-        overrides["question_penalty"] = args.question_penalty
-    if args.time_lift is not None:
-        overrides["time_lift"] = args.time_lift
-    if args.link_min_cosine is not None:
-        overrides["link_min_cosine"] = args.link_min_cosine
+    # every store setting the command line may set: the option's value when given
+    overrides.update({name: getattr(args, name) for name in STORE_SETTINGS
+                      if getattr(args, name) is not None})
     config = load_config(overrides=overrides)
     embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
     rankings: dict[str, list[list[list[str]]]] = {}
@@ -276,16 +257,19 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     timings["total_s"] = round(time.perf_counter() - started, 2)
     return {"task": task, "data": str(data), "settings": {
         "embedder": embedder.model_id, "enrich": args.enrich, "date_in_text": args.date_in_text,
-        "links": args.links, "heat": args.heat, "unit": args.unit,
-        "fusion": config.fusion, "sparse_weight": config.sparse_weight, "dense_weight": config.dense_weight,
-        "link_min_cosine": config.link_min_cosine, "turn_times": args.turn_times,
-        "neighbour_weight": config.neighbour_weight, "neighbour_span": config.neighbour_span,
-        "mmr_lambda": config.mmr_lambda, "question_share": config.question_share,
-        "time_lift": config.time_lift, "question_penalty": config.question_penalty,
-        "rrf_k": config.rrf_k, "depth": DEPTH, "crowd": args.crowd},
+        "links": args.links, "heat": args.heat, "unit": args.unit, "turn_times": args.turn_times,
+        **{name: getattr(config, name) for name in STORE_SETTINGS},
+        "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
         "timings": timings}
+
+
+#: the store's settings a run may override (each an option of the same name, dashes for
+#: underscores), reported with the results whatever their source
+STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "neighbour_weight",
+                  "neighbour_span", "mmr_lambda", "question_share", "question_penalty",
+                  "time_lift", "link_min_cosine")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
