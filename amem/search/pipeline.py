@@ -27,8 +27,9 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    whichever the fusion: the field's name is older than z-score fusion);
 6. with ``min_similarity``, matches below it on the query scale are dropped (so a search can
    answer "nothing relevant");
-6b. among the first matches, a question gives its place to the reply told right after it
-   (``replies.replies_first``: order only, over the payloads read for the results);
+   5b. (after 6, over the matches) a question among the first matches gives its place to the
+   reply told right after it (``replies.replies_first``: order only, over the payloads read
+   for the results);
 7. breadth-first expansion over links, 2 hops, admitting notes whose query similarity is at
    least ``link_min_cosine`` (and ``min_similarity``), at most 8, appended after the matches
    with ``via: "link"``.
