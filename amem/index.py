@@ -33,11 +33,12 @@ from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .index_build import IndexBuilder
 from .kernel.clock import Clock
 from .kernel.errors import DiskFullError
-from .notefields import is_expired, not_expired
+from .notefields import ASKS, is_expired, not_expired
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
 from .similarity import (calibration_for, note_cosine, note_similarities, note_similarity,
                          query_similarity)
+from .text import question_share
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +266,8 @@ class NoteIndex:
         nobody named (``is_active`` above all) keeps what is stored now.
         """
         sparse = self.sparse_of(terms_of) if terms_of is not None else None
+        if "content" in changes:  # the question share derived from the text follows it
+            changes = {**changes, ASKS: question_share(str(changes["content"]))}
         with self.lock:
             return self.backend.update_point(
                 point_id(agent_id, note_id), changes, dense=dense, sparse=sparse,

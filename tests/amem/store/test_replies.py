@@ -7,7 +7,7 @@ import pytest
 from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
 from amem.notefields import ASKS
-from amem.notes import Note
+from amem.notes import Note, point_id
 from amem.search.replies import question_share
 
 from .conftest import make_store
@@ -95,3 +95,22 @@ def test_a_question_steps_back_behind_notes_that_tell(embedder: HashingEmbedder,
     stepped = order(question_penalty=10.0)
     assert stepped.index("ask") > max(stepped.index("tell1"), stepped.index("tell2"))
     assert set(stepped) == set(plain)
+
+
+def test_the_stored_question_share_follows_every_change_of_the_text(
+        embedder: HashingEmbedder, clock: ManualClock) -> None:
+    """An edit and a field update that changes the content (a fold writes it so) derive
+    ``asks`` again: step 4e and 5b must not rank a note by a text it no longer holds."""
+    with make_store("edge", embedder, clock, heat=False) as store:
+        store.add("Sam: which hiking trails did you walk this summer?", id="n1", enrich=False)
+
+        def stored() -> object:
+            (hit,) = store.index.backend.retrieve([point_id(store.agent_id, "n1")])
+            return hit.payload[ASKS]
+
+        assert stored() == 1.0
+        store.update("n1", content="Sam: we walked the ridge trail this summer.")
+        assert stored() == 0.0
+        assert store.index.update_note_fields("n1", store.agent_id,
+                                              {"content": "Sam: and you? Where did you go?"})
+        assert stored() == question_share("Sam: and you? Where did you go?") == 1.0
