@@ -12,7 +12,8 @@ ordered by score. LoCoMo dev (benchmarks/RESULTS.md, issue 29, third round): MRR
 1-4 0.571 -> 0.596, in every conversation and on both held-apart halves.
 
 Step 4e goes further up the pipeline: among the first 20 candidates, every note that asks steps
-back by ``question_penalty`` of the fused logit (one read of their payloads), so a turn that tells
+back by ``question_penalty`` of the fused logit (each note's stored share, ``asks``, comes with
+its ranking fields; an older note without it is read and measured), so a turn that tells
 something takes its place; a question is rarely what answers (on LoCoMo dev 8 of 519 evidence
 turns ask, 1.5%, against 18% of the turns the fused ranking put in its top 10 and 13% of all
 turns). LoCoMo dev: R@10 0.801 -> 0.806, multi-hop (category 1) 0.495 -> 0.524, MRR +0.004.
@@ -41,6 +42,19 @@ REACH = 5
 #: the candidates whose texts step 4e reads: a question below them cannot reach the matches an
 #: agent reads (a limit of at most 20)
 QUESTION_HEAD = 20
+
+
+def asked_share(payload: Mapping[str, object]) -> float | None:
+    """A note's question share: the stored one (``asks``), else measured from the content the
+    payload holds; None when it holds neither (ranking fields of a note written before
+    ``asks`` was stored)."""
+    stored = payload.get(ASKS)
+    if isinstance(stored, (int, float)):
+        return float(stored)
+    content = payload.get("content")
+    return None if content is None else question_share(str(content))
+
+
 def questions_back(config: AmemConfig, backend: VectorBackend, fused: list[tuple[str, float]],
                    ranked: Mapping[str, Hit]) -> tuple[list[tuple[str, float]], dict[str, Hit]]:
     """Step 4e: among the first ``QUESTION_HEAD`` candidates, a note that asks steps back by
@@ -55,16 +69,12 @@ def questions_back(config: AmemConfig, backend: VectorBackend, fused: list[tuple
     if penalty <= 0 or share <= 0 or config.fusion != "zscore" or len(fused) < 2:
         return fused, {}
     head = fused[:QUESTION_HEAD]
-    shares: dict[str, float] = {}
-    for pid, _ in head:
-        stored = ranked[pid].payload.get(ASKS) if pid in ranked else None
-        if isinstance(stored, (int, float)):
-            shares[pid] = float(stored)
-    older = [pid for pid, _ in head if pid not in shares]
+    shares = {pid: asked_share(ranked[pid].payload) if pid in ranked else None
+              for pid, _ in head}
+    older = [pid for pid, value in shares.items() if value is None]
     read = {h.id: h for h in backend.retrieve(older)} if older else {}
-    shares.update({pid: question_share(str(h.payload.get("content", "")))
-                   for pid, h in read.items()})
-    asking = {pid for pid, value in shares.items() if value >= share}
+    shares.update({pid: asked_share(h.payload) or 0.0 for pid, h in read.items()})
+    asking = {pid for pid, value in shares.items() if value is not None and value >= share}
     return ranking.step_back(head, asking, penalty) + fused[QUESTION_HEAD:], read
 
 
@@ -81,8 +91,7 @@ def replies_first(config: AmemConfig, matches: Sequence[tuple[str, float, float]
     if share <= 0 or include_superseded or len(matches) < 2:
         return list(matches)
     head = [pid for pid, _, _ in matches[:REACH]]
-    asks = {pid: question_share(str(hits[pid].payload.get("content", ""))) >= share
-            for pid in head}
+    asks = {pid: (asked_share(hits[pid].payload) or 0.0) >= share for pid in head}
     if not any(asks[pid] for pid in head[:HEAD]):
         return list(matches)
     times = {pid: float(t) for pid in head
@@ -95,5 +104,5 @@ def replies_first(config: AmemConfig, matches: Sequence[tuple[str, float, float]
         + list(matches[REACH:])
 
 
-__all__ = ["HEAD", "QUESTION_HEAD", "REACH", "question_share", "questions_back",
+__all__ = ["HEAD", "QUESTION_HEAD", "REACH", "asked_share", "question_share", "questions_back",
            "replies_first"]
