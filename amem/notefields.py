@@ -220,5 +220,5 @@ def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
     return {k: v for k, v in out.items()}
 
 
-__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "check_event_time", "check_expiry", "check_metadata",
-           "index_fields", "is_expired", "not_expired", "search_conditions"]
+__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "check_event_time", "check_expiry",
+           "check_metadata", "index_fields", "is_expired", "not_expired", "search_conditions"]
