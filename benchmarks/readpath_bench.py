@@ -51,7 +51,7 @@ from amem.search import fuse, pipeline, usage
 
 from ._util import write_result
 from .embcache import CachedEmbedder
-from .search_bench import build_corpus, fill, floor_where, time_floor
+from .search_bench import build_corpus, fill, floor_where, time_floor, time_search
 
 #: the payload indexes issue 25 added for the read path (the "old" store drops them)
 NEW_INDEXES = ("superseded_by", "supersedes")
@@ -223,11 +223,8 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
     faults = _majflt()
     i = 0
     while keep_going(i):
-        q = queries[i % len(queries)]
-        t = time.perf_counter()
-        store.search(q, limit=5, agent_id=agent)
-        full.append(time.perf_counter() - t)
-        embed_s, engine_s = time_floor(store, q, where)
+        full_s, embed_s, engine_s = time_search(store, queries[i % len(queries)], agent, where)
+        full.append(full_s)
         embed.append(embed_s)
         engine.append(engine_s)
         i += 1

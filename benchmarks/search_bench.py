@@ -100,6 +100,15 @@ def time_floor(store: MemoryStore, query: str, where: Where) -> tuple[float, flo
     return t1 - t, time.perf_counter() - t1
 
 
+def time_search(store: MemoryStore, query: str, agent: str, where: Where
+                ) -> tuple[float, float, float]:
+    """One full search at limit 5, then its floor (``time_floor``), in seconds: (full, embed,
+    engine)."""
+    t = time.perf_counter()
+    store.search(query, limit=5, agent_id=agent)
+    return (time.perf_counter() - t, *time_floor(store, query, where))
+
+
 def measure(store: MemoryStore, texts: Sequence[str], queries: Sequence[str], agent: str,
             n_queries: int, n_baseline: int) -> dict[str, Any]:
     where = floor_where(agent)
@@ -108,10 +117,8 @@ def measure(store: MemoryStore, texts: Sequence[str], queries: Sequence[str], ag
         store.search(q, limit=5, agent_id=agent)
     full, engine, embed = [], [], []
     for q in qs:
-        t0 = time.perf_counter()
-        store.search(q, limit=5, agent_id=agent)
-        full.append(time.perf_counter() - t0)
-        embed_s, engine_s = time_floor(store, q, where)
+        full_s, embed_s, engine_s = time_search(store, q, agent, where)
+        full.append(full_s)
         embed.append(embed_s)
         engine.append(engine_s)
     base = []
