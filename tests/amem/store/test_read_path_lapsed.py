@@ -54,13 +54,19 @@ def supersede(store: MemoryStore, old: str, new: str) -> None:
     store.index.update_payload(new, store.agent_id, {"supersedes": [old]})
 
 
+def bob_moves(store: MemoryStore, moved: str = "Bob moved to the Hermes team",
+              **kwargs: Any) -> None:
+    """b1 (Bob's old team) replaced by b2 (``moved``, added with ``kwargs``): search shows b2."""
+    store.add("Bob works in the Apollo team", id="b1", enrich=False)
+    store.add(moved, id="b2", enrich=False, **kwargs)
+    supersede(store, "b1", "b2")
+    assert ids(store, "Bob team") == {"b2"}
+
+
 def test_a_search_makes_one_batch_and_reads_the_lapsed_successors_once_between_writes() -> None:
     store, engine, _ = make_store()
     with store:
-        store.add("Bob works in the Apollo team", id="b1", enrich=False)
-        store.add("Bob moved to the Hermes team", id="b2", enrich=False)
-        supersede(store, "b1", "b2")
-        assert ids(store, "Bob team") == {"b2"}
+        bob_moves(store)
         engine.calls.clear()
         for _ in range(3):
             assert ids(store, "Bob team") == {"b2"}
@@ -76,10 +82,7 @@ def test_a_search_makes_one_batch_and_reads_the_lapsed_successors_once_between_w
 def test_the_kept_successors_follow_the_clock() -> None:
     store, _, clock = make_store()
     with store:
-        store.add("Bob works in the Apollo team", id="b1", enrich=False)
-        store.add("Bob moved to the Hermes team for a week", id="b2", enrich=False, ttl=600)
-        supersede(store, "b1", "b2")
-        assert ids(store, "Bob team") == {"b2"}
+        bob_moves(store, "Bob moved to the Hermes team for a week", ttl=600)
         clock.advance(seconds=599)
         assert ids(store, "Bob team") == {"b2"}
         clock.advance(seconds=1)  # b2 expires now, no write in between: b1 is current again
@@ -91,10 +94,7 @@ def test_the_kept_successors_follow_the_clock() -> None:
 def test_the_kept_successors_follow_every_write() -> None:
     store, _, clock = make_store()
     with store:
-        store.add("Bob works in the Apollo team", id="b1", enrich=False)
-        store.add("Bob moved to the Hermes team", id="b2", enrich=False)
-        supersede(store, "b1", "b2")
-        assert ids(store, "Bob team") == {"b2"}
+        bob_moves(store)
         # a successor deactivated while it still lists b1 (an interrupted delete) releases it
         store.index.update_payload("b2", store.agent_id, {"is_active": False})
         assert ids(store, "Bob team") == {"b1"}
