@@ -32,13 +32,42 @@ def chain(index: NoteIndex, agent: str, note_id: str) -> list[dict[str, Any]]:
             other = Note.from_payload(hit.payload)
             seen[other.id] = other
             todo.append(other)
-    ordered = sorted(seen.values(), key=lambda n: (n.event_time or n.timestamp, n.timestamp, n.id))
+    rank = _replaced(seen)
+    ordered = sorted(seen.values(), key=lambda n: (n.event_time or n.timestamp, n.timestamp,
+                                                   rank[n.id], n.id))
     return [{"id": n.id, "content": n.content, "timestamp": n.timestamp,
              "event_time": n.event_time, "is_active": n.is_active,
              "superseded_by": n.superseded_by, "supersedes": list(n.supersedes),
              "kept_against": list(n.kept_against),
              "events": [e for e in n.evolution_history if e.get("action") in _EVENTS]}
             for n in ordered]
+
+
+def _replaced(notes: dict[str, Note]) -> dict[str, int]:
+    """How many notes of the chain each note came after, by the chain's own links (it
+    replaced them, or was kept against them), directly or not.
+
+    Times are kept to the second, and two notes written in one second (an agent correcting
+    itself; two quick CLI calls) tied: the chain then fell back to the ids' order, which put
+    the replacing note first about half the time. A cycle (an unsound mark) orders nothing.
+    """
+    before: dict[str, set[str]] = {nid: set() for nid in notes}
+    for note in notes.values():
+        before[note.id].update(p for p in note.supersedes if p in notes)
+        for later in (note.superseded_by, *note.kept_against):
+            if later in notes:
+                before[later].add(note.id)
+    depth: dict[str, int] = {}
+
+    def of(nid: str, trail: frozenset[str]) -> int:
+        if nid not in depth:
+            depth[nid] = max((1 + of(p, trail | {nid}) for p in before[nid] if p not in trail),
+                             default=0)
+        return depth[nid]
+
+    for nid in notes:
+        of(nid, frozenset())
+    return depth
 
 
 __all__ = ["MAX_CHAIN", "chain"]

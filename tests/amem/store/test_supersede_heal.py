@@ -46,6 +46,17 @@ def test_history_shows_the_chain_and_unsupersede_keeps_the_fact(store: MemorySto
     assert [n["id"] for n in store.history(old)] == [old, new]  # the pair stays in the chain
 
 
+def test_notes_told_in_one_second_stand_in_the_order_they_replaced(store: MemoryStore) -> None:
+    """Times are kept to the second: a chain of notes written in one second is ordered by what
+    replaced what, not by the ids (which here sort the other way)."""
+    old = store.add(COFFEE, ["Alice"], timestamp="2026-01-01", id="z-coffee").id
+    new = store.add(TEA, ["Alice"], timestamp="2026-01-01", id="a-tea")
+    assert new.supersedes == [old]
+    assert [n["id"] for n in store.history(old)] == [old, new.id]
+    store.unsupersede(old)  # kept against the newer note: still its predecessor
+    assert [n["id"] for n in store.history(old)] == [old, new.id]
+
+
 def test_unsupersede_of_a_current_note_says_so(store: MemoryStore) -> None:
     import pytest
 
