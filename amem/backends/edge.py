@@ -524,27 +524,37 @@ class EdgeBackend:
         checked = c.check_ids(ids)
         if not checked:
             return []
+        if with_vectors and not with_payload:  # vectors only (MMR's head, missing cosines)
+            return self._kept_vectors(checked)
         with self._engine("retrieve"):
             records = self.shard.retrieve(list[Any](checked), with_payload=bool(with_payload),
                                           with_vector=[DENSE] if with_vectors else False)
-        if with_vectors and not with_payload:  # vectors only (MMR's head, missing cosines):
-            return self._vectors_only(checked, records)
         found = {str(r.id): self._hit(r, with_vectors, with_payload=bool(with_payload))
                  for r in records}
         return [found[i] for i in checked if i in found]
 
-    @staticmethod
-    def _vectors_only(asked: Sequence[str], records: Sequence[Any]) -> list[Hit]:
-        """Hits holding only their vectors, turned into arrays in one call (one conversion per
-        vector was most of the read for a search's 20 vectors)."""
-        ids = [str(r.id) for r in records]
-        rows = [(r.vector or {}).get(DENSE) for r in records]
-        have = [i for i, row in enumerate(rows) if row is not None]
-        matrix = np.asarray([rows[i] for i in have], dtype=np.float32)
-        dense: dict[str, np.ndarray | None] = {pid: None for pid in ids}
-        dense.update({ids[i]: matrix[k] for k, i in enumerate(have)})
-        return [Hit(id=pid, score=0.0, payload={}, dense=dense[pid]) for pid in asked
-                if pid in dense]
+    def _kept_vectors(self, asked: Sequence[str]) -> list[Hit]:
+        """Hits holding only their vectors (read-only arrays), in the order asked: the kept
+        ones from the field cache, the others read in one call, turned into arrays in one
+        conversion (one per vector was most of the read for a search's 20 vectors) and kept.
+        Filled under the engine gate, as the fields are: what is kept is what the engine holds."""
+        with self._engine("retrieve"):
+            dense, missing = self.field_cache.get_vectors(asked)
+            records = self.shard.retrieve(list[Any](missing), with_payload=False,
+                                          with_vector=[DENSE]) if missing else []
+            ids = [str(r.id) for r in records]
+            rows = [(r.vector or {}).get(DENSE) for r in records]
+            have = [i for i, row in enumerate(rows) if row is not None]
+            matrix = np.asarray([rows[i] for i in have], dtype=np.float32)
+            for k, i in enumerate(have):
+                row = matrix[k].copy()  # a row of its own: a kept view would hold the matrix
+                self.field_cache.put_vector(ids[i], row)
+                dense[ids[i]] = row
+        # a point without a dense vector is found, with none
+        found: dict[str, np.ndarray | None] = {pid: None for pid in ids}
+        found.update(dense)
+        return [Hit(id=pid, score=0.0, payload={}, dense=found[pid]) for pid in asked
+                if pid in found]
 
     def _query(self, request: qe.QueryRequest, op: str, with_vectors: bool = False,
                fields: Sequence[str] | None = None) -> list[Hit]:

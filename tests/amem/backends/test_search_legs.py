@@ -148,3 +148,57 @@ def test_the_field_cache_stays_within_its_capacity() -> None:
     assert missing == ["p0", "p2"] and found == {"p3": {"a": 3}, "p4": {"a": 4}}
     cache.forget(["p4", "p9"])
     assert len(cache) == 1 and cache.get(("b",), ["p9"])[1] == ["p9"]
+
+
+def test_the_edge_backend_keeps_read_vectors_and_never_shows_them_stale() -> None:
+    """Vectors read without payloads (step 4c's head) are kept; a write of the point's vector
+    (an upsert, a vector update) or its deletion is never hidden by what was kept."""
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        points = random_points(6, seed=8)
+        backend.upsert(points)
+
+        def vector(n: int) -> np.ndarray | None:
+            hits = backend.retrieve([pid(n)], with_vectors=True, with_payload=False)
+            return hits[0].dense if hits else None
+
+        first = vector(1)
+        assert first is not None and np.allclose(first, points[1].dense)
+        assert backend.field_cache.kept_vectors() == 1
+        misses = backend.field_cache.misses
+        assert np.allclose(vector(1), points[1].dense)
+        assert backend.field_cache.misses == misses  # kept: the engine was not asked
+        with pytest.raises(ValueError):  # a kept vector is shared: nobody may change it
+            first[0] = 9.0
+        new = unit(np.arange(1, DIM + 1, dtype=np.float32))
+        assert backend.update_point(pid(1), {}, dense=new)
+        assert np.allclose(vector(1), new)
+        again = random_points(6, seed=9)[1]
+        backend.upsert([again])
+        assert np.allclose(vector(1), again.dense)
+        backend.delete([pid(1)])
+        assert vector(1) is None
+        # several at once keep the asked order, kept and read ones mixed
+        assert vector(2) is not None
+        hits = backend.retrieve([pid(3), pid(1), pid(2)], with_vectors=True, with_payload=False)
+        assert [h.id for h in hits] == [pid(3), pid(2)]
+        assert np.allclose(hits[1].dense, points[2].dense)
+        backend.optimize()
+        assert backend.field_cache.kept_vectors() == 0  # a rebuilt shard keeps nothing
+    finally:
+        backend.close()
+
+
+def test_the_kept_vectors_stay_within_their_capacity() -> None:
+    from amem.backends._edge_fields import FieldCache
+
+    cache = FieldCache(capacity=3, vector_capacity=2)
+    for n in range(3):
+        cache.put_vector(f"p{n}", np.full(4, float(n), dtype=np.float32))
+    assert cache.kept_vectors() == 2
+    found, missing = cache.get_vectors(["p0", "p1", "p2"])
+    assert missing == ["p0"] and sorted(found) == ["p1", "p2"]  # the oldest went first
+    cache.forget(["p1"])
+    assert cache.get_vectors(["p1"])[1] == ["p1"]
+    cache.clear()
+    assert cache.kept_vectors() == 0
