@@ -138,8 +138,10 @@ class Searcher:
         for pid, score in fused:
             payload = by_id[pid].payload
             final = score
-            if use_heat and payload.get("note_type") != "knowledge":            # 5
-                final = ranking.heat_boost(score, int(payload.get("retrieval_count", 0)),
+            # a note never returned has no boost (ln 1 = 0): its access time is not parsed
+            count = int(payload.get("retrieval_count", 0))
+            if use_heat and count > 0 and payload.get("note_type") != "knowledge":  # 5
+                final = ranking.heat_boost(score, count,
                                            age_days(payload.get("last_accessed", ""), now),
                                            cfg.heat_factor)
             if use_usage and payload.get(usage.FIELD):
