@@ -156,6 +156,28 @@ def _abandon(handle: _Handle) -> None:
         handle.lock.release()
 
 
+
+def _text_ids(points: Sequence[Any]) -> list[str]:
+    """The ids of engine points read without payload or vector, as text.
+
+    The binding builds a ``uuid.UUID`` for each ``.id`` (Python's constructor) and ``str``
+    formats it again: 1.2 us a point, against 0.55 us to cut the id out of the point's repr,
+    which the binding writes in Rust (``ScoredPoint(id="<uuid>", ...``, ``Record(id=...``).
+    A search reads ~230 ids (measured at 10k notes: 0.15 ms of its ~3 ms). A repr not of that
+    form (another engine version, an integer id) falls back to ``str(p.id)``; a payload or a
+    vector would make the repr long, so only bare points come here.
+    """
+    out: list[str] = []
+    for p in points:
+        text = repr(p)
+        start = text.find('(id="') + 5
+        if start > 4 and text[start + 36:start + 37] == '"':
+            out.append(text[start:start + 36])
+        else:
+            out.append(str(p.id))
+    return out
+
+
 class EdgeBackend:
     """A :class:`~amem.backends.base.VectorBackend` on an EdgeShard in ``<path>/shard``.
 
@@ -604,7 +626,8 @@ class EdgeBackend:
         if key is None:
             return self._query(request, "dense search", with_vectors, fields)
         with self._engine("dense search"):
-            ranked = [(str(p.id), float(p.score)) for p in self.shard.query(request)]
+            points = self.shard.query(request)
+            ranked = list(zip(_text_ids(points), (float(p.score) for p in points)))
             kept = self._kept_fields(key, [pid for pid, _ in ranked])
         return [self._kept_hit(pid, score, kept, key) for pid, score in ranked]
 
@@ -642,8 +665,8 @@ class EdgeBackend:
         # the cache receives is what the engine holds (writes forget their points under it).
         with self._engine("search legs"):
             answers = self.shard.query_batch(qe.QueryBatchRequest(requests))
-            # each id as text once: the binding hands back uuid.UUID objects
-            ranked = [[(str(p.id), p) for p in hits] for hits in answers[:2 if idx else 1]]
+            ranked = [list(zip(_text_ids(hits) if key is not None else [str(p.id) for p in hits],
+                               hits)) for hits in answers[:2 if idx else 1]]
             kept: dict[str, dict[str, Any]] = {}
             if key is not None:
                 kept = self._kept_fields(
@@ -658,7 +681,8 @@ class EdgeBackend:
         if not idx:
             return Legs(sparse=[], dense=dense_hits, sparse_cosines={})
         return Legs(sparse=[hit(pid, p) for pid, p in ranked[1]], dense=dense_hits,
-                    sparse_cosines={str(p.id): float(p.score) for p in answers[2]})
+                    sparse_cosines=dict(zip(_text_ids(answers[2]),
+                                            (float(p.score) for p in answers[2]))))
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:
@@ -728,7 +752,8 @@ class EdgeBackend:
         )
         with self._engine("times"):
             records, _ = self.shard.scroll(request)
-        return [(str(r.id), float(r.order_value)) for r in records if r.order_value is not None]
+        timed = [r for r in records if r.order_value is not None]
+        return list(zip(_text_ids(timed), (float(r.order_value) for r in timed)))
 
     def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
                 batch: int = 256) -> Iterator[Hit]:

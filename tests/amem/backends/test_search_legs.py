@@ -202,3 +202,39 @@ def test_the_kept_vectors_stay_within_their_capacity() -> None:
     assert cache.get_vectors(["p1"])[1] == ["p1"]
     cache.clear()
     assert cache.kept_vectors() == 0
+
+
+def test_ids_cut_from_the_engine_points_equal_their_uuids_as_text() -> None:
+    """``_text_ids`` reads a bare point's id from its repr; anything else falls back."""
+    import uuid
+
+    import qdrant_edge as qe
+
+    from amem.backends import edge
+
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        points = random_points(12, seed=10)
+        for p in points:
+            p.payload["event_ts"] = float(p.payload["n"])  # type: ignore[arg-type]
+        backend.upsert(points)
+        scored = backend.shard.query(qe.QueryRequest(
+            limit=12, query=qe.Query.Nearest(points[0].dense.tolist(), using=edge.DENSE),
+            with_payload=False))
+        records = backend.shard.retrieve([p.id for p in points], with_payload=False,
+                                         with_vector=False)
+        for bare in (scored, records):
+            assert len(bare) == 12
+            assert edge._text_ids(bare) == [str(p.id) for p in bare]
+        assert [t for _, t in backend.times(None, "event_ts", 20)] == [float(n) for n in range(12)]
+    finally:
+        backend.close()
+
+    class Other:  # a repr of another shape: the id is read the slow way
+        def __init__(self, n: int) -> None:
+            self.id = uuid.UUID(int=n)
+
+        def __repr__(self) -> str:
+            return f"Point(id={self.id.int})"
+
+    assert edge._text_ids([Other(3)]) == [str(uuid.UUID(int=3))]
