@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 import uuid
 from typing import Any, Callable, Iterator, Sequence, cast
 
@@ -52,10 +53,18 @@ def ties_by_id(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
+#: a UUID already in its canonical form (lower-case hex, hyphenated): taken as it is
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def check_id(point_id: Any, field: str = "id") -> str:
     """The canonical (lower-case, hyphenated) form of a UUID string id."""
     if not isinstance(point_id, str):
         raise ValidationError(f"{field} must be a UUID string, got {type(point_id).__name__}", field=field)
+    # the ids a search passes back are the engine's own, canonical: a match is 0.3 us, the
+    # parse below 2.5 us (a search checks ~40 ids)
+    if _CANONICAL_UUID.fullmatch(point_id):
+        return point_id
     try:
         return str(uuid.UUID(point_id))
     except ValueError:
