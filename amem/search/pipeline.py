@@ -162,7 +162,7 @@ class Searcher:
         # Without a floor only the returned matches need a cosine; with one, every candidate may.
         wanted = scored if floor is not None else scored[:limit]
         fill_cosines(engine, qvec, [pid for pid, _, _ in wanted], cosine)
-        sim = {pid: index.query_similarity(c) for pid, c in cosine.items()}
+        sim = {pid: index.query_similarity(cosine[pid]) for pid, _, _ in wanted if pid in cosine}
         if floor is not None:                                                   # 6
             scored = [t for t in scored if sim.get(t[0], -1.0) >= floor]
         matches = scored[:limit]
