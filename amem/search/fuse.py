@@ -18,7 +18,7 @@ def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
     """The fused ranking (``amem.ranking``), best first; fills ``cosine`` as it needs.
 
     z-score fusion needs every candidate's cosine: a BM25-only candidate's comes with the
-    legs (``search_legs`` rescores the BM25 hits by the query vector in the same batch); one
+    legs (``search_legs`` scores the BM25 hits by the query vector under the same gate); one
     still missing is read from its stored vector (``fill_cosines``; guessing it from the dense
     cut-off measured MRR 0.550 -> 0.501 on LoCoMo dev). Its missing BM25 score is
     ``ranking.unranked_score`` of the BM25 list.
@@ -51,8 +51,8 @@ def zscore_columns(backend: VectorBackend, qvec: np.ndarray, sparse_hits: Sequen
 
 def fill_cosines(backend: VectorBackend, qvec: np.ndarray, pids: Sequence[str],
                  cosine: dict[str, float]) -> None:
-    """A candidate whose cosine the legs did not give (a backend without the batch's third
-    request, a note brought in later): take it from its stored vector."""
+    """A candidate whose cosine the legs did not give (a backend whose legs leave some out, a
+    note brought in later): take it from its stored vector."""
     missing = [pid for pid in pids if pid not in cosine]
     if missing:
         for hit in backend.retrieve(missing, with_vectors=True, with_payload=False):
