@@ -132,10 +132,18 @@ def diversify(ranked: Sequence[tuple[K, float]], similarity: Sequence[Sequence[f
     relevance = [keep * math.log(max(s, eps) / max(1.0 - s, eps)) for _, s in ranked]
     weight = (1.0 - keep) * penalty
     left = list(range(len(ranked)))
-    redundancy = [float("-inf")] * len(ranked)
+    # how alike each note is to the closest one picked; below 0 counts as 0 (unrelated)
+    redundancy = [0.0] * len(ranked)
     picked: list[int] = []
     while left:
-        best = max(left, key=lambda i: (relevance[i] - weight * max(redundancy[i], 0.0), -i))
+        # the best trade-off; ``left`` is in ranked order and only a strictly better value
+        # replaces, so a tie goes to the note ranked first (a plain loop: ``max`` with a key
+        # built a tuple per note and pick, a third of this step)
+        best, best_value = left[0], relevance[left[0]] - weight * redundancy[left[0]]
+        for i in left:
+            value = relevance[i] - weight * redundancy[i]
+            if value > best_value:
+                best, best_value = i, value
         left.remove(best)
         picked.append(best)
         for i in left:
