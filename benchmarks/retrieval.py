@@ -442,6 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("--crowd N needs the locomo task and N >= 1 (the notes of each crowded store)",
               file=sys.stderr)
         return 2
+    if args.source_title != "off" and args.task != "cmrc":
+        print(f"--source-title {args.source_title} needs the cmrc task (LoCoMo's turns come "
+              "from no titled document)", file=sys.stderr)
+        return 2
     if not data.exists():
         print(f"no data file at {data}", file=sys.stderr)
         return 2
