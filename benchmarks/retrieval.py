@@ -22,6 +22,14 @@ with a link, links per note, and the share of tool searches that returned a link
 other conversations' turns under fresh speaker names until its store holds N notes; every
 method, baselines included, ranks the same crowd. Standard sizes: 1500 and 10000 (50000 where
 time allows). Results come per conversation and on two held-apart halves beside the means.
+
+``--source-title MODE`` (CMRC) gives each sentence its article's title, as an import of a
+document knows it: ``keyword`` or ``tag`` (BM25 counts the title's terms the sentence lacks
+once; the vector embeds a "Keywords: ..." / "Tags: ..." line), ``subject`` (the write path
+reads it; ranking does not), ``text`` (the title opens the sentence). ``off``, the default, is
+the plain protocol of ``../shared/benchdata/README.md``; the baselines get the same title
+where fair (``baseline_views``). CMRC results are also read on the questions of the first and
+second half of the articles.
 """
 
 from __future__ import annotations
