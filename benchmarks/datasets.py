@@ -24,6 +24,9 @@ class Doc:
     text: str
     timestamp: str | None = None
     date_label: str | None = None
+    #: the subject of the document the note comes from (a CMRC article's title): what a real
+    #: import of a document knows about each of its chunks (``benchmarks.retrieval --source-title``)
+    source: str | None = None
 
 
 @dataclass
@@ -31,6 +34,9 @@ class Query:
     text: str
     relevant: set[str]
     category: str
+    #: the position of the question's source document in the data (CMRC: its paragraph), so
+    #: results can be read on two halves of the documents as well as of the questions
+    part: int | None = None
 
 
 @dataclass
@@ -126,18 +132,19 @@ def load_cmrc(path: str | Path, unit: str = "sentence") -> list[Corpus]:
         para = article["paragraphs"][0]
         context = para["context"]
         pid = f"p{i}"
+        title = str(article.get("title") or "").strip() or None
         if unit == "paragraph":
-            corpus.docs.append(Doc(id=pid, text=context))
+            corpus.docs.append(Doc(id=pid, text=context, source=title))
             spans = [(0, len(context), pid)]
         else:
             spans = []
             for j, (start, sent) in enumerate(split_sentences(context)):
                 sid = f"{pid}s{j}"
-                corpus.docs.append(Doc(id=sid, text=sent))
+                corpus.docs.append(Doc(id=sid, text=sent, source=title))
                 spans.append((start, start + len(sent), sid))
         for qa in para["qas"]:
             relevant = {sid for a in qa["answers"] for s, e, sid in spans
                         if s <= int(a["answer_start"]) < e}
             if relevant:
-                corpus.queries.append(Query(qa["question"], relevant, "all"))
+                corpus.queries.append(Query(qa["question"], relevant, "all", part=i))
     return [corpus]

@@ -2,6 +2,7 @@
 
     python -m benchmarks.fusion_sim --cache benchmarks/out/embcache fusion
     python -m benchmarks.fusion_sim --cache benchmarks/out/embcache heat
+    python -m benchmarks.fusion_sim --cache benchmarks/out/embcache title
 
 ``benchmarks.retrieval`` runs the real store (minutes for CMRC); this replays its ranking in
 memory in seconds so many settings can be compared: our tokeniser, BM25 with the store's k1/b
@@ -21,6 +22,12 @@ hold the evidence, as a ``memory_get`` of the note it used would record), and ``
 similar question`` (the boost only when the question's cosine to one that opened the note is
 at least 0.97: the note answered *this* question before). The last two assume an agent that
 knows which note answered; a real agent also opens wrong notes.
+
+``title``: CMRC with each sentence's article title (``benchmarks.retrieval --source-title``)
+reaching BM25 only, the embedded text only, or both, which the store cannot show apart (a
+keyword or tag reaches both): what each side of the ranking gains from the source's subject.
+Plus a tie-break among the top 10 that reads which question terms a note covers beyond those
+every candidate of its source shares, with and without the title.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ import numpy as np
 
 from amem.config import AmemConfig
 from amem.embed import make_embedder
+from amem.bm25 import note_terms
 from amem.kernel.fusion import rrf
+from amem.notes import compose_embed_text
 from amem.ranking import unranked_score, zscore_fusion
 from amem.text import tokenize
 
@@ -48,13 +57,24 @@ POOL = 50
 Ranker = Callable[["Replay", int], list[tuple[int, float]]]
 
 
+#: where a replay puts each note's source title (``Doc.source``): nowhere, BM25 only (its terms
+#: the note lacks, once, as ``note_terms`` adds a keyword), the embedded text only (the
+#: "Keywords: ..." line of ``compose_embed_text``), or both, as a note given the title as a
+#: keyword (``keyword``) or a tag (``tag``) holds it in the store
+TITLE_PLACES = ("none", "bm25", "dense", "keyword", "tag")
+
+
 class Replay:
     """One corpus as the store holds it: notes (exact duplicates merged), BM25, cosines."""
 
-    def __init__(self, corpus: Corpus, embedder: Any, dated: bool) -> None:
+    def __init__(self, corpus: Corpus, embedder: Any, dated: bool, title: str = "none") -> None:
+        if title not in TITLE_PLACES:
+            raise ValueError(f"title must be one of {', '.join(TITLE_PLACES)}, got {title!r}")
         cfg = AmemConfig()
         texts: list[str] = []
         self.holds: list[list[str]] = []
+        #: the source title of each note (of its first document: the store dedups by content)
+        self.sources: list[str | None] = []
         seen: dict[str, int] = {}
         for doc in corpus.docs:
             text = f"[{doc.date_label}] {doc.text}" if dated and doc.date_label else doc.text
@@ -64,11 +84,18 @@ class Replay:
             seen[text] = len(texts)
             texts.append(text)
             self.holds.append([doc.id])
+            self.sources.append(doc.source)
         self.corpus = corpus
-        self.doc_vecs = np.asarray(embedder.embed(texts, kind="passage"))
+        given = [[s] if s and title != "none" else [] for s in self.sources]
+        label = {"tag": "tags"}.get(title, "keywords")
+        embedded = [compose_embed_text(t, g if label == "keywords" else [],
+                                       g if label == "tags" else [], "")
+                    if title in ("dense", "keyword", "tag") else t for t, g in zip(texts, given)]
+        self.doc_vecs = np.asarray(embedder.embed(embedded, kind="passage"))
         self.cos = self.doc_vecs @ np.asarray(
             embedder.embed([q.text for q in corpus.queries], kind="query")).T
-        tokens = [tokenize(t) for t in texts]
+        tokens = [note_terms(t, g, []) if title in ("bm25", "keyword", "tag") else tokenize(t)
+                  for t, g in zip(texts, given)]
         avgdl = sum(map(len, tokens)) / len(tokens)
         self.postings: dict[str, dict[int, float]] = defaultdict(dict)
         df: Counter[str] = Counter()
@@ -109,6 +136,64 @@ def zscore_ranker(sparse_weight: float) -> Ranker:
                              [sparse_weight, 1 - sparse_weight],
                              [unranked_score([s for _, s in sparse], POOL), 0.0])
     return rank
+
+
+def coverage_ranker(sparse_weight: float, lift: float, head: int = 10) -> Ranker:
+    """Z-score fusion, then a tie-break among the first ``head`` notes: each note's logit is
+    raised by ``lift`` times the z score (over the head) of the IDF of the question terms it
+    holds beyond those every head note of its source holds. The subject all sentences of one
+    article share then stops deciding between them; the other terms the question asks do."""
+    base = zscore_ranker(sparse_weight)
+
+    def rank(rp: Replay, qi: int) -> list[tuple[int, float]]:
+        fused = base(rp, qi)
+        top = fused[:head]
+        held = {d: {t for t in rp.query_terms[qi] if d in rp.postings.get(t, {})} for d, _ in top}
+        by_source: dict[str | None, list[int]] = defaultdict(list)
+        for d, _ in top:
+            by_source[rp.sources[d]].append(d)
+        cover: dict[int, float] = {}
+        for source, notes in by_source.items():
+            shared = (set.intersection(*(held[d] for d in notes))
+                      if source is not None and len(notes) > 1 else set())
+            for d in notes:
+                cover[d] = sum(rp.idf[t] for t in held[d] - shared)
+        values = list(cover.values())
+        mu = sum(values) / len(values) if values else 0.0
+        sd = math.sqrt(sum((v - mu) ** 2 for v in values) / len(values)) if values else 0.0
+        lifted = [(d, math.log(s / (1 - s)) + (lift * (cover[d] - mu) / sd if sd > 1e-12 else 0.0))
+                  for d, s in top if 0.0 < s < 1.0]
+        lifted += [(d, s) for d, s in top if not 0.0 < s < 1.0]  # saturated: keeps its place
+        return sorted(lifted, key=lambda kv: -kv[1]) + fused[head:]
+    return rank
+
+
+def title(corpus: Corpus, embedder: Any) -> None:
+    """CMRC hit@1 / MRR with the title in each place, on the halves by question (a, b) and by
+    article (first, second), and the coverage tie-break with and without the title."""
+    print("| title reaches | ranking | hit@1 | MRR | hit@10 | first | second | a | b |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows: list[tuple[str, str, Ranker]] = [(place, "zscore 0.4", zscore_ranker(0.4))
+                                           for place in TITLE_PLACES]
+    rows += [(place, f"+ coverage tie-break {lift}", coverage_ranker(0.4, lift))
+             for place in ("none", "keyword") for lift in (0.2, 0.5)]
+    replays: dict[str, Replay] = {}
+    for place, name, ranker in rows:
+        rp = replays.setdefault(place, Replay(corpus, embedder, dated=False, title=place))
+        parts = [q.part for q in corpus.queries if q.part is not None]
+        middle = (max(parts) + 1) / 2 if parts else 0.0
+        per: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for qi, q in enumerate(corpus.queries):
+            s = score(ids_of(rp, ranker(rp, qi)), q.relevant)
+            per["all"].append(s)
+            per["ab"[qi % 2]].append(s)
+            if q.part is not None:
+                per["first" if q.part < middle else "second"].append(s)
+        m = {g: mean(v) for g, v in per.items()}
+        print(f"| {place} | {name} | {m['all']['hit@1']:.3f} | {m['all']['MRR']:.3f} | "
+              f"{m['all']['hit@10']:.3f} | " + " | ".join(
+                  f"{m.get(g, {}).get('hit@1', 0.0):.3f}" for g in ("first", "second", "a", "b"))
+              + " |")
 
 
 def ids_of(rp: Replay, ranked: Sequence[tuple[int, float]], depth: int = POOL) -> list[str]:
@@ -186,7 +271,7 @@ def _usage(signal: str, count: int, opener_cosines: Sequence[float]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fusion_sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["fusion", "heat"])
+    parser.add_argument("what", choices=["fusion", "heat", "title"])
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     parser.add_argument("--cmrc", type=Path, default=DEFAULT_CMRC)
     parser.add_argument("--embedder", default="e5-small")
@@ -194,6 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
     try:
+        if args.what == "title":
+            title(load_cmrc(args.cmrc)[0], embedder)
+            return 0
         locomo = [Replay(c, embedder, dated=True) for c in load_locomo(args.locomo)]
         if args.what == "fusion":
             fusion(locomo, Replay(load_cmrc(args.cmrc)[0], embedder, dated=False))

@@ -22,6 +22,14 @@ with a link, links per note, and the share of tool searches that returned a link
 other conversations' turns under fresh speaker names until its store holds N notes; every
 method, baselines included, ranks the same crowd. Standard sizes: 1500 and 10000 (50000 where
 time allows). Results come per conversation and on two held-apart halves beside the means.
+
+``--source-title MODE`` (CMRC) gives each sentence its article's title, as an import of a
+document knows it: ``keyword`` or ``tag`` (BM25 counts the title's terms the sentence lacks
+once; the vector embeds a "Keywords: ..." / "Tags: ..." line), ``subject`` (the write path
+reads it; ranking does not), ``text`` (the title opens the sentence). ``off``, the default, is
+the plain protocol of ``../shared/benchdata/README.md``; the baselines get the same title
+where fair (``baseline_views``). CMRC results are also read on the questions of the first and
+second half of the articles.
 """
 
 from __future__ import annotations
@@ -41,9 +49,10 @@ from amem import MemoryStore, load_config
 from amem.embed import make_embedder
 from amem.backends.base import Where
 from amem.kernel.fusion import rrf
+from amem.notes import compose_embed_text
 
 from .crowd import crowd
-from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, load_cmrc, load_locomo
+from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, Doc, load_cmrc, load_locomo
 from .embcache import CachedEmbedder
 from .metrics import dedup_order, mean, recall_at, score
 
@@ -58,16 +67,63 @@ def _bm25_tokens(text: str, chinese: bool) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-def baselines(corpus: Corpus, embedder: Any, chinese: bool, note_text: dict[str, str]
-              ) -> tuple[dict[str, list[list[str]]], dict[str, float]]:
+def source_fields(doc: Doc, mode: str) -> dict[str, Any]:
+    """The fields of a store item that carry the note's source title (``--source-title``).
+
+    ``tag`` / ``keyword``: the title as the note's one tag or keyword, as a caller importing a
+    document would give it; BM25 then counts each title term the sentence lacks once
+    (``amem.bm25.note_terms``) and the vector embeds ``compose_embed_text``'s
+    "Tags: ..." / "Keywords: ..." line after the content. ``subject``: the title in
+    ``subjects``, which the write path reads (supersession, linking) and ranking does not.
+    ``text``: no field; the title opens the content itself (see :func:`titled_text`).
+    """
+    if mode == "off" or not doc.source:
+        return {}
+    if mode in ("tag", "keyword", "subject"):
+        return {{"tag": "tags", "keyword": "keywords", "subject": "subjects"}[mode]: [doc.source]}
+    return {}
+
+
+def titled_text(doc: Doc, text: str, mode: str) -> str:
+    """The note's content: ``text``, opened by its source title in ``--source-title text``."""
+    return f"{doc.source}：{text}" if mode == "text" and doc.source else text
+
+
+def baseline_views(corpus: Corpus, note_text: dict[str, str], mode: str, chinese: bool
+                   ) -> tuple[list[list[str]], list[str]]:
+    """What the baselines index of each note: BM25 tokens and the text dense embeds.
+
+    Given the same information as the store, where fair: with a tag or keyword title, BM25
+    gets the title's tokens the note lacks once (as ``note_terms`` does) and dense embeds the
+    text the store's vector embeds (``compose_embed_text``); ``subject`` reaches neither.
+    """
+    tokens, dense = [], []
+    for doc in corpus.docs:
+        text = note_text[doc.id]
+        toks = _bm25_tokens(text, chinese)
+        fields = source_fields(doc, mode)
+        if "tags" in fields or "keywords" in fields:
+            have = set(toks)
+            for t in _bm25_tokens(doc.source or "", chinese):
+                if t not in have:
+                    have.add(t)
+                    toks.append(t)
+            text = compose_embed_text(text, fields.get("keywords", []), fields.get("tags", []), "")
+        tokens.append(toks)
+        dense.append(text)
+    return tokens, dense
+
+
+def baselines(corpus: Corpus, embedder: Any, chinese: bool, note_text: dict[str, str],
+              source_title: str = "off") -> tuple[dict[str, list[list[str]]], dict[str, float]]:
     """Full rankings per query for bm25, dense and plain rrf, and their timings."""
     from rank_bm25 import BM25Okapi
 
     ids = [d.id for d in corpus.docs]
-    texts = [note_text[i] for i in ids]
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    bm = BM25Okapi([_bm25_tokens(t, chinese) for t in texts])
+    doc_tokens, texts = baseline_views(corpus, note_text, source_title, chinese)
+    bm = BM25Okapi(doc_tokens)
     t1 = time.perf_counter()
     doc_vecs = embedder.embed(texts, kind="passage")
     t2 = time.perf_counter()
@@ -105,7 +161,8 @@ def store_rankings(store: MemoryStore, corpus: Corpus, args: argparse.Namespace,
     items = []
     told: dict[str, int] = {}
     for doc in corpus.docs:
-        item: dict[str, Any] = {"text": note_text[doc.id], "id": doc.id}
+        item: dict[str, Any] = {"text": note_text[doc.id], "id": doc.id,
+                                **source_fields(doc, args.source_title)}
         if doc.timestamp:
             item["timestamp"] = turn_time(doc.timestamp, told) if args.turn_times \
                 else doc.timestamp
@@ -207,15 +264,26 @@ def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
            ) -> dict[str, dict[str, dict[str, float]]]:
     """method -> half -> metric (LoCoMo categories 1-4; CMRC all): the questions of each
     conversation alternately in half "a" and "b", so a change tuned on one half can be read
-    on the other (a gain that holds on both is not an artefact of the dev questions)."""
+    on the other (a gain that holds on both is not an artefact of the dev questions).
+
+    Questions that know their source document (CMRC's paragraphs) are also split by document:
+    "first" holds the questions on the first half of the documents, "second" the rest, so a
+    change is read on articles it was not chosen on, not only on other questions of the same
+    articles.
+    """
     out: dict[str, dict[str, dict[str, float]]] = {}
     for method, per in rankings.items():
         rows: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
         for corpus, ranked_lists in zip(corpora, per):
             kept = [(q, r) for q, r in zip(corpus.queries, ranked_lists) if q.category != "5"]
+            parts = [q.part for q, _ in kept if q.part is not None]
+            middle = (max(parts) + 1) / 2 if parts else 0.0
             for i, (q, ranked) in enumerate(kept):
-                rows["ab"[i % 2]].append(score(ranked, q.relevant))
-        out[method] = {half: mean(r) for half, r in rows.items()}
+                s = score(ranked, q.relevant)
+                rows["ab"[i % 2]].append(s)
+                if q.part is not None:
+                    rows.setdefault("first" if q.part < middle else "second", []).append(s)
+        out[method] = {half: mean(r) for half, r in rows.items() if r}
     return out
 
 
@@ -242,11 +310,12 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     with MemoryStore(":memory:", config=config, embedder=embedder) as store:
         for corpus in corpora:
-            note_text = {d.id: (f"[{d.date_label}] {d.text}" if args.date_in_text and d.date_label
-                                else d.text) for d in corpus.docs}
+            note_text = {d.id: titled_text(d, f"[{d.date_label}] {d.text}" if args.date_in_text
+                                           and d.date_label else d.text, args.source_title)
+                         for d in corpus.docs}
             ranked, info = store_rankings(store, corpus, args, note_text)
             if not args.no_baselines:
-                base, base_t = baselines(corpus, embedder, chinese, note_text)
+                base, base_t = baselines(corpus, embedder, chinese, note_text, args.source_title)
                 ranked.update(base)
                 info.update(base_t)
             for method, lists in ranked.items():
@@ -258,6 +327,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"task": task, "data": str(data), "settings": {
         "embedder": embedder.model_id, "enrich": args.enrich, "date_in_text": args.date_in_text,
         "links": args.links, "heat": args.heat, "unit": args.unit, "turn_times": args.turn_times,
+        "source_title": args.source_title,
         **{name: getattr(config, name) for name in STORE_SETTINGS},
         "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
@@ -303,6 +373,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--heat", action=argparse.BooleanOptionalAction, default=False,
                    help="heat boost on (searches then change later rankings)")
     p.add_argument("--unit", choices=["sentence", "paragraph"], default="sentence")
+    p.add_argument("--source-title", choices=["off", "tag", "keyword", "subject", "text"],
+                   default="off",
+                   help="CMRC: give each note its article's title, as an import of a document "
+                        "would: as a tag, a keyword, a subject, or opening the text (off: the "
+                        "plain protocol)")
     p.add_argument("--fusion", choices=["zscore", "rrf"], help="the store's fusion (default: config)")
     p.add_argument("--rrf-k", type=int, help="k of the store's RRF (with --fusion rrf)")
     p.add_argument("--sparse-weight", type=float)
@@ -354,6 +429,14 @@ def table(result: dict[str, Any]) -> str:
         for method, per in result["halves"].items():
             lines.append(f"{method} | {per['a'].get('R@10', 0):.3f} | {per['b'].get('R@10', 0):.3f}"
                          f" | {per['a'].get('MRR', 0):.3f} | {per['b'].get('MRR', 0):.3f}")
+        if any("first" in per for per in result["halves"].values()):
+            lines.append("\nhit@1 and MRR on the questions of the first | second half of the "
+                         "documents (hit@1 first | second, MRR first | second)")
+            for method, per in result["halves"].items():
+                first, second = per.get("first", {}), per.get("second", {})
+                lines.append(f"{method} | {first.get('hit@1', 0):.3f} | "
+                             f"{second.get('hit@1', 0):.3f} | {first.get('MRR', 0):.3f} | "
+                             f"{second.get('MRR', 0):.3f}")
     for corpus in result["timings"]["per_corpus"]:
         lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)
@@ -366,6 +449,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.crowd is not None and (args.task != "locomo" or args.crowd < 1):
         print("--crowd N needs the locomo task and N >= 1 (the notes of each crowded store)",
               file=sys.stderr)
+        return 2
+    if args.source_title != "off" and args.task != "cmrc":
+        print(f"--source-title {args.source_title} needs the cmrc task (LoCoMo's turns come "
+              "from no titled document)", file=sys.stderr)
         return 2
     if not data.exists():
         print(f"no data file at {data}", file=sys.stderr)

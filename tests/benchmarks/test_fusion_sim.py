@@ -6,7 +6,8 @@ import pytest
 
 from amem.embed.hashing import HashingEmbedder
 from benchmarks.datasets import Corpus, Doc, Query
-from benchmarks.fusion_sim import Replay, heat, ids_of, rrf_ranker, zscore_ranker
+from benchmarks.fusion_sim import (Replay, coverage_ranker, heat, ids_of, rrf_ranker, title,
+                                  zscore_ranker)
 
 
 def _corpus() -> Corpus:
@@ -38,3 +39,47 @@ def test_heat_replay_prints_every_signal(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "| none |" in out and "| shown | 0.05 |" in out
     assert "| opened by a similar question | 1.0 |" in out
+
+
+def _articles() -> Corpus:
+    """Two articles; the answer to the question lies in a sentence that does not name Lou."""
+    docs = [Doc("p0s0", "Lou is a mathematician in Hong Kong.", source="Lou"),
+            Doc("p0s1", "He graduated from the Chinese University in 1981.", source="Lou"),
+            Doc("p1s0", "Chen graduated from Peking University.", source="Chen")]
+    queries = [Query("Which university did Lou graduate from?", {"p0s1"}, "all", part=0),
+               Query("Where did Chen study?", {"p1s0"}, "all", part=1)]
+    return Corpus("cmrc", docs, queries)
+
+
+def test_the_title_reaches_the_side_the_replay_names() -> None:
+    embedder = HashingEmbedder(dim=64)
+    plain = Replay(_articles(), embedder, dated=False)
+    bm25 = Replay(_articles(), embedder, dated=False, title="bm25")
+    dense = Replay(_articles(), embedder, dated=False, title="dense")
+    # BM25: without the title the sentence naming Lou wins on the rare name; with it, the
+    # sentence that answers holds Lou too and wins on the other terms
+    assert plain.legs(0)[0][0][0] == 0
+    assert bm25.legs(0)[0][0][0] == 1
+    assert (bm25.doc_vecs == plain.doc_vecs).all()
+    # the embedded text: a "Keywords: Lou" line only where the sentence lacks the name
+    assert (dense.doc_vecs[0] == plain.doc_vecs[0]).all()
+    assert not (dense.doc_vecs[1] == plain.doc_vecs[1]).all()
+    assert dense.legs(0)[0] == plain.legs(0)[0]
+    with pytest.raises(ValueError, match="title must be one of"):
+        Replay(_articles(), embedder, dated=False, title="both")
+
+
+def test_coverage_tie_break_keeps_the_candidates_and_without_lift_the_order() -> None:
+    rp = Replay(_articles(), HashingEmbedder(dim=64), dated=False, title="keyword")
+    for qi in range(2):
+        fused = zscore_ranker(0.4)(rp, qi)
+        assert [d for d, _ in coverage_ranker(0.4, 0.0)(rp, qi)] == [d for d, _ in fused]
+        assert {d for d, _ in coverage_ranker(0.4, 5.0)(rp, qi)} == {d for d, _ in fused}
+
+
+def test_title_replay_prints_every_place(capsys: pytest.CaptureFixture[str]) -> None:
+    title(_articles(), HashingEmbedder(dim=64))
+    out = capsys.readouterr().out
+    for place in ("none", "bm25", "dense", "keyword", "tag"):
+        assert f"| {place} | zscore 0.4 |" in out
+    assert "| keyword | + coverage tie-break 0.5 |" in out
