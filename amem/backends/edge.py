@@ -760,8 +760,11 @@ class EdgeBackend:
         )
         with self._engine("times"):
             records, _ = self.shard.scroll(request)
-        timed = [r for r in records if r.order_value is not None]
-        return list(zip(_text_ids(timed), (float(r.order_value) for r in timed)))
+        values = [r.order_value for r in records]  # each access converts: read once
+        if None in values:
+            records = [r for r, v in zip(records, values) if v is not None]
+            values = [v for v in values if v is not None]
+        return list(zip(_text_ids(records), map(float, values)))
 
     def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
                 batch: int = 256) -> Iterator[Hit]:
