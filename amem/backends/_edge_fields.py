@@ -23,9 +23,11 @@ forget the point, as every payload write does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+_V = TypeVar("_V")
 
 #: points kept (each a dict of a few short keys: ~0.3 KB; 20k points ~6 MB)
 CAPACITY = 20_000
@@ -51,18 +53,7 @@ class FieldCache:
             ) -> tuple[dict[str, dict[str, Any]], list[str]]:
         """The kept payloads among ``pids`` (shared dicts: copy before changing) and the ids
         that are not kept, in the order given."""
-        table = self._tables.get(fields, {})
-        found: dict[str, dict[str, Any]] = {}
-        missing: list[str] = []
-        for pid in pids:
-            payload = table.get(pid)
-            if payload is None:
-                missing.append(pid)
-            else:
-                found[pid] = payload
-        self.hits += len(found)
-        self.misses += len(missing)
-        return found, missing
+        return self._split(self._tables.get(fields, {}), pids)
 
     def put(self, fields: tuple[str, ...], pid: str, payload: dict[str, Any]) -> None:
         """Keep ``payload`` (the keys ``fields`` read) of ``pid``."""
@@ -75,14 +66,18 @@ class FieldCache:
 
     def get_vectors(self, pids: Iterable[str]) -> tuple[dict[str, np.ndarray], list[str]]:
         """The kept vectors among ``pids`` (read-only arrays) and the ids not kept, in order."""
-        found: dict[str, np.ndarray] = {}
+        return self._split(self._vectors, pids)
+
+    def _split(self, table: dict[str, _V], pids: Iterable[str]) -> tuple[dict[str, _V], list[str]]:
+        """What ``table`` keeps of ``pids``, and the ids it does not keep (counted)."""
+        found: dict[str, _V] = {}
         missing: list[str] = []
         for pid in pids:
-            vector = self._vectors.get(pid)
-            if vector is None:
+            kept = table.get(pid)
+            if kept is None:
                 missing.append(pid)
             else:
-                found[pid] = vector
+                found[pid] = kept
         self.hits += len(found)
         self.misses += len(missing)
         return found, missing

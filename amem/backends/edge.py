@@ -562,8 +562,8 @@ class EdgeBackend:
         Filled under the engine gate, as the fields are: what is kept is what the engine holds."""
         with self._engine("retrieve"):
             dense, missing = self.field_cache.get_vectors(asked)
-            records = self.shard.retrieve(list[Any](missing), with_payload=False,
-                                          with_vector=[DENSE]) if missing else []
+            records: list[Any] = self.shard.retrieve(
+                list[Any](missing), with_payload=False, with_vector=[DENSE]) if missing else []
             ids = [str(r.id) for r in records]
             rows = [(r.vector or {}).get(DENSE) for r in records]
             have = [i for i, row in enumerate(rows) if row is not None]
@@ -761,10 +761,8 @@ class EdgeBackend:
         with self._engine("times"):
             records, _ = self.shard.scroll(request)
         values = [r.order_value for r in records]  # each access converts: read once
-        if None in values:
-            records = [r for r, v in zip(records, values) if v is not None]
-            values = [v for v in values if v is not None]
-        return list(zip(_text_ids(records), map(float, values)))
+        timed = [(r, float(v)) for r, v in zip(records, values) if v is not None]
+        return list(zip(_text_ids([r for r, _ in timed]), (v for _, v in timed)))
 
     def iterate(self, where: Where | None = None, *, with_vectors: bool = False,
                 batch: int = 256) -> Iterator[Hit]:
