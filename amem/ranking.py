@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from operator import itemgetter
 from typing import Callable, Collection, Hashable, Mapping, Sequence, TypeVar
 
 from amem.kernel.fusion import zscore_fusion as zscore_fusion  # written once, lcm fuses with it too
@@ -101,12 +102,16 @@ def neighbour_lift(base: Mapping[K, float], sources: Mapping[K, Sequence[K]],
     """
     if not math.isfinite(weight) or weight < 0:
         raise ValueError("weight must be finite and >= 0")
-    order = {item: i for i, item in enumerate(base)}
     scored = []
     for item, z in base.items():
-        lift = max((base[s] for s in sources.get(item, ()) if s in base), default=0.0)
-        scored.append((item, logistic(z + weight * max(0.0, lift))))
-    return sorted(scored, key=lambda kv: (-kv[1], order[kv[0]]))
+        told_near = sources.get(item)
+        if told_near:  # z + weight * 0 is z: a note with no neighbour keeps its total
+            lift = max((base[s] for s in told_near if s in base), default=0.0)
+            z = z + weight * max(0.0, lift)
+        scored.append((item, logistic(z)))
+    # a stable sort, reversed, keeps equal scores in base's order
+    scored.sort(key=itemgetter(1), reverse=True)
+    return scored
 
 
 def diversify(ranked: Sequence[tuple[K, float]], similarity: Sequence[Sequence[float]],
