@@ -26,7 +26,7 @@ import numpy as np
 from .. import ranking
 from ..backends.base import HasId, Hit, Range, Where, VectorBackend
 from ..config import AmemConfig
-from .fuse import zscore_columns
+from .fuse import ZTable
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +39,18 @@ TIME_FIELD = "event_ts"
 
 def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Where,
          fused: list[tuple[str, float]], sparse_hits: Sequence[Hit], dense_hits: Sequence[Hit],
-         pool: int, cosine: dict[str, float], fields: Sequence[str]
+         table: ZTable | None, cosine: dict[str, float], fields: Sequence[str]
          ) -> tuple[list[tuple[str, float]], list[Hit]]:
     """The fused ranking with neighbours lifted, and the neighbours brought in from outside it.
 
-    ``fused`` is step 4's ranking of the hits (their payloads must hold ``event_ts``);
+    ``fused`` is step 4's ranking of the hits (their payloads must hold ``event_ts``) and
+    ``table`` the z-score table it came from (the brought notes' cosines are added to it);
     ``cosine`` is filled for the notes brought in, whose payloads hold ``fields``. Returns
-    ``fused`` unchanged (and no hits) when the step is off, the fusion is RRF, or no seed has
-    a neighbour.
+    ``fused`` unchanged (and no hits) when the step is off, the fusion is RRF (no table), or
+    no seed has a neighbour.
     """
     weight, span = config.neighbour_weight, config.neighbour_span
-    if weight <= 0 or span <= 0 or config.fusion != "zscore" or not fused:
+    if weight <= 0 or span <= 0 or table is None or not fused:
         return fused, []
     payloads = {h.id: h.payload for h in (*sparse_hits, *dense_hits)}
     seeds = [pid for pid, _ in fused[:config.neighbour_seeds]]
@@ -87,8 +88,7 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     brought = sorted(backend.dense_search(qvec, Where(must=(HasId(tuple(wanted)),)),
                                           len(wanted), exact=True, fields=fields),
                      key=lambda h: h.id) if wanted else []
-    candidates, columns, missing = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool,
-                                                  cosine)
+    candidates, columns, missing = table
     moments = ranking.zscore_moments(candidates, columns, missing)
     for hit in brought:  # scored on the candidates' scale: BM25 did not rank them (its floor)
         cosine[hit.id] = hit.score

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -12,10 +12,21 @@ from ..backends.base import Hit, VectorBackend
 from ..config import AmemConfig
 
 
+class ZTable(NamedTuple):
+    """What z-score fusion ranks: the candidates, their BM25 and cosine columns, and the score
+    assumed where a column lacks a candidate. Step 4b scores the neighbours it brings in on
+    the same table (their cosines added to the second column)."""
+
+    candidates: list[str]
+    columns: list[dict[str, float]]
+    missing: list[float]
+
+
 def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
          sparse_hits: Sequence[Hit], dense_hits: Sequence[Hit], pool: int,
-         cosine: dict[str, float]) -> list[tuple[str, float]]:
-    """The fused ranking (``amem.ranking``), best first; fills ``cosine`` as it needs.
+         cosine: dict[str, float]) -> tuple[list[tuple[str, float]], ZTable | None]:
+    """The fused ranking (``amem.ranking``), best first, and the z-score table it came from
+    (None with RRF); fills ``cosine`` as it needs.
 
     z-score fusion needs every candidate's cosine: a BM25-only candidate's comes with the
     legs (``search_legs`` scores the BM25 hits by the query vector under the same gate); one
@@ -26,17 +37,14 @@ def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
     weights = [config.sparse_weight, config.dense_weight]
     if config.fusion == "rrf":
         return rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
-                   k=config.rrf_k, weights=weights)
-    candidates, columns, missing = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool,
-                                                  cosine)
-    return ranking.zscore_fusion(candidates, columns, weights, missing)
+                   k=config.rrf_k, weights=weights), None
+    table = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool, cosine)
+    return ranking.zscore_fusion(table.candidates, table.columns, weights, table.missing), table
 
 
 def zscore_columns(backend: VectorBackend, qvec: np.ndarray, sparse_hits: Sequence[Hit],
-                   dense_hits: Sequence[Hit], pool: int, cosine: dict[str, float]
-                   ) -> tuple[list[str], list[dict[str, float]], list[float]]:
-    """What z-score fusion ranks: the candidates, their BM25 and cosine columns, and the score
-    assumed where a column lacks a candidate (fills ``cosine`` as it needs)."""
+                   dense_hits: Sequence[Hit], pool: int, cosine: dict[str, float]) -> ZTable:
+    """The :class:`ZTable` of the legs' hits (fills ``cosine`` as it needs)."""
     candidates = [h.id for h in sparse_hits] + [h.id for h in dense_hits]
     fill_cosines(backend, qvec, candidates, cosine)
     # Scores at 1e-6, as in settle_ties: engines (and an engine's cosine against ours from
@@ -45,8 +53,8 @@ def zscore_columns(backend: VectorBackend, qvec: np.ndarray, sparse_hits: Sequen
     cosines = {pid: round(c, 6) for pid, c in cosine.items()}
     # a candidate without a stored vector (none should lack one) gets the dense list's floor
     dense_floor = min((cosines[h.id] for h in dense_hits), default=0.0)
-    return (candidates, [bm25_scores, cosines],
-            [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor])
+    return ZTable(candidates, [bm25_scores, cosines],
+                  [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor])
 
 
 def fill_cosines(backend: VectorBackend, qvec: np.ndarray, pids: Sequence[str],
@@ -68,4 +76,4 @@ def settle_ties(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-round(h.score, 6), h.id))
 
 
-__all__ = ["fill_cosines", "fuse", "settle_ties", "zscore_columns"]
+__all__ = ["ZTable", "fill_cosines", "fuse", "settle_ties", "zscore_columns"]

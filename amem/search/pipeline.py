@@ -120,9 +120,9 @@ class Searcher:
         sparse_hits = settle_ties(legs.sparse)
         dense_hits = settle_ties(legs.dense)
         cosine = {**legs.sparse_cosines, **{h.id: h.score for h in dense_hits}}
-        fused = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
+        fused, table = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
         fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
-                                       dense_hits, pool, cosine, RANK_FIELDS)
+                                       dense_hits, table, cosine, RANK_FIELDS)
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
