@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from .backends.base import Point, SparseVector, VectorBackend
 from .text import TOKENIZER_VERSION, term_id, tokenize
@@ -46,23 +46,32 @@ def _sparse(weights: dict[int, float]) -> SparseVector:
     return SparseVector(tuple(i for i, _ in items), tuple(float(v) for _, v in items))
 
 
-def note_terms(content: str, keywords: Sequence[str], tags: Sequence[str]) -> list[str]:
-    """The BM25 field of a note: the content's terms, then each keyword or tag term the
-    content lacks, once.
+def note_terms(content: str, keywords: Sequence[str], tags: Sequence[str],
+               subjects: Sequence[str] = ()) -> list[str]:
+    """The BM25 field of a note: the content's terms, then each keyword, tag or subject term
+    the content lacks, once.
 
     Offline enrichment draws its keywords and tags from the content itself; counting them
     again raised those terms' frequencies and the note's length, so a keyword-rich note
     outranked the turn that answers (LoCoMo conv-41 R@10 0.743 -> 0.715 with offline
     enrichment, docs/retrieval-next.md). A term the content lacks (an LLM's "career change",
-    a caller's tag) is what enrichment can add to BM25, and it still does.
+    a caller's tag, a document's title given as a subject) is what the fields can add to BM25,
+    and they still do: a CMRC sentence given its article's title as a subject is found by a
+    question naming the article (hit@1 0.705 -> 0.82, benchmarks/RESULTS.md).
     """
     terms = tokenize(content)
     seen = set(terms)
-    for term in tokenize(" \n".join([*keywords, *tags])):
+    for term in tokenize(" \n".join([*keywords, *tags, *subjects])):
         if term not in seen:
             seen.add(term)
             terms.append(term)
     return terms
+
+
+def payload_terms(payload: Mapping[str, Any]) -> list[str]:
+    """:func:`note_terms` of a stored note's payload (fields a payload lacks count as empty)."""
+    return note_terms(str(payload.get("content", "")), payload.get("keywords") or [],
+                      payload.get("tags") or [], payload.get("subjects") or [])
 
 
 @dataclass
@@ -115,7 +124,7 @@ def rebuild_sparse(backend: VectorBackend, avgdl: float, params: Bm25Params,
         payload = hit.payload
         if hit.dense is None or not isinstance(payload.get("content"), str):
             continue
-        terms = note_terms(payload["content"], payload.get("keywords", []), payload.get("tags", []))
+        terms = payload_terms(payload)
         todo.append(Point(hit.id, hit.dense, doc_vector(terms, avgdl, params), payload))
         if len(todo) >= batch:
             backend.upsert(todo)

@@ -198,7 +198,7 @@ class NoteIndex:
 
     def sparse_of(self, note: Note) -> Any:
         """The BM25 vector of a note's text, at today's average document length."""
-        terms = bm25.note_terms(note.content, note.keywords, note.tags)
+        terms = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
         return bm25.doc_vector(terms, self.stats.avgdl, self.bm25_params)
 
     def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True,
@@ -208,7 +208,7 @@ class NoteIndex:
         ``stale`` says ``vector`` embeds an earlier text of the note (``amem.refresh``); the
         payload's mark always comes from this argument, so a fresh vector clears it.
         """
-        terms = bm25.note_terms(note.content, note.keywords, note.tags)
+        terms = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
         if count_stats:
             self.stats.add(len(terms))
         sparse = bm25.doc_vector(terms, self.stats.avgdl, self.bm25_params)
@@ -236,8 +236,7 @@ class NoteIndex:
         self.backend.delete([h.id for h in hits])
         for hit in hits:
             p = hit.payload
-            self.stats.remove(len(bm25.note_terms(str(p.get("content", "")),
-                                                  p.get("keywords", []), p.get("tags", []))))
+            self.stats.remove(len(bm25.payload_terms(p)))
 
     def save_note(self, note: Note, vector: np.ndarray | None = None) -> None:
         """Write a whole note as given (a new one; a stored one is ``update_note``'s job);

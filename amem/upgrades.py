@@ -6,7 +6,10 @@ Each is recorded in the store's metadata and runs once per store:
 2. **point ids** of format 1 (which two tenants could share) move to the current format
    (``amem.pointids``);
 3. **event times**: notes written before event times get their ``event_ts`` index field, so
-   ``since``/``before`` find them.
+   ``since``/``before`` find them;
+4. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
+   subjects reached ranking, get their BM25 vector now and are marked ``vector_stale``, so
+   the next write (or the nightly job) embeds their "Subjects: ..." line (``amem.refresh``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ log = logging.getLogger(__name__)
 
 #: the store metadata key saying the event-time index fields were filled in
 INDEXED_KEY = "event_time_index"
+#: the store metadata key saying notes' subjects reach their BM25 and dense vectors
+SUBJECTS_KEY = "subject_terms"
 
 
 def upgrade(index: NoteIndex) -> None:
@@ -34,6 +39,7 @@ def upgrade(index: NoteIndex) -> None:
     retokenize(index)
     move_point_ids(index)
     index_old_notes(index)
+    rank_subjects(index)
 
 
 def retokenize(index: NoteIndex) -> None:
@@ -93,6 +99,42 @@ def index_old_notes(index: NoteIndex) -> int:
     return done
 
 
+def rank_subjects(index: NoteIndex) -> int:
+    """Notes written before subjects reached ranking get them there (once per store); the count.
+
+    Their BM25 vector is rebuilt at once (no encoder: cheap, and a query naming a subject
+    finds them from now on); their dense vector, which embedded the text without its
+    "Subjects: ..." line, is marked stale for the next write or the nightly job to re-embed
+    (``amem.refresh``; ``amem doctor`` counts them meanwhile). A note whose subjects its text
+    already holds keeps both vectors: they would not change. Only notes that name subjects
+    are read (a payload-index filter), so a store without any pays one empty read.
+    """
+    if index.meta.get(SUBJECTS_KEY):
+        return 0
+    done = stale = 0
+    for hit in list(index.backend.iterate(Where(must_not=(IsEmpty("subjects"),)))):
+        note = Note.from_payload(hit.payload)
+        plain = note.copy(subjects=[])
+        before = bm25.note_terms(note.content, note.keywords, note.tags)
+        after = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
+        restale = note.embed_text() != plain.embed_text()
+        if len(after) == len(before) and not restale:
+            continue
+        changes = {STALE_FIELD: True} if restale else {}
+        if index.update_note_fields(note.id, note.agent_id, changes, terms_of=note,
+                                    active_only=False):
+            index.stats.remove(len(before))
+            index.stats.add(len(after))
+            done, stale = done + 1, stale + restale
+    index.meta[SUBJECTS_KEY] = 1
+    index.save_meta()  # with the statistics the rebuilt vectors changed
+    if done:
+        log.warning("%s: %d notes written before subjects reached ranking got their subjects' "
+                    "BM25 terms; %d are re-embedded at the next write (marked vector_stale)",
+                    index.location, done, stale)
+    return done
+
+
 def iso_of(stamp: str) -> str:
     """A stored time in the UTC form event times use."""
     when = epoch(stamp)
@@ -100,4 +142,5 @@ def iso_of(stamp: str) -> str:
     return iso(datetime.fromtimestamp(when, tz=timezone.utc))
 
 
-__all__ = ["INDEXED_KEY", "index_old_notes", "move_point_ids", "retokenize", "upgrade"]
+__all__ = ["INDEXED_KEY", "SUBJECTS_KEY", "index_old_notes", "move_point_ids", "rank_subjects",
+           "retokenize", "upgrade"]

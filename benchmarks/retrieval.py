@@ -25,8 +25,9 @@ time allows). Results come per conversation and on two held-apart halves beside 
 
 ``--source-title MODE`` (CMRC) gives each sentence its article's title, as an import of a
 document knows it: ``keyword`` or ``tag`` (BM25 counts the title's terms the sentence lacks
-once; the vector embeds a "Keywords: ..." / "Tags: ..." line), ``subject`` (the write path
-reads it; ranking does not), ``text`` (the title opens the sentence). ``off``, the default, is
+once; the vector embeds a "Keywords: ..." / "Tags: ..." line), ``subject`` (as ``amem import``
+gives it: the same on both legs with a "Subjects: ..." line), ``text`` (the title opens the
+sentence). ``off``, the default, is
 the plain protocol of ``../shared/benchdata/README.md``; the baselines get the same title
 where fair (``baseline_views``). CMRC results are also read on the questions of the first and
 second half of the articles.
@@ -74,7 +75,8 @@ def source_fields(doc: Doc, mode: str) -> dict[str, Any]:
     document would give it; BM25 then counts each title term the sentence lacks once
     (``amem.bm25.note_terms``) and the vector embeds ``compose_embed_text``'s
     "Tags: ..." / "Keywords: ..." line after the content. ``subject``: the title in
-    ``subjects``, which the write path reads (supersession, linking) and ranking does not.
+    ``subjects``, as ``amem import`` gives a document's title to its chunks: it reaches both
+    legs as a keyword does (a "Subjects: ..." line), and it does not switch enrichment off.
     ``text``: no field; the title opens the content itself (see :func:`titled_text`).
     """
     if mode == "off" or not doc.source:
@@ -95,20 +97,21 @@ def baseline_views(corpus: Corpus, note_text: dict[str, str], mode: str, chinese
 
     Given the same information as the store, where fair: with a tag or keyword title, BM25
     gets the title's tokens the note lacks once (as ``note_terms`` does) and dense embeds the
-    text the store's vector embeds (``compose_embed_text``); ``subject`` reaches neither.
+    text the store's vector embeds (``compose_embed_text``); a subject title likewise.
     """
     tokens, dense = [], []
     for doc in corpus.docs:
         text = note_text[doc.id]
         toks = _bm25_tokens(text, chinese)
         fields = source_fields(doc, mode)
-        if "tags" in fields or "keywords" in fields:
+        if fields:
             have = set(toks)
             for t in _bm25_tokens(doc.source or "", chinese):
                 if t not in have:
                     have.add(t)
                     toks.append(t)
-            text = compose_embed_text(text, fields.get("keywords", []), fields.get("tags", []), "")
+            text = compose_embed_text(text, fields.get("keywords", []), fields.get("tags", []), "",
+                                      fields.get("subjects", []))
         tokens.append(toks)
         dense.append(text)
     return tokens, dense

@@ -96,7 +96,7 @@ class Updater:
             if new_text:
                 assert text is not None
                 self._refuse_duplicate(note, content_hash(text))
-            old_terms = len(bm25.note_terms(note.content, note.keywords, note.tags))
+            old_terms, embedded = len(_terms(note)), note.embed_text()
             warnings: list[str] = []
             entry: dict[str, Any] = {"action": "update", "at": now_iso(index.clock.now())}
             if new_text:
@@ -109,7 +109,8 @@ class Updater:
                 entry["old_subjects"] = list(note.subjects)
                 note.subjects = subs
             note.evolution_history = [*note.evolution_history, entry]
-            if new_text or vector is None or note.vector_stale:
+            # subjects reach the embedded text ("Subjects: ..."), so new ones may change it too
+            if new_text or vector is None or note.vector_stale or note.embed_text() != embedded:
                 vector = index.embed_passages([note.embed_text()])[0]
             assert vector is not None
             before = list(note.links)
@@ -123,7 +124,7 @@ class Updater:
                                             terms_of=note):
                 raise ValidationError(f"note {nid!r} changed while it was updated", field="id")
             index.stats.remove(old_terms)
-            index.stats.add(len(bm25.note_terms(note.content, note.keywords, note.tags)))
+            index.stats.add(len(_terms(note)))
             index.update_note_fields(note.id, agent, {STALE_FIELD: False})
             added = [n for n in linked if n not in before]
             removed = [n for n in before if n not in linked]
@@ -187,6 +188,11 @@ class Updater:
                 warnings.append(f"linked note {other_id!r} is gone; its back-link was not "
                                 "changed")
         return warnings
+
+
+def _terms(note: Note) -> list[str]:
+    """The note's BM25 field (content, then the keyword, tag and subject terms it lacks)."""
+    return bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
 
 
 __all__ = ["UpdateResult", "Updater"]

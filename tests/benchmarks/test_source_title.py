@@ -73,7 +73,9 @@ def test_baselines_get_the_title_as_the_store_does() -> None:
     assert dense == [compose_embed_text(named.text, ["楼曾瑞"], [], ""),
                      compose_embed_text(bare.text, ["楼曾瑞"], [], "")]
     assert dense[1].endswith("Keywords: 楼曾瑞") and dense[0] == named.text
-    assert baseline_views(corpus, texts, "subject", chinese=True) == (plain_tokens, plain_dense)
+    subject_tokens, subject_dense = baseline_views(corpus, texts, "subject", chinese=True)
+    assert subject_tokens == tokens  # the store counts a subject's terms as a keyword's
+    assert subject_dense == [named.text, bare.text + "\nSubjects: 楼曾瑞"]
 
 
 def test_halves_by_document_split_the_questions_of_the_first_and_second_half() -> None:
