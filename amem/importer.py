@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import DiskFullError, InvalidArgumentError
-from .notes import content_hash
+from .notes import MAX_ITEM_CHARS, check_text, content_hash
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -87,13 +87,20 @@ def detect_format(path: Path) -> str:
                           f"or pass format='jsonl'|'text'", field="format")
 
 
-def read_items(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    """(line number, item) pairs; an item that cannot be parsed comes as an error string."""
+def read_items(path: Path, fmt: str, title: str | None = None
+               ) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line number, item) pairs; an item that cannot be parsed comes as an error string.
+
+    A text or Markdown document gives each of its notes its subjects (``document_subjects``):
+    ``title``, else its Markdown title, else the file's name; "" gives none.
+    """
     with path.open("r", encoding="utf-8", errors="strict") as handle:
         if fmt == "jsonl":
             yield from _jsonl(handle)
         else:
-            yield from _paragraphs(handle)
+            name = path.stem[:MAX_ITEM_CHARS].strip()
+            yield from _paragraphs(handle, name if title is None else title,
+                                   derive=title is None)
 
 
 def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -113,48 +120,88 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
         yield number, item
 
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
 
 
-def _paragraphs(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def heading_text(line: str) -> str:
+    """A Markdown heading's words: the opening and closing ``#`` runs taken off, at most
+    ``MAX_ITEM_CHARS`` characters (a subject's limit)."""
+    words = line.strip().lstrip("#").strip()
+    words = re.sub(r"\s+#+$", "", words) if words.strip("#") else ""
+    return words[:MAX_ITEM_CHARS].strip()
+
+
+def _paragraphs(handle: TextIO, title: str, *, derive: bool
+                ) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """One note per paragraph (blank-line separated); a Markdown heading starts a new one.
 
     A heading is no note of its own: it opens the paragraph after it, which it titles, even
-    across a blank line. A heading with no paragraph after it is dropped.
+    across a blank line. A heading with no paragraph after it is dropped. Every note gets the
+    document's subjects: its title, then the headings it sits under (outermost first), so a
+    paragraph that does not name what it is about is still found by a question that does
+    (docs/retrieval-next.md, "Subjects reach ranking"). With ``derive``, a level-1 heading
+    before the first paragraph is the document's title instead of ``title`` (the file name).
     """
     block: list[str] = []
     heading: str | None = None
+    path: list[tuple[int, str]] = []  # (level, words) of the headings above the paragraph
     start = 0
+    subjects: list[str] = []
+    seen_text = False
+
+    def item() -> dict[str, Any]:
+        text = "".join(block).strip()
+        return {"text": text, "subjects": subjects} if subjects else {"text": text}
+
     for number, line in enumerate(handle, start=1):
-        if not line.strip() or (_HEADING.match(line) and block):
+        mark = _HEADING.match(line)
+        if not line.strip() or (mark and block):
             if block:
-                yield start, {"text": "".join(block).strip()}
+                yield start, item()
                 block = []
             if not line.strip():
                 continue
-        if _HEADING.match(line):
+        if mark:
             heading = line.strip()
+            level, words = len(mark.group(1)), heading_text(line)
+            if derive and level == 1 and not seen_text and words:
+                title, derive = words, False
+            path = [(lv, w) for lv, w in path if lv < level] + ([(level, words)] if words else [])
             continue
         if not block:
-            start = number
+            start, seen_text = number, True
+            subjects = _distinct([title, *(w for _, w in path)])
             if heading:
                 block.append(heading + "\n")  # the paragraph it titles
                 heading = None
         block.append(line)
     if block:
-        yield start, {"text": "".join(block).strip()}
+        yield start, item()
+
+
+def _distinct(names: list[str]) -> list[str]:
+    """Non-empty names in order, each once whatever its case ("guide" and "Guide" are one)."""
+    kept: dict[str, str] = {}
+    for name in names:
+        if name:
+            kept.setdefault(name.casefold(), name)
+    return list(kept.values())
 
 
 def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = None,
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
                 progress: Progress | None = None, skip_invalid: bool = False,
-                supersede: bool = True) -> ImportReport:
+                supersede: bool = True, title: str | None = None) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
     and ``ImportRejected`` lists the bad lines, unless ``skip_invalid`` imports the rest.
     Imported notes are judged for supersession as adds are (``amem.write.bulk``) unless
     ``supersede`` is false: then the report says ``"deferred to nightly"``.
+
+    A text or Markdown document gives every note it makes its subjects: ``title`` (by default
+    its level-1 heading before any paragraph, else the file's name; "" for none), then the
+    Markdown headings the note sits under. A JSONL line keeps the subjects it gives.
     """
     path = Path(path)
     if not path.is_file():
@@ -162,10 +209,15 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     fmt = fmt or detect_format(path)
     if fmt not in ("jsonl", "text"):
         raise ValidationError("format must be 'jsonl' or 'text'", field="format")
+    if title is not None and fmt == "jsonl":
+        raise ValidationError("a title is for a text or Markdown document; a JSONL line gives "
+                              "its own subjects", field="title")
+    if title:
+        check_text(title, field="title", max_chars=MAX_ITEM_CHARS)
     size = batch or store.config.embed_batch
     check = ImportReport(path=str(path))
     try:
-        for number, item in read_items(path, fmt):
+        for number, item in read_items(path, fmt, title):
             check.read += 1
             check.last_line = number
             _checked(store, item, enrich, agent_id, check, path, number)
@@ -215,7 +267,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
     with store.writer.deferred_reembed() as problems:
-        for number, item in read_items(path, fmt):
+        for number, item in read_items(path, fmt, title):
             report.read += 1
             last_line = number
             checked = _checked(store, item, enrich, agent_id, report, path, number)

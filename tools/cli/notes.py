@@ -83,6 +83,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch")
     p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
+    p.add_argument("--title", help="a text or Markdown document's title, given to every note as "
+                                   "a subject (default: its level-1 heading before any "
+                                   "paragraph, else the file name; '' for none)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="import the good lines of a file with bad ones (default: the whole "
                         "file is checked first and a bad line imports nothing, exit 2)")
@@ -300,6 +303,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         # error names its own parameter, `path`)
         what = "not a file" if Path(args.file).expanduser().exists() else "no such file"
         raise usage_error(f"{what}: {args.file}", "file")
+    if args.from_export and args.title is not None:
+        raise usage_error("--title is for a text or Markdown document; an export keeps each "
+                          "note's own subjects", "title")
     with open_memory(args) as store:
         # the bar ends (one 100% line) before anything else is said on stderr
         with progress(args, "import") as bar:
@@ -309,7 +315,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             else:
                 report = import_file(store, args.file, fmt=args.format,
                                      enrich=not args.no_enrich, batch=args.batch, progress=bar,
-                                     skip_invalid=args.skip_invalid)
+                                     skip_invalid=args.skip_invalid, title=args.title)
         # The process ends here, so a due index build runs now (in the foreground) instead of
         # leaving the imported points to brute-force search until the nightly job.
         index = store.index.build

@@ -3,6 +3,8 @@ embeds a "Subjects: ..." line; edits, old stores and bad input (issue 29)."""
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -16,6 +18,7 @@ from amem.backends.edge import EdgeBackend
 from amem.embed import make_embedder
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
+from amem.export import SUBJECTS_EMBEDDED, export_store, import_export
 from amem.kernel.clock import ManualClock
 from amem.notes import compose_embed_text, point_id
 from amem.refresh import count_stale
@@ -184,3 +187,33 @@ def test_bad_subjects_are_refused_naming_the_field(edge_store: MemoryStore, subj
         edge_store.add(RIVER, subjects=subjects, enrich=False)
     assert info.value.field == "subjects" and why in str(info.value)
     assert edge_store.count() == 0
+
+
+def test_an_export_made_before_subjects_reached_the_vector_is_re_embedded_after_loading(
+        edge_store: MemoryStore, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    edge_store.add(RIVER, subjects=["Quelmar"], id="q", enrich=False)
+    edge_store.add("Alice prefers green tea", subjects=["alice"], id="a", enrich=False)
+    out = io.StringIO()
+    export_store(edge_store, out)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert all(row[SUBJECTS_EMBEDDED] is True for row in rows)
+    # the same rows as an older version wrote them: no mark, the vector of the text alone
+    for row in rows:
+        del row[SUBJECTS_EMBEDDED]
+        row["vector"] = [float(x) for x in edge_store.index.embed_passages(
+            [row["note"]["content"]])[0]]
+    old = io.StringIO("".join(json.dumps(row) + "\n" for row in rows))
+    with MemoryStore(":memory:", config=load_config(overrides={}), embedder=embedder,
+                     clock=clock) as other:
+        assert import_export(other, old) == 2
+        assert other.get("q").vector_stale and not other.get("a").vector_stale
+        assert bm25_ids(other, "Quelmar") == ["q"]
+        other.add("Bob rides a blue bicycle", enrich=False)
+        assert count_stale(other.index) == 0
+        assert np.allclose(unit(stored_vector(other, "q")),
+                           embedded(other, RIVER + "\nSubjects: Quelmar"), atol=1e-5)
+    # an export of this version keeps its vectors as they are
+    with MemoryStore(":memory:", config=load_config(overrides={}), embedder=embedder,
+                     clock=clock) as again:
+        assert import_export(again, io.StringIO(out.getvalue())) == 2
+        assert not again.get("q").vector_stale
