@@ -54,24 +54,29 @@ class Placer:
         self._content = content
         self._adds = 0
 
-    def new_point(self, note: Note, vector: np.ndarray, stale: set[str]) -> Point:
-        """A new note's point with its content's vector, marked stale when it embeds more."""
-        more = note.embed_text() != note.content
+    def new_point(self, note: Note, vector: np.ndarray, stale: set[str], *,
+                  embeds_text: bool = False) -> Point:
+        """A new note's point with its content's vector, marked stale when it embeds more;
+        ``embeds_text``: ``vector`` already embeds ``note.embed_text()`` (never stale)."""
+        more = not embeds_text and note.embed_text() != note.content
         if more:
             stale.add(point_id(note.agent_id, note.id))
         return self._index.make_point(note, vector, stale=more)
 
-    def place(self, draft: Draft, vector: np.ndarray, stale: set[str]) -> AddResult:
+    def place(self, draft: Draft, vector: np.ndarray, stale: set[str], *,
+              embeds_text: bool = False) -> AddResult:
         """Fold or store the note around its content's ``vector``; then links and evolution.
 
         Notes whose embedded text changed keep their vector for now, marked stale, and their
-        point ids go into ``stale`` for the caller to refresh.
+        point ids go into ``stale`` for the caller to refresh. On the fast path ``vector`` may
+        embed the note's whole text already (``embeds_text``, see ``Writer.fast_text``).
         """
         index, cfg, note = self._index, self._config, draft.note
         if not draft.enrich:  # episodic fast path: stored as given (hash dedup only)
             warnings = enrich_draft(self._enricher, draft)
-            index.write_points([self.new_point(note, vector, stale)])
+            index.write_points([self.new_point(note, vector, stale, embeds_text=embeds_text)])
             return AddResult("created", note.id, enriched_by=note.enriched_by, warnings=warnings)
+        assert not embeds_text, "the fold decision needs the content's vector"
         hits = index.backend.dense_search(vector, index.tenant_where(note.agent_id),
                                           max(cfg.link_candidates, 1), with_vectors=True)
         hits = [h for h in hits if h.payload.get("id") != note.id]

@@ -114,9 +114,12 @@ class Writer:
             early = self._dedup(draft)
             if early is not None:
                 return kept_fields(early, draft.note)
-            vector = self._content.embed([draft.note])[0]
+            text = self.fast_text(draft)
+            vector = (self._content.embed([draft.note])[0] if text is None
+                      else self._index.embed_passages([text])[0])
             stale: set[str] = set()  # a single add re-embeds before it returns
-            result = kept_fields(self._placer.place(draft, vector, stale), draft.note)
+            result = kept_fields(self._placer.place(draft, vector, stale,
+                                                    embeds_text=text is not None), draft.note)
             self._stale.refresh(stale, [result])
             return result
 
@@ -146,6 +149,21 @@ class Writer:
         finally:
             with self._lock:
                 self._stale.close_window(interrupted=interrupted)
+
+    def fast_text(self, draft: Draft) -> str | None:
+        """The text a fast-path note's vector embeds when it is more than its content (given
+        subjects or keywords the content lacks); None otherwise.
+
+        Such a note makes no fold decision, so it needs no vector of its content alone:
+        embedding its whole text at once costs one encoder pass where the content's vector and
+        then the stale-vector refresh cost two (a document import's chunks, each given its
+        title, are such notes). Enriched notes keep their content's vector for the fold.
+        """
+        if draft.enrich:
+            return None
+        enrich_draft(self._enricher, draft)  # the fast path's: who enriched, nothing else
+        text = draft.note.embed_text()
+        return None if text == draft.note.content else text
 
     def add_many(self, items: Iterable[dict[str, Any]], *, enrich: bool = True,
                  agent_id: str | None = None, batch: int | None = None) -> list[AddResult]:
@@ -181,17 +199,23 @@ class Writer:
             self._stale.repair_once()
             out: list[AddResult | None] = self._dedup_many(drafts)
             todo = [i for i, r in enumerate(out) if r is None]
-            vectors = self._content.embed([drafts[i].note for i in todo])
+            texts = {i: self.fast_text(drafts[i]) for i in todo}
+            whole = {i: text for i, text in texts.items() if text is not None}
+            content = [i for i in todo if i not in whole]
+            vectors = dict(zip(content, self._content.embed([drafts[i].note for i in content])))
+            if whole:  # fast-path notes with subjects: their whole text, embedded once
+                vectors.update(zip(whole, self._index.embed_passages(list(whole.values()))))
             fast = []
             stale = self._stale.batch_set()
-            for row, i in enumerate(todo):
+            for i in todo:
                 # One by one, as single adds would: a later note may fold into or link to an
                 # earlier one, and the outcome does not depend on where a batch starts.
                 if drafts[i].enrich:
-                    out[i] = self._placer.place(drafts[i], vectors[row], stale)
+                    out[i] = self._placer.place(drafts[i], vectors[i], stale)
                 else:  # the episodic fast path, written in one call for the batch
                     warnings = enrich_draft(self._enricher, drafts[i])
-                    fast.append(self._placer.new_point(drafts[i].note, vectors[row], stale))
+                    fast.append(self._placer.new_point(drafts[i].note, vectors[i], stale,
+                                                       embeds_text=i in whole))
                     out[i] = AddResult("created", drafts[i].note.id,
                                        enriched_by=drafts[i].note.enriched_by, warnings=warnings)
             if fast:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ from amem import bm25
 from amem.backends.base import Point
 from amem.backends.edge import EdgeBackend
 from amem.embed import make_embedder
+from amem.embed.base import Kind
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
 from amem.export import SUBJECTS_EMBEDDED, export_store, import_export
@@ -217,3 +218,32 @@ def test_an_export_made_before_subjects_reached_the_vector_is_re_embedded_after_
                      clock=clock) as again:
         assert import_export(again, io.StringIO(out.getvalue())) == 2
         assert not again.get("q").vector_stale
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the passages it embeds."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim=dim)
+        self.passages: list[str] = []
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
+        if kind == "passage":
+            self.passages.extend(texts)
+        return super().embed(texts, kind=kind)
+
+
+def test_the_fast_path_embeds_a_note_with_subjects_once(clock: ManualClock) -> None:
+    """No fold decision needs its content's vector: its whole text is embedded, once."""
+    counting = CountingEmbedder(dim=64)
+    with MemoryStore(":memory:", config=load_config(overrides={}), embedder=counting,
+                     clock=clock) as store:
+        store.add_many([{"text": RIVER, "subjects": ["Quelmar"], "id": "q"},
+                        {"text": MOUNTAIN, "id": "m"}], enrich=False)
+        store.add("Bob rides a blue bicycle", subjects=["Bob's travels"], id="b", enrich=False)
+        assert counting.passages == [MOUNTAIN, RIVER + "\nSubjects: Quelmar",
+                                     "Bob rides a blue bicycle\nSubjects: Bob's travels"]
+        assert count_stale(store.index) == 0
+        assert np.allclose(unit(stored_vector(store, "q")),
+                           unit(counting.embed([RIVER + "\nSubjects: Quelmar"])[0]), atol=1e-6)
+        assert bm25_ids(store, "Quelmar") == ["q"]
