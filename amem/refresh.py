@@ -102,8 +102,8 @@ class StaleVectors:
         repaired = refresh_vectors(self._index)
         self._repaired = True
         if repaired:
-            log.warning("re-embedded %d notes whose vectors an interrupted write left stale",
-                        repaired)
+            log.warning("re-embedded %d notes marked vector_stale (left by an interrupted "
+                        "write, or by an upgrade at open: amem.upgrades)", repaired)
 
     def batch_set(self) -> set[str]:
         """Where an add or a batch records what it marks (the window's set when one is open)."""
