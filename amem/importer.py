@@ -91,8 +91,9 @@ def read_items(path: Path, fmt: str, title: str | None = None
                ) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, item) pairs; an item that cannot be parsed comes as an error string.
 
-    A text or Markdown document gives each of its notes its subjects (``document_subjects``):
-    ``title``, else its Markdown title, else the file's name; "" gives none.
+    A text or Markdown document gives each of its notes its subjects (see ``_paragraphs``):
+    ``title``, else its Markdown title, else the file's name ("" gives none), then the
+    headings above the note.
     """
     with path.open("r", encoding="utf-8", errors="strict") as handle:
         if fmt == "jsonl":
