@@ -9,14 +9,16 @@ ends, or, inside an import's window (``StaleVectors.open_window``), when
 ``import_reembed_every`` notes wait and when the import ends.
 
 The mark makes the gap safe and visible. A process killed inside a batch leaves marked notes
-behind: the store's next write, the next import and the nightly consolidation re-embed them
-(``refresh_vectors`` with no ids); ``MemoryStore.info`` and ``amem doctor`` count them until then.
+behind: the store's next writes (``REPAIR_LIMIT`` each), the next import and the nightly
+consolidation re-embed them (``refresh_vectors`` with no ids); ``MemoryStore.info`` and
+``amem doctor`` count them until then.
 Meanwhile such a note is still found, by its new text in BM25 and by its previous text's
 vector, which a fold (cosine >= 0.85) or an evolution (context and tags) barely moves.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Collection, Protocol, Sequence
 
@@ -30,11 +32,15 @@ log = logging.getLogger(__name__)
 
 #: the payload field, and the filter of every note whose vector embeds an older text
 FIELD = STALE_FIELD
+#: notes a write re-embeds before it starts, at most (about a second with the default model)
+REPAIR_LIMIT = 64
 STALE = Where(must=(Match(FIELD, True),))
 
 
-def refresh_vectors(index: NoteIndex, point_ids: Collection[str] | None = None) -> int:
-    """Re-embed the notes marked stale, among ``point_ids`` or in the whole store.
+def refresh_vectors(index: NoteIndex, point_ids: Collection[str] | None = None, *,
+                    limit: int | None = None) -> int:
+    """Re-embed the notes marked stale, among ``point_ids`` or in the whole store (at most
+    ``limit`` of the whole store's).
 
     Every note is read back from the engine first, so the vector embeds the text as stored now
     (links or tags written after the mark included). Only the vector and the mark change, by a
@@ -45,8 +51,8 @@ def refresh_vectors(index: NoteIndex, point_ids: Collection[str] | None = None) 
         if not point_ids:
             return 0
         hits = index.backend.retrieve(list(point_ids))
-    else:
-        hits = list(index.backend.iterate(STALE))  # read all before writing: no paging over writes
+    else:  # read before writing: no paging over writes
+        hits = list(itertools.islice(index.backend.iterate(STALE), limit))
     notes = [Note.from_payload(h.payload) for h in hits if h.payload.get(FIELD)]
     size = index.config.embed_batch * 8  # the embedder batches inside one call
     for start in range(0, len(notes), size):
@@ -96,11 +102,18 @@ class StaleVectors:
         self.problems: list[str] = []
 
     def repair_once(self) -> None:
-        """Before this process's first write: re-embed vectors a killed writer left stale."""
+        """Before this process's first write: re-embed vectors a killed writer left stale.
+
+        At most ``REPAIR_LIMIT`` a write: a killed writer leaves a batch's worth, but an
+        upgrade at open (``amem.upgrades``) may mark thousands, and re-embedding them all
+        would hold one ``add`` for minutes (80 notes a second with the default model). Past
+        the limit the next writes go on, ``REPAIR_LIMIT`` each, and the nightly job takes the
+        rest at once; ``amem doctor`` counts what waits.
+        """
         if self._repaired:
             return
-        repaired = refresh_vectors(self._index)
-        self._repaired = True
+        repaired = refresh_vectors(self._index, limit=REPAIR_LIMIT)
+        self._repaired = repaired < REPAIR_LIMIT  # a full chunk: more may wait
         if repaired:
             log.warning("re-embedded %d notes marked vector_stale (left by an interrupted "
                         "write, or by an upgrade at open: amem.upgrades)", repaired)
@@ -158,4 +171,5 @@ class StaleVectors:
         return None
 
 
-__all__ = ["FIELD", "STALE", "StaleVectors", "count_stale", "mend", "refresh_vectors"]
+__all__ = ["FIELD", "REPAIR_LIMIT", "STALE", "StaleVectors", "count_stale", "mend",
+           "refresh_vectors"]

@@ -9,7 +9,8 @@ Each is recorded in the store's metadata and runs once per store:
    ``since``/``before`` find them;
 4. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
    subjects reached ranking, get their BM25 vector now and are marked ``vector_stale``, so
-   the next write (or the nightly job) embeds their "Subjects: ..." line (``amem.refresh``).
+   the next writes (``amem.refresh.REPAIR_LIMIT`` each) or the nightly job embed their
+   "Subjects: ..." line (``amem.refresh``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .notefields import epoch, index_fields, iso
 from .notes import POINT_ID_FORMAT, Note
 from .pointids import META_KEY as POINT_IDS
 from .pointids import move_points
+from .refresh import REPAIR_LIMIT
 from .text import TOKENIZER_VERSION
 
 log = logging.getLogger(__name__)
@@ -130,8 +132,9 @@ def rank_subjects(index: NoteIndex) -> int:
     index.save_meta()  # with the statistics the rebuilt vectors changed
     if done:
         log.warning("%s: %d notes written before subjects reached ranking got their subjects' "
-                    "BM25 terms; %d are re-embedded at the next write (marked vector_stale)",
-                    index.location, done, stale)
+                    "BM25 terms; %d are re-embedded by the next writes, %d each, or the nightly "
+                    "job (marked vector_stale)",
+                    index.location, done, stale, REPAIR_LIMIT)
     return done
 
 

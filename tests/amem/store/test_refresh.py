@@ -264,3 +264,37 @@ def test_a_failed_final_refresh_is_in_the_import_report(tmp_path: Path, clock: M
         assert "re-embedding failed" in report.warnings[0]
         assert report.to_dict()["warnings"] == report.warnings
         assert store.info().stale_vectors == 1
+
+
+def test_a_write_re_embeds_at_most_a_bounded_chunk_of_stale_notes(
+        clock: ManualClock, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Thousands of marks (an upgrade at open marks every note whose subjects add words) must
+    not hold one add for minutes: each write takes ``REPAIR_LIMIT``, the nightly job the rest."""
+    from amem.refresh import FIELD, REPAIR_LIMIT
+
+    words = ["alpha", "bravo", "cedar", "delta", "ember", "fjord", "gamma", "harbor", "iris"]
+    texts = [f"{words[n % 9]} {words[n // 9 % 9]} {words[n // 81 % 9]} record {n}"
+             for n in range(2 * REPAIR_LIMIT + 10)]
+    distinct = {"fold_threshold": 0.9999, "pending_threshold": 0.9999}
+    with open_store(HashingEmbedder(64), clock, tmp_path / "s", **distinct) as store:
+        ids = [r.id for r in store.add_many([{"text": t} for t in texts])]
+        assert len(set(ids)) == len(texts)
+        for nid in ids:
+            store.index.backend.set_payload(point_id("default", nid), {FIELD: True})
+    # a new process: its first write repairs, a chunk at a time
+    with open_store(HashingEmbedder(64), clock, tmp_path / "s", **distinct) as store:
+        assert store.info().stale_vectors == len(ids)
+        with caplog.at_level(logging.WARNING, logger="amem.write"):
+            store.add("Bob rides a blue bicycle to the office")
+        assert f"re-embedded {REPAIR_LIMIT} notes" in caplog.text
+        # the add's own links may re-embed a few more of them (an evolution refreshes)
+        left = store.info().stale_vectors
+        assert len(ids) - REPAIR_LIMIT - 10 <= left <= len(ids) - REPAIR_LIMIT
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="amem.write"):
+            store.add("Alice walks to the office on Fridays")
+        assert f"re-embedded {REPAIR_LIMIT} notes" in caplog.text
+        left = store.info().stale_vectors
+        assert 0 < left <= 10  # more than a chunk waited: some are left for the nightly job
+        assert store.consolidate().vectors_refreshed == left  # which takes the rest at once
+        assert store.info().stale_vectors == 0 and not stale_payloads(store)
