@@ -30,6 +30,12 @@ runs and the points not yet indexed reach ``BACKLOG`` times the growth trigger
 (``wait_for_room``): such an import goes at the builds' pace (logged), while one bound by
 its embedder (~80 notes a second with the default model) did not wait (20k notes measured).
 
+**Builds stay bounded** (issue 25): on the embedded engine a segment grows by merges only up
+to the store's segment limit (``EdgeBackend.segment_kb``, 100 MiB of float vectors by
+default), and the growth trigger never passes that limit over ``BACKLOG``, so no build
+writes a segment much above it: the build child's peak RSS follows the segment it writes
+(~9 KB a point at 384-d) plus the store it loads (~1 KB a point), not the store's size alone.
+
 Single adds only count: a minutes-long build never runs inside one ``add``.
 """
 
@@ -110,9 +116,20 @@ class IndexBuilder:
 
     def _trigger(self) -> float:
         """The points not yet indexed at which a bulk write starts a build: ``GROWTH`` of
-        those indexed (the engine's count less them), at least ``optimize_after``."""
+        those indexed (the engine's count less them), at most the backend's segment size
+        over ``BACKLOG`` (``segment_points``, where it has one), at least ``optimize_after``.
+
+        The engine builds the plain segment whole, whatever its size, and a build's memory
+        follows the size of the segment it writes: a bulk write that could outgrow the
+        segment limit before its next build (``BACKLOG`` times the trigger at most) would
+        give one build a segment above the limit (a 1M import: 250k points at once).
+        """
         indexed = max(0, self._index.backend.count(None) - self.points_since)
-        return max(self._index.config.optimize_after, GROWTH * indexed)
+        growth = GROWTH * indexed
+        segment = getattr(self._index.backend, "segment_points", None)
+        if isinstance(segment, int) and segment > 0:
+            growth = min(growth, segment / BACKLOG)
+        return max(self._index.config.optimize_after, growth)
 
     def _due_growing(self) -> bool:
         """Due under a bulk write's rule (the count read only once the plain rule is met)."""
