@@ -22,8 +22,8 @@ Every step runs in a fresh child process:
   storage, each payload index, id tracker, WAL) plus the anonymous memory (the heap: what
   the engine loaded into RAM rather than mapped, and Python's own).
 
-``--large`` writes through the store's index in chunks of two thirds of the store's segment
-limit (``EdgeBackend.segment_points``; what a bulk import's growth trigger does at that size),
+``--large`` writes through the store's index in chunks of half the store's segment limit
+(``EdgeBackend.segment_points``, ``SEGMENT_SHARE``; what a bulk import's growth trigger does),
 each followed by ``optimize()``: the build children's peak is that of a bounded segment plus
 the store loaded. ``--one-build`` writes everything, then builds once (one plain segment of
 every point: the build's peak follows the store's size).
@@ -270,16 +270,19 @@ def build_large(store: Path, size: int, chunk: int | None = None, *,
     ``chunk`` notes and resumed from the store's count, each chunk followed by ``optimize()``
     (``one_build``: a single one at the end); the last line's figures.
 
-    ``chunk`` defaults to two thirds of the store's segment limit (``segment_points``): what
-    a bulk import's growth trigger builds at that size. The importer's per-note work (dedup
+    ``chunk`` defaults to ``SEGMENT_SHARE`` of the store's segment limit (``segment_points``):
+    what a bulk import's growth trigger builds at that size. The importer's per-note work (dedup
     lookups, supersession checks) is skipped: at ~300 notes/s it would take an hour for 1M
     notes on this machine, and it does not change what the finished store holds.
     """
     import hashlib
 
-    from amem import MemoryStore
+    from amem import MemoryStore, index_build
     from amem.embed.hashing import HashingEmbedder
     from amem.notes import Note
+
+    # an older tree (an A/B run) has no share: half, as this one
+    share = float(getattr(index_build, "SEGMENT_SHARE", 0.5))
 
     words = ["tea", "deploy", "garden", "invoice", "bicycle", "allergy", "birthday", "kernel"]
     embedder = HashingEmbedder(DIM)
@@ -287,7 +290,7 @@ def build_large(store: Path, size: int, chunk: int | None = None, *,
     with BuildSampler() as sampler, MemoryStore(store, embedder=embedder) as memory:
         index = memory.index
         segment = getattr(index.backend, "segment_points", None)
-        step = chunk or (2 * segment // 3 if isinstance(segment, int) else 50_000)
+        step = chunk or (int(share * segment) if isinstance(segment, int) else 50_000)
         done = index.backend.count(None)
         started = time.perf_counter()
         while done < size:
@@ -335,8 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", help="build the store here and keep it (default: a temp dir)")
     parser.add_argument("--large", type=int, help="build a store of this many notes at --keep")
     parser.add_argument("--with-model", action="store_true", help="load the default model first")
-    parser.add_argument("--chunk", type=int, help="with --large: notes a chunk (default: two "
-                        "thirds of the store's segment limit)")
+    parser.add_argument("--chunk", type=int, help="with --large: notes a chunk (default: half "
+                        "the store's segment limit)")
     parser.add_argument("--one-build", action="store_true",
                         help="with --large: one build at the end, not one a chunk")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

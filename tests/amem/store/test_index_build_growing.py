@@ -15,7 +15,7 @@ from amem import MemoryStore, load_config
 from amem.backends import _edge_build
 from amem.embed.hashing import HashingEmbedder
 from amem.backends.edge import EdgeBackend
-from amem.index_build import BACKLOG, GROWTH
+from amem.index_build import BACKLOG, GROWTH, SEGMENT_SHARE
 from amem.kernel.clock import ManualClock
 from amem.notes import point_id
 
@@ -100,9 +100,11 @@ def test_the_growth_trigger_stays_below_the_segment_limit(
         store.add_many(items(120), enrich=False, batch=120)
         store.index.build.wait()
         spy.states.clear()
-        # GROWTH of 120 indexed is 30, above the limit over BACKLOG (20): the build starts
-        # after the first chunk of 20 (before: not until 30 waited, at the write's end)
-        assert BACKLOG * 20 == backend.segment_points < BACKLOG * GROWTH * 120
+        # GROWTH of 120 indexed is 30, above SEGMENT_SHARE of the limit (15): the build
+        # starts after the first chunk of 20 (before: not until 30 waited, at the write's
+        # end); no wait for room after it (20 < BACKLOG x 15)
+        assert SEGMENT_SHARE * backend.segment_points == 15 < 20 < GROWTH * 120
+        assert 20 < BACKLOG * 15
         store.add_many(items(40, start=120), enrich=False, batch=20)
         assert spy.states == ["done", "running"]
         store.index.build.wait()
