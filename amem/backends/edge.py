@@ -94,11 +94,12 @@ EXACT_PARAMS = qe.SearchParams(exact=True, quantization=qe.QuantizationSearchPar
 
 #: the largest segment an index build makes, in KB of float vectors (the engine's
 #: ``max_segment_size``: 1 KB = one 256-d vector): 100 MiB, 68,266 points at 384-d. A build's
-#: peak RSS follows the size of the segment it writes (measured at 100k points, 384-d: ~1.1 GB
-#: for one 100k-point segment, mostly the mapped pages of the segments it reads and writes;
-#: about 9 KB a point built plus 1 KB a point of the store loaded; 10.1 GB at 1M), so the
-#: engine merges segments only up to this size and each build works on at most this much.
-#: The price is more segments per search (two at 100k: measured +12% CPU a search against one)
+#: peak RSS follows the size of the segment it writes (about 9 KB a point built plus 0.7-1 KB
+#: a point of the store loaded, at 384-d, mostly the mapped pages of the segments it reads and
+#: writes): one 100k-point segment took 1.14 GB, one 1M-point segment 10.1 GB; with the limit
+#: the build child peaked at 0.81 GB at 100k and 1.51 GB at 1M. The price is more segments per
+#: search: two at 100k (+12-17% CPU a search against one), 16 at 1M (~0.45 ms of engine CPU
+#: each). Below 100 MiB a 100k-note store could not build under 1 GB in one segment anyway.
 SEGMENT_KB = 102_400
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
