@@ -99,7 +99,8 @@ EXACT_PARAMS = qe.SearchParams(exact=True, quantization=qe.QuantizationSearchPar
 #: writes): one 100k-point segment took 1.14 GB, one 1M-point segment 10.1 GB; with the limit
 #: the build child peaked at 0.81 GB at 100k and 1.51 GB at 1M. The price is more segments per
 #: search: two at 100k (+12-17% CPU a search against one), 16 at 1M (~0.45 ms of engine CPU
-#: each). Below 100 MiB a 100k-note store could not build under 1 GB in one segment anyway.
+#: each). A 100k-note store cannot be one segment and build under 1 GB: any limit that meets
+#: that aim gives it two.
 SEGMENT_KB = 102_400
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
