@@ -12,11 +12,21 @@ Every step runs in a fresh child process:
   with ``--with-model``, which loads it and embeds a few texts before the import), then
   ``optimize()`` (the HNSW build, in the engine's own child process). Reports the process's
   peak RSS (VmHWM) and the interpreter's RSS before the import.
+  The index builds run in child processes (the bulk write's builds on a copy, and
+  ``optimize()``): a thread samples each build child's ``/proc/<pid>/status`` (``RssAnon``,
+  ``RssFile``) and ``smaps`` split every ``SAMPLE_S``, and reports the largest sample, split
+  like the open's (the segment the engine is writing shows as ``builder:<component>``).
 * ``open``: ``MemoryStore(path)``, then 100 searches. Reports RSS after the open and after the
   searches, each split per engine component from ``/proc/self/smaps`` (the file each mapped
   page belongs to: dense vectors, quantized vectors, HNSW graph, sparse index, payload
   storage, each payload index, id tracker, WAL) plus the anonymous memory (the heap: what
   the engine loaded into RAM rather than mapped, and Python's own).
+
+``--large`` writes through the store's index in chunks of half the store's segment limit
+(``EdgeBackend.segment_points``, ``SEGMENT_SHARE``; what a bulk import's growth trigger does),
+each followed by ``optimize()``: the build children's peak is that of a bounded segment plus
+the store loaded. ``--one-build`` writes everything, then builds once (one plain segment of
+every point: the build's peak follows the store's size).
 
 File-backed pages are page cache the kernel can take back under pressure; they still count
 in RSS once touched, which is why a component kept "on disk" (memory-mapped, not populated
@@ -32,10 +42,11 @@ import re
 import resource
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from benchmarks._util import run_child
 from benchmarks.open_bench import write_notes
@@ -44,6 +55,10 @@ DIM = 384
 SEARCHES = 100
 _QUERY_WORDS = ["tea", "deploy", "garden", "invoice", "bicycle", "allergy", "birthday", "kernel"]
 _UUID = re.compile(r"/segments/[0-9a-f-]{36}/")
+#: the segment an optimizer is writing (moved into ``segments/`` when done)
+_BUILDER = re.compile(r"/temp_segments/[^/]+/")
+#: seconds between two samples of a build child
+SAMPLE_S = 0.5
 
 
 def _status_mb(*keys: str) -> dict[str, float]:
@@ -57,7 +72,13 @@ def _status_mb(*keys: str) -> dict[str, float]:
 
 
 def component(path: str) -> str | None:
-    """The engine component a mapped file belongs to (None: not a store file)."""
+    """The engine component a mapped file belongs to (None: not a store file); a segment
+    being built is ``builder:<component>``."""
+    building = _BUILDER.search(path)
+    if building is not None:
+        inner = component(path[:building.start()] + "/segments/" + "0" * 36 + "/"
+                          + path[building.end():])
+        return f"builder:{inner}"
     match = _UUID.search(path)
     if match is None:
         return "wal" if "/shard/wal/" in path else None
@@ -75,11 +96,14 @@ def component(path: str) -> str | None:
     return head
 
 
-def smaps_split() -> dict[str, float]:
-    """Resident MB per component of the store's mapped files, plus ``anon`` and ``other_file``."""
+def smaps_split(pid: int | str = "self") -> dict[str, float]:
+    """Resident MB per component of the store's mapped files, plus ``anon`` and ``other_file``.
+
+    A file mapped twice counts twice, as in RSS (the engine's segment builder maps its
+    vector and payload files twice: ``builder:*`` shows about twice their size)."""
     rss: dict[str, float] = defaultdict(float)
     current: str | None = "anon"
-    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as smaps:
+    with open(f"/proc/{pid}/smaps", encoding="utf-8", errors="replace") as smaps:
         for line in smaps:
             first = line.split(None, 1)[0]
             if "-" in first and not first.endswith(":"):  # a mapping's header line
@@ -92,6 +116,79 @@ def smaps_split() -> dict[str, float]:
             elif first == "Rss:":
                 rss[current or "anon"] += int(line.split()[1]) / 1024
     return {k: round(v, 1) for k, v in sorted(rss.items(), key=lambda kv: -kv[1]) if v >= 0.05}
+
+
+def _children() -> set[int]:
+    """The pids of this process's children (every thread's)."""
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids.update(int(p) for p in (task / "children").read_text().split())
+        except (OSError, ValueError):  # the thread ended meanwhile
+            continue
+    return pids
+
+
+class BuildSampler:
+    """Samples this process's children (the index build's) while it runs; ``peak()`` is the
+    largest sample (``VmRSS``), with its ``RssAnon``/``RssFile`` and smaps split.
+
+    ``VmHWM`` of a child is read at each sample, so a peak between two samples still shows
+    there (the process's own high-water mark); ``RUSAGE_CHILDREN`` gives the same maximum once
+    the children have ended.
+    """
+
+    def __init__(self, every: float = SAMPLE_S) -> None:
+        self.every = every
+        self.samples = 0
+        self.children: set[int] = set()
+        self._peak: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="build-sampler", daemon=True)
+
+    def __enter__(self) -> BuildSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            for pid in _children():
+                try:
+                    status = _status_of(pid)
+                    if "VmRSS" not in status:  # a zombie: its memory is gone
+                        continue
+                    if status["VmRSS"] > self._peak.get("VmRSS", -1.0):
+                        split = smaps_split(pid)
+                        self._peak = {**status, "pid": pid, "smaps": split}
+                    else:
+                        self._peak["VmHWM"] = max(self._peak.get("VmHWM", 0.0), status["VmHWM"])
+                except (OSError, ValueError):  # it ended between the listing and the read
+                    continue
+                self.children.add(pid)
+                self.samples += 1
+
+    def peak(self) -> dict[str, Any]:
+        """The largest sample since the start (or the last ``take``)."""
+        return dict(self._peak, children=len(self.children), samples=self.samples)
+
+    def take(self) -> dict[str, Any]:
+        """``peak()``, then start over (one build's peak at a time)."""
+        out, self._peak = self.peak(), {}
+        return out
+
+
+def _status_of(pid: int) -> dict[str, float]:
+    out = {}
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
+                out[key] = round(int(line.split()[1]) / 1024, 1)
+    return out
 
 
 def _load_model() -> dict[str, Any]:
@@ -111,19 +208,29 @@ def child_build(store: Path, src: Path, with_model: bool) -> dict[str, Any]:
     out: dict[str, Any] = _load_model() if with_model else {}
     out["rss_before_mb"] = _status_mb("VmRSS")["VmRSS"]
     started = time.perf_counter()
-    with MemoryStore(store, embedder=HashingEmbedder(DIM)) as memory:
+    with BuildSampler() as sampler, MemoryStore(store, embedder=HashingEmbedder(DIM)) as memory:
         report = import_file(memory, src, enrich=False)
         out["import_s"] = round(time.perf_counter() - started, 1)
+        out["import_builds"] = memory.index.build.runs
         out["after_import"] = _status_mb("VmRSS", "VmHWM", "RssAnon", "RssFile")
         optimizing = time.perf_counter()
         memory.optimize()
         out["optimize_s"] = round(time.perf_counter() - optimizing, 1)
+        out["segments"] = _segments(memory)
     out["created"] = report.created
     out["peak_rss_mb"] = _status_mb("VmHWM")["VmHWM"]
-    # optimize() builds the HNSW segments in a child process of its own: its peak apart
-    out["optimize_child_peak_rss_mb"] = round(
+    # the builds run in child processes of their own (the import's on a copy, optimize()'s):
+    # their peak apart, and the largest sample split
+    out["build_child_peak_rss_mb"] = round(
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    out["build_child_peak_sample"] = sampler.peak()
     return out
+
+
+def _segments(memory: Any) -> int | None:
+    """The engine's segment count (edge only)."""
+    shard = getattr(memory.index.backend, "shard", None)
+    return None if shard is None else int(shard.info().segments_count)
 
 
 def child_open(store: Path, with_model: bool) -> dict[str, Any]:
@@ -156,29 +263,38 @@ def child_open(store: Path, with_model: bool) -> dict[str, Any]:
     return out
 
 
-def build_large(store: Path, size: int, chunk: int = 50_000) -> None:
+def build_large(store: Path, size: int, chunk: int | None = None, *,
+                one_build: bool = False, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Write ``size`` tiny notes into the store at ``store`` through its index (the points the
     importer would write: real payloads and BM25 vectors, hashing vectors), flushed every
-    ``chunk`` notes and resumed from the store's count, then ``optimize()``.
+    ``chunk`` notes and resumed from the store's count, each chunk followed by ``optimize()``
+    (``one_build``: a single one at the end); the last line's figures.
 
-    The importer's per-note work (dedup lookups, supersession checks) is skipped: at ~300
-    notes/s it would take an hour for 1M notes on this machine, and it does not change what
-    the finished store holds.
+    ``chunk`` defaults to ``SEGMENT_SHARE`` of the store's segment limit (``segment_points``):
+    what a bulk import's growth trigger builds at that size. The importer's per-note work (dedup
+    lookups, supersession checks) is skipped: at ~300 notes/s it would take an hour for 1M
+    notes on this machine, and it does not change what the finished store holds.
     """
     import hashlib
 
-    from amem import MemoryStore
+    from amem import MemoryStore, index_build
     from amem.embed.hashing import HashingEmbedder
     from amem.notes import Note
 
+    # an older tree (an A/B run) has no share: half, as this one
+    share = float(getattr(index_build, "SEGMENT_SHARE", 0.5))
+
     words = ["tea", "deploy", "garden", "invoice", "bicycle", "allergy", "birthday", "kernel"]
     embedder = HashingEmbedder(DIM)
-    with MemoryStore(store, embedder=embedder) as memory:
+    builds: list[float] = []
+    with BuildSampler() as sampler, MemoryStore(store, embedder=embedder) as memory:
         index = memory.index
+        segment = getattr(index.backend, "segment_points", None)
+        step = chunk or (int(share * segment) if isinstance(segment, int) else 50_000)
         done = index.backend.count(None)
         started = time.perf_counter()
         while done < size:
-            top = min(size, done + chunk)
+            top = min(size, done + step)
             for lo in range(done, top, 1000):
                 notes = []
                 for i in range(lo, min(top, lo + 1000)):
@@ -192,15 +308,23 @@ def build_large(store: Path, size: int, chunk: int = 50_000) -> None:
                 index.write_points([index.make_point(n, v) for n, v in zip(notes, vectors)])
             memory.flush()
             done = top
-            print(json.dumps({"written": done, "s": round(time.perf_counter() - started),
-                              "rss_mb": _status_mb("VmRSS")["VmRSS"]}), flush=True)
-        optimizing = time.perf_counter()
-        memory.optimize()
-        print(json.dumps({"optimize_s": round(time.perf_counter() - optimizing),
-                          "peak_rss_mb": _status_mb("VmHWM")["VmHWM"],
-                          "optimize_child_peak_rss_mb": round(
-                              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}),
-              flush=True)
+            line: dict[str, Any] = {"written": done, "s": round(time.perf_counter() - started),
+                                    "rss_mb": _status_mb("VmRSS")["VmRSS"]}
+            if not one_build or done >= size:
+                optimizing = time.perf_counter()
+                memory.optimize()
+                builds.append(time.perf_counter() - optimizing)
+                child = sampler.take()
+                line.update(build_s=round(builds[-1]), segments=_segments(memory),
+                            build_child={k: child.get(k) for k in ("VmHWM", "RssAnon", "RssFile")})
+            say(json.dumps(line))
+        last: dict[str, Any] = {"points": done, "builds": len(builds), "builds_s": round(sum(builds)),
+                "segments": _segments(memory), "peak_rss_mb": _status_mb("VmHWM")["VmHWM"]}
+    last["build_child_peak_rss_mb"] = round(
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    last["build_child_last_sample"] = sampler.peak()
+    say(json.dumps(last))
+    return last
 
 
 def _child(*args: str) -> dict[str, Any]:
@@ -214,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", help="build the store here and keep it (default: a temp dir)")
     parser.add_argument("--large", type=int, help="build a store of this many notes at --keep")
     parser.add_argument("--with-model", action="store_true", help="load the default model first")
+    parser.add_argument("--chunk", type=int, help="with --large: notes a chunk (default: half "
+                        "the store's segment limit)")
+    parser.add_argument("--one-build", action="store_true",
+                        help="with --large: one build at the end, not one a chunk")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--out", help="write the result as JSON here")
     args = parser.parse_args(argv)
@@ -227,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.large:
         if not args.keep:
             parser.error("--large needs --keep DIR")
-        build_large(Path(args.keep), args.large)
+        if args.chunk is not None and args.chunk < 1:
+            parser.error(f"--chunk must be a positive number of notes, got {args.chunk}")
+        build_large(Path(args.keep), args.large, args.chunk, one_build=args.one_build,
+                    say=lambda line: print(line, flush=True))
         return 0
     summary: dict[str, Any] = {"size": args.size, "with_model": args.with_model}
     if args.open:

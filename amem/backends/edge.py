@@ -92,6 +92,17 @@ DENSE_PARAMS = qe.SearchParams(quantization=RESCORE)
 EXACT_PARAMS = qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True))
 
 
+#: the largest segment an index build makes, in KB of float vectors (the engine's
+#: ``max_segment_size``: 1 KB = one 256-d vector): 100 MiB, 68,266 points at 384-d. A build's
+#: peak RSS follows the size of the segment it writes (about 9 KB a point built plus 0.7-1 KB
+#: a point of the store loaded, at 384-d, mostly the mapped pages of the segments it reads and
+#: writes): one 100k-point segment took 1.14 GB, one 1M-point segment 10.1 GB; with the limit
+#: the build child peaked at 0.81 GB at 100k and 1.51 GB at 1M. The price is more segments per
+#: search: two at 100k (+12-17% CPU a search against one), 16 at 1M (~0.45 ms of engine CPU
+#: each). A 100k-note store cannot be one segment and build under 1 GB: any limit that meets
+#: that aim gives it two.
+SEGMENT_KB = 102_400
+
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
 # it here would stop every thread of this process for the whole run.
 _OPTIMIZE_CHILD = """
@@ -104,7 +115,7 @@ print("changed" if changed else "optimal")
 """
 
 
-def new_store_config(dim: int) -> qe.EdgeConfig:
+def new_store_config(dim: int, segment_kb: int = SEGMENT_KB) -> qe.EdgeConfig:
     """The engine layout of a new store: what stays in RAM and what is only mapped.
 
     The float vectors (1.5 KB a note at 384-d) stay on disk, memory-mapped and never
@@ -113,6 +124,7 @@ def new_store_config(dim: int) -> qe.EdgeConfig:
     those candidates' pages. Plain (not yet optimized) segments have no quantized copy:
     they search their float vectors, read through the same maps. The payload documents are
     on disk as before; ``ON_DISK_INDEXES`` are set per index in ``_ensure_indexes``.
+    Segments are merged up to ``segment_kb`` of float vectors (``SEGMENT_KB``).
     """
     return qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(
@@ -122,6 +134,7 @@ def new_store_config(dim: int) -> qe.EdgeConfig:
         )},
         sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         payload_memory=qe.Memory.Cold,
+        optimizers=qe.EdgeOptimizersConfig(max_segment_size=segment_kb),
         wal_enabled=True,
     )
 
@@ -186,15 +199,18 @@ class EdgeBackend:
             :meth:`temporary` for a throwaway store.
         dim: The dense vector size. Required to create a store; when opening an existing
             store it may be None (read from the shard) or must equal the stored size.
+        segment_kb: The largest segment a build makes, in KB of float vectors (default
+            ``SEGMENT_KB``). Applies to a new store and to one created without a limit; a
+            store keeps the limit it was given (``segment_kb`` then reads it).
 
     Raises:
         StoreLockedError: another process (or another handle in this one) owns the store.
         EmbedderMismatchError: ``dim`` differs from the store's.
-        ConfigError: a new store without ``dim``, or a bad ``path``/``dim``.
+        ConfigError: a new store without ``dim``, or a bad ``path``/``dim``/``segment_kb``.
     """
 
     def __init__(self, path: str | Path, dim: int | None = None, *,
-                 free_space: FreeSpace | None = None) -> None:
+                 free_space: FreeSpace | None = None, segment_kb: int = SEGMENT_KB) -> None:
         if str(path) == ":memory:":
             raise ConfigError(
                 "':memory:' is not a directory for the edge backend; use EdgeBackend.temporary(dim)",
@@ -202,6 +218,11 @@ class EdgeBackend:
             )
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
             raise ConfigError(f"dim must be a positive integer, got {dim!r}", key="dim")
+        if isinstance(segment_kb, bool) or not isinstance(segment_kb, int) or segment_kb < 1:
+            raise ConfigError(f"segment_kb must be a positive integer (KB of float vectors), "
+                              f"got {segment_kb!r}", key="segment_kb")
+        #: the store's segment size limit (KB of float vectors; the stored one once open)
+        self.segment_kb = segment_kb
         self.path = Path(path).expanduser().resolve()
         #: how much room the store's filesystem has left (checked before every write)
         self.free_space: FreeSpace = free_space or StatvfsFreeSpace()
@@ -275,21 +296,27 @@ class EdgeBackend:
                 # tmpfs backs every page the engine maps at load, holes too: without room for
                 # them the load dies of SIGBUS; refused here instead, naming the path
                 check_free_space(self.free_space, self.path, unallocated_bytes(shard_dir))
-            # A store created before the memory layout (``new_store_config``) is given it now:
-            # the engine keeps its segments as they are and rebuilds them in the new layout
-            # at the next optimize (the background index build or ``amem optimize``).
-            layout = None if self._has_layout(config_file) else new_store_config(stored)
+            # A store created before the memory layout (``new_store_config``) or the segment
+            # limit is given them now: the engine keeps its segments as they are (a segment
+            # above the limit stays whole, and is merged with nothing more) and builds the
+            # new ones in the new layout from the next optimize on (the background index
+            # build or ``amem optimize``).
+            kept = self._segment_limit(config_file) if self._has_layout(config_file) else None
+            layout = None if kept is not None else new_store_config(stored, self.segment_kb)
             with self._engine("load"):
                 shard = qe.EdgeShard.load(str(shard_dir), layout)
             if layout is not None:
-                log.info("edge store %s: float vectors on disk with int8 copies in RAM from the "
-                         "next optimize on (the store predates that layout)", self.path)
+                log.info("edge store %s: float vectors on disk with int8 copies in RAM and "
+                         "segments of at most %d KB of vectors from the next optimize on (the "
+                         "store predates that layout)", self.path, self.segment_kb)
+            else:
+                self.segment_kb = kept or self.segment_kb
             log.info("opened edge store %s (%d-d)", self.path, stored)
             dim = stored
         else:
             if dim is None:
                 raise ConfigError(f"creating a new store at {self.path} needs dim", key="dim")
-            config = new_store_config(dim)
+            config = new_store_config(dim, self.segment_kb)
             self.check_space(0, margin=DISK_MARGIN_BYTES + CREATE_BYTES)
             with self._engine("create"):
                 shard = qe.EdgeShard.create(str(shard_dir), config)
@@ -321,6 +348,20 @@ class EdgeBackend:
         config = json.loads(config_file.read_text(encoding="utf-8"))
         dense = config["vectors"][DENSE]
         return "quantization_config" in dense and dense.get("memory") == "cold"
+
+    @staticmethod
+    def _segment_limit(config_file: Path) -> int | None:
+        """The stored segment size limit (KB of float vectors), or None: the store has none."""
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        optimizers = config.get("optimizers")
+        limit = optimizers.get("max_segment_size") if isinstance(optimizers, dict) else None
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
+    @property
+    def segment_points(self) -> int:
+        """The points of the largest segment a build makes (``segment_kb`` at this ``dim``):
+        a bulk write starts its builds before the plain part outgrows it (``amem.index_build``)."""
+        return max(1, self.segment_kb * 1024 // (4 * self.dim))
 
     def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
         # Indexes live in the segments and survive a reload; only missing ones are created.

@@ -14,7 +14,8 @@ import pytest
 from amem import MemoryStore, load_config
 from amem.backends import _edge_build
 from amem.embed.hashing import HashingEmbedder
-from amem.index_build import GROWTH
+from amem.backends.edge import EdgeBackend
+from amem.index_build import BACKLOG, GROWTH, SEGMENT_SHARE
 from amem.kernel.clock import ManualClock
 from amem.notes import point_id
 
@@ -83,6 +84,31 @@ def test_a_bulk_write_onto_an_indexed_store_waits_for_the_growth_share(
         assert spy.states == ["done", "done"]
         store.index.build.wait()
         assert store.index.build.points_since == 0 and store.count() == 240
+
+
+def test_the_growth_trigger_stays_below_the_segment_limit(
+        tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    spy = StateAtEachBatch(embedder)
+    # 30 KB of 256-d float vectors: segments of at most 30 points (issue 25: a build's
+    # memory follows the segment it writes, so the plain part must not outgrow the limit)
+    backend = EdgeBackend(tmp_path / "s", embedder.dim, segment_kb=30)
+    assert backend.segment_points == 30
+    store = MemoryStore(backend=backend, config=load_config(overrides={"optimize_after": 10}),
+                        embedder=spy, clock=clock)
+    spy.store = store
+    with store:
+        store.add_many(items(120), enrich=False, batch=120)
+        store.index.build.wait()
+        spy.states.clear()
+        # GROWTH of 120 indexed is 30, above SEGMENT_SHARE of the limit (15): the build
+        # starts after the first chunk of 20 (before: not until 30 waited, at the write's
+        # end); no wait for room after it (20 < BACKLOG x 15)
+        assert SEGMENT_SHARE * backend.segment_points == 15 < 20 < GROWTH * 120
+        assert 20 < BACKLOG * 15
+        store.add_many(items(40, start=120), enrich=False, batch=20)
+        assert spy.states == ["done", "running"]
+        store.index.build.wait()
+        assert store.index.build.points_since == 0 and store.count() == 160
 
 
 class BacklogAtEachBatch(StateAtEachBatch):
