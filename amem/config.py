@@ -144,6 +144,11 @@ class AmemConfig:
     #: after a bulk write (``add_many``, ``amem import``) with this many points written since
     #: the engine's index was last built, it is built again (amem.index_build); 0 = nightly only
     optimize_after: int = setting(5000, at_least=0)
+    #: the embedded engine's largest segment, in MiB of float vectors (68k notes at 384-d):
+    #: an index build's memory follows the segment it writes (~9 KB a note), a search's cost
+    #: the number of segments. Set when a store is created (a store keeps its own);
+    #: docs/index-build-memory.md has the figures
+    segment_mb: int = setting(100, at_least=1)
 
     #: nightly consolidation merges same-category notes at or above this cosine
     consolidate_threshold: float = setting(0.75, at_least=-1, at_most=1)

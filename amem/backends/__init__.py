@@ -37,6 +37,7 @@ def open_backend(
     api_key: str | None = None,
     collection: str = "amem",
     dim: int | None = None,
+    segment_kb: int | None = None,
 ) -> "EdgeBackend | QdrantServerBackend":
     """Open (or create) a backend.
 
@@ -49,6 +50,8 @@ def open_backend(
         api_key: The server API key (qdrant with ``url`` only).
         collection: The collection name (qdrant only; edge has one shard per directory).
         dim: The dense vector size; required when the store is created.
+        segment_kb: edge only: the largest segment a build makes, in KB of float vectors
+            (``EdgeBackend``; None: its default).
 
     Raises:
         ConfigError: an unknown kind or contradictory arguments.
@@ -65,7 +68,9 @@ def open_backend(
             if dim is None:
                 raise ConfigError("a temporary edge store needs dim", key="dim")
             return EdgeBackend.temporary(dim)
-        return EdgeBackend(path, dim)
+        if segment_kb is None:
+            return EdgeBackend(path, dim)
+        return EdgeBackend(path, dim, segment_kb=segment_kb)
     if kind == "qdrant":
         from amem.backends.qdrant import QdrantServerBackend
 
@@ -94,4 +99,5 @@ def open_for_store(config: "AmemConfig", path: str | Path | None, dim: int
                              collection=config.collection, dim=dim), config.qdrant_url, "qdrant")
     where = MEMORY if str(path) == MEMORY else (
         str(Path(path).expanduser()) if path is not None else str(config.store_path))
-    return open_backend("edge", path=where, dim=dim), where, "edge"
+    return (open_backend("edge", path=where, dim=dim, segment_kb=config.segment_mb * 1024),
+            where, "edge")

@@ -95,3 +95,23 @@ def test_a_bad_limit_is_refused_naming_it(tmp_path: Path, bad: object) -> None:
 def test_segment_points_never_reaches_zero(tmp_path: Path) -> None:
     with EdgeBackend(tmp_path, 4096, segment_kb=1) as backend:
         assert backend.segment_points == 1
+
+
+def test_the_store_setting_reaches_a_new_store_and_an_old_store_keeps_its_own(
+        tmp_path: Path) -> None:
+    """``segment_mb`` (TOML, ``AMEM_SEGMENT_MB``) sets the limit of a store being created; a
+    store opened later keeps the limit it was created with, whatever the setting says then."""
+    from amem import MemoryStore, load_config
+    from amem.embed.hashing import HashingEmbedder
+
+    with MemoryStore(tmp_path / "s", config=load_config(overrides={"segment_mb": 3}),
+                     embedder=HashingEmbedder(64)) as store:
+        store.add("the build memory follows the segment it writes")
+        backend = store.index.backend
+        assert isinstance(backend, EdgeBackend) and backend.segment_kb == 3 * 1024
+    with MemoryStore(tmp_path / "s", config=load_config(overrides={"segment_mb": 7}),
+                     embedder=HashingEmbedder(64)) as store:
+        backend = store.index.backend
+        assert isinstance(backend, EdgeBackend) and backend.segment_kb == 3 * 1024
+    with pytest.raises(ConfigError, match="segment_mb"):
+        load_config(overrides={"segment_mb": 0})
