@@ -223,7 +223,8 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
     faults = _majflt()
     i = 0
     while keep_going(i):
-        full_s, embed_s, engine_s = time_search(store, queries[i % len(queries)], agent, where)
+        full_s, embed_s, engine_s = time_search(store, queries[i % len(queries)], agent, where,
+                                                floor_first=i % 2 == 1)
         full.append(full_s)
         embed.append(embed_s)
         engine.append(engine_s)

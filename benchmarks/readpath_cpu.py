@@ -6,8 +6,10 @@
 ``--build`` writes ``search_bench``'s corpus of ``--size`` notes into ``--store`` and
 optimizes it (once; ``--no-optimize`` leaves the segments plain). A measuring run copies the
 store (so the heat its searches write never reaches the saved one) and, per question: embeds
-it once (timed), times the full ``search`` with that vector handed to it, then the engine's
-hybrid RRF query (the floor is engine + embed). Wall medians, and the CPU time of the process
+it once (timed), times the full ``search`` with that vector handed to it and the engine's
+hybrid RRF query (the floor is engine + embed), in alternating order (whichever runs first
+reads the candidates' float vectors from disk for both; ``--search-first`` keeps the old
+order). Wall medians, and the CPU time of the process
 (``time.process_time``: every thread of it, none of the waits), which a loaded machine moves
 far less than wall time.
 
@@ -52,7 +54,7 @@ def build(store: Path, size: int, cache: Path | None, optimize: bool) -> dict[st
                 "optimize_s": round(time.perf_counter() - t, 1) if optimize else None}
 
 
-def measure(store: Path, n_queries: int, passes: int) -> dict[str, Any]:
+def measure(store: Path, n_queries: int, passes: int, alternate: bool = True) -> dict[str, Any]:
     copy = store.with_name(store.name + ".run")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(store, copy)
@@ -75,16 +77,24 @@ def measure(store: Path, n_queries: int, passes: int) -> dict[str, Any]:
                 cpu[kind].append(clock() - c)
                 return out
 
+            def own(q: str, qv: Any) -> None:
+                s.index.embed_query = lambda text: qv  # type: ignore[method-assign]
+                try:
+                    timed("own", lambda: s.search(q, limit=5, agent_id="bench"))
+                finally:
+                    del s.index.embed_query
+
+            def floor(q: str, qv: Any) -> None:
+                timed("engine", lambda: s.index.backend.hybrid_rrf(
+                    qv, query_vector(tokenize(q)), where, 5, prefetch=50))
+
             for _ in range(passes):
-                for q in questions:
+                for i, q in enumerate(questions):
                     qv = timed("embed", lambda: embed(q))
-                    s.index.embed_query = lambda text, qv=qv: qv  # type: ignore[method-assign]
-                    try:
-                        timed("own", lambda: s.search(q, limit=5, agent_id="bench"))
-                    finally:
-                        del s.index.embed_query
-                    timed("engine", lambda: s.index.backend.hybrid_rrf(
-                        qv, query_vector(tokenize(q)), where, 5, prefetch=50))
+                    # whichever runs first reads the candidates' float vectors from disk for
+                    # both: the two orders alternate, so each pays that half the time
+                    for step in ((own, floor) if i % 2 == 0 or not alternate else (floor, own)):
+                        step(q, qv)
                     wall["full"].append(wall["own"][-1] + wall["embed"][-1])
     finally:
         shutil.rmtree(copy, ignore_errors=True)
@@ -116,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, help="embedding cache directory, with --build")
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--search-first", action="store_true",
+                   help="always time the full search before its floor (the old order: the "
+                        "floor then finds the vectors the search read in memory)")
     args = p.parse_args(argv)
     if args.build:
         if args.store.exists():
@@ -124,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif not args.store.is_dir():
         p.error(f"no store at {args.store}: write one with --build")
     else:
-        print(json.dumps(measure(args.store, args.queries, args.passes)))
+        print(json.dumps(measure(args.store, args.queries, args.passes,
+                                 alternate=not args.search_first)))
     return 0
 
 
