@@ -135,6 +135,12 @@ class AmemConfig:
     #: nearest notes always reach the verifier (an LLM, when configured, sees them all)
     link_floor: float = setting(0.0, at_least=-1, at_most=1)
     link_candidates: int = setting(6, at_least=1)
+    #: offline links (``amem.write.candidates``): the notes sharing the most of a new note's
+    #: BM25 terms read as candidates, those told on another day first (0 = the
+    #: ``link_candidates`` nearest by embedding, as an LLM is offered); the rule links the first
+    #: ``link_keep`` that pass. LoCoMo dev: multi-hop R@list +0.013 -> +0.04 over the matches
+    link_pool: int = setting(30, at_least=0)
+    link_keep: int = setting(4, at_least=1)
     evolve_max: int = setting(3, at_least=0)
     #: evolve linked notes on one add in N (1 = every add)
     evolve_every: int = setting(1, at_least=1)

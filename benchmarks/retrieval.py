@@ -290,6 +290,34 @@ def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
     return out
 
 
+def multi_hop(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
+              ) -> dict[str, dict[str, dict[str, float]]]:
+    """With ``--links`` on LoCoMo: method -> part -> R@10 and R@list of the multi-hop
+    questions (category 1), per conversation and on the halves of :func:`halves`, for
+    ``store``, ``tool@5`` and ``tool@10``: the few multi-hop questions of one conversation
+    move the mean by more than a link can earn, so a change must hold in each part.
+    """
+    if "tool@10" not in rankings:
+        return {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for method in ("store", "tool@5", "tool@10"):
+        rows: dict[str, list[dict[str, float]]] = {c.name: [] for c in corpora}
+        rows.update(a=[], b=[])
+        for ci, corpus in enumerate(corpora):
+            kept = [(qi, q) for qi, q in enumerate(corpus.queries) if q.category != "5"]
+            for i, (qi, q) in enumerate(kept):
+                if q.category != "1":
+                    continue
+                ranked = rankings[method][ci][qi]
+                shown = len(rankings["tool@10"][ci][qi])
+                row = {"R@10": recall_at(ranked, q.relevant, 10),
+                       "R@list": recall_at(ranked, q.relevant, shown)}
+                rows.setdefault(corpus.name, []).append(row)
+                rows.setdefault("ab"[i % 2], []).append(row)
+        out[method] = {part: mean(r) for part, r in rows.items() if r}
+    return out
+
+
 def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     loaded = load_locomo(data) if task == "locomo" else load_cmrc(data, unit=args.unit)
     corpora = loaded
@@ -335,6 +363,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "depth": DEPTH, "crowd": args.crowd},
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
+        "multi_hop": multi_hop(corpora, rankings) if task == "locomo" else {},
         "timings": timings}
 
 
@@ -342,7 +371,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
 #: underscores), reported with the results whatever their source
 STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "neighbour_weight",
                   "neighbour_span", "mmr_lambda", "question_share", "question_penalty",
-                  "time_lift", "link_min_cosine")
+                  "time_lift", "link_min_cosine", "link_pool", "link_keep")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -386,6 +415,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sparse-weight", type=float)
     p.add_argument("--dense-weight", type=float)
     p.add_argument("--link-min-cosine", type=float, help="the link-expansion gate (query scale)")
+    p.add_argument("--link-pool", type=int,
+                   help="offline links: the notes sharing the note's terms read as candidates "
+                        "(amem.write.candidates; 0 = the nearest by embedding, as before)")
+    p.add_argument("--link-keep", type=int,
+                   help="offline links: how many candidates passing the rule are linked")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--supersede", action=argparse.BooleanOptionalAction, default=True,
                    help="judge supersession while adding (with --enrich offline; the fast "
@@ -440,6 +474,14 @@ def table(result: dict[str, Any]) -> str:
                 lines.append(f"{method} | {first.get('hit@1', 0):.3f} | "
                              f"{second.get('hit@1', 0):.3f} | {first.get('MRR', 0):.3f} | "
                              f"{second.get('MRR', 0):.3f}")
+    if result.get("multi_hop"):
+        parts = list(result["multi_hop"]["store"])
+        lines.append(f"\nMulti-hop (cat 1) per part | {' | '.join(parts)}")
+        for method, metric in (("tool@10", "R@list"), ("store", "R@list"), ("tool@5", "R@10"),
+                               ("store", "R@10")):
+            per = result["multi_hop"][method]
+            lines.append(f"{method} {metric} | " + " | ".join(
+                f"{per[p].get(metric, 0):.3f}" for p in parts))
     for corpus in result["timings"]["per_corpus"]:
         lines.append(f"\n{corpus['corpus']}: graph {json.dumps(corpus.get('graph', {}))}")
     return "\n".join(lines)

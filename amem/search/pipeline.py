@@ -32,7 +32,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    for the results);
 7. breadth-first expansion over links, 2 hops, admitting notes whose query similarity is at
    least ``link_min_cosine`` (and ``min_similarity``), at most 8, appended after the matches
-   with ``via: "link"``.
+   with ``via: "link"``; within a hop, the notes more of the hop before link to come first
+   (``ranking.expand_links``).
 
 ``similarity`` is the query-to-note scale of ``amem.similarity`` (0 = unrelated, 1 = a typical
 answer, always in [-1, 1]); ``found_by`` says which ranking found a match (``bm25``, ``dense``

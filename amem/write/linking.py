@@ -1,9 +1,11 @@
-"""Which of a new note's nearest notes it links to: the LLM's yes/no, or an offline rule.
+"""Which of a new note's candidates it links to: the LLM's yes/no, or an offline rule.
 
-The write path offers the ``link_candidates`` (6) nearest notes, whatever their cosine: a
-cosine floor before verification dropped most related notes with e5 (8 notes about one
-project got 2 links from an LLM answering yes to all, 0 offline). With an LLM configured it
-answers yes or no per candidate. Offline, a candidate is linked when
+With an LLM configured the write path offers the ``link_candidates`` (6) nearest notes, whatever
+their cosine: a cosine floor before verification dropped most related notes with e5 (8 notes
+about one project got 2 links from an LLM answering yes to all, 0 offline), and it answers yes
+or no per candidate. Offline the candidates are the notes sharing the most of the note's terms,
+other days first (``amem.write.candidates``), and the first ``link_keep`` (4) that pass the rule
+are linked. A candidate passes when
 
 * the two notes are close on the note scale (``strong``, calibrated similarity 0.75), or
 * they are not by or about different people (speakers opening a line, the notes' subjects,
@@ -106,15 +108,24 @@ def view_of(payload: Mapping[str, Any], similarity: float = 0.0) -> LinkView:
 
 
 def offline_links(note: LinkView, candidates: Sequence[LinkView], *, floor: float = 0.0,
-                  strong: float = 0.75, days: float = 1.0) -> list[str]:
-    """The ids of ``candidates`` the offline rule links ``note`` to, in candidate order."""
-    return [c.id for c in candidates if c.id != note.id and c.similarity >= floor
-            and related(note, c, strong=strong, days=days)]
+                  strong: float = 0.75, days: float = 1.0, keep: int | None = None) -> list[str]:
+    """The ids of ``candidates`` the offline rule links ``note`` to, in candidate order: the
+    first ``keep`` that pass (all of them when None)."""
+    linked: list[str] = []
+    for c in candidates:
+        if keep is not None and len(linked) >= keep:
+            break
+        if c.id != note.id and c.similarity >= floor and related(note, c, strong=strong,
+                                                                 days=days):
+            linked.append(c.id)
+    return linked
 
 
 def choose_links(note: LinkView, candidates: Sequence[LinkView], enricher: Enricher, *,
-                 llm: bool, floor: float = 0.0) -> tuple[list[str], list[str]]:
-    """(linked ids, warnings): the LLM's verdicts when one is configured, else the offline rule.
+                 llm: bool, floor: float = 0.0,
+                 keep: int | None = None) -> tuple[list[str], list[str]]:
+    """(linked ids, warnings): the LLM's verdicts when one is configured, else the offline rule
+    (the first ``keep`` candidates that pass it, all when None).
 
     When the LLM fails, the enricher falls back to its own offline answer and says so in its
     warnings; the offline rule above then decides instead (it reads names and time, which the
@@ -123,11 +134,11 @@ def choose_links(note: LinkView, candidates: Sequence[LinkView], enricher: Enric
     if not candidates:
         return [], []
     if not llm:
-        return offline_links(note, candidates, floor=floor), []
+        return offline_links(note, candidates, floor=floor, keep=keep), []
     decision = enricher.verify_links(note.content, [(c.id, c.content, c.similarity)
                                                     for c in candidates])
     warnings = list(getattr(decision, "warnings", []))
     known = {c.id for c in candidates}
     if getattr(decision, "decided_by", None) == OFFLINE_FALLBACK:
-        return offline_links(note, candidates, floor=floor), warnings
+        return offline_links(note, candidates, floor=floor, keep=keep), warnings
     return [nid for nid in decision if nid in known], warnings  # never an invented id

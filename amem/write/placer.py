@@ -2,7 +2,8 @@
 
 Steps 2 to 6 of the write path (``amem.write.writer``) for one note whose content vector is
 known: the fold decision on contents alone (``amem.write.nearduplicate``), the enrichment
-(only for a note that will be stored), the links (``amem.write.linking``), the note itself,
+(only for a note that will be stored), the links (candidates from ``amem.write.candidates``,
+verified by ``amem.write.linking``), the note itself,
 then the back-links and the evolution of the linked notes. Every change to a stored note is a
 field update under the write lock the caller holds.
 """
@@ -19,6 +20,7 @@ from ..config import AmemConfig
 from ..index import STALE_FIELD, NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id, unique
 from ..refresh import mend
+from . import candidates
 from .drafts import Draft
 from .enrichment import EnricherSlot, enrich_draft, view_of_note
 from .fold import fold_into
@@ -99,18 +101,23 @@ class Placer:
             status = "pending_merge"
         # 2. the note is built (by the LLM when configured) only now that it will be stored
         warnings = enrich_draft(self._enricher, draft)
-        # the nearest notes go to the verifier unfiltered: LLM yes/no, else the linking rule
+        # the candidates go to the verifier unfiltered: an LLM's yes/no on the nearest notes,
+        # else the linking rule on the notes sharing the note's terms (amem.write.candidates)
+        llm = self._enricher.llm_configured
+        offer, keep = candidates.offered(index, cfg, note, vector, hits, llm=llm)
         linked, link_warnings = choose_links(
             view_of(note.to_payload()),
-            [view_of(h.payload, index.similarity(h.score)) for h in hits[:cfg.link_candidates]],
-            self._enricher.get(), llm=self._enricher.llm_configured, floor=cfg.link_floor)
+            [view_of(h.payload, index.similarity(h.score)) for h in offer],
+            self._enricher.get(), llm=llm, floor=cfg.link_floor, keep=keep)
         warnings.extend(link_warnings)
         note.links = unique(linked)
         # 3. the note first: a kill before its back-links leaves no link to a missing note
         index.write_points([self.new_point(note, vector, stale)])
         self._adds += 1
-        evolved = self._link_back(note, linked, {h.payload["id"]: h for h in hits}, warnings,
-                                  stale)
+        # the dense hits are whole notes; a term candidate that was linked is read whole now
+        by_id = candidates.whole(index, note.agent_id, linked,
+                                 {h.payload["id"]: h for h in hits})
+        evolved = self._link_back(note, linked, by_id, warnings, stale)
         return AddResult(status, note.id, links=note.links, evolved=evolved,
                          enriched_by=note.enriched_by,
                          neighbour=hits[best].payload["id"] if best is not None else None,

@@ -11,9 +11,9 @@
    ``evolution_history``, its folded hashes dropped (exact dedup must not send the old text
    to a note that no longer holds it), and the BM25 statistics moved from the old terms to the
    new ones;
-4. its links are verified again by the write path's rule (``amem.write.linking``) over its nearest
-   notes and its current links: links that no longer pass are dropped on both sides, new ones
-   added on both sides;
+4. its links are verified again by the write path's rule (``amem.write.linking``) over the write
+   path's candidates (``amem.write.candidates``) and its current links: links that no longer
+   pass are dropped on both sides, new ones added on both sides;
 5. written as one field update with its new vector and terms, marked ``vector_stale`` until a
    second write clears the mark (as ``amem.refresh.mend`` does): a process killed between the
    two leaves the new text with a mark the next write repairs, never a silent mismatch;
@@ -38,6 +38,7 @@ from ..errors import ValidationError
 from ..index import STALE_FIELD, NoteIndex
 from ..notes import Note, check_id, check_str_list, check_text, content_hash, now_iso, point_id
 from ..supersede import Superseder
+from . import candidates
 from .enrichment import EnricherSlot, enrich_edit
 from .linking import LinkView, choose_links, view_of
 
@@ -150,27 +151,34 @@ class Updater:
                     field="text")
 
     def _relink(self, note: Note, vector: np.ndarray) -> tuple[list[str], list[str]]:
-        """The write path's link decision over the nearest notes and the current links."""
+        """The write path's link decision over its candidates (``amem.write.candidates``), then
+        over the current links: a link that still passes is kept, whatever the candidates."""
         index, cfg = self._index, self._config
+        llm = self._enricher.llm_configured
         hits = index.backend.dense_search(vector, index.tenant_where(note.agent_id),
                                           max(cfg.link_candidates, 1) + 1)
-        views: dict[str, LinkView] = {}
-        for hit in hits:
-            if hit.payload.get("id") != note.id and len(views) < cfg.link_candidates:
-                views[str(hit.payload["id"])] = view_of(hit.payload, index.similarity(hit.score))
-        current = [n for n in note.links if n not in views and n != note.id]
-        if current:
-            for hit in index.backend.retrieve([point_id(note.agent_id, n) for n in current],
+        hits = [h for h in hits if h.payload.get("id") != note.id]
+        offer, keep = candidates.offered(index, cfg, note, vector, hits, llm=llm)
+        views = {str(h.payload["id"]): view_of(h.payload, index.similarity(h.score))
+                 for h in offer}
+        current: list[LinkView] = []
+        wanted = [n for n in note.links if n not in views and n != note.id]
+        if wanted:
+            for hit in index.backend.retrieve([point_id(note.agent_id, n) for n in wanted],
                                               with_vectors=True):
                 payload = hit.payload
                 if (payload.get("agent_id") == note.agent_id and payload.get("is_active", True)
                         and hit.dense is not None):
                     cos = float(np.dot(vector, hit.dense))
-                    views[str(payload["id"])] = view_of(payload, index.similarity(cos))
-        linked, warnings = choose_links(view_of(note.to_payload()), list(views.values()),
-                                        self._enricher.get(),
-                                        llm=self._enricher.llm_configured,
-                                        floor=cfg.link_floor)
+                    current.append(view_of(payload, index.similarity(cos)))
+        mine, enricher = view_of(note.to_payload()), self._enricher.get()
+        if keep is None:  # one verdict over both (one LLM call)
+            linked, warnings = choose_links(mine, [*views.values(), *current], enricher, llm=llm,
+                                            floor=cfg.link_floor)
+        else:  # the offline rule: the first ``keep`` new candidates, and every current link
+            linked, warnings = choose_links(mine, list(views.values()), enricher, llm=llm,
+                                            floor=cfg.link_floor, keep=keep)
+            linked += choose_links(mine, current, enricher, llm=llm, floor=cfg.link_floor)[0]
         return list(dict.fromkeys(linked)), warnings
 
     def _back_links(self, note: Note, added: Sequence[str],

@@ -11,8 +11,10 @@
 3. Note construction by the enricher (LLM when configured, offline otherwise): only for a note
    that will be stored, so the LLM never decides what is a duplicate.
 4. Save the note.
-5. Links: the ``link_candidates`` nearest notes, verified (``amem.write.linking``); the back-links
-   are written after the note, so a kill in between leaves no link to a missing note.
+5. Links: candidates verified (``amem.write.linking``): with an LLM the ``link_candidates``
+   nearest notes, offline the notes sharing the most of its terms, other days first
+   (``amem.write.candidates``); the back-links are written after the note, so a kill in
+   between leaves no link to a missing note.
 6. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded.
 
 Every change to a stored note (fold, back-link, evolution, re-embedding) is a field update of

@@ -68,6 +68,15 @@ def test_expand_links_threshold_blocks_and_stops_expansion_through_rejected() ->
     assert got == ["b", "d"]  # a rejected, so c (only reachable through a) never comes
 
 
+def test_expand_links_orders_a_hop_by_how_many_notes_of_the_hop_before_link_to_it() -> None:
+    graph = {"s1": ["x", "y"], "s2": ["y", "y"], "x": ["p"], "y": ["q", "p"], "p": [], "q": []}
+    cos = dict.fromkeys("xypq", 0.5)
+    # y is linked from both seeds (a repeated link counts once), x from one; then p from x and y
+    assert expand_links(["s1", "s2"], graph.__getitem__, cos.get) == ["y", "x", "p", "q"]
+    assert expand_links(["s1", "s2"], graph.__getitem__, cos.get, max_added=3) == ["y", "x", "p"]
+    assert expand_links(["s1"], graph.__getitem__, cos.get) == ["x", "y", "p", "q"]  # ties
+
+
 def test_expand_links_cap_missing_and_seed_handling() -> None:
     cos = {"a": 0.9, "b": 0.9, "c": 0.9, "d": None}
     assert expand_links(["s"], GRAPH.__getitem__, cos.get, max_added=1) == ["a"]

@@ -15,6 +15,8 @@ from amem import MemoryStore, load_config
 from amem.kernel.clock import ManualClock
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import LLMError
+from amem.backends.base import Hit
+from amem.write.candidates import other_days_first, told_day
 from amem.write.linking import LinkView, offline_links, related
 
 SHARED = BENCHDATA
@@ -109,6 +111,60 @@ def test_rule_reads_names_words_and_time() -> None:
     assert offline_links(alice, [pot, bob, db], floor=0.05) == []  # all below the floor
     assert offline_links(alice, [LinkView("p", pot.content, (), pot.timestamp, 0.1), bob],
                          floor=0.05) == ["p"]
+
+
+def test_the_rule_links_the_first_candidates_that_pass_up_to_keep() -> None:
+    day = "2026-01-01T10:00:00"
+    note = LinkView("n", "Alice: the pottery class made a bowl", (), day)
+    bob = LinkView("b", "Bob: my pottery class is on Monday", (), day)  # another person
+    first, second = (LinkView(i, f"Alice: pottery class {n}", (), day) for i, n in
+                     (("1", "again"), ("2", "photos")))
+    assert offline_links(note, [bob, first, second]) == ["1", "2"]
+    assert offline_links(note, [bob, first, second], keep=1) == ["1"]  # bob does not count
+
+
+def test_candidates_told_on_other_days_come_first_in_their_order() -> None:
+    hits = [Hit(str(n), payload={"event_time": when}) for n, when in enumerate(
+        ["2026-01-05T09:00:00+00:00", "2026-01-01T09:00:00+00:00", "2026-01-05T20:00:00+00:00",
+         "2026-01-02T09:00:00+00:00"])]
+    assert [h.id for h in other_days_first(hits, "2026-01-05")] == ["1", "3", "0", "2"]
+    assert [h.id for h in other_days_first(hits, "")] == ["0", "1", "2", "3"]  # no day: as given
+    assert told_day({"event_time": "", "timestamp": "2026-01-03T01:00:00+00:00"}) == "2026-01-03"
+
+
+def _dated_store(**overrides: Any) -> MemoryStore:
+    config = load_config(overrides={"fold_threshold": 1.0, "pending_threshold": 1.0,
+                                    **overrides})
+    return MemoryStore(":memory:", config=config, embedder=HashingEmbedder(dim=256),
+                       clock=ManualClock("2026-02-01T12:00:00+00:00"))
+
+
+def test_offline_links_reach_a_note_told_on_another_day_before_the_same_day() -> None:
+    """The candidates are the notes sharing the note's terms, other days first: with room for
+    one link, the pottery class of another week wins over the same evening's turn."""
+    with _dated_store(link_keep=1) as store:
+        old = store.add("Alice: I started a pottery class downtown", timestamp="2026-01-05")
+        same = store.add("Alice: the pottery class teacher is strict",
+                         timestamp="2026-01-20T18:00:00")
+        new = store.add("Alice: my pottery class made a blue bowl", timestamp="2026-01-20T19:00:00")
+        assert new.links == [old.id]
+        assert same.links == [old.id]
+        assert store.get(old.id).links == [same.id, new.id]  # the back-links
+
+
+def test_with_link_pool_zero_the_nearest_notes_are_the_candidates_as_before() -> None:
+    with _dated_store(link_pool=0) as store:
+        old = store.add("Alice: I started a pottery class downtown", timestamp="2026-01-05")
+        same = store.add("Alice: the pottery class teacher is strict",
+                         timestamp="2026-01-20T18:00:00")
+        new = store.add("Alice: my pottery class made a blue bowl", timestamp="2026-01-20T19:00:00")
+        assert sorted(new.links) == sorted([old.id, same.id])  # every nearest note that passes
+
+
+def test_a_note_sharing_no_term_gets_no_offline_candidate() -> None:
+    with _dated_store() as store:
+        store.add("Alice: I started a pottery class downtown", timestamp="2026-01-05")
+        assert store.add("Bob drinks espresso every morning").links == []
 
 
 @pytest.mark.skipif(not (SHARED / "locomo_dev.json").exists(), reason="shared benchdata absent")

@@ -105,6 +105,18 @@ def test_links_are_checked_again_on_both_sides(edge_store: MemoryStore) -> None:
     assert a in edge_store.get(b).links and b in edge_store.get(a).links
 
 
+def test_an_edit_links_the_notes_sharing_its_new_terms(store: MemoryStore) -> None:
+    """Offline, an edit's candidates are the notes sharing its terms (amem.write.candidates),
+    on every backend: the sparse ranking, then the candidates' vectors."""
+    a = store.add("Alice: I started a pottery class downtown", timestamp="2026-01-05").id
+    b = store.add("Alice: my sister visits in March", timestamp="2026-01-15").id
+    c = store.add("Alice: the pottery class teacher is strict", timestamp="2026-01-25").id
+    assert store.get(b).links == [] and store.get(c).links == [a]  # only "Alice" is shared
+    result = store.update(b, content="Alice: my sister joined my pottery class")
+    assert sorted(result.links_added) == sorted([a, c]) and result.links_removed == []
+    assert b in store.get(a).links and b in store.get(c).links
+
+
 def test_a_crash_mid_update_loses_nothing(clock: ManualClock) -> None:
     backend = FlakyBackend(EdgeBackend.temporary(256))
     with MemoryStore(config=load_config(), embedder=HashingEmbedder(256), clock=clock,
