@@ -25,6 +25,7 @@ from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notes import MAX_ITEM_CHARS, check_text, content_hash
+from .write.bulk import AHEAD_CHUNKS
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -276,7 +277,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 continue
             pending.append(checked)
             lines.append(number)
-            if len(pending) >= size:
+            if len(pending) >= size * AHEAD_CHUNKS:  # chunks of ``size`` inside, embedded ahead
                 flush()
         flush()
     report.warnings.extend(problems)

@@ -35,6 +35,9 @@ from .writer import Writer
 
 log = logging.getLogger(__name__)
 
+#: chunks whose new contents are embedded together, before the write lock is taken for them
+#: (``Writer.embed_ahead``); the importer hands over this many chunks at a time
+AHEAD_CHUNKS = 4
 #: notes of one batch an LLM supersede judge is asked about (one call each); the rest wait
 #: for the nightly sweep. The offline rule has no bound: it costs one engine query a note.
 LLM_CHECKS_PER_BATCH = 16
@@ -70,7 +73,8 @@ class BulkWriter:
 
         Items go in chunks of ``batch`` (the store's ``embed_batch``), each under the write
         lock as ``Writer.add_many`` holds it, so searches and other writers interleave between
-        chunks; after each, the index build starts in the background if the points written
+        chunks; the new contents of every ``AHEAD_CHUNKS`` chunks are embedded together first,
+        without the lock (``Writer.embed_ahead``); after each chunk, the index build starts in the background if the points written
         since the last one call for it, or waits for a running one when too many wait
         (``amem.index_build``). ``supersede=False`` skips the judgement (the nightly sweep
         still covers them).
@@ -78,6 +82,9 @@ class BulkWriter:
         size = batch or self._index.config.embed_batch
         total = BatchOutcome([])
         for start in range(0, len(items), size):
+            if start % (size * AHEAD_CHUNKS) == 0:
+                self._writer.embed_ahead(items[start:start + size * AHEAD_CHUNKS],
+                                         enrich=enrich, agent_id=agent_id)
             part = self._chunk(items[start:start + size], enrich, agent_id, size, supersede)
             total.results.extend(part.results)
             total.expired_replaced.extend(part.expired_replaced)
@@ -153,4 +160,4 @@ class BulkWriter:
                      outcome.deferred)
 
 
-__all__ = ["BatchOutcome", "BulkWriter", "LLM_CHECKS_PER_BATCH"]
+__all__ = ["AHEAD_CHUNKS", "BatchOutcome", "BulkWriter", "LLM_CHECKS_PER_BATCH"]

@@ -18,6 +18,7 @@ rest are embedded together in one encoder call.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Callable, Sequence
 
@@ -40,39 +41,64 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 
 class ContentVectors:
-    """Unit vectors of note contents by content hash, computed once per text while cached."""
+    """Unit vectors of note contents by content hash, computed once per text while cached.
+
+    A bulk write embeds a window of new contents ahead (:meth:`ahead`), outside the store's
+    write lock and in one encoder call over several chunks; each chunk then finds its vectors
+    here. The cache has its own small lock for that.
+    """
 
     def __init__(self, embed: Embed, size: int = CACHE_SIZE) -> None:
         self._embed = embed
         self._size = size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._guard = threading.Lock()
         #: content hash -> vector of the texts the last ``of_hits`` had to embed
         self.fresh: dict[str, np.ndarray] = {}
 
-    def _keep(self, digest: str, vector: np.ndarray) -> None:
-        self._cache[digest] = vector
-        self._cache.move_to_end(digest)
-        while len(self._cache) > self._size:
-            self._cache.popitem(last=False)
+    def _keep(self, pairs: Sequence[tuple[str, np.ndarray]]) -> None:
+        with self._guard:
+            for digest, vector in pairs:
+                self._cache[digest] = vector
+                self._cache.move_to_end(digest)
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+
+    def _kept(self, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._guard:
+            return {d: self._cache[d] for d in digests if d in self._cache}
+
+    def ahead(self, notes: Sequence[Note]) -> int:
+        """Embed the contents of ``notes`` not kept yet, in one encoder call, and keep them;
+        how many were embedded."""
+        kept = self._kept([n.hash for n in notes])
+        todo = {n.hash: n.content for n in notes if n.hash not in kept}
+        if todo:
+            self._keep(list(zip(todo, (_unit(v) for v in self._embed(list(todo.values()))))))
+        return len(todo)
 
     def embed(self, notes: Sequence[Note]) -> list[np.ndarray]:
-        """The content vectors of new notes, in one encoder call (and kept)."""
+        """The content vectors of new notes: those kept (embedded ahead) as they are, the rest
+        in one encoder call (and kept)."""
         if not notes:
             return []
-        vectors = [_unit(v) for v in self._embed([n.content for n in notes])]
-        for note, vector in zip(notes, vectors):
-            self._keep(note.hash, vector)
-        return vectors
+        found = self._kept([n.hash for n in notes])
+        todo = {n.hash: n.content for n in notes if n.hash not in found}
+        if todo:
+            fresh = list(zip(todo, (_unit(v) for v in self._embed(list(todo.values())))))
+            self._keep(fresh)
+            found.update(fresh)
+        return [found[n.hash] for n in notes]
 
     def of_hits(self, hits: Sequence[Hit]) -> list[np.ndarray]:
         """The current-content vector of each stored note in ``hits`` (in order)."""
         notes = [Note.from_payload(h.payload) for h in hits]
-        found: dict[str, np.ndarray] = {}
+        found = self._kept([n.hash for n in notes])
         missing: dict[str, str] = {}
         for note, hit in zip(notes, hits):
-            if note.hash in self._cache:
-                found[note.hash] = self._cache[note.hash]
-            elif (hit.dense is not None and not hit.payload.get(STALE_FIELD)
+            if note.hash in found:
+                continue
+            if (hit.dense is not None and not hit.payload.get(STALE_FIELD)
                   and note.embed_text() == note.content):
                 found[note.hash] = _unit(hit.dense)  # the stored vector embeds the content
             else:
@@ -81,8 +107,7 @@ class ContentVectors:
         if missing:
             self.fresh = dict(zip(missing, (_unit(v) for v in self._embed(list(missing.values())))))
             found.update(self.fresh)
-        for digest, vector in found.items():
-            self._keep(digest, vector)
+        self._keep(list(found.items()))
         return [found[note.hash] for note in notes]
 
 

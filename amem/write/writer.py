@@ -187,6 +187,33 @@ class Writer:
             results.extend(self._add_batch(pending, enrich, agent_id))
         return results
 
+    def embed_ahead(self, items: Sequence[dict[str, Any]], *, enrich: bool = True,
+                    agent_id: str | None = None) -> int:
+        """Embed the contents of the enriched notes among ``items`` that are not stored yet,
+        in one encoder call, without the write lock; how many were embedded.
+
+        A bulk write calls it over several chunks before writing them (``amem.write.bulk``):
+        the encoder's length-sorted batches pad less over more texts (an enriched import of
+        2,000 notes: -11% CPU against chunks of 32), and other writers are not kept waiting
+        while a chunk embeds. Each chunk then takes its vectors from the content cache
+        (``ContentVectors``); what is decided about a note (dedup, fold, links) is still
+        decided under the lock, by the chunk. An item that does not validate is left to the
+        chunk, which reports it as before; a note found stored here is not embedded.
+        """
+        drafts: list[Draft] = []
+        for item in items:
+            try:
+                draft = self.draft(item, enrich=enrich, agent_id=agent_id)
+            except ValidationError:
+                continue
+            if draft.enrich:  # fast-path notes may embed their whole text instead (fast_text)
+                drafts.append(draft)
+        if not drafts:
+            return 0
+        known = exact_duplicates(self._index.backend, [d.note for d in drafts],
+                                 now=self._index.clock.now())
+        return self._content.ahead([d.note for d, k in zip(drafts, known) if k is None])
+
     def draft(self, item: dict[str, Any], *, enrich: bool = True,
               agent_id: str | None = None) -> Draft:
         """Validate one bulk item (raises ``ValidationError`` naming the field)."""
