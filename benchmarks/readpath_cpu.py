@@ -9,7 +9,12 @@ store (so the heat its searches write never reaches the saved one) and, per ques
 it once (timed), times the full ``search`` with that vector handed to it and the engine's
 hybrid RRF query (the floor is engine + embed), in alternating order (whichever runs first
 reads the candidates' float vectors from disk for both; ``--search-first`` keeps the old
-order). Wall medians, and the CPU time of the process
+order). ``--cold all`` drops the copy's files from the page cache before it is opened
+(``fsync``, then ``POSIX_FADV_DONTNEED``: no root needed), so every page a search touches
+first is a disk read, as after a reboot or on a machine that pages out unused file pages;
+``--cold payload`` then reads the payload documents back, which shows what the search's own
+reads of its candidates' fields cost when they come from disk; the process's major page
+faults are counted. Wall medians, and the CPU time of the process
 (``time.process_time``: every thread of it, none of the waits), which a loaded machine moves
 far less than wall time.
 
@@ -22,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import time
@@ -54,10 +61,39 @@ def build(store: Path, size: int, cache: Path | None, optimize: bool) -> dict[st
                 "optimize_s": round(time.perf_counter() - t, 1) if optimize else None}
 
 
-def measure(store: Path, n_queries: int, passes: int, alternate: bool = True) -> dict[str, Any]:
+#: what ``--cold`` leaves in the page cache: nothing, or the payload documents read back
+COLD = ("off", "all", "payload")
+
+
+def evict(root: Path, keep: str) -> dict[str, int]:
+    """Drop every file under ``root`` from the page cache, then read back the payload storage
+    when ``keep`` is ``"payload"``; the bytes dropped and read back."""
+    dropped = kept = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # dirty pages are not dropped
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        dropped += path.stat().st_size
+    if keep == "payload":
+        for path in sorted(p for p in root.rglob("payload_storage/*") if p.is_file()):
+            with path.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    kept += len(chunk)
+    return {"dropped_bytes": dropped, "read_back_bytes": kept}
+
+
+def measure(store: Path, n_queries: int, passes: int, alternate: bool = True,
+            cold: str = "off") -> dict[str, Any]:
+    if cold not in COLD:
+        raise ValueError(f"cold must be one of {COLD}, got {cold!r}")
     copy = store.with_name(store.name + ".run")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(store, copy)
+    cache = evict(copy, cold) if cold != "off" else {}
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
     questions = [q.text for c in load_locomo(DEFAULT_LOCOMO) for q in c.queries][:n_queries]
     wall: dict[str, list[float]] = {"full": [], "own": [], "engine": [], "embed": []}
     cpu: dict[str, list[float]] = {"own": [], "engine": [], "embed": []}
@@ -98,6 +134,7 @@ def measure(store: Path, n_queries: int, passes: int, alternate: bool = True) ->
                     wall["full"].append(wall["own"][-1] + wall["embed"][-1])
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt - faults
 
     def ms(xs: Sequence[float]) -> float:
         return round(1000 * statistics.median(xs), 3)
@@ -113,6 +150,7 @@ def measure(store: Path, n_queries: int, passes: int, alternate: bool = True) ->
         "cpu_ms": c,
         "cpu_full_over_floor": round((c["own"] + c["embed"]) / (c["engine"] + c["embed"]), 2),
         "cpu_own_over_engine": round(c["own"] / c["engine"], 2),
+        "cold": cold, **cache, "major_faults": faults,
     }
 
 
@@ -129,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--search-first", action="store_true",
                    help="always time the full search before its floor (the old order: the "
                         "floor then finds the vectors the search read in memory)")
+    p.add_argument("--cold", choices=COLD, default="off",
+                   help="drop the store's files from the page cache before opening it (all), "
+                        "then read the payload documents back (payload)")
     args = p.parse_args(argv)
     if args.build:
         if args.store.exists():
@@ -138,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"no store at {args.store}: write one with --build")
     else:
         print(json.dumps(measure(args.store, args.queries, args.passes,
-                                 alternate=not args.search_first)))
+                                 alternate=not args.search_first, cold=args.cold)))
     return 0
 
 
