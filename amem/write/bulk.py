@@ -74,9 +74,9 @@ class BulkWriter:
         Items go in chunks of ``batch`` (the store's ``embed_batch``), each under the write
         lock as ``Writer.add_many`` holds it, so searches and other writers interleave between
         chunks; the new contents of every ``AHEAD_CHUNKS`` chunks are embedded together first,
-        without the lock (``Writer.embed_ahead``); after each chunk, the index build starts in the background if the points written
-        since the last one call for it, or waits for a running one when too many wait
-        (``amem.index_build``). ``supersede=False`` skips the judgement (the nightly sweep
+        without the lock (``Writer.embed_ahead``); after each chunk, the index build starts in
+        the background if the points written since the last one call for it, or waits for a
+        running one when too many wait (``amem.index_build``). ``supersede=False`` skips the judgement (the nightly sweep
         still covers them).
         """
         size = batch or self._index.config.embed_batch

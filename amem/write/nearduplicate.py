@@ -68,14 +68,20 @@ class ContentVectors:
         with self._guard:
             return {d: self._cache[d] for d in digests if d in self._cache}
 
+    def _embed_missing(self, notes: Sequence[Note], kept: dict[str, np.ndarray]
+                       ) -> list[tuple[str, np.ndarray]]:
+        """The contents of ``notes`` not in ``kept``, embedded in one encoder call and kept."""
+        todo = {n.hash: n.content for n in notes if n.hash not in kept}
+        if not todo:
+            return []
+        fresh = list(zip(todo, (_unit(v) for v in self._embed(list(todo.values())))))
+        self._keep(fresh)
+        return fresh
+
     def ahead(self, notes: Sequence[Note]) -> int:
         """Embed the contents of ``notes`` not kept yet, in one encoder call, and keep them;
         how many were embedded."""
-        kept = self._kept([n.hash for n in notes])
-        todo = {n.hash: n.content for n in notes if n.hash not in kept}
-        if todo:
-            self._keep(list(zip(todo, (_unit(v) for v in self._embed(list(todo.values()))))))
-        return len(todo)
+        return len(self._embed_missing(notes, self._kept([n.hash for n in notes])))
 
     def embed(self, notes: Sequence[Note]) -> list[np.ndarray]:
         """The content vectors of new notes: those kept (embedded ahead) as they are, the rest
@@ -83,11 +89,7 @@ class ContentVectors:
         if not notes:
             return []
         found = self._kept([n.hash for n in notes])
-        todo = {n.hash: n.content for n in notes if n.hash not in found}
-        if todo:
-            fresh = list(zip(todo, (_unit(v) for v in self._embed(list(todo.values())))))
-            self._keep(fresh)
-            found.update(fresh)
+        found.update(self._embed_missing(notes, found))
         return [found[n.hash] for n in notes]
 
     def of_hits(self, hits: Sequence[Hit]) -> list[np.ndarray]:

@@ -1,4 +1,4 @@
-"""readpath_cpu --cold: the store's files leave the page cache, the payload documents may come back."""
+"""readpath_cpu --cold: the store's files leave the page cache, the payload may come back."""
 
 from __future__ import annotations
 
