@@ -155,6 +155,11 @@ class AmemConfig:
     #: the number of segments. Set when a store is created (a store keeps its own);
     #: docs/index-build-memory.md has the figures
     segment_mb: int = setting(100, at_least=1)
+    #: points whose ranking fields a long-running process (``amem serve``, ``amem ui``) keeps
+    #: in RAM, read in the background after open and after each index build, so a search
+    #: reads no payload pages for them (~0.55 KB a point: 250k ~140 MB, which keeps a 1M-note
+    #: server within 2 GB; 0 = none; amem.backends._edge_table)
+    rank_table: int = setting(250_000, at_least=0)
 
     #: nightly consolidation merges same-category notes at or above this cosine
     consolidate_threshold: float = setting(0.75, at_least=-1, at_most=1)

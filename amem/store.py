@@ -24,6 +24,7 @@ from .notes import Note, check_agent, check_id, check_limit
 from .purge import SweepReport, delete_all, sweep_expired
 from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
+from .search.pipeline import RANK_FIELDS
 from .search.visibility import count_expired, visible_links
 from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
@@ -52,6 +53,9 @@ class StoreInfo:
     index_build: dict[str, Any] | None = None
     #: notes past their ``expires_at`` (invisible, not in ``active_notes``) the sweep will delete
     expired_pending_sweep: int = 0
+    #: the ranking fields kept in RAM by a long-running process (``keep_ranking_fields``):
+    #: state, points, passes, seconds; None when this process keeps none
+    rank_table: dict[str, Any] | None = None
 
 
 class MemoryStore:
@@ -307,6 +311,22 @@ class MemoryStore:
             self.index.backend.optimize()
             self.index.build.optimized(time.perf_counter() - started)
 
+    def keep_ranking_fields(self, *, wait: float = 0.0) -> bool:
+        """For a long-running process: keep every note's ranking fields in RAM (up to the
+        ``rank_table`` setting's number of notes), read by a background thread now and after
+        each index build, so a search reads payload pages only for notes written since
+        (``amem.backends._edge_table``). False when the setting is 0 or the backend keeps
+        nothing (a Qdrant server). ``wait``: seconds to wait for the first fill to end (a
+        benchmark's; a server starts serving at once). A one-shot command should not call
+        it: the fill reads the whole store."""
+        self._ensure_open()
+        if self.config.rank_table <= 0:
+            return False
+        kept = self.index.backend.keep_fields(RANK_FIELDS, self.config.rank_table)
+        if kept and wait > 0:
+            self.index.backend.field_table(wait)
+        return kept
+
     def flush(self) -> None:
         """Persist the metadata and the engine's pending writes."""
         self.index.flush()
@@ -320,5 +340,6 @@ class MemoryStore:
             active_notes=self.index.backend.count(self.index.live_where()),
             agents=None, stale_vectors=count_stale(self.index),
             index_build=self.index.build.to_dict(),
-            expired_pending_sweep=count_expired(self.index))
+            expired_pending_sweep=count_expired(self.index),
+            rank_table=self.index.backend.field_table())
 

@@ -21,12 +21,14 @@ def table(header: list[str], rows: Table) -> str:
 def _search(r: dict[str, Any]) -> str:
     rows: Table = []
     for size, row in r["sizes"].items():
-        for stage in ("before_optimize", "after_optimize"):
+        for stage in ("before_optimize", "before_optimize_table", "after_optimize",
+                      "after_optimize_table"):
             m = row.get(stage)
             if m is None:
                 continue
             floor = m["engine"]["p50_ms"] + m["embed"]["p50_ms"]
-            rows.append([int(size), "after" if stage == "after_optimize" else "before",
+            when = "after" if stage.startswith("after") else "before"
+            rows.append([int(size), when + (", table" if stage.endswith("_table") else ""),
                          m["full"]["p50_ms"], m["full"]["p95_ms"], m["engine"]["p50_ms"],
                          m["embed"]["p50_ms"], floor, m["baseline"]["p50_ms"],
                          fmt_ratio(m["ratios"]["full_over_engine_plus_embed_p50"]),
@@ -35,13 +37,21 @@ def _search(r: dict[str, Any]) -> str:
     text = (f"Embedder `{r.get('embedder')}`. Times in ms. *full* = `MemoryStore.search`; "
             "*engine* = one raw hybrid RRF query of the engine; *embed* = the query embedding; "
             "*baseline* = openclaw-style (rank-bm25 rebuilt per query + dense + RRF). "
-            "Aims at 100k: baseline/full >= 20x, full/(engine+embed) <= 3x.\n\n")
+            "*table*: as `amem serve` searches, with every note's ranking fields kept in RAM "
+            "(`amem.backends._edge_table`). Aims (issue 25): full/(engine+embed) <= 1.3x at 10k "
+            "and 100k, baseline/full >= 10x at 10k and >= 100x at 100k.\n\n")
     text += table(["notes", "optimize()", "full p50", "full p95", "engine p50", "embed p50",
                    "engine+embed", "baseline p50", "full / (engine+embed)", "baseline / full",
                    "queries", "baseline queries"], rows)
-    fills = [[int(s), row["fill_s"], row["upserts_per_s"], row.get("optimize_s")]
+    def kept(row: dict[str, Any], key: str) -> Any:
+        last = row.get("after_optimize_table") or row.get("before_optimize_table") or {}
+        return last.get("table", {}).get(key)
+
+    fills = [[int(s), row["fill_s"], row["upserts_per_s"], row.get("optimize_s"),
+              kept(row, "fill_wall_s"), kept(row, "rss_grown_mb")]
              for s, row in r["sizes"].items()]
-    text += "\n\n" + table(["notes", "fill s", "upserts/s", "optimize() s"], fills)
+    text += "\n\n" + table(["notes", "fill s", "upserts/s", "optimize() s",
+                             "ranking table fill s", "ranking table RSS MiB"], fills)
     rss = r.get("rss", {})
     rss_rows = [[int(s), v["peak_mb_after"], v.get("rss_mb_now")]
                 for s, v in rss.items() if isinstance(v, dict)]

@@ -66,6 +66,11 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(f"the last index build failed ({build.get('error')}); the "
                         f"{build.get('points_since')} points written since the build before "
                         f"are searched by brute force until the next bulk write or nightly job")
+    table = info.rank_table or {}
+    if str(table.get("state", "")).startswith("failed"):  # searches still work, reading disk
+        problems.append(f"the ranking table stopped filling after {table.get('points')} notes "
+                        f"({table['state'][len('failed: '):]}); searches read the other notes' "
+                        f"ranking fields from disk until the server restarts")
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
     marks_ok = _supersession(store, memory, problems, fix)

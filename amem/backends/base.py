@@ -202,6 +202,19 @@ class VectorBackend(Protocol):
         unchanged (the search's lapsed successors, ``amem.search.visibility``)."""
         ...
 
+    def keep_fields(self, fields: Sequence[str], limit: int) -> bool:
+        """Keep the named payload fields of up to ``limit`` points in this process's RAM,
+        read in the background and kept current by this handle's writes, so reads asking for
+        exactly these fields come from RAM; True if it does. For long-running processes; a
+        backend whose store other processes write (a shared server) does nothing (False)."""
+        ...
+
+    def field_table(self, wait: float = 0.0) -> dict[str, Any] | None:
+        """What ``keep_fields`` keeps, after waiting up to ``wait`` seconds for a fill in
+        progress to end: state ("filling", "filled", "stopped", "failed: ..."), points,
+        passes, seconds of the last pass; None when nothing is kept."""
+        ...
+
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,
         prefetch: int, k: int = 60, *, weights: tuple[float, float] | None = None,

@@ -29,6 +29,7 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Iterator, Sequence, cast
@@ -38,7 +39,8 @@ import qdrant_edge as qe
 
 from amem.backends import _common as c
 from amem.backends import _edge_build
-from amem.backends._edge_fields import FieldCache
+from amem.backends._edge_fields import CAPACITY as FIELD_CAPACITY, FieldCache
+from amem.backends._edge_table import Filler
 from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
@@ -253,6 +255,8 @@ class EdgeBackend:
         self._generation = 0
         #: the ranking fields of recently ranked points (``amem.backends._edge_fields``)
         self.field_cache = FieldCache()
+        #: the background fill of the ranking table (``keep_fields``; None: not asked)
+        self._filler: Filler | None = None
         # what the engine creates from now on is made private (_make_private); what was wide
         # before is left as it was, for ``amem doctor`` to report and ``--fix`` to change
         self._wide_before = frozenset(p for p, _ in wide_modes(self.path))
@@ -561,8 +565,15 @@ class EdgeBackend:
                 present = [str(r.id) for r in self.shard.retrieve(
                     list[Any](pids), with_payload=False, with_vector=False)]
                 if present:
-                    self.field_cache.forget(present)
-                    self.shard.update(qe.UpdateOperation.set_payload(list[Any](present), payload))
+                    try:
+                        self.shard.update(qe.UpdateOperation.set_payload(list[Any](present),
+                                                                         payload))
+                    except BaseException:
+                        self.field_cache.forget(present)  # what the engine took is unknown
+                        raise
+                    # merged into what is kept, not forgotten: these are every search's
+                    # matches, and a server's ranking table would thin out through the day
+                    self.field_cache.patch(present, payload)
                     if self.changes is not None:
                         self.changes.set_payload(present, payload)
                     written += len(present)
@@ -639,6 +650,55 @@ class EdgeBackend:
                 self.field_cache.put(key, str(r.id), read)
                 kept[str(r.id)] = read
         return kept
+
+    def keep_fields(self, fields: Sequence[str], limit: int) -> bool:
+        """Keep the ``fields`` of up to ``limit`` points in RAM, read by a background thread
+        now and again after every index build (``amem.backends._edge_table``); the searches
+        asking for these fields then read only points written since. True; a second call
+        changes nothing; ``limit`` 0 keeps nothing (False): a running fill stops and what it
+        kept is dropped (memory back, searches read the engine again)."""
+        key = tuple(cast(list[str], c.payload_fields(fields)))  # checked; a list, never None
+        if limit < 1:
+            filler, self._filler = self._filler, None
+            if filler is not None:
+                filler.stop()
+                with self._gate:
+                    self.field_cache.clear()
+                    self.field_cache.capacity = FIELD_CAPACITY
+            return False
+        if self._filler is not None:
+            return True
+        self.field_cache.capacity = max(self.field_cache.capacity, limit + FIELD_CAPACITY)
+        ref = weakref.ref(self)  # the thread must not keep a dropped store open
+
+        def read(offset: str | None, n: int) -> tuple[int, str | None] | None:
+            backend = ref()
+            return None if backend is None else backend._fill_page(key, offset, n)
+
+        self._filler = Filler(read, limit)
+        self._filler.start()
+        return True
+
+    def field_table(self, wait: float = 0.0) -> dict[str, Any] | None:
+        """The ranking table's fill (``amem.backends._edge_table.FillState`` as a dict),
+        after waiting up to ``wait`` seconds for a pass in progress; None if not kept."""
+        if self._filler is None:
+            return None
+        if wait > 0:
+            self._filler.wait(wait)
+        return asdict(self._filler.state)
+
+    def _fill_page(self, key: tuple[str, ...], offset: str | None, limit: int
+                   ) -> tuple[int, str | None]:
+        """Read one page of ``key`` fields into the field cache, under the engine gate (so
+        a write lands before or after it, and forgets what it changes either way)."""
+        request = qe.ScrollRequest(offset=offset, limit=limit, with_payload=list(key),
+                                   with_vector=False)
+        with self._engine("fill the ranking table"):
+            records, nxt = self.shard.scroll(request)
+            for r in records:
+                self.field_cache.put(key, str(r.id), r.payload or {})
+        return len(records), None if nxt is None else str(nxt)
 
     def _kept_hit(self, pid: str, score: float, kept: dict[str, dict[str, Any]],
                   key: tuple[str, ...]) -> Hit:
@@ -844,6 +904,8 @@ class EdgeBackend:
                 outcome = "changed" if self.shard.optimize() else "optimal"
             else:
                 outcome = self._optimize_in_child()
+        if self._filler is not None:  # the cache was cleared: read the new segments' fields
+            self._filler.restart()
         log.info("optimized %s in %.1f s (%s)", self.path, time.perf_counter() - started, outcome)
 
     def _optimize_in_child(self) -> str:
@@ -873,6 +935,8 @@ class EdgeBackend:
             with self._gate:  # the shard swapped for the build: nothing kept survives
                 self._generation += 1
                 self.field_cache.clear()
+            if self._filler is not None:
+                self._filler.restart()
 
     def flush(self) -> None:
         """Write every acknowledged change to the segments (the WAL already has them), the
@@ -905,6 +969,8 @@ class EdgeBackend:
         child = self.build_child
         if child is not None:  # an index build on a copy: dropped, the live shard is complete
             child.kill()
+        if self._filler is not None:  # before the shard closes under it
+            self._filler.stop()
         try:
             if self._handle.shard is not None:
                 try:

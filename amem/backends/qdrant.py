@@ -341,6 +341,13 @@ class QdrantServerBackend:
         return Legs(sparse=[self._hit(p, False) for p in answers[1].points], dense=dense_hits,
                     sparse_cosines={str(p.id): float(p.score) for p in answers[2].points})
 
+    def keep_fields(self, fields: Sequence[str], limit: int) -> bool:
+        """Nothing (False): other processes write a server's points, so nothing read is kept."""
+        return False
+
+    def field_table(self, wait: float = 0.0) -> None:
+        return None
+
     def generation(self) -> None:
         """None: other processes may write the same collection, so no read is kept."""
         return None

@@ -161,6 +161,11 @@ def test_status_through_the_server_is_the_local_status(served: dict[str, str]) -
     remote, local = (json.loads(served[f"{side}_status"]) for side in ("remote", "local"))
     for status in (remote, local):
         assert status["lcm"].pop("size_bytes") > 0
+    # the server keeps the notes' ranking fields in RAM (amem.backends._edge_table); a
+    # one-shot command does not
+    table = remote["memory"].pop("rank_table")
+    assert table["state"] in ("filling", "filled") and not table["state"].startswith("failed")
+    assert local["memory"].pop("rank_table") is None
     assert remote == local
 
 

@@ -135,6 +135,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         with _terminate_cleanly(), rt:  # rt closes lcm, then the notes, after the workers stop
             memory = rt.memory
+            # a server searches all day: every note's ranking fields are read into RAM in the
+            # background (amem.backends._edge_table), so no search waits on payload pages
+            memory.keep_ranking_fields()
             lcm = None if args.no_lcm else rt.lcm
             handle = worker = None
             try:

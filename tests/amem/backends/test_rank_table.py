@@ -1,0 +1,190 @@
+"""The ranking table (``amem.backends._edge_table``): every point's ranking fields read into
+RAM in the background, never shown stale, read again after an index build."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from amem.backends import EdgeBackend
+from amem.backends._edge_table import Filler
+from amem.backends.base import Match, VectorBackend, Where
+
+from .conftest import Factory
+from ._data import DIM, pid, random_points
+
+WHERE = Where(must=(Match("agent_id", "agent-1"), Match("is_active", True)))
+FIELDS = ("n", "tag", "is_active")
+
+
+def filled_backend(count: int = 600, fields: tuple[str, ...] = FIELDS) -> EdgeBackend:
+    """A temporary edge store of ``count`` points of one agent, its table filled (more points
+    than one page of the fill, so the pass pages)."""
+    backend = EdgeBackend.temporary(DIM)
+    points = random_points(count, seed=11)
+    for p in points:
+        p.payload["agent_id"] = "agent-1"
+        p.payload["is_active"] = True
+    backend.upsert(points)
+    assert backend.keep_fields(fields, 10_000)
+    return backend
+
+
+def test_the_fill_keeps_every_point_and_searches_then_read_no_payload() -> None:
+    backend = filled_backend()
+    try:
+        table = backend.field_table(wait=30)
+        assert table is not None
+        assert table["state"] == "filled" and table["points"] == 600 and table["passes"] == 1
+        assert len(backend.field_cache) == 600
+        misses = backend.field_cache.misses
+        points = random_points(600, seed=11)
+        for n in (3, 77, 431):
+            legs = backend.search_legs(points[n].dense, points[n].sparse, WHERE, 40, fields=FIELDS)
+            assert legs.dense and legs.sparse
+            # the payloads are the engine's: each hit's n is its own point's
+            assert all(h.payload["n"] == int(h.id.replace("-", ""), 16) - 1
+                       for h in [*legs.dense, *legs.sparse])
+        assert backend.field_cache.misses == misses  # nothing was read from the payload
+    finally:
+        backend.close()
+
+
+def test_the_table_never_shows_a_written_point_stale() -> None:
+    backend = filled_backend()
+    try:
+        backend.field_table(wait=30)
+        query = random_points(600, seed=11)[5]
+
+        def shown(n: int) -> dict[str, object]:
+            legs = backend.search_legs(query.dense, query.sparse, WHERE, 600, fields=FIELDS)
+            return {h.id: h.payload for h in legs.dense}.get(pid(n), {"gone": True})
+
+        assert shown(5) == {"n": 5, "is_active": True}
+        backend.set_payload(pid(5), {"tag": "kept"})
+        assert shown(5) == {"n": 5, "is_active": True, "tag": "kept"}
+        assert backend.update_point(pid(5), {"is_active": False})
+        assert shown(5) == {"gone": True}  # the filter now excludes it: not served from RAM
+        backend.delete([pid(6)])
+        assert shown(6) == {"gone": True}
+    finally:
+        backend.close()
+
+
+def test_an_index_build_clears_the_table_and_a_new_pass_fills_it() -> None:
+    backend = filled_backend()
+    try:
+        backend.field_table(wait=30)
+        backend.optimize()
+        table = backend.field_table(wait=30)
+        assert table is not None and table["state"] == "filled" and table["passes"] == 2
+        assert len(backend.field_cache) == 600
+    finally:
+        backend.close()
+
+
+def test_the_table_stops_at_its_limit_and_close_stops_the_thread() -> None:
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        backend.upsert(random_points(600, seed=12))
+        assert not backend.keep_fields(FIELDS, 0)  # 0: nothing kept, no thread
+        assert backend.field_table() is None
+        assert backend.keep_fields(FIELDS, 300)
+        table = backend.field_table(wait=30)
+        assert table is not None and table["points"] == 300
+        assert len(backend.field_cache) == 300
+        assert backend.keep_fields(FIELDS, 300)  # a second call starts nothing new
+    finally:
+        backend.close()
+    assert not [t for t in threading.enumerate() if t.name == "amem-rank-table"]
+
+
+@pytest.mark.parametrize("kind", ["qdrant-local"], indirect=True)
+def test_a_qdrant_backend_keeps_no_table(make_backend: Factory, kind: str) -> None:
+    backend: VectorBackend = make_backend()
+    assert backend.keep_fields(FIELDS, 100) is False
+    assert backend.field_table() is None
+
+
+def test_a_failing_page_stops_the_fill_and_says_why() -> None:
+    """A fill that fails costs speed, never a search: its state names the failure (``amem
+    doctor`` reports it) and the thread ends its pass."""
+    pages: list[str | None] = []
+
+    def read(offset: str | None, n: int) -> tuple[int, str | None]:
+        pages.append(offset)
+        if offset is not None:
+            raise OSError("the disk went away")
+        return n, "next"
+
+    filler = Filler(read, 10_000)
+    filler.start()
+    try:
+        assert filler.wait(10)
+        assert filler.state.state == "failed: the disk went away"
+        assert filler.state.points == 256 and pages == [None, "next"]
+    finally:
+        filler.stop()
+
+
+def test_a_restart_during_a_pass_begins_again_from_the_first_point() -> None:
+    started = threading.Event()
+    release = threading.Event()
+    offsets: list[str | None] = []
+
+    def read(offset: str | None, n: int) -> tuple[int, str | None]:
+        offsets.append(offset)
+        if len(offsets) == 1:
+            started.set()
+            release.wait(10)
+            return n, "second"
+        return 1, None
+
+    filler = Filler(read, 10_000)
+    filler.start()
+    try:
+        assert started.wait(10)
+        filler.restart()  # the cache was cleared while the first page was read
+        release.set()
+        assert filler.wait(10)
+        # the first pass stopped after its page; the second began again at the first point
+        assert offsets == [None, None]
+        assert filler.state.state == "filled" and filler.state.passes == 1
+    finally:
+        filler.stop()
+
+
+def test_limit_zero_stops_a_kept_table_and_drops_it() -> None:
+    backend = filled_backend()
+    try:
+        backend.field_table(wait=30)
+        assert not backend.keep_fields(FIELDS, 0)
+        assert backend.field_table() is None and len(backend.field_cache) == 0
+        assert not [t for t in threading.enumerate() if t.name == "amem-rank-table"]
+        assert backend.keep_fields(FIELDS, 10_000)  # and it can be kept again
+        table = backend.field_table(wait=30)
+        assert table is not None and table["points"] == 600
+    finally:
+        backend.close()
+
+
+def test_written_retrieval_counts_are_merged_into_the_table_not_dropped() -> None:
+    """A server writes every search's retrieval counts; the table keeps those points, with
+    the written values, so it does not thin out through the day."""
+    keys = FIELDS + ("retrieval_count", "last_accessed")
+    backend = filled_backend(fields=keys)
+    try:
+        backend.field_table(wait=30)
+        backend.set_payload(pid(9), {"retrieval_count": 3, "last_accessed": "2026-03-01"})
+        backend.flush()  # writes the held counts to the engine
+        kept, missing = backend.field_cache.get(keys, [pid(9)])
+        assert not missing and kept[pid(9)] == {"n": 9, "is_active": True, "retrieval_count": 3,
+                                                "last_accessed": "2026-03-01"}
+        engine = backend.retrieve([pid(9)])[0].payload
+        assert {k: engine[k] for k in kept[pid(9)]} == kept[pid(9)]
+        # any other payload write forgets the point: the next read asks the engine
+        backend.set_payload(pid(9), {"tag": "x"})
+        assert backend.field_cache.get(keys, [pid(9)])[1] == [pid(9)]
+    finally:
+        backend.close()
