@@ -66,11 +66,9 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(f"the last index build failed ({build.get('error')}); the "
                         f"{build.get('points_since')} points written since the build before "
                         f"are searched by brute force until the next bulk write or nightly job")
-    table = info.rank_table or {}
-    if str(table.get("state", "")).startswith("failed"):  # searches still work, reading disk
-        problems.append(f"the ranking table stopped filling after {table.get('points')} notes "
-                        f"({table['state'][len('failed: '):]}); searches read the other notes' "
-                        f"ranking fields from disk until the server restarts")
+    table = rank_table_problem(info.rank_table)
+    if table:
+        problems.append(table)
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
     marks_ok = _supersession(store, memory, problems, fix)
@@ -81,6 +79,18 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
     return {"ok": bool(lcm_ok) and marks_ok, "memory": memory, "lcm": lcm_data,
             "warnings": problems}
+
+
+def rank_table_problem(table: dict[str, Any] | None) -> str | None:
+    """The warning for a ranking table whose fill failed (``MemoryStore.keep_ranking_fields``):
+    searches still work, reading the other notes' fields from disk, so it is a warning."""
+    state = str((table or {}).get("state", ""))
+    if not state.startswith("failed"):
+        return None
+    assert table is not None
+    return (f"the ranking table stopped filling after {table.get('points')} notes "
+            f"({state[len('failed: '):]}); searches read the other notes' ranking fields "
+            f"from disk until the server restarts")
 
 
 def _supersession(store: Any, memory: dict[str, Any], problems: list[str], fix: bool) -> bool:

@@ -42,7 +42,8 @@ _SHORT = 16
 #: table holds a whole store: ``amem.backends._edge_table``)
 _Row = tuple[Any, ...]
 
-#: points kept (each a dict of a few short keys: ~0.3 KB; 20k points ~6 MB)
+#: points kept on demand (a row of a few short values: ~0.5 KB with them; 20k points ~10 MB);
+#: the ranking table raises it by the points it keeps
 CAPACITY = 20_000
 #: vectors kept (1.5 KB each at 384 dimensions: ~6 MB)
 VECTOR_CAPACITY = 4_096
