@@ -197,3 +197,42 @@ def test_written_retrieval_counts_are_merged_into_the_table_not_dropped() -> Non
         assert backend.field_cache.get(keys, [pid(9)])[1] == [pid(9)]
     finally:
         backend.close()
+
+
+def test_a_build_on_a_copy_refills_the_table() -> None:
+    """The server's index build (``optimize_on_copy``) swaps the shard: the table is cleared
+    and read again from the new one."""
+    backend = filled_backend()
+    try:
+        backend.field_table(wait=30)
+        backend.optimize_on_copy()
+        table = backend.field_table(wait=30)
+        assert table is not None and table["passes"] == 2 and table["points"] == 600
+    finally:
+        backend.close()
+
+
+def test_writes_during_the_fill_leave_no_row_stale() -> None:
+    """Edits and deletes land while the fill pages through the store: afterwards every kept
+    row is what the engine holds (a write lands before or after a page, never inside it)."""
+    backend = EdgeBackend.temporary(DIM)
+    try:
+        points = random_points(3000, seed=13)
+        backend.upsert(points)
+        assert backend.keep_fields(FIELDS, 10_000)
+        for n in range(0, 3000, 7):  # while the thread fills
+            if n % 21 == 0:
+                backend.delete([pid(n)])
+            else:
+                backend.set_payload(pid(n), {"tag": f"t{n}"})
+        table = backend.field_table(wait=60)
+        assert table is not None and table["state"] == "filled"
+        ids = [pid(n) for n in range(3000)]
+        kept, _ = backend.field_cache.get(FIELDS, ids)
+        engine = {h.id: h.payload for h in backend.retrieve(ids)}
+        assert kept, "the fill kept nothing"
+        for point_id, row in kept.items():
+            assert point_id in engine, f"{point_id} was deleted but is still kept"
+            assert row == {k: engine[point_id][k] for k in FIELDS if k in engine[point_id]}
+    finally:
+        backend.close()
