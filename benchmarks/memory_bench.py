@@ -3,6 +3,7 @@
     python -m benchmarks.memory_bench --size 100000                 # build, open, search
     python -m benchmarks.memory_bench --size 100000 --with-model    # the default model loaded too
     python -m benchmarks.memory_bench --open /path/to/store         # only open + search a store
+    python -m benchmarks.memory_bench --open DIR --table            # as `amem serve` opens it
     python -m benchmarks.memory_bench --large 1000000 --keep DIR    # build a big store (resumable)
 
 Every step runs in a fresh child process:
@@ -233,7 +234,7 @@ def _segments(memory: Any) -> int | None:
     return None if shard is None else int(shard.info().segments_count)
 
 
-def child_open(store: Path, with_model: bool) -> dict[str, Any]:
+def child_open(store: Path, with_model: bool, table: bool = False) -> dict[str, Any]:
     from amem import MemoryStore
     from amem.embed.hashing import HashingEmbedder
     from amem.search import Searcher  # noqa: F401  (the search modules load before the store)
@@ -248,6 +249,12 @@ def child_open(store: Path, with_model: bool) -> dict[str, Any]:
     out["open_s"] = round(time.perf_counter() - started, 2)
     out["after_open"] = _status_mb("VmRSS", "RssAnon", "RssFile")
     out["smaps_open"] = smaps_split()
+    if table:  # as `amem serve` opens it: the ranking table filled before the searches
+        started = time.perf_counter()
+        memory.keep_ranking_fields(wait=3600)
+        out["table_fill_s"] = round(time.perf_counter() - started, 1)
+        out["table"] = memory.info().rank_table
+        out["after_table"] = _status_mb("VmRSS", "RssAnon", "RssFile")
     took = []
     for i in range(SEARCHES):
         query = f"{_QUERY_WORDS[i % 8]} {_QUERY_WORDS[(i * 3) % 8]} item {i * 7 % 997}"
@@ -338,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", help="build the store here and keep it (default: a temp dir)")
     parser.add_argument("--large", type=int, help="build a store of this many notes at --keep")
     parser.add_argument("--with-model", action="store_true", help="load the default model first")
+    parser.add_argument("--table", action="store_true",
+                        help="with --open: keep the ranking table (as `amem serve` does), "
+                             "filled before the searches")
     parser.add_argument("--chunk", type=int, help="with --large: notes a chunk (default: half "
                         "the store's segment limit)")
     parser.add_argument("--one-build", action="store_true",
@@ -349,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         kind, *rest = args.child
         result = (child_build(Path(rest[0]), Path(rest[1]), rest[2] == "1") if kind == "build"
-                  else child_open(Path(rest[0]), rest[1] == "1"))
+                  else child_open(Path(rest[0]), rest[1] == "1", rest[2:] == ["table"]))
         print(json.dumps(result))
         return 0
     if args.large:
@@ -362,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     summary: dict[str, Any] = {"size": args.size, "with_model": args.with_model}
     if args.open:
-        summary["open"] = _child("open", args.open, model)
+        summary["open"] = _child("open", args.open, model, *(["table"] if args.table else []))
     else:
         with tempfile.TemporaryDirectory(prefix="amem-memory-bench-") as tmp:
             store = Path(args.keep) if args.keep else Path(tmp) / "store"

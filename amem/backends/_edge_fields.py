@@ -69,18 +69,8 @@ class FieldCache:
             ) -> tuple[dict[str, dict[str, Any]], list[str]]:
         """The kept payloads among ``pids`` (each a new dict) and the ids that are not kept,
         in the order given."""
-        table = self._tables.get(fields, {})
-        found: dict[str, dict[str, Any]] = {}
-        missing: list[str] = []
-        for pid in pids:
-            row = table.get(pid)
-            if row is None:
-                missing.append(pid)
-            else:
-                found[pid] = dict(zip(row[0], row[1:]))
-        self.hits += len(found)
-        self.misses += len(missing)
-        return found, missing
+        rows, missing = self._split(self._tables.get(fields, {}), pids)
+        return {pid: dict(zip(row[0], row[1:])) for pid, row in rows.items()}, missing
 
     def put(self, fields: tuple[str, ...], pid: str, payload: dict[str, Any]) -> None:
         """Keep ``payload`` (the keys ``fields`` read) of ``pid``."""
