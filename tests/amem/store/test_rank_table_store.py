@@ -66,3 +66,19 @@ def test_rank_table_zero_keeps_nothing(embedder: HashingEmbedder) -> None:
         s.add("Alice moved to Berlin")
         assert s.keep_ranking_fields(wait=5) is False
         assert s.info().rank_table is None
+
+
+def test_the_table_holds_every_agent_and_search_still_shows_only_the_callers(
+        embedder: HashingEmbedder) -> None:
+    """The table keeps the fields of every tenant's notes (one table a store); a search reads
+    it only for the ids its own filtered query returned, so no agent sees another's notes."""
+    with make_store("edge", embedder, ManualClock("2026-01-10T12:00:00+00:00")) as s:
+        for fact in FACTS:
+            s.add(fact, agent_id="alice")
+            s.add(fact + " (bob's copy)", agent_id="bob")
+        assert s.keep_ranking_fields(wait=30)
+        assert s.info().rank_table["points"] == 2 * len(FACTS)  # type: ignore[index]
+        for q in QUERIES:
+            seen = s.search(q, limit=8, agent_id="alice")
+            assert seen and all("bob's copy" not in r.content for r in seen)
+            assert all("bob's copy" in r.content for r in s.search(q, limit=8, agent_id="bob"))
