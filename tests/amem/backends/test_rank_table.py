@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from amem.backends import EdgeBackend
-from amem.backends._edge_table import Filler
+from amem.backends._edge_table import PAGE, Filler
 from amem.backends.base import Match, VectorBackend, Where
 
 from .conftest import Factory
@@ -123,14 +123,14 @@ def test_a_failing_page_stops_the_fill_and_says_why() -> None:
     try:
         assert filler.wait(10)
         assert filler.state.state == "failed: the disk went away"
-        assert filler.state.points == 256 and pages == [None, "next"]
+        assert filler.state.points == PAGE and pages == [None, "next"]
         # amem doctor turns that state into a warning naming the cause
         from dataclasses import asdict
 
         from tools.reports import rank_table_problem
 
         warning = rank_table_problem(asdict(filler.state))
-        assert warning is not None and "after 256 notes (the disk went away)" in warning
+        assert warning is not None and f"after {PAGE} notes (the disk went away)" in warning
         assert rank_table_problem({"state": "filled", "points": 9}) is None
         assert rank_table_problem(None) is None
     finally:
