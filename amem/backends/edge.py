@@ -702,8 +702,8 @@ class EdgeBackend:
 
     def _kept_hit(self, pid: str, score: float, kept: dict[str, dict[str, Any]],
                   key: tuple[str, ...]) -> Hit:
-        """A ranked point as a hit whose payload is its kept ``key`` fields (a copy: the
-        cache's dicts are shared), the held retrieval counts laid over them."""
+        """A ranked point as a hit whose payload is its kept ``key`` fields (a copy: a point
+        both legs ranked is one entry of ``kept``), the held retrieval counts laid over them."""
         payload = dict(kept.get(pid, {}))
         self._heat.show(pid, payload, key)
         return Hit(id=pid, score=score, payload=payload)
