@@ -41,6 +41,7 @@ from amem.backends.base import Match, Where
 from amem.bm25 import query_vector
 from amem.embed import make_embedder
 from amem.text import tokenize
+from benchmarks._util import current_rss_mb
 from benchmarks.datasets import DEFAULT_LOCOMO, load_locomo
 
 
@@ -85,12 +86,6 @@ def evict(root: Path, keep: str) -> dict[str, int]:
     return {"dropped_bytes": dropped, "read_back_bytes": kept}
 
 
-def rss_mb() -> float:
-    """This process's resident memory now, in MiB (Linux)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def measure(store: Path, n_queries: int, passes: int, alternate: bool = True,
             cold: str = "off", table: bool = False) -> dict[str, Any]:
     if cold not in COLD:
@@ -111,11 +106,11 @@ def measure(store: Path, n_queries: int, passes: int, alternate: bool = True,
             embed = s.index.embed_query
             filled: dict[str, Any] = {}
             if table:  # as `amem serve` does; timed to its end, before any search
-                before, t = rss_mb(), time.perf_counter()
+                before, t = current_rss_mb() or 0.0, time.perf_counter()
                 s.keep_ranking_fields(wait=600)
                 filled = {"table_fill_s": round(time.perf_counter() - t, 3),
                           "table": s.index.backend.field_table(),
-                          "table_rss_mb": round(rss_mb() - before, 1)}
+                          "table_rss_mb": round((current_rss_mb() or 0.0) - before, 1)}
             for q in questions[:3]:  # warm-up: the model, the engine's pages
                 s.search(q, limit=5, agent_id="bench")
 
