@@ -6,8 +6,8 @@ candidate seen before costs no engine read. What it has not seen is read from th
 payload storage, which is memory-mapped and not pre-read: on a machine whose page cache no
 longer holds those pages (after a reboot, after an index build rewrote them, or on a kernel
 that pages out file pages unused for a minute, as these VMs do) each candidate is a disk read,
-and the first searches after ``optimize()`` cost 2.25x their floor at 100k notes instead of
-1.3x (docs/readpath.md, "Cold pages").
+and the first searches after ``optimize()`` cost 2.22x their floor at 100k notes instead of
+1.3x (docs/readpath.md, "Cold pages and the ranking table").
 
 A long-running process (``amem serve``, ``amem ui``) therefore asks the backend to keep the
 ranking fields of every point (:meth:`EdgeBackend.keep_fields`): a daemon thread scrolls the
@@ -19,9 +19,9 @@ next search reads them again), and an index build that swaps the shard clears th
 starts a new pass (:meth:`Filler.restart`). A one-shot CLI command never starts it: it would
 read the whole store for one search.
 
-The table holds at most ``limit`` points (the ``rank_table`` setting): ~250 bytes a point
-with its values (``benchmarks/RESULTS.md`` has the measured figure), so the default keeps a
-1M-note store's open footprint within its 2 GB budget.
+The table holds at most ``limit`` points (the ``rank_table`` setting): ~0.55 KB a point with
+its values (measured at 100k and 1M: ``benchmarks/RESULTS.md``), so the default of 250k keeps
+a served 1M-note store within its 2 GB budget (1.69 GB peak with the model).
 """
 
 from __future__ import annotations
