@@ -3,6 +3,8 @@ chunking's sentence vectors read off one encoder run of the default embedder."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from amem.embed import make_embedder
@@ -39,3 +41,39 @@ def test_late_vectors_stand_for_their_own_sentence() -> None:
     # (absolutely both lean to the whole turn: e5's token states carry the passage's context)
     assert float(pottery @ asks[0]) > float(tax @ asks[0])
     assert float(tax @ asks[1]) > float(pottery @ asks[1])
+
+
+def test_sentence_legs_score_the_dense_side_and_reach_the_engine_for_the_rest() -> None:
+    """The in-store wrapper: with ``whole`` a search ranks as the plain store does; with
+    ``sentences`` a note is scored by its best sentence's vector."""
+    from amem import MemoryStore, load_config
+    from amem.backends.edge import EdgeBackend
+    from amem.embed.hashing import HashingEmbedder
+    from benchmarks.sentences_sim import SentenceLegs
+
+    embedder = HashingEmbedder(dim=128)
+    texts = {"a": "Melanie: Wow, great news! I signed up for a pottery class yesterday.",
+             "b": "Caroline: The pottery exhibit was great news for the town museum.",
+             "c": "Melanie: We went camping with the kids last weekend."}
+    config = load_config(overrides={"heat": False, "link_expansion": False})
+    ranked: dict[str | None, Any] = {}
+    for scoring in ("whole", "sentences", None):
+        inner = EdgeBackend.temporary(embedder.dim)
+        backend = SentenceLegs(inner, scoring) if scoring else inner
+        with MemoryStore(config=config, embedder=embedder, backend=backend) as store:
+            store.add_many([{"text": t, "id": i} for i, t in texts.items()], enrich=False)
+            if isinstance(backend, SentenceLegs):
+                rows = {}
+                for h in inner.iterate(None):
+                    parts = [p.strip() for p in h.payload["content"].split("!")]
+                    rows[h.id] = (embedder.embed([h.payload["content"]])[0],
+                                  embedder.embed([p for p in parts if p]))
+                backend.index(rows)
+            query = "I signed up for a pottery class yesterday."
+            ranked[scoring] = [(r.id, round(r.score, 6)) for r in store.search(query, limit=3)]
+            dense = store.index.backend.search_legs(embedder.embed([query], kind="query")[0],
+                                                    None, None, 3).dense
+            ranked[f"{scoring} dense"] = {h.payload.get("id", h.id): h.score for h in dense}
+    assert ranked["whole"] == ranked[None]  # the wrapper scoring whole vectors is the store
+    a_whole, a_best = ranked["whole dense"]["a"], ranked["sentences dense"]["a"]
+    assert a_best > a_whole  # the pottery sentence alone is nearer the question than the turn
