@@ -28,6 +28,7 @@ Speaker names (``Caroline: ...`` at the start of a line) and bracketed timestamp
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -87,8 +88,13 @@ class TextAnalysis:
         return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def word_key(word: str) -> str:
-    """The matching key of a word: lower-cased, possessive and plural ``s`` dropped."""
+    """The matching key of a word: lower-cased, possessive and plural ``s`` dropped.
+
+    Cached: a note's read asks it for every word several times (its weight, its key, its
+    display form), ~130 calls a note, and a store's words repeat (an import of 10k LoCoMo
+    notes: 3 million calls, 6.6 s of 357 s under the profiler)."""
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]
@@ -126,7 +132,25 @@ def speaker_names(text: str) -> frozenset[str]:
 
 
 def analyse(text: str, limit: int = 8) -> TextAnalysis:
-    """Read ``text`` once: speakers, tokens, CJK terms and up to ``limit`` keywords."""
+    """Read ``text`` once: speakers, tokens, CJK terms and up to ``limit`` keywords.
+
+    The result is shared with every later read of the same text: read it, never change it.
+    A write reads one text up to four times through separate steps (its enrichment, then, as
+    a neighbour of later notes, the link rule, offline evolution and the supersession judge,
+    each with a cache of what it derives); one cache of the reads themselves makes that one
+    read (an import of 10k LoCoMo notes made 22,697 reads, 36 s of 357 s under the profiler).
+    """
+    if not isinstance(text, str):  # not cached: the read's own error for what it cannot read
+        return _analyse(text, limit)
+    return _cached_analysis(text, limit)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_analysis(text: str, limit: int) -> TextAnalysis:
+    return _analyse(text, limit)
+
+
+def _analyse(text: str, limit: int) -> TextAnalysis:
     clean = strip_timestamps(text)
     speakers = speaker_names(clean)
     speaker_keys = {word_key(part) for name in speakers for part in name.split()} | set(speakers)
@@ -165,8 +189,9 @@ def cjk_chars(text: str) -> int:
 
 
 def extract_keywords(text: str, limit: int = 8) -> list[str]:
-    """Up to ``limit`` keywords of ``text``, best first (see the module docstring)."""
-    return analyse(text, limit).keywords
+    """Up to ``limit`` keywords of ``text``, best first (see the module docstring); a list of
+    the caller's own (the read behind it is shared)."""
+    return list(analyse(text, limit).keywords)
 
 
 # ---------------------------------------------------------------- alphabetic text

@@ -24,7 +24,6 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable
 
 from ..errors import ValidationError
@@ -229,7 +228,7 @@ class OfflineEnricher:
         new_keywords = list(note.keywords) or analyse(note.content, limit=r.max_keywords).keywords
         updates: list[EvolutionUpdate] = []
         for nb in [nb for nb in neighbours if nb.id != note.id][: r.evolve_max]:
-            nb_analysis = _neighbour(nb.content, r.max_keywords) if nb.content.strip() else None
+            nb_analysis = analyse(nb.content, r.max_keywords) if nb.content.strip() else None
             nb_terms = nb_analysis.terms(min_weight=0.0) if nb_analysis else set()
             nb_terms |= {word_key(w) for text in (*nb.keywords, *nb.tags) for w in re.split(r"[\s\-]+", text)}
             nb_terms |= {normalise_tag(t) for t in (*nb.keywords, *nb.tags)}
@@ -255,14 +254,6 @@ class OfflineEnricher:
             if tags != list(nb.tags) or context != nb.context:
                 updates.append(EvolutionUpdate(nb.id, context, tuple(tags), decided_by, "; ".join(reasons)))
         return EvolutionDecision(updates, decided_by=decided_by, warnings=tuple(warnings))
-
-
-@lru_cache(maxsize=4096)
-def _neighbour(content: str, limit: int) -> TextAnalysis:
-    """A linked note's analysis, which ``evolve`` only reads: in an import one note is the
-    neighbour of many new notes in a row, and reading it again each time was most of an
-    offline evolution's cost (LoCoMo: ~1.5 ms an add once links reach other sessions)."""
-    return analyse(content, limit=limit)
 
 
 def _note_type(a: TextAnalysis) -> NoteType:

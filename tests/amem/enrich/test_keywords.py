@@ -120,3 +120,22 @@ def test_deterministic_across_processes_and_jieba_is_quiet() -> None:
 @pytest.mark.parametrize("text", ["", "   ", "!!! ???", "12 34 56"])
 def test_no_keywords_from_nothing(text: str) -> None:
     assert extract_keywords(text) == []
+
+
+def test_a_text_is_read_once_and_the_callers_keywords_are_their_own() -> None:
+    """One read of a text serves every later step (enrichment, the link rule, evolution, the
+    supersession judge); the keyword list handed to a caller is a copy, so changing it cannot
+    change what the next step reads."""
+    text = "Caroline: I joined the pottery class at the community centre in Boston."
+    first = analyse(text)
+    assert analyse(text) is first  # shared: the second step pays no second read
+    assert analyse(text, limit=3) is not first and len(analyse(text, limit=3).keywords) <= 3
+    mine = extract_keywords(text)
+    mine.append("not a keyword")
+    assert "not a keyword" not in analyse(text).keywords
+    assert extract_keywords(text) == first.keywords
+
+
+def test_a_read_of_what_is_not_text_fails_as_before() -> None:
+    with pytest.raises((TypeError, AttributeError)):
+        analyse(["not", "a", "string"])  # type: ignore[arg-type]
