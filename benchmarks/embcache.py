@@ -39,6 +39,10 @@ class CachedEmbedder:
                 keys, vecs = data["keys"], data["vectors"]
             self._cache = {str(k): v for k, v in zip(keys, vecs)}
 
+    def __len__(self) -> int:
+        """Texts whose vectors are kept (read from the cache file or embedded since)."""
+        return len(self._cache)
+
     def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
         keys = [_key(kind, t) for t in texts]
         missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts) if k not in self._cache))

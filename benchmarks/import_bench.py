@@ -25,6 +25,12 @@ process, with one embedder instance and the store's own batch size, it times:
 Figures are ratios against ``raw`` (the aim: enriched import >= 0.60 of raw) because absolute
 rates move with the machine's load, which is recorded per phase. ``--profile N`` runs cProfile
 over an enriched import of the first N notes and lists where the time goes.
+
+``--pipeline --cache DIR`` measures the write pipeline alone, for an A/B of two trees: an
+enriched import of ``--size`` notes whose vectors come from an embedding cache (filled by a
+first, untimed import when it lacks them), so the encoder is out of the figure; the process's
+CPU seconds and the notes stored. Run from another checkout's folder (``cd <tree> && python
+-m benchmarks.import_bench --pipeline --cache DIR``), it measures that checkout's code.
 """
 
 from __future__ import annotations
@@ -130,6 +136,33 @@ def timed_import(embedder: Embedder, path: Path, enrich: bool) -> tuple[MemorySt
                 ("created", "deduplicated", "folded", "pending_merge", "skipped")})
     row["count_after"] = store.count()
     return store, row
+
+
+def pipeline_cpu(size: int, cache: Path, embedder: str = "e5-small", *,
+                 data: Path = DEFAULT_LOCOMO) -> dict[str, Any]:
+    """The enriched import's own CPU (``--pipeline``): vectors from ``cache``, an untimed
+    import first when the cache lacks any of them."""
+    import time
+
+    import amem
+    from .embcache import CachedEmbedder
+
+    model = CachedEmbedder(_model(embedder, 1), cache)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_jsonl(build_items(size, data), Path(tmp) / "notes.jsonl")
+        filled = False
+        while True:
+            before = len(model)
+            with MemoryStore(":memory:", config=load_config(), embedder=model) as store:
+                started = time.process_time()
+                import_file(store, path, enrich=True)
+                cpu, stored = time.process_time() - started, store.count()
+            if len(model) == before:  # nothing embedded: the figure is the pipeline's
+                break
+            model.save()
+            filled = True
+    return {"tree": str(Path(amem.__file__).resolve().parents[1]), "notes": size,
+            "pipeline_cpu_s": round(cpu, 2), "notes_stored": stored, "cache_filled": filled}
 
 
 def add_latency(store: MemoryStore, embedder: Embedder, texts: Sequence[str]) -> dict[str, Any]:
@@ -253,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also profile an enriched import of the first N notes")
     parser.add_argument("--plain-add", action="store_true",
                         help="only: add latency into an enrich=False store of exactly --size notes")
+    parser.add_argument("--pipeline", action="store_true",
+                        help="only: the enriched import's own CPU, vectors from --cache")
+    parser.add_argument("--cache", type=Path, help="embedding cache directory (--pipeline)")
     parser.add_argument("--out", type=Path, help="also write the JSON result here")
     args = parser.parse_args(argv)
     if args.size <= 0:
@@ -260,6 +296,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.data.is_file():
         parser.error(f"--data {args.data} does not exist")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.pipeline:
+        if args.cache is None:
+            parser.error("--pipeline needs --cache DIR (the vectors the timed import reads)")
+        print(write_result(pipeline_cpu(QUICK_SIZE if args.quick else args.size, args.cache,
+                                        args.embedder, data=args.data), args.out))
+        return 0
     if args.plain_add:
         result = plain_add(QUICK_SIZE if args.quick else args.size, args.embedder, data=args.data,
                            adds=args.adds or 50)

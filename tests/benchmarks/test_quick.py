@@ -12,7 +12,7 @@ import pytest
 from benchmarks import run_all
 from benchmarks._util import fmt_ratio, latency_ms, percentile, ratio
 from benchmarks.datasets import DEFAULT_LOCOMO
-from benchmarks.import_bench import build_items, plain_add
+from benchmarks.import_bench import build_items, pipeline_cpu, plain_add
 from benchmarks.run_all import SuiteOptions, run_suite, write_results
 
 # The benchmarks read real third-party data from ../shared (beside the checkout, as in CI);
@@ -178,6 +178,15 @@ def test_plain_add_times_adds_into_a_store_of_exactly_size_notes() -> None:
     latency = result["add_latency"]
     assert latency["store_notes_before"] == 120 and latency["add"]["n"] == 6
     assert sum(latency["statuses"].values()) == 6 and latency["add"]["p50_ms"] > 0
+
+
+def test_pipeline_cpu_fills_the_cache_first_then_times_an_import_without_the_encoder(
+        tmp_path: Path) -> None:
+    first = pipeline_cpu(80, tmp_path / "cache", "hashing")
+    assert first["cache_filled"] is True and first["notes"] == 80
+    assert 0 < first["notes_stored"] <= 80 and first["pipeline_cpu_s"] > 0
+    again = pipeline_cpu(80, tmp_path / "cache", "hashing")  # the cache file is read back
+    assert again["cache_filled"] is False and again["notes_stored"] == first["notes_stored"]
 
 
 def test_merge_keeps_earlier_figures_of_benchmarks_not_rerun(tmp_path: Path) -> None:
