@@ -53,9 +53,9 @@ _SPEAKER = re.compile(
     rf"\s*[:：]\s*(?P<rest>.*)$"
 )
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
-    """One alphabetic word occurrence."""
+    """One alphabetic word occurrence (slots: a cached read holds one per word of its text)."""
 
     surface: str
     key: str
@@ -139,6 +139,8 @@ def analyse(text: str, limit: int = 8) -> TextAnalysis:
     a neighbour of later notes, the link rule, offline evolution and the supersession judge,
     each with a cache of what it derives); one cache of the reads themselves makes that one
     read (an import of 10k LoCoMo notes made 22,697 reads, 36 s of 357 s under the profiler).
+    The cache keeps 4,096 reads: ~34 MB for texts of two LoCoMo turns (measured with
+    tracemalloc), what evolution's own cache of its neighbours' reads held before.
     """
     if not isinstance(text, str):  # not cached: the read's own error for what it cannot read
         return _analyse(text, limit)
