@@ -44,15 +44,18 @@ import pstats
 import random
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import amem
 from amem import MemoryStore, load_config
 from amem.embed import Embedder, make_embedder
 from amem.importer import import_file
 
 from ._util import latency_ms, ratio, timed, write_result
+from .embcache import CachedEmbedder
 from .datasets import DEFAULT_LOCOMO, load_locomo
 
 log = logging.getLogger(__name__)
@@ -142,11 +145,6 @@ def pipeline_cpu(size: int, cache: Path, embedder: str = "e5-small", *,
                  data: Path = DEFAULT_LOCOMO) -> dict[str, Any]:
     """The enriched import's own CPU (``--pipeline``): vectors from ``cache``, an untimed
     import first when the cache lacks any of them."""
-    import time
-
-    import amem
-    from .embcache import CachedEmbedder
-
     model = CachedEmbedder(_model(embedder, 1), cache)
     with tempfile.TemporaryDirectory() as tmp:
         path = write_jsonl(build_items(size, data), Path(tmp) / "notes.jsonl")
