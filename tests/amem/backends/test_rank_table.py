@@ -33,8 +33,7 @@ def filled_backend(count: int = 600, fields: tuple[str, ...] = FIELDS) -> EdgeBa
 
 
 def test_the_fill_keeps_every_point_and_searches_then_read_no_payload() -> None:
-    backend = filled_backend()
-    try:
+    with filled_backend() as backend:
         table = backend.field_table(wait=30)
         assert table is not None
         assert table["state"] == "filled" and table["points"] == 600 and table["passes"] == 1
@@ -48,13 +47,10 @@ def test_the_fill_keeps_every_point_and_searches_then_read_no_payload() -> None:
             assert all(h.payload["n"] == int(h.id.replace("-", ""), 16) - 1
                        for h in [*legs.dense, *legs.sparse])
         assert backend.field_cache.misses == misses  # nothing was read from the payload
-    finally:
-        backend.close()
 
 
 def test_the_table_never_shows_a_written_point_stale() -> None:
-    backend = filled_backend()
-    try:
+    with filled_backend() as backend:
         backend.field_table(wait=30)
         query = random_points(600, seed=11)[5]
 
@@ -69,25 +65,19 @@ def test_the_table_never_shows_a_written_point_stale() -> None:
         assert shown(5) == {"gone": True}  # the filter now excludes it: not served from RAM
         backend.delete([pid(6)])
         assert shown(6) == {"gone": True}
-    finally:
-        backend.close()
 
 
 def test_an_index_build_clears_the_table_and_a_new_pass_fills_it() -> None:
-    backend = filled_backend()
-    try:
+    with filled_backend() as backend:
         backend.field_table(wait=30)
         backend.optimize()
         table = backend.field_table(wait=30)
         assert table is not None and table["state"] == "filled" and table["passes"] == 2
         assert len(backend.field_cache) == 600
-    finally:
-        backend.close()
 
 
 def test_the_table_stops_at_its_limit_and_close_stops_the_thread() -> None:
-    backend = EdgeBackend.temporary(DIM)
-    try:
+    with EdgeBackend.temporary(DIM) as backend:
         backend.upsert(random_points(600, seed=12))
         assert not backend.keep_fields(FIELDS, 0)  # 0: nothing kept, no thread
         assert backend.field_table() is None
@@ -96,8 +86,6 @@ def test_the_table_stops_at_its_limit_and_close_stops_the_thread() -> None:
         assert table is not None and table["points"] == 300
         assert len(backend.field_cache) == 300
         assert backend.keep_fields(FIELDS, 300)  # a second call starts nothing new
-    finally:
-        backend.close()
     assert not [t for t in threading.enumerate() if t.name == "amem-rank-table"]
 
 
@@ -166,8 +154,7 @@ def test_a_restart_during_a_pass_begins_again_from_the_first_point() -> None:
 
 
 def test_limit_zero_stops_a_kept_table_and_drops_it() -> None:
-    backend = filled_backend()
-    try:
+    with filled_backend() as backend:
         backend.field_table(wait=30)
         assert not backend.keep_fields(FIELDS, 0)
         assert backend.field_table() is None and len(backend.field_cache) == 0
@@ -175,16 +162,13 @@ def test_limit_zero_stops_a_kept_table_and_drops_it() -> None:
         assert backend.keep_fields(FIELDS, 10_000)  # and it can be kept again
         table = backend.field_table(wait=30)
         assert table is not None and table["points"] == 600
-    finally:
-        backend.close()
 
 
 def test_written_retrieval_counts_are_merged_into_the_table_not_dropped() -> None:
     """A server writes every search's retrieval counts; the table keeps those points, with
     the written values, so it does not thin out through the day."""
     keys = FIELDS + ("retrieval_count", "last_accessed")
-    backend = filled_backend(fields=keys)
-    try:
+    with filled_backend(fields=keys) as backend:
         backend.field_table(wait=30)
         backend.set_payload(pid(9), {"retrieval_count": 3, "last_accessed": "2026-03-01"})
         backend.flush()  # writes the held counts to the engine
@@ -196,28 +180,22 @@ def test_written_retrieval_counts_are_merged_into_the_table_not_dropped() -> Non
         # any other payload write forgets the point: the next read asks the engine
         backend.set_payload(pid(9), {"tag": "x"})
         assert backend.field_cache.get(keys, [pid(9)])[1] == [pid(9)]
-    finally:
-        backend.close()
 
 
 def test_a_build_on_a_copy_refills_the_table() -> None:
     """The server's index build (``optimize_on_copy``) swaps the shard: the table is cleared
     and read again from the new one."""
-    backend = filled_backend()
-    try:
+    with filled_backend() as backend:
         backend.field_table(wait=30)
         backend.optimize_on_copy()
         table = backend.field_table(wait=30)
         assert table is not None and table["passes"] == 2 and table["points"] == 600
-    finally:
-        backend.close()
 
 
 def test_writes_during_the_fill_leave_no_row_stale() -> None:
     """Edits and deletes land while the fill pages through the store: afterwards every kept
     row is what the engine holds (a write lands before or after a page, never inside it)."""
-    backend = EdgeBackend.temporary(DIM)
-    try:
+    with EdgeBackend.temporary(DIM) as backend:
         points = random_points(3000, seed=13)
         backend.upsert(points)
         assert backend.keep_fields(FIELDS, 10_000)
@@ -235,8 +213,6 @@ def test_writes_during_the_fill_leave_no_row_stale() -> None:
         for point_id, row in kept.items():
             assert point_id in engine, f"{point_id} was deleted but is still kept"
             assert row == {k: engine[point_id][k] for k in FIELDS if k in engine[point_id]}
-    finally:
-        backend.close()
 
 
 def test_the_fill_rests_between_pages_so_waiting_searches_get_the_gate() -> None:
