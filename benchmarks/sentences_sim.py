@@ -39,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from amem.embed import make_embedder
+from amem.embed.base import l2_normalise
 
 from amem import MemoryStore, load_config
 from amem.backends.base import HasId, Hit, Legs, SparseVector, Where
@@ -75,19 +76,15 @@ def late_vectors(raw: Any, text: str) -> list[np.ndarray]:
                                       dtype=runtime.inputs.get("attention_mask", np.int64))}
     hidden = runtime.session.run([runtime.output],
                                  {k: v for k, v in feed.items() if k in runtime.inputs})[0][0]
-    speaker, _, body = text.partition(": ")
-    upto, start, out = text[:len(text) - len(body)], 1, []
+    body = text.partition(": ")[2]
+    upto, start, spans = text[:len(text) - len(body)], 1, []
     for k, part in enumerate(SPLIT.split(body)):
         upto += (" " if k else "") + part
         end = min(len(raw.tokenize([upto])[0]) - 1, len(ids) - 1)
         if len(part.split()) >= MIN_WORDS and end > start:
-            vec = hidden[start:end].mean(0)
-            out.append(vec / np.linalg.norm(vec))
+            spans.append(hidden[start:end].mean(0))
         start = end
-    if not out:
-        vec = hidden.mean(0)
-        out = [vec / np.linalg.norm(vec)]
-    return out
+    return list(l2_normalise(np.stack(spans or [hidden.mean(0)])))
 
 
 def best_of(owner: np.ndarray, scores: np.ndarray, notes: int) -> np.ndarray:
