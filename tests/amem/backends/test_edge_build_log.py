@@ -242,17 +242,3 @@ def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledg
     finally:
         reopened.close()
 
-
-def test_read_ahead_reads_every_file_of_the_built_copy_once(tmp_path: Path) -> None:
-    backend = EdgeBackend(tmp_path / "s", DIM)
-    try:
-        backend.upsert(random_points(300, seed=3, dim=DIM))
-        backend.flush()
-    finally:
-        backend.close()
-    shard = tmp_path / "s" / SHARD_DIR
-    (tmp_path / "outside").write_bytes(b"x" * 5000)
-    (shard / "link").symlink_to(tmp_path / "outside")  # not part of the shard: not followed
-    files = [p for p in shard.rglob("*") if p.is_file() and not p.is_symlink()]
-    assert files
-    assert _edge_build.read_ahead(shard, chunk=4096) == sum(p.stat().st_size for p in files)
