@@ -4,8 +4,9 @@ A search ranks ~100 candidates and reads a few payload keys of each (``amem.sear
 RANK_FIELDS``); the field cache (``amem.backends._edge_fields``) keeps what it read, so a
 candidate seen before costs no engine read. What it has not seen is read from the engine's
 payload storage, which is memory-mapped and not pre-read: on a machine whose page cache no
-longer holds those pages (after a reboot, after an index build rewrote them, or on a kernel
-that pages out file pages unused for a minute, as these VMs do) each candidate is a disk read,
+longer holds those pages (after a reboot; after the store was reopened or an index build
+rewrote them, since the engine evicts the files of the segments it closes and builds; or as
+a kernel reclaims idle file pages, as these VMs' DAMON does) each candidate is a disk read,
 and the first searches after ``optimize()`` cost 2.22x their floor at 100k notes instead of
 1.3x (docs/readpath.md, "Cold pages and the ranking table").
 
