@@ -241,4 +241,3 @@ def test_a_process_killed_while_the_child_applies_the_log_keeps_every_acknowledg
         assert not (store / _edge_build.LOG_FILE).exists()
     finally:
         reopened.close()
-
