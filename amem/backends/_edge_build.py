@@ -41,7 +41,7 @@ import time
 from array import array
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any, Iterator, Protocol, Sequence
+from typing import IO, Any, Callable, Iterator, Protocol, Sequence
 
 import qdrant_edge as qe
 
@@ -297,7 +297,8 @@ def child_main(argv: list[str]) -> str:
     return f"{applied} {reader.offset}"
 
 
-def read_ahead(root: Path, *, chunk: int = 1 << 20, budget: int | None = None) -> int:
+def read_ahead(root: Path, *, chunk: int = 1 << 20, budget: int | None = None,
+               cancelled: Callable[[], bool] | None = None) -> int:
     """Read every file under ``root`` once, so its pages are in the page cache; bytes read.
 
     The engine evicts a segment's files from the page cache whenever it drops the segment:
@@ -313,7 +314,8 @@ def read_ahead(root: Path, *, chunk: int = 1 << 20, budget: int | None = None) -
     40 MB of data), and reading a hole would fill the page cache with zeros. At most
     ``budget`` bytes (default: half the memory the system reports available), so a store
     larger than the machine's spare memory does not push out the pages it just read, or
-    other programs'. A file removed meanwhile is skipped.
+    other programs'. A file removed meanwhile is skipped; ``cancelled``, checked at each chunk,
+    ends the reading early (a store closed meanwhile).
     """
     left_total = _spare_memory() // 2 if budget is None else budget
     buf = memoryview(bytearray(chunk))
@@ -327,6 +329,8 @@ def read_ahead(root: Path, *, chunk: int = 1 << 20, budget: int | None = None) -
                     f.seek(start)
                     left = min(end - start, left_total - total)
                     while left > 0:
+                        if cancelled is not None and cancelled():
+                            return total
                         got = f.readinto(buf[:min(chunk, left)])
                         if not got:
                             break

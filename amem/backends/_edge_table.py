@@ -20,6 +20,16 @@ next search reads them again), and an index build that swaps the shard clears th
 starts a new pass (:meth:`Filler.restart`). A one-shot CLI command never starts it: it would
 read the whole store for one search.
 
+Before its first pass the thread reads the store's segment files back into the page cache
+(``warm``: :func:`amem.backends._edge_build.read_ahead`), outside the engine gate. The engine
+evicts a segment's files when it closes it, so a server that restarts opens a store with none
+of it cached, and the table keeps only the ranking fields: the vectors the engine reads, and
+the fill's own payload reads, would come from disk one page at a time. Measured at 100k notes
+with the table (``benchmarks/readpath_cpu.py --table``, first pass of 100 searches): full /
+floor 1.56-1.63x with the page cache dropped and 1.40-1.49x with the files cached; 1.45-1.47x
+cold with the read-back (docs/readpath.md, "Seventh round").
+Later passes do without: the index builds that start them read their segments back themselves.
+
 The table holds at most ``limit`` points (the ``rank_table`` setting): ~0.55 KB a point with
 its values (measured at 100k and 1M: ``benchmarks/RESULTS.md``), so the default of 250k keeps
 a served 1M-note store within its 2 GB budget (1.69 GB peak with the model).
@@ -30,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -55,7 +65,8 @@ PageReader = Callable[[str | None, int], "tuple[int, str | None] | None"]
 class FillState:
     """What the fill did last, for ``amem status`` and the benchmarks."""
 
-    #: "idle" (not asked), "filling", "filled", "stopped" or "failed: <why>"
+    #: "idle" (not asked), "reading back" (the store's files into the page cache, before the
+    #: first pass), "filling", "filled", "stopped" or "failed: <why>"
     state: str
     #: points kept by the last (or current) pass
     points: int
@@ -63,17 +74,24 @@ class FillState:
     passes: int
     #: seconds the last complete pass took
     seconds: float
+    #: MiB of the store's files read back into the page cache before the first pass
+    read_back_mb: int = 0
 
 
 class Filler:
     """A daemon thread that reads every point's fields through ``read_page``, once at
     :meth:`start` and again after each :meth:`restart`, stopping at ``limit`` points."""
 
-    def __init__(self, read_page: PageReader, limit: int, *, name: str = "amem-rank-table"
-                 ) -> None:
+    def __init__(self, read_page: PageReader, limit: int, *, name: str = "amem-rank-table",
+                 warm: Callable[[Callable[[], bool]], int] | None = None) -> None:
+        """``warm``, if given, runs once before the first pass and returns the bytes it read
+        back into the page cache; it is handed a callable that turns True when :meth:`stop`
+        is called (it should end early then); a failure of it is logged and the fill goes
+        on."""
         if limit < 1:
             raise ValueError("limit must be >= 1")
         self._read_page = read_page
+        self._warm = warm
         self.limit = limit
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -113,13 +131,29 @@ class Filler:
             if self._stop.is_set():
                 return
             self._wake.clear()
+            if self._warm is not None:
+                self._read_back(self._warm)
+                self._warm = None
             self._pass()
+
+    def _read_back(self, warm: Callable[[Callable[[], bool]], int]) -> None:
+        started = time.perf_counter()
+        self._state = replace(self._state, state="reading back")
+        try:
+            got = warm(self._stop.is_set)
+        except Exception as exc:  # costs the first searches' speed only: say so, fill anyway
+            log.warning("ranking table: the store's files could not be read back into the page "
+                        "cache (the first searches read them from disk): %s", exc)
+            return
+        self._state = replace(self._state, read_back_mb=got >> 20)
+        log.info("ranking table: %d MB of the store read back into the page cache in %.1f s",
+                 got >> 20, time.perf_counter() - started)
 
     def _pass(self) -> None:
         started = time.perf_counter()
         done = self._state.passes
         kept, offset = 0, None
-        self._state = FillState("filling", 0, done, self._state.seconds)
+        self._state = replace(self._state, state="filling", points=0)
         try:
             while not self._stop.is_set():
                 if self._wake.is_set():  # cleared meanwhile: begin again from the first point
@@ -131,20 +165,21 @@ class Filler:
                     break
                 n, offset = page
                 kept += n
-                self._state = FillState("filling", kept, done, self._state.seconds)
+                self._state = replace(self._state, points=kept)
                 if offset is None or kept >= self.limit:
                     break
                 self._stop.wait(min(MAX_REST_S, time.perf_counter() - began))
         except Exception as exc:  # a failed fill costs speed, never a search: say so, stop
             log.warning("ranking table: fill stopped after %d points: %s", kept, exc)
-            self._state = FillState(f"failed: {exc}", kept, done, self._state.seconds)
+            self._state = replace(self._state, state=f"failed: {exc}", points=kept)
             self._done.set()
             return
         if self._stop.is_set():
-            self._state = FillState("stopped", kept, done, self._state.seconds)
+            self._state = replace(self._state, state="stopped", points=kept)
         else:
             seconds = time.perf_counter() - started
-            self._state = FillState("filled", kept, done + 1, round(seconds, 3))
+            self._state = replace(self._state, state="filled", points=kept, passes=done + 1,
+                                  seconds=round(seconds, 3))
             log.info("ranking table: %d points kept in %.1f s", kept, seconds)
         self._done.set()
 

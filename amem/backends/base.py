@@ -211,8 +211,9 @@ class VectorBackend(Protocol):
 
     def field_table(self, wait: float = 0.0) -> dict[str, Any] | None:
         """What ``keep_fields`` keeps, after waiting up to ``wait`` seconds for a fill in
-        progress to end: state ("filling", "filled", "stopped", "failed: ..."), points,
-        passes, seconds of the last pass; None when nothing is kept."""
+        progress to end: state ("reading back", "filling", "filled", "stopped", "failed:
+        ..."), points, passes, seconds of the last pass, MiB of the store read back into the
+        page cache before the first pass (``read_back_mb``); None when nothing is kept."""
         ...
 
     def hybrid_rrf(

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator, Sequence, cast
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import qdrant_edge as qe
@@ -675,7 +675,12 @@ class EdgeBackend:
             backend = ref()
             return None if backend is None else backend._fill_page(key, offset, n)
 
-        self._filler = Filler(read, limit)
+        segments = self.path / SHARD_DIR / "segments"
+
+        def warm(cancelled: Callable[[], bool]) -> int:  # the path only: no reference to self
+            return _edge_build.read_ahead(segments, cancelled=cancelled)
+
+        self._filler = Filler(read, limit, warm=warm)
         self._filler.start()
         return True
 

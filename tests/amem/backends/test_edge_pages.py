@@ -115,3 +115,31 @@ def test_read_ahead_puts_a_closed_stores_files_back_in_the_page_cache(tmp_path: 
     assert files
     _edge_build.read_ahead(tmp_path / "shard" / "segments")
     assert _cached_share(files) >= 0.99
+
+
+def test_keeping_the_ranking_fields_reads_a_reopened_store_back_into_the_page_cache(
+        tmp_path: Path) -> None:
+    """What ``amem serve`` does on open: a restarted server's store was evicted by the previous
+    process's close; the table's fill reads the segments back before its first pass."""
+    with EdgeBackend(tmp_path, WIDE) as backend:
+        backend.upsert(random_points(POINTS, seed=7, dim=WIDE))
+    files = list(_segment_files(tmp_path))
+    # the mechanism this guards against: the engine dropped the files as it closed the shard
+    assert _cached_share(files) < 0.5
+    with EdgeBackend(tmp_path, WIDE) as backend:
+        assert backend.keep_fields(["n"], 10_000)
+        table = backend.field_table(wait=30)
+        assert table is not None and table["state"] == "filled"
+        assert _cached_share(list(_segment_files(tmp_path))) >= 0.99  # as the engine has them now
+        assert table["read_back_mb"] >= 10  # 700 vectors of 4,096 floats: 11 MB
+
+
+def test_read_ahead_ends_when_cancelled(tmp_path: Path) -> None:
+    (tmp_path / "a.dat").write_bytes(b"x" * 50_000)
+    checks: list[int] = []
+
+    def cancelled() -> bool:
+        checks.append(1)
+        return len(checks) > 3
+
+    assert _edge_build.read_ahead(tmp_path, chunk=4096, cancelled=cancelled) == 3 * 4096

@@ -235,3 +235,54 @@ def test_the_fill_rests_between_pages_so_waiting_searches_get_the_gate() -> None
         assert len(rests) == 3 and all(rest >= 0.015 for rest in rests), rests
     finally:
         filler.stop()
+
+
+def test_the_read_back_runs_once_before_the_first_pass_and_a_failure_of_it_is_no_failure(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The server reads the store's files back before its first fill (the engine evicted them
+    at the last close); a read-back that fails is logged, and the table still fills."""
+    calls: list[str] = []
+
+    def read(offset: str | None, n: int) -> tuple[int, str | None]:
+        calls.append("page")
+        return 1, None
+
+    def warm(cancelled: object) -> int:
+        calls.append("warm")
+        raise PermissionError("segments unreadable")
+
+    filler = Filler(read, 10_000, warm=warm)
+    with caplog.at_level("WARNING", logger="amem.backends._edge_table"):
+        filler.start()
+        try:
+            assert filler.wait(10)
+            filler.restart()  # after an index build: that build read its segments back itself
+            assert filler.wait(10)
+            assert filler.state.state == "filled" and filler.state.passes == 2
+            assert filler.state.read_back_mb == 0
+        finally:
+            filler.stop()
+    assert calls == ["warm", "page", "page"]
+    assert "segments unreadable" in caplog.text and "read them from disk" in caplog.text
+
+
+def test_stop_ends_a_read_back_in_progress() -> None:
+    started = threading.Event()
+    seen: list[bool] = []
+
+    def warm(cancelled: object) -> int:
+        assert callable(cancelled)
+        started.set()
+        deadline = time.monotonic() + 10
+        while not cancelled() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(bool(cancelled()))
+        return 3 << 20
+
+    filler = Filler(lambda offset, n: (1, None), 10_000, warm=warm)
+    filler.start()
+    assert started.wait(10)
+    assert filler.state.state == "reading back"
+    filler.stop()
+    assert seen == [True]
+    assert filler.state.state != "filled"  # it ended without filling
