@@ -198,17 +198,23 @@ def _earlier(suite: dict[str, Any], command: str) -> str:
     return "".join(f"; earlier figures kept from `{c}`" for c in kept)
 
 
-def render(suite: dict[str, Any], command: str, retrieval: str) -> str:
+def render(suite: dict[str, Any], command: str, retrieval: str,
+           earlier: dict[str, str] | None = None) -> str:
+    """The whole results file; ``earlier`` holds sections of benchmarks not in ``suite``, kept
+    verbatim from the previous file (each names the run it came from)."""
+    earlier = earlier or {}
     m = suite["machine"]
     pk = ", ".join(f"{k} {v}" for k, v in m["packages"].items())
-    status = ", ".join(f"{n}: {e['status']}" for n, e in suite["benchmarks"].items())
+    status = ", ".join([f"{n}: {e['status']}" for n, e in suite["benchmarks"].items()]
+                       + [f"{n}: kept from the previous file" for n in earlier])
     head = [
         "# Benchmark results",
         "",
         "<!-- Rewritten by benchmarks/run_all.py; only the retrieval and manual sections below are kept. -->",
         "",
         f"- Command: `{command}`" + (" (quick sizes: a smoke run, not figures)" if suite["quick"]
-                                     else "") + _earlier(suite, command),
+                                     else "") + _earlier(suite, command)
+        + ("; the other sections kept from the previous file" if earlier else ""),
         f"- Date: {suite['date']}; commit {suite.get('commit') or 'unknown'}",
         f"- Machine: {m['cpus']} cores, Python {m['python']}, {m['platform']}; load average "
         f"{m['loadavg']} at the start, {suite.get('loadavg_end')} at the end",
@@ -219,5 +225,9 @@ def render(suite: dict[str, Any], command: str, retrieval: str) -> str:
         "ratios, each against a baseline run in the same process on the same data.",
         "",
     ]
-    body = [section(name, entry, command) for name, entry in suite["benchmarks"].items()]
+    blocks = {name: section(name, entry, command) for name, entry in suite["benchmarks"].items()}
+    blocks.update(earlier)
+    order = list(SECTIONS)
+    body = [blocks[n] for n in sorted(blocks, key=lambda n: order.index(n) if n in order
+                                      else len(order))]
     return "\n".join(head) + "\n" + "\n".join(body) + "\n" + retrieval + "\n"

@@ -194,14 +194,47 @@ def retrieval_section(previous: str | None) -> str:
 MANUAL = re.compile(r"<!-- manual -->.*?<!-- /manual -->", re.S)
 
 
-def write_results(suite: dict[str, Any], command: str, out: Path) -> str:
-    """Rewrite ``out`` from ``suite``, keeping its retrieval and manual sections; return the text."""
+#: a benchmark's section as ``_report.section`` writes it: the heading, then
+#: "_`name`: status in N s[ (from `command`, date)]._", up to the next heading
+SECTION = re.compile(r"^## [^\n]*\n\n_`(?P<name>[\w-]+)`: (?P<status>[^\n]*)\n.*?(?=^## |\Z)",
+                     re.M | re.S)
+HEADER = re.compile(r"^- Command: `(?P<command>[^`]*)`.*?^- Date: (?P<date>[^;\n]*)", re.M | re.S)
+
+
+def previous_sections(text: str) -> dict[str, str]:
+    """The benchmark sections of a results file ``run_all`` wrote, by benchmark name, verbatim
+    but for their origin: a section that carried none shared the old header's command and date,
+    so it is given them as it is kept under a new header."""
+    header = HEADER.search(text)
+    origin = f" (from `{header['command']}`, {header['date']})" if header else ""
+    generated = re.split(r"<!-- (?:retrieval|manual) -->", text, maxsplit=1)[0]
+    kept: dict[str, str] = {}
+    for m in SECTION.finditer(generated):
+        block = m.group(0).rstrip() + "\n"
+        if "(from `" not in m["status"] and m["status"].endswith("._"):
+            line = m["status"][:-2] + origin + "._"
+            block = block.replace(m["status"], line, 1)
+        kept[m["name"]] = block
+    return kept
+
+
+def write_results(suite: dict[str, Any], command: str, out: Path, *,
+                  keep_sections: bool = False) -> str:
+    """Rewrite ``out`` from ``suite``, keeping its retrieval and manual sections; return the text.
+
+    With ``keep_sections`` (``--merge``) the old file's sections of benchmarks ``suite`` does
+    not hold are kept too. The raw results ``merge_previous`` reads are not committed
+    (``benchmarks/out/``), so on another checkout they are absent, and without this a rerun of
+    one benchmark dropped every other section of the committed file.
+    """
     previous = out.read_text(encoding="utf-8") if out.exists() else None
     kept = retrieval_section(previous)
     manual = MANUAL.search(previous or "")
     if manual:
         kept += "\n\n" + manual.group(0)
-    text = _report.render(suite, command, kept)
+    earlier = ({n: block for n, block in previous_sections(previous).items()
+                if n not in suite["benchmarks"]} if keep_sections and previous else {})
+    text = _report.render(suite, command, kept, earlier)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return text
@@ -223,7 +256,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-optimize", action="store_true", help="skip the after-optimize() pass")
     p.add_argument("--only", help=f"run only these, comma-separated: {', '.join(BENCHMARKS)}")
     p.add_argument("--merge", action="store_true",
-                   help="keep the previous run's figures (from --json) for benchmarks not run now")
+                   help="keep the previous run's figures for benchmarks not run now (from --json;"
+                        " where it lacks them, the old Markdown's sections verbatim)")
     p.add_argument("--out", type=Path, help=f"Markdown file (default {DEFAULT_OUT.relative_to(ROOT)}"
                                             f", quick: {QUICK_OUT.relative_to(ROOT)})")
     p.add_argument("--json", type=Path, help="raw results (default: --out with .json, under "
@@ -270,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for entry in partial["benchmarks"].values():
             entry.setdefault("command", command)
         whole = merge_previous(partial, previous) if previous else partial
-        write_results(whole, command, out)
+        write_results(whole, command, out, keep_sections=args.merge)
         raw.parent.mkdir(parents=True, exist_ok=True)
         raw.write_text(json.dumps(whole, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return whole

@@ -203,3 +203,29 @@ def test_merge_keeps_earlier_figures_of_benchmarks_not_rerun(tmp_path: Path) -> 
     text = write_results(merged, "cmd B", tmp_path / "R.md")
     assert "earlier figures kept from `cmd A`" in text
     assert "(from `cmd A`, 2026-01-01 00:00 UTC)" in text
+
+
+def test_merge_without_the_raw_results_keeps_the_old_files_other_sections(tmp_path: Path) -> None:
+    """On another checkout the raw results are absent (``benchmarks/out`` is not committed):
+    ``--merge`` then keeps the committed file's other sections verbatim, with the run they came
+    from, instead of dropping them."""
+    out = tmp_path / "R.md"
+    first = run_suite(SuiteOptions(quick=True), {"search": lambda o: {"old": 1},
+                                                  "embed": lambda o: {"e": 1},
+                                                  "lcm": lambda o: {"l": 1}})
+    write_results(first, "cmd A", out)
+    out.write_text(out.read_text(encoding="utf-8")
+                   + "\n<!-- manual -->\n## Hand-run\n\n_`fake`: ok in 1 s._\n<!-- /manual -->\n",
+                   encoding="utf-8")
+    old_embed = run_all.previous_sections(out.read_text(encoding="utf-8"))["embed"]
+    assert "(from `cmd A`, " in old_embed and '"e": 1' in old_embed
+    now = run_suite(SuiteOptions(quick=True), {"search": lambda o: {"new": 2}})
+    text = write_results(now, "cmd B", out, keep_sections=True)
+    sections = run_all.previous_sections(text)
+    assert list(sections) == ["search", "embed", "lcm"]  # the suite's order, not the run's
+    assert '"new": 2' in sections["search"] and '"old": 1' not in text
+    assert sections["embed"] == old_embed and '"l": 1' in sections["lcm"]
+    assert "embed: kept from the previous file" in text and "## Hand-run" in text
+    assert "fake" not in sections  # the manual section is kept whole, not as a benchmark's
+    # without --merge the file holds what this run measured, as before
+    assert '"e": 1' not in write_results(now, "cmd B", out)
