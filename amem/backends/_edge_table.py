@@ -7,8 +7,9 @@ payload storage, which is memory-mapped and not pre-read: on a machine whose pag
 longer holds those pages (after a reboot; after the store was reopened or an index build
 rewrote them, since the engine evicts the files of the segments it closes and builds; or as
 a kernel reclaims idle file pages, as these VMs' DAMON does) each candidate is a disk read,
-and the first searches after ``optimize()`` cost 2.22x their floor at 100k notes instead of
-1.3x (docs/readpath.md, "Cold pages and the ranking table").
+and the first searches after ``optimize()`` cost 2.22x their floor at 100k notes (1.58-1.68x
+since ``optimize()`` reads its new segments back; docs/readpath.md, "Cold pages and the ranking
+table" and "Seventh round").
 
 A long-running process (``amem serve``, ``amem ui``) therefore asks the backend to keep the
 ranking fields of every point (:meth:`EdgeBackend.keep_fields`): a daemon thread scrolls the
