@@ -675,7 +675,7 @@ class EdgeBackend:
             backend = ref()
             return None if backend is None else backend._fill_page(key, offset, n)
 
-        segments = self.path / SHARD_DIR / "segments"
+        segments = self._segments_dir
 
         def warm(cancelled: Callable[[], bool]) -> int:  # the path only: no reference to self
             return _edge_build.read_ahead(segments, cancelled=cancelled)
@@ -916,17 +916,24 @@ class EdgeBackend:
                 outcome = "changed" if self.shard.optimize() else "optimal"
             else:
                 outcome = self._optimize_in_child()
-        if self._filler is not None:  # the cache was cleared: read the new segments' fields
-            self._filler.restart()
         built = time.perf_counter()
         try:
-            warmed = _edge_build.read_ahead(self.path / SHARD_DIR / "segments")
+            warmed = _edge_build.read_ahead(self._segments_dir)
         except OSError as exc:  # the build is done; only the first searches' speed is at stake
             log.warning("optimized %s, but its new segments could not be read back into the "
                         "page cache (the first searches read them from disk): %s", self.path, exc)
             warmed = 0
+        # after the read-back, as the build on a copy swaps only after its own: the new pass
+        # then scrolls pages already in the cache instead of faulting them in beside it
+        if self._filler is not None:  # the cache was cleared: read the new segments' fields
+            self._filler.restart()
         log.info("optimized %s in %.1f s (%s; %d MB read back into the page cache in %.2f s)",
                  self.path, built - started, outcome, warmed >> 20, time.perf_counter() - built)
+
+    @property
+    def _segments_dir(self) -> Path:
+        """The engine's segment files, what ``_edge_build.read_ahead`` reads back."""
+        return self.path / SHARD_DIR / "segments"
 
     def _optimize_in_child(self) -> str:
         shard_dir = str(self.path / SHARD_DIR)
