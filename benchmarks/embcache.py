@@ -3,8 +3,20 @@
 The slow part of every retrieval benchmark is the model: the default embedder runs about 15
 turns a second on one core. Runs that change ranking, linking or tokenisation embed the same
 texts again and again, so the vectors are kept per ``(kind, text)`` and, with ``path``, saved
-to one ``.npz`` file per model (``<dir>/<model_id with / as _>.npz``). Same ``model_id``, same
-vectors: the file is keyed by the model id, so another model never reads it.
+to one ``.npz`` file per model (``<dir>/<model_id with / as _>.alone.npz``). Same ``model_id``,
+same vectors: the file is keyed by the model id, so another model never reads it.
+
+Each text missing from the cache is embedded alone, never with the other texts of the call.
+The default embedder scales its int8 activations per batch (``amem.embed.e5_onnx``), so a
+text's vector moves a little with the texts it is batched with; a cache filled by whichever
+run came first then handed each later run the vectors of that run's batches, and the figures
+of one command depended on what had filled the cache before it. Measured (LoCoMo dev,
+``python -m benchmarks.retrieval locomo --cache DIR``, the former cache): from an empty cache
+store R@10 / MRR / multi-hop 0.806 / 0.605 / 0.524 and the dense baseline 0.534; the same
+command after an ``--enrich offline --links`` run had filled the cache 0.800 / 0.607 / 0.512
+and 0.553. Embedded alone, a text has one vector whatever ran before, so any two runs that
+share a cache compare like with like (a run without a cache still embeds as the store does,
+in its batches). The ``.alone`` name keeps the former files, filled the other way, unread.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ class CachedEmbedder:
         if hasattr(inner, "cosine_baseline"):
             self.cosine_baseline = inner.cosine_baseline
         self._cache: dict[str, np.ndarray] = {}
-        self._file = (Path(cache_dir) / (str(self.model_id).replace("/", "_") + ".npz")
+        self._file = (Path(cache_dir) / (str(self.model_id).replace("/", "_") + ".alone.npz")
                       if cache_dir is not None else None)
         self._dirty = False
         if self._file is not None and self._file.exists():
@@ -46,10 +58,8 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
         keys = [_key(kind, t) for t in texts]
         missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts) if k not in self._cache))
-        if missing:
-            vectors = self.inner.embed([t for _, t in missing], kind=kind)
-            for (k, _), vec in zip(missing, vectors):
-                self._cache[k] = np.asarray(vec, dtype=np.float32)
+        for k, text in missing:  # alone: its vector must not depend on the call (docstring)
+            self._cache[k] = np.asarray(self.inner.embed([text], kind=kind)[0], dtype=np.float32)
             self._dirty = True
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -39,6 +39,34 @@ def test_embedding_cache_round_trips_through_disk(tmp_path: Path) -> None:
     assert len(list(tmp_path.iterdir())) == 1  # one file per model, no temporaries left
 
 
+class BatchScaled:
+    """An embedder whose vectors move with their batch, as the default one's int8 activations
+    do (one scale per batch): each vector is the hashing one plus the batch's mean."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=16)
+        self.model_id, self.dim = "batch-scaled", 16
+
+    def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
+        vectors = self.inner.embed(texts, kind=kind)
+        return vectors + vectors.mean(axis=0)
+
+
+def test_embedding_cache_gives_a_text_one_vector_whatever_came_first(tmp_path: Path) -> None:
+    # one cache filled by a run embedding the text among others, one by a run asking it alone:
+    # each later run reads the same vector from either
+    among = CachedEmbedder(BatchScaled(), tmp_path / "among")
+    among.embed(["a note", "another", "a third"], kind="passage")
+    among.embed(["a query"], kind="query")
+    alone = CachedEmbedder(BatchScaled(), tmp_path / "alone")
+    first = alone.embed(["a note"], kind="passage")
+    assert np.array_equal(among.embed(["a note"], kind="passage"), first)
+    assert np.array_equal(first[0], BatchScaled().embed(["a note"])[0])  # as embedded alone
+    among.save()
+    reread = CachedEmbedder(BatchScaled(), tmp_path / "among")
+    assert np.array_equal(reread.embed(["another", "a note"], kind="passage")[1], first[0])
+
+
 def test_tool_list_recall_compares_equal_lengths() -> None:
     corpus = Corpus("c", [], [Query("q", {"x", "y"}, "1")])
     result = evaluate("locomo", [corpus], {"store": [[["a", "x", "b", "c"]]],
