@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     corpora = load_locomo(args.data)[: args.corpora]
     embedder: Any = make_embedder(args.embedder)
     if args.cache is not None:  # the throughput figure is then the cache's, not the model's
-        embedder = CachedEmbedder(embedder, args.cache)
+        embedder = CachedEmbedder(embedder, args.cache, args.realization)
     embedder.embed(["warm up"], kind="query")  # model load is not part of the throughput
     cfg = LcmConfig(log_file_enabled=False, replay_flood_threshold_external=10**6,
                     replay_flood_threshold_internal=10**6)
@@ -202,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="write the JSON result here")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache (benchmarks.embcache); "
                    "embed_pending's rate is then the cache's")
+    p.add_argument("--realization", type=int, default=0, choices=range(4),
+                   help="with --cache: 0 embeds each turn alone, 1-3 beside a fixed companion "
+                        "text (benchmarks.embcache): another valid vector, to read the noise")
     args = p.parse_args(argv)
     if not args.data.exists():
         print(f"no data file at {args.data}", file=sys.stderr)

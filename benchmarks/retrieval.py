@@ -16,7 +16,10 @@ and the baselines run in the same process: ``bm25`` (rank_bm25.BM25Okapi on lowe
 cosine) and ``rrf`` (plain RRF, k=60). ``graph`` reports the links after the import: notes
 with a link, links per note, and the share of tool searches that returned a linked note.
 
-``--cache DIR`` keeps the embeddings on disk between runs (``benchmarks.embcache``).
+``--cache DIR`` keeps the embeddings on disk between runs (``benchmarks.embcache``; each text
+embedded alone, so a figure does not depend on what filled the cache). ``--realization K``
+(1-3) embeds each passage beside a fixed companion text instead: vectors as valid as the
+first, which say how far the embedder's batch noise alone moves a figure.
 
 ``--crowd N`` is the crowded store (``benchmarks.crowd``): each LoCoMo conversation among the
 other conversations' turns under fresh speaker names until its store holds N notes; every
@@ -335,7 +338,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     overrides.update({name: getattr(args, name) for name in STORE_SETTINGS
                       if getattr(args, name) is not None})
     config = load_config(overrides=overrides)
-    embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
+    embedder = CachedEmbedder(make_embedder(args.embedder), args.cache, args.realization)
     rankings: dict[str, list[list[list[str]]]] = {}
     timings: dict[str, Any] = {"per_corpus": []}
     started = time.perf_counter()
@@ -360,7 +363,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "links": args.links, "heat": args.heat, "unit": args.unit, "turn_times": args.turn_times,
         "source_title": args.source_title,
         **{name: getattr(config, name) for name in STORE_SETTINGS},
-        "depth": DEPTH, "crowd": args.crowd},
+        "depth": DEPTH, "crowd": args.crowd, "realization": args.realization},
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
         "multi_hop": multi_hop(corpora, rankings) if task == "locomo" else {},
@@ -427,6 +430,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-corpora", type=int, help="use only the first N corpora (quick runs)")
     p.add_argument("--corpora", help="comma-separated corpus names to use (e.g. conv-26)")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
+    p.add_argument("--realization", type=int, default=0, choices=range(4),
+                   help="0: each text embedded alone; 1-3: each passage beside a fixed companion "
+                        "text, another valid vector (benchmarks.embcache): a gain that does not "
+                        "hold across realizations is the embedder's batch noise")
     p.add_argument("--crowd", type=int, metavar="N",
                    help="LoCoMo: the crowded store, each conversation among the others' turns "
                         "under fresh speaker names until its store holds N notes "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from amem.embed.hashing import HashingEmbedder
 from benchmarks.calibrate import query_stats
@@ -65,6 +66,23 @@ def test_embedding_cache_gives_a_text_one_vector_whatever_came_first(tmp_path: P
     among.save()
     reread = CachedEmbedder(BatchScaled(), tmp_path / "among")
     assert np.array_equal(reread.embed(["another", "a note"], kind="passage")[1], first[0])
+
+
+def test_a_realization_is_another_vector_as_stable_as_the_first(tmp_path: Path) -> None:
+    alone = CachedEmbedder(BatchScaled(), tmp_path, realization=0)
+    beside = CachedEmbedder(BatchScaled(), tmp_path, realization=1)
+    note, query = alone.embed(["a note"])[0], alone.embed(["a query"], kind="query")[0]
+    assert not np.allclose(beside.embed(["a note"])[0], note)  # the companion moved it
+    assert np.array_equal(beside.embed(["a query"], kind="query")[0], query)  # queries alone
+    # a realization's vector is the same whatever its cache embedded first
+    other = CachedEmbedder(BatchScaled(), tmp_path / "other", realization=1)
+    other.embed(["another", "a note", "a third"])
+    assert np.array_equal(other.embed(["a note"])[0], beside.embed(["a note"])[0])
+    alone.save()
+    beside.save()
+    assert len(list(tmp_path.glob("*.npz"))) == 2  # a file each: never read as the other
+    with pytest.raises(ValueError, match="realization"):
+        CachedEmbedder(BatchScaled(), tmp_path, realization=4)
 
 
 def test_tool_list_recall_compares_equal_lengths() -> None:
