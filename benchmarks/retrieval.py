@@ -19,7 +19,8 @@ with a link, links per note, and the share of tool searches that returned a link
 ``--cache DIR`` keeps the embeddings on disk between runs (``benchmarks.embcache``; each text
 embedded alone, so a figure does not depend on what filled the cache). ``--realization K``
 (1-3) embeds each passage beside a fixed companion text instead: vectors as valid as the
-first, which say how far the embedder's batch noise alone moves a figure.
+first, which say how far the embedder's batch noise alone moves a figure; ``--realizations
+0,1,2,3`` runs once per realization and prints each headline figure's spread.
 
 ``--crowd N`` is the crowded store (``benchmarks.crowd``): each LoCoMo conversation among the
 other conversations' turns under fresh speaker names until its store holds N notes; every
@@ -377,6 +378,50 @@ STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "neighbour
                   "time_lift", "link_min_cosine", "link_pool", "link_keep")
 
 
+def _realizations(text: str) -> list[int]:
+    """``--realizations``: distinct realizations 0-3, comma-separated."""
+    try:
+        picked = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of realizations: {text!r}") from None
+    if not picked or any(not 0 <= k <= 3 for k in picked) or len(set(picked)) != len(picked):
+        raise argparse.ArgumentTypeError(f"realizations are distinct numbers 0-3, not {text!r}")
+    return picked
+
+
+#: the figures whose spread across realizations is printed: (group, metric) per task
+SPREAD = {"locomo": [("cat1-4", "R@10"), ("cat1-4", "MRR"), ("cat1", "R@10"), ("cat5", "R@10"),
+                     ("cat1", "R@list")],
+          "cmrc": [("all", "hit@1"), ("all", "hit@10"), ("all", "MRR")]}
+
+
+def spread(task: str, results: dict[int, dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """method -> "group metric" -> the figure in each realization (in the order run): how far
+    the embedder's batch noise alone moves it. Figures a method lacks are left out."""
+    out: dict[str, dict[str, list[float]]] = {}
+    first = next(iter(results.values()))["results"]
+    for method in first:
+        for group, metric in SPREAD[task]:
+            values = [r["results"].get(method, {}).get(group, {}).get(metric)
+                      for r in results.values()]
+            if all(v is not None for v in values):
+                out.setdefault(method, {})[f"{group} {metric}"] = [float(v) for v in values]
+    return out
+
+
+def spread_table(task: str, results: dict[int, dict[str, Any]]) -> str:
+    """Markdown: each headline figure per realization, then its range."""
+    rows = spread(task, results)
+    keys = list(results)
+    lines = ["| method | figure | " + " | ".join(f"r{k}" for k in keys) + " | range |",
+             "|---|---|" + "---|" * (len(keys) + 1)]
+    for method, figures in rows.items():
+        for name, values in figures.items():
+            lines.append(f"| {method} | {name} | " + " | ".join(f"{v:.3f}" for v in values)
+                         + f" | {max(values) - min(values):.3f} |")
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -434,6 +479,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="0: each text embedded alone; 1-3: each passage beside a fixed companion "
                         "text, another valid vector (benchmarks.embcache): a gain that does not "
                         "hold across realizations is the embedder's batch noise")
+    p.add_argument("--realizations", type=_realizations, metavar="K,K,...",
+                   help="run once per realization (e.g. 0,1,2,3) and print the spread of the "
+                        "headline figures after the tables; --out gets every result")
     p.add_argument("--crowd", type=int, metavar="N",
                    help="LoCoMo: the crowded store, each conversation among the others' turns "
                         "under fresh speaker names until its store holds N notes "
@@ -509,6 +557,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not data.exists():
         print(f"no data file at {data}", file=sys.stderr)
         return 2
+    if args.realizations:
+        runs: dict[int, dict[str, Any]] = {}
+        for k in args.realizations:
+            args.realization = k
+            runs[k] = run(args.task, data, args)
+            print(f"## realization {k}\n\n{table(runs[k])}\n", flush=True)
+        print("Spread across realizations (the embedder's batch noise alone)\n")
+        print(spread_table(args.task, runs))
+        if args.out:
+            args.out.write_text(json.dumps({"realizations": runs,
+                                            "spread": spread(args.task, runs)},
+                                           indent=2, ensure_ascii=False))
+        return 0
     result = run(args.task, data, args)
     if args.out:
         args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))

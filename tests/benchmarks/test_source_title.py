@@ -1,9 +1,11 @@
-"""The CMRC benchmark can give each sentence its article's title (``--source-title``)."""
+"""The CMRC benchmark can give each sentence its article's title (``--source-title``), and the
+retrieval benchmark runs once per embedding realization (``--realizations``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +110,33 @@ def test_a_title_needs_the_cmrc_task(capsys: pytest.CaptureFixture[str]) -> None
     assert retrieval.parse_args(["cmrc"]).source_title == "off"
     assert retrieval.main(["locomo", "--source-title", "tag"]) == 2
     assert "--source-title tag needs the cmrc task" in capsys.readouterr().err
+
+
+def test_realizations_run_once_each_and_report_the_spread(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "spread.json"
+    assert retrieval.main(["cmrc", "--data", str(data), "--embedder", "hashing", "--no-baselines",
+                           "--cache", str(tmp_path / "cache"), "--realizations", "0,2",
+                           "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    runs = result["realizations"]
+    assert [runs[k]["settings"]["realization"] for k in ("0", "2")] == [0, 2]
+    # the hashing embedder has no batch noise: both realizations read the same
+    assert result["spread"]["store"]["all hit@1"] == [0.5, 0.5]
+    assert "| store | all hit@1 | 0.500 | 0.500 | 0.000 |" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [
+        "hashing-v1-d64.alone.npz", "hashing-v1-d64.with2.npz"]  # a cache file each
+
+
+def test_the_spread_is_each_figure_per_realization() -> None:
+    def result(hit1: float) -> dict[str, Any]:
+        return {"results": {"store": {"all": {"hit@1": hit1, "hit@10": 0.9, "MRR": 0.7}},
+                            "bm25": {"all": {"hit@1": 0.5}}}}
+    rows = retrieval.spread("cmrc", {0: result(0.70), 1: result(0.72)})
+    assert rows["store"]["all hit@1"] == [0.70, 0.72]
+    assert rows["bm25"] == {"all hit@1": [0.5, 0.5]}  # figures a method lacks are left out
+    assert "| store | all hit@1 | 0.700 | 0.720 | 0.020 |" in retrieval.spread_table(
+        "cmrc", {0: result(0.70), 1: result(0.72)})
+    for bad in ("4", "0,0", "x", ""):
+        with pytest.raises(SystemExit):
+            retrieval.parse_args(["locomo", "--realizations", bad])
