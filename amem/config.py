@@ -138,7 +138,9 @@ class AmemConfig:
     #: offline links (``amem.write.candidates``): the notes sharing the most of a new note's
     #: BM25 terms read as candidates, those told on another day first (0 = the
     #: ``link_candidates`` nearest by embedding, as an LLM is offered); the rule links the first
-    #: ``link_keep`` that pass. LoCoMo dev: multi-hop R@list +0.013 -> +0.04 over the matches
+    #: ``link_keep`` that pass. LoCoMo dev, multi-hop R@list over as many matches, on vectors
+    #: embedded alone: -0.017 with the nearest, +0.018 to +0.036 with these over four embedding
+    #: realizations (benchmarks/RESULTS.md)
     link_pool: int = setting(30, at_least=0)
     link_keep: int = setting(4, at_least=1)
     evolve_max: int = setting(3, at_least=0)
