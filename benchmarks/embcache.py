@@ -44,6 +44,8 @@ COMPANIONS = (
     "Remember to water the plants, pay the electricity bill and call the dentist before Friday afternoon.",
     "A short note.",
 )
+#: the realizations a cache can give: 0 (alone), then one per companion
+REALIZATIONS = range(len(COMPANIONS) + 1)
 
 
 def _key(kind: str, text: str) -> str:
@@ -58,8 +60,8 @@ class CachedEmbedder:
     """
 
     def __init__(self, inner: Any, cache_dir: Path | None = None, realization: int = 0) -> None:
-        if not 0 <= realization <= len(COMPANIONS):
-            raise ValueError(f"realization must be 0..{len(COMPANIONS)}, not {realization}")
+        if realization not in REALIZATIONS:
+            raise ValueError(f"realization must be 0..{REALIZATIONS[-1]}, not {realization}")
         self._companion = COMPANIONS[realization - 1] if realization else None
         self.inner = inner
         self.model_id = inner.model_id

@@ -34,7 +34,7 @@ from lcm.errors import LcmValidationError
 from lcm.vectors import pack
 
 from .datasets import DEFAULT_LOCOMO, Corpus, load_locomo
-from .embcache import CachedEmbedder
+from .embcache import REALIZATIONS, CachedEmbedder
 from .metrics import mean, score
 
 MODES = ("full_text", "semantic", "hybrid")
@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="write the JSON result here")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache (benchmarks.embcache); "
                    "embed_pending's rate is then the cache's")
-    p.add_argument("--realization", type=int, default=0, choices=range(4),
+    p.add_argument("--realization", type=int, default=0, choices=REALIZATIONS,
                    help="with --cache: 0 embeds each turn alone, 1-3 beside a fixed companion "
                         "text (benchmarks.embcache): another valid vector, to read the noise")
     args = p.parse_args(argv)

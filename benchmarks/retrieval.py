@@ -58,7 +58,7 @@ from amem.notes import compose_embed_text
 
 from .crowd import crowd
 from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, Doc, load_cmrc, load_locomo
-from .embcache import CachedEmbedder
+from .embcache import REALIZATIONS, CachedEmbedder
 from .metrics import dedup_order, mean, recall_at, score
 
 DEPTH = 50  # ranked-list depth scored (MRR past 50 adds < 0.02)
@@ -379,13 +379,14 @@ STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "neighbour
 
 
 def _realizations(text: str) -> list[int]:
-    """``--realizations``: distinct realizations 0-3, comma-separated."""
+    """``--realizations``: distinct realizations (``REALIZATIONS``), comma-separated."""
     try:
         picked = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a list of realizations: {text!r}") from None
-    if not picked or any(not 0 <= k <= 3 for k in picked) or len(set(picked)) != len(picked):
-        raise argparse.ArgumentTypeError(f"realizations are distinct numbers 0-3, not {text!r}")
+    if not picked or any(k not in REALIZATIONS for k in picked) or len(set(picked)) != len(picked):
+        raise argparse.ArgumentTypeError(
+            f"realizations are distinct numbers 0-{REALIZATIONS[-1]}, not {text!r}")
     return picked
 
 
@@ -475,7 +476,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit-corpora", type=int, help="use only the first N corpora (quick runs)")
     p.add_argument("--corpora", help="comma-separated corpus names to use (e.g. conv-26)")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache")
-    p.add_argument("--realization", type=int, default=0, choices=range(4),
+    p.add_argument("--realization", type=int, default=0, choices=REALIZATIONS,
                    help="0: each text embedded alone; 1-3: each passage beside a fixed companion "
                         "text, another valid vector (benchmarks.embcache): a gain that does not "
                         "hold across realizations is the embedder's batch noise")
