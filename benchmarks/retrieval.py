@@ -373,8 +373,8 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 #: the store's settings a run may override (each an option of the same name, dashes for
 #: underscores), reported with the results whatever their source
-STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "neighbour_weight",
-                  "neighbour_span", "mmr_lambda", "question_share", "question_penalty",
+STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "centering",
+                  "neighbour_weight", "neighbour_span", "mmr_lambda", "question_share", "question_penalty",
                   "time_lift", "link_min_cosine", "link_pool", "link_keep")
 
 
@@ -437,6 +437,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--turn-times", action=argparse.BooleanOptionalAction, default=True,
                    help="give each LoCoMo turn its session's time plus one second per earlier "
                         "turn (the order a chat import has); --no-turn-times: the session time")
+    p.add_argument("--centering", type=float,
+                   help="the share of the tenant's centroid taken off ranking's query vector "
+                        "(amem.search.centroid; 0 = off)")
     p.add_argument("--neighbour-weight", type=float,
                    help="the store's neighbour lift (amem.search.adjacent; 0 = off)")
     p.add_argument("--neighbour-span", type=int, help="neighbours on each side")

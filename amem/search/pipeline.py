@@ -3,6 +3,8 @@
 The pipeline, step by step (the numbers match the issue that specifies it):
 
 1. embed the query locally;
+   1b. for ranking, the vector moved off the tenant's centroid (``amem.search.centroid``):
+   steps 3, 4 and 4b rank by what the query asks beyond what the store is about anyway;
 2. BM25 over content + keywords + tags, as the engine's sparse vector (only notes sharing a
    term with the query are ranked);
 3. dense cosine search;
@@ -58,6 +60,7 @@ from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
 from . import adjacent, diverse, replies, timeq, usage
+from .centroid import Centroids, off_centroid
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -86,6 +89,8 @@ class Searcher:
         self._recent = recent
         #: the successors that no longer hide what they replaced, kept between writes
         self._lapsed = LapsedCache(index, LAPSED_MAX)
+        #: the tenants' mean note vectors (step 1b), kept between searches
+        self._centroids = Centroids(index)
 
     def search(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
                subject: str | None, agent_id: str, expand_links: bool | None = None,
@@ -115,14 +120,18 @@ class Searcher:
         terms = tokenize(query)
         pool = max(cfg.candidates, limit)
         engine = index.backend
+        # ranking's vector; what is shown and gated keeps the query's own (module centroid)
+        rank_vec = off_centroid(qvec, self._centroids.of(agent_id) if cfg.centering > 0  # 1b
+                                else None, cfg.centering)
         # Both legs and the BM25 hits' cosines in one engine round trip (three calls before)
-        legs = engine.search_legs(qvec, bm25.query_vector(terms) if terms else None,  # 2, 3
+        legs = engine.search_legs(rank_vec, bm25.query_vector(terms) if terms else None,  # 2, 3
                                   where, pool, fields=RANK_FIELDS)
         sparse_hits = settle_ties(legs.sparse)
         dense_hits = settle_ties(legs.dense)
+        # on rank_vec's scale, as fusion compares them
         cosine = {**legs.sparse_cosines, **{h.id: h.score for h in dense_hits}}
-        fused, table = fuse(cfg, engine, qvec, sparse_hits, dense_hits, pool, cosine)  # 4
-        fused, brought = adjacent.lift(cfg, engine, qvec, where, fused, sparse_hits,  # 4b
+        fused, table = fuse(cfg, engine, rank_vec, sparse_hits, dense_hits, pool, cosine)  # 4
+        fused, brought = adjacent.lift(cfg, engine, rank_vec, where, fused, sparse_hits,  # 4b
                                        dense_hits, table, cosine, RANK_FIELDS)
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
@@ -162,8 +171,11 @@ class Searcher:
                  for pid, _, _ in scored])]
         # Without a floor only the returned matches need a cosine; with one, every candidate may.
         wanted = scored if floor is not None else scored[:limit]
-        fill_cosines(engine, qvec, [pid for pid, _, _ in wanted], cosine)
-        sim = {pid: index.query_similarity(cosine[pid]) for pid, _, _ in wanted if pid in cosine}
+        # the query's own cosines, on the scale similarity is calibrated for: ranking's when
+        # no centroid moved it, else from the stored vectors (the head's are kept by step 4c)
+        shown = cosine if rank_vec is qvec else {}
+        fill_cosines(engine, qvec, [pid for pid, _, _ in wanted], shown)
+        sim = {pid: index.query_similarity(shown[pid]) for pid, _, _ in wanted if pid in shown}
         if floor is not None:                                                   # 6
             scored = [t for t in scored if sim.get(t[0], -1.0) >= floor]
         matches = scored[:limit]
