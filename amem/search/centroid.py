@@ -6,10 +6,11 @@ two people talking, "What European countries has Maria been to?" is closest to e
 Maria told, and "I took a solo trip to Spain" ranks past 50. Ranking by the query with
 ``share`` of the tenant's mean note vector taken off, ``q - share * mean`` renormalised (the
 order of ``q.d - share * mean.d``), ranks by what the question asks beyond what the store is
-about anyway. LoCoMo dev, share 0.75 (chosen on half a from 0.5 / 0.75 / 1.0 / 1.25), every
-realization of the embedding: R@10 0.800-0.804 -> 0.816-0.829, MRR +0.005 to +0.009,
-multi-hop +0.010 to +0.028; the dense leg alone 0.531 -> 0.611 at share 1
-(benchmarks/RESULTS.md, "The query off the tenant's centroid").
+about anyway. LoCoMo dev at the default share 0.5, every realization of the embedding: R@10
+0.800-0.804 -> 0.812-0.819, MRR +0.005 to +0.010, multi-hop +0.005 to +0.032; CMRC holds
+(hit@1 0.704 -> 0.707). A share of 0.75 read best on LoCoMo (R@10 up to 0.829) but put CMRC's
+hit@10 below its own dense baseline (benchmarks/RESULTS.md, "The query off the tenant's
+centroid").
 
 Only ranking reads the moved vector: the dense leg, the BM25 hits' cosines, the fusion and the
 neighbours of step 4b. What a caller sees or sets keeps the query's own vector, whose scale

@@ -99,24 +99,33 @@ def test_a_shared_server_store_reads_it_again_after_its_time(embedder: HashingEm
         assert centroids.of("a") is not first
 
 
+@pytest.mark.parametrize("kind", ["edge", "qdrant-local"])
 def test_search_ranks_by_the_moved_vector_and_shows_the_query_own_similarity(
-        embedder: HashingEmbedder, clock: ManualClock) -> None:
-    def results(share: float) -> list[tuple[str, float]]:
-        with make_store("edge", embedder, clock, heat=False, centering=share) as store:
+        kind: str, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    def results(share: float, floor: float) -> tuple[list[tuple[str, float]], set[str]]:
+        with make_store(kind, embedder, clock, heat=False, centering=share) as store:
             for i in range(60):
                 store.add(f"Maria: we talked about the weather and dinner again {i}",
                           id=f"w{i}", enrich=False)
             store.add("Maria: the trip to Spain was the best holiday", id="spain",
                       enrich=False)
-            return [(r.id, r.similarity)
-                    for r in store.search("Maria holiday trip", limit=60, expand_links=False)]
-    plain, centred = dict(results(0.0)), dict(results(0.75))
-    assert list(plain) != list(centred)  # ranked by another vector
-    # whatever the order, a note's similarity is the query's own cosine on the calibrated scale
-    shared = set(plain) & set(centred)
-    assert len(shared) > 10
-    for pid in shared:
-        assert centred[pid] == pytest.approx(plain[pid], abs=1e-6)
+            # limit 100: every note is a candidate of both legs, whichever vector ranks
+            found = [(r.id, r.similarity)
+                     for r in store.search("Maria holiday trip", limit=100, expand_links=False)]
+            kept = {r.id for r in store.search("Maria holiday trip", limit=100,
+                                               expand_links=False, min_similarity=floor)}
+            return found, kept
+    floor = float(np.median([sim for _, sim in results(0.0, 0.0)[0]]))
+    (plain, plain_kept), (centred, centred_kept) = results(0.0, floor), results(0.75, floor)
+    assert [pid for pid, _ in plain] != [pid for pid, _ in centred]  # ranked by another vector
+    # whatever the order, a note's similarity is the query's own cosine on the calibrated scale,
+    # and min_similarity keeps the same notes
+    assert len(plain) == len(centred) == 61
+    shown = dict(plain)
+    for pid, similarity in centred:
+        assert similarity == pytest.approx(shown[pid], abs=1e-6)
+    assert centred_kept == plain_kept == {pid for pid, sim in plain if sim >= floor}
+    assert 0 < len(plain_kept) < 61
 
 
 LOCOMO = BENCHDATA / "locomo_dev.json"
@@ -126,8 +135,8 @@ LOCOMO = BENCHDATA / "locomo_dev.json"
 def test_with_the_default_embedder_the_dense_leg_finds_what_a_question_asks() -> None:
     """A real two-person chat (LoCoMo conv-30, 369 turns, each "<speaker>: <text>"): every
     question names one of the two, whose every turn the query's own vector leans to. Ranked by
-    the moved vector, the dense leg finds more of the evidence turns (measured 0.562 -> 0.629
-    R@10; the test asks for half that gain)."""
+    the moved vector, the dense leg finds more of the evidence turns (measured 0.562 -> 0.618
+    R@10 at the default share; the test asks for about half that gain)."""
     from benchmarks.datasets import load_locomo
 
     conv = next(c for c in load_locomo(LOCOMO) if c.name == "conv-30")
@@ -148,5 +157,5 @@ def test_with_the_default_embedder_the_dense_leg_finds_what_a_question_asks() ->
                 found.append(len(top & set(q.relevant)) / len(q.relevant))
             return float(np.mean(found))
         plain, moved = recall(0.0), recall(store.config.centering)
-    assert store.config.centering == 0.75  # the default measured
+    assert store.config.centering == 0.5  # the default measured
     assert moved >= plain + 0.03, (plain, moved)
