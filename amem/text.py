@@ -97,6 +97,26 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return out
 
 
+
+def surface_terms(text: str) -> list[tuple[str, str]]:
+    """Each word of ``text`` as written (NFKC, lower case, a possessive 's dropped) beside the
+    BM25 term it gives, stop words left out, in order; a Chinese run gives its jieba pieces
+    (each its own term; the bigrams name no word). Kana and hangul runs give nothing: their
+    terms are bigrams, not words. What a word of a query is, to embed it alone."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: list[tuple[str, str]] = []
+    for han, _kana, _hangul, word in _RUN.findall(text):
+        if word:
+            word = word.replace("’", "'")
+            stemmed = stem(word)
+            if word not in STOPWORDS and stemmed not in STOPWORDS:
+                out.append((word[:-2] if word.endswith("'s") else word, stemmed))
+        elif han:
+            out.extend((piece, piece) for piece in segment.cut_for_search(han)
+                       if piece not in STOPWORDS)
+    return out
+
+
 #: a sentence: up to its closing marks (English and full-width), or the text's unclosed end
 _SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
 _BRACKETED = re.compile(r"\[[^\]]*\]")

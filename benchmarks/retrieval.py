@@ -374,8 +374,9 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
 #: the store's settings a run may override (each an option of the same name, dashes for
 #: underscores), reported with the results whatever their source
 STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "centering",
-                  "neighbour_weight", "neighbour_span", "mmr_lambda", "question_share", "question_penalty",
-                  "time_lift", "link_min_cosine", "link_pool", "link_keep")
+                  "common_words", "neighbour_weight", "neighbour_span", "mmr_lambda",
+                  "question_share", "question_penalty", "time_lift", "link_min_cosine",
+                  "link_pool", "link_keep")
 
 
 def _realizations(text: str) -> list[int]:
@@ -440,6 +441,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--centering", type=float,
                    help="the share of the tenant's centroid taken off ranking's query vector "
                         "(amem.search.centroid; 0 = off)")
+    p.add_argument("--common-words", type=float,
+                   help="how much of each common word's vector is taken off ranking's query "
+                        "vector (amem.search.centroid; 0 = off)")
     p.add_argument("--neighbour-weight", type=float,
                    help="the store's neighbour lift (amem.search.adjacent; 0 = off)")
     p.add_argument("--neighbour-span", type=int, help="neighbours on each side")

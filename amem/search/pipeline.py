@@ -3,8 +3,9 @@
 The pipeline, step by step (the numbers match the issue that specifies it):
 
 1. embed the query locally;
-   1b. for ranking, the vector moved off the tenant's centroid (``amem.search.centroid``):
-   steps 3, 4 and 4b rank by what the query asks beyond what the store is about anyway;
+   1b. for ranking, the vector moved off what the tenant's notes share, their words in common
+   and their mean (``amem.search.centroid``): steps 3, 4 and 4b rank by what the query asks
+   beyond what the store is about anyway;
 2. BM25 over content + keywords + tags, as the engine's sparse vector (only notes sharing a
    term with the query are ranked);
 3. dense cosine search;
@@ -60,7 +61,7 @@ from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
 from . import adjacent, diverse, replies, timeq, usage
-from .centroid import Centroids, off_centroid
+from .centroid import Centroids
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
@@ -89,7 +90,7 @@ class Searcher:
         self._recent = recent
         #: the successors that no longer hide what they replaced, kept between writes
         self._lapsed = LapsedCache(index, LAPSED_MAX)
-        #: the tenants' mean note vectors (step 1b), kept between searches
+        #: what each tenant's notes share (step 1b), kept between searches
         self._centroids = Centroids(index)
 
     def search(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
@@ -121,8 +122,7 @@ class Searcher:
         pool = max(cfg.candidates, limit)
         engine = index.backend
         # ranking's vector; what is shown and gated keeps the query's own (module centroid)
-        rank_vec = off_centroid(qvec, self._centroids.of(agent_id) if cfg.centering > 0  # 1b
-                                else None, cfg.centering)
+        rank_vec = self._centroids.rank_vector(qvec, query, agent_id, cfg)          # 1b
         # Both legs and the BM25 hits' cosines in one engine round trip (three calls before)
         legs = engine.search_legs(rank_vec, bm25.query_vector(terms) if terms else None,  # 2, 3
                                   where, pool, fields=RANK_FIELDS)
