@@ -66,6 +66,9 @@ SHARED_TTL_S = 600.0
 KEPT_TENANTS = 1024
 #: common words whose vectors are kept
 KEPT_WORDS = 1024
+#: common words taken off one query, the first in its order: each new one is an embedding, and
+#: a query of many inflections of one common word must not cost hundreds
+QUERY_WORDS = 8
 
 
 def ranking_vector(qvec: np.ndarray, words: Sequence[np.ndarray], word_weight: float,
@@ -134,8 +137,9 @@ class Centroids:
         shared = self.of(agent_id)
         words: list[np.ndarray] = []
         if config.common_words > 0 and shared.common:
-            words = self.word_vectors(dict.fromkeys(
-                surface for surface, term in surface_terms(query) if term in shared.common))
+            common = dict.fromkeys(surface for surface, term in surface_terms(query)
+                                   if term in shared.common)
+            words = self.word_vectors(list(common)[:QUERY_WORDS])
         return ranking_vector(qvec, words, config.common_words, shared.centroid,
                               config.centering)
 
@@ -202,5 +206,5 @@ def _fresh(kept: _Kept, generation: int | None, now: float) -> bool:
     return writes < max(REFRESH_WRITES, REFRESH_SHARE * kept.notes)
 
 
-__all__ = ["COMMON_SHARE", "Centroids", "MIN_NOTES", "REFRESH_SHARE", "REFRESH_WRITES", "SAMPLE",
-           "SHARED_TTL_S", "Shared", "common_terms", "ranking_vector"]
+__all__ = ["COMMON_SHARE", "Centroids", "MIN_NOTES", "QUERY_WORDS", "REFRESH_SHARE",
+           "REFRESH_WRITES", "SAMPLE", "SHARED_TTL_S", "Shared", "common_terms", "ranking_vector"]

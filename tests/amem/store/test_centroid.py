@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -13,8 +13,8 @@ from amem.embed import make_embedder
 from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
 from benchmarks.datasets import BENCHDATA
-from amem.search.centroid import (COMMON_SHARE, MIN_NOTES, REFRESH_WRITES, SHARED_TTL_S,
-                                  Centroids, common_terms, ranking_vector)
+from amem.search.centroid import (COMMON_SHARE, MIN_NOTES, QUERY_WORDS, REFRESH_WRITES,
+                                  SHARED_TTL_S, Centroids, common_terms, ranking_vector)
 from amem.text import surface_terms
 
 from .conftest import make_store
@@ -205,3 +205,47 @@ def test_with_the_default_embedder_the_dense_leg_finds_what_a_question_asks() ->
     # the defaults measured
     assert (store.config.centering, store.config.common_words) == (0.5, 0.6)
     assert moved >= plain + 0.03, (plain, moved)
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the texts it embeds as queries."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.queries: list[str] = []
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        if kind == "query":
+            self.queries.extend(texts)
+        return super().embed(texts, kind=kind)
+
+
+def test_a_common_word_is_embedded_once_and_a_query_takes_a_few_at_most(clock: ManualClock
+                                                                       ) -> None:
+    embedder = CountingEmbedder()
+    with make_store("edge", embedder, clock, heat=False) as store:
+        store.add_many([{"text": f"Maria: the dancing class number {i} went well", "id": f"n{i}",
+                         "enrich": False} for i in range(MIN_NOTES)])
+        centroids = Centroids(store.index)
+        assert {"maria", "danc", "class"} <= centroids.of(store.agent_id).common
+        embedder.queries.clear()
+        query = "What did Maria's dancing class do?"
+        qvec = store.index.embed_query(query)
+        moved = centroids.rank_vector(qvec, query, store.agent_id, store.config)
+        assert moved is not qvec
+        assert embedder.queries == [query, "maria", "dancing", "class"]  # each word alone
+        centroids.rank_vector(qvec, query, store.agent_id, store.config)
+        assert embedder.queries == [query, "maria", "dancing", "class"]  # kept: none again
+        # a query of many forms of common words: the first QUERY_WORDS only
+        embedder.queries.clear()
+        forms = "maria dance dances danced classes numbers number went well classed dancers"
+        common = centroids.of(store.agent_id).common
+        taken = list(dict.fromkeys(w for w, term in surface_terms(forms) if term in common))
+        assert len(taken) > QUERY_WORDS
+        centroids.rank_vector(qvec, forms, store.agent_id, store.config)
+        assert embedder.queries == taken[1:QUERY_WORDS]  # "maria" is kept from before
+        # switched off: nothing read, nothing embedded, the query's own vector
+        off = store.config.replace(centering=0.0, common_words=0.0)
+        embedder.queries.clear()
+        assert Centroids(store.index).rank_vector(qvec, query, store.agent_id, off) is qvec
+        assert embedder.queries == []
