@@ -97,7 +97,6 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return out
 
 
-
 def surface_terms(text: str) -> list[tuple[str, str]]:
     """Each word of ``text`` as written (NFKC, lower case, a possessive 's dropped) beside the
     BM25 term it gives, stop words left out, in order; a Chinese run gives its jieba pieces

@@ -121,7 +121,7 @@ class Searcher:
         terms = tokenize(query)
         pool = max(cfg.candidates, limit)
         engine = index.backend
-        # ranking's vector; what is shown and gated keeps the query's own (module centroid)
+        # ranking's vector; what is shown and gated keeps the query's own (amem.search.centroid)
         rank_vec = self._centroids.rank_vector(qvec, query, agent_id, cfg)          # 1b
         # Both legs and the BM25 hits' cosines in one engine round trip (three calls before)
         legs = engine.search_legs(rank_vec, bm25.query_vector(terms) if terms else None,  # 2, 3
@@ -172,7 +172,8 @@ class Searcher:
         # Without a floor only the returned matches need a cosine; with one, every candidate may.
         wanted = scored if floor is not None else scored[:limit]
         # the query's own cosines, on the scale similarity is calibrated for: ranking's when
-        # no centroid moved it, else from the stored vectors (the head's are kept by step 4c)
+        # step 1b left the vector as it was, else from the stored vectors (the head's are
+        # kept by step 4c)
         shown = cosine if rank_vec is qvec else {}
         fill_cosines(engine, qvec, [pid for pid, _, _ in wanted], shown)
         sim = {pid: index.query_similarity(shown[pid]) for pid, _, _ in wanted if pid in shown}

@@ -1,4 +1,5 @@
-"""Step 1b: ranking's query vector moved off what the tenant's notes share (amem.search.centroid)."""
+"""Step 1b: ranking's query vector moved off what the tenant's notes share
+(amem.search.centroid)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def test_the_moved_vector_ranks_as_the_query_minus_the_share_of_the_centroid() -
     q = (q / np.linalg.norm(q)).astype(np.float32)
     mean = notes.mean(axis=0)
     moved = ranking_vector(q, [], 0.6, mean, 0.75)
-    assert moved.dtype == np.float32 and float(np.linalg.norm(moved)) == pytest.approx(1.0, abs=1e-6)
+    assert moved.dtype == np.float32
+    assert float(np.linalg.norm(moved)) == pytest.approx(1.0, abs=1e-6)
     # a positive rescaling of q.d - share * mean.d: the same order of every note
-    assert list(np.argsort(-(notes @ moved))) == list(np.argsort(-(notes @ q - 0.75 * notes @ mean)))
+    by_formula = notes @ q - 0.75 * notes @ mean
+    assert list(np.argsort(-(notes @ moved))) == list(np.argsort(-by_formula))
     assert list(np.argsort(-(notes @ moved))) != list(np.argsort(-(notes @ q)))
     # nothing to move by: the query's own vector, the same object
     assert ranking_vector(q, [], 0.6, None, 0.75) is q
