@@ -53,9 +53,13 @@ from ..text import surface_terms, tokenize
 MIN_NOTES = 50
 #: notes read for a centroid and the words' shares (the first, in point-id order)
 SAMPLE = 1000
-#: a word is common when at least this share of the sample holds it (a chat's two names:
-#: 0.4-0.6 each; "2023" in its dates 0.3). LoCoMo dev: 0.1 and 0.25 within 0.004 of R@10
+#: a word is common when at least this share of the sample holds it (LoCoMo conv-30: the two
+#: speakers' names, "dance", "thank", "i'm"). LoCoMo dev, scratch: 0.1 and 0.25 within 0.001
+#: of R@10 and 0.004 of multi-hop
 COMMON_SHARE = 0.25
+#: characters of a sampled note whose terms are counted: a long note's later words add little
+#: to what is common, and 1,000 notes of 32,000 characters would take seconds to tokenise
+TERM_CHARS = 2000
 #: a kept reading is read again once the writes since reach this share of its tenant's notes
 REFRESH_SHARE = 0.1
 #: ... and at least this many writes
@@ -165,7 +169,8 @@ class Centroids:
             vectors = [h.dense for h in hits if h.dense is not None]
             if len(vectors) >= MIN_NOTES:
                 shared = Shared(np.mean(np.stack(vectors).astype(np.float64), axis=0),
-                                common_terms([str(h.payload.get("content", "")) for h in hits]))
+                                common_terms([str(h.payload.get("content", ""))[:TERM_CHARS]
+                                              for h in hits]))
         with self._guard:
             self._kept[agent_id] = _Kept(shared, notes, generation, now)
             self._kept.move_to_end(agent_id)
@@ -207,4 +212,5 @@ def _fresh(kept: _Kept, generation: int | None, now: float) -> bool:
 
 
 __all__ = ["COMMON_SHARE", "Centroids", "MIN_NOTES", "QUERY_WORDS", "REFRESH_SHARE",
-           "REFRESH_WRITES", "SAMPLE", "SHARED_TTL_S", "Shared", "common_terms", "ranking_vector"]
+           "REFRESH_WRITES", "SAMPLE", "SHARED_TTL_S", "Shared", "TERM_CHARS", "common_terms",
+           "ranking_vector"]

@@ -15,7 +15,8 @@ from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
 from benchmarks.datasets import BENCHDATA
 from amem.search.centroid import (COMMON_SHARE, MIN_NOTES, QUERY_WORDS, REFRESH_WRITES,
-                                  SHARED_TTL_S, Centroids, common_terms, ranking_vector)
+                                  SHARED_TTL_S, TERM_CHARS, Centroids, common_terms,
+                                  ranking_vector)
 from amem.text import surface_terms
 
 from .conftest import make_store
@@ -252,3 +253,14 @@ def test_a_common_word_is_embedded_once_and_a_query_takes_a_few_at_most(clock: M
         embedder.queries.clear()
         assert Centroids(store.index).rank_vector(qvec, query, store.agent_id, off) is qvec
         assert embedder.queries == []
+
+
+def test_only_the_start_of_a_long_note_counts_toward_what_is_common(hashing_store: MemoryStore
+                                                                    ) -> None:
+    store = hashing_store
+    filler = "plain words go on " * (TERM_CHARS // 18 + 1)
+    for i in range(MIN_NOTES):
+        store.add(f"giraffe {i} {filler} zebra", id=f"n{i}", enrich=False)
+    common = Centroids(store.index).of(store.agent_id).common
+    assert "giraff" in common  # at the start of every note
+    assert "zebra" not in common  # in every note too, but past the characters counted
