@@ -1,5 +1,5 @@
-"""What the ranking steps 1b (centroid), 4b (neighbour lift), 4c (MMR), 4d (time) and 5b (replies)
-add to a search.
+"""What the ranking steps 1b (common words, centroid), 4b (neighbour lift), 4c (MMR), 4d (time)
+and 5b (replies) add to a search.
 
     python -m benchmarks.steps_cost --size 10000 --corpus conv-30 --cache benchmarks/out/embcache
 
@@ -7,9 +7,9 @@ One crowded store (``benchmarks.crowd``: a LoCoMo conversation among the others'
 each turn at its session's time plus one second per earlier turn), the conversation's
 questions searched at limit 10 with heat on, under seven settings interleaved query by query
 (so load elsewhere on the machine hits all alike): every step (the default), without the
-query moved off the centroid (1b), without the lift (4b), without MMR (4c), without questions
-stepping back (4e), without the steps of issue 29's third round (4d time lift, 4e, 5b replies
-first), without 4b and 4c.
+query moved off what the notes share (1b: common words and centroid), without the lift (4b),
+without MMR (4c), without questions stepping back (4e), without the steps of issue 29's third
+round (4d time lift, 4e, 5b replies first), without 4b and 4c.
 Prints the median and p95 per setting and the ratio of medians to "neither".
 """
 
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = crowd(target, corpora, args.size)
     embedder = CachedEmbedder(make_embedder("e5-small"), args.cache)
     config = load_config(overrides={"heat": True})
-    variants = {"both": config, "no 1b": config.replace(centering=0.0),
+    variants = {"both": config, "no 1b": config.replace(centering=0.0, common_words=0.0),
                 "no lift": config.replace(neighbour_weight=0.0),
                 "no mmr": config.replace(mmr_lambda=1.0),
                 "no 4e": config.replace(question_penalty=0.0),
