@@ -171,8 +171,10 @@ class SentenceLegs:
         return {i: {k: p[k] for k in fields if k in p} if fields else p for i, p in read.items()}
 
     def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
-                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
-        legs = self._inner.search_legs(dense, sparse, where, limit, fields=fields)
+                    limit: int, *, fields: Sequence[str] | None = None,
+                    sparse_hits: Sequence[Hit] | None = None) -> Legs:
+        legs = self._inner.search_legs(dense, sparse, where, limit, fields=fields,
+                                       sparse_hits=sparse_hits)
         scores = {pid: self._score(pid, dense) for pid in self._rows}
         top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         read = self._fields([pid for pid, _ in top], fields)

@@ -187,11 +187,17 @@ class VectorBackend(Protocol):
         ...
 
     def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
-                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+                    limit: int, *, fields: Sequence[str] | None = None,
+                    sparse_hits: Sequence[Hit] | None = None) -> Legs:
         """The dense and the sparse ranking (``limit`` each, ``where`` on both) and the cosine
         of every sparse hit, in one engine round trip (a batch of queries): a search paid
         three calls for them (``sparse=None``: no sparse ranking). ``fields`` as in
-        ``dense_search``."""
+        ``dense_search``.
+
+        ``sparse_hits`` (with ``sparse`` None): the sparse ranking already read by
+        ``sparse_search`` with the same ``where``, ``limit`` and ``fields`` (a search runs it
+        while its query is embedded); it is returned as the legs' ``sparse`` with the cosine
+        of each hit, and only the dense query runs. Both given: ``ValidationError``."""
         ...
 
     def generation(self) -> int | None:

@@ -731,14 +731,20 @@ class EdgeBackend:
         )
         if key is None:
             return self._query(request, "dense search", with_vectors, fields)
-        with self._engine("dense search"):
+        return self._query_kept(request, "dense search", key)
+
+    def _query_kept(self, request: qe.QueryRequest, op: str, key: tuple[str, ...]) -> list[Hit]:
+        """A query asked for ids and scores only, its hits' ``key`` fields from the field
+        cache (read under the query's gate, as ``_kept_fields`` needs)."""
+        with self._engine(op):
             points = self.shard.query(request)
             ranked = list(zip(_text_ids(points), (float(p.score) for p in points)))
             kept = self._kept_fields(key, [pid for pid, _ in ranked])
         return [self._kept_hit(pid, score, kept, key) for pid, score in ranked]
 
     def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
-                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+                    limit: int, *, fields: Sequence[str] | None = None,
+                    sparse_hits: Sequence[Hit] | None = None) -> Legs:
         """Both rankings in one ``query_batch`` (the engine plans the queries together), then
         the cosines of the BM25 hits the dense ranking lacks in one exact query over their
         ids: each from the float vector the engine holds.
@@ -752,8 +758,15 @@ class EdgeBackend:
         With ``fields`` the queries return ids and scores only and the named keys come from
         the field cache (``amem.backends._edge_fields``), the points not kept in one read:
         loading each candidate's payload cost the legs more than their search.
+
+        ``sparse_hits``: the BM25 ranking already read (``sparse_search`` with the same
+        ``where``, ``limit`` and ``fields``, while the query was embedded); only the dense
+        query runs, and these hits get their cosines (``sparse`` must then be None).
         """
         limit = c.check_limit(limit)
+        if sparse_hits is not None and sparse is not None:
+            raise ValidationError("search_legs takes a sparse vector or the sparse hits, "
+                                  "not both", field="sparse")
         flt = to_edge(where)
         selector = c.payload_fields(fields)  # checks them
         key = None if isinstance(selector, bool) else tuple(selector)
@@ -776,7 +789,9 @@ class EdgeBackend:
             ranked = [list(zip(_text_ids(hits) if key is not None else [str(p.id) for p in hits],
                                hits)) for hits in answers]
             cosines = {pid: float(p.score) for pid, p in ranked[0]}
-            alone = [pid for pid, _ in ranked[1] if pid not in cosines] if idx else []
+            bm25_ids = ([h.id for h in sparse_hits] if sparse_hits is not None
+                        else [pid for pid, _ in ranked[1]] if idx else [])
+            alone = [pid for pid in bm25_ids if pid not in cosines]
             if alone:
                 scored = self.shard.query(qe.QueryRequest(
                     limit=len(alone), query=nearest, with_payload=False, params=EXACT_PARAMS,
@@ -793,10 +808,10 @@ class EdgeBackend:
             return self._kept_hit(pid, float(p.score), kept, key)
 
         dense_hits = [hit(pid, p) for pid, p in ranked[0]]
-        if not idx:
-            return Legs(sparse=[], dense=dense_hits, sparse_cosines={})
-        return Legs(sparse=[hit(pid, p) for pid, p in ranked[1]], dense=dense_hits,
-                    sparse_cosines={pid: cosines[pid] for pid, _ in ranked[1] if pid in cosines})
+        bm25_hits = (list(sparse_hits) if sparse_hits is not None
+                     else [hit(pid, p) for pid, p in ranked[1]] if idx else [])
+        return Legs(sparse=bm25_hits, dense=dense_hits,
+                    sparse_cosines={pid: cosines[pid] for pid in bm25_ids if pid in cosines})
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:
@@ -807,11 +822,15 @@ class EdgeBackend:
         selector = c.payload_fields(fields)
         if not idx:
             return []
+        key = None if isinstance(selector, bool) else tuple(selector)
         request = qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE),
-            filter=flt, with_payload=selector, params=self._idf,
+            # named fields come from the field cache, as for the dense search
+            filter=flt, with_payload=selector if key is None else False, params=self._idf,
         )
-        return self._query(request, "sparse search", fields=fields)
+        if key is None:
+            return self._query(request, "sparse search", fields=fields)
+        return self._query_kept(request, "sparse search", key)
 
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,

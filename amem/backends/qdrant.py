@@ -315,11 +315,18 @@ class QdrantServerBackend:
         )
 
     def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
-                    limit: int, *, fields: Sequence[str] | None = None) -> Legs:
+                    limit: int, *, fields: Sequence[str] | None = None,
+                    sparse_hits: Sequence[Hit] | None = None) -> Legs:
         """Both rankings and the sparse hits' cosines in one ``query_batch_points`` (one
         request to a server instead of three): the dense query, the sparse query, and the
-        sparse query again as a prefetch rescored by the dense vector."""
+        sparse query again as a prefetch rescored by the dense vector.
+
+        ``sparse_hits``: the BM25 ranking already read (``sparse_search`` while the query was
+        embedded): the batch holds the dense query and the dense vector over those ids."""
         limit = c.check_limit(limit)
+        if sparse_hits is not None and sparse is not None:
+            raise ValidationError("search_legs takes a sparse vector or the sparse hits, "
+                                  "not both", field="sparse")
         flt = to_client(where)
         selector = c.payload_fields(fields)
         nearest = c.dense_list(dense, self.dim, "dense")
@@ -333,9 +340,17 @@ class QdrantServerBackend:
             requests.append(qm.QueryRequest(
                 query=nearest, using=DENSE, limit=limit, with_payload=False,
                 prefetch=[qm.Prefetch(query=terms, using=SPARSE, filter=flt, limit=limit)]))
+        elif sparse_hits:
+            requests.append(qm.QueryRequest(
+                query=nearest, using=DENSE, limit=len(sparse_hits), with_payload=False,
+                filter=qm.Filter(must=[qm.HasIdCondition(has_id=[h.id for h in sparse_hits])])))
         with self._engine("search legs"):
             answers = self.live.query_batch_points(self.collection, requests)
         dense_hits = [self._hit(p, False) for p in answers[0].points]
+        if sparse_hits is not None:
+            scored = {str(p.id): float(p.score) for p in answers[1].points} if sparse_hits else {}
+            return Legs(sparse=list(sparse_hits), dense=dense_hits,
+                        sparse_cosines={h.id: scored[h.id] for h in sparse_hits if h.id in scored})
         if not idx:
             return Legs(sparse=[], dense=dense_hits, sparse_cosines={})
         return Legs(sparse=[self._hit(p, False) for p in answers[1].points], dense=dense_hits,

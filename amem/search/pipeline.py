@@ -2,7 +2,8 @@
 
 The pipeline, step by step (the numbers match the issue that specifies it):
 
-1. embed the query locally;
+1. embed the query locally, while step 2 runs on a worker (``amem.search.beside``: the BM25
+   leg needs the query's terms, not its vector);
    1b. for ranking, the vector moved off what the tenant's notes share, their words in common
    and their mean (``amem.search.centroid``): steps 3, 4 and 4b rank by what the query asks
    beyond what the store is about anyway;
@@ -61,6 +62,7 @@ from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
 from . import adjacent, diverse, replies, timeq, usage
+from .beside import embed_beside_bm25
 from .centroid import Centroids
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
@@ -110,7 +112,6 @@ class Searcher:
         use_heat = cfg.heat if heat is None else heat
         use_links = cfg.link_expansion if expand_links is None else expand_links
 
-        qvec = index.embed_query(query)                                         # 1
         if not isinstance(include_superseded, bool):
             raise ValidationError("include_superseded must be true or false",
                                   field="include_superseded")
@@ -121,11 +122,15 @@ class Searcher:
         terms = tokenize(query)
         pool = max(cfg.candidates, limit)
         engine = index.backend
+        # the BM25 leg needs no vector: it runs on a worker while the query is embedded
+        qvec, bm25_hits = embed_beside_bm25(                                    # 1, 2
+            lambda: index.embed_query(query), engine,
+            bm25.query_vector(terms) if terms else None, where, pool, RANK_FIELDS)
         # ranking's vector; what is shown and gated keeps the query's own (amem.search.centroid)
         rank_vec = self._centroids.rank_vector(qvec, query, agent_id, cfg)          # 1b
-        # Both legs and the BM25 hits' cosines in one engine round trip (three calls before)
-        legs = engine.search_legs(rank_vec, bm25.query_vector(terms) if terms else None,  # 2, 3
-                                  where, pool, fields=RANK_FIELDS)
+        # the dense leg and the BM25 hits' cosines in one engine round trip
+        legs = engine.search_legs(rank_vec, None, where, pool, fields=RANK_FIELDS,  # 3
+                                  sparse_hits=bm25_hits)
         sparse_hits = settle_ties(legs.sparse)
         dense_hits = settle_ties(legs.dense)
         # on rank_vec's scale, as fusion compares them

@@ -8,6 +8,7 @@ import pytest
 
 from amem.backends import EdgeBackend
 from amem.backends.base import Hit, Match, VectorBackend, Where
+from amem.errors import ValidationError
 
 from .conftest import Factory
 from ._data import DIM, pid, random_points, sparse, unit
@@ -35,6 +36,35 @@ def test_the_legs_equal_the_two_queries_and_the_cosines_the_stored_vectors(
         assert set(legs.sparse_cosines) == {h.id for h in bm25}
         for hid, cos in legs.sparse_cosines.items():
             assert cos == pytest.approx(float(np.dot(qvec, vectors[hid])), abs=1e-5)
+
+
+def test_legs_given_the_bm25_hits_equal_the_legs_that_run_the_sparse_query(
+        backend: VectorBackend) -> None:
+    """A search reads the BM25 leg while its query is embedded (``amem.search.beside``) and
+    hands the hits to ``search_legs``: what comes back is what one batch of both gives."""
+    points = random_points(90, seed=12)
+    backend.upsert(points)
+    rng = np.random.default_rng(13)
+    for _ in range(5):
+        qvec = unit(rng.normal(size=DIM))
+        terms = sparse({0: 1.0, 2: 0.5, 5: 0.4})
+        both = backend.search_legs(qvec, terms, WHERE, 10, fields=("n",))
+        bm25 = backend.sparse_search(terms, WHERE, 10, fields=("n",))
+        given = backend.search_legs(qvec, None, WHERE, 10, fields=("n",), sparse_hits=bm25)
+        assert given.sparse == bm25
+        assert [(h.id, h.payload) for h in given.dense] == [(h.id, h.payload) for h in both.dense]
+        assert set(given.sparse_cosines) == set(both.sparse_cosines) == {h.id for h in bm25}
+        for hid, cos in given.sparse_cosines.items():
+            assert cos == pytest.approx(both.sparse_cosines[hid], abs=1e-6)
+    empty = backend.search_legs(qvec, None, WHERE, 10, sparse_hits=[])
+    assert empty.sparse == [] and empty.sparse_cosines == {} and len(empty.dense) == 10
+
+
+def test_legs_refuse_a_sparse_vector_and_the_hits_together(backend: VectorBackend) -> None:
+    points = random_points(5, seed=14)
+    backend.upsert(points)
+    with pytest.raises(ValidationError, match="not both"):
+        backend.search_legs(points[0].dense, points[0].sparse, None, 3, sparse_hits=[])
 
 
 def test_legs_without_terms_give_the_dense_ranking_only(backend: VectorBackend) -> None:
@@ -85,10 +115,10 @@ def test_a_server_backend_keeps_nothing(make_backend: Factory, kind: str) -> Non
     assert backend.generation() is None
 
 
-@pytest.mark.parametrize("reader", ["legs", "dense search"])
+@pytest.mark.parametrize("reader", ["legs", "dense search", "sparse search"])
 def test_the_edge_reads_keep_the_ranking_fields_and_never_show_them_stale(reader: str) -> None:
-    """Both reads that take named fields from the field cache: the legs and a dense search
-    (step 4b's neighbours)."""
+    """The reads that take named fields from the field cache: the legs, a dense search (step
+    4b's neighbours) and a sparse search (the BM25 leg read beside the embedding)."""
     backend = EdgeBackend.temporary(DIM)
     try:
         points = random_points(30, seed=6)
@@ -102,6 +132,8 @@ def test_the_edge_reads_keep_the_ranking_fields_and_never_show_them_stale(reader
         def read(keys: tuple[str, ...]) -> list[Hit]:
             if reader == "dense search":
                 return backend.dense_search(qvec, WHERE, 30, exact=True, fields=keys)
+            if reader == "sparse search":
+                return backend.sparse_search(terms, WHERE, 30, fields=keys)
             legs = backend.search_legs(qvec, terms, WHERE, 30, fields=keys)
             return [*legs.dense, *legs.sparse]
 

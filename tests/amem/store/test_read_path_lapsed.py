@@ -1,4 +1,5 @@
-"""A search's engine calls: both legs in one batch, the lapsed successors kept between writes.
+"""A search's engine calls: the BM25 leg, then the dense leg and the cosines in one batch;
+the lapsed successors kept between writes.
 
 The lapsed successors (successors that expired or were deleted while still listing what they
 replaced) were read from the engine at every search, a scan of the tenant's points; now they
@@ -70,12 +71,14 @@ def test_a_search_makes_one_batch_and_reads_the_lapsed_successors_once_between_w
         engine.calls.clear()
         for _ in range(3):
             assert ids(store, "Bob team") == {"b2"}
-        # per search: one batch of both legs, one read of the matches' payloads
+        # per search: the BM25 leg (read while the query is embedded), one batch of the dense
+        # leg and the BM25 hits' cosines, one read of the matches' payloads
+        assert engine.calls["sparse_search"] == 3
         assert engine.calls["search_legs"] == 3
         assert engine.calls["retrieve"] == 3
-        # no leg by itself, no vector read, and the successors not read again (no write);
-        # step 4b reads the event times around the best matches from their index
-        assert not {"dense_search", "sparse_search", "scroll", "iterate"} & set(engine.calls)
+        # no dense leg by itself, no vector read, and the successors not read again (no
+        # write); step 4b reads the event times around the best matches from their index
+        assert not {"dense_search", "scroll", "iterate"} & set(engine.calls)
         assert engine.calls["times"] == 3
 
 
