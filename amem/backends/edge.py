@@ -761,7 +761,8 @@ class EdgeBackend:
 
         ``sparse_hits``: the BM25 ranking already read (``sparse_search`` with the same
         ``where``, ``limit`` and ``fields``, while the query was embedded); only the dense
-        query runs, and these hits get their cosines (``sparse`` must then be None).
+        query runs, with the exact query for these hits' cosines in the same batch (their
+        ids are known before it; ``sparse`` must then be None).
         """
         limit = c.check_limit(limit)
         if sparse_hits is not None and sparse is not None:
@@ -781,22 +782,26 @@ class EdgeBackend:
             terms = qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE)
             requests.append(qe.QueryRequest(limit=limit, query=terms, filter=flt,
                                             with_payload=with_payload, params=self._idf))
+        given = [h.id for h in sparse_hits] if sparse_hits is not None else []
+        if given:  # their ids are known: their cosines come in the same batch (-0.1 ms)
+            requests.append(self._cosines_of(nearest, given))
         # One gate for the queries and the reads after them: no write lands between them, so
         # what the cache receives is what the engine holds (writes forget their points under
         # it), and the cosines are those of the points just ranked.
         with self._engine("search legs"):
             answers = self.shard.query_batch(qe.QueryBatchRequest(requests))
+            scored = answers.pop() if given else []
             ranked = [list(zip(_text_ids(hits) if key is not None else [str(p.id) for p in hits],
                                hits)) for hits in answers]
+            # a BM25 hit the dense ranking holds keeps the cosine that ranking gave it
             cosines = {pid: float(p.score) for pid, p in ranked[0]}
-            bm25_ids = ([h.id for h in sparse_hits] if sparse_hits is not None
+            bm25_ids = (given if sparse_hits is not None
                         else [pid for pid, _ in ranked[1]] if idx else [])
             alone = [pid for pid in bm25_ids if pid not in cosines]
-            if alone:
-                scored = self.shard.query(qe.QueryRequest(
-                    limit=len(alone), query=nearest, with_payload=False, params=EXACT_PARAMS,
-                    filter=qe.Filter(must=[qe.HasIdCondition(set(alone))])))
-                cosines.update(zip(_text_ids(scored), (float(p.score) for p in scored)))
+            if alone and not given:
+                scored = self.shard.query(self._cosines_of(nearest, alone))
+            for pid, cos in zip(_text_ids(scored), (float(p.score) for p in scored)):
+                cosines.setdefault(pid, cos)
             kept: dict[str, dict[str, Any]] = {}
             if key is not None:
                 kept = self._kept_fields(
@@ -812,6 +817,13 @@ class EdgeBackend:
                      else [hit(pid, p) for pid, p in ranked[1]] if idx else [])
         return Legs(sparse=bm25_hits, dense=dense_hits,
                     sparse_cosines={pid: cosines[pid] for pid in bm25_ids if pid in cosines})
+
+    @staticmethod
+    def _cosines_of(nearest: Any, ids: Sequence[str]) -> qe.QueryRequest:
+        """The exact query for the cosines of the points ``ids`` (from their float vectors)."""
+        return qe.QueryRequest(limit=len(ids), query=nearest, with_payload=False,
+                               params=EXACT_PARAMS,
+                               filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]))
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
                       fields: Sequence[str] | None = None) -> list[Hit]:
