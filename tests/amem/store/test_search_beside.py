@@ -150,7 +150,8 @@ def test_a_forked_child_gets_workers_of_its_own() -> None:
         try:
             pool = beside._workers()
             ok = pool is not parent_pool and pool.submit(lambda: 2).result(timeout=5) == 2
-            store = MemoryStore(config=load_config(), embedder=HashingEmbedder(dim=32))
+            store = MemoryStore(":memory:", config=load_config(),
+                                embedder=HashingEmbedder(dim=32))
             store.add(NOTES[0], enrich=False)
             ok = ok and store.search("support group", limit=1)[0].content == NOTES[0]
             store.close()
@@ -160,3 +161,33 @@ def test_a_forked_child_gets_workers_of_its_own() -> None:
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert beside._workers() is parent_pool
+
+
+def test_searches_of_two_tenants_at_once_each_get_their_own_leg() -> None:
+    """The workers are shared by every search of the process: searches running at once on
+    several threads, for two agents, find what each finds alone (a leg's hits never reach
+    another search, another tenant's least of all)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = MemoryStore(":memory:", embedder=HashingEmbedder(dim=64),
+                        config=load_config(overrides={"heat": False, "link_expansion": False}))
+    with store:
+        for agent, words in (("ann", "violin concert Vienna"), ("bob", "violin repair Oslo")):
+            for n in range(12):
+                store.add(f"{agent} note {n}: {words} {n}", agent_id=agent, enrich=False)
+        queries = [(agent, q) for agent in ("ann", "bob")
+                   for q in ("violin", "concert", "repair Oslo", "note 3", "Vienna 7")]
+
+        def found(job: tuple[str, str]) -> list[str]:
+            agent, query = job
+            return [r.id for r in store.search(query, limit=5, agent_id=agent)]
+
+        alone = [found(job) for job in queries]
+        assert any(alone[:5]) and any(alone[5:])
+        with ThreadPoolExecutor(8) as pool:
+            together = list(pool.map(found, queries * 6))
+        assert together == alone * 6
+        mine = {agent: {n.id for n in store.list(agent_id=agent, limit=100)[0]}
+                for agent in ("ann", "bob")}
+        for (agent, _), ids in zip(queries * 6, together):
+            assert set(ids) <= mine[agent]
