@@ -125,7 +125,8 @@ class Hit:
 
 @dataclass
 class Legs:
-    """Both rankings of one search, read in one engine round trip (``search_legs``)."""
+    """Both rankings of one search, read in one engine round trip (``search_legs``), or the
+    dense one read after the sparse one was handed in (read while the query was embedded)."""
 
     #: the BM25 ranking, best first (``score``: the IDF-weighted dot); empty without terms
     sparse: list[Hit]
