@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TextEmbedder", "Kind", "pack", "unpack_scores", "top_k"]
+__all__ = ["TextEmbedder", "Kind", "pack", "unpack_scores", "top_k", "mean_of", "off_mean"]
 
 Kind = Literal["query", "passage"]
 
@@ -72,6 +72,34 @@ def unpack_scores(blobs: Sequence[bytes], scales: Sequence[float], dim: int, que
     # however the rows are batched, at about the same speed.
     raw = (mat.astype(np.float32) * np.asarray(query, dtype=np.float32).reshape(-1)).sum(axis=1)
     return np.asarray(raw * np.asarray(scales, dtype=np.float32), dtype=np.float32)
+
+
+def mean_of(blobs: Sequence[bytes], scales: Sequence[float], dim: int) -> np.ndarray:
+    """The mean of packed vectors, float64. One sum over every row at once: the same rows in
+    the same order give the same bits on SQLite and PostgreSQL (a sum per batch would depend
+    on where each engine's batches end)."""
+    import numpy as np
+
+    mat = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(blobs), dim)
+    # the scales as float32 first, as unpack_scores reads them: PostgreSQL keeps a scale in a
+    # float4 column, SQLite in a double, and their last bits must not reach the mean
+    per_row = np.asarray(scales, dtype=np.float32).astype(np.float64).reshape(-1, 1)
+    rows = mat.astype(np.float64) * per_row
+    return np.asarray(rows.sum(axis=0) / len(blobs), dtype=np.float64)
+
+
+def off_mean(query: np.ndarray, mean: np.ndarray, share: float) -> np.ndarray:
+    """``query - share * mean`` at unit length, float32: the query moved off what every item
+    of its scope shares (the speakers' names of a chat), so the ranking reads what the
+    question asks beyond it (amem's step 1b does the same to its dense leg). The query is
+    returned as it is when the result has no length."""
+    import numpy as np
+
+    moved = np.asarray(query, dtype=np.float64).reshape(-1) - share * mean
+    norm = float(np.linalg.norm(moved))
+    if share <= 0 or norm == 0.0:
+        return np.asarray(query, dtype=np.float32)
+    return np.asarray(moved / norm, dtype=np.float32)
 
 
 def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
