@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder.embed(["warm up"], kind="query")  # model load is not part of the throughput
     cfg = LcmConfig(log_file_enabled=False, replay_flood_threshold_external=10**6,
                     replay_flood_threshold_internal=10**6,
-                    **({} if args.hybrid_centering is None
-                       else {"hybrid_centering": args.hybrid_centering}))
+                    **({} if args.query_centering is None
+                       else {"query_centering": args.query_centering}))
     rankings: dict[str, list[tuple[str, list[str]]]] = {}
     queries: list[tuple[str, set[str], str, str]] = []
     embed_s, embedded = 0.0, 0
@@ -202,9 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "max(4 x limit, 50) candidates from each leg)")
     p.add_argument("--corpora", type=int, help="use only the first N conversations (quick runs)")
     p.add_argument("--out", type=Path, help="write the JSON result here")
-    p.add_argument("--hybrid-centering", type=float,
-                   help="share of the scope's mean taken off a hybrid grep's question "
-                        "(lcm's hybridCentering; default: the config's)")
+    p.add_argument("--query-centering", type=float,
+                   help="share of the scope's mean taken off a semantic or hybrid grep's question "
+                        "(lcm's queryCentering; default: the config's)")
     p.add_argument("--cache", type=Path, help="directory of an on-disk embedding cache (benchmarks.embcache); "
                    "embed_pending's rate is then the cache's")
     p.add_argument("--realization", type=int, default=0, choices=REALIZATIONS,

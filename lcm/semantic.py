@@ -12,9 +12,10 @@
    from the full-text index read with the question's words OR-ed (function words left out;
    full_text mode ANDs them: a question verbatim, whose every word is rarely in the one turn
    that answers it, finds nothing there), and ranks them by :mod:`lcm.hybrid`: amem's BM25
-   over each candidate's date and text, z-score fused with its cosine to the question moved
-   off the scope's mean vector (``hybridCentering``; ``_scope_mean``). Text not embedded yet
-   is still found by its words.
+   over each candidate's date and text, z-score fused with its cosine. Text not embedded yet
+   is still found by its words. Both modes rank by the question moved off the scope's mean
+   vector (``queryCentering``; ``_scope_mean``): in a chat every turn carries a speaker's
+   name, and so does the question; semantic hits show the question's own cosines.
 
 The exact scan costs about 1.3-3.5 microseconds per vector in scope, 70% of it SQLite handing
 over the rows (RESULTS.md, "LCM semantic recall"): well under a second up to about 100k items,
@@ -87,8 +88,8 @@ _SRC = {
     "summary": _Src("summaries", "pk", "summary_vectors", "summary_pk"),
 }
 _KINDS = {"messages": ("message",), "summaries": ("summary",), "both": ("message", "summary")}
-#: a hybrid grep moves its question off the mean of the scope's first vectors by id (a
-#: conversation's first 1,000 turns; amem's step 1b reads the same kind of sample) ...
+#: a semantic or hybrid grep moves its question off the mean of the scope's first vectors by
+#: id (a conversation's first 1,000 turns; amem's step 1b reads the same kind of sample) ...
 CENTROID_SAMPLE = 1000
 #: ... when the scope holds at least this many: fewer have no mean worth moving off
 CENTROID_MIN = 50
@@ -323,14 +324,13 @@ class SemanticIndex:
              before: str | None, limit: int, sort: str) -> GrepResult:
         emb = self._need()
         kinds = _KINDS[scope]
-        query = emb.embed([pattern], kind="query")[0]
+        asked = query = emb.embed([pattern], kind="query")[0]
         deadline = time.monotonic() + self.cfg.grep_regex_deadline_ms / 1000
-        if mode == "hybrid" and self.cfg.hybrid_centering > 0:
-            # both legs' cosines in the fusion come from the moved vector; semantic mode keeps
-            # the question's own, whose cosines it shows
+        if self.cfg.query_centering > 0:
+            # ranking reads the moved vector; semantic mode shows the question's own cosines
             mean = self._scope_mean(kinds, conv_ids, since, before)
             if mean is not None:
-                query = off_mean(query, mean, self.cfg.hybrid_centering)
+                query = off_mean(query, mean, self.cfg.query_centering)
         pool = limit * _POOL if (mode == "hybrid" or sort == "hybrid") else limit
         if mode == "hybrid":  # the fusion standardises scores over the candidates: not too few
             pool = max(pool, CANDIDATES)
@@ -345,6 +345,9 @@ class SemanticIndex:
                                 "narrow with since/before or a conversation")
                 break
         found.sort(key=lambda f: (-f[2], f[0], f[1]))
+        if mode != "hybrid" and query is not asked:  # ranked by the moved vector, shown by its own
+            shown = self._cosines([(k, r) for k, r, _ in found[:pool]], asked)
+            found[:pool] = [(k, r, shown.get((k, r), s)) for k, r, s in found[:pool]]
         hits = self._hits(found[:pool]) if mode != "hybrid" else []  # hybrid builds its own below
         missing = self.not_embedded(kinds, conv_ids, since, before)
         if mode == "hybrid":
