@@ -160,3 +160,22 @@ def test_with_the_default_embedder_recall_finds_more_of_a_chats_evidence() -> No
     assert LcmConfig().query_centering == 0.5  # the default measured
     assert recall[("hybrid", 0.5)] >= recall[("hybrid", 0.0)] + 0.018, recall
     assert recall[("semantic", 0.5)] >= recall[("semantic", 0.0)] + 0.02, recall
+
+
+def test_another_agents_history_never_moves_a_grep() -> None:
+    """The mean is read from the grep's own scope: another agent's conversation, however
+    large, changes neither the ranking nor the scores of this agent's recall."""
+    with stores(0.5) as store:
+        store.ingest(KEY, chat(60))
+        store.embed_pending()
+
+        def mine() -> list[list[tuple[str, float]]]:
+            return [[(h.id, h.score) for h in store.grep(
+                q, mode=mode, session_key=KEY, limit=8).hits]
+                for q in ("Maria pottery", "puppy") for mode in ("hybrid", "semantic")]
+
+        before = mine()
+        store.ingest("agent:b:main", [{"role": "user", "content": f"Bob: stock prices {i} fell"}
+                                      for i in range(300)])
+        store.embed_pending()
+        assert all(before) and mine() == before
