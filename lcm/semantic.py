@@ -376,16 +376,24 @@ class SemanticIndex:
         id order per kind (the same rows on both engines, so the same mean); None below
         ``CENTROID_MIN``.
 
-        Kept per scope while the scope's count of vectors and its largest id stay the same (a
-        count over the scope's vector rows, ~0.1 ms for a conversation): reading the sample
-        again at every grep cost a hybrid grep 1.4 ms of its ~6 (LoCoMo, 400-660 turns)."""
+        Kept per scope while the ids of the scope's first ``CENTROID_SAMPLE`` vectors of the
+        model keep their count and their largest: reading the sample again at every grep cost
+        a hybrid grep 1.4 ms of its ~6 (LoCoMo, 400-660 turns). That check reads at most
+        ``CENTROID_SAMPLE`` entries of the ``(model_id, conversation_id)`` index (with a time
+        window, the items too); counting the whole scope's non-empty vectors took 33 ms at
+        100k vectors in scope and 295 ms at 1M, a tenth of the scan. New items take larger
+        ids, so a sample that gains or loses a vector changes its count or its largest id. A
+        vector replaced in place between two greps (an edited item embedded again, one the
+        embedder failed on embedded at last) changes neither: the kept mean is then off by
+        one vector of at least 50 until the sample's next change."""
         emb = self._need()
         dim, model = int(emb.dim), str(emb.model_id)
         scopes = [(kind, *self._filter(kind, conv_ids, since, before, conv="v")) for kind in kinds]
         state = tuple(tuple(self.db.one(
-            f"SELECT count(*), max(v.{_SRC[kind].key}) FROM {_SRC[kind].vectors} v{join} "
-            f"WHERE v.model_id = ? AND length(v.vector) = ? AND {where}",
-            [model, dim, *params]) or ()) for kind, join, where, params in scopes)
+            f"SELECT count(*), max(k) FROM (SELECT v.{_SRC[kind].key} AS k FROM "
+            f"{_SRC[kind].vectors} v{join} WHERE v.model_id = ? AND {where} "
+            f"ORDER BY v.{_SRC[kind].key} LIMIT ?) AS sample",
+            [model, *params, CENTROID_SAMPLE]) or ()) for kind, join, where, params in scopes)
         key = (model, kinds, None if conv_ids is None else tuple(conv_ids), since, before)
         with self._means_lock:
             kept = self._means.get(key)
