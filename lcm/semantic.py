@@ -361,7 +361,9 @@ class SemanticIndex:
                                     "narrow with since/before or a conversation")
                     break
             lexical.sort(key=lambda f: (-f[2], f[0], f[1]))
-            hits = self._hybrid(pattern, query, found[:pool], lexical[:pool])
+            # only the hits the order returns are built, unless it reads every candidate's time
+            hits = self._hybrid(pattern, query, found[:pool], lexical[:pool],
+                                None if sort == "hybrid" else limit)
         if missing:
             what = "full text still searched them" if mode == "hybrid" else "semantic search did not see them"
             warnings.append(f"{missing} in-scope messages/summaries have no vector of {emb.model_id} (not "
@@ -490,9 +492,11 @@ class SemanticIndex:
         return out
 
     def _hybrid(self, pattern: str, query: np.ndarray, near: list[tuple[str, int, float]],
-                lexical: list[tuple[str, int, float]]) -> list[GrepHit]:
+                lexical: list[tuple[str, int, float]], keep: int | None = None) -> list[GrepHit]:
         """Both legs' candidates ranked by :mod:`lcm.hybrid`: BM25 over amem's terms of each
-        candidate's date and text, z-score fused with its cosine (read for the word leg's own)."""
+        candidate's date and text, z-score fused with its cosine (read for the word leg's own).
+        The first ``keep`` as hits (all with None): a hit's snippet is built for nothing when
+        the grep returns 10 of ~80 candidates."""
         keys = list(dict.fromkeys([(k, r) for k, r, _ in near] + [(k, r) for k, r, _ in lexical]))
         rows = self._rows(keys)
         keys = [key for key in keys if key in rows]  # else deleted since the legs ran
@@ -505,7 +509,7 @@ class SemanticIndex:
             texts.append(f"{date_label(when, self.cfg.timezone)} {row['content'][:SCORED_TEXT_CHARS]}")
         words = dict(zip(keys, candidate_bm25(pattern, texts)))
         return [_hit(kind, rows[(kind, rowid)], round(score, 6))
-                for (kind, rowid), score in fuse(keys, words, cosines)]
+                for (kind, rowid), score in fuse(keys, words, cosines)[:keep]]
 
 
 def _checked(emb: TextEmbedder, vectors: np.ndarray, n: int) -> np.ndarray:

@@ -84,6 +84,33 @@ def test_hybrid_hits_keep_their_shape_and_an_unembedded_turn_is_found_by_its_wor
     assert [h.score for h in res.hits] == sorted((h.score for h in res.hits), reverse=True)
 
 
+def test_each_sort_reads_the_same_ranking_whether_or_not_every_candidate_becomes_a_hit() -> None:
+    # relevance and recency build only the hits they return; hybrid sort reads every candidate
+    turns = [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"deploy note {i}: the parser rewrite {'shipped' if i % 3 else 'slipped'}",
+              "created_at": f"2024-0{1 + i % 9}-1{i % 10}T10:00:00Z"} for i in range(30)]
+    with _store() as store:
+        store.ingest(KEY, turns)
+        store.embed_pending()
+        every = store.grep("when did the parser rewrite ship", mode="hybrid", session_key=KEY,
+                           sort="relevance", limit=120).hits
+        top = store.grep("when did the parser rewrite ship", mode="hybrid", session_key=KEY,
+                         sort="relevance", limit=4).hits
+        recent = store.grep("when did the parser rewrite ship", mode="hybrid", session_key=KEY,
+                            sort="recency", limit=4).hits
+        mixed = store.grep("when did the parser rewrite ship", mode="hybrid", session_key=KEY,
+                           sort="hybrid", limit=4).hits
+    assert len(every) == 30
+    assert [(h.id, h.score, h.snippet) for h in top] == [(h.id, h.score, h.snippet) for h in every[:4]]
+    assert [h.id for h in recent] == [h.id for h in sorted(every[:4], key=lambda h: h.created_at,
+                                                           reverse=True)]
+    # hybrid sort fuses with the time order of every candidate: the newest turn, not among
+    # the four most relevant, comes in
+    newest = max(every, key=lambda h: h.created_at)
+    assert newest.id not in {h.id for h in every[:4]}
+    assert len(mixed) == 4 and newest.id in {h.id for h in mixed}
+
+
 def test_lcm_terms_are_stemmed_without_function_words_and_keep_paths_whole() -> None:
     from lcm.ranking import terms
 
