@@ -133,6 +133,14 @@ class Database:
         with self.lock:
             yield self.conn
 
+    def held(self) -> bool:
+        """True when this thread holds the handle's lock (inside ``reading``, ``atomic`` or
+        ``snapshot``): another thread's read would wait for it (:class:`lcm.conn.Handle`)."""
+        # RLock has no public owner test; _is_owned is what threading.Condition itself calls.
+        # Without it, say held: the caller then reads in its own thread, which is always safe.
+        is_owned = getattr(self.lock, "_is_owned", None)
+        return True if is_owned is None else bool(is_owned())
+
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """One read transaction: every read inside sees the database as it was when it began,

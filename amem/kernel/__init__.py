@@ -7,6 +7,7 @@
     text       the CJK script table and the helpers built on it
     fusion     reciprocal rank fusion, one deterministic tie-break
     lazy       package attributes that load on first use (PEP 562)
+    beside     two steps at once, one on a worker shared by the process (reads of both)
 
 Rules that keep it a kernel: its modules import only the standard library and each other
 (never the rest of ``amem``, never ``lcm``), and this file imports none of them, so

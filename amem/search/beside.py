@@ -14,38 +14,18 @@ What it changes is wall time only: the same work runs, on a second core. A machi
 core, or a server whose cores all search at once, gets no gain and loses ~0.05 ms to the
 hand-over; results are the same either way (the leg reads no vector).
 
-The workers are shared by every store of the process, two of them (the engine serialises
-queries on its gate, so more would only queue), and made again in a forked child, which
-inherits the pool's object but none of its threads.
+The workers are those of :mod:`amem.kernel.beside`, shared by every store of the process
+(and lcm's greps), made again in a forked child.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..backends.base import Hit, SparseVector, VectorBackend, Where
-
-#: worker threads for the legs of every store in the process
-WORKERS = 2
-
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
-
-
-def _workers() -> ThreadPoolExecutor:
-    """The process's pool, made on first use and again after a fork."""
-    global _pool, _pool_pid
-    with _lock:
-        if _pool is None or _pool_pid != os.getpid():
-            _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="amem-bm25-leg")
-            _pool_pid = os.getpid()
-        return _pool
+from ..kernel.beside import beside
 
 
 def embed_beside_bm25(embed: Callable[[], np.ndarray], engine: VectorBackend,
@@ -60,14 +40,8 @@ def embed_beside_bm25(embed: Callable[[], np.ndarray], engine: VectorBackend,
     """
     if sparse is None:
         return embed(), None
-    leg: Future[list[Hit]] = _workers().submit(engine.sparse_search, sparse, where, limit,
-                                               fields=fields)
-    try:
-        qvec = embed()
-    except BaseException:
-        wait([leg])
-        raise
-    return qvec, leg.result()
+    hits, qvec = beside(lambda: engine.sparse_search(sparse, where, limit, fields=fields), embed)
+    return qvec, hits
 
 
-__all__ = ["WORKERS", "embed_beside_bm25"]
+__all__ = ["embed_beside_bm25"]

@@ -311,6 +311,11 @@ class PgDatabase:
         with self._connection() as conn, _unavailable(), conn.raw.transaction():
             yield conn
 
+    def held(self) -> bool:
+        """True when this thread has a connection out (inside ``reading`` or ``atomic``):
+        another thread's read would take another connection and not see this transaction."""
+        return getattr(self._local, "conn", None) is not None
+
     @contextmanager
     def advisory_lock(self, kind: int, key: int) -> Iterator[None]:
         """Hold a session-level advisory lock ``(kind, key)`` for the block, on a connection of its

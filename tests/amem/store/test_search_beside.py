@@ -17,7 +17,7 @@ from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import BackendError
-from amem.search import beside
+from amem.kernel import beside
 
 NOTES = ["Caroline went to the LGBTQ support group on Tuesday",
          "Melanie painted a sunrise over the lake last year",
@@ -99,7 +99,7 @@ def test_the_bm25_leg_runs_on_a_worker_while_the_query_is_embedded() -> None:
         # the wait would have timed out (5 s) and said so
         assert embedder.saw_leg == [True]
         assert engine.threads and engine.threads[0] != threading.current_thread().name
-        assert engine.threads[0].startswith("amem-bm25-leg")
+        assert engine.threads[0].startswith("amem-beside")
         assert found[0].content == NOTES[2]
         assert found[0].found_by == "both"
 

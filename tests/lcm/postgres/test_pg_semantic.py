@@ -159,3 +159,19 @@ def test_hybrid_reads_a_turns_date_on_postgres_too(pg_clean_url: str, clock: Man
                          sort="relevance", limit=3)
     assert res.hits[0].created_at.startswith("2024-03-10"), res.hits
     assert res.hits[0].score > res.hits[1].score
+
+
+def test_a_grep_inside_a_read_group_reads_on_its_own_connection(pg_clean_url: str, clock: ManualClock) -> None:
+    """Outside a read group a grep's word leg is read on a worker's pooled connection while the
+    question is embedded; inside one (``held``) every read stays on the caller's connection,
+    so it sees that transaction, and finds the same."""
+    with _open(pg_clean_url, clock, HashingEmbedder(64)) as store:
+        _fill(store, clock)
+        store.embed_pending()
+        assert not store.db.held()
+        alone = store.grep("budget report due Friday", mode="hybrid", session_key=KEY, limit=5)
+        with store.db.reading():
+            assert store.db.held()
+            inside = store.grep("budget report due Friday", mode="hybrid", session_key=KEY, limit=5)
+        assert not store.db.held()
+    assert alone.hits and [(h.id, h.score) for h in inside.hits] == [(h.id, h.score) for h in alone.hits]
