@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
@@ -34,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 from amem.kernel.fusion import zscore_fusion
 from amem.kernel.terms import STOPWORDS
-from lcm.ranking import bm25_scores, terms
+from lcm.ranking import bm25_of_counts, terms
 
 __all__ = ["WORD_WEIGHT", "K1", "B", "CANDIDATES", "index_words", "date_label", "candidate_bm25", "fuse"]
 
@@ -87,21 +88,26 @@ def date_label(stored: str, tz: str) -> str:
 _CACHED_CHARS = 1000
 
 
-@functools.lru_cache(maxsize=2048)
-def _cached_terms(text: str) -> tuple[str, ...]:
-    return tuple(terms(text))
+def _counted(text: str) -> tuple[int, Mapping[str, int]]:
+    found = terms(text)
+    return len(found), Counter(found)
 
 
-def _terms(text: str) -> Sequence[str]:
+#: read-only: the counts are shared by every grep that meets the text again
+_cached_counts = functools.lru_cache(maxsize=2048)(_counted)
+
+
+def _counts(text: str) -> tuple[int, Mapping[str, int]]:
     # An agent greps the same history again and again and the same turns come back as
-    # candidates: tokenising and stemming was most of a hybrid grep's own time.
-    return _cached_terms(text) if len(text) <= _CACHED_CHARS else terms(text)
+    # candidates: tokenising and stemming was most of a hybrid grep's own time, then
+    # counting each candidate's terms again (BM25 only looks up the question's).
+    return _cached_counts(text) if len(text) <= _CACHED_CHARS else _counted(text)
 
 
 def candidate_bm25(query: str, texts: Sequence[str]) -> list[float]:
     """BM25 (k1 ``K1``, b ``B``) of each candidate text for ``query`` over lcm's terms, the
     document frequencies counted among the candidates. 0.0 for a text sharing no term."""
-    return bm25_scores([_terms(t) for t in texts], terms(query), k1=K1, b=B)
+    return bm25_of_counts([_counts(t) for t in texts], terms(query), k1=K1, b=B)
 
 
 def fuse(candidates: Sequence[K], words: Mapping[K, float], cosines: Mapping[K, float],

@@ -11,13 +11,13 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from amem.kernel.terms import STOPWORDS
 from amem.kernel.text import CJK, bigrams
 
-__all__ = ["tokenize", "terms", "bm25_scores"]
+__all__ = ["tokenize", "terms", "bm25_scores", "bm25_of_counts"]
 
 # A word, or one CJK letter (the letters of a run become bigrams); the group says which.
 _TOKEN = re.compile(rf"([a-z0-9_./-]+)|([{CJK}])", re.IGNORECASE)
@@ -72,22 +72,28 @@ def terms(text: str) -> list[str]:
 
 def bm25_scores(docs: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
     """BM25 score of each tokenized doc for the query terms (0.0 when nothing matches)."""
+    return bm25_of_counts([(len(d), Counter(d)) for d in docs], query, k1=k1, b=b)
+
+
+def bm25_of_counts(docs: Sequence[tuple[int, Mapping[str, int]]], query: Sequence[str], k1: float = 1.2,
+                   b: float = 0.75) -> list[float]:
+    """:func:`bm25_scores` of docs given as (length in terms, count of each term): only the
+    query's terms are looked up, so counts kept between calls are not counted again. The
+    document frequencies are those of ``docs``."""
     if not docs:
         return []
     n = len(docs)
-    avgdl = sum(len(d) for d in docs) / n or 1.0
-    df: Counter[str] = Counter()
-    for d in docs:
-        df.update(set(d))
+    avgdl = sum(length for length, _ in docs) / n or 1.0
     terms = list(dict.fromkeys(query))
+    df = {t: sum(1 for _, tf in docs if tf.get(t)) for t in terms}
     out = []
-    for d in docs:
-        tf = Counter(d)
+    for length, tf in docs:
         score = 0.0
         for t in terms:
-            if tf[t] == 0:
+            f = tf.get(t, 0)
+            if f == 0:
                 continue
             idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-            score += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avgdl))
+            score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * length / avgdl))
         out.append(score)
     return out

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import pytest
 
 from lcm.errors import RegexRefusedError
 from lcm.extract import FOOTER_PREFIX, TRUNCATED_MARKER, SourceUnit, extractive_summary, truncate_to_tokens
 from amem.kernel.fusion import rrf
-from lcm.ranking import bm25_scores, tokenize
+from lcm.ranking import bm25_of_counts, bm25_scores, tokenize
 from lcm.regex import DeadlineExceeded, compile_user_regex, required_literal
 from lcm.sessions import glob_match, is_cron_key
 from lcm.summarize import strip_injected_tags
@@ -44,6 +45,23 @@ def test_rrf_and_bm25_are_pure() -> None:
     scores = bm25_scores([tokenize("the deploy failed"), tokenize("lunch plans"), []], tokenize("deploy"))
     assert scores[0] > 0 and scores[1] == 0 and scores[2] == 0
     assert "数据" in tokenize("数据库")
+
+
+def test_bm25_is_the_okapi_formula_over_the_docs_given() -> None:
+    import math
+
+    docs = [["deploy", "failed", "deploy"], ["lunch", "plans"], ["deploy", "ok", "now", "done"]]
+    n, avgdl, k1, b = 3, 3.0, 1.2, 0.3
+    idf = math.log(1 + (n - 2 + 0.5) / (2 + 0.5))  # "deploy" is in two of three docs
+
+    def term(tf: int, length: int) -> float:
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+
+    assert bm25_scores(docs, ["deploy", "deploy"], k1=k1, b=b) == [term(2, 3), 0.0, term(1, 4)]
+    # the same from counts kept between calls (lcm.hybrid keeps each turn's)
+    counts = [(len(d), Counter(d)) for d in docs]
+    assert bm25_of_counts(counts, ["deploy"], k1=k1, b=b) == bm25_scores(docs, ["deploy"], k1=k1, b=b)
+    assert bm25_of_counts([], ["deploy"]) == [] and bm25_of_counts(counts, []) == [0.0, 0.0, 0.0]
 
 
 def test_extractive_summary_keeps_what_recall_needs() -> None:
