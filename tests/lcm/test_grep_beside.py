@@ -144,3 +144,30 @@ def test_an_embedder_error_is_raised_after_the_reads_end_and_loses_nothing() -> 
         emb.fail = False
         assert store.grep("zeppelin tickets", mode="hybrid", session_key=KEY, limit=5).hits
         assert store.status().messages == len(TURNS)
+
+
+def test_greps_on_eight_threads_find_what_each_finds_alone() -> None:
+    """The workers are shared by every grep (and search) of the process, and SQLite's one
+    connection by every thread: greps running at once, each with reads on a worker, find
+    exactly what each finds alone, for two conversations."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ready = threading.Event()
+    ready.set()
+    with _store(GateEmbedder(ready)) as store:
+        other = "agent:b:main"
+        store.ingest(other, [{"role": "user", "content": f"note {i}: the zeppelin sails at dawn {i}"}
+                             for i in range(20)])
+        store.embed_pending()
+        jobs = [(key, mode, q) for key in (KEY, other) for mode in ("hybrid", "semantic")
+                for q in ("zeppelin tickets", "weather today", "turn 15", "dawn")]
+
+        def found(job: tuple[str, str, str]) -> list[tuple[str, float]]:
+            key, mode, q = job
+            return [(h.id, h.score) for h in store.grep(q, mode=mode, session_key=key, limit=5).hits]
+
+        alone = [found(job) for job in jobs]
+        assert all(alone)
+        with ThreadPoolExecutor(8) as pool:
+            together = list(pool.map(found, jobs * 5))
+    assert together == alone * 5
