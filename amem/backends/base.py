@@ -182,9 +182,12 @@ class VectorBackend(Protocol):
         ...
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
-                      fields: Sequence[str] | None = None) -> list[Hit]:
+                      fields: Sequence[str] | None = None, with_vectors: bool = False
+                      ) -> list[Hit]:
         """Points sharing a term with ``vector``, best first; ``score`` is the IDF-weighted dot
-        (``fields`` as in ``dense_search``)."""
+        (``fields`` as in ``dense_search``). ``with_vectors``: each hit's ``dense`` set too
+        (a search reads them while its query is embedded, so that ``search_legs`` scores
+        these hits without another query)."""
         ...
 
     def search_legs(self, dense: np.ndarray, sparse: SparseVector | None, where: Where | None,
@@ -198,7 +201,8 @@ class VectorBackend(Protocol):
         ``sparse_hits`` (with ``sparse`` None): the sparse ranking already read by
         ``sparse_search`` with the same ``where``, ``limit`` and ``fields`` (a search runs it
         while its query is embedded); it is returned as the legs' ``sparse`` with the cosine
-        of each hit, and only the dense query runs. Both given: ``ValidationError``."""
+        of each hit, and only the dense query runs; a hit carrying its vector is scored from
+        it, without the engine. Both given: ``ValidationError``."""
         ...
 
     def generation(self) -> int | None:

@@ -29,8 +29,8 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
+from dataclasses import asdict, replace
 from itertools import chain
-from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Iterator, Sequence, cast
@@ -788,8 +788,10 @@ class EdgeBackend:
             terms = qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE)
             requests.append(qe.QueryRequest(limit=limit, query=terms, filter=flt,
                                             with_payload=with_payload, params=self._idf))
-        given = [h.id for h in sparse_hits] if sparse_hits is not None else []
-        if given:  # their ids are known: their cosines come in the same batch (-0.1 ms)
+        # the given hits that carry their vectors are scored here (c.carried_cosines); the
+        # others' ids are known: their cosines come in the same batch (-0.1 ms)
+        given = [h.id for h in sparse_hits if h.dense is None] if sparse_hits is not None else []
+        if given:
             requests.append(self._cosines_of(nearest, given))
         # One gate for the queries and the reads after them: no write lands between them, so
         # what the cache receives is what the engine holds (writes forget their points under
@@ -801,7 +803,9 @@ class EdgeBackend:
                                hits)) for hits in answers]
             # a BM25 hit the dense ranking holds keeps the cosine that ranking gave it
             cosines = {pid: float(p.score) for pid, p in ranked[0]}
-            bm25_ids = (given if sparse_hits is not None
+            if sparse_hits is not None:
+                c.carried_cosines(dense, sparse_hits, cosines)
+            bm25_ids = ([h.id for h in sparse_hits] if sparse_hits is not None
                         else [pid for pid, _ in ranked[1]] if idx else [])
             alone = [pid for pid in bm25_ids if pid not in cosines]
             if alone and not given:
@@ -832,8 +836,13 @@ class EdgeBackend:
                                filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]))
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
-                      fields: Sequence[str] | None = None) -> list[Hit]:
-        """Points sharing a term with ``vector``, by IDF-weighted dot product."""
+                      fields: Sequence[str] | None = None, with_vectors: bool = False
+                      ) -> list[Hit]:
+        """Points sharing a term with ``vector``, by IDF-weighted dot product.
+
+        ``with_vectors`` with ``fields``: the vectors come from the field cache, the others
+        read in one call after the query and kept (``_kept_vectors``), where a search's
+        next reads of them (the legs' cosines, MMR's head) find them."""
         idx, val = c.sparse_lists(vector, "vector")
         limit = c.check_limit(limit)
         flt = to_edge(where)
@@ -845,10 +854,15 @@ class EdgeBackend:
             limit=limit, query=qe.Query.Nearest(qe.SparseVector(idx, val), using=SPARSE),
             # named fields come from the field cache, as for the dense search
             filter=flt, with_payload=selector if key is None else False, params=self._idf,
+            with_vector=[DENSE] if with_vectors and key is None else False,
         )
         if key is None:
-            return self._query(request, "sparse search", fields=fields)
-        return self._query_kept(request, "sparse search", key)
+            return self._query(request, "sparse search", with_vectors, fields)
+        hits = self._query_kept(request, "sparse search", key)
+        if with_vectors and hits:
+            vectors = {h.id: h.dense for h in self._kept_vectors([h.id for h in hits])}
+            hits = [replace(h, dense=vectors.get(h.id)) for h in hits]
+        return hits
 
     def hybrid_rrf(
         self, dense: np.ndarray, sparse: SparseVector, where: Where | None, limit: int,

@@ -322,7 +322,8 @@ class QdrantServerBackend:
         sparse query again as a prefetch rescored by the dense vector.
 
         ``sparse_hits``: the BM25 ranking already read (``sparse_search`` while the query was
-        embedded): the batch holds the dense query and the dense vector over those ids."""
+        embedded): the batch holds the dense query and the dense vector over the ids of those
+        that do not carry their vectors (the others are scored here)."""
         limit = c.check_limit(limit)
         if sparse_hits is not None and sparse is not None:
             raise ValidationError("search_legs takes a sparse vector or the sparse hits, "
@@ -340,15 +341,19 @@ class QdrantServerBackend:
             requests.append(qm.QueryRequest(
                 query=nearest, using=DENSE, limit=limit, with_payload=False,
                 prefetch=[qm.Prefetch(query=terms, using=SPARSE, filter=flt, limit=limit)]))
-        elif sparse_hits:
+        unscored = [h.id for h in sparse_hits or () if h.dense is None]
+        if unscored:
             requests.append(qm.QueryRequest(
-                query=nearest, using=DENSE, limit=len(sparse_hits), with_payload=False,
-                filter=qm.Filter(must=[qm.HasIdCondition(has_id=[h.id for h in sparse_hits])])))
+                query=nearest, using=DENSE, limit=len(unscored), with_payload=False,
+                filter=qm.Filter(must=[qm.HasIdCondition(has_id=list[Any](unscored))])))
         with self._engine("search legs"):
             answers = self.live.query_batch_points(self.collection, requests)
         dense_hits = [self._hit(p, False) for p in answers[0].points]
         if sparse_hits is not None:
-            scored = {str(p.id): float(p.score) for p in answers[1].points} if sparse_hits else {}
+            scored: dict[str, float] = {}
+            c.carried_cosines(dense, sparse_hits, scored)
+            if unscored:
+                scored.update((str(p.id), float(p.score)) for p in answers[1].points)
             return Legs(sparse=list(sparse_hits), dense=dense_hits,
                         sparse_cosines={h.id: scored[h.id] for h in sparse_hits if h.id in scored})
         if not idx:
@@ -368,8 +373,10 @@ class QdrantServerBackend:
         return None
 
     def sparse_search(self, vector: SparseVector, where: Where | None, limit: int, *,
-                      fields: Sequence[str] | None = None) -> list[Hit]:
-        """Points sharing a term with ``vector``, by IDF-weighted dot product."""
+                      fields: Sequence[str] | None = None, with_vectors: bool = False
+                      ) -> list[Hit]:
+        """Points sharing a term with ``vector``, by IDF-weighted dot product (``with_vectors``:
+        in the same request)."""
         idx, val = c.sparse_lists(vector, "vector")
         limit = c.check_limit(limit)
         flt = to_client(where)
@@ -377,8 +384,9 @@ class QdrantServerBackend:
         if not idx:
             return []
         return self._query(
-            "sparse search", fields=fields, query=qm.SparseVector(indices=idx, values=val), using=SPARSE,
-            query_filter=flt, limit=limit,
+            "sparse search", keep_vectors=with_vectors, fields=fields,
+            query=qm.SparseVector(indices=idx, values=val), using=SPARSE, query_filter=flt,
+            limit=limit, with_vectors=[DENSE] if with_vectors else False,
         )
 
     def hybrid_rrf(

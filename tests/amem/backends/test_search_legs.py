@@ -60,6 +60,55 @@ def test_legs_given_the_bm25_hits_equal_the_legs_that_run_the_sparse_query(
     assert empty.sparse == [] and empty.sparse_cosines == {} and len(empty.dense) == 10
 
 
+def test_bm25_hits_read_with_their_vectors_are_the_same_hits_carrying_the_stored_vectors(
+        backend: VectorBackend) -> None:
+    """``with_vectors`` (a search reads them beside the embedding) changes nothing else."""
+    points = random_points(90, seed=21)
+    backend.upsert(points)
+    stored = {p.id: p.dense for p in points}
+    terms = sparse({0: 1.0, 3: 0.6, 7: 0.2})
+    for fields in (("n",), None):
+        plain = backend.sparse_search(terms, WHERE, 10, fields=fields)
+        carried = backend.sparse_search(terms, WHERE, 10, fields=fields, with_vectors=True)
+        assert len(plain) == 10
+        assert [(h.id, h.payload) for h in carried] == [(h.id, h.payload) for h in plain]
+        assert np.allclose([h.score for h in carried], [h.score for h in plain], atol=1e-6)
+        assert all(h.dense is None for h in plain)
+        for h in carried:  # the engine keeps them unit length, as the test points are
+            assert h.dense is not None and np.allclose(h.dense, stored[h.id], atol=1e-6)
+        # read again: the same vectors (the embedded engine answers from its field cache)
+        again = backend.sparse_search(terms, WHERE, 10, fields=fields, with_vectors=True)
+        assert all(np.array_equal(a.dense, b.dense) for a, b in zip(again, carried))
+
+
+def test_a_given_hit_carrying_its_vector_is_scored_from_that_vector(
+        backend: VectorBackend) -> None:
+    """The legs score a hit that carries its vector from it (no query over its id), one that
+    carries none from the engine; both give the engine's cosine when the vector is the
+    stored one."""
+    points = random_points(90, seed=22)
+    backend.upsert(points)
+    terms = sparse({1: 1.0, 2: 0.5})
+    qvec = unit(np.random.default_rng(23).normal(size=DIM))
+    plain = backend.sparse_search(terms, WHERE, 10, fields=("n",))
+    carried = backend.sparse_search(terms, WHERE, 10, fields=("n",), with_vectors=True)
+    by_engine = backend.search_legs(qvec, None, WHERE, 10, fields=("n",), sparse_hits=plain)
+    by_vector = backend.search_legs(qvec, None, WHERE, 10, fields=("n",), sparse_hits=carried)
+    assert set(by_vector.sparse_cosines) == set(by_engine.sparse_cosines) == {h.id for h in plain}
+    for hid, cos in by_vector.sparse_cosines.items():
+        assert cos == pytest.approx(by_engine.sparse_cosines[hid], abs=1e-6)
+    # a hit carrying another vector than the stored one is scored from what it carries
+    dense_ids = {h.id for h in by_engine.dense}
+    alone = next(h for h in carried if h.id not in dense_ids)
+    other = unit(np.random.default_rng(24).normal(size=DIM))
+    swapped = [Hit(id=h.id, score=h.score, payload=h.payload,
+                   dense=other if h.id == alone.id else h.dense) for h in carried]
+    legs = backend.search_legs(qvec * 3.0, None, WHERE, 10, fields=("n",), sparse_hits=swapped)
+    assert legs.sparse_cosines[alone.id] == pytest.approx(float(np.dot(qvec, other)), abs=1e-6)
+    assert legs.sparse_cosines[alone.id] != pytest.approx(by_engine.sparse_cosines[alone.id],
+                                                          abs=1e-3)
+
+
 def test_legs_refuse_a_sparse_vector_and_the_hits_together(backend: VectorBackend) -> None:
     points = random_points(5, seed=14)
     backend.upsert(points)
