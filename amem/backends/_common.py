@@ -123,6 +123,15 @@ def sparse_lists(vector: Any, field: str = "sparse") -> tuple[list[int], list[fl
     return indices, values
 
 
+def check_start(start: Any) -> float | None:
+    """None, or a finite number where an ordered read begins (``times``)."""
+    if start is None:
+        return None
+    if isinstance(start, bool) or not isinstance(start, (int, float)) or not math.isfinite(start):
+        raise ValidationError(f"start must be a finite number, got {start!r}", field="start")
+    return float(start)
+
+
 def payload_fields(fields: Any) -> bool | list[str]:
     """The engines' payload selector of ``fields``: None for the whole payload, else the
     named keys (a non-empty list of non-empty strings)."""

@@ -237,12 +237,15 @@ class VectorBackend(Protocol):
         """
         ...
 
-    def times(self, where: Where | None, field: str, limit: int) -> list[tuple[str, float]]:
+    def times(self, where: Where | None, field: str, limit: int, *,
+              start: float | None = None) -> list[tuple[str, float]]:
         """Up to ``limit`` matching points as ``(id, value of field)``, in the field's order.
 
         ``field`` must carry a float payload index: the engine orders by it and hands back each
         value from the index, without reading a payload (search's neighbour window,
-        ``amem.search.adjacent``: reading the payloads cost three times the scan)."""
+        ``amem.search.adjacent``: reading the payloads cost three times the scan). ``start``:
+        no value below it is asked for (a window's lowest bound), so the engine's ordered
+        read begins there instead of at the field's smallest value."""
         ...
 
     def scroll(

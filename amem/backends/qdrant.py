@@ -426,13 +426,16 @@ class QdrantServerBackend:
             )
         return [self._hit(r, with_vectors) for r in records], None if nxt is None else str(nxt)
 
-    def times(self, where: Where | None, field: str, limit: int) -> list[tuple[str, float]]:
-        """Matching points and their ``field`` values, by the field's index (no payload read)."""
+    def times(self, where: Where | None, field: str, limit: int, *,
+              start: float | None = None) -> list[tuple[str, float]]:
+        """Matching points and their ``field`` values, by the field's index (no payload read),
+        read from ``start`` on."""
         with self._engine("times"):
             records, _ = self.live.scroll(
                 self.collection, scroll_filter=to_client(where), limit=c.check_limit(limit),
                 with_payload=False, with_vectors=False,
-                order_by=qm.OrderBy(key=field, direction=qm.Direction.ASC),
+                order_by=qm.OrderBy(key=field, direction=qm.Direction.ASC,
+                                    start_from=c.check_start(start)),
             )
         return [(str(r.id), float(r.order_value)) for r in records if r.order_value is not None]
 

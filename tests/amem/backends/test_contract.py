@@ -121,6 +121,14 @@ def test_times_come_in_the_fields_order_from_its_index(backend: VectorBackend) -
         (pid(4), 60.0), (pid(3), 70.0), (pid(2), 80.0), (pid(1), 90.0)]
     assert backend.times(None, "event_ts", 2) == [(pid(4), 60.0), (pid(3), 70.0)]
     assert backend.times(Where(must=(Match("agent_id", "b"),)), "event_ts", 10) == []
+    # read from ``start`` on: nothing below it, the rest as before, whatever the limit
+    assert backend.times(window, "event_ts", 10, start=70.0) == [
+        (pid(3), 70.0), (pid(2), 80.0), (pid(1), 90.0)]
+    assert backend.times(None, "event_ts", 2, start=65.5) == [(pid(3), 70.0), (pid(2), 80.0)]
+    assert backend.times(window, "event_ts", 10, start=55.0) == backend.times(window, "event_ts", 10)
+    for bad in (float("nan"), float("inf"), "70", True):
+        with pytest.raises(ValidationError, match="start must be a finite number"):
+            backend.times(window, "event_ts", 10, start=bad)
 
 
 def test_scroll_pages_in_id_order_and_iterate_covers_all(backend: VectorBackend) -> None:

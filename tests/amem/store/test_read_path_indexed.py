@@ -72,9 +72,9 @@ class RecordingBackend:
         self._keep(where)
         return self.inner.scroll(where, **options)
 
-    def times(self, where: Where | None, field: str, limit: int) -> Any:
+    def times(self, where: Where | None, field: str, limit: int, **options: Any) -> Any:
         self._keep(where)
-        return self.inner.times(where, field, limit)
+        return self.inner.times(where, field, limit, **options)
 
     def iterate(self, where: Where | None = None, **options: Any) -> Iterator[Any]:
         self._keep(where)
