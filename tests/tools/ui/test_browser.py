@@ -185,7 +185,9 @@ def test_a_note_its_chain_and_the_undo_with_a_dry_run(site: Site) -> None:
     assert site.memory.index.load(site.coffee, "alice")[0].superseded_by == site.tea  # nothing yet
     site.shot("05-undo-dry-run")
     one(site, ".preview button.confirm").click()
-    wait_text(site, ".preview", "current again")
+    # "Done:", not "current again": the dry run's own text says the note "becomes current
+    # again", so waiting for that returned before the confirmed change had landed (CI, loaded)
+    wait_text(site, ".preview", f"Done: note {site.coffee} is current again")
     assert site.memory.index.load(site.coffee, "alice")[0].superseded_by is None
     site.shot("06-undo-done")
 
