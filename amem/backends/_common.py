@@ -183,11 +183,10 @@ def as_array(vector: Any) -> np.ndarray | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32)
 
 
-def carried_cosines(query: np.ndarray, hits: Sequence[Hit], known: dict[str, float]
-                    ) -> list[str]:
+def carried_cosines(query: np.ndarray, hits: Sequence[Hit], known: dict[str, float]) -> None:
     """The cosine of ``query`` to each hit carrying its vector, into ``known`` (a hit already
-    there keeps its score: the ranking that holds it gave it); returns the ids of the hits
-    that carry none, for the engine to score.
+    there keeps its score: the ranking that holds it gave it; a hit carrying none is left to
+    the engine).
 
     What the engine's cosine distance computes: stored vectors are unit length (the engine
     normalises them on write), the query is normalised here. Float32 sums in another order
@@ -199,7 +198,6 @@ def carried_cosines(query: np.ndarray, hits: Sequence[Hit], known: dict[str, flo
         unit = unit / max(float(np.linalg.norm(unit)), 1e-12)
         scores = np.stack([cast(np.ndarray, h.dense) for h in carried]) @ unit
         known.update(zip((h.id for h in carried), scores.tolist()))
-    return [h.id for h in hits if h.dense is None]
 
 
 def iterate_pages(scroll: Callable[..., tuple[list[Hit], str | None]], where: Where | None, *,
