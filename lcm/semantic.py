@@ -393,13 +393,14 @@ class SemanticIndex:
                   before: str | None, pool: int, deadline: float) -> tuple[list[tuple[str, int, float]], bool]:
         """Hybrid's word leg over ``kinds``, best first; True when the deadline cut it."""
         lexical: list[tuple[str, int, float]] = []
-        words = index_words(pattern)
+        words, cut = index_words(pattern), False
         for kind in kinds:
             rows, cut = self._lexical(kind, words, conv_ids, since, before, pool, deadline)
             lexical += [(kind, rowid, score) for rowid, score in rows]
             if cut:
-                return sorted(lexical, key=lambda f: (-f[2], f[0], f[1])), True
-        return sorted(lexical, key=lambda f: (-f[2], f[0], f[1])), False
+                break
+        lexical.sort(key=lambda f: (-f[2], f[0], f[1]))
+        return lexical, cut
 
     def _scope_mean(self, kinds: tuple[str, ...], conv_ids: list[int] | None, since: str | None,
                     before: str | None) -> np.ndarray | None:
