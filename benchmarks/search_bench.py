@@ -72,11 +72,13 @@ def build_corpus(embedder: Any, size: int, seed: int = 7, data: Path = DEFAULT_L
     return texts, vecs.astype(np.float32), queries
 
 
-def fill(store: MemoryStore, texts: Sequence[str], vecs: np.ndarray, agent: str) -> float:
+def fill(store: MemoryStore, texts: Sequence[str], vecs: np.ndarray, agent: str,
+         first: int = 0) -> float:
+    """Write ``texts`` with their ``vecs`` as notes ``n<first>``, ``n<first + 1>``, ...; seconds."""
     t0 = time.perf_counter()
     batch = []
     stamp = "2026-01-01T00:00:00+00:00"
-    for i, (text, vec) in enumerate(zip(texts, vecs)):
+    for i, (text, vec) in enumerate(zip(texts, vecs), start=first):
         note = Note(id=f"n{i}", content=text, agent_id=agent, timestamp=stamp,
                     last_accessed=stamp, hash=content_hash(text))
         batch.append(store.index.make_point(note, vec))

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from amem.backends.base import VectorBackend
-from amem.backends.edge import EdgeBackend
+from amem.backends.edge import SEGMENT_KB, EdgeBackend
 from amem.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ def open_backend(
     collection: str = "amem",
     dim: int | None = None,
     segment_kb: int | None = None,
+    search_threads: int = 0,
 ) -> "EdgeBackend | QdrantServerBackend":
     """Open (or create) a backend.
 
@@ -52,6 +53,7 @@ def open_backend(
         dim: The dense vector size; required when the store is created.
         segment_kb: edge only: the largest segment a build makes, in KB of float vectors
             (``EdgeBackend``; None: its default).
+        search_threads: edge only: the engine's search threads (0: ``auto_search_threads``).
 
     Raises:
         ConfigError: an unknown kind or contradictory arguments.
@@ -67,12 +69,15 @@ def open_backend(
         if str(path) == ":memory:":
             if dim is None:
                 raise ConfigError("a temporary edge store needs dim", key="dim")
-            return EdgeBackend.temporary(dim)
-        if segment_kb is None:
-            return EdgeBackend(path, dim)
-        return EdgeBackend(path, dim, segment_kb=segment_kb)
+            return EdgeBackend.temporary(dim, search_threads=search_threads)
+        return EdgeBackend(path, dim, segment_kb=SEGMENT_KB if segment_kb is None else segment_kb,
+                           search_threads=search_threads)
     if kind == "qdrant":
         from amem.backends.qdrant import QdrantServerBackend
+
+        if search_threads:
+            raise ConfigError("search_threads sets the embedded engine's threads: a Qdrant "
+                              "server or local mode sizes its own", key="search_threads")
 
         if url is not None and path is not None:
             raise ConfigError("give either url (a Qdrant server) or path (local mode), not both", key="url")
@@ -99,5 +104,5 @@ def open_for_store(config: "AmemConfig", path: str | Path | None, dim: int
                              collection=config.collection, dim=dim), config.qdrant_url, "qdrant")
     where = MEMORY if str(path) == MEMORY else (
         str(Path(path).expanduser()) if path is not None else str(config.store_path))
-    return (open_backend("edge", path=where, dim=dim, segment_kb=config.segment_mb * 1024),
-            where, "edge")
+    return (open_backend("edge", path=where, dim=dim, segment_kb=config.segment_mb * 1024,
+                         search_threads=config.search_threads), where, "edge")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -106,6 +107,23 @@ EXACT_PARAMS = qe.SearchParams(exact=True, quantization=qe.QuantizationSearchPar
 #: that aim gives it two.
 SEGMENT_KB = 102_400
 
+
+def auto_search_threads() -> int:
+    """The engine's search threads when the settings leave it to us: one fewer than the CPUs
+    this process may run on, at least one.
+
+    A search keeps a core busy of its own (the query embedding, the BM25 leg beside it, the
+    ranking steps between engine calls), and the engine's per-segment reads need no more
+    threads than there are other cores. The engine's own default sized its pool from the
+    machine (eight threads on a 2-CPU one): there, with one or two segments, a search took
+    5-13% longer on those eight than on one thread, and with 11 segments the same
+    (benchmarks/RESULTS.md, "The engine's search threads")."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call (macOS): every CPU counts
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
+
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
 # it here would stop every thread of this process for the whole run.
 _OPTIMIZE_CHILD = """
@@ -118,7 +136,8 @@ print("changed" if changed else "optimal")
 """
 
 
-def new_store_config(dim: int, segment_kb: int = SEGMENT_KB) -> qe.EdgeConfig:
+def new_store_config(dim: int, segment_kb: int = SEGMENT_KB,
+                     search_threads: int | None = None) -> qe.EdgeConfig:
     """The engine layout of a new store: what stays in RAM and what is only mapped.
 
     The float vectors (1.5 KB a note at 384-d) stay on disk, memory-mapped and never
@@ -127,7 +146,8 @@ def new_store_config(dim: int, segment_kb: int = SEGMENT_KB) -> qe.EdgeConfig:
     those candidates' pages. Plain (not yet optimized) segments have no quantized copy:
     they search their float vectors, read through the same maps. The payload documents are
     on disk as before; ``ON_DISK_INDEXES`` are set per index in ``_ensure_indexes``.
-    Segments are merged up to ``segment_kb`` of float vectors (``SEGMENT_KB``).
+    Segments are merged up to ``segment_kb`` of float vectors (``SEGMENT_KB``). The engine
+    searches its segments on ``search_threads`` threads (None: its own default).
     """
     return qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(
@@ -139,6 +159,7 @@ def new_store_config(dim: int, segment_kb: int = SEGMENT_KB) -> qe.EdgeConfig:
         payload_memory=qe.Memory.Cold,
         optimizers=qe.EdgeOptimizersConfig(max_segment_size=segment_kb),
         wal_enabled=True,
+        max_search_threads=search_threads,
     )
 
 
@@ -205,15 +226,20 @@ class EdgeBackend:
         segment_kb: The largest segment a build makes, in KB of float vectors (default
             ``SEGMENT_KB``). Applies to a new store and to one created without a limit; a
             store keeps the limit it was given (``segment_kb`` then reads it).
+        search_threads: The engine's search threads (its per-segment reads run on them); 0
+            (the default) = ``auto_search_threads()``. Set at every open (``search_threads``
+            then reads it).
 
     Raises:
         StoreLockedError: another process (or another handle in this one) owns the store.
         EmbedderMismatchError: ``dim`` differs from the store's.
-        ConfigError: a new store without ``dim``, or a bad ``path``/``dim``/``segment_kb``.
+        ConfigError: a new store without ``dim``, or a bad ``path``/``dim``/``segment_kb``/
+            ``search_threads``.
     """
 
     def __init__(self, path: str | Path, dim: int | None = None, *,
-                 free_space: FreeSpace | None = None, segment_kb: int = SEGMENT_KB) -> None:
+                 free_space: FreeSpace | None = None, segment_kb: int = SEGMENT_KB,
+                 search_threads: int = 0) -> None:
         if str(path) == ":memory:":
             raise ConfigError(
                 "':memory:' is not a directory for the edge backend; use EdgeBackend.temporary(dim)",
@@ -224,8 +250,14 @@ class EdgeBackend:
         if isinstance(segment_kb, bool) or not isinstance(segment_kb, int) or segment_kb < 1:
             raise ConfigError(f"segment_kb must be a positive integer (KB of float vectors), "
                               f"got {segment_kb!r}", key="segment_kb")
+        if isinstance(search_threads, bool) or not isinstance(search_threads, int) \
+                or search_threads < 0:
+            raise ConfigError(f"search_threads must be an integer >= 0 (0 = one fewer than the "
+                              f"CPUs), got {search_threads!r}", key="search_threads")
         #: the store's segment size limit (KB of float vectors; the stored one once open)
         self.segment_kb = segment_kb
+        #: the threads the engine searches on, given to it at every open
+        self.search_threads = search_threads or auto_search_threads()
         self.path = Path(path).expanduser().resolve()
         #: how much room the store's filesystem has left (checked before every write)
         self.free_space: FreeSpace = free_space or StatvfsFreeSpace()
@@ -272,11 +304,11 @@ class EdgeBackend:
         self._finalizer = weakref.finalize(self, _abandon, self._handle)
 
     @classmethod
-    def temporary(cls, dim: int) -> EdgeBackend:
+    def temporary(cls, dim: int, *, search_threads: int = 0) -> EdgeBackend:
         """A store in a fresh temporary directory, deleted on :meth:`close`."""
         tmp = tempfile.TemporaryDirectory(prefix="amem-edge-")
         try:
-            backend = cls(tmp.name, dim)
+            backend = cls(tmp.name, dim, search_threads=search_threads)
         except BaseException:
             tmp.cleanup()
             raise
@@ -307,10 +339,16 @@ class EdgeBackend:
             # new ones in the new layout from the next optimize on (the background index
             # build or ``amem optimize``).
             kept = self._segment_limit(config_file) if self._has_layout(config_file) else None
-            layout = None if kept is not None else new_store_config(stored, self.segment_kb)
+            # The search threads are given at every open (the engine keeps the last in its
+            # config file, so its own reopens after a build inherit them). With the layout in
+            # place only they are given: what is left out the engine keeps as stored.
+            layout = (qe.EdgeConfig(sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(
+                          modifier=qe.Modifier.Idf)}, max_search_threads=self.search_threads)
+                      if kept is not None
+                      else new_store_config(stored, self.segment_kb, self.search_threads))
             with self._engine("load"):
                 shard = qe.EdgeShard.load(str(shard_dir), layout)
-            if layout is not None:
+            if kept is None:
                 log.info("edge store %s: float vectors on disk with int8 copies in RAM and "
                          "segments of at most %d KB of vectors from the next optimize on (the "
                          "store predates that layout)", self.path, self.segment_kb)
@@ -321,7 +359,7 @@ class EdgeBackend:
         else:
             if dim is None:
                 raise ConfigError(f"creating a new store at {self.path} needs dim", key="dim")
-            config = new_store_config(dim, self.segment_kb)
+            config = new_store_config(dim, self.segment_kb, self.search_threads)
             self.check_space(0, margin=DISK_MARGIN_BYTES + CREATE_BYTES)
             with self._engine("create"):
                 shard = qe.EdgeShard.create(str(shard_dir), config)
