@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from .backends import open_for_store
+from .backends import EdgeBackend, open_for_store
 from .backends.base import VectorBackend
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
@@ -56,6 +56,9 @@ class StoreInfo:
     #: the ranking fields kept in RAM by a long-running process (``keep_ranking_fields``):
     #: state, points, passes, seconds; None when this process keeps none
     rank_table: dict[str, Any] | None = None
+    #: the threads the embedded engine searches on (``search_threads``); None for a Qdrant
+    #: server, which sizes its own
+    search_threads: int | None = None
 
 
 class MemoryStore:
@@ -341,5 +344,7 @@ class MemoryStore:
             agents=None, stale_vectors=count_stale(self.index),
             index_build=self.index.build.to_dict(),
             expired_pending_sweep=count_expired(self.index),
-            rank_table=self.index.backend.field_table())
+            rank_table=self.index.backend.field_table(),
+            search_threads=(self.index.backend.search_threads
+                            if isinstance(self.index.backend, EdgeBackend) else None))
 

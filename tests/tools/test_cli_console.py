@@ -25,6 +25,7 @@ from typing import Iterator
 import pytest
 
 from amem import MemoryStore
+from amem.backends.edge import auto_search_threads
 from amem.config import load_config
 from amem.embed.hashing import HashingEmbedder
 from tools.runtime import Runtime
@@ -186,6 +187,10 @@ def test_status_doctor_and_tools(store_env: dict[str, str]) -> None:
     status = amem_json(store_env, "status")
     assert isinstance(status, dict) and status["memory"]["notes_of_agent"] >= 4
     assert status["lcm"]["messages"] == 12 and status["nightly"]["state"] == "never"
+    # the engine's search threads: the default, or what the environment sets
+    assert status["memory"]["search_threads"] == auto_search_threads()
+    threaded = amem_json({**store_env, "AMEM_SEARCH_THREADS": "2"}, "status")
+    assert threaded["memory"]["search_threads"] == 2  # type: ignore[index]
     doctor = amem_json(store_env, "doctor", "--clean")
     assert isinstance(doctor, dict) and doctor["ok"] is True and "clean" in doctor["lcm"]
     tools = amem_json(store_env, "tools", "--format", "anthropic")

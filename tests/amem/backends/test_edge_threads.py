@@ -115,3 +115,12 @@ def test_the_setting_comes_from_the_config_and_the_environment() -> None:
     assert load_config(env={"AMEM_SEARCH_THREADS": "4"}).search_threads == 4
     with pytest.raises(ConfigError, match="search_threads"):
         load_config(env={"AMEM_SEARCH_THREADS": "-2"})
+
+
+def test_status_reports_the_count(tmp_path: Path) -> None:
+    from amem import MemoryStore
+    from amem.embed.hashing import HashingEmbedder
+
+    config = load_config(overrides={"search_threads": 2})
+    with MemoryStore(tmp_path / "s", config=config, embedder=HashingEmbedder()) as store:
+        assert store.info().search_threads == 2
