@@ -175,8 +175,9 @@ class AmemConfig:
     segment_mb: int = setting(100, at_least=1)
     #: the embedded engine's search threads (its per-segment reads run on them); 0 = one fewer
     #: than the CPUs the process may use, at least one (``EdgeBackend``: on 2 CPUs a search
-    #: took 5-13% longer on the engine's own pool of eight than on one thread)
-    search_threads: int = setting(0, at_least=0)
+    #: took 5-13% longer on the engine's own pool of eight than on one thread); at most
+    #: ``amem.backends.edge.MAX_SEARCH_THREADS``
+    search_threads: int = setting(0, at_least=0, at_most=256)
     #: points whose ranking fields a long-running process (``amem serve``, ``amem ui``) keeps
     #: in RAM, read in the background after open and after each index build, so a search
     #: reads no payload pages for them (~0.55 KB a point: 250k ~140 MB, which keeps a 1M-note

@@ -106,6 +106,9 @@ EXACT_PARAMS = qe.SearchParams(exact=True, quantization=qe.QuantizationSearchPar
 #: each). A 100k-note store cannot be one segment and build under 1 GB: any limit that meets
 #: that aim gives it two.
 SEGMENT_KB = 102_400
+#: the most search threads a store gives the engine: a thread each is spawned at open, so a
+#: mistyped count (say 100000) must be refused, not tried
+MAX_SEARCH_THREADS = 256
 
 
 def auto_search_threads() -> int:
@@ -122,7 +125,7 @@ def auto_search_threads() -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # no affinity call (macOS): every CPU counts
         cpus = os.cpu_count() or 1
-    return max(1, cpus - 1)
+    return min(MAX_SEARCH_THREADS, max(1, cpus - 1))
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
 # it here would stop every thread of this process for the whole run.
@@ -251,9 +254,10 @@ class EdgeBackend:
             raise ConfigError(f"segment_kb must be a positive integer (KB of float vectors), "
                               f"got {segment_kb!r}", key="segment_kb")
         if isinstance(search_threads, bool) or not isinstance(search_threads, int) \
-                or search_threads < 0:
-            raise ConfigError(f"search_threads must be an integer >= 0 (0 = one fewer than the "
-                              f"CPUs), got {search_threads!r}", key="search_threads")
+                or not 0 <= search_threads <= MAX_SEARCH_THREADS:
+            raise ConfigError(f"search_threads must be an integer from 0 to {MAX_SEARCH_THREADS} "
+                              f"(0 = one fewer than the CPUs), got {search_threads!r}",
+                              key="search_threads")
         #: the store's segment size limit (KB of float vectors; the stored one once open)
         self.segment_kb = segment_kb
         #: the threads the engine searches on, given to it at every open

@@ -98,7 +98,7 @@ def test_a_temporary_store_takes_the_count_too() -> None:
         backend.close()
 
 
-@pytest.mark.parametrize("bad", [-1, True, "2", 1.5, None])
+@pytest.mark.parametrize("bad", [-1, True, "2", 1.5, None, 257, 100_000])
 def test_a_bad_count_is_refused_naming_the_setting(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ConfigError, match="search_threads"):
         EdgeBackend(tmp_path, 8, search_threads=bad)  # type: ignore[arg-type]
@@ -113,8 +113,9 @@ def test_the_setting_is_refused_for_a_qdrant_backend(tmp_path: Path) -> None:
 def test_the_setting_comes_from_the_config_and_the_environment() -> None:
     assert load_config().search_threads == 0
     assert load_config(env={"AMEM_SEARCH_THREADS": "4"}).search_threads == 4
-    with pytest.raises(ConfigError, match="search_threads"):
-        load_config(env={"AMEM_SEARCH_THREADS": "-2"})
+    for bad in ("-2", "257", "many"):
+        with pytest.raises(ConfigError, match="search_threads"):
+            load_config(env={"AMEM_SEARCH_THREADS": bad})
 
 
 def test_status_reports_the_count(tmp_path: Path) -> None:
@@ -124,3 +125,12 @@ def test_status_reports_the_count(tmp_path: Path) -> None:
     config = load_config(overrides={"search_threads": 2})
     with MemoryStore(tmp_path / "s", config=config, embedder=HashingEmbedder()) as store:
         assert store.info().search_threads == 2
+
+
+def test_the_config_bound_is_the_backends() -> None:
+    from amem.backends.edge import MAX_SEARCH_THREADS
+
+    assert load_config(env={"AMEM_SEARCH_THREADS": str(MAX_SEARCH_THREADS)}).search_threads \
+        == MAX_SEARCH_THREADS
+    with pytest.raises(ConfigError, match="search_threads"):
+        load_config(env={"AMEM_SEARCH_THREADS": str(MAX_SEARCH_THREADS + 1)})
