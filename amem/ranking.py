@@ -113,6 +113,38 @@ def neighbour_lift(base: Mapping[K, float], sources: Mapping[K, Sequence[K]],
     return scored
 
 
+def link_votes(ranked: Sequence[tuple[K, float]], voters: Mapping[K, Sequence[K]],
+               weight: float, keep: int) -> list[tuple[K, float]]:
+    """``ranked`` (best first, scores in (0, 1)) with the notes the best ones link to lifted.
+
+    A note's logit gains ``weight`` times the sum, over ``voters[d]`` (the notes linking to
+    it, itself left out), of their logits above 0 (the candidates' mean): a note several good
+    matches point to climbs, a weak voter adds nothing. No lifted note passes the ``keep``-th
+    note, and the first ``keep`` are never lifted, so the head the fusion chose stays as it
+    was. Returns ``(note, logistic(logit))``, best first; ties keep ``ranked``'s order.
+    """
+    if not math.isfinite(weight) or weight < 0:
+        raise ValueError("weight must be finite and >= 0")
+    if keep < 1:
+        raise ValueError("keep must be >= 1")
+    eps = 1e-12
+    logits = [(item, math.log(max(s, eps) / max(1.0 - s, eps))) for item, s in ranked]
+    if weight == 0 or len(logits) <= keep:
+        return list(ranked)
+    standing = dict(logits)
+    # just below the keep-th: a lifted note can reach the head's edge, not enter it
+    ceiling = logits[keep - 1][1] - 1e-6
+    scored = list(ranked)  # a note not lifted keeps its score as it was (no logit round trip)
+    for i in range(keep, len(logits)):
+        item, z = logits[i]
+        votes = sum(max(0.0, standing[v]) for v in voters.get(item, ()) if v != item
+                    and v in standing)
+        if votes > 0 and z < ceiling:
+            scored[i] = (item, logistic(min(z + weight * votes, ceiling)))
+    scored.sort(key=itemgetter(1), reverse=True)  # stable: ties keep ranked's order
+    return scored
+
+
 def diversify(ranked: Sequence[tuple[K, float]], similarity: Sequence[Sequence[float]],
               keep: float, penalty: float) -> list[tuple[K, float]]:
     """Maximal marginal relevance over ``ranked`` (best first, scores on the fused scale).

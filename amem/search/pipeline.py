@@ -16,6 +16,8 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    4b. with z-score fusion, a note is lifted by the best fused standing of the notes told right
    before or after it in event time (``amem.search.adjacent``), which may bring in a neighbour
    neither ranking found (``found_by: "neighbour"``);
+   4b2. with z-score fusion, the candidates the first five link to are lifted by their
+   standing, never past the third (``amem.search.linked``);
    4c. the first 20 reordered by maximal marginal relevance against near-repeats
    (``amem.search.diverse``);
    4d. a question naming a period (a day, a month, a year, the week before a day) lifts the
@@ -61,7 +63,7 @@ from ..notefields import ASKS, search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
 from ..supersede import history_order
 from ..text import tokenize
-from . import adjacent, diverse, replies, timeq, usage
+from . import adjacent, diverse, linked, replies, timeq, usage
 from .beside import embed_beside_bm25
 from .centroid import Centroids
 from .filters import LAPSED_MAX, build_filter, check_min_similarity
@@ -138,12 +140,14 @@ class Searcher:
         fused, table = fuse(cfg, engine, rank_vec, sparse_hits, dense_hits, pool, cosine)  # 4
         fused, brought = adjacent.lift(cfg, engine, rank_vec, where, fused, sparse_hits,  # 4b
                                        dense_hits, table, cosine, RANK_FIELDS)
+        fused, seeds = linked.lift(cfg, engine, agent_id, fused)                # 4b2
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
         by_id.update({h.id: h for h in brought})
         fused = timeq.lift(cfg, query, fused, by_id.values())                  # 4d
         fused, whole = replies.questions_back(cfg, engine, fused, by_id)        # 4e
+        whole = {**seeds, **whole}  # payloads read whole, by step 4b2 or 4e
         in_sparse = {h.id for h in sparse_hits}
         in_dense = {h.id for h in dense_hits}
         now = index.clock.now()
@@ -185,7 +189,7 @@ class Searcher:
         if floor is not None:                                                   # 6
             scored = [t for t in scored if sim.get(t[0], -1.0) >= floor]
         matches = scored[:limit]
-        # The matches' whole payloads, in one read of those step 4e did not read; a match
+        # The matches' whole payloads, in one read of those steps 4b2 and 4e did not read; a match
         # hard-deleted since the query (the expiry sweep) is gone and left out.
         unread = [pid for pid, _, _ in matches if pid not in whole]
         whole = {pid: whole[pid] for pid, _, _ in matches if pid in whole}

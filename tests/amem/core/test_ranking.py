@@ -256,3 +256,49 @@ def test_step_back_lowers_marked_notes_and_keeps_the_scores_in_place() -> None:
     assert step_back(ranked, {"q"}, 0.0) == ranked and step_back(ranked, set(), 2.0) == ranked
     with pytest.raises(ValueError):
         step_back(ranked, {"q"}, -1.0)
+
+
+def _ranked(*logits: float) -> list[tuple[str, float]]:
+    from amem.ranking import logistic
+
+    return [(f"n{i}", logistic(z)) for i, z in enumerate(logits)]
+
+
+def test_link_votes_lift_a_note_by_the_sum_of_its_voters_above_the_mean() -> None:
+    from amem.ranking import link_votes, logistic
+
+    ranked = _ranked(3.0, 2.0, 1.0, 0.5, 0.2, -0.5)
+    # n5 is linked from n0 (3.0) and n1 (2.0) and from n4's... weak n5 itself (left out)
+    out = dict(link_votes(ranked, {"n5": ["n0", "n1", "n5"], "n4": ["n2"]}, 0.1, keep=1))
+    assert out["n5"] == pytest.approx(logistic(-0.5 + 0.1 * (3.0 + 2.0)))
+    assert out["n4"] == pytest.approx(logistic(0.2 + 0.1 * 1.0))
+    # a voter below the mean adds nothing; notes without voters keep their scores
+    assert dict(link_votes(ranked, {"n3": ["n5"]}, 0.5, keep=1)) == dict(ranked)
+    assert out["n1"] == ranked[1][1] and out["n0"] == ranked[0][1]
+
+
+def test_link_votes_never_lift_past_the_kept_head_nor_lift_the_head() -> None:
+    from amem.ranking import link_votes
+
+    ranked = _ranked(3.0, 2.0, 1.0, 0.5, 0.0)
+    voters = {"n4": ["n0", "n1", "n2"], "n1": ["n0"]}  # n4 would gain 0.6 * 6 = 3.6
+    lifted = link_votes(ranked, voters, 0.6, keep=2)
+    assert [item for item, _ in lifted][:3] == ["n0", "n1", "n4"]  # stops under the 2nd
+    assert dict(lifted)["n1"] == ranked[1][1]  # the head is not lifted
+    assert dict(lifted)["n4"] < ranked[1][1]
+    # keep 1: n1, lifted by n0, may not pass n0 either
+    assert [item for item, _ in link_votes(ranked, voters, 5.0, keep=1)][0] == "n0"
+
+
+def test_link_votes_off_and_bad_arguments() -> None:
+    from amem.ranking import link_votes
+
+    ranked = _ranked(1.0, 0.5, 0.0)
+    assert link_votes(ranked, {"n2": ["n0"]}, 0.0, keep=1) == ranked
+    assert link_votes(ranked, {"n2": ["n0"]}, 1.0, keep=3) == ranked  # all of it is the head
+    with pytest.raises(ValueError):
+        link_votes(ranked, {}, -0.1, keep=1)
+    with pytest.raises(ValueError):
+        link_votes(ranked, {}, math.inf, keep=1)
+    with pytest.raises(ValueError):
+        link_votes(ranked, {}, 0.1, keep=0)
