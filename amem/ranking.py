@@ -121,7 +121,8 @@ def link_votes(ranked: Sequence[tuple[K, float]], voters: Mapping[K, Sequence[K]
     it, itself left out), of their logits above 0 (the candidates' mean): a note several good
     matches point to climbs, a weak voter adds nothing. No lifted note passes the ``keep``-th
     note, and the first ``keep`` are never lifted, so the head the fusion chose stays as it
-    was. Returns ``(note, logistic(logit))``, best first; ties keep ``ranked``'s order.
+    was. Returns the notes best first, a lifted one scored ``logistic`` of its new logit and
+    the others as given; ties keep ``ranked``'s order.
     """
     if not math.isfinite(weight) or weight < 0:
         raise ValueError("weight must be finite and >= 0")
