@@ -53,6 +53,11 @@ def logistic(x: float) -> float:
     return e / (1.0 + e)
 
 
+def logit(score: float) -> float:
+    """``logistic``'s inverse for a fused score in (0, 1); 0 and 1 are held 1e-12 inside."""
+    return math.log(max(score, 1e-12) / max(1.0 - score, 1e-12))
+
+
 def time_neighbours(times: Mapping[K, float], seeds: Sequence[K], span: int,
                     gap: float) -> dict[K, list[K]]:
     """Which seeds each note is a neighbour of: note -> seeds, in the seeds' order.
@@ -128,8 +133,7 @@ def link_votes(ranked: Sequence[tuple[K, float]], voters: Mapping[K, Sequence[K]
         raise ValueError("weight must be finite and >= 0")
     if keep < 1:
         raise ValueError("keep must be >= 1")
-    eps = 1e-12
-    logits = [(item, math.log(max(s, eps) / max(1.0 - s, eps))) for item, s in ranked]
+    logits = [(item, logit(s)) for item, s in ranked]
     if weight == 0 or len(logits) <= keep:
         return list(ranked)
     standing = dict(logits)
@@ -165,8 +169,7 @@ def diversify(ranked: Sequence[tuple[K, float]], similarity: Sequence[Sequence[f
         raise ValueError("similarity must be a square table, one row per ranked note")
     if keep == 1.0 or len(ranked) < 3:
         return list(ranked)
-    eps = 1e-12
-    relevance = [keep * math.log(max(s, eps) / max(1.0 - s, eps)) for _, s in ranked]
+    relevance = [keep * logit(s) for _, s in ranked]
     weight = (1.0 - keep) * penalty
     left = list(range(len(ranked)))
     # how alike each note is to the closest one picked; below 0 counts as 0 (unrelated)
@@ -236,9 +239,7 @@ def step_back(ranked: Sequence[tuple[K, float]], marked: Collection[K],
         raise ValueError("penalty must be finite and >= 0")
     if penalty == 0 or not any(item in marked for item, _ in ranked):
         return list(ranked)
-    eps = 1e-12
-    keyed = sorted(((math.log(max(s, eps) / max(1.0 - s, eps))
-                     - (penalty if item in marked else 0.0), i)
+    keyed = sorted(((logit(s) - (penalty if item in marked else 0.0), i)
                     for i, (item, s) in enumerate(ranked)), key=lambda t: (-t[0], t[1]))
     return [(ranked[i][0], score) for (_, i), (_, score) in zip(keyed, ranked)]
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Mapping, Sequence
 
+from .. import ranking
 from ..backends.base import Hit
 from ..config import AmemConfig
 
@@ -122,14 +123,11 @@ def lift_in_periods(fused: Sequence[tuple[str, float]], times: Mapping[str, floa
         raise ValueError("weight must be finite and >= 0")
     if not named or weight == 0:
         return list(fused)
-    eps = 1e-12
     out = []
     for i, (pid, score) in enumerate(fused):
         ts = times.get(pid)
         if ts is not None and any(p.holds(ts) for p in named):
-            s = min(max(score, eps), 1.0 - eps)
-            z = math.log(s / (1.0 - s)) + weight
-            score = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+            score = ranking.logistic(ranking.logit(score) + weight)
         out.append((i, pid, score))
     out.sort(key=lambda t: (-t[2], t[0]))
     return [(pid, score) for _, pid, score in out]
