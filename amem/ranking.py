@@ -133,17 +133,18 @@ def link_votes(ranked: Sequence[tuple[K, float]], voters: Mapping[K, Sequence[K]
         raise ValueError("weight must be finite and >= 0")
     if keep < 1:
         raise ValueError("keep must be >= 1")
-    logits = [(item, logit(s)) for item, s in ranked]
-    if weight == 0 or len(logits) <= keep:
+    if weight == 0 or len(ranked) <= keep:
         return list(ranked)
-    standing = dict(logits)
+    score = dict(ranked)
     # just below the keep-th: a lifted note can reach the head's edge, not enter it
-    ceiling = logits[keep - 1][1] - 1e-6
+    ceiling = logit(ranked[keep - 1][1]) - 1e-6
     scored = list(ranked)  # a note not lifted keeps its score as it was (no logit round trip)
-    for i in range(keep, len(logits)):
-        item, z = logits[i]
-        votes = sum(max(0.0, standing[v]) for v in voters.get(item, ()) if v != item
-                    and v in standing)
+    for i in range(keep, len(ranked)):
+        item, s = ranked[i]
+        if item not in voters:  # most candidates: no logit taken
+            continue
+        votes = sum(max(0.0, logit(score[v])) for v in voters[item] if v != item and v in score)
+        z = logit(s)
         if votes > 0 and z < ceiling:
             scored[i] = (item, logistic(min(z + weight * votes, ceiling)))
     scored.sort(key=itemgetter(1), reverse=True)  # stable: ties keep ranked's order
