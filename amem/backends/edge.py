@@ -139,6 +139,11 @@ print("changed" if changed else "optimal")
 """
 
 
+def _sparse_vectors() -> dict[str, qe.EdgeSparseVectorParams]:
+    """The BM25 sparse vector as every store holds it (IDF from the engine)."""
+    return {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+
+
 def new_store_config(dim: int, segment_kb: int = SEGMENT_KB,
                      search_threads: int | None = None) -> qe.EdgeConfig:
     """The engine layout of a new store: what stays in RAM and what is only mapped.
@@ -158,7 +163,7 @@ def new_store_config(dim: int, segment_kb: int = SEGMENT_KB,
             quantization_config=qe.ScalarQuantizationConfig(
                 type=qe.ScalarType.Int8, quantile=QUANTILE, memory=qe.Memory.Pinned),
         )},
-        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        sparse_vectors=_sparse_vectors(),
         payload_memory=qe.Memory.Cold,
         optimizers=qe.EdgeOptimizersConfig(max_segment_size=segment_kb),
         wal_enabled=True,
@@ -346,8 +351,8 @@ class EdgeBackend:
             # The search threads are given at every open (the engine keeps the last in its
             # config file, so its own reopens after a build inherit them). With the layout in
             # place only they are given: what is left out the engine keeps as stored.
-            layout = (qe.EdgeConfig(sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(
-                          modifier=qe.Modifier.Idf)}, max_search_threads=self.search_threads)
+            layout = (qe.EdgeConfig(sparse_vectors=_sparse_vectors(),
+                                    max_search_threads=self.search_threads)
                       if kept is not None
                       else new_store_config(stored, self.segment_kb, self.search_threads))
             with self._engine("load"):
