@@ -55,12 +55,19 @@ def follow(site: Site, element: Any) -> None:
 
 
 def _then_new_page(site: Site, act: Any) -> None:
-    from selenium.webdriver.support import expected_conditions
+    """The old document is marked with a window property that a new document lacks. Asking
+    an element of the old document whether it went stale (selenium's ``staleness_of``) is
+    not enough: chromedriver 150 answered that question mid-navigation with an "unknown
+    error: node does not belong to the document" instead of a stale-element error."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = one(site, "html")
+    site.driver.execute_script("window.__amemOldPage = true")
     act()
-    WebDriverWait(site.driver, 10).until(expected_conditions.staleness_of(page))
+    # mid-navigation a script may fail to run at all: asked again until the new page answers
+    WebDriverWait(site.driver, 10, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return window.__amemOldPage !== true && document.readyState === 'complete'"))
 
 
 def row_ids(site: Site) -> list[str]:
