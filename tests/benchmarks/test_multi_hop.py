@@ -27,3 +27,20 @@ def test_multi_hop_parts_compare_the_tool_list_with_as_many_matches() -> None:
     assert "b" not in out["tool@10"]
     assert multi_hop([corpus], {"store": rankings["store"]}) == {}  # without --links: nothing
     assert parse_args(["locomo", "--link-pool", "0"]).link_pool == 0
+
+
+def test_every_store_setting_is_an_option_and_a_config_field() -> None:
+    """``STORE_SETTINGS`` names the config fields a run may override, each by the option of
+    the same name; one without its option would fail every run at ``getattr``."""
+    from dataclasses import fields
+
+    from amem.config import AmemConfig
+    from benchmarks.retrieval import STORE_SETTINGS
+
+    args = parse_args(["locomo"])
+    known = {f.name for f in fields(AmemConfig)}
+    for name in STORE_SETTINGS:
+        assert name in known and getattr(args, name) is None, name
+    given = parse_args(["locomo", "--link-lift", "0", "--link-lift-seeds", "8",
+                        "--link-lift-keep", "2"])
+    assert (given.link_lift, given.link_lift_seeds, given.link_lift_keep) == (0.0, 8, 2)
