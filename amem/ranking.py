@@ -6,31 +6,12 @@ import math
 from operator import itemgetter
 from typing import Callable, Collection, Hashable, Mapping, Sequence, TypeVar
 
-from amem.kernel.fusion import zscore_fusion as zscore_fusion  # written once, lcm fuses with it too
+# written once, lcm fuses with them too
+from amem.kernel.fusion import zscore_fusion as zscore_fusion
+from amem.kernel.fusion import zscore_moments as zscore_moments
+from amem.kernel.fusion import zscore_totals as zscore_totals
 
 K = TypeVar("K", bound=Hashable)
-
-
-def zscore_moments(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
-                   missing: Sequence[float]) -> list[tuple[float, float]]:
-    """Each column's ``(mean, std)`` over ``candidates`` (a candidate a column lacks counts as
-    its ``missing`` score), as :func:`zscore_fusion` standardises them.
-
-    Kept apart so that a note scored after the fusion (a neighbour brought in by
-    ``amem.search.adjacent``) is put on the same scale as the candidates, not its own.
-    """
-    if len(columns) != len(missing):
-        raise ValueError("one missing score per column")
-    ids = list(dict.fromkeys(candidates))
-    out = []
-    for column, fill in zip(columns, missing):
-        values = [float(column.get(item, fill)) for item in ids]
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError("scores must be finite")
-        mean = math.fsum(values) / len(values) if values else 0.0
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
-        out.append((mean, std))
-    return out
 
 
 def zscore_total(item: K, columns: Sequence[Mapping[K, float]], weights: Sequence[float],

@@ -13,7 +13,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-__all__ = ["rrf", "zscore_fusion"]
+__all__ = ["fused_order", "rrf", "zscore_fusion", "zscore_moments", "zscore_totals"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -47,6 +47,60 @@ def rrf(rankings: Sequence[Sequence[K]], k: int = 60,
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
+def zscore_moments(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
+                   missing: Sequence[float]) -> list[tuple[float, float]]:
+    """Each column's ``(mean, std)`` over ``candidates`` (a candidate a column lacks counts as
+    its ``missing`` score), as :func:`zscore_fusion` standardises them.
+
+    Raises:
+        ValueError: not one missing score per column, or a score that is not finite.
+    """
+    if len(columns) != len(missing):
+        raise ValueError("one missing score per column")
+    ids = list(dict.fromkeys(candidates))
+    return [_moments([column.get(item, fill) for item in ids])
+            for column, fill in zip(columns, missing)]
+
+
+def _moments(values: list[float]) -> tuple[float, float]:
+    """The population mean and standard deviation of ``values`` (0, 0 when empty)."""
+    if not values:
+        return 0.0, 0.0
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("scores must be finite")
+    mean = math.fsum(values) / len(values)
+    return mean, math.sqrt(math.fsum([(v - mean) ** 2 for v in values]) / len(values))
+
+
+def zscore_totals(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
+                  weights: Sequence[float], missing: Sequence[float]
+                  ) -> tuple[dict[K, float], list[tuple[float, float]]]:
+    """``sum_i w_i * z_i(d)`` of each candidate (the fused score before the logistic), in the
+    candidates' order with repeats dropped, and the columns' moments (:func:`zscore_moments`).
+
+    Kept apart from :func:`zscore_fusion` so that a later step scoring more notes on the same
+    scale (amem's neighbour lift) reuses the totals and moments instead of computing them
+    again. A constant column (std 0) adds nothing.
+    """
+    if not (len(columns) == len(weights) == len(missing)):
+        raise ValueError("one weight and one missing score per column")
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        raise ValueError("weights must be finite and >= 0")
+    ids = list(dict.fromkeys(candidates))
+    total = [0.0] * len(ids)
+    moments = []
+    for column, weight, fill in zip(columns, weights, missing):
+        values = [column.get(item, fill) for item in ids]
+        mean, std = _moments(values)
+        moments.append((mean, std))
+        if std <= 1e-12:
+            continue
+        # the same operations, in the same order, as a total computed one note at a time
+        # (amem.ranking.zscore_total): a note scored later ties with its equal here
+        total = [t + weight * (v - mean) / std for t, v in zip(total, values)]
+    return dict(zip(ids, total)), moments
+
+
 def zscore_fusion(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
                   weights: Sequence[float], missing: Sequence[float]) -> list[tuple[K, float]]:
     """Score fusion: ``sigmoid(sum_i w_i * z_i(d))`` over ``candidates``, best first.
@@ -60,22 +114,16 @@ def zscore_fusion(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
     merely shares a name. The logistic keeps the order and puts the score in (0, 1), so the
     heat boost's multiplication keeps its meaning. Ties keep the candidates' order.
     """
-    if not (len(columns) == len(weights) == len(missing)):
-        raise ValueError("one weight and one missing score per column")
-    if any(not math.isfinite(w) or w < 0 for w in weights):
-        raise ValueError("weights must be finite and >= 0")
-    ids = list(dict.fromkeys(candidates))
-    total = [0.0] * len(ids)
-    for column, weight, fill in zip(columns, weights, missing):
-        values = [float(column.get(item, fill)) for item in ids]
-        if not all(math.isfinite(v) for v in values):
-            raise ValueError("scores must be finite")
-        mean = math.fsum(values) / len(values) if values else 0.0
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
-        if std <= 1e-12:
-            continue
-        for i, v in enumerate(values):
-            total[i] += weight * (v - mean) / std
-    fused = [(item, 1.0 / (1.0 + math.exp(-t))) for item, t in zip(ids, total)]
-    order = {item: i for i, item in enumerate(ids)}
-    return sorted(fused, key=lambda kv: (-kv[1], order[kv[0]]))
+    return fused_order(zscore_totals(candidates, columns, weights, missing)[0])
+
+
+def fused_order(totals: Mapping[K, float]) -> list[tuple[K, float]]:
+    """``(id, sigmoid(total))`` best first; equal scores keep ``totals``' order (a stable
+    sort)."""
+    fused = [(item, 1.0 / (1.0 + math.exp(-t))) for item, t in totals.items()]
+    fused.sort(key=_score, reverse=True)
+    return fused
+
+
+def _score(pair: tuple[object, float]) -> float:
+    return pair[1]

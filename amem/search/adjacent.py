@@ -89,14 +89,15 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     brought = sorted(backend.dense_search(qvec, Where(must=(HasId(tuple(wanted)),)),
                                           len(wanted), exact=True, fields=fields),
                      key=lambda h: h.id) if wanted else []
-    candidates, columns, missing = table
-    moments = ranking.zscore_moments(candidates, columns, missing)
+    columns, missing, moments = table.columns, table.missing, table.moments
     for hit in brought:  # scored on the candidates' scale: BM25 did not rank them (its floor)
         cosine[hit.id] = hit.score
         columns[1][hit.id] = round(hit.score, 6)
     weights = [config.sparse_weight, config.dense_weight]
-    base = {pid: ranking.zscore_total(pid, columns, weights, missing, moments)
-            for pid in [*(pid for pid, _ in fused), *(h.id for h in brought)]}
+    # the candidates' totals as fusion computed them, in the fused order (ties keep it)
+    base = {pid: table.totals[pid] for pid, _ in fused}
+    base.update((h.id, ranking.zscore_total(h.id, columns, weights, missing, moments))
+                for h in brought)
     return ranking.neighbour_lift(base, sources, weight), brought
 
 

@@ -7,19 +7,23 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from .. import ranking
-from ..kernel.fusion import rrf
+from ..kernel.fusion import fused_order, rrf
 from ..backends.base import Hit, VectorBackend
 from ..config import AmemConfig
 
 
 class ZTable(NamedTuple):
     """What z-score fusion ranks: the candidates, their BM25 and cosine columns, and the score
-    assumed where a column lacks a candidate. Step 4b scores the neighbours it brings in on
-    the same table (their cosines added to the second column)."""
+    assumed where a column lacks a candidate; after fusion, each candidate's z total (the
+    fused score before the logistic) and the columns' moments. Step 4b scores the neighbours
+    it brings in on the same table (their cosines added to the second column) and reuses the
+    candidates' totals: computing them again was a third of that step."""
 
     candidates: list[str]
     columns: list[dict[str, float]]
     missing: list[float]
+    totals: dict[str, float]
+    moments: list[tuple[float, float]]
 
 
 def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
@@ -39,12 +43,14 @@ def fuse(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray,
         return rrf([[h.id for h in sparse_hits], [h.id for h in dense_hits]],
                    k=config.rrf_k, weights=weights), None
     table = zscore_columns(backend, qvec, sparse_hits, dense_hits, pool, cosine)
-    return ranking.zscore_fusion(table.candidates, table.columns, weights, table.missing), table
+    totals, moments = ranking.zscore_totals(table.candidates, table.columns, weights,
+                                            table.missing)
+    return fused_order(totals), table._replace(totals=totals, moments=moments)
 
 
 def zscore_columns(backend: VectorBackend, qvec: np.ndarray, sparse_hits: Sequence[Hit],
                    dense_hits: Sequence[Hit], pool: int, cosine: dict[str, float]) -> ZTable:
-    """The :class:`ZTable` of the legs' hits (fills ``cosine`` as it needs)."""
+    """The :class:`ZTable` of the legs' hits, before fusion (fills ``cosine`` as it needs)."""
     candidates = [h.id for h in sparse_hits] + [h.id for h in dense_hits]
     fill_cosines(backend, qvec, candidates, cosine)
     # Scores at 1e-6, as in settle_ties: engines (and an engine's cosine against ours from
@@ -54,7 +60,8 @@ def zscore_columns(backend: VectorBackend, qvec: np.ndarray, sparse_hits: Sequen
     # a candidate without a stored vector (none should lack one) gets the dense list's floor
     dense_floor = min((cosines[h.id] for h in dense_hits), default=0.0)
     return ZTable(candidates, [bm25_scores, cosines],
-                  [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor])
+                  [ranking.unranked_score(list(bm25_scores.values()), pool), dense_floor],
+                  totals={}, moments=[])  # filled by the fusion
 
 
 def fill_cosines(backend: VectorBackend, qvec: np.ndarray, pids: Sequence[str],

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from amem.kernel.fusion import rrf
-from amem.ranking import expand_links, heat_boost, unranked_score, zscore_fusion
+from amem.ranking import (expand_links, heat_boost, unranked_score, zscore_fusion,
+                          zscore_moments, zscore_total, zscore_totals)
 
 
 def test_rrf_counts_ranks_from_one_with_k60() -> None:
@@ -123,6 +125,27 @@ def test_zscore_fusion_rejects_bad_arguments() -> None:
         zscore_fusion(["a"], [{"a": 1.0}], [-1.0], [0.0])
     with pytest.raises(ValueError, match="finite"):
         zscore_fusion(["a"], [{"a": float("nan")}], [1.0], [0.0])
+
+
+def test_fusion_totals_are_what_a_note_scored_alone_gets_bit_for_bit() -> None:
+    # Step 4b reuses fusion's totals for the candidates and scores the neighbours it brings
+    # in one at a time (zscore_total with fusion's moments): the two must agree exactly, or a
+    # neighbour equal to a candidate would rank apart from it.
+    rng = random.Random(7)
+    for _ in range(50):
+        ids = [f"n{i}" for i in range(rng.randint(1, 120))]
+        bm25 = {i: rng.uniform(0, 20) for i in ids if rng.random() < 0.5}
+        cos = {i: round(rng.uniform(0.6, 0.95), 6) for i in ids}
+        columns, weights, missing = [bm25, cos], [0.4, 0.6], [0.0, min(cos.values())]
+        totals, moments = zscore_totals(ids + ids[:3], columns, weights, missing)
+        assert list(totals) == ids  # the candidates' order, repeats dropped
+        assert moments == zscore_moments(ids, columns, missing)
+        for pid in ids:
+            assert totals[pid] == zscore_total(pid, columns, weights, missing, moments)
+        assert zscore_fusion(ids, columns, weights, missing) == [
+            (pid, 1.0 / (1.0 + math.exp(-t))) for pid, t in
+            sorted(totals.items(), key=lambda kv: (-1.0 / (1.0 + math.exp(-kv[1])),
+                                                    ids.index(kv[0])))]
 
 
 def test_unranked_score_is_zero_below_a_full_list_and_the_cut_off_otherwise() -> None:
