@@ -36,7 +36,11 @@ default), and the growth trigger never passes ``SEGMENT_SHARE`` (half) of it, so
 writes a segment much above it: the build child's peak RSS follows the segment it writes
 (~9 KB a point at 384-d) plus the store it loads (~1 KB a point), not the store's size alone.
 
-Single adds only count: a minutes-long build never runs inside one ``add``.
+Single adds only count: a minutes-long build never runs inside one ``add``. A long-running
+owner (``amem serve``: ``MemoryStore.keep_index_built``) has the add that reaches the bulk
+write's growth trigger start a build in the background: without that, a server's day of
+single adds was searched by brute force until the nightly job (with none, for good). A
+one-shot command does not: closing its store would stop the build.
 """
 
 from __future__ import annotations

@@ -24,7 +24,12 @@ hits both sides equally:
   on a copy (``amem.index_build``); then searches while that build runs and after it ends:
   p50 / p95 and the floor, the store as a bulk import leaves it; the import's rate, the
   builds it ran (the import builds as it goes since issue 25's fourth round), their
-  children's CPU, and the points left unindexed when the import returned.
+  children's CPU, and the points left unindexed when the import returned;
+* ``adds`` (``--parts adds``): two stores on disk, each ``--size`` notes by ``add_many`` and
+  built, then ``--adds`` more written one ``add`` at a time, alternately, into a store that
+  keeps its index built (``MemoryStore.keep_index_built``, as ``amem serve``) and into one
+  that only counts them (a library owner's default); then searches of both, interleaved:
+  what a day of single adds leaves for brute force.
 
 Figures are medians in ms; ratios against the floor of the same run.
 """
@@ -305,11 +310,76 @@ def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
     return out
 
 
+def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
+                            queries: Sequence[str], *, size: int,
+                            optimize_after: int | None = None) -> dict[str, Any]:
+    """``texts[:size]`` by ``add_many`` (built), the rest by single adds, into two stores:
+    one built as the adds pile up (``keep_index_built``), one only counting them."""
+    corpus = CorpusVectors(embedder, texts, vecs)
+    overrides: dict[str, Any] = {"heat": True}
+    if optimize_after is not None:
+        overrides["optimize_after"] = optimize_after
+    config = load_config(overrides=overrides)
+    names = ("kept built", "counted only")
+    out: dict[str, Any] = {"notes_bulk": size, "single_adds": len(texts) - size,
+                           "optimize_after": config.optimize_after}
+    with tempfile.TemporaryDirectory(prefix="amem-rp-adds-") as tmp:
+        stores = {name: MemoryStore(Path(tmp) / str(i), config=config, embedder=corpus)
+                  for i, name in enumerate(names)}
+        try:
+            for store in stores.values():
+                store.add_many([{"text": t} for t in texts[:size]], enrich=False,
+                               agent_id="bench")
+                store.index.build.wait()
+            stores["kept built"].keep_index_built()
+            took = dict.fromkeys(names, 0.0)
+            for text in texts[size:]:
+                for name, store in stores.items():
+                    t0 = time.perf_counter()
+                    store.add(text, enrich=False, agent_id="bench")
+                    took[name] += time.perf_counter() - t0
+            for name, store in stores.items():
+                build = store.index.build
+                out[name] = {"adds_s": round(took[name], 1),
+                             "build_running_after_adds": build.state == "running"}
+                build.wait()
+                out[name].update(builds=build.runs, unindexed=build.points_since)
+            for q in queries[:3]:  # warm-up: pages of the swapped-in shard
+                for store in stores.values():
+                    store.search(q, limit=5, agent_id="bench")
+            per: dict[str, dict[str, Any]] = {}
+            timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
+            where = floor_where("bench")
+            for i, q in enumerate(queries):
+                order = names if i % 2 == 0 else names[::-1]
+                for name in order:
+                    timed[name].append(time_search(stores[name], q, "bench", where,
+                                                   floor_first=(i // 2) % 2 == 1))
+            for name in names:
+                full, embed, engine = zip(*timed[name])
+                per[name] = {"full_p50": _ms(full), "full_p95": _p95(full),
+                             "engine_p50": _ms(engine), "embed_p50": _ms(embed)}
+                per[name]["full_over_floor"] = round(
+                    per[name]["full_p50"] / (per[name]["engine_p50"] + per[name]["embed_p50"]), 2)
+                out[name]["search"] = per[name]
+            out["counted_over_kept_full_p50"] = round(
+                per["counted only"]["full_p50"] / per["kept built"]["full_p50"], 2)
+        finally:
+            for store in stores.values():
+                store.close()
+    return out
+
+
 def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
-        parts: Sequence[str] = ("ab", "shares"), import_batch: int = 0) -> dict[str, Any]:
+        parts: Sequence[str] = ("ab", "shares"), import_batch: int = 0,
+        adds: int = 0) -> dict[str, Any]:
     embedder = CachedEmbedder(make_embedder("e5-small"), cache)
-    texts, vecs, queries = build_corpus(embedder, size)
+    adds = (adds or size // 2) if "adds" in parts else 0
+    texts, vecs, queries = build_corpus(embedder, size + adds)
     embedder.save()
+    if adds:  # the bulk part is the corpus every other part reads; the adds come after it
+        all_texts, all_vecs = texts, vecs
+        texts, vecs = texts[:size], vecs[:size]
     config = load_config(overrides={"heat": True})
     qs = list(queries[:n_queries])
     result: dict[str, Any] = {"size": size, "queries": len(qs), "embedder": embedder.model_id}
@@ -344,6 +414,9 @@ def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
         result["import"] = import_then_search(embedder.inner, texts, vecs, qs,
                                               batch=import_batch or size,
                                               after_queries=len(qs))
+    if adds:
+        result["adds"] = single_adds_then_search(embedder.inner, all_texts, all_vecs, qs,
+                                                 size=size)
     return result
 
 
@@ -357,14 +430,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--parts", default="ab,shares",
                    help="comma-separated: ab, shares, heat (the heat writes' cost after "
                         "optimize(): two optimized stores, one without the writes), import "
-                        "(searches while and after the index build a bulk import starts)")
+                        "(searches while and after the index build a bulk import starts), "
+                        "adds (single adds into a store kept built and one only counting)")
     p.add_argument("--import-batch", type=int, default=0,
                    help="items per add_many call for --parts import (default: all at once)")
+    p.add_argument("--adds", type=int, default=0,
+                   help="single adds after the bulk part for --parts adds (default: size / 2)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     result = run(args.size, args.queries, args.optimize, args.cache,
                  parts=[x.strip() for x in args.parts.split(",") if x.strip()],
-                 import_batch=args.import_batch)
+                 import_batch=args.import_batch, adds=args.adds)
     print(write_result(result, args.out))
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from amem.embed.hashing import HashingEmbedder
-from benchmarks.readpath_bench import CorpusVectors, import_then_search
+from benchmarks.readpath_bench import CorpusVectors, import_then_search, single_adds_then_search
 
 
 def test_corpus_vectors_serve_notes_from_the_corpus_and_queries_from_the_model() -> None:
@@ -34,3 +34,19 @@ def test_import_then_search_reports_both_phases() -> None:
     assert out["import_notes_per_s"] > 0 and out["after_build"]["major_faults"] >= 0
     after = out["after_build"]
     assert after["searches"] == 4 and after["full_p95"] >= after["full_p50"] > 0
+
+
+def test_single_adds_build_only_where_the_store_is_kept_built() -> None:
+    model = HashingEmbedder(dim=16)
+    texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(70)]
+    vecs = np.asarray(model.embed(texts), dtype=np.float32)
+    out = single_adds_then_search(model, texts, vecs, ["topic 3", "note 5", "place 2"],
+                                  size=30, optimize_after=20)
+    assert out["notes_bulk"] == 30 and out["single_adds"] == 40
+    kept, counted = out["kept built"], out["counted only"]
+    # the bulk part built both (30 >= 20); then 40 single adds: only the kept store built
+    assert kept["builds"] >= 2 and kept["unindexed"] < 20
+    assert counted["builds"] == 1 and counted["unindexed"] >= 40
+    for side in (kept, counted):
+        assert side["search"]["full_p95"] >= side["search"]["full_p50"] > 0
+    assert out["counted_over_kept_full_p50"] > 0

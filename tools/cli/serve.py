@@ -138,6 +138,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             # a server searches all day: every note's ranking fields are read into RAM in the
             # background (amem.backends._edge_table), so no search waits on payload pages
             memory.keep_ranking_fields()
+            # and agents add one note at a time: those too get indexed as they pile up
+            memory.keep_index_built()
             lcm = None if args.no_lcm else rt.lcm
             handle = worker = None
             try:

@@ -9,7 +9,7 @@ from amem import MemoryStore
 #: the public methods of the entry class; plumbing lives on ``store.index`` and the stages
 PUBLIC = {"add", "add_many", "search", "get", "update", "delete", "delete_all", "list", "count",
           "iter_notes", "consolidate", "sweep_expired", "optimize", "flush", "info", "close",
-          "history", "unsupersede", "keep_ranking_fields"}
+          "history", "unsupersede", "keep_ranking_fields", "keep_index_built"}
 
 
 def test_the_store_exposes_a_short_public_surface() -> None:

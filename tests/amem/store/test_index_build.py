@@ -81,6 +81,31 @@ def test_points_are_counted_until_the_threshold_and_kept(tmp_path: Path, embedde
         assert store.index.build.points_since == 0
 
 
+def test_single_adds_build_in_the_background_in_a_long_running_owner(
+        tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    # A one-shot owner (the CLI's `amem add`) only counts single adds: its close would stop
+    # a build it started. A server calls keep_index_built: the add that makes the build due
+    # starts it in the background, so a day of single adds is not searched by brute force.
+    with open_store(tmp_path / "once", embedder, clock, optimize_after=20) as store:
+        for item in ITEMS[:25]:
+            store.add(item["text"], enrich=False)
+        assert store.index.build.state == "idle" and store.index.build.points_since >= 25
+    with open_store(tmp_path / "served", embedder, clock, optimize_after=20) as store:
+        store.keep_index_built()
+        states = []
+        for item in ITEMS[:25]:
+            store.add(item["text"], enrich=False)
+            states.append(store.index.build.state)
+        assert states[:19] == ["idle"] * 19  # counted until the threshold
+        assert "running" in states[19:] or store.index.build.runs >= 1, states
+        store.index.build.wait()
+        build = store.index.build
+        assert build.state == "done" and build.runs == 1, build.to_dict()
+        assert build.points_since < 20  # what was added during the build still counts
+        assert store.count() == 25
+        assert store.search(ITEMS[3]["text"], limit=1)[0].content == ITEMS[3]["text"]
+
+
 def test_zero_threshold_leaves_it_to_the_nightly_job(tmp_path: Path, embedder: HashingEmbedder,
                                                       clock: ManualClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
