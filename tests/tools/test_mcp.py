@@ -168,3 +168,50 @@ def test_stdio_subprocess(tmp_path: Path) -> None:
     log = (tmp_path / "stderr.log").read_text()
     assert "nightly scheduler started" in log, log[-2000:]  # logs on stderr, JSON lines
     assert all(json.loads(line)["level"] for line in log.splitlines() if line.startswith("{"))
+
+
+#: distinct enough that none folds into another (a fold writes no new point)
+TEXTS = [f"{who} met {whom} in {city} to talk about {topic}" for who, whom, city, topic in zip(
+    ["Alice", "Bruno", "Chen", "Dara", "Emil", "Fatou", "Goran", "Hana", "Ivo", "Jun", "Kofi",
+     "Lena", "Mika", "Nour"],
+    ["the baker", "a pilot", "her cousin", "the mayor", "two nurses", "a violinist",
+     "the coach", "a lawyer", "his landlord", "the editor", "a chemist", "the ranger",
+     "a tailor", "the judge"],
+    ["Lisbon", "Oslo", "Quito", "Hanoi", "Accra", "Perth", "Bergen", "Cusco", "Tartu", "Izmir",
+     "Malmo", "Nantes", "Porto", "Dakar"],
+    ["gardening", "taxes", "chess", "a wedding", "bicycles", "pottery", "football", "opera",
+     "a lease", "poetry", "batteries", "wolves", "linen", "an appeal"])]
+
+
+@pytest.mark.slow
+def test_a_served_store_builds_its_index_as_single_adds_pile_up(tmp_path: Path) -> None:
+    # amem serve keeps the store's index built (MemoryStore.keep_index_built): agents add one
+    # note at a time, and once optimize_after of them have piled up a build runs in the
+    # background, without waiting for the nightly job (single adds used to be only counted).
+    env = {"PATH": os.environ.get("PATH", ""), "AMEM_HOME": str(tmp_path),
+           "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "AMEM_OPTIMIZE_AFTER": "10",
+           "PYTHONPATH": str(ROOT)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tools.cli", "serve"],
+                                   env=env, cwd=str(ROOT))
+    meta = tmp_path / "store" / "meta.json"
+
+    def build() -> dict[str, Any]:
+        return dict(json.loads(meta.read_text()).get("index_build", {})) if meta.exists() else {}
+
+    async def main() -> dict[str, Any]:
+        with open(tmp_path / "stderr.log", "w") as errlog:
+            from mcp.client.stdio import stdio_client
+
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                for text in TEXTS:
+                    await client.call_tool("memory_add", {"text": text})
+                deadline = time.monotonic() + 60
+                while not build().get("last_run"):  # the build's end is saved in meta.json
+                    assert time.monotonic() < deadline, build()
+                    await anyio.sleep(0.1)
+                found = await client.call_tool("memory_search", {"query": TEXTS[7]})
+                return {"build": build(), "found": found}
+
+    out = anyio.run(main)
+    assert out["build"]["state"] == "done" and out["build"]["points_since"] < 10, out["build"]
+    assert TEXTS[7] in str(out["found"])
