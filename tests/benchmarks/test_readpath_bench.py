@@ -50,3 +50,14 @@ def test_single_adds_build_only_where_the_store_is_kept_built() -> None:
     for side in (kept, counted):
         assert side["search"]["full_p95"] >= side["search"]["full_p50"] > 0
     assert out["counted_over_kept_full_p50"] > 0
+
+
+def test_single_adds_can_be_embedded_by_the_model() -> None:
+    model = HashingEmbedder(dim=16)
+    texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(40)]
+    vecs = np.asarray(model.embed(texts), dtype=np.float32)
+    vecs[30:] = 0.0  # the adds' corpus vectors are unusable (zero): only the model can embed them
+    out = single_adds_then_search(model, texts, vecs, ["topic 3"], size=30, optimize_after=20,
+                                  embed_adds=True)
+    assert out["adds_embedded"] is True and out["single_adds"] == 10
+    assert out["kept_over_counted_adds_s"] > 0
