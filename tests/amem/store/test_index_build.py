@@ -106,6 +106,40 @@ def test_single_adds_build_in_the_background_in_a_long_running_owner(
         assert store.search(ITEMS[3]["text"], limit=1)[0].content == ITEMS[3]["text"]
 
 
+def test_the_unfiltered_count_is_the_exact_one_through_deletes_moves_and_builds(
+        tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    # EdgeBackend.count(None) reads the engine's tally instead of counting every id (the
+    # growth trigger asks it on each served add): it must stay the exact count.
+    import qdrant_edge as qe
+
+    with open_store(tmp_path / "s", embedder, clock, optimize_after=50) as store:
+        backend = store.index.backend
+        assert isinstance(backend, EdgeBackend)
+
+        def agrees() -> int:
+            exact = int(backend.shard.count(qe.CountRequest(exact=True)))
+            assert backend.count(None) == exact
+            return exact
+
+        store.add_many([{"text": f"note {i} on {i % 11} and {i % 13}"} for i in range(120)],
+                       enrich=False)
+        store.index.build.wait()
+        assert agrees() == 120
+        ids = [h.id for h in backend.scroll(None, limit=200)[0]]
+        backend.delete(ids[:10])
+        assert agrees() == 110
+        for pid in ids[10:40]:  # a payload write moves a built point into another segment
+            backend.set_payload(pid, {"probe": 1})
+        assert agrees() == 110
+        store.add_many([{"text": f"note {i} on {i % 11} and {i % 13}"} for i in range(100, 160)],
+                       enrich=False)  # 20 of them again, 40 new
+        store.index.build.wait()
+        backend.delete(ids[20:25])  # moved points, deleted
+        total = agrees()
+        store.optimize()
+        assert agrees() == total
+
+
 def test_zero_threshold_leaves_it_to_the_nightly_job(tmp_path: Path, embedder: HashingEmbedder,
                                                       clock: ManualClock) -> None:
     with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
