@@ -243,10 +243,16 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
         i += 1
     if not full:
         return {"searches": 0}
-    out: dict[str, Any] = {"searches": len(full), "full_p50": _ms(full),
-                           "full_p95": _p95(full), "engine_p50": _ms(engine),
-                           "engine_p95": _p95(engine), "embed_p50": _ms(embed),
-                           "major_faults": _majflt() - faults}
+    return {"searches": len(full), **_summary(full, embed, engine),
+            "major_faults": _majflt() - faults}
+
+
+def _summary(full: Sequence[float], embed: Sequence[float], engine: Sequence[float]
+             ) -> dict[str, Any]:
+    """p50 / p95 in ms of full searches and their floors (seconds), and full / floor."""
+    out: dict[str, Any] = {"full_p50": _ms(full), "full_p95": _p95(full),
+                           "engine_p50": _ms(engine), "engine_p95": _p95(engine),
+                           "embed_p50": _ms(embed)}
     out["full_over_floor"] = round(out["full_p50"] / (out["engine_p50"] + out["embed_p50"]), 2)
     return out
 
@@ -351,7 +357,6 @@ def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarra
             for q in queries[:3]:  # warm-up: pages of the swapped-in shard
                 for store in stores.values():
                     store.search(q, limit=5, agent_id="bench")
-            per: dict[str, dict[str, Any]] = {}
             timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
             where = floor_where("bench")
             for i, q in enumerate(queries):
@@ -359,12 +364,8 @@ def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarra
                 for name in order:
                     timed[name].append(time_search(stores[name], q, "bench", where,
                                                    floor_first=(i // 2) % 2 == 1))
+            per = {name: _summary(*zip(*timed[name])) for name in names}
             for name in names:
-                full, embed, engine = zip(*timed[name])
-                per[name] = {"full_p50": _ms(full), "full_p95": _p95(full),
-                             "engine_p50": _ms(engine), "embed_p50": _ms(embed)}
-                per[name]["full_over_floor"] = round(
-                    per[name]["full_p50"] / (per[name]["engine_p50"] + per[name]["embed_p50"]), 2)
                 out[name]["search"] = per[name]
             out["kept_over_counted_adds_s"] = round(
                 took["kept built"] / took["counted only"], 3) if took["counted only"] else None
