@@ -145,13 +145,18 @@ def test_streamable_http_agents_share_one_store(memory: MemoryStore) -> None:
     assert b == (1, ["agent B's note about chess"])
 
 
+def _serve_over_stdio(home: Path, **env: str) -> StdioServerParameters:
+    """`amem serve` on stdio with its data in ``home``, the hashing embedder, and ``env``."""
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "tools.cli", "serve"], cwd=str(ROOT),
+        env={"PATH": os.environ.get("PATH", ""), "AMEM_HOME": str(home),
+             "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "PYTHONPATH": str(ROOT),
+             **env})
+
+
 @pytest.mark.slow
 def test_stdio_subprocess(tmp_path: Path) -> None:
-    env = {"PATH": os.environ.get("PATH", ""), "AMEM_HOME": str(tmp_path),
-           "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "AMEM_LOG_LEVEL": "INFO", "PYTHONPATH": str(ROOT)}
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "tools.cli", "serve"],
-                                   env=env, cwd=str(ROOT))
+    params = _serve_over_stdio(tmp_path, AMEM_LOG_LEVEL="INFO")
 
     async def main() -> dict[str, Any]:
         with open(tmp_path / "stderr.log", "w") as errlog:
@@ -188,11 +193,7 @@ def test_a_served_store_builds_its_index_as_single_adds_pile_up(tmp_path: Path) 
     # amem serve keeps the store's index built (MemoryStore.keep_index_built): agents add one
     # note at a time, and once optimize_after of them have piled up a build runs in the
     # background, without waiting for the nightly job (single adds used to be only counted).
-    env = {"PATH": os.environ.get("PATH", ""), "AMEM_HOME": str(tmp_path),
-           "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "stdio-agent", "AMEM_OPTIMIZE_AFTER": "10",
-           "PYTHONPATH": str(ROOT)}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tools.cli", "serve"],
-                                   env=env, cwd=str(ROOT))
+    params = _serve_over_stdio(tmp_path, AMEM_OPTIMIZE_AFTER="10")
     meta = tmp_path / "store" / "meta.json"
 
     def build() -> dict[str, Any]:
