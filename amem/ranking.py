@@ -8,7 +8,6 @@ from typing import Callable, Collection, Hashable, Mapping, Sequence, TypeVar
 
 # written once, lcm fuses with them too
 from amem.kernel.fusion import zscore_fusion as zscore_fusion
-from amem.kernel.fusion import zscore_moments as zscore_moments
 from amem.kernel.fusion import zscore_totals as zscore_totals
 
 K = TypeVar("K", bound=Hashable)

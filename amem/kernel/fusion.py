@@ -10,10 +10,11 @@ a tie and the result never depends on how ids print.
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-__all__ = ["fused_order", "rrf", "zscore_fusion", "zscore_moments", "zscore_totals"]
+__all__ = ["fused_order", "rrf", "zscore_fusion", "zscore_totals"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -47,23 +48,9 @@ def rrf(rankings: Sequence[Sequence[K]], k: int = 60,
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
-def zscore_moments(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
-                   missing: Sequence[float]) -> list[tuple[float, float]]:
-    """Each column's ``(mean, std)`` over ``candidates`` (a candidate a column lacks counts as
-    its ``missing`` score), as :func:`zscore_fusion` standardises them.
-
-    Raises:
-        ValueError: not one missing score per column, or a score that is not finite.
-    """
-    if len(columns) != len(missing):
-        raise ValueError("one missing score per column")
-    ids = list(dict.fromkeys(candidates))
-    return [_moments([column.get(item, fill) for item in ids])
-            for column, fill in zip(columns, missing)]
-
-
 def _moments(values: list[float]) -> tuple[float, float]:
-    """The population mean and standard deviation of ``values`` (0, 0 when empty)."""
+    """The population mean and standard deviation of ``values`` (0, 0 when empty): how
+    :func:`zscore_totals` standardises a column."""
     if not values:
         return 0.0, 0.0
     if not all(math.isfinite(v) for v in values):
@@ -76,7 +63,8 @@ def zscore_totals(candidates: Sequence[K], columns: Sequence[Mapping[K, float]],
                   weights: Sequence[float], missing: Sequence[float]
                   ) -> tuple[dict[K, float], list[tuple[float, float]]]:
     """``sum_i w_i * z_i(d)`` of each candidate (the fused score before the logistic), in the
-    candidates' order with repeats dropped, and the columns' moments (:func:`zscore_moments`).
+    candidates' order with repeats dropped, and each column's ``(mean, std)`` over the
+    candidates (a candidate a column lacks counts as its ``missing`` score).
 
     Kept apart from :func:`zscore_fusion` so that a later step scoring more notes on the same
     scale (amem's neighbour lift) reuses the totals and moments instead of computing them
@@ -121,9 +109,5 @@ def fused_order(totals: Mapping[K, float]) -> list[tuple[K, float]]:
     """``(id, sigmoid(total))`` best first; equal scores keep ``totals``' order (a stable
     sort)."""
     fused = [(item, 1.0 / (1.0 + math.exp(-t))) for item, t in totals.items()]
-    fused.sort(key=_score, reverse=True)
+    fused.sort(key=itemgetter(1), reverse=True)
     return fused
-
-
-def _score(pair: tuple[object, float]) -> float:
-    return pair[1]

@@ -9,7 +9,7 @@ import pytest
 
 from amem.kernel.fusion import rrf
 from amem.ranking import (expand_links, heat_boost, unranked_score, zscore_fusion,
-                          zscore_moments, zscore_total, zscore_totals)
+                          zscore_total, zscore_totals)
 
 
 def test_rrf_counts_ranks_from_one_with_k60() -> None:
@@ -139,7 +139,6 @@ def test_fusion_totals_are_what_a_note_scored_alone_gets_bit_for_bit() -> None:
         columns, weights, missing = [bm25, cos], [0.4, 0.6], [0.0, min(cos.values())]
         totals, moments = zscore_totals(ids + ids[:3], columns, weights, missing)
         assert list(totals) == ids  # the candidates' order, repeats dropped
-        assert moments == zscore_moments(ids, columns, missing)
         for pid in ids:
             assert totals[pid] == zscore_total(pid, columns, weights, missing, moments)
         assert zscore_fusion(ids, columns, weights, missing) == [
@@ -157,12 +156,12 @@ def test_unranked_score_is_zero_below_a_full_list_and_the_cut_off_otherwise() ->
 
 
 def test_zscore_total_with_moments_equals_the_fusion() -> None:
-    from amem.ranking import logistic, zscore_moments, zscore_total
+    from amem.ranking import logistic, zscore_total
 
     candidates = ["a", "b", "c", "d"]
     columns = [{"a": 7.0, "b": 2.0, "c": 1.0}, {"a": 0.8, "b": 0.9, "c": 0.7, "d": 0.75}]
     fused = dict(zscore_fusion(candidates, columns, [0.4, 0.6], [0.5, 0.0]))
-    moments = zscore_moments(candidates, columns, [0.5, 0.0])
+    moments = zscore_totals(candidates, columns, [0.4, 0.6], [0.5, 0.0])[1]
     assert moments[0] == pytest.approx((2.625, math.sqrt(((7 - 2.625) ** 2 + (2 - 2.625) ** 2
                                                          + (1 - 2.625) ** 2
                                                          + (0.5 - 2.625) ** 2) / 4)))
@@ -174,7 +173,7 @@ def test_zscore_total_with_moments_equals_the_fusion() -> None:
         pytest.approx(0.4 * (0.5 - 2.625) / moments[0][1]
                       + 0.6 * (0.9 - moments[1][0]) / moments[1][1])
     with pytest.raises(ValueError):
-        zscore_moments(["a"], [{"a": 1.0}], [0.0, 0.0])
+        zscore_totals(["a"], [{"a": 1.0}], [1.0], [0.0, 0.0])
     assert logistic(-800.0) == pytest.approx(0.0) and logistic(800.0) == 1.0
 
 
