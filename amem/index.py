@@ -30,7 +30,7 @@ from .backends.base import Condition, Hit, Match, Point, VectorBackend, Where
 from .config import AmemConfig
 from .embed.base import Embedder
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
-from .index_build import IndexBuilder
+from .index_build import META_KEY as BUILD_META_KEY, IndexBuilder
 from .kernel.clock import Clock
 from .kernel.errors import DiskFullError
 from .notefields import ASKS, is_expired, not_expired
@@ -131,6 +131,7 @@ class NoteIndex:
     def save_meta(self) -> None:
         """Write the metadata with the current BM25 statistics."""
         self.meta["bm25_stats"] = {"docs": self.stats.docs, "tokens": self.stats.tokens}
+        self.meta[BUILD_META_KEY] = self.build.to_dict()  # the moves counted since, above all
         self.backend.write_meta(self.meta)
         self._writes_since_meta = 0
 

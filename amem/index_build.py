@@ -36,6 +36,13 @@ default), and the growth trigger never passes ``SEGMENT_SHARE`` (half) of it, so
 writes a segment much above it: the build child's peak RSS follows the segment it writes
 (~9 KB a point at 384-d) plus the store it loads (~1 KB a point), not the store's size alone.
 
+**Points moved out of the index count too.** A payload or vector write to an indexed point
+moves it into the plain segment (the engine changes no point inside an optimized segment):
+back-links, evolution, edits, deletes and the retrieval counts a server writes every few
+minutes. The edge backend marks each moved point once (``amem.backends._edge_moved``), and
+the points not yet indexed are those written plus those moved (``unindexed``); the count of
+moves made before a reopen is kept in ``meta.json`` beside ``points_since``.
+
 Single adds only count: a minutes-long build never runs inside one ``add``. A long-running
 owner (``amem serve``: ``MemoryStore.keep_index_built``) has the add that reaches the bulk
 write's growth trigger start a build in the background: without that, a server's day of
@@ -97,6 +104,8 @@ class IndexBuilder:
         saved: dict[str, Any] = dict(index.meta.get(META_KEY, {}))
         #: points written since the last build (counts from this store's creation at first)
         self.points_since = int(saved.get("points_since", 0))
+        #: points moved out of the index before this open (the backend marks those since)
+        self._moved_before = int(saved.get("points_moved", 0))
         # A build in flight when its process died never finished: report that, not "running".
         state = str(saved.get("state", IDLE))
         self.state = FAILED if state == RUNNING else state
@@ -120,9 +129,21 @@ class IndexBuilder:
         self.points_since += points
         self._index.meta[META_KEY] = self.to_dict()
 
+    @property
+    def points_moved(self) -> int:
+        """Indexed points a payload or vector write moved out of the index since the last
+        build (0 on a backend that does not count them: a Qdrant server indexes by itself)."""
+        live = getattr(self._index.backend, "moved_points", None)
+        return self._moved_before + (live() if live is not None else 0)
+
+    @property
+    def unindexed(self) -> int:
+        """The points a search brute-forces, as counted: written or moved since the last build."""
+        return self.points_since + self.points_moved
+
     def due(self) -> bool:
         threshold = self._index.config.optimize_after
-        return 0 < threshold <= self.points_since and self.state != RUNNING
+        return 0 < threshold <= self.unindexed and self.state != RUNNING
 
     def _trigger(self) -> float:
         """The points not yet indexed at which a bulk write starts a build: ``GROWTH`` of
@@ -134,7 +155,7 @@ class IndexBuilder:
         follows the size of the segment it writes: without the cap a 1M import's last builds
         would index 250k points at once, above the limit.
         """
-        indexed = max(0, self._index.backend.count(None) - self.points_since)
+        indexed = max(0, self._index.backend.count(None) - self.unindexed)
         growth = GROWTH * indexed
         segment = getattr(self._index.backend, "segment_points", None)
         if isinstance(segment, int) and segment > 0:
@@ -143,7 +164,7 @@ class IndexBuilder:
 
     def _due_growing(self) -> bool:
         """Due under a bulk write's rule (the count read only once the plain rule is met)."""
-        return self.due() and self.points_since >= self._trigger()
+        return self.due() and self.unindexed >= self._trigger()
 
     def _grows_on_copy(self) -> bool:
         return (self._index.config.optimize_after > 0
@@ -162,7 +183,7 @@ class IndexBuilder:
         started = time.perf_counter()
         with self._index.lock:
             while (self.state == RUNNING and not self._cancelled
-                   and self.points_since >= BACKLOG * self._trigger()):
+                   and self.unindexed >= BACKLOG * self._trigger()):
                 self._changed.wait(timeout=1.0)
         waited = time.perf_counter() - started
         if waited >= 1.0:
@@ -171,28 +192,45 @@ class IndexBuilder:
         self.waited_s += waited
         return waited
 
-    def maybe_build(self, *, background: bool, growing: bool = False) -> bool:
+    def maybe_build(self, *, background: bool, growing: bool = False,
+                    wait: bool = True) -> bool:
         """Build when due (see the module docstring); whether a build was started.
 
         ``growing`` is a bulk write's call between its chunks: it builds only in the
         background, on a backend that builds on a copy, under the ``GROWTH`` rule. A call
         while a build runs is remembered, and that build's thread runs again when it ends.
+        ``wait=False`` (a read's call) asks nothing while the points not yet indexed are below
+        ``optimize_after`` (read without the lock), and gives up at once when a write holds
+        the store's lock.
         """
         if growing and not (background and self._grows_on_copy()):
             return False  # a server's engine indexes by itself; a foreground build waits
-        with self._index.lock:
-            if self.state == RUNNING:
-                self._owed = max(self._owed, _GROWING if growing else _FINAL)
+        if not wait and not 0 < self._index.config.optimize_after <= self.unindexed:
+            return False  # read without the lock: a search pays only this, most of the time
+        if not self._index.lock.acquire(blocking=wait):
+            return False
+        try:
+            if not self._claim(growing):
                 return False
-            if not (self._due_growing() if growing else self.due()):
-                return False
-            self._owed = 0
-            self._set(RUNNING, error=None)
+        finally:
+            self._index.lock.release()
         if not background:
             self._run()
             return True
         self._thread = threading.Thread(target=self._run, name="amem-index-build", daemon=True)
         self._thread.start()
+        return True
+
+    def _claim(self, growing: bool) -> bool:
+        """Under the store's lock: mark a build running when one is due (True), or remember
+        the call for the build running now."""
+        if self.state == RUNNING:
+            self._owed = max(self._owed, _GROWING if growing else _FINAL)
+            return False
+        if not (self._due_growing() if growing else self.due()):
+            return False
+        self._owed = 0
+        self._set(RUNNING, error=None)
         return True
 
     def wait(self, timeout: float | None = None) -> None:
@@ -214,13 +252,13 @@ class IndexBuilder:
 
     def optimized(self, seconds: float) -> None:
         """An in-place ``optimize()`` (the nightly job) finished: nothing is left unindexed."""
-        self.points_since = 0
+        self.points_since = self._moved_before = 0  # the backend settled its own marks
         self.last_run, self.seconds = _now(), round(seconds, 2)
         self._set(DONE, error=None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"state": self.state, "points_since": self.points_since,
-                "threshold": self._index.config.optimize_after, "last_run": self.last_run,
+                "points_moved": self.points_moved, "threshold": self._index.config.optimize_after, "last_run": self.last_run,
                 "seconds": self.seconds, "error": self.error}
 
     def _run(self) -> None:
@@ -253,6 +291,7 @@ class IndexBuilder:
             # Points written during the build were replayed onto it outside the index: they
             # still count toward the next build.
             self.points_since = max(0, self.points_since - pending)
+            self._moved_before = 0  # moved before this open: in the copy the build indexed
             owed, self._owed = self._owed, 0
             self.state = DONE  # for due(); RUNNING again below when another build follows
             again = not self._cancelled and (

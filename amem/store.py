@@ -204,11 +204,13 @@ class MemoryStore:
         metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
         """
         self._ensure_open()
-        return self.searcher.search(
+        results = self.searcher.search(
             query, limit=limit, topics_filter=topics_filter, subject=subject,
             agent_id=self._agent(agent_id), expand_links=expand_links, heat=heat,
             min_similarity=min_similarity, include_superseded=include_superseded,
             since=since, before=before, metadata=metadata)
+        self._build_when_due(wait=False)  # its retrieval counts move the notes it returned
+        return results
 
     def get(self, note_id: str, *, agent_id: str | None = None,
             include_inactive: bool = False) -> Note:
@@ -221,6 +223,7 @@ class MemoryStore:
         note.links = visible_links(self.index, note)
         if note.is_active:
             self.usage.opened(note.id, self._agent(agent_id))
+            self._build_when_due(wait=False)  # the usage write moves the note out of the index
         return note
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
@@ -236,6 +239,7 @@ class MemoryStore:
             self.superseder.release(note, reason="deleted")
             self.index.update_note_fields(note.id, agent, {"is_active": False,
                                                            "supersedes": []})
+        self._build_when_due()
         note.is_active = False
         return note
 
@@ -246,8 +250,10 @@ class MemoryStore:
         supersession checked again, the previous version kept in ``evolution_history``
         (see ``amem.write.update``). ``NotFoundError`` for a missing, deleted or foreign note."""
         self._ensure_open()
-        return self.updater.update(note_id, self._agent(agent_id), content=content,
-                                   subjects=subjects)
+        result = self.updater.update(note_id, self._agent(agent_id), content=content,
+                                     subjects=subjects)
+        self._build_when_due()
+        return result
 
     def history(self, note_id: str, *, agent_id: str | None = None) -> builtins.list[dict[str, Any]]:
         """The supersession chain of a note, oldest first: the notes it replaced and those
@@ -335,8 +341,9 @@ class MemoryStore:
         return kept
 
     def keep_index_built(self) -> None:
-        """For a long-running process: single adds start the index build in the background
-        when enough have piled up, as a bulk write does between its chunks
+        """For a long-running process: single writes (adds, and payload writes that move
+        indexed points out of the index) start the index build in the background when enough
+        have piled up, as a bulk write does between its chunks
         (``amem.index_build``; the embedded engine only: a Qdrant server indexes by itself).
 
         Without it single writes are only counted, and their points are searched by brute
@@ -348,16 +355,19 @@ class MemoryStore:
         self._ensure_open()
         self._builds_after_adds = True
 
-    def _build_when_due(self) -> None:
-        """Start the index build in the background once single adds reach a bulk write's
+    def _build_when_due(self, *, wait: bool = True) -> None:
+        """Start the index build in the background once single writes reach a bulk write's
         growth trigger (``IndexBuilder.maybe_build(growing=True)``: ``optimize_after``, or a
-        quarter of the points indexed if more, at most half a segment). Each build copies the
-        whole store, so the trigger grows with it, as for an import: at the plain threshold a
-        1M-note store would be copied every 5,000 adds (about a minute at the default model's
-        pace). An add while a build runs leaves it owed: the build thread runs again when it
-        is due."""
+        quarter of the points indexed if more, at most half a segment). Single writes are
+        adds, and the payload writes of edits, deletes, back-links, usage and retrieval
+        counts, which move indexed points out of the index (``amem.backends._edge_moved``).
+        Each build copies the whole store, so the trigger grows with it, as for an import: at
+        the plain threshold a 1M-note store would be copied every 5,000 adds (about a minute
+        at the default model's pace). A write while a build runs leaves it owed: the build
+        thread runs again when it is due. A read's call (``wait=False``) gives up rather than
+        wait for the store's lock."""
         if self._builds_after_adds:
-            self.index.build.maybe_build(background=True, growing=True)
+            self.index.build.maybe_build(background=True, growing=True, wait=wait)
 
     def flush(self) -> None:
         """Persist the metadata and the engine's pending writes."""

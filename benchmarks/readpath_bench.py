@@ -29,7 +29,14 @@ hits both sides equally:
   built, then ``--adds`` more written one ``add`` at a time, alternately, into a store that
   keeps its index built (``MemoryStore.keep_index_built``, as ``amem serve``) and into one
   that only counts them (a library owner's default); then searches of both, interleaved:
-  what a day of single adds leaves for brute force.
+  what a day of single adds leaves for brute force;
+* ``moves`` (``--parts moves``): two stores on disk, each ``--size`` notes by ``add_many`` and
+  built; then a server's day of searches (``--day-searches``, ten rounds, the retrieval counts
+  written after each round as a server writes them every few minutes) moves the notes they
+  return out of the index. One store counts those moves toward its builds and indexes small
+  segments (as built), the other as before (moves not counted, the engine's own indexing
+  threshold). Searches of both, interleaved, after the day and after the nightly
+  ``optimize()``.
 
 Figures are medians in ms; ratios against the floor of the same run.
 """
@@ -377,9 +384,90 @@ def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarra
     return out
 
 
+def _interleaved_searches(stores: dict[str, MemoryStore], queries: Sequence[str]
+                          ) -> dict[str, dict[str, Any]]:
+    """Each query on every store, the order alternating, the floor first every other pair."""
+    names = list(stores)
+    timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
+    where = floor_where("bench")
+    for i, q in enumerate(queries):
+        for name in names if i % 2 == 0 else names[::-1]:
+            timed[name].append(time_search(stores[name], q, "bench", where,
+                                           floor_first=(i // 2) % 2 == 1))
+    return {name: _summary(*zip(*timed[name])) for name in names}
+
+
+def _engine_state(store: MemoryStore) -> dict[str, Any]:
+    """The engine's segments and indexed vectors, and what the builder counts unindexed."""
+    info = store.index.backend.shard.info()
+    build = store.index.build
+    return {"segments": info.segments_count, "points": info.points_count,
+            "indexed_vectors": info.indexed_vectors_count, "builds": build.runs,
+            "points_since": build.points_since, "points_moved": build.points_moved}
+
+
+def moves_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
+                      queries: Sequence[str], *, day_searches: int, limit: int = 10,
+                      rounds: int = 10, optimize_after: int | None = None) -> dict[str, Any]:
+    """A server's day of searches on two built stores: one counting the notes their
+    retrieval counts move out of the index toward its builds (``keep_index_built``, the
+    indexing threshold ``INDEXING_KB``), one as before (not kept built: only adds built it
+    before; the engine's own threshold). Then searches of both, and again after ``optimize()``."""
+    corpus = CorpusVectors(embedder, texts, vecs)
+    overrides: dict[str, Any] = {"heat": True}
+    if optimize_after is not None:
+        overrides["optimize_after"] = optimize_after
+    config = load_config(overrides=overrides)
+    names = ("moves counted", "as before")
+    out: dict[str, Any] = {"notes": len(texts), "day_searches": day_searches, "limit": limit,
+                           "rounds": rounds, "optimize_after": config.optimize_after}
+    with tempfile.TemporaryDirectory(prefix="amem-rp-moves-") as tmp:
+        stores = {
+            "moves counted": MemoryStore(Path(tmp) / "0", config=config, embedder=corpus),
+            "as before": MemoryStore(config=config, embedder=corpus, backend=EdgeBackend(
+                Path(tmp) / "1", corpus.dim, indexing_kb=None)),
+        }
+        try:
+            for store in stores.values():
+                store.add_many([{"text": t} for t in texts], enrich=False, agent_id="bench")
+                store.index.build.wait()
+            out["built"] = {name: _engine_state(store) for name, store in stores.items()}
+            out["built_search"] = _interleaved_searches(stores, queries)
+            stores["moves counted"].keep_index_built()
+            per_round = max(1, day_searches // rounds)
+            took = dict.fromkeys(names, 0.0)
+            asked = 0
+            for _ in range(rounds):
+                for name, store in stores.items():
+                    t0 = time.perf_counter()
+                    for j in range(per_round):
+                        store.search(queries[(asked + j) % len(queries)], limit=limit,
+                                     agent_id="bench")
+                    store.flush()  # the retrieval counts, as a server writes them (MAX_AGE_S)
+                    took[name] += time.perf_counter() - t0
+                asked += per_round
+            for store in stores.values():  # the next search finds the last round's build due
+                store.search(queries[asked % len(queries)], limit=limit, agent_id="bench")
+                store.index.build.wait()
+            out["day_s"] = {name: round(took[name], 1) for name in names}
+            out["after_day"] = {name: _engine_state(store) for name, store in stores.items()}
+            out["after_day_search"] = _interleaved_searches(stores, queries)
+            out["optimize_s"] = {}
+            for name, store in stores.items():  # the nightly job
+                t0 = time.perf_counter()
+                store.optimize()
+                out["optimize_s"][name] = round(time.perf_counter() - t0, 2)
+            out["after_optimize"] = {name: _engine_state(store) for name, store in stores.items()}
+            out["after_optimize_search"] = _interleaved_searches(stores, queries)
+        finally:
+            for store in stores.values():
+                store.close()
+    return out
+
+
 def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
         parts: Sequence[str] = ("ab", "shares"), import_batch: int = 0,
-        adds: int = 0, embed_adds: bool = False) -> dict[str, Any]:
+        adds: int = 0, embed_adds: bool = False, day_searches: int = 3000) -> dict[str, Any]:
     embedder = CachedEmbedder(make_embedder("e5-small"), cache)
     adds = (adds or size // 2) if "adds" in parts else 0
     texts, vecs, queries = build_corpus(embedder, size + adds)
@@ -424,6 +512,9 @@ def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
     if adds:
         result["adds"] = single_adds_then_search(embedder.inner, all_texts, all_vecs, qs,
                                                  size=size, embed_adds=embed_adds)
+    if "moves" in parts:
+        result["moves"] = moves_then_search(embedder.inner, texts, vecs, qs,
+                                            day_searches=day_searches)
     return result
 
 
@@ -438,18 +529,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="comma-separated: ab, shares, heat (the heat writes' cost after "
                         "optimize(): two optimized stores, one without the writes), import "
                         "(searches while and after the index build a bulk import starts), "
-                        "adds (single adds into a store kept built and one only counting)")
+                        "adds (single adds into a store kept built and one only counting), "
+                        "moves (a day of searches' retrieval counts, counted toward builds "
+                        "or not)")
     p.add_argument("--import-batch", type=int, default=0,
                    help="items per add_many call for --parts import (default: all at once)")
     p.add_argument("--adds", type=int, default=0,
                    help="single adds after the bulk part for --parts adds (default: size / 2)")
     p.add_argument("--embed-adds", action="store_true",
                    help="with --parts adds: the model embeds each single add (a real add's pace)")
+    p.add_argument("--day-searches", type=int, default=3000,
+                   help="with --parts moves: the day's searches (limit 10, in ten rounds)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     result = run(args.size, args.queries, args.optimize, args.cache,
                  parts=[x.strip() for x in args.parts.split(",") if x.strip()],
-                 import_batch=args.import_batch, adds=args.adds, embed_adds=args.embed_adds)
+                 import_batch=args.import_batch, adds=args.adds, embed_adds=args.embed_adds,
+                 day_searches=args.day_searches)
     print(write_result(result, args.out))
     return 0
 

@@ -64,8 +64,10 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     build = info.index_build or {}
     if build.get("state") == "failed":  # search works, by brute force over the new points
         problems.append(f"the last index build failed ({build.get('error')}); the "
-                        f"{build.get('points_since')} points written since the build before "
-                        f"are searched by brute force until the next bulk write or nightly job")
+                        f"{build.get('points_since')} points written and "
+                        f"{build.get('points_moved', 0)} moved out of the index since the build "
+                        f"before are searched by brute force until the next bulk write or "
+                        f"nightly job")
     table = rank_table_problem(info.rank_table)
     if table:
         problems.append(table)

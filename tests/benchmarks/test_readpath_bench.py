@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from amem.embed.hashing import HashingEmbedder
-from benchmarks.readpath_bench import CorpusVectors, import_then_search, single_adds_then_search
+from benchmarks.readpath_bench import (CorpusVectors, import_then_search, moves_then_search,
+                                       single_adds_then_search)
 
 
 def test_corpus_vectors_serve_notes_from_the_corpus_and_queries_from_the_model() -> None:
@@ -61,3 +62,22 @@ def test_single_adds_can_be_embedded_by_the_model() -> None:
                                   embed_adds=True)
     assert out["adds_embedded"] is True and out["single_adds"] == 10
     assert out["kept_over_counted_adds_s"] > 0
+
+
+def test_a_day_of_searches_builds_only_where_moves_are_counted() -> None:
+    model = HashingEmbedder(dim=16)
+    texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(60)]
+    vecs = np.asarray(model.embed(texts), dtype=np.float32)
+    queries = [f"topic {i % 7} place {i % 5}" for i in range(20)]
+    out = moves_then_search(model, texts, vecs, queries, day_searches=40, rounds=4,
+                            optimize_after=10)
+    counted, before = out["after_day"]["moves counted"], out["after_day"]["as before"]
+    built = {name: out["built"][name]["builds"] for name in ("moves counted", "as before")}
+    assert min(built.values()) >= 1 and out["built"]["as before"]["points_moved"] == 0
+    # the day's retrieval counts moved notes in both; only the counting store built again
+    assert counted["builds"] > built["moves counted"] and counted["points_moved"] < 10, counted
+    assert before["builds"] == built["as before"] and before["points_moved"] >= 10, before
+    for name in ("moves counted", "as before"):
+        assert out["after_optimize"][name]["points_moved"] == 0
+        search = out["after_optimize_search"][name]
+        assert search["full_p95"] >= search["full_p50"] > 0

@@ -321,8 +321,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         index = store.index.build
         ran = index.state == "running"
         if ran or index.due():
-            print(f"building the search index ({index.points_since} points written since the "
-                  "last build) ...", file=sys.stderr)
+            print(f"building the search index ({index.points_since} points written and "
+                  f"{index.points_moved} moved out of it since the last build) ...",
+                  file=sys.stderr)
         # a build the import started as it went ends first; it built what it copied, so what
         # was written after its copy is still counted and built here
         index.wait()
