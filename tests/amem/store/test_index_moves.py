@@ -114,7 +114,7 @@ def test_a_build_indexes_a_small_segment_of_moved_points(tmp_path: Path,
                                                          clock: ManualClock) -> None:
     # At 2,048-d a point holds 8 KB of vectors: 400 notes are 3,200 KB and the 200 moved
     # 1,600 KB, both under the engine's default threshold (10,000 KB), which would leave them
-    # plain, and over INDEXING_KB.
+    # plain, and over INDEXING_KB (any segment not empty).
     embedder = HashingEmbedder(dim=2048)
     assert 200 * 8 > INDEXING_KB and 400 * 8 < 10_000
     with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
