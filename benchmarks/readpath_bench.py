@@ -31,7 +31,8 @@ hits both sides equally:
   that only counts them (a library owner's default); then searches of both, interleaved:
   what a day of single adds leaves for brute force;
 * ``moves`` (``--parts moves``): two stores on disk, each ``--size`` notes by ``add_many`` and
-  built; then a server's day of searches (``--day-searches``, ten rounds, the retrieval counts
+  ``optimize()`` (as the nightly job leaves them); then a server's day of searches
+  (``--day-searches``, every question of the corpus in turn, ten rounds, the retrieval counts
   written after each round as a server writes them every few minutes) moves the notes they
   return out of the index. One store counts those moves toward its builds and indexes small
   segments (as built), the other as before (moves not counted, the engine's own indexing
@@ -408,11 +409,14 @@ def _engine_state(store: MemoryStore) -> dict[str, Any]:
 
 def moves_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
                       queries: Sequence[str], *, day_searches: int, limit: int = 10,
-                      rounds: int = 10, optimize_after: int | None = None) -> dict[str, Any]:
+                      rounds: int = 10, optimize_after: int | None = None,
+                      day_queries: Sequence[str] | None = None) -> dict[str, Any]:
     """A server's day of searches on two built stores: one counting the notes their
     retrieval counts move out of the index toward its builds (``keep_index_built``, the
     indexing threshold ``INDEXING_KB``), one as before (not kept built: only adds built it
-    before; the engine's own threshold). Then searches of both, and again after ``optimize()``."""
+    before; the engine's own threshold). The day asks ``day_queries`` in turn (``queries``
+    when None). Then ``queries`` on both, and again after ``optimize()``."""
+    day_queries = list(day_queries or queries)
     corpus = CorpusVectors(embedder, texts, vecs)
     overrides: dict[str, Any] = {"heat": True}
     if optimize_after is not None:
@@ -431,6 +435,7 @@ def moves_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
             for store in stores.values():
                 store.add_many([{"text": t} for t in texts], enrich=False, agent_id="bench")
                 store.index.build.wait()
+                store.optimize()  # as the nightly job leaves it: every point indexed
             out["built"] = {name: _engine_state(store) for name, store in stores.items()}
             out["built_search"] = _interleaved_searches(stores, queries)
             stores["moves counted"].keep_index_built()
@@ -441,15 +446,17 @@ def moves_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
                 for name, store in stores.items():
                     t0 = time.perf_counter()
                     for j in range(per_round):
-                        store.search(queries[(asked + j) % len(queries)], limit=limit,
-                                     agent_id="bench")
+                        store.search(day_queries[(asked + j) % len(day_queries)],
+                                     limit=limit, agent_id="bench")
                     store.flush()  # the retrieval counts, as a server writes them (MAX_AGE_S)
                     took[name] += time.perf_counter() - t0
                 asked += per_round
             for store in stores.values():  # the next search finds the last round's build due
-                store.search(queries[asked % len(queries)], limit=limit, agent_id="bench")
+                store.search(day_queries[asked % len(day_queries)], limit=limit,
+                             agent_id="bench")
                 store.index.build.wait()
             out["day_s"] = {name: round(took[name], 1) for name in names}
+            out["day_distinct_questions"] = len(set(day_queries[:asked + 1]))
             out["after_day"] = {name: _engine_state(store) for name, store in stores.items()}
             out["after_day_search"] = _interleaved_searches(stores, queries)
             out["optimize_s"] = {}
@@ -467,7 +474,8 @@ def moves_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
 
 def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
         parts: Sequence[str] = ("ab", "shares"), import_batch: int = 0,
-        adds: int = 0, embed_adds: bool = False, day_searches: int = 3000) -> dict[str, Any]:
+        adds: int = 0, embed_adds: bool = False, day_searches: int = 3000,
+        optimize_after: int | None = None) -> dict[str, Any]:
     embedder = CachedEmbedder(make_embedder("e5-small"), cache)
     adds = (adds or size // 2) if "adds" in parts else 0
     texts, vecs, queries = build_corpus(embedder, size + adds)
@@ -514,7 +522,8 @@ def run(size: int, n_queries: int, optimize: bool, cache: Path | None, *,
                                                  size=size, embed_adds=embed_adds)
     if "moves" in parts:
         result["moves"] = moves_then_search(embedder.inner, texts, vecs, qs,
-                                            day_searches=day_searches)
+                                            day_searches=day_searches, day_queries=queries,
+                                            optimize_after=optimize_after)
     return result
 
 
@@ -540,12 +549,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="with --parts adds: the model embeds each single add (a real add's pace)")
     p.add_argument("--day-searches", type=int, default=3000,
                    help="with --parts moves: the day's searches (limit 10, in ten rounds)")
+    p.add_argument("--optimize-after", type=int, default=None,
+                   help="with --parts moves: the stores' optimize_after (default: the setting's)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     result = run(args.size, args.queries, args.optimize, args.cache,
                  parts=[x.strip() for x in args.parts.split(",") if x.strip()],
                  import_batch=args.import_batch, adds=args.adds, embed_adds=args.embed_adds,
-                 day_searches=args.day_searches)
+                 day_searches=args.day_searches, optimize_after=args.optimize_after)
     print(write_result(result, args.out))
     return 0
 
