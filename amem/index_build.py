@@ -258,7 +258,8 @@ class IndexBuilder:
 
     def to_dict(self) -> dict[str, Any]:
         return {"state": self.state, "points_since": self.points_since,
-                "points_moved": self.points_moved, "threshold": self._index.config.optimize_after, "last_run": self.last_run,
+                "points_moved": self.points_moved,
+                "threshold": self._index.config.optimize_after, "last_run": self.last_run,
                 "seconds": self.seconds, "error": self.error}
 
     def _run(self) -> None:

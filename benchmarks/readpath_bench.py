@@ -400,7 +400,9 @@ def _interleaved_searches(stores: dict[str, MemoryStore], queries: Sequence[str]
 
 def _engine_state(store: MemoryStore) -> dict[str, Any]:
     """The engine's segments and indexed vectors, and what the builder counts unindexed."""
-    info = store.index.backend.shard.info()
+    backend = store.index.backend
+    assert isinstance(backend, EdgeBackend)  # the embedded engine's own counts
+    info = backend.shard.info()
     build = store.index.build
     return {"segments": info.segments_count, "points": info.points_count,
             "indexed_vectors": info.indexed_vectors_count, "builds": build.runs,
