@@ -301,7 +301,7 @@ def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
             out["build_running_at_end"] = build.state == "running"
             # what the searches right after the import brute-force: the points written since
             # the last build started (all of them when the import builds only at its end)
-            out["unindexed_at_end"] = build.points_since
+            out["unindexed_at_end"] = build.unindexed
             out["builds_during_import"] = getattr(build, "runs", None)
             # how long the import waited for builds to keep up (amem.index_build.BACKLOG)
             out["import_waited_s"] = round(getattr(build, "waited_s", 0.0), 1)
@@ -361,7 +361,8 @@ def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarra
                 out[name] = {"adds_s": round(took[name], 1),
                              "build_running_after_adds": build.state == "running"}
                 build.wait()
-                out[name].update(builds=build.runs, unindexed=build.points_since)
+                out[name].update(builds=build.runs, unindexed=build.unindexed,
+                                 points_moved=build.points_moved)
             for q in queries[:3]:  # warm-up: pages of the swapped-in shard
                 for store in stores.values():
                     store.search(q, limit=5, agent_id="bench")
