@@ -136,18 +136,20 @@ class NoteIndex:
         self._writes_since_meta = 0
 
     def flush(self) -> None:
-        """Persist the metadata and the engine's pending writes."""
+        """Persist the engine's pending writes, then the metadata: the engine's flush writes
+        the retrieval counts held in memory, and the points they move are counted in it."""
         with self.lock:
-            self.save_meta()
-            self.backend.flush()
+            try:
+                self.backend.flush()
+            finally:  # the metadata even when the engine's flush fails
+                self.save_meta()
 
     def close(self) -> None:
         """Persist and release the engine (and its lock). Safe to call twice."""
         with self.lock:
             if self.closed:
                 return
-            self.save_meta()
-            self.backend.flush()
+            self.flush()
             self.backend.close()
             self.closed = True
 

@@ -104,7 +104,8 @@ class IndexBuilder:
         saved: dict[str, Any] = dict(index.meta.get(META_KEY, {}))
         #: points written since the last build (counts from this store's creation at first)
         self.points_since = int(saved.get("points_since", 0))
-        #: points moved out of the index before this open (the backend marks those since)
+        #: points moved out of the index before this open (the backend marks those since;
+        #: a one-shot command's own retrieval counts are written, and counted, as it closes)
         self._moved_before = int(saved.get("points_moved", 0))
         # A build in flight when its process died never finished: report that, not "running".
         state = str(saved.get("state", IDLE))
@@ -134,7 +135,13 @@ class IndexBuilder:
         """Indexed points a payload or vector write moved out of the index since the last
         build (0 on a backend that does not count them: a Qdrant server indexes by itself)."""
         live = getattr(self._index.backend, "moved_points", None)
-        return self._moved_before + (live() if live is not None else 0)
+        if live is None:
+            return self._moved_before
+        if not self._moved_before:
+            return int(live())
+        # A point moved before the reopen and again since is counted twice (the marks of an
+        # earlier process are only a number): never more than the store's points.
+        return min(self._moved_before + int(live()), self._index.backend.count(None))
 
     @property
     def unindexed(self) -> int:

@@ -150,3 +150,24 @@ def test_a_bad_indexing_threshold_is_refused_by_name(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="indexing_kb"):
             EdgeBackend(tmp_path / "s", 8, indexing_kb=bad)  # type: ignore[arg-type]
     assert not (tmp_path / "s" / SHARD_DIR).exists()  # refused before anything was created
+
+
+def test_counts_written_as_the_store_closes_are_saved_and_capped_by_the_store(
+        tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
+    # A one-shot command's search holds its retrieval counts until close, which writes them:
+    # the notes they move are in the saved count. Across opens the marks are only a number,
+    # so a note moved in two processes counts twice: never past the store's points.
+    path = tmp_path / "s"
+    with open_store(path, embedder, clock, optimize_after=0) as store:
+        store.add_many(ITEMS, enrich=False)
+        store.optimize()
+    for _ in range(12):
+        with open_store(path, embedder, clock, optimize_after=0) as store:
+            assert store.search(ITEMS[0]["text"], limit=5)
+    saved = json.loads((path / "meta.json").read_text())["index_build"]["points_moved"]
+    assert 5 <= saved <= len(ITEMS)
+    with open_store(path, embedder, clock, optimize_after=0) as store:
+        assert store.index.build.points_moved == saved
+        for pid in point_ids(store):
+            store.index.backend.set_payload(pid, {"probe": 1})
+        assert store.index.build.points_moved == len(ITEMS)  # not saved + 30
