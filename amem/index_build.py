@@ -139,6 +139,8 @@ class IndexBuilder:
             return self._moved_before
         if not self._moved_before:
             return int(live())
+        if self._index.closed:  # the engine is gone: what the close saved (``amem import``)
+            return int(self._index.meta.get(META_KEY, {}).get("points_moved", 0))
         # A point moved before the reopen and again since is counted twice (the marks of an
         # earlier process are only a number): never more than the store's points.
         return min(self._moved_before + int(live()), self._index.backend.count(None))

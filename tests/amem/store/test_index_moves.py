@@ -171,3 +171,5 @@ def test_counts_written_as_the_store_closes_are_saved_and_capped_by_the_store(
         for pid in point_ids(store):
             store.index.backend.set_payload(pid, {"probe": 1})
         assert store.index.build.points_moved == len(ITEMS)  # not saved + 30
+    # closed, it reports what its close saved (``amem import`` prints it after the close)
+    assert store.index.build.to_dict()["points_moved"] == len(ITEMS)
