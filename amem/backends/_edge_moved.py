@@ -3,7 +3,7 @@
 The engine never changes a point inside an optimized (indexed) segment: a payload or vector
 write copies the point into the plain segment that takes new writes and marks the old copy
 deleted. Every later search scans that plain segment by brute force. At 10k notes built
-(scratch, the search benchmark's corpus) the engine's hybrid query took 0.51 ms, 1.20-1.27 ms
+(scratch, the search benchmark's corpus) the engine's hybrid query took 0.51 ms, 1.20-1.44 ms
 once 3,000 points had a payload write (``benchmarks.readpath_bench --parts moves`` measures a
 server's day of searches: benchmarks/RESULTS.md). Upserts were counted toward the next
 index build (``amem.index_build``); these moves were not, so a server's day of back-links,

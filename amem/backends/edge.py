@@ -112,8 +112,8 @@ SEGMENT_KB = 102_400
 #: threshold the engine leaves a plain segment as it is, and a build mostly meets small ones:
 #: the points written since the last build, those a payload write moved out of the index
 #: (``amem.backends._edge_moved``). At 10k notes built, 657 points given a payload write took
-#: the engine query from 0.50 to 0.68 ms; ``optimize()`` left them plain at the default and at
-#: 1,000 KB (0.66 ms, 0.4 s), and merged them back at 1 KB (0.50 ms, 3.2 s). So every
+#: the engine query from 0.50 to 0.68 ms; ``optimize()`` left them plain at 1,000 KB (0.66 ms,
+#: 0.4 s; 800 at the default: 0.71 ms) and merged them back at 1 KB (0.50 ms, 3.3 s). So every
 #: non-empty plain segment is indexed (0 would turn indexing off). Search results do not move:
 #: the same top 10 for 200 questions before and after ``optimize()`` at 700 and 3,000 notes,
 #: which the engine now indexes (int8 copies, rescored with the floats) and left plain before.
