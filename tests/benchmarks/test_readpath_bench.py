@@ -66,10 +66,10 @@ def test_single_adds_can_be_embedded_by_the_model() -> None:
 
 def test_a_day_of_searches_builds_only_where_moves_are_counted() -> None:
     model = HashingEmbedder(dim=16)
-    texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(60)]
+    texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(40)]
     vecs = np.asarray(model.embed(texts), dtype=np.float32)
     queries = [f"topic {i % 7} place {i % 5}" for i in range(20)]
-    out = moves_then_search(model, texts, vecs, queries, day_searches=40, rounds=4,
+    out = moves_then_search(model, texts, vecs, queries, day_searches=20, rounds=2,
                             optimize_after=10)
     counted, before = out["after_day"]["moves counted"], out["after_day"]["as before"]
     built = {name: out["built"][name]["builds"] for name in ("moves counted", "as before")}
