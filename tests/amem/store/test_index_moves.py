@@ -24,6 +24,14 @@ def open_store(path: Path, embedder: HashingEmbedder, clock: ManualClock,
     return MemoryStore(path, config=config, embedder=embedder, clock=clock)
 
 
+def built_store(path: Path, embedder: HashingEmbedder, clock: ManualClock) -> MemoryStore:
+    """A store of ``ITEMS``, every point indexed (as the nightly job leaves it), builds off."""
+    store = open_store(path, embedder, clock, optimize_after=0)
+    store.add_many(ITEMS, enrich=False)
+    store.optimize()
+    return store
+
+
 def point_ids(store: MemoryStore) -> list[str]:
     return [h.id for h in store.index.backend.scroll(None, limit=100)[0]]
 
@@ -42,9 +50,7 @@ def test_a_build_settles_the_marks_made_before_its_copy_only() -> None:
 
 def test_payload_writes_count_each_moved_point_once_until_a_build(
         tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
-    with open_store(tmp_path / "s", embedder, clock, optimize_after=0) as store:
-        store.add_many(ITEMS, enrich=False)
-        store.optimize()
+    with built_store(tmp_path / "s", embedder, clock) as store:
         backend, build = store.index.backend, store.index.build
         ids = point_ids(store)
         assert build.unindexed == 0
@@ -66,9 +72,7 @@ def test_payload_writes_count_each_moved_point_once_until_a_build(
 def test_moves_are_kept_in_the_metadata_across_a_reopen(
         tmp_path: Path, embedder: HashingEmbedder, clock: ManualClock) -> None:
     path = tmp_path / "s"
-    with open_store(path, embedder, clock, optimize_after=0) as store:
-        store.add_many(ITEMS, enrich=False)
-        store.optimize()
+    with built_store(path, embedder, clock) as store:
         for pid in point_ids(store)[:5]:
             store.index.backend.set_payload(pid, {"probe": 1})
     saved = json.loads((path / "meta.json").read_text())["index_build"]
@@ -158,9 +162,7 @@ def test_counts_written_as_the_store_closes_are_saved_and_capped_by_the_store(
     # the notes they move are in the saved count. Across opens the marks are only a number,
     # so a note moved in two processes counts twice: never past the store's points.
     path = tmp_path / "s"
-    with open_store(path, embedder, clock, optimize_after=0) as store:
-        store.add_many(ITEMS, enrich=False)
-        store.optimize()
+    built_store(path, embedder, clock).close()
     for _ in range(12):
         with open_store(path, embedder, clock, optimize_after=0) as store:
             assert store.search(ITEMS[0]["text"], limit=5)
