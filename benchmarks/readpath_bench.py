@@ -324,6 +324,19 @@ def import_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
     return out
 
 
+def _interleaved_searches(stores: dict[str, MemoryStore], queries: Sequence[str]
+                          ) -> dict[str, dict[str, Any]]:
+    """Each query on every store, the order alternating, the floor first every other pair."""
+    names = list(stores)
+    timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
+    where = floor_where("bench")
+    for i, q in enumerate(queries):
+        for name in names if i % 2 == 0 else names[::-1]:
+            timed[name].append(time_search(stores[name], q, "bench", where,
+                                           floor_first=(i // 2) % 2 == 1))
+    return {name: _summary(*zip(*timed[name])) for name in names}
+
+
 def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarray,
                             queries: Sequence[str], *, size: int,
                             optimize_after: int | None = None,
@@ -366,14 +379,7 @@ def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarra
             for q in queries[:3]:  # warm-up: pages of the swapped-in shard
                 for store in stores.values():
                     store.search(q, limit=5, agent_id="bench")
-            timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
-            where = floor_where("bench")
-            for i, q in enumerate(queries):
-                order = names if i % 2 == 0 else names[::-1]
-                for name in order:
-                    timed[name].append(time_search(stores[name], q, "bench", where,
-                                                   floor_first=(i // 2) % 2 == 1))
-            per = {name: _summary(*zip(*timed[name])) for name in names}
+            per = _interleaved_searches(stores, queries)
             for name in names:
                 out[name]["search"] = per[name]
             out["kept_over_counted_adds_s"] = round(
@@ -384,19 +390,6 @@ def single_adds_then_search(embedder: Any, texts: Sequence[str], vecs: np.ndarra
             for store in stores.values():
                 store.close()
     return out
-
-
-def _interleaved_searches(stores: dict[str, MemoryStore], queries: Sequence[str]
-                          ) -> dict[str, dict[str, Any]]:
-    """Each query on every store, the order alternating, the floor first every other pair."""
-    names = list(stores)
-    timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
-    where = floor_where("bench")
-    for i, q in enumerate(queries):
-        for name in names if i % 2 == 0 else names[::-1]:
-            timed[name].append(time_search(stores[name], q, "bench", where,
-                                           floor_first=(i // 2) % 2 == 1))
-    return {name: _summary(*zip(*timed[name])) for name in names}
 
 
 def _engine_state(store: MemoryStore) -> dict[str, Any]:
