@@ -159,9 +159,13 @@ class NoteIndex:
 
     # ------------------------------------------------------------------ filters and scales
 
-    def tenant_filter(self, agent_id: str, *, active_only: bool = True) -> list[Condition]:
-        """The conditions of ``agent_id``'s notes (live ones: active and not expired)."""
-        must: list[Condition] = [Match("agent_id", agent_id)]
+    def tenant_filter(self, agent_id: str, *, active_only: bool = True,
+                      named: bool = True) -> list[Condition]:
+        """The conditions of ``agent_id``'s notes (live ones: active and not expired).
+
+        ``named=False`` leaves the tenant condition out: only for a reader that has seen the
+        agent own every point and checks that after its reads (``backend.sole_tenant``)."""
+        must: list[Condition] = [Match("agent_id", agent_id)] if named else []
         if active_only:
             must.append(Match("is_active", True))
             must.append(not_expired(self.clock.now()))  # an expired note is gone at once

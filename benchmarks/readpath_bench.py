@@ -86,7 +86,7 @@ def _interleaved(stores: dict[str, MemoryStore], floor_store: MemoryStore,
     """Full search on each of ``stores`` and the floor on ``floor_store``, query by query (so
     load elsewhere hits all alike): medians in ms under each name, ``embed`` and ``engine``,
     and each ``ratios`` key = that store's full search over the floor."""
-    where = floor_where(agent)
+    where = floor_where(floor_store, agent)
     times: dict[str, list[float]] = {k: [] for k in (*stores, "embed", "engine")}
     for q in queries:
         for name, store in stores.items():
@@ -236,7 +236,7 @@ def _timed_searches(store: MemoryStore, queries: Sequence[str], agent: str,
     """Full searches and the floor (engine hybrid query, query embedding), query by query,
     while ``keep_going(i)``; p50 / p95 in ms, full / floor, and the major page faults taken
     (a shard whose pages are not in the page cache shows there)."""
-    where = floor_where(agent)
+    where = floor_where(store, agent)
     full: list[float] = []
     engine: list[float] = []
     embed: list[float] = []
@@ -329,7 +329,7 @@ def _interleaved_searches(stores: dict[str, MemoryStore], queries: Sequence[str]
     """Each query on every store, the order alternating, the floor first every other pair."""
     names = list(stores)
     timed: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
-    where = floor_where("bench")
+    where = floor_where(stores[names[0]], "bench")
     for i, q in enumerate(queries):
         for name in names if i % 2 == 0 else names[::-1]:
             timed[name].append(time_search(stores[name], q, "bench", where,

@@ -67,7 +67,7 @@ def run(size: int, threads: Sequence[int], *, optimize: bool, table: bool, n_que
                 stores[n] = MemoryStore(copy, config=config, embedder=embedder)
                 if table:
                     stores[n].keep_ranking_fields(wait=600)
-            where = floor_where("bench")
+            where = floor_where(next(iter(stores.values())), "bench")
             for q in qs[:5]:  # warm-up: the model, each copy's pages
                 for store in stores.values():
                     store.search(q, limit=5, agent_id="bench")

@@ -213,6 +213,13 @@ class VectorBackend(Protocol):
         unchanged (the search's lapsed successors, ``amem.search.visibility``)."""
         ...
 
+    def sole_tenant(self) -> tuple[str | None, int]:
+        """The agent owning every point, when this handle is the store's only writer and
+        knows it (else None), and an epoch that moves before a write brings another agent.
+        A search of that agent may leave its tenant condition out of its filters, then must
+        find the epoch unchanged after its reads (``amem.backends._edge_tenants``)."""
+        ...
+
     def keep_fields(self, fields: Sequence[str], limit: int) -> bool:
         """Keep the named payload fields of up to ``limit`` points in this process's RAM,
         read in the background and kept current by this handle's writes, so reads asking for

@@ -45,6 +45,7 @@ from amem.backends._edge_fields import CAPACITY as FIELD_CAPACITY, FieldCache
 from amem.backends._edge_table import Filler
 from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._edge_moved import MovedPoints
+from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
@@ -320,6 +321,8 @@ class EdgeBackend:
         self._heat = PendingHeat()
         #: points moved out of the index by payload and vector writes since the last build
         self.moved = MovedPoints()
+        #: whether one agent owns every point (a search may then leave its tenant out)
+        self.tenants = SoleTenant()
         #: bumped by every write a filter can see (``generation``); this handle holds the
         #: store's lock, so no other process writes it
         self._generation = 0
@@ -410,6 +413,9 @@ class EdgeBackend:
             log.info("created edge store %s (%d-d)", self.path, dim)
         try:
             self._ensure_indexes(shard)
+            with self._engine("read the tenants"):
+                facet = shard.facet(qe.FacetRequest(key=TENANT_FIELD, limit=2, exact=True))
+            self.tenants.load(hit.value for hit in facet.hits)
         except BaseException:
             shard.close()
             raise
@@ -542,6 +548,8 @@ class EdgeBackend:
         if batch:
             self.check_space(len(batch), size)
             with self._engine("upsert", write=True):
+                # before the engine takes them: a search leaving its tenant out sees the change
+                self.tenants.written(p[3].get(TENANT_FIELD) for p in checked)
                 self._generation += 1
                 self.field_cache.forget(pids)
                 self.shard.update(qe.UpdateOperation.upsert_points(batch))
@@ -567,6 +575,8 @@ class EdgeBackend:
         self.check_space(1, _payload_size(payload))
         try:
             with self._engine("set_payload", write=True):
+                if TENANT_FIELD in payload:
+                    self.tenants.reassigned()
                 self._generation += 1
                 self.field_cache.forget([pid])
                 self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
@@ -595,6 +605,8 @@ class EdgeBackend:
         with self._engine("update point", write=True):
             if not self.shard.count(qe.CountRequest(exact=True, filter=flt)):
                 return False
+            if TENANT_FIELD in payload:
+                self.tenants.reassigned()
             self._generation += 1
             self.field_cache.forget([pid])
             self._heat.forget([pid], payload.keys())  # what this write carries replaces it
@@ -632,6 +644,13 @@ class EdgeBackend:
         """Points a payload or vector write moved out of the index since the last build
         (``amem.backends._edge_moved``; counted by ``amem.index_build``)."""
         return len(self.moved)
+
+    def sole_tenant(self) -> tuple[str | None, int]:
+        """The agent owning every point of the store (None: none, or several) and an epoch
+        that moves before a write ends that (``amem.backends._edge_tenants``). The lock makes
+        this handle the store's only writer, so a reader that finds the epoch unchanged after
+        its engine reads saw no other agent's point."""
+        return self.tenants.get()
 
     def generation(self) -> int:
         """Changes with every write a filter can see: upserts, payload and vector changes,

@@ -368,6 +368,11 @@ class QdrantServerBackend:
     def field_table(self, wait: float = 0.0) -> None:
         return None
 
+    def sole_tenant(self) -> tuple[None, int]:
+        """Never one agent for sure: other processes may write the collection, so every
+        search names its tenant."""
+        return None, 0
+
     def generation(self) -> None:
         """None: other processes may write the same collection, so no read is kept."""
         return None

@@ -15,11 +15,12 @@ LAPSED_MAX = 1000
 
 def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
                  topics: Sequence[str], *, lapsed: LapsedCache,
-                 include_superseded: bool = False) -> Where:
+                 include_superseded: bool = False, named: bool = True) -> Where:
     """Tenant + active (+ current: not superseded, unless history is asked for), then the
     optional subject and topics rules as nested clauses; ``lapsed`` answers which
-    successors no longer hide what they replaced."""
-    must: list[Condition] = list(index.tenant_filter(agent_id))
+    successors no longer hide what they replaced. ``named=False`` leaves the tenant out
+    (``NoteIndex.tenant_filter``: the agent owns every point)."""
+    must: list[Condition] = list(index.tenant_filter(agent_id, named=named))
     if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
         # ... unless what replaced it has expired (until the sweep deletes the successor and
         # clears the mark; the successors read are those whose ``supersedes`` names notes, as

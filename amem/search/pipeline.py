@@ -102,7 +102,35 @@ class Searcher:
                heat: bool | None = None, min_similarity: float | None = None,
                include_superseded: bool = False, since: Any = None, before: Any = None,
                metadata: Any = None) -> list[SearchResult]:
-        """The pipeline of the module docstring, for one agent."""
+        """The pipeline of the module docstring, for one agent.
+
+        When the agent owns every point of the store the engine is not told the tenant: on a
+        plain segment a keyword condition beside the others doubles the engine's scan
+        (``amem.backends._edge_tenants``). Another agent's first write during the search
+        moves the backend's epoch; the search then runs again with the tenant named."""
+        options: dict[str, Any] = dict(
+            limit=limit, topics_filter=topics_filter, subject=subject, agent_id=agent_id,
+            expand_links=expand_links, heat=heat, min_similarity=min_similarity,
+            include_superseded=include_superseded, since=since, before=before,
+            metadata=metadata)
+        sole, epoch = self._index.backend.sole_tenant()
+        if sole == agent_id:
+            results = self._run(query, named=False, epoch=epoch, **options)
+            if results is not None:
+                return results
+            log.debug("search: another agent wrote during the search; searching again with "
+                      "the tenant named")
+        results = self._run(query, named=True, epoch=None, **options)
+        assert results is not None  # only a search leaving its tenant out can be undone
+        return results
+
+    def _run(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
+             subject: str | None, agent_id: str, expand_links: bool | None,
+             heat: bool | None, min_similarity: float | None, include_superseded: bool,
+             since: Any, before: Any, metadata: Any, named: bool, epoch: int | None
+             ) -> list[SearchResult] | None:
+        """One pass of the pipeline; None when it left the tenant out (``named`` False) and
+        the backend's epoch is no longer ``epoch`` after its reads: nothing is counted then."""
         index, cfg = self._index, self._config
         check_text(query, field="query", max_chars=cfg.max_query_chars)
         check_limit(limit, maximum=cfg.max_limit)
@@ -118,7 +146,7 @@ class Searcher:
             raise ValidationError("include_superseded must be true or false",
                                   field="include_superseded")
         where = build_filter(index, agent_id, subject, topics, lapsed=self._lapsed,
-                             include_superseded=include_superseded)
+                             include_superseded=include_superseded, named=named)
         # they narrow both legs and the link expansion inside the engine, not after the fact
         where = Where(must=(*where.must, *narrow))
         terms = tokenize(query)
@@ -210,6 +238,8 @@ class Searcher:
                                   qvec, where, gate))
         # A result lists only links the caller can follow: a target deleted, merged or expired
         # (and not yet swept) stays in the payload until the sweep, never in what is shown.
+        if not named and engine.sole_tenant()[1] != epoch:
+            return None  # another agent's points may be among these: not shown, not counted
         live = live_ids(index, agent_id, (link for r in results for link in r.links))
         for r in results:
             r.links = [link for link in r.links if link in live]

@@ -1,0 +1,101 @@
+"""The edge backend knows when one agent owns every point (``amem.backends._edge_tenants``)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from amem.backends import EdgeBackend
+from amem.backends._edge_tenants import SoleTenant
+from amem.backends.base import Point, SparseVector
+
+
+def point(agent: str | None) -> Point:
+    payload = {} if agent is None else {"agent_id": agent}
+    return Point(str(uuid.uuid4()), np.ones(4, dtype=np.float32), SparseVector((1,), (1.0,)),
+                 payload)
+
+
+def test_the_states_and_when_the_epoch_moves() -> None:
+    tenants = SoleTenant()
+    assert tenants.get() == (None, 0)  # not read yet: never sole
+    tenants.load([])
+    empty_epoch = tenants.epoch
+    tenants.written(["a", "a"])
+    # nothing was stored before: no search could have left a tenant out, the epoch stays
+    assert tenants.get() == ("a", empty_epoch)
+    tenants.written(["a"])
+    assert tenants.get() == ("a", empty_epoch)
+    tenants.written(["a", "b"])
+    assert tenants.get() == (None, empty_epoch + 1)
+    tenants.written(["a"])  # one agent again in a batch does not make the store sole again
+    assert tenants.get() == (None, empty_epoch + 1)
+
+    tenants.load(["a"])
+    epoch = tenants.epoch
+    tenants.written([None])  # a point naming no agent is another agent
+    assert tenants.get() == (None, epoch + 1)
+
+    tenants.load(["a"])
+    epoch = tenants.epoch
+    tenants.reassigned()
+    assert tenants.get() == (None, epoch + 1)
+
+    tenants.load(["a", "b"])
+    assert tenants.get()[0] is None
+    tenants.load([])
+    tenants.written(["a", "b"])  # the first batch already holds two agents
+    assert tenants.get()[0] is None
+
+
+def test_the_backend_reads_them_at_open_and_keeps_them_through_writes(tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert backend.sole_tenant()[0] is None  # empty
+        first = point("alice")
+        backend.upsert([first, point("alice")])
+        assert backend.sole_tenant()[0] == "alice"
+        backend.delete([first.id])
+        assert backend.sole_tenant()[0] == "alice"
+    finally:
+        backend.close()
+
+    backend = EdgeBackend(tmp_path, 4)  # read from the engine's tenant index at open
+    try:
+        assert backend.sole_tenant()[0] == "alice"
+        epoch = backend.sole_tenant()[1]
+        bob = point("bob")
+        backend.upsert([bob])
+        assert backend.sole_tenant() == (None, epoch + 1)
+        backend.delete([bob.id])
+        assert backend.sole_tenant()[0] is None  # deletes never make it sole in this process
+    finally:
+        backend.close()
+
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert backend.sole_tenant()[0] == "alice"  # bob's only point is gone: sole again
+        pid = backend.scroll(None, limit=1)[0][0].id
+        epoch = backend.sole_tenant()[1]
+        backend.set_payload(pid, {"agent_id": "alice"})  # a payload naming the tenant: unsure
+        assert backend.sole_tenant() == (None, epoch + 1)
+    finally:
+        backend.close()
+
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert backend.sole_tenant()[0] == "alice"
+        pid = backend.scroll(None, limit=1)[0][0].id
+        epoch = backend.sole_tenant()[1]
+        assert backend.update_point(pid, {"agent_id": "carol"})
+        assert backend.sole_tenant() == (None, epoch + 1)
+    finally:
+        backend.close()
+    reopened = EdgeBackend(tmp_path, 4)
+    try:
+        # the store's one point is carol's now: read so at open
+        assert reopened.sole_tenant()[0] == "carol"
+    finally:
+        reopened.close()
