@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,8 @@ from .similarity import (calibration_for, note_cosine, note_similarities, note_s
 from .text import question_share
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 #: the payload field saying a note's vector embeds an earlier text of it (``amem.refresh``)
@@ -174,6 +176,20 @@ class NoteIndex:
     def tenant_where(self, agent_id: str) -> Where:
         """``agent_id``'s live notes as one filter."""
         return Where(must=tuple(self.tenant_filter(agent_id)))
+
+    def read_tenant(self, agent_id: str, read: Callable[[Where], T],
+                    *also: Condition) -> T:
+        """``read(where)`` over ``agent_id``'s live notes (and ``also``), the tenant left out
+        of ``where`` while the agent owns every point (``backend.sole_tenant``; on a plain
+        segment the engine scans twice as fast without it). When another agent's first write
+        came during the read, its answer is dropped and the read made again with the tenant
+        named."""
+        sole, epoch = self.backend.sole_tenant()
+        if sole == agent_id:
+            out = read(Where(must=(*self.tenant_filter(agent_id, named=False), *also)))
+            if self.backend.sole_tenant()[1] == epoch:
+                return out
+        return read(Where(must=(*self.tenant_filter(agent_id), *also)))
 
     def live_where(self) -> Where:
         """Every agent's live notes (active, not expired)."""

@@ -100,8 +100,9 @@ def candidates(index: NoteIndex, note: Note, vector: np.ndarray) -> list[FactVie
     """The nearest current notes of the agent that share a subject and are not newer, at or
     above ``CANDIDATE_FLOOR`` on the note-to-note scale (each with that similarity), and not
     kept current against ``note`` by a person (``keep``)."""
-    where = Where(must=(*index.tenant_filter(note.agent_id), IsEmpty("superseded_by")))
-    hits = index.backend.dense_search(np.asarray(vector, dtype=np.float32), where, CANDIDATES + 1)
+    query = np.asarray(vector, dtype=np.float32)
+    hits = index.read_tenant(note.agent_id, lambda where: index.backend.dense_search(
+        query, where, CANDIDATES + 1), IsEmpty("superseded_by"))
     mine = view(note)
     out = []
     for hit in hits:

@@ -59,8 +59,9 @@ def term_neighbours(index: NoteIndex, note: Note, vector: np.ndarray, pool: int)
     if pool <= 0 or not terms:
         return []
     engine = index.backend
-    ranked = engine.sparse_search(bm25.query_vector(terms), index.tenant_where(note.agent_id),
-                                  pool + 1, fields=FIELDS)
+    asked = bm25.query_vector(terms)
+    ranked = index.read_tenant(note.agent_id, lambda where: engine.sparse_search(
+        asked, where, pool + 1, fields=FIELDS))
     own = point_id(note.agent_id, note.id)
     ranked = [h for h in ranked if h.id != own][:pool]
     if not ranked:

@@ -79,8 +79,8 @@ class Placer:
             index.write_points([self.new_point(note, vector, stale, embeds_text=embeds_text)])
             return AddResult("created", note.id, enriched_by=note.enriched_by, warnings=warnings)
         assert not embeds_text, "the fold decision needs the content's vector"
-        hits = index.backend.dense_search(vector, index.tenant_where(note.agent_id),
-                                          max(cfg.link_candidates, 1), with_vectors=True)
+        hits = index.read_tenant(note.agent_id, lambda where: index.backend.dense_search(
+            vector, where, max(cfg.link_candidates, 1), with_vectors=True))
         hits = [h for h in hits if h.payload.get("id") != note.id]
         # 1. the fold decision: contents only (see amem.write.nearduplicate), before any LLM call
         same = [index.similarity(c) for c in content_cosines(vector, hits, self._content)]

@@ -155,8 +155,8 @@ class Updater:
         over the current links: a link that still passes is kept, whatever the candidates."""
         index, cfg = self._index, self._config
         llm = self._enricher.llm_configured
-        hits = index.backend.dense_search(vector, index.tenant_where(note.agent_id),
-                                          max(cfg.link_candidates, 1) + 1)
+        hits = index.read_tenant(note.agent_id, lambda where: index.backend.dense_search(
+            vector, where, max(cfg.link_candidates, 1) + 1))
         hits = [h for h in hits if h.payload.get("id") != note.id]
         offer, keep = candidates.offered(index, cfg, note, vector, hits, llm=llm)
         views = {str(h.payload["id"]): view_of(h.payload, index.similarity(h.score))
