@@ -236,10 +236,10 @@ class Searcher:
             gate = cfg.link_min_cosine if floor is None else max(cfg.link_min_cosine, floor)
             results.extend(expand(index, cfg, agent_id, [by_id[pid] for pid, _, _ in matches],
                                   qvec, where, gate))
-        # A result lists only links the caller can follow: a target deleted, merged or expired
-        # (and not yet swept) stays in the payload until the sweep, never in what is shown.
         if not named and engine.sole_tenant()[1] != epoch:
             return None  # another agent's points may be among these: not shown, not counted
+        # A result lists only links the caller can follow: a target deleted, merged or expired
+        # (and not yet swept) stays in the payload until the sweep, never in what is shown.
         live = live_ids(index, agent_id, (link for r in results for link in r.links))
         for r in results:
             r.links = [link for link in r.links if link in live]
