@@ -74,25 +74,18 @@ def test_the_backend_reads_them_at_open_and_keeps_them_through_writes(tmp_path: 
     finally:
         backend.close()
 
-    backend = EdgeBackend(tmp_path, 4)
-    try:
-        assert backend.sole_tenant()[0] == "alice"  # bob's only point is gone: sole again
-        pid = backend.scroll(None, limit=1)[0][0].id
-        epoch = backend.sole_tenant()[1]
-        backend.set_payload(pid, {"agent_id": "alice"})  # a payload naming the tenant: unsure
-        assert backend.sole_tenant() == (None, epoch + 1)
-    finally:
-        backend.close()
-
-    backend = EdgeBackend(tmp_path, 4)
-    try:
-        assert backend.sole_tenant()[0] == "alice"
-        pid = backend.scroll(None, limit=1)[0][0].id
-        epoch = backend.sole_tenant()[1]
-        assert backend.update_point(pid, {"agent_id": "carol"})
-        assert backend.sole_tenant() == (None, epoch + 1)
-    finally:
-        backend.close()
+    # a payload naming the tenant (either write) leaves the backend unsure: not sole
+    writes = [lambda b, pid: b.set_payload(pid, {"agent_id": "alice"}),
+              lambda b, pid: b.update_point(pid, {"agent_id": "carol"})]
+    for write in writes:  # bob's only point is gone: the store is alice's alone at each open
+        backend = EdgeBackend(tmp_path, 4)
+        try:
+            assert backend.sole_tenant()[0] == "alice"
+            epoch = backend.sole_tenant()[1]
+            write(backend, backend.scroll(None, limit=1)[0][0].id)
+            assert backend.sole_tenant() == (None, epoch + 1)
+        finally:
+            backend.close()
     reopened = EdgeBackend(tmp_path, 4)
     try:
         # the store's one point is carol's now: read so at open
