@@ -292,7 +292,10 @@ def complete_by(llm: TextLLM, deadline: float, system: str, user: str, max_token
     A :class:`DeadlineLLM` (amem's client) is given the time left, so the HTTP request itself
     ends at the deadline. A plain TextLLM has no deadline of its own: the call runs in a
     daemon thread the caller stops waiting for at the deadline; the abandoned call ends on the
-    model's own timeout and its reply is dropped. An error in the call is raised here.
+    model's own timeout and its reply is dropped. An error in the call is raised here, unless
+    it came at or after ``deadline``: a :class:`DeadlineLLM` ends its request with an error at
+    the time it was given, a moment before the caller's wait ends, and that is the deadline's
+    doing (reported as a timeout, not as a failed call).
     """
     box: list[object] = []
     left = deadline - time.monotonic()
@@ -315,6 +318,9 @@ def complete_by(llm: TextLLM, deadline: float, system: str, user: str, max_token
         log.warning("lcm: expand_query model call still running at its deadline; abandoned")
         return None
     if isinstance(box[0], BaseException):
+        if isinstance(box[0], Exception) and time.monotonic() >= deadline:
+            log.info("lcm: expand_query model call ended at its deadline: %s", box[0])
+            return None
         raise box[0]
     return box[0] if isinstance(box[0], str) else ""
 

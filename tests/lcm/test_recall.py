@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -108,3 +109,33 @@ def test_expand_query_finds_raw_messages_before_compaction(store: LcmStore) -> N
     assert "hunter2" in res.answer and res.cited_ids == ["msg_1"]
     with pytest.raises(LcmValidationError):
         store.expand_query("", query="x", session_key=KEY)
+
+
+class _EndsAtItsDeadline:
+    """A deadline-aware model (amem's client) whose request ends with an error when the time
+    it was given runs out, or at once when ``broken``."""
+
+    def __init__(self, broken: bool = False) -> None:
+        self.broken = broken
+
+    def complete(self, system: str, user: str, *, max_tokens: int = 256) -> str:
+        raise AssertionError("a deadline-aware model is asked with complete_within")
+
+    def complete_within(self, system: str, user: str, *, max_tokens: int | None,
+                        seconds: float) -> str:
+        from amem.errors import LLMError
+
+        if not self.broken:
+            time.sleep(seconds)
+        raise LLMError("passed the caller's deadline" if not self.broken else "HTTP 500")
+
+
+def test_a_model_error_at_the_deadline_is_the_deadline_and_one_before_it_is_raised() -> None:
+    from amem.errors import LLMError
+    from lcm.recall import complete_by
+
+    # the request's own cut lands a moment before the caller's wait ends: a timeout (None)
+    assert complete_by(_EndsAtItsDeadline(), time.monotonic() + 0.2, "s", "u", 16) is None
+    # a failure well before the deadline is the model's: raised, never taken for a timeout
+    with pytest.raises(LLMError, match="HTTP 500"):
+        complete_by(_EndsAtItsDeadline(broken=True), time.monotonic() + 5.0, "s", "u", 16)
