@@ -177,19 +177,25 @@ class NoteIndex:
         """``agent_id``'s live notes as one filter."""
         return Where(must=tuple(self.tenant_filter(agent_id)))
 
-    def read_tenant(self, agent_id: str, read: Callable[[Where], T],
-                    *also: Condition) -> T:
-        """``read(where)`` over ``agent_id``'s live notes (and ``also``), the tenant left out
-        of ``where`` while the agent owns every point (``backend.sole_tenant``; on a plain
+    def read_as_tenant(self, agent_id: str, read: Callable[[bool], T]) -> T:
+        """``read(named)``: ``named`` False while the agent owns every point
+        (``backend.sole_tenant``), so the reads may leave the tenant condition out (on a plain
         segment the engine scans twice as fast without it). When another agent's first write
-        came during the read, its answer is dropped and the read made again with the tenant
-        named."""
+        came during them, that answer is dropped and ``read(True)`` made. ``read`` must change
+        nothing: a dropped answer is never seen."""
         sole, epoch = self.backend.sole_tenant()
         if sole == agent_id:
-            out = read(Where(must=(*self.tenant_filter(agent_id, named=False), *also)))
+            out = read(False)
             if self.backend.sole_tenant()[1] == epoch:
                 return out
-        return read(Where(must=(*self.tenant_filter(agent_id), *also)))
+        return read(True)
+
+    def read_tenant(self, agent_id: str, read: Callable[[Where], T],
+                    *also: Condition) -> T:
+        """``read(where)`` over ``agent_id``'s live notes (and ``also``), the tenant named only
+        when it must be (:meth:`read_as_tenant`)."""
+        return self.read_as_tenant(agent_id, lambda named: read(
+            Where(must=(*self.tenant_filter(agent_id, named=named), *also))))
 
     def live_where(self) -> Where:
         """Every agent's live notes (active, not expired)."""

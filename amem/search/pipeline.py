@@ -51,7 +51,9 @@ a ``get`` of one of them records the query on the note (``amem.search.usage``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
 
 from .. import bm25, ranking
 from ..backends.base import Hit, Where
@@ -81,6 +83,16 @@ HEAT_LOCK_WAIT_S = 0.25
 #: cost a search at 10k notes ~2 ms, as much as the engine's own query
 RANK_FIELDS = ("id", "note_type", "retrieval_count", "last_accessed", usage.FIELD,
                "superseded_by", "event_ts", ASKS)
+
+
+class _Pass(NamedTuple):
+    """One pass of the pipeline's reads: what ``search`` shows and counts afterwards."""
+
+    results: list[SearchResult]
+    #: the returned matches (point id, payload read), whose retrievals are counted
+    matches: list[tuple[str, dict[str, Any]]]
+    qvec: np.ndarray
+    now: Any
 
 
 class Searcher:
@@ -113,24 +125,24 @@ class Searcher:
             expand_links=expand_links, heat=heat, min_similarity=min_similarity,
             include_superseded=include_superseded, since=since, before=before,
             metadata=metadata)
-        sole, epoch = self._index.backend.sole_tenant()
-        if sole == agent_id:
-            results = self._run(query, named=False, epoch=epoch, **options)
-            if results is not None:
-                return results
-            log.debug("search: another agent wrote during the search; searching again with "
-                      "the tenant named")
-        results = self._run(query, named=True, epoch=None, **options)
-        assert results is not None  # only a search leaving its tenant out can be undone
-        return results
+        done = self._index.read_as_tenant(
+            agent_id, lambda named: self._run(query, named=named, **options))
+        # A result lists only links the caller can follow: a target deleted, merged or expired
+        # (and not yet swept) stays in the payload until the sweep, never in what is shown.
+        live = live_ids(self._index, agent_id,
+                        (link for r in done.results for link in r.links))
+        for r in done.results:
+            r.links = [link for link in r.links if link in live]
+        self._bump_heat(done.matches, done.now)
+        self._recent.searched(agent_id, done.qvec, [r.id for r in done.results])
+        return done.results
 
     def _run(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
              subject: str | None, agent_id: str, expand_links: bool | None,
              heat: bool | None, min_similarity: float | None, include_superseded: bool,
-             since: Any, before: Any, metadata: Any, named: bool, epoch: int | None
-             ) -> list[SearchResult] | None:
-        """One pass of the pipeline; None when it left the tenant out (``named`` False) and
-        the backend's epoch is no longer ``epoch`` after its reads: nothing is counted then."""
+             since: Any, before: Any, metadata: Any, named: bool) -> "_Pass":
+        """The pipeline's reads and ranking (``named`` False: the tenant left out of the
+        engine's filters); it changes nothing, so ``search`` can drop a pass and run it again."""
         index, cfg = self._index, self._config
         check_text(query, field="query", max_chars=cfg.max_query_chars)
         check_limit(limit, maximum=cfg.max_limit)
@@ -236,16 +248,7 @@ class Searcher:
             gate = cfg.link_min_cosine if floor is None else max(cfg.link_min_cosine, floor)
             results.extend(expand(index, cfg, agent_id, [by_id[pid] for pid, _, _ in matches],
                                   qvec, where, gate))
-        if not named and engine.sole_tenant()[1] != epoch:
-            return None  # another agent's points may be among these: not shown, not counted
-        # A result lists only links the caller can follow: a target deleted, merged or expired
-        # (and not yet swept) stays in the payload until the sweep, never in what is shown.
-        live = live_ids(index, agent_id, (link for r in results for link in r.links))
-        for r in results:
-            r.links = [link for link in r.links if link in live]
-        self._bump_heat([(pid, by_id[pid].payload) for pid, _, _ in matches], now)
-        self._recent.searched(agent_id, qvec, [r.id for r in results])
-        return results
+        return _Pass(results, [(pid, by_id[pid].payload) for pid, _, _ in matches], qvec, now)
 
     def _bump_heat(self, matches: Sequence[tuple[str, dict[str, Any]]], now: Any) -> None:
         """Count a retrieval for each returned match (not for every candidate).
