@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 from amem import MemoryStore, load_config
-from amem.backends.base import Match, Where
 from amem.bm25 import query_vector
 from amem.embed import make_embedder
 from amem.kernel.clock import ManualClock
 from amem.notes import Note, content_hash
 from amem.text import tokenize
+from benchmarks import search_bench
 
 from .test_read_path_indexed import FILTER_KINDS
 
@@ -65,11 +65,8 @@ def build(store: MemoryStore, clock: ManualClock) -> None:
 
 def ratio(store: MemoryStore, queries: list[str], options: dict[str, Any]) -> tuple[float, str]:
     """Median full search over median (engine hybrid query + query embedding). The floor's
-    filter says the tenant as the search does: left out while the agent owns every note
-    (``amem.backends._edge_tenants``)."""
-    named = store.index.backend.sole_tenant()[0] != store.agent_id
-    floor_where = Where(must=((Match("agent_id", store.agent_id),) if named else ())
-                        + (Match("is_active", True),))
+    filter is the search benchmark's: the tenant said as the search says it."""
+    floor_where = search_bench.floor_where(store, store.agent_id)
     full, floor = [], []
     for query in queries:
         t0 = time.perf_counter()
