@@ -139,8 +139,8 @@ def test_the_write_paths_reads_leave_the_tenant_out_and_read_again_after_an_intr
         assert len(index.read_tenant("owner", read)) == len(NOTES)
         assert asked == [True]  # two agents now: named from the start
 
-        # an add reads its neighbours (fold, links, supersession) the same way: with one
-        # agent the engine is never told the tenant
+    # an add reads its neighbours (fold, links, supersession) the same way: with one agent
+    # the engine is never told the tenant
     embedder = HashingEmbedder(dim=64)
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder, agent_id="owner") as store:  # type: ignore[arg-type]
