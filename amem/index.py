@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from . import bm25
-from .backends.base import Condition, Hit, Match, Point, VectorBackend, Where
+from .backends.base import (NOTHING_KNOWN, Condition, Hit, IsEmpty, Match, Point, StoreFacts,
+                            VectorBackend, Where)
 from .config import AmemConfig
 from .embed.base import Embedder
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
@@ -161,41 +162,50 @@ class NoteIndex:
 
     # ------------------------------------------------------------------ filters and scales
 
-    def tenant_filter(self, agent_id: str, *, active_only: bool = True,
-                      named: bool = True) -> list[Condition]:
-        """The conditions of ``agent_id``'s notes (live ones: active and not expired).
+    def tenant_filter(self, agent_id: str, *, active_only: bool = True, current: bool = False,
+                      facts: StoreFacts = NOTHING_KNOWN) -> list[Condition]:
+        """The conditions of ``agent_id``'s notes (live ones: active and not expired; with
+        ``current``, not superseded either).
 
-        ``named=False`` leaves the tenant condition out: only for a reader that has seen the
-        agent own every point and checks that after its reads (``backend.sole_tenant``)."""
-        must: list[Condition] = [Match("agent_id", agent_id)] if named else []
+        ``facts`` leaves out the conditions they make vacuous (the tenant of the agent owning
+        every point, ``is_active`` when every point is active, the expiry when no point has
+        one, supersession when no point has a successor): only for a reader that checks their
+        epoch after its reads (:meth:`read_as_tenant`)."""
+        must: list[Condition] = [] if facts.sole_agent == agent_id else [Match("agent_id", agent_id)]
         if active_only:
-            must.append(Match("is_active", True))
-            must.append(not_expired(self.clock.now()))  # an expired note is gone at once
+            if not facts.all_active:
+                must.append(Match("is_active", True))
+            if not facts.none_expiring:
+                must.append(not_expired(self.clock.now()))  # an expired note is gone at once
+        if current and not facts.none_superseded:
+            must.append(IsEmpty("superseded_by"))
         return must
 
     def tenant_where(self, agent_id: str) -> Where:
         """``agent_id``'s live notes as one filter."""
         return Where(must=tuple(self.tenant_filter(agent_id)))
 
-    def read_as_tenant(self, agent_id: str, read: Callable[[bool], T]) -> T:
-        """``read(named)``: ``named`` False while the agent owns every point
-        (``backend.sole_tenant``), so the reads may leave the tenant condition out (on a plain
-        segment the engine scans twice as fast without it). When another agent's first write
-        came during them, that answer is dropped and ``read(True)`` made. ``read`` must change
-        nothing: a dropped answer is never seen."""
-        sole, epoch = self.backend.sole_tenant()
-        if sole == agent_id:
-            out = read(False)
-            if self.backend.sole_tenant()[1] == epoch:
+    def read_as_tenant(self, agent_id: str, read: Callable[[StoreFacts], T]) -> T:
+        """``read(facts)``: ``facts`` what holds for every point now (``backend.store_facts``),
+        so the reads may leave out the conditions they make vacuous (on a plain segment the
+        engine checks every condition against every point it scans, and the tenant beside
+        another doubles the scan). When a write during them ended a fact, that answer is
+        dropped and ``read(NOTHING_KNOWN)`` made. ``read`` must change nothing: a dropped
+        answer is never seen."""
+        facts = self.backend.store_facts()
+        if facts.sole_agent == agent_id or facts.all_active or facts.none_expiring \
+                or facts.none_superseded:
+            out = read(facts)
+            if self.backend.store_facts().epoch == facts.epoch:
                 return out
-        return read(True)
+        return read(NOTHING_KNOWN)
 
-    def read_tenant(self, agent_id: str, read: Callable[[Where], T],
-                    *also: Condition) -> T:
-        """``read(where)`` over ``agent_id``'s live notes (and ``also``), the tenant named only
-        when it must be (:meth:`read_as_tenant`)."""
-        return self.read_as_tenant(agent_id, lambda named: read(
-            Where(must=(*self.tenant_filter(agent_id, named=named), *also))))
+    def read_tenant(self, agent_id: str, read: Callable[[Where], T], *,
+                    current: bool = False) -> T:
+        """``read(where)`` over ``agent_id``'s live notes (``current``: and not superseded),
+        each condition said only when it must be (:meth:`read_as_tenant`)."""
+        return self.read_as_tenant(agent_id, lambda facts: read(
+            Where(must=tuple(self.tenant_filter(agent_id, current=current, facts=facts)))))
 
     def live_where(self) -> Where:
         """Every agent's live notes (active, not expired)."""

@@ -93,11 +93,13 @@ def fill(store: MemoryStore, texts: Sequence[str], vecs: np.ndarray, agent: str,
 
 def floor_where(store: MemoryStore, agent: str) -> Where:
     """The filter of the floor's engine query: the tenant's active notes, said as the store's
-    search says it: without the tenant when the agent owns every note
-    (``amem.backends._edge_tenants``; on a plain segment the tenant beside another condition
-    doubles the engine's scan, and the floor is what a pipeline on this engine pays)."""
-    named = store.index.backend.sole_tenant()[0] != agent
-    return Where(must=((Match("agent_id", agent),) if named else ()) + (Match("is_active", True),))
+    search says them (``NoteIndex.tenant_filter`` with the store's facts): the tenant left
+    out when the agent owns every note, ``is_active`` when every note is active
+    (``amem.backends._edge_tenants``, ``amem.backends._edge_live``; on a plain segment each
+    condition costs the engine's scan, and the floor is what a pipeline on this engine pays)."""
+    facts = store.index.backend.store_facts()
+    named = () if facts.sole_agent == agent else (Match("agent_id", agent),)
+    return Where(must=named + (() if facts.all_active else (Match("is_active", True),)))
 
 
 def time_floor(store: MemoryStore, query: str, where: Where) -> tuple[float, float]:

@@ -137,6 +137,31 @@ class Legs:
     sparse_cosines: dict[str, float]
 
 
+@dataclass(frozen=True)
+class StoreFacts:
+    """What holds for every point of a store now, as a handle that is the store's only writer
+    knows it; the default knows nothing (every condition stays in the filters).
+
+    A condition that excludes no point is vacuous, and on a plain segment every condition
+    costs the engine's scan (``amem.backends._edge_live``). A reader leaving one out must find
+    ``epoch`` unchanged after its reads: it moves *before* a write makes any fact false.
+    """
+
+    #: the agent owning every point (None: none, several, or not known)
+    sole_agent: str | None = None
+    #: every point has ``is_active`` true
+    all_active: bool = False
+    #: no point has a ``superseded_by`` value
+    none_superseded: bool = False
+    #: no point has an ``expires_ts`` value
+    none_expiring: bool = False
+    epoch: int = 0
+
+
+#: nothing known: a filter says every condition
+NOTHING_KNOWN = StoreFacts()
+
+
 class VectorBackend(Protocol):
     """What the note store needs from a vector engine. All ids are UUID strings."""
 
@@ -213,11 +238,11 @@ class VectorBackend(Protocol):
         unchanged (the search's lapsed successors, ``amem.search.visibility``)."""
         ...
 
-    def sole_tenant(self) -> tuple[str | None, int]:
-        """The agent owning every point, when this handle is the store's only writer and
-        knows it (else None), and an epoch that moves before a write brings another agent.
-        A search of that agent may leave its tenant condition out of its filters, then must
-        find the epoch unchanged after its reads (``amem.backends._edge_tenants``)."""
+    def store_facts(self) -> StoreFacts:
+        """What holds for every point now (:class:`StoreFacts`), when this handle is the
+        store's only writer and knows it, else :data:`NOTHING_KNOWN`. A read may leave out the
+        conditions the facts make vacuous (the tenant of the only agent, ``is_active``, expiry,
+        supersession), then must find the epoch unchanged after its reads."""
         ...
 
     def keep_fields(self, fields: Sequence[str], limit: int) -> bool:

@@ -27,8 +27,8 @@ from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_client
 from amem.kernel.files import private_dir
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, Legs, Point,
-    SparseVector, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, NOTHING_KNOWN, ON_DISK_INDEXES, SPARSE,
+    Hit, Legs, Point, SparseVector, StoreFacts, Where,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -368,10 +368,10 @@ class QdrantServerBackend:
     def field_table(self, wait: float = 0.0) -> None:
         return None
 
-    def sole_tenant(self) -> tuple[None, int]:
-        """Never one agent for sure: other processes may write the collection, so every
-        search names its tenant."""
-        return None, 0
+    def store_facts(self) -> StoreFacts:
+        """Nothing known: other processes may write the collection, so every read says its
+        tenant and every live condition."""
+        return NOTHING_KNOWN
 
     def generation(self) -> None:
         """None: other processes may write the same collection, so no read is kept."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..backends.base import Condition, IsEmpty, Match, MatchAny, Where
+from ..backends.base import NOTHING_KNOWN, Condition, IsEmpty, Match, MatchAny, StoreFacts, Where
 from ..errors import ValidationError
 from ..index import NoteIndex
 from .visibility import LapsedCache
@@ -15,13 +15,14 @@ LAPSED_MAX = 1000
 
 def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
                  topics: Sequence[str], *, lapsed: LapsedCache,
-                 include_superseded: bool = False, named: bool = True) -> Where:
+                 include_superseded: bool = False, facts: StoreFacts = NOTHING_KNOWN) -> Where:
     """Tenant + active (+ current: not superseded, unless history is asked for), then the
     optional subject and topics rules as nested clauses; ``lapsed`` answers which
-    successors no longer hide what they replaced. ``named=False`` leaves the tenant out
-    (``NoteIndex.tenant_filter``: the agent owns every point)."""
-    must: list[Condition] = list(index.tenant_filter(agent_id, named=named))
-    if not include_superseded:  # amem.supersede: a replaced fact is history, not an answer
+    successors no longer hide what they replaced. ``facts`` leave out the conditions they
+    make vacuous (``NoteIndex.tenant_filter``; no point has a successor: nothing to hide)."""
+    must: list[Condition] = list(index.tenant_filter(agent_id, facts=facts))
+    if not include_superseded and not facts.none_superseded:
+        # amem.supersede: a replaced fact is history, not an answer ...
         # ... unless what replaced it has expired (until the sweep deletes the successor and
         # clears the mark; the successors read are those whose ``supersedes`` names notes, as
         # the sweep reads) or was deleted while still listing what it replaced (a delete or

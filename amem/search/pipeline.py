@@ -56,7 +56,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from .. import bm25, ranking
-from ..backends.base import Hit, Where
+from ..backends.base import Hit, StoreFacts, Where
 from ..config import AmemConfig
 from ..errors import ValidationError
 from ..index import NoteIndex
@@ -116,17 +116,18 @@ class Searcher:
                metadata: Any = None) -> list[SearchResult]:
         """The pipeline of the module docstring, for one agent.
 
-        When the agent owns every point of the store the engine is not told the tenant: on a
-        plain segment a keyword condition beside the others doubles the engine's scan
-        (``amem.backends._edge_tenants``). Another agent's first write during the search
-        moves the backend's epoch; the search then runs again with the tenant named."""
+        The engine is not told the conditions the store's facts make vacuous (the tenant of
+        the agent owning every point, ``is_active``, expiry, supersession): on a plain
+        segment each condition costs the engine's scan (``amem.backends._edge_tenants``,
+        ``amem.backends._edge_live``). A write during the search that ends a fact moves the
+        backend's epoch; the search then runs again with every condition said."""
         options: dict[str, Any] = dict(
             limit=limit, topics_filter=topics_filter, subject=subject, agent_id=agent_id,
             expand_links=expand_links, heat=heat, min_similarity=min_similarity,
             include_superseded=include_superseded, since=since, before=before,
             metadata=metadata)
         done = self._index.read_as_tenant(
-            agent_id, lambda named: self._run(query, named=named, **options))
+            agent_id, lambda facts: self._run(query, facts=facts, **options))
         # A result lists only links the caller can follow: a target deleted, merged or expired
         # (and not yet swept) stays in the payload until the sweep, never in what is shown.
         live = live_ids(self._index, agent_id,
@@ -140,9 +141,10 @@ class Searcher:
     def _run(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
              subject: str | None, agent_id: str, expand_links: bool | None,
              heat: bool | None, min_similarity: float | None, include_superseded: bool,
-             since: Any, before: Any, metadata: Any, named: bool) -> "_Pass":
-        """The pipeline's reads and ranking (``named`` False: the tenant left out of the
-        engine's filters); it changes nothing, so ``search`` can drop a pass and run it again."""
+             since: Any, before: Any, metadata: Any, facts: StoreFacts) -> "_Pass":
+        """The pipeline's reads and ranking (``facts``: the conditions they make vacuous left
+        out of the engine's filters); it changes nothing, so ``search`` can drop a pass and
+        run it again."""
         index, cfg = self._index, self._config
         check_text(query, field="query", max_chars=cfg.max_query_chars)
         check_limit(limit, maximum=cfg.max_limit)
@@ -158,7 +160,7 @@ class Searcher:
             raise ValidationError("include_superseded must be true or false",
                                   field="include_superseded")
         where = build_filter(index, agent_id, subject, topics, lapsed=self._lapsed,
-                             include_superseded=include_superseded, named=named)
+                             include_superseded=include_superseded, facts=facts)
         # they narrow both legs and the link expansion inside the engine, not after the fact
         where = Where(must=(*where.must, *narrow))
         terms = tokenize(query)

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..backends.base import IsEmpty, Match, Where
+from ..backends.base import Match, Where
 from ..errors import NotFoundError, ValidationError
 from ..index import NoteIndex
 from ..notes import Note, now_iso, point_id, unique
@@ -102,7 +102,7 @@ def candidates(index: NoteIndex, note: Note, vector: np.ndarray) -> list[FactVie
     kept current against ``note`` by a person (``keep``)."""
     query = np.asarray(vector, dtype=np.float32)
     hits = index.read_tenant(note.agent_id, lambda where: index.backend.dense_search(
-        query, where, CANDIDATES + 1), IsEmpty("superseded_by"))
+        query, where, CANDIDATES + 1), current=True)
     mine = view(note)
     out = []
     for hit in hits:

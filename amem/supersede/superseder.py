@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..backends.base import IsEmpty, Where
+from ..backends.base import Where
 from ..index import NoteIndex
 from ..notes import Note
 from .heal import MarkProblem, audit, heal
@@ -25,7 +25,7 @@ def sweep(index: NoteIndex, agent_id: str, judge: SupersedeJudge) -> Outcome:
     """
     total = Outcome(decided_by=judge.label)
     total.released.extend(heal(index, audit(index, [agent_id]), judge))
-    where = Where(must=(*index.tenant_filter(agent_id), IsEmpty("superseded_by")))
+    where = Where(must=tuple(index.tenant_filter(agent_id, current=True)))
     todo = [(Note.from_payload(h.payload), h.dense)
             for h in index.backend.iterate(where, with_vectors=True)
             if change_marker(str(h.payload.get("content", "")))]

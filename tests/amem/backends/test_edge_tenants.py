@@ -12,6 +12,12 @@ from amem.backends._edge_tenants import SoleTenant
 from amem.backends.base import Point, SparseVector
 
 
+def sole(backend: EdgeBackend) -> tuple[str | None, int]:
+    """The backend's sole agent and its facts' epoch."""
+    facts = backend.store_facts()
+    return facts.sole_agent, facts.epoch
+
+
 def point(agent: str | None) -> Point:
     payload = {} if agent is None else {"agent_id": agent}
     return Point(str(uuid.uuid4()), np.ones(4, dtype=np.float32), SparseVector((1,), (1.0,)),
@@ -53,24 +59,24 @@ def test_the_states_and_when_the_epoch_moves() -> None:
 def test_the_backend_reads_them_at_open_and_keeps_them_through_writes(tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)
     try:
-        assert backend.sole_tenant()[0] is None  # empty
+        assert sole(backend)[0] is None  # empty
         first = point("alice")
         backend.upsert([first, point("alice")])
-        assert backend.sole_tenant()[0] == "alice"
+        assert sole(backend)[0] == "alice"
         backend.delete([first.id])
-        assert backend.sole_tenant()[0] == "alice"
+        assert sole(backend)[0] == "alice"
     finally:
         backend.close()
 
     backend = EdgeBackend(tmp_path, 4)  # read from the engine's tenant index at open
     try:
-        assert backend.sole_tenant()[0] == "alice"
-        epoch = backend.sole_tenant()[1]
+        assert sole(backend)[0] == "alice"
+        epoch = sole(backend)[1]
         bob = point("bob")
         backend.upsert([bob])
-        assert backend.sole_tenant() == (None, epoch + 1)
+        assert sole(backend) == (None, epoch + 1)
         backend.delete([bob.id])
-        assert backend.sole_tenant()[0] is None  # deletes never make it sole in this process
+        assert sole(backend)[0] is None  # deletes never make it sole in this process
     finally:
         backend.close()
 
@@ -80,15 +86,15 @@ def test_the_backend_reads_them_at_open_and_keeps_them_through_writes(tmp_path: 
     for write in writes:  # bob's only point is gone: the store is alice's alone at each open
         backend = EdgeBackend(tmp_path, 4)
         try:
-            assert backend.sole_tenant()[0] == "alice"
-            epoch = backend.sole_tenant()[1]
+            assert sole(backend)[0] == "alice"
+            epoch = sole(backend)[1]
             write(backend, backend.scroll(None, limit=1)[0][0].id)
-            assert backend.sole_tenant() == (None, epoch + 1)
+            assert sole(backend) == (None, epoch + 1)
         finally:
             backend.close()
     reopened = EdgeBackend(tmp_path, 4)
     try:
         # the store's one point is carol's now: read so at open
-        assert reopened.sole_tenant()[0] == "carol"
+        assert sole(reopened)[0] == "carol"
     finally:
         reopened.close()

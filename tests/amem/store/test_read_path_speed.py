@@ -92,7 +92,7 @@ def test_search_costs_at_most_twice_the_engine_and_embedding(tmp_path: Path, age
         if agents == 2:  # another agent's note: every search names its tenant
             store.add("Another agent's note about the Apollo budget", agent_id="other",
                       enrich=False)
-        assert (store.index.backend.sole_tenant()[0] == store.agent_id) == (agents == 1)
+        assert (store.index.backend.store_facts().sole_agent == store.agent_id) == (agents == 1)
         rnd = random.Random(9)
         queries = [" ".join(rnd.choice(WORDS) for _ in range(4)) for _ in range(QUERIES + 3)]
         for query in queries[:3]:  # warm-up: the model's first runs, the engine's caches

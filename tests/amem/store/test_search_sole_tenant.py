@@ -8,12 +8,14 @@ tenant named.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend
+from amem.backends.base import StoreFacts
 from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
 
@@ -31,18 +33,24 @@ NOTES = [
 
 class TenantSwitch(RecordingBackend):
     """The recording engine, told to answer that no agent owns the store when ``named`` is set
-    (so one store shows both ways of saying the filter on the same points); ``legs`` keeps
-    the filters of the search's own rankings (the other reads are kept between searches)."""
+    (so one store shows both ways of saying the filter on the same points), and that no live
+    condition is vacuous when ``live`` is set; ``legs`` keeps the filters of the search's own
+    rankings (the other reads are kept between searches)."""
 
     named = False
+    live = False
 
     def __init__(self, inner: EdgeBackend) -> None:
         super().__init__(inner)
         self.legs: list[Any] = []
 
-    def sole_tenant(self) -> tuple[str | None, int]:
-        sole, epoch = self.inner.sole_tenant()
-        return (None if self.named else sole), epoch
+    def store_facts(self) -> StoreFacts:
+        facts = self.inner.store_facts()
+        if self.named:
+            facts = replace(facts, sole_agent=None)
+        if self.live:
+            facts = replace(facts, all_active=False, none_superseded=False, none_expiring=False)
+        return facts
 
     def search_legs(self, dense: np.ndarray, sparse: Any, where: Any, limit: int,
                     **options: Any) -> Any:
@@ -81,7 +89,7 @@ def test_the_only_agent_searches_without_its_tenant_and_finds_the_same() -> None
     embedder = HashingEmbedder(dim=64)
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder) as store:  # type: ignore[arg-type]
-        assert engine.inner.sole_tenant()[0] == store.agent_id
+        assert engine.inner.store_facts().sole_agent == store.agent_id
         for kind, options in FILTER_KINDS.items():
             shown = {}
             for named in (False, True):
@@ -99,13 +107,13 @@ def test_another_agents_first_write_during_a_search_is_never_shown() -> None:
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder, agent_id="owner") as store:  # type: ignore[arg-type]
         embedder.store = store
-        assert engine.inner.sole_tenant()[0] == "owner"
+        assert engine.inner.store_facts().sole_agent == "owner"
         # the intruder's note matches the query best: a search of the intruder finds it first
         embedder.armed = True
         engine.legs.clear()
         found = store.search("Apollo launch secret plan", limit=10)
         assert embedder.armed is False  # the note was written during the search
-        assert engine.inner.sole_tenant()[0] is None
+        assert engine.inner.store_facts().sole_agent is None
         assert found and all(r.content in NOTES for r in found)
         # the first pass left the tenant out, and its dense leg could see the note; the second
         # named the tenant
@@ -143,6 +151,7 @@ def test_the_write_paths_reads_leave_the_tenant_out_and_read_again_after_an_intr
     # the engine is never told the tenant
     embedder = HashingEmbedder(dim=64)
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
+    engine.live = True  # the live conditions said, so the reads are told by ``is_active``
     with filled(engine, embedder, agent_id="owner") as store:  # type: ignore[arg-type]
         engine.filters.clear()
         store.add("Alice moved the Apollo launch review to Monday", ["alice"])

@@ -1,0 +1,165 @@
+"""The edge backend knows which live conditions exclude no point (``amem.backends._edge_live``):
+counted at open, kept by every write before the engine takes it."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from amem.backends import EdgeBackend
+from amem.backends._edge_live import ACTIVE, EXPIRY, SUCCESSOR, LiveFacts
+from amem.backends.base import Point, SparseVector, StoreFacts, Where
+from amem.errors import NotFoundError
+from amem.notefields import not_expired
+
+EVERY = frozenset({ACTIVE, SUCCESSOR, EXPIRY})
+
+
+def point(**payload: Any) -> Point:
+    return Point(str(uuid.uuid4()), np.ones(4, dtype=np.float32), SparseVector((1,), (1.0,)),
+                 {"agent_id": "alice", "is_active": True, **payload})
+
+
+def vacuous(facts: StoreFacts) -> set[str]:
+    return {name for name, holds in ((ACTIVE, facts.all_active),
+                                     (SUCCESSOR, facts.none_superseded),
+                                     (EXPIRY, facts.none_expiring)) if holds}
+
+
+def test_the_tracker_knows_nothing_until_loaded_and_moves_its_epoch_only_when_a_condition_bites(
+) -> None:
+    live = LiveFacts()
+    assert live.get() == (frozenset(), 0)  # not counted yet: every condition is said
+    live.load(inactive=0, superseded=0, expiring=0)
+    assert live.get() == (EVERY, 1)
+    live.written([{"is_active": True, "superseded_by": None, "supersedes": ["x"]}])
+    live.changed({"superseded_by": [], "expires_ts": None, "is_active": np.bool_(True)})
+    assert live.get() == (EVERY, 1)  # nothing that could exclude a point
+    live.changed({"superseded_by": "n2"})
+    assert live.get() == (EVERY - {SUCCESSOR}, 2)
+    live.changed({"superseded_by": None})  # cleared: still said until the next open counts
+    assert live.get() == (EVERY - {SUCCESSOR}, 2)
+    live.written([{"is_active": True, "expires_ts": 1.0e9}, {"is_active": False}])
+    assert live.get() == (frozenset(), 3)  # one batch, two conditions: one move
+    live.written([{"is_active": False}])
+    assert live.get() == (frozenset(), 3)
+
+    live.load(inactive=1, superseded=0, expiring=0)
+    assert live.get()[0] == {SUCCESSOR, EXPIRY}
+    live.load(inactive=0, superseded=1, expiring=1)
+    assert live.get()[0] == {ACTIVE}
+    # a point written without ``is_active`` (or with a non-boolean) fails Match(True): bites
+    live.written([{"agent_id": "alice"}])
+    assert live.get()[0] == set()
+    live.load(inactive=0, superseded=0, expiring=0)
+    live.written([{"is_active": "yes"}])
+    assert ACTIVE not in live.get()[0]
+
+
+def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert vacuous(backend.store_facts()) == EVERY  # empty
+        backend.upsert([point(), point(), point()])
+        assert vacuous(backend.store_facts()) == EVERY
+        kept = point()
+        backend.upsert([kept, point(is_active=False), point(superseded_by="n1"),
+                        point(expires_ts=2.0e9)])
+        assert vacuous(backend.store_facts()) == set()
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)  # each counted from the engine's indexes
+    try:
+        assert vacuous(backend.store_facts()) == set()
+        inactive, superseded, expiring = [h.id for h in backend.scroll(None, limit=100)[0]
+                                          if h.payload.get("is_active") is False
+                                          or h.payload.get("superseded_by")
+                                          or h.payload.get("expires_ts")]
+        backend.delete([inactive, superseded, expiring])
+        # deletes never make a condition vacuous in this process
+        assert vacuous(backend.store_facts()) == set()
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert vacuous(backend.store_facts()) == EVERY  # the next open counts afresh
+        backend.set_payload(kept.id, {"superseded_by": None, "expires_ts": None})
+        assert vacuous(backend.store_facts()) == EVERY  # clearing writes change nothing
+    finally:
+        backend.close()
+
+
+WRITES: dict[str, tuple[str, Callable[[EdgeBackend, str], Any]]] = {
+    "set_payload is_active": (ACTIVE, lambda b, pid: b.set_payload(pid, {"is_active": False})),
+    "update_point is_active": (ACTIVE, lambda b, pid: b.update_point(pid, {"is_active": False})),
+    "set_payload superseded_by": (SUCCESSOR,
+                                  lambda b, pid: b.set_payload(pid, {"superseded_by": "n9"})),
+    "update_point superseded_by": (SUCCESSOR,
+                                   lambda b, pid: b.update_point(pid, {"superseded_by": "n9"})),
+    "set_payload expires_ts": (EXPIRY, lambda b, pid: b.set_payload(pid, {"expires_ts": 5.0})),
+    "update_point expires_ts": (EXPIRY, lambda b, pid: b.update_point(pid, {"expires_ts": 5.0})),
+    "upsert over the point": (ACTIVE, lambda b, pid: b.upsert(
+        [Point(pid, np.ones(4, dtype=np.float32), SparseVector((1,), (1.0,)),
+               {"agent_id": "alice", "is_active": False})])),
+}
+
+
+@pytest.mark.parametrize("kind", list(WRITES))
+def test_each_write_that_can_make_a_condition_bite_moves_the_epoch_first(
+        tmp_path: Path, kind: str) -> None:
+    field, write = WRITES[kind]
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        target = point()
+        backend.upsert([target, point()])
+        before = backend.store_facts()
+        assert vacuous(before) == EVERY
+        write(backend, target.id)
+        after = backend.store_facts()
+        assert vacuous(after) == EVERY - {field}
+        assert after.epoch == before.epoch + 1
+        # the same kind of write again moves nothing: the condition is said already
+        write(backend, target.id)
+        assert backend.store_facts().epoch == after.epoch
+    finally:
+        backend.close()
+
+
+def test_a_write_the_engine_refuses_still_errs_toward_saying_the_condition(tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        backend.upsert([point()])
+        # no such point: nothing was written, and the condition is said from now on anyway
+        assert backend.update_point(str(uuid.uuid4()), {"is_active": False}) is False
+        assert vacuous(backend.store_facts()) == EVERY  # update_point checks before the write
+        with pytest.raises(NotFoundError):
+            backend.set_payload(str(uuid.uuid4()), {"is_active": False})
+        assert ACTIVE not in vacuous(backend.store_facts())
+    finally:
+        backend.close()
+
+
+def test_at_open_a_point_without_is_active_bites_and_an_expiry_no_range_reads_does_not(
+        tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        bare, odd = point(), point(expires_ts="soon")
+        del bare.payload["is_active"]
+        backend.upsert([bare, odd, point()])
+        assert vacuous(backend.store_facts()) == {SUCCESSOR}  # the writes erred toward saying
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        # a point lacking ``is_active`` fails Match(True): said; an expiry no range matches
+        # never hides a point (the expiry condition is a range), so it is left out
+        assert vacuous(backend.store_facts()) == {SUCCESSOR, EXPIRY}
+        live = Where(must=(not_expired(datetime.now(timezone.utc)),))
+        assert backend.count(live) == backend.count(None) == 3
+    finally:
+        backend.close()
