@@ -13,11 +13,10 @@ beside its tenant.
 Most stores hold no inactive, expiring or replaced note for long stretches (a fresh import,
 a store whose agents never set an expiry), and there those conditions are vacuous. So the
 edge backend knows, per condition, whether some point could fail it: counted at open (three
-exact counts over RAM indexes, 2-4 ms at 100k points), kept by every write *before* the
-engine takes it. A write
-that can make a condition bite (a point written inactive, with an expiry or a successor; a
-payload setting one of those fields) moves the epoch, and a reader that left the condition
-out and finds the epoch moved reads again with every condition said
+exact counts over RAM indexes, about 2 ms at 100k points), kept by every write *before* the
+engine takes it. A write that can make a condition bite (a point written inactive, with an
+expiry or a successor; a payload setting one of those fields) moves the epoch, and a reader
+that left the condition out and finds the epoch moved reads again with every condition said
 (``amem.index.NoteIndex.read_as_tenant``). Deletes and clearing writes never make a
 condition vacuous again in this process (the next open counts afresh): the tracker errs
 toward saying the condition.
