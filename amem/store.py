@@ -59,6 +59,11 @@ class StoreInfo:
     #: the threads the embedded engine searches on (``search_threads``); None for a Qdrant
     #: server, which sizes its own
     search_threads: int | None = None
+    #: the conditions this process's searches leave out of the engine's filters because no
+    #: note fails them now (``StoreFacts.left_out``; "tenant" while one agent owns every
+    #: note): each costs the scan of the engine's plain segment (docs/readpath.md). Empty
+    #: for a Qdrant server, which says every condition.
+    filters_left_out: tuple[str, ...] = ()
 
 
 class MemoryStore:
@@ -385,5 +390,6 @@ class MemoryStore:
             expired_pending_sweep=count_expired(self.index),
             rank_table=self.index.backend.field_table(),
             search_threads=(self.index.backend.search_threads
-                            if isinstance(self.index.backend, EdgeBackend) else None))
+                            if isinstance(self.index.backend, EdgeBackend) else None),
+            filters_left_out=tuple(self.index.backend.store_facts().left_out()))
 

@@ -157,6 +157,14 @@ class StoreFacts:
     none_expiring: bool = False
     epoch: int = 0
 
+    def left_out(self) -> list[str]:
+        """The conditions a read on these facts leaves out of its filters ("tenant": in the
+        only agent's reads), as ``amem status`` names them."""
+        return [name for name, vacuous in (("tenant", self.sole_agent is not None),
+                                           ("is_active", self.all_active),
+                                           ("expiry", self.none_expiring),
+                                           ("supersession", self.none_superseded)) if vacuous]
+
 
 #: nothing known: a filter says every condition
 NOTHING_KNOWN = StoreFacts()

@@ -198,6 +198,23 @@ def test_status_doctor_and_tools(store_env: dict[str, str]) -> None:
     assert "tokens" in amem(store_env, "tools", "--lazy", "--tokens").stdout
 
 
+def test_status_names_the_filters_searches_leave_out_until_a_note_fails_one(
+        tmp_path: Path) -> None:
+    env = base_env(tmp_path)
+    amem(env, "add", "Dana keeps bees on the roof", "--no-enrich")
+    first = amem_json(env, "add", "Evan repairs old radios", "--no-enrich")
+    assert isinstance(first, dict)
+    status = amem_json(env, "status")
+    assert isinstance(status, dict)
+    # one agent, nothing deleted, expiring or replaced: every condition is left out
+    assert status["memory"]["filters_left_out"] == ["tenant", "is_active", "expiry",
+                                                    "supersession"]
+    amem(env, "delete", first["id"])  # a soft delete: the note stays, inactive
+    amem(env, "add", "Fay's note", "--no-enrich", "--agent", "fay")
+    after = amem_json(env, "status")
+    assert after["memory"]["filters_left_out"] == ["expiry", "supersession"]  # type: ignore[index]
+
+
 def test_lcm_commands_on_a_non_empty_store(store_env: dict[str, str]) -> None:
     grep = amem_json(store_env, "lcm", "grep", "exit 137", "--session-key", SESSION)
     assert isinstance(grep, dict) and len(grep["hits"]) == 12

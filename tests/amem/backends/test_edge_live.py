@@ -61,6 +61,14 @@ def test_the_tracker_knows_nothing_until_loaded_and_moves_its_epoch_only_when_a_
     assert ACTIVE not in live.get()[0]
 
 
+def test_what_status_names_as_left_out() -> None:
+    assert StoreFacts().left_out() == []  # nothing known (a Qdrant server): every one said
+    assert StoreFacts(sole_agent="a", all_active=True, none_superseded=True,
+                      none_expiring=True).left_out() == ["tenant", "is_active", "expiry",
+                                                         "supersession"]
+    assert StoreFacts(none_superseded=True).left_out() == ["supersession"]
+
+
 def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)
     try:
