@@ -17,9 +17,10 @@ exact counts over RAM indexes, about 2 ms at 100k points), kept by every write *
 engine takes it. A write that can make a condition bite (a point written inactive, with an
 expiry or a successor; a payload setting one of those fields) moves the epoch, and a reader
 that left the condition out and finds the epoch moved reads again with every condition said
-(``amem.index.NoteIndex.read_as_tenant``). Deletes and clearing writes never make a
-condition vacuous again in this process (the next open counts afresh): the tracker errs
-toward saying the condition.
+(``amem.index.NoteIndex.read_as_tenant``). A clearing write (``superseded_by`` emptied, a note
+active again) leaves its condition said: the tracker errs toward saying it. A hard delete
+(the expiry sweep, a purge) has the backend count afresh at its next read
+(``EdgeBackend.store_facts``, once for a run of deletes), and so does the next open.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 #: the fields whose conditions the tracker knows to be vacuous
 ACTIVE, SUCCESSOR, EXPIRY = "is_active", "superseded_by", "expires_ts"
+FIELDS = frozenset({ACTIVE, SUCCESSOR, EXPIRY})
 
 
 def _inactive(value: Any) -> bool:
@@ -49,7 +51,7 @@ class LiveFacts:
 
     def __init__(self) -> None:
         # until :meth:`load` has counted the store: every condition may bite
-        self._biting = {ACTIVE, SUCCESSOR, EXPIRY}
+        self._biting = set(FIELDS)
         self._epoch = 0
         self._lock = threading.Lock()
 
@@ -87,7 +89,7 @@ class LiveFacts:
     def get(self) -> tuple[frozenset[str], int]:
         """(the fields whose conditions exclude no point; the epoch a reader checks after)."""
         with self._lock:
-            return frozenset({ACTIVE, SUCCESSOR, EXPIRY} - self._biting), self._epoch
+            return FIELDS - self._biting, self._epoch
 
     @property
     def epoch(self) -> int:
@@ -96,4 +98,4 @@ class LiveFacts:
             return self._epoch
 
 
-__all__ = ["ACTIVE", "EXPIRY", "LiveFacts", "SUCCESSOR"]
+__all__ = ["ACTIVE", "EXPIRY", "FIELDS", "LiveFacts", "SUCCESSOR"]

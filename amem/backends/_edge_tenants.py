@@ -15,8 +15,9 @@ index at open (a facet of at most two values), kept by every upsert. A search of
 may leave the condition out and then checks :meth:`SoleTenant.epoch` after its engine reads:
 an upsert that brings a second agent moves the epoch *before* the engine takes the points,
 so a search that could have seen them finds the epoch moved and searches again with the
-tenant named (``amem.search.pipeline``). Deletes never make a store sole again in this
-process (the next open reads the index afresh): the check errs toward naming the tenant.
+tenant named (``amem.search.pipeline``). A hard delete has the backend read the tenant index
+afresh at the next read (``EdgeBackend.store_facts``): the last point of a second agent gone,
+the store is sole again; until then the check errs toward naming the tenant.
 Only the edge backend does this: its handle holds the store's lock, so no other process
 writes it; a Qdrant server may have other writers and always names the tenant.
 """

@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 
 from amem.backends import EdgeBackend
-from amem.backends._edge_live import ACTIVE, EXPIRY, SUCCESSOR, LiveFacts
+from amem.backends._edge_live import ACTIVE, EXPIRY, FIELDS, SUCCESSOR, LiveFacts
 from amem.backends.base import Point, SparseVector, StoreFacts, Where
 from amem.errors import NotFoundError
 from amem.notefields import not_expired
-
-EVERY = frozenset({ACTIVE, SUCCESSOR, EXPIRY})
 
 
 def point(**payload: Any) -> Point:
@@ -36,14 +34,14 @@ def test_the_tracker_knows_nothing_until_loaded_and_moves_its_epoch_only_when_a_
     live = LiveFacts()
     assert live.get() == (frozenset(), 0)  # not counted yet: every condition is said
     live.load(inactive=0, superseded=0, expiring=0)
-    assert live.get() == (EVERY, 1)
+    assert live.get() == (FIELDS, 1)
     live.written([{"is_active": True, "superseded_by": None, "supersedes": ["x"]}])
     live.changed({"superseded_by": [], "expires_ts": None, "is_active": np.bool_(True)})
-    assert live.get() == (EVERY, 1)  # nothing that could exclude a point
+    assert live.get() == (FIELDS, 1)  # nothing that could exclude a point
     live.changed({"superseded_by": "n2"})
-    assert live.get() == (EVERY - {SUCCESSOR}, 2)
+    assert live.get() == (FIELDS - {SUCCESSOR}, 2)
     live.changed({"superseded_by": None})  # cleared: still said until the next open counts
-    assert live.get() == (EVERY - {SUCCESSOR}, 2)
+    assert live.get() == (FIELDS - {SUCCESSOR}, 2)
     live.written([{"is_active": True, "expires_ts": 1.0e9}, {"is_active": False}])
     assert live.get() == (frozenset(), 3)  # one batch, two conditions: one move
     live.written([{"is_active": False}])
@@ -72,9 +70,9 @@ def test_what_status_names_as_left_out() -> None:
 def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)
     try:
-        assert vacuous(backend.store_facts()) == EVERY  # empty
+        assert vacuous(backend.store_facts()) == FIELDS  # empty
         backend.upsert([point(), point(), point()])
-        assert vacuous(backend.store_facts()) == EVERY
+        assert vacuous(backend.store_facts()) == FIELDS
         kept = point()
         backend.upsert([kept, point(is_active=False), point(superseded_by="n1"),
                         point(expires_ts=2.0e9)])
@@ -84,20 +82,36 @@ def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)  # each counted from the engine's indexes
     try:
         assert vacuous(backend.store_facts()) == set()
-        inactive, superseded, expiring = [h.id for h in backend.scroll(None, limit=100)[0]
-                                          if h.payload.get("is_active") is False
-                                          or h.payload.get("superseded_by")
-                                          or h.payload.get("expires_ts")]
-        backend.delete([inactive, superseded, expiring])
-        # deletes never make a condition vacuous in this process
-        assert vacuous(backend.store_facts()) == set()
+        stored = backend.scroll(None, limit=100)[0]
+        inactive, superseded, expiring = (
+            next(h.id for h in stored if holds(h.payload))
+            for holds in (lambda p: p.get("is_active") is False,
+                          lambda p: bool(p.get("superseded_by")),
+                          lambda p: bool(p.get("expires_ts"))))
+        epoch = backend.store_facts().epoch
+        backend.delete([inactive])
+        # a hard delete has the facts counted afresh at the next read (the epoch moves: a
+        # reader that began before the count reads again, never wrongly)
+        after = backend.store_facts()
+        assert vacuous(after) == {ACTIVE} and after.epoch > epoch
+        backend.delete([superseded])
+        backend.delete([expiring])  # a run of deletes: one count at the next read
+        assert vacuous(backend.store_facts()) == FIELDS
     finally:
         backend.close()
     backend = EdgeBackend(tmp_path, 4)
     try:
-        assert vacuous(backend.store_facts()) == EVERY  # the next open counts afresh
+        assert vacuous(backend.store_facts()) == FIELDS  # the next open counts afresh too
         backend.set_payload(kept.id, {"superseded_by": None, "expires_ts": None})
-        assert vacuous(backend.store_facts()) == EVERY  # clearing writes change nothing
+        assert vacuous(backend.store_facts()) == FIELDS  # clearing writes change nothing
+        backend.set_payload(kept.id, {"superseded_by": "n1"})
+        backend.set_payload(kept.id, {"superseded_by": None})
+        # cleared, but said until the facts are counted again (a delete, or the next open)
+        assert vacuous(backend.store_facts()) == FIELDS - {SUCCESSOR}
+        other = point()
+        backend.upsert([other])
+        backend.delete([other.id])
+        assert vacuous(backend.store_facts()) == FIELDS
     finally:
         backend.close()
 
@@ -126,10 +140,10 @@ def test_each_write_that_can_make_a_condition_bite_moves_the_epoch_first(
         target = point()
         backend.upsert([target, point()])
         before = backend.store_facts()
-        assert vacuous(before) == EVERY
+        assert vacuous(before) == FIELDS
         write(backend, target.id)
         after = backend.store_facts()
-        assert vacuous(after) == EVERY - {field}
+        assert vacuous(after) == FIELDS - {field}
         assert after.epoch == before.epoch + 1
         # the same kind of write again moves nothing: the condition is said already
         write(backend, target.id)
@@ -144,7 +158,7 @@ def test_a_write_the_engine_refuses_still_errs_toward_saying_the_condition(tmp_p
         backend.upsert([point()])
         # no such point: nothing was written, and the condition is said from now on anyway
         assert backend.update_point(str(uuid.uuid4()), {"is_active": False}) is False
-        assert vacuous(backend.store_facts()) == EVERY  # update_point checks before the write
+        assert vacuous(backend.store_facts()) == FIELDS  # update_point checks before the write
         with pytest.raises(NotFoundError):
             backend.set_payload(str(uuid.uuid4()), {"is_active": False})
         assert ACTIVE not in vacuous(backend.store_facts())

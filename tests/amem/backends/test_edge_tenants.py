@@ -76,7 +76,8 @@ def test_the_backend_reads_them_at_open_and_keeps_them_through_writes(tmp_path: 
         backend.upsert([bob])
         assert sole(backend) == (None, epoch + 1)
         backend.delete([bob.id])
-        assert sole(backend)[0] is None  # deletes never make it sole in this process
+        # the delete has the tenant index read afresh at the next read: sole again
+        assert sole(backend) == ("alice", epoch + 3)  # both trackers counted again
     finally:
         backend.close()
 
@@ -98,3 +99,18 @@ def test_the_backend_reads_them_at_open_and_keeps_them_through_writes(tmp_path: 
         assert sole(reopened)[0] == "carol"
     finally:
         reopened.close()
+
+
+def test_a_delete_makes_the_store_sole_only_when_one_agent_is_left(tmp_path: Path) -> None:
+    # the engine's exact facet keeps a deleted agent's value, with a count of 0, after the
+    # agents holding points: "a" sorts first by name and must not hide "c"
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        a1, a2, c = point("a"), point("a"), point("c")
+        backend.upsert([a1, a2, point("b"), c, point("b")])
+        backend.delete([a1.id, a2.id])
+        assert sole(backend)[0] is None  # b and c hold points
+        backend.delete([c.id])
+        assert sole(backend)[0] == "b"
+    finally:
+        backend.close()

@@ -134,3 +134,21 @@ def test_the_write_paths_reads_leave_the_live_conditions_out_and_read_again_afte
         asked.clear()
         assert sorted(index.read_tenant("owner", read, current=True)) == sorted(ids)
         assert asked == [{"is_active"}]
+
+
+def test_after_the_expiry_sweep_searches_leave_the_expiry_out_again() -> None:
+    embedder = HashingEmbedder(dim=64)
+    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
+    with filled(engine, embedder) as store:  # type: ignore[arg-type]
+        store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
+        assert "expiry" not in store.info().filters_left_out
+        engine.legs.clear()
+        store.search("reminder", limit=3, heat=False)
+        assert "expires_ts" in fields_of(engine.legs[0])
+        store.index.clock.advance(120)  # type: ignore[attr-defined]
+        assert store.sweep_expired().expired_deleted == 1  # a hard delete
+        # the facts are counted afresh at the next read: nothing expires any more
+        assert "expiry" in store.info().filters_left_out
+        engine.legs.clear()
+        store.search("reminder", limit=3, heat=False)
+        assert "expires_ts" not in fields_of(engine.legs[0])
