@@ -17,6 +17,7 @@ scan, hybrid's ranking of its candidates by :mod:`lcm.hybrid`) is the shared cod
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator
 from typing import Any
 
@@ -27,6 +28,9 @@ from lcm.pg.db import LOCK_EMBED, PgDatabase, _row_factory, translate
 from lcm.pg.search import _set_deadline, lexical_sql
 from lcm.semantic import SCAN_BATCH, ScanCut, SemanticIndex
 from lcm.vectors import TextEmbedder
+
+#: the bound on the first batch's fetch, which the deadline does not cut (seconds)
+FIRST_BATCH_SECONDS = 10.0
 
 __all__ = ["PgSemanticIndex"]
 
@@ -47,15 +51,24 @@ class PgSemanticIndex(SemanticIndex):
 
     def _scan(self, sql: str, params: list[object], deadline: float) -> Generator[list[Any], None, None]:
         """The vector scan from a server-side cursor, ``scan_batch`` rows a fetch: the client
-        holds one batch at a time. Raises :class:`lcm.semantic.ScanCut` when the deadline
-        (``statement_timeout``, set from it) cancels a fetch."""
+        holds one batch at a time. The first batch is read whatever the deadline, as the
+        SQLite scan reads it (``SemanticIndex.search`` stops after it once the deadline has
+        passed); the later fetches run under a ``statement_timeout`` set from the deadline, and
+        :class:`lcm.semantic.ScanCut` is raised when it cancels one."""
         import psycopg
 
         try:
             with self.db.reading() as c:
-                _set_deadline(c, deadline)
+                # A timeout set from a deadline already passed is 1 ms, which cancelled even
+                # the first fetch on a loaded server (the search then had nothing to rank).
+                _set_deadline(c, max(deadline, time.monotonic() + FIRST_BATCH_SECONDS))
                 with c.raw.cursor(name="lcm_vector_scan", row_factory=_row_factory) as cur:
                     cur.execute(translate(sql), params)
+                    rows = cur.fetchmany(self.scan_batch)
+                    if not rows:
+                        return
+                    yield rows
+                    _set_deadline(c, deadline)  # the later fetches stop at the deadline
                     while rows := cur.fetchmany(self.scan_batch):
                         yield rows
         except psycopg.errors.QueryCanceled as exc:
