@@ -87,15 +87,10 @@ class LiveFacts:
                 self._epoch += 1
 
     def get(self) -> tuple[frozenset[str], int]:
-        """(the fields whose conditions exclude no point; the epoch a reader checks after)."""
+        """(the fields whose conditions exclude no point; the epoch a reader checks after,
+        which moves whenever a condition starts to bite, and at each load)."""
         with self._lock:
             return FIELDS - self._biting, self._epoch
-
-    @property
-    def epoch(self) -> int:
-        """Moves whenever a condition starts to bite (and at each load)."""
-        with self._lock:
-            return self._epoch
 
 
 __all__ = ["ACTIVE", "EXPIRY", "FIELDS", "LiveFacts", "SUCCESSOR"]

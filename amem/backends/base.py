@@ -153,7 +153,8 @@ class StoreFacts:
     all_active: bool = False
     #: no point has a ``superseded_by`` value
     none_superseded: bool = False
-    #: no point has an ``expires_ts`` value
+    #: no point has an ``expires_ts`` the expiry condition reads (a number: the condition is
+    #: a range, which no other value matches)
     none_expiring: bool = False
     epoch: int = 0
 
