@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from . import bm25
-from .backends.base import (NOTHING_KNOWN, Condition, Hit, IsEmpty, Match, Point, StoreFacts,
-                            VectorBackend, Where)
+from .backends.base import (LIVE_KEY, NOTHING_KNOWN, Condition, Hit, IsEmpty, Match, MatchAny,
+                            Point, StoreFacts, VectorBackend, Where, live_keys)
 from .config import AmemConfig
 from .embed.base import Embedder
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
@@ -168,17 +168,29 @@ class NoteIndex:
         ``current``, not superseded either).
 
         ``facts`` leaves out the conditions they make vacuous (the tenant of the agent owning
-        every point, ``is_active`` when every point is active, the expiry when no point has
-        one, supersession when no point has a successor): only for a reader that checks their
-        epoch after its reads (:meth:`read_as_tenant`)."""
-        must: list[Condition] = [] if facts.sole_agent == agent_id else [Match("agent_id", agent_id)]
-        if active_only:
-            if not facts.all_active:
+        every point, ``is_active`` when every point is active, the expiry while no point's has
+        come, supersession when no point has a successor): only for a reader that checks their
+        epoch after its reads (:meth:`read_as_tenant`). When every point carries its live key
+        and two or more of the tenant, ``is_active`` and supersession are left, the key says
+        them in one condition (``backends.base.LIVE_KEY``): the tenant beside any other
+        condition doubles the engine's scan of a plain segment.
+        """
+        now = self.clock.now()
+        tenant = facts.sole_agent != agent_id
+        active = active_only and not facts.all_active
+        superseded = active_only and not facts.none_superseded
+        must: list[Condition]
+        if facts.keyed and active_only and tenant + active + (current and superseded) >= 2:
+            keys = live_keys(agent_id, current=current or not superseded)
+            must = [Match(LIVE_KEY, keys[0]) if len(keys) == 1 else MatchAny(LIVE_KEY, keys)]
+        else:
+            must = [Match("agent_id", agent_id)] if tenant else []
+            if active:
                 must.append(Match("is_active", True))
-            if not facts.none_expiring:
-                must.append(not_expired(self.clock.now()))  # an expired note is gone at once
-        if current and not facts.none_superseded:
-            must.append(IsEmpty("superseded_by"))
+            if current and not facts.none_superseded:
+                must.append(IsEmpty("superseded_by"))
+        if active_only and not facts.expiry_vacuous(now.timestamp()):
+            must.append(not_expired(now))  # an expired note is gone at once
         return must
 
     def tenant_where(self, agent_id: str) -> Where:
@@ -191,10 +203,10 @@ class NoteIndex:
         engine checks every condition against every point it scans, and the tenant beside
         another doubles the scan). When a write during them ended a fact, that answer is
         dropped and ``read(NOTHING_KNOWN)`` made. ``read`` must change nothing: a dropped
-        answer is never seen."""
+        answer is never seen. (The live key needs no check: every write keeps it.)"""
         facts = self.backend.store_facts()
-        if facts.sole_agent == agent_id or facts.all_active or facts.none_expiring \
-                or facts.none_superseded:
+        if facts.sole_agent == agent_id or facts.all_active or facts.none_superseded \
+                or facts.keyed or facts.expiry_vacuous(self.clock.now().timestamp()):
             out = read(facts)
             if self.backend.store_facts().epoch == facts.epoch:
                 return out

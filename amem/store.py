@@ -64,6 +64,10 @@ class StoreInfo:
     #: note): each costs the scan of the engine's plain segment (docs/readpath.md). Empty
     #: for a Qdrant server, which says every condition.
     filters_left_out: tuple[str, ...] = ()
+    #: every note carries its live key, so a search of one agent among several names its
+    #: agent and the note's state as one indexed condition (``backends.base.LIVE_KEY``);
+    #: False for a Qdrant server and while an older store's points are being keyed
+    filters_keyed: bool = False
 
 
 class MemoryStore:
@@ -381,6 +385,7 @@ class MemoryStore:
     def info(self) -> StoreInfo:
         """What ``status`` reports: engine, embedder, counts, index build, pending work."""
         self._ensure_open()
+        facts = self.index.backend.store_facts()
         return StoreInfo(
             backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
             dim=self.embedder.dim, points=self.index.backend.count(None),
@@ -391,5 +396,6 @@ class MemoryStore:
             rank_table=self.index.backend.field_table(),
             search_threads=(self.index.backend.search_threads
                             if isinstance(self.index.backend, EdgeBackend) else None),
-            filters_left_out=tuple(self.index.backend.store_facts().left_out()))
+            filters_left_out=tuple(facts.left_out(self.index.clock.now().timestamp())),
+            filters_keyed=facts.keyed)
 

@@ -10,12 +10,14 @@ conditions; 10.2 with the tenant alone, 26.3 with the tenant beside ``is_active`
 beside all three: a store of several agents pays the doubled scan whenever anything stands
 beside its tenant.
 
-Most stores hold no inactive, expiring or replaced note for long stretches (a fresh import,
-a store whose agents never set an expiry), and there those conditions are vacuous. So the
-edge backend knows, per condition, whether some point could fail it: counted at open (three
-exact counts over RAM indexes, about 2 ms at 100k points), kept by every write *before* the
-engine takes it. A write that can make a condition bite (a point written inactive, with an
-expiry or a successor; a payload setting one of those fields) moves the epoch, and a reader
+Most stores hold no inactive or replaced note for long stretches (a fresh import, a store
+whose agents never delete), and no lapsed one for most of a day (the nightly sweep deletes
+what lapsed), and there those conditions are vacuous. So the edge backend knows, per
+condition, whether some point could fail it, and for the expiry from when on: counted at open
+(two exact counts over RAM indexes and the earliest expiry read by its index, about 2 ms at
+100k points), kept by every write *before* the engine takes it. A write that can make a
+condition bite (a point written inactive, with a successor or with an expiry earlier than
+any before; a payload setting one of those fields) moves the epoch, and a reader
 that left the condition out and finds the epoch moved reads again with every condition said
 (``amem.index.NoteIndex.read_as_tenant``). A clearing write (``superseded_by`` emptied, a note
 active again) leaves its condition said: the tracker errs toward saying it. A hard delete
@@ -25,15 +27,18 @@ active again) leaves its condition said: the tracker errs toward saying it. A ha
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 #: the fields whose conditions the tracker knows to be vacuous
 ACTIVE, SUCCESSOR, EXPIRY = "is_active", "superseded_by", "expires_ts"
-FIELDS = frozenset({ACTIVE, SUCCESSOR, EXPIRY})
+#: the two conditions that hold for good or not at all (the expiry is a time)
+STATES = frozenset({ACTIVE, SUCCESSOR})
 
 
 def _inactive(value: Any) -> bool:
@@ -46,51 +51,84 @@ def _set(value: Any) -> bool:
     return value is not None and not (isinstance(value, (list, tuple)) and not value)
 
 
+def _expiry(value: Any) -> float:
+    """The time from which an ``expires_ts`` value may hide its point: the number itself, no
+    time for an empty value, and ``-inf`` (at once) for a value the tracker cannot read (the
+    range matches no string, but the tracker errs toward saying the condition)."""
+    if not _set(value):
+        return math.inf
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return float(value) if not math.isnan(value) else -math.inf
+    return -math.inf
+
+
+@dataclass(frozen=True)
+class Known:
+    """One reading of the tracker."""
+
+    #: the state conditions no point fails (of :data:`STATES`)
+    vacuous: frozenset[str]
+    #: no point has an expiry before this time (epoch seconds)
+    expiry_from: float
+    #: moves whenever a condition starts to bite, and at each load
+    epoch: int
+
+    @property
+    def complete(self) -> bool:
+        """Nothing can be learnt by counting again: no condition bites at all."""
+        return self.vacuous == STATES and self.expiry_from == math.inf
+
+
 class LiveFacts:
     """Which live conditions exclude no point of a store, kept as points are written."""
 
     def __init__(self) -> None:
         # until :meth:`load` has counted the store: every condition may bite
-        self._biting = set(FIELDS)
+        self._biting = set(STATES)
+        self._expiry_from = -math.inf
         self._epoch = 0
         self._lock = threading.Lock()
 
-    def load(self, *, inactive: int, superseded: int, expiring: int) -> None:
+    def load(self, *, inactive: int, superseded: int, earliest_expiry: float | None) -> None:
         """The store's counts now: points failing ``Match("is_active", True)``, points with a
-        successor, points with a numeric expiry."""
-        biting = {name for name, count in ((ACTIVE, inactive), (SUCCESSOR, superseded),
-                                           (EXPIRY, expiring)) if count > 0}
+        successor, and the earliest numeric expiry (None: no point has one)."""
+        biting = {name for name, count in ((ACTIVE, inactive), (SUCCESSOR, superseded))
+                  if count > 0}
         with self._lock:
             self._epoch += 1
             self._biting = biting
+            self._expiry_from = math.inf if earliest_expiry is None else earliest_expiry
 
     def written(self, payloads: Iterable[Mapping[str, Any]]) -> None:
         """Whole points are about to be upserted (called before the engine takes them)."""
         found: set[str] = set()
+        earliest = math.inf
         for payload in payloads:
             if _inactive(payload.get(ACTIVE)):
                 found.add(ACTIVE)
-            found.update(name for name in (SUCCESSOR, EXPIRY) if _set(payload.get(name)))
-        self._bite(found)
+            if _set(payload.get(SUCCESSOR)):
+                found.add(SUCCESSOR)
+            earliest = min(earliest, _expiry(payload.get(EXPIRY)))
+        self._bite(found, earliest)
 
     def changed(self, payload: Mapping[str, Any]) -> None:
         """A payload is about to be merged into existing points: only the keys it holds change."""
-        found = {name for name in (SUCCESSOR, EXPIRY) if name in payload and _set(payload[name])}
+        found = {SUCCESSOR} if SUCCESSOR in payload and _set(payload[SUCCESSOR]) else set()
         if ACTIVE in payload and _inactive(payload[ACTIVE]):
             found.add(ACTIVE)
-        self._bite(found)
+        self._bite(found, _expiry(payload.get(EXPIRY)))
 
-    def _bite(self, found: set[str]) -> None:
+    def _bite(self, found: set[str], earliest: float) -> None:
         with self._lock:
-            if not found <= self._biting:
+            if not found <= self._biting or earliest < self._expiry_from:
                 self._biting |= found
+                self._expiry_from = min(self._expiry_from, earliest)
                 self._epoch += 1
 
-    def get(self) -> tuple[frozenset[str], int]:
-        """(the fields whose conditions exclude no point; the epoch a reader checks after,
-        which moves whenever a condition starts to bite, and at each load)."""
+    def get(self) -> Known:
+        """What holds now, with the epoch a reader checks after its reads."""
         with self._lock:
-            return FIELDS - self._biting, self._epoch
+            return Known(frozenset(STATES - self._biting), self._expiry_from, self._epoch)
 
 
-__all__ = ["ACTIVE", "EXPIRY", "FIELDS", "LiveFacts", "SUCCESSOR"]
+__all__ = ["ACTIVE", "EXPIRY", "Known", "LiveFacts", "STATES", "SUCCESSOR"]

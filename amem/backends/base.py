@@ -17,8 +17,9 @@ Filters are a small backend-neutral tree (``Where`` of ``Match``/``MatchAny``/``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Sequence, Union
+from typing import Any, Iterator, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -137,6 +138,41 @@ class Legs:
     sparse_cosines: dict[str, float]
 
 
+#: a point's agent and state in one keyword (the edge backend writes it on every point): a
+#: read of an agent's live notes names this key instead of the tenant beside ``is_active`` and
+#: ``IsEmpty("superseded_by")``. On a plain segment the tenant beside any other condition
+#: doubles the engine's scan (100k points: 29.2 ms against 10.9 for the key alone, scratch
+#: ``legs13.py``), and a store whose agents ever deleted or replaced a note names them for good.
+LIVE_KEY = "live_key"
+#: the key's state prefixes; a valid agent id has no control character, so each key names one
+#: agent and one state (an id holding the separator gets :data:`NO_AGENT_KEY`)
+_SEP = "\x1f"
+_SUPERSEDED, _INACTIVE = f"{_SEP}superseded{_SEP}", f"{_SEP}inactive{_SEP}"
+#: the key of a point without a usable agent id: no read names it
+NO_AGENT_KEY = f"{_SEP}none"
+
+
+def live_key(payload: Mapping[str, Any]) -> str:
+    """The :data:`LIVE_KEY` of a point with this payload: its agent when it is active
+    (``is_active`` true) and current (``superseded_by`` empty, as ``IsEmpty`` reads it), else
+    the agent behind its state's prefix."""
+    agent = payload.get("agent_id")
+    if not isinstance(agent, str) or not agent or _SEP in agent:
+        return NO_AGENT_KEY
+    active = payload.get("is_active")
+    if not (isinstance(active, (bool, np.bool_)) and bool(active)):
+        return _INACTIVE + agent
+    successor = payload.get("superseded_by")
+    if successor is not None and not (isinstance(successor, (list, tuple)) and not successor):
+        return _SUPERSEDED + agent
+    return agent
+
+
+def live_keys(agent: str, *, current: bool) -> tuple[str, ...]:
+    """The keys of ``agent``'s active notes (``current``: not superseded either)."""
+    return (agent,) if current else (agent, _SUPERSEDED + agent)
+
+
 @dataclass(frozen=True)
 class StoreFacts:
     """What holds for every point of a store now, as a handle that is the store's only writer
@@ -153,17 +189,25 @@ class StoreFacts:
     all_active: bool = False
     #: no point has a ``superseded_by`` value
     none_superseded: bool = False
-    #: no point has an ``expires_ts`` the expiry condition reads (a number: the condition is
-    #: a range, which no other value matches)
-    none_expiring: bool = False
+    #: no point has an ``expires_ts`` before this time (epoch seconds; the expiry condition is
+    #: a range, which no other value matches): until then the expiry hides nothing. ``inf``
+    #: when no point expires, ``-inf`` when not known.
+    expiry_from: float = -math.inf
+    #: every point carries its :data:`LIVE_KEY` (it is written with every point and every
+    #: state change, so this never turns false while the handle is open)
+    keyed: bool = False
     epoch: int = 0
 
-    def left_out(self) -> list[str]:
-        """The conditions a read on these facts leaves out of its filters ("tenant": in the
-        only agent's reads), as ``amem status`` names them."""
+    def expiry_vacuous(self, now: float) -> bool:
+        """No point's expiry is at or before ``now`` (epoch seconds)."""
+        return now < self.expiry_from
+
+    def left_out(self, now: float) -> list[str]:
+        """The conditions a read on these facts leaves out of its filters at ``now`` ("tenant":
+        in the only agent's reads), as ``amem status`` names them."""
         return [name for name, vacuous in (("tenant", self.sole_agent is not None),
                                            ("is_active", self.all_active),
-                                           ("expiry", self.none_expiring),
+                                           ("expiry", self.expiry_vacuous(now)),
                                            ("supersession", self.none_superseded)) if vacuous]
 
 

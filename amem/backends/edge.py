@@ -45,7 +45,7 @@ from amem.backends._edge_fields import CAPACITY as FIELD_CAPACITY, FieldCache
 from amem.backends._edge_table import Filler
 from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._edge_moved import MovedPoints
-from amem.backends._edge_live import ACTIVE, EXPIRY, FIELDS as LIVE_FIELDS, SUCCESSOR, LiveFacts
+from amem.backends._edge_live import ACTIVE, EXPIRY, SUCCESSOR, LiveFacts
 from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
@@ -57,8 +57,8 @@ from amem.kernel.files import (
     private_dir, unallocated_bytes, wide_modes,
 )
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, ON_DISK_INDEXES, SPARSE, Hit, IsEmpty,
-    Legs, Match, Point, Range, SparseVector, StoreFacts, Where,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,
+    SPARSE, Hit, IsEmpty, Legs, Match, Point, SparseVector, StoreFacts, Where, live_key,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -68,6 +68,8 @@ from amem.errors import (
 log = logging.getLogger(__name__)
 
 SHARD_DIR = "shard"
+#: the payload fields :data:`LIVE_KEY` is made of (a write of one of them writes it again)
+_KEYED_FIELDS = frozenset({TENANT_FIELD, ACTIVE, SUCCESSOR, LIVE_KEY})
 META_FILE = "meta.json"
 #: free space every write leaves the engine beyond its estimate (pages of its indexes, the
 #: next WAL segment's first pages, a new segment's headers)
@@ -328,6 +330,8 @@ class EdgeBackend:
         self.live = LiveFacts()
         #: a hard delete came since the facts were counted (``store_facts`` counts again)
         self._facts_stale = False
+        #: every point carries its ``LIVE_KEY`` (filled at open; every write keeps it)
+        self._keyed_all = False
         #: bumped by every write a filter can see (``generation``); this handle holds the
         #: store's lock, so no other process writes it
         self._generation = 0
@@ -418,6 +422,8 @@ class EdgeBackend:
             log.info("created edge store %s (%d-d)", self.path, dim)
         try:
             self._ensure_indexes(shard)
+            with self._engine("key the store's points"):
+                self._keyed_all = self._fill_live_keys(shard)
             with self._engine("read the store's facts"):
                 self._count_facts(shard)
         except BaseException:
@@ -471,6 +477,7 @@ class EdgeBackend:
         wanted += [(name, qe.BoolIndexParams(on_disk=True) if name in ON_DISK_INDEXES
                     else qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
         wanted += [(name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES]
+        wanted.append((LIVE_KEY, qe.PayloadSchemaType.Keyword))  # read by every search: in RAM
         for name, schema in wanted:
             if name not in existing:
                 self.check_space(0, margin=DISK_MARGIN_BYTES + INDEX_BYTES)
@@ -545,6 +552,9 @@ class EdgeBackend:
         for point in points:
             one = c.check_point(point, self.dim)
             pid, dense, (idx, val), payload = one
+            # the point's agent and state as one key (``base.LIVE_KEY``), whatever was given
+            payload = {**payload, LIVE_KEY: live_key(payload)}
+            one = (pid, dense, (idx, val), payload)
             batch.append(qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(idx, val)}, payload))
             checked.append(one)
             pids.append(pid)
@@ -583,6 +593,7 @@ class EdgeBackend:
                 if TENANT_FIELD in payload:
                     self.tenants.reassigned()
                 self.live.changed(payload)
+                payload = self._keyed(pid, payload)
                 self._generation += 1
                 self.field_cache.forget([pid])
                 self.shard.update(qe.UpdateOperation.set_payload([pid], payload))
@@ -614,6 +625,7 @@ class EdgeBackend:
             if TENANT_FIELD in payload:
                 self.tenants.reassigned()
             self.live.changed(payload)
+            payload = self._keyed(pid, payload)
             self._generation += 1
             self.field_cache.forget([pid])
             self._heat.forget([pid], payload.keys())  # what this write carries replaces it
@@ -627,6 +639,16 @@ class EdgeBackend:
                     self.changes.update_vectors(pid, dense_part, sparse_part)
             self.moved.mark([pid])
         return True
+
+    def _keyed(self, pid: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """``payload`` with the point's :data:`LIVE_KEY` as it will be after the merge, when it
+        changes a field the key says (read from the stored point: inside the engine gate, so no
+        write comes between). A payload naming the key itself has it computed all the same."""
+        if not payload.keys() & _KEYED_FIELDS:
+            return payload
+        records = self.shard.retrieve([pid], with_payload=True, with_vector=False)
+        stored = dict(records[0].payload or {}) if records else {}
+        return {**payload, LIVE_KEY: live_key({**stored, **payload})}
 
     def delete(self, ids: Sequence[str]) -> None:
         """Hard-delete points; unknown ids are ignored."""
@@ -670,10 +692,47 @@ class EdgeBackend:
         # reader's check afterwards drops what it read with them. Both only grow: their sum
         # moves whenever either does.
         sole, tenant_epoch = self.tenants.get()
-        vacuous, live_epoch = self.live.get()
-        return StoreFacts(sole_agent=sole, all_active=ACTIVE in vacuous,
-                          none_superseded=SUCCESSOR in vacuous, none_expiring=EXPIRY in vacuous,
-                          epoch=tenant_epoch + live_epoch)
+        live = self.live.get()
+        return StoreFacts(sole_agent=sole, all_active=ACTIVE in live.vacuous,
+                          none_superseded=SUCCESSOR in live.vacuous,
+                          expiry_from=live.expiry_from, keyed=self._keyed_all,
+                          epoch=tenant_epoch + live.epoch)
+
+    def _fill_live_keys(self, shard: qe.EdgeShard) -> bool:
+        """Give the points written before :data:`LIVE_KEY` theirs (once per store, at open,
+        inside the engine gate); True when every point carries one, as from then on.
+
+        Read a page at a time (the three fields the key is made of) and written as one
+        payload write per key value and page, so the key is the one ``live_key`` makes for a
+        new point. Each write moves its points out of the index, so they are counted for the
+        next build as any payload write is.
+        """
+        missing = to_edge(Where(must=(IsEmpty(LIVE_KEY),)))
+        todo = int(shard.count(qe.CountRequest(exact=True, filter=missing)))
+        if not todo:
+            return True
+        started = time.perf_counter()
+        self.check_space(todo, 64 * todo)
+        fields = [TENANT_FIELD, ACTIVE, SUCCESSOR]
+        offset: Any = None
+        done = 0
+        while True:
+            records, offset = shard.scroll(qe.ScrollRequest(
+                offset=offset, limit=1000, filter=missing,
+                with_payload=c.payload_fields(fields), with_vector=False))
+            groups: dict[str, list[Any]] = {}
+            for record in records:
+                groups.setdefault(live_key(dict(record.payload or {})), []).append(record.id)
+            for key, ids in groups.items():
+                shard.update(qe.UpdateOperation.set_payload(ids, {LIVE_KEY: key}))
+            self.moved.mark([str(r.id) for r in records])
+            done += len(records)
+            if offset is None or not records:
+                break
+        log.warning("gave %d points of %s their live key in %.1f s (once: searches of a store "
+                    "of several agents name one indexed key instead of four conditions)",
+                    done, self.path, time.perf_counter() - started)
+        return not shard.count(qe.CountRequest(exact=True, filter=missing))
 
     def _count_facts(self, shard: qe.EdgeShard, *, unknown_only: bool = False) -> None:
         """Read the store's facts from the engine (at open, and after hard deletes): the tenant
@@ -688,18 +747,22 @@ class EdgeBackend:
             # agents that hold points: the hits come most points first) until a rebuild
             self.tenants.load(hit.value for hit in facet.hits if hit.count > 0)
         self._facts_stale = False
-        if unknown_only and self.live.get()[0] == LIVE_FIELDS:
+        if unknown_only and self.live.get().complete:
             return
 
         def count(where: Where) -> int:
             return int(shard.count(qe.CountRequest(exact=True, filter=to_edge(where))))
 
         # Each shape timed at 100k points (scratch): "not active" ~1 ms where counting the
-        # active ones took 14; a successor's IsEmpty 1-2 ms; the expiry as the range its
-        # condition reads (a value no range matches never hides a note) 0.01-0.7 ms.
+        # active ones took 14; a successor's IsEmpty 1-2 ms. The earliest expiry is the first
+        # value of its index (a value no range matches never hides a note, and is not listed).
+        first, _ = shard.scroll(qe.ScrollRequest(
+            limit=1, with_payload=False, with_vector=False,
+            order_by=qe.OrderBy(key=EXPIRY, direction=qe.Direction.Asc)))
+        earliest = first[0].order_value if first else None
         self.live.load(inactive=count(Where(must_not=(Match(ACTIVE, True),))),
                        superseded=count(Where(must_not=(IsEmpty(SUCCESSOR),))),
-                       expiring=count(Where(must=(Range(EXPIRY, gte=-1e300),))))
+                       earliest_expiry=None if earliest is None else float(earliest))
 
     def generation(self) -> int:
         """Changes with every write a filter can see: upserts, payload and vector changes,
@@ -749,6 +812,7 @@ class EdgeBackend:
         score = float(getattr(p, "score", 0.0))
         dense = c.as_array((p.vector or {}).get(DENSE)) if with_vectors else None
         pid, payload = str(p.id), dict(p.payload or {})
+        payload.pop(LIVE_KEY, None)  # the backend's own: derived from the fields beside it
         if with_payload:
             self._heat.show(pid, payload, fields)
         return Hit(id=pid, score=score, payload=payload, dense=dense)

@@ -20,17 +20,17 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
     optional subject and topics rules as nested clauses; ``lapsed`` answers which
     successors no longer hide what they replaced. ``facts`` leave out the conditions they
     make vacuous (``NoteIndex.tenant_filter``; no point has a successor: nothing to hide)."""
-    must: list[Condition] = list(index.tenant_filter(agent_id, facts=facts))
-    if not include_superseded and not facts.none_superseded:
-        # amem.supersede: a replaced fact is history, not an answer ...
-        # ... unless what replaced it has expired (until the sweep deletes the successor and
-        # clears the mark; the successors read are those whose ``supersedes`` names notes, as
-        # the sweep reads) or was deleted while still listing what it replaced (a delete or
-        # merge interrupted before its release: amem.supersede): the older fact is current.
-        released = lapsed.ids(agent_id)
-        current = IsEmpty("superseded_by")
-        must.append(Where(should=(current, MatchAny("superseded_by", tuple(released))))
-                    if released else current)
+    # amem.supersede: a replaced fact is history, not an answer ...
+    # ... unless what replaced it has expired (until the sweep deletes the successor and
+    # clears the mark; the successors read are those whose ``supersedes`` names notes, as
+    # the sweep reads) or was deleted while still listing what it replaced (a delete or
+    # merge interrupted before its release: amem.supersede): the older fact is current.
+    released = () if include_superseded or facts.none_superseded else lapsed.ids(agent_id)
+    current = not include_superseded and not released
+    must: list[Condition] = list(index.tenant_filter(agent_id, current=current, facts=facts))
+    if released:
+        must.append(Where(should=(IsEmpty("superseded_by"),
+                                  MatchAny("superseded_by", tuple(released)))))
     if subject is not None:
         # Notes naming the subject, plus notes naming nobody.
         must.append(Where(should=(Match("subjects", subject), IsEmpty("subjects"))))

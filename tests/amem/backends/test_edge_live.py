@@ -3,6 +3,7 @@ counted at open, kept by every write before the engine takes it."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from amem.backends import EdgeBackend
-from amem.backends._edge_live import ACTIVE, EXPIRY, FIELDS, SUCCESSOR, LiveFacts
+from amem.backends._edge_live import ACTIVE, EXPIRY, STATES, SUCCESSOR, Known, LiveFacts
 from amem.backends.base import Point, SparseVector, StoreFacts, Where
 from amem.errors import NotFoundError
 from amem.notefields import not_expired
@@ -23,48 +24,61 @@ def point(**payload: Any) -> Point:
                  {"agent_id": "alice", "is_active": True, **payload})
 
 
-def vacuous(facts: StoreFacts) -> set[str]:
+#: "now" for the expiry (epoch seconds): 1.0e9 has lapsed, 2.0e9 has not
+NOW = 1.5e9
+FIELDS = STATES | {EXPIRY}
+
+
+def vacuous(facts: StoreFacts, now: float = NOW) -> set[str]:
     return {name for name, holds in ((ACTIVE, facts.all_active),
                                      (SUCCESSOR, facts.none_superseded),
-                                     (EXPIRY, facts.none_expiring)) if holds}
+                                     (EXPIRY, facts.expiry_vacuous(now))) if holds}
 
 
 def test_the_tracker_knows_nothing_until_loaded_and_moves_its_epoch_only_when_a_condition_bites(
 ) -> None:
     live = LiveFacts()
-    assert live.get() == (frozenset(), 0)  # not counted yet: every condition is said
-    live.load(inactive=0, superseded=0, expiring=0)
-    assert live.get() == (FIELDS, 1)
+    assert live.get() == Known(frozenset(), -math.inf, 0)  # not counted yet: all said
+    live.load(inactive=0, superseded=0, earliest_expiry=None)
+    assert live.get() == Known(STATES, math.inf, 1)
     live.written([{"is_active": True, "superseded_by": None, "supersedes": ["x"]}])
     live.changed({"superseded_by": [], "expires_ts": None, "is_active": np.bool_(True)})
-    assert live.get() == (FIELDS, 1)  # nothing that could exclude a point
+    assert live.get() == Known(STATES, math.inf, 1)  # nothing that could exclude a point
     live.changed({"superseded_by": "n2"})
-    assert live.get() == (FIELDS - {SUCCESSOR}, 2)
+    assert live.get() == Known(STATES - {SUCCESSOR}, math.inf, 2)
     live.changed({"superseded_by": None})  # cleared: still said until the next open counts
-    assert live.get() == (FIELDS - {SUCCESSOR}, 2)
-    live.written([{"is_active": True, "expires_ts": 1.0e9}, {"is_active": False}])
-    assert live.get() == (frozenset(), 3)  # one batch, two conditions: one move
-    live.written([{"is_active": False}])
-    assert live.get() == (frozenset(), 3)
+    assert live.get() == Known(STATES - {SUCCESSOR}, math.inf, 2)
+    live.written([{"is_active": True, "expires_ts": 2.0e9}, {"is_active": False}])
+    assert live.get() == Known(frozenset(), 2.0e9, 3)  # one batch, two conditions: one move
+    # a later expiry changes nothing; an earlier one moves the time (and the epoch)
+    live.written([{"is_active": False}, {"expires_ts": 3.0e9}])
+    assert live.get() == Known(frozenset(), 2.0e9, 3)
+    live.changed({"expires_ts": 1.0e9})
+    assert live.get() == Known(frozenset(), 1.0e9, 4)
+    live.changed({"expires_ts": "soon"})  # not a number: said at once, whatever the time
+    assert live.get() == Known(frozenset(), -math.inf, 5)
 
-    live.load(inactive=1, superseded=0, expiring=0)
-    assert live.get()[0] == {SUCCESSOR, EXPIRY}
-    live.load(inactive=0, superseded=1, expiring=1)
-    assert live.get()[0] == {ACTIVE}
+    live.load(inactive=1, superseded=0, earliest_expiry=None)
+    assert live.get().vacuous == {SUCCESSOR} and live.get().expiry_from == math.inf
+    live.load(inactive=0, superseded=1, earliest_expiry=7.0)
+    assert live.get().vacuous == {ACTIVE} and live.get().expiry_from == 7.0
     # a point written without ``is_active`` (or with a non-boolean) fails Match(True): bites
     live.written([{"agent_id": "alice"}])
-    assert live.get()[0] == set()
-    live.load(inactive=0, superseded=0, expiring=0)
+    assert live.get().vacuous == set()
+    live.load(inactive=0, superseded=0, earliest_expiry=None)
     live.written([{"is_active": "yes"}])
-    assert ACTIVE not in live.get()[0]
+    assert ACTIVE not in live.get().vacuous
 
 
 def test_what_status_names_as_left_out() -> None:
-    assert StoreFacts().left_out() == []  # nothing known (a Qdrant server): every one said
+    assert StoreFacts().left_out(NOW) == []  # nothing known (a Qdrant server): every one said
     assert StoreFacts(sole_agent="a", all_active=True, none_superseded=True,
-                      none_expiring=True).left_out() == ["tenant", "is_active", "expiry",
-                                                         "supersession"]
-    assert StoreFacts(none_superseded=True).left_out() == ["supersession"]
+                      expiry_from=math.inf).left_out(NOW) == ["tenant", "is_active", "expiry",
+                                                              "supersession"]
+    assert StoreFacts(none_superseded=True).left_out(NOW) == ["supersession"]
+    # the expiry until the earliest one comes (the condition hides what lapsed at ``now``)
+    assert StoreFacts(expiry_from=2.0e9).left_out(NOW) == ["expiry"]
+    assert StoreFacts(expiry_from=2.0e9).left_out(2.0e9) == []
 
 
 def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
@@ -75,19 +89,20 @@ def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
         assert vacuous(backend.store_facts()) == FIELDS
         kept = point()
         backend.upsert([kept, point(is_active=False), point(superseded_by="n1"),
-                        point(expires_ts=2.0e9)])
+                        point(expires_ts=1.0e9), point(expires_ts=2.0e9)])
         assert vacuous(backend.store_facts()) == set()
     finally:
         backend.close()
     backend = EdgeBackend(tmp_path, 4)  # each counted from the engine's indexes
     try:
         assert vacuous(backend.store_facts()) == set()
+        assert backend.store_facts().expiry_from == 1.0e9  # the earliest
         stored = backend.scroll(None, limit=100)[0]
         inactive, superseded, expiring = (
             next(h.id for h in stored if holds(h.payload))
             for holds in (lambda p: p.get("is_active") is False,
                           lambda p: bool(p.get("superseded_by")),
-                          lambda p: bool(p.get("expires_ts"))))
+                          lambda p: p.get("expires_ts") == 1.0e9))
         epoch = backend.store_facts().epoch
         backend.delete([inactive])
         # a hard delete has the facts counted afresh at the next read (the epoch moves: a
@@ -97,6 +112,7 @@ def test_the_backend_counts_them_at_open(tmp_path: Path) -> None:
         backend.delete([superseded])
         backend.delete([expiring])  # a run of deletes: one count at the next read
         assert vacuous(backend.store_facts()) == FIELDS
+        assert backend.store_facts().expiry_from == 2.0e9  # the one left has not come
     finally:
         backend.close()
     backend = EdgeBackend(tmp_path, 4)

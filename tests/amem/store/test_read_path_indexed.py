@@ -15,12 +15,13 @@ import numpy as np
 
 from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend
-from amem.backends.base import (BOOL_INDEXES, FLOAT_INDEXES, KEYWORD_INDEXES, Condition, HasId,
-                                MatchAny, Where)
+from amem.backends.base import (BOOL_INDEXES, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY,
+                                Condition, HasId, MatchAny, Where)
 from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
 
-INDEXED = set(KEYWORD_INDEXES) | set(BOOL_INDEXES) | set(FLOAT_INDEXES)
+#: the edge backend's live key is indexed beside them (``amem.backends.edge._ensure_indexes``)
+INDEXED = set(KEYWORD_INDEXES) | set(BOOL_INDEXES) | set(FLOAT_INDEXES) | {LIVE_KEY}
 
 #: every filter kind ``search`` can build, one search each
 FILTER_KINDS: dict[str, dict[str, Any]] = {

@@ -11,6 +11,7 @@ it, and a search that left the condition out runs again with it said.
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any, Callable, Sequence
 
@@ -21,6 +22,8 @@ from amem import MemoryStore
 from amem.backends import EdgeBackend
 from amem.embed.hashing import HashingEmbedder
 from amem.notefields import iso
+
+from amem.backends.base import LIVE_KEY
 
 from .test_read_path_indexed import FILTER_KINDS, fields_of
 from .test_search_sole_tenant import NOTES, TenantSwitch, filled
@@ -33,7 +36,7 @@ def test_a_fresh_store_is_searched_without_its_live_conditions_and_finds_the_sam
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder) as store:  # type: ignore[arg-type]
         facts = engine.inner.store_facts()
-        assert facts.all_active and facts.none_expiring and facts.none_superseded
+        assert facts.all_active and facts.expiry_from == math.inf and facts.none_superseded
         for kind, options in FILTER_KINDS.items():
             shown = {}
             for said in (False, True):
@@ -46,6 +49,38 @@ def test_a_fresh_store_is_searched_without_its_live_conditions_and_finds_the_sam
                 expected = LIVE - ({"superseded_by"} if options.get("include_superseded")
                                    else set())
                 assert (named & LIVE) == (expected if said else set()), (kind, said, named)
+                shown[said] = [(r.id, round(r.score, 9)) for r in found]
+            assert shown[False] == shown[True], kind
+
+
+def test_a_store_of_two_agents_with_deleted_and_replaced_notes_names_one_key_and_finds_the_same(
+) -> None:
+    embedder = HashingEmbedder(dim=64)
+    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
+    with filled(engine, embedder) as store:  # type: ignore[arg-type]
+        bobs = store.add("Apollo launch budget of another agent", agent_id="bob", enrich=False)
+        store.delete("n3")
+        supersede(store, "n1")
+        facts = engine.inner.store_facts()
+        assert facts.keyed and facts.sole_agent is None
+        assert not facts.all_active and not facts.none_superseded
+        assert store.info().filters_keyed
+        for kind, options in FILTER_KINDS.items():
+            shown = {}
+            for said in (False, True):
+                engine.named = engine.live = said  # said: the last tree's four conditions
+                engine.legs.clear()
+                found = store.search("Apollo launch budget", limit=6, heat=False, **options)
+                named = fields_of(engine.legs[0])
+                if said:
+                    assert {"agent_id", "is_active"} <= named and LIVE_KEY not in named, kind
+                else:  # the tenant, the state and the successor in one condition
+                    assert LIVE_KEY in named, kind
+                    assert not named & {"agent_id", "is_active", "superseded_by"}, (kind, named)
+                ids = [r.id for r in found]
+                assert "n3" not in ids and bobs.id not in ids, kind
+                if not options.get("include_superseded"):
+                    assert "n1" not in ids, kind
                 shown[said] = [(r.id, round(r.score, 9)) for r in found]
             assert shown[False] == shown[True], kind
 
@@ -110,6 +145,34 @@ def test_a_note_excluded_during_a_search_is_never_shown(kind: str) -> None:
         assert [field in fields_of(w) for w in engine.legs] == [True]
 
 
+@pytest.mark.parametrize("kind", ["deleted", "superseded"])
+def test_in_a_keyed_store_a_write_during_a_search_changes_the_key_the_dense_leg_reads(
+        kind: str) -> None:
+    act = ACTS[kind][1]
+    embedder = HostileEmbedder()
+    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
+    with filled(engine, embedder) as store:  # type: ignore[arg-type]
+        store.add("A note of another agent", agent_id="bob", enrich=False)
+        store.delete("n5")
+        supersede(store, "n4")  # both states bite already: the write below moves no epoch
+        query = "The launch budget for Apollo was approved by finance"
+        best = store.search(query, limit=1, heat=False)[0]
+        assert best.content == query
+        embedder.act = lambda: act(store, best.id)
+        engine.legs.clear()
+        engine.dense_ids.clear()
+        store.search(query, limit=10, heat=False)
+        assert embedder.act is None  # the write came during the search
+        # one pass: the write changed the note's key with its state, so the dense leg, which
+        # ran after it, did not see the note under its one condition (the BM25 leg ran beside
+        # the embedding, before the write: what it read is shown as read, as with every
+        # condition said)
+        assert [LIVE_KEY in fields_of(w) for w in engine.legs] == [True]
+        assert best.id not in engine.dense_ids[0]
+        # the next search does not find it at all
+        assert best.id not in {r.id for r in store.search(query, limit=10, heat=False)}
+
+
 def test_the_write_paths_reads_leave_the_live_conditions_out_and_read_again_after_a_delete(
 ) -> None:
     embedder = HashingEmbedder(dim=64)
@@ -136,16 +199,24 @@ def test_the_write_paths_reads_leave_the_live_conditions_out_and_read_again_afte
         assert asked == [{"is_active"}]
 
 
-def test_after_the_expiry_sweep_searches_leave_the_expiry_out_again() -> None:
+def test_the_expiry_is_said_from_the_first_lapse_until_the_sweep() -> None:
     embedder = HashingEmbedder(dim=64)
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder) as store:  # type: ignore[arg-type]
-        store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
+        added = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
+        # until its time comes, the expiry hides nothing: left out, and the note is found
+        assert "expiry" in store.info().filters_left_out
+        engine.legs.clear()
+        found = store.search("reminder", limit=3, heat=False)
+        assert "expires_ts" not in fields_of(engine.legs[0])
+        assert added.id in [r.id for r in found]
+        store.index.clock.advance(120)  # type: ignore[attr-defined]
+        # lapsed and not yet swept: said, and the note is gone from the answers at once
         assert "expiry" not in store.info().filters_left_out
         engine.legs.clear()
-        store.search("reminder", limit=3, heat=False)
+        found = store.search("reminder", limit=3, heat=False)
         assert "expires_ts" in fields_of(engine.legs[0])
-        store.index.clock.advance(120)  # type: ignore[attr-defined]
+        assert added.id not in [r.id for r in found]
         assert store.sweep_expired().expired_deleted == 1  # a hard delete
         # the facts are counted afresh at the next read: nothing expires any more
         assert "expiry" in store.info().filters_left_out

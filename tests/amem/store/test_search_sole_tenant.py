@@ -8,6 +8,8 @@ tenant named.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -34,8 +36,9 @@ NOTES = [
 class TenantSwitch(RecordingBackend):
     """The recording engine, told to answer that no agent owns the store when ``named`` is set
     (so one store shows both ways of saying the filter on the same points), and that no live
-    condition is vacuous when ``live`` is set; ``legs`` keeps the filters of the search's own
-    rankings (the other reads are kept between searches)."""
+    condition is vacuous and no live key written when ``live`` is set; ``legs`` keeps the filters of the search's own
+    rankings (the other reads are kept between searches), ``dense_ids`` what each dense leg
+    answered."""
 
     named = False
     live = False
@@ -43,19 +46,24 @@ class TenantSwitch(RecordingBackend):
     def __init__(self, inner: EdgeBackend) -> None:
         super().__init__(inner)
         self.legs: list[Any] = []
+        #: the ids of each dense leg's answer
+        self.dense_ids: list[set[str]] = []
 
     def store_facts(self) -> StoreFacts:
         facts = self.inner.store_facts()
         if self.named:
             facts = replace(facts, sole_agent=None)
         if self.live:
-            facts = replace(facts, all_active=False, none_superseded=False, none_expiring=False)
+            facts = replace(facts, all_active=False, none_superseded=False,
+                            expiry_from=-math.inf, keyed=False)
         return facts
 
     def search_legs(self, dense: np.ndarray, sparse: Any, where: Any, limit: int,
                     **options: Any) -> Any:
         self.legs.append(where)
-        return super().search_legs(dense, sparse, where, limit, **options)
+        answer = super().search_legs(dense, sparse, where, limit, **options)
+        self.dense_ids.append({h.id for h in answer.dense})
+        return answer
 
 
 class IntrudingEmbedder(HashingEmbedder):

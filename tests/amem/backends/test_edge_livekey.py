@@ -1,0 +1,131 @@
+"""Every point of an edge store carries its live key (``amem.backends.base.LIVE_KEY``): its agent
+and state as one indexed keyword, written with the point and with every write that changes the
+state, and given at open to points written before it."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import qdrant_edge as qe
+
+from amem.backends import EdgeBackend
+from amem.backends.base import (LIVE_KEY, NO_AGENT_KEY, Match, MatchAny, Point, SparseVector,
+                                Where, live_key, live_keys)
+
+
+def point(agent: Any = "alice", **payload: Any) -> Point:
+    return Point(str(uuid.uuid4()), np.ones(4, dtype=np.float32), SparseVector((1,), (1.0,)),
+                 {"agent_id": agent, "is_active": True, **payload})
+
+
+def key_of(backend: EdgeBackend, pid: str) -> str:
+    """The key as stored (reads through the backend leave it out of the payload)."""
+    records = backend.shard.retrieve([pid], with_payload=True, with_vector=False)
+    return str(records[0].payload[LIVE_KEY])
+
+
+def found(backend: EdgeBackend, agent: str, *, current: bool) -> set[str]:
+    keys = live_keys(agent, current=current)
+    where = Where(must=(MatchAny(LIVE_KEY, keys),))
+    return {h.id for h in backend.iterate(where)}
+
+
+def test_the_key_says_the_agent_and_the_state() -> None:
+    assert live_key({"agent_id": "a", "is_active": True}) == "a"
+    assert live_key({"agent_id": "a", "is_active": np.bool_(True), "superseded_by": []}) == "a"
+    assert live_key({"agent_id": "a", "is_active": True, "superseded_by": None}) == "a"
+    superseded = live_key({"agent_id": "a", "is_active": True, "superseded_by": "n2"})
+    inactive = live_key({"agent_id": "a", "is_active": False, "superseded_by": "n2"})
+    assert len({"a", superseded, inactive}) == 3
+    assert live_keys("a", current=True) == ("a",)
+    assert live_keys("a", current=False) == ("a", superseded)
+    # not active as Match("is_active", True) reads it: a string, a missing field
+    assert live_key({"agent_id": "a", "is_active": "true"}) == inactive.replace("n2", "")
+    assert live_key({"agent_id": "a"}) == live_key({"agent_id": "a", "is_active": None})
+    # no usable agent: a key no agent's read names
+    for bad in (None, 7, "", superseded, "x\x1fy"):
+        assert live_key({"agent_id": bad, "is_active": True}) == NO_AGENT_KEY
+
+
+def test_every_write_keeps_the_key_and_reads_never_show_it(tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        live, gone, old, bob = point(), point(is_active=False), point(superseded_by="n9"), \
+            point("bob")
+        # a key given by the caller is replaced by the one the fields make
+        forged = point(**{LIVE_KEY: "bob"})
+        backend.upsert([live, gone, old, bob, forged])
+        assert backend.store_facts().keyed
+        assert found(backend, "alice", current=True) == {live.id, forged.id}
+        assert found(backend, "alice", current=False) == {live.id, old.id, forged.id}
+        assert found(backend, "bob", current=True) == {bob.id}
+        assert all(LIVE_KEY not in h.payload for h in backend.iterate(None))
+        assert all(LIVE_KEY not in h.payload for h in backend.retrieve([live.id, old.id]))
+
+        backend.set_payload(live.id, {"is_active": False})  # a delete
+        assert live.id not in found(backend, "alice", current=False)
+        backend.set_payload(live.id, {"is_active": True})  # brought back
+        assert live.id in found(backend, "alice", current=True)
+        assert backend.update_point(live.id, {"superseded_by": "n7"})
+        assert key_of(backend, live.id) == live_key({"agent_id": "alice", "is_active": True,
+                                                     "superseded_by": "n7"})
+        assert backend.update_point(old.id, {"superseded_by": None})  # released
+        assert found(backend, "alice", current=True) == {old.id, forged.id}
+        backend.set_payload(bob.id, {LIVE_KEY: "alice"})  # a forged key alone: computed again
+        assert key_of(backend, bob.id) == "bob"
+        # a payload write of other fields leaves the key as it was
+        backend.set_payload(old.id, {"content": "x"})
+        assert key_of(backend, old.id) == "alice"
+        # a refused update changes nothing
+        assert not backend.update_point(gone.id, {"is_active": True},
+                                        where=Where(must=(Match("is_active", True),)))
+        assert gone.id not in found(backend, "alice", current=False)
+    finally:
+        backend.close()
+
+
+def test_an_older_stores_points_get_their_key_at_open(tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    points = [point(), point(is_active=False), point(superseded_by="n1"), point("bob"),
+              point(7), point("x\x1fy")]
+    try:
+        # written as a store before the key wrote them: straight into the engine
+        backend.shard.update(qe.UpdateOperation.upsert_points(
+            [qe.Point(p.id, {"dense": [1.0] * 4, "bm25": qe.SparseVector([1], [1.0])},
+                      p.payload) for p in points]))
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        facts = backend.store_facts()
+        assert facts.keyed
+        for p in points:
+            assert key_of(backend, p.id) == live_key(p.payload)
+        assert found(backend, "alice", current=True) == {points[0].id}
+        assert found(backend, "alice", current=False) == {points[0].id, points[2].id}
+        # each keyed point moved out of the index, counted for the next build
+        assert backend.moved_points() == len(points)
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)  # once: nothing left to key at the next open
+    try:
+        assert backend.store_facts().keyed and backend.moved_points() == 0
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("agent", ["\x1fsuperseded\x1falice", "\x1finactive\x1falice"])
+def test_a_raw_agent_id_shaped_like_a_key_never_joins_another_agents_reads(
+        tmp_path: Path, agent: str) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        mine, odd = point(), point(agent)
+        backend.upsert([mine, odd])
+        assert found(backend, "alice", current=False) == {mine.id}
+        assert key_of(backend, odd.id) == NO_AGENT_KEY
+    finally:
+        backend.close()
