@@ -213,6 +213,9 @@ def test_status_names_the_filters_searches_leave_out_until_a_note_fails_one(
     amem(env, "add", "Fay's note", "--no-enrich", "--agent", "fay")
     after = amem_json(env, "status")
     assert after["memory"]["filters_left_out"] == ["expiry", "supersession"]  # type: ignore[index]
+    # the tenant and is_active must both be said now: searches name the live key instead
+    assert status["memory"]["filters_keyed"] is True
+    assert after["memory"]["filters_keyed"] is True  # type: ignore[index]
 
 
 def test_lcm_commands_on_a_non_empty_store(store_env: dict[str, str]) -> None:
