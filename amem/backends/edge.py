@@ -705,14 +705,21 @@ class EdgeBackend:
         Read a page at a time (the three fields the key is made of) and written as one
         payload write per key value and page, so the key is the one ``live_key`` makes for a
         new point. Each write moves its points out of the index, so they are counted for the
-        next build as any payload write is.
+        next build as any payload write is. Without room on the disk nothing is written and
+        the store opens unkeyed (False).
         """
         missing = to_edge(Where(must=(IsEmpty(LIVE_KEY),)))
         todo = int(shard.count(qe.CountRequest(exact=True, filter=missing)))
         if not todo:
             return True
         started = time.perf_counter()
-        self.check_space(todo, 64 * todo)
+        try:
+            self.check_space(todo, 64 * todo)
+        except DiskFullError as exc:  # the store still opens: its reads say every condition
+            log.warning("%d points of %s lack their live key and the disk has no room to write "
+                        "it (%s); searches say every condition (`amem status`: filters_keyed "
+                        "false) until an open with room keys them", todo, self.path, exc)
+            return False
         fields = [TENANT_FIELD, ACTIVE, SUCCESSOR]
         offset: Any = None
         done = 0

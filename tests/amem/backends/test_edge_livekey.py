@@ -15,6 +15,7 @@ import qdrant_edge as qe
 from amem.backends import EdgeBackend
 from amem.backends.base import (LIVE_KEY, NO_AGENT_KEY, Match, MatchAny, Point, SparseVector,
                                 Where, live_key, live_keys)
+from amem.kernel.files import FixedFreeSpace
 
 
 def point(agent: Any = "alice", **payload: Any) -> Point:
@@ -127,5 +128,32 @@ def test_a_raw_agent_id_shaped_like_a_key_never_joins_another_agents_reads(
         backend.upsert([mine, odd])
         assert found(backend, "alice", current=False) == {mine.id}
         assert key_of(backend, odd.id) == NO_AGENT_KEY
+    finally:
+        backend.close()
+
+
+def test_an_older_store_on_a_full_disk_opens_unkeyed_and_is_keyed_by_the_next_open_with_room(
+        tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    points = [point(), point(is_active=False), point("bob")]
+    try:
+        backend.shard.update(qe.UpdateOperation.upsert_points(
+            [qe.Point(p.id, {"dense": [1.0] * 4, "bm25": qe.SparseVector([1], [1.0])},
+                      p.payload) for p in points]))
+    finally:
+        backend.close()
+    # no room for the keys: the store opens all the same, says it is not keyed (searches say
+    # every condition, ``amem status`` shows ``filters_keyed`` false), and writes nothing
+    backend = EdgeBackend(tmp_path, 4, free_space=FixedFreeSpace(0))
+    try:
+        assert not backend.store_facts().keyed
+        assert backend.moved_points() == 0
+        assert len(backend.retrieve([p.id for p in points])) == 3
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert backend.store_facts().keyed
+        assert found(backend, "alice", current=False) == {points[0].id}
     finally:
         backend.close()
