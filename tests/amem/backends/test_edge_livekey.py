@@ -35,6 +35,17 @@ def found(backend: EdgeBackend, agent: str, *, current: bool) -> set[str]:
     return {h.id for h in backend.iterate(where)}
 
 
+def write_unkeyed(backend: EdgeBackend, points: list[Point]) -> None:
+    """Write ``points`` as a store from before the key held them (straight into the engine,
+    no key), then close the backend."""
+    try:
+        backend.shard.update(qe.UpdateOperation.upsert_points(
+            [qe.Point(p.id, {"dense": [1.0] * 4, "bm25": qe.SparseVector([1], [1.0])},
+                      p.payload) for p in points]))
+    finally:
+        backend.close()
+
+
 def test_the_key_says_the_agent_and_the_state() -> None:
     assert live_key({"agent_id": "a", "is_active": True}) == "a"
     assert live_key({"agent_id": "a", "is_active": np.bool_(True), "superseded_by": []}) == "a"
@@ -93,13 +104,7 @@ def test_an_older_stores_points_get_their_key_at_open(tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)
     points = [point(), point(is_active=False), point(superseded_by="n1"), point("bob"),
               point(7), point("x\x1fy")]
-    try:
-        # written as a store before the key wrote them: straight into the engine
-        backend.shard.update(qe.UpdateOperation.upsert_points(
-            [qe.Point(p.id, {"dense": [1.0] * 4, "bm25": qe.SparseVector([1], [1.0])},
-                      p.payload) for p in points]))
-    finally:
-        backend.close()
+    write_unkeyed(backend, points)
     backend = EdgeBackend(tmp_path, 4)
     try:
         facts = backend.store_facts()
@@ -136,12 +141,7 @@ def test_an_older_store_on_a_full_disk_opens_unkeyed_and_is_keyed_by_the_next_op
         tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)
     points = [point(), point(is_active=False), point("bob")]
-    try:
-        backend.shard.update(qe.UpdateOperation.upsert_points(
-            [qe.Point(p.id, {"dense": [1.0] * 4, "bm25": qe.SparseVector([1], [1.0])},
-                      p.payload) for p in points]))
-    finally:
-        backend.close()
+    write_unkeyed(backend, points)
     # no room for the keys: the store opens all the same, says it is not keyed (searches say
     # every condition, ``amem status`` shows ``filters_keyed`` false), and writes nothing
     backend = EdgeBackend(tmp_path, 4, free_space=FixedFreeSpace(0))
