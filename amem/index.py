@@ -178,16 +178,17 @@ class NoteIndex:
         now = self.clock.now()
         tenant = facts.sole_agent != agent_id
         active = active_only and not facts.all_active
-        superseded = active_only and not facts.none_superseded
+        replaced = not facts.none_superseded  # some point may have a successor
         must: list[Condition]
-        if facts.keyed and active_only and tenant + active + (current and superseded) >= 2:
-            keys = live_keys(agent_id, current=current or not superseded)
+        if facts.keyed and active_only and tenant + active + (current and replaced) >= 2:
+            # no superseded note: the current notes' key alone names every active one
+            keys = live_keys(agent_id, current=current or not replaced)
             must = [Match(LIVE_KEY, keys[0]) if len(keys) == 1 else MatchAny(LIVE_KEY, keys)]
         else:
             must = [Match("agent_id", agent_id)] if tenant else []
             if active:
                 must.append(Match("is_active", True))
-            if current and not facts.none_superseded:
+            if current and replaced:
                 must.append(IsEmpty("superseded_by"))
         if active_only and not facts.expiry_vacuous(now.timestamp()):
             must.append(not_expired(now))  # an expired note is gone at once

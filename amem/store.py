@@ -66,7 +66,7 @@ class StoreInfo:
     filters_left_out: tuple[str, ...] = ()
     #: every note carries its live key, so a search of one agent among several names its
     #: agent and the note's state as one indexed condition (``backends.base.LIVE_KEY``);
-    #: False for a Qdrant server and while an older store's points are being keyed
+    #: False for a Qdrant server, and for an older store opened without room to key it
     filters_keyed: bool = False
 
 
