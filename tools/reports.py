@@ -33,6 +33,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     memory: dict[str, Any] = {"embedder": info.embedder, "points": info.points,
                               "active_notes": info.active_notes, "dangling_links": 0,
                               "pending_merge": 0, "stale_vectors": info.stale_vectors}
+    from amem.backends.edge import EdgeBackend
     from amem.notefields import is_expired
 
     now = store.clock.now()
@@ -68,6 +69,13 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                         f"{build.get('points_moved', 0)} moved out of the index since the build "
                         f"before are searched by brute force until the next bulk write or "
                         f"nightly job")
+    if isinstance(store.index.backend, EdgeBackend) and not info.filters_keyed:
+        # searches still find the same notes: every condition said (docs/readpath.md)
+        problems.append("some notes lack their live key (the disk had no room to write it "
+                        "when the store was opened): a search of one agent among several says "
+                        "the tenant beside the other conditions, which doubles the engine's "
+                        "scan of its plain segment; the next open with free space writes the "
+                        "keys")
     table = rank_table_problem(info.rank_table)
     if table:
         problems.append(table)

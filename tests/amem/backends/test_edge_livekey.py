@@ -157,3 +157,31 @@ def test_an_older_store_on_a_full_disk_opens_unkeyed_and_is_keyed_by_the_next_op
         assert found(backend, "alice", current=False) == {points[0].id}
     finally:
         backend.close()
+
+
+def test_doctor_warns_of_a_store_opened_without_room_for_its_keys(tmp_path: Path) -> None:
+    from amem import MemoryStore
+    from amem.config import load_config
+    from amem.embed.hashing import HashingEmbedder
+    from tools.reports import doctor_report
+
+    embedder = HashingEmbedder(dim=16)
+    with MemoryStore(tmp_path / "s", config=load_config(), embedder=embedder) as store:
+        store.add("A note of alice", agent_id="alice", enrich=False)
+        store.add("A note of bob", agent_id="bob", enrich=False)
+        clean = doctor_report(store, lambda _: {"ok": True}, {}, clean=False)
+        assert not any("live key" in w for w in clean["warnings"])
+    backend = EdgeBackend(tmp_path / "s", 16)
+    try:  # as a store from before the key: the keys taken off, straight in the engine
+        backend.shard.update(qe.UpdateOperation.delete_payload_by_filter(
+            qe.Filter(), [LIVE_KEY]))
+    finally:
+        backend.close()
+    unkeyed = EdgeBackend(tmp_path / "s", 16, free_space=FixedFreeSpace(0))
+    with MemoryStore(config=load_config(), embedder=embedder, backend=unkeyed) as store:
+        assert not store.info().filters_keyed
+        report = doctor_report(store, lambda _: {"ok": True}, {}, clean=False)
+        assert any("live key" in w for w in report["warnings"]), report["warnings"]
+        # the notes are all there and found: every condition is said
+        assert [r.content for r in store.search("note", agent_id="bob", limit=5)] == \
+            ["A note of bob"]
