@@ -168,6 +168,14 @@ def live_key(payload: Mapping[str, Any]) -> str:
     return agent
 
 
+def key_agent(key: str) -> str | None:
+    """The agent a :data:`LIVE_KEY` value names (None for :data:`NO_AGENT_KEY`)."""
+    for prefix in (_SUPERSEDED, _INACTIVE):
+        if key.startswith(prefix):
+            return key[len(prefix):]
+    return None if key.startswith(_SEP) else key
+
+
 def live_keys(agent: str, *, current: bool) -> tuple[str, ...]:
     """The keys of ``agent``'s active notes (``current``: not superseded either)."""
     return (agent,) if current else (agent, _SUPERSEDED + agent)

@@ -58,7 +58,8 @@ from amem.kernel.files import (
 )
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,
-    SPARSE, Hit, IsEmpty, Legs, Match, Point, SparseVector, StoreFacts, Where, live_key,
+    SPARSE, Hit, IsEmpty, Legs, Match, Point, SparseVector, StoreFacts, Where, key_agent,
+    live_key,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -68,6 +69,8 @@ from amem.errors import (
 log = logging.getLogger(__name__)
 
 SHARD_DIR = "shard"
+#: the most key values a state's facet reads at open (``_mend_live_keys``): one a tenant
+MAX_AGENT_KEYS = 1_000_000
 #: the payload fields :data:`LIVE_KEY` is made of (a write of one of them writes it again)
 _KEYED_FIELDS = frozenset({TENANT_FIELD, ACTIVE, SUCCESSOR, LIVE_KEY})
 META_FILE = "meta.json"
@@ -424,6 +427,7 @@ class EdgeBackend:
             self._ensure_indexes(shard)
             with self._engine("key the store's points"):
                 self._keyed_all = self._fill_live_keys(shard)
+                self._keyed_all = self._keyed_all and self._mend_live_keys(shard)
             with self._engine("read the store's facts"):
                 self._count_facts(shard)
         except BaseException:
@@ -740,6 +744,60 @@ class EdgeBackend:
                     "of several agents name one indexed key instead of four conditions)",
                     done, self.path, time.perf_counter() - started)
         return not shard.count(qe.CountRequest(exact=True, filter=missing))
+
+    def _mend_live_keys(self, shard: qe.EdgeShard) -> bool:
+        """Give their own key back to points whose key names another state (at open, inside
+        the engine gate); False when some could not be mended (no room on the disk: the
+        store then reads unkeyed).
+
+        Only a writer that does not keep the key leaves one stale: an older version that
+        opened the store meanwhile (it deletes, restores or supersedes without touching the
+        key) or a direct engine write. A stale key would show a deleted note or hide a
+        restored one, so each state's key values are read by facets over RAM indexes and a
+        point whose key belongs to another state gets the one its fields make.
+        """
+        active, replaced = Match(ACTIVE, True), IsEmpty(SUCCESSOR)
+        states = ((Where(must=(active, replaced)), {"is_active": True}),
+                  (Where(must=(active,), must_not=(replaced,)), {"is_active": True,
+                                                                  "superseded_by": "?"}),
+                  (Where(must_not=(active,)), {"is_active": False}))
+        mended = 0
+        for where, fields in states:
+            facet = shard.facet(qe.FacetRequest(key=LIVE_KEY, limit=MAX_AGENT_KEYS, exact=True,
+                                                filter=to_edge(where)))
+            for hit in facet.hits:
+                agent = key_agent(str(hit.value))
+                if not hit.count or agent is None:
+                    continue
+                right = live_key({"agent_id": agent, **fields})
+                if right == hit.value:
+                    continue
+                stale = to_edge(Where(must=(where, Match(LIVE_KEY, str(hit.value)))))
+                assert stale is not None  # a Where with a condition always translates
+                ids: list[str] = []
+                offset: Any = None
+                while True:
+                    records, offset = shard.scroll(qe.ScrollRequest(
+                        offset=offset, limit=1000, filter=stale, with_payload=False,
+                        with_vector=False))
+                    ids.extend(str(r.id) for r in records)
+                    if offset is None or not records:
+                        break
+                try:
+                    self.check_space(len(ids), 64 * len(ids))
+                except DiskFullError as exc:
+                    log.warning("%d points of %s carry the live key of another state and the "
+                                "disk has no room to mend it (%s); searches say every "
+                                "condition until an open with room", len(ids), self.path, exc)
+                    return False
+                shard.update(qe.UpdateOperation.set_payload_by_filter(stale, {LIVE_KEY: right}))
+                self.moved.mark(ids)
+                mended += len(ids)
+        if mended:
+            log.warning("gave %d points of %s back the live key of their state (a writer that "
+                        "does not keep it, such as an older version, changed them)", mended,
+                        self.path)
+        return True
 
     def _count_facts(self, shard: qe.EdgeShard, *, unknown_only: bool = False) -> None:
         """Read the store's facts from the engine (at open, and after hard deletes): the tenant

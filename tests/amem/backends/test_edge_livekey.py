@@ -14,7 +14,7 @@ import qdrant_edge as qe
 
 from amem.backends import EdgeBackend
 from amem.backends.base import (LIVE_KEY, NO_AGENT_KEY, Match, MatchAny, Point, SparseVector,
-                                Where, live_key, live_keys)
+                                Where, key_agent, live_key, live_keys)
 from amem.kernel.files import FixedFreeSpace
 
 
@@ -55,6 +55,8 @@ def test_the_key_says_the_agent_and_the_state() -> None:
     assert len({"a", superseded, inactive}) == 3
     assert live_keys("a", current=True) == ("a",)
     assert live_keys("a", current=False) == ("a", superseded)
+    assert [key_agent(k) for k in ("a", superseded, inactive, NO_AGENT_KEY)] == \
+        ["a", "a", "a", None]
     # not active as Match("is_active", True) reads it: a string, a missing field
     assert live_key({"agent_id": "a", "is_active": "true"}) == inactive.replace("n2", "")
     assert live_key({"agent_id": "a"}) == live_key({"agent_id": "a", "is_active": None})
@@ -185,3 +187,40 @@ def test_doctor_warns_of_a_store_opened_without_room_for_its_keys(tmp_path: Path
         # the notes are all there and found: every condition is said
         assert [r.content for r in store.search("note", agent_id="bob", limit=5)] == \
             ["A note of bob"]
+
+
+def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path) -> None:
+    backend = EdgeBackend(tmp_path, 4)
+    deleted, restored, replaced, released, kept = (point(), point(is_active=False),
+                                                   point(), point(superseded_by="n1"), point())
+    try:
+        backend.upsert([deleted, restored, replaced, released, kept, point("bob")])
+        # an older version's writes: the state changed, the key left as it was
+        for p, change in ((deleted, {"is_active": False}), (restored, {"is_active": True}),
+                          (replaced, {"superseded_by": "n2"}), (released, {"superseded_by": None})):
+            backend.shard.update(qe.UpdateOperation.set_payload([p.id], change))
+        assert deleted.id in found(backend, "alice", current=True)  # stale: would be shown
+        assert restored.id not in found(backend, "alice", current=True)  # stale: hidden
+    finally:
+        backend.close()
+    # no room to mend them: the store reads unkeyed (every condition said), nothing written
+    backend = EdgeBackend(tmp_path, 4, free_space=FixedFreeSpace(0))
+    try:
+        assert not backend.store_facts().keyed and backend.moved_points() == 0
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)
+    try:
+        assert backend.store_facts().keyed
+        assert found(backend, "alice", current=True) == {restored.id, released.id, kept.id}
+        assert found(backend, "alice", current=False) == {restored.id, released.id, kept.id,
+                                                          replaced.id}
+        assert found(backend, "bob", current=True) != set()
+        assert backend.moved_points() == 4
+    finally:
+        backend.close()
+    backend = EdgeBackend(tmp_path, 4)  # nothing left to mend
+    try:
+        assert backend.moved_points() == 0
+    finally:
+        backend.close()
