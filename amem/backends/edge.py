@@ -426,8 +426,7 @@ class EdgeBackend:
         try:
             self._ensure_indexes(shard)
             with self._engine("key the store's points"):
-                self._keyed_all = self._fill_live_keys(shard)
-                self._keyed_all = self._keyed_all and self._mend_live_keys(shard)
+                self._keyed_all = self._fill_live_keys(shard) and self._mend_live_keys(shard)
             with self._engine("read the store's facts"):
                 self._count_facts(shard)
         except BaseException:
