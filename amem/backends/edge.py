@@ -71,8 +71,9 @@ log = logging.getLogger(__name__)
 SHARD_DIR = "shard"
 #: the most key values a state's facet reads at open (``_mend_live_keys``): one a tenant
 MAX_AGENT_KEYS = 1_000_000
-#: the payload fields :data:`LIVE_KEY` is made of (a write of one of them writes it again)
-_KEYED_FIELDS = frozenset({TENANT_FIELD, ACTIVE, SUCCESSOR, LIVE_KEY})
+#: the payload fields :data:`LIVE_KEY` is made of, and those whose write writes it again
+_KEY_SOURCES = (TENANT_FIELD, ACTIVE, SUCCESSOR)
+_KEYED_FIELDS = frozenset({*_KEY_SOURCES, LIVE_KEY})
 META_FILE = "meta.json"
 #: free space every write leaves the engine beyond its estimate (pages of its indexes, the
 #: next WAL segment's first pages, a new segment's headers)
@@ -222,6 +223,21 @@ def _abandon(handle: _Handle) -> None:
     finally:
         handle.lock.release()
 
+
+
+def _pages(shard: qe.EdgeShard, flt: Any, fields: Sequence[str] = ()) -> Iterator[list[Any]]:
+    """The points matching ``flt`` (with the payload ``fields``), a page of 1,000 records at a
+    time, read from ``shard`` itself (the keying at open, before the handle holds it). A
+    caller may write the records of a page before the next: pages follow the id order."""
+    offset: Any = None
+    while True:
+        records, offset = shard.scroll(qe.ScrollRequest(
+            offset=offset, limit=1000, filter=flt,
+            with_payload=c.payload_fields(list(fields)) if fields else False, with_vector=False))
+        if records:
+            yield records
+        if offset is None or not records:
+            return
 
 
 def _text_ids(points: Sequence[Any]) -> list[str]:
@@ -649,7 +665,7 @@ class EdgeBackend:
         write comes between). A payload naming the key itself has it computed all the same."""
         if not payload.keys() & _KEYED_FIELDS:
             return payload
-        records = self.shard.retrieve([pid], with_payload=True, with_vector=False)
+        records = self.shard.retrieve([pid], with_payload=list(_KEY_SOURCES), with_vector=False)
         stored = dict(records[0].payload or {}) if records else {}
         return {**payload, LIVE_KEY: live_key({**stored, **payload})}
 
@@ -723,13 +739,8 @@ class EdgeBackend:
                         "it (%s); searches say every condition (`amem status`: filters_keyed "
                         "false) until an open with room keys them", todo, self.path, exc)
             return False
-        fields = [TENANT_FIELD, ACTIVE, SUCCESSOR]
-        offset: Any = None
         done = 0
-        while True:
-            records, offset = shard.scroll(qe.ScrollRequest(
-                offset=offset, limit=1000, filter=missing,
-                with_payload=c.payload_fields(fields), with_vector=False))
+        for records in _pages(shard, missing, _KEY_SOURCES):
             groups: dict[str, list[Any]] = {}
             for record in records:
                 groups.setdefault(live_key(dict(record.payload or {})), []).append(record.id)
@@ -737,8 +748,6 @@ class EdgeBackend:
                 shard.update(qe.UpdateOperation.set_payload(ids, {LIVE_KEY: key}))
             self.moved.mark([str(r.id) for r in records])
             done += len(records)
-            if offset is None or not records:
-                break
         log.warning("gave %d points of %s their live key in %.1f s (once: searches of a store "
                     "of several agents name one indexed key instead of four conditions)",
                     done, self.path, time.perf_counter() - started)
@@ -773,15 +782,7 @@ class EdgeBackend:
                     continue
                 stale = to_edge(Where(must=(where, Match(LIVE_KEY, str(hit.value)))))
                 assert stale is not None  # a Where with a condition always translates
-                ids: list[str] = []
-                offset: Any = None
-                while True:
-                    records, offset = shard.scroll(qe.ScrollRequest(
-                        offset=offset, limit=1000, filter=stale, with_payload=False,
-                        with_vector=False))
-                    ids.extend(str(r.id) for r in records)
-                    if offset is None or not records:
-                        break
+                ids = [str(r.id) for records in _pages(shard, stale) for r in records]
                 try:
                     self.check_space(len(ids), 64 * len(ids))
                 except DiskFullError as exc:
