@@ -171,27 +171,34 @@ class NoteIndex:
         every point, ``is_active`` when every point is active, the expiry while no point's has
         come, supersession when no point has a successor): only for a reader that checks their
         epoch after its reads (:meth:`read_as_tenant`). When every point carries its live key
-        and two or more of the tenant, ``is_active`` and supersession are left, the key says
-        them in one condition (``backends.base.LIVE_KEY``): the tenant beside any other
-        condition doubles the engine's scan of a plain segment.
+        and two or more of the tenant, ``is_active``, supersession and a biting expiry are
+        left, the key says them in one condition (``backends.base.LIVE_KEY``): the tenant
+        beside any other condition doubles the engine's scan of a plain segment. The key
+        covers the expiry once the notes whose expiry came carry the lapsed key
+        (``StoreFacts.key_hides_expired``, :meth:`read_as_tenant` has them keyed).
         """
-        now = self.clock.now()
+        clock = self.clock.now()
+        now = clock.timestamp()
         tenant = facts.sole_agent != agent_id
         active = active_only and not facts.all_active
         replaced = not facts.none_superseded  # some point may have a successor
+        expiry = active_only and not facts.expiry_vacuous(now)  # some note may have expired
+        key_expiry = facts.key_hides_expired(now)
         must: list[Condition]
-        if facts.keyed and active_only and tenant + active + (current and replaced) >= 2:
+        if facts.key_usable(now) and active_only and (
+                tenant + active + (current and replaced) >= 2 or (expiry and key_expiry)):
             # no superseded note: the current notes' key alone names every active one
             keys = live_keys(agent_id, current=current or not replaced)
             must = [Match(LIVE_KEY, keys[0]) if len(keys) == 1 else MatchAny(LIVE_KEY, keys)]
+            expiry = expiry and not key_expiry
         else:
             must = [Match("agent_id", agent_id)] if tenant else []
             if active:
                 must.append(Match("is_active", True))
             if current and replaced:
                 must.append(IsEmpty("superseded_by"))
-        if active_only and not facts.expiry_vacuous(now.timestamp()):
-            must.append(not_expired(now))  # an expired note is gone at once
+        if expiry:
+            must.append(not_expired(clock))  # an expired note is gone at once
         return must
 
     def tenant_where(self, agent_id: str) -> Where:
@@ -204,10 +211,17 @@ class NoteIndex:
         engine checks every condition against every point it scans, and the tenant beside
         another doubles the scan). When a write during them ended a fact, that answer is
         dropped and ``read(NOTHING_KNOWN)`` made. ``read`` must change nothing: a dropped
-        answer is never seen. (The live key needs no check: every write keeps it.)"""
+        answer is never seen. (The live key needs no check: every write keeps it.) When an
+        expiry came since the backend last keyed the notes whose expiry came, it keys them
+        first (``backend.lapse``: its own key only, no note changes)."""
         facts = self.backend.store_facts()
+        now = self.clock.now().timestamp()
+        if facts.keyed and facts.lapsed_upto <= now and facts.key_expiry_from <= now:
+            # an expiry came: its notes get the lapsed key, so the key leaves them out alone
+            self.backend.lapse(now)
+            facts = self.backend.store_facts()
         if facts.sole_agent == agent_id or facts.all_active or facts.none_superseded \
-                or facts.keyed or facts.expiry_vacuous(self.clock.now().timestamp()):
+                or facts.keyed or facts.expiry_vacuous(now):
             out = read(facts)
             if self.backend.store_facts().epoch == facts.epoch:
                 return out

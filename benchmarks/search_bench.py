@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from amem import MemoryStore, load_config
-from amem.backends.base import LIVE_KEY, Match, MatchAny, Where, live_keys
+from amem.backends.base import Where
 from amem.bm25 import query_vector
 from amem.notes import Note, content_hash
 from amem.search.pipeline import RANK_FIELDS
@@ -93,18 +93,15 @@ def fill(store: MemoryStore, texts: Sequence[str], vecs: np.ndarray, agent: str,
 
 def floor_where(store: MemoryStore, agent: str) -> Where:
     """The filter of the floor's engine query: the tenant's active notes, said as the store's
-    search says them (``NoteIndex.tenant_filter`` with the store's facts): the tenant left
-    out when the agent owns every note, ``is_active`` when every note is active, and the two
-    as the one live key when both must be said and every note carries it
-    (``amem.backends._edge_tenants``, ``amem.backends._edge_live``, ``base.LIVE_KEY``; on a
-    plain segment each condition costs the engine's scan, and the floor is what a pipeline
-    on this engine pays)."""
-    facts = store.index.backend.store_facts()
-    tenant, active = facts.sole_agent != agent, not facts.all_active
-    if facts.keyed and tenant and active:
-        return Where(must=(MatchAny(LIVE_KEY, live_keys(agent, current=facts.none_superseded)),))
-    named = (Match("agent_id", agent),) if tenant else ()
-    return Where(must=named + ((Match("is_active", True),) if active else ()))
+    search says them (``NoteIndex.tenant_filter`` with the store's facts, read as a search
+    reads them): the tenant left out when the agent owns every note, ``is_active`` when every
+    note is active, the expiry while it hides nothing, and the tenant beside another
+    condition as the one live key (``amem.backends._edge_tenants``, ``amem.backends._edge_live``,
+    ``base.LIVE_KEY``; on a plain segment each condition costs the engine's scan, and the
+    floor is what a pipeline on this engine pays). Supersession is left to the pipeline."""
+    index = store.index
+    return index.read_as_tenant(agent, lambda facts: Where(
+        must=tuple(index.tenant_filter(agent, facts=facts))))
 
 
 def time_floor(store: MemoryStore, query: str, where: Where) -> tuple[float, float]:

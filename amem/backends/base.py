@@ -139,45 +139,65 @@ class Legs:
 
 
 #: a point's agent and state in one keyword (the edge backend writes it on every point): a
-#: read of an agent's live notes names this key instead of the tenant beside ``is_active`` and
-#: ``IsEmpty("superseded_by")``. On a plain segment the tenant beside any other condition
-#: doubles the engine's scan (100k points: 29.2 ms against 10.9 for the key alone, scratch
-#: ``legs13.py``), and a store whose agents ever deleted or replaced a note names them for good.
+#: read of an agent's live notes names this key instead of the tenant beside ``is_active``,
+#: ``IsEmpty("superseded_by")`` and the expiry. On a plain segment the tenant beside any other
+#: condition doubles the engine's scan (100k points: 29.2 ms against 10.9 for the key alone,
+#: scratch ``legs13.py``; the key beside the expiry 28.6, beside ``must_not HasId`` of the
+#: lapsed notes 27.7, scratch ``legs14.py``), and a store whose agents ever deleted, replaced
+#: or let expire a note names them for good.
 LIVE_KEY = "live_key"
 #: the key's state prefixes; a valid agent id has no control character, so each key names one
 #: agent and one state (an id holding the separator gets :data:`NO_AGENT_KEY`)
 _SEP = "\x1f"
 _SUPERSEDED, _INACTIVE = f"{_SEP}superseded{_SEP}", f"{_SEP}inactive{_SEP}"
+#: an active note whose expiry came by the handle's ``lapsed_upto`` (``StoreFacts``)
+_LAPSED = f"{_SEP}lapsed{_SEP}"
 #: the key of a point without a usable agent id: no read names it
 NO_AGENT_KEY = f"{_SEP}none"
+#: the field of a note's expiry (epoch seconds; the live reads' range: expired at or before now)
+EXPIRY_FIELD = "expires_ts"
 
 
-def live_key(payload: Mapping[str, Any]) -> str:
+def _expired_by(value: Any, upto: float) -> bool:
+    """An ``expires_ts`` the range ``lte=upto`` matches (a number, not NaN, at or before)."""
+    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+            and float(value) <= upto)
+
+
+def live_key(payload: Mapping[str, Any], lapsed_upto: float = -math.inf) -> str:
     """The :data:`LIVE_KEY` of a point with this payload: its agent when it is active
-    (``is_active`` true) and current (``superseded_by`` empty, as ``IsEmpty`` reads it), else
-    the agent behind its state's prefix."""
+    (``is_active`` true), not expired by ``lapsed_upto`` (its ``expires_ts`` after it, or
+    none) and current (``superseded_by`` empty, as ``IsEmpty`` reads it), else the agent
+    behind its state's prefix."""
     agent = payload.get("agent_id")
     if not isinstance(agent, str) or not agent or _SEP in agent:
         return NO_AGENT_KEY
     active = payload.get("is_active")
     if not (isinstance(active, (bool, np.bool_)) and bool(active)):
         return _INACTIVE + agent
+    if _expired_by(payload.get(EXPIRY_FIELD), lapsed_upto):
+        return _LAPSED + agent
     successor = payload.get("superseded_by")
     if successor is not None and not (isinstance(successor, (list, tuple)) and not successor):
         return _SUPERSEDED + agent
     return agent
 
 
+def lapsed_key(agent: str) -> str:
+    """The key of ``agent``'s active notes whose expiry came (``StoreFacts.lapsed_upto``)."""
+    return _LAPSED + agent
+
+
 def key_agent(key: str) -> str | None:
     """The agent a :data:`LIVE_KEY` value names (None for :data:`NO_AGENT_KEY`)."""
-    for prefix in (_SUPERSEDED, _INACTIVE):
+    for prefix in (_SUPERSEDED, _INACTIVE, _LAPSED):
         if key.startswith(prefix):
             return key[len(prefix):]
     return None if key.startswith(_SEP) else key
 
 
 def live_keys(agent: str, *, current: bool) -> tuple[str, ...]:
-    """The keys of ``agent``'s active notes (``current``: not superseded either)."""
+    """The keys of ``agent``'s active notes not lapsed (``current``: not superseded either)."""
     return (agent,) if current else (agent, _SUPERSEDED + agent)
 
 
@@ -204,18 +224,36 @@ class StoreFacts:
     #: every point carries its :data:`LIVE_KEY` (it is written with every point and every
     #: state change, so this never turns false while the handle is open)
     keyed: bool = False
+    #: every active point whose expiry is at or before this time carries the lapsed key
+    #: (``-inf``: none does); a read at an earlier time cannot name the key (it would hide
+    #: notes that are not expired yet at that time)
+    lapsed_upto: float = -math.inf
+    #: no point's expiry lies between ``lapsed_upto`` (excluded) and this time: until then a
+    #: read naming the key has nothing left for the expiry's range to hide
+    key_expiry_from: float = -math.inf
     epoch: int = 0
 
     def expiry_vacuous(self, now: float) -> bool:
         """No point's expiry is at or before ``now`` (epoch seconds)."""
         return now < self.expiry_from
 
+    def key_usable(self, now: float) -> bool:
+        """A read at ``now`` may name the key: every point carries it and no lapsed key hides
+        a note whose expiry is still to come at ``now``."""
+        return self.keyed and self.lapsed_upto <= now
+
+    def key_hides_expired(self, now: float) -> bool:
+        """The key alone leaves out every note expired at ``now`` (the lapsed ones carry
+        their own key and no other point's expiry has come)."""
+        return self.key_usable(now) and now < self.key_expiry_from
+
     def left_out(self, now: float) -> list[str]:
         """The conditions a read on these facts leaves out of its filters at ``now`` ("tenant":
         in the only agent's reads), as ``amem status`` names them."""
         return [name for name, vacuous in (("tenant", self.sole_agent is not None),
                                            ("is_active", self.all_active),
-                                           ("expiry", self.expiry_vacuous(now)),
+                                           ("expiry", self.expiry_vacuous(now)
+                                            or self.key_hides_expired(now)),
                                            ("supersession", self.none_superseded)) if vacuous]
 
 
@@ -304,6 +342,12 @@ class VectorBackend(Protocol):
         store's only writer and knows it, else :data:`NOTHING_KNOWN`. A read may leave out the
         conditions the facts make vacuous (the tenant of the only agent, ``is_active``, expiry,
         supersession), then must find the epoch unchanged after its reads."""
+        ...
+
+    def lapse(self, now: float) -> bool:
+        """Give the notes whose expiry came by ``now`` (epoch seconds) the lapsed key, for a
+        backend whose facts say ``keyed``; True when the keys hold up to ``now``. A backend
+        writing no key does nothing (False)."""
         ...
 
     def keep_fields(self, fields: Sequence[str], limit: int) -> bool:

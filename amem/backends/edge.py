@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -58,7 +59,7 @@ from amem.kernel.files import (
 )
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,
-    SPARSE, Hit, IsEmpty, Legs, Match, Point, SparseVector, StoreFacts, Where, key_agent,
+    SPARSE, Hit, IsEmpty, Legs, Match, Point, Range, SparseVector, StoreFacts, Where, key_agent,
     live_key,
 )
 from amem.errors import (
@@ -72,7 +73,7 @@ SHARD_DIR = "shard"
 #: the most key values a state's facet reads at open (``_mend_live_keys``): one a tenant
 MAX_AGENT_KEYS = 1_000_000
 #: the payload fields :data:`LIVE_KEY` is made of, and those whose write writes it again
-_KEY_SOURCES = (TENANT_FIELD, ACTIVE, SUCCESSOR)
+_KEY_SOURCES = (TENANT_FIELD, ACTIVE, SUCCESSOR, EXPIRY)
 _KEYED_FIELDS = frozenset({*_KEY_SOURCES, LIVE_KEY})
 META_FILE = "meta.json"
 #: free space every write leaves the engine beyond its estimate (pages of its indexes, the
@@ -566,21 +567,21 @@ class EdgeBackend:
 
     def upsert(self, points: Sequence[Point]) -> None:
         """Insert or replace whole points (checked first: nothing is written on bad input)."""
-        batch, checked, pids = [], [], []
-        size = 0
-        for point in points:
-            one = c.check_point(point, self.dim)
-            pid, dense, (idx, val), payload = one
-            # the point's agent and state as one key (``base.LIVE_KEY``), whatever was given
-            payload = {**payload, LIVE_KEY: live_key(payload)}
-            one = (pid, dense, (idx, val), payload)
-            batch.append(qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(idx, val)}, payload))
-            checked.append(one)
-            pids.append(pid)
-            size += 4 * self.dim + 8 * len(idx) + _payload_size(payload)
-        if batch:
-            self.check_space(len(batch), size)
+        checked = [c.check_point(point, self.dim) for point in points]
+        pids = [one[0] for one in checked]
+        # the key's few bytes beside each payload
+        size = sum(4 * self.dim + 8 * len(one[2][0]) + _payload_size(one[3]) + 64
+                   for one in checked)
+        if checked:
+            self.check_space(len(checked), size)
             with self._engine("upsert", write=True):
+                # the point's agent and state as one key (``base.LIVE_KEY``), whatever was
+                # given; inside the gate, as ``lapse`` moves the time the key reads expiries by
+                lapsed = self.live.lapsed_upto
+                checked = [(pid, dense, sparse, {**payload, LIVE_KEY: live_key(payload, lapsed)})
+                           for pid, dense, sparse, payload in checked]
+                batch = [qe.Point(pid, {DENSE: dense, SPARSE: qe.SparseVector(*sparse)}, payload)
+                         for pid, dense, sparse, payload in checked]
                 # before the engine takes them: a search leaving its tenant out sees the change
                 self.tenants.written(p[3].get(TENANT_FIELD) for p in checked)
                 self.live.written(p[3] for p in checked)
@@ -667,7 +668,7 @@ class EdgeBackend:
             return payload
         records = self.shard.retrieve([pid], with_payload=list(_KEY_SOURCES), with_vector=False)
         stored = dict(records[0].payload or {}) if records else {}
-        return {**payload, LIVE_KEY: live_key({**stored, **payload})}
+        return {**payload, LIVE_KEY: live_key({**stored, **payload}, self.live.lapsed_upto)}
 
     def delete(self, ids: Sequence[str]) -> None:
         """Hard-delete points; unknown ids are ignored."""
@@ -715,7 +716,62 @@ class EdgeBackend:
         return StoreFacts(sole_agent=sole, all_active=ACTIVE in live.vacuous,
                           none_superseded=SUCCESSOR in live.vacuous,
                           expiry_from=live.expiry_from, keyed=self._keyed_all,
+                          lapsed_upto=live.lapsed_upto, key_expiry_from=live.key_expiry_from,
                           epoch=tenant_epoch + live.epoch)
+
+    def lapse(self, now: float) -> bool:
+        """Give the active notes whose expiry came by ``now`` (epoch seconds) the lapsed key,
+        so a read at ``now`` or later naming the key leaves them out without the expiry's
+        range (``amem.backends._edge_live``); True when the keys hold up to ``now``.
+
+        Nothing is written when no expiry came since the last call, or for a time before it
+        (a reader with an earlier clock then says the range). The notes themselves stay as
+        they are until the sweep: only the backend's own key changes, and it is stripped from
+        every read. Without room on the disk nothing is written (False): reads say the range.
+        """
+        if not self._keyed_all:
+            return False
+        with self._engine("key the notes whose expiry came", write=True):
+            known = self.live.get()
+            if now < known.lapsed_upto:
+                return False
+            if now < known.key_expiry_from:
+                return True
+            came = to_edge(Where(must=(Match(ACTIVE, True), Range(
+                EXPIRY, gt=None if known.lapsed_upto == -math.inf else known.lapsed_upto,
+                lte=now))))
+            groups: dict[str, list[Any]] = {}
+            for records in _pages(self.shard, came, _KEY_SOURCES):
+                for record in records:
+                    groups.setdefault(live_key(dict(record.payload or {}), now),
+                                      []).append(str(record.id))
+            ids = [pid for group in groups.values() for pid in group]
+            try:
+                self.check_space(len(ids), 64 * len(ids))
+            except DiskFullError as exc:
+                log.warning("%d notes of %s expired and the disk has no room to key them as "
+                            "such (%s); reads say the expiry's range", len(ids), self.path, exc)
+                return False
+            for key, group in groups.items():
+                self.shard.update(qe.UpdateOperation.set_payload(group, {LIVE_KEY: key}))
+                if self.changes is not None:
+                    self.changes.set_payload(group, {LIVE_KEY: key})
+            if ids:
+                self._generation += 1
+                self.moved.mark(ids)
+            self.live.lapsed(now, self._first_expiry(self.shard, after=now))
+        return True
+
+    @staticmethod
+    def _first_expiry(shard: qe.EdgeShard, after: float = -math.inf) -> float | None:
+        """The earliest numeric expiry of any point after ``after`` (None: none), the first
+        value of its index (a value no range matches is not listed)."""
+        flt = None if after == -math.inf else to_edge(Where(must=(Range(EXPIRY, gt=after),)))
+        first, _ = shard.scroll(qe.ScrollRequest(
+            limit=1, filter=flt, with_payload=False, with_vector=False,
+            order_by=qe.OrderBy(key=EXPIRY, direction=qe.Direction.Asc)))
+        value = first[0].order_value if first else None
+        return None if value is None else float(value)
 
     def _fill_live_keys(self, shard: qe.EdgeShard) -> bool:
         """Give the points written before :data:`LIVE_KEY` theirs (once per store, at open,
@@ -819,15 +875,14 @@ class EdgeBackend:
             return int(shard.count(qe.CountRequest(exact=True, filter=to_edge(where))))
 
         # Each shape timed at 100k points (scratch): "not active" ~1 ms where counting the
-        # active ones took 14; a successor's IsEmpty 1-2 ms. The earliest expiry is the first
-        # value of its index (a value no range matches never hides a note, and is not listed).
-        first, _ = shard.scroll(qe.ScrollRequest(
-            limit=1, with_payload=False, with_vector=False,
-            order_by=qe.OrderBy(key=EXPIRY, direction=qe.Direction.Asc)))
-        earliest = first[0].order_value if first else None
+        # active ones took 14; a successor's IsEmpty 1-2 ms. The earliest expiries are first
+        # values of their index (a value no range matches never hides a note).
+        lapsed = self.live.lapsed_upto
         self.live.load(inactive=count(Where(must_not=(Match(ACTIVE, True),))),
                        superseded=count(Where(must_not=(IsEmpty(SUCCESSOR),))),
-                       earliest_expiry=None if earliest is None else float(earliest))
+                       earliest_expiry=self._first_expiry(shard),
+                       earliest_after_lapsed=(None if lapsed == -math.inf
+                                              else self._first_expiry(shard, after=lapsed)))
 
     def generation(self) -> int:
         """Changes with every write a filter can see: upserts, payload and vector changes,

@@ -373,6 +373,10 @@ class QdrantServerBackend:
         tenant and every live condition."""
         return NOTHING_KNOWN
 
+    def lapse(self, now: float) -> bool:
+        """Nothing (False): this backend writes no live key (``store_facts`` knows nothing)."""
+        return False
+
     def generation(self) -> None:
         """None: other processes may write the same collection, so no read is kept."""
         return None

@@ -35,28 +35,33 @@ def vacuous(facts: StoreFacts, now: float = NOW) -> set[str]:
                                      (EXPIRY, facts.expiry_vacuous(now))) if holds}
 
 
+def unlapsed(vacuous: frozenset[str], expiry_from: float, epoch: int) -> Known:
+    """A reading before any key was lapsed: the key reads the expiry as the range does."""
+    return Known(vacuous, expiry_from, -math.inf, expiry_from, epoch)
+
+
 def test_the_tracker_knows_nothing_until_loaded_and_moves_its_epoch_only_when_a_condition_bites(
 ) -> None:
     live = LiveFacts()
-    assert live.get() == Known(frozenset(), -math.inf, 0)  # not counted yet: all said
+    assert live.get() == unlapsed(frozenset(), -math.inf, 0)  # not counted yet: all said
     live.load(inactive=0, superseded=0, earliest_expiry=None)
-    assert live.get() == Known(STATES, math.inf, 1)
+    assert live.get() == unlapsed(STATES, math.inf, 1)
     live.written([{"is_active": True, "superseded_by": None, "supersedes": ["x"]}])
     live.changed({"superseded_by": [], "expires_ts": None, "is_active": np.bool_(True)})
-    assert live.get() == Known(STATES, math.inf, 1)  # nothing that could exclude a point
+    assert live.get() == unlapsed(STATES, math.inf, 1)  # nothing that could exclude a point
     live.changed({"superseded_by": "n2"})
-    assert live.get() == Known(STATES - {SUCCESSOR}, math.inf, 2)
+    assert live.get() == unlapsed(STATES - {SUCCESSOR}, math.inf, 2)
     live.changed({"superseded_by": None})  # cleared: still said until the next open counts
-    assert live.get() == Known(STATES - {SUCCESSOR}, math.inf, 2)
+    assert live.get() == unlapsed(STATES - {SUCCESSOR}, math.inf, 2)
     live.written([{"is_active": True, "expires_ts": 2.0e9}, {"is_active": False}])
-    assert live.get() == Known(frozenset(), 2.0e9, 3)  # one batch, two conditions: one move
+    assert live.get() == unlapsed(frozenset(), 2.0e9, 3)  # one batch, two conditions: one move
     # a later expiry changes nothing; an earlier one moves the time (and the epoch)
     live.written([{"is_active": False}, {"expires_ts": 3.0e9}])
-    assert live.get() == Known(frozenset(), 2.0e9, 3)
+    assert live.get() == unlapsed(frozenset(), 2.0e9, 3)
     live.changed({"expires_ts": 1.0e9})
-    assert live.get() == Known(frozenset(), 1.0e9, 4)
+    assert live.get() == unlapsed(frozenset(), 1.0e9, 4)
     live.changed({"expires_ts": "soon"})  # not a number: said at once, whatever the time
-    assert live.get() == Known(frozenset(), -math.inf, 5)
+    assert live.get() == unlapsed(frozenset(), -math.inf, 5)
 
     live.load(inactive=1, superseded=0, earliest_expiry=None)
     assert live.get().vacuous == {SUCCESSOR} and live.get().expiry_from == math.inf
@@ -201,3 +206,26 @@ def test_at_open_a_point_without_is_active_bites_and_an_expiry_no_range_reads_do
         assert backend.count(live) == backend.count(None) == 3
     finally:
         backend.close()
+
+
+def test_the_tracker_keeps_the_time_keys_are_lapsed_up_to_and_the_next_expiry_after_it() -> None:
+    live = LiveFacts()
+    live.load(inactive=0, superseded=0, earliest_expiry=100.0)
+    assert live.get() == Known(STATES, 100.0, -math.inf, 100.0, 1)
+    live.lapsed(150.0, 300.0)  # the notes of 100 now carry the lapsed key; the next is 300
+    assert live.get() == Known(STATES, 100.0, 150.0, 300.0, 2)
+    # a note written with an expiry already lapsed is keyed lapsed: only the range's time moves
+    live.written([{"is_active": True, "expires_ts": 50.0}])
+    assert live.get() == Known(STATES, 50.0, 150.0, 300.0, 3)
+    live.written([{"is_active": True, "expires_ts": 150.0}])  # at the time itself: lapsed too
+    assert live.get() == Known(STATES, 50.0, 150.0, 300.0, 3)
+    # one after it, before the next: the key no longer hides every expired note from then on
+    live.changed({"expires_ts": 200.0})
+    assert live.get() == Known(STATES, 50.0, 150.0, 200.0, 4)
+    live.changed({"expires_ts": "soon"})  # not a number: the key's expiry is said at once
+    assert live.get().key_expiry_from == -math.inf
+    # a recount after deletes knows the time keys are lapsed up to, and is told the next
+    live.load(inactive=0, superseded=0, earliest_expiry=120.0, earliest_after_lapsed=None)
+    assert live.get() == Known(STATES, 120.0, 150.0, math.inf, 6)
+    live.lapsed(100.0, None)  # an earlier time never lowers it
+    assert live.get().lapsed_upto == 150.0

@@ -14,7 +14,7 @@ import qdrant_edge as qe
 
 from amem.backends import EdgeBackend
 from amem.backends.base import (LIVE_KEY, NO_AGENT_KEY, Match, MatchAny, Point, SparseVector,
-                                Where, key_agent, live_key, live_keys)
+                                Where, key_agent, lapsed_key, live_key, live_keys)
 from amem.kernel.files import FixedFreeSpace
 
 
@@ -222,5 +222,56 @@ def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path) -> None:
     backend = EdgeBackend(tmp_path, 4)  # nothing left to mend
     try:
         assert backend.moved_points() == 0
+    finally:
+        backend.close()
+
+
+def test_the_lapsed_key_is_the_expiry_by_the_handles_time_and_an_open_gives_it_back(
+        tmp_path: Path) -> None:
+    assert live_key({"agent_id": "a", "is_active": True, "expires_ts": 10.0}) == "a"
+    lapsed = live_key({"agent_id": "a", "is_active": True, "expires_ts": 10.0}, 10.0)
+    assert key_agent(lapsed) == "a" and lapsed not in live_keys("a", current=False)
+    # inactive comes first; a value the range does not match (text, NaN) never lapses
+    assert live_key({"agent_id": "a", "is_active": False, "expires_ts": 1.0}, 10.0) \
+        == live_key({"agent_id": "a", "is_active": False})
+    for never in ("1.0", float("nan"), True, None):
+        assert live_key({"agent_id": "a", "is_active": True, "expires_ts": never}, 10.0) == "a"
+
+    backend = EdgeBackend(tmp_path / "s", dim=4)
+    soon, late, text, old = (point(expires_ts=100.0), point(expires_ts=300.0),
+                             point(expires_ts="100"), point(is_active=False, expires_ts=50.0))
+    backend.upsert([soon, late, text, old])
+    facts = backend.store_facts()
+    # an expiry not a number is said at once (the tracker errs toward saying it) ...
+    assert (facts.lapsed_upto, facts.key_expiry_from, facts.expiry_from) == (
+        float("-inf"), float("-inf"), float("-inf"))
+    assert backend.lapse(99.0)  # ... until a lapse reads the index: no active note to key
+    assert backend.store_facts().key_expiry_from == 100.0
+    assert key_of(backend, soon.id) == "alice"
+    assert backend.lapse(200.0)
+    assert key_of(backend, soon.id) == lapsed_key("alice") == lapsed[:-1] + "alice"
+    assert {key_of(backend, p.id) for p in (late, text)} == {"alice"}
+    assert key_of(backend, old.id) == live_key(old.payload)  # inactive stays inactive
+    facts = backend.store_facts()
+    assert (facts.lapsed_upto, facts.key_expiry_from) == (200.0, 300.0)
+    assert facts.key_hides_expired(250.0) and not facts.key_hides_expired(300.0)
+    assert not facts.key_usable(150.0)  # an earlier time cannot name the key
+    assert found(backend, "alice", current=True) == {late.id, text.id}
+    assert not backend.lapse(150.0)  # and is never keyed back
+    # a point written with an expiry already lapsed is keyed lapsed at once
+    again = point(expires_ts=150.0)
+    backend.upsert([again])
+    assert key_of(backend, again.id) == key_of(backend, soon.id)
+    assert backend.store_facts().key_expiry_from == 300.0
+    backend.close()
+    # a new handle knows no lapsed time: its open gives the lapsed keys back (mended)
+    backend = EdgeBackend(tmp_path / "s", dim=4)
+    try:
+        assert {key_of(backend, p.id) for p in (soon, again)} == {"alice"}
+        facts = backend.store_facts()
+        assert facts.keyed and facts.lapsed_upto == float("-inf")
+        assert not facts.key_hides_expired(200.0)
+        assert backend.lapse(200.0)
+        assert found(backend, "alice", current=True) == {late.id, text.id}
     finally:
         backend.close()

@@ -22,6 +22,7 @@ from amem import MemoryStore
 from amem.backends import EdgeBackend
 from amem.embed.hashing import HashingEmbedder
 from amem.notefields import iso
+from amem.notes import point_id
 
 from amem.backends.base import LIVE_KEY
 
@@ -139,10 +140,13 @@ def test_a_note_excluded_during_a_search_is_never_shown(kind: str) -> None:
         # the first pass left the condition out, and its legs could see the note; the second
         # said it
         assert [field in fields_of(w) for w in engine.legs] == [False, True]
-        # from now on the condition is said from the start
+        # from now on the condition is said from the start; a lapsed note instead gets the
+        # lapsed key before the search reads (one condition: the key alone leaves it out)
         engine.legs.clear()
         assert best.id not in {r.id for r in store.search(query, limit=10, heat=False)}
-        assert [field in fields_of(w) for w in engine.legs] == [True]
+        said = LIVE_KEY if kind == "expired" else field
+        assert [said in fields_of(w) for w in engine.legs] == [True]
+        assert not any(field in fields_of(w) for w in engine.legs) or kind != "expired"
 
 
 @pytest.mark.parametrize("kind", ["deleted", "superseded"])
@@ -199,27 +203,97 @@ def test_the_write_paths_reads_leave_the_live_conditions_out_and_read_again_afte
         assert asked == [{"is_active"}]
 
 
-def test_the_expiry_is_said_from_the_first_lapse_until_the_sweep() -> None:
+def test_a_lapsed_note_gets_the_lapsed_key_and_the_key_alone_leaves_it_out_until_the_sweep(
+) -> None:
     embedder = HashingEmbedder(dim=64)
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder) as store:  # type: ignore[arg-type]
+        bobs = store.add("A reminder of another agent", agent_id="bob", enrich=False)
         added = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
+        later = store.add("A reminder that lapses in an hour", enrich=False, ttl=3600)
         # until its time comes, the expiry hides nothing: left out, and the note is found
         assert "expiry" in store.info().filters_left_out
         engine.legs.clear()
         found = store.search("reminder", limit=3, heat=False)
-        assert "expires_ts" not in fields_of(engine.legs[0])
+        assert fields_of(engine.legs[0]) == {"agent_id"}  # the tenant alone: no key needed
         assert added.id in [r.id for r in found]
         store.index.clock.advance(120)  # type: ignore[attr-defined]
-        # lapsed and not yet swept: said, and the note is gone from the answers at once
-        assert "expiry" not in store.info().filters_left_out
+        # lapsed and not yet swept: the search first gives it the lapsed key, then names the
+        # key alone (the tenant beside the range doubled a plain segment's scan)
         engine.legs.clear()
         found = store.search("reminder", limit=3, heat=False)
-        assert "expires_ts" in fields_of(engine.legs[0])
-        assert added.id not in [r.id for r in found]
-        assert store.sweep_expired().expired_deleted == 1  # a hard delete
+        assert fields_of(engine.legs[0]) == {LIVE_KEY}
+        ids = [r.id for r in found]
+        assert added.id not in ids and later.id in ids and bobs.id not in ids
+        facts = engine.inner.store_facts()
+        assert facts.lapsed_upto == store.index.clock.now().timestamp()
+        assert facts.key_expiry_from == pytest.approx(
+            (store.index.clock.now() + timedelta(seconds=3600 - 120)).timestamp())
+        assert "expiry" in store.info().filters_left_out  # the key leaves it out
+        # the note itself is unchanged: still there for the sweep, and for include_inactive
+        kept = store.get(added.id, include_inactive=True)
+        assert kept.is_active and kept.expires_at and kept.content.endswith("in a minute")
+        # the second note lapses too: keyed at the next search, which finds neither
+        store.index.clock.advance(3600)  # type: ignore[attr-defined]
+        engine.legs.clear()
+        ids = [r.id for r in store.search("reminder", limit=3, heat=False)]
+        assert fields_of(engine.legs[0]) == {LIVE_KEY}
+        assert added.id not in ids and later.id not in ids
+        assert store.sweep_expired().expired_deleted == 2  # a hard delete
         # the facts are counted afresh at the next read: nothing expires any more
         assert "expiry" in store.info().filters_left_out
         engine.legs.clear()
         store.search("reminder", limit=3, heat=False)
-        assert "expires_ts" not in fields_of(engine.legs[0])
+        assert fields_of(engine.legs[0]) == {"agent_id"}
+
+
+def test_a_search_at_a_time_before_the_lapsed_keys_says_every_condition() -> None:
+    """A clock set back (a test clock, a host's time corrected): the lapsed keys would hide a
+    note whose expiry is still to come at that time, so the key is not named."""
+    embedder = HashingEmbedder(dim=64)
+    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
+    with filled(engine, embedder) as store:  # type: ignore[arg-type]
+        store.add("A reminder of another agent", agent_id="bob", enrich=False)
+        soon = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
+        later = store.add("A reminder that lapses in 100 seconds", enrich=False, ttl=100)
+        store.index.clock.advance(120)  # type: ignore[attr-defined]
+        ids = [r.id for r in store.search("reminder", limit=3, heat=False)]
+        assert soon.id not in ids and later.id not in ids  # both keyed lapsed up to +120
+        store.index.clock.advance(-40)  # type: ignore[attr-defined]  # +80: only one lapsed
+        engine.legs.clear()
+        ids = [r.id for r in store.search("reminder", limit=3, heat=False)]
+        assert later.id in ids and soon.id not in ids
+        assert fields_of(engine.legs[0]) == {"agent_id", "expires_ts"}
+
+
+def test_a_write_keeps_the_lapsed_key_of_a_note_whose_expiry_came() -> None:
+    """A note restored, replaced or written with an expiry already lapsed carries the
+    lapsed key the backend's time makes; one whose expiry moves later loses it."""
+    embedder = HashingEmbedder(dim=64)
+    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
+    with filled(engine, embedder) as store:  # type: ignore[arg-type]
+        store.add("A reminder of another agent", agent_id="bob", enrich=False)
+        a = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
+        b = store.add("Another reminder that lapses in a minute", enrich=False, ttl=60)
+        store.index.clock.advance(120)  # type: ignore[attr-defined]
+        store.search("reminder", limit=3, heat=False)  # keys a and b as lapsed
+        inner = engine.inner
+
+        def key(note_id: str) -> str:
+            pid = point_id(store.agent_id, note_id)
+            record = inner.shard.retrieve([pid], with_payload=True, with_vector=False)[0]
+            return str(record.payload[LIVE_KEY])
+
+        assert key(a.id) == key(b.id) == "\x1flapsed\x1fdefault"
+        inner.set_payload(point_id(store.agent_id, a.id), {"is_active": False})  # deleted
+        assert key(a.id) == "\x1finactive\x1fdefault"
+        inner.set_payload(point_id(store.agent_id, a.id), {"is_active": True})  # brought back (as an undo does)
+        assert key(a.id) == "\x1flapsed\x1fdefault"  # restored, and still expired
+        later = store.index.clock.now() + timedelta(hours=1)
+        inner.set_payload(point_id(store.agent_id, b.id), {"expires_at": iso(later),
+                                                           "expires_ts": later.timestamp()})
+        assert key(b.id) == "default"
+        engine.legs.clear()
+        ids = [r.id for r in store.search("reminder", limit=5, heat=False)]
+        assert fields_of(engine.legs[0]) == {LIVE_KEY}
+        assert b.id in ids and a.id not in ids
