@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -203,14 +204,22 @@ def test_the_write_paths_reads_leave_the_live_conditions_out_and_read_again_afte
         assert asked == [{"is_active"}]
 
 
-def test_a_lapsed_note_gets_the_lapsed_key_and_the_key_alone_leaves_it_out_until_the_sweep(
-) -> None:
+@contextmanager
+def reminders(*ttls: int) -> Iterator[tuple[MemoryStore, TenantSwitch, Any, list[Any]]]:
+    """A store of two agents: the owner's notes, another agent's reminder, and the owner's
+    reminders lapsing after ``ttls`` seconds (the store, its engine, bob's note, the owner's)."""
     embedder = HashingEmbedder(dim=64)
     engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
     with filled(engine, embedder) as store:  # type: ignore[arg-type]
         bobs = store.add("A reminder of another agent", agent_id="bob", enrich=False)
-        added = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
-        later = store.add("A reminder that lapses in an hour", enrich=False, ttl=3600)
+        yield store, engine, bobs, [
+            store.add(f"A reminder that lapses in {ttl} seconds", enrich=False, ttl=ttl)
+            for ttl in ttls]
+
+
+def test_a_lapsed_note_gets_the_lapsed_key_and_the_key_alone_leaves_it_out_until_the_sweep(
+) -> None:
+    with reminders(60, 3600) as (store, engine, bobs, (added, later)):
         # until its time comes, the expiry hides nothing: left out, and the note is found
         assert "expiry" in store.info().filters_left_out
         engine.legs.clear()
@@ -232,7 +241,7 @@ def test_a_lapsed_note_gets_the_lapsed_key_and_the_key_alone_leaves_it_out_until
         assert "expiry" in store.info().filters_left_out  # the key leaves it out
         # the note itself is unchanged: still there for the sweep, and for include_inactive
         kept = store.get(added.id, include_inactive=True)
-        assert kept.is_active and kept.expires_at and kept.content.endswith("in a minute")
+        assert kept.is_active and kept.expires_at and kept.content.endswith("in 60 seconds")
         # the second note lapses too: keyed at the next search, which finds neither
         store.index.clock.advance(3600)  # type: ignore[attr-defined]
         engine.legs.clear()
@@ -250,12 +259,7 @@ def test_a_lapsed_note_gets_the_lapsed_key_and_the_key_alone_leaves_it_out_until
 def test_a_search_at_a_time_before_the_lapsed_keys_says_every_condition() -> None:
     """A clock set back (a test clock, a host's time corrected): the lapsed keys would hide a
     note whose expiry is still to come at that time, so the key is not named."""
-    embedder = HashingEmbedder(dim=64)
-    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
-    with filled(engine, embedder) as store:  # type: ignore[arg-type]
-        store.add("A reminder of another agent", agent_id="bob", enrich=False)
-        soon = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
-        later = store.add("A reminder that lapses in 100 seconds", enrich=False, ttl=100)
+    with reminders(60, 100) as (store, engine, _, (soon, later)):
         store.index.clock.advance(120)  # type: ignore[attr-defined]
         ids = [r.id for r in store.search("reminder", limit=3, heat=False)]
         assert soon.id not in ids and later.id not in ids  # both keyed lapsed up to +120
@@ -269,12 +273,7 @@ def test_a_search_at_a_time_before_the_lapsed_keys_says_every_condition() -> Non
 def test_a_write_keeps_the_lapsed_key_of_a_note_whose_expiry_came() -> None:
     """A note restored, replaced or written with an expiry already lapsed carries the
     lapsed key the backend's time makes; one whose expiry moves later loses it."""
-    embedder = HashingEmbedder(dim=64)
-    engine = TenantSwitch(EdgeBackend.temporary(embedder.dim))
-    with filled(engine, embedder) as store:  # type: ignore[arg-type]
-        store.add("A reminder of another agent", agent_id="bob", enrich=False)
-        a = store.add("A reminder that lapses in a minute", enrich=False, ttl=60)
-        b = store.add("Another reminder that lapses in a minute", enrich=False, ttl=60)
+    with reminders(60, 61) as (store, engine, _, (a, b)):
         store.index.clock.advance(120)  # type: ignore[attr-defined]
         store.search("reminder", limit=3, heat=False)  # keys a and b as lapsed
         inner = engine.inner
@@ -282,12 +281,12 @@ def test_a_write_keeps_the_lapsed_key_of_a_note_whose_expiry_came() -> None:
         def key(note_id: str) -> str:
             pid = point_id(store.agent_id, note_id)
             record = inner.shard.retrieve([pid], with_payload=True, with_vector=False)[0]
-            return str(record.payload[LIVE_KEY])
+            return str((record.payload or {})[LIVE_KEY])
 
         assert key(a.id) == key(b.id) == "\x1flapsed\x1fdefault"
         inner.set_payload(point_id(store.agent_id, a.id), {"is_active": False})  # deleted
         assert key(a.id) == "\x1finactive\x1fdefault"
-        inner.set_payload(point_id(store.agent_id, a.id), {"is_active": True})  # brought back (as an undo does)
+        inner.set_payload(point_id(store.agent_id, a.id), {"is_active": True})  # brought back
         assert key(a.id) == "\x1flapsed\x1fdefault"  # restored, and still expired
         later = store.index.clock.now() + timedelta(hours=1)
         inner.set_payload(point_id(store.agent_id, b.id), {"expires_at": iso(later),
