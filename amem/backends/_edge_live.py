@@ -138,6 +138,11 @@ class LiveFacts:
             self._key_expiry_from = math.inf if next_expiry is None else next_expiry
             self._epoch += 1
 
+    def moving(self) -> None:
+        """The backend is about to change keys a reader may have relied on: the epoch moves."""
+        with self._lock:
+            self._epoch += 1
+
     def written(self, payloads: Iterable[Mapping[str, Any]]) -> None:
         """Whole points are about to be upserted (called before the engine takes them)."""
         found: set[str] = set()

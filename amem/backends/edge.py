@@ -727,40 +727,50 @@ class EdgeBackend:
         Nothing is written when no expiry came since the last call, or for a time before it
         (a reader with an earlier clock then says the range). The notes themselves stay as
         they are until the sweep: only the backend's own key changes, and it is stripped from
-        every read. Without room on the disk nothing is written (False): reads say the range.
+        every read. Without room on the disk, or when the engine refuses the write, the keys
+        stay as they were (a warning, False): reads say the range, and the next call tries
+        again from the same time.
         """
         if not self._keyed_all:
             return False
-        with self._engine("key the notes whose expiry came", write=True):
-            known = self.live.get()
-            if now < known.lapsed_upto:
-                return False
-            if now < known.key_expiry_from:
-                return True
-            came = to_edge(Where(must=(Match(ACTIVE, True), Range(
-                EXPIRY, gt=None if known.lapsed_upto == -math.inf else known.lapsed_upto,
-                lte=now))))
-            groups: dict[str, list[Any]] = {}
-            for records in _pages(self.shard, came, _KEY_SOURCES):
-                for record in records:
-                    groups.setdefault(live_key(dict(record.payload or {}), now),
-                                      []).append(str(record.id))
-            ids = [pid for group in groups.values() for pid in group]
-            try:
-                self.check_space(len(ids), 64 * len(ids))
-            except DiskFullError as exc:
-                log.warning("%d notes of %s expired and the disk has no room to key them as "
-                            "such (%s); reads say the expiry's range", len(ids), self.path, exc)
-                return False
-            for key, group in groups.items():
-                self.shard.update(qe.UpdateOperation.set_payload(group, {LIVE_KEY: key}))
-                if self.changes is not None:
-                    self.changes.set_payload(group, {LIVE_KEY: key})
-            if ids:
-                self._generation += 1
-                self.moved.mark(ids)
-            self.live.lapsed(now, self._first_expiry(self.shard, after=now))
+        try:
+            with self._engine("key the notes whose expiry came", write=True):
+                known = self.live.get()
+                if now < known.lapsed_upto:
+                    return False
+                if now < known.key_expiry_from:
+                    return True
+                self._lapse_to(now, known.lapsed_upto)
+        except (BackendError, DiskFullError) as exc:
+            log.warning("the notes of %s whose expiry came by %s were not keyed as such (%s); "
+                        "searches say the expiry's range", self.path, now, exc)
+            return False
         return True
+
+    def _lapse_to(self, now: float, since: float) -> None:
+        """:meth:`lapse`'s writes, inside the engine gate: the active notes whose expiry lies
+        after ``since`` and at or before ``now``."""
+        came = to_edge(Where(must=(Match(ACTIVE, True), Range(
+            EXPIRY, gt=None if since == -math.inf else since, lte=now))))
+        groups: dict[str, list[Any]] = {}
+        for records in _pages(self.shard, came, _KEY_SOURCES):
+            for record in records:
+                groups.setdefault(live_key(dict(record.payload or {}), now),
+                                  []).append(str(record.id))
+        ids = [pid for group in groups.values() for pid in group]
+        if ids:
+            self.check_space(len(ids), 64 * len(ids))
+            # before the first write: a reader that left the range out at an earlier time
+            # reads again, whether all of this lands or not (an engine error midway leaves
+            # some keys lapsed with the old time kept; the next call writes them all again)
+            self.live.moving()
+            self._generation += 1
+            self.moved.mark(ids)
+        for key, group in groups.items():
+            self.shard.update(qe.UpdateOperation.set_payload(group, {LIVE_KEY: key}))
+            if self.changes is not None:
+                self.changes.set_payload(group, {LIVE_KEY: key})
+        self.live.lapsed(now, self._first_expiry(self.shard, after=now))
 
     @staticmethod
     def _first_expiry(shard: qe.EdgeShard, after: float = -math.inf) -> float | None:

@@ -275,3 +275,28 @@ def test_the_lapsed_key_is_the_expiry_by_the_handles_time_and_an_open_gives_it_b
         assert found(backend, "alice", current=True) == {late.id, text.id}
     finally:
         backend.close()
+
+
+def test_a_lapse_without_room_keys_nothing_and_reads_say_the_range_until_one_with_room(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    space = FixedFreeSpace(1 << 40)
+    backend = EdgeBackend(tmp_path / "s", dim=4, free_space=space)
+    try:
+        soon, late = point(expires_ts=100.0), point(expires_ts=300.0)
+        backend.upsert([soon, late])
+        epoch = backend.store_facts().epoch
+        space.free = 0
+        assert not backend.lapse(200.0)
+        assert "not keyed as such" in caplog.text
+        facts = backend.store_facts()
+        assert key_of(backend, soon.id) == "alice" and backend.moved_points() == 0
+        assert facts.epoch == epoch and facts.lapsed_upto == float("-inf")
+        assert not facts.key_hides_expired(200.0)  # the range is said
+        space.free = 1 << 40
+        assert backend.lapse(200.0)
+        assert key_of(backend, soon.id) == lapsed_key("alice")
+        facts = backend.store_facts()
+        assert facts.epoch > epoch and facts.key_hides_expired(200.0)
+        assert found(backend, "alice", current=True) == {late.id}
+    finally:
+        backend.close()
