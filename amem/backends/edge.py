@@ -734,22 +734,31 @@ class EdgeBackend:
         if not self._keyed_all:
             return False
         try:
-            with self._engine("key the notes whose expiry came", write=True):
+            # one hold of the gate for the read, the room check and the writes, so no write
+            # comes between; the room is checked outside the write block, so a full disk
+            # never fails a running index build's change log as a failed write would
+            with self._gate:
                 known = self.live.get()
                 if now < known.lapsed_upto:
                     return False
                 if now < known.key_expiry_from:
                     return True
-                self._lapse_to(now, known.lapsed_upto)
+                with self._engine("read the notes whose expiry came"):
+                    groups = self._came(now, known.lapsed_upto)
+                ids = [pid for group in groups.values() for pid in group]
+                if ids:
+                    self.check_space(len(ids), 64 * len(ids))
+                with self._engine("key the notes whose expiry came", write=True):
+                    self._write_lapsed(now, groups, ids)
         except (BackendError, DiskFullError) as exc:
             log.warning("the notes of %s whose expiry came by %s were not keyed as such (%s); "
                         "searches say the expiry's range", self.path, now, exc)
             return False
         return True
 
-    def _lapse_to(self, now: float, since: float) -> None:
-        """:meth:`lapse`'s writes, inside the engine gate: the active notes whose expiry lies
-        after ``since`` and at or before ``now``."""
+    def _came(self, now: float, since: float) -> dict[str, list[Any]]:
+        """The active notes whose expiry lies after ``since`` and at or before ``now``, by
+        the key they get (one per agent)."""
         came = to_edge(Where(must=(Match(ACTIVE, True), Range(
             EXPIRY, gt=None if since == -math.inf else since, lte=now))))
         groups: dict[str, list[Any]] = {}
@@ -757,9 +766,11 @@ class EdgeBackend:
             for record in records:
                 groups.setdefault(live_key(dict(record.payload or {}), now),
                                   []).append(str(record.id))
-        ids = [pid for group in groups.values() for pid in group]
+        return groups
+
+    def _write_lapsed(self, now: float, groups: dict[str, list[Any]], ids: list[str]) -> None:
+        """:meth:`lapse`'s writes (inside the gate), then the time and the next expiry."""
         if ids:
-            self.check_space(len(ids), 64 * len(ids))
             # before the first write: a reader that left the range out at an earlier time
             # reads again, whether all of this lands or not (an engine error midway leaves
             # some keys lapsed with the old time kept; the next call writes them all again)
