@@ -45,8 +45,10 @@ from typing import Any
 
 import numpy as np
 
+from amem.backends.base import EXPIRY_FIELD
+
 #: the fields whose conditions the tracker knows to be vacuous
-ACTIVE, SUCCESSOR, EXPIRY = "is_active", "superseded_by", "expires_ts"
+ACTIVE, SUCCESSOR, EXPIRY = "is_active", "superseded_by", EXPIRY_FIELD
 #: the two conditions that hold for good or not at all (the expiry is a time)
 STATES = frozenset({ACTIVE, SUCCESSOR})
 
