@@ -216,7 +216,7 @@ class NoteIndex:
         first (``backend.lapse``: its own key only, no note changes)."""
         facts = self.backend.store_facts()
         now = self.clock.now().timestamp()
-        if facts.keyed and facts.lapsed_upto <= now and facts.key_expiry_from <= now:
+        if facts.key_usable(now) and not facts.key_hides_expired(now):
             # an expiry came: its notes get the lapsed key, so the key leaves them out alone
             self.backend.lapse(now)
             facts = self.backend.store_facts()

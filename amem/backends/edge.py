@@ -798,7 +798,7 @@ class EdgeBackend:
         """Give the points written before :data:`LIVE_KEY` theirs (once per store, at open,
         inside the engine gate); True when every point carries one, as from then on.
 
-        Read a page at a time (the three fields the key is made of) and written as one
+        Read a page at a time (the fields the key is made of) and written as one
         payload write per key value and page, so the key is the one ``live_key`` makes for a
         new point. Each write moves its points out of the index, so they are counted for the
         next build as any payload write is. Without room on the disk nothing is written and
