@@ -35,6 +35,11 @@ sentence). ``off``, the default, is
 the plain protocol of ``../shared/benchdata/README.md``; the baselines get the same title
 where fair (``baseline_views``). CMRC results are also read on the questions of the first and
 second half of the articles.
+
+``--out`` also keeps each question's scores for the store and the tool lists
+(``per_question``): ``python -m benchmarks.compare before.json after.json`` pairs two runs
+question by question and counts the questions a change moves up and down (with a sign test),
+so a mean carried by a few questions is seen as such.
 """
 
 from __future__ import annotations
@@ -294,6 +299,37 @@ def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
     return out
 
 
+#: the methods whose scores :func:`per_question` keeps (the baselines are read as means only)
+PER_QUESTION_METHODS = ("store", "tool@5", "tool@10")
+#: the metrics it keeps for each question
+PER_QUESTION_METRICS = ("R@10", "hit@1", "MRR")
+
+
+def per_question(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
+                 ) -> dict[str, list[dict[str, Any]]]:
+    """method -> one row per question: its corpus, index, text, category, half (as
+    :func:`halves` splits them; None for LoCoMo's category 5) and
+    :data:`PER_QUESTION_METRICS`.
+
+    A mean moved by a few questions reads like a gain; ``python -m benchmarks.compare`` pairs
+    two runs' rows and counts the questions each change moves up and down.
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for method in PER_QUESTION_METHODS:
+        for corpus, ranked_lists in zip(corpora, rankings.get(method, [])):
+            kept = 0
+            for qi, (query, ranked) in enumerate(zip(corpus.queries, ranked_lists)):
+                half = None
+                if query.category != "5":
+                    half, kept = "ab"[kept % 2], kept + 1
+                s = score(ranked, query.relevant)
+                out.setdefault(method, []).append(
+                    {"corpus": corpus.name, "index": qi, "question": query.text,
+                     "category": query.category, "half": half,
+                     **{m: s[m] for m in PER_QUESTION_METRICS}})
+    return out
+
+
 def multi_hop(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
               ) -> dict[str, dict[str, dict[str, float]]]:
     """With ``--links`` on LoCoMo: method -> part -> R@10 and R@list of the multi-hop
@@ -368,7 +404,7 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
         "results": evaluate(task, corpora, rankings),
         "per_corpus": per_corpus(corpora, rankings), "halves": halves(corpora, rankings),
         "multi_hop": multi_hop(corpora, rankings) if task == "locomo" else {},
-        "timings": timings}
+        "per_question": per_question(corpora, rankings), "timings": timings}
 
 
 #: the store's settings a run may override (each an option of the same name, dashes for
