@@ -62,7 +62,7 @@ from amem.kernel.fusion import rrf
 from amem.notes import compose_embed_text
 
 from .crowd import crowd
-from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, Doc, load_cmrc, load_locomo
+from .datasets import DEFAULT_CMRC, DEFAULT_LOCOMO, Corpus, Doc, Query, load_cmrc, load_locomo
 from .embcache import REALIZATIONS, CachedEmbedder
 from .metrics import dedup_order, mean, recall_at, score
 
@@ -272,6 +272,20 @@ def per_corpus(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
     return out
 
 
+def question_halves(queries: Sequence[Query]) -> list[str | None]:
+    """Each question's held-apart half, in the data's order: "a" and "b" alternately over the
+    scored questions; None for LoCoMo's category 5, which the halves leave out."""
+    out: list[str | None] = []
+    scored = 0
+    for query in queries:
+        if query.category == "5":
+            out.append(None)
+        else:
+            out.append("ab"[scored % 2])
+            scored += 1
+    return out
+
+
 def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
            ) -> dict[str, dict[str, dict[str, float]]]:
     """method -> half -> metric (LoCoMo categories 1-4; CMRC all): the questions of each
@@ -287,12 +301,13 @@ def halves(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
     for method, per in rankings.items():
         rows: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
         for corpus, ranked_lists in zip(corpora, per):
-            kept = [(q, r) for q, r in zip(corpus.queries, ranked_lists) if q.category != "5"]
-            parts = [q.part for q, _ in kept if q.part is not None]
+            kept = [(q, r, half) for q, r, half in zip(corpus.queries, ranked_lists,
+                                                       question_halves(corpus.queries)) if half]
+            parts = [q.part for q, _, _ in kept if q.part is not None]
             middle = (max(parts) + 1) / 2 if parts else 0.0
-            for i, (q, ranked) in enumerate(kept):
+            for q, ranked, half in kept:
                 s = score(ranked, q.relevant)
-                rows["ab"[i % 2]].append(s)
+                rows[half].append(s)
                 if q.part is not None:
                     rows.setdefault("first" if q.part < middle else "second", []).append(s)
         out[method] = {half: mean(r) for half, r in rows.items() if r}
@@ -317,11 +332,8 @@ def per_question(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]
     out: dict[str, list[dict[str, Any]]] = {}
     for method in PER_QUESTION_METHODS:
         for corpus, ranked_lists in zip(corpora, rankings.get(method, [])):
-            kept = 0
-            for qi, (query, ranked) in enumerate(zip(corpus.queries, ranked_lists)):
-                half = None
-                if query.category != "5":
-                    half, kept = "ab"[kept % 2], kept + 1
+            for qi, (query, ranked, half) in enumerate(zip(corpus.queries, ranked_lists,
+                                                           question_halves(corpus.queries))):
                 s = score(ranked, query.relevant)
                 out.setdefault(method, []).append(
                     {"corpus": corpus.name, "index": qi, "question": query.text,
@@ -344,16 +356,15 @@ def multi_hop(corpora: list[Corpus], rankings: dict[str, list[list[list[str]]]]
         rows: dict[str, list[dict[str, float]]] = {c.name: [] for c in corpora}
         rows.update(a=[], b=[])
         for ci, corpus in enumerate(corpora):
-            kept = [(qi, q) for qi, q in enumerate(corpus.queries) if q.category != "5"]
-            for i, (qi, q) in enumerate(kept):
-                if q.category != "1":
+            for qi, (q, half) in enumerate(zip(corpus.queries, question_halves(corpus.queries))):
+                if q.category != "1" or half is None:
                     continue
                 ranked = rankings[method][ci][qi]
                 shown = len(rankings["tool@10"][ci][qi])
                 row = {"R@10": recall_at(ranked, q.relevant, 10),
                        "R@list": recall_at(ranked, q.relevant, shown)}
                 rows.setdefault(corpus.name, []).append(row)
-                rows.setdefault("ab"[i % 2], []).append(row)
+                rows.setdefault(half, []).append(row)
         out[method] = {part: mean(r) for part, r in rows.items() if r}
     return out
 
