@@ -41,12 +41,12 @@ import numpy as np
 import qdrant_edge as qe
 
 from amem.backends import _common as c
-from amem.backends import _edge_build
+from amem.backends import _edge_build, _edge_keys
 from amem.backends._edge_fields import CAPACITY as FIELD_CAPACITY, FieldCache
 from amem.backends._edge_table import Filler
 from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._edge_moved import MovedPoints
-from amem.backends._edge_live import ACTIVE, EXPIRY, SUCCESSOR, LiveFacts
+from amem.backends._edge_live import ACTIVE, SUCCESSOR, LiveFacts
 from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
@@ -59,8 +59,7 @@ from amem.kernel.files import (
 )
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,
-    SPARSE, Hit, IsEmpty, Legs, Match, Point, Range, SparseVector, StoreFacts, Where, key_agent,
-    live_key,
+    SPARSE, Hit, IsEmpty, Legs, Match, Point, SparseVector, StoreFacts, Where, live_key,
 )
 from amem.errors import (
     AmemError, BackendError, ConfigError, EmbedderMismatchError, NotFoundError, StoreLockedError,
@@ -70,11 +69,6 @@ from amem.errors import (
 log = logging.getLogger(__name__)
 
 SHARD_DIR = "shard"
-#: the most key values a state's facet reads at open (``_mend_live_keys``): one a tenant
-MAX_AGENT_KEYS = 1_000_000
-#: the payload fields :data:`LIVE_KEY` is made of, and those whose write writes it again
-_KEY_SOURCES = (TENANT_FIELD, ACTIVE, SUCCESSOR, EXPIRY)
-_KEYED_FIELDS = frozenset({*_KEY_SOURCES, LIVE_KEY})
 META_FILE = "meta.json"
 #: free space every write leaves the engine beyond its estimate (pages of its indexes, the
 #: next WAL segment's first pages, a new segment's headers)
@@ -224,21 +218,6 @@ def _abandon(handle: _Handle) -> None:
     finally:
         handle.lock.release()
 
-
-
-def _pages(shard: qe.EdgeShard, flt: Any, fields: Sequence[str] = ()) -> Iterator[list[Any]]:
-    """The points matching ``flt`` (with the payload ``fields``), a page of 1,000 records at a
-    time, read from ``shard`` itself (the keying at open, before the handle holds it). A
-    caller may write the records of a page before the next: pages follow the id order."""
-    offset: Any = None
-    while True:
-        records, offset = shard.scroll(qe.ScrollRequest(
-            offset=offset, limit=1000, filter=flt,
-            with_payload=c.payload_fields(list(fields)) if fields else False, with_vector=False))
-        if records:
-            yield records
-        if offset is None or not records:
-            return
 
 
 def _text_ids(points: Sequence[Any]) -> list[str]:
@@ -443,7 +422,10 @@ class EdgeBackend:
         try:
             self._ensure_indexes(shard)
             with self._engine("key the store's points"):
-                self._keyed_all = self._fill_live_keys(shard) and self._mend_live_keys(shard)
+                room, path = self.check_space, self.path
+                self._keyed_all = (
+                    _edge_keys.fill(shard, room=room, moved=self.moved, path=path)
+                    and _edge_keys.mend(shard, room=room, moved=self.moved, path=path))
             with self._engine("read the store's facts"):
                 self._count_facts(shard)
         except BaseException:
@@ -664,9 +646,10 @@ class EdgeBackend:
         """``payload`` with the point's :data:`LIVE_KEY` as it will be after the merge, when it
         changes a field the key says (read from the stored point: inside the engine gate, so no
         write comes between). A payload naming the key itself has it computed all the same."""
-        if not payload.keys() & _KEYED_FIELDS:
+        if not payload.keys() & _edge_keys.KEYED_FIELDS:
             return payload
-        records = self.shard.retrieve([pid], with_payload=list(_KEY_SOURCES), with_vector=False)
+        records = self.shard.retrieve([pid], with_payload=list(_edge_keys.SOURCES),
+                                      with_vector=False)
         stored = dict(records[0].payload or {}) if records else {}
         return {**payload, LIVE_KEY: live_key({**stored, **payload}, self.live.lapsed_upto)}
 
@@ -744,7 +727,7 @@ class EdgeBackend:
                 if now < known.key_expiry_from:
                     return True
                 with self._engine("read the notes whose expiry came"):
-                    groups = self._came(now, known.lapsed_upto)
+                    groups = _edge_keys.expiry_came(self.shard, known.lapsed_upto, now)
                 ids = [pid for group in groups.values() for pid in group]
                 if ids:
                     self.check_space(len(ids), 64 * len(ids))
@@ -755,18 +738,6 @@ class EdgeBackend:
                         "searches say the expiry's range", self.path, now, exc)
             return False
         return True
-
-    def _came(self, now: float, since: float) -> dict[str, list[Any]]:
-        """The active notes whose expiry lies after ``since`` and at or before ``now``, by
-        the key they get (one per agent)."""
-        came = to_edge(Where(must=(Match(ACTIVE, True), Range(
-            EXPIRY, gt=None if since == -math.inf else since, lte=now))))
-        groups: dict[str, list[Any]] = {}
-        for records in _pages(self.shard, came, _KEY_SOURCES):
-            for record in records:
-                groups.setdefault(live_key(dict(record.payload or {}), now),
-                                  []).append(str(record.id))
-        return groups
 
     def _write_lapsed(self, now: float, groups: dict[str, list[Any]], ids: list[str]) -> None:
         """:meth:`lapse`'s writes (inside the gate), then the time and the next expiry."""
@@ -781,100 +752,7 @@ class EdgeBackend:
             self.shard.update(qe.UpdateOperation.set_payload(group, {LIVE_KEY: key}))
             if self.changes is not None:
                 self.changes.set_payload(group, {LIVE_KEY: key})
-        self.live.lapsed(now, self._first_expiry(self.shard, after=now))
-
-    @staticmethod
-    def _first_expiry(shard: qe.EdgeShard, after: float = -math.inf) -> float | None:
-        """The earliest numeric expiry of any point after ``after`` (None: none), the first
-        value of its index (a value no range matches is not listed)."""
-        flt = None if after == -math.inf else to_edge(Where(must=(Range(EXPIRY, gt=after),)))
-        first, _ = shard.scroll(qe.ScrollRequest(
-            limit=1, filter=flt, with_payload=False, with_vector=False,
-            order_by=qe.OrderBy(key=EXPIRY, direction=qe.Direction.Asc)))
-        value = first[0].order_value if first else None
-        return None if value is None else float(value)
-
-    def _fill_live_keys(self, shard: qe.EdgeShard) -> bool:
-        """Give the points written before :data:`LIVE_KEY` theirs (once per store, at open,
-        inside the engine gate); True when every point carries one, as from then on.
-
-        Read a page at a time (the fields the key is made of) and written as one
-        payload write per key value and page, so the key is the one ``live_key`` makes for a
-        new point. Each write moves its points out of the index, so they are counted for the
-        next build as any payload write is. Without room on the disk nothing is written and
-        the store opens unkeyed (False).
-        """
-        missing = to_edge(Where(must=(IsEmpty(LIVE_KEY),)))
-        todo = int(shard.count(qe.CountRequest(exact=True, filter=missing)))
-        if not todo:
-            return True
-        started = time.perf_counter()
-        try:
-            self.check_space(todo, 64 * todo)
-        except DiskFullError as exc:  # the store still opens: its reads say every condition
-            log.warning("%d points of %s lack their live key and the disk has no room to write "
-                        "it (%s); searches say every condition (`amem status`: filters_keyed "
-                        "false) until an open with room keys them", todo, self.path, exc)
-            return False
-        done = 0
-        for records in _pages(shard, missing, _KEY_SOURCES):
-            groups: dict[str, list[Any]] = {}
-            for record in records:
-                groups.setdefault(live_key(dict(record.payload or {})), []).append(record.id)
-            for key, ids in groups.items():
-                shard.update(qe.UpdateOperation.set_payload(ids, {LIVE_KEY: key}))
-            self.moved.mark([str(r.id) for r in records])
-            done += len(records)
-        log.warning("gave %d points of %s their live key in %.1f s (once: searches of a store "
-                    "of several agents name one indexed key instead of four conditions)",
-                    done, self.path, time.perf_counter() - started)
-        return not shard.count(qe.CountRequest(exact=True, filter=missing))
-
-    def _mend_live_keys(self, shard: qe.EdgeShard) -> bool:
-        """Give their own key back to points whose key names another state (at open, inside
-        the engine gate); False when some could not be mended (no room on the disk: the
-        store then reads unkeyed).
-
-        Only a writer that does not keep the key leaves one stale: an older version that
-        opened the store meanwhile (it deletes, restores or supersedes without touching the
-        key) or a direct engine write. A stale key would show a deleted note or hide a
-        restored one, so each state's key values are read by facets over RAM indexes and a
-        point whose key belongs to another state gets the one its fields make.
-        """
-        active, replaced = Match(ACTIVE, True), IsEmpty(SUCCESSOR)
-        states = ((Where(must=(active, replaced)), {"is_active": True}),
-                  (Where(must=(active,), must_not=(replaced,)), {"is_active": True,
-                                                                  "superseded_by": "?"}),
-                  (Where(must_not=(active,)), {"is_active": False}))
-        mended = 0
-        for where, fields in states:
-            facet = shard.facet(qe.FacetRequest(key=LIVE_KEY, limit=MAX_AGENT_KEYS, exact=True,
-                                                filter=to_edge(where)))
-            for hit in facet.hits:
-                agent = key_agent(str(hit.value))
-                if not hit.count or agent is None:
-                    continue
-                right = live_key({"agent_id": agent, **fields})
-                if right == hit.value:
-                    continue
-                stale = to_edge(Where(must=(where, Match(LIVE_KEY, str(hit.value)))))
-                assert stale is not None  # a Where with a condition always translates
-                ids = [str(r.id) for records in _pages(shard, stale) for r in records]
-                try:
-                    self.check_space(len(ids), 64 * len(ids))
-                except DiskFullError as exc:
-                    log.warning("%d points of %s carry the live key of another state and the "
-                                "disk has no room to mend it (%s); searches say every "
-                                "condition until an open with room", len(ids), self.path, exc)
-                    return False
-                shard.update(qe.UpdateOperation.set_payload_by_filter(stale, {LIVE_KEY: right}))
-                self.moved.mark(ids)
-                mended += len(ids)
-        if mended:
-            log.warning("gave %d points of %s back the live key of their state (a writer that "
-                        "does not keep it, such as an older version, changed them)", mended,
-                        self.path)
-        return True
+        self.live.lapsed(now, _edge_keys.first_expiry(self.shard, after=now))
 
     def _count_facts(self, shard: qe.EdgeShard, *, unknown_only: bool = False) -> None:
         """Read the store's facts from the engine (at open, and after hard deletes): the tenant
@@ -901,9 +779,9 @@ class EdgeBackend:
         lapsed = self.live.lapsed_upto
         self.live.load(inactive=count(Where(must_not=(Match(ACTIVE, True),))),
                        superseded=count(Where(must_not=(IsEmpty(SUCCESSOR),))),
-                       earliest_expiry=self._first_expiry(shard),
+                       earliest_expiry=_edge_keys.first_expiry(shard),
                        earliest_after_lapsed=(None if lapsed == -math.inf
-                                              else self._first_expiry(shard, after=lapsed)))
+                                              else _edge_keys.first_expiry(shard, after=lapsed)))
 
     def generation(self) -> int:
         """Changes with every write a filter can see: upserts, payload and vector changes,
