@@ -219,7 +219,6 @@ def _abandon(handle: _Handle) -> None:
         handle.lock.release()
 
 
-
 def _text_ids(points: Sequence[Any]) -> list[str]:
     """The ids of engine points read without payload or vector, as text.
 
