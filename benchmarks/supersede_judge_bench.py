@@ -2,6 +2,7 @@
 
     python -m benchmarks.supersede_judge_bench                      # e5-small, the tables
     python -m benchmarks.supersede_judge_bench --json out.json
+    python -m benchmarks.supersede_judge_bench --voice third        # notes about the speaker
 
 * **Precision set**: every pair (earlier turn, later turn) by the same speaker of the three dev
   conversations (``../shared/benchdata/locomo_dev.json``): 187,112 pairs, the speaker the
@@ -9,6 +10,10 @@
   real change (conv-41 D25:1 -> D28:1, in the recall set) is not counted as false.
 * **Recall set**: ``tests/fixtures/supersede_changes.json``, real changes of facts the dev
   turns state (moves, job changes, preference switches), each named by its dialog ids.
+* ``--voice third``: both sets with every turn noted as an agent would note it about its
+  speaker ("Jon lost Jon's job"), without a subject, so the rule finds the subject by the
+  names in the text (``same_subject``'s names path, which the speaker-as-subject pairs never
+  reach).
 
 Each judge sees what the store would give it: the two texts, the speaker as subject, and the
 older note's note-to-note similarity to the newer one (``amem.similarity``, the embedder's
@@ -53,6 +58,28 @@ class Turn:
     dia_id: str
     speaker: str
     text: str
+    #: the store knows the speaker as the note's subject (False: ``--voice third``'s notes,
+    #: whose subject only the names in the text tell)
+    named: bool = True
+
+
+#: a speaker's first person and what it becomes in a note about them, longest forms first
+_FIRST_PERSON = tuple((re.compile(pattern), form) for pattern, form in (
+    (r"\bI(?:'|’)m\b|\bI am\b", "{name} is"), (r"\bI was\b", "{name} was"),
+    (r"\bI(?:'|’)ve\b|\bI have\b", "{name} has"), (r"\bI(?:'|’)ll\b", "{name} will"),
+    (r"\bI(?:'|’)d\b", "{name} would"), (r"\bI\b", "{name}"),
+    (r"\b(?:[Mm]y|[Mm]ine)\b", "{name}'s"), (r"\b(?:[Mm]e|[Mm]yself)\b", "{name}")))
+
+
+def third_person(turn: Turn) -> Turn:
+    """``turn`` as an agent would note it about its speaker: the first person replaced by the
+    speaker's name ("I lost my job" -> "Jon lost Jon's job"), no subject given. Verbs keep
+    their form ("Jon go"); the rule reads words, and the names path of ``same_subject`` is
+    what this exercises: the LoCoMo notes, each with its speaker as subject, never reach it."""
+    text = turn.text
+    for pattern, form in _FIRST_PERSON:
+        text = pattern.sub(form.format(name=turn.speaker), text)
+    return Turn(turn.sample, turn.dia_id, turn.speaker, text, named=False)
 
 
 def load_turns(path: Path = LOCOMO) -> dict[str, list[Turn]]:
@@ -123,7 +150,8 @@ def vectors_for(embedder: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def _view(turn: Turn, ident: str, similarity: float | None = None) -> FactView:
-    return FactView(ident, turn.text, (turn.speaker,), similarity=similarity)
+    return FactView(ident, turn.text, (turn.speaker,) if turn.named else (),
+                    similarity=similarity)
 
 
 class EmbedderMeaning:
@@ -246,11 +274,16 @@ def _nearest(new: Turn, earlier: Sequence[Turn], vec: dict[str, np.ndarray],
     return [(t, s) for t, s in sims[:CANDIDATES] if s >= CANDIDATE_FLOOR]
 
 
-def run(embedder: Any, path: Path = LOCOMO) -> dict[str, Any]:
+def run(embedder: Any, path: Path = LOCOMO, voice: str = "first") -> dict[str, Any]:
+    """Every judge's tally; ``voice`` "third": every note in the third person, without subject
+    (:func:`third_person`)."""
     turns = load_turns(path)
     changes = load_changes(turns)
+    if voice == "third":
+        turns = {k: [third_person(t) for t in conv] for k, conv in turns.items()}
+        changes = [(third_person(o), third_person(n), kind) for o, n, kind in changes]
     positives = {(o.text, n.text) for o, n, _ in changes}
-    out: dict[str, Any] = {"embedder": embedder.model_id}
+    out: dict[str, Any] = {"embedder": embedder.model_id, "voice": voice}
     started = time.perf_counter()
     out["rule_words_only"] = rule_tally(turns, changes, embedder, semantic=False).to_dict()
     out["rule"] = rule_tally(turns, changes, embedder).to_dict()
@@ -268,13 +301,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=LOCOMO)
     parser.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / "out" / "embcache")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--voice", choices=("first", "third"), default="first",
+                        help="third: each turn noted in the third person without a subject "
+                             "(the names path of the rule's subject test)")
     args = parser.parse_args(argv)
     from amem.embed import make_embedder
 
     from .embcache import CachedEmbedder
 
     embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
-    out = run(embedder, args.data)
+    out = run(embedder, args.data, args.voice)
     embedder.save()
     print("| judge | yes on natural pairs | false hides (per 1,000 pairs) | recall | by kind |")
     print("|---|---|---|---|---|")

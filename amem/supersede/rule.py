@@ -116,23 +116,33 @@ def view(note: Note | Mapping[str, Any]) -> FactView:
 
 #: a subject's relative or belonging: "Alice's sister moved" is not about Alice
 _RELATION = re.compile(
-    r"(?:^|\W)([\w ]{1,40}?)'s (?:sister|brother|mother|mom|mum|father|dad|parents?|son|"
+    r"(?:^|\W)([\w ]{1,40}?)['\u2019]s (?:sister|brother|mother|mom|mum|father|dad|parents?|son|"
     r"daughter|kids?|children|wife|husband|partner|friend|boyfriend|girlfriend|cousin|aunt|"
     r"uncle|grandma|grandpa|manager|boss|colleague|roommate|neighbou?r|team|dog|cat)\b",
     re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
 
 
+#: a name's possessive ending: "Mia's phone number" is about Mia
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+
+
 @lru_cache(maxsize=4096)
 def _subject_names(content: str, subjects: tuple[str, ...]) -> frozenset[str]:
     """Who a note is by or about: its subjects and speakers; failing those, the names in a
-    note not written in the first person (in "I use Vim", Vim is an object, not a subject)."""
+    note not written in the first person (in "I use Vim", Vim is an object, not a subject),
+    a possessive read as its name ("Mia's phone number" is about Mia) unless a relative
+    follows it ("Alice's sister lives in Rome" is not about Alice: it keeps its "'s")."""
     found = {w.casefold() for s in subjects for w in s.split()}
     a = analyse(content)
     found.update(w.casefold() for name in a.speakers for w in name.split())
     if not found and not _FIRST_PERSON.search(content):
-        found.update(t.surface.casefold() for t in a.tokens
-                     if t.surface[:1].isupper() and t.weight >= 0.5)
+        relatives = {m.group(1).split()[-1].casefold() for m in _RELATION.finditer(content)}
+        for t in a.tokens:
+            if t.surface[:1].isupper() and t.weight >= 0.5:
+                name = t.surface.casefold()
+                owner = _POSSESSIVE.sub("", name)
+                found.add(name if owner in relatives else owner)
     return frozenset(found)
 
 

@@ -150,6 +150,25 @@ def test_the_issue_example_with_the_default_embedder(e5_store: MemoryStore) -> N
     assert _ids(both)[:2] == [tea.id, coffee]
 
 
+def test_a_fact_named_in_the_possessive_is_replaced_with_the_default_embedder(
+        e5_store: MemoryStore) -> None:
+    """An agent's note about someone else, without subjects: "Mia's phone number is ..." is
+    replaced by "Mia has a new phone number ...", and a search shows the new number."""
+    agent = "possessive"
+    old = e5_store.add("Mia's phone number is 555-0101", agent_id=agent,
+                       timestamp="2026-01-02").id
+    sister = e5_store.add("Mia's sister lives in Rome", agent_id=agent,
+                          timestamp="2026-01-03").id
+    new = e5_store.add("Mia has a new phone number: 555-0199", agent_id=agent,
+                       timestamp="2026-01-09")
+    assert new.supersedes == [old]
+    assert e5_store.get(old, agent_id=agent).superseded_by == new.id
+    assert not e5_store.get(sister, agent_id=agent).superseded_by
+    found = e5_store.search("what is Mia's phone number?", agent_id=agent, limit=2,
+                            expand_links=False)
+    assert found[0].id == new.id and old not in _ids(found)
+
+
 def test_notes_of_an_older_store_without_the_fields_stay_current(store: MemoryStore) -> None:
     from amem.notes import Note
 

@@ -21,7 +21,7 @@ from amem.embed import Embedder, make_embedder
 from amem.supersede import FactView, RuleJudge, change_marker, replaces, same_subject
 from benchmarks.datasets import BENCHDATA
 from benchmarks.supersede_judge_bench import (EmbedderMeaning, load_changes, load_turns,
-                                              rule_tally)
+                                              rule_tally, third_person)
 
 PAIRS = Path(__file__).resolve().parents[2] / "fixtures" / "supersede_pairs.json"
 LOCOMO = BENCHDATA / "locomo_dev.json"
@@ -113,6 +113,37 @@ def test_the_rule_reads_negation_additions_and_other_people() -> None:
     assert words(FactView("n", "I use VS Code instead of Vim these days"),
                     FactView("o", "I use Vim for all my editing"))
     assert not words(FactView("n", "Alice now drinks tea"), FactView("o", "I drink coffee"))
+
+
+def test_a_possessive_name_is_the_name_unless_a_relative_follows_it() -> None:
+    """Notes without subjects name theirs in the text, often in the possessive: "Mia's phone
+    number" is about Mia, so "Mia has a new phone number" replaces it (before, "mia's" and
+    "mia" were two names and nothing was replaced). "Alice's sister lives in Rome" is about
+    the sister: it keeps its possessive and shares no subject with "Alice moved to Lisbon"."""
+    mia = FactView("o", "Mia's phone number is 555-0101")
+    assert same_subject(FactView("n", "Mia has a new phone number: 555-0199"), mia)
+    assert words(FactView("n", "Mia has a new phone number: 555-0199"), mia)
+    assert words(FactView("n", "Tom sold his car last week"),
+                 FactView("o", "Tom\u2019s car is a red Golf"))  # a typographic apostrophe too
+    moved = FactView("n", "Alice moved to Lisbon")
+    for sister in ("Alice's sister lives in Rome", "Alice\u2019s sister lives in Rome"):
+        assert not same_subject(moved, FactView("o", sister))
+        assert not words(moved, FactView("o", sister))
+    # a note that names its subjects is read by them, as before
+    assert not same_subject(FactView("n", "Mia has a new phone number", ("Ken",)),
+                            FactView("o", "Mia's phone number is 555-0101", ("Mia",)))
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="shared benchdata absent")
+def test_no_false_hide_among_the_dev_turns_noted_in_the_third_person(e5: Embedder) -> None:
+    """The LoCoMo pairs give each turn its speaker as subject, so the names path above never
+    runs on them; noted in the third person without subjects ("Jon lost Jon's job"), every
+    same-speaker pair goes through it. Measured at 0 yes in 187,112 pairs before and after
+    possessives were read as names (benchmarks.supersede_judge_bench --voice third)."""
+    turns = {k: [third_person(t) for t in conv] for k, conv in load_turns(LOCOMO).items()}
+    tally = rule_tally(turns, [], e5)
+    assert tally.pairs > 180_000
+    assert tally.false == 0, sorted(tally.said)
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="shared benchdata absent")
