@@ -22,8 +22,13 @@ TEA = "Alice stopped coffee, she drinks tea now"
 def test_see_history_undo_and_doctor_fix(tmp_path: Path) -> None:
     env = base_env(tmp_path / "home")
     old = amem_json(env, "add", COFFEE, "--subject", "Alice")["id"]  # type: ignore[index]
-    new = amem_json(env, "add", TEA, "--subject", "Alice")
-    assert new["supersedes"] == [old]  # type: ignore[index]
+    # the human line says what the add hid and how to see and undo it
+    said = amem(env, "add", TEA, "--subject", "Alice").stdout
+    status, new_id = said.split()[:2]
+    assert status == "created"
+    assert f"; supersedes {old}: hidden from search" in said
+    assert f"amem unsupersede {old}" in said and f"amem history {old}" in said
+    new = {"id": new_id}
     found = amem_json(env, "search", "Alice coffee", "-n", "5")
     hits = found["results"] if isinstance(found, dict) else found  # type: ignore[index]
     assert [h["hidden"] for h in hits if h["id"] == new["id"]] == [[old]]  # type: ignore[index]

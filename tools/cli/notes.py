@@ -155,9 +155,20 @@ def cmd_add(args: argparse.Namespace) -> int:
         else:
             result = local_store(store).add(text, args.subject, enrich=not args.no_enrich,
                                        **extra).to_dict()
-    emit(args, result, lambda: f"{result['status']} {result['id']}"
-         + (f" (links: {', '.join(result['links'])})" if result.get("links") else ""))
+    emit(args, result, lambda: _added(result))
     return EXIT_OK
+
+
+def _added(result: dict[str, Any]) -> str:
+    """``amem add``'s line: what became of the text, what it hid, and any warning (a fallback
+    enrichment, a link not verified), as the JSON says them."""
+    hidden = result.get("supersedes") or []
+    return (f"{result['status']} {result['id']}"
+            + (f" (links: {', '.join(result['links'])})" if result.get("links") else "")
+            + (f"; supersedes {', '.join(hidden)}: hidden from search as replaced "
+               f"(`amem history {hidden[0]}` shows it, `amem unsupersede {hidden[0]}` "
+               "shows it again)" if hidden else "")
+            + "".join(f"\nwarning: {w}" for w in result.get("warnings") or ()))
 
 
 def cmd_search(args: argparse.Namespace) -> int:
