@@ -116,7 +116,7 @@ def view(note: Note | Mapping[str, Any]) -> FactView:
 
 #: a subject's relative or belonging: "Alice's sister moved" is not about Alice
 _RELATION = re.compile(
-    r"(?:^|\W)([\w ]{1,40}?)['\u2019]s (?:sister|brother|mother|mom|mum|father|dad|parents?|son|"
+    r"\b(\w+)['\u2019]s (?:sister|brother|mother|mom|mum|father|dad|parents?|son|"
     r"daughter|kids?|children|wife|husband|partner|friend|boyfriend|girlfriend|cousin|aunt|"
     r"uncle|grandma|grandpa|manager|boss|colleague|roommate|neighbou?r|team|dog|cat)\b",
     re.IGNORECASE)
@@ -137,12 +137,12 @@ def _subject_names(content: str, subjects: tuple[str, ...]) -> frozenset[str]:
     a = analyse(content)
     found.update(w.casefold() for name in a.speakers for w in name.split())
     if not found and not _FIRST_PERSON.search(content):
-        relatives = {m.group(1).split()[-1].casefold() for m in _RELATION.finditer(content)}
-        for t in a.tokens:
-            if t.surface[:1].isupper() and t.weight >= 0.5:
-                name = t.surface.casefold()
-                owner = _POSSESSIVE.sub("", name)
-                found.add(name if owner in relatives else owner)
+        names = [t.surface.casefold() for t in a.tokens
+                 if t.surface[:1].isupper() and t.weight >= 0.5]
+        owners = {name: _POSSESSIVE.sub("", name) for name in names}
+        relatives = ({m.group(1).casefold() for m in _RELATION.finditer(content)}
+                     if any(owner != name for name, owner in owners.items()) else set())
+        found.update(name if owner in relatives else owner for name, owner in owners.items())
     return frozenset(found)
 
 
@@ -162,7 +162,7 @@ def same_subject(new: FactView, old: FactView) -> bool:
             return True
     if not shared:
         return False
-    owners = {m.group(1).split()[-1].casefold() for m in _RELATION.finditer(new.content)}
+    owners = {m.group(1).casefold() for m in _RELATION.finditer(new.content)}
     return not ({w for s in shared for w in s.split()} & owners)
 
 
