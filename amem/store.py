@@ -28,7 +28,8 @@ from .search.pipeline import RANK_FIELDS
 from .search.visibility import count_expired, visible_links
 from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
-from .write import AddResult, BulkWriter, EnricherSlot, UpdateResult, Updater, Writer
+from .write import (AddResult, BulkWriter, DeleteResult, EnricherSlot, UpdateResult, Updater,
+                    Writer)
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -235,22 +236,23 @@ class MemoryStore:
             self._build_when_due(wait=False)  # the usage write moves the note out of the index
         return note
 
-    def delete(self, note_id: str, *, agent_id: str | None = None) -> Note:
+    def delete(self, note_id: str, *, agent_id: str | None = None) -> DeleteResult:
         """Soft-delete: the note stays in the engine with ``is_active: false``.
 
         The facts it had replaced are released first (``amem.supersede.release``), then it is
         deactivated with its ``supersedes`` emptied in one write: a kill in between leaves
-        them visible, never hidden behind a deleted note."""
+        them visible, never hidden behind a deleted note. The result names them
+        (``restored``): they are current again."""
         self._ensure_open()
         agent = self._agent(agent_id)
         with self._lock:
             note, _ = self.index.load(check_id(note_id), agent)
-            self.superseder.release(note, reason="deleted")
+            restored = self.superseder.release(note, reason="deleted")
             self.index.update_note_fields(note.id, agent, {"is_active": False,
                                                            "supersedes": []})
         self._build_when_due()
         note.is_active = False
-        return note
+        return DeleteResult(note.id, note, restored)
 
     def update(self, note_id: str, *, content: str | None = None,
                subjects: Sequence[str] | None = None,

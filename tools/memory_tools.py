@@ -94,8 +94,7 @@ def memory_update(ctx: "CallContext", id: str, text: str | None = None,  # noqa:
 
 
 def memory_delete(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002
-    note = _store(ctx).delete(id, agent_id=ctx.agent_id)
-    return {"id": note.id, "deleted": True}
+    return _store(ctx).delete(id, agent_id=ctx.agent_id).to_dict()
 
 
 def memory_history(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002
@@ -278,8 +277,9 @@ def memory_tools() -> list[Tool]:
             summary="delete one memory by id",
             description=(
                 "Delete one memory note by id, for example when the user asks to forget "
-                "something or it is wrong. The note stops appearing in searches. Returns "
-                "{id, deleted: true}, or a not_found error."),
+                "something or it is wrong. The note stops appearing in searches; the older "
+                "notes it had replaced are current again and listed in restored. Returns "
+                "{id, deleted: true, restored}, or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
         Tool(
             name="memory_history", handler=memory_history,

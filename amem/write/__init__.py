@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from .bulk import BatchOutcome, BulkWriter
 from .enrichment import EnricherSlot
-from .result import AddResult
+from .result import AddResult, DeleteResult
 from .update import UpdateResult, Updater
 from .writer import Writer
 
-__all__ = ["AddResult", "BatchOutcome", "BulkWriter", "EnricherSlot", "UpdateResult",
+__all__ = ["AddResult", "BatchOutcome", "DeleteResult", "BulkWriter", "EnricherSlot", "UpdateResult",
            "Updater", "Writer"]

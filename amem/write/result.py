@@ -33,6 +33,21 @@ class AddResult:
         return asdict(self)
 
 
+@dataclass
+class DeleteResult:
+    """What ``delete`` did: the note (now inactive) and the older notes it had replaced,
+    current again (``amem.supersede.release``): a fact it hid shows in searches from now on,
+    so the caller is told which."""
+
+    id: str
+    note: Note
+    #: the older notes the deleted note had replaced, current again
+    restored: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "deleted": True, "restored": list(self.restored)}
+
+
 def kept_fields(result: AddResult, note: Note) -> AddResult:
     """A text that went into a stored note leaves its event time, metadata and expiry behind
     (the stored note keeps its own): say so rather than drop them silently."""
@@ -45,4 +60,4 @@ def kept_fields(result: AddResult, note: Note) -> AddResult:
     return result
 
 
-__all__ = ["AddResult", "NEW_STATUSES", "STATUSES", "kept_fields"]
+__all__ = ["AddResult", "DeleteResult", "NEW_STATUSES", "STATUSES", "kept_fields"]

@@ -37,6 +37,12 @@ def test_see_history_undo_and_doctor_fix(tmp_path: Path) -> None:
     assert [n["id"] for n in chain] == [old, new["id"]]  # type: ignore[index]
     text = amem(env, "history", old).stdout
     assert f"hidden by {new['id']}" in text and "current" in text  # type: ignore[index]
+    # a second newer note, deleted: the delete says which fact is current again
+    third = amem_json(env, "add", "Alice switched from tea to mate now", "--subject", "Alice")
+    assert third["supersedes"] == [new["id"]]  # type: ignore[index]
+    said = amem(env, "delete", third["id"]).stdout  # type: ignore[index]
+    assert said.strip() == (f"deleted {third['id']}; current again: {new['id']} "  # type: ignore[index]
+                            "(the older notes it had replaced)")
     done = amem(env, "unsupersede", old).stdout
     assert "current again" in done
     amem(env, "unsupersede", old, code=2)  # not hidden any more: a clear error, exit 2

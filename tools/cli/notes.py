@@ -279,8 +279,11 @@ def cmd_delete(args: argparse.Namespace) -> int:
         raise usage_error("--yes only goes with --all", "yes")
     with _notes(args) as (store, server):
         data = (remote_call(server, "memory_delete", {"id": args.id}) if server is not None
-                else {"id": local_store(store).delete(args.id).id, "deleted": True})
-    emit(args, data, f"deleted {data['id']}")
+                else local_store(store).delete(args.id).to_dict())
+    restored = data.get("restored") or []
+    emit(args, data, f"deleted {data['id']}"
+         + (f"; current again: {', '.join(restored)} (the older notes it had replaced)"
+            if restored else ""))
     return EXIT_OK
 
 

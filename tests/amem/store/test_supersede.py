@@ -56,7 +56,10 @@ def test_deleting_the_newer_note_makes_the_older_current_again(edge_store: Memor
     old = store.add(COFFEE, ["Alice"]).id
     new = store.add(TEA, ["Alice"]).id
     assert store.get(old).superseded_by == new
-    store.delete(new)
+    deleted = store.delete(new)
+    # the caller is told which fact shows again
+    assert deleted.id == new and deleted.restored == [old] and not deleted.note.is_active
+    assert deleted.to_dict() == {"id": new, "deleted": True, "restored": [old]}
     assert store.get(old).superseded_by is None
     assert old in _ids(store.search("Alice coffee", limit=3))
 
