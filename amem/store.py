@@ -242,17 +242,17 @@ class MemoryStore:
         The facts it had replaced are released first (``amem.supersede.release``), then it is
         deactivated with its ``supersedes`` emptied in one write: a kill in between leaves
         them visible, never hidden behind a deleted note. The result names them
-        (``restored``): they are current again."""
+        (``released``, as ``update`` says them): they are current again."""
         self._ensure_open()
         agent = self._agent(agent_id)
         with self._lock:
             note, _ = self.index.load(check_id(note_id), agent)
-            restored = self.superseder.release(note, reason="deleted")
+            released = self.superseder.release(note, reason="deleted")
             self.index.update_note_fields(note.id, agent, {"is_active": False,
                                                            "supersedes": []})
         self._build_when_due()
         note.is_active = False
-        return DeleteResult(note.id, note, restored)
+        return DeleteResult(note.id, note, released)
 
     def update(self, note_id: str, *, content: str | None = None,
                subjects: Sequence[str] | None = None,

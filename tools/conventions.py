@@ -95,8 +95,8 @@ CONVENTIONS: dict[str, Convention] = {
         # edit twice leaves the note as the first left it ("unchanged").
         writes=True, destructive=False, idempotent=True),
     "memory_delete": Convention(
-        "Delete a memory", shape({"id": _S, "deleted": _B, "restored": _STRS},
-                                 ("id", "deleted", "restored")),
+        "Delete a memory", shape({"id": _S, "deleted": _B, "released": _STRS},
+                                 ("id", "deleted", "released")),
         writes=True, destructive=True, idempotent=True),
     "memory_history": Convention(
         "Memory history", shape({"id": _S, "chain": {"type": "array", "items": shape(

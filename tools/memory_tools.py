@@ -278,8 +278,8 @@ def memory_tools() -> list[Tool]:
             description=(
                 "Delete one memory note by id, for example when the user asks to forget "
                 "something or it is wrong. The note stops appearing in searches; the older "
-                "notes it had replaced are current again and listed in restored. Returns "
-                "{id, deleted: true, restored}, or a not_found error."),
+                "notes it had replaced are current again and listed in released. Returns "
+                "{id, deleted: true, released}, or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
         Tool(
             name="memory_history", handler=memory_history,

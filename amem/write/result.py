@@ -42,10 +42,10 @@ class DeleteResult:
     id: str
     note: Note
     #: the older notes the deleted note had replaced, current again
-    restored: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "deleted": True, "restored": list(self.restored)}
+        return {"id": self.id, "deleted": True, "released": list(self.released)}
 
 
 def kept_fields(result: AddResult, note: Note) -> AddResult:

@@ -52,7 +52,7 @@ def test_note_lifecycle(capsys: pytest.CaptureFixture[str], env: dict[str, str])
     note = run_json(capsys, env, "get", added["id"])
     assert note["content"] == "Alice prefers green tea" and note["subjects"] == ["alice"]
     assert run_json(capsys, env, "delete", added["id"]) == {"id": added["id"], "deleted": True,
-                                                             "restored": []}
+                                                             "released": []}
     code, out, err = run(capsys, env, "get", added["id"], "--json")
     assert code == 3 and json.loads(out)["error"]["code"] == "not_found" and "amem: error" in err
     # Another agent sees nothing.

@@ -104,7 +104,7 @@ def test_note_commands_on_a_non_empty_store(store_env: dict[str, str]) -> None:
     page = amem(store_env, "list", "-n", "3").stdout
     assert "next page: --offset" in page and len(page.splitlines()) == 4
     assert amem_json(store_env, "delete", added["id"]) == {"id": added["id"], "deleted": True,
-                                                            "restored": []}
+                                                            "released": []}
     gone = amem(store_env, "get", added["id"], "--json", code=3)
     assert json.loads(gone.stdout)["error"]["code"] == "not_found"
     assert "amem: error" in gone.stderr

@@ -47,7 +47,7 @@ def test_list_get_delete_round_trip(facade: ToolFacade) -> None:
     note = facade.call("memory_get", {"id": ids[0]})
     assert note["id"] == ids[0] and "hash" not in note and "agent_id" not in note
     assert facade.call("memory_delete", {"id": ids[0]}) == {"id": ids[0], "deleted": True,
-                                                            "restored": []}
+                                                            "released": []}
     assert err(facade.call("memory_get", {"id": ids[0]}))["code"] == "not_found"
     assert facade.call("memory_list", {})["count"] == 3
 

@@ -38,8 +38,14 @@ def test_see_history_undo_and_doctor_fix(tmp_path: Path) -> None:
     text = amem(env, "history", old).stdout
     assert f"hidden by {new['id']}" in text and "current" in text  # type: ignore[index]
     # a second newer note, deleted: the delete says which fact is current again
-    third = amem_json(env, "add", "Alice switched from tea to mate now", "--subject", "Alice")
+    mate = "Alice switched from tea to mate now"
+    third = amem_json(env, "add", mate, "--subject", "Alice")
     assert third["supersedes"] == [new["id"]]  # type: ignore[index]
+    # an edit whose text no longer replaces it says so too
+    edited = amem(env, "update", third["id"], "--text", "Alice keeps a garden diary").stdout  # type: ignore[index]
+    assert f"; current again: {new['id']} (the older notes the old text had replaced)" in edited
+    again = amem_json(env, "update", third["id"], "--text", mate)  # type: ignore[index]
+    assert again["supersedes"] == [new["id"]]  # type: ignore[index]
     said = amem(env, "delete", third["id"]).stdout  # type: ignore[index]
     assert said.strip() == (f"deleted {third['id']}; current again: {new['id']} "  # type: ignore[index]
                             "(the older notes it had replaced)")

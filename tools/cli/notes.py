@@ -238,6 +238,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     emit(args, result, lambda: f"{result['status']} {result['id']}"
          + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
          + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
+         + (f"; current again: {', '.join(result['released'])} (the older notes the old text "
+            "had replaced)" if result.get("released") else "")
          + "".join(f"\nwarning: {w}" for w in result["warnings"]))
     return EXIT_OK
 
@@ -280,10 +282,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
     with _notes(args) as (store, server):
         data = (remote_call(server, "memory_delete", {"id": args.id}) if server is not None
                 else local_store(store).delete(args.id).to_dict())
-    restored = data.get("restored") or []
+    released = data.get("released") or []
     emit(args, data, f"deleted {data['id']}"
-         + (f"; current again: {', '.join(restored)} (the older notes it had replaced)"
-            if restored else ""))
+         + (f"; current again: {', '.join(released)} (the older notes it had replaced)"
+            if released else ""))
     return EXIT_OK
 
 

@@ -58,8 +58,8 @@ def test_deleting_the_newer_note_makes_the_older_current_again(edge_store: Memor
     assert store.get(old).superseded_by == new
     deleted = store.delete(new)
     # the caller is told which fact shows again
-    assert deleted.id == new and deleted.restored == [old] and not deleted.note.is_active
-    assert deleted.to_dict() == {"id": new, "deleted": True, "restored": [old]}
+    assert deleted.id == new and deleted.released == [old] and not deleted.note.is_active
+    assert deleted.to_dict() == {"id": new, "deleted": True, "released": [old]}
     assert store.get(old).superseded_by is None
     assert old in _ids(store.search("Alice coffee", limit=3))
 
