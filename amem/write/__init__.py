@@ -9,5 +9,5 @@ from .result import AddResult, DeleteResult
 from .update import UpdateResult, Updater
 from .writer import Writer
 
-__all__ = ["AddResult", "BatchOutcome", "DeleteResult", "BulkWriter", "EnricherSlot", "UpdateResult",
-           "Updater", "Writer"]
+__all__ = ["AddResult", "BatchOutcome", "BulkWriter", "DeleteResult", "EnricherSlot",
+           "UpdateResult", "Updater", "Writer"]
