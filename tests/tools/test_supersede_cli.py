@@ -11,6 +11,8 @@ from amem import MemoryStore
 from amem.config import load_config
 from amem.embed.hashing import HashingEmbedder
 
+from tests.fakes.openai_server import FakeOpenAI, garbage
+
 from .test_cli_console import AGENT, amem, amem_json, base_env
 
 pytestmark = pytest.mark.slow
@@ -63,3 +65,21 @@ def test_see_history_undo_and_doctor_fix(tmp_path: Path) -> None:
     assert report["memory"]["supersession"]["hiding_a_fact"] == 1  # type: ignore[index]
     fixed = amem_json(env, "doctor", "--fix")
     assert fixed["memory"]["supersession"]["released"] == [old]  # type: ignore[index]
+
+
+def test_add_prints_a_fallback_enrichment_as_a_warning(tmp_path: Path) -> None:
+    """The human line says what the JSON says: an LLM that answers garbage leaves the note
+    enriched by the offline rules, and ``amem add`` prints that warning under its status
+    line (before, only the log on stderr said it; the line read as a plain success)."""
+    server = FakeOpenAI()
+    server.set_default(garbage())
+    try:
+        env = base_env(tmp_path / "home", AMEM_LLM_BASE_URL=server.url, AMEM_LLM_MODEL="m")
+        out = amem(env, "add", "Alice prefers green tea").stdout
+    finally:
+        server.close()
+    assert server.requests
+    first, *rest = out.splitlines()
+    assert first.split()[0] == "created"
+    assert len(rest) == 1 and rest[0].startswith("warning: LLM enrichment failed")
+    assert "used the offline rules" in rest[0]
