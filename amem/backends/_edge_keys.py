@@ -42,7 +42,7 @@ MAX_AGENT_KEYS = 1_000_000
 SOURCES = (TENANT_FIELD, ACTIVE, SUCCESSOR, EXPIRY)
 KEYED_FIELDS = frozenset({*SOURCES, LIVE_KEY})
 #: the bytes a key's write is counted at per point by the room check
-_KEY_BYTES = 64
+KEY_BYTES = 64
 
 #: ``EdgeBackend.check_space``: raises ``DiskFullError`` without room for ``points`` points
 #: of ``data_bytes`` in all
@@ -104,7 +104,7 @@ def fill(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path
         return True
     started = time.perf_counter()
     try:
-        room(todo, _KEY_BYTES * todo)
+        room(todo, KEY_BYTES * todo)
     except DiskFullError as exc:  # the store still opens: its reads say every condition
         log.warning("%d points of %s lack their live key and the disk has no room to write "
                     "it (%s); searches say every condition (`amem status`: filters_keyed "
@@ -157,7 +157,7 @@ def mend(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path
             assert stale is not None  # a Where with a condition always translates
             ids = [str(r.id) for records in pages(shard, stale) for r in records]
             try:
-                room(len(ids), _KEY_BYTES * len(ids))
+                room(len(ids), KEY_BYTES * len(ids))
             except DiskFullError as exc:
                 log.warning("%d points of %s carry the live key of another state and the "
                             "disk has no room to mend it (%s); searches say every "
@@ -172,5 +172,5 @@ def mend(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path
     return True
 
 
-__all__ = ["KEYED_FIELDS", "MAX_AGENT_KEYS", "SOURCES", "expiry_came", "fill", "first_expiry",
-           "mend", "pages"]
+__all__ = ["KEYED_FIELDS", "KEY_BYTES", "MAX_AGENT_KEYS", "SOURCES", "expiry_came", "fill",
+           "first_expiry", "mend", "pages"]

@@ -551,7 +551,7 @@ class EdgeBackend:
         checked = [c.check_point(point, self.dim) for point in points]
         pids = [one[0] for one in checked]
         # the key's few bytes beside each payload
-        size = sum(4 * self.dim + 8 * len(one[2][0]) + _payload_size(one[3]) + 64
+        size = sum(4 * self.dim + 8 * len(one[2][0]) + _payload_size(one[3]) + _edge_keys.KEY_BYTES
                    for one in checked)
         if checked:
             self.check_space(len(checked), size)
@@ -729,7 +729,7 @@ class EdgeBackend:
                     groups = _edge_keys.expiry_came(self.shard, known.lapsed_upto, now)
                 ids = [pid for group in groups.values() for pid in group]
                 if ids:
-                    self.check_space(len(ids), 64 * len(ids))
+                    self.check_space(len(ids), _edge_keys.KEY_BYTES * len(ids))
                 with self._engine("key the notes whose expiry came", write=True):
                     self._write_lapsed(now, groups, ids)
         except (BackendError, DiskFullError) as exc:
