@@ -238,8 +238,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     emit(args, result, lambda: f"{result['status']} {result['id']}"
          + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
          + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
-         + (f"; current again: {', '.join(result['released'])} (the older notes the old text "
-            "had replaced)" if result.get("released") else "")
+         + _current_again(result.get("released"), "the old text")
          + "".join(f"\nwarning: {w}" for w in result["warnings"]))
     return EXIT_OK
 
@@ -282,11 +281,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
     with _notes(args) as (store, server):
         data = (remote_call(server, "memory_delete", {"id": args.id}) if server is not None
                 else local_store(store).delete(args.id).to_dict())
-    released = data.get("released") or []
-    emit(args, data, f"deleted {data['id']}"
-         + (f"; current again: {', '.join(released)} (the older notes it had replaced)"
-            if released else ""))
+    emit(args, data, f"deleted {data['id']}" + _current_again(data.get("released"), "it"))
     return EXIT_OK
+
+
+def _current_again(released: list[str] | None, replacer: str) -> str:
+    """The tail of ``update``'s and ``delete``'s lines naming the older notes shown again."""
+    return (f"; current again: {', '.join(released)} (the older notes {replacer} had replaced)"
+            if released else "")
 
 
 def _delete_all(args: argparse.Namespace) -> int:
