@@ -13,7 +13,7 @@ from typing import Any
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import precreate_private, private_dir
 from lcm.conn import Handle
-from lcm.errors import UnsupportedOnEngineError
+from lcm.errors import StoreBusyError, UnsupportedOnEngineError
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,13 @@ class Database:
         with self.lock:
             conn = self.conn
             if self._depth == 0:
-                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    busy = self._busy(exc)
+                    if busy is not None:
+                        raise busy from exc
+                    raise
                 self._depth = 1
                 try:
                     yield conn
@@ -126,6 +132,16 @@ class Database:
             return DiskFullError(f"the disk holding {self.path} is full: the write was rolled back, "
                                  "nothing of it is stored; free some space and retry", path=self.path)
         return None
+
+    def _busy(self, exc: sqlite3.OperationalError) -> StoreBusyError | None:
+        """``exc`` as ``store_locked`` naming the database when another process held its write
+        lock through the whole busy wait (SQLite's "database is locked")."""
+        if getattr(exc, "sqlite_errorcode", None) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return None
+        wait = int(self._conn.execute("PRAGMA busy_timeout").fetchone()[0]) / 1000
+        return StoreBusyError(f"the conversation store {self.path} is busy: another process held its "
+                              f"write lock through the {wait:g} s wait; nothing was written, retry "
+                              "when it is done", path=self.path)
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

@@ -9,6 +9,7 @@
     ├── PathEscapeError          a file reference that would resolve outside the data directory
     ├── EmbedderMissingError     semantic/hybrid recall or embedding asked of a store without an embedder
     ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
+    ├── StoreBusyError           another process held the write lock past the wait; ``.path``
     ├── CopyVerificationError    a copied store does not match its source; ``.problems``
     └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
         ├── StoreUnavailableError    the database server is down or dropped the connection
@@ -135,3 +136,14 @@ class UnsupportedOnEngineError(LcmEngineError, NotImplementedError):
         super().__init__(message)
         self.operation = operation
         self.engine = engine
+
+
+class StoreBusyError(LcmError):
+    """Another process held the database's write lock past the busy wait; nothing was written
+    (the code the embedded notes store's lock uses, so hosts and the CLI treat both alike)."""
+
+    code = "store_locked"
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path

@@ -335,7 +335,17 @@ def _settle_anonymous(c: Connection, conversation_id: int, batch: Sequence[Norma
 def _check_replay_flood(
     c: Connection, conversation_id: int, batch: list[NormalizedMessage], cfg: LcmConfig
 ) -> None:
-    groups: Counter[tuple[str, str, str]] = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in batch)
+    """Refuse the batch when too many identical messages of one role fall in one second.
+
+    The second is the message's own time when the host gave one, else the ingest's. A message
+    with a host id and no time of its own is left out of the count: its id already proves it a
+    distinct event (an id sent again is dropped above as the same message), and its ingest
+    time says nothing of when it was said, so a transcript's "continue" said four times, each
+    line keyed by the CLI (``amem lcm ingest``), is not a flood. Anonymous messages are what a
+    runaway host loops on, so they are counted by the ingest's second.
+    """
+    counted = [m for m in batch if m.explicit_time or m.stable_event_key is None]
+    groups: Counter[tuple[str, str, str]] = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in counted)
     pairs = sorted({(ident, second) for _, ident, second in groups})
     stored = {(h, s): n for h, s, n in _existing(c, _SECOND_COUNTS, pairs, conversation_id)}
     for (role, ident, second), count in groups.items():

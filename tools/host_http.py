@@ -73,7 +73,7 @@ MAX_MESSAGES = 5000
 MAX_SESSION_ID_CHARS = 500
 _STATUS = {"invalid_argument": 400, "replay_flood": 409, "forbidden": 403, "not_found": 404,
            "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409,
-           "disk_full": 507}
+           "disk_full": 507, "store_locked": 503}
 _INGEST_FIELDS = ("sessionKey", "sessionId", "messages", "afterTurn")
 
 

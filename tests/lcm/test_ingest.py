@@ -83,6 +83,49 @@ def test_replay_flood_is_refused_and_writes_nothing(make_store: Callable[..., Lc
     assert relaxed.ingest(KEY, flood).stored == 4
 
 
+def test_the_replay_guard_counts_what_has_no_id_or_a_time_of_its_own(make_store: Callable[..., LcmStore]) -> None:
+    # Messages with host ids and no times: each id proves a distinct event and the ingest's
+    # second says nothing of when it was said, so a transcript's repeats are stored.
+    store = make_store()
+    keyed = [{"role": "user", "content": "continue", "event_id": f"line-{i}"} for i in range(10)]
+    assert store.ingest(KEY, keyed).stored == 10
+    assert store.ingest(KEY, keyed).skipped_duplicates == 10  # the ids still dedupe a re-send
+    # with a time of its own, a message is counted in its second, id or not
+    timed = [{"role": "user", "content": "buy", "event_id": f"t-{i}", "created_at": "2025-01-01T00:00:00Z"}
+             for i in range(4)]
+    with pytest.raises(ReplayFloodError) as err:
+        store.ingest(KEY, timed)
+    assert err.value.count == 4
+    # anonymous messages are what a runaway host loops on: counted by the ingest's second
+    with pytest.raises(ReplayFloodError):
+        store.ingest(KEY, [{"role": "user", "content": "buy now"}] * 4)
+    assert count(store, "messages") == 10
+
+
+def test_a_write_lock_held_past_the_wait_is_store_locked(tmp_path: Path) -> None:
+    import sqlite3
+
+    from lcm.db import Database
+    from lcm.errors import StoreBusyError
+
+    path = tmp_path / "lcm.db"
+    db = Database(path, busy_timeout_ms=50)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer, mid-transaction
+    try:
+        with pytest.raises(StoreBusyError) as err:
+            with db.atomic() as c:
+                c.execute("CREATE TABLE t(x)")
+        assert err.value.code == "store_locked" and err.value.path == str(path)
+        assert str(path) in str(err.value) and "0.05 s wait" in str(err.value)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with db.atomic() as c:  # the handle is usable once the lock is gone
+        c.execute("CREATE TABLE t(x)")
+    db.close()
+
+
 def test_replay_guard_counts_per_second(store: LcmStore, clock: ManualClock) -> None:
     store.ingest(KEY, [{"role": "user", "content": "again"}] * 2)
     clock.advance(1)

@@ -91,8 +91,71 @@ def test_a_bad_line_is_named_and_nothing_is_stored(tmp_path: Path) -> None:
 def test_a_replay_flood_is_refused(tmp_path: Path) -> None:
     env = env_for(tmp_path / "home")
     flood = [{"role": "user", "content": "again", "created_at": "2025-01-01T00:00:00Z"}] * 10
-    done = amem(env, "lcm", "ingest", str(write(tmp_path / "f.jsonl", flood)), "--session-key", KEY, code=1)
-    assert "replay" in done.stderr
+    done = amem(env, "lcm", "ingest", str(write(tmp_path / "f.jsonl", flood)), "--session-key", KEY, code=2)
+    assert "replay" in done.stderr and "Nothing was stored" in done.stderr
+    assert stored_messages(env) == 0
+
+
+def test_a_transcript_that_repeats_itself_is_stored_whole(tmp_path: Path) -> None:
+    # A user who says "continue" four times and an assistant that says "Done." forty times:
+    # lines without times all take the ingest's second, but each is keyed by its line, so
+    # none of them is a replay (they were refused whole as a flood).
+    env = env_for(tmp_path / "home")
+    said = [{"role": "user", "content": "continue"}, {"role": "assistant", "content": "Done."}] * 40
+    done = amem_json(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", said)), "--session-key", KEY)
+    assert (done["read"], done["stored"], done["skipped_duplicates"]) == (80, 80, 0)
+    again = amem_json(env, "lcm", "ingest", str(tmp_path / "t.jsonl"), "--session-key", KEY)
+    assert (again["stored"], again["skipped_duplicates"]) == (0, 80)  # still idempotent
+    assert stored_messages(env) == 80
+
+
+def test_a_refusal_after_a_stored_batch_says_what_is_kept(tmp_path: Path) -> None:
+    # The file goes in 500 messages a transaction: a later batch refused leaves the earlier
+    # ones stored, and the error must say so (it said "Nothing was stored").
+    env = env_for(tmp_path / "home")
+    first = [{"role": "user", "content": f"distinct {i}", "created_at": f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
+             for i in range(500)]
+    flood = [{"role": "user", "content": "ping", "created_at": "2025-01-01T09:00:00Z", "event_id": f"p{i}"}
+             for i in range(10)]
+    src = write(tmp_path / "mid.jsonl", first + flood)
+    done = amem(env, "lcm", "ingest", str(src), "--session-key", KEY, code=2)
+    assert "Nothing was stored" not in done.stderr
+    assert "from line 501 on was refused" in done.stderr and "500 messages before it are kept" in done.stderr
+    assert stored_messages(env) == 500
+    write(src, first + flood[:3])  # fixed: fed again, the kept lines are already there
+    again = amem_json(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    assert (again["stored"], again["skipped_duplicates"]) == (3, 500)
+
+
+def test_stdin_runs_keep_their_repeats_and_a_skip_is_said(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    line = json.dumps({"role": "user", "content": "continue"}) + "\n"
+
+    def pipe(*extra: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([str(AMEM), "lcm", "ingest", "-", "--session-key", KEY, "--json", *extra], input=line,
+                              env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done
+
+    # one turn a call, each run with its own id: three runs, three messages (two were lost)
+    for run in ("run1", "run2", "run3"):
+        assert json.loads(pipe("--session-id", run).stdout)["stored"] == 1
+    assert stored_messages(env) == 3
+    # the same run's line 1 again is taken as stored, and the result says why
+    again = json.loads(pipe("--session-id", "run3").stdout)
+    assert again["stored"] == 0 and again["skipped_duplicates"] == 1
+    assert len(again["warnings"]) == 1 and "--session-id" in again["warnings"][0]
+    plain = subprocess.run([str(AMEM), "lcm", "ingest", "-", "--session-key", KEY, "--session-id", "run3"],
+                           input=line, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert plain.returncode == 0 and "amem: warning: 1 line was taken as already stored" in plain.stderr
+
+
+def test_a_transcript_that_is_not_utf8_is_named_by_line(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    src = tmp_path / "bad.jsonl"
+    src.write_bytes(json.dumps(turns(0, 1)[0]).encode() + b"\n\xff\xfe not text\n")
+    done = amem(env, "lcm", "ingest", str(src), "--session-key", KEY, code=2)
+    assert f"{src}:2: not UTF-8 text (byte 0xff)" in done.stderr
     assert stored_messages(env) == 0
 
 

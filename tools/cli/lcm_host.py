@@ -3,8 +3,10 @@
 Over MCP the conversation store is read-only (the model must not write its own history). A host
 that is not the model feeds its transcript in with ``ingest`` and asks for the context to send
 with ``assemble``. Ingest is idempotent: each line without an id of its own gets one from its
-line number and text, so feeding the same (or a grown) file again stores only the new lines; the
-store's replay guard still refuses floods of identical messages.
+line number and text (and the run's ``--session-id``), so feeding the same (or a grown) file
+again stores only the new lines. Those keys prove each line its own event, so the store's
+replay guard counts only lines with times of their own; a flood among them is refused, and a
+refusal after earlier batches were committed says what is kept.
 """
 
 from __future__ import annotations
@@ -56,11 +58,18 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
         text = stdin_text or ""
     else:
         try:
-            text = Path(path).expanduser().read_text(encoding="utf-8")
+            raw = Path(path).expanduser().read_bytes()
         except FileNotFoundError:
             # a usage error (exit 2), as `amem import` of a missing file: exit 3 is for an id
             # the store does not have
             raise usage_error(f"no such file: {path}", "file") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # invalid input, named by line as a bad JSON line is (exit 2, nothing stored)
+            number = raw.count(b"\n", 0, exc.start) + 1
+            raise usage_error(f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
+                              "a transcript is UTF-8 JSON lines", f"line {number}") from None
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
     for number, line in enumerate(text.splitlines(), 1):
@@ -81,8 +90,14 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
     return messages, "jsonl" if fmt == "auto" else fmt, empty
 
 
-def _keyed(lines: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Validate every message first, then give each one without a host id a stable one."""
+def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None = None
+           ) -> list[dict[str, Any]]:
+    """Validate every message first, then give each one without a host id a stable one.
+
+    The key is the line's number and text, and the run's ``--session-id`` when given: a line
+    is a position in one run's transcript (``lcm.ingest`` rule 2), so another run's line 1
+    saying the same "continue" is another message, and the same run fed again (a grown
+    file) keys its old lines as before."""
     from lcm.errors import LcmValidationError
     from lcm.ingest import normalize_messages
 
@@ -98,7 +113,10 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]
         raise LcmValidationError(f"line {number}: {exc}", field=f"line {number}") from None
     for norm, (number, line, msg) in zip(normalized, lines):
         if norm.stable_event_key is None:
-            msg["event_id"] = f"line:{number}:{hashlib.sha256(line.encode()).hexdigest()[:16]}"
+            digest = hashlib.sha256(line.encode()).hexdigest()[:16]
+            # without a session id the key keeps the form stores already hold for those lines
+            msg["event_id"] = (f"line:{number}:{digest}" if session_id is None
+                               else f"line:{session_id}:{number}:{digest}")
     return messages
 
 
@@ -106,22 +124,52 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     import sys
 
     lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None, args.format)
-    messages = _keyed(lines)
+    messages = _keyed(lines, args.session_id)
     stored = skipped = 0
     conversation = None
     with runtime(args) as rt:
         store = rt.lcm
         for start in range(0, len(messages), BATCH):
-            res = store.ingest(args.session_key, messages[start:start + BATCH], session_id=args.session_id)
+            try:
+                res = store.ingest(args.session_key, messages[start:start + BATCH], session_id=args.session_id)
+            except Exception as exc:
+                if start == 0:
+                    raise
+                raise _partly_stored(exc, lines[start][0], start, stored, skipped) from exc
             stored += res.stored
             skipped += res.skipped_duplicates
             conversation = res.conversation_id if res.conversation_id is not None else conversation
+    warnings = []
+    if args.file == "-" and skipped:
+        # stdin has no file to grow: its lines are keyed by number like a file's, so a host
+        # piping one turn a call would see a repeated turn taken for a line already stored
+        warnings.append(f"{skipped} {'line was' if skipped == 1 else 'lines were'} taken as "
+                        "already stored by their line number "
+                        "and text; stdin is keyed like a file fed again, so a host that pipes "
+                        "one turn a call gives each run its --session-id, or each message an "
+                        "event_id or created_at")
     data = {"format": fmt, "read": len(messages), "stored": stored, "skipped_duplicates": skipped,
-            "lines_without_messages": empty, "conversation_id": conversation}
+            "lines_without_messages": empty, "conversation_id": conversation, "warnings": warnings}
+    for warning in warnings if not args.json else []:
+        print(f"amem: warning: {warning}", file=sys.stderr)
     emit(args, data, lambda: f"read {len(messages)} ({fmt}): stored {stored}, already there {skipped}"
          + (f", {empty} lines held no message" if empty else "")
          + (f" (conversation {conversation})" if conversation is not None else ""))
     return 0
+
+
+def _partly_stored(exc: Exception, line: str, start: int, stored: int, skipped: int) -> Exception:
+    """A refusal after earlier batches were committed, said as such: what is stored stays
+    stored (each batch is one transaction), and feeding the file again resumes, since the
+    stored lines are keyed and taken as already there."""
+    from .main import as_cli_error
+
+    err = as_cli_error(exc)
+    said = str(err).replace(" Nothing was stored.", "")
+    return CliError(f"{said} The batch from line {line} on was refused whole; the {start} "
+                    f"messages before it are kept ({stored} stored now, {skipped} already "
+                    "there): fix the file and feed it again to store the rest.",
+                    code=err.code, exit_code=err.exit_code, field=err.field)
 
 
 def cmd_lcm_assemble(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ EXIT_BROKEN_PIPE = 141
 #: the exit code of an error by its code (any other code exits 1)
 CODE_EXITS = {"invalid_argument": EXIT_USAGE, "config_error": EXIT_USAGE,
               "regex_refused": EXIT_USAGE, "forbidden": EXIT_USAGE, "not_found": EXIT_NOT_FOUND,
-              "store_locked": EXIT_BUSY}
+              "replay_flood": EXIT_USAGE, "store_locked": EXIT_BUSY}
 
 
 class CliError(Exception):
