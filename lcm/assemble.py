@@ -215,7 +215,13 @@ class Assembler:
         if dropped:
             warnings.append(f"{dropped} older context items did not fit the budget")
         total = sum(it.token_count for it in items)
-        return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings)
+        over = total > budget
+        if over:
+            warnings.append(f"over budget: the newest message alone holds {items[-1].token_count} tokens, more "
+                            f"than the budget of {budget}; it is kept whole (the turn needs it), so the context "
+                            f"is {total} tokens")
+        return AssembledContext(conv_id, budget, total, items, n_sum, n_tail, dropped, prefix, compacted, debt, warnings,
+                                over)
 
     def prepare_read(self, c: Connection) -> None:
         """Run first in each of assembly's read transactions: an engine whose planner needs a

@@ -127,6 +127,10 @@ class AssembledContext(_Dict):
     compacted: bool = False
     debt_recorded: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: the newest message alone is larger than the budget: it is kept (a turn cannot be
+    #: answered without it), so ``total_tokens`` passes ``token_budget``; a host that must
+    #: stay under its window checks this (a warning says the same)
+    over_budget: bool = False
 
     @property
     def messages(self) -> list[dict[str, str]]:

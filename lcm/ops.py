@@ -147,6 +147,31 @@ def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_
         if len(issues) < _MAX_ISSUES:
             issues.append(DoctorIssue(check, severity, id, detail, conv))
 
+    try:
+        _doctor_checks(db, files, add, checks, sqlite_checks)
+    except db.errors as exc:
+        # A damaged file (quick_check's findings above, when it got that far) fails the reads
+        # that follow: the operator gets what was found and which checks could not run,
+        # instead of the error that stopped them.
+        failed = list(checks)[-1] if checks else "the first"
+        add("checks_not_run", "error", "database", f"the check {failed!r} and those after it could not "
+            f"read the database ({type(exc).__name__}: {exc}); restore it from a backup, or copy out "
+            "what still reads")
+    ok = not any(i.severity == "error" for i in issues) and all(
+        checks.get(k, 0) == 0 for k in checks if k not in _NOT_DAMAGE
+    )
+    try:
+        with db.reading() as c:
+            worst = worst_conversations(c, per_conv, top)
+    except db.errors:
+        worst = []  # the ranking reads the damaged tables too; the findings above say why
+    return DoctorReport(ok, checks, issues, sum(checks.values()) > len(issues), worst)
+
+
+def _doctor_checks(db: Handle, files: LargeFileStore, add: Callable[..., None], checks: dict[str, int],
+                   sqlite_checks: bool) -> None:
+    """:func:`doctor`'s checks in order, each finding through ``add``; ``checks`` gets each
+    check's name (count 0) as it starts, so a failure names the last one that ran."""
     with db.reading() as c:
         if sqlite_checks:
             checks["sqlite_quick_check"] = 0
@@ -224,12 +249,6 @@ def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_
             present = False
         if not present:
             add("missing_files", "error", fid, f"file {rel} is missing or outside the data directory", conv)
-    ok = not any(i.severity == "error" for i in issues) and all(
-        checks.get(k, 0) == 0 for k in checks if k not in _NOT_DAMAGE
-    )
-    with db.reading() as c:
-        worst = worst_conversations(c, per_conv, top)
-    return DoctorReport(ok, checks, issues, sum(checks.values()) > len(issues), worst)
 
 
 def _conv_summary(c: Connection, r: Row) -> dict[str, object]:

@@ -33,8 +33,14 @@ def test_budget_evicts_oldest_first_and_keeps_newest(store: LcmStore) -> None:
     small = store.assemble(KEY, 200)
     assert small.dropped_count > 0 and small.total_tokens <= 200 and small.warnings
     assert small.items[-1].content.startswith("msg 99")
+    assert not small.over_budget and not any("over budget" in w for w in small.warnings)
     tiny = store.assemble(KEY, 1)
     assert len(tiny.items) == 1  # the newest message even over budget
+    # ... and the result says so: a host that trusts the budget would overflow its window
+    assert tiny.over_budget and tiny.total_tokens > tiny.token_budget == 1
+    said = [w for w in tiny.warnings if w.startswith("over budget")]
+    assert len(said) == 1 and f"holds {tiny.items[0].token_count} tokens" in said[0]
+    assert tiny.to_dict()["over_budget"] is True
 
 
 def test_prefix_is_stable_between_turns(store: LcmStore) -> None:

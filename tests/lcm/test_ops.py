@@ -44,6 +44,37 @@ def test_doctor_finds_each_kind_of_damage(make_store: Callable[..., LcmStore]) -
     assert all(i.severity == "error" for i in report.issues)
 
 
+def test_doctor_reports_a_damaged_file_instead_of_failing(tmp_path: Path, clock: ManualClock) -> None:
+    # The operator's command for a damaged database must say what it found: the page of one
+    # table overwritten, quick_check lists it and the checks that cannot read say so.
+    from lcm import LcmConfig
+
+    path = tmp_path / "lcm.db"
+    store = LcmStore(path, LcmConfig(fresh_tail_count=8), clock=clock)
+    store.ingest(KEY, chat(100))
+    store.compact(KEY, force=True)
+    assert store.doctor().ok
+    page_size = int(store.db.scalar("PRAGMA page_size"))
+    root = int(store.db.scalar("SELECT rootpage FROM sqlite_master WHERE name = 'summaries'"))
+    store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    with open(path, "r+b") as f:  # the table's root page: every read of summaries fails
+        f.seek((root - 1) * page_size)
+        f.write(bytes([0xA5]) * page_size)
+    damaged = LcmStore(path, LcmConfig(fresh_tail_count=8), clock=clock)
+    try:
+        report = damaged.doctor()
+    finally:
+        damaged.close()
+    assert not report.ok and report.worst_conversations == []
+    # a root page this broken fails quick_check itself: the finding names it as the first
+    # check that could not read (a damaged leaf page is listed by quick_check instead)
+    not_run = [i for i in report.issues if i.check == "checks_not_run"]
+    assert len(not_run) == 1 and not_run[0].severity == "error"
+    assert "the check 'sqlite_quick_check' and those after it could not read the database" in not_run[0].detail
+    assert "malformed" in not_run[0].detail
+
+
 def test_doctor_clean_is_read_only(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
     store = make_store(str(tmp_path / "lcm.db"))
     store.ingest("agent:main:subagent:abc", chat(4))

@@ -43,3 +43,20 @@ def test_status_and_doctor_report_version_debt_and_the_worst_conversations(tmp_p
     assert amem_json(env, "doctor")["lcm"]["worst_conversations"][0]["session_key"] == KEY
     done = amem(env, "lcm", "doctor", "--top", "-1", code=2)
     assert "top" in done.stderr
+
+
+def test_doctor_exits_1_on_damage_as_amem_doctor_does(tmp_path: Path) -> None:
+    # `amem lcm doctor || alert` must fire: it exited 0 beside "ok: False"
+    import sqlite3
+
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 10))), "--session-key", KEY)
+    assert amem_json(env, "lcm", "doctor")["ok"] is True
+    with sqlite3.connect(tmp_path / "home" / "lcm.db") as db:  # a context item pointing nowhere
+        db.execute("PRAGMA foreign_keys = OFF")
+        db.execute("DELETE FROM messages WHERE id = (SELECT max(id) FROM messages)")
+    report = amem_json(env, "lcm", "doctor", code=1)
+    assert report["ok"] is False and report["checks"]["dangling_context_items"] == 1
+    assert "ok: False" in amem(env, "lcm", "doctor", code=1).stdout
+    amem(env, "doctor", code=1)  # the whole store's doctor agrees
+    assert amem_json(env, "lcm", "doctor", "--clean")["orphan_files"] == []  # a report, exit 0

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import lcm_embed, lcm_host, lcm_kit, lcm_migrate, lcm_session
 from .common import Cmd, runtime
-from .output import EXIT_USAGE, emit, kv_text, usage_error
+from .output import EXIT_ERROR, EXIT_USAGE, emit, kv_text, usage_error
 
 if TYPE_CHECKING:
     from lcm import LcmStore
@@ -186,5 +186,10 @@ def cmd_lcm_status(args: argparse.Namespace) -> int:
 
 
 def cmd_lcm_doctor(args: argparse.Namespace) -> int:
-    return _lcm_run(args, lambda s, _agent: s.doctor_clean() if args.clean
-                    else s.doctor(top=args.top))
+    if args.clean:  # a report of cleanup candidates, not a verdict
+        return _lcm_run(args, lambda s, _agent: s.doctor_clean())
+    with runtime(args) as rt:
+        data = rt.lcm.doctor(top=args.top).to_dict()
+    emit(args, data, lambda: kv_text(data))
+    # as `amem doctor` does: a script's `amem lcm doctor || alert` fires on damage
+    return 0 if data["ok"] else EXIT_ERROR
