@@ -100,8 +100,8 @@ CONVENTIONS: dict[str, Convention] = {
         writes=True, destructive=True, idempotent=True),
     "memory_history": Convention(
         "Memory history", shape({"id": _S, "chain": {"type": "array", "items": shape(
-            {"id": _S, "content": _S, "is_active": _B, "superseded_by": _opt(_S),
-             "supersedes": _STRS, "kept_against": _STRS, "events": _A},
+            {"id": _S, "content": _S, "is_active": _B, "merged_into": _opt(_S),
+             "superseded_by": _opt(_S), "supersedes": _STRS, "kept_against": _STRS, "events": _A},
             ("id", "content", "is_active", "superseded_by", "supersedes"))}},
             ("id", "chain"))),
     "memory_unsupersede": Convention(

@@ -18,7 +18,7 @@ from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
 from .graph import LinkGraph
 from .lineage import Chains
-from .merge import MergeLLM, loser_entry, merge_notes, note_key, was_merged
+from .merge import MergeLLM, loser_entry, merge_notes, merged_text, note_key, was_merged
 from .neighbours import threshold_neighbours
 from .plan import plan_clusters
 from .report import AgentReport
@@ -217,6 +217,14 @@ class AgentRun:
         if not (s_note.is_active and l_note.is_active):
             self.report.warnings.append(
                 f"merge of {loser} into {survivor} skipped: a note is no longer active")
+            return
+        # 0. a merge whose text would pass the note size limit keeps both notes: the survivor
+        # cannot hold the loser's facts, and a merge must not leave them in its history alone
+        if (not was_merged(s_note, loser)
+                and len(merged_text(s_note, l_note)) > index.config.max_text_chars):
+            self.report.warnings.append(
+                f"{loser} not merged into {survivor}: the merged text would pass max_text_chars "
+                f"({index.config.max_text_chars}); both stay")
             return
         # 1. intent: the loser stays active (and linkable) but says where it is going
         if l_note.merged_into != survivor:

@@ -6,9 +6,14 @@ run and every machine. Both merges keep the survivor's id and union keywords, ta
 subjects and links, sum retrieval counts and remember the loser's content hashes (an ``add`` of
 the loser's text later deduplicates to the survivor). They differ in the text:
 
-* offline: the survivor's content stays as it is (it is the more informative one); the loser's
-  text is kept word for word in the survivor's ``evolution_history`` and in the soft-deleted
-  loser itself, so no fact is lost;
+* offline: the survivor's content gains the loser's sentences it lacks, by the write path's
+  fold rule (``amem.write.fold.fold_content``), when the loser holds a search term the
+  survivor does not (:func:`merged_text`): a duplicate or a rewording adds nothing, while two notes
+  alike in shape but not in fact ("web-1 has IP 10.0.0.11", "web-3 has IP 10.0.0.13", cosine
+  over the threshold) keep both facts where search reads them. The loser's whole text is
+  also kept word for word in the survivor's ``evolution_history`` and in the soft-deleted
+  loser. (The survivor's content used to stay as it was, which left the loser's facts in the
+  history alone: found by no search.)
 * LLM: the model writes one unified content and context from both notes; any
   :class:`~amem.errors.LLMError` falls back to the offline merge, and the error is recorded.
 """
@@ -24,6 +29,8 @@ from typing import Any
 from ..errors import LLMError, LLMResponseError
 from ..kernel.llm import JsonLLM
 from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique
+from ..text import tokenize
+from ..write.fold import fold_content
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +126,33 @@ def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
     return out
 
 
+def merged_text(survivor: Note, loser: Note) -> str:
+    """The offline merge's content: the survivor's, then the loser's sentences it lacks.
+
+    A loser whose every search term (``amem.text.tokenize``: stemmed, stop words out) the
+    survivor already holds is a rewording ("drinks green tea in the morning" beside "drinks
+    green tea every morning before work"): search finds it through the survivor as it is, so
+    nothing is appended. A loser with a term of its own (another number, name or date) has a
+    fact the survivor lacks, and its sentences are appended by the fold rule.
+    """
+    if set(tokenize(loser.content)) <= set(tokenize(survivor.content)):
+        return survivor.content
+    return fold_content(survivor.content, loser.content)
+
+
+def _offline(survivor: Note, loser: Note, links: list[str]) -> Note:
+    merged = _union_fields(survivor, loser, links)
+    merged.content = merged_text(survivor, loser)
+    if merged.content != survivor.content:
+        merged.folded_hashes = unique([*merged.folded_hashes, survivor.hash])
+        merged.hash = content_hash(merged.content)
+    return merged
+
+
 def merge_notes(survivor: Note, loser: Note, *, links: list[str], similarity: float | None,
                 now: datetime, llm: MergeLLM | None, max_chars: int) -> Merged:
     """The survivor with the loser merged in, its history entry appended."""
-    merged = _union_fields(survivor, loser, links)
+    merged = _offline(survivor, loser, links)
     merged_by, error = "offline", None
     if llm is not None:
         try:
@@ -136,7 +166,7 @@ def merge_notes(survivor: Note, loser: Note, *, links: list[str], similarity: fl
             error = f"{type(exc).__name__}: {exc}"
             log.warning("LLM merge of %s into %s failed, merged offline: %s", loser.id,
                         survivor.id, error)
-            merged = _union_fields(survivor, loser, links)
+            merged = _offline(survivor, loser, links)
     merged.evolution_history = [*survivor.evolution_history, {
         "triggered_by": "consolidate", "at": now_iso(now), "action": "consolidate_merge",
         "merged": loser.id, "similarity": None if similarity is None else round(similarity, 6),

@@ -37,6 +37,8 @@ def chain(index: NoteIndex, agent: str, note_id: str) -> list[dict[str, Any]]:
                                                    rank[n.id], n.id))
     return [{"id": n.id, "content": n.content, "timestamp": n.timestamp,
              "event_time": n.event_time, "is_active": n.is_active,
+             # a consolidation merge is not a deletion: the text lives on in the survivor
+             "merged_into": n.merged_into if not n.is_active else None,
              "superseded_by": n.superseded_by, "supersedes": list(n.supersedes),
              "kept_against": list(n.kept_against),
              "events": [e for e in n.evolution_history if e.get("action") in _EVENTS]}

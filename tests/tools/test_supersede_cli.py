@@ -83,3 +83,21 @@ def test_add_prints_a_fallback_enrichment_as_a_warning(tmp_path: Path) -> None:
     assert first.split()[0] == "created"
     assert len(rest) == 1 and rest[0].startswith("warning: LLM enrichment failed")
     assert "used the offline rules" in rest[0]
+
+
+def test_consolidate_names_its_merges_and_history_tells_a_merge(tmp_path: Path) -> None:
+    # Two facts alike in shape: the nightly merge joins them, keeps both where search reads
+    # them, and says which note went where (it printed counts alone, and history "[deleted]")
+    env = base_env(tmp_path / "home")
+    first = amem_json(env, "add", "Server web-1 has IP 10.0.0.11", "--no-enrich")["id"]  # type: ignore[index]
+    second = amem_json(env, "add", "Server web-2 has IP 10.0.0.12", "--no-enrich")["id"]  # type: ignore[index]
+    said = amem(env, "consolidate").stdout
+    merged = [line.split() for line in said.splitlines() if line.startswith("merged ")]
+    assert len(merged) == 1 and {merged[0][1], merged[0][3]} == {first, second}, said
+    loser, survivor = merged[0][1], merged[0][3]
+    assert f"`amem history {loser}`" in said
+    data = amem_json(env, "consolidate")
+    assert data["merged"] == []  # type: ignore[index]  # nothing left to merge
+    text = amem_json(env, "get", survivor)["content"]  # type: ignore[index]
+    assert "10.0.0.11" in text and "10.0.0.12" in text
+    assert f"[merged into {survivor}]" in amem(env, "history", loser).stdout

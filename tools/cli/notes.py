@@ -255,7 +255,8 @@ def _chain_text(data: dict[str, Any]) -> str:
     """One line per note of the chain, oldest first: state, id, text."""
     lines = []
     for n in data["chain"]:
-        state = ("deleted" if not n["is_active"] else
+        state = (f"merged into {n['merged_into']}" if n.get("merged_into") else
+                 "deleted" if not n["is_active"] else
                  f"hidden by {n['superseded_by']}" if n["superseded_by"] else "current")
         kept = f" (kept against {', '.join(n['kept_against'])})" if n["kept_against"] else ""
         mark = "*" if n["id"] == data["id"] else " "
@@ -397,7 +398,23 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         with progress(args, "consolidate") as bar:
             report = store.consolidate(all_agents=args.all_agents, progress=bar)
     data = report.to_dict()
-    emit(args, data, lambda: kv_text(data))
+    # which notes went where: a merged note leaves search (its sentences now in the survivor),
+    # so the user can look at each (`amem history`, `amem get`)
+    data["merged"] = [{"note": loser, "into": survivor, "agent_id": agent}
+                      for agent, a in report.agents.items() for loser, survivor in a.merged]
+
+    def text() -> str:
+        merged = data["merged"]
+        lines = [f"merged {m['note']} into {m['into']}" for m in merged[:20]]
+        if len(merged) > 20:
+            lines.append(f"... and {len(merged) - 20} more (--json lists them all)")
+        if merged:
+            lines.append(f"(each merged note's text is kept in its survivor: `amem get "
+                         f"{merged[0]['into']}`; `amem history {merged[0]['note']}` shows where it went)")
+        return kv_text({k: v for k, v in data.items() if k != "merged"}) + (
+            "\n" + "\n".join(lines) if lines else "")
+
+    emit(args, data, text)
     return EXIT_OK
 
 

@@ -73,9 +73,12 @@ def test_llm_failure_falls_back_to_offline_and_says_so(table: TableEmbedder, clo
         assert data["merges"] == 1 and data["llm_fallbacks"] == 1 and data["llm_merges"] == 0
         assert "merged offline" in report.warnings[0]
         note = store.get("s")
-        assert note.content == "Frank's dentist appointment is on May 4 at 10am"
+        # the offline merge keeps the loser's sentence where search reads it: it says "sees",
+        # a term the survivor lacks (amem.consolidate.merge.merged_text)
+        assert note.content == "Frank's dentist appointment is on May 4 at 10am\n\nFrank sees the dentist May 4"
         entry = note.evolution_history[-1]
         assert entry["merged_by"] == "offline" and "LLMError" in entry["llm_error"]
+        assert entry["old_content"] == "Frank's dentist appointment is on May 4 at 10am"
 
 
 class ScriptedLLM:
