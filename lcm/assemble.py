@@ -165,7 +165,7 @@ class Assembler:
 
     def assemble(self, session_key: str, token_budget: int, *, prompt: str | None, model: str | None,
                  context_window: int | None, provider: str | None = None, cache_read_tokens: int | None = None,
-                 cache_write_tokens: int | None = None) -> AssembledContext:  # fmt: skip
+                 cache_write_tokens: int | None = None, read_only: bool = False) -> AssembledContext:  # fmt: skip
         budget = self.compaction.budget(token_budget)
         assert budget is not None
         runtime = check_runtime(model, context_window)
@@ -193,7 +193,11 @@ class Assembler:
         compacted = debt = False
         warnings: list[str] = []
         decision = "below-threshold"
-        if built is None and self.scopes.session_mode(session_key) != "normal":
+        if built is None and read_only:
+            # the caller may change nothing (a read-only key): the context as it stands
+            warnings.append("read-only caller: at the threshold, not compacted and no debt recorded")
+            decision = "read-only"
+        elif built is None and self.scopes.session_mode(session_key) != "normal":
             # a stateless session reads its context but never compacts it nor records debt
             warnings.append("stateless session (statelessSessionPatterns): at the threshold, not compacted")
             decision = "stateless"

@@ -272,18 +272,21 @@ class LcmStore:
     # -- assembly --------------------------------------------------------------------------------
     def assemble(self, session_key: str, token_budget: int, *, prompt: str | None = None,
                  model: str | None = None, context_window: int | None = None, provider: str | None = None,
-                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None) -> AssembledContext:
+                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
+                 read_only: bool = False) -> AssembledContext:
         """The ordered context for the next model call within ``token_budget``.
 
         At ``contextThreshold`` the conversation gets compaction debt (deferred mode, paid by
         :meth:`maintenance`) or is compacted now (inline mode). When the context is already over
         the budget, debt is paid synchronously first (the emergency path). A debt row keeps the
         host's ``model``, ``provider`` and prompt-cache token counts of the turn that recorded it.
+        ``read_only``: for a caller that may not change the store (a read-only key): the
+        context as it stands, never compacted nor indebted; a warning says when it would be.
         """
         return self.assembler.assemble(session_key, token_budget, prompt=prompt, model=model,
                                        context_window=context_window, provider=provider,
                                        cache_read_tokens=cache_read_tokens,
-                                       cache_write_tokens=cache_write_tokens)  # fmt: skip
+                                       cache_write_tokens=cache_write_tokens, read_only=read_only)  # fmt: skip
 
     # -- recall ----------------------------------------------------------------------------------
     def session_keys(self, prefix: str) -> list[str]:

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError, error_result, is_error, redact
+from .http_guard import principal_of
 from .tenancy import session_key_for
 
 if TYPE_CHECKING:
@@ -114,6 +115,11 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
             args = _assemble_args(target, request.query_params)
         except ToolError as exc:
             return reply(exc.to_dict())
+        # A GET, so the guard lets a read-only key through; but at the threshold assemble
+        # compacts or records debt, which are writes: such a key gets the context as it stands.
+        principal = principal_of(request.scope)
+        if principal is not None and principal.read_only:
+            args["read_only"] = True
         store = _need_lcm(target)  # _assemble_args checked it already; this names its type
         return reply(await runner.run(target.agent_id, "lcm assemble",
                                       lambda: _guarded(lambda: store.assemble(**args).to_dict())))

@@ -129,6 +129,40 @@ def test_a_read_only_key_reads_and_changes_nothing(served: Served) -> None:
     assert [n["content"] for n in listed["notes"]] == ["alice's secret: the door code is 2468"]
 
 
+def test_a_read_only_keys_assemble_neither_compacts_nor_records_debt(served: Served) -> None:
+    # GET /lcm/assemble passes the guard's method check, but at the threshold assemble
+    # compacts the conversation or records debt: writes a read-only key must not make
+    from lcm import LcmStore
+
+    lcm = served.lcm
+    assert isinstance(lcm, LcmStore)
+    key = "agent:alice:readonly-assemble"
+    lcm.ingest(key, [{"role": "user" if i % 2 == 0 else "assistant",
+                      "content": f"turn {i}: the shipment {i} left the Porto warehouse today"} for i in range(200)])
+
+    def state() -> tuple[int, int, int]:
+        return (int(lcm.db.scalar("SELECT count(*) FROM summaries")),
+                int(lcm.db.scalar("SELECT count(*) FROM context_items")),
+                int(lcm.db.scalar("SELECT count(*) FROM compaction_debt")))
+
+    before = state()
+    with httpx.Client(timeout=60) as http:
+        for budget in (400, 3600):  # over the budget (the emergency path) and at the threshold
+            res = http.get(served.root + f"/lcm/assemble?budget={budget}&sessionKey={key}",
+                           headers={"Authorization": f"Bearer {served.alice_read}"})
+            assert res.status_code == 200, res.text
+            ctx = res.json()
+            assert not ctx["compacted"] and not ctx["debt_recorded"]
+            assert any(w.startswith("read-only caller") for w in ctx["warnings"]), ctx["warnings"]
+            assert ctx["items"] and ctx["total_tokens"] <= budget
+        assert state() == before
+        # alice's own key still compacts (the writes are hers to make)
+        res = http.get(served.root + f"/lcm/assemble?budget=400&sessionKey={key}",
+                       headers={"Authorization": f"Bearer {served.alice}"})
+        assert res.status_code == 200 and res.json()["compacted"], res.text
+    assert state()[0] > before[0]
+
+
 def test_a_revoked_key_is_refused_by_the_running_server(served: Served) -> None:
     record, secret = served.keys.add(agent="carol")
     with httpx.Client(timeout=30) as http:
