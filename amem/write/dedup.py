@@ -4,6 +4,11 @@ A text whose hash is a stored note's own or one folded into it is that note; a r
 the batch is its first occurrence; an id held by an active note, or by a point that holds
 another note, is refused (that point is never overwritten). One engine query per agent
 finds every hash of the batch, one retrieve its ids.
+
+The same words about another person are another fact ("Prefers window seats" said of alice,
+then of bob): a note is a duplicate only of one whose subjects it may share
+(``amem.notes.about_the_same``, the rule folds and merges keep), else it is stored apart.
+Subjects a duplicate names that its stored note lacks are not written: the result says so.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Sequence
 
 from ..backends.base import Match, MatchAny, VectorBackend, Where
 from ..notefields import not_expired
-from ..notes import Note, point_id
+from ..notes import Note, about_the_same, point_id
 
 
 @dataclass(frozen=True)
@@ -42,11 +47,11 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
         visible = (not_expired(now),) if now is not None else ()
         where = Where(must=(Match("agent_id", agent), Match("is_active", True), *visible),
                       should=(MatchAny("hash", hashes), MatchAny("folded_hashes", hashes)))
-        stored: dict[str, Note] = {}
+        stored: dict[str, list[Note]] = {}
         for hit in backend.iterate(where):
             note = Note.from_payload(hit.payload)
-            for digest in (note.hash, *note.folded_hashes):
-                stored.setdefault(digest, note)
+            for digest in {note.hash, *note.folded_hashes}:
+                stored.setdefault(digest, []).append(note)
         points = {h.id: h.payload for h in backend.retrieve(
             [point_id(agent, notes[i].id) for i in rows])}
         # a deleted note of the same id may be replaced; anything else holding the point not
@@ -54,20 +59,37 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
                  if (payload := points.get(point_id(agent, notes[i].id))) is not None
                  and (payload.get("is_active", True) or payload.get("agent_id") != agent
                       or payload.get("id") != notes[i].id)}
-        first: dict[str, int] = {}
+        first: dict[str, list[int]] = {}  # hash -> the batch's new notes holding it
+        ids = set()
         for i in rows:
             note = notes[i]
-            if note.hash in stored:
-                out[i] = Known("deduplicated", stored[note.hash].id,
-                               enriched_by=stored[note.hash].enriched_by)
-            elif note.hash in first:  # a repeat inside the batch
-                out[i] = Known("deduplicated", notes[first[note.hash]].id)
-            elif note.id in taken or any(notes[j].id == note.id for j in first.values()):
+            same = next((s for s in stored.get(note.hash, ())
+                         if about_the_same(s.subjects, note.subjects)), None)
+            earlier = next((notes[j] for j in first.get(note.hash, ())  # a repeat in the batch
+                            if about_the_same(notes[j].subjects, note.subjects)), None)
+            if same is not None or earlier is not None:
+                into = same if same is not None else earlier
+                assert into is not None
+                out[i] = Known("deduplicated", into.id,
+                               enriched_by=same.enriched_by if same is not None else "none",
+                               warning=_subjects_left(note, into))
+            elif note.id in taken or note.id in ids:
                 out[i] = Known("rejected", note.id, warning=(
                     f"a note with id {note.id!r} already exists with different content"))
             else:
-                first[note.hash] = i
+                first.setdefault(note.hash, []).append(i)
+                ids.add(note.id)
     return out
+
+
+def _subjects_left(new: Note, into: Note) -> str | None:
+    """The warning for a duplicate naming subjects its stored note lacks (None: none)."""
+    left = [s for s in new.subjects if s not in into.subjects]
+    if not left:
+        return None
+    return (f"the text went into stored note {into.id!r}, whose subjects "
+            f"({', '.join(into.subjects) or 'none'}) were kept; not added: {', '.join(left)} "
+            f"(`amem update {into.id} --subject ...` sets a note's subjects)")
 
 
 __all__ = ["Known", "exact_duplicates"]

@@ -65,3 +65,30 @@ def test_consolidation_does_not_merge_them(store: MemoryStore) -> None:
                      enrich=False)
     store.consolidate()
     assert store.get(dave.id).is_active and store.get(erin.id).is_active
+
+
+def test_the_same_text_about_another_person_is_no_duplicate(store: MemoryStore) -> None:
+    # exact dedup ignored subjects: bob's fact went into alice's note, and a search about
+    # bob did not find it (exploratory test, 2026-12-05)
+    alice = store.add("Prefers window seats on flights.", subjects=["alice"])
+    bob = store.add("Prefers window seats on flights.", subjects=["bob"])
+    assert bob.status == "created" and bob.id != alice.id and not bob.warnings
+    assert store.get(bob.id).subjects == ["bob"]
+    again = store.add("Prefers window seats on flights.", subjects=["bob"])
+    assert (again.status, again.id) == ("deduplicated", bob.id)
+    found = store.search("does bob prefer window or aisle seats?", limit=3, subject="bob")
+    assert bob.id in [hit.id for hit in found] and alice.id not in [hit.id for hit in found]
+    # in one batch too: a repeat about another person is its own note
+    batch = store.add_many([{"text": "Walks the dog at 7am.", "subjects": ["carol"]},
+                            {"text": "Walks the dog at 7am.", "subjects": ["dave"]},
+                            {"text": "Walks the dog at 7am.", "subjects": ["carol"]}])
+    assert [r.status for r in batch] == ["created", "created", "deduplicated"]
+    assert batch[2].id == batch[0].id != batch[1].id
+
+
+def test_a_duplicate_says_which_subjects_were_not_added(store: MemoryStore) -> None:
+    plain = store.add("Likes green tea.")
+    named = store.add("Likes green tea.", subjects=["erin"])  # a note about nobody goes with any
+    assert (named.status, named.id) == ("deduplicated", plain.id)
+    assert len(named.warnings) == 1 and "not added: erin" in named.warnings[0]
+    assert store.get(plain.id).subjects == []  # nothing written
