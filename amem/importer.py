@@ -3,8 +3,11 @@
 Both imports (a JSONL/text file here, and an ``amem export`` file in ``amem.export``) check the
 whole file first in one streaming pass: a file with a bad line writes nothing and
 ``ImportRejected`` names every bad line (file:line: reason); ``skip_invalid`` imports the good
-lines and reports the others. Then the file is read again and written in bounded batches, so
-memory stays flat however long the file is.
+lines and reports the others. A bad line is one the writer would refuse: a field it rejects,
+or (checked here a batch of lines at a time, ``_IdClashes``) an id that an earlier line gives
+another text, or that a stored note holds with another text. Then the file is read again and
+written in bounded batches, so memory stays flat however long the file is (but for the
+check's record of the ids lines give themselves, a few hundred bytes each).
 
 Import is resumable and idempotent: a note without an id gets one derived from its agent and
 content hash, so a run killed at any point and started again ends with exactly the unique
@@ -19,23 +22,29 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 
 from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import DiskFullError, InvalidArgumentError
-from .notes import MAX_ITEM_CHARS, check_text, content_hash
+from .notefields import is_expired
+from .notes import MAX_ITEM_CHARS, Note, check_text, content_hash, point_id
 from .write.bulk import AHEAD_CHUNKS
 
 if TYPE_CHECKING:
+    from .index import NoteIndex
     from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
 #: called after each batch with (lines done, lines total or None)
 Progress = Callable[[int, "int | None"], None]
+#: called with (line number, what to say) when a document is read in a way worth saying
+Warn = Callable[[int, str], None]
 #: error messages an import keeps (every bad line is still counted and logged)
 MAX_ERRORS = 100
+#: lines whose ids the whole-file check looks up in the store in one engine call
+ID_LOOKUP = 512
 
 
 @dataclass
@@ -88,21 +97,24 @@ def detect_format(path: Path) -> str:
                           f"or pass format='jsonl'|'text'", field="format")
 
 
-def read_items(path: Path, fmt: str, title: str | None = None
-               ) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int | None = None,
+               warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, item) pairs; an item that cannot be parsed comes as an error string.
 
     A text or Markdown document gives each of its notes its subjects (see ``_paragraphs``):
     ``title``, else its Markdown title, else the file's name ("" gives none), then the
-    headings above the note.
+    headings above the note. With ``max_chars`` (a note's limit), a paragraph that a fenced
+    code block makes longer is cut around it, and ``warn`` is told of it.
     """
-    with path.open("r", encoding="utf-8", errors="strict") as handle:
+    # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
+    # "# Title" there stays a heading and a JSONL line stays JSON
+    with path.open("r", encoding="utf-8-sig", errors="strict") as handle:
         if fmt == "jsonl":
             yield from _jsonl(handle)
         else:
             name = path.stem[:MAX_ITEM_CHARS].strip()
             yield from _paragraphs(handle, name if title is None else title,
-                                   derive=title is None)
+                                   derive=title is None, max_chars=max_chars, warn=warn)
 
 
 def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -123,6 +135,9 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
+# CommonMark fences: three or more backticks or tildes, indented at most three spaces
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 
 
 def heading_text(line: str) -> str:
@@ -133,8 +148,25 @@ def heading_text(line: str) -> str:
     return words[:MAX_ITEM_CHARS].strip()
 
 
-def _paragraphs(handle: TextIO, title: str, *, derive: bool
-                ) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def fence_marker(line: str) -> str | None:
+    """The backtick or tilde run with which ``line`` opens a fenced code block, or None (a
+    backtick fence's info string holds no backtick: "``` a`b" is text)."""
+    mark = _FENCE_OPEN.match(line.rstrip("\r\n"))
+    if mark is None or (mark.group(1)[0] == "`" and "`" in mark.group(2)):
+        return None
+    return mark.group(1)
+
+
+def closes_fence(line: str, marker: str) -> bool:
+    """Whether ``line`` closes the block ``marker`` opened: a run of the same character, at
+    least as long, alone on its line."""
+    mark = _FENCE_CLOSE.match(line.rstrip("\r\n"))
+    return (mark is not None and mark.group(1)[0] == marker[0]
+            and len(mark.group(1)) >= len(marker))
+
+
+def _paragraphs(handle: TextIO, title: str, *, derive: bool, max_chars: int | None = None,
+                warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """One note per paragraph (blank-line separated); a Markdown heading starts a new one.
 
     A heading is no note of its own: it opens the paragraph after it, which it titles, even
@@ -143,23 +175,35 @@ def _paragraphs(handle: TextIO, title: str, *, derive: bool
     paragraph that does not name what it is about is still found by a question that does
     (docs/retrieval-next.md, "Subjects reach ranking"). With ``derive``, a level-1 heading
     before the first paragraph is the document's title instead of ``title`` (the file name).
+
+    A fenced code block (``` or ~~~) is part of the paragraph it sits in, whole: its blank
+    lines end no paragraph and its "# comment" lines are no headings. One never closed runs to
+    the end of the file, as in CommonMark. Only where a code block makes its paragraph longer
+    than ``max_chars`` is the paragraph cut (``_fitted``).
     """
-    block: list[str] = []
+    block: list[tuple[int, str]] = []  # (line number, line) of the paragraph being read
     heading: str | None = None
     path: list[tuple[int, str]] = []  # (level, words) of the headings above the paragraph
-    start = 0
     subjects: list[str] = []
     seen_text = False
+    fence: str | None = None  # the marker of the code block being read, if one is
+    fence_line = 0
 
-    def item() -> dict[str, Any]:
-        text = "".join(block).strip()
-        return {"text": text, "subjects": subjects} if subjects else {"text": text}
+    def items() -> Iterator[tuple[int, dict[str, Any]]]:
+        for number, text in _fitted(block, max_chars, warn):
+            yield number, ({"text": text, "subjects": list(subjects)} if subjects
+                           else {"text": text})
 
     for number, line in enumerate(handle, start=1):
+        if fence is not None:  # code, taken as it is
+            block.append((number, line))
+            if closes_fence(line, fence):
+                fence = None
+            continue
         mark = _HEADING.match(line)
         if not line.strip() or (mark and block):
             if block:
-                yield start, item()
+                yield from items()
                 block = []
             if not line.strip():
                 continue
@@ -171,14 +215,97 @@ def _paragraphs(handle: TextIO, title: str, *, derive: bool
             path = [(lv, w) for lv, w in path if lv < level] + ([(level, words)] if words else [])
             continue
         if not block:
-            start, seen_text = number, True
+            seen_text = True
             subjects = _distinct([title, *(w for _, w in path)])
             if heading:
-                block.append(heading + "\n")  # the paragraph it titles
+                # the paragraph it titles; numbered as that paragraph, the line its note is
+                # reported by
+                block.append((number, heading + "\n"))
                 heading = None
-        block.append(line)
+        block.append((number, line))
+        fence = fence_marker(line)
+        if fence is not None:
+            fence_line = number  # named if the block is never closed
+    if fence is not None and warn is not None:
+        warn(fence_line, "a fenced code block opened here is never closed: the rest of the "
+                         "file was read as its code")
     if block:
-        yield start, item()
+        yield from items()
+
+
+def _fitted(block: list[tuple[int, str]], max_chars: int | None,
+            warn: Warn | None) -> Iterator[tuple[int, str]]:
+    """The paragraph's text as (first line, text) -- or, when it holds a fenced code block and
+    is longer than ``max_chars``, in parts that fit: cut before and after its code blocks, and a
+    code block too long alone cut between its lines (said through ``warn``). A paragraph of
+    prose alone is left whole, to be refused as too long as before."""
+    text = "".join(line for _, line in block).strip()
+    if max_chars is None or len(text) <= max_chars or not any(
+            fence_marker(line) for _, line in block):
+        yield block[0][0], text
+        return
+    parts: list[tuple[int, str]] = []
+    for code, lines in _runs(block):
+        whole = "".join(line for _, line in lines)
+        if code and len(whole.strip()) > max_chars:
+            cut = _cut_code(lines, max_chars)
+            if warn is not None and len(cut) > 1:
+                warn(lines[0][0], f"a fenced code block of {len(whole.strip()):,} characters "
+                                  f"is longer than a note may be (max_text_chars "
+                                  f"{max_chars:,}): it was cut between its lines into "
+                                  f"{len(cut)} notes, each fenced again")
+            parts.extend(cut)
+        else:
+            parts.append((lines[0][0], whole))
+    # neighbouring parts that fit together stay one note: prose with its code where it can
+    start, joined = parts[0]
+    for number, part in parts[1:]:
+        if len((joined + part).strip()) <= max_chars:
+            joined += part
+            continue
+        if joined.strip():
+            yield start, joined.strip()
+        start, joined = number, part
+    if joined.strip():
+        yield start, joined.strip()
+
+
+def _runs(block: list[tuple[int, str]]) -> list[tuple[bool, list[tuple[int, str]]]]:
+    """The paragraph as (is code, lines) runs: prose between code blocks, each block whole."""
+    runs: list[tuple[bool, list[tuple[int, str]]]] = []
+    fence: str | None = None
+    for number, line in block:
+        if fence is None:
+            fence = fence_marker(line)
+            if fence is not None or not runs or runs[-1][0]:
+                runs.append((fence is not None, []))
+        elif closes_fence(line, fence):
+            fence = None
+            runs[-1][1].append((number, line))
+            continue
+        runs[-1][1].append((number, line))
+    return runs
+
+
+def _cut_code(lines: list[tuple[int, str]], max_chars: int) -> list[tuple[int, str]]:
+    """A code block in parts of at most ``max_chars``, cut between lines; each part opens with
+    the block's opening line and closes with a closing one, so each note reads as code (the
+    last part of a block never closed stays open, as it is in the file). A single line too
+    long for a part stays whole, and is refused as too long."""
+    opening = lines[0][1] if lines[0][1].endswith("\n") else lines[0][1] + "\n"
+    marker = fence_marker(opening) or "```"
+    closed = len(lines) > 1 and closes_fence(lines[-1][1], marker)
+    closing = marker + "\n"
+    room = max_chars - len(opening) - len(closing)
+    parts: list[tuple[int, str]] = []
+    first, chunk = lines[0][0], ""  # the first part is reported by the opening line
+    for number, line in lines[1:-1] if closed else lines[1:]:
+        if chunk and len(chunk) + len(line) > room:
+            parts.append((first, opening + chunk + closing))
+            first, chunk = number, ""
+        chunk += line if line.endswith("\n") else line + "\n"
+    parts.append((first, opening + chunk + (closing if closed else "")))
+    return parts
 
 
 def _distinct(names: list[str]) -> list[str]:
@@ -199,7 +326,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     The whole file is checked first (one streaming pass): with a bad line nothing is written
     and ``ImportRejected`` lists the bad lines, unless ``skip_invalid`` imports the rest.
     Imported notes are judged for supersession as adds are (``amem.write.bulk``) unless
-    ``supersede`` is false: then the report says ``"deferred to nightly"``.
+    ``supersede`` is false: then the report says ``"deferred to nightly"``. ``batch`` is the
+    number of notes embedded together (at least 1; default: the store's ``embed_batch``).
 
     A text or Markdown document gives every note it makes its subjects: ``title`` (by default
     its level-1 heading before any paragraph, else the file's name; "" for none), then the
@@ -216,17 +344,16 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                               "its own subjects", field="title")
     if title:
         check_text(title, field="title", max_chars=MAX_ITEM_CHARS)
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        # below 1 the writer was handed no chunk at all: every line read, none written, exit 0
+        raise ValidationError(f"batch must be a whole number of at least 1 (notes embedded "
+                              f"together), not {batch!r}; leave it out for the store's "
+                              f"embed_batch ({store.config.embed_batch})", field="batch")
     size = batch or store.config.embed_batch
-    check = ImportReport(path=str(path))
-    try:
-        for number, item in read_items(path, fmt, title):
-            check.read += 1
-            check.last_line = number
-            _checked(store, item, enrich, agent_id, check, path, number)
-    except UnicodeDecodeError as exc:
-        raise ValidationError(f"{path} is not UTF-8 text (byte {exc.start} of a line after "
-                              f"line {check.last_line}); nothing was imported",
-                              field="file") from None
+    max_chars = store.config.max_text_chars
+    # with skip_invalid the writer's own id check skips a clashing line, so none is looked up
+    check = _check_whole(store, path, fmt, title, enrich, agent_id, max_chars=max_chars,
+                         ids=None if skip_invalid else _IdClashes(store.index))
     total = check.last_line
     if check.skipped and not skip_invalid:
         raise ImportRejected(path, check)
@@ -266,16 +393,22 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         if progress is not None:
             progress(last_line, total)
 
+    def warn(number: int, message: str) -> None:
+        # said once, in the writing pass; also logged, since the CLI prints no report warnings
+        report.warnings.append(f"{path}:{number}: {message}")
+        log.warning("import: %s:%d: %s", path, number, message)
+
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
     with store.writer.deferred_reembed() as problems:
-        for number, item in read_items(path, fmt, title):
+        for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn):
             report.read += 1
             last_line = number
-            checked = _checked(store, item, enrich, agent_id, report, path, number)
-            if checked is None:
+            drafted = _drafted(store, item, enrich, agent_id)
+            if isinstance(drafted, str):
+                skip_line(report, path, number, drafted)
                 continue
-            pending.append(checked)
+            pending.append(drafted[0])
             lines.append(number)
             if len(pending) >= size * AHEAD_CHUNKS:  # chunks of ``size`` inside, embedded ahead
                 flush()
@@ -286,20 +419,108 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     return report
 
 
-def _checked(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
-             agent_id: str | None, report: ImportReport, path: Path,
-             number: int) -> dict[str, Any] | None:
-    """The item ready to write, or None (the line is recorded as skipped in ``report``)."""
+def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, enrich: bool,
+                 agent_id: str | None, *, max_chars: int,
+                 ids: "_IdClashes | None") -> ImportReport:
+    """The first pass: each line read and validated as the writer will take it, and with
+    ``ids`` each id checked against the earlier lines and the store; the bad lines are
+    recorded in the report, in line order."""
+    check = ImportReport(path=str(path))
+    rows: list[tuple[int, Note | str]] = []  # lines not yet looked up: their note, or why not
+
+    def settle() -> None:
+        notes = [row for _, row in rows if isinstance(row, Note)]
+        held = iter(ids.held(notes) if ids is not None and notes else [False] * len(notes))
+        for number, row in rows:
+            if isinstance(row, str):
+                skip_line(check, path, number, row)
+            elif next(held):
+                skip_line(check, path, number, f"a note with id {row.id!r} already exists with "
+                                               "different content; delete it first, or give "
+                                               "this line another id or none")
+        rows.clear()
+
+    try:
+        for number, item in read_items(path, fmt, title, max_chars=max_chars):
+            check.read += 1
+            check.last_line = number
+            drafted = _drafted(store, item, enrich, agent_id)
+            row = drafted if isinstance(drafted, str) else drafted[1]
+            if isinstance(row, Note) and ids is not None and isinstance(item, dict) \
+                    and "id" in item:  # the line gives its own id
+                row = ids.earlier(number, row) or row
+            rows.append((number, row))
+            if len(rows) >= ID_LOOKUP:
+                settle()
+        settle()
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text (byte {exc.start} of a line after "
+                              f"line {check.last_line}); nothing was imported",
+                              field="file") from None
+    return check
+
+
+class _IdClashes:
+    """The ids a file's lines may not take: one an earlier line gives another text, or one a
+    stored note holds with another text.
+
+    The writer refuses such a line only when it reaches it, after the lines before it were
+    written; found in the first pass, it stops the import before anything is written. The
+    rule is the writer's (``amem.write.dedup``), with one simplification: the writer lets a
+    clashing line through when its text is already stored under another id (it dedups into
+    that note and the id given is dropped); here one id names one text, whatever else the
+    store holds. A re-run is no clash: the same id with the same text (or a text folded into
+    it) is the same note.
+    """
+
+    def __init__(self, index: "NoteIndex") -> None:
+        self._backend = index.backend
+        self._now = index.clock.now()
+        # (agent, id) -> (first line, content hash) of the lines that give their own id; an
+        # id derived from the text (``_with_stable_id``) names that text only, so those lines
+        # are not kept (a given id copying a derived "imp-..." one is left to the writer): the
+        # memory grows with the given ids alone
+        self._given: dict[tuple[str, str], tuple[int, str]] = {}
+
+    def earlier(self, number: int, note: Note) -> str | None:
+        """Why line ``number`` may not give ``note``'s id (an earlier line gave it another
+        text), or None."""
+        first, digest = self._given.setdefault((note.agent_id, note.id), (number, note.hash))
+        if digest == note.hash:
+            return None
+        return (f"line {first} already gives id {note.id!r} to another text; one id names "
+                "one note (give this line another id, or none)")
+
+    def held(self, notes: Sequence[Note]) -> list[bool]:
+        """For each note, whether a stored note holds its id with another text (one engine
+        call for them all)."""
+        points = [point_id(n.agent_id, n.id) for n in notes]
+        stored = {hit.id: hit.payload for hit in self._backend.retrieve(points)}
+        return [self._taken(stored.get(p), n) for p, n in zip(points, notes)]
+
+    def _taken(self, payload: dict[str, Any] | None, note: Note) -> bool:
+        if payload is None:
+            return False
+        if payload.get("agent_id") != note.agent_id or payload.get("id") != note.id:
+            return True  # the point holds another note: never overwritten
+        if not payload.get("is_active", True) or is_expired(
+                str(payload.get("expires_at") or ""), self._now):
+            return False  # a deleted note's id may be taken again; an expired one is swept first
+        return note.hash != payload.get("hash") and note.hash not in (
+            payload.get("folded_hashes") or [])
+
+
+def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
+             agent_id: str | None) -> tuple[dict[str, Any], Note] | str:
+    """The item ready to write (with its id) and the note it makes, or why the line is bad."""
     if isinstance(item, str):
-        skip_line(report, path, number, item)
-        return None
+        return item
     try:
         item = _with_stable_id(item)
-        store.writer.draft(item, enrich=enrich, agent_id=agent_id)  # validate only
+        note = store.writer.draft(item, enrich=enrich, agent_id=agent_id).note  # validate only
     except ValidationError as exc:
-        skip_line(report, path, number, str(exc))
-        return None
-    return item
+        return str(exc)
+    return item, note
 
 
 def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:

@@ -156,12 +156,18 @@ def test_export_then_import_moves_a_store_between_backends(edge_store: MemorySto
                    [r.id for r in edge_store.search(q, agent_id=agent, heat=False)]
 
 
-def test_id_clash_skips_that_line_only(tmp_path: Path, edge_store: MemoryStore) -> None:
+def test_an_id_clash_imports_nothing_or_with_skip_invalid_skips_that_line(
+        tmp_path: Path, edge_store: MemoryStore) -> None:
     edge_store.add("original text", id="fixed", enrich=False)
     src = write_jsonl(tmp_path / "clash.jsonl", [
         {"text": "other text", "id": "fixed"}, {"text": "fine"},
         {"text": "twin a", "id": "t"}, {"text": "twin b", "id": "t"}])
-    report = import_file(edge_store, src, enrich=False)
+    # found by the whole-file check: nothing is written (test_import_checks.py has more)
+    with pytest.raises(ImportRejected) as info:
+        import_file(edge_store, src, enrich=False)
+    assert [int(e.split(":")[1]) for e in info.value.errors] == [1, 4]
+    assert edge_store.count() == 1
+    report = import_file(edge_store, src, enrich=False, skip_invalid=True)
     assert (report.created, report.skipped) == (2, 2)
     assert sorted(int(e.split(":")[1]) for e in report.errors) == [1, 4]
     assert edge_store.get("fixed").content == "original text"
