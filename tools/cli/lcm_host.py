@@ -22,7 +22,7 @@ from amem.kernel.errors import InvalidArgumentError
 
 from ..transcripts import FORMATS, detect, to_messages
 from .common import Cmd, runtime
-from .output import CliError, emit, usage_error
+from .output import CODE_EXITS, EXIT_ERROR, CliError, emit, printable, usage_error
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -151,7 +151,7 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     data = {"format": fmt, "read": len(messages), "stored": stored, "skipped_duplicates": skipped,
             "lines_without_messages": empty, "conversation_id": conversation, "warnings": warnings}
     for warning in warnings if not args.json else []:
-        print(f"amem: warning: {warning}", file=sys.stderr)
+        print(printable(f"amem: warning: {warning}"), file=sys.stderr)
     emit(args, data, lambda: f"read {len(messages)} ({fmt}): stored {stored}, already there {skipped}"
          + (f", {empty} lines held no message" if empty else "")
          + (f" (conversation {conversation})" if conversation is not None else ""))
@@ -162,14 +162,14 @@ def _partly_stored(exc: Exception, line: str, start: int, stored: int, skipped: 
     """A refusal after earlier batches were committed, said as such: what is stored stays
     stored (each batch is one transaction), and feeding the file again resumes, since the
     stored lines are keyed and taken as already there."""
-    from .main import as_cli_error
-
-    err = as_cli_error(exc)
-    said = str(err).replace(" Nothing was stored.", "")
+    code = getattr(exc, "code", None)
+    code = code if isinstance(code, str) else "error"
+    said = str(exc).replace(" Nothing was stored.", "")
     return CliError(f"{said} The batch from line {line} on was refused whole; the {start} "
                     f"messages before it are kept ({stored} stored now, {skipped} already "
                     "there): fix the file and feed it again to store the rest.",
-                    code=err.code, exit_code=err.exit_code, field=err.field)
+                    code=code, exit_code=CODE_EXITS.get(code, EXIT_ERROR),
+                    field=getattr(exc, "field", None))
 
 
 def cmd_lcm_assemble(args: argparse.Namespace) -> int:
