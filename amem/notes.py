@@ -87,6 +87,9 @@ class Note:
     superseded_by: str | None = None
     #: the older notes whose fact this one replaced
     supersedes: list[str] = field(default_factory=list)
+    #: a newer note that changed part of this one's facts and left the rest standing
+    #: (``amem.supersede.rule.partly``): this note stays shown, listed after that one
+    partly_superseded_by: str | None = None
     #: newer notes a person said do not replace this one (``amem unsupersede``): the judge
     #: never marks this note superseded by them again
     kept_against: list[str] = field(default_factory=list)

@@ -42,6 +42,7 @@ import numpy as np
 from amem.similarity import cosine_baseline, note_similarity
 from amem.supersede import (CANDIDATE_FLOOR, CANDIDATES, FactView, LLMJudge, RuleJudge,
                             change_marker, replaces)
+from amem.supersede.rule import changes as states_change
 
 from .datasets import DEFAULT_LOCOMO
 
@@ -119,6 +120,8 @@ class Tally:
 
     pairs: int = 0
     said: set[tuple[str, str, str]] = field(default_factory=set)
+    #: pairs judged a change in part: the older note stays shown, listed after the newer
+    partly: set[tuple[str, str, str]] = field(default_factory=set)
     false: int = 0
     found: int = 0
     labelled: int = 0
@@ -135,6 +138,8 @@ class Tally:
     def to_dict(self) -> dict[str, Any]:
         per_1000 = 1000.0 * self.false / self.pairs if self.pairs else None
         return {"pairs": self.pairs, "yes_on_natural_pairs": len(self.said),
+                "partly_on_natural_pairs": len(self.partly),
+                "partly_examples": sorted(self.partly)[:10],
                 "false_hides": self.false,
                 "false_hides_per_1000": None if per_1000 is None else round(per_1000, 4),
                 "recall": round(self.found / self.labelled, 3) if self.labelled else None,
@@ -175,14 +180,19 @@ def rule_tally(turns: dict[str, list[Turn]], changes: list[tuple[Turn, Turn, str
     judge = RuleJudge(meaning)
     tally = Tally()
 
-    def says(old: Turn, new: Turn) -> bool:
+    def verdict(old: Turn, new: Turn) -> str:
+        """"whole", "partly" or "no"."""
         nv, ov = _view(new, "n"), _view(old, "o")
         if not semantic:
-            return replaces(nv, ov, semantic=False)
-        if not replaces(nv, ov, semantic=False):
-            return False
+            return "whole" if replaces(nv, ov, semantic=False) else "no"
+        if not states_change(nv, ov, semantic=False):
+            return "no"
         sim = meaning.similarities(new.text, [old.text])[0]
-        return bool(judge.judge(nv, [_view(old, "o", sim)]).ids)
+        said = judge.judge(nv, [_view(old, "o", sim)])
+        return "whole" if said.ids else "partly" if said.partly else "no"
+
+    def says(old: Turn, new: Turn) -> bool:
+        return verdict(old, new) == "whole"
 
     for conv in turns.values():
         for i, new in enumerate(conv):
@@ -191,10 +201,13 @@ def rule_tally(turns: dict[str, list[Turn]], changes: list[tuple[Turn, Turn, str
             if change_marker(new.text) is None:
                 continue  # no pair of this turn can pass
             for old in earlier:
-                if says(old, new):
-                    key = (new.sample, old.dia_id, new.dia_id)
+                said = verdict(old, new)
+                key = (new.sample, old.dia_id, new.dia_id)
+                if said == "whole":
                     tally.said.add(key)
                     tally.false += key not in KNOWN_CHANGES
+                elif said == "partly":
+                    tally.partly.add(key)
     for old, new, kind in changes:
         hit = says(old, new)
         tally.change(kind, hit)
@@ -312,13 +325,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
     out = run(embedder, args.data, args.voice)
     embedder.save()
-    print("| judge | yes on natural pairs | false hides (per 1,000 pairs) | recall | by kind |")
-    print("|---|---|---|---|---|")
+    print("| judge | yes on natural pairs | false hides (per 1,000 pairs) | recall | by kind "
+          "| changed in part (shown, listed after) |")
+    print("|---|---|---|---|---|---|")
     for name in ("rule_words_only", "rule", "llm_fake-careful", "llm_fake-credulous"):
         t = out[name]
         print(f"| {name} | {t['yes_on_natural_pairs']} of {t['pairs']} | {t['false_hides']} "
               f"({t['false_hides_per_1000']}) | {t['found']}/{t['labelled']} = {t['recall']} | "
-              f"{t['recall_by_kind']} |")
+              f"{t['recall_by_kind']} | {t.get('partly_on_natural_pairs', 0)} |")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
     return 0

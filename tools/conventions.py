@@ -78,7 +78,7 @@ CONVENTIONS: dict[str, Convention] = {
         "Search memory", shape({"results": {"type": "array", "items": shape(
             {**_NOTE["properties"], "similarity": _opt(_N), "score": _N, "via": _S,
              "found_by": _S, "superseded_by": _opt(_S), "hidden": _STRS,
-             "boosted_by": _opt(_S)},
+             "partly_superseded_by": _opt(_S), "boosted_by": _opt(_S)},
             ("id", "content", "score", "via"))},
             "matches": _I, "linked": _I}, ("results", "matches", "linked"))),
     "memory_list": Convention(

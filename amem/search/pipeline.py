@@ -63,7 +63,7 @@ from ..index import NoteIndex
 from ..kernel.errors import DiskFullError
 from ..notefields import ASKS, search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
-from ..supersede import history_order
+from ..supersede import changed_in_part_order, history_order
 from ..text import tokenize
 from . import adjacent, diverse, linked, replies, timeq, usage
 from .beside import embed_beside_bm25
@@ -82,7 +82,7 @@ HEAT_LOCK_WAIT_S = 0.25
 #: returned matches' whole payloads are read afterwards, once: a whole payload per candidate
 #: cost a search at 10k notes ~2 ms, as much as the engine's own query
 RANK_FIELDS = ("id", "note_type", "retrieval_count", "last_accessed", usage.FIELD,
-               "superseded_by", "event_ts", ASKS)
+               "superseded_by", "partly_superseded_by", "event_ts", ASKS)
 
 
 class _Pass(NamedTuple):
@@ -216,7 +216,14 @@ class Searcher:
             scored.append((pid, score, final))
         order = {pid: i for i, (pid, _, _) in enumerate(scored)}
         scored.sort(key=lambda t: (-t[2], order[t[0]]))
-        if include_superseded:  # a replaced fact right after the note that replaced it
+        # a note changed in part (always shown) keeps its rank, its newer note read right
+        # before it; a replaced fact (shown with include_superseded) right after the note
+        # that replaced it
+        partial = [(str(by_id[pid].payload.get("id")), by_id[pid].payload.get("partly_superseded_by"))
+                   for pid, _, _ in scored]
+        if any(by for _, by in partial):
+            scored = [scored[i] for i in changed_in_part_order(partial)]
+        if include_superseded:
             scored = [scored[i] for i in history_order(
                 [(str(by_id[pid].payload.get("id")), by_id[pid].payload.get("superseded_by"))
                  for pid, _, _ in scored])]

@@ -35,6 +35,9 @@ class SearchResult:
     #: older notes this one replaced, hidden from search for it (``include_superseded``
     #: shows them; ``amem history`` tells the chain, ``amem unsupersede`` undoes one)
     hidden: list[str] = field(default_factory=list)
+    #: a newer note that changed part of this one's facts (``amem.supersede.rule.partly``):
+    #: this one is still shown for the rest, listed after that note when both are found
+    partly_superseded_by: str | None = None
     #: when the event happened (UTC ISO; the write time when none was given)
     event_time: str = ""
     #: the caller's labels (``amem.notefields``)
@@ -64,6 +67,7 @@ def make_result(payload: dict[str, Any], similarity: float, rrf_score: float, vi
         score=round(float(score), 8), found_by=found,
         superseded_by=payload.get("superseded_by"),
         hidden=list(payload.get("supersedes") or []),
+        partly_superseded_by=payload.get("partly_superseded_by"),
         event_time=payload.get("event_time") or payload.get("timestamp", ""),
         metadata=dict(payload.get("metadata") or {}), boosted_by=boosted_by)
 

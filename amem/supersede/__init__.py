@@ -28,6 +28,10 @@ a subject with it and are not newer are put to a judge (``SupersedeJudge``):
 Candidates are the ``CANDIDATES`` nearest notes at or above ``CANDIDATE_FLOOR`` on that scale,
 for either judge: a note about something else is not put to the LLM either.
 
+An older note that also tells facts the change is not about (``rule.partly``: a clause with a
+value of its own and no topic shared with the change) is never hidden whole: it is marked
+``partly_superseded_by`` and stays shown, read right after the newer note (``marks``).
+
 A yes marks the older note ``superseded_by = <new id>`` and the new one ``supersedes``, each
 with an ``evolution_history`` entry (``marks``); search leaves superseded notes out unless
 asked for history. Modules: ``rule`` (the offline rule), ``judges`` (rule or LLM), ``marks``
@@ -40,14 +44,15 @@ from .heal import KINDS, MarkProblem, audit, heal
 from .history import chain
 from .judges import (OFFLINE, SCHEMA, SYSTEM, LLMJudge, Meaning, RuleJudge, SupersedeJudge,
                      Verdict, judge_for, prompt)
-from .marks import (CANDIDATE_FLOOR, CANDIDATES, IndexMeaning, Outcome, candidates, check,
-                    history_order, keep, mark, release, unmark)
+from .marks import (CANDIDATE_FLOOR, CANDIDATES, IndexMeaning, Outcome, candidates,
+                    changed_in_part_order, check, history_order, keep, mark, release, unmark)
 from .rule import (SAME_THING, FactView, change_marker, change_sentence, replaces, same_subject,
                    view)
 from .superseder import Superseder, sweep
 
 __all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "FactView", "IndexMeaning", "KINDS", "LLMJudge",
            "MarkProblem", "Meaning", "OFFLINE", "Outcome", "RuleJudge", "SAME_THING", "SCHEMA",
-           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "audit", "candidates", "chain", "check",
+           "SYSTEM", "SupersedeJudge", "Superseder", "Verdict", "audit", "candidates", "chain",
+           "changed_in_part_order", "check",
            "change_marker", "change_sentence", "heal", "history_order", "judge_for", "keep",
            "mark", "prompt", "release", "replaces", "same_subject", "sweep", "unmark", "view"]

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Protocol, Sequence
 from ..enrich.base import OFFLINE_FALLBACK, llm_label
 from ..errors import ValidationError
 from ..kernel.llm import LLM
-from .rule import FactView, change_sentence, replaces, sentences, unlabelled
+from .rule import FactView, change_sentence, changes, partly, sentences, unlabelled
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,9 @@ class Verdict:
     ids: list[str]
     decided_by: str
     warnings: list[str] = field(default_factory=list)
+    #: older notes the new one changes in part, each with the clauses it leaves standing:
+    #: not hidden, but listed after the new note (``amem.supersede.marks.check``)
+    partly: dict[str, list[str]] = field(default_factory=dict)
 
 
 class SupersedeJudge(Protocol):
@@ -59,9 +62,17 @@ class RuleJudge:
         self.meaning = meaning
 
     def judge(self, new: FactView, older: Sequence[FactView]) -> Verdict:
-        return Verdict([o.id for o in older
-                        if replaces(new, o, semantic=False) and replaces(new, self._measured(new, o))],
-                       OFFLINE)
+        whole: list[str] = []
+        part: dict[str, list[str]] = {}
+        for o in older:
+            if not (changes(new, o, semantic=False) and changes(new, self._measured(new, o))):
+                continue
+            kept = partly(new, o)
+            if kept:  # the older note tells more than the change: shown, after the new one
+                part[o.id] = kept
+            else:
+                whole.append(o.id)
+        return Verdict(whole, OFFLINE, partly=part)
 
     def _measured(self, new: FactView, old: FactView) -> FactView:
         """``old`` with its similarity to ``new`` at its best: the two notes without their
@@ -126,8 +137,12 @@ class LLMJudge:
                       f"{' '.join(str(exc).split())[:300]}); used the offline rule")
             log.warning("%s", reason)
             verdict = self.fallback.judge(new, older)
-            return Verdict(verdict.ids, OFFLINE_FALLBACK, [reason])
-        return Verdict(ids, self.label, warnings)
+            return Verdict(verdict.ids, OFFLINE_FALLBACK, [reason], partly=verdict.partly)
+        # the rule's guard holds for the model too: an older note that also tells facts the
+        # change is not about is not hidden whole (``rule.partly``)
+        by_id = {o.id: o for o in older}
+        part = {i: kept for i in ids if (kept := partly(new, by_id[i]))}
+        return Verdict([i for i in ids if i not in part], self.label, warnings, partly=part)
 
     @staticmethod
     def _read(reply: Mapping[str, Any], older: Sequence[FactView]) -> tuple[list[str], list[str]]:

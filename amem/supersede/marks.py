@@ -47,6 +47,24 @@ CANDIDATES = 8
 #: a note about something else is no candidate, whatever words the two share
 CANDIDATE_FLOOR = 0.0
 
+def changed_in_part_order(items: Sequence[tuple[str, str | None]]) -> list[int]:
+    """Positions of ``(note id, partly_superseded_by)`` items, best first, reordered so that
+    the newer note that changed part of a note comes right before it when it ranked lower:
+    the older note keeps its rank (its other facts may be what was asked), and the change to
+    it is read first. Pure: search applies it to its ranking."""
+    order = list(range(len(items)))
+    where = {nid: i for i, (nid, _) in enumerate(items)}
+    for i, (_, by) in enumerate(items):
+        j = where.get(by) if by is not None else None
+        if j is None or j == i:
+            continue
+        at, pos = order.index(i), order.index(j)
+        if pos > at:  # the successor ranked lower: it goes right before the older note
+            order.pop(pos)
+            order.insert(at, j)
+    return order
+
+
 def history_order(items: Sequence[tuple[str, str | None]]) -> list[int]:
     """Positions of ``(note id, superseded_by)`` items, best first, reordered so that a
     superseded note follows the note that replaced it (and its chain) when both are there;
@@ -83,6 +101,9 @@ class Outcome:
     released: list[str] = field(default_factory=list)
     decided_by: str = OFFLINE
     warnings: list[str] = field(default_factory=list)
+    #: older notes changed in part: still shown, listed after the new note (id -> the
+    #: clauses left standing)
+    partly: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _not_newer(old: str, new: str) -> bool:
@@ -138,6 +159,14 @@ def check(index: NoteIndex, note: Note, vector: np.ndarray, judge: SupersedeJudg
     verdict = judge.judge(view(note), pool)
     chosen = [o.id for o in pool if o.id in set(verdict.ids)]
     outcome = Outcome(decided_by=verdict.decided_by, warnings=list(verdict.warnings))
+    for old_id, kept in verdict.partly.items():
+        if mark_partly(index, note.agent_id, old_id, note.id, kept,
+                       at=now_iso(index.clock.now()), decided_by=verdict.decided_by):
+            outcome.partly[old_id] = kept
+            told = "; ".join(f"{c[:80]!r}" for c in kept[:3])
+            outcome.warnings.append(
+                f"changes part of {old_id}, which stays in search, listed after this note, for "
+                f"what else it holds: {told}")
     if not chosen:
         return outcome
     at = now_iso(index.clock.now())
@@ -172,6 +201,24 @@ def mark(index: NoteIndex, agent: str, old_id: str, by: str, *, at: str,
                                         "decided_by": decided_by}]
     return index.update_note_fields(old_id, agent, {
         "superseded_by": by, "evolution_history": history})
+
+
+def mark_partly(index: NoteIndex, agent: str, old_id: str, by: str, kept: list[str], *,
+                at: str, decided_by: str) -> bool:
+    """``old_id`` changed in part by ``by``: it stays shown (its other facts hold), and search
+    lists it after ``by`` (``partly_superseded_by``). Written once a pair: the nightly sweep
+    judges the same pair again. False when the older note is gone or already points at
+    ``by``."""
+    try:
+        old, _ = index.load(old_id, agent)
+    except NotFoundError:
+        return False
+    if old.partly_superseded_by == by or by in old.kept_against:
+        return False
+    history = [*old.evolution_history, {"action": "partly_superseded", "at": at, "by": by,
+                                        "kept": list(kept), "decided_by": decided_by}]
+    return index.update_note_fields(old_id, agent, {
+        "partly_superseded_by": by, "evolution_history": history})
 
 
 def unmark(index: NoteIndex, agent: str, old_id: str, *, by: str | None, reason: str,
@@ -227,4 +274,5 @@ def keep(index: NoteIndex, agent: str, old_id: str) -> str:
 
 
 __all__ = ["CANDIDATES", "CANDIDATE_FLOOR", "IndexMeaning", "Outcome", "candidates", "check",
-           "history_order", "keep", "mark", "release", "unmark"]
+           "changed_in_part_order", "history_order", "keep", "mark", "mark_partly", "release",
+           "unmark"]

@@ -289,7 +289,28 @@ def replaces(new: FactView, old: FactView, *, semantic: bool = True) -> bool:
     ``semantic`` (always, in the store) also asks that the two be about the same thing by
     meaning: ``old.similarity`` at least ``SAME_THING``; an unmeasured pair is not hidden.
     ``semantic=False`` is the words-only rule, kept to measure what the meaning gate adds.
+    An older note that also tells facts the change is not about is not replaced whole
+    (:func:`partly`): it stays shown.
     """
+    return _changes(new, old, semantic) and not partly(new, old)
+
+
+def partly(new: FactView, old: FactView) -> list[str]:
+    """The clauses of ``old`` that ``new``'s change leaves standing (:func:`other_facts`);
+    [] when ``new`` states no change. Asked of a pair the rule would otherwise hide."""
+    found = change_sentence(unlabelled(new.content.strip()))
+    if found is None:
+        return []
+    marker, sentence = found
+    return other_facts(new, old, sentence, _slot(marker))
+
+
+def changes(new: FactView, old: FactView, *, semantic: bool = True) -> bool:
+    """Whether ``new`` states a change of ``old``'s fact, whole or in part."""
+    return _changes(new, old, semantic)
+
+
+def _changes(new: FactView, old: FactView, semantic: bool) -> bool:
     if new.id == old.id or not same_subject(new, old):
         return False
     if semantic and (old.similarity is None or old.similarity < SAME_THING):
@@ -316,6 +337,48 @@ def replaces(new: FactView, old: FactView, *, semantic: bool = True) -> bool:
     return bool(shared)
 
 
+#: where an older note's facts part: sentence ends and semicolons
+_CLAUSE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def other_facts(new: FactView, old: FactView, sentence: str,
+                slot: frozenset[str] | None = None) -> list[str]:
+    """The clauses of ``old`` that tell something the change ``sentence`` is not about.
+
+    Hiding a note hides all of it: "The staging database runs PostgreSQL 16 on db-staging-2;
+    backups happen nightly at 03:00 UTC" replaced by "The staging database moved to
+    db-2.internal" would take the backup time out of search too (the README's own second
+    step did). A clause with informative words of its own (``_terms``), a value of its own
+    (:func:`_values`: a number, a name) and no topic shared with the change (nor a word of the change's ``slot``: "my job" for "lost my job") is such
+    a fact, and the older note then stays shown. A clause without informative words ("Wow,
+    thanks!") is no fact.
+    """
+    clauses = [c.strip() for c in _CLAUSE_END.split(unlabelled(old.content)) if c.strip()]
+    if len(clauses) < 2:
+        return []
+    named = _subject_names(new.content, new.subjects) | _subject_names(old.content, old.subjects)
+    own = {w.casefold() for w in re.findall(r"[\w'-]+", new.content)}
+    return [c for c in clauses if _terms(c)[0] and _values(c, tuple(named), own)
+            and not shared_topic(new, FactView(old.id, c, old.subjects), sentence)
+            and not (slot is not None and _terms(c)[1] & slot)]
+
+
+#: a value a clause states: a word with a digit ("03:00", "PostgreSQL 16", "db-2"), or a
+#: capitalised word after the clause's first ("UTC", "Lisbon")
+_VALUE = re.compile(r"\S*\d\S*|(?<=\s)(?!I\b|I'[a-z]+\b)[A-Z][\w.-]*")
+
+
+def _values(clause: str, subjects: tuple[str, ...], shared: set[str]) -> bool:
+    """Whether ``clause`` states a value of its own: a fact to keep, not chat about the
+    change ("My team has been super encouraging" beside "my new job" is the job's own
+    colour). Names called ("Hi Maria!"), the notes' subjects and the words the newer note
+    says too (``shared``: "Caroline" in two notes about her) are no value."""
+    called = ({m.casefold() for m in _VOCATIVE.findall(clause)} | shared
+              | {w.casefold() for s in subjects for w in s.split()})
+    return any(v.strip(".,;:!?'\"()").casefold() not in called for v in _VALUE.findall(clause)
+               if v.strip(".,;:!?'\"()"))
+
+
 _SAME_CHANGE = {"lost": "lose", "losing": "lose", "left": "leav", "leaving": "leav"}
 
 
@@ -326,5 +389,5 @@ def _retold(marker: str, old: str) -> bool:
     return norm <= theirs
 
 
-__all__ = ["FactView", "SAME_THING", "change_marker", "change_sentence", "replaces",
-           "same_subject", "sentences", "shared_topic", "unlabelled", "view"]
+__all__ = ["FactView", "SAME_THING", "change_marker", "change_sentence", "changes", "other_facts",
+           "partly", "replaces", "same_subject", "sentences", "shared_topic", "unlabelled", "view"]

@@ -204,3 +204,14 @@ def test_the_readme_step_two_example_ranks_the_new_fact_first(e5_store: MemorySt
     hidden = {i for i in before if e5_store.get(i, agent_id=agent).superseded_by}
     # the only note it may hide is the older staging-database fact it replaces
     assert {e5_store.get(i, agent_id=agent).content for i in hidden} <= set(old)
+    # ... and that note also tells when backups run, which the move does not change: it is
+    # changed in part, so it stays shown, after the new fact (it was hidden whole, and the
+    # backup time with it: exploratory test, 2026-12-05)
+    (db,) = [i for i in before if "backups happen nightly" in e5_store.get(i, agent_id=agent).content]
+    assert not hidden and e5_store.get(db, agent_id=agent).partly_superseded_by == added.id
+    assert any("changes part of" in w and db in w and "03:00 UTC" in w for w in added.warnings), added.warnings
+    ids = [r.id for r in found]
+    assert db in ids and ids.index(db) > ids.index(added.id)
+    assert [r.partly_superseded_by for r in found if r.id == db] == [added.id]
+    backups = e5_store.search("what time do backups happen?", agent_id=agent, limit=5)
+    assert db in [r.id for r in backups]

@@ -171,3 +171,31 @@ def test_a_shared_leading_label_is_no_shared_topic(e5: Embedder) -> None:
                         similarity=meaning.similarities(new.content, [old.content])[0])
     assert RuleJudge(meaning).judge(new, [measured]).ids == []
     assert not words(new, old)  # the label is not a topic by words either
+
+
+def test_an_older_note_with_other_facts_is_changed_in_part_not_hidden(e5: Embedder) -> None:
+    """A newer note that changes one of an older note's facts hides none of them: the older
+    note stays shown (listed after the newer) for the facts that still hold. Only a clause
+    with a value of its own (a number, a name) counts: chat around a change does not."""
+    from amem.supersede.rule import changes, partly
+
+    judge = RuleJudge(EmbedderMeaning(e5))
+    moved = FactView("n", "The staging database moved to db-2.internal on Monday", ("infra",))
+    both = FactView("o", "The staging database runs PostgreSQL 16 on db-staging-2; backups happen "
+                    "nightly at 03:00 UTC.", ("infra",))
+    alone = FactView("a", "The staging database runs PostgreSQL 16 on db-staging-2.", ("infra",))
+    assert changes(moved, both, semantic=False) and not replaces(moved, both, semantic=False)
+    assert partly(moved, both) == ["backups happen nightly at 03:00 UTC."]
+    said = judge.judge(moved, [both, alone])
+    assert said.ids == ["a"] and said.partly == {"o": ["backups happen nightly at 03:00 UTC."]}
+    # colour around the change is no other fact ("My team has been super encouraging")
+    job = FactView("j", "I'm really enjoying my new job. My team has been super encouraging and "
+                   "inspiring.", ("John",))
+    lost = FactView("l", "I lost my job at the mechanical engineering company.", ("John",))
+    assert partly(lost, job) == [] and replaces(lost, job, semantic=False)
+    # a place named beside the change is one ("I've been to Paris yesterday")
+    studio = FactView("s", "I'm on the hunt for the ideal spot for my dance studio. Oh, I've been to "
+                      "Paris yesterday!", ("Jon",))
+    found = FactView("f", "I'm no longer hunting for a spot for my dance studio: it moved into a "
+                     "space on Harbor Street.", ("Jon",))
+    assert partly(found, studio) == ["Oh, I've been to Paris yesterday!"]
