@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import Cmd, not_routed, open_memory, progress, runtime
-from .output import EXIT_ERROR, EXIT_OK, clip, emit, kv_text, search_table, usage_error, width
+from .output import (EXIT_ERROR, EXIT_OK, clip, emit, kv_text, printable, search_table, usage_error,
+                     width)
 from .server import add_server_option, local_store, open_notes, remote_call, remote_page
 
 if TYPE_CHECKING:
@@ -354,7 +355,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         # has them in the report's "errors"
         shown = data["errors"][:20]
         for error in shown:
-            print(f"amem: skipped {error}", file=sys.stderr)
+            print(printable(f"amem: skipped {error}"), file=sys.stderr)
         if data["skipped"] > len(shown):
             print(f"amem: ... and {data['skipped'] - len(shown)} more skipped lines",
                   file=sys.stderr)

@@ -42,11 +42,28 @@ def usage_error(message: str, field: str | None = None) -> CliError:
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
-    """Print ``data`` as JSON with ``--json``, else the human ``text``."""
+    """Print ``data`` as JSON with ``--json``, else the human ``text`` (:func:`printable`)."""
     if getattr(args, "json", False):
         print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     else:
-        print(text() if callable(text) else text)
+        print(printable(text() if callable(text) else text))
+
+
+#: what a terminal would act on rather than show: C0 and C1 controls but the line breaks and
+#: tabs the output is made of, DEL, and the bidirectional overrides and isolates that reorder
+#: what follows them on screen (a "Trojan Source" line)
+_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on shown as an escape (``\\x1b``).
+
+    Notes and messages are written by agents, often from untrusted pages and chats: printed
+    raw, "ESC[2J" in a note cleared the reader's screen, and a right-to-left override turned
+    the rest of a line around. JSON output is left as it is (its reader is a program, and
+    ``json.dumps`` escapes controls itself)."""
+    return _UNSHOWN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 def width() -> int:
@@ -85,6 +102,9 @@ def search_table(results: Sequence[Mapping[str, Any]]) -> str:
     for n, r in enumerate(matches, 1):
         lines.append(f"{n:>2}  {float(r.get('rrf') or 0):>7.4f}  {r['via']:<5}  "
                      f"{clip(str(r['id']), idw):<{idw}}  {clip(str(r['content']), room)}")
+        said = _supersession(r)
+        if said:  # under the row, where its id stands: what replaced it, or what it hides
+            lines.append(f"{'':>2}  {'':>7}  {'':<5}  {clip(said, room + idw + 2)}")
     if not matches:
         lines.append("no direct matches")
     if linked:
@@ -104,6 +124,22 @@ def search_table(results: Sequence[Mapping[str, Any]]) -> str:
 
 def _links(hit: Mapping[str, Any]) -> list[str]:
     return [str(i) for i in hit.get("links") or []]
+
+
+def _supersession(result: Mapping[str, Any]) -> str:
+    """What ``--json`` says of a match's place in a supersession chain, in words (empty when
+    nothing): a replaced note (shown with ``--history``), one changed in part, one hiding
+    older notes."""
+    parts = []
+    if result.get("superseded_by"):
+        parts.append(f"replaced by {result['superseded_by']} (shown for --history)")
+    if result.get("partly_superseded_by"):
+        parts.append(f"partly changed by {result['partly_superseded_by']}; shown for the rest")
+    hidden = list(result.get("hidden") or [])
+    if hidden:
+        parts.append(f"hides {', '.join(hidden[:3])}{' ...' if len(hidden) > 3 else ''} "
+                     f"(amem history {hidden[0]})")
+    return "↳ " + "; ".join(parts) if parts else ""
 
 
 def kv_text(data: Mapping[str, Any], indent: str = "") -> str:
@@ -127,7 +163,7 @@ def report_error(args: argparse.Namespace | None, err: CliError) -> int:
     if args is not None and getattr(args, "json", False):
         print(json.dumps({"error": {"code": err.code, "message": str(err), "field": err.field}},
                          ensure_ascii=False))
-    print(f"amem: error: {err}", file=sys.stderr)
+    print(printable(f"amem: error: {err}"), file=sys.stderr)
     return err.exit_code
 
 
