@@ -18,12 +18,12 @@ export keeps its ids, so a rerun writes the same points again.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 
+from .docsplit import Warn, heading_text, split_document
 from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import DiskFullError, InvalidArgumentError
@@ -39,8 +39,6 @@ log = logging.getLogger(__name__)
 
 #: called after each batch with (lines done, lines total or None)
 Progress = Callable[[int, "int | None"], None]
-#: called with (line number, what to say) when a document is read in a way worth saying
-Warn = Callable[[int, str], None]
 #: error messages an import keeps (every bad line is still counted and logged)
 MAX_ERRORS = 100
 #: lines whose ids the whole-file check looks up in the store in one engine call
@@ -101,7 +99,7 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
                warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, item) pairs; an item that cannot be parsed comes as an error string.
 
-    A text or Markdown document gives each of its notes its subjects (see ``_paragraphs``):
+    A text or Markdown document gives each of its notes its subjects (``amem.docsplit``):
     ``title``, else its Markdown title, else the file's name ("" gives none), then the
     headings above the note. With ``max_chars`` (a note's limit), a paragraph that a fenced
     code block makes longer is cut around it, and ``warn`` is told of it.
@@ -113,8 +111,8 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
             yield from _jsonl(handle)
         else:
             name = path.stem[:MAX_ITEM_CHARS].strip()
-            yield from _paragraphs(handle, name if title is None else title,
-                                   derive=title is None, max_chars=max_chars, warn=warn)
+            yield from split_document(handle, name if title is None else title,
+                                      derive=title is None, max_chars=max_chars, warn=warn)
 
 
 def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -132,189 +130,6 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
             yield number, "each line must be a JSON object with a 'text' field"
             continue
         yield number, item
-
-
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
-# CommonMark fences: three or more backticks or tildes, indented at most three spaces
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
-
-
-def heading_text(line: str) -> str:
-    """A Markdown heading's words: the opening and closing ``#`` runs taken off, at most
-    ``MAX_ITEM_CHARS`` characters (a subject's limit)."""
-    words = line.strip().lstrip("#").strip()
-    words = re.sub(r"\s+#+$", "", words) if words.strip("#") else ""
-    return words[:MAX_ITEM_CHARS].strip()
-
-
-def fence_marker(line: str) -> str | None:
-    """The backtick or tilde run with which ``line`` opens a fenced code block, or None (a
-    backtick fence's info string holds no backtick: "``` a`b" is text)."""
-    mark = _FENCE_OPEN.match(line.rstrip("\r\n"))
-    if mark is None or (mark.group(1)[0] == "`" and "`" in mark.group(2)):
-        return None
-    return mark.group(1)
-
-
-def closes_fence(line: str, marker: str) -> bool:
-    """Whether ``line`` closes the block ``marker`` opened: a run of the same character, at
-    least as long, alone on its line."""
-    mark = _FENCE_CLOSE.match(line.rstrip("\r\n"))
-    return (mark is not None and mark.group(1)[0] == marker[0]
-            and len(mark.group(1)) >= len(marker))
-
-
-def _paragraphs(handle: TextIO, title: str, *, derive: bool, max_chars: int | None = None,
-                warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    """One note per paragraph (blank-line separated); a Markdown heading starts a new one.
-
-    A heading is no note of its own: it opens the paragraph after it, which it titles, even
-    across a blank line. A heading with no paragraph after it is dropped. Every note gets the
-    document's subjects: its title, then the headings it sits under (outermost first), so a
-    paragraph that does not name what it is about is still found by a question that does
-    (docs/retrieval-next.md, "Subjects reach ranking"). With ``derive``, a level-1 heading
-    before the first paragraph is the document's title instead of ``title`` (the file name).
-
-    A fenced code block (``` or ~~~) is part of the paragraph it sits in, whole: its blank
-    lines end no paragraph and its "# comment" lines are no headings. One never closed runs to
-    the end of the file, as in CommonMark. Only where a code block makes its paragraph longer
-    than ``max_chars`` is the paragraph cut (``_fitted``).
-    """
-    block: list[tuple[int, str]] = []  # (line number, line) of the paragraph being read
-    heading: str | None = None
-    path: list[tuple[int, str]] = []  # (level, words) of the headings above the paragraph
-    subjects: list[str] = []
-    seen_text = False
-    fence: str | None = None  # the marker of the code block being read, if one is
-    fence_line = 0
-
-    def items() -> Iterator[tuple[int, dict[str, Any]]]:
-        for number, text in _fitted(block, max_chars, warn):
-            yield number, ({"text": text, "subjects": list(subjects)} if subjects
-                           else {"text": text})
-
-    for number, line in enumerate(handle, start=1):
-        if fence is not None:  # code, taken as it is
-            block.append((number, line))
-            if closes_fence(line, fence):
-                fence = None
-            continue
-        mark = _HEADING.match(line)
-        if not line.strip() or (mark and block):
-            if block:
-                yield from items()
-                block = []
-            if not line.strip():
-                continue
-        if mark:
-            heading = line.strip()
-            level, words = len(mark.group(1)), heading_text(line)
-            if derive and level == 1 and not seen_text and words:
-                title, derive = words, False
-            path = [(lv, w) for lv, w in path if lv < level] + ([(level, words)] if words else [])
-            continue
-        if not block:
-            seen_text = True
-            subjects = _distinct([title, *(w for _, w in path)])
-            if heading:
-                # the paragraph it titles; numbered as that paragraph, the line its note is
-                # reported by
-                block.append((number, heading + "\n"))
-                heading = None
-        block.append((number, line))
-        fence = fence_marker(line)
-        if fence is not None:
-            fence_line = number  # named if the block is never closed
-    if fence is not None and warn is not None:
-        warn(fence_line, "a fenced code block opened here is never closed: the rest of the "
-                         "file was read as its code")
-    if block:
-        yield from items()
-
-
-def _fitted(block: list[tuple[int, str]], max_chars: int | None,
-            warn: Warn | None) -> Iterator[tuple[int, str]]:
-    """The paragraph's text as (first line, text) -- or, when it holds a fenced code block and
-    is longer than ``max_chars``, in parts that fit: cut before and after its code blocks, and a
-    code block too long alone cut between its lines (said through ``warn``). A paragraph of
-    prose alone is left whole, to be refused as too long as before."""
-    text = "".join(line for _, line in block).strip()
-    if max_chars is None or len(text) <= max_chars or not any(
-            fence_marker(line) for _, line in block):
-        yield block[0][0], text
-        return
-    parts: list[tuple[int, str]] = []
-    for code, lines in _runs(block):
-        whole = "".join(line for _, line in lines)
-        if code and len(whole.strip()) > max_chars:
-            cut = _cut_code(lines, max_chars)
-            if warn is not None and len(cut) > 1:
-                warn(lines[0][0], f"a fenced code block of {len(whole.strip()):,} characters "
-                                  f"is longer than a note may be (max_text_chars "
-                                  f"{max_chars:,}): it was cut between its lines into "
-                                  f"{len(cut)} notes, each fenced again")
-            parts.extend(cut)
-        else:
-            parts.append((lines[0][0], whole))
-    # neighbouring parts that fit together stay one note: prose with its code where it can
-    start, joined = parts[0]
-    for number, part in parts[1:]:
-        if len((joined + part).strip()) <= max_chars:
-            joined += part
-            continue
-        if joined.strip():
-            yield start, joined.strip()
-        start, joined = number, part
-    if joined.strip():
-        yield start, joined.strip()
-
-
-def _runs(block: list[tuple[int, str]]) -> list[tuple[bool, list[tuple[int, str]]]]:
-    """The paragraph as (is code, lines) runs: prose between code blocks, each block whole."""
-    runs: list[tuple[bool, list[tuple[int, str]]]] = []
-    fence: str | None = None
-    for number, line in block:
-        if fence is None:
-            fence = fence_marker(line)
-            if fence is not None or not runs or runs[-1][0]:
-                runs.append((fence is not None, []))
-        elif closes_fence(line, fence):
-            fence = None
-            runs[-1][1].append((number, line))
-            continue
-        runs[-1][1].append((number, line))
-    return runs
-
-
-def _cut_code(lines: list[tuple[int, str]], max_chars: int) -> list[tuple[int, str]]:
-    """A code block in parts of at most ``max_chars``, cut between lines; each part opens with
-    the block's opening line and closes with a closing one, so each note reads as code (the
-    last part of a block never closed stays open, as it is in the file). A single line too
-    long for a part stays whole, and is refused as too long."""
-    opening = lines[0][1] if lines[0][1].endswith("\n") else lines[0][1] + "\n"
-    marker = fence_marker(opening) or "```"
-    closed = len(lines) > 1 and closes_fence(lines[-1][1], marker)
-    closing = marker + "\n"
-    room = max_chars - len(opening) - len(closing)
-    parts: list[tuple[int, str]] = []
-    first, chunk = lines[0][0], ""  # the first part is reported by the opening line
-    for number, line in lines[1:-1] if closed else lines[1:]:
-        if chunk and len(chunk) + len(line) > room:
-            parts.append((first, opening + chunk + closing))
-            first, chunk = number, ""
-        chunk += line if line.endswith("\n") else line + "\n"
-    parts.append((first, opening + chunk + (closing if closed else "")))
-    return parts
-
-
-def _distinct(names: list[str]) -> list[str]:
-    """Non-empty names in order, each once whatever its case ("guide" and "Guide" are one)."""
-    kept: dict[str, str] = {}
-    for name in names:
-        if name:
-            kept.setdefault(name.casefold(), name)
-    return list(kept.values())
 
 
 def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = None,
@@ -555,5 +370,6 @@ class ImportRejected(ValidationError):
         self.invalid = check.skipped
 
 
-__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "Progress", "detect_format",
-           "import_file", "read_items", "skip_line"]
+# heading_text lives in amem.docsplit; named here too, where callers first found it
+__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "Progress", "Warn", "detect_format",
+           "heading_text", "import_file", "read_items", "skip_line"]
