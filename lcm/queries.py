@@ -103,13 +103,33 @@ class Queries:
                 raise LcmNotFoundError(f"no file {file_ids[0]}", id=file_ids[0])
             return GrepResult(pattern, mode, scope, sort, [], conversation_ids=[])
         if mode in ("semantic", "hybrid"):
-            return self.semantic.grep(pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s,
-                                      before=before_s, limit=limit, sort=sort)  # fmt: skip
+            return self._files_unsearched(self.semantic.grep(
+                pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s, before=before_s, limit=limit,
+                sort=sort), conv_ids)  # fmt: skip
         if scope == "files":
             return grep_files(self.db, self.config, self.files, pattern, mode=mode, conv_ids=conv_ids,
                               file_ids=file_ids, limit=limit)  # fmt: skip
-        return self.text_grep(pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s, before=before_s,
-                              limit=limit, sort=sort)  # fmt: skip
+        return self._files_unsearched(self.text_grep(
+            pattern, mode=mode, scope=scope, conv_ids=conv_ids, since=since_s, before=before_s, limit=limit,
+            sort=sort), conv_ids)  # fmt: skip
+
+    def _files_unsearched(self, result: GrepResult, conv_ids: list[int] | None) -> GrepResult:
+        """``result`` with a warning when messages of its scope were stored as files: a message
+        over ``largeFileTokenThreshold`` keeps only a reference in the message index, so a word
+        inside it is found by ``scope="files"`` alone (a pasted log went unfound, unsaid)."""
+        query = "SELECT count(*) FROM large_files WHERE message_id IS NOT NULL"
+        chunks = [None] if conv_ids is None else [conv_ids[i:i + 500] for i in range(0, len(conv_ids), 500)]
+        n = 0
+        with self.db.reading() as c:
+            for ids in chunks:  # a few hundred ids a statement: SQLite bounds its parameters
+                where = "" if ids is None else f" AND conversation_id IN ({','.join('?' * len(ids))})"
+                n += int(c.execute(query + where, list(ids or [])).fetchone()[0])
+        if n:
+            result.warnings.append(
+                f"{n} large message{'s are' if n != 1 else ' is'} stored as {'files' if n != 1 else 'a file'} "
+                "and not searched here "
+                "(the message index holds a reference to each): scope 'files' (--scope files) searches them")
+        return result
 
     def describe(
         self, id: str, *, offset: int, limit: int, session_key: SessionKeys, conversation_id: int | None,

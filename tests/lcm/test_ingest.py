@@ -242,6 +242,24 @@ def test_large_payload_goes_to_a_file(make_store: Callable[..., LcmStore], tmp_p
         store.describe("file_0000000000000000")
 
 
+def test_grep_says_when_large_messages_were_not_searched(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    # a word inside a message stored as a file is found by scope "files" alone: the default
+    # scope found nothing and said nothing (exploratory test, 2026-12-05)
+    store = make_store(str(tmp_path / "lcm.db"), large_file_threshold_tokens=1000)
+    store.ingest(KEY, [{"role": "user", "content": "a short note about zebras"}])
+    plain = store.grep("zebra", scope="both", session_key=KEY)
+    assert plain.hits and not plain.warnings  # no file in scope: nothing to say
+    log = " ".join(f"filler{i}" for i in range(3000)) + " UNIQUEZEBRA42"
+    store.ingest(KEY, [{"role": "user", "content": "log: " + log}])
+    for mode in ("regex", "full_text"):
+        found = store.grep("UNIQUEZEBRA42", mode=mode, scope="both", session_key=KEY)
+        assert not found.hits
+        assert found.warnings == ["1 large message is stored as a file and not searched here (the message "
+                                  "index holds a reference to each): scope 'files' (--scope files) searches them"]
+    assert store.grep("UNIQUEZEBRA42", scope="files", session_key=KEY).hits
+    assert not store.grep("UNIQUEZEBRA42", scope="both", session_key="agent:main:other").warnings  # not in scope
+
+
 def test_file_ids_cannot_escape_the_directory(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
     store = make_store(str(tmp_path / "lcm.db"), large_file_threshold_tokens=100)
     fid = store.ingest(KEY, [{"role": "tool", "content": "x " * 1000}]).file_ids[0]
