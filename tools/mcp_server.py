@@ -239,12 +239,67 @@ def _version() -> str:
 
 async def serve_stdio(facade: ToolFacade, *, limits: CallLimits | None = None) -> None:
     """Serve on stdin/stdout until the host closes the pipe."""
-    server = build_server(facade, limits=limits)
+    import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
+    server = build_server(facade, limits=limits)
     log.info("amem MCP server on stdio as agent %s", facade.agent_id)
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        # The SDK's stdin reader hands a line it cannot read to the session as an exception,
+        # which answers nothing: the host waited for its id until its own timeout. Each such
+        # line gets its JSON-RPC error here, and the session sees only the lines it can read.
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def answer_unreadable() -> None:
+            async with send:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        await write.send(SessionMessage(unreadable_reply(item)))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer_unreadable)
+            await server.run(receive, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def unreadable_reply(exc: Exception) -> Any:
+    """The JSON-RPC error for a stdin line the SDK could not read (``exc``, its pydantic
+    error): -32700 with a null id for text that is not JSON; -32600 (invalid request) with the
+    request's id when the line parses but is not a request the SDK takes (a lone surrogate,
+    nesting past 64 levels, a missing ``method``), naming the problem as the HTTP door does
+    (``amem.kernel.safejson``)."""
+    import json
+
+    from mcp import types
+
+    from amem.kernel import safejson
+    from amem.kernel.errors import InvalidArgumentError
+
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    raw = errors[0].get("input") if errors else None
+    parsed: Any = raw if isinstance(raw, dict) else None
+    reason = "not a JSON-RPC request the server can read"
+    if isinstance(raw, str):
+        try:
+            safejson.loads(raw, root="request")
+        except InvalidArgumentError as bad:
+            reason = str(bad)
+        try:  # the standard parser reads lone surrogates and deep nesting: it finds the id
+            parsed = json.loads(raw)
+        except (ValueError, RecursionError):
+            parsed = None
+    request_id = parsed.get("id") if isinstance(parsed, dict) else None
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    if parsed is None:
+        error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {reason}"[:500])
+    else:
+        error = types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid request: {reason}"[:500])
+    log.warning("stdio: answered an unreadable line with JSON-RPC %d (%s)", error.code, error.message)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None,

@@ -178,3 +178,41 @@ def test_lcm_ingest_names_file_and_line_and_exits_2(tmp_path: Path, env: dict[st
     err = capsys.readouterr().err
     assert code == 2, err
     assert f"{src}:2: {why}" in err and "Traceback" not in err and "internal" not in err
+
+
+@pytest.mark.slow
+def test_stdio_answers_every_line_it_cannot_read(tmp_path: Path) -> None:
+    """Over stdio the SDK handed an unreadable line to the session, which answered nothing:
+    the host waited for the id until its own timeout (exploratory test, 2026-12-05). Each
+    such line now gets its JSON-RPC error, and the server goes on serving."""
+    import os
+    import subprocess
+    import sys
+
+    amem = Path(sys.executable).with_name("amem")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update({"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing"})
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "memory_search", ' \
+           '"arguments": {"query": %s}}}'
+    lines = ["this is not json",
+             '{"jsonrpc": "2.0", "id": 8}',
+             call % (9, LONE),
+             '{"jsonrpc": "2.0", "id": 10, "method": "ping", "params": ' + "[" * DEEP + "]" * DEEP + "}",
+             json.dumps({"jsonrpc": "2.0", "id": 11, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "raw", "version": "0"}}})]
+    with subprocess.Popen([str(amem), "serve", "--agent", "alice"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            out, err = proc.communicate("\n".join(lines) + "\n", timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+    replies = [json.loads(line) for line in out.splitlines() if line.strip()]
+    by_id = {r.get("id"): r for r in replies}
+    assert [r["error"]["code"] for r in replies if r.get("id") is None] == [-32700, -32700], replies
+    assert by_id[8]["error"]["code"] == -32600
+    assert by_id[9]["error"]["code"] == -32600 and "lone surrogate" in by_id[9]["error"]["message"]
+    assert "deeper than 64 levels" in json.dumps(replies)
+    assert by_id[11]["result"]["serverInfo"]["name"]  # still serving
+    assert "Traceback" not in err
