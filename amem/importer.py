@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 Progress = Callable[[int, "int | None"], None]
 #: error messages an import keeps (every bad line is still counted and logged)
 MAX_ERRORS = 100
+#: line warnings an import keeps; the rest are counted in a last "... and N more" one
+MAX_WARNINGS = 100
+#: a note's warning the report says as a count instead (``supersede_deferred``), not per line
+_COUNTED = ("supersede check deferred to the nightly sweep",)
 #: lines whose ids the whole-file check looks up in the store in one engine call
 ID_LOOKUP = 512
 
@@ -57,7 +61,9 @@ class ImportReport:
     pending_merge: int = 0
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
-    #: degraded but not lost: notes whose new vector could not be computed yet
+    #: stored, but not all as given ("file:line: ..." -- subjects a duplicate's stored note
+    #: lacks, a code block cut), and notes whose new vector could not be computed yet; the
+    #: first ``MAX_WARNINGS`` line warnings, then "... and N more"
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     #: the number of the last line read (the progress total of the writing pass)
@@ -179,6 +185,16 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     pending: list[dict[str, Any]] = []
     lines: list[int] = []
     last_line = 0
+    warned = 0  # line warnings said, kept or not
+
+    def warn(number: int, message: str) -> None:
+        # said once, in the writing pass; the caller shows the report (the CLI on stderr), so
+        # a log warning here would print each one twice
+        nonlocal warned
+        warned += 1
+        if warned <= MAX_WARNINGS:  # a huge import's warnings must not fill memory
+            report.warnings.append(f"{path}:{number}: {message}")
+        log.debug("import: %s:%d: %s", path, number, message)
 
     def flush() -> None:
         if not pending:
@@ -201,17 +217,15 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         for number, result in zip(lines, done.results):
             if result.status == "rejected":
                 skip_line(report, path, number, "; ".join(result.warnings))
-            else:
-                setattr(report, result.status, getattr(report, result.status) + 1)
+                continue
+            setattr(report, result.status, getattr(report, result.status) + 1)
+            for message in result.warnings:  # what of the line was not stored as given
+                if not message.startswith(_COUNTED):
+                    warn(number, message)
         pending.clear()
         lines.clear()
         if progress is not None:
             progress(last_line, total)
-
-    def warn(number: int, message: str) -> None:
-        # said once, in the writing pass; also logged, since the CLI prints no report warnings
-        report.warnings.append(f"{path}:{number}: {message}")
-        log.warning("import: %s:%d: %s", path, number, message)
 
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
@@ -229,6 +243,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 flush()
         flush()
     report.warnings.extend(problems)
+    if warned > MAX_WARNINGS:
+        report.warnings.append(f"... and {warned - MAX_WARNINGS} more line warnings")
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
@@ -371,5 +387,5 @@ class ImportRejected(ValidationError):
 
 
 # heading_text lives in amem.docsplit; named here too, where callers first found it
-__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "Progress", "Warn", "detect_format",
+__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn", "detect_format",
            "heading_text", "import_file", "read_items", "skip_line"]

@@ -351,14 +351,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     data = report.to_dict()
     data["index_build"] = index.to_dict()
     if not args.json:
-        # the skipped lines are diagnostics (stderr), not the import's result (stdout); --json
-        # has them in the report's "errors"
+        # the skipped lines and the warnings are diagnostics (stderr), not the import's result
+        # (stdout); --json has them in the report's "errors" and "warnings"
         shown = data["errors"][:20]
         for error in shown:
             print(printable(f"amem: skipped {error}"), file=sys.stderr)
         if data["skipped"] > len(shown):
             print(f"amem: ... and {data['skipped'] - len(shown)} more skipped lines",
                   file=sys.stderr)
+        for warning in data["warnings"]:  # the library keeps at most 100, then "... and N more"
+            print(printable(f"amem: warning: {warning}"), file=sys.stderr)
     emit(args, data, lambda: (
         f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
         f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
