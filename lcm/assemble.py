@@ -25,7 +25,7 @@ from lcm.conn import Connection, Handle
 from lcm.errors import LcmValidationError
 from lcm.models import AssembledContext, AssembledItem
 from lcm.scopes import Scopes
-from lcm.sessions import find_active
+from lcm.sessions import check_session_key, find_active
 from lcm.timeutil import display_time, iso
 from lcm.tokens import estimate_tokens
 
@@ -166,6 +166,7 @@ class Assembler:
     def assemble(self, session_key: str, token_budget: int, *, prompt: str | None, model: str | None,
                  context_window: int | None, provider: str | None = None, cache_read_tokens: int | None = None,
                  cache_write_tokens: int | None = None, read_only: bool = False) -> AssembledContext:  # fmt: skip
+        check_session_key(session_key)
         budget = self.compaction.budget(token_budget)
         assert budget is not None
         runtime = check_runtime(model, context_window)
@@ -181,8 +182,9 @@ class Assembler:
         with self.db.reading() as c:
             self.prepare_read(c)
             row = find_active(c, session_key, None)
-            if row is None:
-                return AssembledContext(None, budget, 0, [], 0, 0, 0, "")
+            if row is None:  # said, not only empty: a mistyped key reads as a new session
+                return AssembledContext(None, budget, 0, [], 0, 0, 0, "", warnings=[
+                    f"no active conversation for session key {session_key[:200]!r}: nothing to assemble"])
             conv_id = int(row["id"])
             params = resolve_params(self.config, session_key, model=runtime[0], context_window=runtime[1])
             loaded = load_context(c, conv_id)

@@ -83,6 +83,19 @@ def find_active(c: Connection, session_key: str | None, session_id: str | None) 
     return None
 
 
+def check_session_key(session_key: str | None) -> None:
+    """A session key names a conversation: blank, or with spaces around it, it would open one
+    nobody asks for again (``--session-key ''`` and ``'agent:a:main '`` were stored apart
+    from ``agent:a:main``, unsaid)."""
+    if session_key is None:
+        return
+    if not isinstance(session_key, str) or not session_key.strip():
+        raise LcmValidationError("session_key must be a non-empty string", field="session_key")
+    if session_key != session_key.strip():
+        raise LcmValidationError(f"session_key {session_key[:100]!r} has spaces around it; "
+                                 f"did you mean {session_key.strip()[:100]!r}?", field="session_key")
+
+
 def resolve_conversation(
     c: Connection, session_key: str | None, session_id: str | None, now: str
 ) -> tuple[int, bool, int | None]:
@@ -95,6 +108,7 @@ def resolve_conversation(
     """
     if session_key is None and session_id is None:
         raise LcmValidationError("need a session_key or a session_id", field="session_key")
+    check_session_key(session_key)
     row = find_active(c, session_key, session_id)
     archived = None
     if row is not None and is_cron_key(session_key) and session_id is not None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from lcm import LcmStore
+from lcm.errors import LcmValidationError
 
 from .conftest import chat
 
@@ -103,3 +106,16 @@ def test_inline_mode_compacts_at_threshold(make_store: Callable[..., LcmStore]) 
 def test_unknown_session_assembles_empty(store: LcmStore) -> None:
     ctx = store.assemble("agent:none", 1000)
     assert ctx.items == [] and ctx.conversation_id is None
+    # said, not only empty: a mistyped key read as a fresh session
+    assert ctx.warnings == ["no active conversation for session key 'agent:none': nothing to assemble"]
+
+
+@pytest.mark.parametrize("key", ["", "   ", "agent:main:a "])
+def test_a_blank_or_padded_session_key_is_refused(store: LcmStore, key: str) -> None:
+    # it opened a conversation nobody asks for again, unsaid
+    with pytest.raises(LcmValidationError) as err:
+        store.ingest(key, [{"role": "user", "content": "hello"}])
+    assert err.value.field == "session_key"
+    with pytest.raises(LcmValidationError):
+        store.assemble(key, 1000)
+    assert int(store.db.scalar("SELECT count(*) FROM conversations")) == 0
