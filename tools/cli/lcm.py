@@ -67,7 +67,10 @@ def _where_options(p: argparse.ArgumentParser, verb: str) -> None:
     where.add_argument("--session-key", help=f"{verb} this session family (default: the "
                        "agent's main session, agent:<--agent>:main)")
     where.add_argument("--conversation", type=int, help=f"{verb} one conversation id")
-    where.add_argument("--all", action="store_true", help=f"{verb} every conversation")
+    where.add_argument("--all", action="store_true",
+                       help=f"{verb} every conversation of every agent (the CLI reads the data "
+                       "directory as its owner; the lcm_* tools' allConversations stays within "
+                       "the caller's agent)")
 
 
 def _where(args: argparse.Namespace, agent_id: str) -> dict[str, Any]:
