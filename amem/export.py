@@ -2,8 +2,10 @@
 
 An export keeps every note (active or not) with its vector and the embedder that made it, so
 a store moves between backends (embedded engine, Qdrant server) without re-embedding. Loading
-checks the whole file first, as an import does (``amem.importer``), then writes in batches; a
-rerun writes the same points again.
+checks the whole file first, as an import does (``amem.importer``), then writes in batches. A
+note already stored as the export has it is left as it is (``unchanged``: a rerun writes
+nothing); one stored otherwise is written back as exported (``replaced``), its old terms taken
+out of the BM25 statistics first, so they count each point once.
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ import numpy as np
 from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import InvalidArgumentError
-from .importer import ImportRejected, ImportReport, Progress, skip_line
+from .bm25 import payload_terms
+from .importer import ImportRejected, ImportReport, Progress, check_batch, skip_line
 from .notefields import check_metadata, parse_time
-from .notes import Note, check_agent, check_id, check_text
+from .notes import Note, check_agent, check_id, check_text, point_id
 
 if TYPE_CHECKING:
+    from .index import NoteIndex
     from .store import MemoryStore
 
 #: an export row's mark that its vector embeds the note's subjects (written since issue 29)
 SUBJECTS_EMBEDDED = "subjects_embedded"
+#: notes a load writes (and embeds, when their vectors cannot be reused) together
+EXPORT_BATCH = 256
 
 
 def export_store(store: "MemoryStore", out: TextIO, *, all_agents: bool = True,
@@ -55,16 +61,22 @@ def import_export(store: "MemoryStore", source: TextIO, *, batch: int = 256) -> 
     return _load_export(store, source, "export", batch=batch).created
 
 
-def load_export(store: "MemoryStore", path: str | Path, *, batch: int = 256,
+def load_export(store: "MemoryStore", path: str | Path, *, batch: int | None = None,
                 skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
     """Load an ``export_store`` file: notes keep ids, history and heat; vectors are reused when
-    they come from the same embedder, re-embedded otherwise. Checked whole before writing."""
+    they come from the same embedder, re-embedded otherwise. Checked whole before writing.
+
+    ``batch``: notes written (and embedded) together, a whole number of at least 1 (default
+    ``EXPORT_BATCH``). The report counts a note as ``created`` (its point was free),
+    ``unchanged`` (stored as the export has it: not written) or ``replaced``.
+    """
     path = Path(path)
     if not path.is_file():
         raise ValidationError(f"no such file: {path}", field="path")
+    check_batch(batch, f"the default ({EXPORT_BATCH})")
     with path.open("r", encoding="utf-8") as source:
-        return _load_export(store, source, str(path), batch=batch, skip_invalid=skip_invalid,
-                            progress=progress)
+        return _load_export(store, source, str(path), batch=batch or EXPORT_BATCH,
+                            skip_invalid=skip_invalid, progress=progress)
 
 
 def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
@@ -92,17 +104,19 @@ def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
     rows: list[tuple[Note, np.ndarray | None]] = []
 
     def flush(done: int) -> None:
-        missing = [i for i, (_, vec) in enumerate(rows) if vec is None]
+        index = store.index
+        todo = _to_write(index, rows, report)
+        missing = [i for i, (_, vec) in enumerate(todo) if vec is None]
         vectors: dict[int, np.ndarray] = {}
         if missing:  # one embedding call per batch, not one per note
-            fresh = store.index.embed_passages([rows[i][0].embed_text() for i in missing])
+            fresh = index.embed_passages([todo[i][0].embed_text() for i in missing])
             vectors = {i: fresh[n] for n, i in enumerate(missing)}
-        # a reused vector keeps its stale mark; the store's next write re-embeds it
-        index = store.index
-        index.write_points([index.make_point(note, vectors[i] if vec is None else vec,
-                                             stale=vec is not None and note.vector_stale)
-                            for i, (note, vec) in enumerate(rows)])
-        report.created += len(rows)
+        # a reused vector keeps its stale mark (``_to_write``); the store's next write
+        # re-embeds it
+        if todo:
+            index.write_points([index.make_point(note, vectors[i] if vec is None else vec,
+                                                 stale=note.vector_stale)
+                                for i, (note, vec) in enumerate(todo)])
         rows.clear()
         if progress is not None:
             progress(done, check.last_line)
@@ -120,6 +134,35 @@ def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _to_write(index: "NoteIndex", rows: list[tuple[Note, np.ndarray | None]],
+              report: ImportReport) -> list[tuple[Note, np.ndarray | None]]:
+    """The batch's notes to write, each point once, counted in ``report``: one whose point is
+    free is created; one stored as the export has it is unchanged, and not written; one stored
+    otherwise is replaced, its old terms taken out of the BM25 statistics here (``make_point``
+    counts its new ones). One engine call per batch. (Each point used to be written and
+    counted as new: a second load said "created" for every note and left the statistics
+    twice the engine's until the next open.)"""
+    points = [point_id(note.agent_id, note.id) for note, _ in rows]
+    stored = {hit.id: hit.payload for hit in index.backend.retrieve(points)}
+    current = {pid: Note.from_payload(payload) for pid, payload in stored.items()}
+    todo: dict[str, tuple[Note, np.ndarray | None]] = {}
+    for pid, (note, vec) in zip(points, rows):
+        # the mark the point gets: a reused vector's, none for one embedded now
+        note = note.copy(vector_stale=vec is not None and note.vector_stale)
+        was = current.get(pid)
+        if was == note:
+            report.unchanged += 1
+            continue
+        if was is None:
+            report.created += 1
+        else:
+            report.replaced += 1
+        if pid in stored and pid not in todo:
+            index.stats.remove(len(payload_terms(stored[pid])))
+        current[pid], todo[pid] = note, (note, vec)  # a later line of the point's wins
+    return list(todo.values())
 
 
 def _export_row(store: "MemoryStore", line: str, number: int, report: ImportReport,

@@ -12,7 +12,7 @@ check's record of the ids lines give themselves, a few hundred bytes each).
 Import is resumable and idempotent: a note without an id gets one derived from its agent and
 content hash, so a run killed at any point and started again ends with exactly the unique
 notes (already-stored ones dedup by hash, a half-written batch is simply written again). An
-export keeps its ids, so a rerun writes the same points again.
+export keeps its ids, so a rerun finds its notes stored and leaves them be (``amem.export``).
 """
 
 from __future__ import annotations
@@ -76,6 +76,10 @@ class ImportReport:
     supersede_deferred: int = 0
     #: ids of expired, not yet swept notes an imported note of the same id replaced
     expired_replaced: int = 0
+    #: an export's notes already stored as the export has them (nothing written)
+    unchanged: int = 0
+    #: an export's notes stored otherwise (edited, searched since), written back as exported
+    replaced: int = 0
 
     @property
     def rate(self) -> float:
@@ -88,7 +92,8 @@ class ImportReport:
                 "errors": self.errors, "warnings": self.warnings, "seconds": round(self.seconds, 3),
                 "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
                 "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
-                "expired_replaced": self.expired_replaced}
+                "expired_replaced": self.expired_replaced, "unchanged": self.unchanged,
+                "replaced": self.replaced}
 
 
 def detect_format(path: Path) -> str:
@@ -165,11 +170,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                               "its own subjects", field="title")
     if title:
         check_text(title, field="title", max_chars=MAX_ITEM_CHARS)
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        # below 1 the writer was handed no chunk at all: every line read, none written, exit 0
-        raise ValidationError(f"batch must be a whole number of at least 1 (notes embedded "
-                              f"together), not {batch!r}; leave it out for the store's "
-                              f"embed_batch ({store.config.embed_batch})", field="batch")
+    check_batch(batch, f"the store's embed_batch ({store.config.embed_batch})")
     size = batch or store.config.embed_batch
     max_chars = store.config.max_text_chars
     # with skip_invalid the writer's own id check skips a clashing line, so none is looked up
@@ -248,6 +249,16 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def check_batch(batch: object, default: str) -> None:
+    """Refuse a ``batch`` (notes embedded together) that is not a whole number of at least 1;
+    ``default`` says what leaving it out gives."""
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        # below 1 the writer was handed no chunk at all: every line read, none written, exit 0
+        raise ValidationError(f"batch must be a whole number of at least 1 (notes embedded "
+                              f"together), not {batch!r}; leave it out for {default}",
+                              field="batch")
 
 
 def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, enrich: bool,
@@ -387,5 +398,6 @@ class ImportRejected(ValidationError):
 
 
 # heading_text lives in amem.docsplit; named here too, where callers first found it
-__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn", "detect_format",
-           "heading_text", "import_file", "read_items", "skip_line"]
+__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
+           "check_batch", "detect_format", "heading_text", "import_file", "read_items",
+           "skip_line"]

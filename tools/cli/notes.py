@@ -82,7 +82,8 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("file", help="the file to import")
     p.add_argument("--format", choices=["jsonl", "text"], help="default: from the extension")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
-    p.add_argument("--batch", type=int, help="notes per embedding batch")
+    p.add_argument("--batch", type=int, help="notes per embedding batch, at least 1 (with "
+                   "--from-export: notes written together, default 256)")
     p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
     p.add_argument("--title", help="a text or Markdown document's title, given to every note as "
                                    "a subject (default: its level-1 heading before any "
@@ -330,8 +331,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         # the bar ends (one 100% line) before anything else is said on stderr
         with progress(args, "import") as bar:
             if args.from_export:
-                report = load_export(store, args.file, skip_invalid=args.skip_invalid,
-                                     progress=bar)
+                report = load_export(store, args.file, batch=args.batch,
+                                     skip_invalid=args.skip_invalid, progress=bar)
             else:
                 report = import_file(store, args.file, fmt=args.format,
                                      enrich=not args.no_enrich, batch=args.batch, progress=bar,
@@ -362,9 +363,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         for warning in data["warnings"]:  # the library keeps at most 100, then "... and N more"
             print(printable(f"amem: warning: {warning}"), file=sys.stderr)
     emit(args, data, lambda: (
-        f"read {data['read']}: created {data['created']}, deduplicated {data['deduplicated']}, "
-        f"folded {data['folded']}, pending merge {data['pending_merge']}, skipped "
-        f"{data['skipped']} ({data['notes_per_second']} notes/s)"
+        f"read {data['read']}: created {data['created']}, "
+        + (f"unchanged {data['unchanged']} (already stored as exported), replaced "
+           f"{data['replaced']}, " if args.from_export else
+           f"deduplicated {data['deduplicated']}, folded {data['folded']}, pending merge "
+           f"{data['pending_merge']}, ")
+        + f"skipped {data['skipped']} ({data['notes_per_second']} notes/s)"
         + _supersede_line(data)
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
