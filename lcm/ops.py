@@ -90,7 +90,14 @@ def status(db: Handle, files: LargeFileStore, *, size_bytes: int | None = None,
 
 
 def _broken_summaries(c: Connection, limit: int | None) -> list[tuple[str, str, int]]:
-    """Summaries with no sources (a leaf without messages, a condensed node without children)."""
+    """Summaries with no sources (a leaf without messages, a condensed node without children),
+    and summaries whose sources no longer add up to what they were made from.
+
+    A summary records ``descendant_count`` when it is written: a leaf the messages it covers,
+    a condensed node the sum of its sources' counts plus one each. One lost edge (a
+    ``summary_parents`` row) cut 341 messages off what ``expand`` reaches from the context,
+    and every other check passed; the counts tell it.
+    """
     sql = (
         "SELECT summary_id, 'leaf summary has no source messages', conversation_id FROM summaries s "
         "WHERE kind = 'leaf' AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.summary_id) "
@@ -99,7 +106,20 @@ def _broken_summaries(c: Connection, limit: int | None) -> list[tuple[str, str, 
     )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [(r[0], r[1], r[2]) for r in c.execute(sql)]
+    out = [(str(r[0]), str(r[1]), int(r[2])) for r in c.execute(sql)]
+    counted = (
+        "SELECT summary_id, conversation_id, descendant_count, found FROM (SELECT s.summary_id, s.conversation_id, "
+        "s.descendant_count, CASE WHEN s.kind = 'leaf' THEN (SELECT count(*) FROM summary_messages sm "
+        "WHERE sm.summary_id = s.summary_id) ELSE (SELECT coalesce(sum(ch.descendant_count + 1), 0) "
+        "FROM summary_parents p JOIN summaries ch ON ch.summary_id = p.parent_summary_id "
+        "WHERE p.summary_id = s.summary_id) END AS found FROM summaries s) t "
+        "WHERE found > 0 AND found <> descendant_count"
+    )
+    if limit is not None:
+        counted += f" LIMIT {int(limit)}"
+    out += [(str(r[0]), f"summary was made from {r[2]} descendants and reaches {r[3]}: a source edge or "
+             "row is missing (expand no longer reaches all it covers)", int(r[1])) for r in c.execute(counted)]
+    return out
 
 
 def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tuple[bool, str]:

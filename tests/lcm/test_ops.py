@@ -44,6 +44,24 @@ def test_doctor_finds_each_kind_of_damage(make_store: Callable[..., LcmStore]) -
     assert all(i.severity == "error" for i in report.issues)
 
 
+def test_doctor_finds_a_lost_edge_of_the_summary_dag(make_store: Callable[..., LcmStore]) -> None:
+    # One summary_parents row deleted cut 341 messages off what expand reaches from the
+    # context, and doctor said ok (exploratory test, 2026-12-05): the recorded counts tell it.
+    from .kit_helpers import dag_store
+
+    store, _ = dag_store(make_store)
+    assert store.doctor().ok
+    with store.db.reading() as c:
+        edge = c.execute("SELECT summary_id, parent_summary_id FROM summary_parents ORDER BY summary_id, ordinal "
+                         "LIMIT 1").fetchone()
+    with store.db.atomic() as c:
+        c.execute("DELETE FROM summary_parents WHERE summary_id = ? AND parent_summary_id = ?", (edge[0], edge[1]))
+    report = store.doctor()
+    assert not report.ok and report.checks["broken_summaries"] >= 1
+    found = [i for i in report.issues if i.check == "broken_summaries" and i.id == edge[0]]
+    assert len(found) == 1 and "a source edge or row is missing" in found[0].detail
+
+
 def test_doctor_reports_a_damaged_file_instead_of_failing(tmp_path: Path, clock: ManualClock) -> None:
     # The operator's command for a damaged database must say what it found: the page of one
     # table overwritten, quick_check lists it and the checks that cannot read say so.
