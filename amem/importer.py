@@ -9,10 +9,11 @@ another text, or that a stored note holds with another text. Then the file is re
 written in bounded batches, so memory stays flat however long the file is (but for the
 check's record of the ids lines give themselves, a few hundred bytes each).
 
-Import is resumable and idempotent: a note without an id gets one derived from its agent and
-content hash, so a run killed at any point and started again ends with exactly the unique
-notes (already-stored ones dedup by hash, a half-written batch is simply written again). An
-export keeps its ids, so a rerun finds its notes stored and leaves them be (``amem.export``).
+Import is resumable and idempotent: a note without an id gets one derived from its agent,
+content hash and subjects, so a run killed at any point and started again ends with exactly
+the unique notes (already-stored ones dedup by hash, a half-written batch is simply written
+again). An export keeps its ids, so a rerun finds its notes stored and leaves them be
+(``amem.export``).
 """
 
 from __future__ import annotations
@@ -366,11 +367,21 @@ def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
 
 
 def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
-    """Give an id-less item an id derived from its content, so re-runs write the same point."""
+    """Give an id-less item an id derived from its text and subjects, so re-runs write the
+    same point.
+
+    The subjects are part of it because the same text about other people is its own note
+    (``amem.notes.about_the_same``): from the text alone, the second line got the first's id
+    and was refused mid-write as "a note with id ... already exists with different content",
+    an id the file never gave. Lines whose subjects overlap still dedup into one note.
+    """
     if "id" in item or not isinstance(item.get("text"), str):
         return item
-    # Point ids already include the agent, so the content hash alone is a stable note id.
-    return {**item, "id": f"imp-{content_hash(item['text'])[:24]}"}
+    # Point ids already include the agent, so the content hash is a stable note id.
+    key, subjects = item["text"], item.get("subjects")
+    if isinstance(subjects, list) and subjects and all(isinstance(s, str) for s in subjects):
+        key += "\x00" + "\x00".join(sorted(set(subjects)))
+    return {**item, "id": f"imp-{content_hash(key)[:24]}"}
 
 
 def skip_line(report: ImportReport, path: Path, number: int, why: str) -> None:

@@ -251,3 +251,20 @@ def test_export_reports_progress(edge_store: MemoryStore) -> None:
     seen: list[tuple[int, int | None]] = []
     assert export_store(edge_store, io.StringIO(), progress=lambda d, t: seen.append((d, t))) == 5
     assert seen[-1] == (5, 5)
+
+
+def test_the_same_text_about_other_people_imports_as_their_own_notes(
+        tmp_path: Path, edge_store: MemoryStore) -> None:
+    """The id an import derives took the text alone: the bob line got the alice line's id and
+    was refused mid-write ("a note with id ... already exists with different content"), exit 1,
+    though the file gives no id and such a text about another person is its own note."""
+    text = "Prefers window seats on flights."
+    src = write_jsonl(tmp_path / "seats.jsonl", [
+        {"text": text, "subjects": ["alice"]}, {"text": text, "subjects": ["bob"]},
+        {"text": text, "subjects": ["bob", "alice"]}])  # about both: one of theirs
+    report = import_file(edge_store, src, enrich=False)
+    assert (report.created, report.deduplicated, report.skipped) == (2, 1, 0), report.errors
+    assert sorted(n.subjects[0] for n in edge_store.list(limit=10)[0]) == ["alice", "bob"]
+    again = import_file(edge_store, src, enrich=False)  # a re-run writes nothing new
+    assert (again.created, again.deduplicated, again.skipped) == (0, 3, 0)
+    assert edge_store.count() == 2
