@@ -30,7 +30,7 @@ from .kernel import safejson
 from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notefields import is_expired
 from .notes import MAX_ITEM_CHARS, Note, check_text, content_hash, point_id
-from .write.bulk import AHEAD_CHUNKS
+from .write.bulk import AHEAD_CHUNKS, check_batch
 
 if TYPE_CHECKING:
     from .index import NoteIndex
@@ -250,16 +250,6 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     store.flush()
     report.seconds = time.perf_counter() - started
     return report
-
-
-def check_batch(batch: object, default: str) -> None:
-    """Refuse a ``batch`` (notes embedded together) that is not a whole number of at least 1;
-    ``default`` says what leaving it out gives."""
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        # below 1 the writer was handed no chunk at all: every line read, none written, exit 0
-        raise ValidationError(f"batch must be a whole number of at least 1 (notes embedded "
-                              f"together), not {batch!r}; leave it out for {default}",
-                              field="batch")
 
 
 def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, enrich: bool,

@@ -17,6 +17,7 @@ from .backends import EdgeBackend, open_for_store
 from .backends.base import VectorBackend
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
+from .errors import ValidationError
 from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
@@ -30,6 +31,7 @@ from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
 from .write import (AddResult, BulkWriter, DeleteResult, EnricherSlot, UpdateResult, Updater,
                     Writer)
+from .write.bulk import check_batch
 
 if TYPE_CHECKING:
     from .embed.base import Embedder
@@ -192,8 +194,24 @@ class MemoryStore:
         ``optimize_after`` points have accumulated, the index is built in the background.
 
         As ``add``: a note that replaces an older fact marks it (``supersedes``), and an item
-        naming the id of an expired, not yet swept note replaces it (``amem.write.bulk``)."""
-        results = self.bulk.add_batch(list(items), **options).results
+        naming the id of an expired, not yet swept note replaces it (``amem.write.bulk``).
+
+        Every item is checked before any is written: a bad one raises ``ValidationError``
+        naming it (``items[35].metadata.k``) and nothing is stored (the items went in 32 at a
+        time, so a bad 36th left the first 32 stored). An item whose id another note holds
+        is not an error here: its result is ``rejected`` with a warning, as an import skips it.
+        """
+        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            raise ValidationError("items must be a list of objects with 'text'", field="items")
+        items = list(items)
+        check_batch(options.get("batch"), f"the store's embed_batch ({self.config.embed_batch})")
+        for i, item in enumerate(items):
+            try:
+                self.writer.draft(item, enrich=options.get("enrich", True),
+                                  agent_id=options.get("agent_id"))
+            except ValidationError as exc:
+                raise ValidationError(f"item {i}: {exc}", field=f"items[{i}].{exc.field or 'item'}") from None
+        results = self.bulk.add_batch(items, **options).results
         self.index.build.maybe_build(background=True)
         return results
 

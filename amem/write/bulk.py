@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..errors import ValidationError
 from ..index import NoteIndex
 from ..notes import Note, point_id
 from ..purge import sweep_ids
@@ -58,6 +59,16 @@ class BatchOutcome:
     decided_by: str = "off"
 
 
+def check_batch(batch: object, default: str) -> None:
+    """Refuse a ``batch`` (notes embedded together) that is not a whole number of at least 1;
+    ``default`` says what leaving it out gives. Below 1 the writer was handed no chunk at
+    all: every item read, none written, and no error."""
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        raise ValidationError(f"batch must be a whole number of at least 1 (notes embedded "
+                              f"together), not {batch!r}; leave it out for {default}",
+                              field="batch")
+
+
 class BulkWriter:
     """``add_many`` and imports of one store: the writer's batches with the two extra steps."""
 
@@ -79,6 +90,7 @@ class BulkWriter:
         running one when too many wait (``amem.index_build``). ``supersede=False`` skips the judgement (the nightly sweep
         still covers them).
         """
+        check_batch(batch, f"the store's embed_batch ({self._index.config.embed_batch})")
         size = batch or self._index.config.embed_batch
         total = BatchOutcome([])
         for start in range(0, len(items), size):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import ValidationError
 from ..notefields import check_event_time, check_expiry, check_metadata
@@ -24,12 +24,15 @@ class Draft:
     note: Note
     enrich: bool
     given_enrichment: bool
+    #: the caller named the note type: enrichment never changes it (it turned a given
+    #: "memory" into "knowledge", which changes its heat and the topics filter, unsaid)
+    given_type: bool = False
 
 
 def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[Any], str],
                now: datetime, id: Any = None, timestamp: Any = None, agent_id: Any = None,
                enrich: Any = True, keywords: Any = None, tags: Any = None, category: Any = None,
-               context: Any = None, note_type: Any = "memory", topics: Any = None,
+               context: Any = None, note_type: Any = None, topics: Any = None,
                event_time: Any = None, metadata: Any = None, expires_at: Any = None,
                ttl: Any = None) -> Draft:
     """The note of one add; ``agent_of`` resolves (and checks) the tenant."""
@@ -37,6 +40,8 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
     agent = agent_of(agent_id)
     if not isinstance(enrich, bool):
         raise ValidationError("enrich must be true or false", field="enrich")
+    given_type = note_type is not None
+    note_type = "memory" if note_type is None else note_type
     if note_type not in ("memory", "knowledge"):
         raise ValidationError("note_type must be 'memory' or 'knowledge'", field="note_type")
     if context is not None and not isinstance(context, str):
@@ -55,12 +60,15 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
         metadata=check_metadata(metadata), expires_at=check_expiry(expires_at, ttl, now))
     # the event time defaults to the write time (the given timestamp of an import included)
     note.event_time = check_event_time(event_time) if event_time is not None else note.timestamp
-    return Draft(note, enrich, bool(keywords or tags or context or category))
+    return Draft(note, enrich, bool(keywords or tags or context or category), given_type)
 
 
 def split_item(item: dict[str, Any], *, enrich: bool, agent_id: str | None
                ) -> tuple[Any, Any, dict[str, Any]]:
     """A bulk item as ``(text, subjects, fields)`` for ``make_draft``; unknown keys raise."""
+    if not isinstance(item, Mapping):  # dict("x") failed deep inside with a bare ValueError
+        raise ValidationError(f"an item must be an object with 'text', not {type(item).__name__}",
+                              field="item")
     item = dict(item)
     if "text" not in item:
         raise ValidationError("missing field 'text'", field="text")

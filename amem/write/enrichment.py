@@ -43,7 +43,8 @@ def enrich_draft(slot: EnricherSlot, draft: Draft) -> list[str]:
     note.tags = list(result.tags)
     note.context = result.context
     note.category = result.category
-    if note.note_type == "memory" and result.note_type == "knowledge" and not note.topics:
+    if (not draft.given_type and note.note_type == "memory" and result.note_type == "knowledge"
+            and not note.topics):
         note.note_type = "knowledge"
     note.topics = note.topics or list(result.topics)
     note.enriched_by = result.enriched_by
