@@ -92,7 +92,8 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                    help="import the good lines of a file with bad ones (default: the whole "
                         "file is checked first and a bad line imports nothing, exit 2)")
 
-    p = cmd("export", cmd_export, "write every note (all agents) as JSON lines")
+    p = cmd("export", cmd_export, "write every note (all agents; one agent's with --agent) as "
+            "JSON lines")
     p.add_argument("out", nargs="?", default="-", help="output file (default: stdout)")
     p.add_argument("--no-vectors", action="store_true", help="leave vectors out (re-embed on import)")
 
@@ -392,11 +393,18 @@ def cmd_export(args: argparse.Namespace) -> int:
         out = sys.stdout if args.out == "-" else stack.enter_context(
             open(args.out, "w", encoding="utf-8"))
         bar = stack.enter_context(progress(args, "export"))
-        count = export_store(store, out, with_vectors=not args.no_vectors, progress=bar)
+        # a backup of the whole store by default; an --agent given on the command line asks
+        # for that agent's notes alone (it was accepted and ignored: every tenant's notes went
+        # out under one agent's name)
+        one = getattr(args, "agent", None) is not None
+        count = export_store(store, out, all_agents=not one, with_vectors=not args.no_vectors,
+                             progress=bar)
+        whose = f"of agent {store.agent_id}" if one else "(all agents)"
     if args.out != "-":
-        emit(args, {"path": args.out, "exported": count}, f"exported {count} notes to {args.out}")
+        emit(args, {"path": args.out, "exported": count, "agent_id": store.agent_id if one else None},
+             f"exported {count} notes {whose} to {args.out}")
     else:
-        print(f"exported {count} notes", file=sys.stderr)
+        print(f"exported {count} notes {whose}", file=sys.stderr)
     return EXIT_OK
 
 
