@@ -129,15 +129,27 @@ def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
 def merged_text(survivor: Note, loser: Note) -> str:
     """The offline merge's content: the survivor's, then the loser's sentences it lacks.
 
-    A loser whose every search term (``amem.text.tokenize``: stemmed, stop words out) the
-    survivor already holds is a rewording ("drinks green tea in the morning" beside "drinks
+    A loser whose every search term (``amem.text.tokenize``: stemmed, stop words out) and
+    every word with a digit (:func:`_values`, whole) the survivor already holds is a rewording ("drinks green tea in the morning" beside "drinks
     green tea every morning before work"): search finds it through the survivor as it is, so
     nothing is appended. A loser with a term of its own (another number, name or date) has a
     fact the survivor lacks, and its sentences are appended by the fold rule.
     """
-    if set(tokenize(loser.content)) <= set(tokenize(survivor.content)):
+    if (set(tokenize(loser.content)) <= set(tokenize(survivor.content))
+            and _values(loser.content) <= _values(survivor.content)):
         return survivor.content
     return fold_content(survivor.content, loser.content)
+
+
+#: a word holding a digit, whole: "10.0.0.1", "web-1", "2025-01-05", "03:00"
+_VALUE = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
+
+
+def _values(text: str) -> set[str]:
+    """The words of ``text`` that hold a digit, whole (trailing dots off). The search
+    tokenizer cuts them into pieces, and "10.0.0.1" is then made of "10.0.1.10"'s pieces:
+    compared whole, another address is another fact."""
+    return {m.group().strip(".:/-").casefold() for m in _VALUE.finditer(text)}
 
 
 def _offline(survivor: Note, loser: Note, links: list[str]) -> Note:

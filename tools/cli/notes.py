@@ -424,8 +424,9 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         if len(merged) > 20:
             lines.append(f"... and {len(merged) - 20} more (--json lists them all)")
         if merged:
-            lines.append(f"(each merged note's text is kept in its survivor: `amem get "
-                         f"{merged[0]['into']}`; `amem history {merged[0]['note']}` shows where it went)")
+            lines.append(f"(a merged note is found through its survivor, which holds its words and "
+                         f"values: `amem get {merged[0]['into']}`; `amem history {merged[0]['note']}` "
+                         "shows where it went)")
         return kv_text({k: v for k, v in data.items() if k != "merged"}) + (
             "\n" + "\n".join(lines) if lines else "")
 
