@@ -33,6 +33,7 @@ from .errors import ConfigError, ValidationError
 from .index import NoteIndex
 from .kernel.files import open_private
 from .notes import Note
+from .storeswap import finish_interrupted_swap, swap_paths
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +66,12 @@ def reembed(config: AmemConfig, embedder: Embedder, *, batch: int | None = None,
                           "`amem export`, then import into a new collection with the new "
                           "embedder (`amem import --from-export`)", key="backend")
     path = Path(config.store_path)
+    finish_interrupted_swap(path)  # before the leftovers go: the old one may be the only copy
     if not path.is_dir():
         raise ValidationError(f"there is no store at {path} to rebuild", field="home")
     started = time.perf_counter()
     spool = path.with_name("store.reembed-spool.jsonl")
-    new_path = path.with_name("store.reembed-new")
-    old_path = path.with_name("store.reembed-old")
+    new_path, old_path = swap_paths(path)
     for leftover in (new_path, old_path):
         if leftover.exists():
             log.warning("reembed: removing %s left by an interrupted run", leftover)

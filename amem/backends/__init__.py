@@ -104,5 +104,9 @@ def open_for_store(config: "AmemConfig", path: str | Path | None, dim: int
                              collection=config.collection, dim=dim), config.qdrant_url, "qdrant")
     where = MEMORY if str(path) == MEMORY else (
         str(Path(path).expanduser()) if path is not None else str(config.store_path))
+    if where != MEMORY:  # a reembed killed between its two renames left no store here
+        from ..storeswap import finish_interrupted_swap
+
+        finish_interrupted_swap(Path(where))
     return (open_backend("edge", path=where, dim=dim, segment_kb=config.segment_mb * 1024,
                          search_threads=config.search_threads), where, "edge")
