@@ -85,7 +85,13 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     lcm_data: dict[str, Any] = lcm("doctor")
     if clean:
         lcm_data = {"doctor": lcm_data, "clean": lcm("doctor_clean")}
-    lcm_ok = (lcm_data.get("doctor", lcm_data) or {}).get("ok", True)
+    lcm_doctor = lcm_data.get("doctor", lcm_data) or {}
+    lcm_ok = lcm_doctor.get("ok", True)
+    if lcm_doctor.get("failed"):  # it exists and would not open: ok: True beside "malformed"
+        lcm_ok = False
+        problems.append(f"the conversation store could not be opened ({lcm_doctor.get('reason')}); "
+                        "`amem serve` and the nightly job refuse to run on it: restore lcm.db from a "
+                        "backup, or move it aside to start an empty one")
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
     return {"ok": bool(lcm_ok) and marks_ok, "memory": memory, "lcm": lcm_data,
             "warnings": problems}

@@ -60,3 +60,16 @@ def test_doctor_exits_1_on_damage_as_amem_doctor_does(tmp_path: Path) -> None:
     assert "ok: False" in amem(env, "lcm", "doctor", code=1).stdout
     amem(env, "doctor", code=1)  # the whole store's doctor agrees
     assert amem_json(env, "lcm", "doctor", "--clean")["orphan_files"] == []  # a report, exit 0
+
+
+def test_amem_doctor_fails_on_a_conversation_store_that_will_not_open(tmp_path: Path) -> None:
+    # ok: True and exit 0 beside "database disk image is malformed" (exploratory test)
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 400))), "--session-key", KEY)
+    db = tmp_path / "home" / "lcm.db"
+    with open(db, "r+b") as f:  # pages 3 and 4: the schema's tables
+        f.seek(8192)
+        f.write(bytes([0xA5]) * 8192)
+    report = amem_json(env, "doctor", code=1)
+    assert report["ok"] is False and report["lcm"]["failed"] is True
+    assert any("could not be opened" in w for w in report["warnings"])

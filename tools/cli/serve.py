@@ -344,7 +344,8 @@ def _lcm_reports(rt: Runtime) -> LcmReport:
         try:
             store = rt.lcm
         except Exception as exc:
-            return {"available": False, "reason": str(exc)}
+            # not "off": the store is there and failed to open (a damaged file): doctor says so
+            return {"available": False, "reason": str(exc), "failed": True}
         return lcm_report(store, method)
 
     return report
