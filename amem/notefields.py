@@ -2,18 +2,21 @@
 
 Three fields a caller may give on ``add``:
 
-- ``event_time``: when what the note tells happened (ISO 8601, stored in UTC). It defaults to
-  the write time. Search filters it with ``since`` (inclusive) and ``before`` (exclusive).
+- ``event_time``: when what the note tells happened (ISO 8601, stored in UTC, to the
+  microsecond when given so). It defaults to the write time. Search filters it with ``since``
+  (inclusive) and ``before`` (exclusive).
 - ``metadata``: the caller's own labels, ``{key: str | int | float | bool}``. Search filters
   them by equality (``{"project": "apollo"}``; a list value means any of).
-- ``expires_at`` (ISO 8601) or ``ttl`` (seconds from now, by the store's clock): from then on
-  the note is invisible (search, get, list, links) and the nightly sweep deletes it.
+- ``expires_at`` (ISO 8601, in the future) or ``ttl`` (``MIN_TTL`` seconds or more from now, by
+  the store's clock): from then on, and not a microsecond earlier, the note is invisible
+  (search, get, list, links) and the nightly sweep deletes it.
 
 The engine filters on numbers and keywords, so a note's payload also carries derived index
-fields (``INDEX_FIELDS``): ``event_ts`` and ``expires_ts`` (epoch seconds, float-indexed) and
-``meta_kv`` (one ``"key=value"`` keyword per metadata entry, keyword-indexed). One keyword index
-thus serves every metadata key, and a value is compared by its text form: ``1``, ``1.5``,
-``true`` and ``"apollo"`` are ``1``, ``1.5``, ``true`` and ``apollo``.
+fields (``INDEX_FIELDS``): ``event_ts`` and ``expires_ts`` (epoch seconds, with the fraction,
+float-indexed) and ``meta_kv`` (one ``"key=value"`` keyword per metadata entry,
+keyword-indexed). One keyword index thus serves every metadata key, and a value is compared by
+its text form: ``1``, ``1.5``, ``true`` and ``"apollo"`` are ``1``, ``1.5``, ``true`` and
+``apollo``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 MAX_META_VALUE_CHARS = 256
 #: values one search filter may list for a key
 MAX_FILTER_VALUES = 64
+#: the shortest ``ttl`` accepted, in seconds (as the tool schema says): a shorter one could end
+#: before the add that writes the note has read it back
+MIN_TTL = 1
 #: the longest ``ttl`` accepted: 100 years, in seconds
 MAX_TTL = 100 * 365 * 86400
 #: payload fields derived from the three above, for the engine's filters (never shown)
@@ -65,8 +71,13 @@ def parse_time(value: Any, *, field: str) -> datetime:
 
 
 def iso(moment: datetime) -> str:
-    """UTC ISO 8601 with seconds (the form every note time is stored in)."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+    """UTC ISO 8601 with seconds, and microseconds when the time has any (the form every note
+    time is stored in). The fraction is kept, not dropped: the index fields are read from this
+    text, and a time rounded down to its second would let an expiry take effect before its
+    time and put an event time outside a ``since`` it is inside. Times stored before the
+    fraction was kept are whole seconds, and read as they are."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds")
 
 
 def epoch(stamp: str) -> float | None:
@@ -131,9 +142,9 @@ def check_expiry(expires_at: Any, ttl: Any, now: datetime) -> str:
         raise ValidationError("give expires_at or ttl, not both", field="ttl")
     if ttl is not None:
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) \
-                or not 0 < ttl <= MAX_TTL:
-            raise ValidationError(f"ttl must be a number of seconds between 1 and {MAX_TTL}, "
-                                  f"got {ttl!r}", field="ttl")
+                or not MIN_TTL <= ttl <= MAX_TTL:
+            raise ValidationError(f"ttl must be a number of seconds between {MIN_TTL} and "
+                                  f"{MAX_TTL}, got {ttl!r}", field="ttl")
         return iso(now + timedelta(seconds=float(ttl)))
     if expires_at is None:
         return ""
