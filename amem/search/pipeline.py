@@ -153,12 +153,18 @@ class Searcher:
             check_text(subject, field="subject", max_chars=200)
         floor = check_min_similarity(min_similarity)
         narrow = search_conditions(since, before, metadata)  # event time and metadata (checked)
-        use_heat = cfg.heat if heat is None else heat
-        use_links = cfg.link_expansion if expand_links is None else expand_links
-
+        # a flag is a bool, not any truthy value: "no" from a caller must not turn link
+        # expansion or heat on (None takes the config's setting)
+        for name, flag in (("expand_links", expand_links), ("heat", heat)):
+            if flag is not None and not isinstance(flag, bool):
+                raise ValidationError(f"{name} must be true or false (or None for the "
+                                      f"configured default)", field=name)
         if not isinstance(include_superseded, bool):
             raise ValidationError("include_superseded must be true or false",
                                   field="include_superseded")
+        use_heat = cfg.heat if heat is None else heat
+        use_links = cfg.link_expansion if expand_links is None else expand_links
+
         where = build_filter(index, agent_id, subject, topics, lapsed=self._lapsed,
                              include_superseded=include_superseded, facts=facts)
         # they narrow both legs and the link expansion inside the engine, not after the fact
