@@ -93,6 +93,11 @@ class Queries:
             compile_user_regex(pattern)
         since_s = iso(parse_time(since, "since")) if since is not None else None
         before_s = iso(parse_time(before, "before")) if before is not None else None
+        # an empty window is a caller's mistake (swapped bounds), refused as amem's search
+        # refuses it, not answered with no hits; the stored forms are compared (fixed-width,
+        # to the millisecond), so bounds within one millisecond are an empty window too
+        if since_s is not None and before_s is not None and since_s >= before_s:
+            raise LcmValidationError(f"since ({since_s}) must be earlier than before ({before_s})", field="since")
         if file_ids is not None:
             bad = [f for f in file_ids if not isinstance(f, str) or not FILE_ID_RE.match(f)]
             if scope != "files" or isinstance(file_ids, str) or bad:
