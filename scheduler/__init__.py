@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from .config import SchedulerConfig
 from .job import NightlyReport, run_nightly
-from .service import SchedulerHandle, last_run_status, run_forever, start_background
+from .service import SchedulerHandle, last_run_status, run_forever, run_forever_opening, start_background
 
 __all__ = [
-    "start_background", "run_nightly", "run_forever", "last_run_status",
+    "start_background", "run_nightly", "run_forever", "run_forever_opening", "last_run_status",
     "SchedulerConfig", "SchedulerHandle", "NightlyReport",
 ]

@@ -15,6 +15,9 @@ store is in memory:
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -167,6 +170,61 @@ def run_forever(memory_store: NoteStore, lcm_store: ConversationStore | None = N
     scheduler = BlockingScheduler(timezone=cfg.zone)
     _configure(scheduler, runner, catch_up=True)
     log.info("standalone nightly scheduler: %02d:%02d %s", cfg.hour, cfg.minute, cfg.timezone)
+    try:
+        scheduler.start()
+    except (KeyboardInterrupt, SystemExit):
+        log.info("nightly scheduler stopping")
+    finally:
+        if scheduler.running:
+            scheduler.shutdown(wait=True)
+
+
+#: how often, and how far apart, a run that finds the store busy tries again
+OPEN_TRIES, OPEN_RETRY_S = 30, 60.0
+
+#: opens both stores for one run and closes them after (``amem scheduler``)
+StoreOpener = Callable[[], AbstractContextManager[tuple[NoteStore, "ConversationStore | None"]]]
+
+
+class _OpeningRunner(_Runner):
+    """A runner that opens the stores for each run and closes them after, so between runs the
+    store is free for the CLI: ``amem scheduler`` held it from start to stop, and every other
+    command (``amem list``, ``amem status``) exited 4 all day. A run that finds the store busy
+    (an import at 02:30) tries again a minute later, for half an hour."""
+
+    def __init__(self, opener: StoreOpener, cfg: SchedulerConfig, clock: Clock,
+                 trigger: BaseTrigger, *, retry_s: float = OPEN_RETRY_S) -> None:
+        super().__init__(None, None, cfg, clock, trigger)  # type: ignore[arg-type]
+        self.opener, self.retry_s = opener, retry_s
+
+    def __call__(self, reason: Reason) -> None:
+        for attempt in range(1, OPEN_TRIES + 1):
+            try:
+                with self.opener() as (memory, lcm):
+                    self.memory_store, self.lcm_store = memory, lcm
+                    try:
+                        super().__call__(reason)
+                    finally:
+                        self.memory_store, self.lcm_store = None, None  # type: ignore[assignment]
+                return
+            except Exception as exc:
+                if getattr(exc, "code", None) != "store_locked" or attempt == OPEN_TRIES:
+                    log.exception("the nightly job could not open the stores")
+                    return
+                log.warning("the nightly job found the store busy (%s); trying again in %.0f s",
+                            exc, self.retry_s)
+                time.sleep(self.retry_s)
+
+
+def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
+                        clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
+    """The standalone scheduler that holds no store between runs (:class:`_OpeningRunner`):
+    blocks, running the nightly job, until interrupted."""
+    runner = _OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger())
+    scheduler = BlockingScheduler(timezone=config.zone)
+    _configure(scheduler, runner, catch_up=True)
+    log.info("standalone nightly scheduler: %02d:%02d %s (the stores open for each run)",
+             config.hour, config.minute, config.timezone)
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):

@@ -53,3 +53,67 @@ def test_common_options_before_the_word(
     # The scheduler's options are amem's: before the word as after it.
     assert main(["--json", "scheduler", "--status"], env=env_for(home)) == 0
     assert json.loads(capsys.readouterr().out)["state"] == "never"
+
+
+@pytest.mark.slow
+def test_the_daily_scheduler_leaves_the_store_to_the_cli_between_runs(home: Path) -> None:
+    # it held the store from start to stop: `amem list` and even `amem status` exited 4 all day
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    amem = Path(sys.executable).with_name("amem")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update(env_for(home))
+    subprocess.run([str(amem), "add", "a note before the scheduler", "--no-enrich"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    proc = subprocess.Popen([str(amem), "scheduler"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)  # started: its catch-up run (if any) is done or waiting for its slot
+        assert proc.poll() is None, proc.communicate()
+        for args in (["list"], ["status"], ["add", "a note while it waits", "--no-enrich"]):
+            done = subprocess.run([str(amem), *args], env=env, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_a_run_opens_the_stores_for_itself_and_waits_for_a_busy_store(tmp_path: Path) -> None:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+    from datetime import datetime, timedelta, timezone
+    from typing import Any
+
+    from apscheduler.triggers.date import DateTrigger
+
+    from amem import MemoryStore
+    from amem.embed.hashing import HashingEmbedder
+    from amem.errors import StoreLockedError
+    from amem.kernel.clock import SystemClock
+    from scheduler import SchedulerConfig
+    from scheduler.service import _OpeningRunner
+
+    opened: list[str] = []
+    busy = [True]
+
+    @contextmanager
+    def stores() -> Iterator[tuple[Any, Any]]:
+        if busy[0]:  # an import holds the store at the first try
+            busy[0] = False
+            raise StoreLockedError("held by pid 1", path=str(tmp_path))
+        with MemoryStore(tmp_path / "store", embedder=HashingEmbedder(), agent_id="t") as memory:
+            opened.append("open")
+            yield memory, None
+        opened.append("closed")
+
+    cfg = SchedulerConfig(home=tmp_path)
+    now = datetime.now(timezone.utc)
+    runner = _OpeningRunner(stores, cfg, SystemClock(), DateTrigger(now + timedelta(days=1)), retry_s=0.01)
+    runner("manual")
+    assert opened == ["open", "closed"] and len(runner.reports) == 1
+    assert runner.memory_store is None  # nothing held between runs

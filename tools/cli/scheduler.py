@@ -46,6 +46,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         data = last_run_status(cfg.home, cfg)
         emit(args, data, lambda: kv_text(data))
         return EXIT_OK
+    if not args.once:
+        return _run_daily(args, rt, cfg)
     with rt:  # closes the conversations, then the notes
         return _run(args, rt, cfg)
 
@@ -61,20 +63,40 @@ def _runtime(args: argparse.Namespace) -> Runtime:
 
 
 def _run(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> int:
-    from scheduler import run_forever, run_nightly
+    """``--once``: the job now, on the stores opened for it."""
+    from scheduler import run_nightly
 
     memory = rt.memory  # StoreLockedError (exit 4) when a server owns the store
     lcm = None if args.no_lcm else rt.lcm
-    if args.once:
-        report = run_nightly(memory, lcm, config=cfg, reason="manual")
-        data: dict[str, Any] = report.to_dict()
-        emit(args, data, lambda: kv_text(data))
-        return EXIT_OK if report.status == "ok" else EXIT_ERROR
+    report = run_nightly(memory, lcm, config=cfg, reason="manual")
+    data: dict[str, Any] = report.to_dict()
+    emit(args, data, lambda: kv_text(data))
+    return EXIT_OK if report.status == "ok" else EXIT_ERROR
+
+
+def _run_daily(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> int:
+    """Until stopped: the stores open for each run and close after, so the CLI can use them
+    between runs (held from start to stop, every other command exited 4)."""
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from scheduler import run_forever_opening
+
+    with rt:  # opened once now, so a store a server owns is said at once (exit 4)
+        rt.memory
+        if not args.no_lcm:
+            rt.lcm
+
+    @contextmanager
+    def stores() -> Iterator[tuple[Any, Any]]:
+        with _runtime(args) as fresh:
+            yield fresh.memory, (None if args.no_lcm else fresh.lcm)
+
     # A service manager stops the foreground scheduler with SIGTERM: leave through the
-    # context managers (stores closed, lock released) as Ctrl-C does.
+    # context managers (a run's stores closed, lock released) as Ctrl-C does.
     previous = signal.signal(signal.SIGTERM, _exit_on_term)
     try:
-        run_forever(memory, lcm, cfg)
+        run_forever_opening(stores, cfg)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
