@@ -84,6 +84,8 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
         Path(env["AMEM_CONFIG"]) if env.get("AMEM_CONFIG") else None)
     doc = read_toml(path, ConfigError) if path is not None else None
     source = str(path.expanduser()) if path is not None else None
+    if doc is not None:
+        _check_layout(doc, source)
     # the note store's table ([amem] or the top level) is shared with the scheduler's keys
     shared = amem_config.amem_table(doc) if doc is not None else None
     lcm_table = doc.get("lcm") if doc is not None and isinstance(doc.get("lcm"), Mapping) else None
@@ -111,6 +113,30 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
     return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path,
                     tools=dict(tools or {}), descriptions=_descriptions(env, tools or {}),
                     embedder_chosen=_chosen("embedder", shared or {}, env, by_owner["amem"]))
+
+
+#: the tables a config file may hold; the note store's and the scheduler's keys are the
+#: top level's or ``[amem]``'s
+TABLES = ("amem", "lcm", "tools")
+
+
+def _check_layout(doc: Mapping[str, Any], source: str | None) -> None:
+    """Refuse what the file holds that nothing would read: a table no section owns
+    (``[scheduler]``, a misspelt ``[lcmm]``) and top-level keys beside an ``[amem]`` table
+    (the table is read then, not the top level). Both were dropped unsaid: a
+    ``[scheduler] schedule_hour = 5`` left the job at 02:30."""
+    for key, value in doc.items():
+        if isinstance(value, Mapping) and key not in TABLES:
+            hint = (" (the scheduler's keys, schedule_hour and the like, go in [amem] or at the "
+                    "top level)" if key == "scheduler" else "")
+            raise ConfigError(f"unknown table [{key}]; a config file holds {', '.join(f'[{t}]' for t in TABLES)}"
+                              f"{hint}", key=key, source=source)
+    if isinstance(doc.get("amem"), Mapping):
+        loose = sorted(k for k, v in doc.items() if not isinstance(v, Mapping))
+        if loose:
+            raise ConfigError(f"{', '.join(loose)} at the top level beside an [amem] table: with "
+                              "[amem] only its keys are read; move them into [amem]",
+                              key=loose[0], source=source)
 
 
 def _chosen(attr: str, table: Mapping[str, Any], env: Mapping[str, str],

@@ -93,6 +93,11 @@ def test_the_tools_variables_are_not_config_typos(tmp_path: Path) -> None:
     ({"file": "[lcm]\nfreshTailCnt = 3\n"}, "freshTailCnt"),
     ({"args": {"embeddr": "hashing"}}, "embeddr"),
     ({"env": {"LCM_NOT_A_KEY": "1"}}, "LCM_NOT_A_KEY"),
+    # read by nothing and dropped unsaid (exploratory test, 2026-12-05): a table no section
+    # owns, and top-level keys beside an [amem] table
+    ({"file": "[scheduler]\nschedule_hour = 5\n"}, "scheduler"),
+    ({"file": "[lcmm]\nfreshTailCount = 3\n"}, "lcmm"),
+    ({"file": "schedule_hour = 3\n[amem]\nschedule_minute = 10\n"}, "schedule_hour"),
 ])
 def test_a_key_nobody_takes_is_an_error_naming_it(tmp_path: Path, where: dict[str, object], key: str) -> None:
     path = None
