@@ -167,11 +167,27 @@ def _step(name: str, body: Callable[[], Any]) -> StepResult:
     return result
 
 
+#: merges and warnings a night's record lists by name (the counts hold them all)
+LISTED = 100
+
+
 def _summary(report: Any) -> dict[str, Any]:
+    """The consolidation's counts, and which note went into which with its warnings: a record
+    of counts alone left the owner no way to find what a night merged (``amem history``)."""
     data = report.to_dict() if hasattr(report, "to_dict") else {}
     keys = ("groups", "pairs", "merges", "links_rewritten", "pending_resolved", "llm_fallbacks",
             "vectors_refreshed", "superseded", "marks_released", "expired_deleted", "duration")
-    return {k: data[k] for k in keys if k in data}
+    out = {k: data[k] for k in keys if k in data}
+    merged = [{"note": loser, "into": survivor, "agent_id": agent}
+              for agent, part in (getattr(report, "agents", None) or {}).items()
+              for loser, survivor in getattr(part, "merged", ())]
+    out["merged"] = merged[:LISTED]
+    warnings = list(data.get("warnings") or [])
+    out["warnings"] = warnings[:LISTED]
+    if len(merged) > LISTED or len(warnings) > LISTED:
+        out["not_listed"] = {"merged": max(0, len(merged) - LISTED),
+                             "warnings": max(0, len(warnings) - LISTED)}
+    return out
 
 
 def _lcm(store: ConversationStore) -> dict[str, Any]:

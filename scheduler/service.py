@@ -234,12 +234,33 @@ def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
             scheduler.shutdown(wait=True)
 
 
+def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
+             last: dict[str, Any]) -> datetime | None:
+    """The latest slot when no run (scheduled, caught up or by hand) started since it and
+    its misfire grace is over; else None."""
+    slot = last_fire_time(trigger, now)
+    started = last.get("started_at")
+    if slot is None or not isinstance(started, str):
+        return None
+    try:
+        began = datetime.fromisoformat(started)
+    except ValueError:
+        return None
+    if began.tzinfo is None:
+        began = began.replace(tzinfo=cfg.zone)
+    late = (now - slot).total_seconds() > cfg.misfire_grace_seconds
+    return slot if late and began < slot else None
+
+
 def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | None = None,
                     *, now: datetime | None = None) -> dict[str, Any]:
     """What ``amem status`` shows: the last run, the last success, failures, the next run.
 
     ``state`` is ``never`` (no run yet), ``ok``, ``failed``, ``running`` (a process holds the
-    lock now) or ``interrupted`` (a run started and its process died before finishing).
+    lock now), ``interrupted`` (a run started and its process died before finishing) or
+    ``overdue``: the last run was fine or failed, but a later slot went unserved past the
+    misfire grace (nothing runs the job: no ``amem serve``, no ``amem scheduler``); it said
+    ``ok`` with the last run weeks old. ``overdue_slot`` names the slot.
     """
     cfg = SchedulerConfig(home=Path(home)) if config is None else (
         config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_amem(config))
@@ -253,9 +274,13 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
     elif holder is not None:
         state = "running"
     moment = now or SystemClock().now()
-    nxt = next_fire_time(cfg.trigger(), moment)
+    trigger = cfg.trigger()
+    nxt = next_fire_time(trigger, moment)
+    owed = _overdue(cfg, trigger, moment, last) if state in ("ok", "failed") else None
+    if owed is not None:
+        state = "overdue"
     return {
-        "state": state, "last_run": last or None, "last_success_at": record.get("last_success_at"),
+        "state": state, "overdue_slot": owed.isoformat() if owed is not None else None, "last_run": last or None, "last_success_at": record.get("last_success_at"),
         "consecutive_failures": int(record.get("consecutive_failures") or 0),
         "last_error": last.get("error"), "running_pid": holder,
         "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",

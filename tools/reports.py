@@ -81,6 +81,10 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(table)
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
+    if nightly.get("state") == "overdue":  # maintenance owed, not damage: a warning
+        problems.append(f"the nightly job has not run since its {nightly.get('overdue_slot')} slot "
+                        f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "
+                        "start `amem serve` or `amem scheduler`, or run `amem scheduler --once`")
     marks_ok = _supersession(store, memory, problems, fix)
     lcm_data: dict[str, Any] = lcm("doctor")
     if clean:

@@ -34,6 +34,32 @@ def test_real_store_is_consolidated_optimised_and_recorded(real_store: MemorySto
     assert status["state"] == "ok" and status["running_pid"] is None
 
 
+def test_the_record_names_what_a_night_merged(real_store: MemoryStore, home: Path) -> None:
+    # the record kept counts alone: a night that merged notes left no way to find which
+    first = real_store.add("Server web-1 has IP 10.0.0.11", enrich=False)
+    second = real_store.add("Server web-2 has IP 10.0.0.12", enrich=False)
+    report = run_nightly(real_store, ToyLcm(), reason="manual")
+    summary = report.steps["consolidate"].summary
+    assert summary["merges"] == 1 and summary["warnings"] == []
+    assert len(summary["merged"]) == 1
+    (merge,) = summary["merged"]
+    assert {merge["note"], merge["into"]} == {first.id, second.id} and merge["agent_id"] == real_store.agent_id
+    recorded = read_record(home / "nightly.json")["last_run"]["steps"]["consolidate"]["summary"]
+    assert recorded["merged"] == summary["merged"]
+
+
+def test_status_says_overdue_when_no_run_served_the_last_slot(real_store: MemoryStore, home: Path) -> None:
+    # the last run 15 days old read state "ok" and a next run tomorrow, as if one were coming
+    clock = ManualClock("2026-03-01T03:00:00+00:00")
+    assert run_nightly(real_store, ToyLcm(), reason="manual", clock=clock).status == "ok"
+    fresh = last_run_status(home, now=datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
+    assert fresh["state"] == "ok" and fresh["overdue_slot"] is None
+    within_grace = last_run_status(home, now=datetime(2026, 3, 2, 4, 0, tzinfo=UTC))
+    assert within_grace["state"] == "ok"  # 02:30 passed 90 minutes ago: still within the grace
+    late = last_run_status(home, now=datetime(2026, 3, 16, 12, 0, tzinfo=UTC))
+    assert late["state"] == "overdue" and late["overdue_slot"].startswith("2026-03-16T02:30")
+
+
 def test_failure_is_recorded_other_steps_still_run_and_next_night_retries(home: Path) -> None:
     store = ToyNoteStore(home, fail=True)
     config = cfg(home)
