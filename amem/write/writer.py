@@ -94,9 +94,14 @@ class Writer:
         """One note through the pipeline; a stored note that replaces an older one's fact
         marks it ``superseded_by`` (``amem.supersede``)."""
         with self._lock:
+            swept: dict[str, str] = {}
             if isinstance(options.get("id"), str):  # an expired note does not hold its id
-                sweep_ids(self._index, self.agent(options.get("agent_id")), [options["id"]])
+                swept = sweep_ids(self._index, self.agent(options.get("agent_id")), [options["id"]])
             result = self._add(text, subjects, **options)
+            was = swept.get(result.id)
+            if was is not None and result.status in NEW_STATUSES:  # as add_many says it
+                result.warnings.append(f"replaced note {result.id!r} of the same id, which "
+                                       f"expired at {was} and was not swept yet")
             if result.status in NEW_STATUSES and options.get("enrich", True):
                 self._supersede_new(result, self.agent(options.get("agent_id")))
             return result

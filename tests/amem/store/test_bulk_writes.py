@@ -146,8 +146,10 @@ def test_an_expired_note_does_not_block_its_id(embedder: HashingEmbedder,
         # one add naming the id of an expired note takes it too
         store.add("Gate 12 code 4411", id="gate", ttl=60, enrich=False)
         clock.advance(seconds=60)
-        assert store.add("Gate 12 code 5522", id="gate", enrich=False).status == "created"
-        assert store.get("gate").content == "Gate 12 code 5522"
+        taken = store.add("Gate 12 code 5522", id="gate", enrich=False)
+        assert taken.status == "created" and store.get("gate").content == "Gate 12 code 5522"
+        # ... and says so, as add_many does (it said nothing)
+        assert any("replaced note 'gate'" in w and "expired at" in w for w in taken.warnings), taken.warnings
         # a live note of that id still refuses a different text
         clash = store.add_many([{"id": "park", "text": "Parking spot D9"}], enrich=False)
         assert clash[0].status == "rejected"
