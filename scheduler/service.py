@@ -166,10 +166,15 @@ def run_forever(memory_store: NoteStore, lcm_store: ConversationStore | None = N
                 clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
     """The standalone scheduler: blocks, running the nightly job, until interrupted."""
     cfg = as_scheduler_config(config, memory_store.config)
-    runner = _Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger())
+    _block(_Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger()), "")
+
+
+def _block(runner: _Runner, how: str) -> None:
+    """Run ``runner``'s schedule in this thread until interrupted (Ctrl-C, SIGTERM)."""
+    cfg = runner.cfg
     scheduler = BlockingScheduler(timezone=cfg.zone)
     _configure(scheduler, runner, catch_up=True)
-    log.info("standalone nightly scheduler: %02d:%02d %s", cfg.hour, cfg.minute, cfg.timezone)
+    log.info("standalone nightly scheduler: %02d:%02d %s%s", cfg.hour, cfg.minute, cfg.timezone, how)
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):
@@ -220,18 +225,8 @@ def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
                         clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
     """The standalone scheduler that holds no store between runs (:class:`_OpeningRunner`):
     blocks, running the nightly job, until interrupted."""
-    runner = _OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger())
-    scheduler = BlockingScheduler(timezone=config.zone)
-    _configure(scheduler, runner, catch_up=True)
-    log.info("standalone nightly scheduler: %02d:%02d %s (the stores open for each run)",
-             config.hour, config.minute, config.timezone)
-    try:
-        scheduler.start()
-    except (KeyboardInterrupt, SystemExit):
-        log.info("nightly scheduler stopping")
-    finally:
-        if scheduler.running:
-            scheduler.shutdown(wait=True)
+    _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger()),
+           " (the stores open for each run)")
 
 
 def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,

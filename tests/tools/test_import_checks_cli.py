@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.amem.store.test_import_checks import RUNBOOK
+
 from .test_cli_frontdoor import amem, base_env
 
 
@@ -60,27 +62,6 @@ def test_an_id_clash_imports_nothing_unless_skip_invalid(env: dict[str, str],
     err = amem(env, "import", str(clash), "--no-enrich", code=2).stderr
     assert f"{clash}:2: a note with id 'X' already exists with different content" in err
     assert "OVERWRITTEN" not in stored(env) and "a new note about wasps" not in stored(env)
-
-
-RUNBOOK = """# Runbook
-
-Intro paragraph about the runbook for the payments service.
-
-## Restarts
-
-To restart payments, run `systemctl restart payments` on pay-1.
-
-```bash
-# this is a comment in code, not a heading
-systemctl status payments
-
-journalctl -u payments
-```
-
-### Deep heading
-
-Deep content about the failover to pay-2 in region eu-west.
-"""
 
 
 def test_markdown_code_fences_and_a_byte_order_mark(env: dict[str, str],
