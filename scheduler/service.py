@@ -275,7 +275,8 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
     if owed is not None:
         state = "overdue"
     return {
-        "state": state, "overdue_slot": owed.isoformat() if owed is not None else None, "last_run": last or None, "last_success_at": record.get("last_success_at"),
+        "state": state, "overdue_slot": owed.isoformat() if owed is not None else None,
+        "last_run": last or None, "last_success_at": record.get("last_success_at"),
         "consecutive_failures": int(record.get("consecutive_failures") or 0),
         "last_error": last.get("error"), "running_pid": holder,
         "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",

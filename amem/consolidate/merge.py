@@ -129,11 +129,12 @@ def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
 def merged_text(survivor: Note, loser: Note) -> str:
     """The offline merge's content: the survivor's, then the loser's sentences it lacks.
 
-    A loser whose every search term (``amem.text.tokenize``: stemmed, stop words out) and
-    every word with a digit (:func:`_values`, whole) the survivor already holds is a rewording ("drinks green tea in the morning" beside "drinks
-    green tea every morning before work"): search finds it through the survivor as it is, so
-    nothing is appended. A loser with a term of its own (another number, name or date) has a
-    fact the survivor lacks, and its sentences are appended by the fold rule.
+    A loser whose every search term (``amem.text.tokenize``: stemmed, stop words out) and every
+    word with a digit (:func:`_values`, whole) the survivor already holds is a rewording
+    ("drinks green tea in the morning" beside "drinks green tea every morning before work"):
+    search finds it through the survivor as it is, so nothing is appended. A loser with a term
+    of its own (another number, name or date) has a fact the survivor lacks, and its sentences
+    are appended by the fold rule.
     """
     if (set(tokenize(loser.content)) <= set(tokenize(survivor.content))
             and _values(loser.content) <= _values(survivor.content)):

@@ -349,9 +349,9 @@ def other_facts(new: FactView, old: FactView, sentence: str,
     backups happen nightly at 03:00 UTC" replaced by "The staging database moved to
     db-2.internal" would take the backup time out of search too (the README's own second
     step did). A clause with informative words of its own (``_terms``), a value of its own
-    (:func:`_values`: a number, a name) and no topic shared with the change (nor a word of the change's ``slot``: "my job" for "lost my job") is such
-    a fact, and the older note then stays shown. A clause without informative words ("Wow,
-    thanks!") is no fact.
+    (:func:`_values`: a number, a name) and no topic shared with the change (nor a word of
+    the change's ``slot``: "my job" for "lost my job") is such a fact, and the older note
+    then stays shown. A clause without informative words ("Wow, thanks!") is no fact.
     """
     clauses = [c.strip() for c in _CLAUSE_END.split(unlabelled(old.content)) if c.strip()]
     if len(clauses) < 2:
