@@ -196,7 +196,7 @@ class Queries:
         cap = self._expand_cap(token_cap, "token_cap")
         res = self.recall.expand(seeds, max_depth=max_depth, token_cap=cap, family=scope)
         if not direct:
-            return res
+            return _capped(res, token_cap, cap)
         # Nothing compacted matches yet: the raw messages found are the sources.
         msgs: list[ExpandedMessage] = list(res.messages)
         used, cut = res.total_tokens, res.truncated
@@ -209,7 +209,7 @@ class Queries:
                 break
             msgs.append(_expanded(r, ""))
             used += r["token_count"]
-        return ExpandResult(res.seeds, res.summaries, msgs, used, cut, res.warnings)
+        return _capped(ExpandResult(res.seeds, res.summaries, msgs, used, cut, res.warnings), token_cap, cap)
 
     def expand_query(
         self, prompt: str, *, query: str | None, summary_ids: Sequence[str] | None, max_tokens: int | None,
@@ -269,3 +269,12 @@ class Queries:
                     out.append(Candidate(r["conversation_id"], sid, message_backed=True, matched_at=r["created_at"]))
                 out.append(Candidate(r["conversation_id"], message=r, matched_at=r["created_at"]))
         return out
+
+
+def _capped(res: ExpandResult, asked: int | None, cap: int) -> ExpandResult:
+    """``res`` with a warning when it was cut by ``maxExpandTokens`` below the caller's own
+    ``token_cap``: ``truncated`` alone did not say which cap applied."""
+    if res.truncated and asked is not None and cap < asked:
+        res.warnings.append(f"token_cap {asked} was lowered to maxExpandTokens ({cap}), the most "
+                            "one expansion reads; what did not fit is left out")
+    return res

@@ -76,6 +76,21 @@ def test_expand_walks_down_to_messages_under_a_cap(deep: LcmStore) -> None:
         deep.expand(session_key=KEY)
 
 
+def test_an_expansion_cut_by_max_expand_tokens_says_so(make_store: Callable[..., LcmStore]) -> None:
+    # token_cap above maxExpandTokens was lowered silently: truncated, and no word of which cap
+    store = make_store(leaf_chunk_tokens=300, fresh_tail_count=8, max_sweep_iterations=100,
+                       condensed_min_fanout=2, max_expand_tokens=300)
+    store.ingest(KEY, chat(200))
+    store.compact(KEY, force=True)
+    top = top_summary(store)
+    lowered = store.expand([top], token_cap=100000)
+    assert lowered.truncated and lowered.total_tokens <= 300
+    assert lowered.warnings == ["token_cap 100000 was lowered to maxExpandTokens (300), the most one "
+                                "expansion reads; what did not fit is left out"]
+    own = store.expand([top], token_cap=200)  # the caller's own cap: nothing to add
+    assert own.truncated and own.warnings == []
+
+
 def test_expand_query_extractive(deep: LcmStore) -> None:
     res = deep.expand_query("How often does the staging password rotate?", query="password", session_key=KEY, max_tokens=200)
     assert res.method == "extractive" and "90 days" in res.answer
