@@ -292,7 +292,7 @@ def replaces(new: FactView, old: FactView, *, semantic: bool = True) -> bool:
     An older note that also tells facts the change is not about is not replaced whole
     (:func:`partly`): it stays shown.
     """
-    return _changes(new, old, semantic) and not partly(new, old)
+    return changes(new, old, semantic=semantic) and not partly(new, old)
 
 
 def partly(new: FactView, old: FactView) -> list[str]:
@@ -307,10 +307,6 @@ def partly(new: FactView, old: FactView) -> list[str]:
 
 def changes(new: FactView, old: FactView, *, semantic: bool = True) -> bool:
     """Whether ``new`` states a change of ``old``'s fact, whole or in part."""
-    return _changes(new, old, semantic)
-
-
-def _changes(new: FactView, old: FactView, semantic: bool) -> bool:
     if new.id == old.id or not same_subject(new, old):
         return False
     if semantic and (old.similarity is None or old.similarity < SAME_THING):

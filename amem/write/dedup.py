@@ -67,9 +67,8 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
                          if about_the_same(s.subjects, note.subjects)), None)
             earlier = next((notes[j] for j in first.get(note.hash, ())  # a repeat in the batch
                             if about_the_same(notes[j].subjects, note.subjects)), None)
-            if same is not None or earlier is not None:
-                into = same if same is not None else earlier
-                assert into is not None
+            into = same if same is not None else earlier
+            if into is not None:
                 out[i] = Known("deduplicated", into.id,
                                enriched_by=same.enriched_by if same is not None else "none",
                                warning=_subjects_left(note, into))
