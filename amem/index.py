@@ -34,7 +34,7 @@ from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .index_build import META_KEY as BUILD_META_KEY, IndexBuilder
 from .kernel.clock import Clock
 from .kernel.errors import DiskFullError
-from .notefields import ASKS, is_expired, not_expired
+from .notefields import ASKS, SUBJECT_KEYS, is_expired, not_expired, subject_keys
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
 from .similarity import (calibration_for, note_cosine, note_similarities, note_similarity,
@@ -333,6 +333,8 @@ class NoteIndex:
         sparse = self.sparse_of(terms_of) if terms_of is not None else None
         if "content" in changes:  # the question share derived from the text follows it
             changes = {**changes, ASKS: question_share(str(changes["content"]))}
+        if "subjects" in changes:  # and the subjects' keys the subject filter reads
+            changes = {**changes, SUBJECT_KEYS: subject_keys(changes["subjects"])}
         with self.lock:
             return self.backend.update_point(
                 point_id(agent_id, note_id), changes, dense=dense, sparse=sparse,

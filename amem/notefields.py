@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .backends.base import Condition, MatchAny, Range, Where
 from .errors import ValidationError
@@ -48,8 +49,23 @@ INDEX_FIELDS = ("event_ts", "expires_ts", "meta_kv")
 #: payload field derived from the content for ranking (``amem.text.question_share``): search
 #: reads it with the candidates' other ranking fields instead of their texts (never shown)
 ASKS = "asks"
+#: payload field derived from the subjects (``subject_key`` of each): a search's ``subject``
+#: filter and every "same subject" decision compare these, so "Alice" and "alice" are one
+#: subject while the note keeps the spelling it was given (never shown)
+SUBJECT_KEYS = "subject_keys"
 #: every derived payload field: stored for the engine and the ranking, never shown
-DERIVED_FIELDS = (*INDEX_FIELDS, ASKS)
+DERIVED_FIELDS = (*INDEX_FIELDS, ASKS, SUBJECT_KEYS)
+
+
+def subject_key(name: str) -> str:
+    """What a subject is compared by: its Unicode compatibility form, case-folded, its spaces
+    collapsed ("Alice", "alice", " ALICE " and the full-width "Ａｌｉｃｅ" are one subject)."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def subject_keys(names: Iterable[str]) -> list[str]:
+    """The distinct keys of ``names``, in first-seen order."""
+    return list(dict.fromkeys(subject_key(name) for name in names))
 
 
 def parse_time(value: Any, *, field: str) -> datetime:
@@ -231,5 +247,5 @@ def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
     return {k: v for k, v in out.items()}
 
 
-__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "check_event_time", "check_expiry",
+__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "SUBJECT_KEYS", "subject_key", "subject_keys", "check_event_time", "check_expiry",
            "check_metadata", "index_fields", "is_expired", "not_expired", "search_conditions"]

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ValidationError
 from .kernel.safejson import first_surrogate
-from .notefields import ASKS, index_fields, parse_time
+from .notefields import ASKS, SUBJECT_KEYS, index_fields, parse_time, subject_key, subject_keys
 from .text import question_share
 
 CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
@@ -108,6 +108,7 @@ class Note:
         payload.update(index_fields(self.event_time or self.timestamp, self.expires_at,
                                     self.metadata))
         payload[ASKS] = question_share(self.content)
+        payload[SUBJECT_KEYS] = subject_keys(self.subjects)
         return payload
 
     @classmethod
@@ -285,15 +286,24 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+def unique_subjects(items: Iterable[str]) -> list[str]:
+    """Subjects without repeats by ``subject_key``, each in the spelling first seen (a fold of
+    a note about "alice" into one about "Alice" keeps "Alice" once)."""
+    seen: dict[str, str] = {}
+    for item in items:
+        seen.setdefault(subject_key(item), item)
+    return list(seen.values())
+
+
 def about_the_same(*subject_lists: Iterable[str]) -> bool:
     """Whether notes with these subjects may be one note (a fold, a merge): every two that
     name subjects share one. Notes about different people are never one note, however alike
     their words ("Alice stopped coffee" and "Carol stopped coffee"); a note that names nobody
-    goes with any."""
-    named = [set(s) for s in subject_lists]
+    goes with any. Subjects are compared by ``subject_key``: "Alice" and "alice" are one."""
+    named = [set(subject_keys(s)) for s in subject_lists]
     named = [s for s in named if s]
     return all(a & b for i, a in enumerate(named) for b in named[i + 1:])
 
 
 __all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "POINT_ID_FORMAT", "about_the_same", "point_id",
-           "content_hash"]
+           "content_hash", "unique_subjects"]

@@ -10,7 +10,9 @@ Each is recorded in the store's metadata and runs once per store:
 4. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
    subjects reached ranking, get their BM25 vector now and are marked ``vector_stale``, so
    the next writes (``amem.refresh.REPAIR_LIMIT`` each) or the nightly job embed their
-   "Subjects: ..." line (``amem.refresh``).
+   "Subjects: ..." line (``amem.refresh``);
+5. **subject keys**: notes written while subjects were compared as spelled get the keys the
+   subject filter and the same-subject rules now compare (``amem.notefields.subject_key``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from datetime import datetime, timezone
 from . import bm25
 from .backends.base import Hit, IsEmpty, Point, Where
 from .index import STALE_FIELD, NoteIndex
-from .notefields import epoch, index_fields, iso
+from .notefields import SUBJECT_KEYS, epoch, index_fields, iso
 from .notes import POINT_ID_FORMAT, Note
 from .pointids import META_KEY as POINT_IDS
 from .pointids import move_points
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 INDEXED_KEY = "event_time_index"
 #: the store metadata key saying notes' subjects reach their BM25 and dense vectors
 SUBJECTS_KEY = "subject_terms"
+#: the store metadata key saying every note that names subjects carries their keys
+KEYED_KEY = "subject_keys"
 
 
 def upgrade(index: NoteIndex) -> None:
@@ -42,6 +46,7 @@ def upgrade(index: NoteIndex) -> None:
     move_point_ids(index)
     index_old_notes(index)
     rank_subjects(index)
+    key_subjects(index)
 
 
 def retokenize(index: NoteIndex) -> None:
@@ -138,6 +143,29 @@ def rank_subjects(index: NoteIndex) -> int:
     return done
 
 
+def key_subjects(index: NoteIndex) -> int:
+    """Notes naming subjects but not their keys get them (once per store); the count.
+
+    Until then ``subject="alice"`` would miss a note about "Alice" written before subjects
+    were compared by key, which is what this upgrade exists to prevent. Only notes that name
+    subjects and lack keys are read; the keys are a field update (no vector changes).
+    """
+    if index.meta.get(KEYED_KEY):
+        return 0
+    done = 0
+    todo = Where(must_not=(IsEmpty("subjects"),), must=(IsEmpty(SUBJECT_KEYS),))
+    for hit in list(index.backend.iterate(todo)):
+        note = Note.from_payload(hit.payload)
+        done += index.update_note_fields(note.id, note.agent_id, {"subjects": note.subjects},
+                                         active_only=False)
+    index.meta[KEYED_KEY] = 1
+    index.write_meta()
+    if done:
+        log.info("%s: %d notes got their subjects' keys (subjects now match whatever their case)",
+                 index.location, done)
+    return done
+
+
 def iso_of(stamp: str) -> str:
     """A stored time in the UTC form event times use."""
     when = epoch(stamp)
@@ -145,5 +173,5 @@ def iso_of(stamp: str) -> str:
     return iso(datetime.fromtimestamp(when, tz=timezone.utc))
 
 
-__all__ = ["INDEXED_KEY", "SUBJECTS_KEY", "index_old_notes", "move_point_ids", "rank_subjects",
+__all__ = ["INDEXED_KEY", "KEYED_KEY", "SUBJECTS_KEY", "index_old_notes", "key_subjects", "move_point_ids", "rank_subjects",
            "retokenize", "upgrade"]

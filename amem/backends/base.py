@@ -28,7 +28,7 @@ SPARSE = "bm25"
 #: ``links``: the notes linking to one note (the inspector's "links in" and graph) are found
 #: by the index instead of reading every payload (a note's page at 10k notes: 180 ms unindexed)
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
-                   "subjects", "meta_kv", "superseded_by", "supersedes", "links")
+                   "subjects", "subject_keys", "meta_kv", "superseded_by", "supersedes", "links")
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
 #: numeric fields filtered by range: a note's event time and expiry as epoch seconds
 FLOAT_INDEXES = ("event_ts", "expires_ts")

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import LLMError, LLMResponseError
 from ..kernel.llm import JsonLLM
-from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique
+from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique, unique_subjects
 from ..text import tokenize
 from ..write.fold import fold_content
 
@@ -113,7 +113,7 @@ def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
     out.keywords = _cap(unique([*survivor.keywords, *loser.keywords]))
     out.tags = _cap(unique([*survivor.tags, *loser.tags]))
     out.topics = _cap(unique([*survivor.topics, *loser.topics]))
-    out.subjects = _cap(unique([*survivor.subjects, *loser.subjects]))
+    out.subjects = _cap(unique_subjects([*survivor.subjects, *loser.subjects]))
     out.links = links
     out.retrieval_count = survivor.retrieval_count + loser.retrieval_count
     out.folded_hashes = unique([*survivor.folded_hashes, loser.hash, *loser.folded_hashes])

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from ..backends.base import NOTHING_KNOWN, Condition, IsEmpty, Match, MatchAny, StoreFacts, Where
 from ..errors import ValidationError
 from ..index import NoteIndex
+from ..notefields import SUBJECT_KEYS, subject_key
 from .visibility import LapsedCache
 
 #: at most this many expired or deleted successors release their older facts at once (each)
@@ -32,8 +33,9 @@ def build_filter(index: NoteIndex, agent_id: str, subject: str | None,
         must.append(Where(should=(IsEmpty("superseded_by"),
                                   MatchAny("superseded_by", tuple(released)))))
     if subject is not None:
-        # Notes naming the subject, plus notes naming nobody.
-        must.append(Where(should=(Match("subjects", subject), IsEmpty("subjects"))))
+        # Notes naming the subject (by its key: "alice" finds "Alice"), plus notes naming nobody.
+        must.append(Where(should=(Match(SUBJECT_KEYS, subject_key(subject)),
+                                  IsEmpty("subjects"))))
     if topics:
         # Knowledge notes must carry every topic; memory notes pass through.
         knowledge = Where(must=(Match("note_type", "knowledge"),

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Sequence
 
 from ..backends.base import Match, MatchAny, VectorBackend, Where
-from ..notefields import not_expired
+from ..notefields import not_expired, subject_key, subject_keys
 from ..notes import Note, about_the_same, point_id
 
 
@@ -83,7 +83,8 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
 
 def _subjects_left(new: Note, into: Note) -> str | None:
     """The warning for a duplicate naming subjects its stored note lacks (None: none)."""
-    left = [s for s in new.subjects if s not in into.subjects]
+    kept = set(subject_keys(into.subjects))
+    left = [s for s in new.subjects if subject_key(s) not in kept]
     if not left:
         return None
     return (f"the text went into stored note {into.id!r}, whose subjects "

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from ..enrich.context import line_sentences
 from ..enrich.english import LABELS
 from ..enrich.keywords import split_speaker
-from ..notes import Note, content_hash, unique
+from ..notes import Note, content_hash, unique, unique_subjects
 
 #: the fields a fold changes (written as a field update of the target, never a whole note)
 FOLD_FIELDS = ("content", "hash", "folded_hashes", "keywords", "tags", "subjects",
@@ -39,7 +39,7 @@ def fold_into(target: Note, new: Note, similarity: float, at: str) -> dict[str, 
     target.folded_hashes = unique([*target.folded_hashes, old_hash, new.hash])
     target.keywords = unique([*target.keywords, *new.keywords])
     target.tags = unique([*target.tags, *new.tags])
-    target.subjects = unique([*target.subjects, *new.subjects])
+    target.subjects = unique_subjects([*target.subjects, *new.subjects])
     target.evolution_history = [*target.evolution_history, {
         "triggered_by": new.id, "at": at, "action": "fold", "similarity": similarity,
         "folded_text": new.content, "old_context": target.context,
