@@ -109,7 +109,8 @@ def by_subject(store: MemoryStore, agent: str, subject: str) -> Graph:
 
 def from_search(store: MemoryStore, agent: str, query: str) -> Graph:
     """A search's results (group 0) and the notes they link to (group 1)."""
-    results = store.search(query, limit=20, agent_id=agent, expand_links=False)
+    results = store.search(query, limit=20, agent_id=agent, expand_links=False,
+                           record_usage=False)  # drawing the results is no use of them
     graph = Graph()
     for note in _fetch(store, agent, [r.id for r in results]):
         graph.add(note, 0)

@@ -120,7 +120,7 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     ], submit="Filter", label="Filter notes")
     if filters.q:
         results = store.search(filters.q, limit=MAX_SEARCH, agent_id=agent, expand_links=False,
-                               heat=False, include_superseded=filters.state != "current",
+                               heat=False, record_usage=False, include_superseded=filters.state != "current",
                                subject=filters.subject or None,
                                topics_filter=[filters.topic] if filters.topic else None,
                                since=filters.since or None, before=filters.before or None,
@@ -194,7 +194,8 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
     if not q:
         return join([controls, Html("<p>Type a query: each result says which ranking found it, "
                                     "its similarity, the fused score and the boosts.</p>")])
-    results = store.search(q, limit=10, agent_id=agent, expand_links=links, heat=heat)
+    results = store.search(q, limit=10, agent_id=agent, expand_links=links, heat=heat,
+                           record_usage=False)  # a person looking, not the agent using it
     rows = []
     for e in explain(results):
         heat_text = "" if e["heat"] is None else f"x{e['heat']:.3f}"

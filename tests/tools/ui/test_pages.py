@@ -1,0 +1,121 @@
+"""The inspector's pages through an in-process HTTP client (no browser): what they read, what
+they show of a note's state, how they answer bad input. The store holds a note of each kind a
+page must tell apart (current, superseded, partly superseded, expired, deleted)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from amem import MemoryStore
+from amem.embed.hashing import HashingEmbedder
+from amem.kernel.clock import ManualClock
+from amem.supersede.marks import mark_partly
+from tools import ToolFacade
+from tools.http_guard import GuardConfig
+from tools.keys import KeyStore
+from tools.mcp_server import http_app
+from tools.ui.sessions import UiSessions
+
+from ..http_server import OWNER_SECRET
+
+OWNER = {"Authorization": f"Bearer {OWNER_SECRET}"}
+COFFEE = "Alice drinks coffee every morning"
+TEA = "Alice stopped coffee, she drinks tea now"
+DOOR = "Carol's temporary door code is 4471"
+GONE = "This note will be deleted: secret plan X"
+DAVE = "Dave lives in Paris and has two cats named Tom and Jerry"
+DAVE_NOW = "Dave moved to Berlin last month"
+LONG_END = "FINAL-WORDS-OF-LONG-MESSAGE"
+
+
+@dataclass
+class Pages:
+    client: TestClient
+    memory: MemoryStore
+    lcm: Any
+    clock: ManualClock
+    keys: KeyStore
+    book: UiSessions
+    secrets: dict[str, str]
+    runs: Path
+    ids: dict[str, str]
+    long_conversation: int
+
+    def get(self, path: str, **headers: str) -> Any:
+        return self.client.get(path, headers={**OWNER, **headers})
+
+    def usage(self) -> dict[str, tuple[int, str]]:
+        """Every note's retrieval count and last access, by id."""
+        hits, _ = self.memory.index.backend.scroll(None, limit=1000, offset=None)
+        return {h.payload["id"]: (int(h.payload.get("retrieval_count", 0)),
+                                  str(h.payload.get("last_accessed", ""))) for h in hits}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
+    from lcm import LcmConfig, LcmStore
+
+    home = tmp_path_factory.mktemp("pages")
+    keys = KeyStore(home / "keys.json")
+    secrets = {"read": keys.add(agent="alice", read_only=True)[1],
+               "alice": keys.add(agent="alice")[1]}
+    book = UiSessions()
+    clock = ManualClock("2026-12-01T00:00:00+00:00")
+    runs = home / "nightly_runs.jsonl"
+    with MemoryStore(":memory:", embedder=HashingEmbedder(), agent_id="alice", clock=clock) as memory, \
+            LcmStore(":memory:", LcmConfig(log_file_enabled=False)) as lcm:
+        ids = {"tea_first": memory.add("Alice likes green tea from Kyoto", ["alice"], enrich=False).id}
+        ids["coffee"] = memory.add(COFFEE, ["Alice"], timestamp="2026-01-01").id
+        ids["tea"] = memory.add(TEA, ["Alice"], timestamp="2026-01-05").id
+        assert memory.index.load(ids["coffee"], "alice")[0].superseded_by == ids["tea"]
+        ids["door"] = memory.add(DOOR, ["carol"], enrich=False, ttl=60).id
+        ids["gone"] = memory.add(GONE, ["plans"], enrich=False).id
+        memory.delete(ids["gone"])
+        ids["dave"] = memory.add(DAVE, ["dave"], enrich=False).id
+        ids["dave_now"] = memory.add(DAVE_NOW, ["dave"], enrich=False).id
+        assert mark_partly(memory.index, "alice", ids["dave"], ids["dave_now"],
+                           ["has two cats named Tom and Jerry"], at="2026-12-01T00:00:00+00:00",
+                           decided_by="test")
+        clock.advance(3600)  # the door code's hour is over
+        lcm.ingest("agent:alice:main", [{"role": "user", "content": f"short message {i}"}
+                                        for i in range(3)])
+        lcm.ingest("agent:alice:long", [{"role": "user", "content": "START " + "lorem ipsum " * 200
+                                         + LONG_END}])
+        long_id = lcm.conversation("agent:alice:long").id
+        app = http_app(ToolFacade(memory, lcm, agent_id="alice"),
+                       guard=GuardConfig(keys=keys, record_secret=OWNER_SECRET, ui_sessions=book),
+                       runs_path=runs)
+        with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+            yield Pages(client, memory, lcm, clock, keys, book, secrets, runs, ids, long_id)
+
+
+# ------------------------------------------------------------------------------ F2: reads only
+
+
+def test_pages_that_search_record_no_usage(pages: Pages) -> None:
+    """Searching in the playground, the notes' full text or the graph (GET or HEAD, an owner or
+    a read-only key) moves no retrieval count or access time: a person looking is no use."""
+    before = pages.usage()
+    read_only = {"Authorization": f"Bearer {pages.secrets['read']}"}
+    for path in ("/ui/search?q=tea", "/ui/notes?q=tea", "/ui/graph?q=tea"):
+        assert pages.get(path).status_code == 200, path
+        assert pages.client.head(path, headers=OWNER).status_code in (200, 405), path
+        assert pages.client.get(path, headers=read_only).status_code == 200, path
+    assert pages.usage() == before
+
+
+def test_a_search_that_records_no_usage_leaves_no_recent_search(pages: Pages) -> None:
+    """``record_usage=False`` also leaves nothing for a later ``get`` to count as an open."""
+    before = pages.usage()
+    found = pages.memory.search("green tea Kyoto", agent_id="alice", record_usage=False)
+    assert found and pages.usage() == before
+    pages.memory.get(found[0].id, agent_id="alice")
+    assert pages.usage() == before
+    with pytest.raises(ValueError):
+        pages.memory.search("tea", agent_id="alice", record_usage="no")  # type: ignore[arg-type]
