@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from amem.backends.base import Condition, IsEmpty, Match, Range, Where
 from amem.errors import ValidationError
 from amem.notefields import not_expired, parse_meta_args, search_conditions
-from amem.notes import Note
+from amem import bm25
+from amem.notes import Note, check_text
+from amem.text import tokenize
 
 from .html import Html, esc, field, form, join, link, pretty, table, url
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 50
 MAX_SEARCH = 50
+#: the longest full-text query (refused beyond, never cut silently)
+MAX_QUERY = 1000
 _STATES = (("current", "current only"), ("superseded", "superseded only"), ("all", "both"))
 _EXPIRY = (("live", "not expired"), ("expired", "expired only"), ("all", "both"))
 _TYPES = (("", "any"), ("memory", "memory"), ("knowledge", "knowledge"))
@@ -49,7 +53,8 @@ class NoteFilters:
         return cls(**{name: query.get(key, default).strip()[:500] for name, key, default in (
             ("subject", "subject", ""), ("topic", "topic", ""), ("note_type", "type", ""),
             ("since", "since", ""), ("before", "before", ""), ("meta", "meta", ""),
-            ("state", "state", "current"), ("expiry", "expiry", "live"), ("q", "q", ""))})
+            ("state", "state", "current"), ("expiry", "expiry", "live"))},
+                   q=query.get("q", "").strip())
 
     def params(self) -> dict[str, str]:
         return {"subject": self.subject, "topic": self.topic, "type": self.note_type,
@@ -108,7 +113,8 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     filters = NoteFilters.from_query(query)
     controls = form("/ui/notes", [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
-        field("q", "Full text", filters.q, kind="search", hint="ranked by the search; filters below still apply"),
+        field("q", "Full text", filters.q, kind="search",
+              hint="notes holding a word of it, ranked by BM25; the filters below apply too"),
         field("subject", "Subject", filters.subject),
         field("topic", "Topic", filters.topic),
         field("type", "Type", filters.note_type, options=_TYPES),
@@ -119,20 +125,16 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
         field("expiry", "Expired", filters.expiry, options=_EXPIRY),
     ], submit="Filter", label="Filter notes")
     if filters.q:
-        results = store.search(filters.q, limit=MAX_SEARCH, agent_id=agent, expand_links=False,
-                               heat=False, record_usage=False, include_superseded=filters.state != "current",
-                               subject=filters.subject or None,
-                               topics_filter=[filters.topic] if filters.topic else None,
-                               since=filters.since or None, before=filters.before or None,
-                               metadata=parse_meta_args([p for p in filters.meta.split(",") if p.strip()])
-                               if filters.meta else None)
-        rows = [(note_link(r.id, agent), r.content[:200], ", ".join(r.subjects), r.note_type,
-                 r.event_time[:19], f"{r.score:.4f}") for r in results]
-        summary = Html(f'<p id="count">{len(results)} notes match the full-text search '
-                       f"(best {MAX_SEARCH} shown, best first)</p>")
+        found = word_matches(store, agent, filters)
+        rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
+                 (n.event_time or n.timestamp)[:19], n.superseded_by or "", n.expires_at[:19],
+                 f"{score:.3f}") for n, score in found]
+        summary = Html(f'<p id="count" data-total="{len(found)}">{len(found)} notes hold a word of '
+                       f"the query (best {MAX_SEARCH} shown, best first)</p>" + _match_means(agent, filters.q))
         return join([controls, summary, table(
-            ["id", "content", "subjects", "type", "event time", "score"], rows,
-            caption=f"Notes of {agent} matching {filters.q!r}")])
+            ["id", "content", "subjects", "type", "event time", "superseded by", "expires",
+             "BM25 score"], rows, caption=f"Notes of {agent} matching {filters.q!r}",
+            empty="no note holds a word of the query")])
     notes, nxt, total = notes_page(store, agent, filters, query.get("cursor"))
     rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
              (n.event_time or n.timestamp)[:19], n.superseded_by or "", n.expires_at[:19])
@@ -147,6 +149,32 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     return join([controls, summary, table(
         ["id", "content", "subjects", "type", "event time", "superseded by", "expires"], rows,
         caption=f"Notes of {agent}"), Html(f'<nav aria-label="Pages of notes" class="pager">{first} {pager}</nav>')])
+
+
+def _match_means(agent: str, q: str) -> Html:
+    """What a full-text "match" is, said on the page."""
+    return Html(
+        '<p class="hint" id="match-means">A note matches when it holds at least one word of the '
+        "query (common words such as <em>the</em> do not count), ranked by BM25, the keyword "
+        "half of search; every filter of the form applies. Notes close in meaning but sharing "
+        f"no word are not listed: {link(url('search', agent=agent, q=q), 'the Search playground')} "
+        "runs the whole search.</p>")
+
+
+def word_matches(store: MemoryStore, agent: str, filters: NoteFilters) -> list[tuple[Note, float]]:
+    """``agent``'s notes under ``filters`` that hold a word of ``filters.q``, best BM25 first.
+
+    Not ``MemoryStore.search``: its dense leg ranks every note (a query of no known word would
+    list the whole store), and it knows neither the type nor the expiry filter. The keyword leg
+    over the table's own conditions lists exactly the notes that match, filters included."""
+    check_text(filters.q, field="q", max_chars=MAX_QUERY)
+    terms = tokenize(filters.q)
+    if not terms:
+        raise ValidationError("the full-text query holds no searchable word (only common words "
+                              "or punctuation)", field="q")
+    hits = store.index.backend.sparse_search(bm25.query_vector(terms),
+                                             notes_where(store, agent, filters), MAX_SEARCH)
+    return [(Note.from_payload(h.payload), h.score) for h in hits]
 
 
 def note_link(note_id: str, agent: str) -> Html:
@@ -271,5 +299,5 @@ def unsupersede_preview(store: MemoryStore, agent: str, note_id: str) -> dict[st
                       f"{note.superseded_by} (no judge hides it behind that note again)"}
 
 
-__all__ = ["NoteFilters", "explain", "links_in", "notes_page", "notes_where", "render_note",
+__all__ = ["NoteFilters", "explain", "word_matches", "links_in", "notes_page", "notes_where", "render_note",
            "render_notes", "render_search", "unsupersede_preview"]

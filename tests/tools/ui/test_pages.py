@@ -119,3 +119,38 @@ def test_a_search_that_records_no_usage_leaves_no_recent_search(pages: Pages) ->
     assert pages.usage() == before
     with pytest.raises(ValueError):
         pages.memory.search("tea", agent_id="alice", record_usage="no")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ F3: full text
+
+
+def _ids(page: Any) -> list[str]:
+    import re
+
+    return re.findall(r'href="[^"]*/note/([0-9a-f-]{36})', page.text.split('id="count"', 1)[1])
+
+
+def test_full_text_lists_only_notes_holding_a_word(pages: Pages) -> None:
+    res = pages.get("/ui/notes?q=zzzqqq+nonexistentword")
+    assert res.status_code == 200 and _ids(res) == []
+    assert "no note holds a word of the query" in res.text and 'id="match-means"' in res.text
+    res = pages.get("/ui/notes?q=coffee")
+    assert _ids(res) == [pages.ids["tea"]]  # the superseded coffee note is hidden, as without q
+    assert pages.get("/ui/notes?q=the").status_code == 400  # no searchable word: said, not all
+    assert pages.get("/ui/notes?q=" + "tea+" * 400).status_code == 400  # too long: not cut silently
+
+
+def test_full_text_honours_every_filter(pages: Pages) -> None:
+    res = pages.get("/ui/notes?q=coffee&state=superseded")
+    assert _ids(res) == [pages.ids["coffee"]]
+    assert pages.ids["tea"] in res.text.split(pages.ids["coffee"], 2)[2]  # its "superseded by"
+    assert set(_ids(pages.get("/ui/notes?q=coffee&state=all"))) == {pages.ids["coffee"], pages.ids["tea"]}
+    assert _ids(pages.get("/ui/notes?q=door+code")) == []  # expired: hidden by default
+    assert _ids(pages.get("/ui/notes?q=door+code&expiry=expired")) == [pages.ids["door"]]
+    for kind in ("memory", "knowledge"):
+        listed = _ids(pages.get(f"/ui/notes?q=Alice+Dave&type={kind}"))
+        assert all(pages.memory.index.load(i, "alice")[0].note_type == kind for i in listed)
+    assert len(_ids(pages.get("/ui/notes?q=Alice+Dave&type=memory"))) + len(
+        _ids(pages.get("/ui/notes?q=Alice+Dave&type=knowledge"))) == len(
+        _ids(pages.get("/ui/notes?q=Alice+Dave")))
+    assert _ids(pages.get("/ui/notes?q=Dave&subject=nobody")) == []
