@@ -16,10 +16,11 @@ from amem.backends.base import Condition, IsEmpty, Match, Range, Where
 from amem.errors import ValidationError
 from amem.notefields import not_expired, parse_meta_args, search_conditions
 from amem import bm25
-from amem.notes import Note, check_text
+from amem.notes import Note, check_text, point_id
 from amem.text import tokenize
 
 from .html import Html, esc, field, form, join, link, pretty, table, url
+from .states import state_of
 
 if TYPE_CHECKING:
     from amem import MemoryStore
@@ -29,7 +30,8 @@ PAGE_SIZE = 50
 MAX_SEARCH = 50
 #: the longest full-text query (refused beyond, never cut silently)
 MAX_QUERY = 1000
-_STATES = (("current", "current only"), ("superseded", "superseded only"), ("all", "both"))
+_STATES = (("current", "current only"), ("superseded", "superseded only"), ("all", "both"),
+           ("deleted", "deleted or merged"))
 _EXPIRY = (("live", "not expired"), ("expired", "expired only"), ("all", "both"))
 _TYPES = (("", "any"), ("memory", "memory"), ("knowledge", "knowledge"))
 
@@ -85,12 +87,18 @@ class NoteFilters:
             out.append(Where(must_not=(IsEmpty("superseded_by"),)))
         return out
 
+    @property
+    def active(self) -> bool:
+        """Whether the table lists live notes (else the deleted and merged ones)."""
+        return self.state != "deleted"
+
 
 def notes_where(store: MemoryStore, agent: str, filters: NoteFilters) -> Where:
-    """``agent``'s active notes under ``filters`` (expired ones only when asked)."""
+    """``agent``'s active notes under ``filters`` (expired ones only when asked; deleted and
+    merged ones instead when asked)."""
     index = store.index
-    must: list[Condition] = [Match("agent_id", agent), Match("is_active", True),
-                             *filters.conditions()]
+    must: list[Condition] = [Match("agent_id", agent), *filters.conditions()]
+    must.insert(1, Match("is_active", filters.active))
     now = index.clock.now()
     if filters.expiry == "live":
         must.append(not_expired(now))
@@ -121,24 +129,24 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
         field("since", "Event since", filters.since, hint="ISO date or time"),
         field("before", "Event before", filters.before),
         field("meta", "Metadata", filters.meta, hint="key=value, comma separated"),
-        field("state", "Superseded", filters.state, options=_STATES),
+        field("state", "State", filters.state, options=_STATES),
         field("expiry", "Expired", filters.expiry, options=_EXPIRY),
     ], submit="Filter", label="Filter notes")
     if filters.q:
         found = word_matches(store, agent, filters)
+        now = store.index.clock.now()
         rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
-                 (n.event_time or n.timestamp)[:19], n.superseded_by or "", n.expires_at[:19],
+                 (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent),
                  f"{score:.3f}") for n, score in found]
         summary = Html(f'<p id="count" data-total="{len(found)}">{len(found)} notes hold a word of '
                        f"the query (best {MAX_SEARCH} shown, best first)</p>" + _match_means(agent, filters.q))
         return join([controls, summary, table(
-            ["id", "content", "subjects", "type", "event time", "superseded by", "expires",
-             "BM25 score"], rows, caption=f"Notes of {agent} matching {filters.q!r}",
+            ["id", "content", "subjects", "type", "event time", "state", "BM25 score"], rows, caption=f"Notes of {agent} matching {filters.q!r}",
             empty="no note holds a word of the query")])
     notes, nxt, total = notes_page(store, agent, filters, query.get("cursor"))
+    now = store.index.clock.now()
     rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
-             (n.event_time or n.timestamp)[:19], n.superseded_by or "", n.expires_at[:19])
-            for n in notes]
+             (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent)) for n in notes]
     pager = ""
     if nxt:
         pager = link(url("notes", agent=agent, cursor=nxt, **filters.params()), "Next page",
@@ -147,7 +155,7 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     summary = Html(f'<p id="count" data-total="{total}">{total} notes match; '
                    f"{len(notes)} on this page</p>")
     return join([controls, summary, table(
-        ["id", "content", "subjects", "type", "event time", "superseded by", "expires"], rows,
+        ["id", "content", "subjects", "type", "event time", "state"], rows,
         caption=f"Notes of {agent}"), Html(f'<nav aria-label="Pages of notes" class="pager">{first} {pager}</nav>')])
 
 
@@ -204,8 +212,18 @@ def explain(results: list[SearchResult]) -> list[dict[str, Any]]:
         heat = (r.score / r.rrf) if r.via == "match" and r.rrf else None
         out.append({"rank": rank, "id": r.id, "content": r.content, "found": path,
                     "similarity": r.similarity, "fused": r.rrf, "score": r.score,
-                    "heat": heat, "usage": r.boosted_by or "", "hidden": list(r.hidden)})
+                    "heat": heat, "usage": r.boosted_by or "", "hidden": list(r.hidden),
+                    "state": _result_state(r)})
     return out
+
+
+def _result_state(r: SearchResult) -> str:
+    """A result's state in words: a search shows current notes, some changed in part."""
+    if r.superseded_by:
+        return f"superseded by {r.superseded_by}"
+    if r.partly_superseded_by:
+        return f"partly superseded by {r.partly_superseded_by} (still shown: its other facts hold)"
+    return "current"
 
 
 def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
@@ -229,11 +247,12 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
         heat_text = "" if e["heat"] is None else f"x{e['heat']:.3f}"
         rows.append((e["rank"], note_link(e["id"], agent), e["content"][:160], e["found"],
                      f"{e['similarity']:.3f}", f"{e['fused']:.5f}", f"{e['score']:.5f}",
-                     heat_text, e["usage"], Html(", ".join(note_link(h, agent) for h in e["hidden"]))))
+                     heat_text, e["usage"], Html(", ".join(note_link(h, agent) for h in e["hidden"])),
+                     e["state"]))
     graph = link(url("graph", agent=agent, q=q), "Show these results as a graph")
     return join([controls, table(
         ["rank", "id", "content", "found by", "similarity", "fused (RRF/z)", "score",
-         "heat boost", "usage boost", "hid as superseded"], rows,
+         "heat boost", "usage boost", "hid as superseded", "state"], rows,
         caption=f"Results for {q!r}", empty="no note matches"), graph])
 
 
@@ -253,16 +272,24 @@ def render_note(store: MemoryStore, agent: str, note_id: str, can_write: bool) -
     shown = {k: v for k, v in fields.items() if k not in ("evolution_history",)}
     rows = [(k, v if not isinstance(v, (list, dict)) else ", ".join(map(str, v))
              if isinstance(v, list) else pretty(v)) for k, v in sorted(shown.items())]
-    parts: list[Any] = [table(["field", "value"], rows, caption="Every field")]
+    now = store.index.clock.now()
+    state = state_of(note, now)
+    parts: list[Any] = [
+        Html(f'<p id="note-state" class="state state-{esc(state.kind.replace(" ", "-"))}" '
+             f'data-state="{esc(state.kind)}">This note is {state.html(agent)}.</p>'),
+        table(["field", "value"], rows, caption="Every field")]
     chain = store.history(note_id, agent_id=agent)
+    # the chain's items carry no expiry nor partial mark: their notes read once, for the state
+    notes = {h.payload["id"]: Note.from_payload(h.payload) for h in store.index.backend.retrieve(
+        [point_id(agent, item["id"]) for item in chain]) if h.payload.get("agent_id") == agent}
     chain_rows = []
     for item in chain:
-        state = "current" if item["is_active"] and not item["superseded_by"] else (
-            "superseded" if item["superseded_by"] else "deleted or merged")
+        known = notes.get(item["id"])
+        words = state_of(known, now).html(agent) if known else esc("unknown")
         chain_rows.append((note_link(item["id"], agent) if item["id"] != note_id
                            else Html(f"<strong>{esc(item['id'])} (this note)</strong>"),
                            item["content"][:160], (item["event_time"] or item["timestamp"])[:19],
-                           state, item["superseded_by"] or "", ", ".join(item["supersedes"])))
+                           words, item["superseded_by"] or "", ", ".join(item["supersedes"])))
     parts.append(Html("<h2>Supersession chain</h2>"))
     parts.append(table(["note", "content", "event time", "state", "replaced by", "replaced"],
                        chain_rows, caption="What it replaced and what replaced it, oldest first",

@@ -127,7 +127,8 @@ def test_a_search_that_records_no_usage_leaves_no_recent_search(pages: Pages) ->
 def _ids(page: Any) -> list[str]:
     import re
 
-    return re.findall(r'href="[^"]*/note/([0-9a-f-]{36})', page.text.split('id="count"', 1)[1])
+    # the first cell of each row (a state cell links the note it names)
+    return re.findall(r'<tr><td><a href="[^"]*/note/([0-9a-f-]{36})', page.text.split('id="count"', 1)[1])
 
 
 def test_full_text_lists_only_notes_holding_a_word(pages: Pages) -> None:
@@ -154,3 +155,46 @@ def test_full_text_honours_every_filter(pages: Pages) -> None:
         _ids(pages.get("/ui/notes?q=Alice+Dave&type=knowledge"))) == len(
         _ids(pages.get("/ui/notes?q=Alice+Dave")))
     assert _ids(pages.get("/ui/notes?q=Dave&subject=nobody")) == []
+
+
+# ------------------------------------------------------------------------------ F5: states
+
+
+def test_each_note_page_names_its_state(pages: Pages) -> None:
+    ids = pages.ids
+    expected = {"door": "This note is expired at 2026-12-01T00:01:00",
+                "gone": "This note is deleted.",
+                "dave": f"This note is partly superseded by {ids['dave_now']}, keeping "
+                        "'has two cats named Tom and Jerry'",
+                "coffee": f"This note is superseded by {ids['tea']}",
+                "tea": "This note is current."}
+    import html as html_lib
+    import re
+
+    for name, words in expected.items():
+        res = pages.get(f"/ui/note/{ids[name]}")
+        banner = re.search(r'<p id="note-state"[^>]*>(.*?)</p>', res.text)
+        assert banner, name
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", banner.group(1)))
+        assert text.startswith(words), (name, text)
+    # the chain table names each note's state by the same words
+    chain = pages.get(f"/ui/note/{ids['coffee']}").text.split("Supersession chain", 1)[1]
+    chain = chain.split("Evolution history")[0]
+    assert "<td>superseded by <a" in chain and "<td>current</td>" in chain
+
+
+def test_tables_and_graph_name_states_and_deleted_notes_are_listable(pages: Pages) -> None:
+    ids = pages.ids
+    table = pages.get("/ui/notes?subject=dave").text
+    assert f"partly superseded by" in table and ids["dave_now"] in table
+    expired = pages.get("/ui/notes?expiry=expired").text
+    assert ids["door"] in expired and "expired at" in expired
+    deleted = pages.get("/ui/notes?state=deleted")
+    assert deleted.status_code == 200 and ids["gone"] in deleted.text and ">deleted<" in deleted.text
+    assert ids["tea"] not in deleted.text.split('id="count"')[1]
+    graph = pages.get(f"/ui/graph?note={ids['gone']}").text
+    assert 'data-state="deleted"' in graph and 'id="graph-legend"' in graph
+    graph = pages.get("/ui/graph?subject=dave").text
+    assert 'data-state="partly superseded"' in graph
+    playground = pages.get("/ui/search?q=Dave+Paris+cats").text
+    assert "partly superseded by" in playground
