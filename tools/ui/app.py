@@ -144,6 +144,18 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                                    request.query_params.get("budget"),
                                    can_write=not principal.read_only)
 
+    def conversation_item(kind: str) -> Callable[[Request, str, Principal], Html]:
+        def build(request: Request, agent: str, principal: Principal) -> Html:
+            from .conversations import render_item
+
+            raw = request.path_params["conversation_id"]
+            if not raw.isdigit():
+                raise ToolError("invalid_argument", f"a conversation id is a number, not {raw[:40]!r}")
+            return render_item(_need_lcm(deps), None if principal.owner else agent, agent,
+                               int(raw), kind, request.path_params["item_id"])
+
+        return build
+
     def health(request: Request, agent: str, principal: Principal) -> Html:
         from dataclasses import asdict
 
@@ -282,6 +294,10 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
               methods=["GET"]),
         Route(UI_PATH + "/conversation/{conversation_id}",
               view("conversations", "Conversation", conversation), methods=["GET"]),
+        Route(UI_PATH + "/conversation/{conversation_id}/message/{item_id}",
+              view("conversations", "Message", conversation_item("message")), methods=["GET"]),
+        Route(UI_PATH + "/conversation/{conversation_id}/summary/{item_id}",
+              view("conversations", "Summary", conversation_item("summary")), methods=["GET"]),
         Route(UI_PATH + "/health", view("health", "Health", health), methods=["GET"]),
         Route(UI_PATH + "/api/unsupersede", unsupersede, methods=["POST"]),
         Route(UI_PATH + "/api/lcm", lcm_action, methods=["POST"]),

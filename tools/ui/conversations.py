@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lcm.errors import LcmNotFoundError
 
 from ..tenancy import PREFIX, agent_segment, session_owner
-from .html import Html, esc, join, link, table, url
+from .html import Html, cut, esc, join, link, table, url
 
 if TYPE_CHECKING:
     from lcm import LcmStore
@@ -80,6 +80,33 @@ def messages_page(store: LcmStore, conversation_id: int, page: int) -> tuple[lis
 
 #: the budget the context view assembles for when the page names none
 DEFAULT_BUDGET = 32000
+#: characters of a message shown in the table, and of a context item (the rest one link away)
+MESSAGE_CUT = 600
+CONTEXT_CUT = 240
+
+
+def render_item(store: LcmStore, agent: str | None, view_agent: str, conversation_id: int,
+                kind: str, item_id: str) -> Html:
+    """One message (by its id) or summary of a conversation ``agent`` may see, whole."""
+    conversation(store, agent, conversation_id)
+    if kind == "message":
+        if not item_id.isascii() or not item_id.isdigit() or len(item_id) > 18:
+            raise ValueError(f"a message id is a number, not {item_id[:40]!r}")
+        rows = store.db.query("SELECT seq, role, content, token_count, created_at FROM messages "
+                              "WHERE conversation_id = ? AND id = ?", [conversation_id, int(item_id)])
+        fields = ("seq", "role", "content", "tokens", "at")
+    else:
+        rows = store.db.query("SELECT kind, depth, content, token_count, latest_at FROM summaries "
+                              "WHERE conversation_id = ? AND summary_id = ?", [conversation_id, item_id])
+        fields = ("kind", "depth", "content", "tokens", "latest at")
+    if not rows:
+        raise LcmNotFoundError(f"no {kind} {item_id[:80]!r} in conversation {conversation_id}")
+    row = dict(zip(fields, rows[0]))
+    text = str(row.pop("content") or "")
+    back = link(url(f"conversation/{conversation_id}", agent=view_agent), "Back to the conversation")
+    return join([table(["field", "value"], [*row.items(), ("characters", len(text))],
+                       caption=f"This {kind}"),
+                 Html(f'<h2>The whole {esc(kind)}</h2><pre id="whole">{esc(text)}</pre>'), back])
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -159,9 +186,10 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     page = _page_number(raw_page)
     budget = DEFAULT_BUDGET if not raw_budget else _page_number(raw_budget) or DEFAULT_BUDGET
     messages, total = messages_page(store, conversation_id, page)
-    msg_rows = [(r[1], r[2], r[3][:600], r[4], (r[5] or "")[:19], r[6] or "") for r in messages]
-    nav = []
     base = f"conversation/{conversation_id}"
+    msg_rows = [(r[1], r[2], cut(r[3], MESSAGE_CUT, url(f"{base}/message/{r[0]}", agent=view_agent)),
+                 r[4], (r[5] or "")[:19], r[6] or "") for r in messages]
+    nav = []
     if page:
         nav.append(link(url(base, agent=view_agent, page=str(page - 1)), "Previous messages", rel="prev"))
     if (page + 1) * PAGE_SIZE < total:
@@ -169,7 +197,9 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     tree = summary_tree(store.db, conversation_id)
     view = context_view(store.db, store.config, conversation_id, budget)
     ctx_rows = [(n, it.type if it.type == "summary" else f"message ({it.role})",
-                 it.id, it.token_count, it.content[:240]) for n, it in enumerate(view.items, 1)]
+                 it.id, it.token_count, cut(it.content, CONTEXT_CUT, url(
+                     f"{base}/{'summary' if it.type == 'summary' else 'message'}/{it.id}",
+                     agent=view_agent))) for n, it in enumerate(view.items, 1)]
     files = large_files(store.db, conversation_id=conversation_id)
     file_rows = [(f.file_id, f.file_name, f.mime_type, f.byte_size, f.token_count,
                   f.exploration_summary[:240]) for f in files]
@@ -220,4 +250,4 @@ def action_box(action: str, label: str, can_write: bool, **data: str) -> str:
 
 
 __all__ = ["action_box", "conversation", "conversations_page", "messages_page",
-           "render_conversation", "render_list"]
+           "render_conversation", "render_item", "render_list"]

@@ -46,8 +46,19 @@ def url(path: str, **params: Any) -> str:
     return f"/ui/{path}" + (f"?{urlencode(kept)}" if kept else "")
 
 
+def cut(text: str, limit: int, whole: str | None = None) -> Html:
+    """``text`` up to ``limit`` characters; a longer text says how much was left out (and links
+    ``whole``, the page that shows all of it), so a cut is never mistaken for the end."""
+    if len(text) <= limit:
+        return esc(text)
+    more = f"… {len(text) - limit} more characters"
+    tail = link(whole, more + " (read it whole)", class_="more") if whole else \
+        Html(f'<span class="more">{esc(more)}</span>')
+    return Html(f"{esc(text[:limit])} {tail}")
+
+
 def link(href: str, text: Any, **attrs: str) -> Html:
-    extra = "".join(f' {k.replace("_", "-")}="{attr(v)}"' for k, v in attrs.items())
+    extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{attr(v)}"' for k, v in attrs.items())
     return Html(f'<a href="{attr(href)}"{extra}>{esc(text)}</a>')
 
 
@@ -150,5 +161,5 @@ def kv(mapping: Mapping[str, Any], depth: int = 0) -> Html:
     return dl((k, value(v)) for k, v in mapping.items())
 
 
-__all__ = ["CSP", "Html", "attr", "bare", "dl", "esc", "field", "form", "join", "kv", "link",
+__all__ = ["CSP", "Html", "attr", "bare", "cut", "dl", "esc", "field", "form", "join", "kv", "link",
            "page", "pretty", "table", "url"]

@@ -198,3 +198,24 @@ def test_tables_and_graph_name_states_and_deleted_notes_are_listable(pages: Page
     assert 'data-state="partly superseded"' in graph
     playground = pages.get("/ui/search?q=Dave+Paris+cats").text
     assert "partly superseded by" in playground
+
+
+# ------------------------------------------------------------------------------ F4: long messages
+
+
+def test_a_long_message_is_cut_visibly_and_readable_whole(pages: Pages) -> None:
+    import re
+
+    res = pages.get(f"/ui/conversation/{pages.long_conversation}")
+    assert res.status_code == 200 and LONG_END not in res.text
+    more = re.search(r'<a href="([^"]+)" class="more">… (\d+) more characters', res.text)
+    assert more, "the cut is not marked"
+    text = pages.lcm.db.scalar("SELECT content FROM messages WHERE conversation_id = ?",
+                               [pages.long_conversation])
+    assert int(more.group(2)) == len(text) - 600
+    whole = pages.get(more.group(1).replace("&amp;", "&"))
+    assert whole.status_code == 200 and LONG_END in whole.text and "START lorem" in whole.text
+    # another conversation's message id under this conversation: not found
+    other = pages.lcm.conversation("agent:alice:main").id
+    msg = pages.lcm.db.scalar("SELECT id FROM messages WHERE conversation_id = ?", [other])
+    assert pages.get(f"/ui/conversation/{pages.long_conversation}/message/{msg}").status_code == 404
