@@ -159,13 +159,13 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
     def health(request: Request, agent: str, principal: Principal) -> Html:
         from dataclasses import asdict
 
-        from scheduler.record import read_runs
+        from scheduler.record import read_runs_checked
 
         from ..reports import lcm_report
         from .health import render_health
 
         memory = _need_memory(deps)
-        runs = read_runs(deps.runs_path) if deps.runs_path else []
+        runs, skipped = read_runs_checked(deps.runs_path) if deps.runs_path else ([], [])
         doctor = None
         if principal.owner:
             # not the owner's `status` report: it counts the agents by reading every note
@@ -179,7 +179,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         else:
             status = {"agent": agent, "notes": memory.count(agent_id=agent)}
         return render_health(owner=principal.owner, status=status, doctor=doctor, runs=runs,
-                             index_build=memory.index.build.to_dict(), agent=agent)
+                             index_build=memory.index.build.to_dict(), agent=agent,
+                             skipped_lines=skipped)
 
     # ------------------------------------------------------------------ login
 

@@ -219,3 +219,21 @@ def test_a_long_message_is_cut_visibly_and_readable_whole(pages: Pages) -> None:
     other = pages.lcm.conversation("agent:alice:main").id
     msg = pages.lcm.db.scalar("SELECT id FROM messages WHERE conversation_id = ?", [other])
     assert pages.get(f"/ui/conversation/{pages.long_conversation}/message/{msg}").status_code == 404
+
+
+# ------------------------------------------------------------------------------ F6: run history
+
+
+def test_a_bad_run_history_line_is_skipped_and_said(pages: Pages) -> None:
+    good = '{"finished_at": "2026-12-01T02:30:00Z", "status": "ok", "merges": 3}'
+    for bad in ('{"finished_at": "2026-12-02T02:30:00Z", "merges": "many"}', '{"merges": 1e400}',
+                '{"merges": -2}', "not json at all", "[1, 2]"):
+        pages.runs.write_text(f"{good}\n{bad}\n", encoding="utf-8")
+        res = pages.get("/ui/health")
+        assert res.status_code == 200, (bad, res.text[-300:])
+        assert 'id="runs-skipped"' in res.text and 'data-runs="1"' in res.text, bad
+    pages.runs.write_bytes(b'\xff\xfe{"merges": 1}\n' + good.encode() + b"\n")
+    res = pages.get("/ui/health")
+    assert res.status_code == 200 and "lines 1" in res.text
+    pages.runs.write_text(good + "\n", encoding="utf-8")
+    assert 'id="runs-skipped"' not in pages.get("/ui/health").text
