@@ -134,25 +134,23 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                            request.query_params.get("page"))
 
     def conversation(request: Request, agent: str, principal: Principal) -> Html:
-        from .conversations import render_conversation
+        from .conversations import MAX_ID, render_conversation, whole_number
 
-        raw = request.path_params["conversation_id"]
-        if not raw.isdigit():
-            raise ToolError("invalid_argument", f"a conversation id is a number, not {raw[:40]!r}")
+        number = whole_number(request.path_params["conversation_id"], "conversation id",
+                              maximum=MAX_ID)
         return render_conversation(_need_lcm(deps), None if principal.owner else agent, agent,
-                                   int(raw), request.query_params.get("page"),
+                                   number, request.query_params.get("page"),
                                    request.query_params.get("budget"),
                                    can_write=not principal.read_only)
 
     def conversation_item(kind: str) -> Callable[[Request, str, Principal], Html]:
         def build(request: Request, agent: str, principal: Principal) -> Html:
-            from .conversations import render_item
+            from .conversations import MAX_ID, render_item, whole_number
 
-            raw = request.path_params["conversation_id"]
-            if not raw.isdigit():
-                raise ToolError("invalid_argument", f"a conversation id is a number, not {raw[:40]!r}")
+            number = whole_number(request.path_params["conversation_id"], "conversation id",
+                                  maximum=MAX_ID)
             return render_item(_need_lcm(deps), None if principal.owner else agent, agent,
-                               int(raw), kind, request.path_params["item_id"])
+                               number, kind, request.path_params["item_id"])
 
         return build
 
@@ -343,7 +341,7 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
     from lcm.operator.dissolve import plan_dissolve
     from lcm.operator.repair import RepairKit
 
-    from .conversations import conversation
+    from .conversations import MAX_ID, conversation, whole_number
 
     op = body.get("op")
     if op not in ("rewrite", "dissolve", "repair"):
@@ -358,9 +356,10 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
         conversation(store, agent, int(rows[0][0]))  # another agent's: not found, as a missing one
     else:
         raw = body.get("conversationId")
-        if not isinstance(raw, (str, int)) or not str(raw).isdigit():
+        if raw is None:
             raise ToolError("invalid_argument", "repair needs conversationId", field="conversationId")
-        conversation(store, agent, int(raw))
+        conversation_id = whole_number(raw, "conversationId", maximum=MAX_ID)
+        conversation(store, agent, conversation_id)
     if op == "dissolve":
         plan: Any = plan_dissolve(store.db, summary_id)  # type: ignore[arg-type]
         effect = (f"dissolve {plan.summary_id}: {len(plan.restored)} sources return to the context "
@@ -369,7 +368,7 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
         return op, plan, {"effect": effect, "diff": ""}
     kit = RepairKit.of(store)
     plan = kit.plan_rewrite(summary_id) if op == "rewrite" else kit.plan_repair(  # type: ignore[arg-type]
-        conversation_id=int(body["conversationId"]))
+        conversation_id=conversation_id)
     skipped = "; ".join(f"{s.summary_id}: {s.reason}" for s in plan.skipped[:5])
     effect = (f"{op}: {len(plan.rewrites)} summaries rewritten, token change {plan.token_delta:+d}"
               + (f"; skipped {len(plan.skipped)} ({skipped})" if plan.skipped else ""))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lcm.errors import LcmNotFoundError
 
+from ..errors import ToolError
 from ..tenancy import PREFIX, agent_segment, session_owner
 from .html import Html, cut, esc, join, link, table, url
 
@@ -90,10 +91,9 @@ def render_item(store: LcmStore, agent: str | None, view_agent: str, conversatio
     """One message (by its id) or summary of a conversation ``agent`` may see, whole."""
     conversation(store, agent, conversation_id)
     if kind == "message":
-        if not item_id.isascii() or not item_id.isdigit() or len(item_id) > 18:
-            raise ValueError(f"a message id is a number, not {item_id[:40]!r}")
+        message_id = whole_number(item_id, "message id", maximum=MAX_ID)
         rows = store.db.query("SELECT seq, role, content, token_count, created_at FROM messages "
-                              "WHERE conversation_id = ? AND id = ?", [conversation_id, int(item_id)])
+                              "WHERE conversation_id = ? AND id = ?", [conversation_id, message_id])
         fields = ("seq", "role", "content", "tokens", "at")
     else:
         rows = store.db.query("SELECT kind, depth, content, token_count, latest_at FROM summaries "
@@ -112,12 +112,37 @@ def render_item(store: LcmStore, agent: str | None, view_agent: str, conversatio
 # ------------------------------------------------------------------------------ rendering
 
 
+#: the largest id SQLite (and PostgreSQL's BIGINT) stores
+MAX_ID = 2**63 - 1
+MAX_PAGE = 10_000_000
+MAX_BUDGET = 10_000_000
+
+
+def whole_number(raw: str | int | None, field: str, *, maximum: int, minimum: int = 0,
+                 default: int | None = None) -> int:
+    """``raw`` as a whole number in ``[minimum, maximum]``, written in ASCII digits only
+    (``str.isdigit`` also takes '²' and Arabic-Indic digits, which ``int`` reads or refuses
+    with Python's own words); a ``ToolError`` naming ``field`` otherwise, never a 500."""
+    if (raw is None or raw == "") and default is not None:
+        return default
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        text = str(raw)
+    elif isinstance(raw, str):
+        text = raw
+    else:
+        raise ToolError("invalid_argument", f"{field} must be a whole number", field=field)
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(maximum)) + 1:
+        raise ToolError("invalid_argument", f"{field} must be a whole number from {minimum} to "
+                        f"{maximum} in the digits 0-9, got {text[:40]!r}", field=field)
+    value = int(text)
+    if not minimum <= value <= maximum:
+        raise ToolError("invalid_argument", f"{field} must be from {minimum} to {maximum}, got "
+                        f"{text[:40]}", field=field)
+    return value
+
+
 def _page_number(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 0
-    if not raw.isdigit() or int(raw) > 10_000_000:
-        raise ValueError(f"page must be a whole number, got {raw[:40]!r}")
-    return int(raw)
+    return whole_number(raw, "page", maximum=MAX_PAGE, default=0)
 
 
 def render_list(store: LcmStore, agent: str | None, view_agent: str, raw_page: str | None) -> Html:
@@ -184,7 +209,7 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
 
     conv = conversation(store, agent, conversation_id)
     page = _page_number(raw_page)
-    budget = DEFAULT_BUDGET if not raw_budget else _page_number(raw_budget) or DEFAULT_BUDGET
+    budget = whole_number(raw_budget, "budget", minimum=1, maximum=MAX_BUDGET, default=DEFAULT_BUDGET)
     messages, total = messages_page(store, conversation_id, page)
     base = f"conversation/{conversation_id}"
     msg_rows = [(r[1], r[2], cut(r[3], MESSAGE_CUT, url(f"{base}/message/{r[0]}", agent=view_agent)),
@@ -249,5 +274,5 @@ def action_box(action: str, label: str, can_write: bool, **data: str) -> str:
             '<div class="preview" role="status" aria-live="polite"></div></div>')
 
 
-__all__ = ["action_box", "conversation", "conversations_page", "messages_page",
+__all__ = ["MAX_ID", "action_box", "whole_number", "conversation", "conversations_page", "messages_page",
            "render_conversation", "render_item", "render_list"]

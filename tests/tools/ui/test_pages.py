@@ -237,3 +237,28 @@ def test_a_bad_run_history_line_is_skipped_and_said(pages: Pages) -> None:
     assert res.status_code == 200 and "lines 1" in res.text
     pages.runs.write_text(good + "\n", encoding="utf-8")
     assert 'id="runs-skipped"' not in pages.get("/ui/health").text
+
+
+# ------------------------------------------------------------------------------ F10: numbers
+
+
+def test_bad_numbers_are_a_400_naming_the_parameter(pages: Pages) -> None:
+    conv = pages.long_conversation
+    for path, field in ((f"/ui/conversation/{2**63}", "conversation id"),
+                        ("/ui/conversation/99999999999999999999999", "conversation id"),
+                        ("/ui/conversation/%C2%B2", "conversation id"),      # superscript two
+                        ("/ui/conversation/%D9%A3", "conversation id"),      # Arabic-Indic three
+                        ("/ui/conversations?page=99999999", "page"),
+                        (f"/ui/conversation/{conv}?budget=-5", "budget"),
+                        (f"/ui/conversation/{conv}?budget=0", "budget"),
+                        (f"/ui/conversation/{conv}?budget=99999999999", "budget"),
+                        (f"/ui/conversation/{conv}/message/{2**64}", "message id")):
+        res = pages.get(path)
+        assert res.status_code == 400, (path, res.status_code)
+        assert f"{field} must be" in res.text, (path, res.text[-400:])
+    assert pages.get(f"/ui/conversation/{conv}?budget=500").status_code == 200
+    csrf_free = {**OWNER, "Content-Type": "application/json"}
+    for raw in ("99999999999999999999999", 2**70, "٣", -1, True):
+        res = pages.client.post("/ui/api/lcm", json={"op": "repair", "conversationId": raw},
+                                headers=csrf_free)
+        assert res.status_code == 400 and res.json()["error"]["field"] == "conversationId", (raw, res.text)
