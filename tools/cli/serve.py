@@ -81,6 +81,21 @@ def _port(text: str) -> int:
     return port
 
 
+def _open_lcm(rt: Any) -> Any:
+    """The conversation store, or a CliError that names its file and the way around it: a
+    damaged lcm.db gave "unexpected DatabaseError", which said neither."""
+    import sqlite3
+
+    try:
+        return rt.lcm
+    except sqlite3.DatabaseError as exc:
+        where = rt.settings.lcm.database_path or str(rt.lcm_path)
+        raise CliError(f"the conversation store {where} cannot be opened ({exc}): restore it "
+                       "from a backup or move it aside (a new, empty one is then created); or "
+                       "run with --no-lcm to serve the notes without the conversation store",
+                       code="unavailable", field="lcm.db") from None
+
+
 def _check_port(port: int) -> None:
     """Refuse a port another process listens on before the stores are opened.
 
@@ -140,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             memory.keep_ranking_fields()
             # and agents add one note at a time: those too get indexed as they pile up
             memory.keep_index_built()
-            lcm = None if args.no_lcm else rt.lcm
+            lcm = None if args.no_lcm else _open_lcm(rt)
             handle = worker = None
             try:
                 if not args.no_scheduler:

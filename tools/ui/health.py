@@ -66,6 +66,21 @@ def plot(runs: Sequence[dict[str, Any]]) -> Html:
                 f'data-runs="{len(runs)}">{axis}{"".join(lines)}{"".join(legend)}</svg>')
 
 
+def verdict(doctor: dict[str, Any]) -> Html:
+    """Doctor's verdict in one line: all clear (green) only when both stores were checked."""
+    lcm = doctor.get("lcm") or {}
+    lcm = lcm.get("doctor", lcm) if isinstance(lcm, dict) else {}
+    unchecked = isinstance(lcm, dict) and lcm.get("available") is False
+    if not doctor.get("ok"):
+        cls, text = "bad", "doctor: problems found (below)"
+    elif unchecked:
+        cls, text = "bad", ("doctor: the notes show no problems; the conversation store was NOT "
+                            f"checked ({lcm.get('reason') or 'this server runs without it'})")
+    else:
+        cls, text = "ok", "doctor: no problems found"
+    return Html(f'<p id="doctor-verdict" class="{cls}">{esc(text)}</p>')
+
+
 def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any] | None,
                   runs: list[dict[str, Any]], index_build: dict[str, Any] | None,
                   agent: str, skipped_lines: Sequence[int] = ()) -> Html:
@@ -81,10 +96,7 @@ def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any]
             f'<p><a id="run-doctor" href="{attr(url("health", agent=agent, doctor="1"))}">Run doctor '
             "now</a> (it checks every note and message: seconds on a large store).</p>"))
     elif owner and doctor is not None:
-        ok = doctor.get("ok")
-        parts += [Html(f'<h2>Doctor findings</h2><p id="doctor-verdict" class="{"ok" if ok else "bad"}">'
-                       f'doctor: {"no problems found" if ok else "problems found (below)"}</p>'),
-                  pretty(doctor)]
+        parts += [Html("<h2>Doctor findings</h2>"), verdict(doctor), pretty(doctor)]
     else:
         parts.append(Html("<p>Store-wide status and doctor findings are for an owner key.</p>"))
     parts += [Html("<h2>Index build</h2>"), kv(index_build or {"state": "unknown"}),
@@ -113,4 +125,4 @@ def _skipped(lines: Sequence[int], bad_runs: Sequence[str]) -> Html:
                 f"was skipped (the rest is shown):</p><ul>{items}</ul></div>")
 
 
-__all__ = ["plot", "render_health", "usable_runs"]
+__all__ = ["plot", "render_health", "usable_runs", "verdict"]

@@ -262,3 +262,19 @@ def test_bad_numbers_are_a_400_naming_the_parameter(pages: Pages) -> None:
         res = pages.client.post("/ui/api/lcm", json={"op": "repair", "conversationId": raw},
                                 headers=csrf_free)
         assert res.status_code == 400 and res.json()["error"]["field"] == "conversationId", (raw, res.text)
+
+
+# ------------------------------------------------------------------------------ F7: --no-lcm
+
+
+def test_doctor_without_the_conversation_store_is_no_all_clear() -> None:
+    from tools.ui.health import verdict
+
+    unchecked = {"ok": True, "memory": {}, "lcm": {"available": False, "reason": "the server runs "
+                                                  "without the conversation store (amem serve --no-lcm)"}}
+    text = verdict(unchecked)
+    assert 'class="ok"' not in text and "NOT checked" in text and "--no-lcm" in text
+    clean = {"ok": True, "lcm": {"doctor": {"available": False}, "clean": {}}}
+    assert "NOT checked" in verdict(clean)
+    assert 'class="ok"' in verdict({"ok": True, "lcm": {"ok": True}})
+    assert "problems found" in verdict({"ok": False, "lcm": {"ok": True}})
