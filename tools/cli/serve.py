@@ -178,8 +178,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                          ui_sessions=getattr(args, "ui_sessions", None))
                         runs = rt.settings.scheduler.runs_path
                         try:
-                            anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
-                                                         owner=owner, guard=config, runs_path=runs))
+                            anyio.run(lambda: serve_http(
+                                facade, port=args.port, path=args.path, owner=owner, guard=config,
+                                runs_path=runs, on_listening=getattr(args, "on_listening", None)))
                         except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
                             if exc.code in (0, None):
                                 raise
