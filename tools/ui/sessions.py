@@ -33,6 +33,8 @@ CSRF_HEADER = "x-amem-csrf"
 LOGIN_TTL = 300.0
 SESSION_IDLE = 8 * 3600.0
 MAX_SESSIONS = 256
+#: sessions one key holds at most: its next login ends its own oldest, never another key's
+SESSIONS_PER_KEY = 8
 MAX_PENDING_LOGINS = 64
 
 
@@ -47,14 +49,20 @@ class UiSession:
 
 
 class UiSessions:
-    """Login tokens and sessions, thread-safe, bounded (the oldest go first when full)."""
+    """Login tokens and sessions, thread-safe, bounded twice: ``per_key`` sessions a key (its
+    own oldest goes first), ``MAX_SESSIONS`` in all (the oldest go first when full). Without
+    the first bound, any key (a read-only one too) logging in 256 times logged out everyone."""
 
     def __init__(self, *, login_ttl: float = LOGIN_TTL, idle: float = SESSION_IDLE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 per_key: int = SESSIONS_PER_KEY) -> None:
         if login_ttl <= 0 or idle <= 0:
             raise ValueError("login_ttl and idle must be positive numbers of seconds")
+        if per_key < 1:
+            raise ValueError(f"per_key must be at least 1, got {per_key}")
         self.login_ttl = login_ttl
         self.idle = idle
+        self.per_key = per_key
         self._clock = clock
         self._logins: dict[str, tuple[Principal, float]] = {}
         self._sessions: dict[str, UiSession] = {}
@@ -89,6 +97,9 @@ class UiSessions:
                             self._clock())
         with self._lock:
             self._prune()
+            own = [s for s in self._sessions.values() if s.principal.key_id == principal.key_id]
+            for old in sorted(own, key=lambda s: s.last)[:max(0, len(own) - self.per_key + 1)]:
+                del self._sessions[old.id]
             while len(self._sessions) >= MAX_SESSIONS:
                 oldest = min(self._sessions.values(), key=lambda s: s.last)
                 del self._sessions[oldest.id]

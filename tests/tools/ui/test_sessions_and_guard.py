@@ -141,3 +141,18 @@ def test_an_agent_key_session_stays_in_its_agent_and_dies_with_its_key(
     keys.revoke(secrets["bob"].split("_")[1])
     assert c.get("/ui/notes", headers=jar(c, sid)).status_code == 303  # back to the login page
     assert book.lookup(sid) is None
+
+
+def test_one_key_logging_in_again_and_again_ends_only_its_own_sessions() -> None:
+    clock = Clock()
+    book = UiSessions(clock=clock, per_key=3)
+    owner = book.open(OWNER)
+    reader = Principal("k-read", "alice", owner=False, read_only=True)
+    mine = []
+    for _ in range(300):
+        clock.now += 1
+        mine.append(book.open(reader))
+    assert book.lookup(owner.id) is not None  # another key's session stays
+    assert [book.lookup(s.id) is not None for s in mine[-4:]] == [False, True, True, True]
+    with pytest.raises(ValueError):
+        UiSessions(per_key=0)
