@@ -31,7 +31,7 @@ error ``{"error": {code, message, field}}`` with its HTTP status, and nothing be
 Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
 with it that the server on the recorded port is the one that wrote the record, before it
 sends the record's secret (``tools.remote``), and the inspector's login page and its static
-files (``GET /ui/login``, ``GET /ui/static/...``).
+files (``GET /ui/login``, ``GET /ui/static/...``), and ``GET /favicon.ico`` (an empty 204).
 
 **The inspector** (``/ui``, ``tools.ui``) is the one place a browser navigates to, and a
 browser sends no Bearer header on a navigation. On ``/ui`` paths only, step 4 also accepts the
@@ -73,6 +73,8 @@ PRINCIPAL_SCOPE_KEY = "amem.principal"
 PROOF_PATH = "/amem/proof"
 #: the inspector's pages (``tools.ui``): the only paths a session cookie opens
 UI_PATH = "/ui"
+#: what browsers ask every page for: an empty answer, to anyone (it holds nothing)
+FAVICON_PATH = "/favicon.ico"
 #: where the scope carries the inspector session a cookie opened
 UI_SESSION_SCOPE_KEY = "amem.ui_session"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -135,9 +137,31 @@ class Refused(Exception):
         self.headers = headers or {}
 
 
-async def _refuse(send: Send, refused: Refused) -> None:
+#: the page a browser navigating to the inspector from another site is shown (a login link
+#: clicked in a web mail or chat): the JSON refusal told a newcomer nothing
+_CROSS_SITE_PAGE = (
+    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Open this link from '
+    'the address bar · amem inspector</title></head><body><main><h1>Open this link from the '
+    "address bar</h1><p>The amem inspector was opened from another web site, and it opens no "
+    "page for other sites (so that a page you visit cannot use your session).</p><p>Copy the "
+    "link, paste it into your browser's address bar and press Enter.</p></main></body></html>")
+
+
+def _navigation(scope: Scope) -> bool:
+    """A browser loading an inspector page (not a script's request, not another route)."""
+    path = scope.get("path", "")
+    if scope.get("method") != "GET" or not (path == UI_PATH or path.startswith(UI_PATH + "/")):
+        return False
+    modes = [v for k, v in scope.get("headers", []) if k.lower() == b"sec-fetch-mode"]
+    return modes == [b"navigate"]
+
+
+async def _refuse(send: Send, refused: Refused, scope: Scope | None = None) -> None:
     body = json.dumps(error_result(refused.code, refused.message, refused.field)).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    ctype = b"application/json"
+    if scope is not None and refused.field in ("Sec-Fetch-Site", "Origin") and _navigation(scope):
+        body, ctype = _CROSS_SITE_PAGE.encode(), b"text/html; charset=utf-8"
+    headers = [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]
     headers += [(k.lower().encode(), v.encode()) for k, v in refused.headers.items()]
     await send({"type": "http.response.start", "status": _STATUS.get(refused.code, 400),
                 "headers": headers})
@@ -248,7 +272,7 @@ class Guard:
         try:
             principal = self._admit(scope)
         except Refused as refused:
-            await _refuse(send, refused)
+            await _refuse(send, refused, scope)
             return
         try:
             receive = await self._bounded_body(scope, receive)
@@ -292,7 +316,7 @@ class Guard:
                 raise Refused("unsupported_media_type", f"a {method} must send Content-Type: "
                               f"application/json, not {ctype[:80] or 'none'!r}", "Content-Type")
         path = scope["path"]
-        if method == "GET" and (path == PROOF_PATH or path == UI_PATH + "/login"
+        if method == "GET" and (path in (PROOF_PATH, FAVICON_PATH, UI_PATH + "/login")
                                 or path.startswith(UI_PATH + "/static/")):
             return None
         in_ui = path == UI_PATH or path.startswith(UI_PATH + "/")
@@ -301,10 +325,10 @@ class Guard:
         else:
             principal = self._authenticate(headers)
         self._narrow(scope, headers, principal)
-        # logging in to the inspector with a read-only key changes no data
-        logging_in = path == UI_PATH + "/login" and method == "POST"
+        # logging in to the inspector (or out) with a read-only key changes no data
+        session_door = path in (UI_PATH + "/login", UI_PATH + "/logout") and method == "POST"
         if (principal.read_only and method not in ("GET", "HEAD") and path != self.config.mcp_path
-                and not logging_in):
+                and not session_door):
             raise Refused("forbidden", f"key {principal.key_id} is read-only; {method} "
                           f"{scope['path'][:100]} changes data", "Authorization")
         return principal

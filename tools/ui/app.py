@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from amem.kernel import safejson
 
 from ..errors import ToolError
-from ..http_guard import UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
+from ..http_guard import FAVICON_PATH, UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
 from ..keys import Principal
 from .html import CSP, Html, bare, esc, page
 from .sessions import COOKIE, UiSession, UiSessions
@@ -167,7 +167,10 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         doctor = None
         if principal.owner:
             # not the owner's `status` report: it counts the agents by reading every note
-            status: dict[str, Any] = {"memory": asdict(memory.info()),
+            notes = asdict(memory.info())
+            if notes.get("agents") is None:  # info() leaves it out: counting reads every note
+                notes["agents"] = "not counted on this page (it reads every note): amem status"
+            status: dict[str, Any] = {"memory": notes,
                                       "lcm": lcm_report(deps.lcm, "status"),
                                       "last nightly run": runs[-1] if runs else "none recorded"}
             if request.query_params.get("doctor") == "1" and deps.owner_report is not None:
@@ -209,11 +212,20 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         token = deps.sessions.issue_login(principal)
         return JSONResponse({"path": f"{UI_PATH}/login?t={token}"})
 
+    def logout_page(request: Request) -> Response:
+        # a GET changes nothing (a link or a prefetch must not end the session): it offers the
+        # button, whose POST carries the page's CSRF token
+        session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
+        return html_response(page("Log out", Html(
+            "<p>End this browser session? The login link or a key is needed to come back.</p>"
+            '<button type="button" id="logout-now">Log out</button>'), current="", who=_who(
+                _principal(request)), agent=None, csrf=session.csrf if session else ""))
+
     def logout(request: Request) -> Response:
         session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
         if session is not None:
             deps.sessions.close(session.id)
-        response = RedirectResponse(f"{UI_PATH}/login", status_code=303)
+        response = JSONResponse({"ok": True, "next": f"{UI_PATH}/login"})
         response.delete_cookie(COOKIE, path=UI_PATH)
         return response
 
@@ -224,6 +236,10 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             return Response("not found", status_code=404, media_type="text/plain")
         return Response((STATIC / name).read_bytes(), media_type=kind,
                         headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
+
+    def favicon(request: Request) -> Response:
+        # browsers ask for it on every page; without a route it was a 401 in every console
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
 
     def home(request: Request) -> Response:
         return RedirectResponse(f"{UI_PATH}/notes", status_code=303)
@@ -280,10 +296,12 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
 
     routes = [
         Route(UI_PATH, home, methods=["GET"]),
+        Route(FAVICON_PATH, favicon, methods=["GET"]),
         Route(UI_PATH + "/login", login, methods=["GET"]),
         Route(UI_PATH + "/login", login_with_key, methods=["POST"]),
         Route(UI_PATH + "/login-link", login_link, methods=["POST"]),
-        Route(UI_PATH + "/logout", logout, methods=["GET"]),
+        Route(UI_PATH + "/logout", logout_page, methods=["GET"]),
+        Route(UI_PATH + "/logout", logout, methods=["POST"]),
         Route(UI_PATH + "/static/{name}", static, methods=["GET"]),
         Route(UI_PATH + "/notes", view("notes", "Notes", notes), methods=["GET"]),
         Route(UI_PATH + "/search", view("search", "Search playground", search), methods=["GET"]),
@@ -441,9 +459,20 @@ async def _answer(work: Callable[[], dict[str, Any]]) -> Response:
         return JSONResponse(await anyio.to_thread.run_sync(work))
     except Exception as exc:
         status, message = _error_status(exc)
-        return JSONResponse({"error": {"code": str(getattr(exc, "code", "invalid_argument")),
-                                       "message": message, "field": getattr(exc, "field", None)}},
+        return JSONResponse({"error": {"code": _error_code(exc, status), "message": message,
+                                       "field": getattr(exc, "field", None)}},
                             status_code=status)
+
+
+#: the code of a failure that carries none, by its status (a 403 said "invalid_argument")
+_CODES = {400: "invalid_argument", 403: "forbidden", 404: "not_found", 503: "unavailable",
+          500: "internal"}
+
+
+def _error_code(exc: Exception, status: int) -> str:
+    """The error's code, agreeing with its status: its own when it has one, else the status's."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and not isinstance(exc, Denied) else _CODES.get(status, "error")
 
 
 def _error_status(exc: Exception) -> tuple[int, str]:
@@ -455,7 +484,8 @@ def _error_status(exc: Exception) -> tuple[int, str]:
     code = getattr(exc, "code", None)
     if isinstance(exc, (ToolError, MemoryToolError)) or code is not None:
         message = getattr(exc, "message", None) or str(exc)
-        return {"not_found": 404, "forbidden": 403, "unavailable": 503}.get(str(code), 400), message
+        return {"not_found": 404, "forbidden": 403, "unavailable": 503,
+                "llm_unavailable": 503}.get(str(code), 400), message
     if isinstance(exc, ValueError):
         return 400, str(exc)
     log.exception("inspector page failed")

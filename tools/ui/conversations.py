@@ -242,7 +242,9 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
              "token change) before anything is written.</p>"),
         Html(action_box("lcm", "Repair this conversation's fallback summaries (dry run first)",
                         can_write, op="repair", conversation_id=str(conversation_id),
-                        agent=view_agent)),
+                        agent=view_agent, refused=None if store.llm is not None else
+                        "Repair rewrites summaries with an LLM, and this server has none "
+                        "configured (set llm_base_url); rewrite and dissolve work without one.")),
         _dag_tree(tree, conversation_id, view_agent, can_write),
         Html(f'<h2 id="context">Context view</h2><p id="context-tokens" data-tokens="{view.total_tokens}" '
              f'data-stored="{view.stored_tokens}">What the model receives next under a budget of '
@@ -263,12 +265,16 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     ])
 
 
-def action_box(action: str, label: str, can_write: bool, **data: str) -> str:
-    """A change behind a dry run: the button asks for the plan, the plan offers Confirm."""
+def action_box(action: str, label: str, can_write: bool, refused: str | None = None,
+               **data: str) -> str:
+    """A change behind a dry run: the button asks for the plan, the plan offers Confirm.
+    Disabled, with the reason under it, for a read-only key or when ``refused`` says why the
+    server cannot do it."""
     attrs = "".join(f' data-{k.replace("_", "-")}="{esc(v)}"' for k, v in data.items())
-    disabled = "" if can_write else ' disabled aria-disabled="true"'
-    why = "" if can_write else ('<p class="hint">Your key is read-only: changes need a key with '
-                                "write rights.</p>")
+    if not can_write:
+        refused = "Your key is read-only: changes need a key with write rights."
+    disabled = "" if refused is None else ' disabled aria-disabled="true"'
+    why = "" if refused is None else f'<p class="hint">{esc(refused)}</p>'
     return (f'<div class="action" data-action="{esc(action)}"{attrs}><button type="button" '
             f'class="dry-run"{disabled}>{esc(label)}</button>{why}'
             '<div class="preview" role="status" aria-live="polite"></div></div>')

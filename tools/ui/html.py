@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
+from ..cli.output import printable  # imports nothing of ours: no cycle
+
 #: the pages a user moves between (path, label)
 NAV = (("notes", "Notes"), ("search", "Search"), ("graph", "Graph"),
        ("conversations", "Conversations"), ("health", "Health"))
@@ -26,14 +28,16 @@ class Html(str):
 
 
 def esc(value: Any) -> Html:
-    """``value`` as text safe inside an element (markup passes through)."""
+    """``value`` as text safe inside an element (markup passes through), its control and
+    direction-override characters shown as escapes (``\\x1b``) as the CLI prints them: raw,
+    a BEL or ESC drew a box or nothing, and a CR hid the text before it."""
     if isinstance(value, Html):
         return value
-    return Html(html.escape("" if value is None else str(value), quote=True))
+    return Html(html.escape(printable("" if value is None else str(value)), quote=True))
 
 
 def attr(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
 def join(parts: Iterable[Any]) -> Html:
@@ -127,7 +131,7 @@ def page(title: str, body: Html, *, current: str, who: str, agent: str | None,
         f'<header><span class="brand">amem inspector</span><nav aria-label="Pages"><ul>{nav}</ul></nav>'
         f'<span class="who" id="who">{esc(who)}{" · agent " if agent else ""}{esc(agent or "")} · {rights}</span>'
         f"{_agent_form(current, agent) if choose_agent else ''}"
-        '<form method="get" action="/ui/logout"><button type="submit">Log out</button></form></header>'
+        '<a class="logout" id="logout" href="/ui/logout">Log out</a></header>'
         f'<main id="main" tabindex="-1"><h1>{esc(title)}</h1>{body}</main>'
         f"<footer>{timing}</footer></body></html>")
 

@@ -278,3 +278,64 @@ def test_doctor_without_the_conversation_store_is_no_all_clear() -> None:
     assert "NOT checked" in verdict(clean)
     assert 'class="ok"' in verdict({"ok": True, "lcm": {"ok": True}})
     assert "problems found" in verdict({"ok": False, "lcm": {"ok": True}})
+
+
+# ------------------------------------------------------------------------------ F11: small points
+
+
+def test_status_and_error_code_agree(pages: Pages) -> None:
+    alice = {"Authorization": f"Bearer {pages.secrets['alice']}", "Content-Type": "application/json"}
+    res = pages.client.post("/ui/api/unsupersede", json={"id": pages.ids["coffee"], "agent": "bob"},
+                            headers=alice)
+    assert res.status_code == 403 and res.json()["error"]["code"] == "forbidden"
+    conv = pages.long_conversation
+    res = pages.client.post("/ui/api/lcm", json={"op": "repair", "conversationId": conv},
+                            headers={**OWNER, "Content-Type": "application/json"})
+    assert (res.status_code, res.json()["error"]["code"]) == (503, "llm_unavailable")
+
+
+def test_repair_without_an_llm_is_disabled_and_says_why(pages: Pages) -> None:
+    import re
+
+    text = pages.get(f"/ui/conversation/{pages.long_conversation}").text
+    box = re.search(r'<div class="action" data-action="lcm" data-op="repair".*?</div></div>', text, re.S)
+    assert box and "disabled" in box.group(0) and "LLM" in box.group(0)
+
+
+def test_control_characters_are_shown_as_escapes(pages: Pages) -> None:
+    note = pages.memory.add("bell\a escape \x1b[31mRED CR\rover", ["ctl"], enrich=False).id
+    text = pages.get(f"/ui/note/{note}").text
+    assert "\x1b" not in text and "\a" not in text and "\r" not in text
+    assert "bell\\x07 escape \\x1b[31mRED CR\\x0dover" in text
+    pages.memory.delete(note)
+
+
+def test_health_says_why_agents_is_not_counted_and_favicon_needs_no_key(pages: Pages) -> None:
+    assert "not counted on this page" in pages.get("/ui/health").text
+    res = pages.client.get("/favicon.ico")
+    assert res.status_code == 204 and not res.content
+
+
+def test_a_cross_site_navigation_to_a_login_link_gets_a_page_that_says_what_to_do(pages: Pages) -> None:
+    res = pages.client.get("/ui/login?t=whatever", headers={
+        "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+    assert res.status_code == 403 and res.headers["content-type"].startswith("text/html")
+    assert "address bar" in res.text
+    res = pages.client.get("/ui/login?t=whatever", headers={"Sec-Fetch-Site": "cross-site"})
+    assert res.json()["error"]["field"] == "Sec-Fetch-Site"  # a script: the JSON error
+
+
+def test_logout_is_a_post_with_the_csrf_token(pages: Pages) -> None:
+    from tools.keys import Principal
+    from tools.ui.sessions import COOKIE
+
+    session = pages.book.open(Principal("ui-login", None, owner=True))
+    pages.client.cookies.clear()
+    cookie = {"Cookie": f"{COOKIE}={session.id}"}
+    page = pages.client.get("/ui/logout", headers=cookie)
+    assert page.status_code == 200 and 'id="logout-now"' in page.text
+    assert pages.book.lookup(session.id) is not None  # a GET ends nothing
+    res = pages.client.post("/ui/logout", json={}, headers=cookie)
+    assert res.status_code == 403 and pages.book.lookup(session.id) is not None
+    res = pages.client.post("/ui/logout", json={}, headers={**cookie, "X-Amem-Csrf": session.csrf})
+    assert res.status_code == 200 and pages.book.lookup(session.id) is None

@@ -36,6 +36,15 @@
     });
   }
 
+  var logout = document.getElementById("logout-now");
+  if (logout) {
+    logout.addEventListener("click", function () {
+      post("/ui/logout", {}).then(function (res) {
+        window.location.assign((res.data && res.data.next) || "/ui/login");
+      });
+    });
+  }
+
   document.querySelectorAll(".action").forEach(function (box) {
     var dry = box.querySelector("button.dry-run");
     var region = box.querySelector(".preview");
