@@ -36,8 +36,11 @@ files (``GET /ui/login``, ``GET /ui/static/...``), and ``GET /favicon.ico`` (an 
 **The inspector** (``/ui``, ``tools.ui``) is the one place a browser navigates to, and a
 browser sends no Bearer header on a navigation. On ``/ui`` paths only, step 4 also accepts the
 session cookie of ``tools.ui.sessions`` (``HttpOnly``, ``SameSite=Strict``, opened by a
-one-time login link or a key sent once); the session is bound to its key, so a revoked key
-ends it. A request that changes data with a cookie must also echo the session's CSRF token
+one-time login link or a key sent once), and only under its own session's secret path: a
+request to ``/ui/s/<path key>/rest`` is routed as ``/ui/rest`` with the key kept in the scope,
+and a cookie whose session has another key (or a path without one) opens nothing. The cookie
+is scoped to that path, so the browser sends it to no other server on 127.0.0.1 (cookies are
+not kept apart by port). The session is bound to its key, so a revoked key ends it. A request that changes data with a cookie must also echo the session's CSRF token
 in ``X-Amem-Csrf``. A page requested without either goes to the login page (303). The cookie
 never opens ``/mcp`` or the host routes.
 """
@@ -57,7 +60,7 @@ from urllib.parse import quote, urlsplit
 from .errors import ToolError, error_result
 from .keys import KeyFileError, KeyStore, Principal
 from .tenancy import AGENT_HEADER, decode_header
-from .ui.sessions import COOKIE, CSRF_HEADER, UiSession, UiSessions
+from .ui.sessions import COOKIE, CSRF_HEADER, SESSION_PREFIX, UiSession, UiSessions
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,9 @@ UI_PATH = "/ui"
 FAVICON_PATH = "/favicon.ico"
 #: where the scope carries the inspector session a cookie opened
 UI_SESSION_SCOPE_KEY = "amem.ui_session"
+#: where the scope carries the session path key a request came under (``/ui/s/<key>/...``)
+UI_PATH_KEY_SCOPE_KEY = "amem.ui_path_key"
+_PATH_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_SESSION_IDLE = 600.0
@@ -161,7 +167,8 @@ async def _refuse(send: Send, refused: Refused, scope: Scope | None = None) -> N
     ctype = b"application/json"
     if scope is not None and refused.field in ("Sec-Fetch-Site", "Origin") and _navigation(scope):
         body, ctype = _CROSS_SITE_PAGE.encode(), b"text/html; charset=utf-8"
-    headers = [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", ctype), (b"content-length", str(len(body)).encode()),
+               (b"referrer-policy", b"no-referrer")]
     headers += [(k.lower().encode(), v.encode()) for k, v in refused.headers.items()]
     await send({"type": "http.response.start", "status": _STATUS.get(refused.code, 400),
                 "headers": headers})
@@ -269,6 +276,7 @@ class Guard:
         if scope["type"] != "http":  # websockets: no route here speaks them
             await send({"type": "websocket.close", "code": 1008})
             return
+        _strip_session_path(scope)
         try:
             principal = self._admit(scope)
         except Refused as refused:
@@ -364,12 +372,20 @@ class Guard:
         return principal
 
     def _ui_session(self, scope: Scope, headers: "_Headers", method: str) -> Principal:
-        """The principal of the inspector's session cookie (``tools.ui.sessions``)."""
+        """The principal of the inspector's session cookie (``tools.ui.sessions``), accepted
+        only under its own session's path (``/ui/s/<path key>/``): a cookie shown elsewhere
+        (copied, or sent by the browser to another local server and replayed) opens nothing.
+        Every ``amem_ui`` cookie sent is tried: a cookie planted beside the real one (another
+        port's server can set cookies for 127.0.0.1) must not hide it."""
         book = self.config.ui_sessions
-        session_id = _cookie(headers.one("cookie"), COOKIE)
+        path_key = scope.get(UI_PATH_KEY_SCOPE_KEY)
         session: UiSession | None = None
-        if book is not None and session_id:
-            session = book.lookup(session_id)
+        if book is not None and path_key:
+            for session_id in _cookies(headers.one("cookie"), COOKIE):
+                found = book.lookup(session_id)
+                if found is not None and found.owns_path(path_key):
+                    session = found
+                    break
         if session is not None and not self._key_alive(session.principal):
             book.close(session.id)  # type: ignore[union-attr]  # a session implies its book
             session = None
@@ -507,13 +523,32 @@ def _sdk_user(principal: Principal) -> Any:
     return AuthenticatedUser(AccessToken(token="-", client_id=f"amem-key:{principal.key_id}", scopes=[]))
 
 
-def _cookie(header: str | None, name: str) -> str | None:
-    """One cookie's value from a ``Cookie`` header."""
+def _cookies(header: str | None, name: str) -> list[str]:
+    """Every value a ``Cookie`` header gives ``name`` (at most 8), in the order sent."""
+    found = []
     for part in (header or "").split(";"):
         key, sep, value = part.strip().partition("=")
-        if sep and key == name:
-            return value
-    return None
+        if sep and key == name and value:
+            found.append(value)
+    return found[:8]
+
+
+def _strip_session_path(scope: Scope) -> None:
+    """``/ui/s/<path key>/rest`` routed as ``/ui/rest``, the key kept in the scope for the
+    cookie check: the routes know one set of paths, the session's own prefix is the guard's."""
+    path = scope.get("path", "")
+    if not path.startswith(SESSION_PREFIX):
+        return
+    key, _, rest = path[len(SESSION_PREFIX):].partition("/")
+    if not key or len(key) > 100 or not set(key) <= _PATH_KEY_CHARS:
+        return  # not a session path: routed as it is (a 404, or the login page)
+    scope[UI_PATH_KEY_SCOPE_KEY] = key
+    scope["path"] = UI_PATH + ("/" + rest if rest else "")
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        prefix = (SESSION_PREFIX + key).encode()
+        if raw.startswith(prefix):
+            scope["raw_path"] = UI_PATH.encode() + raw[len(prefix):]
 
 
 def _hostname(host: str) -> str:

@@ -26,7 +26,7 @@ from amem.kernel import safejson
 from ..errors import ToolError
 from ..http_guard import FAVICON_PATH, UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
 from ..keys import Principal
-from .html import CSP, Html, bare, esc, page
+from .html import CSP, Html, bare, esc, page, reset_base, set_base
 from .sessions import COOKIE, UiSession, UiSessions
 
 if TYPE_CHECKING:
@@ -81,6 +81,15 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             started = time.perf_counter()
             principal = _principal(request)
             session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
+            # every link of the page under the session's own path (its cookie goes nowhere else)
+            base = set_base(session.base if session is not None else UI_PATH)
+            try:
+                return build_page(request, principal, session, started)
+            finally:
+                reset_base(base)
+
+        def build_page(request: Request, principal: Principal, session: UiSession | None,
+                       started: float) -> Response:
             try:
                 agent = _agent(request, principal, deps.default_agent)
                 body = build(request, agent, principal)
@@ -194,14 +203,14 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                     '<p class="error" role="alert">This login link was used already or has '
                     "expired. Run <code>amem ui</code> again for a new one, or log in with a "
                     "key below.</p>" + _key_form())), 401)
-            return _with_cookie(RedirectResponse(f"{UI_PATH}/notes", status_code=303), session)
+            return _with_cookie(RedirectResponse(f"{session.base}/notes", status_code=303), session)
         return html_response(bare("Log in", _key_form()))
 
     def login_with_key(request: Request) -> Response:
         principal = _principal(request)
         session = deps.sessions.open(principal)
         log.info("inspector session opened for key %s", principal.key_id)
-        return _with_cookie(JSONResponse({"ok": True, "next": f"{UI_PATH}/notes"}), session)
+        return _with_cookie(JSONResponse({"ok": True, "next": f"{session.base}/notes"}), session)
 
     def login_link(request: Request) -> Response:
         principal = _principal(request)
@@ -216,17 +225,22 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         # a GET changes nothing (a link or a prefetch must not end the session): it offers the
         # button, whose POST carries the page's CSRF token
         session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
-        return html_response(page("Log out", Html(
-            "<p>End this browser session? The login link or a key is needed to come back.</p>"
-            '<button type="button" id="logout-now">Log out</button>'), current="", who=_who(
-                _principal(request)), agent=None, csrf=session.csrf if session else ""))
+        base = set_base(session.base if session is not None else UI_PATH)
+        try:
+            return html_response(page("Log out", Html(
+                "<p>End this browser session? The login link or a key is needed to come back.</p>"
+                '<button type="button" id="logout-now">Log out</button>'), current="", who=_who(
+                    _principal(request)), agent=None, csrf=session.csrf if session else ""))
+        finally:
+            reset_base(base)
 
     def logout(request: Request) -> Response:
         session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
         if session is not None:
             deps.sessions.close(session.id)
-        response = JSONResponse({"ok": True, "next": f"{UI_PATH}/login"})
-        response.delete_cookie(COOKIE, path=UI_PATH)
+        response = JSONResponse({"ok": True, "next": f"{UI_PATH}/login"}, headers=_HEADERS)
+        if session is not None:
+            response.delete_cookie(COOKIE, path=session.base)
         return response
 
     def static(request: Request) -> Response:
@@ -242,7 +256,9 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
 
     def home(request: Request) -> Response:
-        return RedirectResponse(f"{UI_PATH}/notes", status_code=303)
+        session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
+        return RedirectResponse(f"{session.base if session else UI_PATH}/notes", status_code=303,
+                                headers=_HEADERS)
 
     # ------------------------------------------------------------------ actions
 
@@ -500,7 +516,9 @@ def _who(principal: Principal) -> str:
 
 
 def _with_cookie(response: Response, session: UiSession) -> Response:
-    response.set_cookie(COOKIE, session.id, path=UI_PATH, httponly=True, samesite="strict",
+    # Path: the session's secret path. Cookies are not kept apart by port, so a cookie for
+    # /ui went to every server on 127.0.0.1; under /ui/s/<key> only to this session's pages.
+    response.set_cookie(COOKIE, session.id, path=session.base, httponly=True, samesite="strict",
                         secure=False)  # 127.0.0.1 over plain HTTP: a Secure cookie would never be sent
     for k, v in _HEADERS.items():
         response.headers.setdefault(k, v)

@@ -252,7 +252,7 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
              f"({view.summary_tokens} in {view.summary_count} summaries, {view.message_tokens} in "
              f"messages; {view.dropped_count} dropped to fit; stored context {view.stored_tokens}, "
              f"threshold {view.threshold_tokens}).{compact_note}</p>"),
-        Html(f'<form method="get" action="/ui/{base}" aria-label="Context budget">'
+        Html(f'<form method="get" action="{url(base)}" aria-label="Context budget">'
              f'<input type="hidden" name="agent" value="{esc(view_agent)}">'
              f'<div class="field"><label for="f-budget">Token budget</label><input id="f-budget" '
              f'name="budget" type="number" min="1" value="{view.token_budget}"></div>'

@@ -241,7 +241,7 @@ def svg(graph: Graph, agent: str, title: str, now: datetime | None = None) -> Ht
 
 def render_graph(store: MemoryStore, agent: str, note_id: str, subject: str, query: str) -> Html:
     form = Html(
-        '<form method="get" action="/ui/graph" aria-label="Choose the graph">'
+        f'<form method="get" action="{attr(url("graph"))}" aria-label="Choose the graph">'
         f'<input type="hidden" name="agent" value="{attr(agent)}">'
         f'<div class="field"><label for="g-note">Around note id</label><input id="g-note" name="note" value="{attr(note_id)}"></div>'
         f'<div class="field"><label for="g-subject">Subject</label><input id="g-subject" name="subject" value="{attr(subject)}"></div>'

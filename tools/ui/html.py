@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+from contextvars import ContextVar, Token
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
@@ -44,10 +45,30 @@ def join(parts: Iterable[Any]) -> Html:
     return Html("".join(esc(p) for p in parts))
 
 
+#: where the pages of the request being built live: ``/ui/s/<session's path key>`` for a
+#: browser session (its cookie is sent under that path only), ``/ui`` for a Bearer key
+_BASE: ContextVar[str] = ContextVar("amem_ui_base", default="/ui")
+
+
+def set_base(base: str) -> Token[str]:
+    """Build the links of this request's page under ``base`` (reset with the token after)."""
+    return _BASE.set(base)
+
+
+def reset_base(token: Token[str]) -> None:
+    _BASE.reset(token)
+
+
+def base() -> str:
+    return _BASE.get()
+
+
 def url(path: str, **params: Any) -> str:
-    """``/ui/<path>`` with the non-empty ``params`` as its query."""
+    """``<base>/<path>`` (``/ui/...``, or under the session's secret path) with the non-empty
+    ``params`` as its query: every link, form and redirect of a page is built here, so none
+    leaves the path its session cookie is sent to."""
     kept = {k: v for k, v in params.items() if v not in (None, "", False)}
-    return f"/ui/{path}" + (f"?{urlencode(kept)}" if kept else "")
+    return f"{_BASE.get()}/{path}" + (f"?{urlencode(kept)}" if kept else "")
 
 
 def cut(text: str, limit: int, whole: str | None = None) -> Html:
@@ -126,19 +147,20 @@ def page(title: str, body: Html, *, current: str, who: str, agent: str | None,
         f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · amem inspector</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="stylesheet" href="/ui/static/ui.css"><script src="/ui/static/ui.js" defer></script>'
-        f'<meta name="amem-csrf" content="{attr(csrf)}"></head><body>'
+        f'<meta name="amem-csrf" content="{attr(csrf)}"><meta name="amem-base" '
+        f'content="{attr(base())}"></head><body>'
         '<a class="skip" href="#main">Skip to content</a>'
         f'<header><span class="brand">amem inspector</span><nav aria-label="Pages"><ul>{nav}</ul></nav>'
         f'<span class="who" id="who">{esc(who)}{" · agent " if agent else ""}{esc(agent or "")} · {rights}</span>'
         f"{_agent_form(current, agent) if choose_agent else ''}"
-        '<a class="logout" id="logout" href="/ui/logout">Log out</a></header>'
+        f'<a class="logout" id="logout" href="{attr(url("logout"))}">Log out</a></header>'
         f'<main id="main" tabindex="-1"><h1>{esc(title)}</h1>{body}</main>'
         f"<footer>{timing}</footer></body></html>")
 
 
 def _agent_form(current: str, agent: str | None) -> str:
     """An owner's choice of agent (agent keys see their own only)."""
-    return (f'<form method="get" action="/ui/{attr(current)}" aria-label="Choose the agent" class="agent">'
+    return (f'<form method="get" action="{attr(url(current))}" aria-label="Choose the agent" class="agent">'
             f'<label for="agent-choice">Agent</label><input id="agent-choice" name="agent" '
             f'value="{attr(agent or "")}" size="12"><button type="submit">Show</button></form>')
 

@@ -119,7 +119,7 @@ def notes_page(store: MemoryStore, agent: str, filters: NoteFilters, cursor: str
 def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
     rows: list[tuple[Any, ...]]
     filters = NoteFilters.from_query(query)
-    controls = form("/ui/notes", [
+    controls = form(url("notes"), [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
         field("q", "Full text", filters.q, kind="search",
               hint="notes holding a word of it, ranked by BM25; the filters below apply too"),
@@ -231,7 +231,7 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
     links = query.get("links", "on") != "off"
     heat = query.get("heat", "on") != "off"
     onoff = (("on", "on"), ("off", "off"))
-    controls = form("/ui/search", [
+    controls = form(url("search"), [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
         field("q", "Query", q, kind="search"),
         field("links", "Link expansion", "on" if links else "off", options=onoff),

@@ -332,10 +332,11 @@ def test_logout_is_a_post_with_the_csrf_token(pages: Pages) -> None:
     session = pages.book.open(Principal("ui-login", None, owner=True))
     pages.client.cookies.clear()
     cookie = {"Cookie": f"{COOKIE}={session.id}"}
-    page = pages.client.get("/ui/logout", headers=cookie)
+    page = pages.client.get(f"{session.base}/logout", headers=cookie)
     assert page.status_code == 200 and 'id="logout-now"' in page.text
     assert pages.book.lookup(session.id) is not None  # a GET ends nothing
-    res = pages.client.post("/ui/logout", json={}, headers=cookie)
+    res = pages.client.post(f"{session.base}/logout", json={}, headers=cookie)
     assert res.status_code == 403 and pages.book.lookup(session.id) is not None
-    res = pages.client.post("/ui/logout", json={}, headers={**cookie, "X-Amem-Csrf": session.csrf})
+    res = pages.client.post(f"{session.base}/logout", json={},
+                            headers={**cookie, "X-Amem-Csrf": session.csrf})
     assert res.status_code == 200 and pages.book.lookup(session.id) is None
