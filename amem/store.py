@@ -221,7 +221,8 @@ class MemoryStore:
                min_similarity: float | None = None,
                include_superseded: bool = False, since: str | None = None,
                before: str | None = None,
-               metadata: dict[str, Any] | None = None) -> list["SearchResult"]:
+               metadata: dict[str, Any] | None = None,
+               record_usage: bool = True) -> list["SearchResult"]:
         """Hybrid search (BM25 + dense fused by z-scores, heat, 2-hop links); see ``amem.search``.
 
         ``min_similarity`` (off by default) drops results below that query similarity, so a
@@ -230,14 +231,21 @@ class MemoryStore:
         follows the note that replaced it and carries ``superseded_by``. ``since`` (inclusive) and
         ``before`` (exclusive) bound the notes' event time; ``metadata`` keeps notes whose
         metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
+
+        ``record_usage=False`` makes the search a pure read: no retrieval count, no access
+        time, no entry among the agent's recent searches (so a later ``get`` records no usage
+        heat from it). For a person looking (the inspector), not an agent using its memory.
         """
         self._ensure_open()
+        if not isinstance(record_usage, bool):
+            raise ValidationError("record_usage must be true or false", field="record_usage")
         results = self.searcher.search(
             query, limit=limit, topics_filter=topics_filter, subject=subject,
             agent_id=self._agent(agent_id), expand_links=expand_links, heat=heat,
             min_similarity=min_similarity, include_superseded=include_superseded,
-            since=since, before=before, metadata=metadata)
-        self._build_when_due(wait=False)  # its retrieval counts move the notes it returned
+            since=since, before=before, metadata=metadata, record_usage=record_usage)
+        if record_usage:
+            self._build_when_due(wait=False)  # its retrieval counts move the notes it returned
         return results
 
     def get(self, note_id: str, *, agent_id: str | None = None,

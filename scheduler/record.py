@@ -136,11 +136,18 @@ def append_run(path: Path, entry: dict[str, Any], *, keep: int = RUNS_KEPT) -> N
 
 def read_runs(path: Path) -> list[dict[str, Any]]:
     """The run history, oldest first; a line that is not a JSON object is skipped and logged."""
+    return read_runs_checked(path)[0]
+
+
+def read_runs_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """The run history, oldest first, and the numbers of the lines skipped (not a JSON object,
+    or not UTF-8 text), so that a reader can say so instead of only the log."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
-        return []
+        return [], []
     runs: list[dict[str, Any]] = []
+    skipped: list[int] = []
     for number, line in enumerate(text.splitlines(), 1):
         try:
             item = json.loads(line)
@@ -149,8 +156,9 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
         if isinstance(item, dict):
             runs.append(item)
         elif line.strip():
+            skipped.append(number)
             log.warning("the nightly run history %s: line %d is not a JSON object; skipped", path, number)
-    return runs
+    return runs, skipped
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

@@ -31,13 +31,16 @@ error ``{"error": {code, message, field}}`` with its HTTP status, and nothing be
 Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
 with it that the server on the recorded port is the one that wrote the record, before it
 sends the record's secret (``tools.remote``), and the inspector's login page and its static
-files (``GET /ui/login``, ``GET /ui/static/...``).
+files (``GET /ui/login``, ``GET /ui/static/...``), and ``GET /favicon.ico`` (an empty 204).
 
 **The inspector** (``/ui``, ``tools.ui``) is the one place a browser navigates to, and a
 browser sends no Bearer header on a navigation. On ``/ui`` paths only, step 4 also accepts the
 session cookie of ``tools.ui.sessions`` (``HttpOnly``, ``SameSite=Strict``, opened by a
-one-time login link or a key sent once); the session is bound to its key, so a revoked key
-ends it. A request that changes data with a cookie must also echo the session's CSRF token
+one-time login link or a key sent once), and only under its own session's secret path: a
+request to ``/ui/s/<path key>/rest`` is routed as ``/ui/rest`` with the key kept in the scope,
+and a cookie whose session has another key (or a path without one) opens nothing. The cookie
+is scoped to that path, so the browser sends it to no other server on 127.0.0.1 (cookies are
+not kept apart by port). The session is bound to its key, so a revoked key ends it. A request that changes data with a cookie must also echo the session's CSRF token
 in ``X-Amem-Csrf``. A page requested without either goes to the login page (303). The cookie
 never opens ``/mcp`` or the host routes.
 """
@@ -57,7 +60,7 @@ from urllib.parse import quote, urlsplit
 from .errors import ToolError, error_result
 from .keys import KeyFileError, KeyStore, Principal
 from .tenancy import AGENT_HEADER, decode_header
-from .ui.sessions import COOKIE, CSRF_HEADER, UiSession, UiSessions
+from .ui.sessions import COOKIE, CSRF_HEADER, SESSION_PREFIX, UiSession, UiSessions
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +76,13 @@ PRINCIPAL_SCOPE_KEY = "amem.principal"
 PROOF_PATH = "/amem/proof"
 #: the inspector's pages (``tools.ui``): the only paths a session cookie opens
 UI_PATH = "/ui"
+#: what browsers ask every page for: an empty answer, to anyone (it holds nothing)
+FAVICON_PATH = "/favicon.ico"
 #: where the scope carries the inspector session a cookie opened
 UI_SESSION_SCOPE_KEY = "amem.ui_session"
+#: where the scope carries the session path key a request came under (``/ui/s/<key>/...``)
+UI_PATH_KEY_SCOPE_KEY = "amem.ui_path_key"
+_PATH_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_SESSION_IDLE = 600.0
@@ -135,9 +143,32 @@ class Refused(Exception):
         self.headers = headers or {}
 
 
-async def _refuse(send: Send, refused: Refused) -> None:
+#: the page a browser navigating to the inspector from another site is shown (a login link
+#: clicked in a web mail or chat): the JSON refusal told a newcomer nothing
+_CROSS_SITE_PAGE = (
+    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Open this link from '
+    'the address bar · amem inspector</title></head><body><main><h1>Open this link from the '
+    "address bar</h1><p>The amem inspector was opened from another web site, and it opens no "
+    "page for other sites (so that a page you visit cannot use your session).</p><p>Copy the "
+    "link, paste it into your browser's address bar and press Enter.</p></main></body></html>")
+
+
+def _navigation(scope: Scope) -> bool:
+    """A browser loading an inspector page (not a script's request, not another route)."""
+    path = scope.get("path", "")
+    if scope.get("method") != "GET" or not (path == UI_PATH or path.startswith(UI_PATH + "/")):
+        return False
+    modes = [v for k, v in scope.get("headers", []) if k.lower() == b"sec-fetch-mode"]
+    return modes == [b"navigate"]
+
+
+async def _refuse(send: Send, refused: Refused, scope: Scope | None = None) -> None:
     body = json.dumps(error_result(refused.code, refused.message, refused.field)).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    ctype = b"application/json"
+    if scope is not None and refused.field in ("Sec-Fetch-Site", "Origin") and _navigation(scope):
+        body, ctype = _CROSS_SITE_PAGE.encode(), b"text/html; charset=utf-8"
+    headers = [(b"content-type", ctype), (b"content-length", str(len(body)).encode()),
+               (b"referrer-policy", b"no-referrer")]
     headers += [(k.lower().encode(), v.encode()) for k, v in refused.headers.items()]
     await send({"type": "http.response.start", "status": _STATUS.get(refused.code, 400),
                 "headers": headers})
@@ -245,10 +276,11 @@ class Guard:
         if scope["type"] != "http":  # websockets: no route here speaks them
             await send({"type": "websocket.close", "code": 1008})
             return
+        _strip_session_path(scope)
         try:
             principal = self._admit(scope)
         except Refused as refused:
-            await _refuse(send, refused)
+            await _refuse(send, refused, scope)
             return
         try:
             receive = await self._bounded_body(scope, receive)
@@ -292,7 +324,7 @@ class Guard:
                 raise Refused("unsupported_media_type", f"a {method} must send Content-Type: "
                               f"application/json, not {ctype[:80] or 'none'!r}", "Content-Type")
         path = scope["path"]
-        if method == "GET" and (path == PROOF_PATH or path == UI_PATH + "/login"
+        if method == "GET" and (path in (PROOF_PATH, FAVICON_PATH, UI_PATH + "/login")
                                 or path.startswith(UI_PATH + "/static/")):
             return None
         in_ui = path == UI_PATH or path.startswith(UI_PATH + "/")
@@ -301,10 +333,10 @@ class Guard:
         else:
             principal = self._authenticate(headers)
         self._narrow(scope, headers, principal)
-        # logging in to the inspector with a read-only key changes no data
-        logging_in = path == UI_PATH + "/login" and method == "POST"
+        # logging in to the inspector (or out) with a read-only key changes no data
+        session_door = path in (UI_PATH + "/login", UI_PATH + "/logout") and method == "POST"
         if (principal.read_only and method not in ("GET", "HEAD") and path != self.config.mcp_path
-                and not logging_in):
+                and not session_door):
             raise Refused("forbidden", f"key {principal.key_id} is read-only; {method} "
                           f"{scope['path'][:100]} changes data", "Authorization")
         return principal
@@ -340,12 +372,20 @@ class Guard:
         return principal
 
     def _ui_session(self, scope: Scope, headers: "_Headers", method: str) -> Principal:
-        """The principal of the inspector's session cookie (``tools.ui.sessions``)."""
+        """The principal of the inspector's session cookie (``tools.ui.sessions``), accepted
+        only under its own session's path (``/ui/s/<path key>/``): a cookie shown elsewhere
+        (copied, or sent by the browser to another local server and replayed) opens nothing.
+        Every ``amem_ui`` cookie sent is tried: a cookie planted beside the real one (another
+        port's server can set cookies for 127.0.0.1) must not hide it."""
         book = self.config.ui_sessions
-        session_id = _cookie(headers.one("cookie"), COOKIE)
+        path_key = scope.get(UI_PATH_KEY_SCOPE_KEY)
         session: UiSession | None = None
-        if book is not None and session_id:
-            session = book.lookup(session_id)
+        if book is not None and path_key:
+            for session_id in _cookies(headers.one("cookie"), COOKIE):
+                found = book.lookup(session_id)
+                if found is not None and found.owns_path(path_key):
+                    session = found
+                    break
         if session is not None and not self._key_alive(session.principal):
             book.close(session.id)  # type: ignore[union-attr]  # a session implies its book
             session = None
@@ -483,13 +523,32 @@ def _sdk_user(principal: Principal) -> Any:
     return AuthenticatedUser(AccessToken(token="-", client_id=f"amem-key:{principal.key_id}", scopes=[]))
 
 
-def _cookie(header: str | None, name: str) -> str | None:
-    """One cookie's value from a ``Cookie`` header."""
+def _cookies(header: str | None, name: str) -> list[str]:
+    """Every value a ``Cookie`` header gives ``name`` (at most 8), in the order sent."""
+    found = []
     for part in (header or "").split(";"):
         key, sep, value = part.strip().partition("=")
-        if sep and key == name:
-            return value
-    return None
+        if sep and key == name and value:
+            found.append(value)
+    return found[:8]
+
+
+def _strip_session_path(scope: Scope) -> None:
+    """``/ui/s/<path key>/rest`` routed as ``/ui/rest``, the key kept in the scope for the
+    cookie check: the routes know one set of paths, the session's own prefix is the guard's."""
+    path = scope.get("path", "")
+    if not path.startswith(SESSION_PREFIX):
+        return
+    key, _, rest = path[len(SESSION_PREFIX):].partition("/")
+    if not key or len(key) > 100 or not set(key) <= _PATH_KEY_CHARS:
+        return  # not a session path: routed as it is (a 404, or the login page)
+    scope[UI_PATH_KEY_SCOPE_KEY] = key
+    scope["path"] = UI_PATH + ("/" + rest if rest else "")
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        prefix = (SESSION_PREFIX + key).encode()
+        if raw.startswith(prefix):
+            scope["raw_path"] = UI_PATH.encode() + raw[len(prefix):]
 
 
 def _hostname(host: str) -> str:

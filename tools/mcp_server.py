@@ -363,12 +363,21 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
                      limits: CallLimits | None = None, owner: OwnerAccess | None = None,
-                     guard: GuardConfig | None = None, runs_path: Path | None = None) -> None:
-    """Serve streamable HTTP on 127.0.0.1:``port`` until cancelled."""
+                     guard: GuardConfig | None = None, runs_path: Path | None = None,
+                     on_listening: Callable[[], None] | None = None) -> None:
+    """Serve streamable HTTP on 127.0.0.1:``port`` until cancelled; ``on_listening`` is called
+    once this server's own socket is bound and listening (never when the bind failed)."""
     import uvicorn
 
     app = http_app(facade, path=path, limits=limits, owner=owner, guard=guard, runs_path=runs_path)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
                             lifespan="on")
     log.info("amem MCP server on http://127.0.0.1:%d%s", port, path)
-    await uvicorn.Server(config).serve()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)  # exits the process's serve() when it cannot bind
+            if self.started and on_listening is not None:
+                on_listening()
+
+    await Server(config).serve()

@@ -113,8 +113,9 @@ class Searcher:
                subject: str | None, agent_id: str, expand_links: bool | None = None,
                heat: bool | None = None, min_similarity: float | None = None,
                include_superseded: bool = False, since: Any = None, before: Any = None,
-               metadata: Any = None) -> list[SearchResult]:
-        """The pipeline of the module docstring, for one agent.
+               metadata: Any = None, record_usage: bool = True) -> list[SearchResult]:
+        """The pipeline of the module docstring, for one agent (``record_usage=False``: no
+        retrieval counted, no recent search remembered; a look, not a use).
 
         The engine is not told the conditions the store's facts make vacuous (the tenant of
         the agent owning every point, ``is_active``, expiry, supersession): on a plain
@@ -134,8 +135,9 @@ class Searcher:
                         (link for r in done.results for link in r.links))
         for r in done.results:
             r.links = [link for link in r.links if link in live]
-        self._bump_heat(done.matches, done.now)
-        self._recent.searched(agent_id, done.qvec, [r.id for r in done.results])
+        if record_usage:
+            self._bump_heat(done.matches, done.now)
+            self._recent.searched(agent_id, done.qvec, [r.id for r in done.results])
         return done.results
 
     def _run(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,

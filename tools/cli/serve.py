@@ -81,6 +81,21 @@ def _port(text: str) -> int:
     return port
 
 
+def _open_lcm(rt: Any) -> Any:
+    """The conversation store, or a CliError that names its file and the way around it: a
+    damaged lcm.db gave "unexpected DatabaseError", which said neither."""
+    import sqlite3
+
+    try:
+        return rt.lcm
+    except sqlite3.DatabaseError as exc:
+        where = rt.settings.lcm.database_path or str(rt.lcm_path)
+        raise CliError(f"the conversation store {where} cannot be opened ({exc}): restore it "
+                       "from a backup or move it aside (a new, empty one is then created); or "
+                       "run with --no-lcm to serve the notes without the conversation store",
+                       code="unavailable", field="lcm.db") from None
+
+
 def _check_port(port: int) -> None:
     """Refuse a port another process listens on before the stores are opened.
 
@@ -140,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             memory.keep_ranking_fields()
             # and agents add one note at a time: those too get indexed as they pile up
             memory.keep_index_built()
-            lcm = None if args.no_lcm else rt.lcm
+            lcm = None if args.no_lcm else _open_lcm(rt)
             handle = worker = None
             try:
                 if not args.no_scheduler:
@@ -163,8 +178,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                          ui_sessions=getattr(args, "ui_sessions", None))
                         runs = rt.settings.scheduler.runs_path
                         try:
-                            anyio.run(lambda: serve_http(facade, port=args.port, path=args.path,
-                                                         owner=owner, guard=config, runs_path=runs))
+                            anyio.run(lambda: serve_http(
+                                facade, port=args.port, path=args.path, owner=owner, guard=config,
+                                runs_path=runs, on_listening=getattr(args, "on_listening", None)))
                         except SystemExit as exc:  # uvicorn exits (code 3) when it cannot bind
                             if exc.code in (0, None):
                                 raise

@@ -53,32 +53,31 @@ def cmd_ui(args: argparse.Namespace) -> int:
     book = UiSessions()
     token = book.issue_login(Principal("ui-login", None, owner=True))
     link = f"http://127.0.0.1:{args.port}/ui/login?t={token}"
+    # The link is printed (and the browser opened) once this process's own server listens:
+    # "something answers on the port" was also true of another program holding it, which was
+    # then shown the login token, and the browser sent to its page.
+    listening = threading.Event()
     for name, value in (("http", True), ("path", "/mcp"), ("lazy", None), ("no_scheduler", True),
                         ("session_key", None), ("insecure_no_auth", False),
-                        ("session_idle", None), ("sessions_per_key", None), ("ui_sessions", book)):
+                        ("session_idle", None), ("sessions_per_key", None), ("ui_sessions", book),
+                        ("on_listening", listening.set)):
         setattr(args, name, value)
-    # the link is printed (and the browser opened) once the server answers on its port
     stop = threading.Event()
-    waiter = threading.Thread(target=_show_when_listening, args=(link, args, stop), daemon=True)
+    waiter = threading.Thread(target=_show_when_listening, args=(link, args, listening, stop),
+                              daemon=True)
     waiter.start()
     try:
         return cmd_serve(args)
     finally:
         stop.set()
+        listening.set()  # wakes the waiter, which then sees ``stop`` and prints nothing
 
 
-def _show_when_listening(link: str, args: argparse.Namespace, stop: threading.Event) -> None:
-    import socket
-
-    while not stop.wait(0.1):
-        try:
-            with socket.create_connection(("127.0.0.1", args.port), timeout=1):
-                break
-        except OSError:
-            continue
-    else:
-        return  # the server stopped (or never started): its own error says why
-    _show(link, args)
+def _show_when_listening(link: str, args: argparse.Namespace, listening: threading.Event,
+                         stop: threading.Event) -> None:
+    listening.wait()
+    if not stop.is_set():  # the server stopped (or never started): its own error says why
+        _show(link, args)
 
 
 def _link_from_server(url: str, token: str | None) -> str:

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from amem.kernel import safejson
 
 from ..errors import ToolError
-from ..http_guard import UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
+from ..http_guard import FAVICON_PATH, UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
 from ..keys import Principal
-from .html import CSP, Html, bare, esc, page
+from .html import CSP, Html, bare, esc, page, reset_base, set_base
 from .sessions import COOKIE, UiSession, UiSessions
 
 if TYPE_CHECKING:
@@ -81,6 +81,15 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             started = time.perf_counter()
             principal = _principal(request)
             session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
+            # every link of the page under the session's own path (its cookie goes nowhere else)
+            base = set_base(session.base if session is not None else UI_PATH)
+            try:
+                return build_page(request, principal, session, started)
+            finally:
+                reset_base(base)
+
+        def build_page(request: Request, principal: Principal, session: UiSession | None,
+                       started: float) -> Response:
             try:
                 agent = _agent(request, principal, deps.default_agent)
                 body = build(request, agent, principal)
@@ -134,30 +143,43 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                            request.query_params.get("page"))
 
     def conversation(request: Request, agent: str, principal: Principal) -> Html:
-        from .conversations import render_conversation
+        from .conversations import MAX_ID, render_conversation, whole_number
 
-        raw = request.path_params["conversation_id"]
-        if not raw.isdigit():
-            raise ToolError("invalid_argument", f"a conversation id is a number, not {raw[:40]!r}")
+        number = whole_number(request.path_params["conversation_id"], "conversation id",
+                              maximum=MAX_ID)
         return render_conversation(_need_lcm(deps), None if principal.owner else agent, agent,
-                                   int(raw), request.query_params.get("page"),
+                                   number, request.query_params.get("page"),
                                    request.query_params.get("budget"),
                                    can_write=not principal.read_only)
+
+    def conversation_item(kind: str) -> Callable[[Request, str, Principal], Html]:
+        def build(request: Request, agent: str, principal: Principal) -> Html:
+            from .conversations import MAX_ID, render_item, whole_number
+
+            number = whole_number(request.path_params["conversation_id"], "conversation id",
+                                  maximum=MAX_ID)
+            return render_item(_need_lcm(deps), None if principal.owner else agent, agent,
+                               number, kind, request.path_params["item_id"])
+
+        return build
 
     def health(request: Request, agent: str, principal: Principal) -> Html:
         from dataclasses import asdict
 
-        from scheduler.record import read_runs
+        from scheduler.record import read_runs_checked
 
         from ..reports import lcm_report
         from .health import render_health
 
         memory = _need_memory(deps)
-        runs = read_runs(deps.runs_path) if deps.runs_path else []
+        runs, skipped = read_runs_checked(deps.runs_path) if deps.runs_path else ([], [])
         doctor = None
         if principal.owner:
             # not the owner's `status` report: it counts the agents by reading every note
-            status: dict[str, Any] = {"memory": asdict(memory.info()),
+            notes = asdict(memory.info())
+            if notes.get("agents") is None:  # info() leaves it out: counting reads every note
+                notes["agents"] = "not counted on this page (it reads every note): amem status"
+            status: dict[str, Any] = {"memory": notes,
                                       "lcm": lcm_report(deps.lcm, "status"),
                                       "last nightly run": runs[-1] if runs else "none recorded"}
             if request.query_params.get("doctor") == "1" and deps.owner_report is not None:
@@ -167,7 +189,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         else:
             status = {"agent": agent, "notes": memory.count(agent_id=agent)}
         return render_health(owner=principal.owner, status=status, doctor=doctor, runs=runs,
-                             index_build=memory.index.build.to_dict(), agent=agent)
+                             index_build=memory.index.build.to_dict(), agent=agent,
+                             skipped_lines=skipped)
 
     # ------------------------------------------------------------------ login
 
@@ -180,14 +203,14 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                     '<p class="error" role="alert">This login link was used already or has '
                     "expired. Run <code>amem ui</code> again for a new one, or log in with a "
                     "key below.</p>" + _key_form())), 401)
-            return _with_cookie(RedirectResponse(f"{UI_PATH}/notes", status_code=303), session)
+            return _with_cookie(RedirectResponse(f"{session.base}/notes", status_code=303), session)
         return html_response(bare("Log in", _key_form()))
 
     def login_with_key(request: Request) -> Response:
         principal = _principal(request)
         session = deps.sessions.open(principal)
         log.info("inspector session opened for key %s", principal.key_id)
-        return _with_cookie(JSONResponse({"ok": True, "next": f"{UI_PATH}/notes"}), session)
+        return _with_cookie(JSONResponse({"ok": True, "next": f"{session.base}/notes"}), session)
 
     def login_link(request: Request) -> Response:
         principal = _principal(request)
@@ -198,12 +221,26 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         token = deps.sessions.issue_login(principal)
         return JSONResponse({"path": f"{UI_PATH}/login?t={token}"})
 
+    def logout_page(request: Request) -> Response:
+        # a GET changes nothing (a link or a prefetch must not end the session): it offers the
+        # button, whose POST carries the page's CSRF token
+        session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
+        base = set_base(session.base if session is not None else UI_PATH)
+        try:
+            return html_response(page("Log out", Html(
+                "<p>End this browser session? The login link or a key is needed to come back.</p>"
+                '<button type="button" id="logout-now">Log out</button>'), current="", who=_who(
+                    _principal(request)), agent=None, csrf=session.csrf if session else ""))
+        finally:
+            reset_base(base)
+
     def logout(request: Request) -> Response:
         session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
         if session is not None:
             deps.sessions.close(session.id)
-        response = RedirectResponse(f"{UI_PATH}/login", status_code=303)
-        response.delete_cookie(COOKIE, path=UI_PATH)
+        response = JSONResponse({"ok": True, "next": f"{UI_PATH}/login"}, headers=_HEADERS)
+        if session is not None:
+            response.delete_cookie(COOKIE, path=session.base)
         return response
 
     def static(request: Request) -> Response:
@@ -214,8 +251,14 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         return Response((STATIC / name).read_bytes(), media_type=kind,
                         headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
 
+    def favicon(request: Request) -> Response:
+        # browsers ask for it on every page; without a route it was a 401 in every console
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
+
     def home(request: Request) -> Response:
-        return RedirectResponse(f"{UI_PATH}/notes", status_code=303)
+        session: UiSession | None = request.scope.get(UI_SESSION_SCOPE_KEY)
+        return RedirectResponse(f"{session.base if session else UI_PATH}/notes", status_code=303,
+                                headers=_HEADERS)
 
     # ------------------------------------------------------------------ actions
 
@@ -269,10 +312,12 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
 
     routes = [
         Route(UI_PATH, home, methods=["GET"]),
+        Route(FAVICON_PATH, favicon, methods=["GET"]),
         Route(UI_PATH + "/login", login, methods=["GET"]),
         Route(UI_PATH + "/login", login_with_key, methods=["POST"]),
         Route(UI_PATH + "/login-link", login_link, methods=["POST"]),
-        Route(UI_PATH + "/logout", logout, methods=["GET"]),
+        Route(UI_PATH + "/logout", logout_page, methods=["GET"]),
+        Route(UI_PATH + "/logout", logout, methods=["POST"]),
         Route(UI_PATH + "/static/{name}", static, methods=["GET"]),
         Route(UI_PATH + "/notes", view("notes", "Notes", notes), methods=["GET"]),
         Route(UI_PATH + "/search", view("search", "Search playground", search), methods=["GET"]),
@@ -282,6 +327,10 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
               methods=["GET"]),
         Route(UI_PATH + "/conversation/{conversation_id}",
               view("conversations", "Conversation", conversation), methods=["GET"]),
+        Route(UI_PATH + "/conversation/{conversation_id}/message/{item_id}",
+              view("conversations", "Message", conversation_item("message")), methods=["GET"]),
+        Route(UI_PATH + "/conversation/{conversation_id}/summary/{item_id}",
+              view("conversations", "Summary", conversation_item("summary")), methods=["GET"]),
         Route(UI_PATH + "/health", view("health", "Health", health), methods=["GET"]),
         Route(UI_PATH + "/api/unsupersede", unsupersede, methods=["POST"]),
         Route(UI_PATH + "/api/lcm", lcm_action, methods=["POST"]),
@@ -326,7 +375,7 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
     from lcm.operator.dissolve import plan_dissolve
     from lcm.operator.repair import RepairKit
 
-    from .conversations import conversation
+    from .conversations import MAX_ID, conversation, whole_number
 
     op = body.get("op")
     if op not in ("rewrite", "dissolve", "repair"):
@@ -341,9 +390,10 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
         conversation(store, agent, int(rows[0][0]))  # another agent's: not found, as a missing one
     else:
         raw = body.get("conversationId")
-        if not isinstance(raw, (str, int)) or not str(raw).isdigit():
+        if raw is None:
             raise ToolError("invalid_argument", "repair needs conversationId", field="conversationId")
-        conversation(store, agent, int(raw))
+        conversation_id = whole_number(raw, "conversationId", maximum=MAX_ID)
+        conversation(store, agent, conversation_id)
     if op == "dissolve":
         plan: Any = plan_dissolve(store.db, summary_id)  # type: ignore[arg-type]
         effect = (f"dissolve {plan.summary_id}: {len(plan.restored)} sources return to the context "
@@ -352,7 +402,7 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
         return op, plan, {"effect": effect, "diff": ""}
     kit = RepairKit.of(store)
     plan = kit.plan_rewrite(summary_id) if op == "rewrite" else kit.plan_repair(  # type: ignore[arg-type]
-        conversation_id=int(body["conversationId"]))
+        conversation_id=conversation_id)
     skipped = "; ".join(f"{s.summary_id}: {s.reason}" for s in plan.skipped[:5])
     effect = (f"{op}: {len(plan.rewrites)} summaries rewritten, token change {plan.token_delta:+d}"
               + (f"; skipped {len(plan.skipped)} ({skipped})" if plan.skipped else ""))
@@ -425,9 +475,20 @@ async def _answer(work: Callable[[], dict[str, Any]]) -> Response:
         return JSONResponse(await anyio.to_thread.run_sync(work))
     except Exception as exc:
         status, message = _error_status(exc)
-        return JSONResponse({"error": {"code": str(getattr(exc, "code", "invalid_argument")),
-                                       "message": message, "field": getattr(exc, "field", None)}},
+        return JSONResponse({"error": {"code": _error_code(exc, status), "message": message,
+                                       "field": getattr(exc, "field", None)}},
                             status_code=status)
+
+
+#: the code of a failure that carries none, by its status (a 403 said "invalid_argument")
+_CODES = {400: "invalid_argument", 403: "forbidden", 404: "not_found", 503: "unavailable",
+          500: "internal"}
+
+
+def _error_code(exc: Exception, status: int) -> str:
+    """The error's code, agreeing with its status: its own when it has one, else the status's."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and not isinstance(exc, Denied) else _CODES.get(status, "error")
 
 
 def _error_status(exc: Exception) -> tuple[int, str]:
@@ -439,7 +500,8 @@ def _error_status(exc: Exception) -> tuple[int, str]:
     code = getattr(exc, "code", None)
     if isinstance(exc, (ToolError, MemoryToolError)) or code is not None:
         message = getattr(exc, "message", None) or str(exc)
-        return {"not_found": 404, "forbidden": 403, "unavailable": 503}.get(str(code), 400), message
+        return {"not_found": 404, "forbidden": 403, "unavailable": 503,
+                "llm_unavailable": 503}.get(str(code), 400), message
     if isinstance(exc, ValueError):
         return 400, str(exc)
     log.exception("inspector page failed")
@@ -454,7 +516,9 @@ def _who(principal: Principal) -> str:
 
 
 def _with_cookie(response: Response, session: UiSession) -> Response:
-    response.set_cookie(COOKIE, session.id, path=UI_PATH, httponly=True, samesite="strict",
+    # Path: the session's secret path. Cookies are not kept apart by port, so a cookie for
+    # /ui went to every server on 127.0.0.1; under /ui/s/<key> only to this session's pages.
+    response.set_cookie(COOKIE, session.id, path=session.base, httponly=True, samesite="strict",
                         secure=False)  # 127.0.0.1 over plain HTTP: a Secure cookie would never be sent
     for k, v in _HEADERS.items():
         response.headers.setdefault(k, v)

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from lcm.errors import LcmNotFoundError
 
+from ..errors import ToolError
 from ..tenancy import PREFIX, agent_segment, session_owner
-from .html import Html, esc, join, link, table, url
+from .html import Html, cut, esc, join, link, table, url
 
 if TYPE_CHECKING:
     from lcm import LcmStore
@@ -80,17 +81,68 @@ def messages_page(store: LcmStore, conversation_id: int, page: int) -> tuple[lis
 
 #: the budget the context view assembles for when the page names none
 DEFAULT_BUDGET = 32000
+#: characters of a message shown in the table, and of a context item (the rest one link away)
+MESSAGE_CUT = 600
+CONTEXT_CUT = 240
+
+
+def render_item(store: LcmStore, agent: str | None, view_agent: str, conversation_id: int,
+                kind: str, item_id: str) -> Html:
+    """One message (by its id) or summary of a conversation ``agent`` may see, whole."""
+    conversation(store, agent, conversation_id)
+    if kind == "message":
+        message_id = whole_number(item_id, "message id", maximum=MAX_ID)
+        rows = store.db.query("SELECT seq, role, content, token_count, created_at FROM messages "
+                              "WHERE conversation_id = ? AND id = ?", [conversation_id, message_id])
+        fields = ("seq", "role", "content", "tokens", "at")
+    else:
+        rows = store.db.query("SELECT kind, depth, content, token_count, latest_at FROM summaries "
+                              "WHERE conversation_id = ? AND summary_id = ?", [conversation_id, item_id])
+        fields = ("kind", "depth", "content", "tokens", "latest at")
+    if not rows:
+        raise LcmNotFoundError(f"no {kind} {item_id[:80]!r} in conversation {conversation_id}")
+    row = dict(zip(fields, rows[0]))
+    text = str(row.pop("content") or "")
+    back = link(url(f"conversation/{conversation_id}", agent=view_agent), "Back to the conversation")
+    return join([table(["field", "value"], [*row.items(), ("characters", len(text))],
+                       caption=f"This {kind}"),
+                 Html(f'<h2>The whole {esc(kind)}</h2><pre id="whole">{esc(text)}</pre>'), back])
 
 
 # ------------------------------------------------------------------------------ rendering
 
 
+#: the largest id SQLite (and PostgreSQL's BIGINT) stores
+MAX_ID = 2**63 - 1
+MAX_PAGE = 10_000_000
+MAX_BUDGET = 10_000_000
+
+
+def whole_number(raw: str | int | None, field: str, *, maximum: int, minimum: int = 0,
+                 default: int | None = None) -> int:
+    """``raw`` as a whole number in ``[minimum, maximum]``, written in ASCII digits only
+    (``str.isdigit`` also takes '²' and Arabic-Indic digits, which ``int`` reads or refuses
+    with Python's own words); a ``ToolError`` naming ``field`` otherwise, never a 500."""
+    if (raw is None or raw == "") and default is not None:
+        return default
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        text = str(raw)
+    elif isinstance(raw, str):
+        text = raw
+    else:
+        raise ToolError("invalid_argument", f"{field} must be a whole number", field=field)
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(maximum)) + 1:
+        raise ToolError("invalid_argument", f"{field} must be a whole number from {minimum} to "
+                        f"{maximum} in the digits 0-9, got {text[:40]!r}", field=field)
+    value = int(text)
+    if not minimum <= value <= maximum:
+        raise ToolError("invalid_argument", f"{field} must be from {minimum} to {maximum}, got "
+                        f"{text[:40]}", field=field)
+    return value
+
+
 def _page_number(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 0
-    if not raw.isdigit() or int(raw) > 10_000_000:
-        raise ValueError(f"page must be a whole number, got {raw[:40]!r}")
-    return int(raw)
+    return whole_number(raw, "page", maximum=MAX_PAGE, default=0)
 
 
 def render_list(store: LcmStore, agent: str | None, view_agent: str, raw_page: str | None) -> Html:
@@ -157,11 +209,12 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
 
     conv = conversation(store, agent, conversation_id)
     page = _page_number(raw_page)
-    budget = DEFAULT_BUDGET if not raw_budget else _page_number(raw_budget) or DEFAULT_BUDGET
+    budget = whole_number(raw_budget, "budget", minimum=1, maximum=MAX_BUDGET, default=DEFAULT_BUDGET)
     messages, total = messages_page(store, conversation_id, page)
-    msg_rows = [(r[1], r[2], r[3][:600], r[4], (r[5] or "")[:19], r[6] or "") for r in messages]
-    nav = []
     base = f"conversation/{conversation_id}"
+    msg_rows = [(r[1], r[2], cut(r[3], MESSAGE_CUT, url(f"{base}/message/{r[0]}", agent=view_agent)),
+                 r[4], (r[5] or "")[:19], r[6] or "") for r in messages]
+    nav = []
     if page:
         nav.append(link(url(base, agent=view_agent, page=str(page - 1)), "Previous messages", rel="prev"))
     if (page + 1) * PAGE_SIZE < total:
@@ -169,7 +222,9 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     tree = summary_tree(store.db, conversation_id)
     view = context_view(store.db, store.config, conversation_id, budget)
     ctx_rows = [(n, it.type if it.type == "summary" else f"message ({it.role})",
-                 it.id, it.token_count, it.content[:240]) for n, it in enumerate(view.items, 1)]
+                 it.id, it.token_count, cut(it.content, CONTEXT_CUT, url(
+                     f"{base}/{'summary' if it.type == 'summary' else 'message'}/{it.id}",
+                     agent=view_agent))) for n, it in enumerate(view.items, 1)]
     files = large_files(store.db, conversation_id=conversation_id)
     file_rows = [(f.file_id, f.file_name, f.mime_type, f.byte_size, f.token_count,
                   f.exploration_summary[:240]) for f in files]
@@ -187,7 +242,9 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
              "token change) before anything is written.</p>"),
         Html(action_box("lcm", "Repair this conversation's fallback summaries (dry run first)",
                         can_write, op="repair", conversation_id=str(conversation_id),
-                        agent=view_agent)),
+                        agent=view_agent, refused=None if store.llm is not None else
+                        "Repair rewrites summaries with an LLM, and this server has none "
+                        "configured (set llm_base_url); rewrite and dissolve work without one.")),
         _dag_tree(tree, conversation_id, view_agent, can_write),
         Html(f'<h2 id="context">Context view</h2><p id="context-tokens" data-tokens="{view.total_tokens}" '
              f'data-stored="{view.stored_tokens}">What the model receives next under a budget of '
@@ -195,7 +252,7 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
              f"({view.summary_tokens} in {view.summary_count} summaries, {view.message_tokens} in "
              f"messages; {view.dropped_count} dropped to fit; stored context {view.stored_tokens}, "
              f"threshold {view.threshold_tokens}).{compact_note}</p>"),
-        Html(f'<form method="get" action="/ui/{base}" aria-label="Context budget">'
+        Html(f'<form method="get" action="{url(base)}" aria-label="Context budget">'
              f'<input type="hidden" name="agent" value="{esc(view_agent)}">'
              f'<div class="field"><label for="f-budget">Token budget</label><input id="f-budget" '
              f'name="budget" type="number" min="1" value="{view.token_budget}"></div>'
@@ -208,16 +265,20 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     ])
 
 
-def action_box(action: str, label: str, can_write: bool, **data: str) -> str:
-    """A change behind a dry run: the button asks for the plan, the plan offers Confirm."""
+def action_box(action: str, label: str, can_write: bool, refused: str | None = None,
+               **data: str) -> str:
+    """A change behind a dry run: the button asks for the plan, the plan offers Confirm.
+    Disabled, with the reason under it, for a read-only key or when ``refused`` says why the
+    server cannot do it."""
     attrs = "".join(f' data-{k.replace("_", "-")}="{esc(v)}"' for k, v in data.items())
-    disabled = "" if can_write else ' disabled aria-disabled="true"'
-    why = "" if can_write else ('<p class="hint">Your key is read-only: changes need a key with '
-                                "write rights.</p>")
+    if not can_write:
+        refused = "Your key is read-only: changes need a key with write rights."
+    disabled = "" if refused is None else ' disabled aria-disabled="true"'
+    why = "" if refused is None else f'<p class="hint">{esc(refused)}</p>'
     return (f'<div class="action" data-action="{esc(action)}"{attrs}><button type="button" '
             f'class="dry-run"{disabled}>{esc(label)}</button>{why}'
             '<div class="preview" role="status" aria-live="polite"></div></div>')
 
 
-__all__ = ["action_box", "conversation", "conversations_page", "messages_page",
-           "render_conversation", "render_list"]
+__all__ = ["MAX_ID", "action_box", "whole_number", "conversation", "conversations_page", "messages_page",
+           "render_conversation", "render_item", "render_list"]

@@ -8,12 +8,13 @@ and stay readable: the notes are grouped (by hop from the centre, or by their co
 cluster: a note that absorbed others in ``consolidate_merge`` and those it absorbed share a
 group), each group is an arc of one ring, and a node's label is its ``<title>`` (shown on
 hover and read by screen readers) with the full text one click away. Merged clusters are
-outlined, superseded notes drawn hollow.
+outlined; each state (``tools.ui.states``) has its own look, which the legend names.
 """
 
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,11 +22,14 @@ from amem.backends.base import Match, MatchAny, Where
 from amem.notes import Note, point_id
 
 from .html import Html, attr, esc, link, url
+from .states import KINDS, state_of
 
 if TYPE_CHECKING:
     from amem import MemoryStore
 
 MAX_NODES = 300
+#: the time of a picture drawn without one: nothing has expired yet
+_NEVER = datetime.max.replace(tzinfo=timezone.utc)
 SIZE = 900
 _PALETTE = ("#1f5fa8", "#a8321f", "#2a7a2a", "#7a2a7a", "#8a6100", "#006d75", "#5a5a5a", "#b0306b")
 
@@ -109,7 +113,8 @@ def by_subject(store: MemoryStore, agent: str, subject: str) -> Graph:
 
 def from_search(store: MemoryStore, agent: str, query: str) -> Graph:
     """A search's results (group 0) and the notes they link to (group 1)."""
-    results = store.search(query, limit=20, agent_id=agent, expand_links=False)
+    results = store.search(query, limit=20, agent_id=agent, expand_links=False,
+                           record_usage=False)  # drawing the results is no use of them
     graph = Graph()
     for note in _fetch(store, agent, [r.id for r in results]):
         graph.add(note, 0)
@@ -163,8 +168,39 @@ def layout(graph: Graph) -> dict[str, tuple[float, float]]:
     return pos
 
 
-def svg(graph: Graph, agent: str, title: str) -> Html:
-    """The picture: edges, then nodes as links to their note page."""
+#: how each state is drawn: (fill, stroke, dashes); None: the node's group colour
+_LOOK: dict[str, tuple[str | None, str | None, str]] = {
+    "current": (None, None, ""),
+    "partly superseded": (None, "#111111", "4 2"),
+    "superseded": ("#ffffff", None, ""),
+    "expired": ("#ffffff", "#5a5a5a", "2 2"),
+    "merged": ("#c8c8c8", "#5a5a5a", ""),
+    "deleted": ("#c8c8c8", "#5a5a5a", "1 2"),
+}
+_LEGEND_WORDS = {"current": "current (filled)",
+                 "partly superseded": "partly superseded (filled, dashed dark outline)",
+                 "superseded": "superseded (hollow)", "expired": "expired (hollow, dotted grey)",
+                 "merged": "merged away (grey)", "deleted": "deleted (grey, dotted)"}
+
+
+def legend() -> Html:
+    """What each look means, each with its own small circle."""
+    items = []
+    for kind in KINDS:
+        fill, stroke, dash = _LOOK[kind]
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        items.append(f'<li data-state="{attr(kind)}"><svg width="22" height="22" aria-hidden="true">'
+                     f'<circle cx="11" cy="11" r="8" fill="{fill or _PALETTE[0]}" '
+                     f'stroke="{stroke or _PALETTE[0]}" stroke-width="2"{dashes}/></svg> '
+                     f"{esc(_LEGEND_WORDS[kind])}</li>")
+    return Html(f'<ul class="legend" id="graph-legend" aria-label="What the circles mean">'
+                f'{"".join(items)}<li>colour: ring or cluster; a heavy black ring: a consolidation '
+                "survivor</li></ul>")
+
+
+def svg(graph: Graph, agent: str, title: str, now: datetime | None = None) -> Html:
+    """The picture: edges, then nodes as links to their note page, drawn by their state
+    (``now`` decides which have expired: none without it)."""
     pos = layout(graph)
     lines = [f'<line x1="{pos[a][0]:.1f}" y1="{pos[a][1]:.1f}" x2="{pos[b][0]:.1f}" '
              f'y2="{pos[b][1]:.1f}"/>' for a, b in sorted(graph.edges)]
@@ -173,24 +209,28 @@ def svg(graph: Graph, agent: str, title: str) -> Html:
     for node_id, note in graph.nodes.items():
         x, y = pos[node_id]
         colour = _PALETTE[graph.group[node_id] % len(_PALETTE)]
-        hollow = bool(note.superseded_by)
-        fill = "#ffffff" if hollow else colour
+        state = state_of(note, now or _NEVER)
+        fill, edge, dash = _LOOK[state.kind]
+        fill, edge = fill or colour, edge or colour
         radius = 5 if small else 9
         # labels point away from the centre, so that they do not cross the picture
         left = x < SIZE / 2 - 1
         anchor = ' text-anchor="end"' if left else ""
         label = "" if small else (f'<text x="{x - 11 if left else x + 11:.1f}" y="{y + 4:.1f}"'
                                   f"{anchor}>{esc(note.content[:28])}</text>")
-        state = " (superseded)" if hollow else ""
+        words = f" ({state.words})"
         merged = absorbed(note)
         if merged:  # a consolidation survivor: a heavier ring, and how many it absorbed
-            state += f" (absorbed {len(merged)} notes in consolidation)"
+            words += f" (absorbed {len(merged)} notes in consolidation)"
+            edge, dash = "#111111", ""
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        width = 4 if merged else 3 if dash else 2
         circles.append(
             f'<a href="{attr(url("note/" + node_id, agent=agent))}" class="node" data-id="{attr(node_id)}"'
-            f' data-merged="{len(merged)}">'
+            f' data-merged="{len(merged)}" data-state="{attr(state.kind)}">'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius + (2 if merged else 0)}" fill="{fill}" '
-            f'stroke="{"#111111" if merged else colour}" stroke-width="{4 if merged else 2}">'
-            f"<title>{esc(node_id)}{state}: {esc(note.content[:200])}</title></circle>"
+            f'stroke="{edge}" stroke-width="{width}"{dashes}>'
+            f"<title>{esc(node_id)}{esc(words)}: {esc(note.content[:200])}</title></circle>"
             f"{label}</a>")
     return Html(
         f'<svg id="graph" role="img" aria-labelledby="graph-title" viewBox="0 0 {SIZE} {SIZE}" '
@@ -201,7 +241,7 @@ def svg(graph: Graph, agent: str, title: str) -> Html:
 
 def render_graph(store: MemoryStore, agent: str, note_id: str, subject: str, query: str) -> Html:
     form = Html(
-        '<form method="get" action="/ui/graph" aria-label="Choose the graph">'
+        f'<form method="get" action="{attr(url("graph"))}" aria-label="Choose the graph">'
         f'<input type="hidden" name="agent" value="{attr(agent)}">'
         f'<div class="field"><label for="g-note">Around note id</label><input id="g-note" name="note" value="{attr(note_id)}"></div>'
         f'<div class="field"><label for="g-subject">Subject</label><input id="g-subject" name="subject" value="{attr(subject)}"></div>'
@@ -216,12 +256,14 @@ def render_graph(store: MemoryStore, agent: str, note_id: str, subject: str, que
     else:
         return Html(form + "<p>Choose a note, a subject or a search.</p>")
     more = (f"; only the first {MAX_NODES} are drawn" if graph.truncated else "")
-    listing = "".join(f"<li>{link(url('note/' + i, agent=agent), i)}: {esc(n.content[:120])}</li>"
+    now = store.index.clock.now()
+    listing = "".join(f"<li>{link(url('note/' + i, agent=agent), i)} "
+                      f"({state_of(n, now).html(agent)}): {esc(n.content[:120])}</li>"
                       for i, n in list(graph.nodes.items())[:MAX_NODES])
     return Html(
         f"{form}<p id=\"graph-summary\">{len(graph.nodes)} notes, {len(graph.edges)} links{esc(more)}. "
-        "Filled: current; hollow: superseded; colour: ring or cluster. Hover a node for its text, "
-        f"click it for the note.</p>{svg(graph, agent, title)}"
+        f"Hover a node for its text and state, click it for the note.</p>{legend()}"
+        f"{svg(graph, agent, title, now)}"
         f'<details><summary>The same notes as a list</summary><ul>{listing}</ul></details>')
 
 

@@ -18,6 +18,26 @@ SERIES = (("merges", "#1f5fa8", ""), ("superseded", "#a8321f", "6 3"),
 W, H, PAD = 720, 240, 40
 
 
+def _count_ok(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def usable_runs(runs: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs whose plotted counts are whole numbers (or absent), and why each other one was
+    left out: a hand-edited or damaged history must not take the page down with it."""
+    kept: list[dict[str, Any]] = []
+    why: list[str] = []
+    for n, run in enumerate(runs, 1):
+        bad = [key for key, _, _ in SERIES if not _count_ok(run.get(key))]
+        if bad:
+            why.append(f"record {n} ({str(run.get('finished_at', 'no finish time'))[:30]}): "
+                       + ", ".join(f"{k}={str(run.get(k))[:20]!r}" for k in bad)
+                       + " is not a whole number")
+        else:
+            kept.append(run)
+    return kept, why
+
+
 def plot(runs: Sequence[dict[str, Any]]) -> Html:
     """Lines of each series over the runs (evenly spaced, oldest left)."""
     if not runs:
@@ -46,11 +66,29 @@ def plot(runs: Sequence[dict[str, Any]]) -> Html:
                 f'data-runs="{len(runs)}">{axis}{"".join(lines)}{"".join(legend)}</svg>')
 
 
+def verdict(doctor: dict[str, Any]) -> Html:
+    """Doctor's verdict in one line: all clear (green) only when both stores were checked."""
+    lcm = doctor.get("lcm") or {}
+    lcm = lcm.get("doctor", lcm) if isinstance(lcm, dict) else {}
+    unchecked = isinstance(lcm, dict) and lcm.get("available") is False
+    if not doctor.get("ok"):
+        cls, text = "bad", "doctor: problems found (below)"
+    elif unchecked:
+        cls, text = "bad", ("doctor: the notes show no problems; the conversation store was NOT "
+                            f"checked ({lcm.get('reason') or 'this server runs without it'})")
+    else:
+        cls, text = "ok", "doctor: no problems found"
+    return Html(f'<p id="doctor-verdict" class="{cls}">{esc(text)}</p>')
+
+
 def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any] | None,
                   runs: list[dict[str, Any]], index_build: dict[str, Any] | None,
-                  agent: str) -> Html:
+                  agent: str, skipped_lines: Sequence[int] = ()) -> Html:
     """``status`` is the store-wide one for an owner, the agent's own otherwise; ``doctor`` is
-    there only when asked for (it reads every row: seconds on a large store)."""
+    there only when asked for (it reads every row: seconds on a large store). Lines of the run
+    history that are no run (``skipped_lines``) or runs with a bad count are left out, and the
+    page says which."""
+    runs, bad_runs = usable_runs(runs)
     parts: list[Any] = [Html("<h2>Status</h2>" if owner else "<h2>Status of this agent</h2>"),
                         kv(status)]
     if owner and doctor is None:
@@ -58,14 +96,11 @@ def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any]
             f'<p><a id="run-doctor" href="{attr(url("health", agent=agent, doctor="1"))}">Run doctor '
             "now</a> (it checks every note and message: seconds on a large store).</p>"))
     elif owner and doctor is not None:
-        ok = doctor.get("ok")
-        parts += [Html(f'<h2>Doctor findings</h2><p id="doctor-verdict" class="{"ok" if ok else "bad"}">'
-                       f'doctor: {"no problems found" if ok else "problems found (below)"}</p>'),
-                  pretty(doctor)]
+        parts += [Html("<h2>Doctor findings</h2>"), verdict(doctor), pretty(doctor)]
     else:
         parts.append(Html("<p>Store-wide status and doctor findings are for an owner key.</p>"))
     parts += [Html("<h2>Index build</h2>"), kv(index_build or {"state": "unknown"}),
-              Html("<h2>Nightly runs</h2>"), plot(runs),
+              Html("<h2>Nightly runs</h2>"), _skipped(skipped_lines, bad_runs), plot(runs),
               table(["finished", "status", "merges", "superseded", "compactions", "embedding debt",
                      "seconds"],
                     [(str(r.get("finished_at", ""))[:19], r.get("status"), r.get("merges"),
@@ -75,4 +110,19 @@ def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any]
     return join(parts)
 
 
-__all__ = ["plot", "render_health"]
+def _skipped(lines: Sequence[int], bad_runs: Sequence[str]) -> Html:
+    if not lines and not bad_runs:
+        return Html("")
+    parts = []
+    if lines:
+        shown = ", ".join(map(str, lines[:10])) + (" ..." if len(lines) > 10 else "")
+        parts.append(f"{len(lines)} lines that are not a JSON object (lines {shown})")
+    parts += bad_runs[:10]
+    if len(bad_runs) > 10:
+        parts.append(f"and {len(bad_runs) - 10} more records")
+    items = "".join(f"<li>{esc(p)}</li>" for p in parts)
+    return Html('<div class="bad" id="runs-skipped" role="status"><p>Some of nightly_runs.jsonl '
+                f"was skipped (the rest is shown):</p><ul>{items}</ul></div>")
+
+
+__all__ = ["plot", "render_health", "usable_runs", "verdict"]

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import html
 import json
+from contextvars import ContextVar, Token
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
+
+from ..cli.output import printable  # imports nothing of ours: no cycle
 
 #: the pages a user moves between (path, label)
 NAV = (("notes", "Notes"), ("search", "Search"), ("graph", "Graph"),
@@ -26,28 +29,61 @@ class Html(str):
 
 
 def esc(value: Any) -> Html:
-    """``value`` as text safe inside an element (markup passes through)."""
+    """``value`` as text safe inside an element (markup passes through), its control and
+    direction-override characters shown as escapes (``\\x1b``) as the CLI prints them: raw,
+    a BEL or ESC drew a box or nothing, and a CR hid the text before it."""
     if isinstance(value, Html):
         return value
-    return Html(html.escape("" if value is None else str(value), quote=True))
+    return Html(html.escape(printable("" if value is None else str(value)), quote=True))
 
 
 def attr(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
 def join(parts: Iterable[Any]) -> Html:
     return Html("".join(esc(p) for p in parts))
 
 
+#: where the pages of the request being built live: ``/ui/s/<session's path key>`` for a
+#: browser session (its cookie is sent under that path only), ``/ui`` for a Bearer key
+_BASE: ContextVar[str] = ContextVar("amem_ui_base", default="/ui")
+
+
+def set_base(base: str) -> Token[str]:
+    """Build the links of this request's page under ``base`` (reset with the token after)."""
+    return _BASE.set(base)
+
+
+def reset_base(token: Token[str]) -> None:
+    _BASE.reset(token)
+
+
+def base() -> str:
+    return _BASE.get()
+
+
 def url(path: str, **params: Any) -> str:
-    """``/ui/<path>`` with the non-empty ``params`` as its query."""
+    """``<base>/<path>`` (``/ui/...``, or under the session's secret path) with the non-empty
+    ``params`` as its query: every link, form and redirect of a page is built here, so none
+    leaves the path its session cookie is sent to."""
     kept = {k: v for k, v in params.items() if v not in (None, "", False)}
-    return f"/ui/{path}" + (f"?{urlencode(kept)}" if kept else "")
+    return f"{_BASE.get()}/{path}" + (f"?{urlencode(kept)}" if kept else "")
+
+
+def cut(text: str, limit: int, whole: str | None = None) -> Html:
+    """``text`` up to ``limit`` characters; a longer text says how much was left out (and links
+    ``whole``, the page that shows all of it), so a cut is never mistaken for the end."""
+    if len(text) <= limit:
+        return esc(text)
+    more = f"… {len(text) - limit} more characters"
+    tail = link(whole, more + " (read it whole)", class_="more") if whole else \
+        Html(f'<span class="more">{esc(more)}</span>')
+    return Html(f"{esc(text[:limit])} {tail}")
 
 
 def link(href: str, text: Any, **attrs: str) -> Html:
-    extra = "".join(f' {k.replace("_", "-")}="{attr(v)}"' for k, v in attrs.items())
+    extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{attr(v)}"' for k, v in attrs.items())
     return Html(f'<a href="{attr(href)}"{extra}>{esc(text)}</a>')
 
 
@@ -111,19 +147,20 @@ def page(title: str, body: Html, *, current: str, who: str, agent: str | None,
         f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · amem inspector</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="stylesheet" href="/ui/static/ui.css"><script src="/ui/static/ui.js" defer></script>'
-        f'<meta name="amem-csrf" content="{attr(csrf)}"></head><body>'
+        f'<meta name="amem-csrf" content="{attr(csrf)}"><meta name="amem-base" '
+        f'content="{attr(base())}"></head><body>'
         '<a class="skip" href="#main">Skip to content</a>'
         f'<header><span class="brand">amem inspector</span><nav aria-label="Pages"><ul>{nav}</ul></nav>'
         f'<span class="who" id="who">{esc(who)}{" · agent " if agent else ""}{esc(agent or "")} · {rights}</span>'
         f"{_agent_form(current, agent) if choose_agent else ''}"
-        '<form method="get" action="/ui/logout"><button type="submit">Log out</button></form></header>'
+        f'<a class="logout" id="logout" href="{attr(url("logout"))}">Log out</a></header>'
         f'<main id="main" tabindex="-1"><h1>{esc(title)}</h1>{body}</main>'
         f"<footer>{timing}</footer></body></html>")
 
 
 def _agent_form(current: str, agent: str | None) -> str:
     """An owner's choice of agent (agent keys see their own only)."""
-    return (f'<form method="get" action="/ui/{attr(current)}" aria-label="Choose the agent" class="agent">'
+    return (f'<form method="get" action="{attr(url(current))}" aria-label="Choose the agent" class="agent">'
             f'<label for="agent-choice">Agent</label><input id="agent-choice" name="agent" '
             f'value="{attr(agent or "")}" size="12"><button type="submit">Show</button></form>')
 
@@ -150,5 +187,5 @@ def kv(mapping: Mapping[str, Any], depth: int = 0) -> Html:
     return dl((k, value(v)) for k, v in mapping.items())
 
 
-__all__ = ["CSP", "Html", "attr", "bare", "dl", "esc", "field", "form", "join", "kv", "link",
+__all__ = ["CSP", "Html", "attr", "bare", "cut", "dl", "esc", "field", "form", "join", "kv", "link",
            "page", "pretty", "table", "url"]

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any
 from amem.backends.base import Condition, IsEmpty, Match, Range, Where
 from amem.errors import ValidationError
 from amem.notefields import not_expired, parse_meta_args, search_conditions
-from amem.notes import Note
+from amem import bm25
+from amem.notes import Note, check_text, point_id
+from amem.text import tokenize
 
 from .html import Html, esc, field, form, join, link, pretty, table, url
+from .states import state_of
 
 if TYPE_CHECKING:
     from amem import MemoryStore
@@ -25,7 +28,10 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 50
 MAX_SEARCH = 50
-_STATES = (("current", "current only"), ("superseded", "superseded only"), ("all", "both"))
+#: the longest full-text query (refused beyond, never cut silently)
+MAX_QUERY = 1000
+_STATES = (("current", "current only"), ("superseded", "superseded only"), ("all", "both"),
+           ("deleted", "deleted or merged"))
 _EXPIRY = (("live", "not expired"), ("expired", "expired only"), ("all", "both"))
 _TYPES = (("", "any"), ("memory", "memory"), ("knowledge", "knowledge"))
 
@@ -49,7 +55,8 @@ class NoteFilters:
         return cls(**{name: query.get(key, default).strip()[:500] for name, key, default in (
             ("subject", "subject", ""), ("topic", "topic", ""), ("note_type", "type", ""),
             ("since", "since", ""), ("before", "before", ""), ("meta", "meta", ""),
-            ("state", "state", "current"), ("expiry", "expiry", "live"), ("q", "q", ""))})
+            ("state", "state", "current"), ("expiry", "expiry", "live"))},
+                   q=query.get("q", "").strip())
 
     def params(self) -> dict[str, str]:
         return {"subject": self.subject, "topic": self.topic, "type": self.note_type,
@@ -80,12 +87,18 @@ class NoteFilters:
             out.append(Where(must_not=(IsEmpty("superseded_by"),)))
         return out
 
+    @property
+    def active(self) -> bool:
+        """Whether the table lists live notes (else the deleted and merged ones)."""
+        return self.state != "deleted"
+
 
 def notes_where(store: MemoryStore, agent: str, filters: NoteFilters) -> Where:
-    """``agent``'s active notes under ``filters`` (expired ones only when asked)."""
+    """``agent``'s active notes under ``filters`` (expired ones only when asked; deleted and
+    merged ones instead when asked)."""
     index = store.index
-    must: list[Condition] = [Match("agent_id", agent), Match("is_active", True),
-                             *filters.conditions()]
+    must: list[Condition] = [Match("agent_id", agent), *filters.conditions()]
+    must.insert(1, Match("is_active", filters.active))
     now = index.clock.now()
     if filters.expiry == "live":
         must.append(not_expired(now))
@@ -106,37 +119,34 @@ def notes_page(store: MemoryStore, agent: str, filters: NoteFilters, cursor: str
 def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
     rows: list[tuple[Any, ...]]
     filters = NoteFilters.from_query(query)
-    controls = form("/ui/notes", [
+    controls = form(url("notes"), [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
-        field("q", "Full text", filters.q, kind="search", hint="ranked by the search; filters below still apply"),
+        field("q", "Full text", filters.q, kind="search",
+              hint="notes holding a word of it, ranked by BM25; the filters below apply too"),
         field("subject", "Subject", filters.subject),
         field("topic", "Topic", filters.topic),
         field("type", "Type", filters.note_type, options=_TYPES),
         field("since", "Event since", filters.since, hint="ISO date or time"),
         field("before", "Event before", filters.before),
         field("meta", "Metadata", filters.meta, hint="key=value, comma separated"),
-        field("state", "Superseded", filters.state, options=_STATES),
+        field("state", "State", filters.state, options=_STATES),
         field("expiry", "Expired", filters.expiry, options=_EXPIRY),
     ], submit="Filter", label="Filter notes")
     if filters.q:
-        results = store.search(filters.q, limit=MAX_SEARCH, agent_id=agent, expand_links=False,
-                               heat=False, include_superseded=filters.state != "current",
-                               subject=filters.subject or None,
-                               topics_filter=[filters.topic] if filters.topic else None,
-                               since=filters.since or None, before=filters.before or None,
-                               metadata=parse_meta_args([p for p in filters.meta.split(",") if p.strip()])
-                               if filters.meta else None)
-        rows = [(note_link(r.id, agent), r.content[:200], ", ".join(r.subjects), r.note_type,
-                 r.event_time[:19], f"{r.score:.4f}") for r in results]
-        summary = Html(f'<p id="count">{len(results)} notes match the full-text search '
-                       f"(best {MAX_SEARCH} shown, best first)</p>")
+        found = word_matches(store, agent, filters)
+        now = store.index.clock.now()
+        rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
+                 (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent),
+                 f"{score:.3f}") for n, score in found]
+        summary = Html(f'<p id="count" data-total="{len(found)}">{len(found)} notes hold a word of '
+                       f"the query (best {MAX_SEARCH} shown, best first)</p>" + _match_means(agent, filters.q))
         return join([controls, summary, table(
-            ["id", "content", "subjects", "type", "event time", "score"], rows,
-            caption=f"Notes of {agent} matching {filters.q!r}")])
+            ["id", "content", "subjects", "type", "event time", "state", "BM25 score"], rows, caption=f"Notes of {agent} matching {filters.q!r}",
+            empty="no note holds a word of the query")])
     notes, nxt, total = notes_page(store, agent, filters, query.get("cursor"))
+    now = store.index.clock.now()
     rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
-             (n.event_time or n.timestamp)[:19], n.superseded_by or "", n.expires_at[:19])
-            for n in notes]
+             (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent)) for n in notes]
     pager = ""
     if nxt:
         pager = link(url("notes", agent=agent, cursor=nxt, **filters.params()), "Next page",
@@ -145,8 +155,34 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     summary = Html(f'<p id="count" data-total="{total}">{total} notes match; '
                    f"{len(notes)} on this page</p>")
     return join([controls, summary, table(
-        ["id", "content", "subjects", "type", "event time", "superseded by", "expires"], rows,
+        ["id", "content", "subjects", "type", "event time", "state"], rows,
         caption=f"Notes of {agent}"), Html(f'<nav aria-label="Pages of notes" class="pager">{first} {pager}</nav>')])
+
+
+def _match_means(agent: str, q: str) -> Html:
+    """What a full-text "match" is, said on the page."""
+    return Html(
+        '<p class="hint" id="match-means">A note matches when it holds at least one word of the '
+        "query (common words such as <em>the</em> do not count), ranked by BM25, the keyword "
+        "half of search; every filter of the form applies. Notes close in meaning but sharing "
+        f"no word are not listed: {link(url('search', agent=agent, q=q), 'the Search playground')} "
+        "runs the whole search.</p>")
+
+
+def word_matches(store: MemoryStore, agent: str, filters: NoteFilters) -> list[tuple[Note, float]]:
+    """``agent``'s notes under ``filters`` that hold a word of ``filters.q``, best BM25 first.
+
+    Not ``MemoryStore.search``: its dense leg ranks every note (a query of no known word would
+    list the whole store), and it knows neither the type nor the expiry filter. The keyword leg
+    over the table's own conditions lists exactly the notes that match, filters included."""
+    check_text(filters.q, field="q", max_chars=MAX_QUERY)
+    terms = tokenize(filters.q)
+    if not terms:
+        raise ValidationError("the full-text query holds no searchable word (only common words "
+                              "or punctuation)", field="q")
+    hits = store.index.backend.sparse_search(bm25.query_vector(terms),
+                                             notes_where(store, agent, filters), MAX_SEARCH)
+    return [(Note.from_payload(h.payload), h.score) for h in hits]
 
 
 def note_link(note_id: str, agent: str) -> Html:
@@ -176,8 +212,18 @@ def explain(results: list[SearchResult]) -> list[dict[str, Any]]:
         heat = (r.score / r.rrf) if r.via == "match" and r.rrf else None
         out.append({"rank": rank, "id": r.id, "content": r.content, "found": path,
                     "similarity": r.similarity, "fused": r.rrf, "score": r.score,
-                    "heat": heat, "usage": r.boosted_by or "", "hidden": list(r.hidden)})
+                    "heat": heat, "usage": r.boosted_by or "", "hidden": list(r.hidden),
+                    "state": _result_state(r)})
     return out
+
+
+def _result_state(r: SearchResult) -> str:
+    """A result's state in words: a search shows current notes, some changed in part."""
+    if r.superseded_by:
+        return f"superseded by {r.superseded_by}"
+    if r.partly_superseded_by:
+        return f"partly superseded by {r.partly_superseded_by} (still shown: its other facts hold)"
+    return "current"
 
 
 def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
@@ -185,7 +231,7 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
     links = query.get("links", "on") != "off"
     heat = query.get("heat", "on") != "off"
     onoff = (("on", "on"), ("off", "off"))
-    controls = form("/ui/search", [
+    controls = form(url("search"), [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
         field("q", "Query", q, kind="search"),
         field("links", "Link expansion", "on" if links else "off", options=onoff),
@@ -194,17 +240,19 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
     if not q:
         return join([controls, Html("<p>Type a query: each result says which ranking found it, "
                                     "its similarity, the fused score and the boosts.</p>")])
-    results = store.search(q, limit=10, agent_id=agent, expand_links=links, heat=heat)
+    results = store.search(q, limit=10, agent_id=agent, expand_links=links, heat=heat,
+                           record_usage=False)  # a person looking, not the agent using it
     rows = []
     for e in explain(results):
         heat_text = "" if e["heat"] is None else f"x{e['heat']:.3f}"
         rows.append((e["rank"], note_link(e["id"], agent), e["content"][:160], e["found"],
                      f"{e['similarity']:.3f}", f"{e['fused']:.5f}", f"{e['score']:.5f}",
-                     heat_text, e["usage"], Html(", ".join(note_link(h, agent) for h in e["hidden"]))))
+                     heat_text, e["usage"], Html(", ".join(note_link(h, agent) for h in e["hidden"])),
+                     e["state"]))
     graph = link(url("graph", agent=agent, q=q), "Show these results as a graph")
     return join([controls, table(
         ["rank", "id", "content", "found by", "similarity", "fused (RRF/z)", "score",
-         "heat boost", "usage boost", "hid as superseded"], rows,
+         "heat boost", "usage boost", "hid as superseded", "state"], rows,
         caption=f"Results for {q!r}", empty="no note matches"), graph])
 
 
@@ -224,16 +272,24 @@ def render_note(store: MemoryStore, agent: str, note_id: str, can_write: bool) -
     shown = {k: v for k, v in fields.items() if k not in ("evolution_history",)}
     rows = [(k, v if not isinstance(v, (list, dict)) else ", ".join(map(str, v))
              if isinstance(v, list) else pretty(v)) for k, v in sorted(shown.items())]
-    parts: list[Any] = [table(["field", "value"], rows, caption="Every field")]
+    now = store.index.clock.now()
+    state = state_of(note, now)
+    parts: list[Any] = [
+        Html(f'<p id="note-state" class="state state-{esc(state.kind.replace(" ", "-"))}" '
+             f'data-state="{esc(state.kind)}">This note is {state.html(agent)}.</p>'),
+        table(["field", "value"], rows, caption="Every field")]
     chain = store.history(note_id, agent_id=agent)
+    # the chain's items carry no expiry nor partial mark: their notes read once, for the state
+    notes = {h.payload["id"]: Note.from_payload(h.payload) for h in store.index.backend.retrieve(
+        [point_id(agent, item["id"]) for item in chain]) if h.payload.get("agent_id") == agent}
     chain_rows = []
     for item in chain:
-        state = "current" if item["is_active"] and not item["superseded_by"] else (
-            "superseded" if item["superseded_by"] else "deleted or merged")
+        known = notes.get(item["id"])
+        words = state_of(known, now).html(agent) if known else esc("unknown")
         chain_rows.append((note_link(item["id"], agent) if item["id"] != note_id
                            else Html(f"<strong>{esc(item['id'])} (this note)</strong>"),
                            item["content"][:160], (item["event_time"] or item["timestamp"])[:19],
-                           state, item["superseded_by"] or "", ", ".join(item["supersedes"])))
+                           words, item["superseded_by"] or "", ", ".join(item["supersedes"])))
     parts.append(Html("<h2>Supersession chain</h2>"))
     parts.append(table(["note", "content", "event time", "state", "replaced by", "replaced"],
                        chain_rows, caption="What it replaced and what replaced it, oldest first",
@@ -270,5 +326,5 @@ def unsupersede_preview(store: MemoryStore, agent: str, note_id: str) -> dict[st
                       f"{note.superseded_by} (no judge hides it behind that note again)"}
 
 
-__all__ = ["NoteFilters", "explain", "links_in", "notes_page", "notes_where", "render_note",
+__all__ = ["NoteFilters", "explain", "word_matches", "links_in", "notes_page", "notes_where", "render_note",
            "render_notes", "render_search", "unsupersede_preview"]

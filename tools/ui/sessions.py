@@ -5,7 +5,12 @@ A browser cannot send ``Authorization: Bearer`` on a navigation, so the inspecto
 * ``amem ui`` (or an owner over HTTP) issues a **one-time login token** bound to a principal
   (a key's or the owner's); it lives ``LOGIN_TTL`` seconds and opens one session only;
 * ``GET /ui/login?t=<token>`` redeems it for a **session**: a random id in an ``HttpOnly``,
-  ``SameSite=Strict`` cookie scoped to ``/ui``, and a CSRF token the pages carry;
+  ``SameSite=Strict`` cookie, a CSRF token the pages carry, and a random **path key**: the
+  session's pages live under ``/ui/s/<path key>/`` and the cookie is scoped to that path.
+  Cookies are not kept apart by port (RFC 6265 8.5): a cookie scoped to ``/ui`` went to any
+  server on 127.0.0.1, another local user's too. Scoped to a secret path, the browser sends
+  it only to addresses under that path, which nothing but this server's own pages link to;
+  and the guard accepts it only on its own session's path;
 * a key pasted into the login page is sent once as a Bearer header (``POST /ui/login``), and
   the session is bound to that key: revoking the key ends the session on its next request.
 
@@ -28,11 +33,15 @@ from ..keys import Principal
 
 #: the session cookie's name (scoped to ``/ui``)
 COOKIE = "amem_ui"
+#: the start of a session's own paths: ``/ui/s/<path key>/notes`` is the page ``/ui/notes``
+SESSION_PREFIX = "/ui/s/"
 #: the header carrying the CSRF token of a write
 CSRF_HEADER = "x-amem-csrf"
 LOGIN_TTL = 300.0
 SESSION_IDLE = 8 * 3600.0
 MAX_SESSIONS = 256
+#: sessions one key holds at most: its next login ends its own oldest, never another key's
+SESSIONS_PER_KEY = 8
 MAX_PENDING_LOGINS = 64
 
 
@@ -44,17 +53,34 @@ class UiSession:
     principal: Principal
     csrf: str
     last: float = field(default_factory=time.monotonic)
+    #: the secret path segment of the session's pages (``/ui/s/<path_key>/...``)
+    path_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+
+    @property
+    def base(self) -> str:
+        """The path the session's pages (and its cookie) live under."""
+        return f"{SESSION_PREFIX}{self.path_key}"
+
+    def owns_path(self, path_key: str | None) -> bool:
+        """Whether a request's path key is this session's (constant time)."""
+        return path_key is not None and hmac.compare_digest(self.path_key.encode(), path_key.encode())
 
 
 class UiSessions:
-    """Login tokens and sessions, thread-safe, bounded (the oldest go first when full)."""
+    """Login tokens and sessions, thread-safe, bounded twice: ``per_key`` sessions a key (its
+    own oldest goes first), ``MAX_SESSIONS`` in all (the oldest go first when full). Without
+    the first bound, any key (a read-only one too) logging in 256 times logged out everyone."""
 
     def __init__(self, *, login_ttl: float = LOGIN_TTL, idle: float = SESSION_IDLE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 per_key: int = SESSIONS_PER_KEY) -> None:
         if login_ttl <= 0 or idle <= 0:
             raise ValueError("login_ttl and idle must be positive numbers of seconds")
+        if per_key < 1:
+            raise ValueError(f"per_key must be at least 1, got {per_key}")
         self.login_ttl = login_ttl
         self.idle = idle
+        self.per_key = per_key
         self._clock = clock
         self._logins: dict[str, tuple[Principal, float]] = {}
         self._sessions: dict[str, UiSession] = {}
@@ -89,6 +115,9 @@ class UiSessions:
                             self._clock())
         with self._lock:
             self._prune()
+            own = [s for s in self._sessions.values() if s.principal.key_id == principal.key_id]
+            for old in sorted(own, key=lambda s: s.last)[:max(0, len(own) - self.per_key + 1)]:
+                del self._sessions[old.id]
             while len(self._sessions) >= MAX_SESSIONS:
                 oldest = min(self._sessions.values(), key=lambda s: s.last)
                 del self._sessions[oldest.id]
@@ -119,4 +148,4 @@ class UiSessions:
             del self._sessions[sid]
 
 
-__all__ = ["COOKIE", "CSRF_HEADER", "UiSession", "UiSessions"]
+__all__ = ["COOKIE", "CSRF_HEADER", "SESSION_PREFIX", "UiSession", "UiSessions"]

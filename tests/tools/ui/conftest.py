@@ -59,6 +59,14 @@ class Site:
     def login_link(self) -> str:
         return f"{self.root}/ui/login?t={self.book.issue_login(Principal('ui-login', None, owner=True))}"
 
+    def ui(self, path: str) -> str:
+        """The address of inspector page ``path`` in the browser's current session: under the
+        session's own path (``/ui/s/<key>/``), where alone its cookie is sent."""
+        import re
+
+        found = re.match(r"(https?://[^/]+/ui/s/[A-Za-z0-9_-]+)", str(self.driver.current_url))
+        return f"{found.group(1) if found else self.root + '/ui'}/{path}"
+
     def shot(self, name: str) -> Path:
         """The whole page (the window grown to its height, up to 8000 px, then put back)."""
         path = self.shots / f"{name}.png"

@@ -76,13 +76,17 @@ def row_ids(site: Site) -> list[str]:
 
 
 def log_in_with_key(site: Site, secret: str) -> None:
-    site.driver.get(site.root + "/ui/logout")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    site.driver.get(site.ui("logout"))
+    if "Log out" in site.driver.title:  # a session: its button logs out (a POST with the token)
+        one(site, "#logout-now").click()
+        WebDriverWait(site.driver, 10).until(lambda d: "Log in" in d.title)
     assert "Log in" in site.driver.title
     one(site, "#key").send_keys(secret)
     one(site, "#key-login button[type=submit]").click()
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(site.driver, 10).until(lambda d: "/ui/notes" in d.current_url)
+    WebDriverWait(site.driver, 10).until(lambda d: "/ui/s/" in d.current_url
+                                         and d.current_url.endswith("/notes"))
 
 
 def as_owner(site: Site) -> None:
@@ -98,14 +102,16 @@ def live_where(site: Site, agent: str, *extra: Any) -> Where:
 
 def test_the_one_time_link_logs_in_once_and_the_table_is_the_store(site: Site) -> None:
     d = site.driver
-    d.get(site.root + "/ui/notes")
+    d.get(site.root + "/ui/notes")  # no session path: the login page, cookie or not
     assert d.current_url.endswith("/ui/login") and "Log in" in d.title  # no session: the login page
     site.shot("00-login")
     link = site.login_link()
     d.get(link)
-    assert d.current_url.endswith("/ui/notes"), d.current_url
+    assert "/ui/s/" in d.current_url and d.current_url.endswith("/notes"), d.current_url
     cookie = d.get_cookie("amem_ui")
-    assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/ui"
+    # the cookie lives under the session's secret path only (no other port's server sees it)
+    assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert d.current_url.endswith(cookie["path"] + "/notes") and cookie["path"].startswith("/ui/s/")
     total = int(one(site, "#count").get_attribute("data-total"))
     assert total == site.memory.index.backend.count(live_where(site, "alice"))
     hits, _ = site.memory.index.backend.scroll(live_where(site, "alice"), limit=50, offset=None)
@@ -117,7 +123,7 @@ def test_the_one_time_link_logs_in_once_and_the_table_is_the_store(site: Site) -
     d.get(link)  # the link is spent
     assert "used already or has expired" in one(site, "main").text
     d.get(site.login_link())
-    assert d.current_url.endswith("/ui/notes")
+    assert d.current_url.endswith("/notes") and "/ui/s/" in d.current_url
 
 
 def test_an_owner_chooses_the_agent(site: Site) -> None:
@@ -142,24 +148,24 @@ def test_filters_paging_and_full_text(site: Site) -> None:
     for cell in by_css(site, "table:first-of-type tbody td:nth-child(3)"):
         assert "alice" in cell.text.split(", ")
     site.shot("02-notes-filtered")
-    d.get(site.root + "/ui/notes?state=superseded")
+    d.get(site.ui("notes?state=superseded"))
     assert set(row_ids(site)) == {site.coffee, site.carol}
-    d.get(site.root + "/ui/notes")
+    d.get(site.ui("notes"))
     if site.locomo_notes:  # two pages of notes
         first = row_ids(site)
         follow(site, one(site, "#next-page"))
         second = row_ids(site)
         assert second and not set(first) & set(second)
-    d.get(site.root + "/ui/notes?q=peanuts")
+    d.get(site.ui("notes?q=peanuts"))
     assert "peanuts" in by_css(site, "table:first-of-type tbody td:nth-child(2)")[0].text
-    d.get(site.root + "/ui/notes?since=yesterday-ish")
+    d.get(site.ui("notes?since=yesterday-ish"))
     assert "since must be an ISO 8601" in one(site, "[role=alert]").text
 
 
 def test_the_search_playground_says_why_each_result_is_there(site: Site) -> None:
     as_owner(site)
     q = "what does Alice drink"
-    site.driver.get(site.root + "/ui/search")
+    site.driver.get(site.ui("search"))
     box = one(site, "#f-q")
     box.send_keys(q)
     submit(site, box)
@@ -180,7 +186,7 @@ def test_the_search_playground_says_why_each_result_is_there(site: Site) -> None
 def test_a_note_its_chain_and_the_undo_with_a_dry_run(site: Site) -> None:
     as_owner(site)
     d = site.driver
-    d.get(f"{site.root}/ui/note/{site.coffee}")
+    d.get(site.ui(f"note/{site.coffee}"))
     chain = one(site, "main").text
     assert site.tea in chain and "superseded" in chain
     assert "Evolution history" in chain and "Links" in chain
@@ -204,29 +210,29 @@ def test_the_graph(site: Site) -> None:
     from tools.ui.graph import by_subject
 
     d = site.driver
-    d.get(f"{site.root}/ui/graph?subject=alice")
+    d.get(site.ui(f"graph?subject=alice"))
     svg = one(site, "svg#graph")
     expected = by_subject(site.memory, "alice", "alice")
     assert int(svg.get_attribute("data-nodes")) == len(expected.nodes) == len(by_css(site, "svg#graph circle"))
     assert int(svg.get_attribute("data-edges")) == len(expected.edges)
     site.shot("07-graph-subject")
-    d.get(f"{site.root}/ui/graph?q=coffee+tea")
+    d.get(site.ui(f"graph?q=coffee+tea"))
     assert int(one(site, "svg#graph").get_attribute("data-nodes")) >= 2
     follow(site, by_css(site, "svg#graph a.node")[0])  # a node opens its note
-    assert "/ui/note/" in d.current_url
+    assert "/note/" in d.current_url and "/ui/s/" in d.current_url
     site.shot("08-graph-search")
 
 
 def test_conversations_messages_dag_and_context(site: Site) -> None:
     as_owner(site)
     d = site.driver
-    d.get(f"{site.root}/ui/conversations")
+    d.get(site.ui(f"conversations"))
     assert int(one(site, "#count").get_attribute("data-total")) == 2  # the owner sees every agent's
     site.shot("09-conversations")
     link = [a for a in by_css(site, "table tbody td:first-child a")
             if "agent:alice:main" in a.find_element("xpath", "../..").text][0]
     follow(site, link)
-    conv_id = int(d.current_url.split("/ui/conversation/")[1].split("?")[0])
+    conv_id = int(d.current_url.split("/conversation/")[1].split("?")[0])
     assert int(one(site, "#message-count").get_attribute("data-total")) == 61
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 50  # one page of messages
     summaries = site.lcm.db.scalar("SELECT count(*) FROM summaries WHERE conversation_id = ?", [conv_id])
@@ -257,17 +263,16 @@ def test_conversations_messages_dag_and_context(site: Site) -> None:
     box.find_element("css selector", "button.confirm").click()
     wait_text(site, ".action[data-op=rewrite] .preview", "Done")
     repair = one(site, ".action[data-op=repair] button.dry-run")
-    repair.click()  # no LLM configured here: the kit says so, nothing is planned
-    wait_text(site, ".action[data-op=repair] .preview", "Refused")
-    assert "LLM" in one(site, ".action[data-op=repair] .preview").text
-    d.get(f"{site.root}/ui/conversation/{conv_id}")
+    # no LLM configured here: the button is disabled and says why
+    assert not repair.is_enabled() and "LLM" in one(site, ".action[data-op=repair]").text
+    d.get(site.ui(f"conversation/{conv_id}"))
     follow(site, one(site, "a[rel=next]"))
     assert len(by_css(site, "table:nth-of-type(2) tbody tr")) == 11
 
 
 def test_health(site: Site) -> None:
     as_owner(site)
-    site.driver.get(f"{site.root}/ui/health")
+    site.driver.get(site.ui(f"health"))
     text = one(site, "main").text
     assert "Index build" in text and "active_notes" in text
     notes = site.memory.info().active_notes
@@ -283,19 +288,19 @@ def test_an_agent_key_sees_its_agent_only(site: Site) -> None:
     d = site.driver
     log_in_with_key(site, site.secrets["alice"])
     assert "agent key" in one(site, "#who").text and not by_css(site, "#agent-choice")
-    d.get(f"{site.root}/ui/notes?q=boat")
+    d.get(site.ui(f"notes?q=boat"))
     assert "Wren" not in one(site, "main").text
-    d.get(f"{site.root}/ui/notes?agent=bob")
+    d.get(site.ui(f"notes?agent=bob"))
     assert "sees agent 'alice' only" in one(site, "[role=alert]").text
-    d.get(f"{site.root}/ui/note/{site.bob_note}")
+    d.get(site.ui(f"note/{site.bob_note}"))
     assert BOB_SECRET not in one(site, "main").text and "no note" in one(site, "[role=alert]").text
-    d.get(f"{site.root}/ui/conversations")
+    d.get(site.ui(f"conversations"))
     assert int(one(site, "#count").get_attribute("data-total")) == 1
     assert "agent:bob" not in one(site, "main").text
     bob_conv = site.lcm.conversation("agent:bob:main").id
-    d.get(f"{site.root}/ui/conversation/{bob_conv}")
+    d.get(site.ui(f"conversation/{bob_conv}"))
     assert "sell the Wren" not in one(site, "main").text
-    d.get(f"{site.root}/ui/health")
+    d.get(site.ui(f"health"))
     health = one(site, "main").text
     assert "Status of this agent" in health and not by_css(site, "#run-doctor")
     assert "for an owner key" in health
@@ -307,26 +312,26 @@ def test_a_read_only_key_cannot_change_anything(site: Site) -> None:
     superseded = site.memory.index.load(site.carol, "alice")[0].superseded_by
     assert superseded  # something to undo
     log_in_with_key(site, site.secrets["alice_read"])
-    d.get(f"{site.root}/ui/note/{site.carol}")
+    d.get(site.ui(f"note/{site.carol}"))
     button = one(site, ".action button.dry-run")
     assert not button.is_enabled() and "read-only" in one(site, ".action").text
     site.shot("13-read-only")
     reply = d.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "fetch('/ui/api/unsupersede', {method: 'POST', headers: {'Content-Type': 'application/json',"
+        "fetch(document.querySelector('meta[name=amem-base]').content + '/api/unsupersede', {method: 'POST', headers: {'Content-Type': 'application/json',"
         " 'X-Amem-Csrf': document.querySelector('meta[name=amem-csrf]').content},"
         " body: JSON.stringify({id: arguments[0], confirm: true})})"
         ".then(r => r.json().then(j => done([r.status, j])));", site.carol)
     assert reply[0] == 403 and "read-only" in reply[1]["error"]["message"]
     conv = site.lcm.conversation("agent:alice:main").id
-    d.get(f"{site.root}/ui/conversation/{conv}")
+    d.get(site.ui(f"conversation/{conv}"))
     buttons = by_css(site, ".action button.dry-run")
     assert buttons and not any(b.is_enabled() for b in buttons)  # rewrite, dissolve, repair
     log_in_with_key(site, site.secrets["alice"])
-    d.get(f"{site.root}/ui/note/{site.carol}")
+    d.get(site.ui(f"note/{site.carol}"))
     no_csrf = d.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "fetch('/ui/api/unsupersede', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        "fetch(document.querySelector('meta[name=amem-base]').content + '/api/unsupersede', {method: 'POST', headers: {'Content-Type': 'application/json'},"
         " body: JSON.stringify({id: arguments[0], confirm: true})}).then(r => done(r.status));",
         site.carol)
     assert no_csrf == 403
@@ -338,7 +343,7 @@ def test_a_revoked_key_ends_its_session(site: Site) -> None:
     log_in_with_key(site, site.secrets["bob"])
     key_id = site.secrets["bob"].split("_")[1]
     site.keys.revoke(key_id)
-    d.get(f"{site.root}/ui/notes")
+    d.get(site.ui(f"notes"))
     assert d.current_url.endswith("/ui/login")
 
 
@@ -370,7 +375,7 @@ def test_accessibility_basics(site: Site) -> None:
     d = site.driver
     log_in_with_key(site, site.secrets["owner"])
     for page in ("notes", "search?q=tea", "graph?subject=alice", "conversations", "health"):
-        d.get(f"{site.root}/ui/{page}")
+        d.get(site.ui(f"{page}"))
         assert d.find_element("css selector", "html").get_attribute("lang") == "en"
         for control in by_css(site, "main input:not([type=hidden]), main select"):
             ident = control.get_attribute("id")
@@ -384,21 +389,21 @@ def test_accessibility_basics(site: Site) -> None:
         ActionChains(d).send_keys(key).perform()
         return d.switch_to.active_element
 
-    d.get(f"{site.root}/ui/notes")
+    d.get(site.ui(f"notes"))
     first = press(Keys.TAB)
     assert first.get_attribute("class") == "skip" and first.text == "Skip to content"
     assert press(Keys.ENTER).get_attribute("id") == "main"  # the skip link lands on the content
     assert press(Keys.TAB).get_attribute("id") == "f-q"  # and the next stop is the first filter
-    d.get(f"{site.root}/ui/search")
+    d.get(site.ui(f"search"))
     press(Keys.TAB)  # the skip link
     labels = [press(Keys.TAB).text for _ in range(6)]
     assert labels[:5] == ["Notes", "Search", "Graph", "Conversations", "Health"], labels
     nav = d.switch_to.active_element  # Enter on a focused link follows it
-    d.get(f"{site.root}/ui/search")
+    d.get(site.ui(f"search"))
     press(Keys.TAB)
     press(Keys.TAB)
     press(Keys.TAB)
     press(Keys.TAB)  # Graph
     press(Keys.ENTER)
-    assert "/ui/graph" in d.current_url, (d.current_url, nav.text)
+    assert "/graph" in d.current_url and "/ui/s/" in d.current_url, (d.current_url, nav.text)
     site.shot("14-keyboard")

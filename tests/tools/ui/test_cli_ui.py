@@ -46,8 +46,9 @@ def _link(proc: subprocess.Popen[str], deadline: float = 60) -> str:
 def _logs_in(link: str) -> None:
     with httpx.Client(trust_env=False, timeout=30, follow_redirects=False) as http:
         res = http.get(link)
-        assert res.status_code == 303 and res.headers["location"] == "/ui/notes", res.text
-        page = http.get(link.split("/ui/")[0] + "/ui/notes")
+        where = res.headers["location"]
+        assert res.status_code == 303 and where.startswith("/ui/s/") and where.endswith("/notes"), res.text
+        page = http.get(link.split("/ui/")[0] + where)  # the session's own path: its cookie's
         assert page.status_code == 200 and NOTE in page.text
         http.cookies.clear()
         assert http.get(link).status_code == 401  # one session only

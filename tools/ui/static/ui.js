@@ -9,6 +9,11 @@
     var meta = document.querySelector('meta[name="amem-csrf"]');
     return meta ? meta.getAttribute("content") : "";
   }
+  // where this page's session lives (/ui/s/<key>): its cookie is sent under that path only
+  function base() {
+    var meta = document.querySelector('meta[name="amem-base"]');
+    return meta ? meta.getAttribute("content") : "/ui";
+  }
   function post(path, body, extra) {
     var headers = { "Content-Type": "application/json", "X-Amem-Csrf": csrf() };
     Object.keys(extra || {}).forEach(function (k) { headers[k] = extra[k]; });
@@ -36,10 +41,19 @@
     });
   }
 
+  var logout = document.getElementById("logout-now");
+  if (logout) {
+    logout.addEventListener("click", function () {
+      post(base() + "/logout", {}).then(function (res) {
+        window.location.assign((res.data && res.data.next) || "/ui/login");
+      });
+    });
+  }
+
   document.querySelectorAll(".action").forEach(function (box) {
     var dry = box.querySelector("button.dry-run");
     var region = box.querySelector(".preview");
-    var path = "/ui/api/" + box.getAttribute("data-action");
+    var path = base() + "/api/" + box.getAttribute("data-action");
     var body = Object.assign({}, box.dataset);
     delete body.action;
     dry.addEventListener("click", function () {
