@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amem.backends.base import Match, MatchAny, Where
+from amem.notefields import SUBJECT_KEYS, subject_key
 from amem.notes import Note, point_id
 
 from .html import Html, attr, esc, link, url
@@ -100,7 +101,7 @@ def neighbourhood(store: MemoryStore, agent: str, note_id: str, hops: int = 2) -
 def by_subject(store: MemoryStore, agent: str, subject: str) -> Graph:
     """The notes naming ``subject``, grouped by consolidation cluster."""
     where = Where(must=(Match("agent_id", agent), Match("is_active", True),
-                        Match("subjects", subject)))
+                        Match(SUBJECT_KEYS, subject_key(subject))))  # any spelling
     hits, _ = store.index.backend.scroll(where, limit=MAX_NODES + 1, offset=None)
     graph = Graph()
     notes = [Note.from_payload(h.payload) for h in hits]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from amem.backends.base import Condition, IsEmpty, Match, Range, Where
 from amem.errors import ValidationError
-from amem.notefields import not_expired, parse_meta_args, search_conditions
+from amem.notefields import (SUBJECT_KEYS, not_expired, parse_meta_args, search_conditions,
+                             subject_key)
 from amem import bm25
 from amem.notes import Note, check_text, point_id
 from amem.text import tokenize
@@ -74,7 +75,7 @@ class NoteFilters:
             raise ValidationError("type must be memory or knowledge", field="type")
         out: list[Condition] = []
         if self.subject:
-            out.append(Match("subjects", self.subject))
+            out.append(Match(SUBJECT_KEYS, subject_key(self.subject)))  # "alice" finds "Alice"
         if self.topic:
             out.append(Match("topics", self.topic))
         if self.note_type:

@@ -340,3 +340,17 @@ def test_logout_is_a_post_with_the_csrf_token(pages: Pages) -> None:
     res = pages.client.post(f"{session.base}/logout", json={},
                             headers={**cookie, "X-Amem-Csrf": session.csrf})
     assert res.status_code == 200 and pages.book.lookup(session.id) is None
+
+
+# ------------------------------------------------------------------------------ subjects by key
+
+
+def test_the_subject_filter_and_graph_find_every_spelling(pages: Pages) -> None:
+    """The notes about "Alice" and the one about "alice" are one subject's (amem.notefields.
+    subject_key); before, subject=alice left out the two stored as "Alice"."""
+    ids = pages.ids
+    for asked in ("alice", "ALICE"):
+        listed = set(_ids(pages.get(f"/ui/notes?subject={asked}")))
+        assert {ids["tea_first"], ids["tea"]} <= listed, asked
+        graph = pages.get(f"/ui/graph?subject={asked}").text
+        assert ids["tea_first"] in graph and ids["tea"] in graph, asked
