@@ -8,9 +8,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from lcm.errors import LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.pg.url import is_postgres_url, redact_url
 
 __all__ = ["PgDatabase", "PgRow", "row_class", "translate", "redact_url", "is_postgres_url", "lock_key"]
 
@@ -22,20 +22,6 @@ _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re
 LOCK_MIGRATE, LOCK_SESSION, LOCK_CONVERSATION, LOCK_COMPACTION = 1, 2, 3, 4
 #: one embedding run at a time per database (lcm.pg.semantic)
 LOCK_EMBED = 5
-
-
-def is_postgres_url(value: object) -> bool:
-    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def lock_key(text: str) -> int:
