@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from lcm.convlock import wait_for
 from lcm.errors import LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
 from lcm.pg.url import is_postgres_url, redact_url
 
@@ -303,10 +304,16 @@ class PgDatabase:
         return getattr(self._local, "conn", None) is not None
 
     @contextmanager
-    def advisory_lock(self, kind: int, key: int) -> Iterator[None]:
+    def advisory_lock(self, kind: int, key: int, *, wait_s: float | None = None, what: str = "an advisory lock",
+                      ) -> Iterator[None]:  # fmt: skip
         """Hold a session-level advisory lock ``(kind, key)`` for the block, on a connection of its
         own (the block's transactions come and go). Another process asking for it waits; a
-        killed holder's session ends and the server releases the lock."""
+        killed holder's session ends and the server releases the lock.
+
+        ``wait_s``: wait at most that long, saying after a few seconds that it waits for
+        ``what`` (:func:`lcm.convlock.wait_for`), then raise :class:`lcm.errors.StoreBusyError`;
+        None waits as long as the holder holds it, silently.
+        """
         import psycopg_pool
 
         try:
@@ -316,7 +323,14 @@ class PgDatabase:
             raise StoreUnavailableError(f"lcm: no connection to {self.path} available within 30 s") from exc
         try:
             with _unavailable():
-                holder.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", [kind, key])
+                if wait_s is None:
+                    holder.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", [kind, key])
+                else:
+                    def try_lock() -> bool:
+                        row = holder.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", [kind, key]).fetchone()
+                        return bool(row[0])
+
+                    wait_for(try_lock, what=what, path=self.path, limit_s=wait_s)
             try:
                 yield
             finally:

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 from amem.kernel.clock import Clock, SystemClock
 from amem.kernel.llm import TextLLM
 from lcm.config import LcmConfig
+from lcm.convlock import compaction_wait_s
 from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import normalize_messages
@@ -107,7 +108,9 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         db = self.db
         try:
             self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
-                              compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
+                              compaction_lock=lambda conv_id: db.advisory_lock(
+                                  LOCK_COMPACTION, lock_key(str(conv_id)), wait_s=compaction_wait_s(cfg),
+                                  what=f"the compaction lock of conversation {conv_id}"),
                               trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims,
                               text_grep=functools.partial(pg_grep, db, cfg))  # grep modes full_text and regex
         except BaseException:
