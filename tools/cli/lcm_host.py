@@ -72,7 +72,10 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
                               "a transcript is UTF-8 JSON lines", f"line {number}") from None
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    # split on "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028,
+    # U+2029, U+0085 and other separators, which JSON allows raw inside a string (Node's
+    # JSON.stringify, which writes Claude Code's session files, leaves U+2028/2029 as they are)
+    for number, line in enumerate((ln.removesuffix("\r") for ln in text.split("\n")), 1):
         if not line.strip():
             continue
         try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
