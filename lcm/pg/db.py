@@ -211,6 +211,24 @@ class PgConnection:
                 cp.write_row(r)
 
 
+def _numbers_as_python(conn: Any) -> None:
+    """Read ``numeric`` as ``int`` (or ``float`` when it has a fraction), as SQLite answers.
+
+    lcm stores integers and reals only, but PostgreSQL's ``sum()`` of a bigint is a
+    ``numeric``, which psycopg reads as ``Decimal``: status and doctor then served token counts
+    as ``Decimal`` to Python callers and as strings in JSON, mixed with ints in one list. One
+    loader on every pooled connection fixes each such query, present and future.
+    """
+    from psycopg.adapt import Loader
+
+    class NumberLoader(Loader):
+        def load(self, data: Any) -> int | float:
+            text = bytes(data)
+            return float(text) if any(ch in text for ch in b".eEN") else int(text)  # N: NaN
+
+    conn.adapters.register_loader("numeric", NumberLoader)
+
+
 @contextmanager
 def _unavailable() -> Iterator[None]:
     """A lost server is a StoreUnavailableError (its transaction was rolled back by the server)."""
@@ -251,7 +269,7 @@ class PgDatabase:
         self.lock = threading.RLock()  # for code that groups reads under the store's lock
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True},
-            check=psycopg_pool.ConnectionPool.check_connection, name="lcm")  # fmt: skip
+            check=psycopg_pool.ConnectionPool.check_connection, name="lcm", configure=_numbers_as_python)  # fmt: skip
         try:
             self._pool.open(wait=True, timeout=connect_timeout_s)
         except psycopg_pool.PoolTimeout as exc:
