@@ -398,7 +398,7 @@ class LcmStore:
                 debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
                                    ignored_keys=list(self.config.ignored_keys), enabled=self.config.enabled,
-                                   engine="sqlite")  # fmt: skip
+                                   engine="sqlite", event_log=_path_or_none(self.events.path))  # fmt: skip
 
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
         """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).
@@ -454,3 +454,7 @@ class LcmStore:
         """Pay compaction debt of every active conversation, apply retention, pay the trigram and
         embedding debt (nightly job)."""
         return self.upkeep.maintenance()
+
+
+def _path_or_none(path: Path | None) -> str | None:
+    return None if path is None else str(path)

@@ -160,15 +160,19 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
 def _at_line(exc: Exception, lines: list[tuple[str, str, dict[str, Any]]], start: int) -> Exception:
     """``exc`` naming the file's line where it names ``messages[i]`` of a batch starting at
     message ``start``: the line is what the user can find (a 500-message batch's index is not)."""
-    from lcm.errors import LcmValidationError
+    from lcm.errors import LargeFilesDirMissingError, LcmValidationError
 
     field = getattr(exc, "field", None) or ""
     found = re.match(r"messages\[(\d+)\]", field)
-    if not isinstance(exc, LcmValidationError) or found is None or start + int(found.group(1)) >= len(lines):
+    if found is None or start + int(found.group(1)) >= len(lines):
         return exc
     number = lines[start + int(found.group(1))][0].split(".")[0]
-    text = str(exc).replace(found.group(0), "the message", 1)
-    return LcmValidationError(f"line {number}: {text}", field=f"line {number}")
+    text = f"line {number}: " + str(exc).replace(found.group(0), "the message", 1)
+    if isinstance(exc, LargeFilesDirMissingError):
+        return LargeFilesDirMissingError(text, field=f"line {number}")
+    if isinstance(exc, LcmValidationError):
+        return LcmValidationError(text, field=f"line {number}")
+    return exc
 
 
 #: how a store's refusal says that nothing of its batch was stored (dropped once earlier batches were)
