@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from lcm.convlock import wait_for
-from lcm.errors import LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.errors import LcmEngineError, LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.pg.probe import probe
 from lcm.pg.url import is_postgres_url, redact_url
 
 __all__ = ["PgDatabase", "PgRow", "row_class", "translate", "redact_url", "is_postgres_url", "lock_key"]
@@ -236,6 +237,10 @@ def _unavailable() -> Iterator[None]:
 
     try:
         yield
+    except psycopg.errors.InsufficientPrivilege as exc:
+        # the role's grants, said as such (it was an "unexpected InsufficientPrivilege" with raw SQL)
+        raise LcmEngineError(f"lcm: the database role may not do this: {exc.diag.message_primary} (grant it "
+                             "SELECT, INSERT, UPDATE, DELETE on lcm's tables and USAGE on their sequences)") from exc
     except psycopg.OperationalError as exc:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise  # a statement_timeout: the caller's deadline, not a lost server
@@ -270,6 +275,7 @@ class PgDatabase:
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True},
             check=psycopg_pool.ConnectionPool.check_connection, name="lcm", configure=_numbers_as_python)  # fmt: skip
+        probe(url, self.path, connect_timeout_s)  # a wrong password or database: said now, not retried for 10 s
         try:
             self._pool.open(wait=True, timeout=connect_timeout_s)
         except psycopg_pool.PoolTimeout as exc:
