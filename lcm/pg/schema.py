@@ -237,7 +237,7 @@ def applied_pg_migrations(db: PgDatabase, *, create: bool = True) -> list[str]:
     CREATE on the schema may open a migrated database (``CREATE TABLE IF NOT EXISTS`` needs the
     privilege even when the table exists)."""
     with db.atomic() as c:
-        if c.execute("SELECT to_regclass('lcm_migrations')").fetchone()[0] is None:
+        if c.execute("SELECT to_regclass('lcm_migrations') IS NULL").fetchall()[0][0]:
             if not create:
                 return []
             c.raw.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (seq BIGINT GENERATED ALWAYS AS IDENTITY, "
