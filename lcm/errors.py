@@ -2,6 +2,7 @@
 
     LcmError                     base of everything lcm raises on purpose (a MemoryToolError)
     ├── LcmConfigError           a bad config key or value; ``.key`` and ``.source`` name them
+    │   └── LargeFilesDirMissingError  a large message on a store with no shared largeFilesDir; ``.field``
     ├── LcmValidationError       bad input at the boundary; ``.field`` names the offending field
     │   ├── ReplayFloodError     a batch refused by the anti-replay guard; ``.role``, ``.count``
     │   └── RegexRefusedError    a regex RE2 cannot run, or an invalid one; ``.pattern``
@@ -37,6 +38,16 @@ class LcmConfigError(LcmError, BadConfigError):
     """A configuration key or value is invalid; ``key`` and ``source`` name them."""
 
     code = "config_error"
+
+
+class LargeFilesDirMissingError(LcmConfigError):
+    """A message over ``largeFileThresholdTokens`` sent to a store whose hosts share no
+    ``largeFilesDir`` (PostgreSQL without one): a configuration to fix on the host, not bad
+    input; ``field`` names the message (``messages[i]``). Nothing of the batch was stored."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message, key="largeFilesDir")
+        self.field = field
 
 
 class LcmValidationError(LcmError, InvalidArgumentError):

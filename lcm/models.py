@@ -301,7 +301,10 @@ class StatusReport(_Dict):
     large_file_bytes: int
     pending_debt: int
     migrations: list[str]
-    large_files_dir: str
+    #: where large messages are stored as files; None: this host has none (a PostgreSQL store
+    #: without ``largeFilesDir``, which refuses large messages rather than keep them in a
+    #: temporary directory other hosts cannot read)
+    large_files_dir: str | None
     #: semantic recall: vectors stored, and the items still to embed (``amem lcm embed``)
     embedding: EmbeddingStatus | None = None
     #: the version of the installed distribution that ships lcm (amem)
@@ -322,6 +325,10 @@ class StatusReport(_Dict):
     summarized_coverage: float = 0.0
     #: ``compression_ratio`` as the reference writes it: context tokens to raw tokens, ``1:N``
     compression: str = "1:1"
+    #: the event log this store writes (ingest, compaction decisions, failures); None: none is
+    #: written (``independentLogFile.enabled`` off, or no data directory to put it in and no
+    #: ``independentLogFile.file`` / ``LCM_LOG_FILE``, as on PostgreSQL)
+    event_log: str | None = None
 
 
 @dataclass(frozen=True)

@@ -146,15 +146,19 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
 
 
 #: findings reported without making the database unhealthy
-_NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order")
+_NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order", "large_files_not_checked")
 
 
-def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_checks: bool = True) -> DoctorReport:
+def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_checks: bool = True,
+           files_configured: bool = True) -> DoctorReport:  # fmt: skip
     """Read-only checks. Errors mean broken; fallback/truncated summaries are warnings; info is neither.
 
     ``top``: how many of the worst conversations to rank (``lcm.health``; 0: none).
     ``sqlite_checks=False`` (lcm.pg) leaves out the SQLite file's own checks (``quick_check``,
-    FTS5 drift): a server keeps its pages and indexes itself, and the checks are not listed.
+    FTS5 drift, the time-order flags only SQLite keeps): a server keeps its pages and indexes
+    itself, and the checks are not listed. ``files_configured=False``: this host has no
+    large-files directory (lcm.pg without ``largeFilesDir``), so the stored files cannot be
+    looked at here: one ``large_files_not_checked`` warning, not a missing file each.
     """
     issues: list[DoctorIssue] = []
     checks: dict[str, int] = {}
@@ -168,7 +172,7 @@ def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_
             issues.append(DoctorIssue(check, severity, id, detail, conv))
 
     try:
-        _doctor_checks(db, files, add, checks, sqlite_checks)
+        _doctor_checks(db, files, add, checks, sqlite_checks, files_configured)
     except db.errors as exc:
         # A damaged file (quick_check's findings above, when it got that far) fails the reads
         # that follow: the operator gets what was found and which checks could not run,
@@ -189,7 +193,7 @@ def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_
 
 
 def _doctor_checks(db: Handle, files: LargeFileStore, add: Callable[..., None], checks: dict[str, int],
-                   sqlite_checks: bool) -> None:
+                   sqlite_checks: bool, files_configured: bool = True) -> None:
     """:func:`doctor`'s checks in order, each finding through ``add``; ``checks`` gets each
     check's name (count 0) as it starts, so a failure names the last one that ran."""
     with db.reading() as c:
@@ -254,12 +258,23 @@ def _doctor_checks(db: Handle, files: LargeFileStore, add: Callable[..., None], 
                 ok, detail = _fts_in_sync(c, table, fts, rowid)
                 if not ok:
                     add("fts_out_of_sync", "error", fts, detail)
-        # Not damage: an import of older rows makes newest-first grep take its exact slower path.
-        checks["rows_out_of_time_order"] = 0
-        for (table,) in c.execute("SELECT name FROM lcm_time_order WHERE out_of_order = 1 ORDER BY name"):
-            add("rows_out_of_time_order", "info", table,
-                f"{table} were stored out of time order (an import of older rows); newest-first "
-                "grep checks its shortcut against the time index, which costs more on common terms")
+            # Not damage: an import of older rows makes newest-first grep take its exact slower
+            # path. SQLite's own flags (PostgreSQL reads its time index and never sets them; a
+            # copied store's row would report SQLite's old state), so absent there.
+            checks["rows_out_of_time_order"] = 0
+            for (table,) in c.execute("SELECT name FROM lcm_time_order WHERE out_of_order = 1 ORDER BY name"):
+                add("rows_out_of_time_order", "info", table,
+                    f"{table} were stored out of time order (an import of older rows); newest-first "
+                    "grep checks its shortcut against the time index, which costs more on common terms")
+        if not files_configured:
+            stored = int(c.execute("SELECT count(*) FROM large_files").fetchone()[0])
+            checks["large_files_not_checked"] = 0
+            if stored:
+                add("large_files_not_checked", "warning", "largeFilesDir",
+                    f"{stored} large file(s) are stored under the largeFilesDir of the hosts that wrote them; this "
+                    "host has none configured, so they were not checked (a configuration to fix here, not damage): "
+                    "set largeFilesDir (LCM_LARGE_FILES_DIR) to the directory those hosts share")  # fmt: skip
+            return
         checks["missing_files"] = 0
         rows = c.execute("SELECT file_id, storage_path, conversation_id FROM large_files").fetchall()
     for fid, rel, conv in rows:

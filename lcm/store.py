@@ -17,6 +17,7 @@ from lcm.compact_driver import CompactionDriver, ConversationLock
 from lcm.compaction import Compactor
 from lcm.config import LcmConfig
 from lcm.conn import Handle
+from lcm.convlock import FileConversationLocks, compaction_wait_s
 from lcm.db import Database, sqlite_only
 from lcm.errors import LcmValidationError
 from lcm.events import EventLog
@@ -153,6 +154,10 @@ class LcmStore:
         self.semantic = semantic
         self.failures = FailureLog(db, clock, events)
         self.scopes = Scopes(db, cfg)
+        if compaction_lock is None:
+            # processes sharing the SQLite file (and threads sharing a store) compact a
+            # conversation one at a time, as PostgreSQL's hosts do (lcm.convlock)
+            compaction_lock = FileConversationLocks(None if db.is_memory else db.path, limit_s=compaction_wait_s(cfg))
         self.compaction = CompactionDriver(db, cfg, self.compactor, self.scopes, events, self.failures,
                                            lock=compaction_lock)  # fmt: skip
         self.assembler = Assembler(db, cfg, clock, self.scopes, self.compaction)
@@ -393,7 +398,7 @@ class LcmStore:
                 debt = dataclasses.replace(debt, trigram=pending_count(c))
         return dataclasses.replace(report, embedding=embedding, debt=debt,
                                    ignored_keys=list(self.config.ignored_keys), enabled=self.config.enabled,
-                                   engine="sqlite")  # fmt: skip
+                                   engine="sqlite", event_log=_path_or_none(self.events.path))  # fmt: skip
 
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None) -> EmbedReport:
         """Embed the messages and summaries semantic recall cannot see yet (off the ingest path).
@@ -449,3 +454,7 @@ class LcmStore:
         """Pay compaction debt of every active conversation, apply retention, pay the trigram and
         embedding debt (nightly job)."""
         return self.upkeep.maintenance()
+
+
+def _path_or_none(path: Path | None) -> str | None:
+    return None if path is None else str(path)

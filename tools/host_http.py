@@ -74,7 +74,11 @@ MAX_MESSAGES = 5000
 MAX_SESSION_ID_CHARS = 500
 _STATUS = {"invalid_argument": 400, "replay_flood": 409, "forbidden": 403, "not_found": 404,
            "payload_too_large": 413, "timeout": 504, "unavailable": 503, "concurrent_change": 409,
-           "disk_full": 507, "store_locked": 503}
+           "disk_full": 507, "store_locked": 503,
+           # the conversation store cannot serve this now; the request was fine: a server down or
+           # migrated by newer code, an operation its engine lacks, a host missing its largeFilesDir
+           "store_unavailable": 503, "schema_too_new": 503, "unsupported_on_engine": 503,
+           "engine_error": 503, "config_error": 503}
 _INGEST_FIELDS = ("sessionKey", "sessionId", "messages", "afterTurn")
 
 

@@ -55,6 +55,6 @@ itself (today none; a method added to ``LcmStore`` later raises until it is port
 
 from __future__ import annotations
 
-from lcm.pg.db import is_postgres_url, redact_url
+from lcm.pg.url import is_postgres_url, redact_url
 
 __all__ = ["is_postgres_url", "redact_url"]

@@ -23,6 +23,7 @@ from lcm.conn import Connection, Handle
 from lcm.db import sqlite_only
 from lcm.errors import CopyVerificationError, LcmValidationError
 from lcm.pg.db import PgDatabase
+from lcm.pg.nulscan import NUL_REPLACEMENT, describe_findings, find_nul
 from lcm.pg.schema import migrate_pg
 from lcm.timeutil import iso
 
@@ -83,6 +84,8 @@ class CopyReport:
     rows: dict[str, int] = field(default_factory=dict)
     checks: dict[str, int] = field(default_factory=dict)
     carried: dict[str, int] = field(default_factory=dict)
+    #: the values copied with each NUL as U+FFFD (``replace_nul``), named as the refusal names them
+    nul_replaced: list[str] = field(default_factory=list)
 
 
 def reference_checks(c: Connection) -> dict[str, int]:
@@ -90,7 +93,8 @@ def reference_checks(c: Connection) -> dict[str, int]:
     return {name: int(c.execute(sql).fetchone()[0]) for name, sql in REFERENCE_CHECKS.items()}
 
 
-def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase) -> CopyReport:
+def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase, *,
+                            replace_nul: bool = False) -> CopyReport:  # fmt: skip
     """Copy every lcm row of ``source`` (a migrated SQLite store) into ``destination``, verified.
 
     The destination is migrated first and must hold no conversation: merging two histories
@@ -100,8 +104,14 @@ def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase) -> C
     half-filled. Large files stay where they are: point ``largeFilesDir`` of every host at
     that directory.
 
+    PostgreSQL text cannot hold U+0000, which SQLite keeps: the source is scanned for it first
+    (:func:`lcm.pg.nulscan.find_nul`) and a store holding one is refused before anything is
+    copied, naming each message. ``replace_nul`` copies each NUL as U+FFFD instead (the one
+    change the copy then makes; those messages differ from the source in that character).
+
     Raises:
-        LcmValidationError: the destination already holds conversations (``field="destination"``).
+        LcmValidationError: the destination already holds conversations (``field="destination"``),
+            or the source holds a NUL character and ``replace_nul`` is off (``field="source"``).
         CopyVerificationError: the copy does not match the snapshot (``.problems``); rolled back.
         UnsupportedOnEngineError: ``source_handle`` is not a SQLite store's.
     """
@@ -113,10 +123,19 @@ def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase) -> C
             raise LcmValidationError(
                 f"the PostgreSQL database at {destination.path} already holds conversations; "
                 "copy into an empty database", field="destination")  # fmt: skip
+        # scanned before a row is sent, in the copy's snapshot: a refusal costs seconds, not the
+        # minutes a copy took to meet the row, and names every one
+        nul = find_nul(src, COPIED_TABLES)
+        if nul and not replace_nul:
+            raise LcmValidationError(
+                f"the SQLite store holds {len(nul)} text value(s) with a NUL character (U+0000), which PostgreSQL "
+                f"text cannot hold: {describe_findings(nul)}. Nothing was copied. Copy them with each NUL as U+FFFD "
+                "(amem lcm migrate --replace-nul; replace_nul=True), the one change the copy then makes",
+                field="source")  # fmt: skip
         expected = {t: int(src.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COPIED_TABLES}
         in_source = reference_checks(src)
         for table in COPIED_TABLES:
-            rows[table] = _copy_table(src, dst, table)
+            rows[table] = _copy_table(src, dst, table, replace_nul=bool(nul) and replace_nul)
         for table, col in _SEQUENCES.items():
             dst.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{col}'), "
                         f"coalesce((SELECT max({col}) FROM {table}), 0) + 1, false)")  # fmt: skip
@@ -124,11 +143,12 @@ def copy_sqlite_to_postgres(source_handle: Handle, destination: PgDatabase) -> C
     carried = {name: n for name, n in checks.items() if n}
     if carried:
         log.warning("lcm: copied damage the source already had (amem lcm doctor lists it): %s", carried)
-    return CopyReport(source.path, destination.path, rows, checks, carried)
+    return CopyReport(source.path, destination.path, rows, checks, carried, nul if replace_nul else [])
 
 
-def _copy_table(src: Connection, dst: Connection, table: str) -> int:
-    """One table's rows from the snapshot into the destination, a chunk at a time; the count."""
+def _copy_table(src: Connection, dst: Connection, table: str, *, replace_nul: bool = False) -> int:
+    """One table's rows from the snapshot into the destination, a chunk at a time; the count.
+    ``replace_nul``: each U+0000 in a text value goes in as U+FFFD."""
     cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
     wanted = {r[0] for r in dst.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
@@ -145,6 +165,8 @@ def _copy_table(src: Connection, dst: Connection, table: str) -> int:
     cursor = src.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}")
     count = 0
     while chunk := [tuple(r) for r in cursor.fetchmany(_CHUNK)]:
+        if replace_nul:
+            chunk = [tuple(v.replace("\x00", NUL_REPLACEMENT) if isinstance(v, str) else v for v in r) for r in chunk]
         dst.executemany(insert, chunk)
         count += len(chunk)
     return count

@@ -8,9 +8,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
-from lcm.errors import LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.convlock import wait_for
+from lcm.errors import LcmEngineError, LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.pg.probe import probe
+from lcm.pg.url import is_postgres_url, redact_url
 
 __all__ = ["PgDatabase", "PgRow", "row_class", "translate", "redact_url", "is_postgres_url", "lock_key"]
 
@@ -22,20 +24,6 @@ _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re
 LOCK_MIGRATE, LOCK_SESSION, LOCK_CONVERSATION, LOCK_COMPACTION = 1, 2, 3, 4
 #: one embedding run at a time per database (lcm.pg.semantic)
 LOCK_EMBED = 5
-
-
-def is_postgres_url(value: object) -> bool:
-    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def lock_key(text: str) -> int:
@@ -224,6 +212,24 @@ class PgConnection:
                 cp.write_row(r)
 
 
+def _numbers_as_python(conn: Any) -> None:
+    """Read ``numeric`` as ``int`` (or ``float`` when it has a fraction), as SQLite answers.
+
+    lcm stores integers and reals only, but PostgreSQL's ``sum()`` of a bigint is a
+    ``numeric``, which psycopg reads as ``Decimal``: status and doctor then served token counts
+    as ``Decimal`` to Python callers and as strings in JSON, mixed with ints in one list. One
+    loader on every pooled connection fixes each such query, present and future.
+    """
+    from psycopg.adapt import Loader
+
+    class NumberLoader(Loader):
+        def load(self, data: Any) -> int | float:
+            text = bytes(data)
+            return float(text) if any(ch in text for ch in b".eEN") else int(text)  # N: NaN
+
+    conn.adapters.register_loader("numeric", NumberLoader)
+
+
 @contextmanager
 def _unavailable() -> Iterator[None]:
     """A lost server is a StoreUnavailableError (its transaction was rolled back by the server)."""
@@ -231,6 +237,10 @@ def _unavailable() -> Iterator[None]:
 
     try:
         yield
+    except psycopg.errors.InsufficientPrivilege as exc:
+        # the role's grants, said as such (it was an "unexpected InsufficientPrivilege" with raw SQL)
+        raise LcmEngineError(f"lcm: the database role may not do this: {exc.diag.message_primary} (grant it "
+                             "SELECT, INSERT, UPDATE, DELETE on lcm's tables and USAGE on their sequences)") from exc
     except psycopg.OperationalError as exc:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise  # a statement_timeout: the caller's deadline, not a lost server
@@ -264,7 +274,8 @@ class PgDatabase:
         self.lock = threading.RLock()  # for code that groups reads under the store's lock
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True},
-            check=psycopg_pool.ConnectionPool.check_connection, name="lcm")  # fmt: skip
+            check=psycopg_pool.ConnectionPool.check_connection, name="lcm", configure=_numbers_as_python)  # fmt: skip
+        probe(url, self.path, connect_timeout_s)  # a wrong password or database: said now, not retried for 10 s
         try:
             self._pool.open(wait=True, timeout=connect_timeout_s)
         except psycopg_pool.PoolTimeout as exc:
@@ -317,10 +328,16 @@ class PgDatabase:
         return getattr(self._local, "conn", None) is not None
 
     @contextmanager
-    def advisory_lock(self, kind: int, key: int) -> Iterator[None]:
+    def advisory_lock(self, kind: int, key: int, *, wait_s: float | None = None, what: str = "an advisory lock",
+                      ) -> Iterator[None]:  # fmt: skip
         """Hold a session-level advisory lock ``(kind, key)`` for the block, on a connection of its
         own (the block's transactions come and go). Another process asking for it waits; a
-        killed holder's session ends and the server releases the lock."""
+        killed holder's session ends and the server releases the lock.
+
+        ``wait_s``: wait at most that long, saying after a few seconds that it waits for
+        ``what`` (:func:`lcm.convlock.wait_for`), then raise :class:`lcm.errors.StoreBusyError`;
+        None waits as long as the holder holds it, silently.
+        """
         import psycopg_pool
 
         try:
@@ -330,7 +347,14 @@ class PgDatabase:
             raise StoreUnavailableError(f"lcm: no connection to {self.path} available within 30 s") from exc
         try:
             with _unavailable():
-                holder.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", [kind, key])
+                if wait_s is None:
+                    holder.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", [kind, key])
+                else:
+                    def try_lock() -> bool:
+                        row = holder.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", [kind, key]).fetchone()
+                        return bool(row[0])
+
+                    wait_for(try_lock, what=what, path=self.path, limit_s=wait_s)
             try:
                 yield
             finally:

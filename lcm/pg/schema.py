@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from lcm.errors import SchemaTooNewError
+from lcm.errors import LcmEngineError, SchemaTooNewError
 from lcm.pg.db import LOCK_MIGRATE, PgConnection, PgDatabase
 
 log = logging.getLogger(__name__)
@@ -231,10 +231,17 @@ _step("0013_debt_telemetry", "ALTER TABLE compaction_debt ADD COLUMN model TEXT"
       "ALTER TABLE compaction_debt ADD COLUMN cache_write_tokens BIGINT")
 
 
-def applied_pg_migrations(db: PgDatabase) -> list[str]:
+def applied_pg_migrations(db: PgDatabase, *, create: bool = True) -> list[str]:
+    """The migrations recorded in the database, oldest first. The record table is created only
+    when it is missing and ``create`` is on: a role with read/write on the tables but no
+    CREATE on the schema may open a migrated database (``CREATE TABLE IF NOT EXISTS`` needs the
+    privilege even when the table exists)."""
     with db.atomic() as c:
-        c.raw.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (seq BIGINT GENERATED ALWAYS AS IDENTITY, "
-                      "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")  # fmt: skip
+        if c.execute("SELECT to_regclass('lcm_migrations') IS NULL").fetchall()[0][0]:
+            if not create:
+                return []
+            c.raw.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (seq BIGINT GENERATED ALWAYS AS IDENTITY, "
+                          "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")  # fmt: skip
         return [r[0] for r in c.execute("SELECT name FROM lcm_migrations ORDER BY seq").fetchall()]
 
 
@@ -246,15 +253,42 @@ def migrate_pg(db: PgDatabase, now_iso: str, registry: dict[str, PgMigration] | 
     (:class:`SchemaTooNewError`) before anything is read or written.
     """
     steps = PG_MIGRATIONS if registry is None else registry
+    # the usual open of a migrated database: read, no lock, no DDL (an app role may lack CREATE)
+    done = applied_pg_migrations(db, create=False)
+    if done and set(done) >= set(steps):
+        _refuse_unknown(db, done, steps)
+        return []
+    import psycopg
+
+    try:
+        return _apply(db, now_iso, steps)
+    except LcmEngineError as exc:  # lcm.pg.db says a missing grant as one; here it is a missing CREATE
+        cause = exc.__cause__
+        if not isinstance(cause, psycopg.errors.InsufficientPrivilege):
+            raise
+        missing = [n for n in steps if n not in done]
+        raise LcmEngineError(
+            f"lcm: the database at {db.path} needs {len(missing)} migration(s) ({', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''}) and this role may not make them ({cause.diag.message_primary}): "
+            "open it once as the database owner or a role with CREATE on its schema; hosts can then use a role "
+            "with only read/write on the tables") from None
+
+
+def _refuse_unknown(db: PgDatabase, done: list[str], steps: dict[str, PgMigration]) -> None:
+    unknown = [n for n in done if n not in steps]
+    if unknown:
+        raise SchemaTooNewError(
+            f"lcm: the database at {db.path} was migrated by newer code (unknown migrations: "
+            f"{', '.join(unknown)}); upgrade amem on this host", unknown=unknown)  # fmt: skip
+
+
+def _apply(db: PgDatabase, now_iso: str, steps: dict[str, PgMigration]) -> list[str]:
+    """:func:`migrate_pg`'s work under the migration lock."""
     applied: list[str] = []
     with db.atomic() as c:
         c.execute("SELECT pg_advisory_xact_lock(?, 0)", (LOCK_MIGRATE,))
         done = applied_pg_migrations(db)
-        unknown = [n for n in done if n not in steps]
-        if unknown:
-            raise SchemaTooNewError(
-                f"lcm: the database at {db.path} was migrated by newer code (unknown migrations: "
-                f"{', '.join(unknown)}); upgrade amem on this host", unknown=unknown)  # fmt: skip
+        _refuse_unknown(db, done, steps)
         for name, fn in steps.items():
             if name in done:
                 continue

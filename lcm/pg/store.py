@@ -12,7 +12,8 @@ from typing import Any, NoReturn
 from amem.kernel.clock import Clock, SystemClock
 from amem.kernel.llm import TextLLM
 from lcm.config import LcmConfig
-from lcm.errors import LcmValidationError, UnsupportedOnEngineError
+from lcm.convlock import compaction_wait_s
+from lcm.errors import LargeFilesDirMissingError, LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.ingest import normalize_messages
 from lcm.largefiles import open_file_store
@@ -107,7 +108,9 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         db = self.db
         try:
             self._build_parts(PgSemanticIndex(db, cfg, embedder), expansion_llm,
-                              compaction_lock=lambda conv_id: db.advisory_lock(LOCK_COMPACTION, lock_key(str(conv_id))),
+                              compaction_lock=lambda conv_id: db.advisory_lock(
+                                  LOCK_COMPACTION, lock_key(str(conv_id)), wait_s=compaction_wait_s(cfg),
+                                  what=f"the compaction lock of conversation {conv_id}"),
                               trigrams=_no_trigram_debt, size_of=db.size_bytes, reclaim=_autovacuum_reclaims,
                               text_grep=functools.partial(pg_grep, db, cfg))  # grep modes full_text and regex
         except BaseException:
@@ -139,8 +142,15 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
             if text is not None and "\x00" in text:
                 raise LcmValidationError(f"{field} contains a NUL character (U+0000), which PostgreSQL text cannot "
                                          "hold; nothing was stored", field=field)  # fmt: skip
-        if self._tmpdir is not None and any(estimate_tokens(m.content) > self.config.large_file_threshold_tokens for m in batch):
-            _unsupported("ingest of a message over largeFileThresholdTokens without largeFilesDir (a directory all hosts share)")
+        if self._tmpdir is not None:
+            for i, m in enumerate(batch):
+                tokens = estimate_tokens(m.content)
+                if tokens > self.config.large_file_threshold_tokens:
+                    raise LargeFilesDirMissingError(
+                        f"messages[{i}] holds ~{tokens} tokens, over largeFileThresholdTokens "
+                        f"({self.config.large_file_threshold_tokens}), and is stored as a file, but this host has no "
+                        "largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every host of this "
+                        "database shares; nothing of this batch was stored", field=f"messages[{i}]")  # fmt: skip
         if session_key is None and session_id is None:
             raise LcmValidationError("need a session_key or a session_id", field="session_key")
         name = f"key:{session_key}" if session_key is not None else f"id:{session_id}"
@@ -163,15 +173,20 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         debt = report.debt
         if debt is not None and embedding.model_id is not None:
             debt = dataclasses.replace(debt, embedding=embedding.debt)
+        # no largeFilesDir: say none, not the temporary directory standing in for it
+        files_dir = None if self._tmpdir is not None else report.large_files_dir
+        event_log = None if self.events.path is None else str(self.events.path)
         return dataclasses.replace(report, embedding=embedding, debt=debt, ignored_keys=list(self.config.ignored_keys),
-                                   enabled=self.config.enabled, engine="postgresql")  # fmt: skip
+                                   enabled=self.config.enabled, engine="postgresql", large_files_dir=files_dir,
+                                   event_log=event_log)  # fmt: skip
 
     def doctor(self, *, top: int = 10) -> DoctorReport:
         """:meth:`LcmStore.doctor` without the SQLite file's own checks (``sqlite_quick_check``,
-        ``fts_out_of_sync``): the server keeps its pages and indexes; those keys are absent."""
+        ``fts_out_of_sync``, ``rows_out_of_time_order``): the server keeps its pages and indexes;
+        those keys are absent. Without ``largeFilesDir`` the files are not checked (a warning)."""
         if isinstance(top, bool) or not isinstance(top, int) or top < 0:
             raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
-        return ops_doctor(self.db, self.files, top=top, sqlite_checks=False)
+        return ops_doctor(self.db, self.files, top=top, sqlite_checks=False, files_configured=self._tmpdir is None)
 
 
 def _raiser(name: str) -> Callable[..., NoReturn]:

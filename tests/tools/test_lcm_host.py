@@ -228,3 +228,17 @@ def test_host_transcripts_ingest_once(tmp_path: Path) -> None:
     assert (again["stored"], again["skipped_duplicates"]) == (0, 3)
     hits = amem_json(env, "lcm", "grep", "OOMKilled", "--session-key", KEY)
     assert hits["hits"]
+
+
+def test_raw_line_and_paragraph_separators_inside_a_string_stay_in_their_line(tmp_path: Path) -> None:
+    # JSON allows U+2028, U+2029 and U+0085 raw in a string (Node's JSON.stringify leaves the
+    # first two): split on them, the line was refused as "not valid JSON". CRLF lines still read.
+    env = env_for(tmp_path / "home")
+    said = ["a\u2028b", "c\u2029d", "e\u0085f", "g\x1ch\x1di\x1ej\x0bk\x0cl"]
+    src = tmp_path / "sep.jsonl"
+    src.write_text("".join(json.dumps({"role": "user", "content": c}, ensure_ascii=False) + "\r\n" for c in said),
+                   encoding="utf-8", newline="")  # fmt: skip
+    done = amem_json(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    assert (done["read"], done["stored"]) == (4, 4)
+    ctx = amem_json(env, "lcm", "assemble", "--session-key", KEY, "--budget", "100000")
+    assert [it["content"] for it in ctx["items"]] == said

@@ -72,7 +72,10 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
                               "a transcript is UTF-8 JSON lines", f"line {number}") from None
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    # split on "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028,
+    # U+2029, U+0085 and other separators, which JSON allows raw inside a string (Node's
+    # JSON.stringify, which writes Claude Code's session files, leaves U+2028/2029 as they are)
+    for number, line in enumerate((ln.removesuffix("\r") for ln in text.split("\n")), 1):
         if not line.strip():
             continue
         try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
@@ -105,12 +108,7 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None 
     try:
         normalized = normalize_messages(messages, "1970-01-01T00:00:00.000Z")
     except LcmValidationError as exc:
-        # "messages[i].role" -> the file's line number, which is what the user can find
-        found = re.match(r"messages\[(\d+)\]", exc.field or "")
-        if found is None:
-            raise
-        number = lines[int(found.group(1))][0].split(".")[0]
-        raise LcmValidationError(f"line {number}: {exc}", field=f"line {number}") from None
+        raise _at_line(exc, lines, 0) from None
     for norm, (number, line, msg) in zip(normalized, lines):
         if norm.stable_event_key is None:
             digest = hashlib.sha256(line.encode()).hexdigest()[:16]
@@ -133,9 +131,10 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
             try:
                 res = store.ingest(args.session_key, messages[start:start + BATCH], session_id=args.session_id)
             except Exception as exc:
+                said = _at_line(exc, lines, start)  # a refused message named by its line, not its place in the batch
                 if start == 0:
-                    raise
-                raise _partly_stored(exc, lines[start][0], start, stored, skipped) from exc
+                    raise said from (None if said is exc else exc)
+                raise _partly_stored(said, lines[start][0], start, stored, skipped) from exc
             stored += res.stored
             skipped += res.skipped_duplicates
             conversation = res.conversation_id if res.conversation_id is not None else conversation
@@ -158,16 +157,44 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_line(exc: Exception, lines: list[tuple[str, str, dict[str, Any]]], start: int) -> Exception:
+    """``exc`` naming the file's line where it names ``messages[i]`` of a batch starting at
+    message ``start``: the line is what the user can find (a 500-message batch's index is not)."""
+    from lcm.errors import LargeFilesDirMissingError, LcmValidationError
+
+    field = getattr(exc, "field", None) or ""
+    found = re.match(r"messages\[(\d+)\]", field)
+    if found is None or start + int(found.group(1)) >= len(lines):
+        return exc
+    number = lines[start + int(found.group(1))][0].split(".")[0]
+    text = f"line {number}: " + str(exc).replace(found.group(0), "the message", 1)
+    if isinstance(exc, LargeFilesDirMissingError):
+        return LargeFilesDirMissingError(text, field=f"line {number}")
+    if isinstance(exc, LcmValidationError):
+        return LcmValidationError(text, field=f"line {number}")
+    return exc
+
+
+#: how a store's refusal says that nothing of its batch was stored (dropped once earlier batches were)
+_NOTHING_STORED = re.compile(r"[;,.]?\s*nothing (?:of it |of this batch )?was stored\.?", re.IGNORECASE)
+
+
 def _partly_stored(exc: Exception, line: str, start: int, stored: int, skipped: int) -> Exception:
     """A refusal after earlier batches were committed, said as such: what is stored stays
     stored (each batch is one transaction), and feeding the file again resumes, since the
-    stored lines are keyed and taken as already there."""
+    stored lines are keyed and taken as already there. The store's own "nothing was stored"
+    is dropped: it speaks of the batch, and here earlier batches are kept."""
+    from lcm.errors import LcmValidationError
+
     code = getattr(exc, "code", None)
     code = code if isinstance(code, str) else "error"
-    said = str(exc).replace(" Nothing was stored.", "")
+    said = _NOTHING_STORED.sub("", str(exc)).rstrip(" .;") + "."
+    # a refused line must be fixed first; a lost server or a busy store only needs the rerun
+    redo = ("fix that line and feed the file again" if isinstance(exc, LcmValidationError)
+            else "feed the file again once the store answers")  # fmt: skip
     return CliError(f"{said} The batch from line {line} on was refused whole; the {start} "
                     f"messages before it are kept ({stored} stored now, {skipped} already "
-                    "there): fix the file and feed it again to store the rest.",
+                    f"there): {redo} to store the rest (the kept lines are taken as already there).",
                     code=code, exit_code=CODE_EXITS.get(code, EXIT_ERROR),
                     field=getattr(exc, "field", None))
 

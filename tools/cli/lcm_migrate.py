@@ -19,6 +19,9 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     p = cmd("migrate", cmd_lcm_migrate, "copy the SQLite conversation store into an empty PostgreSQL "
             "database (one snapshot of the source, ids unchanged, verified, one transaction)", into=lsub)
     p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/db (must hold no conversations)")
+    p.add_argument("--replace-nul", action="store_true",
+                   help="copy each NUL character (U+0000, which PostgreSQL text cannot hold) as U+FFFD; without it "
+                        "a store holding one is refused before anything is copied, naming the messages")
 
 
 def cmd_lcm_migrate(args: argparse.Namespace) -> int:
@@ -34,13 +37,13 @@ def cmd_lcm_migrate(args: argparse.Namespace) -> int:
                            "store (unset LCM_DATABASE_PATH to name the local file)", code="invalid_argument")  # fmt: skip
         destination = PgDatabase(args.to)
         try:
-            report = copy_sqlite_to_postgres(store.db, destination)
+            report = copy_sqlite_to_postgres(store.db, destination, replace_nul=args.replace_nul)
         finally:
             destination.close()
     # The copy is verified before it commits (a mismatch raises, nothing kept); what is left to
     # show is damage the source already had, copied as it was.
     data = {"source": report.source, "destination": report.destination, "rows": report.rows,
-            "verified": report.checks, "carried_from_source": report.carried,
+            "verified": report.checks, "carried_from_source": report.carried, "nul_replaced": report.nul_replaced,
             "next": "point every host at it: LCM_DATABASE_PATH=<the URL> (large files stay in largeFilesDir)"}  # fmt: skip
     emit(args, data, lambda: kv_text(data))
     return 0

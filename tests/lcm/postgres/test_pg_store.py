@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from lcm import LcmConfig, LcmStore, ManualClock
-from lcm.errors import LcmValidationError, ReplayFloodError, SchemaTooNewError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.errors import LargeFilesDirMissingError, LcmValidationError, ReplayFloodError, SchemaTooNewError, StoreUnavailableError, UnsupportedOnEngineError
 from lcm.migrations import MIGRATIONS
 from lcm.pg.db import PgDatabase, translate
 from lcm.pg.schema import PG_MIGRATIONS
@@ -145,7 +145,7 @@ def test_large_payloads_go_to_the_shared_directory_and_grep_reads_them(make_pg_s
                                                                        tmp_path: Path) -> None:
     payload = "\n".join(f"row {i}: value={i * 7}" for i in range(2000)) + "\nFATAL: disk /dev/sda1 full"
     bare = make_pg_store(large_file_threshold_tokens=1000)
-    with pytest.raises(UnsupportedOnEngineError, match="largeFilesDir"):  # no directory every host shares
+    with pytest.raises(LargeFilesDirMissingError, match="set largeFilesDir"):  # no directory every host shares
         bare.ingest(KEY, [{"role": "tool", "content": payload}])
     store = make_pg_store(large_file_threshold_tokens=1000, large_files_dir=str(tmp_path / "shared"))
     fid = store.ingest(KEY, [{"role": "tool", "content": payload, "name": "dump.log"}]).file_ids[0]
