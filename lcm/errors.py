@@ -119,6 +119,19 @@ class LcmEngineError(LcmError):
     code = "engine_error"
 
 
+def unopenable(path: str, exc: Exception) -> LcmEngineError:
+    """The error for a SQLite store file that will not open, naming the file and what to do
+    (it said "unexpected DatabaseError: database disk image is malformed", naming neither)."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return LcmEngineError(
+            f"the conversation store {path} cannot be opened for writing ({text}): it needs a "
+            "file and a directory this user may write; check their owner and permissions")
+    return LcmEngineError(
+        f"the conversation store {path} cannot be opened ({text}): restore it from a backup, "
+        "or move it aside to start an empty one (`amem doctor` checks it)")
+
+
 class StoreUnavailableError(LcmEngineError):
     """The database server cannot be reached, or dropped the connection mid-call.
 

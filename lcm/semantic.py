@@ -33,7 +33,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Generator
+from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm.config import LcmConfig
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SemanticIndex", "ScanCut", "SCAN_BATCH", "EMBED_TEXT_CHARS", "NIGHTLY_EMBED_SECONDS"]
+__all__ = ["SemanticIndex", "recorded_model", "ScanCut", "SCAN_BATCH", "EMBED_TEXT_CHARS", "NIGHTLY_EMBED_SECONDS"]
 
 #: vectors read per turn of the database lock (384-dim int8: 1.5 MB, a few ms of numpy)
 SCAN_BATCH = 4096
@@ -98,6 +100,29 @@ CENTROID_SAMPLE = 1000
 CENTROID_MIN = 50
 #: scopes whose mean is kept (a conversation's, a session's window...), oldest out first
 MEANS_KEPT = 256
+
+
+def recorded_model(database: str | Path) -> str | None:
+    """The embedder a SQLite conversation store records (``lcm_embedder``), read-only: None for
+    no such file, a store that records none, a file that is no readable store (opening it
+    says why), or a server URL (a host sharing a PostgreSQL store names its embedder).
+
+    A caller choosing no embedder opens the store with this one, as the notes store opens with
+    the one its ``meta.json`` names: else each read would record another model (``bind``) and
+    owe a re-embed of every message.
+    """
+    text = str(database)
+    if text.startswith(("postgresql://", "postgres://")) or text == ":memory:":
+        return None
+    path = Path(text).expanduser()
+    if not path.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as c:
+            row = c.execute("SELECT model_id FROM lcm_embedder WHERE id = 1").fetchone()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row is not None and row[0] else None
 
 
 class SemanticIndex:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from lcm.config import LcmConfig
 from lcm.conn import Handle
 from lcm.convlock import FileConversationLocks, compaction_wait_s
 from lcm.db import Database, sqlite_only
-from lcm.errors import LcmValidationError
+from lcm.errors import LcmValidationError, unopenable
 from lcm.events import EventLog
 from lcm.failures import FailureLog
 from lcm.ingest import normalize_messages, store_messages
@@ -123,7 +124,10 @@ class LcmStore:
         self.config = cfg
         self.clock: Clock = clock or SystemClock()
         self.llm = llm
-        self.db: Handle = Database(path)
+        try:
+            self.db: Handle = Database(path)
+        except sqlite3.Error as exc:  # a directory this user cannot write, say
+            raise unopenable(str(path), exc) from None
         # No data directory exists for an in-memory store: its files live as long as the store.
         data_dir = None if self.db.is_memory else Path(self.db.path).resolve().parent
         self.files, self._tmpdir = open_file_store(cfg.large_files_dir, data_dir)
@@ -135,9 +139,11 @@ class LcmStore:
             migrate(self.db, self._now())
             self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
             self.semantic.bind(self._now())
-        except BaseException:
+        except BaseException as exc:
             # a part refusing its config (summaryPromptsDir) must not leak the open database
             self.close()
+            if isinstance(exc, sqlite3.Error):
+                raise unopenable(self.db.path, exc) from None
             raise
 
     def _build_parts(

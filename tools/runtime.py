@@ -32,11 +32,19 @@ if TYPE_CHECKING:
     from amem.config import AmemConfig
     from amem.embed.base import Embedder
     from amem.llm import CircuitBreaker, LLMClient
-    from lcm import LcmStore
+    from lcm import LcmConfig, LcmStore
 
 log = logging.getLogger(__name__)
 
 __all__ = ["RoleLLM", "Runtime", "make_embedder", "stored_model_id"]
+
+def recorded_model(database: str) -> str | None:
+    """The ``model_id`` a conversation store's vectors were made with (``lcm.recorded_model``),
+    read without opening the store for writing."""
+    from lcm.semantic import recorded_model as read
+
+    return read(database)
+
 
 def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Embedder:
     """The embedder called ``name`` (``amem.embed.make_lazy_embedder``: every name amem knows,
@@ -187,7 +195,13 @@ class Runtime:
         cfg = self.settings.amem
         if self.settings.embedder_chosen:
             return cfg.embedder
-        stored = stored_model_id(cfg)
+        stored, where = stored_model_id(cfg), str(cfg.store_path)
+        if stored is None:
+            # A home holding conversations only (a host feeding `amem lcm ingest`): the
+            # conversation store's recorded embedder, or every read without --embedder would
+            # switch it to the default and owe a re-embed of every message.
+            where = self._lcm_settings_or_none() or where
+            stored = recorded_model(where) if where != str(cfg.store_path) else None
         if stored is None:
             return cfg.embedder
         from amem.embed import embedder_name
@@ -195,9 +209,17 @@ class Runtime:
         name = embedder_name(stored)
         if name is not None and name != cfg.embedder:
             log.info("opening the store at %s with %s, the embedder that wrote it (no embedder "
-                     "is configured)", cfg.store_path, name)
+                     "is configured)", where, name)
             return name
         return cfg.embedder
+
+    def _lcm_settings_or_none(self) -> str | None:
+        """Where the conversation store lives, or None while its settings contradict each
+        other (the error is raised when the store is opened, not here)."""
+        try:
+            return self._lcm_settings().database_path
+        except ConfigError:
+            return None
 
     @property
     def llm(self) -> LLMClient | None:
@@ -262,9 +284,12 @@ class Runtime:
             self._lcm = self._build_lcm()
         return self._lcm
 
-    def _build_lcm(self) -> LcmStore:
-        from lcm import LcmStore
+    def _lcm_settings(self) -> "LcmConfig":
+        """The conversation store's settings with where it lives resolved.
 
+        Raises:
+            ConfigError: ``AMEM_LCM_URL`` and ``LCM_DATABASE_PATH`` name different stores.
+        """
         lcm_cfg = self.settings.lcm
         url = self.env.get("AMEM_LCM_URL", "").strip()
         if url:
@@ -278,6 +303,12 @@ class Runtime:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=url)
         if not lcm_cfg.database_path:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=str(self.lcm_path))
+        return lcm_cfg
+
+    def _build_lcm(self) -> LcmStore:
+        from lcm import LcmStore
+
+        lcm_cfg = self._lcm_settings()
         # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file
         if not lcm_cfg.database_path.startswith(("postgresql://", "postgres://")):
             private_dir(Path(lcm_cfg.database_path).expanduser().parent)

@@ -3,6 +3,7 @@ doctor ranks the worst conversations (``--top``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,48 @@ def test_amem_doctor_fails_on_a_conversation_store_that_will_not_open(tmp_path: 
     report = amem_json(env, "doctor", code=1)
     assert report["ok"] is False and report["lcm"]["failed"] is True
     assert any("could not be opened" in w for w in report["warnings"])
+
+
+def test_a_read_without_an_embedder_keeps_the_one_a_conversation_only_home_recorded(tmp_path: Path) -> None:
+    """A host feeding `amem lcm ingest` with one embedder, then `amem lcm status` without one:
+    each such read recorded the default embedder instead (and back), and said every message
+    was owed a re-embed. It now opens the store with the embedder it records."""
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 6))), "--session-key", KEY)
+    amem(env, "lcm", "embed")
+    plain = {k: v for k, v in env.items() if k != "AMEM_EMBEDDER"}
+    for _ in range(2):
+        done = amem(plain, "lcm", "status", "--json")
+        report = json.loads(done.stdout)["embedding"]
+        assert (report["model_id"], report["debt"], report["previous_model_id"]) == ("hashing-v1-d64", 0, None)
+        assert "embedder changed" not in done.stderr
+
+
+def test_a_damaged_or_unwritable_conversation_store_is_named_with_what_to_do(tmp_path: Path) -> None:
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 6))), "--session-key", KEY)
+    db = tmp_path / "home" / "lcm.db"
+    with db.open("r+b") as f:
+        f.truncate(3000)
+    for command in (("lcm", "status"), ("lcm", "grep", "hello")):
+        done = amem(env, *command, code=1)
+        assert f"conversation store {db}" in done.stderr and "restore it from a backup" in done.stderr
+        assert "unexpected" not in done.stderr
+
+
+def test_a_read_only_store_file_is_said_to_be_one(tmp_path: Path) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    from lcm.errors import unopenable
+
+    db = tmp_path / "lcm.db"
+    with closing(sqlite3.connect(db)) as setup:
+        setup.execute("CREATE TABLE t (x)")
+    # a real refusal, whoever runs the test (root writes any file it may open read-write)
+    with closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)) as ro:
+        with pytest.raises(sqlite3.OperationalError) as refused:
+            ro.execute("INSERT INTO t VALUES (1)")
+    message = str(unopenable(str(db), refused.value))
+    assert "cannot be opened for writing" in message and str(db) in message
+    assert "restore" not in message  # nothing is damaged

@@ -86,8 +86,13 @@ def _open_lcm(rt: Any) -> Any:
     damaged lcm.db gave "unexpected DatabaseError", which said neither."""
     import sqlite3
 
+    from lcm.errors import LcmEngineError
+
     try:
         return rt.lcm
+    except LcmEngineError as exc:  # names the file and what to do (lcm.errors.unopenable)
+        raise CliError(f"{exc}; or run with --no-lcm to serve the notes without the "
+                       "conversation store", code="unavailable", field="lcm.db") from None
     except sqlite3.DatabaseError as exc:
         where = rt.settings.lcm.database_path or str(rt.lcm_path)
         raise CliError(f"the conversation store {where} cannot be opened ({exc}): restore it "
