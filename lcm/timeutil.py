@@ -35,7 +35,9 @@ def parse_time(value: Any, field: str) -> datetime:
     else:
         raise LcmValidationError(f"{field}: expected a time, got {type(value).__name__}", field=field)
     if dt.tzinfo is None:
-        raise LcmValidationError(f"{field}: time {value!r} has no timezone offset", field=field)
+        # refused, not guessed: a transcript's local times read as UTC would misplace every message
+        raise LcmValidationError(f"{field}: time {value!r} has no timezone offset (add one: "
+                                 f"{dt.isoformat()}Z for UTC, or +02:00 and the like)", field=field)
     return dt.astimezone(UTC)
 
 

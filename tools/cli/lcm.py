@@ -37,8 +37,10 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--sort", choices=["recency", "relevance", "hybrid"],
                    help="hit order (default recency; relevance for semantic and hybrid)")
     p.add_argument("-n", "--limit", type=int, default=50, help="at most this many hits (1-200)")
-    p.add_argument("--since", help="ISO date/time: only newer items")
-    p.add_argument("--before", help="ISO date/time: only older items")
+    p.add_argument("--since", help="ISO date/time with its offset (2024-01-01T00:00:00Z): only "
+                   "newer items")
+    p.add_argument("--before", help="ISO date/time with its offset (2024-01-01T00:00:00Z): only "
+                   "older items")
     _where_options(p, "search")
     p = cmd("describe", cmd_lcm_describe, "show a summary or file by id", into=lsub)
     p.add_argument("id")
