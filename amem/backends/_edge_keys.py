@@ -31,7 +31,8 @@ from amem.backends._edge_live import ACTIVE, EXPIRY, SUCCESSOR
 from amem.backends._edge_moved import MovedPoints
 from amem.backends._edge_tenants import TENANT_FIELD
 from amem.backends._filters import to_edge
-from amem.backends.base import LIVE_KEY, IsEmpty, Match, Range, Where, key_agent, live_key
+from amem.backends.base import (LIVE_KEY, IsEmpty, Match, Range, Where, key_agent, lapsed_key,
+                                 live_key)
 from amem.kernel.errors import DiskFullError
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ def mend(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path
               (Where(must=(active,), must_not=(replaced,)), {"is_active": True,
                                                               "superseded_by": "?"}),
               (Where(must_not=(active,)), {"is_active": False}))
-    mended = 0
+    mended = lapsed = 0
     for where, fields in states:
         facet = shard.facet(qe.FacetRequest(key=LIVE_KEY, limit=MAX_AGENT_KEYS, exact=True,
                                             filter=to_edge(where)))
@@ -165,7 +166,13 @@ def mend(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path
                 return False
             shard.update(qe.UpdateOperation.set_payload_by_filter(stale, {LIVE_KEY: right}))
             moved.mark(ids)
-            mended += len(ids)
+            if hit.value == lapsed_key(agent):
+                lapsed += len(ids)  # the round trip of every open after an expiry: no news
+            else:
+                mended += len(ids)
+    if lapsed:
+        log.debug("gave %d expired points of %s their state's key until this handle's first "
+                  "lapse", lapsed, path)
     if mended:
         log.warning("gave %d points of %s back the live key of their state (a writer that "
                     "does not keep it, such as an older version, changed them)", mended, path)

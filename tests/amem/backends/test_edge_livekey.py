@@ -4,6 +4,7 @@ state, and given at open to points written before it."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,8 @@ def test_doctor_warns_of_a_store_opened_without_room_for_its_keys(tmp_path: Path
             ["A note of bob"]
 
 
-def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path) -> None:
+def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
     backend = EdgeBackend(tmp_path, 4)
     deleted, restored, replaced, released, kept = (point(), point(is_active=False),
                                                    point(), point(superseded_by="n1"), point())
@@ -209,7 +211,10 @@ def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path) -> None:
         assert not backend.store_facts().keyed and backend.moved_points() == 0
     finally:
         backend.close()
-    backend = EdgeBackend(tmp_path, 4)
+    with caplog.at_level(logging.WARNING, logger="amem"):
+        backend = EdgeBackend(tmp_path, 4)
+    # a writer that does not keep the key is news: said
+    assert [r for r in caplog.records if "back the live key" in r.getMessage()]
     try:
         assert backend.store_facts().keyed
         assert found(backend, "alice", current=True) == {restored.id, released.id, kept.id}
@@ -227,7 +232,7 @@ def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path) -> None:
 
 
 def test_the_lapsed_key_is_the_expiry_by_the_handles_time_and_an_open_gives_it_back(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     assert live_key({"agent_id": "a", "is_active": True, "expires_ts": 10.0}) == "a"
     lapsed = live_key({"agent_id": "a", "is_active": True, "expires_ts": 10.0}, 10.0)
     assert key_agent(lapsed) == "a" and lapsed not in live_keys("a", current=False)
@@ -264,8 +269,12 @@ def test_the_lapsed_key_is_the_expiry_by_the_handles_time_and_an_open_gives_it_b
     assert key_of(backend, again.id) == key_of(backend, soon.id)
     assert backend.store_facts().key_expiry_from == 300.0
     backend.close()
-    # a new handle knows no lapsed time: its open gives the lapsed keys back (mended)
-    backend = EdgeBackend(tmp_path / "s", dim=4)
+    # a new handle knows no lapsed time: its open gives the lapsed keys back (mended), and
+    # says nothing of it: every command after a note's expiry warned of "a writer that does
+    # not keep the key" before
+    with caplog.at_level(logging.WARNING, logger="amem"):
+        backend = EdgeBackend(tmp_path / "s", dim=4)
+    assert not [r for r in caplog.records if "live key" in r.getMessage()]
     try:
         assert {key_of(backend, p.id) for p in (soon, again)} == {"alice"}
         facts = backend.store_facts()
