@@ -57,7 +57,8 @@ def _relevance(text: str, terms: set[str]) -> int:
 #: through Python, 14 reads a row)
 _CONTEXT_ROWS = (
     "SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id, coalesce(m.token_count, s.token_count, 0), "
-    "m.role, s.depth, m.id, m.content, s.summary_id, s.kind, s.earliest_at, s.latest_at, s.content "
+    "m.role, s.depth, m.id, m.content, s.summary_id, s.kind, s.earliest_at, s.latest_at, s.content, "
+    "m.name, m.source_role "
     "FROM context_items ci LEFT JOIN messages m ON m.id = ci.message_id "
     "LEFT JOIN summaries s ON s.summary_id = ci.summary_id "
     "WHERE ci.conversation_id = ? ORDER BY ci.ordinal"
@@ -70,7 +71,7 @@ class LoadedContext:
     the message and summary rows they point at, read by one statement."""
 
     items: list[Item]
-    messages: dict[int, tuple[str, str]]  # message id -> (role, content)
+    messages: dict[int, tuple[str, str, str | None, str | None]]  # id -> (role, content, name, source_role)
     summaries: dict[str, dict[str, Any]]  # summary id -> the columns render_summary reads
 
     @property
@@ -81,14 +82,13 @@ class LoadedContext:
 
 def load_context(c: Connection, conversation_id: int) -> LoadedContext:
     items: list[Item] = []
-    messages: dict[int, tuple[str, str]] = {}
+    messages: dict[int, tuple[str, str, str | None, str | None]] = {}
     summaries: dict[str, dict[str, Any]] = {}
-    for ordinal, kind, mid, sid, tokens, role, depth, m_id, m_content, s_id, s_kind, earliest, latest, s_content in c.execute(
-        _CONTEXT_ROWS, (conversation_id,)
-    ):
+    for (ordinal, kind, mid, sid, tokens, role, depth, m_id, m_content, s_id, s_kind, earliest, latest, s_content,
+         name, source_role) in c.execute(_CONTEXT_ROWS, (conversation_id,)):  # fmt: skip
         items.append(Item(ordinal, kind, mid, sid, tokens, role, depth))
         if m_id is not None:
-            messages[m_id] = (role, m_content)
+            messages[m_id] = (role, m_content, name, source_role)
         if s_id is not None:
             summaries[s_id] = {"summary_id": s_id, "kind": s_kind, "depth": depth, "earliest_at": earliest,
                                "latest_at": latest, "content": s_content}  # fmt: skip
@@ -119,8 +119,8 @@ def build_context(
             text = render_summary(summaries[str(it.summary_id)], tz)
             return AssembledItem("summary", str(it.summary_id), "user", text, estimate_tokens(text))
         mid = int(it.message_id or 0)
-        role, content = messages[mid]
-        return AssembledItem("message", f"msg_{mid}", role, content, it.tokens)
+        role, content, name, source_role = messages[mid]
+        return AssembledItem("message", f"msg_{mid}", role, content, it.tokens, name, source_role)
 
     rendered = [render(it) for it in items]
     keep: set[int] = set()

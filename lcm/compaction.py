@@ -249,7 +249,10 @@ class Compactor:
                 q = ",".join("?" * len(msg_ids))
                 rows = {r["id"]: r for r in c.execute(f"SELECT * FROM messages WHERE id IN ({q})", msg_ids)}
                 ordered = [rows[i] for i in msg_ids]
-                units = [SourceUnit(str(r["id"]), r["role"], display_time(r["created_at"], tz), r["content"]) for r in ordered]
+                # a named speaker opens its text ("alice: ..."), so a summary of a chat of
+                # several people still says who said what
+                units = [SourceUnit(str(r["id"]), r["role"], display_time(r["created_at"], tz),
+                                    f"{r['name']}: {r['content']}" if r["name"] else r["content"]) for r in ordered]
                 tokens = sum(r["token_count"] for r in ordered)
                 meta = {
                     "earliest": min(r["created_at"] for r in ordered),

@@ -470,4 +470,5 @@ def _failure(code: str, message: str, result: ExpandQueryResult) -> Exception:
 
 
 def _expanded(m: sqlite3.Row) -> ExpandedMessage:
-    return ExpandedMessage(m["id"], m["conversation_id"], m["role"], m["content"], m["created_at"], m["token_count"], "")
+    return ExpandedMessage(m["id"], m["conversation_id"], m["role"], m["content"], m["created_at"], m["token_count"], "",
+                           m["name"], m["source_role"])  # fmt: skip

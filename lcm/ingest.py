@@ -69,7 +69,10 @@ class NormalizedMessage(NamedTuple):
     explicit_time: bool
     identity_hash: str
     stable_event_key: str | None
+    #: the host's name for the speaker (a multi-party chat) or the tool, kept as given
     name: str | None
+    #: the role as the host spelled it, when it is not ``role`` ("developer": system)
+    source_role: str | None = None
 
 
 def _content_text(value: Any, field: str) -> str:
@@ -162,7 +165,8 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], now_iso: str, *,
         if _surrogate_in(content, name, key):
             _refuse_surrogate(i, content, name, key)
         ident = sha256(f"{role}\0{content}".encode()).hexdigest()
-        out.append(NormalizedMessage(role, content, created, explicit, ident, key, name))
+        out.append(NormalizedMessage(role, content, created, explicit, ident, key, name,
+                                     None if raw_role == role else str(raw_role)))
     return out
 
 
@@ -399,7 +403,7 @@ def store_messages(
     c.execute(_DEFER_ON)
     try:
         _insert_many(c, "INSERT INTO messages(id, conversation_id, seq, role, content, token_count, identity_hash, "
-                        "stable_event_key, file_id, created_at) VALUES ", 10, rows)  # fmt: skip
+                        "stable_event_key, file_id, created_at, name, source_role) VALUES ", 12, rows)  # fmt: skip
         texts = [(r[0], r[4]) for r in rows]
         _insert_many(c, "INSERT INTO messages_fts(rowid, content) VALUES ", 2, texts)
         # Fed a batch at a time, FTS5's own automerge falls behind (it works in proportion
@@ -435,7 +439,7 @@ def message_rows(conversation_id: int, ids: Sequence[int], fresh: Sequence[Norma
                                stored.token_count, stored.storage_path, stored.exploration_summary, now_iso))
             file_ids.append(file_id)
         rows.append((mid, conversation_id, seq + offset, m.role, content, tokens, m.identity_hash,
-                     m.stable_event_key, file_id, m.created_at))  # fmt: skip
+                     m.stable_event_key, file_id, m.created_at, m.name, m.source_role))  # fmt: skip
     return rows, files_rows, file_ids
 
 

@@ -332,6 +332,15 @@ def _debt_telemetry(c: sqlite3.Connection) -> None:
         c.execute(f"ALTER TABLE compaction_debt ADD COLUMN {column}")
 
 
+@migration("0014_message_speakers")
+def _message_speakers(c: sqlite3.Connection) -> None:
+    # What a message said about itself beyond its role and text: the host's ``name`` (the
+    # speaker of a multi-party chat, a tool's name) and the role as the host spelled it when it
+    # is not the stored one ("developer" is stored as system): both were dropped at ingest.
+    c.execute("ALTER TABLE messages ADD COLUMN name TEXT")
+    c.execute("ALTER TABLE messages ADD COLUMN source_role TEXT")
+
+
 def applied_migrations(db: Database) -> list[str]:
     with db.reading() as c:
         c.execute("CREATE TABLE IF NOT EXISTS lcm_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -19,8 +19,20 @@ class _Dict:
     # Declared, not set: every subclass is a @dataclass, which fills it in.
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
+    #: fields left out of ``to_dict`` while None (a message's speaker and spelled role, which
+    #: most messages have none of: an item is not padded with nulls a host may pass on)
+    _OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        for key in self._OMIT_NONE:
+            if out.get(key, "") is None:
+                del out[key]
+        return out
+
+
+#: a message's own words about itself, kept from ingest (migration ``0014_message_speakers``)
+SPEAKER_FIELDS = ("name", "source_role")
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,11 @@ class AssembledItem(_Dict):
     role: str
     content: str
     token_count: int
+    #: the host's speaker or tool name of a message, and its role as the host spelled it
+    #: ("developer" where ``role`` says system); absent when the host gave none
+    name: str | None = None
+    source_role: str | None = None
+    _OMIT_NONE: ClassVar[tuple[str, ...]] = SPEAKER_FIELDS
 
 
 @dataclass(frozen=True)
@@ -231,6 +248,9 @@ class ExpandedMessage(_Dict):
     created_at: str
     token_count: int
     via: str  # the leaf summary it was reached through ('' when found directly)
+    name: str | None = None  # as on AssembledItem
+    source_role: str | None = None
+    _OMIT_NONE: ClassVar[tuple[str, ...]] = SPEAKER_FIELDS
 
 
 @dataclass(frozen=True)
@@ -435,6 +455,9 @@ class MessageDescription(_Dict):
     summary_ids: list[str]  # leaf summaries covering it
     in_context: bool
     kind: str = "message"
+    name: str | None = None  # as on AssembledItem
+    source_role: str | None = None
+    _OMIT_NONE: ClassVar[tuple[str, ...]] = SPEAKER_FIELDS
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,7 @@ class Recall:
             in_ctx = c.execute("SELECT 1 FROM context_items WHERE message_id = ?", (mid,)).fetchone() is not None
         return MessageDescription(
             f"msg_{mid}", r["conversation_id"], r["seq"], r["role"], r["content"], r["token_count"], r["created_at"],
-            r["file_id"], sids, in_ctx,
+            r["file_id"], sids, in_ctx, name=r["name"], source_role=r["source_role"],
         )  # fmt: skip
 
     # -- expand ------------------------------------------------------------------------------
@@ -326,4 +326,5 @@ def complete_by(llm: TextLLM, deadline: float, system: str, user: str, max_token
 
 
 def _expanded(m: sqlite3.Row, via: str) -> ExpandedMessage:
-    return ExpandedMessage(m["id"], m["conversation_id"], m["role"], m["content"], m["created_at"], m["token_count"], via)
+    return ExpandedMessage(m["id"], m["conversation_id"], m["role"], m["content"], m["created_at"], m["token_count"], via,
+                           m["name"], m["source_role"])  # fmt: skip

@@ -47,7 +47,7 @@ _CONV_COLS = ("id", "session_key", "session_id", "active", "archived_at", "archi
 #: each table of a snapshot, its columns, and the query of one conversation's rows (in order)
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "messages": (("id", "seq", "role", "content", "token_count", "identity_hash", "stable_event_key", "file_id",
-                  "created_at"), "SELECT {cols} FROM messages WHERE conversation_id = ? ORDER BY seq"),
+                  "created_at", "name", "source_role"), "SELECT {cols} FROM messages WHERE conversation_id = ? ORDER BY seq"),
     "summaries": (("summary_id", "kind", "depth", "content", "token_count", "earliest_at", "latest_at",
                    "descendant_count", "descendant_token_count", "source_message_token_count", "model", "status",
                    "created_at"), "SELECT {cols} FROM summaries WHERE conversation_id = ? ORDER BY pk"),
@@ -285,10 +285,12 @@ def restore_snapshot(c: Connection, files: LargeFileStore, conv: Mapping[str, An
         new = int(c.execute("SELECT id FROM conversations WHERE session_key = ? AND active = 1",
                             (session_key,)).fetchone()[0])  # fmt: skip
     msgs = rows["messages"]
+    # a snapshot written before speakers were kept (migration 0014) has no name or source_role
     c.executemany("INSERT INTO messages(conversation_id, seq, role, content, token_count, identity_hash, "
-                  "stable_event_key, file_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  "stable_event_key, file_id, created_at, name, source_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                   [(new, m["seq"], m["role"], m["content"], m["token_count"], m["identity_hash"],
-                    m["stable_event_key"], m["file_id"], m["created_at"]) for m in msgs])  # fmt: skip
+                    m["stable_event_key"], m["file_id"], m["created_at"], m.get("name"), m.get("source_role"))
+                   for m in msgs])  # fmt: skip
     by_seq = {int(r[1]): int(r[0]) for r in c.execute("SELECT id, seq FROM messages WHERE conversation_id = ?", (new,))}
     msg_map = {int(m["id"]): by_seq[int(m["seq"])] for m in msgs}
     sum_map = {str(s["summary_id"]): "sum_" + secrets.token_hex(8) for s in rows["summaries"]}

@@ -24,7 +24,7 @@ __all__ = ["store_messages_pg", "MESSAGE_COLUMNS"]
 
 #: the columns ingest writes (the server computes ``words`` and ``n_words`` from ``content``)
 MESSAGE_COLUMNS = ("id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
-                   "stable_event_key", "file_id", "created_at")  # fmt: skip
+                   "stable_event_key", "file_id", "created_at", "name", "source_role")  # fmt: skip
 #: the conversation's last sequence number and context ordinal, and ``n`` fresh message ids
 _POSITIONS = (
     "SELECT (SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?), "

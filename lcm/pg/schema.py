@@ -231,6 +231,11 @@ _step("0013_debt_telemetry", "ALTER TABLE compaction_debt ADD COLUMN model TEXT"
       "ALTER TABLE compaction_debt ADD COLUMN cache_write_tokens BIGINT")
 
 
+# The message's speaker name and the role as the host spelled it, as on SQLite.
+_step("0014_message_speakers", "ALTER TABLE messages ADD COLUMN name TEXT",
+      "ALTER TABLE messages ADD COLUMN source_role TEXT")
+
+
 def applied_pg_migrations(db: PgDatabase, *, create: bool = True) -> list[str]:
     """The migrations recorded in the database, oldest first. The record table is created only
     when it is missing and ``create`` is on: a role with read/write on the tables but no

@@ -1,0 +1,34 @@
+"""Speakers and spelled roles kept on PostgreSQL as on SQLite (``speakers_case``), and carried
+by ``amem lcm migrate``'s copy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lcm import LcmStore
+from lcm.pg.copy import copy_sqlite_to_postgres
+from lcm.pg.db import PgDatabase
+
+from ..speakers_case import CHAT, KEY, check_speakers_are_kept, check_summaries_say_who_spoke
+
+
+def test_speakers_and_spelled_roles_are_kept(make_pg_store: Callable[..., LcmStore]) -> None:
+    check_speakers_are_kept(make_pg_store())
+
+
+def test_summaries_say_who_spoke(make_pg_store: Callable[..., LcmStore]) -> None:
+    check_summaries_say_who_spoke(make_pg_store(fresh_tail_count=4, leaf_chunk_tokens=200))
+
+
+def test_the_copy_to_postgresql_keeps_them(make_store: Callable[..., LcmStore], pg_clean_url: str) -> None:
+    lite = make_store()
+    lite.ingest(KEY, CHAT)
+    dst = PgDatabase(pg_clean_url)
+    try:
+        copy_sqlite_to_postgres(lite.db, dst)
+    finally:
+        dst.close()
+    with LcmStore(pg_clean_url) as pg:
+        got = [(it.name, it.source_role) for it in pg.assemble(KEY, 10_000).items]
+    assert got == [(None, "developer"), ("alice", None), ("bob", None), (None, None),
+                   ("calendar_add", "function")]
