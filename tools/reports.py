@@ -37,6 +37,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     from amem.notefields import is_expired
 
     now = store.clock.now()
+    live_links: dict[tuple[str, str], list[str]] = {}
     known: set[tuple[str, str]] = set()
     expired: set[tuple[str, str]] = set()  # invisible already; the nightly sweep deletes them
     links: list[tuple[str, str, str]] = []
@@ -47,6 +48,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
             expired.add((note.agent_id, note.id))
             continue
         known.add((note.agent_id, note.id))
+        live_links[(note.agent_id, note.id)] = list(note.links)
         links.extend((note.agent_id, note.id, target) for target in note.links)
         memory["pending_merge"] += int(note.pending_merge)
     # A link to an expired note waiting for the sweep is not broken: readers never see it
@@ -58,6 +60,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     if dangling:
         problems.append(f"{len(dangling)} links point at deleted or missing notes")
         memory["examples"] = dangling[:10]
+    _one_way_links(store, live_links, memory, problems, fix)
     if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
         problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
                         f"write was interrupted); the next add, import or nightly job "
@@ -99,6 +102,29 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
     return {"ok": bool(lcm_ok) and marks_ok, "memory": memory, "lcm": lcm_data,
             "warnings": problems}
+
+
+def _one_way_links(store: Any, live_links: dict[tuple[str, str], list[str]],
+                   memory: dict[str, Any], problems: list[str], fix: bool) -> None:
+    """One-way links (a note lists a live neighbour that does not list it back) and the notes
+    still marked as owing back-links (``amem.backlinks``); written with ``fix``. A warning:
+    nothing is lost, search reaches such a note from one side only."""
+    from amem.backlinks import count_owed, mend_links, one_way
+
+    halves = one_way(live_links)
+    memory["one_way_links"] = len(halves)
+    memory["links_owed"] = count_owed(store.index)
+    if halves:
+        memory["one_way_examples"] = [f"{a}/{src} -> {dst}" for a, src, dst in halves[:10]]
+    if fix and (halves or memory["links_owed"]):
+        settled, completed = mend_links(store.index)
+        memory["links_mended"] = {"notes_settled": settled, "links_completed": completed}
+    elif halves or memory["links_owed"]:
+        problems.append(f"{len(halves)} links are one-way and {memory['links_owed']} notes owe "
+                        f"back-links (an add or edit was killed between writing a note and "
+                        f"writing its links back, so search reaches such a note from one side "
+                        f"only); `amem doctor --fix` writes the missing halves (the nightly job "
+                        f"does too, and the next add those marked owed)")
 
 
 def rank_table_problem(table: dict[str, Any] | None) -> str | None:

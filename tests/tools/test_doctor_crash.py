@@ -1,0 +1,60 @@
+"""``amem doctor`` on what a killed process leaves behind (findings F1, F5, F6, F10): each is
+reported with what to do, and ``--fix`` repairs what it can."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from amem import MemoryStore
+from amem.backlinks import OWED_FIELD
+from amem.config import load_config
+from tools.cli import main
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing",
+            "AMEM_AGENT": "default"}
+
+
+def run_json(capsys: pytest.CaptureFixture[str], env: dict[str, str], *argv: str,
+             code: int = 0) -> dict[str, object]:
+    got = main([*argv, "--json"], env=env)
+    out = capsys.readouterr()
+    assert got == code, out.err
+    data = json.loads(out.out)
+    assert isinstance(data, dict)
+    return data
+
+
+def open_store(env: dict[str, str]) -> MemoryStore:
+    return MemoryStore(config=load_config(None, env=env), agent_id="default")
+
+
+def test_doctor_counts_one_way_links_and_fix_writes_their_other_half(
+        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
+    with open_store(env) as store:
+        for nid in ("a", "b", "c"):
+            store.add(f"note {nid} about the garden shed", id=nid, enrich=False)
+        agent = store.agent_id
+        # what a kill left: "c" was written linking a and b, only a got the link back; and a
+        # note of an old store with no mark whose neighbour lost its half
+        store.index.update_note_fields("c", agent, {"links": ["a", "b"], OWED_FIELD: True})
+        store.index.update_note_fields("a", agent, {"links": ["c"]})
+    doctor = run_json(capsys, env, "doctor")
+    memory = doctor["memory"]
+    assert isinstance(memory, dict)
+    assert memory["one_way_links"] == 1 and memory["links_owed"] == 1
+    assert memory["one_way_examples"] == ["default/c -> b"]
+    said = [w for w in doctor["warnings"] if "one-way" in w]  # type: ignore[union-attr]
+    assert said and "`amem doctor --fix`" in said[0]
+    fixed = run_json(capsys, env, "doctor", "--fix")
+    assert fixed["memory"]["links_mended"] == {"notes_settled": 1,  # type: ignore[index]
+                                               "links_completed": 0}
+    again = run_json(capsys, env, "doctor")
+    assert again["memory"]["one_way_links"] == 0  # type: ignore[index]
+    assert again["memory"]["links_owed"] == 0  # type: ignore[index]
+    assert not [w for w in again["warnings"] if "one-way" in w]  # type: ignore[union-attr]
