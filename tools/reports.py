@@ -16,8 +16,12 @@ LcmReport = Callable[[str], dict[str, Any]]
 
 def status_report(store: Any, agent_id: str, lcm: LcmReport, nightly: dict[str, Any]) -> dict[str, Any]:
     """``amem status``: the note store's state with ``agent_id``'s count, lcm's, the nightly run's."""
+    from amem.purge import unfinished_erasures
+
     memory = asdict(store.info())
     memory["agents"] = len(store.index.agents())
+    # an erase killed half way: the agent's notes still shown are not its whole memory
+    memory["delete_all_unfinished"] = unfinished_erasures(store.index)
     memory["notes_of_agent"] = store.count(agent_id=agent_id)
     memory["agent"] = agent_id
     return {"memory": memory, "lcm": lcm("status"), "nightly": nightly}
@@ -88,6 +92,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(f"the nightly job has not run since its {nightly.get('overdue_slot')} slot "
                         f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "
                         "start `amem serve` or `amem scheduler`, or run `amem scheduler --once`")
+    erasures_ok = _erasures(store, memory, problems)
     marks_ok = _supersession(store, memory, problems, fix)
     lcm_data: dict[str, Any] = lcm("doctor")
     if clean:
@@ -100,8 +105,23 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                         "`amem serve` and the nightly job refuse to run on it: restore lcm.db from a "
                         "backup, or move it aside to start an empty one")
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
-    return {"ok": bool(lcm_ok) and marks_ok, "memory": memory, "lcm": lcm_data,
+    return {"ok": bool(lcm_ok) and marks_ok and erasures_ok, "memory": memory, "lcm": lcm_data,
             "warnings": problems}
+
+
+def _erasures(store: Any, memory: dict[str, Any], problems: list[str]) -> bool:
+    """A ``delete --all`` that did not finish (``amem.purge.unfinished_erasures``): not ok,
+    since an erase is asked for privacy and the agent's memory is still partly there."""
+    from amem.purge import unfinished_erasures
+
+    unfinished = unfinished_erasures(store.index)
+    memory["delete_all_unfinished"] = unfinished
+    for part in unfinished:
+        problems.append(f"a delete --all of agent {part['agent_id']!r} started at "
+                        f"{part['started_at']} did not finish ({part['notes_left']} of its notes "
+                        f"are still stored): run it again (`amem --agent {part['agent_id']} "
+                        f"delete --all --yes`)")
+    return not unfinished
 
 
 def _one_way_links(store: Any, live_links: dict[tuple[str, str], list[str]],

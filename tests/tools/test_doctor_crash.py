@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from amem import MemoryStore
+from amem.backends import EdgeBackend
 from amem.backlinks import OWED_FIELD
 from amem.config import load_config
+from amem.embed import make_embedder
+from tests.fakes.backends import FlakyBackend, InjectedCrash
 from tools.cli import main
 
 
@@ -58,3 +61,26 @@ def test_doctor_counts_one_way_links_and_fix_writes_their_other_half(
     assert again["memory"]["one_way_links"] == 0  # type: ignore[index]
     assert again["memory"]["links_owed"] == 0  # type: ignore[index]
     assert not [w for w in again["warnings"] if "one-way" in w]  # type: ignore[union-attr]
+
+
+def test_doctor_and_status_name_a_delete_all_that_did_not_finish(
+        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
+    config = load_config(None, env=env)
+    embedder = make_embedder("hashing")
+    backend = FlakyBackend(EdgeBackend(str(config.store_path), embedder.dim))
+    with MemoryStore(config=config, embedder=embedder, backend=backend) as store:
+        store.add_many([{"text": f"note {i}"} for i in range(3)], agent_id="x", enrich=False)
+        backend.arm(0)  # killed at its first delete
+        with pytest.raises(InjectedCrash):
+            store.delete_all(agent_id="x")
+        backend.arm(None)
+    doctor = run_json(capsys, env, "doctor", code=1)
+    assert doctor["ok"] is False
+    said = [w for w in doctor["warnings"] if "delete --all" in w]  # type: ignore[union-attr]
+    assert len(said) == 1 and "agent 'x'" in said[0] and "3 of its notes" in said[0]
+    assert "amem --agent x delete --all --yes" in said[0]
+    status = run_json(capsys, env, "status")
+    unfinished = status["memory"]["delete_all_unfinished"]  # type: ignore[index]
+    assert [(u["agent_id"], u["notes_left"]) for u in unfinished] == [("x", 3)]
+    assert run_json(capsys, env, "--agent", "x", "delete", "--all", "--yes")["deleted"] == 3
+    assert run_json(capsys, env, "doctor")["ok"] is True
