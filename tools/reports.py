@@ -93,6 +93,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                         f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "
                         "start `amem serve` or `amem scheduler`, or run `amem scheduler --once`")
     erasures_ok = _erasures(store, memory, problems)
+    _rebuild_leftovers(store, memory, problems, fix)
     marks_ok = _supersession(store, memory, problems, fix)
     lcm_data: dict[str, Any] = lcm("doctor")
     if clean:
@@ -122,6 +123,28 @@ def _erasures(store: Any, memory: dict[str, Any], problems: list[str]) -> bool:
                         f"are still stored): run it again (`amem --agent {part['agent_id']} "
                         f"delete --all --yes`)")
     return not unfinished
+
+
+def _rebuild_leftovers(store: Any, memory: dict[str, Any], problems: list[str],
+                       fix: bool) -> None:
+    """What a killed ``amem reembed`` left beside the store (``amem.storeswap``): the store in
+    use is whole, but the spool is a copy of every note's text; deleted with ``fix``."""
+    from pathlib import Path
+
+    from amem.storeswap import abandoned_rebuild, remove_abandoned
+
+    if store.backend_kind != "edge":
+        return
+    path = Path(store.location)
+    found = abandoned_rebuild(path)
+    memory["reembed_leftovers"] = [str(p) for p in found]
+    if found and fix:
+        memory["reembed_leftovers_removed"] = [str(p) for p in remove_abandoned(path)]
+    elif found:
+        problems.append(f"an interrupted `amem reembed` left {', '.join(p.name for p in found)} "
+                        f"beside the store ({path.parent}; the store itself is intact, and the "
+                        f"spool is a copy of every note's text): run the reembed again to "
+                        f"finish it, or `amem doctor --fix` to delete them")
 
 
 def _one_way_links(store: Any, live_links: dict[tuple[str, str], list[str]],

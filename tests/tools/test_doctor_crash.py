@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
+import numpy as np
 import pytest
 
 from amem import MemoryStore
@@ -13,6 +15,8 @@ from amem.backends import EdgeBackend
 from amem.backlinks import OWED_FIELD
 from amem.config import load_config
 from amem.embed import make_embedder
+from amem.reembed import reembed
+from amem.storeswap import NEW, SPOOL
 from tests.fakes.backends import FlakyBackend, InjectedCrash
 from tools.cli import main
 
@@ -84,3 +88,37 @@ def test_doctor_and_status_name_a_delete_all_that_did_not_finish(
     assert [(u["agent_id"], u["notes_left"]) for u in unfinished] == [("x", 3)]
     assert run_json(capsys, env, "--agent", "x", "delete", "--all", "--yes")["deleted"] == 3
     assert run_json(capsys, env, "doctor")["ok"] is True
+
+
+class DyingEmbedder:
+    """The hashing embedder until its second call, then killed (a reembed killed mid-build)."""
+
+    def __init__(self) -> None:
+        self.inner = make_embedder("hashing-256")
+        self.model_id, self.dim, self.calls = self.inner.model_id, self.inner.dim, 0
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        self.calls += 1
+        if self.calls >= 2:
+            raise KeyboardInterrupt("killed")
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_doctor_names_what_a_killed_reembed_left_and_fix_deletes_it(
+        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
+    with open_store(env) as store:
+        store.add_many([{"text": f"note {i}"} for i in range(4)], enrich=False)
+    config = load_config(None, env=env)
+    with pytest.raises(KeyboardInterrupt):
+        reembed(config, DyingEmbedder(), batch=2)  # type: ignore[arg-type]
+    doctor = run_json(capsys, env, "doctor")
+    said = [w for w in doctor["warnings"] if "reembed" in w]  # type: ignore[union-attr]
+    assert len(said) == 1 and SPOOL in said[0] and NEW in said[0]
+    assert "`amem doctor --fix`" in said[0]
+    fixed = run_json(capsys, env, "doctor", "--fix")
+    assert len(fixed["memory"]["reembed_leftovers_removed"]) == 2  # type: ignore[index]
+    home = Path(env["AMEM_HOME"])
+    assert not (home / SPOOL).exists() and not (home / NEW).exists()
+    again = run_json(capsys, env, "doctor")
+    assert again["memory"]["reembed_leftovers"] == []  # type: ignore[index]
+    assert run_json(capsys, env, "status")["memory"]["active_notes"] == 4  # type: ignore[index]
