@@ -88,6 +88,12 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(table)
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
+    if nightly.get("state") == "interrupted":  # its steps resume: owed work, not damage
+        last = nightly.get("last_run") or {}
+        problems.append(f"the last nightly run (started {last.get('started_at')}, pid "
+                        f"{last.get('pid')}) was interrupted: its process died before it "
+                        "finished; nothing is lost, its steps resume at the next run: run "
+                        "`amem scheduler --once`, or let `amem serve` or `amem scheduler` run it")
     if nightly.get("state") == "overdue":  # maintenance owed, not damage: a warning
         problems.append(f"the nightly job has not run since its {nightly.get('overdue_slot')} slot "
                         f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "

@@ -17,6 +17,8 @@ from amem.config import load_config
 from amem.embed import make_embedder
 from amem.reembed import reembed
 from amem.storeswap import NEW, SPOOL
+from scheduler.config import SchedulerConfig
+from scheduler.record import write_record
 from tests.fakes.backends import FlakyBackend, InjectedCrash
 from tools.cli import main
 
@@ -122,3 +124,19 @@ def test_doctor_names_what_a_killed_reembed_left_and_fix_deletes_it(
     again = run_json(capsys, env, "doctor")
     assert again["memory"]["reembed_leftovers"] == []  # type: ignore[index]
     assert run_json(capsys, env, "status")["memory"]["active_notes"] == 4  # type: ignore[index]
+
+
+def test_doctor_warns_of_a_nightly_run_whose_process_died(
+        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
+    with open_store(env) as store:
+        store.add("a note", enrich=False)
+    home = Path(env["AMEM_HOME"])
+    # what a scheduler killed mid-run leaves: "running", and nobody holds the run lock
+    write_record(SchedulerConfig(home=home).record_path, {"last_run": {
+        "status": "running", "reason": "manual", "started_at": "2026-03-01T02:30:00+00:00",
+        "pid": 999999}})
+    doctor = run_json(capsys, env, "doctor")
+    assert doctor["ok"] is True  # owed maintenance, not damage
+    said = [w for w in doctor["warnings"] if "nightly run" in w]  # type: ignore[union-attr]
+    assert len(said) == 1 and "interrupted" in said[0] and "pid 999999" in said[0]
+    assert "`amem scheduler --once`" in said[0]
