@@ -5,7 +5,9 @@ right: each removed point takes its document and its tokens out of the corpus co
 engine's point count and the saved document count still agree (``NoteIndex._engine_stats``).
 A sweep also drops the links other notes of the same agent hold to a swept note, so link
 expansion never walks to a note that is gone. Deletes run in batches; a process killed in
-between leaves the rest for the next call (both are idempotent).
+between leaves the rest for the next call (both are idempotent), and a ``delete_all`` records
+its request first, so that what it left is reported (``unfinished_erasures``) until it is run
+again.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from typing import Any, Iterable, Sequence
 from .backends.base import Hit, Match, MatchAny, Range, Where
 from .index import NoteIndex
 from .notefields import is_expired
-from .notes import point_id
+from .notes import now_iso, point_id
 from .supersede.marks import unmark
 
 log = logging.getLogger(__name__)
 
 #: points deleted per engine call
 BATCH = 256
+#: the metadata key of the ``delete_all`` calls under way: ``{agent_id: started_at}``
+ERASING = "delete_all_started"
 
 
 @dataclass
@@ -43,12 +47,47 @@ def delete_all(index: NoteIndex, agent_id: str) -> int:
 
     Only that agent's points are touched: the filter is on the tenant key, and links never
     cross agents, so no other agent's note can point at what goes.
+
+    The request is recorded in the store's metadata (``ERASING``) before the first point goes
+    and forgotten once the last is gone: an erase is asked for privacy, and one killed half
+    way left a half-erased agent that status, search and ``amem doctor`` showed as whole.
+    ``unfinished_erasures`` names it until a call runs to its end.
     """
     with index.lock:
+        _record_erasure(index, agent_id, started=True)
         removed = _remove(index, index.backend.iterate(Where(must=(Match("agent_id", agent_id),))))
         index.flush()
+        _record_erasure(index, agent_id, started=False)
     log.info("deleted all %d notes of agent %r", removed, agent_id)
     return removed
+
+
+def unfinished_erasures(index: NoteIndex) -> list[dict[str, Any]]:
+    """The ``delete_all`` calls that started and did not finish, each ``{"agent_id",
+    "started_at", "notes_left"}`` (notes of any state still stored), oldest first."""
+    started = index.meta.get(ERASING)
+    if not isinstance(started, dict):
+        return []
+    out = []
+    for agent, at in sorted(started.items(), key=lambda item: str(item[1])):
+        left = index.backend.count(Where(must=(Match("agent_id", str(agent)),)))
+        out.append({"agent_id": str(agent), "started_at": str(at), "notes_left": left})
+    return out
+
+
+def _record_erasure(index: NoteIndex, agent_id: str, *, started: bool) -> None:
+    """Write (or clear) the erase request in the metadata, at once: it must be on disk before
+    the first delete, and cleared only after the engine has the last one."""
+    pending = dict(index.meta.get(ERASING) or {})
+    if started:
+        pending.setdefault(agent_id, now_iso(index.clock.now()))
+    else:
+        pending.pop(agent_id, None)
+    if pending:
+        index.meta[ERASING] = pending
+    else:
+        index.meta.pop(ERASING, None)
+    index.write_meta()
 
 
 def sweep_expired(index: NoteIndex, agent_ids: Sequence[str] | None = None) -> SweepReport:
@@ -155,4 +194,4 @@ def _remove(index: NoteIndex, hits: Iterable[Hit]) -> int:
     return removed
 
 
-__all__ = ["SweepReport", "delete_all", "sweep_expired", "sweep_ids"]
+__all__ = ["ERASING", "SweepReport", "delete_all", "sweep_expired", "sweep_ids", "unfinished_erasures"]

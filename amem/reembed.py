@@ -10,7 +10,10 @@ from the engine (no old embedder needed, so this also rescues a store whose mode
 3. the directories are swapped (``store`` -> ``store.reembed-old`` -> deleted).
 
 A crash before step 3 leaves the old store untouched (the half-built one is discarded on the
-next run). Server backends are not rebuilt in place: export, then import into a new collection.
+next run). The run holds a ``flock`` on its spool from before the new store exists until the
+spool is gone, so what a killed run left is known abandoned: ``amem doctor`` reports it (the
+spool holds every note's text) and ``amem doctor --fix`` deletes it
+(``storeswap.abandoned_rebuild``). Server backends are not rebuilt in place: export, then import into a new collection.
 
 The CLI command is ``amem reembed`` (``tools.cli.notes``).
 """
@@ -33,7 +36,7 @@ from .errors import ConfigError, ValidationError
 from .index import NoteIndex
 from .kernel.files import open_private
 from .notes import Note
-from .storeswap import finish_interrupted_swap, swap_paths
+from .storeswap import SPOOL, finish_interrupted_swap, hold_spool, swap_paths
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,6 @@ class ReembedReport:
 def reembed(config: AmemConfig, embedder: Embedder, *, batch: int | None = None,
             progress: Progress | None = None) -> ReembedReport:
     """Rebuild the embedded store of ``config`` with ``embedder``; see the module docstring."""
-    from .store import MemoryStore  # the new store is opened as any store is (upgrades included)
-
     if config.backend != "edge":
         raise ConfigError("reembed rebuilds embedded stores only; for a Qdrant server run "
                           "`amem export`, then import into a new collection with the new "
@@ -70,14 +71,43 @@ def reembed(config: AmemConfig, embedder: Embedder, *, batch: int | None = None,
     if not path.is_dir():
         raise ValidationError(f"there is no store at {path} to rebuild", field="home")
     started = time.perf_counter()
-    spool = path.with_name("store.reembed-spool.jsonl")
+    spool = path.with_name(SPOOL)
     new_path, old_path = swap_paths(path)
-    for leftover in (new_path, old_path):
-        if leftover.exists():
-            log.warning("reembed: removing %s left by an interrupted run", leftover)
-            shutil.rmtree(leftover)
-
     old = EdgeBackend(path)  # takes the store's lock: nobody else may write meanwhile
+    try:
+        # Held until the spool is gone, from before the new store exists: leftovers whose
+        # spool nobody holds are a killed run's (``storeswap.abandoned_rebuild``).
+        guard = hold_spool(path)
+    except BaseException:
+        old.close()
+        raise
+    try:
+        for leftover in (new_path, old_path):
+            if leftover.exists():
+                log.warning("reembed: removing %s left by an interrupted run", leftover)
+                shutil.rmtree(leftover)
+        meta, done = _rebuild(old, spool, new_path, config, embedder, batch, progress)
+        path.rename(old_path)
+        new_path.rename(path)
+        shutil.rmtree(old_path)
+        spool.unlink()
+    finally:
+        os.close(guard)
+    report = ReembedReport(path=str(path), old_embedder=str(meta.get("embedder")),
+                           new_embedder=embedder.model_id, old_dim=int(meta.get("dim") or 0),
+                           new_dim=embedder.dim, notes=done,
+                           seconds=round(time.perf_counter() - started, 3))
+    log.info("reembed: %s", report)
+    return report
+
+
+def _rebuild(old: EdgeBackend, spool: Path, new_path: Path, config: AmemConfig,
+             embedder: Embedder, batch: int | None, progress: Progress | None
+             ) -> tuple[dict[str, Any], int]:
+    """Spool every note of ``old``, build the new store from the spool; (old meta, notes
+    written). Closes ``old`` (its lock) once the new store is built."""
+    from .store import MemoryStore  # the new store is opened as any store is (upgrades included)
+
     try:
         meta = old.read_meta()
         total = 0
@@ -107,16 +137,7 @@ def reembed(config: AmemConfig, embedder: Embedder, *, batch: int | None = None,
             new.close()
     finally:
         old.close()
-    path.rename(old_path)
-    new_path.rename(path)
-    shutil.rmtree(old_path)
-    spool.unlink()
-    report = ReembedReport(path=str(path), old_embedder=str(meta.get("embedder")),
-                           new_embedder=embedder.model_id, old_dim=int(meta.get("dim") or 0),
-                           new_dim=embedder.dim, notes=done,
-                           seconds=round(time.perf_counter() - started, 3))
-    log.info("reembed: %s", report)
-    return report
+    return meta, done
 
 
 def _write(index: NoteIndex, notes: list[Note]) -> int:

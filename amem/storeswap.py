@@ -10,15 +10,21 @@ store next finishes the swap instead (:func:`finish_interrupted_swap`).
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
+import shutil
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NEW", "OLD", "finish_interrupted_swap", "swap_paths"]
+__all__ = ["NEW", "OLD", "SPOOL", "abandoned_rebuild", "finish_interrupted_swap",
+           "hold_spool", "remove_abandoned", "swap_paths"]
 
 #: the names beside ``store`` during a rebuild
 NEW, OLD = "store.reembed-new", "store.reembed-old"
+#: every note's payload, one JSON line each, read back to build the new store
+SPOOL = "store.reembed-spool.jsonl"
 
 
 def swap_paths(path: Path) -> tuple[Path, Path]:
@@ -46,3 +52,64 @@ def finish_interrupted_swap(path: Path) -> str | None:
             if source is new else f"an interrupted reembed left no new store: {old.name} is the store again")
     log.warning("%s (%s)", done, path)
     return done
+
+
+def hold_spool(path: Path) -> int:
+    """Create the spool beside the store at ``path`` (0600) and hold an exclusive ``flock`` on
+    it; the descriptor. ``reembed`` holds it from before it creates ``store.reembed-new`` until
+    the spool is gone, so leftovers whose spool nobody holds are provably abandoned.
+
+    Raises ``BlockingIOError`` when another reembed holds it.
+    """
+    from .kernel.files import open_private
+
+    fd = open_private(path.with_name(SPOOL), os.O_WRONLY | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def abandoned_rebuild(path: Path) -> list[Path]:
+    """What a killed ``reembed`` left beside the store at ``path``: its half-built store, its
+    spool (a copy of every note's text) and, once the swap was done, the old store; [] while a
+    reembed runs (it holds the spool) or when nothing is left. A swap a kill interrupted
+    (no store at ``path``) is ``finish_interrupted_swap``'s, at the next open: [] here too."""
+    new, old = swap_paths(path)
+    spool = path.with_name(SPOOL)
+    if not path.is_dir():
+        return []
+    found = [p for p in (new, spool, old) if p.exists() or p.is_symlink()]
+    if not found or (spool.exists() and _held(spool)):
+        return []
+    return found
+
+
+def remove_abandoned(path: Path) -> list[Path]:
+    """Delete what ``abandoned_rebuild`` finds (the store at ``path`` is whole and in use);
+    the paths removed."""
+    found = abandoned_rebuild(path)
+    for leftover in found:
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover)
+        else:
+            leftover.unlink()
+        log.warning("removed %s, left by an interrupted reembed", leftover)
+    return found
+
+
+def _held(spool: Path) -> bool:
+    """Whether a running reembed holds the spool (``hold_spool``)."""
+    try:
+        fd = os.open(spool, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False

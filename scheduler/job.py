@@ -176,7 +176,8 @@ def _summary(report: Any) -> dict[str, Any]:
     of counts alone left the owner no way to find what a night merged (``amem history``)."""
     data = report.to_dict() if hasattr(report, "to_dict") else {}
     keys = ("groups", "pairs", "merges", "links_rewritten", "pending_resolved", "llm_fallbacks",
-            "vectors_refreshed", "superseded", "marks_released", "expired_deleted", "duration")
+            "vectors_refreshed", "links_settled", "links_completed", "superseded",
+            "marks_released", "expired_deleted", "duration")
     out = {k: data[k] for k in keys if k in data}
     merged = [{"note": loser, "into": survivor, "agent_id": agent}
               for agent, part in (getattr(report, "agents", None) or {}).items()

@@ -16,8 +16,12 @@ LcmReport = Callable[[str], dict[str, Any]]
 
 def status_report(store: Any, agent_id: str, lcm: LcmReport, nightly: dict[str, Any]) -> dict[str, Any]:
     """``amem status``: the note store's state with ``agent_id``'s count, lcm's, the nightly run's."""
+    from amem.purge import unfinished_erasures
+
     memory = asdict(store.info())
     memory["agents"] = len(store.index.agents())
+    # an erase killed half way: the agent's notes still shown are not its whole memory
+    memory["delete_all_unfinished"] = unfinished_erasures(store.index)
     memory["notes_of_agent"] = store.count(agent_id=agent_id)
     memory["agent"] = agent_id
     return {"memory": memory, "lcm": lcm("status"), "nightly": nightly}
@@ -37,6 +41,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     from amem.notefields import is_expired
 
     now = store.clock.now()
+    live_links: dict[tuple[str, str], list[str]] = {}
     known: set[tuple[str, str]] = set()
     expired: set[tuple[str, str]] = set()  # invisible already; the nightly sweep deletes them
     links: list[tuple[str, str, str]] = []
@@ -47,6 +52,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
             expired.add((note.agent_id, note.id))
             continue
         known.add((note.agent_id, note.id))
+        live_links[(note.agent_id, note.id)] = list(note.links)
         links.extend((note.agent_id, note.id, target) for target in note.links)
         memory["pending_merge"] += int(note.pending_merge)
     # A link to an expired note waiting for the sweep is not broken: readers never see it
@@ -58,6 +64,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     if dangling:
         problems.append(f"{len(dangling)} links point at deleted or missing notes")
         memory["examples"] = dangling[:10]
+    _one_way_links(store, live_links, memory, problems, fix)
     if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
         problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
                         f"write was interrupted); the next add, import or nightly job "
@@ -81,10 +88,18 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(table)
     problems.extend(f"the nightly record {nightly['record']} {problem}; the next run or "
                     f"`amem serve` replaces it" for problem in nightly.get("record_problems", []))
+    if nightly.get("state") == "interrupted":  # its steps resume: owed work, not damage
+        last = nightly.get("last_run") or {}
+        problems.append(f"the last nightly run (started {last.get('started_at')}, pid "
+                        f"{last.get('pid')}) was interrupted: its process died before it "
+                        "finished; nothing is lost, its steps resume at the next run: run "
+                        "`amem scheduler --once`, or let `amem serve` or `amem scheduler` run it")
     if nightly.get("state") == "overdue":  # maintenance owed, not damage: a warning
         problems.append(f"the nightly job has not run since its {nightly.get('overdue_slot')} slot "
                         f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "
                         "start `amem serve` or `amem scheduler`, or run `amem scheduler --once`")
+    erasures_ok = _erasures(store, memory, problems)
+    _rebuild_leftovers(store, memory, problems, fix)
     marks_ok = _supersession(store, memory, problems, fix)
     lcm_data: dict[str, Any] = lcm("doctor")
     if clean:
@@ -97,8 +112,68 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                         "`amem serve` and the nightly job refuse to run on it: restore lcm.db from a "
                         "backup, or move it aside to start an empty one")
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
-    return {"ok": bool(lcm_ok) and marks_ok, "memory": memory, "lcm": lcm_data,
+    return {"ok": bool(lcm_ok) and marks_ok and erasures_ok, "memory": memory, "lcm": lcm_data,
             "warnings": problems}
+
+
+def _erasures(store: Any, memory: dict[str, Any], problems: list[str]) -> bool:
+    """A ``delete --all`` that did not finish (``amem.purge.unfinished_erasures``): not ok,
+    since an erase is asked for privacy and the agent's memory is still partly there."""
+    from amem.purge import unfinished_erasures
+
+    unfinished = unfinished_erasures(store.index)
+    memory["delete_all_unfinished"] = unfinished
+    for part in unfinished:
+        problems.append(f"a delete --all of agent {part['agent_id']!r} started at "
+                        f"{part['started_at']} did not finish ({part['notes_left']} of its notes "
+                        f"are still stored): run it again (`amem --agent {part['agent_id']} "
+                        f"delete --all --yes`)")
+    return not unfinished
+
+
+def _rebuild_leftovers(store: Any, memory: dict[str, Any], problems: list[str],
+                       fix: bool) -> None:
+    """What a killed ``amem reembed`` left beside the store (``amem.storeswap``): the store in
+    use is whole, but the spool is a copy of every note's text; deleted with ``fix``."""
+    from pathlib import Path
+
+    from amem.storeswap import abandoned_rebuild, remove_abandoned
+
+    if store.backend_kind != "edge":
+        return
+    path = Path(store.location)
+    found = abandoned_rebuild(path)
+    memory["reembed_leftovers"] = [str(p) for p in found]
+    if found and fix:
+        memory["reembed_leftovers_removed"] = [str(p) for p in remove_abandoned(path)]
+    elif found:
+        problems.append(f"an interrupted `amem reembed` left {', '.join(p.name for p in found)} "
+                        f"beside the store ({path.parent}; the store itself is intact, and the "
+                        f"spool is a copy of every note's text): run the reembed again to "
+                        f"finish it, or `amem doctor --fix` to delete them")
+
+
+def _one_way_links(store: Any, live_links: dict[tuple[str, str], list[str]],
+                   memory: dict[str, Any], problems: list[str], fix: bool) -> None:
+    """One-way links (a note lists a live neighbour that does not list it back) and the notes
+    still marked as owing back-links (``amem.backlinks``); written with ``fix``. A warning:
+    nothing is lost, search reaches such a note from one side only."""
+    from amem.backlinks import count_owed, mend_links, one_way
+
+    halves = one_way(live_links)
+    memory["one_way_links"] = len(halves)
+    memory["links_owed"] = count_owed(store.index)
+    if halves:
+        memory["one_way_examples"] = [f"{a}/{src} -> {dst}" for a, src, dst in halves[:10]]
+    if fix and (halves or memory["links_owed"]):
+        settled, completed = mend_links(store.index)
+        memory["links_mended"] = {"notes_settled": settled, "links_completed": completed}
+    elif halves or memory["links_owed"]:
+        problems.append(f"{len(halves)} links are one-way and {memory['links_owed']} notes owe "
+                        f"back-links (an add or edit was killed between writing a note and "
+                        f"writing its links back, so search reaches such a note from one side "
+                        f"only); `amem doctor --fix` writes the missing halves (the nightly job "
+                        f"does too, and the next add those marked owed)")
 
 
 def rank_table_problem(table: dict[str, Any] | None) -> str | None:

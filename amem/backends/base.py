@@ -29,13 +29,16 @@ SPARSE = "bm25"
 #: by the index instead of reading every payload (a note's page at 10k notes: 180 ms unindexed)
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
                    "subjects", "subject_keys", "meta_kv", "superseded_by", "supersedes", "links")
-BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale")
+#: ``links_owed``: the notes whose back-links a killed write left unwritten (``amem.backlinks``),
+#: found by the next write without reading every payload
+BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale", "links_owed")
 #: numeric fields filtered by range: a note's event time and expiry as epoch seconds
 FLOAT_INDEXES = ("event_ts", "expires_ts")
 #: indexes only writes and maintenance read (dedup, field updates, the merge queue, refresh):
 #: kept on disk (memory-mapped) in a new store; the read path's stay in RAM (opening 50k notes:
 #: 283 MB instead of 301; ``hash`` alone had held 21 MB).
-ON_DISK_INDEXES = ("id", "hash", "folded_hashes", "category", "pending_merge", "vector_stale")
+ON_DISK_INDEXES = ("id", "hash", "folded_hashes", "category", "pending_merge", "vector_stale",
+                   "links_owed")
 
 Scalar = Union[str, int, bool]
 

@@ -146,6 +146,10 @@ class AgentRun:
         for source, new in self.graph.repair(self._resolve).items():
             self.index.update_payload(source, self.agent, {"links": new})
             self.report.links_rewritten += 1
+        # After the redirects: a link now pointing at a survivor gets its other half too.
+        for target, new in self.graph.complete().items():
+            self.index.update_payload(target, self.agent, {"links": new})
+            self.report.links_completed += 1
 
     def _learn_unknown_targets(self) -> None:
         """Look up link targets the snapshot does not know (notes added since the scan)."""

@@ -1,8 +1,8 @@
 """The link graph of one agent's notes (networkx), used to cascade links when notes merge.
 
-Links are directed edges ``note -> target``. The write path writes them both ways, but imports
-and hand-made links need not be symmetric, so the graph keeps who links to whom rather than
-assuming symmetry. The note's own ``links`` list stays the source of truth for order: every
+Links are directed edges ``note -> target``. The write path writes them both ways, but a store
+may hold one-way links (a write killed before its back-links: ``complete`` mends them), so the
+graph keeps who links to whom rather than assuming symmetry. The note's own ``links`` list stays the source of truth for order: every
 rewrite keeps the first-seen order and drops repeats and self-links.
 """
 
@@ -103,6 +103,27 @@ class LinkGraph:
             if new != old:
                 self.set_links(source, new)
                 changed[source] = new
+        return changed
+
+    def complete(self) -> dict[str, list[str]]:
+        """Give every one-way link between two sources its other half (the target links back,
+        appended last); returns the changed link lists, keyed by target, in sorted order.
+
+        Links are written both ways (``amem.backlinks``): a one-way link between two active
+        notes is one whose second write a kill lost. A link to a note that is not a source
+        (inactive, unknown) is left to ``repair``.
+        """
+        added: dict[str, list[str]] = {}
+        for source in sorted(self._links):
+            for target in self._links[source]:
+                if target != source and target in self._links \
+                        and source not in self._links[target]:
+                    added.setdefault(target, []).append(source)
+        changed: dict[str, list[str]] = {}
+        for target in sorted(added):
+            new = unique([*self._links[target], *added[target]])
+            self.set_links(target, new)
+            changed[target] = new
         return changed
 
     def dangling(self, is_live: Callable[[str], bool]) -> list[tuple[str, str]]:

@@ -18,6 +18,8 @@ class AgentReport:
     llm_merges: int = 0
     llm_fallbacks: int = 0
     links_rewritten: int = 0
+    #: one-way links between active notes given their missing half (``amem.backlinks``)
+    links_completed: int = 0
     pending_resolved: int = 0
     resumed: int = 0
     duration: float = 0.0
@@ -49,6 +51,8 @@ class ConsolidationReport:
     marks_released: int = 0
     #: notes past their ``expires_at`` hard-deleted by this run (``amem.purge``)
     expired_deleted: int = 0
+    #: notes whose back-links a killed write owed, written before the run (``amem.backlinks``)
+    links_settled: int = 0
 
     def _sum(self, name: str) -> int:
         return sum(int(getattr(a, name)) for a in self.agents.values())
@@ -81,6 +85,7 @@ class ConsolidationReport:
         return {
             "groups": self.groups, "pairs": self.pairs, "merges": self.merges,
             "links_rewritten": self.links_rewritten, "pending_resolved": self.pending_resolved,
+            "links_completed": self._sum("links_completed"), "links_settled": self.links_settled,
             "llm_merges": self._sum("llm_merges"), "llm_fallbacks": self._sum("llm_fallbacks"),
             "resumed": self._sum("resumed"), "notes": self._sum("notes"),
             "duration": round(self.duration, 3), "threshold": self.threshold,

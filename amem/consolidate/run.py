@@ -5,7 +5,10 @@ Per agent, one run does, in this order:
 1. **Resume.** An active note whose ``merged_into`` is set is a merge a crashed run started;
    it is finished first (or the mark is cleared when its survivor is gone).
 2. **Repair links.** Every link to a merged note is pointed at its survivor, links to notes
-   that no longer exist (or were deleted) are dropped, self-links and repeats go.
+   that no longer exist (or were deleted) are dropped, self-links and repeats go. A link
+   between two active notes whose target does not link back (a write killed before its
+   back-links, in a store written before they were marked owed: ``amem.backlinks``) gets its
+   other half.
 3. **Group** active notes by ``(note_type, category)``. Knowledge notes (``note_type ==
    "knowledge"``) follow their own rule: they are grouped, paired and merged only with
    knowledge notes of the same category, never with memory notes, because a knowledge note is
@@ -40,6 +43,7 @@ import logging
 import time
 from typing import Callable, Sequence
 
+from ..backlinks import settle
 from ..index import NoteIndex
 from ..purge import sweep_expired
 from ..refresh import refresh_vectors
@@ -98,7 +102,7 @@ def consolidate(index: NoteIndex, *, agent_ids: Sequence[str] | None = None,
 
 class Consolidator:
     """The nightly maintenance of one store: expired notes swept, stale vectors mended,
-    duplicates merged, then the supersessions the write path missed (``amem.supersede``)."""
+    owed back-links written, duplicates merged, then the supersessions the write path missed (``amem.supersede``)."""
 
     def __init__(self, index: NoteIndex, superseder: Superseder, llm: MergeLLM | None) -> None:
         self._index = index
@@ -115,8 +119,11 @@ class Consolidator:
             expired = sweep_expired(index, agent_ids)
             # Pairs are found by vector: first mend any a killed writer left stale.
             refreshed = refresh_vectors(index)
+            # Back-links a killed add owed, before the link repair reads the links.
+            settled = settle(index)
             report = consolidate(index, agent_ids=agent_ids, progress=progress, llm=self._llm)
             report.vectors_refreshed = refreshed
+            report.links_settled = settled
             report.expired_deleted = expired.expired_deleted
             for agent, part in report.agents.items():
                 outcome = self._superseder.sweep(agent)

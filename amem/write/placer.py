@@ -3,8 +3,9 @@
 Steps 2 to 6 of the write path (``amem.write.writer``) for one note whose content vector is
 known: the fold decision on contents alone (``amem.write.nearduplicate``), the enrichment
 (only for a note that will be stored), the links (candidates from ``amem.write.candidates``,
-verified by ``amem.write.linking``), the note itself,
-then the back-links and the evolution of the linked notes. Every change to a stored note is a
+verified by ``amem.write.linking``), the note itself (marked as owing its back-links,
+``amem.backlinks``), then the back-links and the evolution of the linked notes, then the mark
+cleared. Every change to a stored note is a
 field update under the write lock the caller holds.
 """
 
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..backends.base import Hit, Point
+from ..backlinks import OWED_FIELD
 from ..config import AmemConfig
 from ..index import STALE_FIELD, NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id, unique
@@ -111,13 +113,21 @@ class Placer:
             self._enricher.get(), llm=llm, floor=cfg.link_floor, keep=keep)
         warnings.extend(link_warnings)
         note.links = unique(linked)
-        # 3. the note first: a kill before its back-links leaves no link to a missing note
-        index.write_points([self.new_point(note, vector, stale)])
+        # 3. the note first: a kill before its back-links leaves no link to a missing note.
+        # It is marked as owing them in the same write, so a kill before they are all written
+        # leaves a mark the next write or the nightly job finishes from (amem.backlinks).
+        point = self.new_point(note, vector, stale)
+        if note.links:
+            point.payload[OWED_FIELD] = True
+        index.write_points([point])
         self._adds += 1
         # the dense hits are whole notes; a term candidate that was linked is read whole now
         by_id = candidates.whole(index, note.agent_id, linked,
                                  {h.payload["id"]: h for h in hits})
         evolved = self._link_back(note, linked, by_id, warnings, stale)
+        if note.links:  # every back-link is written: nothing is owed
+            index.update_note_fields(note.id, note.agent_id, {OWED_FIELD: False},
+                                     active_only=False)
         return AddResult(status, note.id, links=note.links, evolved=evolved,
                          enriched_by=note.enriched_by,
                          neighbour=hits[best].payload["id"] if best is not None else None,

@@ -13,7 +13,9 @@
    new ones;
 4. its links are verified again by the write path's rule (``amem.write.linking``) over the write
    path's candidates (``amem.write.candidates``) and its current links: links that no longer
-   pass are dropped on both sides, new ones added on both sides;
+   pass are dropped on both sides, new ones added on both sides (the note is marked
+   ``links_owed`` until the other sides are written: a kill between leaves a mark the next
+   write finishes, ``amem.backlinks``);
 5. written as one field update with its new vector and terms, marked ``vector_stale`` until a
    second write clears the mark (as ``amem.refresh.mend`` does): a process killed between the
    two leaves the new text with a mark the next write repairs, never a silent mismatch;
@@ -33,6 +35,7 @@ import numpy as np
 
 from .. import bm25
 from ..backends.base import Match, MatchAny, Where
+from ..backlinks import OWED_FIELD
 from ..config import AmemConfig
 from ..errors import ValidationError
 from ..index import STALE_FIELD, NoteIndex
@@ -121,6 +124,8 @@ class Updater:
             freed = self._superseder.release(note, reason="edited") if note.supersedes else []
             changes = {name: getattr(note, name) for name in FIELDS}
             changes[STALE_FIELD] = True  # cleared by the second write below
+            if set(linked) != set(before):  # the other sides follow: owed until then (amem.backlinks)
+                changes[OWED_FIELD] = True
             if not index.update_note_fields(note.id, agent, changes, dense=vector,
                                             terms_of=note):
                 raise ValidationError(f"note {nid!r} changed while it was updated", field="id")
@@ -130,6 +135,8 @@ class Updater:
             added = [n for n in linked if n not in before]
             removed = [n for n in before if n not in linked]
             warnings += self._back_links(note, added, removed)
+            if added or removed:  # the other sides are in step: nothing is owed
+                index.update_note_fields(note.id, agent, {OWED_FIELD: False})
             outcome = self._superseder.check(note, vector)
             warnings += outcome.warnings
         changed = (["text"] if new_text else []) + (["subjects"] if new_subjects else [])

@@ -14,7 +14,8 @@
 5. Links: candidates verified (``amem.write.linking``): with an LLM the ``link_candidates``
    nearest notes, offline the notes sharing the most of its terms, other days first
    (``amem.write.candidates``); the back-links are written after the note, so a kill in
-   between leaves no link to a missing note.
+   between leaves no link to a missing note, and the note owes them (``links_owed``) until
+   they are all written: the next write finishes what a killed one owed (``amem.backlinks``).
 6. Evolution of up to ``evolve_max`` linked notes (context and tags), recorded.
 
 Every change to a stored note (fold, back-link, evolution, re-embedding) is a field update of
@@ -47,6 +48,7 @@ from ..errors import ValidationError
 from ..index import NoteIndex
 from ..notes import check_agent
 from ..purge import sweep_ids
+from ..backlinks import OwedLinks
 from ..refresh import StaleVectors
 from ..supersede import Superseder
 from .dedup import exact_duplicates
@@ -71,6 +73,7 @@ class Writer:
         self._agent_id = agent_id
         self._lock = index.lock
         self._stale = StaleVectors(index)
+        self._owed = OwedLinks(index)
         self._content = ContentVectors(index.embed_passages)
         self._placer = Placer(index, config, enricher, self._content)
 
@@ -118,6 +121,7 @@ class Writer:
         draft = self._draft(text, subjects, **options)
         with self._lock:
             self._stale.repair_once()
+            self._owed.repair_once()  # back-links a killed add left unwritten
             early = self._dedup(draft)
             if early is not None:
                 return kept_fields(early, draft.note)
@@ -125,8 +129,9 @@ class Writer:
             vector = (self._content.embed([draft.note])[0] if text is None
                       else self._index.embed_passages([text])[0])
             stale: set[str] = set()  # a single add re-embeds before it returns
-            result = kept_fields(self._placer.place(draft, vector, stale,
-                                                    embeds_text=text is not None), draft.note)
+            with self._owed.watch():
+                placed = self._placer.place(draft, vector, stale, embeds_text=text is not None)
+            result = kept_fields(placed, draft.note)
             self._stale.refresh(stale, [result])
             return result
 
@@ -231,6 +236,7 @@ class Writer:
         drafts = [self.draft(item, enrich=enrich, agent_id=agent_id) for item in items]
         with self._lock:
             self._stale.repair_once()
+            self._owed.repair_once()  # back-links a killed add left unwritten
             out: list[AddResult | None] = self._dedup_many(drafts)
             todo = [i for i, r in enumerate(out) if r is None]
             texts = {i: self.fast_text(drafts[i]) for i in todo}
@@ -245,7 +251,8 @@ class Writer:
                 # One by one, as single adds would: a later note may fold into or link to an
                 # earlier one, and the outcome does not depend on where a batch starts.
                 if drafts[i].enrich:
-                    out[i] = self._placer.place(drafts[i], vectors[i], stale)
+                    with self._owed.watch():
+                        out[i] = self._placer.place(drafts[i], vectors[i], stale)
                 else:  # the episodic fast path, written in one call for the batch
                     warnings = enrich_draft(self._enricher, drafts[i])
                     fast.append(self._placer.new_point(drafts[i].note, vectors[i], stale,

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from amem import MemoryStore
+from amem.backlinks import mend_links
 from amem.kernel.clock import ManualClock
 
 from tests.fakes.backends import FlakyBackend, InjectedCrash
@@ -69,6 +70,9 @@ def test_crash_before_every_write_then_resume_gives_the_uninterrupted_result(
 def test_resume_counts_the_finished_merge_once(table: TableEmbedder, clock: ManualClock) -> None:
     with open_store("edge", table, clock, flaky=True) as s:
         seed(s)
+        # the seed's one-way links get their other halves first (amem.backlinks), so that the
+        # run's first writes are the merge's
+        mend_links(s.index)
         s.index.backend.arm(2)  # intent + survivor written, cascade not yet
         with pytest.raises(InjectedCrash):
             s.consolidate()
