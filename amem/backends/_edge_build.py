@@ -46,7 +46,9 @@ from typing import IO, Any, Callable, Iterator, Protocol, Sequence
 import qdrant_edge as qe
 
 from amem.backends.base import DENSE, SPARSE
-from amem.errors import BackendError
+from amem.backends._lock import flock_holder, process_command
+from amem.errors import BackendError, StoreLockedError
+from amem.kernel.children import child_argv, exit_if_orphaned
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +69,9 @@ DONE_DIR = "shard.old.done"
 
 #: the children of :func:`build_on_copy` (run with ``-c``; arguments: see :func:`child_main`);
 #: the child's one line of stdout is its reply to the parent, which reads it from the pipe
+#: they die with their parent (``amem.kernel.children``): an orphan would go on writing into a
+#: ``shard.build`` that the next opener's ``recover`` deletes and the next build copies into
 BUILD_CHILD = """
-import sys
 from amem.backends._edge_build import child_main
 sys.stdout.write(child_main(sys.argv[1:]) + "\\n")
 """
@@ -265,6 +268,7 @@ def child_main(argv: list[str]) -> str:
     cache (``read_ahead``), and answers ``<lines applied> <offset>``.
     """
     mode, build = argv[0], Path(argv[1])
+    parent = os.getppid()  # checked between the catch-up's batches (no signal elsewhere)
     if mode == "optimize":
         if hasattr(os, "nice"):
             os.nice(CHILD_NICE)
@@ -283,6 +287,7 @@ def child_main(argv: list[str]) -> str:
             budget = CATCH_UP_FACTOR * log_path.stat().st_size + 1024 * 1024
             applied = 0
             while True:
+                exit_if_orphaned(parent)
                 records = reader.read(CATCH_UP_CHUNK)
                 apply(shard, records)
                 applied += len(records)
@@ -389,10 +394,31 @@ def recover(path: Path, shard_name: str) -> None:
         if shard.exists():
             shutil.rmtree(shard)
         os.rename(old, shard)
-    for leftover in (path / BUILD_DIR, path / DONE_DIR):
-        if leftover.exists():
-            shutil.rmtree(leftover, ignore_errors=True)
+    remove_build(path / BUILD_DIR)
+    if (path / DONE_DIR).exists():
+        shutil.rmtree(path / DONE_DIR, ignore_errors=True)
     (path / LOG_FILE).unlink(missing_ok=True)
+
+
+def remove_build(build: Path) -> None:
+    """Delete a build's copy left by an earlier build, unless a process still works on it.
+
+    The engine locks the copy's WAL while a build child has it open: a child that outlived
+    its parent (an amem before ``amem.kernel.children``, or a platform without the parent's
+    death signal) would go on writing while the copy is deleted and copied again (the next
+    build then failed with "File exists ... temp_segments"). It is named instead.
+    """
+    if not build.exists():
+        return
+    holder = flock_holder(build / "wal")
+    if holder is not None:
+        raise StoreLockedError(
+            f"{build} is still being written by process {holder} "
+            f"({process_command(holder) or 'command unknown'}), the child of an index build "
+            "whose parent is gone; it ends when its step is done. Retry then, or stop it "
+            f"(kill {holder}): it holds no write of its own.", path=str(build.parent),
+            holder_pid=holder)
+    shutil.rmtree(build)
 
 
 def build_on_copy(backend: BuildTarget, shard_name: str, *,
@@ -412,7 +438,7 @@ def build_on_copy(backend: BuildTarget, shard_name: str, *,
     backend.check_space(0, 0, margin=2 * _apparent_size(shard_dir) + 16 * 1024 * 1024)
     with backend._engine("index build copy"):
         backend.shard.flush()
-        shutil.rmtree(build, ignore_errors=True)
+        remove_build(build)
         shutil.copytree(shard_dir, build)
         backend.changes = ChangeLog(log_path)
     try:
@@ -441,8 +467,8 @@ def build_on_copy(backend: BuildTarget, shard_name: str, *,
 def _run_child(backend: BuildTarget, *args: str) -> str:
     """Run one of the build's children (``backend.build_child`` meanwhile, for ``close`` to
     kill); what it printed."""
-    child = subprocess.Popen([sys.executable, "-c", BUILD_CHILD, *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=_child_env())
+    child = subprocess.Popen(child_argv(BUILD_CHILD, *args), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=child_env())
     backend.build_child = child
     try:
         out, err = child.communicate()
@@ -455,7 +481,7 @@ def _run_child(backend: BuildTarget, *args: str) -> str:
     return out.strip()
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """The child's environment: it imports this very ``amem`` (a checkout run from its own
     directory, or a benchmark's old tree, is not on the child's default path)."""
     root = str(Path(__file__).resolve().parents[2])

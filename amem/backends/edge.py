@@ -25,7 +25,6 @@ import logging
 import math
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -51,7 +50,8 @@ from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
-from amem.backends._lock import StoreLock, locked_message
+from amem.backends._lock import StoreLock, flock_holder, locked_message, process_command
+from amem.kernel.children import child_argv
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import (
     FreeSpace, StatvfsFreeSpace, allocates_on_read, check_free_space, fix_modes, is_disk_full,
@@ -143,9 +143,9 @@ def auto_search_threads() -> int:
     return min(MAX_SEARCH_THREADS, max(1, cpus - 1))
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
-# it here would stop every thread of this process for the whole run.
+# it here would stop every thread of this process for the whole run. The child dies with this
+# process (``amem.kernel.children``): an orphan kept the live shard busy with no owner to name.
 _OPTIMIZE_CHILD = """
-import sys
 import qdrant_edge
 shard = qdrant_edge.EdgeShard.load(sys.argv[1])
 changed = shard.optimize()
@@ -507,7 +507,10 @@ class EdgeBackend:
         except Exception as exc:  # the binding raises plain Exception for engine errors
             text = str(exc)
             if "WouldBlock" in text:  # another opener without our lock holds the WAL
-                raise StoreLockedError(locked_message(self.path, None), path=str(self.path)) from exc
+                holder = flock_holder(self.path / SHARD_DIR / "wal")
+                raise StoreLockedError(
+                    locked_message(self.path, holder, process_command(holder)),
+                    path=str(self.path), holder_pid=holder) from exc
             if is_disk_full(exc) or "No space left on device" in text or "os error 28" in text:
                 raise DiskFullError(f"the disk holding {self.path} is full ({op}: {text}); "
                                     "free some space and retry", path=str(self.path)) from exc
@@ -1247,9 +1250,8 @@ class EdgeBackend:
         shard.close()  # frees the engine's WAL lock for the child; our LOCK stays held
         self._handle.shard = None
         try:
-            child = subprocess.run(
-                [sys.executable, "-c", _OPTIMIZE_CHILD, shard_dir], capture_output=True, text=True,
-            )
+            child = subprocess.run(child_argv(_OPTIMIZE_CHILD, shard_dir), capture_output=True,
+                                   text=True, env=_edge_build.child_env())
         finally:
             self._handle.shard = qe.EdgeShard.load(shard_dir)
         if child.returncode != 0:
