@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 
 from .docsplit import Warn, heading_text, split_document
-from .errors import ValidationError
+from .errors import AmemError, ValidationError
 from .kernel import safejson
 from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notefields import is_expired
@@ -144,6 +144,15 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
         yield number, item
 
 
+def _stored_now(store: "MemoryStore", agent_id: str | None, before: int) -> str:
+    """The exact active-note count after a stopped import, read back from the engine."""
+    try:
+        after = store.count(agent_id=agent_id)
+    except AmemError as exc:  # the message still says what is safe without it
+        return f"the count could not be read back: {exc}"
+    return f"the store now holds {after:,} active notes of this agent, {before:,} before the import"
+
+
 def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = None,
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
                 progress: Progress | None = None, skip_invalid: bool = False,
@@ -181,6 +190,9 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if check.skipped and not skip_invalid:
         raise ImportRejected(path, check)
     report = ImportReport(path=str(path))
+    # counted again if the disk fills: the batches written ahead of the one refused are
+    # stored but not yet in the report, so only the engine can say how many notes landed
+    before = store.count(agent_id=agent_id)
     if supersede and enrich:  # the --no-enrich fast path skips the check, as add does
         report.supersede = store.superseder.judge.label
     started = time.perf_counter()
@@ -209,9 +221,9 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
             # stores only the rest (an imported line keeps its id: ``_with_stable_id``).
             raise DiskFullError(
                 f"{exc} The import stopped at line {lines[0] if lines else last_line} of {path}: "
-                f"the lines before it are stored ({report.created} notes created), perhaps a few "
-                "after it too; once there is "
-                "room, run the same import again and it stores only the rest.",
+                f"the lines before it are stored, and some after it may be too "
+                f"({_stored_now(store, agent_id, before)}); once there is room, run the same "
+                "import again and it stores only the rest.",
                 path=exc.path, needed=exc.needed, free=exc.free) from exc
         report.superseded += len(done.superseded)
         report.supersede_deferred += done.deferred

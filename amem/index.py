@@ -30,7 +30,7 @@ from .backends.base import (LIVE_KEY, NOTHING_KNOWN, Condition, Hit, IsEmpty, Ma
                             Point, StoreFacts, VectorBackend, Where, live_keys)
 from .config import AmemConfig
 from .embed.base import Embedder
-from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import BackendError, EmbedderMismatchError, NotFoundError, ValidationError
 from .index_build import META_KEY as BUILD_META_KEY, IndexBuilder
 from .kernel.clock import Clock
 from .kernel.errors import DiskFullError
@@ -94,6 +94,14 @@ class NoteIndex:
         meta = self.backend.read_meta()
         given = self.embedder.model_id
         if not meta:
+            points = self.backend.count(None)
+            if points:  # not new: its record was lost, and adopting ours would mix models
+                self.backend.close()
+                raise BackendError(
+                    f"the store at {self.location} holds {points:,} points but no record of the "
+                    "embedder that wrote them (its metadata was deleted or damaged). Restore "
+                    "it from a backup, or move the store aside and import the notes again "
+                    "into a new store")
             meta = {"schema": SCHEMA_VERSION, "embedder": given, "dim": self.embedder.dim,
                     POINT_IDS: POINT_ID_FORMAT,
                     "bm25_stats": {"docs": 0, "tokens": 0}}

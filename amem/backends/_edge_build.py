@@ -46,7 +46,10 @@ from typing import IO, Any, Callable, Iterator, Protocol, Sequence
 import qdrant_edge as qe
 
 from amem.backends.base import DENSE, SPARSE
-from amem.errors import BackendError
+from amem.backends._edge_space import allocated_bytes, copy_sparse, data_extents
+from amem.backends._lock import flock_holder, process_command
+from amem.errors import BackendError, StoreLockedError
+from amem.kernel.children import child_argv, exit_if_orphaned
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +70,9 @@ DONE_DIR = "shard.old.done"
 
 #: the children of :func:`build_on_copy` (run with ``-c``; arguments: see :func:`child_main`);
 #: the child's one line of stdout is its reply to the parent, which reads it from the pipe
+#: they die with their parent (``amem.kernel.children``): an orphan would go on writing into a
+#: ``shard.build`` that the next opener's ``recover`` deletes and the next build copies into
 BUILD_CHILD = """
-import sys
 from amem.backends._edge_build import child_main
 sys.stdout.write(child_main(sys.argv[1:]) + "\\n")
 """
@@ -265,6 +269,7 @@ def child_main(argv: list[str]) -> str:
     cache (``read_ahead``), and answers ``<lines applied> <offset>``.
     """
     mode, build = argv[0], Path(argv[1])
+    parent = os.getppid()  # checked between the catch-up's batches (no signal elsewhere)
     if mode == "optimize":
         if hasattr(os, "nice"):
             os.nice(CHILD_NICE)
@@ -283,6 +288,7 @@ def child_main(argv: list[str]) -> str:
             budget = CATCH_UP_FACTOR * log_path.stat().st_size + 1024 * 1024
             applied = 0
             while True:
+                exit_if_orphaned(parent)
                 records = reader.read(CATCH_UP_CHUNK)
                 apply(shard, records)
                 applied += len(records)
@@ -325,7 +331,7 @@ def read_ahead(root: Path, *, chunk: int = 1 << 20, budget: int | None = None,
             if not path.is_file() or path.is_symlink():
                 continue
             with open(path, "rb", buffering=0) as f:
-                for start, end in _data_extents(f.fileno()):
+                for start, end in data_extents(f.fileno()):
                     f.seek(start)
                     left = min(end - start, left_total - total)
                     while left > 0:
@@ -359,27 +365,6 @@ def _spare_memory() -> int:
     return sys.maxsize
 
 
-def _data_extents(fd: int) -> Iterator[tuple[int, int]]:
-    """The (start, end) byte ranges of an open file that hold data, holes left out; the whole
-    file where the system cannot tell (no ``SEEK_DATA``)."""
-    size = os.fstat(fd).st_size
-    if not hasattr(os, "SEEK_DATA"):
-        yield 0, size
-        return
-    offset = 0
-    while offset < size:
-        try:
-            start = os.lseek(fd, offset, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # no data after offset: the rest is a hole
-                return
-            yield offset, size  # SEEK_DATA refused (a file system without it): read it all
-            return
-        end = os.lseek(fd, start, os.SEEK_HOLE)
-        yield start, end
-        offset = end
-
-
 def recover(path: Path, shard_name: str) -> None:
     """Undo what an interrupted build left in the store directory ``path``."""
     shard, old = path / shard_name, path / OLD_DIR
@@ -389,10 +374,31 @@ def recover(path: Path, shard_name: str) -> None:
         if shard.exists():
             shutil.rmtree(shard)
         os.rename(old, shard)
-    for leftover in (path / BUILD_DIR, path / DONE_DIR):
-        if leftover.exists():
-            shutil.rmtree(leftover, ignore_errors=True)
+    remove_build(path / BUILD_DIR)
+    if (path / DONE_DIR).exists():
+        shutil.rmtree(path / DONE_DIR, ignore_errors=True)
     (path / LOG_FILE).unlink(missing_ok=True)
+
+
+def remove_build(build: Path) -> None:
+    """Delete a build's copy left by an earlier build, unless a process still works on it.
+
+    The engine locks the copy's WAL while a build child has it open: a child that outlived
+    its parent (an amem before ``amem.kernel.children``, or a platform without the parent's
+    death signal) would go on writing while the copy is deleted and copied again (the next
+    build then failed with "File exists ... temp_segments"). It is named instead.
+    """
+    if not build.exists():
+        return
+    holder = flock_holder(build / "wal")
+    if holder is not None:
+        raise StoreLockedError(
+            f"{build} is still being written by process {holder} "
+            f"({process_command(holder) or 'command unknown'}), the child of an index build "
+            "whose parent is gone; it ends when its step is done. Retry then, or stop it "
+            f"(kill {holder}): it holds no write of its own.", path=str(build.parent),
+            holder_pid=holder)
+    shutil.rmtree(build)
 
 
 def build_on_copy(backend: BuildTarget, shard_name: str, *,
@@ -406,14 +412,15 @@ def build_on_copy(backend: BuildTarget, shard_name: str, *,
     """
     shard_dir, build = backend.path / shard_name, backend.path / BUILD_DIR
     log_path = backend.path / LOG_FILE
-    # The copy is written whole (the engine's sparse files become dense) and the child's
-    # build adds to it: with less room than the shard's full size the copy could fill the
-    # disk, and the live shard's next write would find none. Refused before the copy.
-    backend.check_space(0, 0, margin=2 * _apparent_size(shard_dir) + 16 * 1024 * 1024)
+    # The copy keeps the engine's holes (``copy_sparse``) and the child's build writes new
+    # segments beside it: room for twice what the shard takes on disk, or the copy could fill
+    # the disk and the live shard's next write find none. Refused before the copy. (Its
+    # length with the holes, 1 GB for a 21 MB store, was asked before.)
+    backend.check_space(0, 0, margin=2 * allocated_bytes(shard_dir) + 16 * 1024 * 1024)
     with backend._engine("index build copy"):
         backend.shard.flush()
-        shutil.rmtree(build, ignore_errors=True)
-        shutil.copytree(shard_dir, build)
+        remove_build(build)
+        shutil.copytree(shard_dir, build, copy_function=copy_sparse)
         backend.changes = ChangeLog(log_path)
     try:
         outcome = _run_child(backend, "optimize", str(build))
@@ -441,8 +448,8 @@ def build_on_copy(backend: BuildTarget, shard_name: str, *,
 def _run_child(backend: BuildTarget, *args: str) -> str:
     """Run one of the build's children (``backend.build_child`` meanwhile, for ``close`` to
     kill); what it printed."""
-    child = subprocess.Popen([sys.executable, "-c", BUILD_CHILD, *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=_child_env())
+    child = subprocess.Popen(child_argv(BUILD_CHILD, *args), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=child_env())
     backend.build_child = child
     try:
         out, err = child.communicate()
@@ -455,25 +462,13 @@ def _run_child(backend: BuildTarget, *args: str) -> str:
     return out.strip()
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """The child's environment: it imports this very ``amem`` (a checkout run from its own
     directory, or a benchmark's old tree, is not on the child's default path)."""
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
-
-
-def _apparent_size(root: Path) -> int:
-    """The bytes the files under ``root`` hold once copied (their lengths, holes counted)."""
-    total = 0
-    for path in root.rglob("*"):
-        try:
-            if path.is_file() and not path.is_symlink():
-                total += path.stat().st_size
-        except FileNotFoundError:  # the engine removed it meanwhile
-            continue
-    return total
 
 
 def _swap(backend: BuildTarget, shard_dir: Path, build: Path, offset: int) -> int:

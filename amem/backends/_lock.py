@@ -25,19 +25,74 @@ log = logging.getLogger(__name__)
 LOCK_NAME = "LOCK"
 
 
-def locked_message(store: Path, holder_pid: int | None) -> str:
-    """The message a second opener sees: which store, who holds it, what to do instead."""
+#: the longest command line a busy message quotes
+_COMMAND_CHARS = 160
+
+
+def locked_message(store: Path, holder_pid: int | None, command: str | None = None) -> str:
+    """The message a second opener sees: which store, who holds it (its command line when
+    known), what to do instead."""
     if holder_pid == os.getpid():
-        who = f"this process (pid {holder_pid}) already has it open; close that handle first"
-    elif holder_pid is not None:
-        who = f"process {holder_pid} owns it"
-    else:
-        who = "another process owns it"
+        return (f"the embedded amem store at {store} is in use: this process (pid {holder_pid}) "
+                "already has it open; close that handle first.")
+    who = ("another process owns it" if holder_pid is None
+           else f"process {holder_pid} owns it" if command is None
+           else f"process {holder_pid} ({command}) owns it")
+    if command is not None and " scheduler" in command:
+        # the nightly maintenance: it ends by itself, and a server would not share it either
+        return (f"the embedded amem store at {store} is in use: {who}, the scheduled maintenance "
+                "run; it releases the store when it finishes. Retry then.")
     return (
         f"the embedded amem store at {store} is in use: {who}. An embedded store belongs to one "
         "process. Run `amem serve` in the owning process and connect through it, or move the "
         "store to a Qdrant server (set AMEM_QDRANT_URL) for shared access."
     )
+
+
+def process_command(pid: int | None, proc: Path = Path("/proc")) -> str | None:
+    """The command line of process ``pid`` as a busy message quotes it (None: unknown, as
+    outside Linux). A ``python -c`` child's code is left out: its arguments say what it does."""
+    if pid is None:
+        return None
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    args = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+    if not args:
+        return None
+    if "-c" in args[:3]:
+        at = args.index("-c")
+        args = args[:at + 1] + ["..."] + args[at + 2:]
+    text = " ".join(args)
+    return text if len(text) <= _COMMAND_CHARS else text[:_COMMAND_CHARS - 3] + "..."
+
+
+def flock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
+    """The pid holding a ``flock`` on ``path`` (Linux's lock table), or None when unknown.
+
+    The engine locks its WAL directory without writing its pid anywhere: a process holding it
+    without our ``LOCK`` (an engine child outliving a killed parent) is found here."""
+    try:
+        st = path.stat()
+        table = locks.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1285 fe:00:5424611 0 EOF" (a blocked waiter has "->")
+        if len(fields) < 6 or fields[1] != "FLOCK" or "->" in fields:
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            pid = int(fields[4])
+            same = (int(inode) == st.st_ino and int(major, 16) == os.major(st.st_dev)
+                    and int(minor, 16) == os.minor(st.st_dev))
+        except ValueError:
+            continue
+        if same:
+            return pid
+    return None
 
 
 class StoreLock:
@@ -61,7 +116,8 @@ class StoreLock:
                 raise
             holder = read_holder(self.path)
             raise StoreLockedError(
-                locked_message(self.store, holder), path=str(self.store), holder_pid=holder
+                locked_message(self.store, holder, process_command(holder)),
+                path=str(self.store), holder_pid=holder,
             ) from None
         # Holding the lock: record our pid for the next would-be opener's error message.
         os.ftruncate(fd, 0)

@@ -24,8 +24,8 @@ import json
 import logging
 import math
 import os
+import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -46,16 +46,18 @@ from amem.backends._edge_fields import CAPACITY as FIELD_CAPACITY, FieldCache
 from amem.backends._edge_table import Filler
 from amem.backends._edge_heat import PendingHeat, is_heat
 from amem.backends._edge_moved import MovedPoints
+from amem.backends._edge_space import read_claimed_holes
 from amem.backends._edge_live import ACTIVE, SUCCESSOR, LiveFacts
 from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
-from amem.backends._lock import StoreLock, locked_message
+from amem.backends._lock import StoreLock, flock_holder, locked_message, process_command
+from amem.kernel.children import child_argv
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import (
     FreeSpace, StatvfsFreeSpace, allocates_on_read, check_free_space, fix_modes, is_disk_full,
-    private_dir, unallocated_bytes, wide_modes,
+    private_dir, wide_modes,
 )
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,
@@ -143,9 +145,9 @@ def auto_search_threads() -> int:
     return min(MAX_SEARCH_THREADS, max(1, cpus - 1))
 
 # Run by optimize() in a child process: the engine holds the GIL while it optimizes, so doing
-# it here would stop every thread of this process for the whole run.
+# it here would stop every thread of this process for the whole run. The child dies with this
+# process (``amem.kernel.children``): an orphan kept the live shard busy with no owner to name.
 _OPTIMIZE_CHILD = """
-import sys
 import qdrant_edge
 shard = qdrant_edge.EdgeShard.load(sys.argv[1])
 changed = shard.optimize()
@@ -187,6 +189,15 @@ def new_store_config(dim: int, segment_kb: int = SEGMENT_KB,
         wal_enabled=True,
         max_search_threads=search_threads,
     )
+
+
+def unrecorded_message(path: Path, why: str, points: int) -> str:
+    """What a store holding points without a readable record of its embedder says: what
+    happened, and what to do (not ``amem reembed``: it reads that record too)."""
+    return (f"the store at {path} holds {points:,} points but {why}: the record of the "
+            f"embedder that wrote them was deleted, emptied or damaged (by hand, or by a disk "
+            f"error). Restore {META_FILE} from a backup, or move {path} aside and import the "
+            "notes again into a new store")
 
 
 def _payload_size(payload: Any) -> int:
@@ -304,6 +315,8 @@ class EdgeBackend:
             private_dir(self.path)  # 0700: the engine's files inherit no one else's access
         except OSError as exc:
             raise ConfigError(f"cannot create the store directory {self.path}: {exc}", key="path") from exc
+        #: whether reading a hole of the engine's files takes space here (tmpfs)
+        self._reads_allocate = allocates_on_read(self.path)
         self._lock = StoreLock(self.path)
         self._lock.acquire()
         # qdrant-edge 0.9.0 keeps hard-deleted points in its IDF statistics until the shard is
@@ -366,20 +379,41 @@ class EdgeBackend:
 
     def _open(self, dim: int | None) -> tuple[qe.EdgeShard, int]:
         _edge_build.recover(self.path, SHARD_DIR)
+        created = False
         shard_dir = self.path / SHARD_DIR
         config_file = shard_dir / "edge_config.json"
         if config_file.exists():
             stored = self._stored_dim(config_file)
+            unrecorded = self._unrecorded()
+            if unrecorded is not None:
+                points = self._points_in(shard_dir, stored)
+                if points == 0 and dim is not None and dim != stored:
+                    # created but never recorded (killed or refused for space before meta.json
+                    # was written): it holds nothing, so it is created again at this size
+                    log.warning("the store at %s was never finished (%s, no point stored): "
+                                "created again", self.path, unrecorded)
+                    shutil.rmtree(shard_dir)
+                    (self.path / META_FILE).unlink(missing_ok=True)
+                    return self._open(dim)
+                # at its own size its creation goes on where it stopped (the indexes it lacks
+                # are made below), then it is marked finished
+                created = points == 0
+                if dim is not None and dim != stored:
+                    raise BackendError(unrecorded_message(self.path, unrecorded, points))
             if dim is not None and dim != stored:
                 raise EmbedderMismatchError(
                     f"the store at {self.path} holds {stored}-d vectors, the embedder gives {dim}-d; "
                     "open it with its own embedder or rebuild the vectors (amem reembed)",
                     stored=f"dim={stored}", given=f"dim={dim}",
                 )
-            if allocates_on_read(shard_dir):
-                # tmpfs backs every page the engine maps at load, holes too: without room for
-                # them the load dies of SIGBUS; refused here instead, naming the path
-                check_free_space(self.free_space, self.path, unallocated_bytes(shard_dir))
+            if self._reads_allocate:
+                # tmpfs backs every page the engine reads at load, holes too: without room for
+                # them the load dies of SIGBUS; refused here instead, naming the path. Only
+                # the files it reads whole count (``_edge_space``): the WAL's and the data's
+                # holes are claimed by writes alone
+                check_free_space(self.free_space, self.path, read_claimed_holes(shard_dir),
+                                 doing="opening the store (tmpfs gives a page to every "
+                                       "hole the engine reads as it loads its indexes)")
             # A store created before the memory layout (``new_store_config``) or the segment
             # limit is given them now: the engine keeps its segments as they are (a segment
             # above the limit stays whole, and is merged with nothing more) and builds the
@@ -412,11 +446,14 @@ class EdgeBackend:
         else:
             if dim is None:
                 raise ConfigError(f"creating a new store at {self.path} needs dim", key="dim")
+            if shard_dir.exists() and self._unrecorded() is not None:
+                shutil.rmtree(shard_dir)  # a creation killed before it wrote its config
             config = new_store_config(dim, self.segment_kb, self.search_threads,
                                       self.indexing_kb)
             self.check_space(0, margin=DISK_MARGIN_BYTES + CREATE_BYTES)
             with self._engine("create"):
                 shard = qe.EdgeShard.create(str(shard_dir), config)
+            created = True
             log.info("created edge store %s (%d-d)", self.path, dim)
         try:
             self._ensure_indexes(shard)
@@ -429,8 +466,40 @@ class EdgeBackend:
                 self._count_facts(shard)
         except BaseException:
             shard.close()
+            if created:  # a half-made store (no index, say) must not look like a store
+                shutil.rmtree(shard_dir, ignore_errors=True)
             raise
+        if created and self._unrecorded() is not None:
+            # the mark of a finished creation: a shard without it was interrupted (and is
+            # made again when it holds nothing); the store's user fills it (``NoteIndex``)
+            write_object(self.path / META_FILE, {})
         return shard, dim
+
+    def _unrecorded(self) -> str | None:
+        """Why ``meta.json`` records nothing (missing, empty, not a JSON object), or None
+        when it is readable: a new store has one from its first open (``NoteIndex``)."""
+        try:
+            text = (self.path / META_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return f"no {META_FILE}"
+        if not text.strip():
+            return f"an empty {META_FILE}"
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return f"a {META_FILE} that is not valid JSON"
+        return None if isinstance(value, dict) else f"a {META_FILE} that holds no JSON object"
+
+    def _points_in(self, shard_dir: Path, dim: int) -> int:
+        """The points of a shard not opened yet (loaded and closed again)."""
+        with self._engine("load"):
+            shard = qe.EdgeShard.load(str(shard_dir), new_store_config(dim, self.segment_kb,
+                                                                         self.search_threads,
+                                                                         self.indexing_kb))
+            try:
+                return int(shard.count(qe.CountRequest(exact=True)))
+            finally:
+                shard.close()
 
     def _stored_dim(self, config_file: Path) -> int:
         try:
@@ -507,7 +576,10 @@ class EdgeBackend:
         except Exception as exc:  # the binding raises plain Exception for engine errors
             text = str(exc)
             if "WouldBlock" in text:  # another opener without our lock holds the WAL
-                raise StoreLockedError(locked_message(self.path, None), path=str(self.path)) from exc
+                holder = flock_holder(self.path / SHARD_DIR / "wal")
+                raise StoreLockedError(
+                    locked_message(self.path, holder, process_command(holder)),
+                    path=str(self.path), holder_pid=holder) from exc
             if is_disk_full(exc) or "No space left on device" in text or "os error 28" in text:
                 raise DiskFullError(f"the disk holding {self.path} is full ({op}: {text}); "
                                     "free some space and retry", path=str(self.path)) from exc
@@ -519,21 +591,24 @@ class EdgeBackend:
         holes of the engine's own files.
 
         The engine's files are sparse: it sets their length first and fills them later
-        through memory maps, so their holes are space it may claim at any write, and on tmpfs
-        a shared mapping claims a page even when it is only read (opening a store there
-        touches them all). Room for the holes is kept free, so a write never leaves a store
-        that the next open or write cannot map.
+        through memory maps. The holes of its WAL and data files are filled by writes alone,
+        in order, which the estimate counts; those of the files an open reads whole are
+        claimed by that read on tmpfs only (``amem.backends._edge_space``, measured). There,
+        room for them is kept free, so a write never leaves a store the next open cannot map;
+        elsewhere no hole counts (a 21 MB store on ext4 was refused with 254 MB free).
         """
         needed = margin + self._holes() + points * POINT_OVERHEAD_BYTES + _DATA_FACTOR * data_bytes
         check_free_space(self.free_space, self.path, needed)
 
     def _holes(self) -> int:
-        """The shard's unallocated bytes, walked at most every ``_HOLES_TTL_S`` seconds (a
-        walk stats a few hundred files; a batch of adds should not pay it each time)."""
+        """The holes a next open would claim (tmpfs only; 0 elsewhere), walked at most every
+        ``_HOLES_TTL_S`` seconds (a walk stats a few hundred files; a batch of adds should not
+        pay it each time)."""
+        if not self._reads_allocate:
+            return 0
         now = time.monotonic()
         if self._holes_cache is None or now - self._holes_cache[0] > _HOLES_TTL_S:
-            shard_dir = self.path / SHARD_DIR
-            self._holes_cache = (now, unallocated_bytes(shard_dir) if shard_dir.is_dir() else 0)
+            self._holes_cache = (now, read_claimed_holes(self.path / SHARD_DIR))
         return self._holes_cache[1]
 
     @property
@@ -1186,8 +1261,16 @@ class EdgeBackend:
     # -- meta and lifecycle ------------------------------------------------------------------
 
     def read_meta(self) -> dict[str, Any]:
-        """The contents of ``meta.json`` ({} for a new store)."""
-        return read_object(self.path / META_FILE)
+        """The contents of ``meta.json`` ({} for a new store).
+
+        Raises:
+            BackendError: the file is empty or damaged while the store holds points: what
+                happened and what to do (``unrecorded_message``)."""
+        try:
+            return read_object(self.path / META_FILE)
+        except BackendError as exc:
+            why = self._unrecorded() or str(exc)
+            raise BackendError(unrecorded_message(self.path, why, self.count())) from exc
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace ``meta.json`` atomically: a reader sees the old file or the new one, never half."""
@@ -1247,9 +1330,8 @@ class EdgeBackend:
         shard.close()  # frees the engine's WAL lock for the child; our LOCK stays held
         self._handle.shard = None
         try:
-            child = subprocess.run(
-                [sys.executable, "-c", _OPTIMIZE_CHILD, shard_dir], capture_output=True, text=True,
-            )
+            child = subprocess.run(child_argv(_OPTIMIZE_CHILD, shard_dir), capture_output=True,
+                                   text=True, env=_edge_build.child_env())
         finally:
             self._handle.shard = qe.EdgeShard.load(shard_dir)
         if child.returncode != 0:

@@ -138,12 +138,14 @@ class FixedFreeSpace:
         return self.free
 
 
-def check_free_space(space: FreeSpace, path: Path, needed: int) -> None:
-    """Raise :class:`DiskFullError` unless ``needed`` bytes are free on ``path``'s filesystem."""
+def check_free_space(space: FreeSpace, path: Path, needed: int, *,
+                     doing: str = "this write") -> None:
+    """Raise :class:`DiskFullError` unless ``needed`` bytes are free on ``path``'s filesystem
+    (``doing``: what they are needed for, as the message says it)."""
     free = space.free_bytes(path)
     if free < needed:
         raise DiskFullError(
-            f"not enough free disk space for this write at {path}: {free:,} bytes free, "
+            f"not enough free disk space for {doing} at {path}: {free:,} bytes free, "
             f"{needed:,} needed; nothing was written. Free some space and retry.",
             path=str(path), needed=needed, free=free)
 

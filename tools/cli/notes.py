@@ -342,7 +342,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         # leaving the imported points to brute-force search until the nightly job.
         index = store.index.build
         ran = index.state == "running"
-        if ran or index.due():
+        if (ran or index.due()) and not getattr(args, "quiet", False):
             print(f"building the search index ({index.points_since} points written and "
                   f"{index.points_moved} moved out of it since the last build) ...",
                   file=sys.stderr)

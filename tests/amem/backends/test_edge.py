@@ -59,7 +59,7 @@ def test_a_second_process_gets_a_clear_error_and_the_store_is_unharmed(tmp_path:
     assert "Traceback" not in result.stderr
     seen = json.loads(result.stdout)
     assert seen["pid"] == os.getpid() and seen["path"] == str(tmp_path.resolve())
-    for needle in (str(tmp_path.resolve()), f"process {os.getpid()} owns it", "amem serve", "AMEM_QDRANT_URL"):
+    for needle in (str(tmp_path.resolve()), f"process {os.getpid()} (", "amem serve", "AMEM_QDRANT_URL"):
         assert needle in seen["message"]
     # the owner carries on as if nothing happened
     owner.upsert([point(30, np.eye(DIM)[0], {1: 1.0})])

@@ -175,6 +175,15 @@ def test_amem_import_builds_the_index_before_it_exits(tmp_path: Path, capsys: ob
     assert report["index_build"]["state"] == "done"
     assert report["index_build"]["points_since"] == 0
     assert "building the search index" in out.err
+    # -q silences it (and only the line: the build still runs)
+    again = tmp_path / "more.jsonl"
+    again.write_text("".join(json.dumps({"text": f"{item['text']} once more"}) + "\n"
+                             for item in ITEMS), encoding="utf-8")
+    assert main(["-q", "import", str(again), "--no-enrich", "--json", "--batch", "10"],
+                env=env) == 0
+    quiet = capsys.readouterr()  # type: ignore[attr-defined]
+    assert json.loads(quiet.out)["index_build"]["state"] == "done"
+    assert "building the search index" not in quiet.err
     assert main(["status", "--json"], env=env) == 0
     status = json.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
     assert status["memory"]["index_build"]["state"] == "done"
