@@ -17,7 +17,7 @@ import logging
 import os
 from pathlib import Path
 
-from amem.errors import StoreLockedError
+from amem.errors import BackendError, StoreLockedError
 from amem.kernel.files import open_private
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,23 @@ def flock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
     return None
 
 
+
+
+def owner_message(path: Path, exc: OSError) -> str:
+    """The error for a store file this user may not open: whose it is and what to do (it said
+    "Permission denied: .../LOCK", or called the store "not an amem edge store")."""
+    try:
+        import pwd
+
+        owner = pwd.getpwuid(path.stat().st_uid).pw_name if path.exists() else None
+    except (OSError, KeyError, ImportError):
+        owner = None
+    whose = f" (it belongs to {owner})" if owner else ""
+    return (f"{path} cannot be opened by this user{whose}: {exc.strerror or exc}. Every command "
+            "takes the store's lock and may write, reads included, so the store's directory and "
+            "files must be writable by the user running amem: run it as their owner, `chown -R` "
+            "them back (files written through sudo), or copy a read-only store somewhere "
+            "writable to read it")
 class StoreLock:
     """Hold ``<store>/LOCK`` exclusively for the lifetime of one open store."""
 
@@ -107,7 +124,10 @@ class StoreLock:
         """Take the lock or raise :class:`StoreLockedError` naming the holder's pid."""
         # 0600, and never through a link: a LOCK planted as a symlink would make the truncate
         # below empty the link's target
-        fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
+        try:
+            fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
+        except PermissionError as exc:  # a read-only or foreign-owned data directory
+            raise BackendError(owner_message(self.path, exc)) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

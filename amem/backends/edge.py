@@ -52,7 +52,8 @@ from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
-from amem.backends._lock import StoreLock, flock_holder, locked_message, process_command
+from amem.backends._lock import (StoreLock, flock_holder, locked_message, owner_message,
+                                 process_command)
 from amem.kernel.children import child_argv
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import (
@@ -506,6 +507,8 @@ class EdgeBackend:
             config = json.loads(config_file.read_text(encoding="utf-8"))
             dense = config["vectors"][DENSE]
             sparse = config["sparse_vectors"][SPARSE]
+        except PermissionError as exc:  # ours, but written by another user (sudo amem ...)
+            raise BackendError(owner_message(config_file, exc)) from exc
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise BackendError(
                 f"{config_file} is not an amem edge store (expected vectors {DENSE!r} and {SPARSE!r}): {exc}"

@@ -125,6 +125,33 @@ def _port_message(port: int, why: str) -> str:
 # ------------------------------------------------------------------------------ serve
 
 
+#: how long a starting server waits for a CLI command that holds the store (an import may
+#: take minutes: past this the server says who holds it and exits 4, as before)
+OPEN_WAIT_S = 15.0
+
+
+def open_waiting(rt: Runtime, wait_s: float = OPEN_WAIT_S) -> MemoryStore:
+    """The note store, waiting up to ``wait_s`` for a command that holds it: a server restarted
+    by its supervisor while `amem add` or `amem list` ran exited at once (exit 4), and the
+    supervisor's next try might meet the next command."""
+    import time
+
+    from amem.errors import StoreLockedError
+
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return rt.memory
+        except StoreLockedError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not told:
+                log.warning("%s; waiting up to %g s for it to finish", exc, wait_s)
+                told = True
+            time.sleep(0.2)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
@@ -154,7 +181,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _check_keys(home, insecure=args.insecure_no_auth)
     try:
         with _terminate_cleanly(), rt:  # rt closes lcm, then the notes, after the workers stop
-            memory = rt.memory
+            memory = open_waiting(rt)
             # a server searches all day: every note's ranking fields are read into RAM in the
             # background (amem.backends._edge_table), so no search waits on payload pages
             memory.keep_ranking_fields()
