@@ -14,6 +14,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.kernel.clock import ManualClock
 from amem.notes import point_id
 from tests.fakes.backends import FlakyBackend, InjectedCrash
+from tests.fakes.llms import enrich_and_link_all
 
 UNRELATED = ["My car brakes squeak when it rains", "Ubuntu 24.04 upgrade broke the wifi driver",
              "Mum's birthday is on the 14th of May"]
@@ -30,12 +31,9 @@ class LinkingLLM:
 
     def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
                       name: str) -> dict[str, Any]:
-        if name == "note_enrichment":
-            return {"keywords": ["note"], "tags": ["note"], "context": "A note.",
-                    "category": "General", "note_type": "memory", "topics": []}
-        if name == "link_decisions":
-            count = user.count("<candidate ")
-            return {"links": [{"candidate": n, "link": True} for n in range(1, count + 1)]}
+        canned = enrich_and_link_all(name, user)
+        if canned is not None:
+            return canned
         if name == "supersede_verdicts":
             return {"verdicts": []}
         return {"updates": []}

@@ -20,6 +20,7 @@ from amem.importer import import_file
 from amem.notes import Note, legacy_point_id, point_id
 from amem.pointids import META_KEY
 from tests.fakes.backends import FlakyBackend, InjectedCrash
+from tests.fakes.llms import enrich_and_link_all
 
 FOLDING = {"fold_threshold": 0.8, "pending_threshold": 0.6}
 BASE = "The deploy pipeline runs make release after CI is green on main branch"
@@ -198,12 +199,9 @@ class EvolvingLLM(SameAnswerLLM):
     def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
                       name: str) -> dict[str, Any]:
         self.calls.append(name)
-        if name == "note_enrichment":
-            return {"keywords": ["note"], "tags": ["note"], "context": "A note.",
-                    "category": "General", "note_type": "memory", "topics": []}
-        if name == "link_decisions":
-            count = user.count("<candidate ")
-            return {"links": [{"candidate": n, "link": True} for n in range(1, count + 1)]}
+        canned = enrich_and_link_all(name, user)
+        if canned is not None:
+            return canned
         time.sleep(0.02)
         count = user.count("<neighbour ")
         return {"updates": [{"neighbour": n, "context": "Evolved.", "tags": ["evolved"]}
