@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError, error_result, is_error, redact
 from .http_guard import principal_of
+from .numbers import ascii_digits
 from .tenancy import session_key_for
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
 async def _read_json(request: "Request") -> Any:
     """The body as JSON, read no further than ``MAX_BODY_BYTES``."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared is not None and ascii_digits(declared) and int(declared) > MAX_BODY_BYTES:
         raise ToolError("payload_too_large", f"the body is {declared} bytes; the limit is {MAX_BODY_BYTES}",
                         field="body")
     chunks: list[bytes] = []
@@ -272,7 +273,7 @@ def _assemble_args(target: "ToolFacade", query: Any) -> dict[str, Any]:
     for name, key in (("cacheReadTokens", "cache_read_tokens"), ("cacheWriteTokens", "cache_write_tokens")):
         raw = query.get(name)
         if raw is not None:
-            if not raw.isdigit() or len(raw) > 12:
+            if not ascii_digits(raw) or len(raw) > 12:
                 raise ToolError("invalid_argument", f"{name} must be an integer >= 0", field=name)
             args[key] = int(raw)
     _need_lcm(target)
@@ -284,7 +285,7 @@ def _positive(raw: str | None, field: str, *, required: bool = False) -> int | N
         if required:
             raise ToolError("invalid_argument", f"{field} is required (a positive integer)", field=field)
         return None
-    if not raw.isdigit() or len(raw) > 12 or int(raw) <= 0:
+    if not ascii_digits(raw) or len(raw) > 12 or int(raw) <= 0:
         raise ToolError("invalid_argument", f"{field} must be a positive integer; got {raw[:40]!r}", field=field)
     return int(raw)
 

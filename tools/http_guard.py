@@ -59,6 +59,7 @@ from urllib.parse import quote, urlsplit
 
 from .errors import ToolError, error_result
 from .keys import KeyFileError, KeyStore, Principal
+from .numbers import ascii_digits
 from .tenancy import AGENT_HEADER, decode_header
 from .ui.sessions import COOKIE, CSRF_HEADER, SESSION_PREFIX, UiSession, UiSessions
 
@@ -438,7 +439,7 @@ class Guard:
             return receive
         limit = self.config.max_body
         declared = _Headers(scope).one("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and ascii_digits(declared) and int(declared) > limit:
             raise Refused("payload_too_large", f"the body is {declared} bytes; the limit is {limit}", "body")
         chunks: list[bytes] = []
         size = 0

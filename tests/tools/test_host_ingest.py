@@ -108,6 +108,11 @@ def test_bad_requests_are_clear_errors_and_store_nothing(served: tuple[httpx.Cli
     assert res.status_code == 413
     bad = http.get("/lcm/assemble", params={"budget": "-3"}, headers={"X-Amem-Agent": "alice"})
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "budget"
+    # digits str.isdigit takes and int refuses ('²': a 500) or reads ('٣' as 3): refused by name
+    for odd, field in (("²", "budget"), ("١٠٠٠", "budget"), ("²", "contextWindow"), ("٣", "cacheReadTokens")):
+        params = {"budget": "1000", field: odd}
+        bad = http.get("/lcm/assemble", params=params, headers={"X-Amem-Agent": "alice"})
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == field, (odd, field, bad.text)
     assert lcm.db.scalar("SELECT count(*) FROM messages") == 0
 
 

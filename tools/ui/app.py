@@ -143,7 +143,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                            request.query_params.get("page"))
 
     def conversation(request: Request, agent: str, principal: Principal) -> Html:
-        from .conversations import MAX_ID, render_conversation, whole_number
+        from ..numbers import whole_number
+        from .conversations import MAX_ID, render_conversation
 
         number = whole_number(request.path_params["conversation_id"], "conversation id",
                               maximum=MAX_ID)
@@ -154,7 +155,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
 
     def conversation_item(kind: str) -> Callable[[Request, str, Principal], Html]:
         def build(request: Request, agent: str, principal: Principal) -> Html:
-            from .conversations import MAX_ID, render_item, whole_number
+            from ..numbers import whole_number
+            from .conversations import MAX_ID, render_item
 
             number = whole_number(request.path_params["conversation_id"], "conversation id",
                                   maximum=MAX_ID)
@@ -375,7 +377,8 @@ def lcm_plan(store: LcmStore, agent: str | None, body: dict[str, Any]) -> tuple[
     from lcm.operator.dissolve import plan_dissolve
     from lcm.operator.repair import RepairKit
 
-    from .conversations import MAX_ID, conversation, whole_number
+    from ..numbers import whole_number
+    from .conversations import MAX_ID, conversation
 
     op = body.get("op")
     if op not in ("rewrite", "dissolve", "repair"):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lcm.errors import LcmNotFoundError
 
-from ..errors import ToolError
+from ..numbers import whole_number
 from ..tenancy import PREFIX, agent_segment, session_owner
 from .html import Html, cut, esc, join, link, table, url
 
@@ -116,29 +116,6 @@ def render_item(store: LcmStore, agent: str | None, view_agent: str, conversatio
 MAX_ID = 2**63 - 1
 MAX_PAGE = 10_000_000
 MAX_BUDGET = 10_000_000
-
-
-def whole_number(raw: str | int | None, field: str, *, maximum: int, minimum: int = 0,
-                 default: int | None = None) -> int:
-    """``raw`` as a whole number in ``[minimum, maximum]``, written in ASCII digits only
-    (``str.isdigit`` also takes '²' and Arabic-Indic digits, which ``int`` reads or refuses
-    with Python's own words); a ``ToolError`` naming ``field`` otherwise, never a 500."""
-    if (raw is None or raw == "") and default is not None:
-        return default
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        text = str(raw)
-    elif isinstance(raw, str):
-        text = raw
-    else:
-        raise ToolError("invalid_argument", f"{field} must be a whole number", field=field)
-    if not (text.isascii() and text.isdigit()) or len(text) > len(str(maximum)) + 1:
-        raise ToolError("invalid_argument", f"{field} must be a whole number from {minimum} to "
-                        f"{maximum} in the digits 0-9, got {text[:40]!r}", field=field)
-    value = int(text)
-    if not minimum <= value <= maximum:
-        raise ToolError("invalid_argument", f"{field} must be from {minimum} to {maximum}, got "
-                        f"{text[:40]}", field=field)
-    return value
 
 
 def _page_number(raw: str | None) -> int:
@@ -280,5 +257,5 @@ def action_box(action: str, label: str, can_write: bool, refused: str | None = N
             '<div class="preview" role="status" aria-live="polite"></div></div>')
 
 
-__all__ = ["MAX_ID", "action_box", "whole_number", "conversation", "conversations_page", "messages_page",
+__all__ = ["MAX_ID", "action_box", "conversation", "conversations_page", "messages_page",
            "render_conversation", "render_item", "render_list"]
