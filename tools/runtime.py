@@ -38,14 +38,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RoleLLM", "Runtime", "make_embedder", "stored_model_id"]
 
-def recorded_model(database: str) -> str | None:
-    """The ``model_id`` a conversation store's vectors were made with (``lcm.recorded_model``),
-    read without opening the store for writing."""
-    from lcm.semantic import recorded_model as read
-
-    return read(database)
-
-
 def make_embedder(name: str, *, threads: int = 1, cache_dir: Path | None = None) -> Embedder:
     """The embedder called ``name`` (``amem.embed.make_lazy_embedder``: every name amem knows,
     ``hashing-DIM`` included; a bad name is a ``ConfigError`` naming ``embedder``).
@@ -200,8 +192,10 @@ class Runtime:
             # A home holding conversations only (a host feeding `amem lcm ingest`): the
             # conversation store's recorded embedder, or every read without --embedder would
             # switch it to the default and owe a re-embed of every message.
-            where = self._lcm_settings_or_none() or where
-            stored = recorded_model(where) if where != str(cfg.store_path) else None
+            from lcm.semantic import recorded_model
+
+            where = self._lcm_settings_or_none() or ""
+            stored = recorded_model(where) if where else None
         if stored is None:
             return cfg.embedder
         from amem.embed import embedder_name

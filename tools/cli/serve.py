@@ -84,21 +84,13 @@ def _port(text: str) -> int:
 def _open_lcm(rt: Any) -> Any:
     """The conversation store, or a CliError that names its file and the way around it: a
     damaged lcm.db gave "unexpected DatabaseError", which said neither."""
-    import sqlite3
-
     from lcm.errors import LcmEngineError
 
     try:
         return rt.lcm
-    except LcmEngineError as exc:  # names the file and what to do (lcm.errors.unopenable)
+    except LcmEngineError as exc:  # LcmStore names the file and what to do (lcm.errors.unopenable)
         raise CliError(f"{exc}; or run with --no-lcm to serve the notes without the "
                        "conversation store", code="unavailable", field="lcm.db") from None
-    except sqlite3.DatabaseError as exc:
-        where = rt.settings.lcm.database_path or str(rt.lcm_path)
-        raise CliError(f"the conversation store {where} cannot be opened ({exc}): restore it "
-                       "from a backup or move it aside (a new, empty one is then created); or "
-                       "run with --no-lcm to serve the notes without the conversation store",
-                       code="unavailable", field="lcm.db") from None
 
 
 def _check_port(port: int) -> None:
