@@ -9,9 +9,10 @@ same one, in this order of proof (the first that applies decides):
 2. **A position** (``position``: the message's index in the host's session, an integer >= 0):
    the same (session id, position) is the same message. Positions must not restart within a
    session id; a host that starts a new session passes its new ``session_id``.
-3. **An explicit time** (``created_at`` / ``timestamp``): the same time, role and content is the
-   same message; the same text at another time is a new one (``yes`` / ``ok`` again five
-   minutes later is stored).
+3. **An explicit time** (``created_at`` / ``timestamp``): the same time, role, content and
+   speaker is the same message; the same text at another time is a new one (``yes`` / ``ok``
+   again five minutes later is stored), and so is the same text from another speaker
+   (``name``: four people answering ``ok`` in a chat exported with minute stamps).
 4. **Nothing of these** (anonymous messages): a host that retries a call after a timeout sends
    the same batch again; a user who says ``ok`` twice makes a new call with new messages. So
    an anonymous message is dropped only in the two shapes a re-send takes:
@@ -30,6 +31,13 @@ same one, in this order of proof (the first that applies decides):
 
 The same event twice in one batch (rules 1-3) is stored once; anonymous messages of one batch
 are never compared with each other (a batch is what the host says happened).
+
+**Speakers.** Wherever two messages are compared (rules 3 and 4, the replay-flood count), a
+message's ``name`` is part of who said it: messages of two named speakers never match. A
+message without a name matches either way, so a host that never names speakers is treated as
+before, and rows stored before names were kept (migration 0014; their ``name`` is empty) still
+match the same transcript sent again with names. The identity hash itself stays role and
+content: changing it would make every stored message look new to its host's next re-send.
 """
 
 from __future__ import annotations
@@ -221,10 +229,10 @@ def _insert_many(c: sqlite3.Connection, head: str, width: int, rows: Sequence[tu
 
 
 def _existing(c: Connection, sql: str, rows: Sequence[tuple[str, ...]], conversation_id: int) -> set[tuple[Any, ...]]:
-    """The ``rows`` for which ``sql`` (an EXISTS probe over ``v``) holds, in chunks.
+    """What ``sql`` finds for ``rows`` (the values ``v`` it probes), in chunks.
 
-    One statement per chunk instead of one per message; each row is still an exact index probe,
-    so a text stored a thousand times costs no more than one stored once.
+    One statement per chunk instead of one per message; each row is still an exact index probe
+    on (conversation, identity).
     """
     found: set[tuple[Any, ...]] = set()
     width = len(rows[0]) if rows else 0
@@ -240,19 +248,22 @@ _KEY_STORED = (
     "WITH v(k) AS (VALUES {values}), p(cid) AS (SELECT ?) SELECT v.k FROM v, p WHERE EXISTS "
     "(SELECT 1 FROM messages WHERE conversation_id = p.cid AND stable_event_key = v.k)"
 )
+#: the speakers stored under each (identity, time) of the batch (an empty name: none recorded)
 _TIME_STORED = (
-    "WITH v(h, t) AS (VALUES {values}), p(cid) AS (SELECT ?) SELECT v.h, v.t FROM v, p WHERE EXISTS "
-    "(SELECT 1 FROM messages WHERE conversation_id = p.cid AND identity_hash = v.h AND created_at = v.t)"
+    "WITH v(h, t) AS (VALUES {values}), p(cid) AS (SELECT ?) SELECT DISTINCT v.h, v.t, "
+    "COALESCE(m.name, '') FROM v, p, messages m "
+    "WHERE m.conversation_id = p.cid AND m.identity_hash = v.h AND m.created_at = v.t"
 )
+#: stored copies of each (identity, speaker) in each second ('' counts the unnamed ones)
 _SECOND_COUNTS = (
-    "WITH v(h, s) AS (VALUES {values}), p(cid) AS (SELECT ?) SELECT v.h, v.s, (SELECT count(*) FROM messages "
-    "WHERE conversation_id = p.cid AND identity_hash = v.h AND created_at >= v.s AND created_at < v.s || char(127)) "
-    "FROM v, p"
+    "WITH v(h, n, s) AS (VALUES {values}), p(cid) AS (SELECT ?) SELECT v.h, v.n, v.s, (SELECT count(*) "
+    "FROM messages WHERE conversation_id = p.cid AND identity_hash = v.h AND COALESCE(name, '') = v.n "
+    "AND created_at >= v.s AND created_at < v.s || char(127)) FROM v, p"
 )
 
 
 #: the conversation's last stored messages, newest first
-_TAIL = "SELECT identity_hash FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?"
+_TAIL = "SELECT identity_hash, name FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?"
 _BATCH_SEEN = "SELECT seen_at FROM lcm_ingest_batches WHERE conversation_id = ? AND fingerprint = ?"
 _REMEMBER_BATCH = (
     "INSERT INTO lcm_ingest_batches(conversation_id, fingerprint, seen_at) VALUES (?, ?, ?) "
@@ -270,8 +281,16 @@ def _fingerprint(batch: Sequence[NormalizedMessage]) -> str:
     times is another batch)."""
     h = hashlib.sha256()
     for m in batch:
-        h.update(f"{m.identity_hash}\0{m.stable_event_key or ''}\0{m.created_at if m.explicit_time else ''}\n".encode())
+        # A speaker is added only when named, so an unnamed batch keeps the fingerprint it had.
+        speaker = f"\0{m.name}" if m.name else ""
+        h.update(f"{m.identity_hash}\0{m.stable_event_key or ''}\0{m.created_at if m.explicit_time else ''}"
+                 f"{speaker}\n".encode())
     return h.hexdigest()
+
+
+def _same_speaker(a: str | None, b: str | None) -> bool:
+    """Whether two messages may be one speaker's: a missing name matches any (module docstring)."""
+    return not a or not b or a == b
 
 
 def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMessage], now_iso: str,
@@ -285,7 +304,9 @@ def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMess
     keys = sorted({m.stable_event_key for m in batch if m.stable_event_key is not None})
     stored_keys = {k for (k,) in _existing(c, _KEY_STORED, [(k,) for k in keys], conversation_id)}
     times = sorted({(m.identity_hash, m.created_at) for m in batch if m.explicit_time and m.stable_event_key is None})
-    stored_times = _existing(c, _TIME_STORED, times, conversation_id)
+    speakers: dict[tuple[str, str], set[str]] = {}  # who said each (identity, time) so far
+    for h, t, name in _existing(c, _TIME_STORED, times, conversation_id):
+        speakers.setdefault((h, t), set()).add(name)
     status: list[int] = []
     for m in batch:
         key = m.stable_event_key
@@ -293,9 +314,9 @@ def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMess
             status.append(_SAME if key in stored_keys else _NEW)
             stored_keys.add(key)  # the same event twice in one batch: a re-send
         elif m.explicit_time:
-            pair = (m.identity_hash, m.created_at)
-            status.append(_SAME if pair in stored_times else _NEW)
-            stored_times.add(pair)
+            said = speakers.setdefault((m.identity_hash, m.created_at), set())
+            status.append(_SAME if any(_same_speaker(m.name, who) for who in said) else _NEW)
+            said.add(m.name or "")
         else:
             status.append(_ANONYMOUS)
     if _ANONYMOUS in status and len(batch) >= 2:
@@ -320,20 +341,26 @@ def _settle_anonymous(c: Connection, conversation_id: int, batch: Sequence[Norma
     # A grown window: the batch's first k messages (2 <= k < n) are the stored tail's last k. The
     # k-th message must then equal the newest stored one, so one row read finds the candidates
     # and a fresh batch (the usual case) reads no more.
-    hashes = [m.identity_hash for m in batch]
+    said = [(m.identity_hash, m.name) for m in batch]
     newest = c.execute(_TAIL, (conversation_id, 1)).fetchone()
     if newest is None:
         return
-    candidates = [k for k in range(len(batch) - 1, 1, -1) if hashes[k - 1] == newest[0]]
+    candidates = [k for k in range(len(batch) - 1, 1, -1) if _same_message(said[k - 1], newest)]
     if not candidates:
         return
-    tail = [r[0] for r in c.execute(_TAIL, (conversation_id, candidates[0]))][::-1]
+    tail = [tuple(r) for r in c.execute(_TAIL, (conversation_id, candidates[0]))][::-1]
     for k in candidates:
         # A message of the prefix that is provably new (a new id, a new time) cannot be the
         # stored one it lines up with: then the prefix is not the tail re-sent.
-        if tail[-k:] == hashes[:k] and _NEW not in status[:k]:
+        lined_up = len(tail) >= k and all(map(_same_message, said[:k], tail[-k:]))
+        if lined_up and _NEW not in status[:k]:
             status[:k] = [_SAME if s == _ANONYMOUS else s for s in status[:k]]
             return
+
+
+def _same_message(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Two (identity, speaker) pairs that may be one message."""
+    return bool(a[0] == b[0] and _same_speaker(a[1], b[1]))
 
 
 def _check_replay_flood(
@@ -349,11 +376,13 @@ def _check_replay_flood(
     runaway host loops on, so they are counted by the ingest's second.
     """
     counted = [m for m in batch if m.explicit_time or m.stable_event_key is None]
-    groups: Counter[tuple[str, str, str]] = Counter((m.role, m.identity_hash, m.created_at[:19]) for m in counted)
-    pairs = sorted({(ident, second) for _, ident, second in groups})
-    stored = {(h, s): n for h, s, n in _existing(c, _SECOND_COUNTS, pairs, conversation_id)}
-    for (role, ident, second), count in groups.items():
-        total = count + stored.get((ident, second), 0)
+    # Per speaker: four people answering "ok" in one second is a chat, one of them four times a loop.
+    groups: Counter[tuple[str, str, str, str]] = Counter(
+        (m.role, m.identity_hash, m.name or "", m.created_at[:19]) for m in counted)
+    keys = sorted({(ident, name, second) for _, ident, name, second in groups})
+    stored = {(h, n, s): k for h, n, s, k in _existing(c, _SECOND_COUNTS, keys, conversation_id)}
+    for (role, ident, name, second), count in groups.items():
+        total = count + stored.get((ident, name, second), 0)
         threshold = cfg.replay_flood_threshold_external if role == "user" else cfg.replay_flood_threshold_internal
         if total > threshold:
             raise ReplayFloodError(

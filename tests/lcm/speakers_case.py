@@ -44,3 +44,48 @@ def check_summaries_say_who_spoke(store: LcmStore) -> None:
     expanded = store.expand([result.leaf_summaries[0]], session_key=KEY, token_cap=100_000)
     named = {m.name for m in expanded.messages if m.name}
     assert named <= {"alice", "bob", "calendar_add"} and named
+
+
+#: a group chat exported with minute stamps: four people answer "ok" in the same minute
+GROUP_OK = [{"role": "user", "name": who, "content": "ok", "created_at": "2025-03-01T09:15:00Z"}
+            for who in ("alice", "bob", "carol", "dave")]
+
+
+def check_speakers_tell_equal_messages_apart(store: LcmStore) -> None:
+    """The same words from two people at the same time are two messages: ingest dropped all
+    but alice's "ok" as re-sent copies of it, and four of them read as a replay flood that
+    refused the whole batch."""
+    result = store.ingest(KEY, GROUP_OK)
+    assert result.stored == 4, result
+    said = [(it.name, it.content) for it in store.assemble(KEY, 10_000).items]
+    assert said == [("alice", "ok"), ("bob", "ok"), ("carol", "ok"), ("dave", "ok")]
+    # The same batch again is still a re-send, speaker for speaker, and one speaker's copies
+    # are still one message.
+    assert store.ingest(KEY, GROUP_OK).stored == 0
+    assert store.ingest(KEY, [GROUP_OK[1], GROUP_OK[1]]).stored == 0
+    # Eve's "ok" at that minute is new; alice's, sent again without her name, is not.
+    late = [{**GROUP_OK[0], "name": "eve"}, {k: v for k, v in GROUP_OK[0].items() if k != "name"}]
+    assert store.ingest(KEY, late).stored == 1
+    # Four "ok" from one speaker in one second is still a flood.
+    flood = [{"role": "user", "name": "mallory", "content": "ok"}] * 4
+    try:
+        store.ingest(KEY, flood)
+    except Exception as exc:  # noqa: BLE001 - the type is checked below
+        assert type(exc).__name__ == "ReplayFloodError", exc
+    else:
+        raise AssertionError("four identical messages of one speaker in one second were taken")
+
+
+def check_grown_window_respects_speakers(store: LcmStore) -> None:
+    """A host's window sent again is dropped only where the speakers line up too: bob and
+    alice saying "ok" in the other order is not the stored tail."""
+    assert store.ingest(KEY, [{"role": "user", "name": "alice", "content": "ok"},
+                              {"role": "user", "name": "bob", "content": "ok"}]).stored == 2
+    swapped = [{"role": "user", "name": "bob", "content": "ok"},
+               {"role": "user", "name": "alice", "content": "ok"},
+               {"role": "user", "name": "carol", "content": "lunch?"}]
+    assert store.ingest(KEY, swapped).stored == 3
+    again = [{"role": "user", "name": "alice", "content": "ok"},
+             {"role": "user", "name": "carol", "content": "lunch?"},
+             {"role": "user", "name": "dave", "content": "yes"}]
+    assert store.ingest(KEY, again).stored == 1  # the window re-sent, one new message

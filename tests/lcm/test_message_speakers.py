@@ -9,7 +9,13 @@ from pathlib import Path
 
 from lcm import LcmStore
 
-from .speakers_case import KEY, check_speakers_are_kept, check_summaries_say_who_spoke
+from .speakers_case import (
+    KEY,
+    check_grown_window_respects_speakers,
+    check_speakers_are_kept,
+    check_speakers_tell_equal_messages_apart,
+    check_summaries_say_who_spoke,
+)
 
 
 def test_speakers_and_spelled_roles_are_kept(store: LcmStore) -> None:
@@ -47,3 +53,11 @@ def test_a_snapshot_restored_keeps_them(store: LcmStore) -> None:
     got = [(it.name, it.source_role) for it in store.assemble("agent:a1:restored", 10_000).items]
     assert got == [(None, "developer"), ("alice", None), ("bob", None), (None, None),
                    ("calendar_add", "function")]
+
+
+def test_speakers_tell_equal_messages_apart(store: LcmStore) -> None:
+    check_speakers_tell_equal_messages_apart(store)
+
+
+def test_a_grown_window_respects_speakers(store: LcmStore) -> None:
+    check_grown_window_respects_speakers(store)

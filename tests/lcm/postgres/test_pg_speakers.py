@@ -9,7 +9,14 @@ from lcm import LcmStore
 from lcm.pg.copy import copy_sqlite_to_postgres
 from lcm.pg.db import PgDatabase
 
-from ..speakers_case import CHAT, KEY, check_speakers_are_kept, check_summaries_say_who_spoke
+from ..speakers_case import (
+    CHAT,
+    KEY,
+    check_grown_window_respects_speakers,
+    check_speakers_are_kept,
+    check_speakers_tell_equal_messages_apart,
+    check_summaries_say_who_spoke,
+)
 
 
 def test_speakers_and_spelled_roles_are_kept(make_pg_store: Callable[..., LcmStore]) -> None:
@@ -18,6 +25,14 @@ def test_speakers_and_spelled_roles_are_kept(make_pg_store: Callable[..., LcmSto
 
 def test_summaries_say_who_spoke(make_pg_store: Callable[..., LcmStore]) -> None:
     check_summaries_say_who_spoke(make_pg_store(fresh_tail_count=4, leaf_chunk_tokens=200))
+
+
+def test_speakers_tell_equal_messages_apart(make_pg_store: Callable[..., LcmStore]) -> None:
+    check_speakers_tell_equal_messages_apart(make_pg_store())
+
+
+def test_a_grown_window_respects_speakers(make_pg_store: Callable[..., LcmStore]) -> None:
+    check_grown_window_respects_speakers(make_pg_store())
 
 
 def test_the_copy_to_postgresql_keeps_them(make_store: Callable[..., LcmStore], pg_clean_url: str) -> None:
