@@ -162,6 +162,8 @@ class AssembledContext(_Dict):
 
 @dataclass(frozen=True)
 class GrepHit(_Dict):
+    _OMIT_NONE: ClassVar[tuple[str, ...]] = ("name",)
+
     kind: str  # "message" | "summary"
     id: str
     conversation_id: int
@@ -174,6 +176,7 @@ class GrepHit(_Dict):
     line: int | None = None  # file hits: 1-based line of the match
     byte_offset: int | None = None  # file hits: UTF-8 byte offset of the match in the file
     match_text: str | None = None  # file hits: the text that matched (the snippet is its line)
+    name: str | None = None  # message hits: the speaker the host named (left out when none)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,8 @@ def _pending_tail(c: sqlite3.Connection, kind: str) -> int | None:
 def _hit(kind: str, row: Any, score: float, snippet: str) -> GrepHit:
     """A matched row (SQLite or PostgreSQL, both read by column name) as a grep hit."""
     if kind == "message":
-        return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score, role=row["role"])
+        return GrepHit("message", f"msg_{row['id']}", row["conversation_id"], row["created_at"], snippet, score,
+                       role=row["role"], name=row["name"])
     return GrepHit("summary", row["summary_id"], row["conversation_id"], row["latest_at"], snippet, score,
                    depth=row["depth"], summary_kind=row["kind"])
 

@@ -582,7 +582,7 @@ def _snippet(text: str, width: int = 160) -> str:
 def _hit(kind: str, r: sqlite3.Row, score: float) -> GrepHit:
     if kind == "message":
         return GrepHit("message", f"msg_{r['id']}", r["conversation_id"], r["created_at"],
-                       _snippet(r["content"]), score, role=r["role"])
+                       _snippet(r["content"]), score, role=r["role"], name=r["name"])
     return GrepHit("summary", r["summary_id"], r["conversation_id"], r["latest_at"],
                    _snippet(r["content"]), score, depth=r["depth"], summary_kind=r["kind"])
 

@@ -89,3 +89,16 @@ def check_grown_window_respects_speakers(store: LcmStore) -> None:
              {"role": "user", "name": "carol", "content": "lunch?"},
              {"role": "user", "name": "dave", "content": "yes"}]
     assert store.ingest(KEY, again).stored == 1  # the window re-sent, one new message
+
+
+def check_grep_hits_name_the_speaker(store: LcmStore) -> None:
+    """A grep hit on a message says who said it (the same ``name`` assemble returns): in a
+    chat of several people "see you at noon" alone does not say whose promise it was."""
+    store.ingest(KEY, CHAT)
+    store.embed_pending()
+    for mode in ("full_text", "regex", "semantic", "hybrid"):
+        hits = store.grep("noon", mode=mode, session_key=KEY, limit=5).hits  # type: ignore[arg-type]
+        shown = [h.to_dict() for h in hits if h.kind == "message"]
+        assert shown and shown[0]["name"] == "bob", (mode, shown)
+    hits = store.grep("speaker", mode="full_text", session_key=KEY, limit=5).hits
+    assert hits and "name" not in hits[0].to_dict()  # no null padded in for an unnamed message

@@ -7,10 +7,12 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from lcm import LcmStore
+from amem.embed.hashing import HashingEmbedder
+from lcm import LcmConfig, LcmStore, ManualClock
 
 from .speakers_case import (
     KEY,
+    check_grep_hits_name_the_speaker,
     check_grown_window_respects_speakers,
     check_speakers_are_kept,
     check_speakers_tell_equal_messages_apart,
@@ -61,3 +63,9 @@ def test_speakers_tell_equal_messages_apart(store: LcmStore) -> None:
 
 def test_a_grown_window_respects_speakers(store: LcmStore) -> None:
     check_grown_window_respects_speakers(store)
+
+
+def test_grep_hits_name_the_speaker(clock: ManualClock) -> None:
+    with LcmStore(":memory:", LcmConfig(log_file_enabled=False), clock=clock,
+                  embedder=HashingEmbedder(64)) as store:
+        check_grep_hits_name_the_speaker(store)

@@ -313,3 +313,16 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(store_env: dict[str
         err = proc.stderr.read()
         assert proc.wait(timeout=120) == 141, err
     assert "Broken pipe" not in err and "Traceback" not in err, err
+
+
+def test_lcm_grep_text_names_the_speaker(tmp_path: Path) -> None:
+    env = base_env(tmp_path)
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("\n".join(json.dumps(m) for m in [
+        {"role": "user", "name": "alice", "content": "Shall we meet on Friday?"},
+        {"role": "user", "name": "bob", "content": "Friday works, see you at noon."},
+        {"role": "user", "content": "noon suits me as well"}]) + "\n", encoding="utf-8")
+    amem(env, "lcm", "ingest", str(chat), "--session-key", f"agent:{AGENT}:main")
+    lines = amem(env, "lcm", "grep", "noon", "--mode", "full_text").stdout.splitlines()
+    said = sorted(line.rsplit("  ", 1)[1] for line in lines if line.startswith("message"))
+    assert said == ["bob: Friday works, see you at noon.", "noon suits me as well"], lines

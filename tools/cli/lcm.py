@@ -108,11 +108,16 @@ def _grep_text(data: dict[str, Any]) -> str:
     hits = data.get("hits", [])
     kinds = max([len(str(h["kind"])) for h in hits] + [4])  # message, summary, file: whole
     lines = [f"{h['kind']:<{kinds}} {h['id']:<22} {str(h.get('created_at') or '')[:19]}  "
-             f"{' '.join(str(h.get('snippet', '')).split())[:100]}" for h in hits]
+             f"{_speaker(h)}{' '.join(str(h.get('snippet', '')).split())[:100]}" for h in hits]
     lines.append(f"{len(hits)} hits" + (" (truncated)" if data.get("truncated") else ""))
     # a degraded answer says so in text too (messages not embedded yet, a deadline hit)
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
     return "\n".join(lines)
+
+
+def _speaker(hit: dict[str, Any]) -> str:
+    """"alice: " before a message a named speaker said (as summaries write it), else nothing."""
+    return f"{' '.join(str(hit['name']).split())[:40]}: " if hit.get("name") else ""
 
 
 def cmd_lcm_grep(args: argparse.Namespace) -> int:

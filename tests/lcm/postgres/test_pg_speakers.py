@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lcm import LcmStore
+from amem.embed.hashing import HashingEmbedder
+from lcm import LcmConfig, LcmStore, ManualClock
 from lcm.pg.copy import copy_sqlite_to_postgres
 from lcm.pg.db import PgDatabase
 
 from ..speakers_case import (
     CHAT,
     KEY,
+    check_grep_hits_name_the_speaker,
     check_grown_window_respects_speakers,
     check_speakers_are_kept,
     check_speakers_tell_equal_messages_apart,
@@ -33,6 +35,12 @@ def test_speakers_tell_equal_messages_apart(make_pg_store: Callable[..., LcmStor
 
 def test_a_grown_window_respects_speakers(make_pg_store: Callable[..., LcmStore]) -> None:
     check_grown_window_respects_speakers(make_pg_store())
+
+
+def test_grep_hits_name_the_speaker(pg_clean_url: str, clock: ManualClock) -> None:
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False), clock=clock,
+                  embedder=HashingEmbedder(64)) as store:
+        check_grep_hits_name_the_speaker(store)
 
 
 def test_the_copy_to_postgresql_keeps_them(make_store: Callable[..., LcmStore], pg_clean_url: str) -> None:
