@@ -13,7 +13,7 @@ from typing import Any
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import precreate_private, private_dir
 from lcm.conn import Handle
-from lcm.errors import StoreBusyError, UnsupportedOnEngineError
+from lcm.errors import StoreBusyError, UnsupportedOnEngineError, not_writable, read_only
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +95,9 @@ class Database:
                 except BaseException as exc:
                     if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
                         conn.execute("ROLLBACK")
-                    full = self._disk_full(exc)
-                    if full is not None:
-                        raise full from exc
+                    named = self._named(exc)
+                    if named is not None:
+                        raise named from exc
                     raise
                 else:
                     try:
@@ -105,9 +105,9 @@ class Database:
                     except sqlite3.Error as exc:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
-                        full = self._disk_full(exc)
-                        if full is not None:
-                            raise full from exc
+                        named = self._named(exc)
+                        if named is not None:
+                            raise named from exc
                         raise
                 finally:
                     self._depth = 0
@@ -125,6 +125,14 @@ class Database:
                     conn.execute(f"RELEASE {name}")
                 finally:
                     self._depth -= 1
+
+    def _named(self, exc: BaseException) -> Exception | None:
+        """A failed write's SQLite error as the named one a caller can act on: the disk full,
+        or a file this user may not write (it reached callers as "unexpected OperationalError:
+        attempt to write a readonly database")."""
+        if isinstance(exc, sqlite3.Error) and read_only(exc):
+            return not_writable(self.path, exc)
+        return self._disk_full(exc)
 
     def _disk_full(self, exc: BaseException) -> DiskFullError | None:
         """``exc`` as ``disk_full`` naming the database when it is SQLite's "disk is full"."""

@@ -13,6 +13,7 @@
     ├── StoreBusyError           another process held the write lock past the wait; ``.path``
     ├── CopyVerificationError    a copied store does not match its source; ``.problems``
     └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
+        ├── StoreFileError           a SQLite store file will not open; ``.problem``, ``.advice``
         ├── StoreUnavailableError    the database server is down or dropped the connection
         ├── SchemaTooNewError        the database was migrated by newer code; ``.unknown``
         └── UnsupportedOnEngineError an operation not ported to this engine; ``.operation``
@@ -119,17 +120,42 @@ class LcmEngineError(LcmError):
     code = "engine_error"
 
 
-def unopenable(path: str, exc: Exception) -> LcmEngineError:
+class StoreFileError(LcmEngineError):
+    """A SQLite store file that will not open: ``problem`` names the file and what is wrong with
+    it, ``advice`` what to do; the message is both. ``amem doctor`` reports the two apart, so
+    it can add what the store's state stops without saying the advice twice."""
+
+    def __init__(self, problem: str, advice: str, *, pointer: str = "") -> None:
+        super().__init__(f"the conversation store {problem}: {advice}{pointer}")
+        self.problem = problem
+        self.advice = advice
+
+
+#: what to do about a store file this user may not write (not damage: nothing to restore)
+NOT_WRITABLE_ADVICE = "it needs a file and a directory this user may write; check their owner and permissions"
+
+
+def read_only(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite refusing a write to a file it opened read-only (a file another
+    user owns, or one marked immutable: SQLite opens it for reading without a word)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == 8  # SQLITE_READONLY and its extended codes
+
+
+def not_writable(path: str, exc: BaseException) -> StoreFileError:
+    """The error for a write refused by a store file this user may not write."""
+    return StoreFileError(f"{path} cannot be written ({exc}); nothing was stored", NOT_WRITABLE_ADVICE)
+
+
+def unopenable(path: str, exc: Exception) -> StoreFileError:
     """The error for a SQLite store file that will not open, naming the file and what to do
     (it said "unexpected DatabaseError: database disk image is malformed", naming neither)."""
     text = str(exc)
     if "readonly" in text or "read-only" in text or "unable to open" in text:
-        return LcmEngineError(
-            f"the conversation store {path} cannot be opened for writing ({text}): it needs a "
-            "file and a directory this user may write; check their owner and permissions")
-    return LcmEngineError(
-        f"the conversation store {path} cannot be opened ({text}): restore it from a backup, "
-        "or move it aside to start an empty one (`amem doctor` checks it)")
+        return StoreFileError(f"{path} cannot be opened for writing ({text})", NOT_WRITABLE_ADVICE)
+    return StoreFileError(f"{path} cannot be opened ({text})",
+                          "restore it from a backup, or move it aside to start an empty one",
+                          pointer=" (`amem doctor` checks it)")
 
 
 class StoreUnavailableError(LcmEngineError):

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from lcm.conn import Connection, Handle, Row
 from lcm.db import Database, sqlite_only
+from lcm.errors import NOT_WRITABLE_ADVICE, read_only
 from lcm.extract import FALLBACK_MARKER, TRUNCATED_MARKER
 from lcm.failures import last_failure
 from lcm.health import DEFAULT_TOP, Findings, worst_conversations
@@ -141,6 +142,8 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
         # rank 1 also compares the index with the table, which a pending tail would fail
         c.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', ?)", (0 if pending else 1,))
     except sqlite3.DatabaseError as exc:
+        if read_only(exc):  # FTS5 runs its check as a write: not drift, a file this user may not write
+            raise
         return False, f"FTS integrity-check failed: {exc}"
     return True, ""
 
@@ -255,7 +258,15 @@ def _doctor_checks(db: Handle, files: LargeFileStore, add: Callable[..., None], 
             checks["fts_out_of_sync"] = 0
             for table, fts, rowid in (("messages", "messages_fts", "id"), ("messages", "messages_tri", "id"),
                                       ("summaries", "summaries_fts", "pk"), ("summaries", "summaries_tri", "pk")):  # fmt: skip
-                ok, detail = _fts_in_sync(c, table, fts, rowid)
+                try:
+                    ok, detail = _fts_in_sync(c, table, fts, rowid)
+                except sqlite3.DatabaseError as exc:  # read_only: the row counts agreed; said once
+                    ok, detail = True, ""
+                    if "not_writable" not in checks:
+                        checks["not_writable"] = 0
+                        add("not_writable", "error", "database", f"{db.path} cannot be written ({exc}): "
+                            f"ingest, compaction and the nightly job fail on it; {NOT_WRITABLE_ADVICE} (the "
+                            "full-text indexes' own integrity check writes, so it did not run)")
                 if not ok:
                     add("fts_out_of_sync", "error", fts, detail)
             # Not damage: an import of older rows makes newest-first grep take its exact slower

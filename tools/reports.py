@@ -108,9 +108,11 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     lcm_ok = lcm_doctor.get("ok", True)
     if lcm_doctor.get("failed"):  # it exists and would not open: ok: True beside "malformed"
         lcm_ok = False
+        # The store's own advice when it has one: a damaged file and one this user may not
+        # write need different things, and a server that is down needs neither.
+        advice = f": {lcm_doctor['advice']}" if lcm_doctor.get("advice") else ""
         problems.append(f"the conversation store could not be opened ({lcm_doctor.get('reason')}); "
-                        "`amem serve` and the nightly job refuse to run on it: restore lcm.db from a "
-                        "backup, or move it aside to start an empty one")
+                        f"`amem serve` and the nightly job refuse to run on it{advice}")
     # Links to deleted notes are warnings: search skips inactive notes, nothing is broken.
     return {"ok": bool(lcm_ok) and marks_ok and erasures_ok, "memory": memory, "lcm": lcm_data,
             "warnings": problems}

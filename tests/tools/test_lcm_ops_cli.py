@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ..permissions import unwritable
 from .test_lcm_host import KEY, amem, amem_json, env_for, turns, write
 
 pytestmark = pytest.mark.slow
@@ -73,7 +74,28 @@ def test_amem_doctor_fails_on_a_conversation_store_that_will_not_open(tmp_path: 
         f.write(bytes([0xA5]) * 8192)
     report = amem_json(env, "doctor", code=1)
     assert report["ok"] is False and report["lcm"]["failed"] is True
-    assert any("could not be opened" in w for w in report["warnings"])
+    (said,) = [w for w in report["warnings"] if "could not be opened" in w]
+    # the file, what is wrong and what to do, each once (the advice was given twice, with a
+    # pointer to `amem doctor` inside doctor's own report)
+    assert str(db) in said and "malformed" in said
+    assert said.count("restore") == 1 and "amem doctor" not in said, said
+
+
+def test_amem_doctor_gives_a_store_this_user_may_not_write_its_own_advice(tmp_path: Path) -> None:
+    """A conversation store this user may not write is not damaged: doctor called its four
+    full-text indexes out of sync, and an ingest failed as "unexpected OperationalError"."""
+    env = env_for(tmp_path / "home")
+    src = write(tmp_path / "t.jsonl", turns(0, 4))
+    amem(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    write(tmp_path / "t.jsonl", turns(0, 6))
+    with unwritable(tmp_path / "home" / "lcm.db"):
+        report = amem_json(env, "doctor", code=1)
+        refused = amem(env, "lcm", "ingest", str(src), "--session-key", KEY, code=1)
+    lcm = report["lcm"]
+    assert lcm["checks"]["fts_out_of_sync"] == 0, lcm
+    (issue,) = [i for i in lcm["issues"] if i["check"] == "not_writable"]
+    assert "permissions" in issue["detail"] and "backup" not in issue["detail"], issue
+    assert "cannot be written" in refused.stderr and "unexpected" not in refused.stderr, refused.stderr
 
 
 def test_a_read_without_an_embedder_keeps_the_one_a_conversation_only_home_recorded(tmp_path: Path) -> None:

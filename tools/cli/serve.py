@@ -384,8 +384,11 @@ def _lcm_reports(rt: Runtime) -> LcmReport:
         try:
             store = rt.lcm
         except Exception as exc:
-            # not "off": the store is there and failed to open (a damaged file): doctor says so
-            return {"available": False, "reason": str(exc), "failed": True}
+            # not "off": the store is there and failed to open (a damaged file): doctor says so,
+            # with the store's own advice apart when it has one (lcm.errors.StoreFileError)
+            problem, advice = getattr(exc, "problem", str(exc)), getattr(exc, "advice", None)
+            return {"available": False, "reason": problem, "failed": True,
+                    **({"advice": advice} if advice else {})}
         return lcm_report(store, method)
 
     return report
