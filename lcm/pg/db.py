@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from lcm.convlock import wait_for
 from lcm.errors import LcmEngineError, LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
-from lcm.pg.probe import probe
+from lcm.pg.probe import probe, unreachable_reason
 from lcm.pg.url import is_postgres_url, redact_url
 
 __all__ = ["PgDatabase", "PgRow", "row_class", "translate", "redact_url", "is_postgres_url", "lock_key"]
@@ -24,6 +24,11 @@ _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)", re
 LOCK_MIGRATE, LOCK_SESSION, LOCK_CONVERSATION, LOCK_COMPACTION = 1, 2, 3, 4
 #: one embedding run at a time per database (lcm.pg.semantic)
 LOCK_EMBED = 5
+
+#: seconds a call waits for a pooled connection before asking whether the server is there
+_FIRST_WAIT_S = 1.0
+#: seconds a call waits for a pooled connection in all, while the server answers
+_POOL_WAIT_S = 30.0
 
 
 def lock_key(text: str) -> int:
@@ -285,19 +290,38 @@ class PgDatabase:
                 "(is it running, and does the URL name the right host, port, user and database?)"
             ) from exc
 
+    def _checkout(self) -> tuple[Any, Any]:
+        """A pooled connection (its context manager, entered, and the connection).
+
+        A server that went away made every call wait the whole 30 s for the pool's retries: after
+        a short wait one direct connection tells a server that is gone (raised at once, with
+        libpq's reason) from a pool that is only busy (waited on for the rest).
+        """
+        import psycopg_pool
+
+        ctx = self._pool.connection(timeout=_FIRST_WAIT_S)
+        try:
+            return ctx, ctx.__enter__()
+        except psycopg_pool.PoolTimeout:
+            pass
+        reason = unreachable_reason(self.url, _FIRST_WAIT_S)
+        if reason is not None:
+            raise StoreUnavailableError(f"lcm: the PostgreSQL server at {self.path} does not answer ({reason}); "
+                                        "nothing was read or written: retry when it is back")
+        ctx = self._pool.connection(timeout=_POOL_WAIT_S - _FIRST_WAIT_S)
+        try:
+            return ctx, ctx.__enter__()
+        except psycopg_pool.PoolTimeout as exc:
+            raise StoreUnavailableError(f"lcm: no connection to {self.path} available within {_POOL_WAIT_S:g} s "
+                                        "(every pooled connection stayed busy)") from exc
+
     @contextmanager
     def _connection(self) -> Iterator[PgConnection]:
         current: PgConnection | None = getattr(self._local, "conn", None)
         if current is not None:
             yield current
             return
-        import psycopg_pool
-
-        try:
-            ctx = self._pool.connection(timeout=30.0)
-            raw = ctx.__enter__()
-        except psycopg_pool.PoolTimeout as exc:
-            raise StoreUnavailableError(f"lcm: no connection to {self.path} available within 30 s") from exc
+        ctx, raw = self._checkout()
         self._local.conn = PgConnection(raw)
         try:
             yield self._local.conn
@@ -338,13 +362,7 @@ class PgDatabase:
         ``what`` (:func:`lcm.convlock.wait_for`), then raise :class:`lcm.errors.StoreBusyError`;
         None waits as long as the holder holds it, silently.
         """
-        import psycopg_pool
-
-        try:
-            ctx = self._pool.connection(timeout=30.0)
-            holder = ctx.__enter__()
-        except psycopg_pool.PoolTimeout as exc:
-            raise StoreUnavailableError(f"lcm: no connection to {self.path} available within 30 s") from exc
+        ctx, holder = self._checkout()
         try:
             with _unavailable():
                 if wait_s is None:

@@ -13,7 +13,7 @@ import re
 
 from lcm.errors import LcmConfigError
 
-__all__ = ["probe", "permanent_reason"]
+__all__ = ["probe", "permanent_reason", "unreachable_reason"]
 
 #: libpq's words for a refusal no retry fixes (authentication, a missing database or role,
 #: SSL, an invalid option); anything else (refused, timed out, starting up) may pass
@@ -50,3 +50,20 @@ def probe(url: str, shown: str, timeout_s: float) -> None:
             return
         raise LcmConfigError(f"lcm: cannot use the PostgreSQL server at {shown}: {reason} (not retried: check the "
                              "URL's user, password, database and parameters)", key="databasePath") from None
+
+
+def unreachable_reason(url: str, timeout_s: float) -> str | None:
+    """libpq's reason when one direct connection to ``url`` fails now, else None (it answers).
+
+    Asked when the pool has no connection to hand out: the pool keeps retrying a server that
+    went away until the caller's wait ends (30 s a call), while a direct attempt is refused at
+    once; a server that answers means the pool is only busy, and the caller waits on.
+    """
+    import psycopg
+
+    try:
+        psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(timeout_s))).close()
+    except psycopg.Error as exc:
+        text = " ".join(str(exc).split())
+        return re.sub(r"^.*failed:\s*(FATAL:\s*)?", "", text) or text
+    return None
