@@ -61,6 +61,17 @@ def settle(index: NoteIndex, *, limit: int | None = None) -> int:
     return len(hits)
 
 
+def settle_if_owed(index: NoteIndex, note: Note) -> bool:
+    """Settle ``note`` first when it carries the mark (an edit's caller, under the write lock):
+    an edit writes the other halves of the links it changes only, and then clears the mark, so
+    a kept link a killed write left one-way would stay so unmarked. Whether it was owed."""
+    hits = index.backend.retrieve([point_id(note.agent_id, note.id)])
+    if not hits or not hits[0].payload.get(OWED_FIELD):
+        return False
+    settle_note(index, note)
+    return True
+
+
 def settle_note(index: NoteIndex, note: Note) -> None:
     """Make ``note``'s links two-way (its own list is the truth), then clear its mark.
 
@@ -177,5 +188,5 @@ def _live_notes(index: NoteIndex, agent: str, ids: Sequence[str]) -> list[Note]:
     return [n for n in notes if n.agent_id == agent and n.id in ids and _live(n, index)]
 
 
-__all__ = ["OWED", "OWED_FIELD", "REPAIR_LIMIT", "OwedLinks", "complete", "count_owed",
+__all__ = ["OWED", "OWED_FIELD", "REPAIR_LIMIT", "OwedLinks", "complete", "count_owed", "settle_if_owed",
            "mend_links", "one_way", "settle", "settle_note"]

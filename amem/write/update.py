@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import bm25
 from ..backends.base import Match, MatchAny, Where
-from ..backlinks import OWED_FIELD
+from ..backlinks import OWED_FIELD, settle_if_owed
 from ..config import AmemConfig
 from ..errors import ValidationError
 from ..index import STALE_FIELD, NoteIndex
@@ -97,6 +97,7 @@ class Updater:
             if not new_text and not new_subjects:
                 return UpdateResult(note.id, "unchanged", links=list(note.links),
                                     enriched_by=note.enriched_by)
+            settle_if_owed(index, note)  # so the links it keeps are two-way before it relinks
             if new_text:
                 assert text is not None
                 self._refuse_duplicate(note, content_hash(text))

@@ -166,3 +166,38 @@ def test_the_link_graph_completes_one_way_links_and_leaves_missing_targets() -> 
     assert graph.complete() == {"b": ["a"]}
     assert graph.links("b") == ["a"] and graph.links("a") == ["b", "c", "zz"]
     assert graph.complete() == {}
+
+
+class BrakesLLM(LinkingLLM):
+    """Links only the candidates that speak of brakes."""
+
+    def complete_json(self, system: str, user: str, *, schema: dict[str, Any],
+                      name: str) -> dict[str, Any]:
+        if name == "link_decisions":
+            blocks = user.split("<candidate ")[1:]
+            return {"links": [{"candidate": n, "link": "brakes" in block.lower()}
+                              for n, block in enumerate(blocks, start=1)]}
+        return super().complete_json(system, user, schema=schema, name=name)
+
+
+def test_an_edit_of_a_note_owing_back_links_writes_them_before_its_own(clock: ManualClock) -> None:
+    """``amem update`` of a note a killed write left owing: the edit wrote the back-links of the
+    links it changed and cleared the mark, so a kept link that never got its other half stayed
+    one-way with nothing to say so."""
+    store = MemoryStore(config=load_config(overrides={"evolve_max": 0}), embedder=HashingEmbedder(256),
+                        clock=clock, backend=EdgeBackend.temporary(256), llm=BrakesLLM())
+    with store:
+        for nid, text in (("a", "My car brakes squeak when it rains"),
+                          ("x", "Ubuntu 24.04 upgrade broke the wifi driver"),
+                          ("b", "The brakes and the wifi both need a look")):
+            store.add(text, id=nid)
+        agent = store.agent_id
+        # b lists a and x; x got its back-link, the kill came before a's
+        store.index.update_note_fields("b", agent, {"links": ["a", "x"], OWED_FIELD: True})
+        store.index.update_note_fields("x", agent, {"links": ["b"]})
+        store.index.update_note_fields("a", agent, {"links": []})
+        assert one_way(live_links(store)) == [("default", "b", "a")]
+        result = store.update("b", content="The brakes squeak again, the garage says")
+        assert "a" in result.links and "x" not in result.links, result
+        assert one_way(live_links(store)) == [] and count_owed(store.index) == 0
+        assert "b" in store.get("a").links and "b" not in store.get("x").links
