@@ -297,6 +297,12 @@ class Runtime:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=url)
         if not lcm_cfg.database_path:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=str(self.lcm_path))
+        elif (lcm_cfg.database_path.startswith(("postgresql://", "postgres://")) and lcm_cfg.log_file_enabled
+              and not lcm_cfg.log_file):
+            # A server has no data directory for lcm's event log, but this host has its home: the
+            # log of what this host did (ingests, compactions, repairs) is kept there, as beside
+            # a SQLite file, instead of nowhere.
+            lcm_cfg = dataclasses.replace(lcm_cfg, log_file=str(self.lcm_path.with_name("lcm-log.jsonl")))
         return lcm_cfg
 
     def _build_lcm(self) -> LcmStore:

@@ -77,3 +77,20 @@ def test_amem_lcm_url_names_the_shared_history(pg_clean_url: str, tmp_path: Path
     assert _amem(host_b, "lcm", "status")["messages"] == 1
     clash = _amem({**host_b, "LCM_DATABASE_PATH": str(tmp_path / "other.db")}, "lcm", "status", code=2)
     assert "AMEM_LCM_URL" in clash.stderr and "config_error" in clash.stdout
+
+
+def test_a_host_on_a_server_keeps_its_event_log_in_its_home(pg_clean_url: str, tmp_path: Path) -> None:
+    """A server has no data directory for the event log, so a host on PostgreSQL kept none and
+    its ingests, compactions and repairs left no record; the host's home holds it now."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"role": "user", "content": "the ledger closes on Friday"}) + "\n",
+                   encoding="utf-8")
+    host = {**base, "AMEM_HOME": str(tmp_path / "a"), "AMEM_EMBEDDER": "hashing", "AMEM_LCM_URL": pg_clean_url}
+    assert _amem(host, "lcm", "ingest", str(src), "--session-key", KEY)["stored"] == 1
+    log = tmp_path / "a" / "lcm-log.jsonl"
+    assert _amem(host, "lcm", "status")["event_log"] == str(log)
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [e["event"] for e in events if e.get("event") == "ingest"] == ["ingest"], events
+    off = {**host, "AMEM_HOME": str(tmp_path / "b"), "LCM_LOG_FILE_ENABLED": "false"}
+    assert _amem(off, "lcm", "status")["event_log"] is None  # turned off stays off
