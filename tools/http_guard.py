@@ -228,16 +228,19 @@ class SessionBook:
             if session_id:
                 self._sessions[session_id] = _Session(key_id, last=self._clock())
 
-    def begin(self, session_id: str) -> None:
+    def begin(self, session_id: str, key_id: str) -> None:
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is not None:
+            if session is not None and session.key_id == key_id:
                 session.in_flight += 1
 
-    def end(self, session_id: str, *, closed: bool) -> None:
+    def end(self, session_id: str, key_id: str, *, closed: bool) -> None:
+        """A request of the session ended (``closed``: it ended the session). Only the key
+        that opened a session moves it: the SDK answers another key's request for it with
+        404 and keeps it, so the book must keep counting it too."""
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is None:
+            if session is None or session.key_id != key_id:
                 return
             session.in_flight = max(0, session.in_flight - 1)
             session.last = self._clock()
@@ -492,12 +495,12 @@ class Guard:
                 status.append(int(message["status"]))
             await send(message)
 
-        book.begin(session_id)
+        book.begin(session_id, principal.key_id)
         try:
             await self.app(scope, receive, watch)
         finally:
             ended = bool(status) and (status[0] == 404 or (scope["method"] == "DELETE" and status[0] < 400))
-            book.end(session_id, closed=ended)
+            book.end(session_id, principal.key_id, closed=ended)
 
 
 def _replay(body: bytes, receive: Receive, first: Message | None = None) -> Receive:

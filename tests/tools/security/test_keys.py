@@ -238,8 +238,8 @@ def test_sessions_are_counted_before_the_sdk_answers() -> None:
     book.opened("k", "s1")
     book.opened("k", "s2")
     assert book.open_count("k") == 2 and not book.reserve("k") and book.reserve("other")
-    book.begin("s1")
+    book.begin("s1", "k")
     now[0] = 100.0                # s2 idle past the limit, s1 busy (an open stream)
     assert book.open_count("k") == 1
-    book.end("s1", closed=True)   # DELETE
+    book.end("s1", "k", closed=True)   # DELETE
     assert book.open_count("k") == 0

@@ -54,6 +54,11 @@ def test_a_flood_of_abandoned_sessions_is_capped_per_key(served: Served) -> None
                                     "Content-Type": "application/json",
                                     "Accept": "application/json, text/event-stream"})
         assert stolen.status_code == 404
+        # ... nor end it: the SDK keeps alice's session, so it still counts against her cap
+        # (the book forgot a session another key was refused for, and alice opened one more)
+        assert http.delete(served.url, headers={"Authorization": f"Bearer {served.bob}",
+                                                "Mcp-Session-Id": opened[2]}).status_code == 404
+        assert open_session(http, served.url, served.alice).status_code == 429
     assert time.monotonic() - began < 30
 
 
