@@ -129,6 +129,32 @@ def test_a_read_only_key_reads_and_changes_nothing(served: Served) -> None:
     assert [n["content"] for n in listed["notes"]] == ["alice's secret: the door code is 2468"]
 
 
+def _usage(served: Served, agent: str) -> list[tuple[int, str, Any]]:
+    """What reads record on an agent's notes: retrieval count, access time, usage heat."""
+    from amem.notes import point_id
+    from amem.search.usage import FIELD
+
+    notes, _ = served.memory.list(agent_id=agent, limit=100)
+    points = served.memory.index.backend.retrieve([point_id(agent, n.id) for n in notes])
+    return sorted((p.payload.get("retrieval_count", 0), p.payload.get("last_accessed", ""),
+                   p.payload.get(FIELD)) for p in points)
+
+
+def test_a_read_only_keys_reads_record_no_usage_on_the_notes(served: Served) -> None:
+    # retrieval counts and usage heat reorder the agent's later searches: a read-only key
+    # (a dashboard, a reviewer) searching and opening notes must leave them as they were
+    note = served.memory.list(agent_id="alice", limit=1)[0][0]
+    before = _usage(served, "alice")
+    calls = [("memory_search", {"query": "door code"}), ("memory_get", {"id": note.id}),
+             ("memory_search", {"query": "what is the door code"}), ("memory_get", {"id": note.id})]
+    results = mcp(served, served.alice_read, None, calls)
+    assert "2468" in json.dumps(results[0]) and results[1]["id"] == note.id
+    assert _usage(served, "alice") == before
+    # the same reads with alice's own key do record (what the check above would catch)
+    mcp(served, served.alice, None, calls)
+    assert _usage(served, "alice") != before
+
+
 def test_a_read_only_keys_assemble_neither_compacts_nor_records_debt(served: Served) -> None:
     # GET /lcm/assemble passes the guard's method check, but at the threshold assemble
     # compacts the conversation or records debt: writes a read-only key must not make
