@@ -133,8 +133,10 @@ class ToolFacade:
     # ------------------------------------------------------------------ listing
 
     def available(self) -> list[Tool]:
-        """Every tool this facade can run (``lcm_*`` only with an lcm store)."""
-        return [t for t in self.registry if t.group != "lcm" or self.lcm_listed]
+        """Every tool this facade can run (``lcm_*`` only with an lcm store, no tool that
+        writes when read-only: a model shown one would only be refused)."""
+        return [t for t in self.registry if (t.group != "lcm" or self.lcm_listed)
+                and not (self.read_only and t.writes)]
 
     def listed(self) -> list[Tool]:
         """The tools shown to the model: every available one, lazy or not.

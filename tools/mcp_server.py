@@ -136,7 +136,10 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
         return target
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=mcp_tools(facade))
+        principal = principal_of(_scope(ctx))
+        shown = facade.for_agent(facade.agent_id, read_only=True) if (
+            principal is not None and principal.read_only) else facade
+        return types.ListToolsResult(tools=mcp_tools(shown))
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:

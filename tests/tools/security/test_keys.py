@@ -129,6 +129,22 @@ def test_a_read_only_key_reads_and_changes_nothing(served: Served) -> None:
     assert [n["content"] for n in listed["notes"]] == ["alice's secret: the door code is 2468"]
 
 
+def test_a_read_only_key_is_listed_only_the_tools_that_change_nothing(served: Served) -> None:
+    async def listing(key: str) -> tuple[list[Any], Any]:
+        async with http_client(served.url, [(b"Authorization", f"Bearer {key}".encode())]) as client:
+            info = (await client.call_tool("tool_info", {"query": "memory_add"})).structured_content
+            return (await client.list_tools()).tools, info
+
+    tools, info = anyio.run(listing, served.alice_read)
+    names = {t.name for t in tools}
+    assert {"memory_search", "memory_get", "lcm_grep", "tool_info"} <= names
+    assert not {"memory_add", "memory_delete", "memory_delete_all", "memory_update"} & names
+    assert all(t.annotations.read_only_hint for t in tools)
+    assert "memory_add" not in {t["name"] for t in info["tools"]}
+    full, _ = anyio.run(listing, served.alice)
+    assert {"memory_add", "memory_delete_all"} <= {t.name for t in full}
+
+
 def _usage(served: Served, agent: str) -> list[tuple[int, str, Any]]:
     """What reads record on an agent's notes: retrieval count, access time, usage heat."""
     from amem.notes import point_id
