@@ -216,6 +216,45 @@ def test_a_revoked_key_is_refused_by_the_running_server(served: Served) -> None:
         assert res.status_code == 401 and res.json()["error"]["code"] == "unauthenticated"
 
 
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def test_an_mcp_client_is_told_why_the_guard_refused_it(served: Served) -> None:
+    # the SDK's client shows a refusal's reason only from a JSON-RPC error; any other body
+    # became "Server returned an error response", and an agent whose key was revoked, or
+    # that named another agent, could not tell why
+    from mcp.shared.exceptions import MCPError
+
+    record, secret = served.keys.add(agent="carol")
+
+    async def main() -> list[str]:
+        said = []
+        auth = (b"Authorization", f"Bearer {secret}".encode())
+        async with http_client(served.url, [auth]) as client:
+            assert "error" not in (await client.call_tool("memory_status", {})).structured_content
+            served.keys.revoke(record.id)
+            with pytest.raises(MCPError) as revoked:
+                await client.call_tool("memory_status", {})
+            said.append(str(revoked.value))
+        try:  # refused at the opening request: the client's task group re-raises it grouped
+            async with http_client(served.url, [(b"Authorization", f"Bearer {served.bob}".encode()),
+                                                (b"X-Amem-Agent", b"alice")]):
+                pass
+        except BaseException as exc:  # noqa: BLE001 - an ExceptionGroup around the MCPError
+            found = _leaves(exc)
+            assert any(isinstance(e, MCPError) for e in found), found
+            said.append(" ".join(str(e) for e in found if isinstance(e, MCPError)))
+        return said
+
+    revoked, other = anyio.run(main)
+    assert "key is not valid" in revoked and "revoked" in revoked
+    assert "acts as agent 'bob' only" in other
+
+
 def test_the_keys_commands(tmp_path: Path) -> None:
     """``amem keys``: the secret printed once, never listed, revoked by id; bad requests exit 2
     or 3 naming the problem."""
