@@ -299,10 +299,11 @@ def _ingest(store: "LcmStore", key: str, session_id: str | None, messages: list[
         # would hand its whole history to whichever agent sends the id first.
         found = store.conversation(session_id=session_id)
         if found is not None and found.session_key is None:
-            raise ToolError("forbidden", f"sessionId {session_id[:100]!r} names conversation "
-                            f"{found.id}, which has no session key and so belongs to no agent; "
-                            "send these messages without sessionId (or with another), or have the "
-                            "data directory's owner ingest them", field="sessionId")
+            # (the conversation's id is not said: it is no business of this caller's)
+            raise ToolError("forbidden", f"sessionId {session_id[:100]!r} names a conversation "
+                            "that has no session key and so belongs to no agent; send these "
+                            "messages without sessionId (or with another), or have the data "
+                            "directory's owner ingest them", field="sessionId")
     result: dict[str, Any] = store.ingest(key, messages, session_id=session_id).to_dict()
     result["session_key"] = key
     # what the after-turn payment will look at: the debt of this key's active conversation

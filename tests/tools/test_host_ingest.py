@@ -84,6 +84,7 @@ def test_a_conversation_without_a_key_is_adopted_by_no_agent(served: tuple[httpx
     res = ingest(http, {"sessionKey": "agent:bob:fresh", "sessionId": "host-run-9",
                         "messages": turn(2, word="kettle")}, agent="bob")
     assert res.status_code == 403 and res.json()["error"]["field"] == "sessionId", res.text
+    assert "conversation 1" not in res.text  # nothing about the conversation itself
     assert lcm.conversation(session_id="host-run-9").session_key is None  # type: ignore[union-attr]
     assert messages(lcm, "agent:bob:fresh") == 0
     # the key's own conversation keeps following the host's new ids, as before
