@@ -249,15 +249,20 @@ class MemoryStore:
         return results
 
     def get(self, note_id: str, *, agent_id: str | None = None,
-            include_inactive: bool = False) -> Note:
-        """One note by id (``NotFoundError`` when absent, deleted, or another agent's)."""
+            include_inactive: bool = False, record_usage: bool = True) -> Note:
+        """One note by id (``NotFoundError`` when absent, deleted, or another agent's).
+
+        ``record_usage=False`` makes the get a pure read, as ``search``'s: the note records no
+        usage heat from the agent's recent searches (a read-only key, a person looking)."""
+        if not isinstance(record_usage, bool):
+            raise ValidationError("record_usage must be true or false", field="record_usage")
         self._ensure_open()
         note, _ = self.index.load(check_id(note_id), self._agent(agent_id),
                                   include_inactive=include_inactive)
         # Only links a caller can follow: an expired or deleted target stays in the payload
         # until the sweep or consolidation drops it (``amem.search.visibility``).
         note.links = visible_links(self.index, note)
-        if note.is_active:
+        if note.is_active and record_usage:
             self.usage.opened(note.id, self._agent(agent_id))
             self._build_when_due(wait=False)  # the usage write moves the note out of the index
         return note

@@ -37,9 +37,13 @@ class ToolCatalogue(Protocol):
 
 @dataclass(frozen=True)
 class CallContext:
-    """What a handler may use: the stores and the caller's identity (never from arguments)."""
+    """What a handler may use: the stores and the caller's identity (never from arguments).
+
+    ``read_only``: the caller may change nothing (a read-only key), not even the usage a read
+    records on the notes it returns (retrieval counts, usage heat)."""
 
     memory: MemoryStore | None
     lcm: LcmStore | None
     agent_id: str
     facade: ToolCatalogue
+    read_only: bool = False

@@ -78,6 +78,9 @@ class ToolFacade:
             full catalogue); by default they are listed only when ``lcm`` is given.
         descriptions: Tool descriptions to use instead of ours, by tool name (a host's own
             wording; see ``tools.descriptions``). An unknown name is a ``ValueError``.
+        read_only: The caller may change nothing (a read-only key): the tools that write
+            answer ``forbidden``, and the reading ones record no usage on the notes they show
+            (no retrieval count, no usage heat), which would change their ranking.
 
     Raises:
         ToolError: ``forbidden`` when ``session_key`` belongs to another agent (or to none),
@@ -87,7 +90,7 @@ class ToolFacade:
     def __init__(self, memory: "MemoryStore | None", lcm: "LcmStore | None" = None, *, agent_id: str,
                  lazy: bool = False, max_payload_bytes: int = MAX_PAYLOAD_BYTES,
                  session_key: str | None = None, lcm_listed: bool | None = None,
-                 descriptions: Mapping[str, str] | None = None) -> None:
+                 descriptions: Mapping[str, str] | None = None, read_only: bool = False) -> None:
         from amem.notes import check_agent
 
         if max_payload_bytes < 1024:
@@ -96,6 +99,7 @@ class ToolFacade:
         self.lcm = lcm
         self.agent_id = check_agent(agent_id)
         self.lazy = lazy
+        self.read_only = read_only
         #: the lcm session family the lcm_* tools read: always one of this agent's own
         self.session_key = session_key_for(self.agent_id, session_key)
         self.max_payload_bytes = max_payload_bytes
@@ -110,23 +114,29 @@ class ToolFacade:
                 raise ValueError(f"descriptions.{tool_name} must be a non-empty string")
         self._roots = _data_roots(memory, lcm)
 
-    def for_agent(self, agent_id: str, session_key: str | None = None) -> "ToolFacade":
+    def for_agent(self, agent_id: str, session_key: str | None = None, *,
+                  read_only: bool | None = None) -> "ToolFacade":
         """The same stores and settings, acting as another agent (one per MCP connection).
 
         Without ``session_key`` the new agent reads its own default family; this facade's
         family carries over only when it is that agent's own (the same agent re-bound).
+        ``read_only`` narrows the view (``None`` keeps this facade's; a read-only facade
+        never widens).
         """
         if session_key is None and session_owner(self.session_key) == agent_id:
             session_key = self.session_key
         return ToolFacade(self.memory, self.lcm, agent_id=agent_id, lazy=self.lazy,
                           max_payload_bytes=self.max_payload_bytes, session_key=session_key,
-                          lcm_listed=self.lcm_listed, descriptions=self.descriptions)
+                          lcm_listed=self.lcm_listed, descriptions=self.descriptions,
+                          read_only=self.read_only or bool(read_only))
 
     # ------------------------------------------------------------------ listing
 
     def available(self) -> list[Tool]:
-        """Every tool this facade can run (``lcm_*`` only with an lcm store)."""
-        return [t for t in self.registry if t.group != "lcm" or self.lcm_listed]
+        """Every tool this facade can run (``lcm_*`` only with an lcm store, no tool that
+        writes when read-only: a model shown one would only be refused)."""
+        return [t for t in self.registry if (t.group != "lcm" or self.lcm_listed)
+                and not (self.read_only and t.writes)]
 
     def listed(self) -> list[Tool]:
         """The tools shown to the model: every available one, lazy or not.
@@ -166,7 +176,7 @@ class ToolFacade:
         """Run one tool as this facade's agent; always a JSON-able dict, never an exception."""
         try:
             tool, args = self._prepare(name, arguments)
-            ctx = CallContext(self.memory, self.lcm, self.agent_id, self)
+            ctx = CallContext(self.memory, self.lcm, self.agent_id, self, self.read_only)
             result = tool.handler(ctx, **args)
             return result if isinstance(result, dict) else {"result": result}
         except ToolError as exc:
@@ -199,6 +209,9 @@ class ToolFacade:
         if tool.group == "lcm" and self.lcm is None:
             raise ToolError("unavailable", f"{name} needs the conversation store (lcm), which "
                             "this server was started without")
+        if self.read_only and tool.writes:
+            raise ToolError("forbidden", f"this key is read-only and {name} changes the "
+                            "store; use a key issued without --read-only", field="name")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):

@@ -32,7 +32,8 @@ which the guard has checked against the key or set to the key's agent (the serve
 without either), and a session key that must be that
 agent's own (``tools.tenancy.session_key_for``): ``sessionKey`` in the request, else the
 ``X-Amem-Session`` header, else the agent's ``agent:<agent>:main``. Another agent's key is
-``forbidden``. A body over ``MAX_BODY_BYTES`` is refused (413) before it is read whole. Every
+``forbidden``, and so is a ``sessionId`` that would hand the key a conversation written without
+a session key (no agent's). A body over ``MAX_BODY_BYTES`` is refused (413) before it is read whole. Every
 call runs in the server's worker pool under its deadline (``tools.runner``). Errors are the
 tools' structured errors (``{"error": {code, message, field}}``) with the HTTP status of their
 code, and never carry a server path.
@@ -291,6 +292,18 @@ def _positive(raw: str | None, field: str, *, required: bool = False) -> int | N
 
 
 def _ingest(store: "LcmStore", key: str, session_id: str | None, messages: list[Any]) -> dict[str, Any]:
+    if session_id is not None and store.conversation(key) is None:
+        # lcm gives a key that has no conversation yet the active conversation its session id
+        # names when that one has no key (lossless-claw's adoption). Such a conversation was
+        # written without a key (a script on the library): it is no agent's, and adopting it
+        # would hand its whole history to whichever agent sends the id first.
+        found = store.conversation(session_id=session_id)
+        if found is not None and found.session_key is None:
+            # (the conversation's id is not said: it is no business of this caller's)
+            raise ToolError("forbidden", f"sessionId {session_id[:100]!r} names a conversation "
+                            "that has no session key and so belongs to no agent; send these "
+                            "messages without sessionId (or with another), or have the data "
+                            "directory's owner ingest them", field="sessionId")
     result: dict[str, Any] = store.ingest(key, messages, session_id=session_id).to_dict()
     result["session_key"] = key
     # what the after-turn payment will look at: the debt of this key's active conversation

@@ -4,7 +4,9 @@ owner's resources, the server's proof, 404s, and whatever is added later.
 It is an ASGI middleware around the whole Starlette app (``guard_app``), so a route cannot be
 mounted beside it; ``tests/tools/security`` enumerates the app's routes and sends each one the
 requests below. Each request passes these checks in order; a refusal is the tools' structured
-error ``{"error": {code, message, field}}`` with its HTTP status, and nothing behind it runs:
+error ``{"error": {code, message, field}}`` with its HTTP status (on the MCP endpoint, a
+JSON-RPC error carrying that object as its ``data``, which MCP clients show), and nothing
+behind it runs:
 
 1. **Host** must name this machine (``127.0.0.1``, ``localhost``, ``[::1]``, any port): a
    page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name. 421.
@@ -91,6 +93,9 @@ DEFAULT_SESSIONS_PER_KEY = 64
 _SESSION_HEADER = b"mcp-session-id"
 _JSON_TYPES = ("application/json",)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: the JSON-RPC error code of a refusal on the MCP endpoint (the implementation-defined server
+#: error range); its ``data`` is the structured error, whose ``code`` says which refusal
+REFUSED_RPC_CODE = -32000
 _STATUS = {"unauthenticated": 401, "forbidden": 403, "misdirected": 421,
            "unsupported_media_type": 415, "method_not_allowed": 405, "payload_too_large": 413,
            "too_many_sessions": 429, "invalid_argument": 400, "unavailable": 503,
@@ -163,8 +168,16 @@ def _navigation(scope: Scope) -> bool:
     return modes == [b"navigate"]
 
 
-async def _refuse(send: Send, refused: Refused, scope: Scope | None = None) -> None:
-    body = json.dumps(error_result(refused.code, refused.message, refused.field)).encode()
+async def _refuse(send: Send, refused: Refused, scope: Scope | None = None, *,
+                  rpc: bool = False) -> None:
+    """Answer ``refused`` with its HTTP status. ``rpc``: the request came to the MCP endpoint,
+    whose clients surface only a JSON-RPC error (the SDK's client shows "Server returned an
+    error response" for any other body): the structured error rides in its ``data``."""
+    error = error_result(refused.code, refused.message, refused.field)
+    if rpc:
+        error = {"jsonrpc": "2.0", "id": None, "error": {
+            "code": REFUSED_RPC_CODE, "message": refused.message, "data": error["error"]}}
+    body = json.dumps(error).encode()
     ctype = b"application/json"
     if scope is not None and refused.field in ("Sec-Fetch-Site", "Origin") and _navigation(scope):
         body, ctype = _CROSS_SITE_PAGE.encode(), b"text/html; charset=utf-8"
@@ -228,16 +241,19 @@ class SessionBook:
             if session_id:
                 self._sessions[session_id] = _Session(key_id, last=self._clock())
 
-    def begin(self, session_id: str) -> None:
+    def begin(self, session_id: str, key_id: str) -> None:
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is not None:
+            if session is not None and session.key_id == key_id:
                 session.in_flight += 1
 
-    def end(self, session_id: str, *, closed: bool) -> None:
+    def end(self, session_id: str, key_id: str, *, closed: bool) -> None:
+        """A request of the session ended (``closed``: it ended the session). Only the key
+        that opened a session moves it: the SDK answers another key's request for it with
+        404 and keeps it, so the book must keep counting it too."""
         with self._lock:
             session = self._sessions.get(session_id)
-            if session is None:
+            if session is None or session.key_id != key_id:
                 return
             session.in_flight = max(0, session.in_flight - 1)
             session.last = self._clock()
@@ -281,12 +297,12 @@ class Guard:
         try:
             principal = self._admit(scope)
         except Refused as refused:
-            await _refuse(send, refused, scope)
+            await _refuse(send, refused, scope, rpc=self._rpc(scope))
             return
         try:
             receive = await self._bounded_body(scope, receive)
         except Refused as refused:
-            await _refuse(send, refused)
+            await _refuse(send, refused, rpc=self._rpc(scope))
             return
         if principal is None:  # the proof route: nothing else is reached without a key
             await self.app(scope, receive, send)
@@ -297,6 +313,10 @@ class Guard:
             await self._mcp(scope, receive, send, principal)
         else:
             await self.app(scope, receive, send)
+
+    def _rpc(self, scope: Scope) -> bool:
+        """A request to the MCP endpoint: its refusals are JSON-RPC errors (``_refuse``)."""
+        return bool(scope.get("path") == self.config.mcp_path)
 
     # ------------------------------------------------------------------ admission
 
@@ -467,7 +487,7 @@ class Guard:
                                    f"{book.cap} open MCP sessions, its cap; close one (DELETE) or "
                                    f"wait {self.config.session_idle:g} s for an idle one to expire",
                                    "Mcp-Session-Id", {"Retry-After": "30"})
-                await _refuse(send, raise_to)
+                await _refuse(send, raise_to, rpc=True)
                 return
             opened: list[str] = []
 
@@ -492,12 +512,12 @@ class Guard:
                 status.append(int(message["status"]))
             await send(message)
 
-        book.begin(session_id)
+        book.begin(session_id, principal.key_id)
         try:
             await self.app(scope, receive, watch)
         finally:
             ended = bool(status) and (status[0] == 404 or (scope["method"] == "DELETE" and status[0] < 400))
-            book.end(session_id, closed=ended)
+            book.end(session_id, principal.key_id, closed=ended)
 
 
 def _replay(body: bytes, receive: Receive, first: Message | None = None) -> Receive:

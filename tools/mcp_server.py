@@ -127,15 +127,23 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
     def facade_for(ctx: Any) -> ToolFacade:
         # A view per request is cheap (the registry is a few dataclasses) and keeps no
         # per-agent state growing in a long-lived server.
-        return facade_for_headers(facade, getattr(getattr(ctx, "request", None), "headers", None))
+        target = facade_for_headers(facade, getattr(getattr(ctx, "request", None), "headers", None))
+        principal = principal_of(_scope(ctx))
+        if principal is not None and principal.read_only:
+            # a read-only key calls no tool that writes, and its reads record no usage on
+            # the notes (retrieval counts, usage heat): they would change their ranking
+            target = target.for_agent(target.agent_id, target.session_key, read_only=True)
+        return target
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=mcp_tools(facade))
+        principal = principal_of(_scope(ctx))
+        shown = facade.for_agent(facade.agent_id, read_only=True) if (
+            principal is not None and principal.read_only) else facade
+        return types.ListToolsResult(tools=mcp_tools(shown))
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         try:
             target = facade_for(ctx)
-            _check_writes(facade, params.name, principal_of(_scope(ctx)))
         except ToolError as exc:  # a bad identity header or key: the caller's error, not ours
             result = exc.to_dict()
         else:
@@ -180,14 +188,6 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
 def _scope(ctx: Any) -> Any:
     """The ASGI scope of the HTTP request behind ``ctx`` (``None`` on stdio and in memory)."""
     return getattr(getattr(ctx, "request", None), "scope", None)
-
-
-def _check_writes(facade: ToolFacade, name: Any, principal: Any) -> None:
-    """A read-only key calls only the tools that change nothing."""
-    tool = facade.registry.get(name) if isinstance(name, str) else None
-    if principal is not None and principal.read_only and tool is not None and tool.writes:
-        raise ToolError("forbidden", f"key {principal.key_id} is read-only and {name} changes "
-                        "the store; use a key issued without --read-only", field="name")
 
 
 async def _owner_read(owner: OwnerAccess | None, uri: str, agent_id: str,

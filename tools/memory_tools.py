@@ -62,7 +62,8 @@ def memory_search(ctx: "CallContext", query: str, limit: int = 5,
     hits = _store(ctx).search(query, limit=limit, topics_filter=topicsFilter, subject=subject,
                               agent_id=ctx.agent_id, min_similarity=minSimilarity,
                               include_superseded=includeSuperseded, since=since,
-                              before=before, metadata=metadata)
+                              before=before, metadata=metadata,
+                              record_usage=not ctx.read_only)
     results = [h.to_dict() for h in hits]
     return {"results": results,
             "matches": sum(1 for r in results if r["via"] == "match"),
@@ -84,7 +85,8 @@ def memory_list(ctx: "CallContext", limit: int = 20, offset: str | None = None) 
 
 
 def memory_get(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - the wire name
-    return note_view(_store(ctx).get(id, agent_id=ctx.agent_id).to_payload())
+    return note_view(_store(ctx).get(id, agent_id=ctx.agent_id,
+                                     record_usage=not ctx.read_only).to_payload())
 
 
 def memory_update(ctx: "CallContext", id: str, text: str | None = None,  # noqa: A002

@@ -452,6 +452,8 @@ def _refusal(status: int, body: bytes, url: str) -> RemoteError:
     """The guard's (or the server's) refusal: its structured error when the body is one."""
     try:
         error = json.loads(body.decode("utf-8"))["error"]
+        if isinstance(error.get("data"), dict):  # the MCP endpoint's JSON-RPC form of it
+            error = error["data"]
         return RemoteError(str(error["message"]), code=str(error.get("code") or "error"),
                            field=error.get("field"))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError):

@@ -92,3 +92,13 @@ def owner_client(url: str) -> Any:
 
     return httpx.Client(base_url=url.removesuffix("/mcp"), timeout=30,
                         headers={"Authorization": f"Bearer {OWNER_SECRET}"})
+
+
+def refusal(res: Any) -> dict[str, Any]:
+    """The guard's structured error in a refused response: the body's ``error``, or on the MCP
+    endpoint the ``data`` of its JSON-RPC error."""
+    body = res.json()
+    if body.get("jsonrpc") == "2.0":
+        assert isinstance(body["error"]["code"], int) and body["error"]["message"]
+        return dict(body["error"]["data"])
+    return dict(body["error"])

@@ -76,6 +76,26 @@ def test_another_agents_session_is_forbidden_and_untouched(served: tuple[httpx.C
     assert [it["content"][:12] for it in ctx["items"]] == ["lantern turn"] * 2 and "turn 0:" not in str(ctx)
 
 
+def test_a_conversation_without_a_key_is_adopted_by_no_agent(served: tuple[httpx.Client, LcmStore]) -> None:
+    # a script on the library may write a conversation by session id alone; lcm lets a key
+    # without a conversation adopt it, which over the server would give it to any agent
+    http, lcm = served
+    lcm.ingest(None, [{"role": "user", "content": "keyless payroll figures 7731"}], session_id="host-run-9")
+    res = ingest(http, {"sessionKey": "agent:bob:fresh", "sessionId": "host-run-9",
+                        "messages": turn(2, word="kettle")}, agent="bob")
+    assert res.status_code == 403 and res.json()["error"]["field"] == "sessionId", res.text
+    assert "conversation 1" not in res.text  # nothing about the conversation itself
+    assert lcm.conversation(session_id="host-run-9").session_key is None  # type: ignore[union-attr]
+    assert messages(lcm, "agent:bob:fresh") == 0
+    # the key's own conversation keeps following the host's new ids, as before
+    assert ingest(http, {"sessionKey": "agent:bob:fresh", "messages": turn(2)}, agent="bob").status_code == 200
+    moved = ingest(http, {"sessionKey": "agent:bob:fresh", "sessionId": "host-run-9",
+                          "messages": turn(2, 2)}, agent="bob")
+    assert moved.status_code == 200 and moved.json()["stored"] == 2, moved.text
+    assert "7731" not in str(http.get("/lcm/assemble", params={"budget": 5000, "sessionKey": "agent:bob:fresh"},
+                                      headers={"X-Amem-Agent": "bob"}).json())
+
+
 def test_bad_requests_are_clear_errors_and_store_nothing(served: tuple[httpx.Client, LcmStore]) -> None:
     http, lcm = served
     cases: list[tuple[Any, int, str, str]] = [

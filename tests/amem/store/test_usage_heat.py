@@ -210,3 +210,20 @@ def test_a_get_does_not_wait_behind_a_long_change_and_records_nothing_then(
         done.set()
         worker.join()
     assert FIELD not in _payload(e5_store, ids[1], "alice")
+
+
+def test_a_get_that_records_no_usage_leaves_the_note_as_it_was() -> None:
+    # a read-only key's get (tools.memory_tools) and a person looking: opening is no use
+    from amem.embed.hashing import HashingEmbedder
+    from amem.errors import ValidationError
+
+    with MemoryStore(":memory:", embedder=HashingEmbedder(), agent_id="alice") as store:
+        for nid, text in NOTES:
+            store.add(text, id=nid, enrich=False)
+        ids = [r.id for r in store.search(QUESTION, limit=3)]
+        assert store.get(ids[0], record_usage=False).id == ids[0]
+        assert FIELD not in _payload(store, ids[0], "alice")
+        store.get(ids[0])  # the same search still leads to it: an agent's open records it now
+        assert FIELD in _payload(store, ids[0], "alice")
+        with pytest.raises(ValidationError):
+            store.get(ids[0], record_usage="no")  # type: ignore[arg-type]

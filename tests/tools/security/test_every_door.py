@@ -17,6 +17,7 @@ from tools import ToolFacade
 from tools.http_guard import PROOF_PATH, Guard, GuardConfig
 from tools.mcp_server import http_app
 
+from ..http_server import refusal
 from .conftest import Served
 
 #: how to call each route (a method and a body it accepts); a new route must be added here
@@ -112,7 +113,7 @@ def test_without_a_key_every_route_but_the_proof_is_refused(served: Served, path
             assert "2468" not in res.text
             continue
         assert res.status_code == 401, (path, key, res.text)
-        error = res.json()["error"]
+        error = refusal(res)
         assert error["code"] == "unauthenticated" and error["field"] == "Authorization"
         assert res.headers["www-authenticate"].startswith("Bearer")
     assert planted(served) == 0
@@ -143,7 +144,7 @@ def test_a_browser_request_never_reaches_a_route(served: Served, path: str,
     method = "POST" if status == 415 else None  # the content-type rule is for methods with bodies
     res = send(served, path, key=served.owner, headers=headers, content_type=ctype, method=method)
     assert res.status_code == status, (what, path, res.text)
-    assert res.json()["error"]["field"] == field, (what, path, res.text)
+    assert refusal(res)["field"] == field, (what, path, res.text)
     assert "access-control-allow-origin" not in res.headers
     assert planted(served) == 0
 
@@ -204,7 +205,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served, path
         res = http.post(served.root + CONCRETE.get(path, path), content=huge, headers={
             "Authorization": f"Bearer {served.owner}", "Content-Type": "application/json",
             "Accept": MCP_ACCEPT})
-        assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large"
+        assert res.status_code == 413 and refusal(res)["code"] == "payload_too_large"
         anonymous = http.post(served.root + CONCRETE.get(path, path), content=huge,
                               headers={"Content-Type": "application/json"})
         assert anonymous.status_code == 401  # no key: refused before the body is read at all

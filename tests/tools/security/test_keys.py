@@ -129,6 +129,48 @@ def test_a_read_only_key_reads_and_changes_nothing(served: Served) -> None:
     assert [n["content"] for n in listed["notes"]] == ["alice's secret: the door code is 2468"]
 
 
+def test_a_read_only_key_is_listed_only_the_tools_that_change_nothing(served: Served) -> None:
+    async def listing(key: str) -> tuple[list[Any], Any]:
+        async with http_client(served.url, [(b"Authorization", f"Bearer {key}".encode())]) as client:
+            info = (await client.call_tool("tool_info", {"query": "memory_add"})).structured_content
+            return (await client.list_tools()).tools, info
+
+    tools, info = anyio.run(listing, served.alice_read)
+    names = {t.name for t in tools}
+    assert {"memory_search", "memory_get", "lcm_grep", "tool_info"} <= names
+    assert not {"memory_add", "memory_delete", "memory_delete_all", "memory_update"} & names
+    assert all(t.annotations.read_only_hint for t in tools)
+    assert "memory_add" not in {t["name"] for t in info["tools"]}
+    full, _ = anyio.run(listing, served.alice)
+    assert {"memory_add", "memory_delete_all"} <= {t.name for t in full}
+
+
+def _usage(served: Served, agent: str) -> list[tuple[int, str, Any]]:
+    """What reads record on an agent's notes: retrieval count, access time, usage heat."""
+    from amem.notes import point_id
+    from amem.search.usage import FIELD
+
+    notes, _ = served.memory.list(agent_id=agent, limit=100)
+    points = served.memory.index.backend.retrieve([point_id(agent, n.id) for n in notes])
+    return sorted((p.payload.get("retrieval_count", 0), p.payload.get("last_accessed", ""),
+                   p.payload.get(FIELD)) for p in points)
+
+
+def test_a_read_only_keys_reads_record_no_usage_on_the_notes(served: Served) -> None:
+    # retrieval counts and usage heat reorder the agent's later searches: a read-only key
+    # (a dashboard, a reviewer) searching and opening notes must leave them as they were
+    note = served.memory.list(agent_id="alice", limit=1)[0][0]
+    before = _usage(served, "alice")
+    calls = [("memory_search", {"query": "door code"}), ("memory_get", {"id": note.id}),
+             ("memory_search", {"query": "what is the door code"}), ("memory_get", {"id": note.id})]
+    results = mcp(served, served.alice_read, None, calls)
+    assert "2468" in json.dumps(results[0]) and results[1]["id"] == note.id
+    assert _usage(served, "alice") == before
+    # the same reads with alice's own key do record (what the check above would catch)
+    mcp(served, served.alice, None, calls)
+    assert _usage(served, "alice") != before
+
+
 def test_a_read_only_keys_assemble_neither_compacts_nor_records_debt(served: Served) -> None:
     # GET /lcm/assemble passes the guard's method check, but at the threshold assemble
     # compacts the conversation or records debt: writes a read-only key must not make
@@ -172,6 +214,45 @@ def test_a_revoked_key_is_refused_by_the_running_server(served: Served) -> None:
         served.keys.revoke(record.id)
         res = get()
         assert res.status_code == 401 and res.json()["error"]["code"] == "unauthenticated"
+
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def test_an_mcp_client_is_told_why_the_guard_refused_it(served: Served) -> None:
+    # the SDK's client shows a refusal's reason only from a JSON-RPC error; any other body
+    # became "Server returned an error response", and an agent whose key was revoked, or
+    # that named another agent, could not tell why
+    from mcp.shared.exceptions import MCPError
+
+    record, secret = served.keys.add(agent="carol")
+
+    async def main() -> list[str]:
+        said = []
+        auth = (b"Authorization", f"Bearer {secret}".encode())
+        async with http_client(served.url, [auth]) as client:
+            assert "error" not in (await client.call_tool("memory_status", {})).structured_content
+            served.keys.revoke(record.id)
+            with pytest.raises(MCPError) as revoked:
+                await client.call_tool("memory_status", {})
+            said.append(str(revoked.value))
+        try:  # refused at the opening request: the client's task group re-raises it grouped
+            async with http_client(served.url, [(b"Authorization", f"Bearer {served.bob}".encode()),
+                                                (b"X-Amem-Agent", b"alice")]):
+                pass
+        except BaseException as exc:  # noqa: BLE001 - an ExceptionGroup around the MCPError
+            found = _leaves(exc)
+            assert any(isinstance(e, MCPError) for e in found), found
+            said.append(" ".join(str(e) for e in found if isinstance(e, MCPError)))
+        return said
+
+    revoked, other = anyio.run(main)
+    assert "key is not valid" in revoked and "revoked" in revoked
+    assert "acts as agent 'bob' only" in other
 
 
 def test_the_keys_commands(tmp_path: Path) -> None:
@@ -238,8 +319,8 @@ def test_sessions_are_counted_before_the_sdk_answers() -> None:
     book.opened("k", "s1")
     book.opened("k", "s2")
     assert book.open_count("k") == 2 and not book.reserve("k") and book.reserve("other")
-    book.begin("s1")
+    book.begin("s1", "k")
     now[0] = 100.0                # s2 idle past the limit, s1 busy (an open stream)
     assert book.open_count("k") == 1
-    book.end("s1", closed=True)   # DELETE
+    book.end("s1", "k", closed=True)   # DELETE
     assert book.open_count("k") == 0

@@ -10,7 +10,7 @@ import httpx
 from tools import ToolFacade
 from tools.http_guard import GuardConfig
 
-from ..http_server import running_http
+from ..http_server import refusal, running_http
 from .conftest import Served
 
 INIT = (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
@@ -35,7 +35,7 @@ def test_a_flood_of_abandoned_sessions_is_capped_per_key(served: Served) -> None
             if res.status_code == 200:
                 opened.append(res.headers["mcp-session-id"])
             else:
-                error = res.json()["error"]
+                error = refusal(res)
                 assert error["code"] == "too_many_sessions" and f"{cap} open MCP sessions" in error["message"]
                 assert res.headers["retry-after"]
         assert statuses.count(200) == cap and statuses.count(429) == 300 - cap, set(statuses)
@@ -54,6 +54,11 @@ def test_a_flood_of_abandoned_sessions_is_capped_per_key(served: Served) -> None
                                     "Content-Type": "application/json",
                                     "Accept": "application/json, text/event-stream"})
         assert stolen.status_code == 404
+        # ... nor end it: the SDK keeps alice's session, so it still counts against her cap
+        # (the book forgot a session another key was refused for, and alice opened one more)
+        assert http.delete(served.url, headers={"Authorization": f"Bearer {served.bob}",
+                                                "Mcp-Session-Id": opened[2]}).status_code == 404
+        assert open_session(http, served.url, served.alice).status_code == 429
     assert time.monotonic() - began < 30
 
 
