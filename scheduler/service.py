@@ -9,12 +9,17 @@ store is in memory:
   than the last served one (and later than the first time a scheduler ran here), a one-off
   catch-up run is added; the slot record makes it run once, however often the process starts;
 * a wake-up after the grace time: APScheduler reports the firing as missed, and the same
-  catch-up (again deduplicated by the slot record) runs instead.
+  catch-up (again deduplicated by the slot record) runs instead;
+* a host suspended across the slot: APScheduler waits for the next firing with a timeout on
+  the monotonic clock, which stands still while the host sleeps (apscheduler#794), so the job
+  ran as late as the host had slept. A waker thread makes it look at the wall clock every
+  minute, so a host that slept through 02:30 runs the job within a minute of waking.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -39,12 +44,32 @@ from .record import RunLock, load_record, lock_holder, read_record, write_record
 log = logging.getLogger(__name__)
 
 
+#: how often (seconds) the scheduler looks at the wall clock, however long it means to wait
+WAKE_EVERY_S = 60.0
+
+
+def _keep_awake(scheduler: BaseScheduler, every_s: float) -> threading.Event:
+    """Wake ``scheduler`` every ``every_s`` until the returned event is set: its wait for the
+    next firing counts monotonic time, which a suspended host does not (apscheduler#794)."""
+    stop = threading.Event()
+
+    def wake() -> None:
+        while not stop.wait(every_s):
+            if scheduler.running:
+                scheduler.wakeup()
+
+    threading.Thread(target=wake, name="amem-nightly-waker", daemon=True).start()
+    return stop
+
+
 class SchedulerHandle:
     """A running background scheduler: ``shutdown()`` stops it (waiting for a running job)."""
 
-    def __init__(self, scheduler: BaseScheduler, runner: "_Runner") -> None:
+    def __init__(self, scheduler: BaseScheduler, runner: "_Runner",
+                 waker: threading.Event | None = None) -> None:
         self.scheduler = scheduler
         self._runner = runner
+        self._waker = waker
 
     @property
     def reports(self) -> list[NightlyReport]:
@@ -57,6 +82,8 @@ class SchedulerHandle:
         return job.next_run_time if job is not None else None
 
     def shutdown(self, wait: bool = True) -> None:
+        if self._waker is not None:
+            self._waker.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
 
@@ -140,7 +167,7 @@ def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> da
 def start_background(memory_store: NoteStore, lcm_store: ConversationStore | None = None,
                      config: SchedulerConfig | AmemConfig | None = None, *,
                      clock: Clock | None = None, trigger: BaseTrigger | None = None,
-                     catch_up: bool = True) -> SchedulerHandle:
+                     catch_up: bool = True, wake_every_s: float = WAKE_EVERY_S) -> SchedulerHandle:
     """Start the nightly job in a background thread of the serving process.
 
     Args:
@@ -150,36 +177,42 @@ def start_background(memory_store: NoteStore, lcm_store: ConversationStore | Non
         clock: time source for slot decisions (tests).
         trigger: replaces the daily cron (tests use a date trigger a second away).
         catch_up: run a missed slot at once (see the module docstring).
+        wake_every_s: how often the scheduler looks at the wall clock (a host waking from
+            suspend runs an owed job within this time).
     """
     cfg = as_scheduler_config(config, memory_store.config)
     runner = _Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger())
     scheduler = BackgroundScheduler(timezone=cfg.zone, daemon=True)
     _configure(scheduler, runner, catch_up=catch_up)
     scheduler.start()
-    handle = SchedulerHandle(scheduler, runner)
+    handle = SchedulerHandle(scheduler, runner, _keep_awake(scheduler, wake_every_s))
     log.info("nightly scheduler started; next run %s", handle.next_run_time)
     return handle
 
 
 def run_forever(memory_store: NoteStore, lcm_store: ConversationStore | None = None,
                 config: SchedulerConfig | AmemConfig | None = None, *,
-                clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
+                clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                wake_every_s: float = WAKE_EVERY_S) -> None:
     """The standalone scheduler: blocks, running the nightly job, until interrupted."""
     cfg = as_scheduler_config(config, memory_store.config)
-    _block(_Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger()), "")
+    _block(_Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger()),
+           "", wake_every_s)
 
 
-def _block(runner: _Runner, how: str) -> None:
+def _block(runner: _Runner, how: str, wake_every_s: float) -> None:
     """Run ``runner``'s schedule in this thread until interrupted (Ctrl-C, SIGTERM)."""
     cfg = runner.cfg
     scheduler = BlockingScheduler(timezone=cfg.zone)
     _configure(scheduler, runner, catch_up=True)
     log.info("standalone nightly scheduler: %02d:%02d %s%s", cfg.hour, cfg.minute, cfg.timezone, how)
+    waker = _keep_awake(scheduler, wake_every_s)
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):
         log.info("nightly scheduler stopping")
     finally:
+        waker.set()
         if scheduler.running:
             scheduler.shutdown(wait=True)
 
@@ -222,11 +255,12 @@ class _OpeningRunner(_Runner):
 
 
 def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
-                        clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
+                        clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                        wake_every_s: float = WAKE_EVERY_S) -> None:
     """The standalone scheduler that holds no store between runs (:class:`_OpeningRunner`):
     blocks, running the nightly job, until interrupted."""
     _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger()),
-           " (the stores open for each run)")
+           " (the stores open for each run)", wake_every_s)
 
 
 def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,

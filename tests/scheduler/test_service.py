@@ -137,3 +137,32 @@ def test_a_corrupt_record_is_reported_and_replaced_never_a_crash(home: Path, toy
     handle.shutdown()
     assert last_run_status(home, config)["record_problems"] == []  # replaced by a clean one
     assert read_record(config.record_path)["first_seen"] == clock.now().isoformat()
+
+
+def test_a_scheduler_that_slept_through_the_slot_runs_on_waking(home: Path, toy: ToyNoteStore,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """APScheduler waits for the next firing with a timeout on the monotonic clock, which
+    stands still while the host is suspended (apscheduler#794): a laptop that slept through
+    02:30 ran the job hours after it woke (as late as it had slept), or, past the grace,
+    never that day. The scheduler looks at the wall clock every ``wake_every_s`` instead."""
+    import apscheduler.schedulers.base as aps_base
+
+    slept = [timedelta(0)]
+
+    class WallClock(datetime):  # the wall clock after a suspend; the monotonic one never moved
+        @classmethod
+        def now(cls, tz: object = None) -> "WallClock":  # type: ignore[override]
+            return super().now(tz) + slept[0]  # type: ignore[arg-type, return-value]
+
+    monkeypatch.setattr(aps_base, "datetime", WallClock)
+    slot = datetime.now(UTC) + timedelta(hours=1)
+    handle = start_background(toy, config=cfg(home), trigger=DateTrigger(run_date=slot),
+                              catch_up=False, wake_every_s=0.2)
+    try:
+        time.sleep(0.5)  # the scheduler now waits an hour of monotonic time
+        assert toy.consolidations == 0
+        slept[0] = timedelta(hours=1, minutes=5)  # the host slept through the slot and woke
+        wait_for(lambda: toy.consolidations, timeout=5)
+        assert toy.consolidations == 1
+    finally:
+        handle.shutdown()
