@@ -38,7 +38,8 @@ from amem.config import AmemConfig
 
 from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, last_fire_time,
                      next_fire_time)
-from .job import ConversationStore, NightlyReport, NoteStore, Reason, run_nightly
+from .job import (ConversationStore, NightlyReport, NoteStore, Reason, record_not_started,
+                  run_nightly, served)
 from .record import RunLock, load_record, lock_holder, read_record, write_record
 
 log = logging.getLogger(__name__)
@@ -228,7 +229,12 @@ class _OpeningRunner(_Runner):
     """A runner that opens the stores for each run and closes them after, so between runs the
     store is free for the CLI: ``amem scheduler`` held it from start to stop, and every other
     command (``amem list``, ``amem status``) exited 4 all day. A run that finds the store busy
-    (an import at 02:30) tries again a minute later, for half an hour."""
+    (an import at 02:30) tries again a minute later, for half an hour.
+
+    A scheduled run whose slot was served already (``amem serve`` beside it runs the same job
+    and holds the store all night) does not open the stores: it tried for half an hour and
+    logged an error every night. A run that cannot open them is recorded as failed, so
+    ``amem status`` says so (it said ``ok`` with the night before)."""
 
     def __init__(self, opener: StoreOpener, cfg: SchedulerConfig, clock: Clock,
                  trigger: BaseTrigger, *, retry_s: float = OPEN_RETRY_S) -> None:
@@ -237,6 +243,10 @@ class _OpeningRunner(_Runner):
 
     def __call__(self, reason: Reason) -> None:
         for attempt in range(1, OPEN_TRIES + 1):
+            skip = served(self.cfg, self.trigger, self.clock.now()) if reason != "manual" else None
+            if skip is not None:
+                log.info("nightly job skipped: %s", skip.skipped_because)
+                return
             try:
                 with self.opener() as (memory, lcm):
                     self.memory_store, self.lcm_store = memory, lcm
@@ -246,12 +256,23 @@ class _OpeningRunner(_Runner):
                         self.memory_store, self.lcm_store = None, None  # type: ignore[assignment]
                 return
             except Exception as exc:
-                if getattr(exc, "code", None) != "store_locked" or attempt == OPEN_TRIES:
+                busy = getattr(exc, "code", None) == "store_locked"
+                if not busy or attempt == OPEN_TRIES:
                     log.exception("the nightly job could not open the stores")
+                    why = (f"the store stayed busy for {OPEN_TRIES} tries, {self.retry_s:.0f} s apart"
+                           if busy else "the stores could not be opened")
+                    self._record_failure(reason, f"{why}: {type(exc).__name__}: {exc}")
                     return
                 log.warning("the nightly job found the store busy (%s); trying again in %.0f s",
                             exc, self.retry_s)
                 time.sleep(self.retry_s)
+
+    def _record_failure(self, reason: Reason, error: str) -> None:
+        try:
+            self.reports.append(record_not_started(self.cfg, reason, error, clock=self.clock,
+                                                   trigger=self.trigger))
+        except Exception:  # the scheduler thread must survive; the log has the error
+            log.exception("the nightly record could not be written")
 
 
 def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,

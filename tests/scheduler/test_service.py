@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
@@ -166,3 +168,61 @@ def test_a_scheduler_that_slept_through_the_slot_runs_on_waking(home: Path, toy:
         assert toy.consolidations == 1
     finally:
         handle.shutdown()
+
+
+def _busy_opener(calls: list[int], error: Exception) -> Any:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    @contextmanager
+    def stores() -> Iterator[tuple[Any, Any]]:
+        calls.append(1)
+        raise error
+        yield None, None  # pragma: no cover
+
+    return stores
+
+
+def test_a_standalone_scheduler_beside_a_server_leaves_the_served_night_alone(
+        home: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`amem serve` runs the same job and holds the store all night: `amem scheduler` beside it
+    tried to open the store for half an hour and logged an error, every night, for a slot the
+    server had served."""
+    from amem.errors import StoreLockedError
+    from scheduler.service import _OpeningRunner
+
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    write_record(config.record_path, {  # the server's run of tonight
+        "first_seen": "2027-04-20T10:00:00+00:00",
+        "last_slot": {"slot": "2027-05-01T02:30:00+00:00", "date": "2027-05-01", "status": "ok"}})
+    calls: list[int] = []
+    runner = _OpeningRunner(_busy_opener(calls, StoreLockedError("held by pid 1", path=str(home))),
+                            config, clock, config.trigger(), retry_s=0.001)
+    runner("scheduled")
+    assert calls == [], "a served slot needs no store"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert read_record(config.record_path)["last_slot"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_a_run_that_cannot_open_the_stores_is_recorded_as_failed(home: Path, busy: bool) -> None:
+    """Busy for half an hour (an import) or not openable at all: `amem status` said `ok` with
+    the night before (then `overdue`, 'nothing runs it'), the failure only in the log."""
+    from amem.errors import ConfigError, StoreLockedError
+    from scheduler.service import OPEN_TRIES, _OpeningRunner
+
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    error: Exception = (StoreLockedError("held by pid 1", path=str(home)) if busy
+                        else ConfigError("embedder mismatch"))
+    calls: list[int] = []
+    runner = _OpeningRunner(_busy_opener(calls, error), config, clock, config.trigger(),
+                            retry_s=0.001)
+    runner("scheduled")
+    assert len(calls) == (OPEN_TRIES if busy else 1)
+    status = last_run_status(home, config, now=clock.now())
+    assert status["state"] == "failed" and status["consecutive_failures"] == 1
+    assert ("busy" if busy else "embedder mismatch") in status["last_error"]
+    assert read_record(config.record_path)["last_slot"] == {
+        "slot": "2027-05-01T02:30:00+00:00", "date": "2027-05-01", "status": "failed"}
