@@ -285,12 +285,19 @@ def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
 
 
 def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
-             last: dict[str, Any]) -> datetime | None:
+             record: dict[str, Any]) -> datetime | None:
     """The latest slot when no run (scheduled, caught up or by hand) started since it and
-    its misfire grace is over; else None."""
+    its misfire grace is over; else None.
+
+    A slot whose local date a run served is not owed: on a fall-back night 02:30 happens
+    twice, the run at the first serves the date and the second firing is skipped; taking
+    the second for the slot said ``overdue`` all that day."""
     slot = last_fire_time(trigger, now)
+    last = record.get("last_run") or {}
     started = last.get("started_at")
     if slot is None or not isinstance(started, str):
+        return None
+    if (record.get("last_slot") or {}).get("date") == slot.astimezone(cfg.zone).date().isoformat():
         return None
     try:
         began = datetime.fromisoformat(started)
@@ -326,7 +333,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
     moment = now or SystemClock().now()
     trigger = cfg.trigger()
     nxt = next_fire_time(trigger, moment)
-    owed = _overdue(cfg, trigger, moment, last) if state in ("ok", "failed") else None
+    owed = _overdue(cfg, trigger, moment, record) if state in ("ok", "failed") else None
     if owed is not None:
         state = "overdue"
     return {
