@@ -206,7 +206,9 @@ def _block(runner: _Runner, how: str, wake_every_s: float) -> None:
     cfg = runner.cfg
     scheduler = BlockingScheduler(timezone=cfg.zone)
     _configure(scheduler, runner, catch_up=True)
-    log.info("standalone nightly scheduler: %02d:%02d %s%s", cfg.hour, cfg.minute, cfg.timezone, how)
+    nxt = next_fire_time(runner.trigger, runner.clock.now())
+    log.info("standalone nightly scheduler: %02d:%02d %s%s; next run %s", cfg.hour, cfg.minute,
+             cfg.timezone, how, nxt.astimezone(cfg.zone).isoformat() if nxt else "never")
     waker = _keep_awake(scheduler, wake_every_s)
     try:
         scheduler.start()

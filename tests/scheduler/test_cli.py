@@ -117,3 +117,31 @@ def test_a_run_opens_the_stores_for_itself_and_waits_for_a_busy_store(tmp_path: 
     runner("manual")
     assert opened == ["open", "closed"] and len(runner.reports) == 1
     assert runner.memory_store is None  # nothing held between runs
+
+
+def test_the_daily_scheduler_says_it_started_and_when_it_runs(home: Path) -> None:
+    # It said nothing at all: an operator (or a service manager's journal) could not tell it
+    # was running, when it would run, or that a run happened. It logs as `amem serve` does.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update(env_for(home), PYTHONPATH=str(root), AMEM_SCHEDULE_TIMEZONE="Europe/Berlin")
+    proc = subprocess.Popen([sys.executable, "-m", "tools.cli", "scheduler", "--no-lcm"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (home / "nightly.json").exists():
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    said = [json.loads(line)["message"] for line in err.splitlines() if line.startswith("{")]
+    started = [m for m in said if m.startswith("standalone nightly scheduler")]
+    assert started and "02:30 Europe/Berlin" in started[0] and "next run 20" in started[0], said

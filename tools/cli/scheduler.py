@@ -82,6 +82,12 @@ def _run_daily(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> i
 
     from scheduler import run_forever_opening
 
+    from .output import setup_logging
+
+    if not args.verbose and not args.env.get("AMEM_LOG_LEVEL"):
+        # A service is read through its log: at WARNING it said nothing at all, not that it
+        # started, when it runs next, nor that a run happened (as `amem serve` says them).
+        setup_logging(1, args.env)
     with rt:  # opened once now, so a store a server owns is said at once (exit 4)
         rt.memory
         if not args.no_lcm:
