@@ -42,11 +42,23 @@ def locked_message(store: Path, holder_pid: int | None, command: str | None = No
         # the nightly maintenance: it ends by itself, and a server would not share it either
         return (f"the embedded amem store at {store} is in use: {who}, the scheduled maintenance "
                 "run; it releases the store when it finishes. Retry then.")
+    if command is not None and _one_shot(command):
+        # `amem import` and the like end by themselves: sharing the store through a server
+        # (the advice below) is not what someone who runs one command now needs
+        return (f"the embedded amem store at {store} is in use: {who}, a command that releases "
+                "the store when it finishes. Run this again then.")
     return (
         f"the embedded amem store at {store} is in use: {who}. An embedded store belongs to one "
         "process. Run `amem serve` in the owning process and connect through it, or move the "
         "store to a Qdrant server (set AMEM_QDRANT_URL) for shared access."
     )
+
+
+def _one_shot(command: str) -> bool:
+    """Whether ``command`` is an ``amem`` command that ends by itself (not a server)."""
+    words = command.split()
+    cli = any(Path(w).name == "amem" for w in words[:2]) or "tools.cli" in words[:3]
+    return cli and not {"serve", "ui"} & set(words)
 
 
 def process_command(pid: int | None, proc: Path = Path("/proc")) -> str | None:
