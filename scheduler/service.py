@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -49,10 +48,9 @@ log = logging.getLogger(__name__)
 WAKE_EVERY_S = 60.0
 
 
-def _keep_awake(scheduler: BaseScheduler, every_s: float) -> threading.Event:
-    """Wake ``scheduler`` every ``every_s`` until the returned event is set: its wait for the
-    next firing counts monotonic time, which a suspended host does not (apscheduler#794)."""
-    stop = threading.Event()
+def _keep_awake(scheduler: BaseScheduler, every_s: float, stop: threading.Event) -> threading.Event:
+    """Wake ``scheduler`` every ``every_s`` until ``stop`` is set: its wait for the next
+    firing counts monotonic time, which a suspended host does not (apscheduler#794)."""
 
     def wake() -> None:
         while not stop.wait(every_s):
@@ -97,6 +95,8 @@ class _Runner:
         self.memory_store, self.lcm_store = memory_store, lcm_store
         self.cfg, self.clock, self.trigger = cfg, clock, trigger
         self.reports: list[NightlyReport] = []
+        #: set when the scheduler stops: a run waiting for a busy store stops waiting
+        self.stopping = threading.Event()
 
     def __call__(self, reason: Reason) -> None:
         try:
@@ -186,7 +186,7 @@ def start_background(memory_store: NoteStore, lcm_store: ConversationStore | Non
     scheduler = BackgroundScheduler(timezone=cfg.zone, daemon=True)
     _configure(scheduler, runner, catch_up=catch_up)
     scheduler.start()
-    handle = SchedulerHandle(scheduler, runner, _keep_awake(scheduler, wake_every_s))
+    handle = SchedulerHandle(scheduler, runner, _keep_awake(scheduler, wake_every_s, runner.stopping))
     log.info("nightly scheduler started; next run %s", handle.next_run_time)
     return handle
 
@@ -209,13 +209,13 @@ def _block(runner: _Runner, how: str, wake_every_s: float) -> None:
     nxt = next_fire_time(runner.trigger, runner.clock.now())
     log.info("standalone nightly scheduler: %02d:%02d %s%s; next run %s", cfg.hour, cfg.minute,
              cfg.timezone, how, nxt.astimezone(cfg.zone).isoformat() if nxt else "never")
-    waker = _keep_awake(scheduler, wake_every_s)
+    waker = _keep_awake(scheduler, wake_every_s, runner.stopping)
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):
         log.info("nightly scheduler stopping")
     finally:
-        waker.set()
+        waker.set()  # and a run waiting for a busy store stops waiting: the stop took 30 min
         if scheduler.running:
             scheduler.shutdown(wait=True)
 
@@ -267,7 +267,9 @@ class _OpeningRunner(_Runner):
                     return
                 log.warning("the nightly job found the store busy (%s); trying again in %.0f s",
                             exc, self.retry_s)
-                time.sleep(self.retry_s)
+                if self.stopping.wait(self.retry_s):  # the slot stays owed: the next start runs it
+                    log.warning("the nightly job stopped waiting for the store: the scheduler is stopping")
+                    return
 
     def _record_failure(self, reason: Reason, error: str) -> None:
         try:
@@ -279,11 +281,11 @@ class _OpeningRunner(_Runner):
 
 def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
                         clock: Clock | None = None, trigger: BaseTrigger | None = None,
-                        wake_every_s: float = WAKE_EVERY_S) -> None:
+                        wake_every_s: float = WAKE_EVERY_S, retry_s: float = OPEN_RETRY_S) -> None:
     """The standalone scheduler that holds no store between runs (:class:`_OpeningRunner`):
     blocks, running the nightly job, until interrupted."""
-    _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger()),
-           " (the stores open for each run)", wake_every_s)
+    _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger(),
+                          retry_s=retry_s), " (the stores open for each run)", wake_every_s)
 
 
 def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,

@@ -226,3 +226,24 @@ def test_a_run_that_cannot_open_the_stores_is_recorded_as_failed(home: Path, bus
     assert ("busy" if busy else "embedder mismatch") in status["last_error"]
     assert read_record(config.record_path)["last_slot"] == {
         "slot": "2027-05-01T02:30:00+00:00", "date": "2027-05-01", "status": "failed"}
+
+
+def test_stopping_the_scheduler_stops_a_run_waiting_for_a_busy_store(home: Path) -> None:
+    """SIGTERM (or Ctrl-C) while a run waited for a busy store (an import at 02:30) waited for
+    every remaining try: up to half an hour, and a service manager kills it long before."""
+    import os
+    import signal
+    import threading
+
+    from amem.errors import StoreLockedError
+    from scheduler import run_forever_opening
+
+    calls: list[int] = []
+    opener = _busy_opener(calls, StoreLockedError("held by pid 1", path=str(home)))
+    first = datetime.now(UTC) + timedelta(seconds=0.2)
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C mid-wait
+    started = time.monotonic()
+    run_forever_opening(opener, cfg(home), trigger=DateTrigger(run_date=first), retry_s=2.0)
+    took = time.monotonic() - started
+    assert calls and len(calls) <= 2 and took < 5, (len(calls), took)
+    assert last_run_status(home, cfg(home))["state"] == "never"  # the slot stays owed
