@@ -67,6 +67,8 @@ class NightlyReport:
     duration: float = 0.0
     steps: dict[str, StepResult] = field(default_factory=dict)
     skipped_because: str | None = None
+    #: the pid running the job when this call was skipped for it (None: not skipped for that)
+    held_by: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -98,7 +100,7 @@ def run_nightly(memory_store: NoteStore, lcm_store: ConversationStore | None = N
     if not lock.acquire():
         why = f"another process (pid {lock.holder_pid}) is running the nightly job"
         log.info("nightly job skipped: %s", why)
-        return NightlyReport("skipped", reason, skipped_because=why)
+        return NightlyReport("skipped", reason, skipped_because=why, held_by=lock.holder_pid or -1)
     try:
         return _run_locked(memory_store, lcm_store, cfg, reason, clock, trigger)
     finally:

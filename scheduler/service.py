@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: how often (seconds) the scheduler looks at the wall clock, however long it means to wait
 WAKE_EVERY_S = 60.0
+#: how often, and how far apart, a run that finds the store busy (or another run under way) tries again
+OPEN_TRIES, OPEN_RETRY_S = 30, 60.0
 
 
 def _keep_awake(scheduler: BaseScheduler, every_s: float, stop: threading.Event) -> threading.Event:
@@ -91,21 +93,34 @@ class _Runner:
     """The callable APScheduler runs; keeps the stores and the reports."""
 
     def __init__(self, memory_store: NoteStore, lcm_store: ConversationStore | None,
-                 cfg: SchedulerConfig, clock: Clock, trigger: BaseTrigger) -> None:
+                 cfg: SchedulerConfig, clock: Clock, trigger: BaseTrigger, *,
+                 retry_s: float = OPEN_RETRY_S) -> None:
         self.memory_store, self.lcm_store = memory_store, lcm_store
         self.cfg, self.clock, self.trigger = cfg, clock, trigger
+        self.retry_s = retry_s
         self.reports: list[NightlyReport] = []
         #: set when the scheduler stops: a run waiting for a busy store stops waiting
         self.stopping = threading.Event()
 
     def __call__(self, reason: Reason) -> None:
-        try:
-            report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg, reason=reason,
-                                 clock=self.clock, trigger=self.trigger)
-        except Exception:  # the scheduler thread must survive; the next night retries
-            log.exception("the nightly job crashed")
-            return
-        self.reports.append(report)
+        """One run. A scheduled run that finds another run under way (a catch-up started just
+        before 02:30, a run past the next slot) waits for it and then serves its own slot: it
+        was skipped, and that night went unserved (``overdue`` the next morning)."""
+        for attempt in range(1, OPEN_TRIES + 1):
+            try:
+                report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg,
+                                     reason=reason, clock=self.clock, trigger=self.trigger)
+            except Exception:  # the scheduler thread must survive; the next night retries
+                log.exception("the nightly job crashed")
+                return
+            if report.held_by is None or reason == "manual" or attempt == OPEN_TRIES:
+                self.reports.append(report)
+                return
+            log.info("the nightly job waits for the run under way (pid %s); trying again in %.0f s",
+                     report.held_by, self.retry_s)
+            if self.stopping.wait(self.retry_s):
+                self.reports.append(report)
+                return
 
 
 def _configure(scheduler: BaseScheduler, runner: _Runner, *, catch_up: bool) -> None:
@@ -220,8 +235,6 @@ def _block(runner: _Runner, how: str, wake_every_s: float) -> None:
             scheduler.shutdown(wait=True)
 
 
-#: how often, and how far apart, a run that finds the store busy tries again
-OPEN_TRIES, OPEN_RETRY_S = 30, 60.0
 
 #: opens both stores for one run and closes them after (``amem scheduler``)
 StoreOpener = Callable[[], AbstractContextManager[tuple[NoteStore, "ConversationStore | None"]]]
@@ -240,8 +253,8 @@ class _OpeningRunner(_Runner):
 
     def __init__(self, opener: StoreOpener, cfg: SchedulerConfig, clock: Clock,
                  trigger: BaseTrigger, *, retry_s: float = OPEN_RETRY_S) -> None:
-        super().__init__(None, None, cfg, clock, trigger)  # type: ignore[arg-type]
-        self.opener, self.retry_s = opener, retry_s
+        super().__init__(None, None, cfg, clock, trigger, retry_s=retry_s)  # type: ignore[arg-type]
+        self.opener = opener
 
     def __call__(self, reason: Reason) -> None:
         for attempt in range(1, OPEN_TRIES + 1):

@@ -247,3 +247,27 @@ def test_stopping_the_scheduler_stops_a_run_waiting_for_a_busy_store(home: Path)
     took = time.monotonic() - started
     assert calls and len(calls) <= 2 and took < 5, (len(calls), took)
     assert last_run_status(home, cfg(home))["state"] == "never"  # the slot stays owed
+
+
+def test_a_scheduled_run_meeting_a_run_under_way_waits_and_serves_its_own_night(home: Path) -> None:
+    """A catch-up for last night started at 02:29:59 (`amem serve` just started) still runs at
+    02:30: the scheduled run found the run lock held and was skipped, so tonight went unserved
+    (`overdue` by morning). It waits for the run under way, then serves its own night."""
+    import threading
+
+    from scheduler import run_nightly
+    from scheduler.service import _Runner
+
+    config = cfg(home)
+    store = ToyNoteStore(home, delay=1.0)
+    catch_up = threading.Thread(target=run_nightly, args=(store,), kwargs={
+        "config": config, "reason": "catch-up",
+        "clock": ManualClock(datetime(2027, 5, 1, 2, 29, 59, tzinfo=UTC))})
+    catch_up.start()
+    wait_for(lambda: store.consolidations == 1)
+    runner = _Runner(store, None, config, ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC)),
+                     config.trigger(), retry_s=0.2)
+    runner("scheduled")
+    catch_up.join()
+    assert store.consolidations == 2 and [r.status for r in runner.reports] == ["ok"]
+    assert read_record(config.record_path)["last_slot"]["date"] == "2027-05-01"
