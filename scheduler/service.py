@@ -46,11 +46,11 @@ log = logging.getLogger(__name__)
 
 #: how often (seconds) the scheduler looks at the wall clock, however long it means to wait
 WAKE_EVERY_S = 60.0
-#: how often, and how far apart, a run that finds the store busy (or another run under way) tries again
+#: how often, and how far apart, a run tries again that finds the store busy or a run under way
 OPEN_TRIES, OPEN_RETRY_S = 30, 60.0
 
 
-def _keep_awake(scheduler: BaseScheduler, every_s: float, stop: threading.Event) -> threading.Event:
+def _keep_awake(scheduler: BaseScheduler, every_s: float, stop: threading.Event) -> None:
     """Wake ``scheduler`` every ``every_s`` until ``stop`` is set: its wait for the next
     firing counts monotonic time, which a suspended host does not (apscheduler#794)."""
 
@@ -60,17 +60,14 @@ def _keep_awake(scheduler: BaseScheduler, every_s: float, stop: threading.Event)
                 scheduler.wakeup()
 
     threading.Thread(target=wake, name="amem-nightly-waker", daemon=True).start()
-    return stop
 
 
 class SchedulerHandle:
     """A running background scheduler: ``shutdown()`` stops it (waiting for a running job)."""
 
-    def __init__(self, scheduler: BaseScheduler, runner: "_Runner",
-                 waker: threading.Event | None = None) -> None:
+    def __init__(self, scheduler: BaseScheduler, runner: "_Runner") -> None:
         self.scheduler = scheduler
         self._runner = runner
-        self._waker = waker
 
     @property
     def reports(self) -> list[NightlyReport]:
@@ -83,8 +80,7 @@ class SchedulerHandle:
         return job.next_run_time if job is not None else None
 
     def shutdown(self, wait: bool = True) -> None:
-        if self._waker is not None:
-            self._waker.set()
+        self._runner.stopping.set()  # the waker, and a run waiting for the store or a run
         if self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
 
@@ -99,7 +95,8 @@ class _Runner:
         self.cfg, self.clock, self.trigger = cfg, clock, trigger
         self.retry_s = retry_s
         self.reports: list[NightlyReport] = []
-        #: set when the scheduler stops: a run waiting for a busy store stops waiting
+        #: set when the scheduler stops: the waker ends, a run waiting for a busy store or for
+        #: the run under way stops waiting
         self.stopping = threading.Event()
 
     def __call__(self, reason: Reason) -> None:
@@ -201,7 +198,8 @@ def start_background(memory_store: NoteStore, lcm_store: ConversationStore | Non
     scheduler = BackgroundScheduler(timezone=cfg.zone, daemon=True)
     _configure(scheduler, runner, catch_up=catch_up)
     scheduler.start()
-    handle = SchedulerHandle(scheduler, runner, _keep_awake(scheduler, wake_every_s, runner.stopping))
+    _keep_awake(scheduler, wake_every_s, runner.stopping)
+    handle = SchedulerHandle(scheduler, runner)
     log.info("nightly scheduler started; next run %s", handle.next_run_time)
     return handle
 
@@ -224,16 +222,16 @@ def _block(runner: _Runner, how: str, wake_every_s: float) -> None:
     nxt = next_fire_time(runner.trigger, runner.clock.now())
     log.info("standalone nightly scheduler: %02d:%02d %s%s; next run %s", cfg.hour, cfg.minute,
              cfg.timezone, how, nxt.astimezone(cfg.zone).isoformat() if nxt else "never")
-    waker = _keep_awake(scheduler, wake_every_s, runner.stopping)
+    _keep_awake(scheduler, wake_every_s, runner.stopping)
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):
         log.info("nightly scheduler stopping")
     finally:
-        waker.set()  # and a run waiting for a busy store stops waiting: the stop took 30 min
+        # a run waiting for a busy store stops waiting: shutdown waited out every try (30 min)
+        runner.stopping.set()
         if scheduler.running:
             scheduler.shutdown(wait=True)
-
 
 
 #: opens both stores for one run and closes them after (``amem scheduler``)
