@@ -108,7 +108,8 @@ def run_nightly(memory_store: NoteStore, lcm_store: ConversationStore | None = N
 
 
 def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
-           record: dict[str, Any] | None = None) -> NightlyReport | None:
+           record: dict[str, Any] | None = None,
+           reason: Reason = "scheduled") -> NightlyReport | None:
     """The skip report of a scheduled (or catch-up) run at ``now`` whose slot's local date was
     already served (by this process, another scheduler or ``amem serve``), else None."""
     record = read_record(cfg.record_path) if record is None else record
@@ -118,7 +119,7 @@ def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
     if done.get("date") != slot_date or done.get("status") == "running":
         return None
     why = f"the nightly job already ran for {slot_date} ({done.get('status')})"
-    return NightlyReport("skipped", "scheduled", slot=slot.isoformat(), slot_date=slot_date,
+    return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
                          skipped_because=why)
 
 
@@ -172,10 +173,9 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
     record = read_record(cfg.record_path)
     now = clock.now()
     if reason != "manual":
-        skip = served(cfg, trigger, now, record)
+        skip = served(cfg, trigger, now, record, reason)
         if skip is not None:
             log.info("nightly job skipped: %s", skip.skipped_because)
-            skip.reason = reason
             return skip
         done = record.get("last_slot") or {}
         if done.get("status") == "running":
