@@ -54,11 +54,36 @@ def locked_message(store: Path, holder_pid: int | None, command: str | None = No
     )
 
 
+#: the common options of ``amem`` that take a value (``amem --home DIR import ...``)
+_VALUED_OPTIONS = frozenset({"--config", "--home", "--agent", "--embedder"})
+
+
+def amem_subcommand(command: str) -> str | None:
+    """The ``amem`` command word of a process's command line (``import`` of ``amem --home D
+    import notes.jsonl``), or None when it is not an ``amem`` command. A note's text that says
+    "serve" (``amem add we serve tea``) is not taken for the word."""
+    words = command.split()
+    for at, word in enumerate(words[:3]):
+        if Path(word).name == "amem" or (word == "tools.cli" and at and words[at - 1] == "-m"):
+            rest = words[at + 1:]
+            break
+    else:
+        return None
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word in _VALUED_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def _one_shot(command: str) -> bool:
     """Whether ``command`` is an ``amem`` command that ends by itself (not a server)."""
-    words = command.split()
-    cli = any(Path(w).name == "amem" for w in words[:2]) or "tools.cli" in words[:3]
-    return cli and not {"serve", "ui"} & set(words)
+    word = amem_subcommand(command)
+    return word is not None and word not in ("serve", "ui")
 
 
 def process_command(pid: int | None, proc: Path = Path("/proc")) -> str | None:

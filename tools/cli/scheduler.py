@@ -115,7 +115,7 @@ def _open_at_start(rt: Runtime) -> None:
     import, a second scheduler's own check at the same moment) is waited for, up to 15 s, as
     a starting server waits: the scheduler exited 4 at once, so of two started together one
     died of the other's brief check."""
-    from amem.backends._lock import process_command
+    from amem.backends._lock import amem_subcommand, process_command
     from amem.errors import StoreLockedError
 
     from .serve import open_waiting
@@ -124,7 +124,7 @@ def _open_at_start(rt: Runtime) -> None:
         rt.memory
     except StoreLockedError as exc:
         command = process_command(exc.holder_pid) or ""
-        if " serve" in command:
+        if amem_subcommand(command) == "serve":
             why = ("which runs the nightly job itself: no `amem scheduler` is needed beside it "
                    "(`amem scheduler --status` shows its runs)" if "--no-scheduler" not in command
                    else "started with --no-scheduler, so nothing runs the nightly job: start it "

@@ -99,13 +99,16 @@ def test_a_one_shot_command_holding_the_store_is_waited_for_not_served() -> None
     # `amem scheduler --once` (or `amem list`) during `amem import` was told to "run `amem
     # serve` in the owning process": the import ends by itself; running again then is the way.
     for command in ("/home/u/.venv/bin/amem import notes.jsonl --no-enrich",
-                    "/usr/bin/python3 -m tools.cli --home /data/amem consolidate"):
+                    "/usr/bin/python3 -m tools.cli --home /data/amem consolidate",
+                    "amem add we serve green tea",  # a note's words are not the command
+                    "amem --agent ui --home /srv/serve list"):
         said = locked_message(STORE, 4242, command)
         assert "releases the store when it finishes" in said, said
         assert "owning process" not in said and "AMEM_QDRANT_URL" not in said
 
 
 def test_a_server_or_an_unknown_holder_keeps_the_advice_to_share_the_store() -> None:
-    for command in ("/home/u/.venv/bin/amem serve --agent me", "python my_bot.py", None):
+    for command in ("/home/u/.venv/bin/amem serve --agent me", "amem --home /d --json serve",
+                    "python my_bot.py", "python -m tools.cli", None):
         said = locked_message(STORE, 4242, command)
         assert "Run `amem serve` in the owning process" in said, said
