@@ -67,6 +67,8 @@ class NightlyReport:
     duration: float = 0.0
     steps: dict[str, StepResult] = field(default_factory=dict)
     skipped_because: str | None = None
+    #: the pid running the job when this call was skipped for it (None: not skipped for that)
+    held_by: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -98,32 +100,37 @@ def run_nightly(memory_store: NoteStore, lcm_store: ConversationStore | None = N
     if not lock.acquire():
         why = f"another process (pid {lock.holder_pid}) is running the nightly job"
         log.info("nightly job skipped: %s", why)
-        return NightlyReport("skipped", reason, skipped_because=why)
+        return NightlyReport("skipped", reason, skipped_because=why, held_by=lock.holder_pid or -1)
     try:
         return _run_locked(memory_store, lcm_store, cfg, reason, clock, trigger)
     finally:
         lock.release()
 
 
-def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
-                cfg: SchedulerConfig, reason: Reason, clock: Clock,
-                trigger: BaseTrigger) -> NightlyReport:
-    record = read_record(cfg.record_path)
-    now = clock.now()
+def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
+           record: dict[str, Any] | None = None,
+           reason: Reason = "scheduled") -> NightlyReport | None:
+    """The skip report of a scheduled (or catch-up) run at ``now`` whose slot's local date was
+    already served (by this process, another scheduler or ``amem serve``), else None."""
+    record = read_record(cfg.record_path) if record is None else record
+    slot = last_fire_time(trigger, now) or now
+    slot_date = slot.astimezone(cfg.zone).date().isoformat()
+    done = record.get("last_slot") or {}
+    if done.get("date") != slot_date or done.get("status") == "running":
+        return None
+    why = f"the nightly job already ran for {slot_date} ({done.get('status')})"
+    return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
+                         skipped_because=why)
+
+
+def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: datetime,
+           trigger: BaseTrigger) -> NightlyReport:
+    """Mark a run as started in ``record`` (written to disk): its slot, pid and host."""
     slot: datetime | None = None
     slot_date: str | None = None
     if reason != "manual":
         slot = last_fire_time(trigger, now) or now
         slot_date = slot.astimezone(cfg.zone).date().isoformat()
-        done = record.get("last_slot") or {}
-        if done.get("date") == slot_date and done.get("status") != "running":
-            why = f"the nightly job already ran for {slot_date} ({done.get('status')})"
-            log.info("nightly job skipped: %s", why)
-            return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
-                                 skipped_because=why)
-        if done.get("status") == "running":
-            log.warning("the nightly run of %s (pid %s) did not finish; running it again",
-                        done.get("date"), (record.get("last_run") or {}).get("pid"))
     report = NightlyReport("ok", reason, slot=slot.isoformat() if slot else None,
                            slot_date=slot_date, started_at=now.isoformat())
     running = {"status": "running", "reason": reason, "slot": report.slot, "slot_date": slot_date,
@@ -133,6 +140,49 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
         record["last_slot"] = {"slot": report.slot, "date": slot_date, "status": "running"}
     record.setdefault("first_seen", now.isoformat())
     write_record(cfg.record_path, record)
+    return report
+
+
+def record_not_started(cfg: SchedulerConfig, reason: Reason, error: str, *,
+                       clock: Clock | None = None,
+                       trigger: BaseTrigger | None = None) -> NightlyReport:
+    """Record a run that could not start (its stores would not open: busy for half an hour,
+    damaged, misconfigured) as a failed run, so that ``amem status`` says it failed and why;
+    it logged an error and ``amem status`` said ``ok`` with yesterday's run."""
+    clock = clock or SystemClock()
+    trigger = trigger or cfg.trigger()
+    lock = RunLock(cfg.lock_path)
+    if not lock.acquire():
+        why = f"another process (pid {lock.holder_pid}) is running the nightly job"
+        return NightlyReport("skipped", reason, skipped_because=why)
+    try:
+        record = read_record(cfg.record_path)
+        report = _begin(cfg, record, reason, clock.now(), trigger)
+        report.steps["open"] = StepResult("failed", error=error)
+        report.status = "failed"
+        report.finished_at = report.started_at
+        _finish(cfg, record, report, ["open"])
+        return report
+    finally:
+        lock.release()
+
+
+def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
+                cfg: SchedulerConfig, reason: Reason, clock: Clock,
+                trigger: BaseTrigger) -> NightlyReport:
+    record = read_record(cfg.record_path)
+    now = clock.now()
+    if reason != "manual":
+        skip = served(cfg, trigger, now, record, reason)
+        if skip is not None:
+            log.info("nightly job skipped: %s", skip.skipped_because)
+            return skip
+        done = record.get("last_slot") or {}
+        if done.get("status") == "running":
+            log.warning("the nightly run of %s (pid %s) did not finish; running it again",
+                        done.get("date"), (record.get("last_run") or {}).get("pid"))
+    report = _begin(cfg, record, reason, now, trigger)
+    slot_date = report.slot_date
     log.info("nightly job started (%s%s)", reason, f", slot {slot_date}" if slot_date else "")
     started = time.perf_counter()
     report.steps["consolidate"] = _step("consolidate", lambda: _summary(

@@ -9,13 +9,17 @@ store is in memory:
   than the last served one (and later than the first time a scheduler ran here), a one-off
   catch-up run is added; the slot record makes it run once, however often the process starts;
 * a wake-up after the grace time: APScheduler reports the firing as missed, and the same
-  catch-up (again deduplicated by the slot record) runs instead.
+  catch-up (again deduplicated by the slot record) runs instead;
+* a host suspended across the slot: APScheduler waits for the next firing with a timeout on
+  the monotonic clock, which stands still while the host sleeps (apscheduler#794), so the job
+  ran as late as the host had slept. A waker thread makes it look at the wall clock every
+  minute, so a host that slept through 02:30 runs the job within a minute of waking.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -33,10 +37,29 @@ from amem.config import AmemConfig
 
 from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, last_fire_time,
                      next_fire_time)
-from .job import ConversationStore, NightlyReport, NoteStore, Reason, run_nightly
+from .job import (ConversationStore, NightlyReport, NoteStore, Reason, record_not_started,
+                  run_nightly, served)
 from .record import RunLock, load_record, lock_holder, read_record, write_record
 
 log = logging.getLogger(__name__)
+
+
+#: how often (seconds) the scheduler looks at the wall clock, however long it means to wait
+WAKE_EVERY_S = 60.0
+#: how often, and how far apart, a run tries again that finds the store busy or a run under way
+OPEN_TRIES, OPEN_RETRY_S = 30, 60.0
+
+
+def _keep_awake(scheduler: BaseScheduler, every_s: float, stop: threading.Event) -> None:
+    """Wake ``scheduler`` every ``every_s`` until ``stop`` is set: its wait for the next
+    firing counts monotonic time, which a suspended host does not (apscheduler#794)."""
+
+    def wake() -> None:
+        while not stop.wait(every_s):
+            if scheduler.running:
+                scheduler.wakeup()
+
+    threading.Thread(target=wake, name="amem-nightly-waker", daemon=True).start()
 
 
 class SchedulerHandle:
@@ -57,6 +80,7 @@ class SchedulerHandle:
         return job.next_run_time if job is not None else None
 
     def shutdown(self, wait: bool = True) -> None:
+        self._runner.stopping.set()  # the waker, and a run waiting for the store or a run
         if self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
 
@@ -65,19 +89,35 @@ class _Runner:
     """The callable APScheduler runs; keeps the stores and the reports."""
 
     def __init__(self, memory_store: NoteStore, lcm_store: ConversationStore | None,
-                 cfg: SchedulerConfig, clock: Clock, trigger: BaseTrigger) -> None:
+                 cfg: SchedulerConfig, clock: Clock, trigger: BaseTrigger, *,
+                 retry_s: float = OPEN_RETRY_S) -> None:
         self.memory_store, self.lcm_store = memory_store, lcm_store
         self.cfg, self.clock, self.trigger = cfg, clock, trigger
+        self.retry_s = retry_s
         self.reports: list[NightlyReport] = []
+        #: set when the scheduler stops: the waker ends, a run waiting for a busy store or for
+        #: the run under way stops waiting
+        self.stopping = threading.Event()
 
     def __call__(self, reason: Reason) -> None:
-        try:
-            report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg, reason=reason,
-                                 clock=self.clock, trigger=self.trigger)
-        except Exception:  # the scheduler thread must survive; the next night retries
-            log.exception("the nightly job crashed")
-            return
-        self.reports.append(report)
+        """One run. A scheduled run that finds another run under way (a catch-up started just
+        before 02:30, a run past the next slot) waits for it and then serves its own slot: it
+        was skipped, and that night went unserved (``overdue`` the next morning)."""
+        for attempt in range(1, OPEN_TRIES + 1):
+            try:
+                report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg,
+                                     reason=reason, clock=self.clock, trigger=self.trigger)
+            except Exception:  # the scheduler thread must survive; the next night retries
+                log.exception("the nightly job crashed")
+                return
+            if report.held_by is None or reason == "manual" or attempt == OPEN_TRIES:
+                self.reports.append(report)
+                return
+            log.info("the nightly job waits for the run under way (pid %s); trying again in %.0f s",
+                     report.held_by, self.retry_s)
+            if self.stopping.wait(self.retry_s):
+                self.reports.append(report)
+                return
 
 
 def _configure(scheduler: BaseScheduler, runner: _Runner, *, catch_up: bool) -> None:
@@ -140,7 +180,7 @@ def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> da
 def start_background(memory_store: NoteStore, lcm_store: ConversationStore | None = None,
                      config: SchedulerConfig | AmemConfig | None = None, *,
                      clock: Clock | None = None, trigger: BaseTrigger | None = None,
-                     catch_up: bool = True) -> SchedulerHandle:
+                     catch_up: bool = True, wake_every_s: float = WAKE_EVERY_S) -> SchedulerHandle:
     """Start the nightly job in a background thread of the serving process.
 
     Args:
@@ -150,12 +190,15 @@ def start_background(memory_store: NoteStore, lcm_store: ConversationStore | Non
         clock: time source for slot decisions (tests).
         trigger: replaces the daily cron (tests use a date trigger a second away).
         catch_up: run a missed slot at once (see the module docstring).
+        wake_every_s: how often the scheduler looks at the wall clock (a host waking from
+            suspend runs an owed job within this time).
     """
     cfg = as_scheduler_config(config, memory_store.config)
     runner = _Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger())
     scheduler = BackgroundScheduler(timezone=cfg.zone, daemon=True)
     _configure(scheduler, runner, catch_up=catch_up)
     scheduler.start()
+    _keep_awake(scheduler, wake_every_s, runner.stopping)
     handle = SchedulerHandle(scheduler, runner)
     log.info("nightly scheduler started; next run %s", handle.next_run_time)
     return handle
@@ -163,29 +206,33 @@ def start_background(memory_store: NoteStore, lcm_store: ConversationStore | Non
 
 def run_forever(memory_store: NoteStore, lcm_store: ConversationStore | None = None,
                 config: SchedulerConfig | AmemConfig | None = None, *,
-                clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
+                clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                wake_every_s: float = WAKE_EVERY_S) -> None:
     """The standalone scheduler: blocks, running the nightly job, until interrupted."""
     cfg = as_scheduler_config(config, memory_store.config)
-    _block(_Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger()), "")
+    _block(_Runner(memory_store, lcm_store, cfg, clock or SystemClock(), trigger or cfg.trigger()),
+           "", wake_every_s)
 
 
-def _block(runner: _Runner, how: str) -> None:
+def _block(runner: _Runner, how: str, wake_every_s: float) -> None:
     """Run ``runner``'s schedule in this thread until interrupted (Ctrl-C, SIGTERM)."""
     cfg = runner.cfg
     scheduler = BlockingScheduler(timezone=cfg.zone)
     _configure(scheduler, runner, catch_up=True)
-    log.info("standalone nightly scheduler: %02d:%02d %s%s", cfg.hour, cfg.minute, cfg.timezone, how)
+    nxt = next_fire_time(runner.trigger, runner.clock.now())
+    log.info("standalone nightly scheduler: %02d:%02d %s%s; next run %s", cfg.hour, cfg.minute,
+             cfg.timezone, how, nxt.astimezone(cfg.zone).isoformat() if nxt else "never")
+    _keep_awake(scheduler, wake_every_s, runner.stopping)
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):
         log.info("nightly scheduler stopping")
     finally:
+        # a run waiting for a busy store stops waiting: shutdown waited out every try (30 min)
+        runner.stopping.set()
         if scheduler.running:
             scheduler.shutdown(wait=True)
 
-
-#: how often, and how far apart, a run that finds the store busy tries again
-OPEN_TRIES, OPEN_RETRY_S = 30, 60.0
 
 #: opens both stores for one run and closes them after (``amem scheduler``)
 StoreOpener = Callable[[], AbstractContextManager[tuple[NoteStore, "ConversationStore | None"]]]
@@ -195,15 +242,24 @@ class _OpeningRunner(_Runner):
     """A runner that opens the stores for each run and closes them after, so between runs the
     store is free for the CLI: ``amem scheduler`` held it from start to stop, and every other
     command (``amem list``, ``amem status``) exited 4 all day. A run that finds the store busy
-    (an import at 02:30) tries again a minute later, for half an hour."""
+    (an import at 02:30) tries again a minute later, for half an hour.
+
+    A scheduled run whose slot was served already (``amem serve`` beside it runs the same job
+    and holds the store all night) does not open the stores: it tried for half an hour and
+    logged an error every night. A run that cannot open them is recorded as failed, so
+    ``amem status`` says so (it said ``ok`` with the night before)."""
 
     def __init__(self, opener: StoreOpener, cfg: SchedulerConfig, clock: Clock,
                  trigger: BaseTrigger, *, retry_s: float = OPEN_RETRY_S) -> None:
-        super().__init__(None, None, cfg, clock, trigger)  # type: ignore[arg-type]
-        self.opener, self.retry_s = opener, retry_s
+        super().__init__(None, None, cfg, clock, trigger, retry_s=retry_s)  # type: ignore[arg-type]
+        self.opener = opener
 
     def __call__(self, reason: Reason) -> None:
         for attempt in range(1, OPEN_TRIES + 1):
+            skip = served(self.cfg, self.trigger, self.clock.now()) if reason != "manual" else None
+            if skip is not None:
+                log.info("nightly job skipped: %s", skip.skipped_because)
+                return
             try:
                 with self.opener() as (memory, lcm):
                     self.memory_store, self.lcm_store = memory, lcm
@@ -213,29 +269,50 @@ class _OpeningRunner(_Runner):
                         self.memory_store, self.lcm_store = None, None  # type: ignore[assignment]
                 return
             except Exception as exc:
-                if getattr(exc, "code", None) != "store_locked" or attempt == OPEN_TRIES:
+                busy = getattr(exc, "code", None) == "store_locked"
+                if not busy or attempt == OPEN_TRIES:
                     log.exception("the nightly job could not open the stores")
+                    why = (f"the store stayed busy for {OPEN_TRIES} tries, {self.retry_s:.0f} s apart"
+                           if busy else "the stores could not be opened")
+                    self._record_failure(reason, f"{why}: {type(exc).__name__}: {exc}")
                     return
                 log.warning("the nightly job found the store busy (%s); trying again in %.0f s",
                             exc, self.retry_s)
-                time.sleep(self.retry_s)
+                if self.stopping.wait(self.retry_s):  # the slot stays owed: the next start runs it
+                    log.warning("the nightly job stopped waiting for the store: the scheduler is stopping")
+                    return
+
+    def _record_failure(self, reason: Reason, error: str) -> None:
+        try:
+            self.reports.append(record_not_started(self.cfg, reason, error, clock=self.clock,
+                                                   trigger=self.trigger))
+        except Exception:  # the scheduler thread must survive; the log has the error
+            log.exception("the nightly record could not be written")
 
 
 def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
-                        clock: Clock | None = None, trigger: BaseTrigger | None = None) -> None:
+                        clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                        wake_every_s: float = WAKE_EVERY_S, retry_s: float = OPEN_RETRY_S) -> None:
     """The standalone scheduler that holds no store between runs (:class:`_OpeningRunner`):
     blocks, running the nightly job, until interrupted."""
-    _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger()),
-           " (the stores open for each run)")
+    _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger(),
+                          retry_s=retry_s), " (the stores open for each run)", wake_every_s)
 
 
 def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
-             last: dict[str, Any]) -> datetime | None:
+             record: dict[str, Any]) -> datetime | None:
     """The latest slot when no run (scheduled, caught up or by hand) started since it and
-    its misfire grace is over; else None."""
+    its misfire grace is over; else None.
+
+    A slot whose local date a run served is not owed: on a fall-back night 02:30 happens
+    twice, the run at the first serves the date and the second firing is skipped; taking
+    the second for the slot said ``overdue`` all that day."""
     slot = last_fire_time(trigger, now)
+    last = record.get("last_run") or {}
     started = last.get("started_at")
     if slot is None or not isinstance(started, str):
+        return None
+    if (record.get("last_slot") or {}).get("date") == slot.astimezone(cfg.zone).date().isoformat():
         return None
     try:
         began = datetime.fromisoformat(started)
@@ -271,7 +348,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
     moment = now or SystemClock().now()
     trigger = cfg.trigger()
     nxt = next_fire_time(trigger, moment)
-    owed = _overdue(cfg, trigger, moment, last) if state in ("ok", "failed") else None
+    owed = _overdue(cfg, trigger, moment, record) if state in ("ok", "failed") else None
     if owed is not None:
         state = "overdue"
     return {

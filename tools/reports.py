@@ -94,6 +94,13 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                         f"{last.get('pid')}) was interrupted: its process died before it "
                         "finished; nothing is lost, its steps resume at the next run: run "
                         "`amem scheduler --once`, or let `amem serve` or `amem scheduler` run it")
+    if nightly.get("state") == "failed":  # status showed it; a doctor that said nothing hid it
+        last = nightly.get("last_run") or {}
+        times = int(nightly.get("consecutive_failures") or 1)
+        again = f", {times} nights in a row" if times > 1 else ""
+        problems.append(f"the last nightly run (started {last.get('started_at')}) failed{again}: "
+                        f"{nightly.get('last_error')}; it runs again at the next slot "
+                        f"({nightly.get('next_run')}), or now with `amem scheduler --once`")
     if nightly.get("state") == "overdue":  # maintenance owed, not damage: a warning
         problems.append(f"the nightly job has not run since its {nightly.get('overdue_slot')} slot "
                         f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "

@@ -42,11 +42,48 @@ def locked_message(store: Path, holder_pid: int | None, command: str | None = No
         # the nightly maintenance: it ends by itself, and a server would not share it either
         return (f"the embedded amem store at {store} is in use: {who}, the scheduled maintenance "
                 "run; it releases the store when it finishes. Retry then.")
+    if command is not None and _one_shot(command):
+        # `amem import` and the like end by themselves: sharing the store through a server
+        # (the advice below) is not what someone who runs one command now needs
+        return (f"the embedded amem store at {store} is in use: {who}, a command that releases "
+                "the store when it finishes. Run this again then.")
     return (
         f"the embedded amem store at {store} is in use: {who}. An embedded store belongs to one "
         "process. Run `amem serve` in the owning process and connect through it, or move the "
         "store to a Qdrant server (set AMEM_QDRANT_URL) for shared access."
     )
+
+
+#: the common options of ``amem`` that take a value (``amem --home DIR import ...``)
+_VALUED_OPTIONS = frozenset({"--config", "--home", "--agent", "--embedder"})
+
+
+def amem_subcommand(command: str) -> str | None:
+    """The ``amem`` command word of a process's command line (``import`` of ``amem --home D
+    import notes.jsonl``), or None when it is not an ``amem`` command. A note's text that says
+    "serve" (``amem add we serve tea``) is not taken for the word."""
+    words = command.split()
+    for at, word in enumerate(words[:3]):
+        if Path(word).name == "amem" or (word == "tools.cli" and at and words[at - 1] == "-m"):
+            rest = words[at + 1:]
+            break
+    else:
+        return None
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word in _VALUED_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def _one_shot(command: str) -> bool:
+    """Whether ``command`` is an ``amem`` command that ends by itself (not a server)."""
+    word = amem_subcommand(command)
+    return word is not None and word not in ("serve", "ui")
 
 
 def process_command(pid: int | None, proc: Path = Path("/proc")) -> str | None:

@@ -226,17 +226,32 @@ class Section(Generic[T]):
         whether a neighbour owns them (an unknown override has the source ``ARGUMENTS``).
         """
         values: dict[str, Any] = dict(base or {})
+        sources: dict[str, str] = {}
         unclaimed: list[Unclaimed] = []
         for table, source in tables:
-            unclaimed += self._apply(values, self.flatten(table), source, text=False)
+            unclaimed += self._apply(values, self.flatten(table), source, text=False, sources=sources)
         if env:
-            unclaimed += self._apply_env(values, env)
+            unclaimed += self._apply_env(values, env, sources)
         if overrides:
-            unclaimed += self._apply(values, self.flatten(overrides), ARGUMENTS, text=False)
+            unclaimed += self._apply(values, self.flatten(overrides), ARGUMENTS, text=False,
+                                     sources=sources)
+        self._check_bounds(values, sources)
         return Loaded(values, tuple(unclaimed))
 
+    def _check_bounds(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+        """A value out of bounds names where it came from (``validate`` knows only the key:
+        ``schedule_hour must lie in [0, 23], got 25`` left the reader to find which file or
+        variable said 25)."""
+        for spec in self.specs.values():
+            if spec.attr in sources and spec.parse is None:
+                why = _out_of_bounds(spec.bounds, values[spec.attr])
+                if why:
+                    source = sources[spec.attr]
+                    raise self.error(f"{spec.key} must {why}, got {values[spec.attr]!r} (from {source})",
+                                     key=spec.key, source=source)
+
     def _apply(self, values: dict[str, Any], layer: Mapping[str, Any], source: str, *,
-               text: bool) -> list[Unclaimed]:
+               text: bool, sources: dict[str, str] | None = None) -> list[Unclaimed]:
         # A deprecated alias first, so the key's own spelling wins within one layer; a later
         # layer still wins over both.
         unclaimed: list[Unclaimed] = []
@@ -246,9 +261,12 @@ class Section(Generic[T]):
                 unclaimed.append(Unclaimed(key, source, is_env=False))
                 continue
             values[spec.attr] = self.convert(spec, raw, source, text=text)
+            if sources is not None:
+                sources[spec.attr] = source
         return unclaimed
 
-    def _apply_env(self, values: dict[str, Any], env: Mapping[str, str]) -> list[Unclaimed]:
+    def _apply_env(self, values: dict[str, Any], env: Mapping[str, str],
+                   sources: dict[str, str] | None = None) -> list[Unclaimed]:
         known = set(self.env_names)
         aliases = {a: s for s in self.specs.values() for a in s.env_aliases}
         unclaimed = [Unclaimed(var, f"environment variable {var}", is_env=True) for var in env
@@ -257,6 +275,8 @@ class Section(Generic[T]):
         for var, spec in [*aliases.items(), *self.env_names.items()]:  # own variable last: it wins
             if var in env:
                 values[spec.attr] = self.convert(spec, env[var], f"environment variable {var}", text=True)
+                if sources is not None:
+                    sources[spec.attr] = f"environment variable {var}"
         return unclaimed
 
     def unknown(self, item: Unclaimed, also: Iterable[str] = ()) -> BadConfigError:

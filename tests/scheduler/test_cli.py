@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,97 @@ def test_a_run_opens_the_stores_for_itself_and_waits_for_a_busy_store(tmp_path: 
     runner("manual")
     assert opened == ["open", "closed"] and len(runner.reports) == 1
     assert runner.memory_store is None  # nothing held between runs
+
+
+def test_the_daily_scheduler_says_it_started_and_when_it_runs(home: Path) -> None:
+    # It said nothing at all: an operator (or a service manager's journal) could not tell it
+    # was running, when it would run, or that a run happened. It logs as `amem serve` does.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update(env_for(home), PYTHONPATH=str(root), AMEM_SCHEDULE_TIMEZONE="Europe/Berlin")
+    proc = subprocess.Popen([sys.executable, "-m", "tools.cli", "scheduler", "--no-lcm"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (home / "nightly.json").exists():
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    said = [json.loads(line)["message"] for line in err.splitlines() if line.startswith("{")]
+    started = [m for m in said if m.startswith("standalone nightly scheduler")]
+    assert started and "02:30 Europe/Berlin" in started[0] and "next run 20" in started[0], said
+
+
+def _started(args: list[str], home: Path, **extra: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update(env_for(home), PYTHONPATH=str(root), **extra)
+    return subprocess.Popen([sys.executable, "-m", "tools.cli", *args], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for_holder(home: Path, pid: int) -> None:
+    import time
+
+    deadline = time.monotonic() + 30
+    lock = home / "store" / "LOCK"
+    while time.monotonic() < deadline:
+        if lock.exists() and lock.read_text().strip() == str(pid):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} never held the store")
+
+
+def test_a_scheduler_beside_a_server_says_the_server_runs_the_job(home: Path) -> None:
+    # It told the operator to "run `amem serve` in the owning process", which was one.
+    server = _started(["serve", "--no-lcm"], home)
+    try:
+        _wait_for_holder(home, server.pid)
+        sched = _started(["scheduler", "--no-lcm"], home)
+        out, err = sched.communicate(timeout=60)
+    finally:
+        server.kill()
+        server.communicate(timeout=30)
+    assert sched.returncode == 4, err
+    assert "runs the nightly job itself" in err and "no `amem scheduler` is needed" in err
+
+
+def test_a_scheduler_waits_for_a_command_that_holds_the_store_at_start(home: Path) -> None:
+    # Two schedulers started together: the second met the first's brief check and exited 4.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import time; from amem import MemoryStore; from amem.embed.hashing import "
+            f"HashingEmbedder; s = MemoryStore({str(home / 'store')!r}, embedder=HashingEmbedder()); "
+            "print('held', flush=True); time.sleep(2); s.close()")
+    hold = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**env_for(home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert hold.stdout is not None and hold.stdout.readline().strip() == "held"
+    sched = _started(["scheduler", "--no-lcm"], home)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (home / "nightly.json").exists():
+            assert sched.poll() is None, sched.communicate()
+            time.sleep(0.1)
+        assert sched.poll() is None
+    finally:
+        sched.send_signal(signal.SIGTERM)
+        out, err = sched.communicate(timeout=30)
+        hold.communicate(timeout=30)
+    assert sched.returncode == 0 and "waiting up to" in err, err

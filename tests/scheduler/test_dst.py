@@ -74,3 +74,20 @@ def test_last_fire_time_on_the_transition_days() -> None:
     new_york = cfg(Path("/x"), "America/New_York").trigger()
     assert last_fire_time(new_york, datetime(2027, 3, 14, 7, 0, tzinfo=UTC)) == datetime(
         2027, 3, 13, 7, 30, tzinfo=UTC)
+
+
+def test_the_fall_back_night_served_at_its_first_0230_is_not_overdue(home: Path) -> None:
+    # The run at 02:30 CEST served 2027-10-31; the 02:30 CET firing is skipped. `amem status`
+    # took the latest firing for the slot, found no run started since it, and from the grace's
+    # end said `overdue` (and `amem doctor` "nothing runs it") until the next night.
+    from scheduler import last_run_status
+
+    config = cfg(home, "Europe/Berlin")
+    clock = ManualClock(datetime(2027, 10, 31, 0, 30, 1, tzinfo=UTC))
+    assert run_nightly(ToyNoteStore(home), config=config, reason="scheduled", clock=clock).status == "ok"
+    for hour in (3, 8, 23):
+        status = last_run_status(home, config, now=datetime(2027, 10, 31, hour, tzinfo=UTC))
+        assert (status["state"], status["overdue_slot"]) == ("ok", None), hour
+    # the next night unserved is still overdue once its grace is over
+    status = last_run_status(home, config, now=datetime(2027, 11, 1, 9, tzinfo=UTC))
+    assert (status["state"], status["overdue_slot"]) == ("overdue", "2027-11-01T01:30:00+00:00")

@@ -49,3 +49,14 @@ def test_list_search_and_get_print_no_escape_sequence(tmp_path: Path) -> None:
         assert "\x1b" not in out and "\u202e" not in out and "\\x1b[2J" in out, (args, out)
     stored = amem_json(env, "get", note)["content"]  # type: ignore[index]
     assert stored == HOSTILE  # stored as given; only its printing is escaped
+
+
+def test_status_lines_show_a_tuple_as_a_list_and_an_empty_table_on_its_line() -> None:
+    # `amem status` (README step 2) showed `filters_left_out: ('tenant', 'is_active', ...)`, a
+    # Python tuple, and an empty table (`summaries_by_depth`, a step's `summary`) as its name
+    # over a blank line.
+    from tools.cli.output import kv_text
+
+    shown = kv_text({"memory": {"filters_left_out": ("tenant", "expiry"), "depths": {},
+                                "points": 3}, "empty": []})
+    assert shown == "memory:\n  filters_left_out: tenant, expiry\n  depths: \n  points: 3\nempty: "

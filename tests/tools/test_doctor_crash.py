@@ -140,3 +140,24 @@ def test_doctor_warns_of_a_nightly_run_whose_process_died(
     said = [w for w in doctor["warnings"] if "nightly run" in w]  # type: ignore[union-attr]
     assert len(said) == 1 and "interrupted" in said[0] and "pid 999999" in said[0]
     assert "`amem scheduler --once`" in said[0]
+
+
+def test_doctor_warns_of_a_failed_nightly_run_and_names_its_error(
+        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
+    """`amem doctor` said nothing of a nightly run that failed (only `amem status` showed it):
+    a store whose upkeep has failed for nights looked healthy."""
+    from datetime import UTC, datetime
+
+    with open_store(env) as store:
+        store.add("a note", enrich=False)
+    home = Path(env["AMEM_HOME"])
+    write_record(SchedulerConfig(home=home).record_path, {
+        "consecutive_failures": 2, "last_run": {
+            "status": "failed", "reason": "scheduled", "pid": 999999,
+            "started_at": datetime.now(UTC).isoformat(),
+            "error": "consolidate: OSError: [Errno 28] No space left on device"}})
+    doctor = run_json(capsys, env, "doctor")
+    assert doctor["ok"] is True  # owed maintenance, not damage
+    said = [w for w in doctor["warnings"] if "nightly run" in w]  # type: ignore[union-attr]
+    assert len(said) == 1 and "failed" in said[0] and "No space left on device" in said[0]
+    assert "2 nights in a row" in said[0] and "`amem scheduler --once`" in said[0]

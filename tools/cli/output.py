@@ -146,10 +146,12 @@ def kv_text(data: Mapping[str, Any], indent: str = "") -> str:
     """A nested mapping as indented ``key: value`` lines."""
     lines = []
     for key, value in data.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and value:
             lines.append(f"{indent}{key}:")
             lines.append(kv_text(value, indent + "  "))
-        elif isinstance(value, list):
+        elif isinstance(value, Mapping):  # empty: its name alone, not over a blank line
+            lines.append(f"{indent}{key}: ")
+        elif isinstance(value, (list, tuple)):  # a tuple is a list to the reader, not Python's repr
             shown = ", ".join(json.dumps(v, ensure_ascii=False, default=str)
                               if not isinstance(v, str) else v for v in value)
             lines.append(f"{indent}{key}: {shown}")

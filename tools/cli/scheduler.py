@@ -13,7 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .common import Cmd
-from .output import EXIT_ERROR, EXIT_OK, emit, kv_text, usage_error
+from .output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, CliError, emit, kv_text, usage_error
 
 if TYPE_CHECKING:
     from scheduler import SchedulerConfig
@@ -82,8 +82,14 @@ def _run_daily(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> i
 
     from scheduler import run_forever_opening
 
+    from .output import setup_logging
+
+    if not args.verbose and not args.env.get("AMEM_LOG_LEVEL"):
+        # A service is read through its log: at WARNING it said nothing at all, not that it
+        # started, when it runs next, nor that a run happened (as `amem serve` says them).
+        setup_logging(1, args.env)
     with rt:  # opened once now, so a store a server owns is said at once (exit 4)
-        rt.memory
+        _open_at_start(rt)
         if not args.no_lcm:
             rt.lcm
 
@@ -100,6 +106,33 @@ def _run_daily(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> i
     finally:
         signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def _open_at_start(rt: Runtime) -> None:
+    """Open the note store once at start. ``amem serve`` holding it runs the nightly job itself
+    (unless ``--no-scheduler``): that is said at once (exit 4), where the message told the
+    operator to run `amem serve` in the owning process. Another command holding it (an
+    import, a second scheduler's own check at the same moment) is waited for, up to 15 s, as
+    a starting server waits: the scheduler exited 4 at once, so of two started together one
+    died of the other's brief check."""
+    from amem.backends._lock import amem_subcommand, process_command
+    from amem.errors import StoreLockedError
+
+    from .serve import open_waiting
+
+    try:
+        rt.memory
+    except StoreLockedError as exc:
+        command = process_command(exc.holder_pid) or ""
+        if amem_subcommand(command) == "serve":
+            why = ("which runs the nightly job itself: no `amem scheduler` is needed beside it "
+                   "(`amem scheduler --status` shows its runs)" if "--no-scheduler" not in command
+                   else "started with --no-scheduler, so nothing runs the nightly job: start it "
+                   "without --no-scheduler (a scheduler cannot open a store a server holds)")
+            raise CliError(f"the store at {exc.path} is held by a running server (pid "
+                           f"{exc.holder_pid}: {command}), {why}",
+                           code="store_locked", exit_code=EXIT_BUSY) from None
+        open_waiting(rt)
 
 
 def _exit_on_term(signum: int, frame: FrameType | None) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from amem.backends import EdgeBackend
 from amem.backends._edge_build import BUILD_DIR
+from amem.backends._lock import locked_message
 from amem.errors import StoreLockedError
 
 from ._data import DIM, random_points
@@ -89,3 +90,25 @@ def test_a_build_copy_still_in_use_is_not_deleted_under_its_process(tmp_path: Pa
     with EdgeBackend(store) as backend:  # its process gone, the leftover is cleaned
         assert backend.count() == 3
     assert not build.exists()
+
+
+STORE = Path("/data/amem/store")
+
+
+def test_a_one_shot_command_holding_the_store_is_waited_for_not_served() -> None:
+    # `amem scheduler --once` (or `amem list`) during `amem import` was told to "run `amem
+    # serve` in the owning process": the import ends by itself; running again then is the way.
+    for command in ("/home/u/.venv/bin/amem import notes.jsonl --no-enrich",
+                    "/usr/bin/python3 -m tools.cli --home /data/amem consolidate",
+                    "amem add we serve green tea",  # a note's words are not the command
+                    "amem --agent ui --home /srv/serve list"):
+        said = locked_message(STORE, 4242, command)
+        assert "releases the store when it finishes" in said, said
+        assert "owning process" not in said and "AMEM_QDRANT_URL" not in said
+
+
+def test_a_server_or_an_unknown_holder_keeps_the_advice_to_share_the_store() -> None:
+    for command in ("/home/u/.venv/bin/amem serve --agent me", "amem --home /d --json serve",
+                    "python my_bot.py", "python -m tools.cli", None):
+        said = locked_message(STORE, 4242, command)
+        assert "Run `amem serve` in the owning process" in said, said

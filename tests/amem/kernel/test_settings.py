@@ -119,6 +119,9 @@ def test_a_parser_for_a_type_the_loader_does_not_know() -> None:
     ({"overrides": {"mode": "medium"}}, "mode", "expected one of"),
     ({"overrides": {"tags": [1]}}, "tags", "expected a list of strings"),
     ({"overrides": {"count": None}}, "count", "may not be empty"),
+    # out of bounds: where the value came from, not only the key (it said "got 0" alone)
+    ({"env": {"DEMO_COUNT": "0"}}, "count", r"count must be >= 1, got 0 \(from environment variable DEMO_COUNT\)"),
+    ({"tables": [({"ratio": 2}, "f.toml")]}, "ratio", r"ratio must lie in \(0, 1\], got 2.0 \(from f.toml\)"),
 ])
 def test_bad_values_name_the_key_and_the_source(kwargs: dict[str, Any], key: str, why: str) -> None:
     with pytest.raises(DemoError, match=why) as err:
