@@ -106,7 +106,12 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         lcm_data = {"doctor": lcm_data, "clean": lcm("doctor_clean")}
     lcm_doctor = lcm_data.get("doctor", lcm_data) or {}
     lcm_ok = lcm_doctor.get("ok", True)
-    if lcm_doctor.get("failed"):  # it exists and would not open: ok: True beside "malformed"
+    if lcm_doctor.get("too_new"):  # intact: restoring a backup would lose the newer writes
+        lcm_ok = False
+        problems.append(f"the conversation store could not be opened ({lcm_doctor.get('reason')}); "
+                        "it is intact: run this amem's newer version on it, never restore it or "
+                        "move it aside")
+    elif lcm_doctor.get("failed"):  # it exists and would not open: ok: True beside "malformed"
         lcm_ok = False
         problems.append(f"the conversation store could not be opened ({lcm_doctor.get('reason')}); "
                         "`amem serve` and the nightly job refuse to run on it: restore lcm.db from a "

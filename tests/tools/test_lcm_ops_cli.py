@@ -4,6 +4,7 @@ doctor ranks the worst conversations (``--top``)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,6 @@ def test_status_and_doctor_report_version_debt_and_the_worst_conversations(tmp_p
 
 def test_doctor_exits_1_on_damage_as_amem_doctor_does(tmp_path: Path) -> None:
     # `amem lcm doctor || alert` must fire: it exited 0 beside "ok: False"
-    import sqlite3
 
     env = env_for(tmp_path / "home")
     amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 10))), "--session-key", KEY)
@@ -74,6 +74,20 @@ def test_amem_doctor_fails_on_a_conversation_store_that_will_not_open(tmp_path: 
     report = amem_json(env, "doctor", code=1)
     assert report["ok"] is False and report["lcm"]["failed"] is True
     assert any("could not be opened" in w for w in report["warnings"])
+
+
+def test_amem_doctor_names_a_conversation_store_a_newer_amem_migrated(tmp_path: Path) -> None:
+    # Older code opened it silently; refused now, the advice must not be to restore a backup
+    # or move the intact store aside (what a damaged file is told).
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 4))), "--session-key", KEY)
+    with sqlite3.connect(tmp_path / "home" / "lcm.db") as db:
+        db.execute("INSERT INTO lcm_migrations VALUES ('0099_from_the_future', '2027-01-01')")
+    assert "migrated by a newer amem" in amem(env, "lcm", "status", code=1).stderr
+    report = amem_json(env, "doctor", code=1)
+    assert report["lcm"]["too_new"] is True
+    (warning,) = [w for w in report["warnings"] if "could not be opened" in w]
+    assert "newer version" in warning and "backup" not in warning
 
 
 def test_a_read_without_an_embedder_keeps_the_one_a_conversation_only_home_recorded(tmp_path: Path) -> None:
