@@ -67,8 +67,8 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     _one_way_links(store, live_links, memory, problems, fix)
     if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
         problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
-                        f"write was interrupted); the next add, import or nightly job "
-                        f"re-embeds them")
+                        f"write was interrupted, or an upgrade at open gave their subjects to "
+                        f"ranking); the next add, import or nightly job re-embeds them")
     build = info.index_build or {}
     if build.get("state") == "failed":  # search works, by brute force over the new points
         problems.append(f"the last index build failed ({build.get('error')}); the "
