@@ -2,17 +2,20 @@
 
 Each is recorded in the store's metadata and runs once per store:
 
-1. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt;
-2. **point ids** of format 1 (which two tenants could share) move to the current format
+1. **point ids** of format 1 (which two tenants could share) move to the current format
    (``amem.pointids``);
-3. **event times**: notes written before event times get their ``event_ts`` index field, so
+2. **event times**: notes written before event times get their ``event_ts`` index field, so
    ``since``/``before`` find them;
-4. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
+3. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
    subjects reached ranking, get their BM25 vector now and are marked ``vector_stale``, so
    the next writes (``amem.refresh.REPAIR_LIMIT`` each) or the nightly job embed their
    "Subjects: ..." line (``amem.refresh``);
-5. **subject keys**: notes written while subjects were compared as spelled get the keys the
-   subject filter and the same-subject rules now compare (``amem.notefields.subject_key``).
+4. **subject keys**: notes written while subjects were compared as spelled get the keys the
+   subject filter and the same-subject rules now compare (``amem.notefields.subject_key``);
+5. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt, and the corpus
+   statistics recounted from every payload. Last: the recount is then the whole truth (the
+   subjects upgrade before it adjusts the running total by the words it adds, which the
+   recount, reading subjects too, would otherwise count twice).
 """
 
 from __future__ import annotations
@@ -42,23 +45,26 @@ KEYED_KEY = "subject_keys"
 
 def upgrade(index: NoteIndex) -> None:
     """Run every upgrade the store still needs, in order (each records itself)."""
-    retokenize(index)
     move_point_ids(index)
     index_old_notes(index)
     rank_subjects(index)
     key_subjects(index)
+    retokenize(index)
 
 
 def retokenize(index: NoteIndex) -> None:
     """BM25 vectors written by another tokenizer (a stemmer change) are rebuilt, once."""
     if not bm25.terms_outdated(index.meta):
         return
-    rebuilt = bm25.rebuild_sparse(index.backend, index.stats.avgdl, index.bm25_params)
+    rebuilt, tokens = bm25.rebuild_sparse(index.backend, index.stats.avgdl, index.bm25_params)
     if rebuilt:
         log.warning("rebuilt the BM25 vectors of %d notes of %s for tokenizer version %d",
                     rebuilt, index.location, TOKENIZER_VERSION)
+    # The running total counted the old tokenizer's terms (5% short on a store of
+    # 2026-11-29): every later avgdl, hence every later BM25 weight, would inherit it.
+    index.stats.tokens = tokens
     index.meta[bm25.TOKENIZER_KEY] = TOKENIZER_VERSION
-    index.write_meta()
+    index.save_meta()  # with the statistics just counted
 
 
 def move_point_ids(index: NoteIndex) -> None:
