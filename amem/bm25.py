@@ -111,20 +111,23 @@ def terms_outdated(meta: dict[str, object]) -> bool:
 
 
 def rebuild_sparse(backend: VectorBackend, avgdl: float, params: Bm25Params,
-                   batch: int = 256) -> int:
+                   batch: int = 256) -> tuple[int, int]:
     """Re-tokenise every stored note: new BM25 vectors, the same dense vectors and payloads.
 
     A stemmer change maps "deployments" to another term than before, so a query would no
     longer meet notes written earlier; this rewrites their sparse vectors once. Returns how
-    many points were rewritten (points without a vector or content are left alone).
+    many points were rewritten (points without a vector or content are left alone) and the
+    token total of every point under this tokenizer, which the corpus statistics take (they
+    counted the old tokenizer's terms).
     """
-    done = 0
+    done = tokens = 0
     todo: list[Point] = []
     for hit in backend.iterate(None, with_vectors=True):
         payload = hit.payload
+        terms = payload_terms(payload)
+        tokens += len(terms)
         if hit.dense is None or not isinstance(payload.get("content"), str):
             continue
-        terms = payload_terms(payload)
         todo.append(Point(hit.id, hit.dense, doc_vector(terms, avgdl, params), payload))
         if len(todo) >= batch:
             backend.upsert(todo)
@@ -132,4 +135,4 @@ def rebuild_sparse(backend: VectorBackend, avgdl: float, params: Bm25Params,
     if todo:
         backend.upsert(todo)
         done += len(todo)
-    return done
+    return done, tokens

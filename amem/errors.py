@@ -7,6 +7,7 @@
     ├── EmbedderMismatchError      the store was built with another embedder; ``.stored`` / ``.given``
     ├── StoreLockedError           another process owns the embedded store; ``.path`` / ``.holder_pid``
     ├── BackendError               the vector engine failed or refused an operation
+    │   └── StoreTooNewError       a newer amem wrote the store's format; ``.schema`` / ``.supported``
     ├── MissingExtraError          an optional dependency is not installed; ``.install`` says how
     └── LLMError                   the LLM endpoint failed (callers fall back to offline enrichment)
         └── LLMResponseError       the reply was not usable JSON of the right shape; ``.raw``
@@ -72,6 +73,20 @@ class BackendError(AmemError):
     """The vector engine failed or refused an operation."""
 
     code = "backend_error"
+
+
+class StoreTooNewError(BackendError):
+    """The store's format is newer than this code knows: a newer amem upgraded it.
+
+    Writing it with this code would leave notes the newer upgrades already passed over
+    without what those upgrades give (older releases did exactly that, silently)."""
+
+    code = "schema_too_new"
+
+    def __init__(self, message: str, *, schema: int, supported: int) -> None:
+        super().__init__(message)
+        self.schema = schema
+        self.supported = supported
 
 
 class MissingExtraError(AmemError, ImportError):

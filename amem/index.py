@@ -30,7 +30,8 @@ from .backends.base import (LIVE_KEY, NOTHING_KNOWN, Condition, Hit, IsEmpty, Ma
                             Point, StoreFacts, VectorBackend, Where, live_keys)
 from .config import AmemConfig
 from .embed.base import Embedder
-from .errors import BackendError, EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import (BackendError, EmbedderMismatchError, NotFoundError, StoreTooNewError,
+                     ValidationError)
 from .index_build import META_KEY as BUILD_META_KEY, IndexBuilder
 from .kernel.clock import Clock
 from .kernel.errors import DiskFullError
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: the store format this code reads and writes (``meta.json``'s ``schema``); a store of a
+#: higher one is refused at open (``StoreTooNewError``). Raise it with a one-time upgrade
+#: (``amem.upgrades``) that code without the upgrade would undo by writing: an older amem
+#: then refuses the store instead of writing notes that upgrade already passed over.
 SCHEMA_VERSION = 1
 #: the payload field saying a note's vector embeds an earlier text of it (``amem.refresh``)
 STALE_FIELD = "vector_stale"
@@ -107,6 +112,14 @@ class NoteIndex:
                     "bm25_stats": {"docs": 0, "tokens": 0}}
             self.backend.write_meta(meta)
             return meta
+        schema = meta.get("schema", SCHEMA_VERSION)
+        if isinstance(schema, int) and schema > SCHEMA_VERSION:
+            self.backend.close()
+            raise StoreTooNewError(
+                f"the store at {self.location} has format {schema}, written by a newer amem; "
+                f"this one reads format {SCHEMA_VERSION} and would write notes its upgrades "
+                "missed: upgrade amem on this host (the store is intact)",
+                schema=schema, supported=SCHEMA_VERSION)
         stored = meta.get("embedder")
         if stored != given or meta.get("dim") != self.embedder.dim:
             self.backend.close()

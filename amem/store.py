@@ -129,7 +129,7 @@ class MemoryStore:
         #: the notes in the engine: points, filters, similarity, metadata (``amem.index``)
         self.index = NoteIndex(engine, embedder, config=config, clock=self.clock,
                                lock=self._lock, location=self.location)
-        upgrade(self.index)  # once per store: tokenizer, point ids, event times
+        upgrade(self.index)  # once per store: point ids, event times, subjects, tokenizer
         self._llm = llm if llm is not None else self._llm_from_config()
         #: supersession marks, judged by the LLM when one is configured (amem.supersede)
         self.superseder = Superseder(self.index, judge_for(self._llm, IndexMeaning(self.index)))

@@ -2,29 +2,37 @@
 
 Each is recorded in the store's metadata and runs once per store:
 
-1. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt;
-2. **point ids** of format 1 (which two tenants could share) move to the current format
+1. **point ids** of format 1 (which two tenants could share) move to the current format
    (``amem.pointids``);
-3. **event times**: notes written before event times get their ``event_ts`` index field, so
+2. **event times**: notes written before event times get their ``event_ts`` index field, so
    ``since``/``before`` find them;
-4. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
+3. **subjects in ranking**: notes whose subjects bring words their text lacks, written before
    subjects reached ranking, get their BM25 vector now and are marked ``vector_stale``, so
    the next writes (``amem.refresh.REPAIR_LIMIT`` each) or the nightly job embed their
    "Subjects: ..." line (``amem.refresh``);
-5. **subject keys**: notes written while subjects were compared as spelled get the keys the
-   subject filter and the same-subject rules now compare (``amem.notefields.subject_key``).
+4. **subject keys**: notes written while subjects were compared as spelled get the keys the
+   subject filter and the same-subject rules now compare (``amem.notefields.subject_key``);
+5. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt, and the corpus
+   statistics recounted from every payload. Last: the recount is then the whole truth (the
+   subjects upgrade before it adjusts the running total by the words it adds, which the
+   recount, reading subjects too, would otherwise count twice).
+
+Before them, **older writes** (:func:`heal_older_writes`): notes an older amem wrote after
+the store was upgraded get the same treatment, point by point, since the upgrades above
+never read a store twice.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
+from typing import Any
 
 from . import bm25
 from .backends.base import Hit, IsEmpty, Point, Where
 from .index import STALE_FIELD, NoteIndex
 from .notefields import SUBJECT_KEYS, epoch, index_fields, iso
-from .notes import POINT_ID_FORMAT, Note
+from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
 from .pointids import move_points
 from .refresh import REPAIR_LIMIT
@@ -38,27 +46,33 @@ INDEXED_KEY = "event_time_index"
 SUBJECTS_KEY = "subject_terms"
 #: the store metadata key saying every note that names subjects carries their keys
 KEYED_KEY = "subject_keys"
+#: the store metadata key saying every point of the (edge) store carried its live key once
+LIVE_KEYS_KEY = "live_keys"
 
 
 def upgrade(index: NoteIndex) -> None:
     """Run every upgrade the store still needs, in order (each records itself)."""
-    retokenize(index)
+    heal_older_writes(index)
     move_point_ids(index)
     index_old_notes(index)
     rank_subjects(index)
     key_subjects(index)
+    retokenize(index)
 
 
 def retokenize(index: NoteIndex) -> None:
     """BM25 vectors written by another tokenizer (a stemmer change) are rebuilt, once."""
     if not bm25.terms_outdated(index.meta):
         return
-    rebuilt = bm25.rebuild_sparse(index.backend, index.stats.avgdl, index.bm25_params)
+    rebuilt, tokens = bm25.rebuild_sparse(index.backend, index.stats.avgdl, index.bm25_params)
     if rebuilt:
         log.warning("rebuilt the BM25 vectors of %d notes of %s for tokenizer version %d",
                     rebuilt, index.location, TOKENIZER_VERSION)
+    # The running total counted the old tokenizer's terms (5% short on a store of
+    # 2026-11-29): every later avgdl, hence every later BM25 weight, would inherit it.
+    index.stats.tokens = tokens
     index.meta[bm25.TOKENIZER_KEY] = TOKENIZER_VERSION
-    index.write_meta()
+    index.save_meta()  # with the statistics just counted
 
 
 def move_point_ids(index: NoteIndex) -> None:
@@ -166,6 +180,69 @@ def key_subjects(index: NoteIndex) -> int:
     return done
 
 
+def heal_older_writes(index: NoteIndex) -> int:
+    """Notes an older amem wrote into this store since it was upgraded are upgraded too; the count.
+
+    Such a version writes no live key, so the edge engine's open keys those points
+    (``EdgeBackend.keyed_at_open``). Once a store was wholly keyed (recorded here as
+    ``live_keys``), a point keyed at a later open came from such a writer, and the upgrades
+    of this module, recorded as done, would never read it: at a point id of format 1 it was
+    found by search but not by ``get``, ``update`` or ``delete``; without subject keys the
+    subject filter missed it. Each such note is moved to its point id and given its subject
+    keys, event-time fields and BM25 terms; a note whose subjects add words to its embedded
+    text is marked ``vector_stale`` (the writer may have embedded its text alone). Too many
+    points to name (a store's first keying) run every upgrade again instead.
+    """
+    from .backends._edge_keys import KEYED_IDS_MAX
+    from .backends.edge import EdgeBackend
+
+    backend = index.backend
+    if not isinstance(backend, EdgeBackend):  # another engine keeps no live key to tell by
+        return 0
+    if not index.meta.get(LIVE_KEYS_KEY):  # a store keyed by this open or never: nothing to tell
+        if backend.store_facts().keyed:
+            index.meta[LIVE_KEYS_KEY] = 1
+            index.write_meta()
+        return 0
+    ids = backend.keyed_at_open
+    if len(ids) >= KEYED_IDS_MAX:
+        for key in (POINT_IDS, INDEXED_KEY, SUBJECTS_KEY, KEYED_KEY):
+            index.meta.pop(key, None)
+        log.warning("%s: %d or more notes were written by an older amem since this store was "
+                    "upgraded; every upgrade runs again", index.location, KEYED_IDS_MAX)
+        return 0
+    healed = moved = 0
+    for hit in backend.retrieve(ids, with_vectors=True):
+        agent, note_id = hit.payload.get("agent_id"), hit.payload.get("id")
+        if not isinstance(agent, str) or not isinstance(note_id, str) or hit.dense is None:
+            continue
+        note = Note.from_payload(hit.payload)
+        if point_id(agent, note_id) != hit.id:  # the copy first, as move_points does
+            point = index.make_point(note, hit.dense, count_stats=False,
+                                     stale=bool(hit.payload.get(STALE_FIELD)))
+            point.payload = dict(hit.payload)
+            backend.upsert([point])
+            backend.delete([hit.id])
+            moved += 1
+        changes: dict[str, Any] = {"subjects": note.subjects}  # and so their keys
+        stamp = str(hit.payload.get("event_time") or hit.payload.get("timestamp") or "")
+        if hit.payload.get("event_ts") is None and epoch(stamp) is not None:
+            changes.update({"event_time": iso_of(stamp), **index_fields(
+                stamp, str(hit.payload.get("expires_at") or ""), hit.payload.get("metadata") or {})})
+        if note.embed_text() != note.copy(subjects=[]).embed_text():
+            changes[STALE_FIELD] = True
+        healed += index.update_note_fields(note_id, agent, changes, terms_of=note,
+                                           active_only=False)
+    if moved:  # a copy at its format-1 id beside the current point counted as a document
+        index.stats = index.stats.resized(backend.count(None))
+        index.save_meta()
+    if healed:
+        log.warning("%s: %d notes written by an older amem since this store was upgraded were "
+                    "brought up to date (point ids, subject keys, event times, BM25 terms)",
+                    index.location, healed)
+    return healed
+
+
 def iso_of(stamp: str) -> str:
     """A stored time in the UTC form event times use."""
     when = epoch(stamp)
@@ -173,5 +250,5 @@ def iso_of(stamp: str) -> str:
     return iso(datetime.fromtimestamp(when, tz=timezone.utc))
 
 
-__all__ = ["INDEXED_KEY", "KEYED_KEY", "SUBJECTS_KEY", "index_old_notes", "key_subjects", "move_point_ids", "rank_subjects",
-           "retokenize", "upgrade"]
+__all__ = ["INDEXED_KEY", "KEYED_KEY", "LIVE_KEYS_KEY", "SUBJECTS_KEY", "heal_older_writes", "index_old_notes",
+           "key_subjects", "move_point_ids", "rank_subjects", "retokenize", "upgrade"]

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 from lcm.db import Database
+from lcm.errors import SchemaTooNewError
 
 log = logging.getLogger(__name__)
 
@@ -348,8 +349,21 @@ def applied_migrations(db: Database) -> list[str]:
 
 
 def migrate(db: Database, now_iso: str) -> list[str]:
-    """Apply every registered migration not yet recorded; return the names applied."""
-    done = set(applied_migrations(db))
+    """Apply every registered migration not yet recorded; return the names applied.
+
+    Raises:
+        SchemaTooNewError: the file records migrations this code does not know: newer code
+            migrated it, and writing it with this code's older schema would lose what they
+            added (``lcm.pg.schema`` refuses such a database the same way).
+    """
+    recorded = applied_migrations(db)
+    unknown = [name for name in recorded if name not in MIGRATIONS]
+    if unknown:
+        raise SchemaTooNewError(
+            f"lcm: the conversation store {db.path} was migrated by a newer amem (unknown "
+            f"migrations: {', '.join(unknown)}); upgrade amem on this host, or open the "
+            "store with the version that migrated it", unknown=unknown)
+    done = set(recorded)
     applied = []
     for name, fn in MIGRATIONS.items():
         if name in done:

@@ -67,8 +67,8 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
     _one_way_links(store, live_links, memory, problems, fix)
     if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
         problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
-                        f"write was interrupted); the next add, import or nightly job "
-                        f"re-embeds them")
+                        f"write was interrupted, or an upgrade at open gave their subjects to "
+                        f"ranking); the next add, import or nightly job re-embeds them")
     build = info.index_build or {}
     if build.get("state") == "failed":  # search works, by brute force over the new points
         problems.append(f"the last index build failed ({build.get('error')}); the "
@@ -113,7 +113,12 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         lcm_data = {"doctor": lcm_data, "clean": lcm("doctor_clean")}
     lcm_doctor = lcm_data.get("doctor", lcm_data) or {}
     lcm_ok = lcm_doctor.get("ok", True)
-    if lcm_doctor.get("failed"):  # it exists and would not open: ok: True beside "malformed"
+    if lcm_doctor.get("too_new"):  # intact: restoring a backup would lose the newer writes
+        lcm_ok = False
+        problems.append(f"the conversation store could not be opened ({lcm_doctor.get('reason')}); "
+                        "it is intact: run this amem's newer version on it, never restore it or "
+                        "move it aside")
+    elif lcm_doctor.get("failed"):  # it exists and would not open: ok: True beside "malformed"
         lcm_ok = False
         # The store's own advice when it has one: a damaged file and one this user may not
         # write need different things, and a server that is down needs neither.

@@ -44,6 +44,8 @@ SOURCES = (TENANT_FIELD, ACTIVE, SUCCESSOR, EXPIRY)
 KEYED_FIELDS = frozenset({*SOURCES, LIVE_KEY})
 #: the bytes a key's write is counted at per point by the room check
 KEY_BYTES = 64
+#: the most ids :func:`fill` hands back (a store's first keying can cover millions)
+KEYED_IDS_MAX = 10_000
 
 #: ``EdgeBackend.check_space``: raises ``DiskFullError`` without room for ``points`` points
 #: of ``data_bytes`` in all
@@ -89,9 +91,11 @@ def expiry_came(shard: qe.EdgeShard, since: float, now: float) -> dict[str, list
     return groups
 
 
-def fill(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path) -> bool:
+def fill(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path,
+         keyed: list[str] | None = None) -> bool:
     """Give the points written before :data:`LIVE_KEY` theirs; True when every point carries
-    one, as from then on.
+    one, as from then on. ``keyed`` receives the ids of the points it keyed, up to
+    :data:`KEYED_IDS_MAX`.
 
     Read a page at a time (the fields the key is made of) and written as one payload write
     per key value and page, so the key is the one ``live_key`` makes for a new point. Each
@@ -119,6 +123,8 @@ def fill(shard: qe.EdgeShard, *, room: RoomCheck, moved: MovedPoints, path: Path
         for key, ids in groups.items():
             shard.update(qe.UpdateOperation.set_payload(ids, {LIVE_KEY: key}))
         moved.mark([str(r.id) for r in records])
+        if keyed is not None:  # ids of a first keying of a large store: none past the cap
+            keyed.extend(str(r.id) for r in records[:max(0, KEYED_IDS_MAX - len(keyed))])
         done += len(records)
     log.warning("gave %d points of %s their live key in %.1f s (once: searches of a store "
                 "of several agents name one indexed key instead of four conditions)",

@@ -344,6 +344,9 @@ class EdgeBackend:
         self._facts_stale = False
         #: every point carries its ``LIVE_KEY`` (filled at open; every write keeps it)
         self._keyed_all = False
+        #: the points this open gave their ``LIVE_KEY``: written by a version without it
+        #: (``amem.upgrades.heal_older_writes`` brings them up to date)
+        self.keyed_at_open: list[str] = []
         #: bumped by every write a filter can see (``generation``); this handle holds the
         #: store's lock, so no other process writes it
         self._generation = 0
@@ -461,7 +464,8 @@ class EdgeBackend:
             with self._engine("key the store's points"):
                 room, path = self.check_space, self.path
                 self._keyed_all = (
-                    _edge_keys.fill(shard, room=room, moved=self.moved, path=path)
+                    _edge_keys.fill(shard, room=room, moved=self.moved, path=path,
+                                    keyed=self.keyed_at_open)
                     and _edge_keys.mend(shard, room=room, moved=self.moved, path=path))
             with self._engine("read the store's facts"):
                 self._count_facts(shard)

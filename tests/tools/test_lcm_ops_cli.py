@@ -4,6 +4,7 @@ doctor ranks the worst conversations (``--top``)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,6 @@ def test_status_and_doctor_report_version_debt_and_the_worst_conversations(tmp_p
 
 def test_doctor_exits_1_on_damage_as_amem_doctor_does(tmp_path: Path) -> None:
     # `amem lcm doctor || alert` must fire: it exited 0 beside "ok: False"
-    import sqlite3
 
     env = env_for(tmp_path / "home")
     amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 10))), "--session-key", KEY)
@@ -96,6 +96,20 @@ def test_amem_doctor_gives_a_store_this_user_may_not_write_its_own_advice(tmp_pa
     (issue,) = [i for i in lcm["issues"] if i["check"] == "not_writable"]
     assert "permissions" in issue["detail"] and "backup" not in issue["detail"], issue
     assert "cannot be written" in refused.stderr and "unexpected" not in refused.stderr, refused.stderr
+
+
+def test_amem_doctor_names_a_conversation_store_a_newer_amem_migrated(tmp_path: Path) -> None:
+    # Older code opened it silently; refused now, the advice must not be to restore a backup
+    # or move the intact store aside (what a damaged file is told).
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 4))), "--session-key", KEY)
+    with sqlite3.connect(tmp_path / "home" / "lcm.db") as db:
+        db.execute("INSERT INTO lcm_migrations VALUES ('0099_from_the_future', '2027-01-01')")
+    assert "migrated by a newer amem" in amem(env, "lcm", "status", code=1).stderr
+    report = amem_json(env, "doctor", code=1)
+    assert report["lcm"]["too_new"] is True
+    (warning,) = [w for w in report["warnings"] if "could not be opened" in w]
+    assert "newer version" in warning and "backup" not in warning
 
 
 def test_a_read_without_an_embedder_keeps_the_one_a_conversation_only_home_recorded(tmp_path: Path) -> None:

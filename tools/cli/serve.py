@@ -378,11 +378,15 @@ def doctor_data(store: MemoryStore, lcm: LcmReport, rt: Runtime, clean: bool, *,
 def _lcm_reports(rt: Runtime) -> LcmReport:
     """lcm's reports from the runtime's store, or ``{"available": false, "reason": ...}`` when
     it cannot be opened (the memory half of status/doctor still has something to say)."""
+    from lcm.errors import SchemaTooNewError
+
     from ..reports import lcm_report
 
     def report(method: str) -> dict[str, Any]:
         try:
             store = rt.lcm
+        except SchemaTooNewError as exc:  # sound, but newer than this code: not a repair
+            return {"available": False, "reason": str(exc), "failed": True, "too_new": True}
         except Exception as exc:
             # not "off": the store is there and failed to open (a damaged file): doctor says so,
             # with the store's own advice apart when it has one (lcm.errors.StoreFileError)

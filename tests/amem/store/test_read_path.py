@@ -223,7 +223,7 @@ def test_a_store_written_by_an_older_tokenizer_gets_its_bm25_vectors_rebuilt(
 
     with MemoryStore(tmp_path, embedder=embedder, clock=clock) as store:
         nid = store.add("Our deployments failed twice this week", enrich=False).id
-        store.add("Lunch is at noon", enrich=False)
+        store.add("Lunch is at noon", subjects=["Quelmar"], enrich=False)
         # make it the store an older tokenizer wrote: its terms, and no version in the metadata
         hit = next(h for h in store.index.backend.iterate(None, with_vectors=True)
                    if h.payload["id"] == nid)
@@ -233,9 +233,15 @@ def test_a_store_written_by_an_older_tokenizer_gets_its_bm25_vectors_rebuilt(
     engine = EdgeBackend(tmp_path, embedder.dim)  # the closed store, as files
     meta = engine.read_meta()
     meta.pop(bm25.TOKENIZER_KEY)
+    meta.pop("subject_terms")  # older than subjects in ranking as well (both upgrades run)
+    meta["bm25_stats"]["tokens"] = 4  # what the older tokenizer counted (stayed so for good)
     engine.write_meta(meta)
     engine.close()
     with MemoryStore(tmp_path, embedder=embedder, clock=clock) as store:
         found = {r.id: r.found_by for r in store.search("deploying", limit=2, heat=False)}
         assert found[nid] in ("bm25", "both")  # the query's term meets the rebuilt vector
         assert store.index.backend.read_meta()[bm25.TOKENIZER_KEY] == bm25.TOKENIZER_VERSION
+        counted = sum(len(bm25.payload_terms(h.payload))
+                      for h in store.index.backend.iterate(None))
+        assert counted > 4 and store.index.stats.tokens == counted
+        assert store.index.backend.read_meta()["bm25_stats"]["tokens"] == counted

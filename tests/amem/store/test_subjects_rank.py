@@ -25,6 +25,7 @@ from amem.notes import compose_embed_text, point_id
 from amem.refresh import count_stale
 from amem.text import tokenize
 from amem.upgrades import SUBJECTS_KEY
+from tools.reports import doctor_report
 
 #: a sentence that does not name what it is about (as the second sentence of an article)
 RIVER = "Its capital lies on a river delta, and it exports rice and silk."
@@ -166,6 +167,10 @@ def test_a_store_written_before_subjects_reached_ranking_is_brought_up_to_date(
         # its vector waits for the next write; the note whose text names its subject does not
         assert new.get("q").vector_stale and not new.get("a").vector_stale
         assert count_stale(new.index) == 1
+        # doctor said "a write was interrupted" of the notes this upgrade marked
+        (stale,) = [w for w in doctor_report(new, lambda _: {"ok": True}, {}, clean=False)[
+            "warnings"] if "earlier text" in w]
+        assert "upgrade" in stale
         new.add("Bob rides a blue bicycle", enrich=False)
         assert count_stale(new.index) == 0
         assert np.allclose(unit(stored_vector(new, "q")),
