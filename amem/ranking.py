@@ -38,15 +38,22 @@ def logit(score: float) -> float:
     return math.log(max(score, 1e-12) / max(1.0 - score, 1e-12))
 
 
-def time_neighbours(times: Mapping[K, float], seeds: Sequence[K], span: int,
-                    gap: float) -> dict[K, list[K]]:
+#: more notes than this at one instant are a bulk write (an import, a batch without times):
+#: nothing says in which order they were told
+BULK_INSTANT = 4
+
+
+def time_neighbours(times: Mapping[K, float], seeds: Sequence[K], span: int, gap: float,
+                    bulk: Collection[float] = ()) -> dict[K, list[K]]:
     """Which seeds each note is a neighbour of: note -> seeds, in the seeds' order.
 
     A seed's neighbours are the notes of the ``span`` instants right before it and the
     ``span`` right after it in time (``times``: epoch seconds), each less than ``gap`` seconds
-    away; notes sharing one instant are all taken together (nothing says which came first). A
-    note at the seed's own instant is never its neighbour: notes written together (one bulk
-    import stamped with one time) have no order to tell who came next. ``times`` must hold
+    away; a few notes sharing one instant are taken together (nothing says which came first).
+    A note at the seed's own instant is never its neighbour. An instant of a bulk write (more
+    than :data:`BULK_INSTANT` notes in ``times``, or named in ``bulk``) has no order at all:
+    its notes have no neighbours, and a walk from another seed stops at it (the note added
+    right after an import is not the next thing any imported note said). ``times`` must hold
     every note within ``gap`` of each seed, or a farther note would be taken for the next one.
     A seed without a time has no neighbours.
     """
@@ -55,17 +62,18 @@ def time_neighbours(times: Mapping[K, float], seeds: Sequence[K], span: int,
     at: dict[float, list[K]] = {}
     for item in sorted(times, key=lambda item: (times[item], str(item))):
         at.setdefault(times[item], []).append(item)
+    crowded = {t for t, items in at.items() if len(items) > BULK_INSTANT} | set(bulk)
     instants = sorted(at)
     index = {t: i for i, t in enumerate(instants)}
     out: dict[K, list[K]] = {}
     for seed in dict.fromkeys(seeds):
-        if seed not in times:
+        if seed not in times or times[seed] in crowded:
             continue
         t = times[seed]
         for step in (-1, 1):
             i = index[t] + step
             for _ in range(span):
-                if not 0 <= i < len(instants) or abs(instants[i] - t) >= gap:
+                if not 0 <= i < len(instants) or abs(instants[i] - t) >= gap or instants[i] in crowded:
                     break
                 for other in at[instants[i]]:
                     out.setdefault(other, []).append(seed)

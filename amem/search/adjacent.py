@@ -12,14 +12,17 @@ conversation.
 
 Neighbours are notes of the same search scope (the search's own filter) less than
 ``neighbour_gap_s`` seconds from a seed, up to ``neighbour_span`` on each side; notes stamped
-with the very same instant are never neighbours (a bulk import without times has no order).
+with the very same instant are never neighbours, and the notes of a bulk write (more than
+``ranking.BULK_INSTANT`` at one instant: an import without times) have none and are none: the
+note added right after an import is not the next thing any imported note said.
 Only z-score fusion has the scale this needs: with RRF the step is skipped.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections import Counter
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -80,6 +83,15 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     sources = ranking.time_neighbours(times, seeds, span, gap)
     if not sources:
         return fused, []
+    # The window leaves the seeds' own instants out: whether one is a bulk write (an import
+    # at one time) is read now, for the seeds that lift a note only (a store of such writes
+    # reads nothing more; a conversation's seeds, one small read).
+    lifting = {times[s] for told in sources.values() for s in told}
+    bulk = _bulk_instants(backend, where, lifting)
+    if bulk:
+        sources = ranking.time_neighbours(times, seeds, span, gap, bulk)
+        if not sources:
+            return fused, []
     known = {pid for pid, _ in fused}
     wanted = [pid for pid in sources if pid not in known]
     # the neighbours brought in with their cosines and ranking fields: one exact query over
@@ -99,6 +111,29 @@ def lift(config: AmemConfig, backend: VectorBackend, qvec: np.ndarray, where: Wh
     base.update((h.id, ranking.zscore_total(h.id, columns, weights, missing, moments))
                 for h in brought)
     return ranking.neighbour_lift(base, sources, weight), brought
+
+
+def _bulk_instants(backend: VectorBackend, where: Where, instants: Collection[float]) -> set[float]:
+    """Which of ``instants`` hold more than ``ranking.BULK_INSTANT`` notes of the scope.
+
+    One ordered read of the instants' times, of at most ``BULK_INSTANT + 1`` notes each; when
+    a bulk instant fills it, the instants above the read's last are read again (a few reads at
+    most, one in a conversation, where instants hold a note or two)."""
+    most = ranking.BULK_INSTANT
+    bulk: set[float] = set()
+    rest = sorted(instants)
+    while rest:
+        limit = (most + 1) * len(rest)
+        exact = Where(must=(where,), should=tuple(Range(TIME_FIELD, gte=t, lte=t) for t in rest))
+        got = backend.times(exact, TIME_FIELD, limit, start=rest[0])
+        counts = Counter(t for _, t in got)
+        bulk.update(t for t, n in counts.items() if n > most)
+        if len(got) < limit:
+            return bulk
+        # the read stopped inside its last instant; those below it were read whole
+        last = got[-1][1]
+        rest = [t for t in rest if t > last or (t == last and t not in bulk)]
+    return bulk
 
 
 def _intervals(instants: Sequence[float], gap: float) -> list[tuple[float, float]]:

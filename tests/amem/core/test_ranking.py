@@ -193,6 +193,16 @@ def test_time_neighbours_takes_span_each_side_within_the_gap_never_the_same_inst
     assert both["t2"] == ["t3", "t1"] and both["twin"] == ["t3", "t1"]
     assert "missing" not in both and set(both) == {"t2", "twin", "t4", "t0"}
     assert time_neighbours(times, ["t2"], span=0, gap=60.0) == {}
+    # a bulk write (more than BULK_INSTANT notes at 200): its notes have no neighbours, the
+    # walk from a later note stops at it, and an instant named bulk counts as one
+    from amem.ranking import BULK_INSTANT
+    bulk = {f"imp{i}": 200.0 for i in range(BULK_INSTANT + 1)}
+    later = {**bulk, "x": 100.0, "added": 205.0, "next": 206.0}
+    assert time_neighbours(later, ["imp0"], span=2, gap=60.0) == {}
+    assert time_neighbours(later, ["added"], span=2, gap=60.0) == {"next": ["added"]}
+    few = {"imp0": 200.0, "added": 205.0}  # the window read one of them: said bulk by the caller
+    assert time_neighbours(few, ["imp0"], span=2, gap=60.0) == {"added": ["imp0"]}
+    assert time_neighbours(few, ["imp0"], span=2, gap=60.0, bulk={200.0}) == {}
     with pytest.raises(ValueError):
         time_neighbours(times, ["t2"], span=-1, gap=60.0)
     with pytest.raises(ValueError):

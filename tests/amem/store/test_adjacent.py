@@ -108,3 +108,52 @@ def test_the_window_leaves_out_each_seed_instant_unless_another_seed_covers_it()
     assert _intervals([300.0, 100.0], 60.0) == [(40.0, 100.0), (100.0, 160.0),
                                                  (240.0, 300.0), (300.0, 360.0)]
     assert _intervals([], 60.0) == []
+
+
+def test_a_bulk_write_gives_no_neighbours_either_way(clock: ManualClock) -> None:
+    """The README's first five minutes with the default embedder: the example notes imported
+    at one instant, then one note added a few seconds later. The added note was the next in
+    time after every imported note, so a Chinese question whose best match was imported lifted
+    an English note about a database (similarity -0.19) to second place, above the Chinese
+    notes that match it. A bulk instant has no order: none of its notes has a neighbour, and
+    no note is the neighbour of one."""
+    import json
+    from pathlib import Path
+
+    from amem import load_config
+    from amem.embed import make_embedder
+
+    rows = [json.loads(line) for line in
+            (Path(__file__).resolve().parents[3] / "examples" / "notes.jsonl").read_text().splitlines()]
+    store = MemoryStore(":memory:", config=load_config(), embedder=make_embedder("e5-small"), clock=clock)
+    with store:
+        store.add_many([{"text": r["text"]} for r in rows], enrich=False)
+        clock.advance(5)
+        added = store.add("The staging database moved to db-2.internal on Monday", subjects=["infra"]).id
+        hits = store.search("季度复盘会在哪里开？", limit=5, expand_links=False)
+        assert hits[0].content.startswith("周五下午三点")
+        shown = [h.id for h in hits]
+        assert added not in shown[:3], [(h.content[:30], h.score, h.similarity) for h in hits]
+        assert all(h.found_by != "neighbour" for h in hits)
+
+
+def test_bulk_instants_are_read_whole_even_when_one_fills_the_read(clock: ManualClock) -> None:
+    """One read of the seeds' instants; a bulk instant below the others fills it, and the
+    instants above are read again."""
+    from amem.backends import EdgeBackend
+    from amem.backends.base import Where
+    from amem.ranking import BULK_INSTANT
+    from amem.search.adjacent import _bulk_instants
+
+    with make_store("edge", HashingEmbedder(64), clock) as store:
+        rows = [{"text": f"imported note {i}", "event_time": "2025-05-08T10:00:00Z"} for i in range(30)]
+        rows += [{"text": f"told on its own {i}", "event_time": f"2025-05-08T10:0{i + 1}:00Z"} for i in range(3)]
+        rows += [{"text": f"a small batch {i}", "event_time": "2025-05-08T10:05:00Z"} for i in range(BULK_INSTANT + 1)]
+        store.add_many(rows, enrich=False)
+        backend = store.index.backend
+        assert isinstance(backend, EdgeBackend)
+        t0 = 1746698400.0  # 2025-05-08T10:00:00Z
+        scope = Where(must=())
+        got = _bulk_instants(backend, scope, [t0, t0 + 60, t0 + 120, t0 + 300])
+        assert got == {t0, t0 + 300}
+        assert _bulk_instants(backend, scope, [t0 + 60, t0 + 180]) == set()
