@@ -343,23 +343,38 @@ class NoteIndex:
 
     def update_note_fields(self, note_id: str, agent_id: str, changes: dict[str, Any], *,
                            dense: np.ndarray | None = None, terms_of: Note | None = None,
-                           active_only: bool = True) -> bool:
+                           terms_were: int | None = None, active_only: bool = True) -> bool:
         """Change named fields (and optionally the vectors) of one stored note, in place.
 
         Only the note of this agent, active unless ``active_only`` is false, is touched; a
         missing, deleted or foreign one is left alone and the answer is False. ``terms_of``
-        rebuilds the BM25 vector from that note's text. Never a whole-point rewrite: a field
-        nobody named (``is_active`` above all) keeps what is stored now.
+        rebuilds the BM25 vector from that note's text, and the corpus token total follows
+        it: from ``terms_were`` (the stored note's term count, which a caller holding the
+        note passes) or, without it, from the stored payload read first. A fold or an
+        evolution that changed a note's terms left the total behind (a fold: 6 counted for 13
+        stored), and every later note's BM25 vector was built with the wrong average length.
+        Never a whole-point rewrite: a field nobody named (``is_active`` above all) keeps what
+        is stored now.
         """
-        sparse = self.sparse_of(terms_of) if terms_of is not None else None
+        terms = None
+        if terms_of is not None:
+            terms = bm25.note_terms(terms_of.content, terms_of.keywords, terms_of.tags, terms_of.subjects)
         if "content" in changes:  # the question share derived from the text follows it
             changes = {**changes, ASKS: question_share(str(changes["content"]))}
         if "subjects" in changes:  # and the subjects' keys the subject filter reads
             changes = {**changes, SUBJECT_KEYS: subject_keys(changes["subjects"])}
+        pid = point_id(agent_id, note_id)
         with self.lock:
-            return self.backend.update_point(
-                point_id(agent_id, note_id), changes, dense=dense, sparse=sparse,
-                where=self.note_where(note_id, agent_id, active_only=active_only))
+            if terms is not None and terms_were is None:
+                stored = self.backend.retrieve([pid])
+                terms_were = len(bm25.payload_terms(stored[0].payload)) if stored else None
+            sparse = None if terms is None else bm25.doc_vector(terms, self.stats.avgdl, self.bm25_params)
+            done = self.backend.update_point(pid, changes, dense=dense, sparse=sparse,
+                                             where=self.note_where(note_id, agent_id, active_only=active_only))
+            if done and terms is not None and terms_were is not None and terms_were != len(terms):
+                self.stats.remove(terms_were)
+                self.stats.add(len(terms))
+            return done
 
     def update_payload(self, note_id: str, agent_id: str, changes: dict[str, Any]) -> bool:
         """Set fields of a stored note of ``agent_id``, active or not (False when absent)."""

@@ -143,9 +143,7 @@ def rank_subjects(index: NoteIndex) -> int:
             continue
         changes = {STALE_FIELD: True} if restale else {}
         if index.update_note_fields(note.id, note.agent_id, changes, terms_of=note,
-                                    active_only=False):
-            index.stats.remove(len(before))
-            index.stats.add(len(after))
+                                    terms_were=len(before), active_only=False):
             done, stale = done + 1, stale + restale
     index.meta[SUBJECTS_KEY] = 1
     index.save_meta()  # with the statistics the rebuilt vectors changed

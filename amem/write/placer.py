@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import bm25
 from ..backends.base import Hit, Point
 from ..backlinks import OWED_FIELD
 from ..config import AmemConfig
@@ -164,6 +165,7 @@ class Placer:
             other.links = unique([*other.links, note.id])
             changes: dict[str, Any] = {"links": other.links}
             update = updates.get(nid)
+            were = len(_terms(other))
             if update is not None:
                 embedded = other.embed_text()
                 self._apply_evolution(other, note.id, update)
@@ -171,7 +173,8 @@ class Placer:
                                evolution_history=other.evolution_history)
                 _mark_changed(other, embedded, changes, stale)
             if self._index.update_note_fields(nid, note.agent_id, changes,
-                                              terms_of=other if update is not None else None):
+                                              terms_of=other if update is not None else None,
+                                              terms_were=were):
                 if update is not None:
                     evolved.append(nid)
             else:  # cannot happen under the write lock; say so rather than link to a ghost
@@ -192,12 +195,12 @@ class Placer:
         None when the target is no longer there to fold into (the caller stores the note).
         """
         target = Note.from_payload(top.payload)
-        embedded = target.embed_text()
+        embedded, were = target.embed_text(), len(_terms(target))
         changes = fold_into(target, note, round(score, 6), now_iso(self._index.clock.now()))
         probe: set[str] = set()
         _mark_changed(target, embedded, changes, probe)
         if not self._index.update_note_fields(target.id, target.agent_id, changes,
-                                              terms_of=target):
+                                              terms_of=target, terms_were=were):
             log.warning("fold target %r vanished; storing the note instead", target.id)
             return None
         if probe and target.embed_text() == target.content:
@@ -232,3 +235,8 @@ def _mark_changed(note: Note, embedded: str, changes: dict[str, Any], stale: set
 
 
 __all__ = ["Placer"]
+
+
+def _terms(note: Note) -> list[str]:
+    """The note's BM25 field as stored (``amem.bm25.note_terms``)."""
+    return bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)

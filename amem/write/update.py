@@ -128,10 +128,8 @@ class Updater:
             if set(linked) != set(before):  # the other sides follow: owed until then (amem.backlinks)
                 changes[OWED_FIELD] = True
             if not index.update_note_fields(note.id, agent, changes, dense=vector,
-                                            terms_of=note):
+                                            terms_of=note, terms_were=old_terms):
                 raise ValidationError(f"note {nid!r} changed while it was updated", field="id")
-            index.stats.remove(old_terms)
-            index.stats.add(len(_terms(note)))
             index.update_note_fields(note.id, agent, {STALE_FIELD: False})
             added = [n for n in linked if n not in before]
             removed = [n for n in before if n not in linked]

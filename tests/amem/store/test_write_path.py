@@ -189,3 +189,28 @@ def test_fold_appends_only_new_sentences_and_history_keeps_the_whole_text(
         assert note.content.endswith("\n\nMelanie: Did you meet anyone new?")
         assert note.evolution_history[-1]["folded_text"] == again
         assert store.add(again).status == "deduplicated"
+
+
+def _recounted(store: MemoryStore) -> int:
+    from amem.bm25 import payload_terms
+
+    return sum(len(payload_terms(h.payload)) for h in store.index.backend.iterate(None))
+
+
+def test_folds_and_evolutions_keep_the_bm25_token_total(embedder: HashingEmbedder,
+                                                        clock: ManualClock) -> None:
+    """The running token total (every later note's BM25 vector is built with its average
+    length) followed adds and updates but not folds or evolutions, which change a stored
+    note's terms: a fold left it at 6 for 13 stored."""
+    with store_with(embedder, clock, fold_threshold=0.8, pending_threshold=0.6) as store:
+        store.add("The deploy pipeline runs make release after CI is green on main branch")
+        folded = store.add("The deploy pipeline runs make release after CI is green on the main branch. "
+                           "Then the canary takes an hour")
+        assert folded.status == "folded"
+        assert store.index.stats.tokens == _recounted(store)
+    with store_with(embedder, clock, fold_threshold=0.99, pending_threshold=0.98,
+                    link_floor=0.2) as store:
+        store.add("Project Falcon launch moved to March because of the payment review")
+        b = store.add("Project Falcon payment review is done by the security team in March")
+        assert b.evolved  # the neighbour's tags changed
+        assert store.index.stats.tokens == _recounted(store)
