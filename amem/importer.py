@@ -122,9 +122,16 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
         if fmt == "jsonl":
             yield from _jsonl(handle)
         else:
-            name = path.stem[:MAX_ITEM_CHARS].strip()
+            name = readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
             yield from split_document(handle, name if title is None else title,
                                       derive=title is None, max_chars=max_chars, warn=warn)
+
+
+def readable_name(name: str) -> str:
+    """A file name as text: the bytes of a name that is not UTF-8 (Python keeps them as lone
+    surrogates, ``os.fsdecode``) each read as U+FFFD, as a file manager shows them; a lone
+    surrogate in a subject or an id's key is no text, and hashing it crashed the import."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
