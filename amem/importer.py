@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 from .docsplit import Warn, heading_text, split_document
 from .errors import AmemError, ValidationError
 from .kernel import safejson
+from .kernel.encoding import encoding_of, find_not_utf8
 from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notefields import is_expired
 from .notes import MAX_ITEM_CHARS, Note, check_text, content_hash, point_id
@@ -117,8 +118,11 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
     code block makes longer is cut around it, and ``warn`` is told of it.
     """
     # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
-    # "# Title" there stays a heading and a JSONL line stays JSON
-    with path.open("r", encoding="utf-8-sig", errors="strict") as handle:
+    # "# Title" there stays a heading and a JSONL line stays JSON; a UTF-16 or UTF-32 mark
+    # (Notepad's "Unicode", PowerShell's `>`) says the file is in that encoding
+    with path.open("rb") as raw:
+        codec = encoding_of(raw.read(4))
+    with path.open("r", encoding=codec, errors="strict") as handle:
         if fmt == "jsonl":
             yield from _jsonl(handle)
         else:
@@ -306,9 +310,13 @@ def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, 
                 settle()
         settle()
     except UnicodeDecodeError as exc:
-        raise ValidationError(f"{path} is not UTF-8 text (byte {exc.start} of a line after "
-                              f"line {check.last_line}); nothing was imported",
-                              field="file") from None
+        # the decoder's offset is into the chunk it was reading, not a line: the place is
+        # found again in the file's bytes (a UTF-16 file with a broken character is rare
+        # enough to be named by the decoder alone)
+        with path.open("rb") as raw:
+            where = find_not_utf8(raw, str(path)) if exc.encoding.startswith("utf-8") else None
+        said = str(where) if where is not None else f"{path} is not {exc.encoding} text: {exc}"
+        raise ValidationError(f"{said}; nothing was imported", field="file") from None
     return check
 
 

@@ -33,3 +33,26 @@ def test_a_file_name_that_is_not_utf8_is_its_title_as_a_file_manager_shows_it(
     done = amem(env, "import", name, "--no-enrich")
     assert "created 1" in done.stdout
     assert stored(env) == {"Plain paragraph about herons, no heading.": ["r\ufffdsum\ufffd"]}
+
+
+def test_utf16_with_its_mark_is_read_and_a_legacy_byte_is_named_at_its_line(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # Notepad's "Unicode" and PowerShell's `>` write UTF-16 with a byte-order mark: read as such
+    doc = tmp_path / "notepad.md"
+    doc.write_bytes("# Eulen\r\n\r\nÜberblick über Eulen.\r\n".encode("utf-16"))
+    amem(env, "import", str(doc), "--no-enrich")
+    assert stored(env) == {"# Eulen\nÜberblick über Eulen.": ["Eulen"]}
+    # a Windows-1252 byte deep in a file: named at its own line (the decoder's chunk offset
+    # said "byte 3076 of a line after line 14927"), nothing imported
+    lines = [json.dumps({"text": f"note {i} about moths"}) + "\n" for i in range(20000)]
+    src = tmp_path / "legacy.jsonl"
+    src.write_bytes("".join(lines[:14999]).encode() + '{"text": "café"}\n'.encode("cp1252")
+                    + "".join(lines[15000:]).encode())
+    err = amem(env, "import", str(src), "--no-enrich", code=2).stderr
+    assert f"{src}:15000: not UTF-8 text (byte 0xe9, byte 14 of the line)" in err
+    assert "iconv -f CP1252 -t UTF-8" in err and "nothing was imported" in err
+    # a line ended by a lone CR (an old Mac file) counts as the import counts it
+    old = tmp_path / "mac.txt"
+    old.write_bytes(b"one\rtwo\r\ncaf\xe9\n")
+    assert f"{old}:3: not UTF-8 text" in amem(env, "import", str(old), code=2).stderr
+    assert len(stored(env)) == 1

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amem.kernel import safejson
+from amem.kernel.encoding import encoding_of
 from amem.kernel.errors import InvalidArgumentError
 
 from ..transcripts import FORMATS, detect, to_messages
@@ -55,7 +56,7 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
     its line's text, for its key. A bad line raises naming its number (nothing stored).
     """
     if path == "-":
-        text = stdin_text or ""
+        text = (stdin_text or "").removeprefix("\ufeff")  # a byte-order mark piped in
     else:
         try:
             raw = Path(path).expanduser().read_bytes()
@@ -64,7 +65,9 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
             # the store does not have
             raise usage_error(f"no such file: {path}", "file") from None
         try:
-            text = raw.decode("utf-8")
+            # a UTF-8 byte-order mark is dropped (it made line 1 "not valid JSON"), and one of
+            # UTF-16 or UTF-32 (PowerShell's `>`) says the file is in that encoding
+            text = raw.decode(encoding_of(raw[:4]))
         except UnicodeDecodeError as exc:
             # invalid input, named by line as a bad JSON line is (exit 2, nothing stored)
             number = raw.count(b"\n", 0, exc.start) + 1
