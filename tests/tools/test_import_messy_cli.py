@@ -56,3 +56,25 @@ def test_utf16_with_its_mark_is_read_and_a_legacy_byte_is_named_at_its_line(
     old.write_bytes(b"one\rtwo\r\ncaf\xe9\n")
     assert f"{old}:3: not UTF-8 text" in amem(env, "import", str(old), code=2).stderr
     assert len(stored(env)) == 1
+
+
+def test_yaml_front_matter_is_no_note_and_its_title_names_the_document(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # an Obsidian note: the front matter was stored as a note of its own, and being a
+    # paragraph before the "# Owls" heading it kept that heading from being the title
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "owls.md").write_text(
+        "---\ntitle: \"Owl Notes\"\ntags: [birds, night]\naliases:\n  - owls\n---\n\n# Owls\n\n"
+        "Barn owls hunt at night, see [[Bats]].\n", encoding="utf-8")
+    (vault / "plain.md").write_text("---\naliases: [p]\n---\n# Plain Title\n\nBody about moths.\n",
+                                    encoding="utf-8")
+    # a first line of "---" that nothing closes is a rule in the text, read as before
+    (vault / "rule.md").write_text("---\nnot front matter\n\nA paragraph about bats.\n",
+                                   encoding="utf-8")
+    for name in ("owls.md", "plain.md", "rule.md"):
+        amem(env, "import", str(vault / name), "--no-enrich")
+    assert stored(env) == {
+        "# Owls\nBarn owls hunt at night, see [[Bats]].": ["Owl Notes", "Owls"],
+        "# Plain Title\nBody about moths.": ["Plain Title"],
+        "---\nnot front matter": ["rule"], "A paragraph about bats.": ["rule"]}
