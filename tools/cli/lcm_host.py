@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,12 +49,18 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     p.add_argument("--context-window", type=int, help="the model's context window in tokens")
 
 
-def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
+def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto", *,
+                    unfinished: list[str] | None = None
                     ) -> tuple[list[tuple[str, str, dict[str, Any]]], str, int]:
     """The messages of a JSONL transcript, its format, and the lines that held none.
 
     Each message comes with a position (``line`` or ``line.k`` when a line holds several) and
     its line's text, for its key. A bad line raises naming its number (nothing stored).
+
+    With ``unfinished`` (a list), a last line that has no line end and is not JSON is left
+    out and said there instead of refusing the file: a host's session file read while the
+    host is still writing it (or after it was killed mid-line). Its key is its number and
+    text, so the next feed stores it once it is whole.
     """
     if path == "-":
         text = (stdin_text or "").removeprefix("\ufeff")  # a byte-order mark piped in
@@ -78,12 +85,18 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
     # split on "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028,
     # U+2029, U+0085 and other separators, which JSON allows raw inside a string (Node's
     # JSON.stringify, which writes Claude Code's session files, leaves U+2028/2029 as they are)
-    for number, line in enumerate((ln.removesuffix("\r") for ln in text.split("\n")), 1):
+    rows = text.split("\n")
+    for number, line in enumerate((ln.removesuffix("\r") for ln in rows), 1):
         if not line.strip():
             continue
         try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
             msg = safejson.loads(line, root=f"line {number}")
         except InvalidArgumentError as exc:
+            if unfinished is not None and number == len(rows) and _cut_short(line):
+                unfinished.append(f"{path}:{number}: the last line has no line end and is not "
+                                  f"JSON ({exc}); left for the next feed, which stores it once "
+                                  "its writer has finished it")
+                break
             raise usage_error(f"{path}:{number}: {exc}", f"line {number}") from None
         if not isinstance(msg, dict):
             raise usage_error(f"line {number}: expected an object with role and content",
@@ -94,6 +107,19 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
         empty += not found
         messages += [(f"{number}" if len(found) == 1 else f"{number}.{k}", line, m) for k, m in enumerate(found)]
     return messages, "jsonl" if fmt == "auto" else fmt, empty
+
+
+def _cut_short(line: str) -> bool:
+    """Whether ``line`` (not JSON) reads as the start of a JSON line cut short: JSON that
+    ends too early, not a line of something else."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        # the text ran out: inside a string (its error is said where the string starts), or
+        # where more JSON was due
+        ran_out = exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip())
+        return line.lstrip().startswith(("{", "[")) and ran_out
+    return False
 
 
 def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None = None
@@ -124,7 +150,9 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None 
 def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     import sys
 
-    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None, args.format)
+    unfinished: list[str] = []
+    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None,
+                                        args.format, unfinished=unfinished)
     messages = _keyed(lines, args.session_id)
     stored = skipped = 0
     conversation = None
@@ -141,7 +169,7 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
             stored += res.stored
             skipped += res.skipped_duplicates
             conversation = res.conversation_id if res.conversation_id is not None else conversation
-    warnings = []
+    warnings = list(unfinished)
     if args.file == "-" and skipped:
         # stdin has no file to grow: its lines are keyed by number like a file's, so a host
         # piping one turn a call would see a repeated turn taken for a line already stored
