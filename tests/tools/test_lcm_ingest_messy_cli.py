@@ -46,3 +46,29 @@ def test_a_last_line_still_being_written_is_left_for_the_next_feed(tmp_path: Pat
         err = amem(env, "lcm", "ingest", str(src), "--session-key", "agent:host:other",
                    code=2).stderr
         assert f"{src}:2: line 2 is not valid JSON" in err
+
+
+def test_an_image_part_is_a_placeholder_not_its_base64(tmp_path: Path) -> None:
+    # an OpenAI message with a pasted screenshot: the part's JSON was the text, so the
+    # question became a "large file" of ~50k tokens of base64, out of search and context
+    env = env_for(tmp_path / "home")
+    shot = "data:image/png;base64," + "iVBORw0KGgo" * 20000
+    src = tmp_path / "openai.jsonl"
+    src.write_text(json.dumps({"role": "user", "content": [
+        {"type": "text", "text": "What is in this image?"},
+        {"type": "image_url", "image_url": {"url": shot, "detail": "auto"}}]}) + "\n"
+        + json.dumps({"role": "assistant", "content": "A barn owl."}) + "\n", encoding="utf-8")
+    amem(env, "lcm", "ingest", str(src), "--session-key", KEY)
+    # Claude Code: a pasted image was dropped without a word (an image alone: no message)
+    code = tmp_path / "claude.jsonl"
+    code.write_text(json.dumps({"type": "user", "uuid": "u-1", "message": {"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg",
+                                     "data": "/9j/" * 3000}}]}}) + "\n", encoding="utf-8")
+    amem(env, "lcm", "ingest", str(code), "--session-key", KEY)
+    items = json.loads(amem(env, "lcm", "assemble", "--session-key", KEY, "--budget", "5000",
+                            "--json").stdout)["items"]
+    assert [it["content"] for it in items] == [
+        "What is in this image?\n[image: image/png, 161 KB inline, not stored]", "A barn owl.",
+        "[image: image/jpeg, 8 KB inline, not stored]"]
+    hits = amem(env, "lcm", "grep", "What is in this image", "--session-key", KEY).stdout
+    assert "message" in hits and "1 hits" in hits
