@@ -72,3 +72,25 @@ def test_an_image_part_is_a_placeholder_not_its_base64(tmp_path: Path) -> None:
         "[image: image/jpeg, 8 KB inline, not stored]"]
     hits = amem(env, "lcm", "grep", "What is in this image", "--session-key", KEY).stdout
     assert "message" in hits and "1 hits" in hits
+
+
+def test_a_json_array_of_messages_is_read_and_an_export_is_named(tmp_path: Path) -> None:
+    # an OpenAI messages list saved whole ("line 1: expected an object", or a JSON error on
+    # line 1 when pretty-printed); compact or pretty, the same messages are the same keys
+    env = env_for(tmp_path / "home")
+    messages = [{"role": "user", "content": "the invoice 1042 is paid"},
+                {"role": "assistant", "content": [{"type": "text", "text": "noted"}]}]
+    compact, pretty = tmp_path / "compact.json", tmp_path / "pretty.json"
+    compact.write_text(json.dumps(messages), encoding="utf-8")
+    pretty.write_text(json.dumps(messages, indent=2), encoding="utf-8")
+    assert "stored 2" in amem(env, "lcm", "ingest", str(compact), "--session-key", KEY).stdout
+    assert "stored 0, already there 2" in amem(env, "lcm", "ingest", str(pretty),
+                                               "--session-key", KEY).stdout
+    # a ChatGPT export of many conversations: refused naming what it is, nothing stored
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([{"title": "Trip", "mapping": {}, "current_node": None}],
+                                 indent=2), encoding="utf-8")
+    err = amem(env, "lcm", "ingest", str(export), "--session-key", "agent:host:chatgpt",
+               code=2).stderr
+    assert f"{export} is a ChatGPT export" in err and "JSON lines of {role, content}" in err
+    assert stored_messages(env) == 2

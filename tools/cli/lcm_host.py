@@ -80,6 +80,10 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto",
             number = raw.count(b"\n", 0, exc.start) + 1
             raise usage_error(f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
                               "a transcript is UTF-8 JSON lines", f"line {number}") from None
+    if text.lstrip().startswith("["):
+        array = _json_array(text, path)
+        if array is not None:
+            return array, "jsonl", 0
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
     # split on "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028,
@@ -99,7 +103,7 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto",
                 break
             raise usage_error(f"{path}:{number}: {exc}", f"line {number}") from None
         if not isinstance(msg, dict):
-            raise usage_error(f"line {number}: expected an object with role and content",
+            raise usage_error(f"{path}:{number}: expected an object with role and content",
                               f"line {number}")
         if fmt == "auto":
             fmt = detect(msg)
@@ -107,6 +111,39 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto",
         empty += not found
         messages += [(f"{number}" if len(found) == 1 else f"{number}.{k}", line, m) for k, m in enumerate(found)]
     return messages, "jsonl" if fmt == "auto" else fmt, empty
+
+
+#: what a file of one JSON array is, by the keys of its first object
+_EXPORTS = (("mapping", "a ChatGPT export (conversations.json: each conversation a tree of "
+                        "messages)"),
+            ("chat_messages", "a Claude export (conversations.json)"))
+
+
+def _json_array(text: str, path: str) -> list[tuple[str, str, dict[str, Any]]] | None:
+    """The messages of a file that is one JSON array of ``{role, content}`` objects (an OpenAI
+    ``messages`` list, saved whole), each keyed as line ``i`` (its place, 1-based) by its JSON;
+    None when the text is no JSON array (then it is read as lines, and named by line).
+
+    An array of anything else (a ChatGPT or Claude export of many conversations) is refused
+    naming what it is: it was "line 1: expected an object", or a JSON error on line 1 of a
+    pretty-printed file.
+    """
+    try:
+        items = safejson.loads(text, root="the file")
+    except InvalidArgumentError:
+        return None
+    if not isinstance(items, list):
+        return None
+    if items and all(isinstance(m, dict) and "role" in m for m in items):
+        return [(f"{i}", json.dumps(m, ensure_ascii=False, sort_keys=True), m)
+                for i, m in enumerate(items, 1)]
+    first = items[0] if items else None
+    kind = next((what for key, what in _EXPORTS if isinstance(first, dict) and key in first),
+                "a JSON array that is not a list of {role, content} messages")
+    raise usage_error(
+        f"{path} is {kind} ({len(items)} {'item' if len(items) == 1 else 'items'}); amem lcm ingest reads one session's "
+        "transcript: JSON lines of {role, content} messages (or one JSON array of them), a "
+        "Claude Code session file or a Codex CLI rollout", "file")
 
 
 def _cut_short(line: str) -> bool:
