@@ -104,6 +104,10 @@ def detect_format(path: Path) -> str:
         return "jsonl"
     if suffix in (".md", ".markdown", ".txt", ".text"):
         return "text"
+    if suffix == ".json":  # a JSON array, or one object, saved whole: said how to make lines
+        raise ValidationError(f"{path.name} is JSON, not JSON lines: an import reads one object "
+                              "a line (.jsonl); `jq -c '.[]' FILE.json > FILE.jsonl` makes lines "
+                              "of an array's objects", field="format")
     raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .md or .txt, "
                           f"or pass format='jsonl'|'text'", field="format")
 
@@ -150,7 +154,9 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
             yield number, str(exc)
             continue
         if not isinstance(item, dict):
-            yield number, "each line must be a JSON object with a 'text' field"
+            yield number, ("each line must be a JSON object with a 'text' field" + (
+                f"; this line is a JSON array of {len(item)} items (`jq -c '.[]'` makes lines "
+                "of its objects)" if isinstance(item, list) else ""))
             continue
         yield number, item
 

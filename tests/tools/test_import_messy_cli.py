@@ -78,3 +78,18 @@ def test_yaml_front_matter_is_no_note_and_its_title_names_the_document(
         "# Owls\nBarn owls hunt at night, see [[Bats]].": ["Owl Notes", "Owls"],
         "# Plain Title\nBody about moths.": ["Plain Title"],
         "---\nnot front matter": ["rule"], "A paragraph about bats.": ["rule"]}
+
+
+def test_a_json_array_is_said_to_be_one_with_the_way_to_make_lines(
+        env: dict[str, str], tmp_path: Path) -> None:
+    rows = [{"text": "array one about owls"}, {"text": "array two about bats"}]
+    whole = tmp_path / "notes.json"
+    whole.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    err = amem(env, "import", str(whole), code=2).stderr  # was: "cannot tell the format"
+    assert "notes.json is JSON, not JSON lines" in err and "jq -c '.[]'" in err
+    line = tmp_path / "one-line.jsonl"
+    line.write_text(json.dumps(rows) + "\n", encoding="utf-8")
+    err = amem(env, "import", str(line), code=2).stderr
+    assert f"{line}:1: each line must be a JSON object with a 'text' field; this line is a " \
+           "JSON array of 2 items" in err
+    assert stored(env) == {}
