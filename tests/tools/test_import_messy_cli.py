@@ -93,3 +93,39 @@ def test_a_json_array_is_said_to_be_one_with_the_way_to_make_lines(
     assert f"{line}:1: each line must be a JSON object with a 'text' field; this line is a " \
            "JSON array of 2 items" in err
     assert stored(env) == {}
+
+
+def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # an Obsidian vault: `amem import VAULT` was "not a file"
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / ".obsidian" / "app.json").write_text("{}", encoding="utf-8")
+    (vault / "birds" / "night").mkdir(parents=True)
+    (vault / "birds" / "owls.md").write_text("---\ntags: [b]\n---\n# Owls\n\nBarn owls hunt "
+                                             "at night.\n", encoding="utf-8")
+    (vault / "birds" / "night" / "bats.md").write_text("Bats hunt moths.\n", encoding="utf-8")
+    (vault / "facts.jsonl").write_text('{"text": "Herons stand still."}\n', encoding="utf-8")
+    (vault / "birds" / "owl.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (vault / "birds" / "up").symlink_to(vault)  # a loop, were it followed
+    (vault / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    done = amem(env, "import", str(vault), "--no-enrich")
+    assert "3 files, read 3: created 3" in done.stdout
+    for said in ("left out 1 path: a hidden folder", "left out 1 path: not Markdown, text or "
+                 "JSONL (.png)", "left out 1 path: a link to a folder, not followed",
+                 "left out 1 path: a broken link"):
+        assert f"amem: {said}" in done.stderr
+    assert stored(env) == {"# Owls\nBarn owls hunt at night.": ["Owls"],
+                           "Bats hunt moths.": ["bats"], "Herons stand still.": []}
+    report = json.loads(amem(env, "import", str(vault), "--no-enrich", "--json").stdout)
+    assert (report["files"], report["created"], report["deduplicated"]) == (3, 0, 3)
+    assert f"{vault / 'birds' / 'owl.png'}: not Markdown, text or JSONL (.png)" \
+        in report["left_out"]
+    # a file that is not UTF-8 is a bad one: nothing imported, unless --skip-invalid
+    (vault / "birds" / "cafe.md").write_bytes(b"caf\xe9 au lait\n")
+    err = amem(env, "import", str(vault), "--no-enrich", code=2).stderr
+    assert f"{vault / 'birds' / 'cafe.md'}:1: not UTF-8 text" in err
+    assert "nothing was imported" in err
+    done = amem(env, "import", str(vault), "--no-enrich", "--skip-invalid", code=1)
+    assert f"amem: skipped {vault / 'birds' / 'cafe.md'}:1: not UTF-8" in done.stderr
+    assert len(stored(env)) == 3
