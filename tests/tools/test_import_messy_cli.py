@@ -129,3 +129,34 @@ def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
     done = amem(env, "import", str(vault), "--no-enrich", "--skip-invalid", code=1)
     assert f"amem: skipped {vault / 'birds' / 'cafe.md'}:1: not UTF-8" in done.stderr
     assert len(stored(env)) == 3
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str],
+                                                               tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from .test_cli_frontdoor import AMEM, ROOT
+
+    src = tmp_path / "many.jsonl"
+    src.write_text("".join(json.dumps({"text": f"note {i} about the moth count of week {i}"})
+                           + "\n" for i in range(20000)), encoding="utf-8")
+    proc = subprocess.Popen([str(AMEM), "-v", "import", str(src), "--no-enrich"], env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the store is open: the import is under way
+        if "edge store" in line:  # "created" (a new store) or "opened"
+            break
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "the import was stopped; the notes it wrote are kept, and running the same import " \
+           "again stores only the rest" in err and "Traceback" not in err
+    done = json.loads(amem(env, "import", str(src), "--no-enrich", "--json").stdout)
+    assert done["skipped"] == 0 and done["created"] + done["deduplicated"] == 20000
+    status = json.loads(amem(env, "status", "--json").stdout)["memory"]
+    assert status["active_notes"] == 20000

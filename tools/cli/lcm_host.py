@@ -141,9 +141,9 @@ def _json_array(text: str, path: str) -> list[tuple[str, str, dict[str, Any]]] |
     kind = next((what for key, what in _EXPORTS if isinstance(first, dict) and key in first),
                 "a JSON array that is not a list of {role, content} messages")
     raise usage_error(
-        f"{path} is {kind} ({len(items)} {'item' if len(items) == 1 else 'items'}); amem lcm ingest reads one session's "
-        "transcript: JSON lines of {role, content} messages (or one JSON array of them), a "
-        "Claude Code session file or a Codex CLI rollout", "file")
+        f"{path} is {kind} ({len(items)} {'item' if len(items) == 1 else 'items'}); amem lcm "
+        "ingest reads one session's transcript: JSON lines of {role, content} messages (or "
+        "one JSON array of them), a Claude Code session file or a Codex CLI rollout", "file")
 
 
 def _cut_short(line: str) -> bool:

@@ -336,7 +336,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.from_export and args.title is not None:
         raise usage_error("--title is for a text or Markdown document; an export keeps each "
                           "note's own subjects", "title")
-    with open_memory(args) as store:
+    with open_memory(args) as store, _resumable():
         # the bar ends (one 100% line) before anything else is said on stderr
         with progress(args, "import") as bar:
             if folder:
@@ -390,6 +390,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
+
+
+@contextmanager
+def _resumable() -> Iterator[None]:
+    """A Ctrl-C during an import says what it left: the batches written are kept, and the
+    same import run again stores only the rest (a line keeps its id), instead of a bare
+    "interrupted" that left the user to wonder whether to delete and start over."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print("amem: the import was stopped; the notes it wrote are kept, and running the same "
+              "import again stores only the rest (nothing twice)", file=sys.stderr)
+        raise
 
 
 def _supersede_line(data: dict[str, Any]) -> str:
