@@ -160,3 +160,9 @@ def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str
     assert done["skipped"] == 0 and done["created"] + done["deduplicated"] == 20000
     status = json.loads(amem(env, "status", "--json").stdout)["memory"]
     assert status["active_notes"] == 20000
+
+
+def test_stdin_is_refused_saying_how(env: dict[str, str]) -> None:
+    err = amem(env, "import", "-", "--format", "jsonl", code=2,
+               stdin='{"text": "from a pipe"}\n').stderr
+    assert "amem import reads a file" in err and "not stdin" in err  # was: "no such file: -"

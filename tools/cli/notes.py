@@ -328,6 +328,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise usage_error("a folder is imported file by file, each by its extension and with "
                           "its own title: --from-export, --title and --format take one file",
                           "file")
+    if args.file == "-":  # `amem lcm ingest -` reads stdin; this reads its file twice
+        raise usage_error("amem import reads a file, twice (checked whole, then written), not "
+                          "stdin: save it first (`cat > notes.jsonl`) and import that", "file")
     if not folder and not Path(args.file).expanduser().is_file():
         # said here, in `amem lcm ingest`'s words: the CLI's argument is `file` (the library's
         # error names its own parameter, `path`)
