@@ -395,6 +395,10 @@ def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
     if isinstance(item, str):
         return item
     try:
+        if isinstance(item.get("text"), str) and len(item["text"]) > store.config.max_text_chars:
+            # refused as the writer would, before the id's hash and the draft: those took 15
+            # times the text's size (a 50 MB one-line file: 900 MB) only to refuse it
+            check_text(item["text"], field="text", max_chars=store.config.max_text_chars)
         item = _with_stable_id(item)
         note = store.writer.draft(item, enrich=enrich, agent_id=agent_id).note  # validate only
     except ValidationError as exc:
