@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ValidationError
-from .importer import (MAX_ERRORS, ImportRejected, ImportReport, Progress, _check_whole,
+from .importer import (MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, Progress, _check_whole,
                        _IdClashes, detect_format, import_file)
 from .write.bulk import check_batch
 
@@ -81,13 +81,17 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
     started = time.perf_counter()
     check = ImportReport(path=str(root))
     good: list[Path] = []
+    refused: list[str] = []  # files that are not UTF-8, refused whole
     for path in files:  # the whole folder is checked before anything is written
         try:
             found = _check_whole(store, path, detect_format(path), None, enrich, agent_id,
                                  max_chars=store.config.max_text_chars,
                                  ids=None if skip_invalid else _IdClashes(store.index))
         except ValidationError as exc:  # not UTF-8: the file as a whole is a bad one
-            _bad_file(check, str(exc).removesuffix("; nothing was imported"))
+            refused.append(str(exc).removesuffix("; nothing was imported"))
+            check.skipped += 1
+            if len(check.errors) < MAX_ERRORS:
+                check.errors.append(refused[-1])
             continue
         check.read += found.read
         check.skipped += found.skipped
@@ -95,40 +99,30 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
         good.append(path)
     if check.skipped and not skip_invalid:
         raise ImportRejected(root, check)
-    report.skipped, report.errors = _files_refused(check, good, files)
+    # the refused files' lines are not counted by the writing pass, which never reads them
+    report.skipped, report.errors = len(refused), refused[:MAX_ERRORS]
+    warned = 0  # line warnings of every file, kept or not
     for done, path in enumerate(good, 1):
         one = import_file(store, path, enrich=enrich, agent_id=agent_id, batch=batch,
                           skip_invalid=True, flush_at_end=False)
         report.read += one.read
         report.skipped += one.skipped
         report.errors.extend(one.errors[:MAX_ERRORS - len(report.errors)])
-        report.warnings.extend(one.warnings)
+        warned += len(one.warnings)
+        report.warnings.extend(one.warnings[:max(0, MAX_WARNINGS - len(report.warnings))])
         report.supersede = one.supersede
         for name in _COUNTS:
             setattr(report, name, getattr(report, name) + getattr(one, name))
         if progress is not None:
             progress(done, len(good))
     store.flush()
+    if warned > len(report.warnings):  # a file's own "... and N more" counts as one here
+        report.warnings.append(f"... and {warned - len(report.warnings)} more warnings")
     report.files = len(good)
     report.left_out = [f"{p}: {why}" for p, why in left[:MAX_LEFT_OUT]]
     report.left_out_by_reason = dict(Counter(why for _, why in left))
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _bad_file(check: ImportReport, message: str) -> None:
-    """A file refused whole (its message already names it)."""
-    check.skipped += 1
-    if len(check.errors) < MAX_ERRORS:
-        check.errors.append(message)
-
-
-def _files_refused(check: ImportReport, good: list[Path], files: list[Path]
-                   ) -> tuple[int, list[str]]:
-    """The files refused whole (not UTF-8), said in the report of a ``skip_invalid`` import:
-    their lines are not counted by the writing pass, which never reads them."""
-    refused = [e for e in check.errors if not any(e.startswith(f"{p}:") for p in good)]
-    return len(files) - len(good), refused
 
 
 __all__ = ["MAX_LEFT_OUT", "import_dir", "walk"]
