@@ -18,6 +18,7 @@ again). An export keeps its ids, so a rerun finds its notes stored and leaves th
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
             # position after the break (column 1) instead of where the JSON stops
             item = safejson.loads(line.rstrip("\r\n"), root="the line")
         except InvalidArgumentError as exc:
-            yield number, str(exc)
+            yield number, str(exc) + _why_not_json(line)
             continue
         if not isinstance(item, dict):
             yield number, ("each line must be a JSON object with a 'text' field" + (
@@ -167,6 +168,25 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
                 "of its objects)" if isinstance(item, list) else ""))
             continue
         yield number, item
+
+
+def _why_not_json(line: str) -> str:
+    """What a line that is not JSON most likely is, when it is a common slip: a trailing comma
+    (a JSON array's lines pasted as JSON lines) or a comment ("Extra data at column 34" and
+    "Expecting value at column 1" name neither)."""
+    text = line.strip()
+    if text.startswith(("//", "#")):
+        return " (a comment line: JSON lines have no comments)"
+    if text.endswith(","):
+        try:
+            json.loads(text[:-1])
+        except ValueError:
+            return ""
+        return " (a comma after the object: JSON lines end without one)"
+    if not line.endswith("\n"):  # only a file's last line has no line end
+        return (" (the file's last line, with no line end: cut short when its writer stopped? "
+                "--skip-invalid imports the lines before it)")
+    return ""
 
 
 def _stored_now(store: "MemoryStore", agent_id: str | None, before: int) -> str:

@@ -166,3 +166,19 @@ def test_stdin_is_refused_saying_how(env: dict[str, str]) -> None:
     err = amem(env, "import", "-", "--format", "jsonl", code=2,
                stdin='{"text": "from a pipe"}\n').stderr
     assert "amem import reads a file" in err and "not stdin" in err  # was: "no such file: -"
+
+
+def test_common_slips_in_json_lines_are_said_for_what_they_are(env: dict[str, str],
+                                                               tmp_path: Path) -> None:
+    src = tmp_path / "slips.jsonl"
+    src.write_text('{"text": "alpha about owls"},\n\n// a comment\n{"text": "beta about bats"}\n'
+                   '{"text": "gamma about mo', encoding="utf-8")  # a writer killed mid-line
+    err = amem(env, "import", str(src), code=2).stderr
+    assert f"{src}:1: the line is not valid JSON: Extra data at column 29 (a comma after the " \
+           "object: JSON lines end without one)" in err
+    assert f"{src}:3: the line is not valid JSON: Expecting value at column 1 (a comment line" \
+        in err
+    assert f"{src}:5: the line is not valid JSON: Unterminated string starting at at column 10 " \
+           "(the file's last line, with no line end: cut short" in err
+    done = amem(env, "import", str(src), "--skip-invalid", "--no-enrich", code=1)
+    assert "created 1" in done.stdout and set(stored(env)) == {"beta about bats"}
