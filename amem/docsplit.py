@@ -9,6 +9,7 @@ A paragraph that a fenced code block makes longer than a note may be is cut arou
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any, Callable, Iterator, TextIO
 
@@ -64,6 +65,9 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
     the end of the file, as in CommonMark. Only where a code block makes its paragraph longer
     than ``max_chars`` is the paragraph cut (``_fitted``).
     """
+    lines, front = _front_matter(handle)
+    if derive and front:
+        title, derive = front, False
     block: list[tuple[int, str]] = []  # (line number, line) of the paragraph being read
     heading: str | None = None
     path: list[tuple[int, str]] = []  # (level, words) of the headings above the paragraph
@@ -77,7 +81,7 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
             yield number, ({"text": text, "subjects": list(subjects)} if subjects
                            else {"text": text})
 
-    for number, line in enumerate(handle, start=1):
+    for number, line in lines:
         if fence is not None:  # code, taken as it is
             block.append((number, line))
             if _closes_fence(line, fence):
@@ -114,6 +118,41 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
                          "file was read as its code")
     if block:
         yield from items()
+
+
+#: lines a YAML front matter block may take before its opening ``---`` is taken for text
+FRONT_MATTER_LINES = 200
+_FRONT_TITLE = re.compile(r"^title:[ \t]*(.*?)[ \t]*$")
+
+
+def _front_matter(handle: TextIO) -> tuple[Iterator[tuple[int, str]], str]:
+    """The document's numbered lines after its YAML front matter, and the front matter's
+    ``title`` ("" for none).
+
+    Obsidian, Jekyll and Hugo open a note with ``---``, ``key: value`` lines, ``---`` (or
+    ``...``): metadata, not a paragraph (it was stored as a note of its own, and being a
+    paragraph it kept a ``# Title`` under it from naming the document). A block not closed
+    within ``FRONT_MATTER_LINES`` lines is text, read as before.
+    """
+    numbered = enumerate(handle, start=1)
+    first = next(numbered, None)
+    if first is None or first[1].rstrip("\r\n") != "---":
+        return itertools.chain([first] if first else [], numbered), ""
+    held = [first]
+    for number, line in numbered:
+        held.append((number, line))
+        if line.rstrip("\r\n") in ("---", "..."):
+            title = ""
+            for _, field in held[1:-1]:
+                found = _FRONT_TITLE.match(field.rstrip("\r\n"))
+                if found:
+                    title = found.group(1)
+                    if len(title) > 1 and title[0] == title[-1] and title[0] in "'\"":
+                        title = title[1:-1]
+            return numbered, title.strip()[:MAX_ITEM_CHARS].strip()
+        if len(held) > FRONT_MATTER_LINES:
+            break
+    return itertools.chain(held, numbered), ""
 
 
 def _fitted(block: list[tuple[int, str]], max_chars: int | None,

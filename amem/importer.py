@@ -18,6 +18,7 @@ again). An export keeps its ids, so a rerun finds its notes stored and leaves th
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 from .docsplit import Warn, heading_text, split_document
 from .errors import AmemError, ValidationError
 from .kernel import safejson
+from .kernel.encoding import encoding_of, find_not_utf8
 from .kernel.errors import DiskFullError, InvalidArgumentError
 from .notefields import is_expired
 from .notes import MAX_ITEM_CHARS, Note, check_text, content_hash, point_id
@@ -81,6 +83,11 @@ class ImportReport:
     unchanged: int = 0
     #: an export's notes stored otherwise (edited, searched since), written back as exported
     replaced: int = 0
+    #: a folder's import (``amem.importdir``): the files read, the first paths left out
+    #: ("path: reason") and every one counted by reason; None for a file's import
+    files: int | None = None
+    left_out: list[str] = field(default_factory=list)
+    left_out_by_reason: dict[str, int] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -94,7 +101,10 @@ class ImportReport:
                 "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
                 "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
                 "expired_replaced": self.expired_replaced, "unchanged": self.unchanged,
-                "replaced": self.replaced}
+                "replaced": self.replaced,
+                **({} if self.files is None else {
+                    "files": self.files, "left_out": self.left_out,
+                    "left_out_by_reason": self.left_out_by_reason})}
 
 
 def detect_format(path: Path) -> str:
@@ -103,6 +113,10 @@ def detect_format(path: Path) -> str:
         return "jsonl"
     if suffix in (".md", ".markdown", ".txt", ".text"):
         return "text"
+    if suffix == ".json":  # a JSON array, or one object, saved whole: said how to make lines
+        raise ValidationError(f"{path.name} is JSON, not JSON lines: an import reads one object "
+                              "a line (.jsonl); `jq -c '.[]' FILE.json > FILE.jsonl` makes lines "
+                              "of an array's objects", field="format")
     raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .md or .txt, "
                           f"or pass format='jsonl'|'text'", field="format")
 
@@ -117,14 +131,24 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
     code block makes longer is cut around it, and ``warn`` is told of it.
     """
     # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
-    # "# Title" there stays a heading and a JSONL line stays JSON
-    with path.open("r", encoding="utf-8-sig", errors="strict") as handle:
+    # "# Title" there stays a heading and a JSONL line stays JSON; a UTF-16 or UTF-32 mark
+    # (Notepad's "Unicode", PowerShell's `>`) says the file is in that encoding
+    with path.open("rb") as raw:
+        codec = encoding_of(raw.read(4))
+    with path.open("r", encoding=codec, errors="strict") as handle:
         if fmt == "jsonl":
             yield from _jsonl(handle)
         else:
-            name = path.stem[:MAX_ITEM_CHARS].strip()
+            name = readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
             yield from split_document(handle, name if title is None else title,
                                       derive=title is None, max_chars=max_chars, warn=warn)
+
+
+def readable_name(name: str) -> str:
+    """A file name as text: the bytes of a name that is not UTF-8 (Python keeps them as lone
+    surrogates, ``os.fsdecode``) each read as U+FFFD, as a file manager shows them; a lone
+    surrogate in a subject or an id's key is no text, and hashing it crashed the import."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -136,12 +160,33 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
             # position after the break (column 1) instead of where the JSON stops
             item = safejson.loads(line.rstrip("\r\n"), root="the line")
         except InvalidArgumentError as exc:
-            yield number, str(exc)
+            yield number, str(exc) + _why_not_json(line)
             continue
         if not isinstance(item, dict):
-            yield number, "each line must be a JSON object with a 'text' field"
+            yield number, ("each line must be a JSON object with a 'text' field" + (
+                f"; this line is a JSON array of {len(item)} items (`jq -c '.[]'` makes lines "
+                "of its objects)" if isinstance(item, list) else ""))
             continue
         yield number, item
+
+
+def _why_not_json(line: str) -> str:
+    """What a line that is not JSON most likely is, when it is a common slip: a trailing comma
+    (a JSON array's lines pasted as JSON lines) or a comment ("Extra data at column 34" and
+    "Expecting value at column 1" name neither)."""
+    text = line.strip()
+    if text.startswith(("//", "#")):
+        return " (a comment line: JSON lines have no comments)"
+    if text.endswith(","):
+        try:
+            json.loads(text[:-1])
+        except ValueError:
+            return ""
+        return " (a comma after the object: JSON lines end without one)"
+    if not line.endswith("\n"):  # only a file's last line has no line end
+        return (" (the file's last line, with no line end: cut short when its writer stopped? "
+                "--skip-invalid imports the lines before it)")
+    return ""
 
 
 def _stored_now(store: "MemoryStore", agent_id: str | None, before: int) -> str:
@@ -156,7 +201,8 @@ def _stored_now(store: "MemoryStore", agent_id: str | None, before: int) -> str:
 def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = None,
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
                 progress: Progress | None = None, skip_invalid: bool = False,
-                supersede: bool = True, title: str | None = None) -> ImportReport:
+                supersede: bool = True, title: str | None = None,
+                flush_at_end: bool = True) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
@@ -168,6 +214,9 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     A text or Markdown document gives every note it makes its subjects: ``title`` (by default
     its level-1 heading before any paragraph, else the file's name; "" for none), then the
     Markdown headings the note sits under. A JSONL line keeps the subjects it gives.
+
+    ``flush_at_end=False`` leaves the engine's flush to the caller (``amem.importdir`` imports many
+    files and flushes once: a flush costs ~0.2 s, a small file's import a few ms).
     """
     path = Path(path)
     if not path.is_file():
@@ -259,7 +308,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     report.warnings.extend(problems)
     if warned > MAX_WARNINGS:
         report.warnings.append(f"... and {warned - MAX_WARNINGS} more line warnings")
-    store.flush()
+    if flush_at_end:
+        store.flush()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -299,9 +349,13 @@ def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, 
                 settle()
         settle()
     except UnicodeDecodeError as exc:
-        raise ValidationError(f"{path} is not UTF-8 text (byte {exc.start} of a line after "
-                              f"line {check.last_line}); nothing was imported",
-                              field="file") from None
+        # the decoder's offset is into the chunk it was reading, not a line: the place is
+        # found again in the file's bytes (a UTF-16 file with a broken character is rare
+        # enough to be named by the decoder alone)
+        with path.open("rb") as raw:
+            where = find_not_utf8(raw, str(path)) if exc.encoding.startswith("utf-8") else None
+        said = str(where) if where is not None else f"{path} is not {exc.encoding} text: {exc}"
+        raise ValidationError(f"{said}; nothing was imported", field="file") from None
     return check
 
 
@@ -361,6 +415,10 @@ def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
     if isinstance(item, str):
         return item
     try:
+        if isinstance(item.get("text"), str) and len(item["text"]) > store.config.max_text_chars:
+            # refused as the writer would, before the id's hash and the draft: those took 15
+            # times the text's size (a 50 MB one-line file: 900 MB) only to refuse it
+            check_text(item["text"], field="text", max_chars=store.config.max_text_chars)
         item = _with_stable_id(item)
         note = store.writer.draft(item, enrich=enrich, agent_id=agent_id).note  # validate only
     except ValidationError as exc:

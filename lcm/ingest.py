@@ -59,7 +59,7 @@ from lcm.timeutil import iso, parse_time
 from lcm.tokens import estimate_tokens
 from lcm.trigram import MAX_PENDING, index_new_rows
 
-__all__ = ["NormalizedMessage", "normalize_messages", "store_messages"]
+__all__ = ["NormalizedMessage", "media_placeholder", "normalize_messages", "store_messages"]
 
 _ROLES = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -83,6 +83,42 @@ class NormalizedMessage(NamedTuple):
     source_role: str | None = None
 
 
+#: content part types that carry an image, a sound or a file rather than text
+_MEDIA = {"image_url": "image", "image": "image", "input_image": "image", "input_audio": "audio",
+          "audio": "audio", "file": "file", "input_file": "file", "document": "document"}
+
+
+def media_placeholder(part: Mapping[str, Any]) -> str | None:
+    """A short text standing for an image, audio or file content part (OpenAI's chat and
+    responses parts, Anthropic's blocks), or None for another part.
+
+    The part's JSON was stored as the message's text: a pasted screenshot's base64 made the
+    user's question a "large file" of ~50k tokens of "AAAA...", out of search and context.
+    An inline payload is named by its type and size, a link by its address.
+    """
+    kind = _MEDIA.get(str(part.get("type")))
+    if kind is None:
+        return None
+    said: list[str] = []
+    for holder in (part, *(v for v in part.values() if isinstance(v, Mapping))):
+        for key in ("media_type", "mime_type", "format", "filename", "file_id"):
+            if isinstance(holder.get(key), str) and holder[key] not in said:
+                said.append(holder[key][:100])
+        for key in ("url", "image_url", "file_url", "data", "file_data"):
+            value = holder.get(key)
+            if not isinstance(value, str) or not value:
+                continue
+            if value.startswith("data:"):
+                head, _, body = value.partition(",")
+                said.append(head.removeprefix("data:").removesuffix(";base64")[:100])
+                said.append(f"{len(body) * 3 // 4 // 1024 or 1} KB inline, not stored")
+            elif key in ("data", "file_data"):  # bare base64
+                said.append(f"{len(value) * 3 // 4 // 1024 or 1} KB inline, not stored")
+            else:
+                said.append(value[:300])
+    return f"[{kind}" + (": " + ", ".join(dict.fromkeys(said)) if said else "") + "]"
+
+
 def _content_text(value: Any, field: str) -> str:
     if value is None:
         return ""
@@ -95,6 +131,8 @@ def _content_text(value: Any, field: str) -> str:
                 parts.append(part)
             elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
+            elif isinstance(part, Mapping) and (media := media_placeholder(part)) is not None:
+                parts.append(media)
             elif isinstance(part, Mapping):
                 parts.append(json.dumps(part, ensure_ascii=False, sort_keys=True, default=str))
             else:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lcm.ingest import media_placeholder
+
 FORMATS = ("auto", "jsonl", "claude-code", "codex")
 
 
@@ -46,9 +48,17 @@ def _text(blocks: Any) -> str:
     if isinstance(blocks, str):
         return blocks
     if isinstance(blocks, list):
-        return "\n".join(_text(b.get("text", b.get("content", ""))) if isinstance(b, dict) else str(b)
-                         for b in blocks if not (isinstance(b, dict) and b.get("type") == "image"))
+        # an image (a screenshot a tool returned, one the user pasted) is said by a short
+        # placeholder: dropped, the message lost that it had one; whole, its base64 was the text
+        return "\n".join(_block_text(b) for b in blocks)
     return "" if blocks is None else json.dumps(blocks, ensure_ascii=False, sort_keys=True)
+
+
+def _block_text(block: Any) -> str:
+    if not isinstance(block, dict):
+        return str(block)
+    media = media_placeholder(block)
+    return media if media is not None else _text(block.get("text", block.get("content", "")))
 
 
 def _claude_code(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -65,7 +75,10 @@ def _claude_code(obj: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     out: list[dict[str, Any]] = []
-    texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and b.get("text")]
+    # the text blocks, and an image or document the user pasted said by a placeholder
+    texts = [t for b in content if isinstance(b, dict)
+             for t in [b.get("text") if b.get("type") == "text" else media_placeholder(b)]
+             if isinstance(t, str) and t]
     calls = [{"id": b.get("id"), "name": b.get("name"), "input": b.get("input")}
              for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
     if texts or calls:

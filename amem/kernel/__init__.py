@@ -8,6 +8,7 @@
     fusion     reciprocal rank fusion, one deterministic tie-break
     lazy       package attributes that load on first use (PEP 562)
     beside     two steps at once, one on a worker shared by the process (reads of both)
+    encoding   a file's bytes as text for the importers (byte-order marks; where it is not UTF-8)
 
 Rules that keep it a kernel: its modules import only the standard library and each other
 (never the rest of ``amem``, never ``lcm``), and this file imports none of them, so

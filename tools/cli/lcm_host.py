@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amem.kernel import safejson
+from amem.kernel.encoding import encoding_of
 from amem.kernel.errors import InvalidArgumentError
 
 from ..transcripts import FORMATS, detect, to_messages
@@ -47,15 +49,21 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     p.add_argument("--context-window", type=int, help="the model's context window in tokens")
 
 
-def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
+def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto", *,
+                    unfinished: list[str] | None = None
                     ) -> tuple[list[tuple[str, str, dict[str, Any]]], str, int]:
     """The messages of a JSONL transcript, its format, and the lines that held none.
 
     Each message comes with a position (``line`` or ``line.k`` when a line holds several) and
     its line's text, for its key. A bad line raises naming its number (nothing stored).
+
+    With ``unfinished`` (a list), a last line that has no line end and is not JSON is left
+    out and said there instead of refusing the file: a host's session file read while the
+    host is still writing it (or after it was killed mid-line). Its key is its number and
+    text, so the next feed stores it once it is whole.
     """
     if path == "-":
-        text = stdin_text or ""
+        text = (stdin_text or "").removeprefix("\ufeff")  # a byte-order mark piped in
     else:
         try:
             raw = Path(path).expanduser().read_bytes()
@@ -64,26 +72,38 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
             # the store does not have
             raise usage_error(f"no such file: {path}", "file") from None
         try:
-            text = raw.decode("utf-8")
+            # a UTF-8 byte-order mark is dropped (it made line 1 "not valid JSON"), and one of
+            # UTF-16 or UTF-32 (PowerShell's `>`) says the file is in that encoding
+            text = raw.decode(encoding_of(raw[:4]))
         except UnicodeDecodeError as exc:
             # invalid input, named by line as a bad JSON line is (exit 2, nothing stored)
             number = raw.count(b"\n", 0, exc.start) + 1
             raise usage_error(f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
                               "a transcript is UTF-8 JSON lines", f"line {number}") from None
+    if text.lstrip().startswith("["):
+        array = _json_array(text, path)
+        if array is not None:
+            return array, "jsonl", 0
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
     # split on "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028,
     # U+2029, U+0085 and other separators, which JSON allows raw inside a string (Node's
     # JSON.stringify, which writes Claude Code's session files, leaves U+2028/2029 as they are)
-    for number, line in enumerate((ln.removesuffix("\r") for ln in text.split("\n")), 1):
+    rows = text.split("\n")
+    for number, line in enumerate((ln.removesuffix("\r") for ln in rows), 1):
         if not line.strip():
             continue
         try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson)
             msg = safejson.loads(line, root=f"line {number}")
         except InvalidArgumentError as exc:
+            if unfinished is not None and number == len(rows) and _cut_short(line):
+                unfinished.append(f"{path}:{number}: the last line has no line end and is not "
+                                  f"JSON ({exc}); left for the next feed, which stores it once "
+                                  "its writer has finished it")
+                break
             raise usage_error(f"{path}:{number}: {exc}", f"line {number}") from None
         if not isinstance(msg, dict):
-            raise usage_error(f"line {number}: expected an object with role and content",
+            raise usage_error(f"{path}:{number}: expected an object with role and content",
                               f"line {number}")
         if fmt == "auto":
             fmt = detect(msg)
@@ -91,6 +111,52 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto"
         empty += not found
         messages += [(f"{number}" if len(found) == 1 else f"{number}.{k}", line, m) for k, m in enumerate(found)]
     return messages, "jsonl" if fmt == "auto" else fmt, empty
+
+
+#: what a file of one JSON array is, by the keys of its first object
+_EXPORTS = (("mapping", "a ChatGPT export (conversations.json: each conversation a tree of "
+                        "messages)"),
+            ("chat_messages", "a Claude export (conversations.json)"))
+
+
+def _json_array(text: str, path: str) -> list[tuple[str, str, dict[str, Any]]] | None:
+    """The messages of a file that is one JSON array of ``{role, content}`` objects (an OpenAI
+    ``messages`` list, saved whole), each keyed as line ``i`` (its place, 1-based) by its JSON;
+    None when the text is no JSON array (then it is read as lines, and named by line).
+
+    An array of anything else (a ChatGPT or Claude export of many conversations) is refused
+    naming what it is: it was "line 1: expected an object", or a JSON error on line 1 of a
+    pretty-printed file.
+    """
+    try:
+        items = safejson.loads(text, root="the file")
+    except InvalidArgumentError:
+        return None
+    if not isinstance(items, list):
+        return None
+    if items and all(isinstance(m, dict) and "role" in m for m in items):
+        return [(f"{i}", json.dumps(m, ensure_ascii=False, sort_keys=True), m)
+                for i, m in enumerate(items, 1)]
+    first = items[0] if items else None
+    kind = next((what for key, what in _EXPORTS if isinstance(first, dict) and key in first),
+                "a JSON array that is not a list of {role, content} messages")
+    raise usage_error(
+        f"{path} is {kind} ({len(items)} {'item' if len(items) == 1 else 'items'}); amem lcm "
+        "ingest reads one session's transcript: JSON lines of {role, content} messages (or "
+        "one JSON array of them), a Claude Code session file or a Codex CLI rollout", "file")
+
+
+def _cut_short(line: str) -> bool:
+    """Whether ``line`` (not JSON) reads as the start of a JSON line cut short: JSON that
+    ends too early, not a line of something else."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        # the text ran out: inside a string (its error is said where the string starts), or
+        # where more JSON was due
+        ran_out = exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip())
+        return line.lstrip().startswith(("{", "[")) and ran_out
+    return False
 
 
 def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None = None
@@ -121,7 +187,9 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None 
 def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     import sys
 
-    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None, args.format)
+    unfinished: list[str] = []
+    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None,
+                                        args.format, unfinished=unfinished)
     messages = _keyed(lines, args.session_id)
     stored = skipped = 0
     conversation = None
@@ -138,7 +206,7 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
             stored += res.stored
             skipped += res.skipped_duplicates
             conversation = res.conversation_id if res.conversation_id is not None else conversation
-    warnings = []
+    warnings = list(unfinished)
     if args.file == "-" and skipped:
         # stdin has no file to grow: its lines are keyed by number like a file's, so a host
         # piping one turn a call would see a repeated turn taken for a line already stored

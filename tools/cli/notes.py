@@ -79,7 +79,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("id", help="the hidden (older) note")
 
     p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
-    p.add_argument("file", help="the file to import")
+    p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
+                                "JSONL file under it (hidden ones, attachments and links to "
+                                "folders left out, and named)")
     p.add_argument("--format", choices=["jsonl", "text"], help="default: from the extension")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch, at least 1 (with "
@@ -318,9 +320,18 @@ def _delete_all(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from amem.export import load_export
+    from amem.importdir import import_dir
     from amem.importer import import_file
 
-    if not Path(args.file).expanduser().is_file():
+    folder = Path(args.file).expanduser().is_dir()
+    if folder and (args.from_export or args.title is not None or args.format):
+        raise usage_error("a folder is imported file by file, each by its extension and with "
+                          "its own title: --from-export, --title and --format take one file",
+                          "file")
+    if args.file == "-":  # `amem lcm ingest -` reads stdin; this reads its file twice
+        raise usage_error("amem import reads a file, twice (checked whole, then written), not "
+                          "stdin: save it first (`cat > notes.jsonl`) and import that", "file")
+    if not folder and not Path(args.file).expanduser().is_file():
         # said here, in `amem lcm ingest`'s words: the CLI's argument is `file` (the library's
         # error names its own parameter, `path`)
         what = "not a file" if Path(args.file).expanduser().exists() else "no such file"
@@ -328,10 +339,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.from_export and args.title is not None:
         raise usage_error("--title is for a text or Markdown document; an export keeps each "
                           "note's own subjects", "title")
-    with open_memory(args) as store:
+    with open_memory(args) as store, _resumable():
         # the bar ends (one 100% line) before anything else is said on stderr
         with progress(args, "import") as bar:
-            if args.from_export:
+            if folder:
+                report = import_dir(store, Path(args.file).expanduser(),
+                                    enrich=not args.no_enrich, batch=args.batch, progress=bar,
+                                    skip_invalid=args.skip_invalid)
+            elif args.from_export:
                 report = load_export(store, args.file, batch=args.batch,
                                      skip_invalid=args.skip_invalid, progress=bar)
             else:
@@ -363,8 +378,12 @@ def cmd_import(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         for warning in data["warnings"]:  # the library keeps at most 100, then "... and N more"
             print(printable(f"amem: warning: {warning}"), file=sys.stderr)
+        for why, count in data.get("left_out_by_reason", {}).items():  # a folder's (--json: each)
+            print(printable(f"amem: left out {count} {'path' if count == 1 else 'paths'}: {why}"),
+                  file=sys.stderr)
     emit(args, data, lambda: (
-        f"read {data['read']}: created {data['created']}, "
+        (f"{data['files']} files, " if "files" in data else "")
+        + f"read {data['read']}: created {data['created']}, "
         + (f"unchanged {data['unchanged']} (already stored as exported), replaced "
            f"{data['replaced']}, " if args.from_export else
            f"deduplicated {data['deduplicated']}, folded {data['folded']}, pending merge "
@@ -374,6 +393,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
+
+
+@contextmanager
+def _resumable() -> Iterator[None]:
+    """A Ctrl-C during an import says what it left: the batches written are kept, and the
+    same import run again stores only the rest (a line keeps its id), instead of a bare
+    "interrupted" that left the user to wonder whether to delete and start over."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print("amem: the import was stopped; the notes it wrote are kept, and running the same "
+              "import again stores only the rest (nothing twice)", file=sys.stderr)
+        raise
 
 
 def _supersede_line(data: dict[str, Any]) -> str:

@@ -1,0 +1,128 @@
+"""Import a folder of notes (an Obsidian vault, a docs tree): every Markdown, text and JSONL
+file under it, each as one file's import (``amem.importer``), one engine flush at the end.
+
+What is read: the files ``detect_format`` knows (``.md``, ``.markdown``, ``.txt``, ``.text``,
+``.jsonl``, ``.ndjson``), in path order, each its own document (its own title). What is left
+out, and named in the report (``left_out``, with the reason): hidden files and folders
+(``.obsidian``, ``.git``, ``.trash``: settings and history, not notes), files of other kinds
+(attachments: images, PDFs, canvases), links to folders (not followed: a link back up the tree
+would walk it forever) and broken links.
+
+The whole folder is checked first, as one file is: a bad line in any file (or a file that is
+not UTF-8) imports nothing and every one is named, unless ``skip_invalid`` imports the rest.
+A re-run stores nothing twice (each file's notes keep their ids), so one killed half way is
+finished by running it again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import ValidationError
+from .importer import (MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, Progress, _check_whole,
+                       _IdClashes, detect_format, import_file)
+from .write.bulk import check_batch
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+#: the report keeps this many left-out paths; the rest are counted by reason
+MAX_LEFT_OUT = 100
+_COUNTS = ("created", "deduplicated", "folded", "pending_merge", "superseded",
+           "supersede_deferred", "expired_replaced")
+
+
+def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files to import under ``root`` (sorted), and the paths left out with the reason."""
+    files: list[Path] = []
+    left: list[tuple[Path, str]] = []
+    for top, dirs, names in os.walk(root, followlinks=False):
+        here = Path(top)
+        for name in sorted(dirs):
+            if name.startswith("."):
+                left.append((here / name, "a hidden folder"))
+            elif (here / name).is_symlink():
+                left.append((here / name, "a link to a folder, not followed"))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and not (here / d).is_symlink())
+        for name in sorted(names):
+            path = here / name
+            if name.startswith("."):
+                left.append((path, "a hidden file"))
+            elif not path.is_file():
+                left.append((path, "a broken link" if path.is_symlink() else "not a regular file"))
+            else:
+                try:
+                    detect_format(path)
+                except ValidationError:
+                    left.append((path, f"not Markdown, text or JSONL ({path.suffix.lower() or 'no extension'})"))
+                    continue
+                files.append(path)
+    return sorted(files), left
+
+
+def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
+               agent_id: str | None = None, batch: int | None = None,
+               progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+    """Import every note file under ``root``; see the module docstring.
+
+    ``progress`` is called with (files done, files) after each file.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ValidationError(f"not a folder: {root}", field="path")
+    check_batch(batch, f"the store's embed_batch ({store.config.embed_batch})")
+    files, left = walk(root)
+    report = ImportReport(path=str(root))
+    started = time.perf_counter()
+    check = ImportReport(path=str(root))
+    good: list[Path] = []
+    refused: list[str] = []  # files that are not UTF-8, refused whole
+    for path in files:  # the whole folder is checked before anything is written
+        try:
+            found = _check_whole(store, path, detect_format(path), None, enrich, agent_id,
+                                 max_chars=store.config.max_text_chars,
+                                 ids=None if skip_invalid else _IdClashes(store.index))
+        except ValidationError as exc:  # not UTF-8: the file as a whole is a bad one
+            refused.append(str(exc).removesuffix("; nothing was imported"))
+            check.skipped += 1
+            if len(check.errors) < MAX_ERRORS:
+                check.errors.append(refused[-1])
+            continue
+        check.read += found.read
+        check.skipped += found.skipped
+        check.errors.extend(found.errors[:MAX_ERRORS - len(check.errors)])
+        good.append(path)
+    if check.skipped and not skip_invalid:
+        raise ImportRejected(root, check)
+    # the refused files' lines are not counted by the writing pass, which never reads them
+    report.skipped, report.errors = len(refused), refused[:MAX_ERRORS]
+    warned = 0  # line warnings of every file, kept or not
+    for done, path in enumerate(good, 1):
+        one = import_file(store, path, enrich=enrich, agent_id=agent_id, batch=batch,
+                          skip_invalid=True, flush_at_end=False)
+        report.read += one.read
+        report.skipped += one.skipped
+        report.errors.extend(one.errors[:MAX_ERRORS - len(report.errors)])
+        warned += len(one.warnings)
+        report.warnings.extend(one.warnings[:max(0, MAX_WARNINGS - len(report.warnings))])
+        report.supersede = one.supersede
+        for name in _COUNTS:
+            setattr(report, name, getattr(report, name) + getattr(one, name))
+        if progress is not None:
+            progress(done, len(good))
+    store.flush()
+    if warned > len(report.warnings):  # a file's own "... and N more" counts as one here
+        report.warnings.append(f"... and {warned - len(report.warnings)} more warnings")
+    report.files = len(good)
+    report.left_out = [f"{p}: {why}" for p, why in left[:MAX_LEFT_OUT]]
+    report.left_out_by_reason = dict(Counter(why for _, why in left))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+__all__ = ["MAX_LEFT_OUT", "import_dir", "walk"]

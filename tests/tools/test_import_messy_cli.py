@@ -1,0 +1,184 @@
+"""``amem import`` of files as users bring them, through the installed script: a file name
+that is not UTF-8, text in UTF-16 or a legacy encoding, YAML front matter."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .test_cli_frontdoor import amem, base_env
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return base_env(tmp_path / "home")
+
+
+def stored(env: dict[str, str]) -> dict[str, list[str]]:
+    """Content -> subjects of every note of the agent."""
+    listed = json.loads(amem(env, "list", "-n", "50", "--json").stdout)["notes"]
+    notes = [json.loads(amem(env, "get", n["id"], "--json").stdout) for n in listed]
+    return {n["content"]: n["subjects"] for n in notes}
+
+
+def test_a_file_name_that_is_not_utf8_is_its_title_as_a_file_manager_shows_it(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # a name from a Windows zip or an old Latin-1 disk: Python holds its byte as a lone
+    # surrogate, and the title derived from it crashed the import (UnicodeEncodeError)
+    name = os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xe9sum\xe9.txt")
+    Path(name).write_bytes(b"Plain paragraph about herons, no heading.\n")
+    done = amem(env, "import", name, "--no-enrich")
+    assert "created 1" in done.stdout
+    assert stored(env) == {"Plain paragraph about herons, no heading.": ["r\ufffdsum\ufffd"]}
+
+
+def test_utf16_with_its_mark_is_read_and_a_legacy_byte_is_named_at_its_line(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # Notepad's "Unicode" and PowerShell's `>` write UTF-16 with a byte-order mark: read as such
+    doc = tmp_path / "notepad.md"
+    doc.write_bytes("# Eulen\r\n\r\nÜberblick über Eulen.\r\n".encode("utf-16"))
+    amem(env, "import", str(doc), "--no-enrich")
+    assert stored(env) == {"# Eulen\nÜberblick über Eulen.": ["Eulen"]}
+    # a Windows-1252 byte deep in a file: named at its own line (the decoder's chunk offset
+    # said "byte 3076 of a line after line 14927"), nothing imported
+    lines = [json.dumps({"text": f"note {i} about moths"}) + "\n" for i in range(20000)]
+    src = tmp_path / "legacy.jsonl"
+    src.write_bytes("".join(lines[:14999]).encode() + '{"text": "café"}\n'.encode("cp1252")
+                    + "".join(lines[15000:]).encode())
+    err = amem(env, "import", str(src), "--no-enrich", code=2).stderr
+    assert f"{src}:15000: not UTF-8 text (byte 0xe9, byte 14 of the line)" in err
+    assert "iconv -f CP1252 -t UTF-8" in err and "nothing was imported" in err
+    # a line ended by a lone CR (an old Mac file) counts as the import counts it
+    old = tmp_path / "mac.txt"
+    old.write_bytes(b"one\rtwo\r\ncaf\xe9\n")
+    assert f"{old}:3: not UTF-8 text" in amem(env, "import", str(old), code=2).stderr
+    assert len(stored(env)) == 1
+
+
+def test_yaml_front_matter_is_no_note_and_its_title_names_the_document(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # an Obsidian note: the front matter was stored as a note of its own, and being a
+    # paragraph before the "# Owls" heading it kept that heading from being the title
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "owls.md").write_text(
+        "---\ntitle: \"Owl Notes\"\ntags: [birds, night]\naliases:\n  - owls\n---\n\n# Owls\n\n"
+        "Barn owls hunt at night, see [[Bats]].\n", encoding="utf-8")
+    (vault / "plain.md").write_text("---\naliases: [p]\n---\n# Plain Title\n\nBody about moths.\n",
+                                    encoding="utf-8")
+    # a first line of "---" that nothing closes is a rule in the text, read as before
+    (vault / "rule.md").write_text("---\nnot front matter\n\nA paragraph about bats.\n",
+                                   encoding="utf-8")
+    for name in ("owls.md", "plain.md", "rule.md"):
+        amem(env, "import", str(vault / name), "--no-enrich")
+    assert stored(env) == {
+        "# Owls\nBarn owls hunt at night, see [[Bats]].": ["Owl Notes", "Owls"],
+        "# Plain Title\nBody about moths.": ["Plain Title"],
+        "---\nnot front matter": ["rule"], "A paragraph about bats.": ["rule"]}
+
+
+def test_a_json_array_is_said_to_be_one_with_the_way_to_make_lines(
+        env: dict[str, str], tmp_path: Path) -> None:
+    rows = [{"text": "array one about owls"}, {"text": "array two about bats"}]
+    whole = tmp_path / "notes.json"
+    whole.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    err = amem(env, "import", str(whole), code=2).stderr  # was: "cannot tell the format"
+    assert "notes.json is JSON, not JSON lines" in err and "jq -c '.[]'" in err
+    line = tmp_path / "one-line.jsonl"
+    line.write_text(json.dumps(rows) + "\n", encoding="utf-8")
+    err = amem(env, "import", str(line), code=2).stderr
+    assert f"{line}:1: each line must be a JSON object with a 'text' field; this line is a " \
+           "JSON array of 2 items" in err
+    assert stored(env) == {}
+
+
+def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
+        env: dict[str, str], tmp_path: Path) -> None:
+    # an Obsidian vault: `amem import VAULT` was "not a file"
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / ".obsidian" / "app.json").write_text("{}", encoding="utf-8")
+    (vault / "birds" / "night").mkdir(parents=True)
+    (vault / "birds" / "owls.md").write_text("---\ntags: [b]\n---\n# Owls\n\nBarn owls hunt "
+                                             "at night.\n", encoding="utf-8")
+    (vault / "birds" / "night" / "bats.md").write_text("Bats hunt moths.\n", encoding="utf-8")
+    (vault / "facts.jsonl").write_text('{"text": "Herons stand still."}\n', encoding="utf-8")
+    (vault / "birds" / "owl.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (vault / "birds" / "up").symlink_to(vault)  # a loop, were it followed
+    (vault / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    done = amem(env, "import", str(vault), "--no-enrich")
+    assert "3 files, read 3: created 3" in done.stdout
+    for said in ("left out 1 path: a hidden folder", "left out 1 path: not Markdown, text or "
+                 "JSONL (.png)", "left out 1 path: a link to a folder, not followed",
+                 "left out 1 path: a broken link"):
+        assert f"amem: {said}" in done.stderr
+    assert stored(env) == {"# Owls\nBarn owls hunt at night.": ["Owls"],
+                           "Bats hunt moths.": ["bats"], "Herons stand still.": []}
+    report = json.loads(amem(env, "import", str(vault), "--no-enrich", "--json").stdout)
+    assert (report["files"], report["created"], report["deduplicated"]) == (3, 0, 3)
+    assert f"{vault / 'birds' / 'owl.png'}: not Markdown, text or JSONL (.png)" \
+        in report["left_out"]
+    # a file that is not UTF-8 is a bad one: nothing imported, unless --skip-invalid
+    (vault / "birds" / "cafe.md").write_bytes(b"caf\xe9 au lait\n")
+    err = amem(env, "import", str(vault), "--no-enrich", code=2).stderr
+    assert f"{vault / 'birds' / 'cafe.md'}:1: not UTF-8 text" in err
+    assert "nothing was imported" in err
+    done = amem(env, "import", str(vault), "--no-enrich", "--skip-invalid", code=1)
+    assert f"amem: skipped {vault / 'birds' / 'cafe.md'}:1: not UTF-8" in done.stderr
+    assert len(stored(env)) == 3
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str],
+                                                               tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from .test_cli_frontdoor import AMEM, ROOT
+
+    src = tmp_path / "many.jsonl"
+    src.write_text("".join(json.dumps({"text": f"note {i} about the moth count of week {i}"})
+                           + "\n" for i in range(20000)), encoding="utf-8")
+    proc = subprocess.Popen([str(AMEM), "-v", "import", str(src), "--no-enrich"], env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the store is open: the import is under way
+        if "edge store" in line:  # "created" (a new store) or "opened"
+            break
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "the import was stopped; the notes it wrote are kept, and running the same import " \
+           "again stores only the rest" in err and "Traceback" not in err
+    done = json.loads(amem(env, "import", str(src), "--no-enrich", "--json").stdout)
+    assert done["skipped"] == 0 and done["created"] + done["deduplicated"] == 20000
+    status = json.loads(amem(env, "status", "--json").stdout)["memory"]
+    assert status["active_notes"] == 20000
+
+
+def test_stdin_is_refused_saying_how(env: dict[str, str]) -> None:
+    err = amem(env, "import", "-", "--format", "jsonl", code=2,
+               stdin='{"text": "from a pipe"}\n').stderr
+    assert "amem import reads a file" in err and "not stdin" in err  # was: "no such file: -"
+
+
+def test_common_slips_in_json_lines_are_said_for_what_they_are(env: dict[str, str],
+                                                               tmp_path: Path) -> None:
+    src = tmp_path / "slips.jsonl"
+    src.write_text('{"text": "alpha about owls"},\n\n// a comment\n{"text": "beta about bats"}\n'
+                   '{"text": "gamma about mo', encoding="utf-8")  # a writer killed mid-line
+    err = amem(env, "import", str(src), code=2).stderr
+    assert f"{src}:1: the line is not valid JSON: Extra data at column 29 (a comma after the " \
+           "object: JSON lines end without one)" in err
+    assert f"{src}:3: the line is not valid JSON: Expecting value at column 1 (a comment line" \
+        in err
+    assert f"{src}:5: the line is not valid JSON: Unterminated string starting at at column 10 " \
+           "(the file's last line, with no line end: cut short" in err
+    done = amem(env, "import", str(src), "--skip-invalid", "--no-enrich", code=1)
+    assert "created 1" in done.stdout and set(stored(env)) == {"beta about bats"}
