@@ -363,9 +363,13 @@ def _drop_resent(c: Connection, conversation_id: int, batch: list[NormalizedMess
             status.append(_SAME if key in stored_keys else _NEW)
             stored_keys.add(key)  # the same event twice in one batch: a re-send
         elif m.explicit_time:
-            said = speakers.setdefault((m.identity_hash, m.created_at), set())
-            status.append(_SAME if any(_same_speaker(m.name, who) for who in said) else _NEW)
-            said.add(m.name or "")
+            said = speakers.get(pair := (m.identity_hash, m.created_at))
+            if said is None:  # the usual case: nobody said it at that time
+                status.append(_NEW)
+                speakers[pair] = {m.name or ""}
+            else:  # _same_speaker against each, as set lookups: "" (no name) matches any
+                status.append(_SAME if not m.name or "" in said or m.name in said else _NEW)
+                said.add(m.name or "")
         else:
             status.append(_ANONYMOUS)
     if _ANONYMOUS in status and len(batch) >= 2:
@@ -394,7 +398,8 @@ def _settle_anonymous(c: Connection, conversation_id: int, batch: Sequence[Norma
     newest = c.execute(_TAIL, (conversation_id, 1)).fetchone()
     if newest is None:
         return
-    candidates = [k for k in range(len(batch) - 1, 1, -1) if _same_message(said[k - 1], newest)]
+    candidates = [k for k in range(len(batch) - 1, 1, -1)
+                  if said[k - 1][0] == newest[0] and _same_speaker(said[k - 1][1], newest[1])]
     if not candidates:
         return
     tail = [tuple(r) for r in c.execute(_TAIL, (conversation_id, candidates[0]))][::-1]
