@@ -165,8 +165,9 @@ class Placer:
             other.links = unique([*other.links, note.id])
             changes: dict[str, Any] = {"links": other.links}
             update = updates.get(nid)
-            were = len(_terms(other))
+            were = None  # the terms change only with an evolution: counted for it alone
             if update is not None:
+                were = len(_terms(other))
                 embedded = other.embed_text()
                 self._apply_evolution(other, note.id, update)
                 changes.update(context=other.context, tags=other.tags,
