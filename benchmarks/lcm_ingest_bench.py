@@ -44,7 +44,8 @@ from benchmarks.lcm_bench import _message
 from lcm import LcmConfig, LcmStore, ManualClock
 from lcm.db import sqlite_only
 from lcm.errors import ReplayFloodError
-from lcm.ingest import NormalizedMessage, normalize_messages, store_messages
+from lcm.ingest import store_messages
+from lcm.normalize import NormalizedMessage, normalize_messages
 from lcm.sessions import resolve_conversation
 from lcm.tokens import estimate_tokens
 from lcm.trigram import MAX_PENDING

@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.lcm_pg_bench import _message
 from lcm import LcmConfig, LcmStore
 from lcm.db import sqlite_only
-from lcm.ingest import normalize_messages, store_messages
+from lcm.ingest import store_messages
+from lcm.normalize import normalize_messages
 from lcm.sessions import resolve_conversation
 
 if TYPE_CHECKING:

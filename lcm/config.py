@@ -120,7 +120,7 @@ class LcmConfig:
     replay_flood_threshold_external: int = setting(3, at_least=1)
     replay_flood_threshold_internal: int = setting(32, at_least=1)
     #: seconds a batch of anonymous messages is remembered: the same batch again within them is a
-    #: host's retry (lcm.ingest); 0 turns the check off (then only a grown window is re-sent)
+    #: host's retry (lcm.resend); 0 turns the check off (then only a grown window is re-sent)
     resend_window_seconds: int = setting(120, at_least=0)
     strip_injected_context_tags: tuple[str, ...] = (
         "active_memory_plugin",

@@ -318,7 +318,7 @@ def _trigram_flush_size(c: sqlite3.Connection) -> None:
 
 @migration("0012_ingest_batches")
 def _ingest_batches(c: sqlite3.Connection) -> None:
-    # The batches of anonymous messages a conversation took lately (lcm.ingest): the same batch
+    # The batches of anonymous messages a conversation took lately (lcm.resend): the same batch
     # again within resendWindowSeconds is a host's retry, even after other hosts' messages.
     c.execute("CREATE TABLE lcm_ingest_batches (conversation_id INTEGER NOT NULL, fingerprint TEXT NOT NULL, "
               "seen_at TEXT NOT NULL, PRIMARY KEY (conversation_id, fingerprint))")

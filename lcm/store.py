@@ -23,7 +23,8 @@ from lcm.db import Database, sqlite_only
 from lcm.errors import LcmValidationError, unopenable
 from lcm.events import EventLog
 from lcm.failures import FailureLog
-from lcm.ingest import normalize_messages, store_messages
+from lcm.ingest import store_messages
+from lcm.normalize import normalize_messages
 from lcm.largefiles import open_file_store
 from lcm.migrations import migrate
 from lcm.models import (

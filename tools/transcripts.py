@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lcm.ingest import media_placeholder
+from lcm.normalize import media_placeholder
 
 FORMATS = ("auto", "jsonl", "claude-code", "codex")
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from lcm.compaction import Item, load_items
 from lcm.errors import LcmValidationError
-from lcm.ingest import normalize_messages
+from lcm.normalize import normalize_messages
 from lcm.models import _Dict
 from lcm.operator.browse import positive_int, require_conversation
 from lcm.operator.transplant import TransplantPlan, apply_transplant, plan_transplant

@@ -1,8 +1,8 @@
 """Ingest on PostgreSQL: SQLite's re-send and replay checks, then a batch's rows in few statements.
 
 A batch is one transaction on one pooled connection (``PgLcmStore.ingest`` takes the session
-and conversation advisory locks first). After the shared checks (:func:`lcm.ingest._drop_resent`,
-:func:`lcm.ingest._check_replay_flood`, the same functions as on SQLite) it sends three
+and conversation advisory locks first). After the shared checks (:func:`lcm.resend.drop_resent`,
+:func:`lcm.resend.check_replay_flood`, the same functions as on SQLite) it sends three
 statements: where the conversation's sequence and context end together with the batch's ids
 from the server's sequence; the rows by ``COPY ... FROM STDIN``; the context items and the
 conversation's ``updated_at`` in one statement. Statement for statement this replaced five
@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lcm.config import LcmConfig
-from lcm.ingest import NormalizedMessage, _check_replay_flood, _drop_resent, insert_files_and_context, message_rows
+from lcm.ingest import insert_files_and_context, message_rows
+from lcm.normalize import NormalizedMessage
+from lcm.resend import check_replay_flood, drop_resent
 from lcm.largefiles import LargeFileStore
 from lcm.pg.db import PgConnection
 
@@ -49,9 +51,9 @@ def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[Nor
 
     Returns ``(message_ids, skipped_duplicates, file_ids)``.
     """
-    fresh = _drop_resent(c, conversation_id, list(batch), now_iso, cfg.resend_window_seconds)
+    fresh = drop_resent(c, conversation_id, list(batch), now_iso, cfg.resend_window_seconds)
     skipped = len(batch) - len(fresh)
-    _check_replay_flood(c, conversation_id, fresh, cfg)
+    check_replay_flood(c, conversation_id, fresh, cfg)
     if not fresh:
         return [], skipped, []
     # The server hands out the ids (writers of other conversations run at the same time); the

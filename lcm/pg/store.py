@@ -15,7 +15,7 @@ from lcm.config import LcmConfig
 from lcm.convlock import compaction_wait_s
 from lcm.errors import LargeFilesDirMissingError, LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
-from lcm.ingest import normalize_messages
+from lcm.normalize import normalize_messages
 from lcm.largefiles import open_file_store
 from lcm.models import DoctorReport, IngestResult, StatusReport
 from lcm.pg.assemble import PgAssembler

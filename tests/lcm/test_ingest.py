@@ -156,7 +156,7 @@ def test_content_parts_and_tool_calls_are_kept(store: LcmStore) -> None:
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "grep_logs"}}]},
     ])  # fmt: skip
     rows = store.db.query("SELECT content FROM messages ORDER BY seq")
-    # an image part is said by a placeholder with its address (lcm.ingest.media_placeholder)
+    # an image part is said by a placeholder with its address (lcm.normalize.media_placeholder)
     assert rows[0][0] == "look\n[image: u]"
     assert "grep_logs" in rows[1][0]
 
@@ -167,7 +167,7 @@ def test_any_mapping_normalizes_as_a_dict_does() -> None:
     # same messages.
     from types import MappingProxyType
 
-    from lcm.ingest import normalize_messages
+    from lcm.normalize import normalize_messages
 
     class Name(str):
         pass

@@ -14,7 +14,7 @@ import pytest
 from lcm import LcmStore
 from lcm.db import sqlite_only
 from lcm.errors import ReplayFloodError
-from lcm.ingest import _CHUNK
+from lcm.resend import _CHUNK
 
 from .conftest import chat
 

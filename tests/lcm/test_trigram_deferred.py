@@ -85,7 +85,8 @@ def test_ingest_pays_inline_past_the_bound(make_store: Callable[..., LcmStore]) 
     store = make_store()
     store.ingest(KEY, chat(10))
     assert store.status().debt.trigram == 10  # type: ignore[union-attr]
-    from lcm.ingest import store_messages, normalize_messages
+    from lcm.ingest import store_messages
+    from lcm.normalize import normalize_messages
 
     now = store._now()
     with store.db.atomic() as c:  # the old inline path: a bound of 0 pays the whole tail

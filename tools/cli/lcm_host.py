@@ -168,7 +168,7 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None 
     saying the same "continue" is another message, and the same run fed again (a grown
     file) keys its old lines as before."""
     from lcm.errors import LcmValidationError
-    from lcm.ingest import normalize_messages
+    from lcm.normalize import normalize_messages
 
     messages = [msg for _, _, msg in lines]
     try:
