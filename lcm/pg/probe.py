@@ -28,9 +28,14 @@ def permanent_reason(exc: Exception) -> str | None:
 
     text = " ".join(str(exc).split())
     if isinstance(exc, psycopg.ProgrammingError) or _PERMANENT.search(text):
-        # "connection failed: connection to server at ... failed: FATAL:  password ..." -> the last part
-        return re.sub(r"^.*failed:\s*(FATAL:\s*)?", "", text) or text
+        return _reason(text)
     return None
+
+
+def _reason(text: str) -> str:
+    """libpq's reason out of its message: "connection failed: connection to server at ...
+    failed: FATAL:  password ..." -> the last part."""
+    return re.sub(r"^.*failed:\s*(FATAL:\s*)?", "", text) or text
 
 
 def probe(url: str, shown: str, timeout_s: float) -> None:
@@ -64,6 +69,5 @@ def unreachable_reason(url: str, timeout_s: float) -> str | None:
     try:
         psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(timeout_s))).close()
     except psycopg.Error as exc:
-        text = " ".join(str(exc).split())
-        return re.sub(r"^.*failed:\s*(FATAL:\s*)?", "", text) or text
+        return _reason(" ".join(str(exc).split()))
     return None
