@@ -9,19 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli_frontdoor import amem, base_env
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return base_env(tmp_path / "home")
-
-
-def stored(env: dict[str, str]) -> dict[str, list[str]]:
-    """Content -> subjects of every note of the agent."""
-    listed = json.loads(amem(env, "list", "-n", "50", "--json").stdout)["notes"]
-    notes = [json.loads(amem(env, "get", n["id"], "--json").stdout) for n in listed]
-    return {n["content"]: n["subjects"] for n in notes}
+from .test_cli_frontdoor import amem
+from .test_import_checks_cli import env, stored  # noqa: F401 - env is a fixture
 
 
 def test_a_file_name_that_is_not_utf8_is_its_title_as_a_file_manager_shows_it(

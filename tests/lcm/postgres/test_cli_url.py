@@ -64,13 +64,19 @@ def test_amem_lcm_migrate_copies_the_local_store_to_the_server(pg_clean_url: str
     assert "already holds conversations" in again.stdout + again.stderr
 
 
-def test_amem_lcm_url_names_the_shared_history(pg_clean_url: str, tmp_path: Path) -> None:
+def _host_with_one_message(pg_url: str, tmp_path: Path) -> dict[str, str]:
+    """A host (home ``a``) whose AMEM_LCM_URL names the server, with one message ingested."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
     src = tmp_path / "t.jsonl"
     src.write_text(json.dumps({"role": "user", "content": "the ledger closes on Friday"}) + "\n",
                    encoding="utf-8")
-    host_a = {**base, "AMEM_HOME": str(tmp_path / "a"), "AMEM_EMBEDDER": "hashing", "AMEM_LCM_URL": pg_clean_url}
-    assert _amem(host_a, "lcm", "ingest", str(src), "--session-key", KEY)["stored"] == 1
+    host = {**base, "AMEM_HOME": str(tmp_path / "a"), "AMEM_EMBEDDER": "hashing", "AMEM_LCM_URL": pg_url}
+    assert _amem(host, "lcm", "ingest", str(src), "--session-key", KEY)["stored"] == 1
+    return host
+
+
+def test_amem_lcm_url_names_the_shared_history(pg_clean_url: str, tmp_path: Path) -> None:
+    host_a = _host_with_one_message(pg_clean_url, tmp_path)
     assert not (tmp_path / "a" / "lcm.db").exists()  # nothing local: the server holds it
     # lossless-claw's variable naming the same server agrees; naming another store is refused
     host_b = {**host_a, "AMEM_HOME": str(tmp_path / "b"), "LCM_DATABASE_PATH": pg_clean_url}
@@ -82,12 +88,7 @@ def test_amem_lcm_url_names_the_shared_history(pg_clean_url: str, tmp_path: Path
 def test_a_host_on_a_server_keeps_its_event_log_in_its_home(pg_clean_url: str, tmp_path: Path) -> None:
     """A server has no data directory for the event log, so a host on PostgreSQL kept none and
     its ingests, compactions and repairs left no record; the host's home holds it now."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
-    src = tmp_path / "t.jsonl"
-    src.write_text(json.dumps({"role": "user", "content": "the ledger closes on Friday"}) + "\n",
-                   encoding="utf-8")
-    host = {**base, "AMEM_HOME": str(tmp_path / "a"), "AMEM_EMBEDDER": "hashing", "AMEM_LCM_URL": pg_clean_url}
-    assert _amem(host, "lcm", "ingest", str(src), "--session-key", KEY)["stored"] == 1
+    host = _host_with_one_message(pg_clean_url, tmp_path)
     log = tmp_path / "a" / "lcm-log.jsonl"
     assert _amem(host, "lcm", "status")["event_log"] == str(log)
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
