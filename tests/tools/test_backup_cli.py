@@ -50,3 +50,44 @@ def test_an_export_is_written_whole_and_private_and_devices_are_written_in_place
     assert [p.name for p in out.parent.iterdir()] == ["backup.jsonl"]
     assert amem_json(env, "export", "/dev/null")["exported"] == 1  # type: ignore[index]
     assert Path("/dev/null").is_char_device()
+
+
+def test_lcm_backup_copies_a_store_in_use_whole_into_one_file(tmp_path: Path) -> None:
+    import sqlite3
+
+    from tools.runtime import Runtime
+
+    env = base_env(tmp_path / "home")
+    with Runtime.load(env) as runtime:  # a writer that keeps the store open, as a server does
+        runtime.lcm.ingest("agent:console:main", [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} of the talk"}
+            for i in range(30)])
+        db = tmp_path / "home" / "lcm.db"
+        # the turns are still in the write-ahead log: the database file alone lacks them
+        copied = tmp_path / "copied.db"
+        copied.write_bytes(db.read_bytes())
+        with sqlite3.connect(copied) as plain:
+            assert "messages" not in {r[0] for r in plain.execute(
+                "SELECT name FROM sqlite_master")} or plain.execute(
+                "SELECT count(*) FROM messages").fetchone()[0] < 30
+        out = tmp_path / "backups" / "lcm.db"
+        report = amem_json(env, "lcm", "backup", str(out))
+    assert isinstance(report, dict) and report["path"] == str(out)
+    assert out.stat().st_mode & 0o777 == 0o600
+    with sqlite3.connect(out) as backup:
+        assert backup.execute("SELECT count(*) FROM messages").fetchone()[0] == 30
+        assert backup.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["lcm.db"]  # one file, no -wal
+    # the backup is a store: a home holding it answers from it
+    restored = base_env(tmp_path / "restored")
+    (tmp_path / "restored").mkdir(mode=0o700)
+    (tmp_path / "restored" / "lcm.db").write_bytes(out.read_bytes())
+    grep = amem_json(restored, "lcm", "grep", "turn 29", "--json")
+    assert "turn 29" in json.dumps(grep)
+
+
+def test_lcm_backup_of_a_store_that_is_no_file_says_what_to_do(tmp_path: Path) -> None:
+    env = base_env(tmp_path / "home", LCM_DATABASE_PATH=":memory:")
+    done = amem(env, "lcm", "backup", str(tmp_path / "out.db"), code=1)
+    assert "not a SQLite file" in done.stderr and "pg_dump" in done.stderr
+    assert not (tmp_path / "out.db").exists()
