@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlsplit
 
 from amem.atomicfile import write_text_atomic
-from amem.kernel.files import private_dir
+from amem.kernel.files import flock_holder, private_dir
 
 from .proof import proof_of
 
@@ -61,6 +61,8 @@ RECORD_NAME = "server.json"
 #: the resources only the record's token opens (see tools.mcp_server)
 OWNER_STATUS, OWNER_DOCTOR = "amem://owner/status", "amem://owner/doctor"
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+#: Linux's table of the file locks held (``flock_holder``); absent elsewhere
+_LOCK_TABLE = Path("/proc/locks")
 
 
 @dataclass(frozen=True)
@@ -188,13 +190,22 @@ def held_by_server(home: str | Path, store: str | Path) -> int | None:
     if (record is None or record.transport != "http" or not _alive(record.pid)
             or _foreign(home, record)):
         return None
+    lock = Path(store).expanduser() / "LOCK"
     try:
-        fd = os.open(Path(store).expanduser() / "LOCK", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
             text = handle.read(64).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return record.pid if text == str(record.pid) else None
+    if text != str(record.pid):
+        return None
+    # the pid in the file is only a hint (``amem.backends._lock``): a copy of the directory
+    # holds the same text with no lock on it. Where the kernel's lock table can be read, the
+    # pid must hold the flock of this very file (records written before they named their
+    # directory reach here from a copy too)
+    if _LOCK_TABLE.is_file() and flock_holder(lock, _LOCK_TABLE) is None:
+        return None
+    return record.pid
 
 
 def clear_stale(home: str | Path) -> None:
