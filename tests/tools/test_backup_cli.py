@@ -29,6 +29,10 @@ def test_an_export_cut_short_leaves_the_previous_backup_whole(tmp_path: Path) ->
     amem(env, "import", str(notes), "--no-enrich")
     backup = tmp_path / "backup.jsonl"
     assert amem_json(env, "export", str(backup))["exported"] == 40  # type: ignore[index]
+    restored = amem(base_env(tmp_path / "restored"), "import", str(backup), "--from-export")
+    # a restore judges nothing: the notes keep their marks (it said "deferred to nightly")
+    assert "supersession marks kept as exported" in restored.stdout, restored.stdout
+    assert "deferred" not in restored.stdout
     whole = backup.read_bytes()
     assert len(whole) > 8000
     done = subprocess.run([str(AMEM), "export", str(backup)], env=env, capture_output=True,

@@ -410,6 +410,8 @@ def _resumable() -> Iterator[None]:
 
 def _supersede_line(data: dict[str, Any]) -> str:
     """What the import did to older facts, in words (the --json report has the same counts)."""
+    if data["supersede"] == "as exported":
+        return "\nsupersession marks kept as exported (nothing judged again)"
     parts = [f"superseded {data['superseded']} older notes (judged: {data['supersede']})"]
     if data.get("supersede_deferred"):
         parts.append(f"{data['supersede_deferred']} left to the nightly sweep")
