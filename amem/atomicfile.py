@@ -11,12 +11,15 @@ symbolic link planted at its name (``amem.kernel.files``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import is_disk_full, open_private, private_dir, refuse_symlink
 
-__all__ = ["write_text_atomic"]
+__all__ = ["write_text_atomic", "writing_atomic"]
 
 
 def write_text_atomic(path: Path, text: str, *, private: bool = True) -> None:
@@ -31,6 +34,21 @@ def write_text_atomic(path: Path, text: str, *, private: bool = True) -> None:
     """
     if not private:
         raise ValueError("write_text_atomic writes owner-only files (0600); private=False is not supported")
+    with writing_atomic(path) as out:
+        out.write(text)
+
+
+@contextmanager
+def writing_atomic(path: Path) -> Iterator[TextIO]:
+    """A text stream that replaces ``path`` when the ``with`` block ends without an error.
+
+    For a file written piece by piece (``amem export``): until the end, ``path`` keeps what it
+    held (or stays absent), so a writer killed halfway leaves no truncated file at the name
+    that a reader would take as whole, and never destroys the previous copy. A failed block
+    removes its temporary sibling; a killed one leaves ``.<name>.<pid>.tmp`` beside it.
+    The same errors as ``write_text_atomic``.
+    """
+    path = Path(path)
     private_dir(path.parent)
     refuse_symlink(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -38,7 +56,7 @@ def write_text_atomic(path: Path, text: str, *, private: bool = True) -> None:
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+            yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

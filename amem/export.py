@@ -99,7 +99,9 @@ def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
     if check.skipped and not skip_invalid:
         raise ImportRejected(where, check)
     source.seek(start)
-    report = ImportReport(path=name)
+    # nothing is judged: each note keeps the supersession marks (and ``kept_against``) it was
+    # exported with (the report said "deferred to nightly", as if a restore were judged again)
+    report = ImportReport(path=name, supersede="as exported")
     started = time.perf_counter()
     rows: list[tuple[Note, np.ndarray | None]] = []
 

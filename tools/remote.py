@@ -13,6 +13,11 @@ instead of failing with "store busy":
   used only if it belongs to this user and no one else can read it, its pid is alive and is
   the lock's holder, and its url is on this machine (127.0.0.1, ::1 or localhost); otherwise it
   is ignored with a message on stderr and the store-busy error stands.
+* **This directory's.** The record names the data directory it was written in (``home``: its
+  device and inode). A copy of the directory (``cp -a``, rsync, a tar restored) made while the
+  server ran carries the record, and the store's ``LOCK`` with the server's pid in it; the
+  copy's record names another directory, so it is removed and the copy opened as the store it
+  is (it was routed to the original's server, which stored the copy's writes in the original).
 * **Proof before any secret.** The record's secret is an owner key for the server's life, so
   the CLI sends it only to the server that wrote the record: it first asks
   ``GET /amem/proof?nonce=N`` (no secret sent) and checks the answer is
@@ -46,6 +51,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlsplit
 
 from amem.atomicfile import write_text_atomic
+from amem.kernel.files import flock_holder, private_dir
 
 from .proof import proof_of
 
@@ -55,6 +61,8 @@ RECORD_NAME = "server.json"
 #: the resources only the record's token opens (see tools.mcp_server)
 OWNER_STATUS, OWNER_DOCTOR = "amem://owner/status", "amem://owner/doctor"
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+#: Linux's table of the file locks held (``flock_holder``); absent elsewhere
+_LOCK_TABLE = Path("/proc/locks")
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,28 @@ class ServerRecord:
     started: float = 0.0
     #: "keys" (every caller needs a key) or "none" (``--insecure-no-auth``)
     auth: str = "keys"
+    #: the data directory it was written in (``home_identity``); None in records written
+    #: before it was kept, which are taken as this directory's
+    home: str | None = None
+
+
+def home_identity(home: str | Path) -> str | None:
+    """``device:inode`` of the data directory: the same through another path to it (a link, a
+    bind mount), another for a copy of it; None when it cannot be read."""
+    try:
+        info = os.stat(Path(home).expanduser())
+    except OSError:
+        return None
+    return f"{info.st_dev}:{info.st_ino}"
+
+
+def _foreign(home: str | Path, record: ServerRecord) -> bool:
+    """Whether ``record`` was written in another data directory (this one is a copy)."""
+    return record.home is not None and record.home != home_identity(home)
+
+
+_COPIED = ("it was written by the server of another data directory (this one is a copy of it: "
+           "cp, rsync or a restored archive); this copy is opened as its own store")
 
 
 def record_path(home: str | Path) -> Path:
@@ -82,9 +112,10 @@ def serving_record(home: str | Path, *, transport: str, url: str | None = None,
     Removed on the way out, unless another server has replaced it since.
     """
     token = secrets.token_urlsafe(32) if transport == "http" else None
-    record = ServerRecord(transport, os.getpid(), url, token, time.time(),
-                          "none" if insecure else "keys")
     path = record_path(home)
+    private_dir(path.parent)
+    record = ServerRecord(transport, os.getpid(), url, token, time.time(),
+                          "none" if insecure else "keys", home_identity(path.parent))
     write_text_atomic(path, json.dumps(asdict(record)))
     log.info("server record %s written: %s", path, "the amem CLI uses this server while it runs"
              if token else "the CLI will say this stdio server holds the store")
@@ -106,7 +137,8 @@ def load_record(path: Path) -> ServerRecord | None:
         return ServerRecord(transport=str(data["transport"]), pid=int(data["pid"]),
                             url=data.get("url"), token=data.get("token"),
                             started=float(data.get("started") or 0),
-                            auth=str(data.get("auth") or "keys"))
+                            auth=str(data.get("auth") or "keys"),
+                            home=data["home"] if isinstance(data.get("home"), str) else None)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -129,6 +161,8 @@ def find_server(home: str | Path, holder_pid: int | None = None, *,
     record = load_record(path)
     if record is None:
         return _ignore(path, "it cannot be read as a server record")
+    if _foreign(home, record):
+        return _remove(path, record, _COPIED)
     if not _alive(record.pid):
         return _remove(path, record, f"its server (pid {record.pid}) is no longer running")
     if holder_pid is not None and holder_pid != record.pid:
@@ -153,15 +187,25 @@ def held_by_server(home: str | Path, store: str | Path) -> int | None:
     left to opening the store, which says why it is busy.
     """
     record = load_record(record_path(home))
-    if record is None or record.transport != "http" or not _alive(record.pid):
+    if (record is None or record.transport != "http" or not _alive(record.pid)
+            or _foreign(home, record)):
         return None
+    lock = Path(store).expanduser() / "LOCK"
     try:
-        fd = os.open(Path(store).expanduser() / "LOCK", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
             text = handle.read(64).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return record.pid if text == str(record.pid) else None
+    if text != str(record.pid):
+        return None
+    # the pid in the file is only a hint (``amem.backends._lock``): a copy of the directory
+    # holds the same text with no lock on it. Where the kernel's lock table can be read, the
+    # pid must hold the flock of this very file (records written before they named their
+    # directory reach here from a copy too)
+    if _LOCK_TABLE.is_file() and flock_holder(lock, _LOCK_TABLE) is None:
+        return None
+    return record.pid
 
 
 def clear_stale(home: str | Path) -> None:
@@ -169,7 +213,9 @@ def clear_stale(home: str | Path) -> None:
     message; called by a command that opened the store itself, so no server holds it."""
     path = record_path(home)
     record = load_record(path)
-    if record is not None and not _alive(record.pid):
+    if record is not None and _foreign(home, record):
+        _remove(path, record, _COPIED)
+    elif record is not None and not _alive(record.pid):
         _remove(path, record, f"its server (pid {record.pid}) is no longer running")
 
 

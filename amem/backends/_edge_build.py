@@ -47,7 +47,8 @@ import qdrant_edge as qe
 
 from amem.backends.base import DENSE, SPARSE
 from amem.backends._edge_space import allocated_bytes, copy_sparse, data_extents
-from amem.backends._lock import flock_holder, process_command
+from amem.backends._lock import process_command
+from amem.kernel.files import flock_holder
 from amem.errors import BackendError, StoreLockedError
 from amem.kernel.children import child_argv, exit_if_orphaned
 

@@ -105,35 +105,6 @@ def process_command(pid: int | None, proc: Path = Path("/proc")) -> str | None:
     return text if len(text) <= _COMMAND_CHARS else text[:_COMMAND_CHARS - 3] + "..."
 
 
-def flock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
-    """The pid holding a ``flock`` on ``path`` (Linux's lock table), or None when unknown.
-
-    The engine locks its WAL directory without writing its pid anywhere: a process holding it
-    without our ``LOCK`` (an engine child outliving a killed parent) is found here."""
-    try:
-        st = path.stat()
-        table = locks.read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    for line in table.splitlines():
-        fields = line.split()
-        # "1: FLOCK  ADVISORY  WRITE 1285 fe:00:5424611 0 EOF" (a blocked waiter has "->")
-        if len(fields) < 6 or fields[1] != "FLOCK" or "->" in fields:
-            continue
-        try:
-            major, minor, inode = fields[5].split(":")
-            pid = int(fields[4])
-            same = (int(inode) == st.st_ino and int(major, 16) == os.major(st.st_dev)
-                    and int(minor, 16) == os.minor(st.st_dev))
-        except ValueError:
-            continue
-        if same:
-            return pid
-    return None
-
-
-
-
 def owner_message(path: Path, exc: OSError) -> str:
     """The error for a store file this user may not open: whose it is and what to do (it said
     "Permission denied: .../LOCK", or called the store "not an amem edge store")."""

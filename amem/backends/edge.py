@@ -52,13 +52,12 @@ from amem.backends._edge_tenants import TENANT_FIELD, SoleTenant
 from amem.backends._common import ties_by_id as _ties_by_id
 from amem.backends._filters import to_edge
 from amem.backends._jsonfile import read_object, write_object
-from amem.backends._lock import (StoreLock, flock_holder, locked_message, owner_message,
-                                 process_command)
+from amem.backends._lock import StoreLock, locked_message, owner_message, process_command
 from amem.kernel.children import child_argv
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import (
-    FreeSpace, StatvfsFreeSpace, allocates_on_read, check_free_space, fix_modes, is_disk_full,
-    private_dir, wide_modes,
+    FreeSpace, StatvfsFreeSpace, allocates_on_read, check_free_space, fix_modes, flock_holder,
+    is_disk_full, private_dir, wide_modes,
 )
 from amem.backends.base import (
     BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,

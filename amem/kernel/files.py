@@ -25,7 +25,7 @@ from typing import Protocol
 
 from .errors import DiskFullError, UnsafePathError
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "UnsafePathError", "DiskFullError", "FreeSpace",
+__all__ = ["flock_holder", "PRIVATE_DIR", "PRIVATE_FILE", "UnsafePathError", "DiskFullError", "FreeSpace",
            "StatvfsFreeSpace", "FixedFreeSpace", "private_dir", "open_private", "refuse_symlink",
            "precreate_private", "write_private", "check_free_space", "unallocated_bytes", "is_disk_full",
            "filesystem_type", "allocates_on_read",
@@ -238,3 +238,30 @@ def fix_modes(root: str | Path, *, keep: Collection[Path] = ()) -> list[tuple[Pa
         os.chmod(path, new)  # wide_modes skipped links, so this changes the file itself
         fixed.append((path, mode, new))
     return fixed
+
+
+def flock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
+    """The pid holding a ``flock`` on ``path`` (Linux's lock table), or None when unknown.
+
+    The engine locks its WAL directory without writing its pid anywhere: a process holding it
+    without our ``LOCK`` (an engine child outliving a killed parent) is found here."""
+    try:
+        st = path.stat()
+        table = locks.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1285 fe:00:5424611 0 EOF" (a blocked waiter has "->")
+        if len(fields) < 6 or fields[1] != "FLOCK" or "->" in fields:
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            pid = int(fields[4])
+            same = (int(inode) == st.st_ino and int(major, 16) == os.major(st.st_dev)
+                    and int(minor, 16) == os.minor(st.st_dev))
+        except ValueError:
+            continue
+        if same:
+            return pid
+    return None

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ContextManager, TextIO
 
 from .common import Cmd, not_routed, open_memory, progress, runtime
 from .output import (EXIT_ERROR, EXIT_OK, clip, emit, kv_text, printable, search_table, usage_error,
@@ -410,6 +410,8 @@ def _resumable() -> Iterator[None]:
 
 def _supersede_line(data: dict[str, Any]) -> str:
     """What the import did to older facts, in words (the --json report has the same counts)."""
+    if data["supersede"] == "as exported":
+        return "\nsupersession marks kept as exported (nothing judged again)"
     parts = [f"superseded {data['superseded']} older notes (judged: {data['supersede']})"]
     if data.get("supersede_deferred"):
         parts.append(f"{data['supersede_deferred']} left to the nightly sweep")
@@ -422,8 +424,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from amem.export import export_store
 
     with open_memory(args) as store, ExitStack() as stack:
-        out = sys.stdout if args.out == "-" else stack.enter_context(
-            open(args.out, "w", encoding="utf-8"))
+        out = sys.stdout if args.out == "-" else stack.enter_context(_export_target(args.out))
         bar = stack.enter_context(progress(args, "export"))
         # a backup of the whole store by default; an --agent given on the command line asks
         # for that agent's notes alone (it was accepted and ignored: every tenant's notes went
@@ -438,6 +439,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         print(f"exported {count} notes {whose}", file=sys.stderr)
     return EXIT_OK
+
+
+def _export_target(name: str) -> ContextManager[TextIO]:
+    """Where ``amem export OUT`` writes: a file is replaced only once the export is whole (a
+    killed or failed export used to leave OUT cut short, often at a line end, so nothing
+    told it from a full backup, and the previous backup at that name was already gone). A
+    device, a pipe or a link at OUT is written in place, as before."""
+    from amem.atomicfile import writing_atomic
+
+    path = Path(name)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return open(path, "w", encoding="utf-8")
+    return writing_atomic(path)
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
