@@ -140,8 +140,9 @@ def loads(text: str | bytes, *, root: str = ROOT, limit: int = MAX_DEPTH) -> Any
         # A one-line text (an import's line) has only a column: its caller names the line.
         at = (f"column {exc.colno}" if "\n" not in text.rstrip("\n")
               else f"line {exc.lineno} column {exc.colno}")
-        raise InvalidArgumentError(f"{root} is not valid JSON: {exc.msg} at {at}",
-                                   field=root) from None
+        # json's own message may end with "at" ("Unterminated string starting at")
+        said = exc.msg if exc.msg.endswith(" at") else f"{exc.msg} at"
+        raise InvalidArgumentError(f"{root} is not valid JSON: {said} {at}", field=root) from None
     if _SURROGATE_ESCAPE.search(text) or first_surrogate(text) is not None:
         check_text(value, root=root, limit=limit)
     return value

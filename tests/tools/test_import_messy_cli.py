@@ -167,7 +167,7 @@ def test_common_slips_in_json_lines_are_said_for_what_they_are(env: dict[str, st
            "object: JSON lines end without one)" in err
     assert f"{src}:3: the line is not valid JSON: Expecting value at column 1 (a comment line" \
         in err
-    assert f"{src}:5: the line is not valid JSON: Unterminated string starting at at column 10 " \
+    assert f"{src}:5: the line is not valid JSON: Unterminated string starting at column 10 " \
            "(the file's last line, with no line end: cut short" in err
     done = amem(env, "import", str(src), "--skip-invalid", "--no-enrich", code=1)
     assert "created 1" in done.stdout and set(stored(env)) == {"beta about bats"}
