@@ -9,6 +9,7 @@
     ├── LcmNotFoundError         an id that is not in the store; ``.id``
     ├── PathEscapeError          a file reference that would resolve outside the data directory
     ├── EmbedderMissingError     semantic/hybrid recall or embedding asked of a store without an embedder
+    ├── EmbedderMismatchError    the store's vectors were made by another embedder; ``.stored`` / ``.given``
     ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
     ├── StoreBusyError           another process held the write lock past the wait; ``.path``
     ├── CopyVerificationError    a copied store does not match its source; ``.problems``
@@ -101,6 +102,20 @@ class EmbedderMissingError(LcmError):
     """Semantic recall needs an embedder and this store was opened without one."""
 
     code = "embedder_unavailable"
+
+
+class EmbedderMismatchError(LcmError):
+    """The store's vectors were made by another embedder than the one given, and the store was
+    not asked to switch (``LcmStore(..., switch_embedder=True)``): semantic and hybrid recall
+    and embedding are refused rather than every message re-embedded behind the caller's back.
+    ``stored`` is the recorded model, ``given`` the one this store was opened with."""
+
+    code = "embedder_mismatch"
+
+    def __init__(self, message: str, *, stored: str, given: str) -> None:
+        super().__init__(message)
+        self.stored = stored
+        self.given = given
 
 
 class CopyVerificationError(LcmError):

@@ -72,7 +72,12 @@ class LcmStore:
         expansion_llm: the model ``expand_query`` uses instead of ``llm`` (``expansionModel``).
         clock: time source (UTC-aware); tests pass a :class:`ManualClock`.
         embedder: the text encoder of semantic recall (``grep`` modes ``semantic`` and
-            ``hybrid``, ``embed_pending``); amem hands it the note store's embedder.
+            ``hybrid``, ``embed_pending``); amem hands it the note store's embedder. A store
+            whose vectors another embedder made keeps that one: semantic recall and embedding
+            raise ``EmbedderMismatchError`` (``status().embedding.given_model_id`` names the
+            one given) and nothing is re-embedded, unless ``switch_embedder``.
+        switch_embedder: record ``embedder`` as the store's even though its vectors are
+            another's: every message and summary is embedded again by ``embed_pending``.
 
     Raises:
         ValueError: when no path is given by either argument, or the two disagree.
@@ -109,7 +114,10 @@ class LcmStore:
         clock: Clock | None = None,
         expansion_llm: TextLLM | None = None,
         embedder: TextEmbedder | None = None,
+        switch_embedder: bool = False,
     ) -> None:
+        if not isinstance(switch_embedder, bool):
+            raise ValueError(f"switch_embedder must be True or False, not {switch_embedder!r}")
         cfg = config or LcmConfig()
         if path is None:
             if not cfg.database_path:
@@ -138,7 +146,7 @@ class LcmStore:
         try:
             migrate(self.db, self._now())
             self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
-            self.semantic.bind(self._now())
+            self.semantic.bind(self._now(), switch=switch_embedder)
         except BaseException as exc:
             # a part refusing its config (summaryPromptsDir) must not leak the open database
             self.close()
