@@ -105,6 +105,14 @@ class MemoryStore:
     ) -> None:
         if path is not None and backend is not None:
             raise ValueError("give either a path or an open backend, not both")
+        if config is not None and not isinstance(config, AmemConfig):
+            raise TypeError(f"config must be an AmemConfig (amem.load_config() builds one), "
+                            f"not {type(config).__name__}")
+        if embedder is not None and not all(hasattr(embedder, name) for name in ("model_id", "dim", "embed")):
+            # a name ("hashing") is a setting: config=load_config(embedder=...) or AMEM_EMBEDDER
+            raise TypeError(f"embedder must be an Embedder (model_id, dim, embed), not "
+                            f"{type(embedder).__name__}; to choose one by name, use "
+                            "config=amem.load_config(overrides={'embedder': ...})")
         if config is None:
             # Resolved as the CLI resolves it (AMEM_CONFIG, AMEM_HOME, AMEM_EMBEDDER, ...,
             # AMEM_AGENT), so a script and `amem` open the same store; config= reads no env.
@@ -170,6 +178,13 @@ class MemoryStore:
     def __enter__(self) -> "MemoryStore":
         return self
 
+    def __reduce__(self) -> Any:
+        # Without this, pickling (multiprocessing's spawn, a pool's arguments) failed on an
+        # internal lock, naming nothing the caller holds.
+        raise TypeError("a MemoryStore cannot be pickled or sent to another process: open the "
+                        "store in that process (an embedded store is owned by one process at a "
+                        "time; close it here first)")
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -185,6 +200,7 @@ class MemoryStore:
     def add(self, text: str, subjects: Sequence[str] = (), **options: Any) -> "AddResult":
         """Store one note through the write pipeline (see ``amem.write``); a stored note that
         replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``)."""
+        self._ensure_open()
         result = self.writer.add(text, subjects, **options)
         self._build_when_due()
         return result
@@ -201,6 +217,7 @@ class MemoryStore:
         time, so a bad 36th left the first 32 stored). An item whose id another note holds
         is not an error here: its result is ``rejected`` with a warning, as an import skips it.
         """
+        self._ensure_open()
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             raise ValidationError("items must be a list of objects with 'text'", field="items")
         items = list(items)
@@ -413,6 +430,7 @@ class MemoryStore:
 
     def flush(self) -> None:
         """Persist the metadata and the engine's pending writes."""
+        self._ensure_open()
         self.index.flush()
 
     def info(self) -> StoreInfo:

@@ -1,0 +1,43 @@
+"""The store as a library: arguments of the wrong kind, use after close and pickling fail with
+an error that names what the caller did, not an attribute of our internals."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amem import MemoryStore, load_config
+from amem.embed.hashing import HashingEmbedder
+from amem.errors import ValidationError
+from amem.kernel.clock import ManualClock
+
+
+def test_a_name_for_the_embedder_or_a_dict_for_the_config_is_refused_by_argument() -> None:
+    bad: Any = "hashing"
+    with pytest.raises(TypeError, match="embedder must be an Embedder.*str.*overrides"):
+        MemoryStore(":memory:", embedder=bad)  # was: AttributeError 'str' object has no attribute 'dim'
+    with pytest.raises(TypeError, match="config must be an AmemConfig.*dict"):
+        MemoryStore(":memory:", config={"embedder": "hashing"}, embedder=HashingEmbedder(64))  # type: ignore[arg-type]
+
+
+def test_every_call_after_close_says_the_store_is_closed(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "s", config=load_config(), embedder=HashingEmbedder(64),
+                        clock=ManualClock("2026-01-10T12:00:00+00:00"))
+    store.add("hello", enrich=False)
+    store.close()
+    store.close()  # twice is fine
+    calls = [lambda: store.add("x", enrich=False), lambda: store.add_many([{"text": "x"}]),
+             store.flush, lambda: store.search("x"), store.count]
+    for call in calls:  # add and flush raised the engine's BackendError, search ValidationError
+        with pytest.raises(ValidationError, match="the store is closed") as info:
+            call()
+        assert info.value.field == "store"
+
+
+def test_pickling_a_store_says_to_open_it_in_the_other_process() -> None:
+    with MemoryStore(":memory:", config=load_config(), embedder=HashingEmbedder(64)) as store:
+        with pytest.raises(TypeError, match="open the store in that process"):
+            pickle.dumps(store)  # was: cannot pickle '_thread.RLock' object
