@@ -13,7 +13,7 @@ from typing import Any
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import precreate_private, private_dir
 from lcm.conn import Handle
-from lcm.errors import StoreBusyError, UnsupportedOnEngineError, not_writable, read_only
+from lcm.errors import StoreBusyError, StoreClosedError, UnsupportedOnEngineError, not_writable, read_only
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class Database:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._closed:
-            raise sqlite3.ProgrammingError("lcm database is closed")
+            raise StoreClosedError(f"the conversation store {self.path} is closed")
         return self._conn
 
     @contextmanager

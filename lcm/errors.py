@@ -12,6 +12,7 @@
     ├── EmbedderMismatchError    the store's vectors were made by another embedder; ``.stored`` / ``.given``
     ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
     ├── StoreBusyError           another process held the write lock past the wait; ``.path``
+    ├── StoreClosedError         a call on a store after ``close()`` (also a sqlite3.ProgrammingError)
     ├── CopyVerificationError    a copied store does not match its source; ``.problems``
     └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
         ├── StoreFileError           a SQLite store file will not open; ``.problem``, ``.advice``
@@ -26,6 +27,8 @@ Every error that rejects input is raised before anything is written.
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 from amem.kernel.errors import BadConfigError, IdNotFoundError, InvalidArgumentError, MemoryToolError
 
@@ -102,6 +105,13 @@ class EmbedderMissingError(LcmError):
     """Semantic recall needs an embedder and this store was opened without one."""
 
     code = "embedder_unavailable"
+
+
+class StoreClosedError(LcmError, sqlite3.ProgrammingError):
+    """A call on a store after ``close()``. Also the ``sqlite3.ProgrammingError`` it was before,
+    so code catching that still does."""
+
+    code = "store_closed"
 
 
 class EmbedderMismatchError(LcmError):

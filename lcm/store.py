@@ -116,6 +116,8 @@ class LcmStore:
         embedder: TextEmbedder | None = None,
         switch_embedder: bool = False,
     ) -> None:
+        if config is not None and not isinstance(config, LcmConfig):
+            raise TypeError(f"config must be an LcmConfig (lcm.load_config() builds one), not {type(config).__name__}")
         if not isinstance(switch_embedder, bool):
             raise ValueError(f"switch_embedder must be True or False, not {switch_embedder!r}")
         cfg = config or LcmConfig()
@@ -190,6 +192,11 @@ class LcmStore:
 
     def __enter__(self) -> LcmStore:
         return self
+
+    def __reduce__(self) -> Any:
+        # pickling failed on the SQLite connection, naming nothing the caller holds
+        raise TypeError("an LcmStore cannot be pickled or sent to another process: open the store "
+                        "in that process (several processes may share one SQLite file)")
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()

@@ -1,0 +1,40 @@
+"""LcmStore as a library: a wrong-kind config, use after close and pickling fail with an error
+in lcm's tree (or a TypeError) that names what the caller did."""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm import LcmConfig, LcmError, LcmStore
+from lcm.errors import StoreClosedError
+
+
+def test_a_dict_for_the_config_is_refused_by_argument() -> None:
+    bad: Any = {"freshTailCount": 8}
+    with pytest.raises(TypeError, match="config must be an LcmConfig.*dict"):
+        LcmStore(":memory:", config=bad)  # was: AttributeError 'dict' has no attribute 'database_path'
+
+
+def test_every_call_after_close_is_an_lcm_error_naming_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "lcm.db"
+    store = LcmStore(db, LcmConfig(log_file_enabled=False))
+    store.ingest("k", [{"role": "user", "content": "hi"}])
+    store.close()
+    store.close()  # twice is fine
+    for call in (lambda: store.ingest("k", [{"role": "user", "content": "hi"}]), store.status,
+                 lambda: store.grep("hi", mode="full_text", session_key="k")):
+        with pytest.raises(LcmError, match=f"conversation store {db} is closed") as info:
+            call()  # was: a bare sqlite3.ProgrammingError, outside lcm's tree
+        assert isinstance(info.value, StoreClosedError) and info.value.code == "store_closed"
+        assert isinstance(info.value, sqlite3.ProgrammingError)  # what callers caught before
+
+
+def test_pickling_a_store_says_to_open_it_in_the_other_process() -> None:
+    with LcmStore(":memory:", LcmConfig(log_file_enabled=False)) as store:
+        with pytest.raises(TypeError, match="open the store in that process"):
+            pickle.dumps(store)  # was: cannot pickle 'sqlite3.Connection' object
