@@ -8,8 +8,9 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -197,15 +198,45 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ public API
 
-    def add(self, text: str, subjects: Sequence[str] = (), **options: Any) -> "AddResult":
+    def add(self, text: str, subjects: Sequence[str] = (), *, id: str | None = None,
+            timestamp: str | datetime | None = None, enrich: bool = True,
+            keywords: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+            category: str | None = None, context: str | None = None,
+            note_type: str | None = None, topics: Sequence[str] | None = None,
+            event_time: str | datetime | None = None, metadata: Mapping[str, Any] | None = None,
+            expires_at: str | datetime | None = None, ttl: float | None = None,
+            agent_id: str | None = None) -> "AddResult":
         """Store one note through the write pipeline (see ``amem.write``); a stored note that
-        replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``)."""
+        replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``).
+
+        Args:
+            text: the note's content.
+            subjects: who or what it is about (searched as keywords are).
+            id: the note's id (a new UUID when left out).
+            timestamp: when it was written (ISO 8601; now when left out).
+            enrich: False is the episodic fast path: stored as given, no LLM, no links.
+            keywords, tags, category, context, note_type, topics: fields enrichment would
+                fill; given ones are kept.
+            event_time: when what it tells happened (the timestamp when left out).
+            metadata: scalar values by key, filterable in ``search``.
+            expires_at, ttl: when it expires (an ISO time, or seconds from now; not both).
+            agent_id: the tenant (the store's when left out).
+
+        Raises:
+            ValidationError: a bad argument; ``field`` names it. Nothing is stored.
+        """
         self._ensure_open()
-        result = self.writer.add(text, subjects, **options)
+        result = self.writer.add(text, subjects, id=id, timestamp=timestamp, enrich=enrich,
+                                 keywords=keywords, tags=tags, category=category, context=context,
+                                 note_type=note_type, topics=topics, event_time=event_time,
+                                 metadata=metadata, expires_at=expires_at, ttl=ttl,
+                                 agent_id=agent_id)
         self._build_when_due()
         return result
 
-    def add_many(self, items: Sequence[dict[str, Any]], **options: Any) -> list["AddResult"]:
+    def add_many(self, items: Sequence[dict[str, Any]], *, enrich: bool = True,
+                 agent_id: str | None = None, batch: int | None = None,
+                 supersede: bool = True) -> list["AddResult"]:
         """Store many notes with batched embedding (bulk import); then, when
         ``optimize_after`` points have accumulated, the index is built in the background.
 
@@ -221,14 +252,14 @@ class MemoryStore:
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             raise ValidationError("items must be a list of objects with 'text'", field="items")
         items = list(items)
-        check_batch(options.get("batch"), f"the store's embed_batch ({self.config.embed_batch})")
+        check_batch(batch, f"the store's embed_batch ({self.config.embed_batch})")
         for i, item in enumerate(items):
             try:
-                self.writer.draft(item, enrich=options.get("enrich", True),
-                                  agent_id=options.get("agent_id"))
+                self.writer.draft(item, enrich=enrich, agent_id=agent_id)
             except ValidationError as exc:
                 raise ValidationError(f"item {i}: {exc}", field=f"items[{i}].{exc.field or 'item'}") from None
-        results = self.bulk.add_batch(items, **options).results
+        results = self.bulk.add_batch(items, enrich=enrich, agent_id=agent_id, batch=batch,
+                                      supersede=supersede).results
         self.index.build.maybe_build(background=True)
         return results
 
