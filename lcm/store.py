@@ -185,6 +185,8 @@ class LcmStore:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the database (and remove an in-memory store's files). Safe to call twice; any
+        other call afterwards raises ``StoreClosedError``."""
         self.db.close()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
@@ -453,6 +455,8 @@ class LcmStore:
         return doctor(self.db, self.files, top=top)
 
     def doctor_clean(self) -> CleanReport:
+        """Read-only report of high-confidence cleanup candidates (archived subagent and cron
+        conversations, archived ones without a session key, empty ones); nothing is deleted."""
         return doctor_clean(self.db, self.files)
 
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:

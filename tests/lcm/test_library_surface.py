@@ -38,3 +38,15 @@ def test_pickling_a_store_says_to_open_it_in_the_other_process() -> None:
     with LcmStore(":memory:", LcmConfig(log_file_enabled=False)) as store:
         with pytest.raises(TypeError, match="open the store in that process"):
             pickle.dumps(store)  # was: cannot pickle 'sqlite3.Connection' object
+
+
+def test_help_shows_a_docstring_for_every_public_method_of_the_entry_classes() -> None:
+    import inspect
+
+    from amem import MemoryStore
+    from tools import ToolFacade
+
+    for cls in (LcmStore, MemoryStore, ToolFacade):
+        bare = [name for name, f in inspect.getmembers(cls, inspect.isfunction)
+                if not name.startswith("_") and not (f.__doc__ or "").strip()]
+        assert not bare, f"{cls.__name__}: {bare}"  # LcmStore.close and doctor_clean had none
