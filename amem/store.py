@@ -114,14 +114,20 @@ class MemoryStore:
             raise TypeError(f"embedder must be an Embedder (model_id, dim, embed), not "
                             f"{type(embedder).__name__}; to choose one by name, use "
                             "config=amem.load_config(overrides={'embedder': ...})")
+        if llm is not None and not callable(getattr(llm, "complete_json", None)):
+            # else the add succeeded with a warning and a traceback of offline enrichment
+            raise TypeError(f"llm must be an LLM (at least complete_json(system, user, *, schema, "
+                            f"name)), not {type(llm).__name__}")
         if config is None:
             # Resolved as the CLI resolves it (AMEM_CONFIG, AMEM_HOME, AMEM_EMBEDDER, ...,
             # AMEM_AGENT), so a script and `amem` open the same store; config= reads no env.
             config = load_config(os.environ.get("AMEM_CONFIG") or None, env=os.environ)
-            agent_id = agent_id or os.environ.get("AMEM_AGENT") or None
+            if agent_id is None:
+                agent_id = os.environ.get("AMEM_AGENT") or None
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self.agent_id = check_agent(agent_id or self.config.agent_id)
+        # "" is a bad agent id, refused by name, not the configured one chosen in its place
+        self.agent_id = check_agent(self.config.agent_id if agent_id is None else agent_id)
         if embedder is None:
             from .embed import make_embedder
 

@@ -41,3 +41,12 @@ def test_pickling_a_store_says_to_open_it_in_the_other_process() -> None:
     with MemoryStore(":memory:", config=load_config(), embedder=HashingEmbedder(64)) as store:
         with pytest.raises(TypeError, match="open the store in that process"):
             pickle.dumps(store)  # was: cannot pickle '_thread.RLock' object
+
+
+def test_an_empty_agent_id_or_a_name_for_the_llm_is_refused_by_argument() -> None:
+    with pytest.raises(ValidationError) as info:  # was: silently the configured agent
+        MemoryStore(":memory:", config=load_config(), embedder=HashingEmbedder(64), agent_id="")
+    assert info.value.field == "agent_id"
+    bad: Any = "gpt-4o-mini"
+    with pytest.raises(TypeError, match="llm must be an LLM.*str"):  # was: AttributeError at the first add
+        MemoryStore(":memory:", config=load_config(), embedder=HashingEmbedder(64), llm=bad)
