@@ -18,7 +18,7 @@ from .backends import EdgeBackend, open_for_store
 from .backends.base import VectorBackend
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
-from .errors import ValidationError
+from .errors import StoreLockedError, ValidationError
 from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
@@ -136,6 +136,8 @@ class MemoryStore:
                                      cache_dir=Path(self.config.home) / "models")
         self.embedder = embedder
         self._lock = threading.RLock()
+        #: the process that opened the store: a forked child may not use the embedded engine
+        self._pid = os.getpid()
         if backend is not None:
             engine, self.location, self.backend_kind = (backend, type(backend).__name__,
                                                         type(backend).__name__)
@@ -178,7 +180,10 @@ class MemoryStore:
         return self._llm
 
     def close(self) -> None:
-        """Persist metadata and release the engine (and its lock). Safe to call twice."""
+        """Persist metadata and release the engine (and its lock). Safe to call twice. In a
+        process forked after the open it does nothing: the engine is the parent's to close."""
+        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
+            return
         self.index.build.cancel()  # outside the lock: the build thread takes it to record its end
         self.index.close()
 
@@ -197,6 +202,14 @@ class MemoryStore:
 
     def _ensure_open(self) -> None:
         self.index.ensure_open()
+        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
+            # A forked child wrote through the parent's engine: the parent never saw the note
+            # and the store's BM25 statistics disagreed with the engine at the next open.
+            raise StoreLockedError(
+                f"the embedded amem store at {self.location} is owned by process {self._pid}, "
+                "which opened it before forking this one: open the store in one process only "
+                "(close it in the parent first, or send the work to the parent)",
+                path=str(self.location), holder_pid=self._pid)
 
     def _agent(self, agent_id: str | None) -> str:
         """The tenant of a call: the one named, else the store's default."""

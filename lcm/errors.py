@@ -13,6 +13,7 @@
     ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
     ├── StoreBusyError           another process held the write lock past the wait; ``.path``
     ├── StoreClosedError         a call on a store after ``close()`` (also a sqlite3.ProgrammingError)
+    ├── ForkedStoreError         a call in a process forked after the store was opened; ``.owner_pid``
     ├── CopyVerificationError    a copied store does not match its source; ``.problems``
     └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
         ├── StoreFileError           a SQLite store file will not open; ``.problem``, ``.advice``
@@ -112,6 +113,18 @@ class StoreClosedError(LcmError, sqlite3.ProgrammingError):
     so code catching that still does."""
 
     code = "store_closed"
+
+
+class ForkedStoreError(LcmError):
+    """A call on a store from a process forked after it was opened: a SQLite connection must not
+    cross a fork (the child's writes would go through the parent's connection, locks and cache).
+    The child opens its own ``LcmStore`` on the same file; ``owner_pid`` opened this one."""
+
+    code = "store_forked"
+
+    def __init__(self, message: str, *, owner_pid: int) -> None:
+        super().__init__(message)
+        self.owner_pid = owner_pid
 
 
 class EmbedderMismatchError(LcmError):

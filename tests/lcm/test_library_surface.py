@@ -50,3 +50,33 @@ def test_help_shows_a_docstring_for_every_public_method_of_the_entry_classes() -
         bare = [name for name, f in inspect.getmembers(cls, inspect.isfunction)
                 if not name.startswith("_") and not (f.__doc__ or "").strip()]
         assert not bare, f"{cls.__name__}: {bare}"  # LcmStore.close and doctor_clean had none
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork only")
+def test_a_forked_child_is_told_to_open_its_own_store(tmp_path: Path) -> None:
+    """A SQLite connection must not cross a fork; the child wrote through the parent's."""
+    import multiprocessing
+
+    from lcm.errors import ForkedStoreError
+
+    store = LcmStore(tmp_path / "lcm.db", LcmConfig(log_file_enabled=False))
+    store.ingest("k", [{"role": "user", "content": "parent"}])
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+
+    def child() -> None:
+        try:
+            store.ingest("k", [{"role": "user", "content": "child"}])
+            queue.put("stored")
+        except ForkedStoreError as exc:
+            store.close()  # the parent's connection: left alone
+            with LcmStore(tmp_path / "lcm.db", LcmConfig(log_file_enabled=False)) as own:
+                own.ingest("k", [{"role": "user", "content": "child"}])
+            queue.put(f"{exc.code} {exc.owner_pid}")
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    proc.join(60)
+    assert queue.get(timeout=5) == f"store_forked {__import__('os').getpid()}"
+    assert store.status().messages == 2  # the parent's connection still works and sees both
+    store.close()

@@ -50,3 +50,36 @@ def test_an_empty_agent_id_or_a_name_for_the_llm_is_refused_by_argument() -> Non
     bad: Any = "gpt-4o-mini"
     with pytest.raises(TypeError, match="llm must be an LLM.*str"):  # was: AttributeError at the first add
         MemoryStore(":memory:", config=load_config(), embedder=HashingEmbedder(64), llm=bad)
+
+
+def _in_a_forked_child(work: Any) -> str:
+    """What ``work()`` returned or raised in a child forked from this process."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+
+    def child() -> None:
+        try:
+            queue.put(repr(work()))
+        except Exception as exc:
+            queue.put(f"{type(exc).__name__}: {exc}")
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    proc.join(60)
+    return str(queue.get(timeout=5))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork only")
+def test_a_forked_child_is_refused_the_parents_embedded_store(tmp_path: Path) -> None:
+    """A child forked after the open wrote through the parent's engine: the parent never saw
+    the note, and the next open found the BM25 statistics behind the engine."""
+    with MemoryStore(tmp_path / "s", config=load_config(), embedder=HashingEmbedder(64)) as store:
+        store.add("the parent's note", enrich=False)
+        said = _in_a_forked_child(lambda: store.add("the child's note", enrich=False).status)
+        assert said.startswith("StoreLockedError") and "open the store in one process" in said
+        assert _in_a_forked_child(store.close) == "None"  # the parent's to close: nothing done
+        assert store.count() == 1 and store.search("parent")  # still open here
+    with MemoryStore(tmp_path / "s", config=load_config(), embedder=HashingEmbedder(64)) as again:
+        assert again.count() == 1
