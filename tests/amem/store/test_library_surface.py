@@ -83,3 +83,32 @@ def test_a_forked_child_is_refused_the_parents_embedded_store(tmp_path: Path) ->
         assert store.count() == 1 and store.search("parent")  # still open here
     with MemoryStore(tmp_path / "s", config=load_config(), embedder=HashingEmbedder(64)) as again:
         assert again.count() == 1
+
+
+def test_an_in_memory_store_left_unclosed_is_cleaned_up_without_a_traceback() -> None:
+    """A ``:memory:`` store dropped without close(): a garbage collection that took the backend
+    and its temporary directory together deleted the files first, and the finalizer then logged
+    a traceback of the flush that failed in them."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import gc
+        from amem import MemoryStore, load_config
+        from amem.embed.hashing import HashingEmbedder
+
+        def once() -> None:
+            store = MemoryStore(":memory:", config=load_config(), embedder=HashingEmbedder(64))
+            store.add("a note never closed", enrich=False)
+
+        for _ in range(3):
+            once()
+            gc.collect()
+    """)
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "was not closed" in done.stderr  # still said: the caller forgot close()
+    assert "Traceback" not in done.stderr and "failed" not in done.stderr, done.stderr[-2000:]
