@@ -106,6 +106,9 @@ class MemoryStore:
     ) -> None:
         if path is not None and backend is not None:
             raise ValueError("give either a path or an open backend, not both")
+        if path is not None and (not isinstance(path, (str, os.PathLike)) or not str(path).strip()):
+            raise ValueError(f"path must be a directory, ':memory:' or None (the configured "
+                             f"store), not {path!r}")
         if config is not None and not isinstance(config, AmemConfig):
             raise TypeError(f"config must be an AmemConfig (amem.load_config() builds one), "
                             f"not {type(config).__name__}")

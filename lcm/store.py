@@ -120,6 +120,8 @@ class LcmStore:
             raise TypeError(f"config must be an LcmConfig (lcm.load_config() builds one), not {type(config).__name__}")
         if not isinstance(switch_embedder, bool):
             raise ValueError(f"switch_embedder must be True or False, not {switch_embedder!r}")
+        if path is not None and (not isinstance(path, (str, Path)) or not str(path).strip()):
+            raise ValueError(f"path must be a database file, ':memory:' or a known URL, not {path!r}")
         cfg = config or LcmConfig()
         if path is None:
             if not cfg.database_path:

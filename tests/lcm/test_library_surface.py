@@ -80,3 +80,9 @@ def test_a_forked_child_is_told_to_open_its_own_store(tmp_path: Path) -> None:
     assert queue.get(timeout=5) == f"store_forked {__import__('os').getpid()}"
     assert store.status().messages == 2  # the parent's connection still works and sees both
     store.close()
+
+
+@pytest.mark.parametrize("path", ["", 123])
+def test_an_empty_or_wrong_kind_path_is_refused_by_name(path: Any) -> None:
+    with pytest.raises(ValueError, match="path must be a database file"):  # was: "the conversation store  cannot be opened"
+        LcmStore(path)

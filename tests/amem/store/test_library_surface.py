@@ -112,3 +112,9 @@ def test_an_in_memory_store_left_unclosed_is_cleaned_up_without_a_traceback() ->
     assert done.returncode == 0, done.stderr[-2000:]
     assert "was not closed" in done.stderr  # still said: the caller forgot close()
     assert "Traceback" not in done.stderr and "failed" not in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("path", ["", "  ", 123])
+def test_an_empty_or_wrong_kind_path_is_refused_by_name(path: Any) -> None:
+    with pytest.raises(ValueError, match="path must be a directory"):  # was: PosixPath('.') has an empty name
+        MemoryStore(path, config=load_config(), embedder=HashingEmbedder(64))
