@@ -8,8 +8,9 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from .backends import EdgeBackend, open_for_store
 from .backends.base import VectorBackend
 from .config import AmemConfig, load_config
 from .consolidate import ConsolidationReport, Consolidator, Progress
-from .errors import ValidationError
+from .errors import StoreLockedError, ValidationError
 from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
@@ -105,14 +106,31 @@ class MemoryStore:
     ) -> None:
         if path is not None and backend is not None:
             raise ValueError("give either a path or an open backend, not both")
+        if path is not None and (not isinstance(path, (str, os.PathLike)) or not str(path).strip()):
+            raise ValueError(f"path must be a directory, ':memory:' or None (the configured "
+                             f"store), not {path!r}")
+        if config is not None and not isinstance(config, AmemConfig):
+            raise TypeError(f"config must be an AmemConfig (amem.load_config() builds one), "
+                            f"not {type(config).__name__}")
+        if embedder is not None and not all(hasattr(embedder, name) for name in ("model_id", "dim", "embed")):
+            # a name ("hashing") is a setting: config=load_config(embedder=...) or AMEM_EMBEDDER
+            raise TypeError(f"embedder must be an Embedder (model_id, dim, embed), not "
+                            f"{type(embedder).__name__}; to choose one by name, use "
+                            "config=amem.load_config(overrides={'embedder': ...})")
+        if llm is not None and not callable(getattr(llm, "complete_json", None)):
+            # else the add succeeded with a warning and a traceback of offline enrichment
+            raise TypeError(f"llm must be an LLM (at least complete_json(system, user, *, schema, "
+                            f"name)), not {type(llm).__name__}")
         if config is None:
             # Resolved as the CLI resolves it (AMEM_CONFIG, AMEM_HOME, AMEM_EMBEDDER, ...,
             # AMEM_AGENT), so a script and `amem` open the same store; config= reads no env.
             config = load_config(os.environ.get("AMEM_CONFIG") or None, env=os.environ)
-            agent_id = agent_id or os.environ.get("AMEM_AGENT") or None
+            if agent_id is None:
+                agent_id = os.environ.get("AMEM_AGENT") or None
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self.agent_id = check_agent(agent_id or self.config.agent_id)
+        # "" is a bad agent id, refused by name, not the configured one chosen in its place
+        self.agent_id = check_agent(self.config.agent_id if agent_id is None else agent_id)
         if embedder is None:
             from .embed import make_embedder
 
@@ -121,6 +139,8 @@ class MemoryStore:
                                      cache_dir=Path(self.config.home) / "models")
         self.embedder = embedder
         self._lock = threading.RLock()
+        #: the process that opened the store: a forked child may not use the embedded engine
+        self._pid = os.getpid()
         if backend is not None:
             engine, self.location, self.backend_kind = (backend, type(backend).__name__,
                                                         type(backend).__name__)
@@ -163,18 +183,36 @@ class MemoryStore:
         return self._llm
 
     def close(self) -> None:
-        """Persist metadata and release the engine (and its lock). Safe to call twice."""
+        """Persist metadata and release the engine (and its lock). Safe to call twice. In a
+        process forked after the open it does nothing: the engine is the parent's to close."""
+        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
+            return
         self.index.build.cancel()  # outside the lock: the build thread takes it to record its end
         self.index.close()
 
     def __enter__(self) -> "MemoryStore":
         return self
 
+    def __reduce__(self) -> Any:
+        # Without this, pickling (multiprocessing's spawn, a pool's arguments) failed on an
+        # internal lock, naming nothing the caller holds.
+        raise TypeError("a MemoryStore cannot be pickled or sent to another process: open the "
+                        "store in that process (an embedded store is owned by one process at a "
+                        "time; close it here first)")
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _ensure_open(self) -> None:
         self.index.ensure_open()
+        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
+            # A forked child wrote through the parent's engine: the parent never saw the note
+            # and the store's BM25 statistics disagreed with the engine at the next open.
+            raise StoreLockedError(
+                f"the embedded amem store at {self.location} is owned by process {self._pid}, "
+                "which opened it before forking this one: open the store in one process only "
+                "(close it in the parent first, or send the work to the parent)",
+                path=str(self.location), holder_pid=self._pid)
 
     def _agent(self, agent_id: str | None) -> str:
         """The tenant of a call: the one named, else the store's default."""
@@ -182,14 +220,45 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ public API
 
-    def add(self, text: str, subjects: Sequence[str] = (), **options: Any) -> "AddResult":
+    def add(self, text: str, subjects: Sequence[str] = (), *, id: str | None = None,
+            timestamp: str | datetime | None = None, enrich: bool = True,
+            keywords: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+            category: str | None = None, context: str | None = None,
+            note_type: str | None = None, topics: Sequence[str] | None = None,
+            event_time: str | datetime | None = None, metadata: Mapping[str, Any] | None = None,
+            expires_at: str | datetime | None = None, ttl: float | None = None,
+            agent_id: str | None = None) -> "AddResult":
         """Store one note through the write pipeline (see ``amem.write``); a stored note that
-        replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``)."""
-        result = self.writer.add(text, subjects, **options)
+        replaces an older one's fact marks it ``superseded_by`` (``amem.supersede``).
+
+        Args:
+            text: the note's content.
+            subjects: who or what it is about (searched as keywords are).
+            id: the note's id (a new UUID when left out).
+            timestamp: when it was written (ISO 8601; now when left out).
+            enrich: False is the episodic fast path: stored as given, no LLM, no links.
+            keywords, tags, category, context, note_type, topics: fields enrichment would
+                fill; given ones are kept.
+            event_time: when what it tells happened (the timestamp when left out).
+            metadata: scalar values by key, filterable in ``search``.
+            expires_at, ttl: when it expires (an ISO time, or seconds from now; not both).
+            agent_id: the tenant (the store's when left out).
+
+        Raises:
+            ValidationError: a bad argument; ``field`` names it. Nothing is stored.
+        """
+        self._ensure_open()
+        result = self.writer.add(text, subjects, id=id, timestamp=timestamp, enrich=enrich,
+                                 keywords=keywords, tags=tags, category=category, context=context,
+                                 note_type=note_type, topics=topics, event_time=event_time,
+                                 metadata=metadata, expires_at=expires_at, ttl=ttl,
+                                 agent_id=agent_id)
         self._build_when_due()
         return result
 
-    def add_many(self, items: Sequence[dict[str, Any]], **options: Any) -> list["AddResult"]:
+    def add_many(self, items: Sequence[dict[str, Any]], *, enrich: bool = True,
+                 agent_id: str | None = None, batch: int | None = None,
+                 supersede: bool = True) -> list["AddResult"]:
         """Store many notes with batched embedding (bulk import); then, when
         ``optimize_after`` points have accumulated, the index is built in the background.
 
@@ -201,17 +270,18 @@ class MemoryStore:
         time, so a bad 36th left the first 32 stored). An item whose id another note holds
         is not an error here: its result is ``rejected`` with a warning, as an import skips it.
         """
+        self._ensure_open()
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             raise ValidationError("items must be a list of objects with 'text'", field="items")
         items = list(items)
-        check_batch(options.get("batch"), f"the store's embed_batch ({self.config.embed_batch})")
+        check_batch(batch, f"the store's embed_batch ({self.config.embed_batch})")
         for i, item in enumerate(items):
             try:
-                self.writer.draft(item, enrich=options.get("enrich", True),
-                                  agent_id=options.get("agent_id"))
+                self.writer.draft(item, enrich=enrich, agent_id=agent_id)
             except ValidationError as exc:
                 raise ValidationError(f"item {i}: {exc}", field=f"items[{i}].{exc.field or 'item'}") from None
-        results = self.bulk.add_batch(items, **options).results
+        results = self.bulk.add_batch(items, enrich=enrich, agent_id=agent_id, batch=batch,
+                                      supersede=supersede).results
         self.index.build.maybe_build(background=True)
         return results
 
@@ -413,6 +483,7 @@ class MemoryStore:
 
     def flush(self) -> None:
         """Persist the metadata and the engine's pending writes."""
+        self._ensure_open()
         self.index.flush()
 
     def info(self) -> StoreInfo:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from typing import Any
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import precreate_private, private_dir
 from lcm.conn import Handle
-from lcm.errors import StoreBusyError, UnsupportedOnEngineError, not_writable, read_only
+from lcm.errors import ForkedStoreError, StoreBusyError, StoreClosedError, UnsupportedOnEngineError, not_writable, read_only
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ class Database:
         self.lock = threading.RLock()
         self._depth = 0
         self._closed = False
+        #: the process that opened the connection: a forked child must open its own
+        self._pid = os.getpid()
         c = self._conn
         # auto_vacuum must be chosen before the first table exists; retention relies on it.
         if not c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
@@ -73,7 +76,11 @@ class Database:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._closed:
-            raise sqlite3.ProgrammingError("lcm database is closed")
+            raise StoreClosedError(f"the conversation store {self.path} is closed")
+        if self._pid != os.getpid():
+            raise ForkedStoreError(f"the conversation store {self.path} was opened by process {self._pid}, "
+                                   "before this one was forked from it: open an LcmStore in this process "
+                                   "(several processes may share the file)", owner_pid=self._pid)
         return self._conn
 
     @contextmanager
@@ -200,7 +207,8 @@ class Database:
         with self.lock:
             if not self._closed:
                 self._closed = True
-                self._conn.close()
+                if self._pid == os.getpid():  # a forked child's copy is the parent's to close
+                    self._conn.close()
 
 
 def sqlite_only(db: Handle, operation: str) -> Database:

@@ -9,8 +9,11 @@
     ├── LcmNotFoundError         an id that is not in the store; ``.id``
     ├── PathEscapeError          a file reference that would resolve outside the data directory
     ├── EmbedderMissingError     semantic/hybrid recall or embedding asked of a store without an embedder
+    ├── EmbedderMismatchError    the store's vectors were made by another embedder; ``.stored`` / ``.given``
     ├── ConcurrentChangeError    the context changed under a compaction step (retry later)
     ├── StoreBusyError           another process held the write lock past the wait; ``.path``
+    ├── StoreClosedError         a call on a store after ``close()`` (also a sqlite3.ProgrammingError)
+    ├── ForkedStoreError         a call in a process forked after the store was opened; ``.owner_pid``
     ├── CopyVerificationError    a copied store does not match its source; ``.problems``
     └── LcmEngineError           the storage engine (lcm.pg) cannot serve the call
         ├── StoreFileError           a SQLite store file will not open; ``.problem``, ``.advice``
@@ -25,6 +28,8 @@ Every error that rejects input is raised before anything is written.
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 from amem.kernel.errors import BadConfigError, IdNotFoundError, InvalidArgumentError, MemoryToolError
 
@@ -101,6 +106,39 @@ class EmbedderMissingError(LcmError):
     """Semantic recall needs an embedder and this store was opened without one."""
 
     code = "embedder_unavailable"
+
+
+class StoreClosedError(LcmError, sqlite3.ProgrammingError):
+    """A call on a store after ``close()``. Also the ``sqlite3.ProgrammingError`` it was before,
+    so code catching that still does."""
+
+    code = "store_closed"
+
+
+class ForkedStoreError(LcmError):
+    """A call on a store from a process forked after it was opened: a SQLite connection must not
+    cross a fork (the child's writes would go through the parent's connection, locks and cache).
+    The child opens its own ``LcmStore`` on the same file; ``owner_pid`` opened this one."""
+
+    code = "store_forked"
+
+    def __init__(self, message: str, *, owner_pid: int) -> None:
+        super().__init__(message)
+        self.owner_pid = owner_pid
+
+
+class EmbedderMismatchError(LcmError):
+    """The store's vectors were made by another embedder than the one given, and the store was
+    not asked to switch (``LcmStore(..., switch_embedder=True)``): semantic and hybrid recall
+    and embedding are refused rather than every message re-embedded behind the caller's back.
+    ``stored`` is the recorded model, ``given`` the one this store was opened with."""
+
+    code = "embedder_mismatch"
+
+    def __init__(self, message: str, *, stored: str, given: str) -> None:
+        super().__init__(message)
+        self.stored = stored
+        self.given = given
 
 
 class CopyVerificationError(LcmError):

@@ -476,6 +476,9 @@ class EmbeddingStatus(_Dict):
     stale_vectors: int  # vectors of an earlier model, replaced as the debt is paid
     previous_model_id: str | None = None
     failed: int = 0  # items the embedder could not encode: skipped, retried after a model change
+    #: the embedder the store was opened with when it is not ``model_id``'s and no switch was
+    #: asked (``LcmStore(switch_embedder=True)``): semantic recall and embedding are refused
+    given_model_id: str | None = None
 
 
 @dataclass(frozen=True)

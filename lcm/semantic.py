@@ -1,7 +1,11 @@
 """Semantic recall: a vector per message and summary, embedded off the ingest path, scanned with numpy.
 
-1. ``bind``: record the embedder's model; a different model marks every vector stale (logged,
-   and shown by ``status`` until the debt is paid).
+1. ``bind``: record the embedder's model. A different model is recorded only when the store
+   holds no vector of the recorded one, or when the caller asks to switch (``switch_embedder``):
+   then every vector is stale (logged, and shown by ``status`` until the debt is paid).
+   Otherwise the store keeps its model and refuses semantic recall and embedding with
+   ``EmbedderMismatchError`` (logged at open, ``status().embedding.given_model_id``): a setting
+   that alternates between two embedders must not re-embed every message at each change.
 2. ``embed_pending``: the items without a vector of the current model, in id order and in
    batches: read a batch under the lock, encode it without the lock, store it in one
    transaction. A killed process loses at most the batch it was encoding, and nothing
@@ -41,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from lcm.config import LcmConfig
 from lcm.conn import Handle
 from lcm.db import sqlite_only
-from lcm.errors import EmbedderMissingError, LcmValidationError
+from lcm.errors import EmbedderMismatchError, EmbedderMissingError, LcmValidationError
 from lcm.hybrid import CANDIDATES, candidate_bm25, date_label, fuse, index_words
 from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
 from amem.kernel.beside import beside
@@ -137,12 +141,22 @@ class SemanticIndex:
         #: (greps of a server's threads share it)
         self._means: dict[tuple[Any, ...], tuple[tuple[Any, ...], np.ndarray]] = {}
         self._means_lock = threading.Lock()
+        #: (recorded model, given model) when the store's vectors are another embedder's and
+        #: the caller did not ask to switch (``bind``); None when the embedder is the store's
+        self.mismatch: tuple[str, str] | None = None
 
     def _need(self) -> TextEmbedder:
         if self.embedder is None:
             raise EmbedderMissingError(
                 "semantic recall needs an embedder and this conversation store has none "
                 "(LcmStore(embedder=...); amem hands it the note store's embedder)")
+        if self.mismatch is not None:
+            stored, given = self.mismatch
+            raise EmbedderMismatchError(
+                f"this conversation store's vectors were made by {stored!r}, not by {given!r} given "
+                f"here: open it with {stored!r} (amem: --embedder / AMEM_EMBEDDER), or switch it to "
+                f"{given!r} with LcmStore(..., switch_embedder=True) (amem: `amem lcm embed "
+                "--switch-embedder`), which re-embeds every message and summary", stored=stored, given=given)
         return self.embedder
 
     def need(self, scope: str) -> None:
@@ -153,8 +167,14 @@ class SemanticIndex:
                                      f"scope must be one of {list(_KINDS)}", field="scope")
 
     # 1 -------------------------------------------------------------------------------------------
-    def bind(self, now: str) -> str | None:
-        """Record the embedder's model; returns the previous model when it changed."""
+    def bind(self, now: str, *, switch: bool = False) -> str | None:
+        """Record the embedder's model; returns the previous model when it changed.
+
+        A store whose vectors another model made keeps that model unless ``switch``: it is
+        marked mismatched instead (``self.mismatch``), which refuses semantic recall and
+        embedding and says why, rather than owing a re-embed of every message.
+        """
+        self.mismatch = None
         if self.embedder is None:
             return None
         model, dim = str(self.embedder.model_id), int(self.embedder.dim)
@@ -163,6 +183,16 @@ class SemanticIndex:
             if row is not None and (row["model_id"], row["dim"]) == (model, dim):
                 return None
             previous = None if row is None else str(row["model_id"])
+            if previous is not None and not switch:
+                held = sum(int(c.execute(f"SELECT count(*) FROM {src.vectors} WHERE model_id = ?",
+                                         (previous,)).fetchone()[0]) for src in _SRC.values())
+                if held:
+                    self.mismatch = (previous, model)
+                    log.warning("lcm: this conversation store's %d vectors were made by %s, not by %s "
+                                "given here: semantic recall and embedding are refused and nothing is "
+                                "re-embedded; open it with %s, or pass switch_embedder=True to "
+                                "re-embed every message with %s", held, previous, model, previous, model)
+                    return None
             # an upsert both engines speak (PostgreSQL has no INSERT OR REPLACE)
             c.execute("INSERT INTO lcm_embedder(id, model_id, dim, previous_model_id, changed_at) "
                       "VALUES (1, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET model_id = excluded.model_id, "
@@ -190,7 +220,8 @@ class SemanticIndex:
                 pending[kind] = total - mine if model is not None else 0
         return EmbeddingStatus(model, None if row is None else int(row["dim"]), have, pending["message"],
                                pending["summary"], pending["message"] + pending["summary"], stale,
-                               None if row is None else row["previous_model_id"], failed)
+                               None if row is None else row["previous_model_id"], failed,
+                               given_model_id=None if self.mismatch is None else self.mismatch[1])
 
     # 2 -------------------------------------------------------------------------------------------
     def embed_pending(self, *, limit: int | None = None, deadline_s: float | None = None,

@@ -73,7 +73,12 @@ class LcmStore:
         expansion_llm: the model ``expand_query`` uses instead of ``llm`` (``expansionModel``).
         clock: time source (UTC-aware); tests pass a :class:`ManualClock`.
         embedder: the text encoder of semantic recall (``grep`` modes ``semantic`` and
-            ``hybrid``, ``embed_pending``); amem hands it the note store's embedder.
+            ``hybrid``, ``embed_pending``); amem hands it the note store's embedder. A store
+            whose vectors another embedder made keeps that one: semantic recall and embedding
+            raise ``EmbedderMismatchError`` (``status().embedding.given_model_id`` names the
+            one given) and nothing is re-embedded, unless ``switch_embedder``.
+        switch_embedder: record ``embedder`` as the store's even though its vectors are
+            another's: every message and summary is embedded again by ``embed_pending``.
 
     Raises:
         ValueError: when no path is given by either argument, or the two disagree.
@@ -110,7 +115,14 @@ class LcmStore:
         clock: Clock | None = None,
         expansion_llm: TextLLM | None = None,
         embedder: TextEmbedder | None = None,
+        switch_embedder: bool = False,
     ) -> None:
+        if config is not None and not isinstance(config, LcmConfig):
+            raise TypeError(f"config must be an LcmConfig (lcm.load_config() builds one), not {type(config).__name__}")
+        if not isinstance(switch_embedder, bool):
+            raise ValueError(f"switch_embedder must be True or False, not {switch_embedder!r}")
+        if path is not None and (not isinstance(path, (str, Path)) or not str(path).strip()):
+            raise ValueError(f"path must be a database file, ':memory:' or a known URL, not {path!r}")
         cfg = config or LcmConfig()
         if path is None:
             if not cfg.database_path:
@@ -139,7 +151,7 @@ class LcmStore:
         try:
             migrate(self.db, self._now())
             self._build_parts(SemanticIndex(self.db, cfg, embedder), expansion_llm)
-            self.semantic.bind(self._now())
+            self.semantic.bind(self._now(), switch=switch_embedder)
         except BaseException as exc:
             # a part refusing its config (summaryPromptsDir) must not leak the open database
             self.close()
@@ -176,6 +188,8 @@ class LcmStore:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the database (and remove an in-memory store's files). Safe to call twice; any
+        other call afterwards raises ``StoreClosedError``."""
         self.db.close()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
@@ -183,6 +197,11 @@ class LcmStore:
 
     def __enter__(self) -> LcmStore:
         return self
+
+    def __reduce__(self) -> Any:
+        # pickling failed on the SQLite connection, naming nothing the caller holds
+        raise TypeError("an LcmStore cannot be pickled or sent to another process: open the store "
+                        "in that process (several processes may share one SQLite file)")
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
@@ -439,6 +458,8 @@ class LcmStore:
         return doctor(self.db, self.files, top=top)
 
     def doctor_clean(self) -> CleanReport:
+        """Read-only report of high-confidence cleanup candidates (archived subagent and cron
+        conversations, archived ones without a session key, empty ones); nothing is deleted."""
         return doctor_clean(self.db, self.files)
 
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:

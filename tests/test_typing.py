@@ -18,3 +18,38 @@ def test_mypy_strict_is_clean() -> None:
          "--cache-dir", str(ROOT / ".mypy_cache"), "amem", "lcm", "tools", "scheduler"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
+
+
+#: a small app on the documented API, as a user would type-check it (docs/python-api.md)
+_APP = '''
+from __future__ import annotations
+from amem import MemoryStore, Note
+from lcm import LcmStore, IngestResult
+
+def main() -> None:
+    with MemoryStore(":memory:") as store:
+        added = store.add("Alice prefers green tea", subjects=["alice"], enrich=False,
+                          metadata={"src": "chat"}, ttl=3600, agent_id="me")
+        note: Note = store.get(added.id)
+        hits = store.search("what does Alice drink?", limit=5)
+        print(note.content, [h.similarity for h in hits], store.add_many([{"text": "x"}], batch=8))
+    with LcmStore(":memory:") as lcm:
+        stored: IngestResult = lcm.ingest("agent:a1:main", [{"role": "user", "content": "hi"}])
+        print(stored.stored)
+'''
+
+
+@pytest.mark.slow
+def test_a_users_app_type_checks_and_a_misspelt_argument_does_not(tmp_path: Path) -> None:
+    """``add`` took ``**options: Any``: mypy passed ``store.add("x", enrihc=False)``, which
+    fails only when it runs. The documented arguments are now the signature."""
+    def mypy(code: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "app.py").write_text(code)
+        return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir",
+                               str(tmp_path / ".cache"), str(tmp_path / "app.py")],
+                              cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=600)
+    ok = mypy(_APP)
+    assert ok.returncode == 0, ok.stdout[-3000:]
+    bad = mypy(_APP.replace("enrich=False", "enrihc=False").replace("batch=8", "bacth=8"))
+    assert bad.returncode == 1 and '"enrihc"' in bad.stdout and '"bacth"' in bad.stdout, bad.stdout[-3000:]

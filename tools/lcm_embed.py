@@ -35,7 +35,11 @@ class EmbedWorker:
     def __init__(self, store: LcmStore, interval: float = 30.0) -> None:
         self.store = store
         self.interval = interval
-        self.embeds = getattr(getattr(store, "semantic", None), "embedder", None) is not None
+        semantic = getattr(store, "semantic", None)
+        # a store whose vectors another embedder made refuses to embed (said once, at open):
+        # retrying every interval would only repeat the warning
+        self.embeds = (getattr(semantic, "embedder", None) is not None
+                       and getattr(semantic, "mismatch", None) is None)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lcm-embed", daemon=True)
 

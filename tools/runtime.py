@@ -278,6 +278,21 @@ class Runtime:
             self._lcm = self._build_lcm()
         return self._lcm
 
+    def switch_lcm_embedder(self) -> LcmStore:
+        """Open the conversation store with this runtime's embedder recorded as its own, though
+        another made its vectors (``LcmStore(switch_embedder=True)``): every message and summary
+        is embedded again (``amem lcm embed --switch-embedder``). Without it such a store keeps
+        its embedder and refuses semantic recall with the other one.
+
+        Raises:
+            RuntimeError: the conversation store is already open (as it was).
+        """
+        if self._lcm is not None:
+            raise RuntimeError("the conversation store is already open; switch its embedder before using it")
+        self._check_open()
+        self._lcm = self._build_lcm(switch_embedder=True)
+        return self._lcm
+
     def _lcm_settings(self) -> "LcmConfig":
         """The conversation store's settings with where it lives resolved.
 
@@ -305,7 +320,7 @@ class Runtime:
             lcm_cfg = dataclasses.replace(lcm_cfg, log_file=str(self.lcm_path.with_name("lcm-log.jsonl")))
         return lcm_cfg
 
-    def _build_lcm(self) -> LcmStore:
+    def _build_lcm(self, *, switch_embedder: bool = False) -> LcmStore:
         from lcm import LcmStore
 
         lcm_cfg = self._lcm_settings()
@@ -319,8 +334,10 @@ class Runtime:
             embedder = None
         client = self.llm
         if client is None:
-            return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder)
+            return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder,
+                            switch_embedder=switch_embedder)
         return LcmStore(lcm_cfg.database_path, config=lcm_cfg, embedder=embedder,
+                        switch_embedder=switch_embedder,
                         llm=RoleLLM(client, lcm_cfg.summary_model, lcm_cfg.summary_timeout_ms / 1000),
                         expansion_llm=RoleLLM(client, lcm_cfg.expansion_model,
                                               lcm_cfg.delegation_timeout_ms / 1000))

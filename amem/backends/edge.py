@@ -214,6 +214,10 @@ class _Handle:
     def __init__(self, lock: StoreLock) -> None:
         self.shard: qe.EdgeShard | None = None
         self.lock = lock
+        #: a temporary store's directory, held here so that it outlives the shard: the
+        #: finalizer holds this handle, and a garbage collection that took the backend and its
+        #: directory together deleted the files before the finalizer flushed the shard in them
+        self.tmp: tempfile.TemporaryDirectory[str] | None = None
 
 
 def _abandon(handle: _Handle) -> None:
@@ -228,6 +232,9 @@ def _abandon(handle: _Handle) -> None:
         log.exception("closing the abandoned edge store at %s failed", handle.lock.store)
     finally:
         handle.lock.release()
+        tmp, handle.tmp = handle.tmp, None
+        if tmp is not None:  # a temporary store: its files go once the shard is closed
+            tmp.cleanup()
 
 
 def _text_ids(points: Sequence[Any]) -> list[str]:
@@ -375,7 +382,7 @@ class EdgeBackend:
         except BaseException:
             tmp.cleanup()
             raise
-        backend._tmp = tmp
+        backend._tmp = backend._handle.tmp = tmp
         return backend
 
     # -- opening -----------------------------------------------------------------------------
@@ -1411,7 +1418,7 @@ class EdgeBackend:
             self._lock.release()
             if self._tmp is not None:
                 self._tmp.cleanup()
-                self._tmp = None
+                self._tmp = self._handle.tmp = None
 
     def __enter__(self) -> EdgeBackend:
         return self

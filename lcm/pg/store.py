@@ -83,6 +83,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         clock: Clock | None = None,
         expansion_llm: TextLLM | None = None,
         embedder: TextEmbedder | None = None,
+        switch_embedder: bool = False,
     ) -> None:
         cfg = config or LcmConfig()
         url = str(path) if path is not None else cfg.database_path
@@ -119,7 +120,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
             raise
         # the shared assembly, its context statement kept off parallel plans (lcm.pg.assemble)
         self.assembler = PgAssembler(db, cfg, self.clock, self.scopes, self.compaction)
-        self.semantic.bind(self._now())
+        self.semantic.bind(self._now(), switch=switch_embedder)
 
     def ingest(
         self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None

@@ -16,7 +16,7 @@ import pytest
 from amem.embed import E5Embedder
 from amem.embed.hashing import HashingEmbedder
 from lcm import LcmConfig, LcmStore, ManualClock
-from lcm.errors import EmbedderMissingError, LcmNotFoundError, LcmValidationError
+from lcm.errors import EmbedderMismatchError, EmbedderMissingError, LcmNotFoundError, LcmValidationError
 from lcm.vectors import pack, top_k, unpack_scores
 from tests.fakes.embedders import RecordingEmbedder
 
@@ -37,8 +37,9 @@ def e5() -> E5Embedder:
     return E5Embedder(threads=1)
 
 
-def _store(embedder: object = None, path: str = ":memory:") -> LcmStore:
-    return LcmStore(path, LcmConfig(log_file_enabled=False), clock=ManualClock(), embedder=embedder)  # type: ignore[arg-type]
+def _store(embedder: object = None, path: str = ":memory:", *, switch: bool = False) -> LcmStore:
+    return LcmStore(path, LcmConfig(log_file_enabled=False), clock=ManualClock(), embedder=embedder,  # type: ignore[arg-type]
+                    switch_embedder=switch)
 
 
 def test_a_paraphrase_finds_the_verbatim_message_where_full_text_does_not(e5: E5Embedder) -> None:
@@ -133,7 +134,7 @@ def test_a_model_change_marks_every_vector_stale_and_says_so(tmp_path: Path, cap
     with _store(HashingEmbedder(256), db) as store:
         store.ingest(KEY, TALK)
         store.embed_pending()
-    with _store(HashingEmbedder(128), db) as store:
+    with _store(HashingEmbedder(128), db, switch=True) as store:
         st = store.status().embedding
         assert st is not None
         assert (st.model_id, st.previous_model_id) == ("hashing-v1-d128", "hashing-v1-d256")
@@ -144,6 +145,52 @@ def test_a_model_change_marks_every_vector_stale_and_says_so(tmp_path: Path, cap
         st = store.status().embedding
         assert st is not None and (st.vectors, st.stale_vectors, st.debt) == (len(TALK), 0, 0)
     assert any("embedder changed from hashing-v1-d256 to hashing-v1-d128" in r.getMessage() for r in caplog.records)
+
+
+def test_an_embedder_setting_that_alternates_never_re_embeds_the_store(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``embedder=A``, then ``B``, then ``A`` again (a flag given to one command and not the
+    next): the store keeps A's vectors and says B is not its embedder, as the notes store
+    refuses another embedder, instead of re-embedding every message at each change."""
+    db = str(tmp_path / "lcm.db")
+    with _store(HashingEmbedder(256), db) as store:
+        store.ingest(KEY, TALK)
+        store.embed_pending()
+    other = RecordingEmbedder(128)
+    with _store(other, db) as store:
+        st = store.status().embedding
+        assert st is not None
+        assert (st.model_id, st.given_model_id, st.vectors, st.debt) == ("hashing-v1-d256", "hashing-v1-d128",
+                                                                         len(TALK), 0)
+        assert store.status().to_dict()["embedding"]["given_model_id"] == "hashing-v1-d128"
+        for call in (store.embed_pending, lambda: store.grep("car engine", mode="semantic", session_key=KEY),
+                     lambda: store.grep("car engine", mode="hybrid", session_key=KEY)):
+            with pytest.raises(EmbedderMismatchError) as info:
+                call()
+            assert (info.value.stored, info.value.given) == ("hashing-v1-d256", "hashing-v1-d128")
+            assert "switch_embedder=True" in str(info.value) and info.value.code == "embedder_mismatch"
+        assert store.maintenance().failures.get("embedding", "").startswith("EmbedderMismatchError")
+        # what needs no vector still works with the other embedder
+        assert store.grep("engine", mode="full_text", session_key=KEY).hits
+    assert other.passages == []  # nothing was embedded with B
+    assert any("made by hashing-v1-d256, not by hashing-v1-d128" in r.getMessage() for r in caplog.records)
+    back = RecordingEmbedder(256)
+    with _store(back, db) as store:
+        st = store.status().embedding
+        assert st is not None and (st.given_model_id, st.vectors, st.debt) == (None, len(TALK), 0)
+        assert store.embed_pending().embedded_messages == 0 and back.passages == []
+        assert store.grep("car engine", mode="semantic", session_key=KEY).hits
+
+
+def test_a_store_without_vectors_takes_the_new_embedder_without_asking(tmp_path: Path) -> None:
+    """Nothing to lose: a store whose recorded model embedded nothing yet switches freely."""
+    db = str(tmp_path / "lcm.db")
+    with _store(HashingEmbedder(256), db) as store:
+        store.ingest(KEY, TALK)
+    with _store(HashingEmbedder(128), db) as store:
+        st = store.status().embedding
+        assert st is not None and (st.model_id, st.given_model_id) == ("hashing-v1-d128", None)
+        assert store.embed_pending().embedded_messages == len(TALK)
 
 
 def test_semantic_recall_stays_inside_the_callers_scope() -> None:

@@ -155,3 +155,21 @@ def test_a_read_only_store_file_is_said_to_be_one(tmp_path: Path) -> None:
     message = str(unopenable(str(db), refused.value))
     assert "cannot be opened for writing" in message and str(db) in message
     assert "restore" not in message  # nothing is damaged
+
+
+def test_an_embedder_given_for_one_command_never_re_embeds_the_conversations(tmp_path: Path) -> None:
+    """`amem lcm embed` with one embedder, then with `--embedder` naming another for one
+    command: it re-embedded every message with that one (and back again at the next command).
+    The store now keeps its embedder, says so, and moves only when asked."""
+    env = env_for(tmp_path / "home")
+    amem(env, "lcm", "ingest", str(write(tmp_path / "t.jsonl", turns(0, 6))), "--session-key", KEY)
+    amem(env, "lcm", "embed")
+    refused = amem(env, "--embedder", "hashing-32", "lcm", "embed", "--json", code=1)
+    assert "embedder_mismatch" in refused.stderr or "made by 'hashing-v1-d64'" in refused.stderr
+    status = json.loads(amem(env, "--embedder", "hashing-32", "lcm", "status", "--json").stdout)["embedding"]
+    assert (status["model_id"], status["given_model_id"], status["debt"]) == ("hashing-v1-d64", "hashing-v1-d32", 0)
+    again = json.loads(amem(env, "lcm", "embed", "--json").stdout)
+    assert again["embedded_messages"] == 0 and again["model_id"] == "hashing-v1-d64"
+    switched = json.loads(amem(env, "--embedder", "hashing-32", "lcm", "embed", "--switch-embedder",
+                               "--json").stdout)
+    assert (switched["model_id"], switched["embedded_messages"], switched["pending"]) == ("hashing-v1-d32", 6, 0)

@@ -130,3 +130,19 @@ def test_the_servers_worker_embeds_what_ingest_left_pending() -> None:
         finally:
             worker.shutdown()
         assert store.status().embedding.vectors == 601  # type: ignore[union-attr]
+
+
+def test_the_servers_worker_leaves_a_store_of_another_embedder_alone(tmp_path: Path) -> None:
+    """A server opened with another embedder than the one that made the store's vectors: its
+    worker neither re-embeds the store nor logs a failure every 30 s; the store said it at open."""
+    from amem.embed.hashing import HashingEmbedder
+    from tools.lcm_embed import EmbedWorker
+
+    db, cfg = str(tmp_path / "lcm.db"), LcmConfig(log_file_enabled=False)
+    with LcmStore(db, cfg, embedder=HashingEmbedder(64)) as store:
+        store.ingest("agent:alice:main", [{"role": "user", "content": "hello"}])
+        store.embed_pending()
+    with LcmStore(db, cfg, embedder=HashingEmbedder(32)) as other:
+        assert not EmbedWorker(other).embeds
+    with LcmStore(db, cfg, embedder=HashingEmbedder(64)) as same:
+        assert EmbedWorker(same).embeds

@@ -22,6 +22,9 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     p.add_argument("--limit", type=int, help="embed at most this many items")
     p.add_argument("--deadline", type=float, metavar="SECONDS",
                    help="stop after this many seconds (a later run carries on)")
+    p.add_argument("--switch-embedder", action="store_true",
+                   help="the store's vectors were made by another embedder: make this command's "
+                        "the store's own and embed every message and summary again")
 
 
 def cmd_lcm_embed(args: argparse.Namespace) -> int:
@@ -29,7 +32,7 @@ def cmd_lcm_embed(args: argparse.Namespace) -> int:
     positive(args.deadline, "--deadline")
     done = {"embedded_messages": 0, "embedded_summaries": 0, "batches": 0}
     with runtime(args) as rt:
-        store = rt.lcm
+        store = rt.switch_lcm_embedder() if args.switch_embedder else rt.lcm
         started = time.monotonic()
         embedding = store.status().embedding
         if embedding is None:  # a store without semantic recall (lcm on PostgreSQL, for now)
