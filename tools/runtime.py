@@ -194,7 +194,7 @@ class Runtime:
             # switch it to the default and owe a re-embed of every message.
             from lcm.semantic import recorded_model
 
-            where = self._lcm_settings_or_none() or ""
+            where = self.lcm_database() or ""
             stored = recorded_model(where) if where else None
         if stored is None:
             return cfg.embedder
@@ -207,9 +207,9 @@ class Runtime:
             return name
         return cfg.embedder
 
-    def _lcm_settings_or_none(self) -> str | None:
-        """Where the conversation store lives, or None while its settings contradict each
-        other (the error is raised when the store is opened, not here)."""
+    def lcm_database(self) -> str | None:
+        """Where the conversation store lives (a file or a ``postgresql://`` URL), or None while
+        its settings contradict each other (the error is raised when the store is opened)."""
         try:
             return self._lcm_settings().database_path
         except ConfigError:

@@ -322,3 +322,23 @@ def test_the_import_bar_ends_in_one_line_before_the_index_build_is_announced(
              if line.split("\r")[-1].strip()]
     assert [line.startswith("import: 100%") for line in shown] == [True, False], shown
     assert shown[1].startswith("building the search index")
+
+
+def test_reembed_takes_the_homes_conversation_store_along(tmp_path: Path) -> None:
+    """The conversation store keeps the embedder its vectors were made by and refuses semantic
+    recall with another; after `amem reembed` of the notes every semantic grep of the home was
+    refused until `amem lcm embed --switch-embedder`. The home's own file follows now."""
+    env = base_env(tmp_path / "home")
+    del env["AMEM_EMBEDDER"]
+    amem(env, "add", "Alice prefers green tea", "--no-enrich", "--embedder", "hashing-32")
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"role": "user", "content": "the ledger closes on Friday"}) + "\n",
+                   encoding="utf-8")
+    amem(env, "lcm", "ingest", str(src), "--session-key", "agent:front:main")
+    amem(env, "lcm", "embed")
+    done = json.loads(amem(env, "reembed", "--to", "hashing", "--json").stdout)
+    assert "now uses hashing" in done["conversations"], done
+    amem(env, "lcm", "embed")
+    hits = json.loads(amem(env, "lcm", "grep", "ledger Friday", "--mode", "semantic",
+                           "--session-key", "agent:front:main", "--json").stdout)["hits"]
+    assert hits and "ledger" in hits[0]["snippet"]

@@ -495,8 +495,31 @@ def cmd_reembed(args: argparse.Namespace) -> int:
         except StoreLockedError as exc:
             raise not_routed("reembed", cfg.home, exc) from None
     data = report.to_dict()
+    data["conversations"] = _reembed_conversations(args)
     emit(args, data, lambda: (
         f"rebuilt {data['notes']} notes: {data['old_embedder']} -> {data['new_embedder']} "
         f"in {data['seconds']} s\nthe store opens with {args.new_embedder} from now on, "
-        f"unless --embedder, AMEM_EMBEDDER or the config file names another"))
+        f"unless --embedder, AMEM_EMBEDDER or the config file names another\n"
+        f"{data['conversations']}"))
     return EXIT_OK
+
+
+def _reembed_conversations(args: argparse.Namespace) -> str:
+    """The home's conversation store follows the notes to the new embedder, and what was done.
+
+    It keeps the embedder its vectors were made by until told to switch (its semantic recall
+    refuses another); the home's own file is switched here, since this command changes the
+    home's embedder. A PostgreSQL store other hosts share is left to them, said so.
+    """
+    rt = runtime(argparse.Namespace(**{**vars(args), "embedder": args.new_embedder}))
+    with rt:
+        where = rt.lcm_database()
+        if where is None or where.startswith(("postgresql://", "postgres://")):
+            return ("the conversation store is shared (PostgreSQL) and keeps its embedder: switch it "
+                    f"for every host with `amem --embedder {args.new_embedder} lcm embed --switch-embedder`")
+        if not Path(where).expanduser().exists():
+            return "no conversation store in this home: nothing else to switch"
+        embedding = rt.switch_lcm_embedder().status().embedding
+        owed = 0 if embedding is None else embedding.debt
+    return (f"the conversation store now uses {args.new_embedder} too: its {owed} messages and summaries "
+            "are embedded again by `amem lcm embed` or the nightly job (semantic recall misses them until then)")
