@@ -74,9 +74,9 @@ def test_owner_reports_need_an_owner(tenants: Tenants, facade: ToolFacade, tmp_p
     guard = GuardConfig(keys=keys, record_secret=OWNER_SECRET)
     with running_http(facade, owner=owner_for(calls), guard=guard) as url:
         for token in ("wrong", TOKEN[:-1], TOKEN + "x", agent_key[:-1]):  # none: tests/tools/security
-            with pytest.raises(MCPError) as unknown:  # refused at the door (HTTP 401, no session)
-                anyio.run(read, url, "amem://owner/status", token)
-            assert unknown.value.data is None, unknown.value
+            with pytest.raises(MCPError) as unknown:  # refused at the door (HTTP 401, no session),
+                anyio.run(read, url, "amem://owner/status", token)  # saying why (a JSON-RPC error)
+            assert unknown.value.data["code"] == "unauthenticated", unknown.value
         with pytest.raises(MCPError) as refused:
             anyio.run(read, url, "amem://owner/status", agent_key)
         assert refused.value.data["code"] == "forbidden"
