@@ -16,6 +16,7 @@ from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
+from ..write.values import state_different_values
 from .graph import LinkGraph
 from .lineage import Chains
 from .merge import MergeLLM, loser_entry, merge_notes, merged_text, note_key, was_merged
@@ -42,6 +43,8 @@ class _Entry:
     merged_into: str | None
     #: whom the note is about: notes about different people are never merged
     subjects: tuple[str, ...] = ()
+    #: the text: notes stating different values are never merged (amem.write.values)
+    content: str = ""
 
 
 class AgentRun:
@@ -102,7 +105,7 @@ class AgentRun:
             self.active[note.id] = _Entry(
                 np.asarray(vector, dtype=np.float32) / (norm or 1.0),
                 (note.note_type, note.category), note_key(note), note.pending_merge,
-                note.merged_into, tuple(note.subjects))
+                note.merged_into, tuple(note.subjects), note.content)
             links[note.id] = note.links
             for other in (note.superseded_by, *note.supersedes):
                 if other:
@@ -311,7 +314,8 @@ class AgentRun:
         """Plan clusters from ``pairs`` and merge them; returns the survivors."""
         clusters = plan_clusters(pairs, {k: e.vector for k, e in self.active.items()},
                                  {k: e.key for k, e in self.active.items()}, self.thr,
-                                 self.lineage, {k: e.subjects for k, e in self.active.items()})
+                                 self.lineage, {k: e.subjects for k, e in self.active.items()},
+                                 {k: e.content for k, e in self.active.items()})
         total = sum(len(losers) for _, losers in clusters)
         done = 0
         for survivor, losers in clusters:
@@ -351,7 +355,9 @@ class AgentRun:
                                                    4 if mine or entry.subjects else 1, exact=True)
             best = next((h for h in hits
                          if (mine is None or self.lineage.get(str(h.payload.get("id"))) != mine)
-                         and about_the_same(entry.subjects, h.payload.get("subjects") or ())),
+                         and about_the_same(entry.subjects, h.payload.get("subjects") or ())
+                         and not state_different_values(entry.content,
+                                                        str(h.payload.get("content", "")))),
                         None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:
