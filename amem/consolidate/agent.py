@@ -16,6 +16,7 @@ from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
+from ..write.placer import same_expiry
 from ..write.values import state_different_values
 from .graph import LinkGraph
 from .lineage import Chains
@@ -45,6 +46,8 @@ class _Entry:
     subjects: tuple[str, ...] = ()
     #: the text: notes stating different values are never merged (amem.write.values)
     content: str = ""
+    #: when it is forgotten: only notes expiring together merge (amem.write.placer.same_expiry)
+    expires_at: str = ""
 
 
 class AgentRun:
@@ -105,7 +108,7 @@ class AgentRun:
             self.active[note.id] = _Entry(
                 np.asarray(vector, dtype=np.float32) / (norm or 1.0),
                 (note.note_type, note.category), note_key(note), note.pending_merge,
-                note.merged_into, tuple(note.subjects), note.content)
+                note.merged_into, tuple(note.subjects), note.content, note.expires_at)
             links[note.id] = note.links
             for other in (note.superseded_by, *note.supersedes):
                 if other:
@@ -315,7 +318,7 @@ class AgentRun:
         clusters = plan_clusters(pairs, {k: e.vector for k, e in self.active.items()},
                                  {k: e.key for k, e in self.active.items()}, self.thr,
                                  self.lineage, {k: e.subjects for k, e in self.active.items()},
-                                 {k: e.content for k, e in self.active.items()})
+                                 self._apart)
         total = sum(len(losers) for _, losers in clusters)
         done = 0
         for survivor, losers in clusters:
@@ -335,6 +338,13 @@ class AgentRun:
                 f"merge of {loser} into {survivor}: LLM failed ({error}); merged offline")
 
     # ------------------------------------------------------------------ pending
+
+    def _apart(self, a: str, b: str) -> bool:
+        """Whether two active notes must stay apart however alike: they state different values
+        (another fact) or expire at different times (a merge keeps one expiry)."""
+        ea, eb = self.active[a], self.active[b]
+        return (not same_expiry(ea.expires_at, eb.expires_at)
+                or state_different_values(ea.content, eb.content))
 
     def _same_type_where(self, note_id: str) -> Where:
         """Active notes of the agent with ``note_id``'s note type (any category), not itself."""
@@ -357,7 +367,8 @@ class AgentRun:
                          if (mine is None or self.lineage.get(str(h.payload.get("id"))) != mine)
                          and about_the_same(entry.subjects, h.payload.get("subjects") or ())
                          and not state_different_values(entry.content,
-                                                        str(h.payload.get("content", "")))),
+                                                        str(h.payload.get("content", "")))
+                         and same_expiry(entry.expires_at, h.payload.get("expires_at"))),
                         None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:

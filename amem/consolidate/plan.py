@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..notes import about_the_same
-from ..write.values import state_different_values
 
 
 def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np.ndarray],
                   keys: dict[str, Any], threshold: float,
                   lineage: Mapping[str, str] | None = None,
                   subjects: Mapping[str, Sequence[str]] | None = None,
-                  contents: Mapping[str, str] | None = None
+                  apart: Callable[[str, str], bool] | None = None
                   ) -> list[tuple[str, list[tuple[str, float]]]]:
     """Duplicate clusters from scored pairs: ``[(survivor, [(loser, cosine), ...]), ...]``.
 
@@ -22,8 +21,8 @@ def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np
     within ``threshold`` of the union's survivor (the member with the largest key), and no
     two members share a ``lineage`` (a supersession chain's id; notes absent have none), and
     every two members naming ``subjects`` share one (``amem.notes.about_the_same``), and no
-    two members' ``contents`` state different values (``amem.write.values``: "Server A has
-    16 GB" and server B's are two facts, however alike).
+    two members are ``apart`` (the caller's say: two notes stating different values,
+    ``amem.write.values``, "Server A has 16 GB" and server B's, are two facts however alike).
     Vectors must be unit length. Survivors come sorted, losers best first.
     """
     chains = lineage or {}
@@ -39,9 +38,8 @@ def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np
             continue  # a fact and its successor (or predecessor): keep both, and the history
         if subjects is not None and not about_the_same(*(subjects.get(m, ()) for m in union)):
             continue  # notes about different people stay apart, however alike
-        if contents is not None and any(
-                state_different_values(contents.get(m, ""), contents.get(n, ""))
-                for m in members.get(ra, [ra]) for n in members.get(rb, [rb])):
+        if apart is not None and any(apart(m, n) for m in members.get(ra, [ra])
+                                     for n in members.get(rb, [rb])):
             continue  # another value is another fact
         survivor = max(union, key=lambda m: keys[m])
         sv = vectors[survivor]
