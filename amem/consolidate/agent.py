@@ -16,7 +16,7 @@ from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
-from ..write.placer import same_expiry
+from ..write.together import labels_nested, same_expiry, told_on_other_days
 from ..write.values import state_different_values
 from .graph import LinkGraph
 from .lineage import Chains
@@ -46,8 +46,15 @@ class _Entry:
     subjects: tuple[str, ...] = ()
     #: the text: notes stating different values are never merged (amem.write.values)
     content: str = ""
-    #: when it is forgotten: only notes expiring together merge (amem.write.placer.same_expiry)
+    #: what a merge keeps of one note only: notes differing in them stay apart
+    #: (amem.write.together)
     expires_at: str = ""
+    event_time: str = ""
+    timestamp: str = ""
+    metadata: dict[str, Any] | None = None
+
+    def times(self) -> dict[str, str]:
+        return {"event_time": self.event_time, "timestamp": self.timestamp}
 
 
 class AgentRun:
@@ -108,7 +115,8 @@ class AgentRun:
             self.active[note.id] = _Entry(
                 np.asarray(vector, dtype=np.float32) / (norm or 1.0),
                 (note.note_type, note.category), note_key(note), note.pending_merge,
-                note.merged_into, tuple(note.subjects), note.content, note.expires_at)
+                note.merged_into, tuple(note.subjects), note.content, note.expires_at,
+                note.event_time, note.timestamp, dict(note.metadata) or None)
             links[note.id] = note.links
             for other in (note.superseded_by, *note.supersedes):
                 if other:
@@ -341,9 +349,12 @@ class AgentRun:
 
     def _apart(self, a: str, b: str) -> bool:
         """Whether two active notes must stay apart however alike: they state different values
-        (another fact) or expire at different times (a merge keeps one expiry)."""
+        (another fact), or differ in what a merge keeps of one note only (expiry, event day,
+        labels; ``amem.write.together``)."""
         ea, eb = self.active[a], self.active[b]
         return (not same_expiry(ea.expires_at, eb.expires_at)
+                or told_on_other_days(ea.times(), eb.times())
+                or not labels_nested(ea.metadata, eb.metadata)
                 or state_different_values(ea.content, eb.content))
 
     def _same_type_where(self, note_id: str) -> Where:
@@ -368,7 +379,9 @@ class AgentRun:
                          and about_the_same(entry.subjects, h.payload.get("subjects") or ())
                          and not state_different_values(entry.content,
                                                         str(h.payload.get("content", "")))
-                         and same_expiry(entry.expires_at, h.payload.get("expires_at"))),
+                         and same_expiry(entry.expires_at, h.payload.get("expires_at"))
+                         and not told_on_other_days(entry.times(), h.payload)
+                         and labels_nested(entry.metadata, h.payload.get("metadata"))),
                         None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:

@@ -30,6 +30,7 @@ from .fold import fold_into
 from .linking import choose_links, view_of
 from .nearduplicate import ContentVectors, best_match, content_cosines
 from .result import AddResult
+from .together import labels_kept, same_expiry
 from .values import state_different_values
 
 log = logging.getLogger(__name__)
@@ -47,17 +48,6 @@ def same_event_day(mine: str, theirs: object) -> bool:
     if not mine or not isinstance(theirs, str) or not theirs:
         return True
     return mine[:10] == theirs[:10]  # stored UTC ISO: "2025-05-08T..." (amem.notefields.iso)
-
-
-def same_expiry(mine: str, theirs: object) -> bool:
-    """Whether two notes expire together (or neither does): only such notes fold or merge.
-
-    A fold keeps the target's expiry. Folding a note given no expiry into one that expires
-    deleted the fact the user had just told again when the target's time came (without a
-    warning); folding one given a ``ttl`` into a note that never expires kept its text past
-    the time it was told to be forgotten.
-    """
-    return (mine or "") == (theirs if isinstance(theirs, str) else "")
 
 
 class Placer:
@@ -102,15 +92,17 @@ class Placer:
         self._lend_fresh(hits)
         # a note about someone else is never its near-duplicate (amem.notes.about_the_same),
         # nor one stating another value: "Server B has 16 GB" beside server A's is another
-        # fact, however alike (amem.write.values); nor one expiring at another time
-        # (same_expiry); the result still names the nearest
+        # fact, however alike (amem.write.values); nor one expiring at another time or
+        # lacking a label the new note carries (amem.write.together): a fold keeps the
+        # target's; the result still names the nearest
         ours = [k for k, h in enumerate(hits)
                 if about_the_same(note.subjects, h.payload.get("subjects") or ())]
         chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
         nearest = None if chosen is None else ours[chosen]
         ours = [k for k in ours
                 if not state_different_values(note.content, str(hits[k].payload.get("content", "")))
-                and same_expiry(note.expires_at, hits[k].payload.get("expires_at"))]
+                and same_expiry(note.expires_at, hits[k].payload.get("expires_at"))
+                and labels_kept(note.metadata, hits[k].payload.get("metadata"))]
         chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
         best = None if chosen is None else ours[chosen]
         if (best is not None and same[best] >= cfg.fold_threshold
