@@ -103,9 +103,16 @@ def plant(n: int, dup_share: float, near_share: float, seed: int = 7
         category[j + 1] = category[j]
     notes: list[Note] = []
     truth: dict[str, int] = {}
+    # A duplicate repeats its fact's words (in another order): with words of its own it would
+    # state other values, another fact that no merge joins (amem.write.values).
+    fact_words: dict[int, list[str]] = {}
     for i, fact in enumerate(members):
         nid = f"n{i:06d}"
-        words = " ".join(f"w{pyrng.randrange(5000)}" for _ in range(pyrng.randrange(4, 12)))
+        if fact not in fact_words:
+            fact_words[fact] = [f"w{pyrng.randrange(5000)}" for _ in range(pyrng.randrange(4, 12))]
+        order = list(fact_words[fact])
+        pyrng.shuffle(order)
+        words = " ".join(order)
         notes.append(Note(id=nid, content=f"[f{fact}] {words}", agent_id="bench",
                           category=category[fact], timestamp=f"2026-01-01T00:{i % 60:02d}:00+00:00"))
         truth[nid] = fact

@@ -16,6 +16,8 @@ from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
+from ..write.together import labels_nested, same_expiry, told_on_other_days
+from ..write.values import state_different_values
 from .graph import LinkGraph
 from .lineage import Chains
 from .merge import MergeLLM, loser_entry, merge_notes, merged_text, note_key, was_merged
@@ -42,6 +44,17 @@ class _Entry:
     merged_into: str | None
     #: whom the note is about: notes about different people are never merged
     subjects: tuple[str, ...] = ()
+    #: the text: notes stating different values are never merged (amem.write.values)
+    content: str = ""
+    #: what a merge keeps of one note only: notes differing in them stay apart
+    #: (amem.write.together)
+    expires_at: str = ""
+    event_time: str = ""
+    timestamp: str = ""
+    metadata: dict[str, Any] | None = None
+
+    def times(self) -> dict[str, str]:
+        return {"event_time": self.event_time, "timestamp": self.timestamp}
 
 
 class AgentRun:
@@ -102,7 +115,8 @@ class AgentRun:
             self.active[note.id] = _Entry(
                 np.asarray(vector, dtype=np.float32) / (norm or 1.0),
                 (note.note_type, note.category), note_key(note), note.pending_merge,
-                note.merged_into, tuple(note.subjects))
+                note.merged_into, tuple(note.subjects), note.content, note.expires_at,
+                note.event_time, note.timestamp, dict(note.metadata) or None)
             links[note.id] = note.links
             for other in (note.superseded_by, *note.supersedes):
                 if other:
@@ -311,7 +325,8 @@ class AgentRun:
         """Plan clusters from ``pairs`` and merge them; returns the survivors."""
         clusters = plan_clusters(pairs, {k: e.vector for k, e in self.active.items()},
                                  {k: e.key for k, e in self.active.items()}, self.thr,
-                                 self.lineage, {k: e.subjects for k, e in self.active.items()})
+                                 self.lineage, {k: e.subjects for k, e in self.active.items()},
+                                 self._apart)
         total = sum(len(losers) for _, losers in clusters)
         done = 0
         for survivor, losers in clusters:
@@ -332,6 +347,16 @@ class AgentRun:
 
     # ------------------------------------------------------------------ pending
 
+    def _apart(self, a: str, b: str) -> bool:
+        """Whether two active notes must stay apart however alike: they state different values
+        (another fact), or differ in what a merge keeps of one note only (expiry, event day,
+        labels; ``amem.write.together``)."""
+        ea, eb = self.active[a], self.active[b]
+        return (not same_expiry(ea.expires_at, eb.expires_at)
+                or told_on_other_days(ea.times(), eb.times())
+                or not labels_nested(ea.metadata, eb.metadata)
+                or state_different_values(ea.content, eb.content))
+
     def _same_type_where(self, note_id: str) -> Where:
         """Active notes of the agent with ``note_id``'s note type (any category), not itself."""
         must = (Match("agent_id", self.agent), Match("is_active", True),
@@ -351,7 +376,12 @@ class AgentRun:
                                                    4 if mine or entry.subjects else 1, exact=True)
             best = next((h for h in hits
                          if (mine is None or self.lineage.get(str(h.payload.get("id"))) != mine)
-                         and about_the_same(entry.subjects, h.payload.get("subjects") or ())),
+                         and about_the_same(entry.subjects, h.payload.get("subjects") or ())
+                         and not state_different_values(entry.content,
+                                                        str(h.payload.get("content", "")))
+                         and same_expiry(entry.expires_at, h.payload.get("expires_at"))
+                         and not told_on_other_days(entry.times(), h.payload)
+                         and labels_nested(entry.metadata, h.payload.get("metadata"))),
                         None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:

@@ -121,6 +121,9 @@ def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
         survivor.timestamp or loser.timestamp) else ""
     out.last_accessed = max(survivor.last_accessed, loser.last_accessed)
     out.context = survivor.context or loser.context
+    # the larger label set: a merge joins only notes whose labels nest (amem.write.together)
+    if len(loser.metadata) > len(survivor.metadata):
+        out.metadata = dict(loser.metadata)
     out.pending_merge = False
     out.merged_into = None
     return out

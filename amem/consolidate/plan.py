@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -12,14 +12,17 @@ from ..notes import about_the_same
 def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np.ndarray],
                   keys: dict[str, Any], threshold: float,
                   lineage: Mapping[str, str] | None = None,
-                  subjects: Mapping[str, Sequence[str]] | None = None
+                  subjects: Mapping[str, Sequence[str]] | None = None,
+                  apart: Callable[[str, str], bool] | None = None
                   ) -> list[tuple[str, list[tuple[str, float]]]]:
     """Duplicate clusters from scored pairs: ``[(survivor, [(loser, cosine), ...]), ...]``.
 
     Pairs are joined best first; two clusters join only if every member of the union is
     within ``threshold`` of the union's survivor (the member with the largest key), and no
     two members share a ``lineage`` (a supersession chain's id; notes absent have none), and
-    every two members naming ``subjects`` share one (``amem.notes.about_the_same``).
+    every two members naming ``subjects`` share one (``amem.notes.about_the_same``), and no
+    two members are ``apart`` (the caller's say: two notes stating different values,
+    ``amem.write.values``, "Server A has 16 GB" and server B's, are two facts however alike).
     Vectors must be unit length. Survivors come sorted, losers best first.
     """
     chains = lineage or {}
@@ -35,6 +38,9 @@ def plan_clusters(pairs: Sequence[tuple[str, str, float]], vectors: dict[str, np
             continue  # a fact and its successor (or predecessor): keep both, and the history
         if subjects is not None and not about_the_same(*(subjects.get(m, ()) for m in union)):
             continue  # notes about different people stay apart, however alike
+        if apart is not None and any(apart(m, n) for m in members.get(ra, [ra])
+                                     for n in members.get(rb, [rb])):
+            continue  # another value is another fact
         survivor = max(union, key=lambda m: keys[m])
         sv = vectors[survivor]
         if any(float(vectors[m] @ sv) < threshold for m in union if m != survivor):

@@ -30,6 +30,8 @@ from .fold import fold_into
 from .linking import choose_links, view_of
 from .nearduplicate import ContentVectors, best_match, content_cosines
 from .result import AddResult
+from .together import labels_kept, same_expiry
+from .values import state_different_values
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +90,19 @@ class Placer:
         # 1. the fold decision: contents only (see amem.write.nearduplicate), before any LLM call
         same = [index.similarity(c) for c in content_cosines(vector, hits, self._content)]
         self._lend_fresh(hits)
-        # a note about someone else is never its near-duplicate (amem.notes.about_the_same)
+        # a note about someone else is never its near-duplicate (amem.notes.about_the_same),
+        # nor one stating another value: "Server B has 16 GB" beside server A's is another
+        # fact, however alike (amem.write.values); nor one expiring at another time or
+        # lacking a label the new note carries (amem.write.together): a fold keeps the
+        # target's; the result still names the nearest
         ours = [k for k, h in enumerate(hits)
                 if about_the_same(note.subjects, h.payload.get("subjects") or ())]
+        chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
+        nearest = None if chosen is None else ours[chosen]
+        ours = [k for k in ours
+                if not state_different_values(note.content, str(hits[k].payload.get("content", "")))
+                and same_expiry(note.expires_at, hits[k].payload.get("expires_at"))
+                and labels_kept(note.metadata, hits[k].payload.get("metadata"))]
         chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
         best = None if chosen is None else ours[chosen]
         if (best is not None and same[best] >= cfg.fold_threshold
@@ -131,8 +143,8 @@ class Placer:
                                      active_only=False)
         return AddResult(status, note.id, links=note.links, evolved=evolved,
                          enriched_by=note.enriched_by,
-                         neighbour=hits[best].payload["id"] if best is not None else None,
-                         similarity=round(same[best], 6) if best is not None else None,
+                         neighbour=hits[nearest].payload["id"] if nearest is not None else None,
+                         similarity=round(same[nearest], 6) if nearest is not None else None,
                          warnings=warnings)
 
     def _lend_fresh(self, hits: Sequence[Hit]) -> None:

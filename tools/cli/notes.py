@@ -267,7 +267,22 @@ def _chain_text(data: dict[str, Any]) -> str:
         mark = "*" if n["id"] == data["id"] else " "
         lines.append(f"{mark} {n['event_time'][:10]}  {n['id']}  [{state}]{kept}  "
                      f"{clip(n['content'], 80)}")
+        lines.extend(_join_lines(n.get("events") or ()))
     return "\n".join(lines)
+
+
+def _join_lines(events: Any) -> list[str]:
+    """A line per text joined into the note: a fold at add, a nightly merge (with the
+    merged-away note's id: ``amem history`` of that id says "merged into")."""
+    out = []
+    for e in events:
+        when = str(e.get("at") or "")[:10]
+        if e.get("action") == "fold":
+            out.append(f"    \u21b3 {when} folded in: {clip(str(e.get('folded_text', '')), 70)}")
+        elif e.get("action") == "consolidate_merge":
+            out.append(f"    \u21b3 {when} merged {e.get('merged')}: "
+                       f"{clip(str(e.get('merged_text', '')), 60)}")
+    return out
 
 
 def cmd_unsupersede(args: argparse.Namespace) -> int:

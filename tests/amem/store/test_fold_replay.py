@@ -32,8 +32,10 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo li
 def near_duplicates(count: int, seed: int) -> list[str]:
     """Runs of consecutive sentences from eight topics: many overlap, so many fold."""
     rng = random.Random(seed)
-    topics = [[" ".join(rng.sample(WORDS, 6)).capitalize() + f" item {t}{s}." for s in range(8)]
-              for t in range(8)]
+    # items named in lower-case letters: a digit is a value, and runs holding other values
+    # are other facts, which never fold (amem.write.values)
+    topics = [[" ".join(rng.sample(WORDS, 6)).capitalize() + f" item {'abcdefgh'[t]}{'abcdefgh'[s]}."
+               for s in range(8)] for t in range(8)]
     rows = []
     for _ in range(count):
         topic, start = topics[rng.randrange(8)], rng.randrange(5)

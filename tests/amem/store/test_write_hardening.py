@@ -172,7 +172,9 @@ def test_deleted_notes_never_come_back_under_concurrent_folds(clock: ManualClock
 
         def writer() -> None:  # near-duplicates that fold into (and evolve) the targets
             try:
-                for round_ in range(4):
+                # rounds in words: "round 1" beside "round 0" states another value, another
+                # fact that no fold joins (amem.write.values)
+                for round_ in ("one", "two", "three", "four"):
                     for text in UNRELATED:
                         statuses.append(store.add(f"{text}, as noted in round {round_}").status)
             except BaseException as exc:  # surfaced below
