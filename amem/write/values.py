@@ -21,7 +21,6 @@ from ..text import tokenize
 
 _WORD = re.compile(r"[\w.:/-]*\w")
 _DIGIT = re.compile(r"\d")
-_SENTENCE_END = re.compile(r"[.!?:;]\s*$|\n\s*$")
 
 
 @lru_cache(maxsize=4096)
@@ -35,14 +34,26 @@ def _parse(text: str) -> tuple[frozenset[str], frozenset[str]]:
             continue
         key = word.casefold()
         words.add(key)
-        words.update(tokenize(word))
+        if not word.isalnum():  # "10:40", "db-2.internal": its parts, as the tokenizer cuts them
+            words.update(tokenize(word))
         if _DIGIT.search(word):
             values.add(key)
         elif word[0].isupper() and word != "I":
-            start = match.start() == 0 or bool(_SENTENCE_END.search(text[:match.start()]))
-            if not start or tokenize(word):
+            if not _opens_sentence(text, match.start()) or tokenize(word):
                 values.add(key)
     return frozenset(values), frozenset(words)
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether the word at ``at`` opens a sentence: nothing before it but spaces, or a line
+    break or one of ``.!?:;`` before the spaces right before it. Read backwards from ``at``
+    (a regex over ``text[:at]`` for every capitalised word was quadratic in the text)."""
+    i = at - 1
+    while i >= 0 and text[i].isspace():
+        if text[i] == "\n":
+            return True
+        i -= 1
+    return i < 0 or text[i] in ".!?:;"
 
 
 def _new_values(a: str, b: str) -> set[str]:
