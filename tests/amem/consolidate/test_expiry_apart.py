@@ -9,33 +9,13 @@ expiry (a warning said so, but the text was kept).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
-
 from amem import MemoryStore
-from amem.embed import make_embedder
 from amem.kernel.clock import ManualClock
+
+from .e5_store import clock, embedder, store  # noqa: F401 - fixtures
 
 OLD = "The staging cluster is only reachable over the VPN from the Berlin office."
 NEW = "The staging cluster is reachable only over the VPN from the Berlin office network."
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Any:
-    return make_embedder("e5-small")
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock("2026-11-03T09:00:00+00:00")
-
-
-@pytest.fixture
-def store(embedder: Any, clock: ManualClock) -> Iterator[MemoryStore]:
-    with MemoryStore(":memory:", embedder=embedder, agent_id="u", clock=clock) as store:
-        yield store
 
 
 def _found(store: MemoryStore, text: str) -> bool:

@@ -7,34 +7,17 @@ note's raw ``evolution_history``, so a user could not see that two adds became o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
 
-import pytest
 
 from amem import MemoryStore
-from amem.embed import make_embedder
 from amem.kernel.clock import ManualClock
+
 from tools.cli.notes import _chain_text
+
+from .e5_store import clock, embedder, store  # noqa: F401 - fixtures
 
 A = "User's cat is called Miso."
 B = "The user has a cat named Miso."
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Any:
-    return make_embedder("e5-small")
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock("2026-11-03T09:00:00+00:00")
-
-
-@pytest.fixture
-def store(embedder: Any, clock: ManualClock) -> Iterator[MemoryStore]:
-    with MemoryStore(":memory:", embedder=embedder, agent_id="u", clock=clock) as store:
-        yield store
 
 
 def test_a_fold_shows_in_the_history(store: MemoryStore) -> None:

@@ -10,29 +10,15 @@ went the same way: a fold or merge dropped the caller's label of the other note
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from amem import MemoryStore
-from amem.embed import make_embedder
 from amem.kernel.clock import ManualClock
+
+from .e5_store import clock, embedder, store  # noqa: F401 - fixtures
 
 A = "User's cat is called Miso."
 B = "The user has a cat named Miso."
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Any:
-    return make_embedder("e5-small")
-
-
-@pytest.fixture
-def store(embedder: Any) -> Iterator[MemoryStore]:
-    with MemoryStore(":memory:", embedder=embedder, agent_id="u",
-                     clock=ManualClock("2026-11-03T09:00:00+00:00")) as store:
-        yield store
 
 
 def test_another_event_day_is_not_merged_at_night(store: MemoryStore) -> None:
