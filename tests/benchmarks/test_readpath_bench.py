@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from amem.embed.hashing import HashingEmbedder
 from benchmarks.readpath_bench import (CorpusVectors, import_then_search, moves_then_search,
@@ -37,6 +38,7 @@ def test_import_then_search_reports_both_phases() -> None:
     assert after["searches"] == 4 and after["full_p95"] >= after["full_p50"] > 0
 
 
+@pytest.mark.slow  # 7 s: a store built and searched the two ways
 def test_single_adds_build_only_where_the_store_is_kept_built() -> None:
     model = HashingEmbedder(dim=16)
     texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(70)]
@@ -64,6 +66,7 @@ def test_single_adds_can_be_embedded_by_the_model() -> None:
     assert out["kept_over_counted_adds_s"] > 0
 
 
+@pytest.mark.slow  # 12 s: a day of writes and searches, two ways
 def test_a_day_of_searches_builds_only_where_moves_are_counted() -> None:
     model = HashingEmbedder(dim=16)
     texts = [f"note {i} about topic {i % 7} and place {i % 5}" for i in range(40)]
