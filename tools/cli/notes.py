@@ -526,10 +526,12 @@ def _reembed_conversations(args: argparse.Namespace) -> str:
     refuses another); the home's own file is switched here, since this command changes the
     home's embedder. A PostgreSQL store other hosts share is left to them, said so.
     """
+    from lcm.pg.url import is_postgres_url
+
     rt = runtime(argparse.Namespace(**{**vars(args), "embedder": args.new_embedder}))
     with rt:
         where = rt.lcm_database()
-        if where is None or where.startswith(("postgresql://", "postgres://")):
+        if where is None or is_postgres_url(where):
             return ("the conversation store is shared (PostgreSQL) and keeps its embedder: switch it "
                     f"for every host with `amem --embedder {args.new_embedder} lcm embed --switch-embedder`")
         if not Path(where).expanduser().exists():
