@@ -57,6 +57,11 @@ STALE_FIELD = "vector_stale"
 SAVE_EVERY = 1000
 
 
+def note_terms_of(note: Note) -> list[str]:
+    """A note's BM25 field as the store indexes it (``amem.bm25.note_terms`` of its fields)."""
+    return bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
+
+
 class NoteIndex:
     """Notes as engine points: build, write, filter, score, load and update them.
 
@@ -285,7 +290,7 @@ class NoteIndex:
 
     def sparse_of(self, note: Note) -> Any:
         """The BM25 vector of a note's text, at today's average document length."""
-        terms = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
+        terms = note_terms_of(note)
         return bm25.doc_vector(terms, self.stats.avgdl, self.bm25_params)
 
     def make_point(self, note: Note, vector: np.ndarray, *, count_stats: bool = True,
@@ -295,7 +300,7 @@ class NoteIndex:
         ``stale`` says ``vector`` embeds an earlier text of the note (``amem.refresh``); the
         payload's mark always comes from this argument, so a fresh vector clears it.
         """
-        terms = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
+        terms = note_terms_of(note)
         if count_stats:
             self.stats.add(len(terms))
         sparse = bm25.doc_vector(terms, self.stats.avgdl, self.bm25_params)
@@ -358,7 +363,7 @@ class NoteIndex:
         """
         terms = None
         if terms_of is not None:
-            terms = bm25.note_terms(terms_of.content, terms_of.keywords, terms_of.tags, terms_of.subjects)
+            terms = note_terms_of(terms_of)
         if "content" in changes:  # the question share derived from the text follows it
             changes = {**changes, ASKS: question_share(str(changes["content"]))}
         if "subjects" in changes:  # and the subjects' keys the subject filter reads
@@ -458,4 +463,4 @@ class NoteIndex:
         return sorted(seen)
 
 
-__all__ = ["NoteIndex", "SCHEMA_VERSION", "STALE_FIELD"]
+__all__ = ["NoteIndex", "SCHEMA_VERSION", "STALE_FIELD", "note_terms_of"]

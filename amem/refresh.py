@@ -24,9 +24,8 @@ from typing import Collection, Protocol, Sequence
 
 import numpy as np
 
-from . import bm25
 from .backends.base import Match, Where
-from .index import STALE_FIELD, NoteIndex
+from .index import STALE_FIELD, NoteIndex, note_terms_of
 from .notes import Note
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,7 @@ def mend(index: NoteIndex, note: Note, vector: np.ndarray) -> None:
     Two writes, the mark cleared last: a kill in between leaves the note marked, and the next
     repair embeds it again. A note deleted since keeps its deletion.
     """
-    terms = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
+    terms = note_terms_of(note)
     index.update_note_fields(note.id, note.agent_id, {}, dense=vector, terms_of=note,
                              terms_were=len(terms), active_only=False)  # its text, as stored
     index.update_note_fields(note.id, note.agent_id, {FIELD: False}, active_only=False)

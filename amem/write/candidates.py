@@ -26,7 +26,7 @@ import numpy as np
 from .. import bm25
 from ..backends.base import Hit
 from ..config import AmemConfig
-from ..index import NoteIndex
+from ..index import NoteIndex, note_terms_of
 from ..notes import Note, point_id
 
 
@@ -55,7 +55,7 @@ def term_neighbours(index: NoteIndex, note: Note, vector: np.ndarray, pool: int)
     Two engine reads: the sparse ranking, then the candidates' vectors alone (whole payloads
     with vectors for all of them made an add of LoCoMo's turns twice as slow).
     """
-    terms = bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
+    terms = note_terms_of(note)
     if pool <= 0 or not terms:
         return []
     engine = index.backend

@@ -16,11 +16,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import bm25
 from ..backends.base import Hit, Point
 from ..backlinks import OWED_FIELD
 from ..config import AmemConfig
-from ..index import STALE_FIELD, NoteIndex
+from ..index import STALE_FIELD, NoteIndex, note_terms_of
 from ..notes import Note, about_the_same, now_iso, point_id, unique
 from ..refresh import mend
 from . import candidates
@@ -182,7 +181,7 @@ class Placer:
             update = updates.get(nid)
             were = None  # the terms change only with an evolution: counted for it alone
             if update is not None:
-                were = len(_terms(other))
+                were = len(note_terms_of(other))
                 embedded = other.embed_text()
                 self._apply_evolution(other, note.id, update)
                 changes.update(context=other.context, tags=other.tags,
@@ -211,7 +210,7 @@ class Placer:
         None when the target is no longer there to fold into (the caller stores the note).
         """
         target = Note.from_payload(top.payload)
-        embedded, were = target.embed_text(), len(_terms(target))
+        embedded, were = target.embed_text(), len(note_terms_of(target))
         changes = fold_into(target, note, round(score, 6), now_iso(self._index.clock.now()))
         probe: set[str] = set()
         _mark_changed(target, embedded, changes, probe)
@@ -251,8 +250,3 @@ def _mark_changed(note: Note, embedded: str, changes: dict[str, Any], stale: set
 
 
 __all__ = ["Placer"]
-
-
-def _terms(note: Note) -> list[str]:
-    """The note's BM25 field as stored (``amem.bm25.note_terms``)."""
-    return bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)

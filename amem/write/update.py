@@ -33,12 +33,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import bm25
 from ..backends.base import Match, MatchAny, Where
 from ..backlinks import OWED_FIELD, settle_if_owed
 from ..config import AmemConfig
 from ..errors import ValidationError
-from ..index import STALE_FIELD, NoteIndex
+from ..index import STALE_FIELD, NoteIndex, note_terms_of
 from ..notes import Note, check_id, check_str_list, check_text, content_hash, now_iso, point_id
 from ..supersede import Superseder
 from . import candidates
@@ -101,7 +100,7 @@ class Updater:
             if new_text:
                 assert text is not None
                 self._refuse_duplicate(note, content_hash(text))
-            old_terms, embedded = len(_terms(note)), note.embed_text()
+            old_terms, embedded = len(note_terms_of(note)), note.embed_text()
             warnings: list[str] = []
             entry: dict[str, Any] = {"action": "update", "at": now_iso(index.clock.now())}
             if new_text:
@@ -202,11 +201,6 @@ class Updater:
                 warnings.append(f"linked note {other_id!r} is gone; its back-link was not "
                                 "changed")
         return warnings
-
-
-def _terms(note: Note) -> list[str]:
-    """The note's BM25 field (content, then the keyword, tag and subject terms it lacks)."""
-    return bm25.note_terms(note.content, note.keywords, note.tags, note.subjects)
 
 
 __all__ = ["UpdateResult", "Updater"]
