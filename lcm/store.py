@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -63,6 +64,10 @@ from lcm.vectors import TextEmbedder
 __all__ = ["LcmStore"]
 
 
+#: the module of each URL scheme's engine, loaded by the first store opened on such a URL
+_ENGINE_MODULES = {"postgresql": "lcm.pg.store", "postgres": "lcm.pg.store"}
+
+
 class LcmStore:
     """Lossless conversation memory in one SQLite file (or ``":memory:"``).
 
@@ -85,8 +90,9 @@ class LcmStore:
     """
 
     #: the store class of each URL scheme another engine serves ("postgresql": lcm.pg.store's).
-    #: An engine's subclass registers here as it is defined (``url_schemes=``) and the lcm
-    #: package loads every engine, so this module never imports one (no import cycle).
+    #: An engine's subclass registers here as it is defined (``url_schemes=``); the first URL
+    #: of a scheme loads its module (``_ENGINE_MODULES``), so this module never imports one at
+    #: its own import (no import cycle) and a SQLite user never loads the PostgreSQL driver.
     _engines: ClassVar[dict[str, type[LcmStore]]] = {}
 
     def __init_subclass__(cls, *, url_schemes: tuple[str, ...] = (), **kwargs: Any) -> None:
@@ -99,6 +105,8 @@ class LcmStore:
         target = path if path is not None else (config.database_path if config is not None else None)
         if cls is LcmStore and isinstance(target, str) and "://" in target:
             scheme = target.split("://", 1)[0]
+            if scheme not in LcmStore._engines and scheme in _ENGINE_MODULES:
+                importlib.import_module(_ENGINE_MODULES[scheme])  # its class registers itself
             if scheme not in LcmStore._engines:
                 # never a SQLite file named after a URL a server was meant to serve
                 raise ValueError(f"no lcm engine serves {scheme}:// URLs (known: "
