@@ -25,7 +25,8 @@ identity rules and the same worker pool.
 
 Resources: ``amem://status`` is ``memory_status`` of the request's agent, for hosts that show
 resources. ``amem://owner/status`` and ``amem://owner/doctor[?clean=1]`` are the store-wide
-reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run): not
+reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run), and
+``amem://owner/export?cursor=&limit=&vectors=&agent=`` one page of ``amem export``: not
 listed, and read only by an owner: an owner key, or the secret ``amem serve --http`` keeps in
 its private server record for the data directory's owner (``tools.remote``).
 """
@@ -44,6 +45,7 @@ from amem.notes import check_agent
 from .errors import ToolError, is_error
 from .facade import ToolFacade
 from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of
+from .numbers import ascii_digits
 from .proof import proof_of
 from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
@@ -55,11 +57,74 @@ _OWNER_PREFIX = "amem://owner/"
 
 
 @dataclass(frozen=True)
+class ExportPage:
+    """One page of ``amem://owner/export``: after ``cursor`` (None: the first page), at most
+    ``limit`` notes, their vectors with ``vectors``, one agent's notes with ``agent``."""
+
+    cursor: str | None = None
+    limit: int = 256
+    vectors: bool = True
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
 class OwnerAccess:
     """The owner's reports: ``report(name, agent_id, clean)`` for ``status`` and ``doctor``,
-    served to a request the guard admitted as an owner (``tools.http_guard``)."""
+    served to a request the guard admitted as an owner (``tools.http_guard``); ``export(page)``
+    for ``amem://owner/export?...``, one page of every agent's notes (``amem export`` while the
+    server holds the store), with the page's checked parameters (``export_params``)."""
 
     report: Callable[[str, str, bool], dict[str, Any]]
+    export: Callable[[ExportPage], dict[str, Any]] | None = None
+
+
+#: the most notes one export page holds (a page with vectors is ~4 KB a note)
+EXPORT_PAGE_MAX = 1000
+
+
+def export_params(query: str) -> ExportPage:
+    """The page an ``amem://owner/export`` query asks for; anything else is ``invalid_argument``
+    naming the parameter."""
+    from urllib.parse import parse_qs
+
+    try:
+        given = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ToolError("invalid_argument", f"the export query {query[:100]!r} is not "
+                        "name=value pairs joined by &") from None
+    unknown = sorted(set(given) - {"cursor", "limit", "vectors", "agent"})
+    if unknown:
+        raise ToolError("invalid_argument", f"the export takes cursor, limit, vectors and agent, "
+                        f"not {unknown[0][:50]!r}", field=unknown[0][:50])
+    one: dict[str, str] = {}
+    for name, values in given.items():
+        if len(values) != 1:
+            raise ToolError("invalid_argument", f"{name} was given {len(values)} times", field=name)
+        one[name] = values[0]
+    limit = one.get("limit", "256")
+    if not ascii_digits(limit) or not 1 <= int(limit) <= EXPORT_PAGE_MAX:
+        raise ToolError("invalid_argument", f"limit must be a whole number from 1 to "
+                        f"{EXPORT_PAGE_MAX}, got {limit[:20]!r}", field="limit")
+    vectors = one.get("vectors", "1")
+    if vectors not in ("0", "1"):
+        raise ToolError("invalid_argument", f"vectors must be 0 or 1, got {vectors[:20]!r}",
+                        field="vectors")
+    agent = one.get("agent")
+    if agent is not None:
+        try:
+            check_agent(agent, field="agent")
+        except ValueError as exc:
+            raise ToolError("invalid_argument", str(exc), field="agent") from None
+    cursor = one.get("cursor") or None
+    if cursor is not None:
+        import uuid
+
+        try:
+            cursor = str(uuid.UUID(cursor))
+        except ValueError:  # the cursors a page hands out are point ids (UUIDs)
+            raise ToolError("invalid_argument", f"cursor {cursor[:60]!r} is not one an export "
+                            "page gave (a UUID)", field="cursor") from None
+    return ExportPage(cursor=cursor, limit=int(limit), vectors=vectors == "1", agent=agent)
 
 
 def _require_mcp() -> None:
@@ -199,6 +264,9 @@ async def _owner_read(owner: OwnerAccess | None, uri: str, agent_id: str,
         raise ToolError("forbidden", f"{uri[:100]} is for the owner of the data directory: use "
                         "an owner key (amem keys add --owner) or the CLI of the directory's owner")
     name, _, query = uri[len(_OWNER_PREFIX):].partition("?")
+    if name == "export" and owner.export is not None:
+        page, export = export_params(query), owner.export
+        return await anyio.to_thread.run_sync(lambda: export(page))
     if name not in ("status", "doctor") or query not in ("", "clean=1"):
         raise ToolError("not_found", f"no resource {uri[:200]!r}")
     report = owner.report

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from scheduler import SchedulerHandle
 
     from ..http_guard import GuardConfig
+    from ..mcp_server import ExportPage
     from ..runtime import Runtime
     from ..reports import LcmReport
     from .common import Subparsers
@@ -197,7 +198,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     assert guard is not None
                     with serving_record(home, transport="http", url=url,
                                         insecure=guard.insecure_no_auth) as token:
-                        owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth))
+                        owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth),
+                                            export=_owner_export(memory))
                         config = replace(guard, record_secret=token, keys=KeyStore.for_home(home),
                                          ui_sessions=getattr(args, "ui_sessions", None))
                         runs = rt.settings.scheduler.runs_path
@@ -303,6 +305,23 @@ def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime,
         return doctor_data(memory, lcm_part, rt, clean)
 
     return report
+
+
+def _owner_export(memory: MemoryStore) -> Callable[[ExportPage], dict[str, Any]]:
+    """One page of ``amem export`` for the owner's CLI while this server holds the store."""
+    from amem.backends.base import Match, Where
+    from amem.export import export_page
+
+    def export(page: ExportPage) -> dict[str, Any]:
+        lines, nxt = export_page(memory, cursor=page.cursor, limit=page.limit,
+                                 with_vectors=page.vectors, agent_id=page.agent)
+        data: dict[str, Any] = {"lines": lines, "next": nxt}
+        if page.cursor is None:  # the first page: how many there are, for the progress bar
+            data["total"] = memory.index.backend.count(
+                None if page.agent is None else Where(must=(Match("agent_id", page.agent),)))
+        return data
+
+    return export
 
 
 def _start_scheduler(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> SchedulerHandle:
