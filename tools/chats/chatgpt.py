@@ -62,7 +62,10 @@ def convert(index: int, obj: Any) -> ExportedConversation:
         raise BadConversation(f"{who}: its mapping (the tree of messages) is missing or not an object")
     title = obj.get("title") if isinstance(obj.get("title"), str) and obj["title"].strip() else None
     parents, children = _tree(who, mapping)
-    times = _times(obj, mapping, children, parents)
+    try:
+        times = _times(obj, mapping, children, parents)
+    except BadConversation as exc:
+        raise BadConversation(f"{who}: {exc}") from None
     path = _current_path(who, obj, mapping, parents, children, times)
     out = ExportedConversation("chatgpt", ident, title, [])
     seen_types: Counter[str] = Counter()
@@ -147,12 +150,12 @@ def _times(obj: dict[str, Any], mapping: dict[str, Any], children: dict[str, lis
            parents: dict[str, str | None]) -> dict[str, float]:
     """Each node's time: its message's ``create_time``, else its parent's (a node the app did
     not time, such as a hidden system message, sits where it was said), else the conversation's."""
-    start = _time(obj.get("create_time"))
+    start = _time(obj.get("create_time"), "the conversation")
     out: dict[str, float] = {}
     for root in (n for n, p in parents.items() if p is None):
         for node in _preorder(root, children):
             message = mapping[node].get("message")
-            own = _time(message.get("create_time")) if isinstance(message, dict) else None
+            own = _time(message.get("create_time"), f"node {node!r}") if isinstance(message, dict) else None
             parent = parents[node]
             if own is not None:
                 out[node] = own
@@ -163,10 +166,13 @@ def _times(obj: dict[str, Any], mapping: dict[str, Any], children: dict[str, lis
     return out
 
 
-def _time(value: Any) -> float | None:
+def _time(value: Any, where: str) -> float | None:
     """An epoch time the app set (it writes null, and 0 in some old exports, for none)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    return float(value) if ok else None
+    if value is None or value == 0:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    raise BadConversation(f"{where}: create_time {str(value)[:40]!r} is not a time (seconds since 1970)")
 
 
 def _current_path(who: str, obj: dict[str, Any], mapping: dict[str, Any], parents: dict[str, str | None],

@@ -1,0 +1,242 @@
+"""Load a chat app's export into lcm: each conversation its own conversation of the caller's agent.
+
+1. The file is streamed (:mod:`tools.chats.stream`): one conversation in memory at a time.
+2. Each conversation is converted (:mod:`tools.chats.chatgpt`, :mod:`tools.chats.claude`) and
+   its messages checked as ingest checks them, so a bad one is named before anything is stored.
+3. Unless ``skip_invalid``, a first pass reads the whole file and refuses it naming every bad
+   conversation (as ``amem import`` refuses a file with bad lines); a second pass stores.
+   With ``skip_invalid`` one pass stores the good conversations and reports the bad ones.
+4. A conversation is stored under ``agent:<agent>:<app>:<its export id>``: every message has
+   the export's id as its event id, so importing the same (or a newer) export again stores
+   only what is new. ChatGPT's other branches go to ``<that key>:branches``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from amem.kernel.encoding import encoding_of
+from lcm.errors import LcmValidationError
+from lcm.normalize import normalize_messages
+
+from ..tenancy import PREFIX, agent_segment
+from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArray, StreamError, array_items, detect
+from .model import describe
+
+__all__ = ["BATCH", "ExportRejected", "IngestTarget", "LoadReport", "key_prefix", "load_export", "session_key", "sniff"]
+
+#: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
+BATCH = 500
+#: bad conversations and warnings named in a report at most (a broken file of 10k must not fill memory)
+MAX_SAID = 100
+_PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+
+
+class IngestTarget(Protocol):
+    """What loading needs of the conversation store: :meth:`lcm.LcmStore.ingest`."""
+
+    def ingest(self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *,
+               session_id: str | None = None, title: str | None = None) -> Any: ...
+
+
+@dataclass
+class LoadReport:
+    """What a load read, stored and left out (``to_dict`` for ``--json``)."""
+
+    path: str
+    app: str
+    conversations: int = 0
+    #: conversations that got at least one new message
+    conversations_stored: int = 0
+    #: messages kept on the conversations' own lines (stored now or already there)
+    messages: int = 0
+    stored: int = 0
+    skipped_duplicates: int = 0
+    #: ChatGPT: edited or regenerated branches off the line the user last saw, and their messages
+    branches: int = 0
+    branch_messages: int = 0
+    #: messages left out, by reason ("empty", "reasoning")
+    left_out: Counter[str] = field(default_factory=Counter)
+    #: conversations without one message to store (nothing was said in them)
+    empty_conversations: int = 0
+    invalid: int = 0
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["left_out"] = dict(sorted(self.left_out.items()))
+        return data
+
+    def said(self, into: list[str], text: str, count: int) -> None:
+        if len(into) < MAX_SAID:
+            into.append(text)
+        elif len(into) == MAX_SAID:
+            into.append(f"... and more ({count} in all, see the counts)")
+
+
+class ExportRejected(ValueError):
+    """The export has conversations that cannot be read; nothing was stored."""
+
+    def __init__(self, check: LoadReport) -> None:
+        shown = "\n  ".join(check.errors[:20])
+        more = check.invalid - min(20, len(check.errors))
+        super().__init__(
+            f"{check.path}: {check.invalid} of {check.conversations} conversations cannot be read; nothing "
+            f"was stored (fix them, or pass --skip-invalid to store the rest):\n  {shown}"
+            + (f"\n  ... and {more} more" if more > 0 else ""))
+        self.report = check
+
+
+def session_key(agent_id: str, app: str, export_id: str) -> str:
+    """The key a conversation of ``app``'s export is stored under, for ``agent_id``.
+
+    A plain id (ChatGPT's and Claude's are UUIDs) is kept as it is, so a user can find the
+    conversation by the id in the app's address bar; anything else is hashed, so the key holds
+    no spaces or separators."""
+    plain = export_id if _PLAIN_ID.fullmatch(export_id) else hashlib.sha256(export_id.encode()).hexdigest()[:32]
+    return key_prefix(agent_id, app) + plain
+
+
+def key_prefix(agent_id: str, app: str) -> str:
+    """What every key of ``app``'s conversations for ``agent_id`` starts with."""
+    return f"{PREFIX}{agent_segment(agent_id)}:{app}:"
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[io.TextIOWrapper]:
+    with path.open("rb") as raw:
+        head = raw.read(4)
+        raw.seek(0)
+        # utf-8-sig drops a byte-order mark; UTF-16 or UTF-32 are read as what their mark says
+        with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
+            yield text
+
+
+def sniff(path: Path) -> str | None:
+    """The app whose export ``path`` is (by its first conversation), or None: not an export
+    (another transcript), or not readable JSON (then the transcript reader names the error)."""
+    try:
+        with _open(path) as text:
+            for item in array_items(text, name=str(path)):
+                return detect(item.value)
+    except StreamError as exc:
+        if isinstance(exc, NotAnArray):
+            return None
+        # the first conversation is not whole JSON (a download cut short): still an export,
+        # by the key only its conversations have, so the load names the broken line (the
+        # transcript reader asked for a --session-key instead)
+        with _open(path) as text:
+            found = _EXPORT_KEY.search(text.read(1 << 16))
+        return next((app for app, key in APPS.items() if found and found.group(1) == key), None)
+    except UnicodeDecodeError:
+        return None
+    return None
+
+
+def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, skip_invalid: bool = False,
+                progress: Callable[[int, int | None], None] | None = None) -> LoadReport:
+    """Store every conversation of the export at ``path`` (written by ``app``) for ``agent_id``.
+
+    Raises:
+        ExportRejected: some conversations cannot be read and ``skip_invalid`` is off; nothing
+            was stored.
+        StreamError: the file is not valid JSON from some line on (with ``skip_invalid``, the
+            conversations before it are stored; the error says how many).
+        UnicodeDecodeError: the file is not text in its encoding.
+        LcmValidationError: the store refused a batch (a replay flood); what was stored before
+            it is kept, and :class:`PartlyStored` says how much.
+    """
+    started = time.perf_counter()
+    total = None
+    if not skip_invalid:
+        check = _run(None, path, app, agent_id, None, None)
+        if check.invalid:
+            raise ExportRejected(check)
+        total = check.conversations
+    report = _run(store, path, app, agent_id, progress, total)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+class PartlyStored(Exception):
+    """Storing stopped at a conversation (the store refused a batch, or went away); the
+    conversations before it are stored, and running the same import again resumes."""
+
+    def __init__(self, cause: Exception, where: str, report: LoadReport) -> None:
+        super().__init__(f"{where}: {cause} The {report.conversations_stored} conversations stored before it "
+                         f"are kept ({report.stored} messages); importing the file again stores the rest "
+                         "(what is stored is taken as already there)")
+        self.cause, self.report = cause, report
+
+
+def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
+         progress: Callable[[int, int | None], None] | None, total: int | None) -> LoadReport:
+    """One pass over the file: convert and check each conversation, and store it when ``store``."""
+    report = LoadReport(str(path), app)
+    convert = CONVERTERS[app]
+    now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
+    with _open(path) as text:
+        for item in array_items(text, name=str(path)):
+            report.conversations += 1
+            try:
+                conv = convert(item.index, item.value)
+                _check(conv, item.index, item.value, now)
+            except BadConversation as exc:
+                report.invalid += 1
+                report.said(report.errors, f"{path}:{item.line}: {exc}", report.invalid)
+                continue
+            for warning in conv.warnings:
+                report.said(report.warnings, warning, len(report.warnings))
+            report.messages += len(conv.messages)
+            report.branches += conv.branch_count
+            report.branch_messages += len(conv.branches)
+            report.left_out.update(conv.left_out)
+            if not conv.messages and not conv.branches:
+                report.empty_conversations += 1
+            if store is not None:
+                _store(store, conv, agent_id, report, f"{path}:{item.line}")
+                if progress is not None:
+                    progress(report.conversations, total)
+    return report
+
+
+def _check(conv: ExportedConversation, index: int, obj: Any, now: str) -> None:
+    """Refuse, as a bad conversation, what ingest would refuse (a bad time, a lone surrogate)."""
+    for part in (conv.messages, conv.branches):
+        try:
+            normalize_messages(part, now)
+        except LcmValidationError as exc:
+            found = re.match(r"messages\[(\d+)\]", exc.field or "")
+            node = part[int(found.group(1))].get("event_id") if found else None
+            said = str(exc).replace(found.group(0), "the message", 1) if found else str(exc)
+            raise BadConversation(f"{describe(index, obj)}: message {node!r}: {said}") from None
+
+
+def _store(store: IngestTarget, conv: ExportedConversation, agent_id: str, report: LoadReport, where: str) -> None:
+    key = session_key(agent_id, conv.source, conv.export_id)
+    new = 0
+    title = conv.title
+    branch_title = f"{title} (edited and regenerated branches)" if title else "edited and regenerated branches"
+    for into, messages, name in ((key, conv.messages, title), (f"{key}:branches", conv.branches, branch_title)):
+        for start in range(0, len(messages), BATCH):
+            try:
+                res = store.ingest(into, messages[start:start + BATCH], title=name)
+            except Exception as exc:  # the store's refusal, said with what is kept; re-raised typed below
+                raise PartlyStored(exc, where, report) from exc
+            report.stored += res.stored
+            report.skipped_duplicates += res.skipped_duplicates
+            new += res.stored
+    report.conversations_stored += bool(new)
