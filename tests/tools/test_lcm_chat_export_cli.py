@@ -157,6 +157,9 @@ def test_an_export_takes_no_session_key_and_stdin_says_to_save_it(tmp_path: Path
     lines = tmp_path / "t.jsonl"
     lines.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n", encoding="utf-8")
     assert "--session-key is required for a transcript" in amem(env, "lcm", "ingest", str(lines), code=2).stderr
+    # a missing file is said as such (it was asked for its --session-key)
+    missing = amem(env, "lcm", "ingest", str(tmp_path / "Downloads" / "conversations.json"), code=2).stderr
+    assert "no such file: " in missing and "session-key" not in missing
     assert stored_messages(env) == 0
 
 

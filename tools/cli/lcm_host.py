@@ -203,6 +203,9 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
         from .lcm_chats import cmd_lcm_ingest_export
 
         path = Path(args.file).expanduser()
+        if not path.exists():
+            # said before anything else: a missing export was asked for its --session-key
+            raise usage_error(f"no such file: {args.file}", "file")
         app = sniff(path) if path.is_file() else None
         if app is not None:
             return cmd_lcm_ingest_export(args, path, app)
