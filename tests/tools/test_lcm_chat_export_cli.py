@@ -6,10 +6,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from amem import MemoryStore
+from lcm import LcmStore
+from tools import ToolFacade
 
 from .chat_exports import CLAUDE_ID, LISBON_ID, chatgpt_chain, chatgpt_lisbon, claude_invoice, gpt_node
 from .test_lcm_host import amem, amem_json, env_for, stored_messages
@@ -69,7 +74,7 @@ def test_a_chatgpt_export_loads_each_conversation_once(tmp_path: Path) -> None:
     grown = chatgpt_chain("c-2", 7, title="Invoices, May")
     export(src, [chatgpt_lisbon(), grown])
     later = amem(env, "lcm", "ingest", str(src), "--agent", "alice").stdout
-    assert "stored 1 messages in 1 conversations, already there 16" in later
+    assert "stored 1 message in 1 conversation, already there 16" in later
     assert conversations(home)["agent:alice:chatgpt:c-2"] == "Invoices, May"
     assert stored_messages(env) == 17
     # the agent finds its chat by what was said in it
@@ -82,9 +87,9 @@ def test_a_claude_export_loads_with_its_attachments_and_tool_turns(tmp_path: Pat
     env = env_for(home, AMEM_AGENT="bob")
     src = export(tmp_path / "conversations.json", [claude_invoice()])
     done = amem(env, "lcm", "ingest", str(src))
-    assert "read 1 conversations (claude export): stored 5 messages in 1 conversations" in done.stdout
+    assert "read 1 conversation (claude export): stored 5 messages in 1 conversation" in done.stdout
     assert "conversations are under agent:bob:claude:<id>" in done.stdout
-    assert "left out 1 empty, 1 reasoning" in done.stdout
+    assert "left out 1 message with no text, 1 of the model's reasoning (thinking)" in done.stdout
     got = rows(home, f"agent:bob:claude:{CLAUDE_ID}")
     assert [(r[0], r[1], r[2]) for r in got] == [
         ("event:m-1", "user", "2024-05-01T10:00:01.123Z"), ("event:m-2", "assistant", "2024-05-01T10:00:09.000Z"),
@@ -114,7 +119,7 @@ def test_bad_conversations_refuse_the_file_unless_skipped(tmp_path: Path) -> Non
     assert stored_messages(env) == 0
     skipped = amem(env, "lcm", "ingest", str(src), "--agent", "alice", "--skip-invalid", code=1)
     assert f"amem: skipped {src}:" in skipped.stderr and "c-cycle" in skipped.stderr
-    assert "stored 4 messages in 1 conversations" in skipped.stdout
+    assert "stored 4 messages in 1 conversation" in skipped.stdout
     assert "skipped 2 conversations that cannot be read" in skipped.stdout
     assert list(conversations(home)) == ["agent:alice:chatgpt:c-ok"]
     # a file that stops being JSON: refused naming the line, what is stored stays
@@ -185,3 +190,36 @@ def test_a_ten_thousand_turn_conversation_loads(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 60
     got = rows(home, "agent:default:chatgpt:c-deep")
     assert got[0][0] == "event:m0" and got[-1][0] == "event:m9999" and len(got) == 10_000
+
+
+def test_the_conversations_are_the_importing_agents_alone(tmp_path: Path, memory: MemoryStore) -> None:
+    home = tmp_path / "home"
+    env = env_for(home)
+    amem(env, "lcm", "ingest", str(export(tmp_path / "c.json", [chatgpt_lisbon()])), "--agent", "alice")
+    with LcmStore(home / "lcm.db") as lcm:
+        alice = ToolFacade(memory, lcm, agent_id="alice")
+        found = alice.call("lcm_grep", {"pattern": "Rossio", "allConversations": True})["hits"]
+        assert [h["snippet"] for h in found] == ["Sintra is 40 minutes by train from Rossio."]
+        assert alice.call("lcm_grep", {"pattern": "Porto", "allConversations": True})["hits"]  # a branch
+        mallory = ToolFacade(memory, lcm, agent_id="mallory")
+        assert mallory.call("lcm_grep", {"pattern": "Rossio|Porto", "allConversations": True})["hits"] == []
+
+
+def test_the_zip_the_app_sends_loads_as_it_is(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = env_for(home)
+    bundle = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("chat.html", "<html>the same chats, for a browser</html>")
+        z.writestr("file-Tram28-tram.jpg", b"\xff\xd8\xff\xe0 not really a photo")
+        z.writestr("conversations.json", json.dumps([chatgpt_lisbon()], indent=2))
+    done = amem_json(env, "lcm", "ingest", str(bundle), "--agent", "alice")
+    assert (done["format"], done["stored"]) == ("chatgpt", 10)
+    assert amem_json(env, "lcm", "ingest", str(bundle), "--agent", "alice")["stored"] == 0
+    # a bad conversation inside is named by the zip and the file in it
+    broken = chatgpt_lisbon()
+    broken["current_node"] = "nope"
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.writestr("conversations.json", json.dumps([broken], indent=2))
+    err = amem(env, "lcm", "ingest", str(bundle), code=2).stderr
+    assert f"{bundle}:conversations.json:2: conversation 1 ('Lisbon trip'" in err

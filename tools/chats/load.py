@@ -18,6 +18,7 @@ import hashlib
 import io
 import re
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -117,6 +118,18 @@ def key_prefix(agent_id: str, app: str) -> str:
 
 @contextmanager
 def _open(path: Path) -> Iterator[io.TextIOWrapper]:
+    """The export's text: the file, or the ``conversations.json`` inside the zip the app sent
+    (read from the zip as a stream, never unpacked to disk or memory)."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            member = _member(archive)
+            if member is None:
+                raise NotAnArray(f"{path} is a zip without a conversations.json", 1)
+            with archive.open(member) as raw:
+                head = raw.read(4)
+            with archive.open(member) as raw, io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
+                yield text
+        return
     with path.open("rb") as raw:
         head = raw.read(4)
         raw.seek(0)
@@ -125,12 +138,28 @@ def _open(path: Path) -> Iterator[io.TextIOWrapper]:
             yield text
 
 
+def _member(archive: zipfile.ZipFile) -> str | None:
+    """The zip's ``conversations.json`` (at its top, or the shallowest one in a folder)."""
+    found = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+    return min(found, key=lambda n: (n.count("/"), n)) if found else None
+
+
+def _name(path: Path) -> str:
+    """How errors name the export: the file, or the file inside the zip."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            member = _member(archive)
+        if member is not None:
+            return f"{path}:{member}"
+    return str(path)
+
+
 def sniff(path: Path) -> str | None:
     """The app whose export ``path`` is (by its first conversation), or None: not an export
     (another transcript), or not readable JSON (then the transcript reader names the error)."""
     try:
         with _open(path) as text:
-            for item in array_items(text, name=str(path)):
+            for item in array_items(text, name=_name(path)):
                 return detect(item.value)
     except StreamError as exc:
         if isinstance(exc, NotAnArray):
@@ -141,8 +170,8 @@ def sniff(path: Path) -> str | None:
         with _open(path) as text:
             found = _EXPORT_KEY.search(text.read(1 << 16))
         return next((app for app, key in APPS.items() if found and found.group(1) == key), None)
-    except UnicodeDecodeError:
-        return None
+    except (UnicodeDecodeError, zipfile.BadZipFile, EOFError):
+        return None  # not text, or a damaged zip: the transcript reader says what it is
     return None
 
 
@@ -185,18 +214,19 @@ class PartlyStored(Exception):
 def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
          progress: Callable[[int, int | None], None] | None, total: int | None) -> LoadReport:
     """One pass over the file: convert and check each conversation, and store it when ``store``."""
-    report = LoadReport(str(path), app)
+    name = _name(path)
+    report = LoadReport(name, app)
     convert = CONVERTERS[app]
     now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
     with _open(path) as text:
-        for item in array_items(text, name=str(path)):
+        for item in array_items(text, name=name):
             report.conversations += 1
             try:
                 conv = convert(item.index, item.value)
                 _check(conv, item.index, item.value, now)
             except BadConversation as exc:
                 report.invalid += 1
-                report.said(report.errors, f"{path}:{item.line}: {exc}", report.invalid)
+                report.said(report.errors, f"{name}:{item.line}: {exc}", report.invalid)
                 continue
             for warning in conv.warnings:
                 report.said(report.warnings, warning, len(report.warnings))
@@ -207,7 +237,7 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
             if not conv.messages and not conv.branches:
                 report.empty_conversations += 1
             if store is not None:
-                _store(store, conv, agent_id, report, f"{path}:{item.line}")
+                _store(store, conv, agent_id, report, f"{name}:{item.line}")
                 if progress is not None:
                     progress(report.conversations, total)
     return report

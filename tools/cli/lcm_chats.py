@@ -1,6 +1,7 @@
 """``amem lcm ingest conversations.json``: a ChatGPT or Claude data export, every conversation.
 
-Reached from ``amem lcm ingest`` when the file is such an export (:func:`tools.chats.load.sniff`);
+Reached from ``amem lcm ingest`` when the file is such an export, or the zip the app sent with
+one inside (:func:`tools.chats.load.sniff`);
 the loading itself is :mod:`tools.chats.load`. This module only words the outcome: the report
 on stdout, what was skipped or left out on stderr, exit 1 when conversations were skipped (as
 ``amem import --skip-invalid`` does).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
 from .common import progress, runtime
@@ -41,6 +43,9 @@ def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int
         except UnicodeDecodeError as exc:
             raise usage_error(f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); nothing "
                               "after it was read", "file") from None
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise usage_error(f"{path}: the zip is damaged ({exc or 'it ends early'}); download the export "
+                              "again, or unzip what can be read and give its conversations.json", "file") from None
         except PartlyStored as exc:
             code = getattr(exc.cause, "code", None)
             code = code if isinstance(code, str) else "error"
@@ -58,21 +63,28 @@ def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int
     return EXIT_OK if not report.invalid else EXIT_ERROR
 
 
+def _n(count: object, thing: str) -> str:
+    """``1 conversation``, ``2 conversations``."""
+    return f"{count} {thing}{'' if count == 1 else 's'}"
+
+
 def _text(data: dict[str, object]) -> str:
     left = data["left_out"]
     assert isinstance(left, dict)
-    lines = [f"read {data['conversations']} conversations ({data['format']} export): stored {data['stored']} "
-             f"messages in {data['conversations_stored']} conversations, already there "
-             f"{data['skipped_duplicates']} ({data['seconds']} s)",
+    lines = [f"read {_n(data['conversations'], 'conversation')} ({data['format']} export): stored "
+             f"{_n(data['stored'], 'message')} in {_n(data['conversations_stored'], 'conversation')}, already "
+             f"there {data['skipped_duplicates']} ({data['seconds']} s)",
              f"conversations are under {data['session_key_prefix']}<id>"]
     if data["branches"]:
-        lines.append(f"{data['branches']} edited or regenerated branches ({data['branch_messages']} messages) "
+        branches = "branch" if data["branches"] == 1 else "branches"
+        lines.append(f"{data['branches']} edited or regenerated {branches} ({_n(data['branch_messages'], 'message')}) "
                      "kept apart, under <that key>:branches")
     if left:
-        lines.append("left out " + ", ".join(f"{n} {why}" for why, n in left.items())
-                     + " (messages with no text; the model's reasoning)")
+        said = {"empty": lambda n: f"{_n(n, 'message')} with no text",
+                "reasoning": lambda n: f"{n} of the model's reasoning (thinking)"}
+        lines.append("left out " + ", ".join(said.get(why, lambda n: f"{n} {why}")(n) for why, n in left.items()))
     if data["empty_conversations"]:
-        lines.append(f"{data['empty_conversations']} conversations held no message")
+        lines.append(f"{_n(data['empty_conversations'], 'conversation')} held no message")
     if data["invalid"]:
-        lines.append(f"skipped {data['invalid']} conversations that cannot be read (named on stderr)")
+        lines.append(f"skipped {_n(data['invalid'], 'conversation')} that cannot be read (named on stderr)")
     return "\n".join(lines)
