@@ -223,3 +223,31 @@ def test_the_zip_the_app_sends_loads_as_it_is(tmp_path: Path) -> None:
         z.writestr("conversations.json", json.dumps([broken], indent=2))
     err = amem(env, "lcm", "ingest", str(bundle), code=2).stderr
     assert f"{bundle}:conversations.json:2: conversation 1 ('Lisbon trip'" in err
+
+
+def test_untimed_repeats_load_and_a_real_flood_is_named_while_the_rest_load(tmp_path: Path) -> None:
+    # an old export with no times: every message borrows the conversation's, so four identical
+    # "continue" prompts fall in one second, which the store's replay guard refuses; those go
+    # in at the import's time instead (said in a warning)
+    home = tmp_path / "home"
+    env = env_for(home)
+    untimed = chatgpt_chain("c-untimed", 8, title="Story")
+    # and four identical prompts the app itself timed in one second: refused, named, the rest go on
+    flood = chatgpt_chain("c-flood", 8, title="Loop")
+    for conv, own_time in ((untimed, None), (flood, 1714550400.5)):
+        for i, node in enumerate(n for n in conv["mapping"].values() if n["message"]):
+            node["message"]["create_time"] = own_time
+            if i % 2 == 0:
+                node["message"]["content"]["parts"] = ["continue"]
+    src = export(tmp_path / "c.json", [untimed, flood, chatgpt_chain("c-ok", 2)])
+    done = amem(env, "lcm", "ingest", str(src), code=1)
+    assert ("conversation 'Story' (id c-untimed): 4 messages without a time of their own were stored at the "
+            "import's time") in done.stderr
+    assert "conversation 2 ('Loop', id c-flood): the store refused it (refused batch: 4 identical user" in done.stderr
+    assert "0 of its messages were stored before that" in done.stderr
+    assert "stored 10 messages in 2 conversations" in done.stdout
+    assert list(conversations(home)) == ["agent:default:chatgpt:c-untimed", "agent:default:chatgpt:c-ok"]
+    assert [r[4] for r in rows(home, "agent:default:chatgpt:c-untimed")][:3] == [
+        "continue", "turn 1: invoice 10001 is paid", "continue"]
+    again = amem(env, "lcm", "ingest", str(src), code=1)
+    assert "stored 0 messages in 0 conversations, already there 10" in again.stdout

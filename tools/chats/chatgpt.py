@@ -225,6 +225,9 @@ def _add(who: str, nid: str, node: dict[str, Any], at: float | None, into: list[
     msg: dict[str, Any] = {"role": role, "content": text, "event_id": nid}
     if at is not None:
         msg["created_at"] = at
+        own = message.get("create_time")
+        if not own:  # a time taken from the parent or the conversation (see _times)
+            out.borrowed_times.add(nid)
     name = author.get("name") if isinstance(author, dict) else None
     if role == "tool" and isinstance(name, str) and name:
         msg["name"] = name  # which tool spoke: python, browser, dalle.text2im

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from amem.kernel.encoding import encoding_of
-from lcm.errors import LcmValidationError
+from lcm.errors import LcmValidationError, ReplayFloodError
 from lcm.normalize import normalize_messages
 
 from ..tenancy import PREFIX, agent_segment
@@ -185,8 +185,10 @@ def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, ski
         StreamError: the file is not valid JSON from some line on (with ``skip_invalid``, the
             conversations before it are stored; the error says how many).
         UnicodeDecodeError: the file is not text in its encoding.
-        LcmValidationError: the store refused a batch (a replay flood); what was stored before
-            it is kept, and :class:`PartlyStored` says how much.
+        PartlyStored: the store failed (went away, locked); what was stored before is kept.
+
+    A conversation the store refuses (a replay flood the check could not foresee) is counted
+    and named like a bad one, and the others are stored.
     """
     started = time.perf_counter()
     total = None
@@ -237,7 +239,12 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
             if not conv.messages and not conv.branches:
                 report.empty_conversations += 1
             if store is not None:
-                _store(store, conv, agent_id, report, f"{name}:{item.line}")
+                try:
+                    _store(store, conv, agent_id, report, f"{name}:{item.line}")
+                except BadConversation as exc:  # the store refused it (a replay flood): named, the rest go on
+                    report.invalid += 1
+                    report.said(report.errors, f"{name}:{item.line}: {describe(item.index, item.value)}: {exc}",
+                                report.invalid)
                 if progress is not None:
                     progress(report.conversations, total)
     return report
@@ -263,10 +270,47 @@ def _store(store: IngestTarget, conv: ExportedConversation, agent_id: str, repor
     for into, messages, name in ((key, conv.messages, title), (f"{key}:branches", conv.branches, branch_title)):
         for start in range(0, len(messages), BATCH):
             try:
-                res = store.ingest(into, messages[start:start + BATCH], title=name)
-            except Exception as exc:  # the store's refusal, said with what is kept; re-raised typed below
+                res = _ingest(store, into, messages[start:start + BATCH], name, conv, report)
+            except LcmValidationError as exc:
+                report.conversations_stored += bool(new)
+                # what the check could not see: the replay guard counts what is stored already
+                # (the same words said more than its limit in one second, all given one time)
+                raise BadConversation(f"the store refused it ({exc}); {new} of its messages were stored "
+                                      "before that") from exc
+            except Exception as exc:  # the store itself failed: stop, saying what is kept
                 raise PartlyStored(exc, where, report) from exc
             report.stored += res.stored
             report.skipped_duplicates += res.skipped_duplicates
             new += res.stored
     report.conversations_stored += bool(new)
+
+
+def _ingest(store: IngestTarget, key: str, batch: list[dict[str, Any]], title: str | None,
+            conv: ExportedConversation, report: LoadReport) -> Any:
+    """One batch; refused as a replay flood while it holds borrowed times, once more without them.
+
+    A message the export gave no time takes its parent's (or the conversation's), so it sits
+    where it was said; an old export without times gives every message one time, and four
+    identical "continue" prompts in one second are what the replay guard refuses. Without the
+    borrowed time such a message is stored at the import's time, which the guard does not
+    count (its event id proves it a message of its own).
+    """
+    try:
+        return store.ingest(key, batch, title=title)
+    except ReplayFloodError:
+        # only the repeated ones lose their borrowed time; the rest keep it
+        said = Counter((m["role"], m["content"]) for m in batch if m.get("event_id") in conv.borrowed_times)
+        borrowed = {m["event_id"] for m in batch
+                    if m.get("event_id") in conv.borrowed_times and said[m["role"], m["content"]] > 1}
+        if not borrowed:
+            raise
+    res = store.ingest(key, [{k: v for k, v in m.items() if k != "created_at"} if m.get("event_id") in borrowed
+                             else m for m in batch], title=title)
+    report.said(report.warnings, f"{_said_conv(conv)}: {len(borrowed)} messages without a time of their own "
+                "were stored at the import's time: given the time before them, identical ones fell in one "
+                "second, which the replay guard refuses", len(report.warnings))
+    return res
+
+
+def _said_conv(conv: ExportedConversation) -> str:
+    return f"conversation {conv.title!r} (id {conv.export_id})" if conv.title else f"conversation {conv.export_id}"

@@ -41,6 +41,9 @@ class ExportedConversation:
     branch_count: int = 0
     #: messages not kept, by reason ("empty", "reasoning")
     left_out: Counter[str] = field(default_factory=Counter)
+    #: event ids of messages whose time is borrowed (the export gave them none): they may go
+    #: without it when the store's replay guard reads borrowed times as a flood
+    borrowed_times: set[str] = field(default_factory=set)
     #: what was read but may surprise (a content type this reader does not know, kept as text)
     warnings: list[str] = field(default_factory=list)
 
