@@ -20,7 +20,7 @@ What this reader keeps:
 4. Images, audio and files as the placeholder of :func:`lcm.normalize.media_placeholder`
    (``[image: file-service://file-...]``), never their bytes (the export has none anyway).
 
-Every walk over the tree is iterative: a conversation of 10,000 turns is a chain 10,000 deep.
+The tree is checked and walked by :class:`tools.chats.tree.Tree` (iteratively).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 from lcm.normalize import media_placeholder
 
 from .model import BadConversation, ExportedConversation, describe
+from .tree import Tree
 
 __all__ = ["convert"]
 
@@ -61,102 +62,52 @@ def convert(index: int, obj: Any) -> ExportedConversation:
     if not isinstance(mapping, dict):
         raise BadConversation(f"{who}: its mapping (the tree of messages) is missing or not an object")
     title = obj.get("title") if isinstance(obj.get("title"), str) and obj["title"].strip() else None
-    parents, children = _tree(who, mapping)
+    tree = _tree(who, mapping)
     try:
-        times = _times(obj, mapping, children, parents)
+        times = _times(obj, mapping, tree)
     except BadConversation as exc:
         raise BadConversation(f"{who}: {exc}") from None
-    path = _current_path(who, obj, mapping, parents, children, times)
+    line = _current_line(who, obj, mapping, tree, times)
     out = ExportedConversation("chatgpt", ident, title, [])
     seen_types: Counter[str] = Counter()
-    for node in path:
+    for node in line:
         _add(who, node, mapping[node], times.get(node), out.messages, out, seen_types)
-    on_path = set(path)
-    for fork in path:
-        for child in children.get(fork, []):
-            if child in on_path:
-                continue
-            out.branch_count += 1
-            for node in _preorder(child, children):
-                _add(who, node, mapping[node], times.get(node), out.branches, out, seen_types)
-    # roots other than the path's (a tree the export split): their nodes are kept with the branches
-    for root in (n for n, p in parents.items() if p is None and n not in on_path):
-        out.branch_count += 1
-        for node in _preorder(root, children):
-            _add(who, node, mapping[node], times.get(node), out.branches, out, seen_types)
+    out.branch_count, rest = tree.off(line)
+    for node in rest:
+        _add(who, node, mapping[node], times.get(node), out.branches, out, seen_types)
     out.warnings += [f"{who}: {n} {'message' if n == 1 else 'messages'} of content type {kind!r}, which "
                      "this reader does not know, kept as their text (or their JSON)"
                      for kind, n in sorted(seen_types.items())]
     return out
 
 
-def _tree(who: str, mapping: dict[str, Any]) -> tuple[dict[str, str | None], dict[str, list[str]]]:
-    """Each node's parent and children, checked: every node an object, every parent in the
-    mapping, every node reachable from a root (else its parents run in a cycle)."""
+def _tree(who: str, mapping: dict[str, Any]) -> Tree:
+    """The mapping's tree, checked, siblings in the app's own order (its ``children`` lists)."""
     parents: dict[str, str | None] = {}
-    children: dict[str, list[str]] = {}
     for nid, node in mapping.items():
         if not isinstance(node, dict):
             raise BadConversation(f"{who}: node {nid!r} is not an object")
         parent = node.get("parent")
-        if parent is not None and (not isinstance(parent, str) or parent not in mapping):
-            raise BadConversation(f"{who}: node {nid!r} names the parent {parent!r}, which is not in the "
-                                  "conversation (a broken tree)")
-        if parent == nid:
-            raise BadConversation(f"{who}: node {nid!r} is its own parent (a cycle)")
-        parents[nid] = parent
-        if parent is not None:
-            children.setdefault(parent, []).append(nid)
-    # the app's own order of siblings (its ``children`` lists), then the rest as the mapping has them
-    for parent, kids in children.items():
+        parents[nid] = parent if parent is None or isinstance(parent, str) else repr(parent)
+    tree = Tree(who, parents)
+    for parent, kids in tree.children.items():
         listed = mapping[parent].get("children")
         if isinstance(listed, list) and len(kids) > 1:
             rank = {c: i for i, c in enumerate(listed) if isinstance(c, str)}
             kids.sort(key=lambda c: rank.get(c, len(rank)))
-    reached = {n for root in parents if parents[root] is None for n in _preorder(root, children)}
-    if len(reached) < len(mapping):
-        lost = next(n for n in parents if n not in reached)
-        raise BadConversation(f"{who}: a cycle in parent ({_cycle(parents, lost)}): "
-                              f"{len(mapping) - len(reached)} nodes never lead back to the root")
-    return parents, children
+    return tree
 
 
-def _cycle(parents: dict[str, str | None], start: str) -> str:
-    """The cycle that ``start`` (a node that never reaches a root) leads into, said as
-    ``'a' -> 'b' -> 'a'`` (cut short when long)."""
-    order: dict[str, int] = {}
-    node: str | None = start
-    while node is not None and node not in order:
-        order[node] = len(order)
-        node = parents[node]
-    if node is None:  # cannot happen for a node no root reaches; said plainly all the same
-        return f"node {start!r} leads nowhere"
-    loop = [repr(n) for n in list(order)[order[node]:]] + [repr(node)]
-    return " -> ".join(loop if len(loop) <= 6 else loop[:3] + ["..."] + loop[-2:])
-
-
-def _preorder(root: str, children: dict[str, list[str]]) -> list[str]:
-    """``root``'s subtree, each branch in order and the branches one after another (no recursion)."""
-    out: list[str] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(reversed(children.get(node, [])))
-    return out
-
-
-def _times(obj: dict[str, Any], mapping: dict[str, Any], children: dict[str, list[str]],
-           parents: dict[str, str | None]) -> dict[str, float]:
+def _times(obj: dict[str, Any], mapping: dict[str, Any], tree: Tree) -> dict[str, float]:
     """Each node's time: its message's ``create_time``, else its parent's (a node the app did
     not time, such as a hidden system message, sits where it was said), else the conversation's."""
     start = _time(obj.get("create_time"), "the conversation")
     out: dict[str, float] = {}
-    for root in (n for n, p in parents.items() if p is None):
-        for node in _preorder(root, children):
+    for root in tree.roots:
+        for node in tree.preorder(root):
             message = mapping[node].get("message")
             own = _time(message.get("create_time"), f"node {node!r}") if isinstance(message, dict) else None
-            parent = parents[node]
+            parent = tree.parents[node]
             if own is not None:
                 out[node] = own
             elif parent is not None and parent in out:
@@ -175,24 +126,16 @@ def _time(value: Any, where: str) -> float | None:
     raise BadConversation(f"{where}: create_time {str(value)[:40]!r} is not a time (seconds since 1970)")
 
 
-def _current_path(who: str, obj: dict[str, Any], mapping: dict[str, Any], parents: dict[str, str | None],
-                  children: dict[str, list[str]], times: dict[str, float]) -> list[str]:
+def _current_line(who: str, obj: dict[str, Any], mapping: dict[str, Any], tree: Tree,
+                  times: dict[str, float]) -> list[str]:
     """Root to ``current_node``; without one (an old export), root to the newest leaf."""
     current = obj.get("current_node")
     if current is None:
-        leaves = [n for n in mapping if not children.get(n)]
-        if not leaves:
-            return []
-        current = max(leaves, key=lambda n: times.get(n, 0.0))
-    elif not isinstance(current, str) or current not in mapping:
+        leaves = tree.leaves()
+        return tree.line_to(max(leaves, key=lambda n: times.get(n, 0.0))) if leaves else []
+    if not isinstance(current, str) or current not in mapping:
         raise BadConversation(f"{who}: its current_node {current!r} is not in the conversation (a broken tree)")
-    path: list[str] = []
-    node: str | None = current
-    while node is not None:  # acyclic: _tree checked that every node reaches a root
-        path.append(node)
-        node = parents[node]
-    path.reverse()
-    return path
+    return tree.line_to(current)
 
 
 def _add(who: str, nid: str, node: dict[str, Any], at: float | None, into: list[dict[str, Any]],
