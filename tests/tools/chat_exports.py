@@ -122,3 +122,24 @@ def claude_invoice() -> dict[str, Any]:
              "content": [{"type": "text", "text": "And 1043?"}],
              "created_at": "2024-05-01T10:02:00.000000Z", "attachments": [], "files": []},
         ]}
+
+
+def claude_edited() -> dict[str, Any]:
+    """A claude.ai chat with a retried answer and an edited prompt, as the bulk export keeps it:
+    every version in ``chat_messages`` with its ``parent_message_uuid``, no current leaf named."""
+    root = "00000000-0000-4000-8000-000000000000"
+
+    def msg(uuid: str, parent: str, sender: str, text: str, at: str) -> dict[str, Any]:
+        return {"uuid": uuid, "parent_message_uuid": parent, "sender": sender, "text": text,
+                "content": [{"type": "text", "text": text}], "created_at": at, "updated_at": at,
+                "attachments": [], "files": []}
+
+    return {"uuid": "7e1c-edited", "name": "Deploy window", "created_at": "2024-06-03T09:00:00Z",
+            "chat_messages": [
+                msg("q-1", root, "human", "When is the deploy window?", "2024-06-03T09:00:01Z"),
+                msg("r-1", "q-1", "assistant", "Tuesdays at 14:00.", "2024-06-03T09:00:05Z"),
+                msg("r-1b", "q-1", "assistant", "Tuesdays and Thursdays, 14:00 UTC.", "2024-06-03T09:00:40Z"),
+                msg("q-2", "r-1b", "human", "And the freeze?", "2024-06-03T09:01:00Z"),
+                msg("q-2e", "r-1b", "human", "And the December freeze?", "2024-06-03T09:02:00Z"),
+                msg("r-2", "q-2e", "assistant", "From 18 December to 2 January.", "2024-06-03T09:02:06Z"),
+            ]}

@@ -10,7 +10,8 @@ import pytest
 
 from tools.chats import BadConversation, StreamError, array_items, chatgpt, claude, detect
 
-from .chat_exports import CLAUDE_ID, LISBON_ID, T0, chatgpt_chain, chatgpt_lisbon, claude_invoice, gpt_node
+from .chat_exports import (CLAUDE_ID, LISBON_ID, T0, chatgpt_chain, chatgpt_lisbon, claude_edited, claude_invoice,
+                           gpt_node)
 
 
 def items(text: str, chunk: int) -> list[object]:
@@ -154,7 +155,8 @@ def test_claude_keeps_attachments_splits_tool_results_and_leaves_out_thinking() 
 @pytest.mark.parametrize(("change", "said"), [
     (lambda c: c.pop("uuid"), "has no uuid"),
     (lambda c: c.update(chat_messages={"m": 1}), "chat_messages is missing or not a list"),
-    (lambda c: c["chat_messages"][1].update(sender="system"), "message 2: sender 'system' is neither"),
+    (lambda c: c["chat_messages"][1].update(sender="robot"), "message 2: sender 'robot' is not one of human"),
+    (lambda c: c["chat_messages"][1].update(uuid="m-1"), "message 2: uuid 'm-1' is also an earlier message's"),
     (lambda c: c["chat_messages"].append("hello"), "message 5 is not an object"),
 ])
 def test_a_broken_claude_conversation_is_named(change: object, said: str) -> None:
@@ -163,3 +165,19 @@ def test_a_broken_claude_conversation_is_named(change: object, said: str) -> Non
     with pytest.raises(BadConversation, match="^conversation 2 ") as caught:
         claude.convert(2, export)
     assert said in str(caught.value)
+
+
+def test_claude_follows_the_newest_leaf_and_keeps_the_edits_and_retries_apart() -> None:
+    conv = claude.convert(1, claude_edited())
+    assert [m["event_id"] for m in conv.messages] == ["q-1", "r-1b", "q-2e", "r-2"]
+    assert [m["event_id"] for m in conv.branches] == ["r-1", "q-2"] and conv.branch_count == 2
+    # the line the export names wins over the newest leaf
+    named = claude_edited()
+    named["current_leaf_message_uuid"] = "q-2"
+    conv = claude.convert(1, named)
+    assert [m["event_id"] for m in conv.messages] == ["q-1", "r-1b", "q-2"]
+    assert [m["event_id"] for m in conv.branches] == ["r-1", "q-2e", "r-2"]
+    broken = claude_edited()
+    broken["chat_messages"][0]["parent_message_uuid"] = "r-2"
+    with pytest.raises(BadConversation, match=r"a cycle in parent \('q-1' -> 'r-2' -> 'q-2e' -> 'r-1b' -> 'q-1'\)"):
+        claude.convert(1, broken)

@@ -16,7 +16,8 @@ from amem import MemoryStore
 from lcm import LcmStore
 from tools import ToolFacade
 
-from .chat_exports import CLAUDE_ID, LISBON_ID, chatgpt_chain, chatgpt_lisbon, claude_invoice, gpt_node
+from .chat_exports import (CLAUDE_ID, LISBON_ID, chatgpt_chain, chatgpt_lisbon, claude_edited, claude_invoice,
+                           gpt_node)
 from .test_lcm_host import amem, amem_json, env_for, stored_messages
 
 pytestmark = pytest.mark.slow
@@ -101,6 +102,13 @@ def test_a_claude_export_loads_with_its_attachments_and_tool_turns(tmp_path: Pat
     assert conversations(home) == {f"agent:bob:claude:{CLAUDE_ID}": "Invoice 1042"}
     again = amem_json(env, "lcm", "ingest", str(src))
     assert (again["stored"], again["skipped_duplicates"]) == (0, 5)
+    # claude.ai's retried answers and edited prompts: the newest line, the rest kept apart
+    edited = amem_json(env, "lcm", "ingest", str(export(src, [claude_invoice(), claude_edited()])))
+    assert (edited["stored"], edited["branches"], edited["branch_messages"]) == (6, 2, 2)
+    assert [r[4] for r in rows(home, "agent:bob:claude:7e1c-edited")] == [
+        "When is the deploy window?", "Tuesdays and Thursdays, 14:00 UTC.", "And the December freeze?",
+        "From 18 December to 2 January."]
+    assert [r[0] for r in rows(home, "agent:bob:claude:7e1c-edited:branches")] == ["event:r-1", "event:q-2"]
 
 
 def test_bad_conversations_refuse_the_file_unless_skipped(tmp_path: Path) -> None:

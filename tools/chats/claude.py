@@ -5,8 +5,12 @@ Each conversation is ``{uuid, name, created_at, chat_messages: [...]}``; each me
 
 What this reader keeps:
 
-1. Each message in the export's order, ``human`` as user. Its ``content`` blocks when it has
-   them (``text`` the whole message flattened, tool calls included), else its ``text``.
+1. The line the user last saw, ``human`` as user: claude.ai keeps every edited prompt and
+   retried answer in ``chat_messages`` with its ``parent_message_uuid``, so the line is the
+   one to ``current_leaf_message_uuid``, else to the newest leaf; the other branches are
+   returned apart, as ChatGPT's are (an export without parents is one line, in its order).
+   A message's ``content`` blocks when it has them (``text`` is the whole message flattened,
+   tool calls included), else its ``text``.
 2. An assistant message that used tools (web search, artifacts, analysis) is split where a
    ``tool_result`` block stands: the assistant's text and calls, then the tool's result as a
    ``tool`` message, then the text after it, each with an id of its own (``<uuid>``,
@@ -28,10 +32,13 @@ from typing import Any
 from lcm.normalize import media_placeholder
 
 from .model import BadConversation, ExportedConversation, describe
+from .tree import Tree
 
 __all__ = ["convert"]
 
-_SENDERS = {"human": "user", "user": "user", "assistant": "assistant"}
+_SENDERS = {"human": "user", "user": "user", "assistant": "assistant", "system": "system"}
+#: the parent claude.ai gives a conversation's first message
+_ROOT = "00000000-0000-4000-8000-000000000000"
 
 
 def convert(index: int, obj: Any) -> ExportedConversation:
@@ -54,33 +61,72 @@ def convert(index: int, obj: Any) -> ExportedConversation:
     name = obj.get("name")
     out = ExportedConversation("claude", ident, name if isinstance(name, str) and name.strip() else None, [])
     unknown: Counter[str] = Counter()
+    by_id: dict[str, tuple[dict[str, Any], str]] = {}
     for i, message in enumerate(chat, 1):
         if not isinstance(message, dict):
             raise BadConversation(f"{who}: message {i} is not an object")
         role = _SENDERS.get(str(message.get("sender")))
         if role is None:
-            raise BadConversation(f"{who}: message {i}: sender {message.get('sender')!r} is neither human "
-                                  "nor assistant")
+            raise BadConversation(f"{who}: message {i}: sender {message.get('sender')!r} is not one of human, "
+                                  "assistant, system")
         mid = message.get("uuid")
         # a message without a uuid is keyed by its place: stable while the export is the same
         base = mid if isinstance(mid, str) and mid else f"{ident}#{i}"
-        pieces = _pieces(message, role, unknown, out)
-        pieces[-1:] = [_with_files(pieces[-1] if pieces else {"role": role, "content": ""}, message)]
-        kept = 0
-        for piece in pieces:
-            if not piece["content"].strip() and not piece.get("tool_calls"):
-                continue
-            piece["event_id"] = base if kept == 0 else f"{base}#{kept}"
-            if message.get("created_at") is not None:
-                piece["created_at"] = message["created_at"]
-            out.messages.append(piece)
-            kept += 1
-        if not kept:
-            out.left_out["empty"] += 1
+        if base in by_id:
+            raise BadConversation(f"{who}: message {i}: uuid {base!r} is also an earlier message's")
+        by_id[base] = (message, role)
+    line, out.branch_count, rest = _line(who, obj, by_id)
+    for ids, into in ((line, out.messages), (rest, out.branches)):
+        for base in ids:
+            message, role = by_id[base]
+            _add(base, message, role, into, unknown, out)
     out.warnings += [f"{who}: {n} content {'block' if n == 1 else 'blocks'} of type {kind!r}, which this "
                      "reader does not know, kept as their text (or their JSON)"
                      for kind, n in sorted(unknown.items())]
     return out
+
+
+def _line(who: str, obj: dict[str, Any], by_id: dict[str, tuple[dict[str, Any], str]]
+          ) -> tuple[list[str], int, list[str]]:
+    """The messages of the line the user last saw, and the other branches: how many, their messages.
+
+    claude.ai keeps every edited prompt and every retried answer in ``chat_messages``, each
+    naming its ``parent_message_uuid``: the line is the one to ``current_leaf_message_uuid``
+    when the export names it, else to the newest leaf (the bulk export does not name it). An
+    export without parents is one line, in its order.
+    """
+    if not any("parent_message_uuid" in message for message, _ in by_id.values()):
+        return list(by_id), 0, []
+    parents: dict[str, str | None] = {}
+    for base, (message, _) in by_id.items():
+        parent = message.get("parent_message_uuid")
+        parents[base] = None if parent is None or parent == _ROOT else str(parent)
+    tree = Tree(who, parents)
+    leaf = obj.get("current_leaf_message_uuid")
+    if not (isinstance(leaf, str) and leaf in parents):
+        order = {base: i for i, base in enumerate(by_id)}
+        leaf = max(tree.leaves(), key=lambda n: (str(by_id[n][0].get("created_at") or ""), order[n]))
+    line = tree.line_to(leaf)
+    count, rest = tree.off(line)
+    return line, count, rest
+
+
+def _add(base: str, message: dict[str, Any], role: str, into: list[dict[str, Any]], unknown: Counter[str],
+         out: ExportedConversation) -> None:
+    """Append message ``base``'s pieces to ``into`` (or count it as empty)."""
+    pieces = _pieces(message, role, unknown, out)
+    pieces[-1:] = [_with_files(pieces[-1] if pieces else {"role": role, "content": ""}, message)]
+    kept = 0
+    for piece in pieces:
+        if not piece["content"].strip() and not piece.get("tool_calls"):
+            continue
+        piece["event_id"] = base if kept == 0 else f"{base}#{kept}"
+        if message.get("created_at") is not None:
+            piece["created_at"] = message["created_at"]
+        into.append(piece)
+        kept += 1
+    if not kept:
+        out.left_out["empty"] += 1
 
 
 def _pieces(message: dict[str, Any], role: str, unknown: Counter[str],
