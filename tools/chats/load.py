@@ -176,8 +176,11 @@ def sniff(path: Path) -> str | None:
 
 
 def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, skip_invalid: bool = False,
-                progress: Callable[[int, int | None], None] | None = None) -> LoadReport:
+                progress: Callable[[str, int, int | None], None] | None = None) -> LoadReport:
     """Store every conversation of the export at ``path`` (written by ``app``) for ``agent_id``.
+
+    ``progress(stage, done, total)`` is called after each conversation: stage ``check`` (the
+    first pass, total unknown) then ``store`` (total known when the file was checked first).
 
     Raises:
         ExportRejected: some conversations cannot be read and ``skip_invalid`` is off; nothing
@@ -193,7 +196,7 @@ def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, ski
     started = time.perf_counter()
     total = None
     if not skip_invalid:
-        check = _run(None, path, app, agent_id, None, None)
+        check = _run(None, path, app, agent_id, progress, None)
         if check.invalid:
             raise ExportRejected(check)
         total = check.conversations
@@ -214,7 +217,7 @@ class PartlyStored(Exception):
 
 
 def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
-         progress: Callable[[int, int | None], None] | None, total: int | None) -> LoadReport:
+         progress: Callable[[str, int, int | None], None] | None, total: int | None) -> LoadReport:
     """One pass over the file: convert and check each conversation, and store it when ``store``."""
     name = _name(path)
     report = LoadReport(name, app)
@@ -245,8 +248,8 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
                     report.invalid += 1
                     report.said(report.errors, f"{name}:{item.line}: {describe(item.index, item.value)}: {exc}",
                                 report.invalid)
-                if progress is not None:
-                    progress(report.conversations, total)
+            if progress is not None:
+                progress("check" if store is None else "store", report.conversations, total)
     return report
 
 

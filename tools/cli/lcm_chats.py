@@ -46,6 +46,12 @@ def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int
         except (zipfile.BadZipFile, EOFError) as exc:
             raise usage_error(f"{path}: the zip is damaged ({exc or 'it ends early'}); download the export "
                               "again, or unzip what can be read and give its conversations.json", "file") from None
+        except KeyboardInterrupt:
+            # each conversation is its own transactions: what was stored stays, and the same
+            # import again stores only the rest (every message keeps its export id)
+            print("amem: the import was stopped; the conversations it stored are kept, and running the "
+                  "same import again stores only the rest (nothing twice)", file=sys.stderr)
+            raise
         except PartlyStored as exc:
             code = getattr(exc.cause, "code", None)
             code = code if isinstance(code, str) else "error"

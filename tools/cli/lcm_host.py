@@ -1,5 +1,8 @@
 """A way in for hosts: ``amem lcm ingest FILE`` and ``amem lcm assemble``.
 
+(A ChatGPT or Claude ``conversations.json`` given to ``ingest`` goes to
+:mod:`tools.cli.lcm_chats`: many conversations, each with its own key.)
+
 Over MCP the conversation store is read-only (the model must not write its own history). A host
 that is not the model feeds its transcript in with ``ingest`` and asks for the context to send
 with ``assemble``. Ingest is idempotent: each line without an id of its own gets one from its

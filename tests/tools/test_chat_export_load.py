@@ -1,0 +1,56 @@
+"""``tools.chats.load`` on a real in-memory conversation store: progress, streaming, the library path."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from lcm import LcmStore
+from tools.chats.load import load_export, session_key
+
+from .chat_exports import chatgpt_chain, chatgpt_lisbon
+
+
+def test_progress_counts_the_check_then_the_store(tmp_path: Path) -> None:
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([chatgpt_lisbon(), chatgpt_chain("c-2", 4), chatgpt_chain("c-3", 2)]),
+                   encoding="utf-8")
+    seen: list[tuple[str, int, int | None]] = []
+    with LcmStore(":memory:") as lcm:
+        report = load_export(lcm, src, "chatgpt", "alice", progress=lambda *a: seen.append(a))
+        assert report.stored == 16 and report.conversations_stored == 3
+        title = lcm.conversation(session_key("alice", "chatgpt", "c-2"))
+        assert title is not None and title.title == "A long chat"
+    assert seen == [("check", 1, None), ("check", 2, None), ("check", 3, None),
+                    ("store", 1, 3), ("store", 2, 3), ("store", 3, 3)]
+
+
+@pytest.mark.slow  # ~5 s: a 10 MB file, read under tracemalloc
+def test_a_large_export_is_never_held_whole(tmp_path: Path) -> None:
+    # 300 conversations of 40 turns, ~10 MB: the reader holds one conversation and a chunk of
+    # 1 Mi characters (with its copies while it is cut and joined), ~5 MB whatever the file's size
+    src = tmp_path / "conversations.json"
+    with src.open("w", encoding="utf-8") as out:
+        out.write("[")
+        for i in range(300):
+            conv = chatgpt_chain(f"c-{i}", 40)
+            for node in conv["mapping"].values():
+                if node["message"]:
+                    node["message"]["content"]["parts"][0] += " and the ledger says so" * 12
+            out.write(("," if i else "") + json.dumps(conv, indent=1))
+        out.write("]")
+    size = src.stat().st_size
+    assert size > 9_000_000
+    with LcmStore(":memory:") as lcm:
+        tracemalloc.start()
+        try:
+            report = load_export(lcm, src, "chatgpt", "alice")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert report.stored == 12_000
+    # json.load alone would hold the text and its parsed tree: several times the file
+    assert peak < size * 0.75, (peak, size)
