@@ -81,6 +81,10 @@ def test_a_chatgpt_export_loads_each_conversation_once(tmp_path: Path) -> None:
     # the agent finds its chat by what was said in it
     hits = amem(env, "lcm", "grep", "Rossio", "--session-key", key, "--agent", "alice").stdout
     assert "1 hits" in hits
+    # and by its title, which the operator's listing shows
+    listed = amem_json(env, "lcm", "browse", "conversations")["conversations"]
+    assert [(c["session_key"], c["title"]) for c in listed][0] == (key, "Lisbon trip")
+    assert f"{key}  'Lisbon trip'" in amem(env, "lcm", "browse", "conversations").stdout
 
 
 def test_a_claude_export_loads_with_its_attachments_and_tool_turns(tmp_path: Path) -> None:
