@@ -19,7 +19,7 @@ def gpt_node(nid: str, parent: str | None, children: list[str], role: str | None
              content: dict[str, Any] | None = None, name: str | None = None, hidden: bool = False,
              attachments: list[dict[str, Any]] | None = None, recipient: str = "all") -> dict[str, Any]:
     """One node of a ChatGPT ``mapping``; ``role`` None is the structural root (no message)."""
-    message = None
+    message: dict[str, Any] | None = None
     if role is not None:
         metadata: dict[str, Any] = {}
         if hidden:
