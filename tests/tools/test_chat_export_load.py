@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lcm import LcmStore
-from tools.chats.load import load_export, session_key
+from tools.chats.load import MAX_SAID, ExportRejected, load_export, session_key
 
 from .chat_exports import chatgpt_chain, chatgpt_lisbon
 
@@ -26,6 +26,21 @@ def test_progress_counts_the_check_then_the_store(tmp_path: Path) -> None:
         assert title is not None and title.title == "A long chat"
     assert seen == [("check", 1, None), ("check", 2, None), ("check", 3, None),
                     ("store", 1, 3), ("store", 2, 3), ("store", 3, 3)]
+
+
+def test_a_file_of_many_bad_conversations_names_the_first_hundred_and_counts_all(tmp_path: Path) -> None:
+    bad = [{"title": f"broken {i}", "id": f"c-{i}", "mapping": {"a": {"parent": "gone"}}} for i in range(130)]
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([*bad, chatgpt_chain("c-ok", 2)]), encoding="utf-8")
+    with LcmStore(":memory:") as lcm:
+        with pytest.raises(ExportRejected) as refused:
+            load_export(lcm, src, "chatgpt", "alice")
+        assert "130 of 131 conversations cannot be read; nothing was stored" in str(refused.value)
+        assert str(refused.value).endswith("... and 110 more")
+        report = load_export(lcm, src, "chatgpt", "alice", skip_invalid=True)
+    assert (report.invalid, len(report.errors), report.stored) == (130, MAX_SAID, 2)
+    assert report.errors[0].endswith("conversation 1 ('broken 0', id c-0): node 'a' names the parent 'gone', which "
+                                     "is not in the conversation (a broken tree)")
 
 
 @pytest.mark.slow  # ~5 s: a 10 MB file, read under tracemalloc

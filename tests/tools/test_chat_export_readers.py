@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import time
 
 import pytest
 
@@ -24,6 +25,24 @@ def test_the_array_is_read_item_by_item_across_any_chunk_boundary(chunk: int) ->
     for text in (json.dumps(values), json.dumps(values, indent=2), " \n" + json.dumps(values) + "\n"):
         assert items(text, chunk) == values
     assert items("[]", chunk) == [] and items(" [ ] ", chunk) == []
+
+
+@pytest.mark.parametrize("chunk", [5, 1 << 20])
+def test_each_item_says_the_line_it_starts_on(chunk: int) -> None:
+    text = json.dumps([{"a": 1, "b": [1, 2]}, {"c": "x\ny"}, {"d": {"e": 1}}], indent=2)
+    starts = [n for n, ln in enumerate(text.split("\n"), 1) if ln == "  {"]
+    assert [it.line for it in array_items(io.StringIO(text), chunk=chunk)] == starts == [2, 9, 12]
+
+
+def test_many_small_items_are_read_in_linear_time() -> None:
+    # lines counted from the buffer's start for each item made this quadratic in the chunk
+    text = "[\n" + ",\n".join('{"i": %d}' % i for i in range(200_000)) + "\n]"
+    started = time.perf_counter()
+    last = None
+    for last in array_items(io.StringIO(text)):
+        pass
+    assert last is not None and (last.index, last.line) == (200_000, 200_001)
+    assert time.perf_counter() - started < 10
 
 
 def test_a_broken_array_names_its_line_after_yielding_what_came_before() -> None:

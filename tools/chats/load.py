@@ -74,6 +74,8 @@ class LoadReport:
     invalid: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: all the warnings (``warnings`` names the first ``MAX_SAID``)
+    warning_count: int = 0
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,11 +83,16 @@ class LoadReport:
         data["left_out"] = dict(sorted(self.left_out.items()))
         return data
 
-    def said(self, into: list[str], text: str, count: int) -> None:
-        if len(into) < MAX_SAID:
-            into.append(text)
-        elif len(into) == MAX_SAID:
-            into.append(f"... and more ({count} in all, see the counts)")
+    def error(self, text: str) -> None:
+        """A conversation not stored: counted, and named while fewer than ``MAX_SAID`` are."""
+        self.invalid += 1
+        if len(self.errors) < MAX_SAID:
+            self.errors.append(text)
+
+    def warn(self, text: str) -> None:
+        self.warning_count += 1
+        if len(self.warnings) < MAX_SAID:
+            self.warnings.append(text)
 
 
 class ExportRejected(ValueError):
@@ -230,11 +237,10 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
                 conv = convert(item.index, item.value)
                 _check(conv, item.index, item.value, now)
             except BadConversation as exc:
-                report.invalid += 1
-                report.said(report.errors, f"{name}:{item.line}: {exc}", report.invalid)
+                report.error(f"{name}:{item.line}: {exc}")
                 continue
             for warning in conv.warnings:
-                report.said(report.warnings, warning, len(report.warnings))
+                report.warn(warning)
             report.messages += len(conv.messages)
             report.branches += conv.branch_count
             report.branch_messages += len(conv.branches)
@@ -245,9 +251,7 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
                 try:
                     _store(store, conv, agent_id, report, f"{name}:{item.line}")
                 except BadConversation as exc:  # the store refused it (a replay flood): named, the rest go on
-                    report.invalid += 1
-                    report.said(report.errors, f"{name}:{item.line}: {describe(item.index, item.value)}: {exc}",
-                                report.invalid)
+                    report.error(f"{name}:{item.line}: {describe(item.index, item.value)}: {exc}")
             if progress is not None:
                 progress("check" if store is None else "store", report.conversations, total)
     return report
@@ -309,9 +313,9 @@ def _ingest(store: IngestTarget, key: str, batch: list[dict[str, Any]], title: s
             raise
     res = store.ingest(key, [{k: v for k, v in m.items() if k != "created_at"} if m.get("event_id") in borrowed
                              else m for m in batch], title=title)
-    report.said(report.warnings, f"{_said_conv(conv)}: {len(borrowed)} messages without a time of their own "
+    report.warn(f"{_said_conv(conv)}: {len(borrowed)} messages without a time of their own "
                 "were stored at the import's time: given the time before them, identical ones fell in one "
-                "second, which the replay guard refuses", len(report.warnings))
+                "second, which the replay guard refuses")
     return res
 
 

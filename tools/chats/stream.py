@@ -41,15 +41,18 @@ class ArrayItem:
 
 
 class _Buffer:
-    """The unread text, with the line number of its start (for errors)."""
+    """The unread text, and the line number of a mark in it (for errors and item lines)."""
 
     def __init__(self, source: TextIO, chunk: int) -> None:
         self.source = source
         self.chunk = chunk
         self.text = ""
         self.pos = 0
-        self.line = 1  # the line of text[0]
         self.eof = False
+        # lines are counted from a mark that only moves forward: counted from the buffer's
+        # start for every item, a chunk of many small items was scanned once per item
+        self._mark = 0
+        self._mark_line = 1
 
     def more(self, at_least: int = 0) -> bool:
         """Read on (at least ``at_least`` characters unless the stream ends); False at its end."""
@@ -57,8 +60,8 @@ class _Buffer:
             return False
         # drop what was read, so the buffer holds one item and a chunk, never the file
         if self.pos:
-            self.line += self.text.count("\n", 0, self.pos)
-            self.text, self.pos = self.text[self.pos:], 0
+            self.line_at(self.pos)
+            self.text, self.pos, self._mark = self.text[self.pos:], 0, 0
         got = self.source.read(max(at_least, self.chunk))
         if not got:
             self.eof = True
@@ -79,7 +82,11 @@ class _Buffer:
                 return ""
 
     def line_at(self, pos: int) -> int:
-        return self.line + self.text.count("\n", 0, pos)
+        """The line of ``text[pos]``; ``pos`` at or after the last position asked about."""
+        if pos > self._mark:
+            self._mark_line += self.text.count("\n", self._mark, pos)
+            self._mark = pos
+        return self._mark_line
 
 
 def array_items(source: TextIO, *, name: str = "the file", chunk: int = CHUNK) -> Iterator[ArrayItem]:

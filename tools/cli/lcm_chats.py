@@ -63,8 +63,12 @@ def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int
     if not args.json:
         for error in data["errors"]:
             print(printable(f"amem: skipped {error}"), file=sys.stderr)
+        if report.invalid > len(report.errors):  # the report names the first 100
+            print(f"amem: ... and {report.invalid - len(report.errors)} more skipped conversations", file=sys.stderr)
         for warning in data["warnings"]:
             print(printable(f"amem: warning: {warning}"), file=sys.stderr)
+        if report.warning_count > len(report.warnings):
+            print(f"amem: ... and {report.warning_count - len(report.warnings)} more warnings", file=sys.stderr)
     emit(args, data, lambda: _text(data))
     return EXIT_OK if not report.invalid else EXIT_ERROR
 
