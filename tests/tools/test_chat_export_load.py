@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lcm import LcmStore
-from tools.chats.load import MAX_SAID, ExportRejected, load_export, session_key
+from lcm import IngestResult, LcmStore
+from lcm.errors import StoreUnavailableError
+from tools.chats.load import MAX_SAID, ExportRejected, PartlyStored, load_export, session_key
 
 from .chat_exports import chatgpt_chain, chatgpt_lisbon
 
@@ -41,6 +44,34 @@ def test_a_file_of_many_bad_conversations_names_the_first_hundred_and_counts_all
     assert (report.invalid, len(report.errors), report.stored) == (130, MAX_SAID, 2)
     assert report.errors[0].endswith("conversation 1 ('broken 0', id c-0): node 'a' names the parent 'gone', which "
                                      "is not in the conversation (a broken tree)")
+
+
+class GoesAway:
+    """A conversation store whose server goes away after ``calls`` ingests (the IngestTarget seam)."""
+
+    def __init__(self, store: LcmStore, calls: int) -> None:
+        self.store, self.calls = store, calls
+
+    def ingest(self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *,
+               session_id: str | None = None, title: str | None = None) -> IngestResult:
+        if self.calls == 0:
+            raise StoreUnavailableError("the server closed the connection")
+        self.calls -= 1
+        return self.store.ingest(session_key, messages, session_id=session_id, title=title)
+
+
+def test_a_store_that_goes_away_stops_the_load_saying_what_is_kept(tmp_path: Path) -> None:
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([chatgpt_chain(f"c-{i}", 4) for i in range(3)]), encoding="utf-8")
+    with LcmStore(":memory:") as lcm:
+        with pytest.raises(PartlyStored) as stopped:
+            load_export(GoesAway(lcm, 2), src, "chatgpt", "alice")
+        said = str(stopped.value)
+        assert said.startswith(f"{src}:") and "the server closed the connection" in said
+        assert "The 2 conversations stored before it are kept (8 messages); importing the file again" in said
+        assert isinstance(stopped.value.cause, StoreUnavailableError)
+        again = load_export(lcm, src, "chatgpt", "alice")  # the server is back: the rest, nothing twice
+        assert (again.stored, again.skipped_duplicates) == (4, 8)
 
 
 @pytest.mark.slow  # ~5 s: a 10 MB file, read under tracemalloc

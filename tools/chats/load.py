@@ -34,7 +34,7 @@ from ..tenancy import PREFIX, agent_segment
 from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArray, StreamError, array_items, detect
 from .model import describe
 
-__all__ = ["BATCH", "ExportRejected", "IngestTarget", "LoadReport", "key_prefix", "load_export", "session_key", "sniff"]
+__all__ = ["BATCH", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
 BATCH = 500
@@ -44,11 +44,21 @@ _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
 
 
+class Ingested(Protocol):
+    """What loading reads of an ingest's answer (:class:`lcm.IngestResult`)."""
+
+    @property
+    def stored(self) -> int: ...
+
+    @property
+    def skipped_duplicates(self) -> int: ...
+
+
 class IngestTarget(Protocol):
     """What loading needs of the conversation store: :meth:`lcm.LcmStore.ingest`."""
 
     def ingest(self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *,
-               session_id: str | None = None, title: str | None = None) -> Any: ...
+               session_id: str | None = None, title: str | None = None) -> Ingested: ...
 
 
 @dataclass
@@ -213,8 +223,8 @@ def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, ski
 
 
 class PartlyStored(Exception):
-    """Storing stopped at a conversation (the store refused a batch, or went away); the
-    conversations before it are stored, and running the same import again resumes."""
+    """Storing stopped at a conversation (the store failed: it went away, or stayed locked);
+    the conversations before it are stored, and running the same import again resumes."""
 
     def __init__(self, cause: Exception, where: str, report: LoadReport) -> None:
         super().__init__(f"{where}: {cause} The {report.conversations_stored} conversations stored before it "
@@ -293,7 +303,7 @@ def _store(store: IngestTarget, conv: ExportedConversation, agent_id: str, repor
 
 
 def _ingest(store: IngestTarget, key: str, batch: list[dict[str, Any]], title: str | None,
-            conv: ExportedConversation, report: LoadReport) -> Any:
+            conv: ExportedConversation, report: LoadReport) -> Ingested:
     """One batch; refused as a replay flood while it holds borrowed times, once more without them.
 
     A message the export gave no time takes its parent's (or the conversation's), so it sits
