@@ -54,7 +54,7 @@ from lcm.queries import Queries, TextGrep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.search import grep
 from lcm.semantic import SemanticIndex
-from lcm.sessions import find_active, reset_conversation, resolve_conversation
+from lcm.sessions import check_title, find_active, reset_conversation, resolve_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso
 from lcm.trigram import pending_count
@@ -227,9 +227,12 @@ class LcmStore:
         return self.scopes.conversations(session_key)
 
     def ingest(
-        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
+        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None,
+        title: str | None = None,
     ) -> IngestResult:
         """Store new messages of a session; re-sent ones are skipped, replay floods refused.
+
+        ``title`` names the conversation (a chat export's title; ``Conversation.title``).
 
         Raises:
             LcmValidationError: a malformed message (``.field`` names it); nothing is stored.
@@ -242,8 +245,9 @@ class LcmStore:
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
         batch = normalize_messages(messages, now, session_id=session_id)
+        check_title(title)
         with sqlite_only(self.db, "ingest").atomic() as c:
-            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
+            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now, title)
             ids, skipped, file_ids = store_messages(c, conv_id, batch, self.config, self.files, now)
         if ids or created:
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
