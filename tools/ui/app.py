@@ -58,6 +58,8 @@ class UiDeps:
     owner_report: Callable[[str, str, bool], dict[str, Any]] | None = None
     runs_path: Path | None = None
     agent_status: Callable[[str], dict[str, Any]] | None = None
+    #: what the request budgets refused, per key (``tools.ratelimit``): the owner's health page
+    budgets: Callable[[], dict[str, Any]] | None = None
 
 
 class Denied(Exception):
@@ -184,6 +186,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             status: dict[str, Any] = {"memory": notes,
                                       "lcm": lcm_report(deps.lcm, "status"),
                                       "last nightly run": runs[-1] if runs else "none recorded"}
+            if deps.budgets is not None:
+                status["rate limit"] = deps.budgets()
             if request.query_params.get("doctor") == "1" and deps.owner_report is not None:
                 doctor = deps.owner_report("doctor", agent, False)
         elif deps.agent_status is not None:
