@@ -186,3 +186,19 @@ def test_budgets_off_refuse_nothing(tmp_path: Path) -> None:
 
             anyio.run(main)
         assert memory.count(agent_id="alice") == 12
+
+
+def test_the_owners_health_page_shows_the_refusals_and_an_agents_does_not(limited: Limited) -> None:
+    with httpx.Client(base_url=limited.root, timeout=30) as http:
+        for _ in range(8):  # alice reads past her burst of 6
+            http.get("/lcm/assemble", params={"sessionKey": "agent:alice:main", "budget": "100"},
+                     headers={"Authorization": f"Bearer {limited.alice}"})
+        owner = http.get("/ui/health", headers={"Authorization": f"Bearer {limited.owner}"})
+        assert owner.status_code == 200, owner.text
+        assert "rate limit" in owner.text and limited.alice_id in owner.text
+        assert "reads_refused" in owner.text
+        for secret in (limited.alice, limited.owner):
+            assert secret not in owner.text
+        agent = http.get("/ui/health", headers={"Authorization": f"Bearer {limited.bob}"})
+        assert agent.status_code == 200, agent.text
+        assert limited.alice_id not in agent.text and "rate limit" not in agent.text
