@@ -36,7 +36,8 @@ behind it runs:
    one) and every other message a read; elsewhere ``GET``/``HEAD`` read and the rest write.
    A request over its budget is refused (429 ``rate_limited`` with ``Retry-After``, naming
    the budget and the wait) before any route sees it, so a refused write writes nothing and
-   another caller's budget is untouched. Closing an MCP session (``DELETE``) is never
+   another caller's budget is untouched; the refusal is answered after the wait, up to
+   ``hold_s``, so a client looping on refusals is slowed to its budget's pace. Closing an MCP session (``DELETE``) is never
    refused: it frees the server.
 
 Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
@@ -335,10 +336,16 @@ class Guard:
         if principal is None:  # the proof route: nothing else is reached without a key
             await self.app(scope, receive, send)
             return
-        try:
-            self._within_budget(scope, principal, body)
-        except Refused as refused:
-            await _refuse(send, refused, rpc=self._rpc(scope))
+        refusal = self._over_budget(scope, principal, body)
+        if refusal is not None:
+            import anyio
+
+            # Answered after the wait (at most ``hold_s``), on the event loop's timer: no worker,
+            # no lock. A client that loops on refusals without reading Retry-After is slowed to
+            # its budget's pace; answered at once, a looping client sent 40 refusals for every
+            # request it was allowed, and their HTTP work alone slowed other keys 3x.
+            await anyio.sleep(refusal.hold)
+            await _refuse(send, _over_budget(principal, refusal), rpc=self._rpc(scope))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = _sdk_user(principal)  # the SDK binds each MCP session to its key
@@ -513,22 +520,21 @@ class Guard:
 
     # ------------------------------------------------------------------ budgets
 
-    def _within_budget(self, scope: Scope, principal: Principal, body: bytes) -> None:
-        """Take the request's token from its caller's bucket, or refuse it (step 9)."""
+    def _over_budget(self, scope: Scope, principal: Principal, body: bytes) -> Refusal | None:
+        """Take the request's token from its caller's bucket; the refusal when there is none
+        (step 9)."""
         if self.limiter is None:
-            return
+            return None
         method, mcp = scope["method"], scope["path"] == self.config.mcp_path
         if mcp and method == "DELETE":
-            return  # closing a session frees the server: never held back
+            return None  # closing a session frees the server: never held back
         if mcp:
             writes = method == "POST" and _calls_a_writer(body, self.read_tools)
             kind: Kind = "write" if writes else "read"
         else:
             kind = "read" if method in ("GET", "HEAD") else "write"
-        refusal = self.limiter.check(principal.key_id, kind, owner=principal.owner,
-                                     agent=principal.agent)
-        if refusal is not None:
-            raise _over_budget(principal, refusal)
+        return self.limiter.check(principal.key_id, kind, owner=principal.owner,
+                                  agent=principal.agent)
 
     # ------------------------------------------------------------------ MCP sessions
 

@@ -141,3 +141,14 @@ def test_a_manual_clock_moves_the_budget_not_time() -> None:
     assert limiter.check("k", "write") is not None
     clock.advance(0.5)
     assert limiter.check("k", "write") is None
+
+
+def test_a_refusal_is_held_for_its_wait_at_most_hold_s() -> None:
+    limiter = RateLimiter(RateLimits(writes_per_minute=6, write_burst=1, hold_s=2), ManualClock())
+    assert limiter.check("k", "write") is None
+    refused = limiter.check("k", "write")
+    assert refused is not None and refused.retry_after == pytest.approx(10) and refused.hold == 2
+    quick = RateLimiter(RateLimits(writes_per_minute=600, write_burst=1), ManualClock())
+    quick.check("k", "write")
+    soon = quick.check("k", "write")
+    assert soon is not None and soon.hold == pytest.approx(0.1)  # never longer than the wait

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,10 @@ from tools.ratelimit import RateLimits
 
 from ..http_server import OWNER_SECRET, http_client, running_http
 
-#: small budgets, so a test reaches them in a few requests: a write a second, bursts of 3
+#: small budgets, so a test reaches them in a few requests: a write a second, bursts of 3;
+#: refusals answered at once (holding them back is tested on its own)
 BUDGETS = RateLimits(writes_per_minute=60, write_burst=3, reads_per_minute=120, read_burst=6,
-                     owner_factor=10)
+                     owner_factor=10, hold_s=0)
 
 
 @dataclass
@@ -53,8 +54,10 @@ def _owner_report(name: str, agent: str, clean: bool) -> dict[str, Any]:
 
 
 @pytest.fixture
-def limited(tmp_path: Path) -> Iterator[Limited]:
+def limited(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Limited]:
     from lcm import LcmConfig, LcmStore
+
+    budgets = getattr(request, "param", BUDGETS)
 
     keys = KeyStore(tmp_path / "keys.json")
     alice_record, alice = keys.add(agent="alice")
@@ -63,7 +66,7 @@ def limited(tmp_path: Path) -> Iterator[Limited]:
     clock = ManualClock()
     with MemoryStore(":memory:", embedder=HashingEmbedder(), agent_id="default") as memory, \
             LcmStore(":memory:", LcmConfig(log_file_enabled=False)) as lcm:
-        guard = GuardConfig(keys=keys, record_secret=OWNER_SECRET, rate_limits=BUDGETS)
+        guard = GuardConfig(keys=keys, record_secret=OWNER_SECRET, rate_limits=budgets)
         with running_http(ToolFacade(memory, lcm, agent_id="alice"), guard=guard, clock=clock,
                           owner=OwnerAccess(_owner_report)) as url:
             yield Limited(url, url.removesuffix("/mcp"), memory, lcm, clock, alice, bob, owner,
@@ -202,3 +205,36 @@ def test_the_owners_health_page_shows_the_refusals_and_an_agents_does_not(limite
         agent = http.get("/ui/health", headers={"Authorization": f"Bearer {limited.bob}"})
         assert agent.status_code == 200, agent.text
         assert limited.alice_id not in agent.text and "rate limit" not in agent.text
+
+
+@pytest.mark.parametrize("limited", [replace(BUDGETS, hold_s=0.6)], indirect=True)
+def test_a_refusal_is_held_back_while_another_key_is_served_at_once(limited: Limited) -> None:
+    """A client looping on refusals waits for each one (up to ``hold_s``), so it cannot flood
+    the server with refused requests; another key is answered meanwhile without waiting."""
+    import threading
+    import time
+
+    def ingest(http: httpx.Client, secret: str, agent: str, n: int) -> httpx.Response:
+        return http.post("/lcm/ingest", json={"sessionKey": f"agent:{agent}:main", "messages": [
+            {"role": "user", "content": f"{agent} message {n}"}]},
+            headers={"Authorization": f"Bearer {secret}"})
+
+    with httpx.Client(base_url=limited.root, timeout=30) as http:
+        assert [ingest(http, limited.alice, "alice", n).status_code for n in range(3)] == [200] * 3
+        held: list[float] = []
+
+        def refused() -> None:
+            began = time.monotonic()
+            assert ingest(http, limited.alice, "alice", 3).status_code == 429
+            held.append(time.monotonic() - began)
+
+        waiting = threading.Thread(target=refused)
+        waiting.start()
+        time.sleep(0.1)  # alice's refusal is being held
+        with httpx.Client(base_url=limited.root, timeout=30) as other:
+            began = time.monotonic()
+            assert ingest(other, limited.bob, "bob", 0).status_code == 200
+            bob_took = time.monotonic() - began
+        waiting.join()
+    assert held[0] >= 0.55, held  # the wait named (1 s) capped at hold_s
+    assert bob_took < 0.45, bob_took
