@@ -37,8 +37,8 @@ behind it runs:
    A request over its budget is refused (429 ``rate_limited`` with ``Retry-After``, naming
    the budget and the wait) before any route sees it, so a refused write writes nothing and
    another caller's budget is untouched; the refusal is answered after the wait, up to
-   ``hold_s``, so a client looping on refusals is slowed to its budget's pace. Closing an MCP session (``DELETE``) is never
-   refused: it frees the server.
+   ``hold_s``, so a client looping on refusals is slowed to its budget's pace. Closing an
+   MCP session (``DELETE``) is never refused: it frees the server.
 
 Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
 with it that the server on the recorded port is the one that wrote the record, before it
@@ -345,7 +345,7 @@ class Guard:
             # its budget's pace; answered at once, a looping client sent 40 refusals for every
             # request it was allowed, and their HTTP work alone slowed other keys 3x.
             await anyio.sleep(refusal.hold)
-            await _refuse(send, _over_budget(principal, refusal), rpc=self._rpc(scope))
+            await _refuse(send, _rate_limited(principal, refusal), rpc=self._rpc(scope))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = _sdk_user(principal)  # the SDK binds each MCP session to its key
@@ -600,7 +600,7 @@ def _calls_a_writer(body: bytes, read_tools: frozenset[str]) -> bool:
     return False
 
 
-def _over_budget(principal: Principal, refusal: Refusal) -> Refused:
+def _rate_limited(principal: Principal, refusal: Refusal) -> Refused:
     """The 429 of a request over its caller's budget: what was refused, the budget, the wait."""
     who = f"key {principal.key_id}" + (f" (agent {principal.agent!r})" if principal.agent else "")
     what = "change data" if refusal.kind == "write" else "only read"

@@ -148,8 +148,9 @@ class Refusal:
 
     @property
     def retry_after_s(self) -> int:
-        """Whole seconds to wait, as ``Retry-After`` says them (rounded up, at least one)."""
-        return max(1, math.ceil(self.retry_after))
+        """Whole seconds to wait once the answer arrives, as ``Retry-After`` says them: what
+        is left of the wait after the ``hold`` (rounded up, at least one)."""
+        return max(1, math.ceil(self.retry_after - self.hold))
 
 
 @dataclass
