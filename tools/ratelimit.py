@@ -168,7 +168,9 @@ class RateLimiter:
     """The buckets of every caller, and what they refused (``report``, for ``amem status``).
 
     One per server; ``check`` runs on the event loop and ``report`` in a worker thread, so
-    both hold a lock (a dictionary update, never I/O).
+    both hold a lock (a dictionary update, never I/O). Only callers the guard admitted reach
+    it (an unknown key is refused before), so its table grows with the issued keys, never
+    with the requests.
     """
 
     def __init__(self, limits: RateLimits, clock: Clock | None = None) -> None:
