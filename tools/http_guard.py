@@ -342,8 +342,9 @@ class Guard:
 
             # Answered after the wait (at most ``hold_s``), on the event loop's timer: no worker,
             # no lock. A client that loops on refusals without reading Retry-After is slowed to
-            # its budget's pace; answered at once, a looping client sent 40 refusals for every
-            # request it was allowed, and their HTTP work alone slowed other keys 3x.
+            # its budget's pace; answered at once, a looping client sent 55 refusals for every
+            # request it was allowed, and their HTTP work alone slowed other keys 3x
+            # (benchmarks.rate_flood_bench).
             await anyio.sleep(refusal.hold)
             await _refuse(send, _rate_limited(principal, refusal), rpc=self._rpc(scope))
             return

@@ -12,8 +12,9 @@ A refused request takes no token, so a client that waits the ``Retry-After`` it 
 served; a client that ignores it is refused again and does not lengthen its wait. The guard
 answers a refusal only after the wait (at most ``hold_s``, a second by default), on the event
 loop's timer: an agent looping on refusals sends one a second per connection instead of
-hundreds, whose HTTP work alone slowed the other keys (measured on 2 cores: another key's
-search p50 11 ms alone, 34 ms beside a flood refused at once, 14 ms beside the same flood held).
+hundreds, whose HTTP work alone slowed the other keys (``benchmarks.rate_flood_bench`` on 2
+cores: another key's search p50 12 ms alone, 38 ms beside a flood refused at once, 18 ms beside
+the same flood held).
 Buckets are kept per caller (the key's id; the server record's secret and the stand-in of
 ``--insecure-no-auth`` are one caller each), so a caller's refusals never touch another's
 budget.
