@@ -38,7 +38,7 @@ import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from amem.notes import check_agent
 
@@ -47,8 +47,12 @@ from .facade import ToolFacade
 from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of
 from .numbers import ascii_digits
 from .proof import proof_of
+from .ratelimit import RateLimiter
 from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
+
+if TYPE_CHECKING:
+    from amem.kernel.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +376,7 @@ def unreadable_reply(exc: Exception) -> Any:
 
 def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None,
              owner: OwnerAccess | None = None, guard: GuardConfig | None = None,
-             runs_path: Path | None = None) -> Any:
+             runs_path: Path | None = None, clock: Clock | None = None) -> Any:
     """The ASGI app of the streamable HTTP transport (for tests and custom hosting): the
     Starlette app (``.app``) with the host's lcm routes beside ``path`` (``tools.host_http``),
     in the same worker pool, the server's proof and the inspector's pages under ``/ui``
@@ -380,7 +384,8 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     one ``tools.http_guard``.
 
     ``guard`` says who may call; without it nobody can (no keys, no record secret): a server
-    is never open by omission.
+    is never open by omission. Its request budgets (``guard.rate_limits``) run on ``clock``
+    (tests pass a ``ManualClock``), and what they refused joins the owner's ``status``.
     """
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
@@ -392,6 +397,8 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     if config.mcp_path != path:
         raise ValueError(f"the guard's mcp_path {config.mcp_path!r} is not the endpoint {path!r}")
     runner = CallRunner(limits)
+    limiter = RateLimiter(config.rate_limits, clock) if config.rate_limits is not None else None
+    owner = _with_budgets(owner, limiter)
     server = build_server(facade, limits=limits, owner=owner, runner=runner)
     app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1",
                                      session_idle_timeout=config.session_idle)
@@ -425,8 +432,27 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     add_ui_routes(app, UiDeps(memory=facade.memory, lcm=facade.lcm,
                               default_agent=facade.agent_id, sessions=config.ui_sessions,
                               owner_report=owner.report if owner else None,
-                              runs_path=runs_path, agent_status=agent_status))
-    return guard_app(app, config)
+                              runs_path=runs_path, agent_status=agent_status,
+                              budgets=limiter.report if limiter is not None else None))
+    read_tools = frozenset(t.name for t in facade.registry if not t.writes)
+    return guard_app(app, config, read_tools=read_tools, limiter=limiter)
+
+
+def _with_budgets(owner: OwnerAccess | None, limiter: RateLimiter | None) -> OwnerAccess | None:
+    """``owner`` whose ``status`` also says what the request budgets refused, per key: the
+    operator's view of an agent held back (``amem status``, the owner's resource). Without
+    budgets (an app built by a test or a custom host) the report is ``owner``'s own."""
+    if owner is None or limiter is None:
+        return owner
+    report, budgets = owner.report, limiter.report
+
+    def with_budgets(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
+        data = report(name, agent_id, clean)
+        if name == "status":
+            data = {**data, "rate_limit": budgets()}
+        return data
+
+    return OwnerAccess(with_budgets)
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",

@@ -170,6 +170,12 @@ def test_status_through_the_server_is_the_local_status(served: dict[str, str]) -
     table = remote["memory"].pop("rank_table")
     assert table["state"] in ("reading back", "filling", "filled")
     assert local["memory"].pop("rank_table") is None
+    # the server counts its callers' requests against their budgets (tools.ratelimit); a
+    # one-shot command serves no caller
+    budgets = remote.pop("rate_limit")
+    assert budgets["on"] is True and budgets["refused"] == 0
+    assert budgets["keys"]["server-record"]["writes"] >= 1  # the add of the fixture
+    assert "rate_limit" not in local
     # the retrieval counts of the searches after the remote status (the server's, written as
     # it stops, and the local one's, as its process ends) move those notes out of the index:
     # counted after the remote status, each point once
