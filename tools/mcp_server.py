@@ -452,7 +452,7 @@ def _with_budgets(owner: OwnerAccess | None, limiter: RateLimiter | None) -> Own
             data = {**data, "rate_limit": budgets()}
         return data
 
-    return OwnerAccess(with_budgets)
+    return replace(owner, report=with_budgets)  # the export (and anything else) kept
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",
