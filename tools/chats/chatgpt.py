@@ -31,7 +31,7 @@ from typing import Any
 
 from lcm.normalize import media_placeholder
 
-from .model import BadConversation, ExportedConversation, describe
+from .model import BadConversation, ExportedConversation, conversation_fields
 from .tree import Tree
 
 __all__ = ["convert"]
@@ -51,17 +51,11 @@ def convert(index: int, obj: Any) -> ExportedConversation:
         BadConversation: it is not a conversation (no id, no mapping), its tree is broken (a
             parent or ``current_node`` that is not in it, a cycle), or a message is malformed.
     """
-    who = describe(index, obj)
-    if not isinstance(obj, dict):
-        raise BadConversation(f"{who}: expected an object, got {type(obj).__name__}")
-    ident = obj.get("conversation_id") or obj.get("id")
-    if not isinstance(ident, str) or not ident.strip():
-        raise BadConversation(f"{who}: has no id (conversation_id), so it could not be told apart "
-                              "from the others when the export is imported again")
+    obj, ident, title, who = conversation_fields(index, obj, ("conversation_id", "id"),
+                                                 "id (conversation_id)", "title")
     mapping = obj.get("mapping")
     if not isinstance(mapping, dict):
         raise BadConversation(f"{who}: its mapping (the tree of messages) is missing or not an object")
-    title = obj.get("title") if isinstance(obj.get("title"), str) and obj["title"].strip() else None
     tree = _tree(who, mapping)
     try:
         times = _times(obj, mapping, tree)

@@ -31,7 +31,7 @@ from typing import Any
 
 from lcm.normalize import media_placeholder
 
-from .model import BadConversation, ExportedConversation, describe
+from .model import BadConversation, ExportedConversation, conversation_fields
 from .tree import Tree
 
 __all__ = ["convert"]
@@ -48,18 +48,11 @@ def convert(index: int, obj: Any) -> ExportedConversation:
         BadConversation: no id, ``chat_messages`` not a list, or a message that is not an
             object or whose sender is neither human nor assistant.
     """
-    who = describe(index, obj)
-    if not isinstance(obj, dict):
-        raise BadConversation(f"{who}: expected an object, got {type(obj).__name__}")
-    ident = obj.get("uuid")
-    if not isinstance(ident, str) or not ident.strip():
-        raise BadConversation(f"{who}: has no uuid, so it could not be told apart from the others "
-                              "when the export is imported again")
+    obj, ident, name, who = conversation_fields(index, obj, ("uuid",), "uuid", "name")
     chat = obj.get("chat_messages")
     if not isinstance(chat, list):
         raise BadConversation(f"{who}: chat_messages is missing or not a list")
-    name = obj.get("name")
-    out = ExportedConversation("claude", ident, name if isinstance(name, str) and name.strip() else None, [])
+    out = ExportedConversation("claude", ident, name, [])
     unknown: Counter[str] = Counter()
     by_id: dict[str, tuple[dict[str, Any], str]] = {}
     for i, message in enumerate(chat, 1):

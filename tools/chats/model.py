@@ -60,3 +60,23 @@ def describe(index: int, obj: object) -> str:
         elif ident:
             said += f" (id {str(ident)[:80]})"
     return said
+
+
+def conversation_fields(index: int, obj: object, ids: tuple[str, ...], label: str,
+                        title_key: str) -> tuple[dict[str, Any], str, str | None, str]:
+    """A conversation's object, id and title (None when blank), and how errors name it; the
+    checks both apps' readers begin with.
+
+    Raises:
+        BadConversation: not an object, or no id (``label`` names the app's field) to tell it
+            from the others when the export is imported again.
+    """
+    who = describe(index, obj)
+    if not isinstance(obj, dict):
+        raise BadConversation(f"{who}: expected an object, got {type(obj).__name__}")
+    value = next((obj[key] for key in ids if obj.get(key)), None)  # the first one given
+    if not isinstance(value, str) or not value.strip():
+        raise BadConversation(f"{who}: has no {label}, so it could not be told apart from the "
+                              "others when the export is imported again")
+    title = obj.get(title_key)
+    return obj, value, title if isinstance(title, str) and title.strip() else None, who

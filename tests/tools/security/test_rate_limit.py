@@ -124,12 +124,14 @@ def test_an_mcp_client_over_its_write_budget_is_told_when_to_retry_while_another
     anyio.run(main)
 
 
-def test_a_host_route_over_budget_answers_429_with_retry_after(limited: Limited) -> None:
-    def ingest(http: httpx.Client, secret: str, agent: str, n: int) -> httpx.Response:
-        return http.post("/lcm/ingest", json={"sessionKey": f"agent:{agent}:main", "messages": [
-            {"role": "user", "content": f"{agent} message {n}"}]},
-            headers={"Authorization": f"Bearer {secret}"})
+def ingest(http: httpx.Client, secret: str, agent: str, n: int) -> httpx.Response:
+    """One host ingest of one message as ``agent`` with its key's ``secret``."""
+    return http.post("/lcm/ingest", json={"sessionKey": f"agent:{agent}:main", "messages": [
+        {"role": "user", "content": f"{agent} message {n}"}]},
+        headers={"Authorization": f"Bearer {secret}"})
 
+
+def test_a_host_route_over_budget_answers_429_with_retry_after(limited: Limited) -> None:
     with httpx.Client(base_url=limited.root, timeout=30) as http:
         assert [ingest(http, limited.alice, "alice", n).status_code for n in range(3)] == [200] * 3
         refused = ingest(http, limited.alice, "alice", 3)
@@ -213,11 +215,6 @@ def test_a_refusal_is_held_back_while_another_key_is_served_at_once(limited: Lim
     the server with refused requests; another key is answered meanwhile without waiting."""
     import threading
     import time
-
-    def ingest(http: httpx.Client, secret: str, agent: str, n: int) -> httpx.Response:
-        return http.post("/lcm/ingest", json={"sessionKey": f"agent:{agent}:main", "messages": [
-            {"role": "user", "content": f"{agent} message {n}"}]},
-            headers={"Authorization": f"Bearer {secret}"})
 
     with httpx.Client(base_url=limited.root, timeout=30) as http:
         assert [ingest(http, limited.alice, "alice", n).status_code for n in range(3)] == [200] * 3
