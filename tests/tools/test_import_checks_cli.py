@@ -20,10 +20,11 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def stored(env: dict[str, str]) -> dict[str, list[str]]:
-    """Content -> subjects of every note of the agent (``list`` shows no subjects: ``get``)."""
-    listed = json.loads(amem(env, "list", "-n", "50", "--json").stdout)["notes"]
-    notes = [json.loads(amem(env, "get", n["id"], "--json").stdout) for n in listed]
-    return {n["content"]: n["subjects"] for n in notes}
+    """Content -> subjects of every live note of the agent, read in one command (an export of
+    the agent's notes: ``list`` shows no subjects, and a ``get`` per note was a process each)."""
+    rows = [json.loads(line)["note"] for line in
+            amem(env, "export", "-", "--no-vectors", "--agent", env["AMEM_AGENT"]).stdout.splitlines()]
+    return {n["content"]: n["subjects"] for n in rows if n["is_active"]}
 
 
 def test_a_batch_below_one_is_a_usage_error_and_imports_nothing(env: dict[str, str],
