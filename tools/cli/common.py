@@ -99,8 +99,6 @@ def runtime(args: argparse.Namespace) -> Runtime:
 #: what to do instead of a command that needs the store itself while a server holds it
 INSTEAD = {
     "import": "or add the notes one at a time through it (`amem add`, which is routed)",
-    "export": "or page through the notes through it with `amem list --json` (routed; "
-              "without vectors)",
     "consolidate": "or call the server's memory_consolidate tool, which does the same for "
                    "its agent",
     "reembed": "a rebuild needs every vector, so only the store's own process can do it",
