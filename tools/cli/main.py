@@ -18,7 +18,7 @@ import re
 import sys
 from typing import Callable, Mapping, NoReturn, Sequence, cast
 
-from . import keys, lcm, notes, scheduler, serve, ui
+from . import backup, keys, lcm, notes, scheduler, serve, ui
 from .common import common_options, merge_common, version
 from .output import (CODE_EXITS, EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, CliError,
                      report_error, setup_logging)
@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     notes.register(cmd, sub)
+    backup.register(cmd, sub)
     serve.register(cmd, sub)
     scheduler.register(cmd, sub)
     lcm.register(cmd, sub)

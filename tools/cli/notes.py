@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from amem import MemoryStore
 
     from ..remote import RemoteServer
+    from ..runtime import Runtime
     from .common import Subparsers
 
 
@@ -437,30 +438,37 @@ def _supersede_line(data: dict[str, Any]) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from amem.export import export_store
-
     # a backup of the whole store by default; an --agent given on the command line asks for
     # that agent's notes alone (it was accepted and ignored: every tenant's notes went out
     # under one agent's name)
     one = getattr(args, "agent", None) is not None
-    with runtime(args) as rt, open_notes(args, rt) as (store, server), ExitStack() as stack:
+    with runtime(args) as rt, ExitStack() as stack:
         out = sys.stdout if args.out == "-" else stack.enter_context(_export_target(args.out))
-        bar = stack.enter_context(progress(args, "export"))
-        if server is not None:  # the server holding the store exports it, page by page
-            count = _export_through(server, out, agent=rt.agent_id if one else None,
-                                    vectors=not args.no_vectors, progress=bar)
-        else:
-            count = export_store(local_store(store), out, all_agents=not one,
-                                 with_vectors=not args.no_vectors, progress=bar)
+        count, through = export_notes(args, rt, out, agent=rt.agent_id if one else None,
+                                      vectors=not args.no_vectors)
         whose = f"of agent {rt.agent_id}" if one else "(all agents)"
     if args.out != "-":
         emit(args, {"path": args.out, "exported": count, "agent_id": rt.agent_id if one else None,
-                    "through_server": server is not None},
+                    "through_server": through},
              f"exported {count} notes {whose} to {args.out}"
-             + (" (through the running server)" if server is not None else ""))
+             + (" (through the running server)" if through else ""))
     else:
         print(f"exported {count} notes {whose}", file=sys.stderr)
     return EXIT_OK
+
+
+def export_notes(args: argparse.Namespace, rt: Runtime, out: TextIO, *, agent: str | None,
+                 vectors: bool) -> tuple[int, bool]:
+    """Every note (``agent``'s alone when given) into ``out`` as export lines, from the store
+    or through the server holding it; how many, and whether a server wrote them."""
+    from amem.export import export_store
+
+    with open_notes(args, rt) as (store, server), progress(args, "export") as bar:
+        if server is not None:  # the server holding the store exports it, page by page
+            return _export_through(server, out, agent=agent, vectors=vectors, progress=bar), True
+        # one agent's export is the CLI's own agent's, as the store was opened for it
+        return export_store(local_store(store), out, all_agents=agent is None,
+                            with_vectors=vectors, progress=bar), False
 
 
 #: notes a page of a routed export holds (~4 KB each with its vector)

@@ -1,0 +1,324 @@
+"""``amem backup DIR`` and ``amem restore DIR``: a whole home in one command, servers running.
+
+A home holds two stores and a few files, and each needs its own way of being copied while it
+is in use: a tar of the engine's files taken during adds held 18 of 34 acknowledged notes, and
+``cp lcm.db`` misses what is still in ``lcm.db-wal``. A user asking "how do I back up my
+memory?" had to know both commands and the files beside them. ``backup`` writes:
+
+* ``notes.jsonl``: ``amem export`` (every agent, with vectors), through the running
+  ``amem serve --http`` when one holds the store (the owner's export pages);
+* ``lcm.db``: ``amem lcm backup`` (SQLite's online backup: one instant, checked), and
+  ``lcm-files/``, the large files it names (written once, never changed, so a copy taken
+  after the database holds every file it names). A PostgreSQL store is left to ``pg_dump``,
+  said in the manifest and on stderr;
+* ``keys.json`` (the agents' keys, hashed) and the config file, when the home has them;
+* ``manifest.json``: what is in it, counts, and what was left out and why.
+
+Everything is written into a hidden sibling directory that is renamed to ``DIR`` only when
+whole: a killed backup leaves no ``DIR`` (and its hidden ``.DIR.<pid>.tmp`` is named on the
+next run). ``restore`` loads it into a home that holds nothing yet (no note, no conversation)
+with no server running: the notes through ``amem import --from-export``, the conversation
+database and its files copied in, the keys when the home has none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .common import Cmd, runtime, version
+from .output import EXIT_USAGE, CliError, emit, usage_error
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from .common import Subparsers
+
+__all__ = ["register", "cmd_backup", "cmd_restore"]
+
+MANIFEST = "manifest.json"
+NOTES = "notes.jsonl"
+CONVERSATIONS = "lcm.db"
+LARGE_FILES = "lcm-files"
+KEYS = "keys.json"
+
+
+def register(cmd: Cmd, sub: Subparsers) -> None:
+    p = cmd("backup", cmd_backup, "back up the whole home into a new directory: every agent's "
+            "notes (through a running server too), the conversation store, keys and config")
+    p.add_argument("dir", help="the directory to create (must not exist yet)")
+    p = cmd("restore", cmd_restore, "load a backup made by `amem backup` into this home, which "
+            "must hold no notes and no conversations yet")
+    p.add_argument("dir", help="the directory `amem backup` wrote")
+
+
+# ------------------------------------------------------------------------------ backup
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    target = Path(args.dir).expanduser()
+    if target.exists() or target.is_symlink():
+        raise usage_error(f"{target} already exists: a backup goes into a new directory (so "
+                          "an older backup is never overwritten)", "dir")
+    if not target.parent.is_dir():
+        raise usage_error(f"{target.parent} is not a directory", "dir")
+    left = sorted(target.parent.glob(f".{target.name}.*.tmp"))
+    if left:  # a killed backup's leftovers: said, never reused
+        print(f"note: {', '.join(map(str, left))} is left from a backup that did not finish; "
+              "remove it", file=sys.stderr)
+    work = target.parent / f".{target.name}.{os.getpid()}.tmp"
+    work.mkdir(mode=0o700)
+    try:
+        with runtime(args) as rt:
+            manifest = _backup_into(args, rt, work)
+        with open(_private(work / MANIFEST), "w", encoding="utf-8") as f:
+            f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        _fsync_tree(work)
+        os.rename(work, target)
+        _fsync_dir(target.parent)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    for reason in manifest["left_out"]:
+        print(f"warning: not in the backup: {reason}", file=sys.stderr)
+    data = {"path": str(target), **manifest}
+    emit(args, data, lambda: _backup_text(target, manifest))
+    return 0
+
+
+def _backup_into(args: argparse.Namespace, rt: Runtime, work: Path) -> dict[str, Any]:
+    from .notes import export_notes
+
+    left_out: list[str] = []
+    with open(_private(work / NOTES), "w", encoding="utf-8") as out:
+        count, through = export_notes(args, rt, out, agent=None, vectors=True)
+    manifest: dict[str, Any] = {
+        "amem_version": version(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "home": str(Path(rt.settings.amem.home).expanduser()),
+        "notes": {"file": NOTES, "count": count, "through_server": through},
+    }
+    manifest["conversations"] = _backup_conversations(rt, work, left_out)
+    keys = Path(rt.settings.amem.home).expanduser() / KEYS
+    if keys.is_file():
+        _copy_private(keys, work / KEYS)
+    manifest["keys"] = KEYS if keys.is_file() else None
+    config = rt.settings.config_path
+    if config is not None and config.is_file():
+        _copy_private(config, work / config.name)
+        manifest["config"] = {"file": config.name, "was_at": str(config)}
+    else:
+        manifest["config"] = None
+    manifest["left_out"] = left_out
+    return manifest
+
+
+def _backup_conversations(rt: Runtime, work: Path, left_out: list[str]) -> dict[str, Any] | None:
+    """The SQLite conversation store and its large files into ``work``; the manifest's part."""
+    from lcm.operator.backup import backup_sqlite
+    from lcm.pg.url import is_postgres_url, redact_url
+
+    where = rt.lcm_database()
+    if where is None:
+        raise CliError("the conversation store's settings contradict each other: run `amem "
+                       "doctor` to see how, then back up again", code="config_error")
+    if is_postgres_url(where):
+        left_out.append(f"the conversations: they live on a PostgreSQL server "
+                        f"({redact_url(where)}); back them up there with pg_dump")
+        return None
+    db = Path(where).expanduser()
+    if not db.is_file():
+        return {"file": None, "said": "no conversation store yet"}
+    report = backup_sqlite(db, work / CONVERSATIONS)
+    configured = rt.settings.lcm.large_files_dir
+    files = Path(configured).expanduser() if configured else db.parent / LARGE_FILES
+    copied = 0
+    if files.is_dir():
+        shutil.copytree(files, work / LARGE_FILES, symlinks=True)
+        copied = sum(1 for p in (work / LARGE_FILES).rglob("*") if p.is_file())
+    return {"file": CONVERSATIONS, "bytes": report.bytes, "large_files": copied,
+            "large_files_dir": LARGE_FILES if files.is_dir() else None}
+
+
+def _backup_text(target: Path, manifest: dict[str, Any]) -> str:
+    notes = manifest["notes"]
+    conv = manifest["conversations"]
+    lines = [f"backed up to {target}",
+             f"notes: {notes['count']} (every agent, with vectors"
+             + (", through the running server)" if notes["through_server"] else ")")]
+    if conv is None:
+        lines.append("conversations: not in it (a PostgreSQL store: pg_dump)")
+    elif conv.get("file") is None:
+        lines.append("conversations: none yet")
+    else:
+        lines.append(f"conversations: {conv['file']} ({conv['bytes']} bytes), "
+                     f"{conv['large_files']} large files")
+    lines.append(f"keys: {'yes' if manifest['keys'] else 'none'}; config: "
+                 f"{manifest['config']['file'] if manifest['config'] else 'none'}")
+    lines.append(f"restore into an empty home: amem restore {target}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ restore
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from amem.export import load_export
+
+    source = Path(args.dir).expanduser()
+    manifest = _read_manifest(source)
+    with runtime(args) as rt:
+        home = Path(rt.settings.amem.home).expanduser()
+        conv = manifest.get("conversations")
+        db = _restore_target_db(rt, conv)
+        store = _empty_store(rt)
+        report = load_export(store, source / NOTES)
+        restored: dict[str, Any] = {"home": str(home), "notes": report.to_dict()}
+        if db is not None and conv is not None and conv.get("file"):
+            for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+                extra.unlink(missing_ok=True)  # a log beside the copy would be replayed onto it
+            _copy_private(source / CONVERSATIONS, db)
+            if conv.get("large_files_dir"):
+                shutil.copytree(source / LARGE_FILES, _large_files_dir(rt, db), symlinks=True,
+                                dirs_exist_ok=True)
+            restored["conversations"] = str(db)
+        else:
+            restored["conversations"] = None
+        keys = home / KEYS
+        if manifest.get("keys") and not keys.exists():
+            _copy_private(source / KEYS, keys)
+            restored["keys"] = str(keys)
+        else:
+            restored["keys"] = None if not manifest.get("keys") else \
+                f"left out: {keys} exists (this home's own keys kept)"
+        config = manifest.get("config")
+        restored["config"] = (None if not config else
+                              f"not copied: the backup's {config['file']} (from {config['was_at']}) "
+                              f"is in {source}; put it where this home reads it if you want it")
+    emit(args, restored, lambda: _restore_text(source, restored))
+    return 0
+
+
+def _restore_text(source: Path, restored: dict[str, Any]) -> str:
+    notes = restored["notes"]
+    lines = [f"restored {source} into {restored['home']}",
+             f"notes: {notes['created']} of {notes['read']} (every agent)"]
+    lines.append(f"conversations: {restored['conversations'] or 'none in the backup'}")
+    lines.append(f"keys: {restored['keys'] or 'none in the backup'}")
+    if restored["config"]:
+        lines.append(f"config: {restored['config']}")
+    return "\n".join(lines)
+
+
+def _read_manifest(source: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((source / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise usage_error(f"{source} is not a backup made by `amem backup` (no {MANIFEST})",
+                          "dir") from None
+    except (OSError, ValueError) as exc:
+        raise usage_error(f"{source / MANIFEST} cannot be read: {exc}", "dir") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("notes"), dict):
+        raise usage_error(f"{source / MANIFEST} is not an `amem backup` manifest", "dir")
+    missing = [name for name in (NOTES,) if not (source / name).is_file()]
+    conv = manifest.get("conversations")
+    if isinstance(conv, dict) and conv.get("file") and not (source / CONVERSATIONS).is_file():
+        missing.append(CONVERSATIONS)
+    if missing:
+        raise usage_error(f"the backup in {source} lacks {', '.join(missing)}: nothing restored",
+                          "dir")
+    return manifest
+
+
+def _restore_target_db(rt: Runtime, conv: Any) -> Path | None:
+    """Where the backup's conversations go; refused before anything is written when this
+    home's conversation store already holds conversations or is a server."""
+    from lcm.pg.url import is_postgres_url
+
+    if not (isinstance(conv, dict) and conv.get("file")):
+        return None
+    where = rt.lcm_database()
+    if where is None or is_postgres_url(where):
+        raise CliError("this home's conversations live on a PostgreSQL server: restore the "
+                       "backup's lcm.db into it with `amem lcm migrate` from a SQLite home",
+                       code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
+    db = Path(where).expanduser()
+    if db.exists() and _conversations_in(db) > 0:
+        raise CliError(f"{db} already holds conversations: a restore goes into a home that "
+                       "holds none (nothing was restored)", code="invalid_argument",
+                       exit_code=EXIT_USAGE, field="dir")
+    return db
+
+
+def _conversations_in(db: Path) -> int:
+    import sqlite3
+    from contextlib import closing
+
+    try:
+        with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as c:
+            return int(c.execute("SELECT count(*) FROM conversations").fetchone()[0])
+    except sqlite3.Error:
+        return 0  # no table yet: an empty store
+
+
+def _empty_store(rt: Runtime) -> Any:
+    """The home's note store, refused when any agent has a note in it."""
+    store = rt.memory
+    held = store.index.backend.count(None)
+    if held:
+        raise CliError(f"this home's store already holds {held} notes: a restore goes into a "
+                       "home that holds none (nothing was restored); to add a backup's notes "
+                       "to a store, use `amem import --from-export DIR/notes.jsonl`",
+                       code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
+    return store
+
+
+def _large_files_dir(rt: Runtime, db: Path) -> Path:
+    configured = rt.settings.lcm.large_files_dir
+    return Path(configured).expanduser() if configured else db.parent / LARGE_FILES
+
+
+# ------------------------------------------------------------------------------ files
+
+
+def _private(path: Path) -> Path:
+    """``path`` created empty with mode 0600 (whatever the umask), for writing."""
+    from amem.kernel.files import precreate_private
+
+    precreate_private(path)
+    return path
+
+
+def _copy_private(source: Path, target: Path) -> None:
+    """``source`` to ``target`` (0600), through a temporary name renamed when whole."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            shutil.copyfileobj(src, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+    _fsync_dir(root)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
