@@ -14,12 +14,12 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import is_disk_full, open_private, private_dir, refuse_symlink
 
-__all__ = ["write_text_atomic", "writing_atomic"]
+__all__ = ["write_text_atomic", "writing_atomic", "writing_atomic_bytes", "fsync_dir"]
 
 
 def write_text_atomic(path: Path, text: str, *, private: bool = True) -> None:
@@ -48,6 +48,27 @@ def writing_atomic(path: Path) -> Iterator[TextIO]:
     removes its temporary sibling; a killed one leaves ``.<name>.<pid>.tmp`` beside it.
     The same errors as ``write_text_atomic``.
     """
+    with _replacing(path) as (tmp, fd):
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+
+
+@contextmanager
+def writing_atomic_bytes(path: Path) -> Iterator[BinaryIO]:
+    """``writing_atomic`` for bytes (a copied database, a file of any kind)."""
+    with _replacing(path) as (tmp, fd):
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[tuple[Path, int]]:
+    """The private temporary sibling of ``path`` (and its descriptor) that the block fills;
+    renamed over ``path`` when the block ends without an error, removed when it fails."""
     path = Path(path)
     private_dir(path.parent)
     refuse_symlink(path)
@@ -55,10 +76,7 @@ def writing_atomic(path: Path) -> Iterator[TextIO]:
     tmp.unlink(missing_ok=True)  # left by a killed writer of this pid (a link: the link goes)
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
+        yield tmp, fd
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
@@ -66,8 +84,13 @@ def writing_atomic(path: Path) -> Iterator[TextIO]:
             raise DiskFullError(f"the disk holding {path} is full; {path.name} was not replaced "
                                 "(the previous version is kept)", path=str(path)) from exc
         raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory ``path`` (a rename into it) survive a crash."""
     try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        dir_fd = os.open(path, os.O_RDONLY)
     except OSError:  # some filesystems do not open directories; the rename is still atomic
         return
     try:

@@ -71,6 +71,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
     if left:  # a killed backup's leftovers: said, never reused
         print(f"note: {', '.join(map(str, left))} is left from a backup that did not finish; "
               "remove it", file=sys.stderr)
+    from amem.atomicfile import fsync_dir
+
     work = target.parent / f".{target.name}.{os.getpid()}.tmp"
     work.mkdir(mode=0o700)
     try:
@@ -80,7 +82,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         _fsync_tree(work)
         os.rename(work, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -295,30 +297,17 @@ def _private(path: Path) -> Path:
 
 def _copy_private(source: Path, target: Path) -> None:
     """``source`` to ``target`` (0600), through a temporary name renamed when whole."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
-            shutil.copyfileobj(src, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    from amem.atomicfile import writing_atomic_bytes
+
+    with writing_atomic_bytes(target) as out, open(source, "rb") as src:
+        shutil.copyfileobj(src, out)
 
 
 def _fsync_tree(root: Path) -> None:
+    from amem.atomicfile import fsync_dir
+
     for path in root.rglob("*"):
         if path.is_file() and not path.is_symlink():
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
-    _fsync_dir(root)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(root)
