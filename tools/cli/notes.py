@@ -294,7 +294,9 @@ def _join_lines(events: Any) -> list[str]:
             out.append(f"    \u21b3 {when} merged {e.get('merged')}: "
                        f"{clip(str(e.get('merged_text', '')), 60)}")
         elif e.get("action") == "separated":
-            out.append(f"    \u21b3 {when} separated {e.get('part')} into note {e.get('into')}"
+            into = ("its own note again" if e.get("into") == e.get("part")
+                    else f"now note {e.get('into')}")
+            out.append(f"    \u21b3 {when} separated {e.get('part')}: {into}"
                        + ("" if e.get("text") != "kept" else " (the text was kept as it was)"))
         elif e.get("action") == "separated_from":
             out.append(f"    \u21b3 {when} separated from note {e.get('from')}")
