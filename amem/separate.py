@@ -33,6 +33,7 @@ from .errors import ValidationError
 from .index import STALE_FIELD, NoteIndex, note_terms_of
 from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, joined, lists_without,
                     text_without)
+from .notefields import index_fields
 from .notes import Note, check_id, content_hash, new_note_id, now_iso, point_id, unique
 from .write.drafts import Draft
 from .write.enrichment import EnricherSlot, enrich_draft
@@ -176,6 +177,10 @@ class Separator:
             setattr(target, name, [v for v in getattr(target, name) if v not in items])
         if content != target.content:
             target.content, target.hash = content, content_hash(content)
+        extra = self._own_back(target, join, later)
+        if "added" not in join.entry:
+            warnings.append("the join was recorded before the keywords, subjects and topics it "
+                            "added were: the note keeps those (the tags it added are taken out)")
         gone = {content_hash(join.text), *self._part_hashes(target, join)}
         held = {content_hash(j.text) for j in later}
         target.folded_hashes = [h for h in target.folded_hashes if h not in gone - held]
@@ -186,6 +191,7 @@ class Separator:
             "text": "restored" if why is None else "kept", "removed": removed}]
         changes: dict[str, Any] = {name: getattr(target, name) for name in (
             "content", "hash", "folded_hashes", "kept_apart", "evolution_history", *LISTS)}
+        changes.update(extra)
         vector = None
         if target.embed_text() != embedded:
             vector = index.embed_passages([target.embed_text()])[0]
@@ -197,6 +203,24 @@ class Separator:
         if vector is not None:  # payload and vector are two engine writes: mark, then clear
             index.update_note_fields(target.id, target.agent_id, {STALE_FIELD: False})
         return why is None, removed
+
+    @staticmethod
+    def _own_back(target: Note, join: Join, later: Sequence[Join]) -> dict[str, Any]:
+        """A merge's survivor gets back the write time and labels the merge took from the
+        loser (``target`` changed in place), while no later join may have taken them too;
+        the changed fields, with the index fields derived from them."""
+        entry = join.entry
+        if join.kind != "merge" or later:
+            return {}
+        changes: dict[str, Any] = {}
+        if isinstance(entry.get("old_timestamp"), str):
+            target.timestamp = changes["timestamp"] = entry["old_timestamp"]
+        if isinstance(entry.get("old_metadata"), dict):
+            target.metadata = changes["metadata"] = dict(entry["old_metadata"])
+        if changes:
+            changes.update(index_fields(target.event_time or target.timestamp,
+                                        target.expires_at, target.metadata))
+        return changes
 
     def _part_hashes(self, target: Note, join: Join) -> Sequence[str]:
         """The hashes a merge moved from the merged note into ``target`` (its own and those

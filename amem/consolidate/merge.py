@@ -205,6 +205,12 @@ def _undo_record(survivor: Note, loser: Note, merged: Note, merged_by: str) -> d
         "brought": {name: list(getattr(loser, name)) for name in lists},
         "added": {name: [v for v in getattr(merged, name) if v not in getattr(survivor, name)]
                   for name in lists}}
+    # what the merge took of the loser over the survivor's own (the older write time, the
+    # larger label set), so that a separation gives the survivor its own back
+    if merged.timestamp != survivor.timestamp:
+        out["old_timestamp"] = survivor.timestamp
+    if merged.metadata != survivor.metadata:
+        out["old_metadata"] = dict(survivor.metadata)
     if merged.content == survivor.content:
         out["appended"] = ""
     elif merged_by == "offline" and merged.content.startswith(f"{survivor.content}\n\n"):

@@ -80,14 +80,16 @@ def test_the_nightly_merge_keeps_a_separated_pair_apart(store: MemoryStore,
 
 def test_merge_then_separate_brings_the_merged_note_back(store: MemoryStore,
                                                          clock: ManualClock) -> None:
-    kept = store.add(B)
+    older = store.add(A, metadata={"source": "chat"})
     clock.advance(3 * 86400)  # another day: not folded, merged at night
-    gone = store.add(A)
-    was = {n: store.get(n, record_usage=False) for n in (kept.id, gone.id)}
+    newer = store.add(B)  # more words: the survivor, which takes the older time and labels
+    was = {n: store.get(n, record_usage=False) for n in (older.id, newer.id)}
     assert store.consolidate().merges == 1
     (survivor,) = [n.id for n, _ in store.iter_notes()]
-    (loser,) = [n for n in was if n != survivor]
+    loser = older.id
     merged = store.get(survivor)
+    assert survivor == newer.id and merged.timestamp == was[loser].timestamp
+    assert merged.metadata == {"source": "chat"}
     (entry,) = [e for e in merged.evolution_history if e["action"] == "consolidate_merge"]
     assert entry["merged"] == loser and store.get(survivor).content != was[survivor].content
     result = store.separate(survivor, loser)
@@ -96,7 +98,10 @@ def test_merge_then_separate_brings_the_merged_note_back(store: MemoryStore,
     assert back.is_active and back.merged_into is None and back.kept_apart == [survivor]
     assert (back.content, back.timestamp, back.keywords) == (
         was[loser].content, was[loser].timestamp, was[loser].keywords)
-    assert target.content == was[survivor].content
+    assert (target.content, target.timestamp) == (was[survivor].content, was[survivor].timestamp)
+    assert target.metadata == {} and back.metadata == {"source": "chat"}
+    labelled = store.search("cat", limit=5, metadata={"source": "chat"}, expand_links=False)
+    assert [h.id for h in labelled] == [loser]  # the survivor's derived label fields followed
     assert back.hash not in target.folded_hashes
     assert set(r.id for r in store.search("cat Miso", limit=5, expand_links=False)) == {
         survivor, loser}
