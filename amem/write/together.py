@@ -12,8 +12,8 @@ notes become one only when that loses nothing the caller gave:
 * **metadata**: the note absorbed carries no label the kept one lacks or holds otherwise
   (a merge keeps the larger of two label sets when one holds the other);
 * **a person's say**: two notes a person separated (``amem separate``, ``amem.separate``)
-  stay apart for good (:func:`kept_apart`), and so does the note with a text told again that
-  a separation took out of it.
+  stay apart for good (:func:`kept_apart`), as do two texts taken out of one note, and the
+  note with a text told again that a separation took out of it.
 """
 
 from __future__ import annotations
@@ -77,10 +77,12 @@ def taken_out(history: Sequence[Any]) -> frozenset[str]:
 
 
 def kept_apart(a: Apart, b: Apart) -> bool:
-    """Whether a person separated the two notes: either names the other, or either's text is
-    one a separation took out of the other (told again after its own note was deleted, it is
-    still the text the person took out)."""
-    return b.id in a.ids or a.id in b.ids or b.hash in a.hashes or a.hash in b.hashes
+    """Whether a person separated the two notes: either names the other, or both were taken
+    out of one note (a person who takes two texts out of a note has told three facts apart),
+    or either's text is one a separation took out of the other (told again after its own note
+    was deleted, it is still the text the person took out)."""
+    return (b.id in a.ids or a.id in b.ids or bool(a.ids & b.ids)
+            or b.hash in a.hashes or a.hash in b.hashes)
 
 
 __all__ = ["Apart", "kept_apart", "taken_out", "labels_kept", "labels_nested", "same_expiry",

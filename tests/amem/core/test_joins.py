@@ -82,3 +82,14 @@ def test_a_part_never_received_or_separated_already_is_refused() -> None:
     with pytest.raises(ValidationError) as never:
         find_join("n", history, "p9")
     assert never.value.field == "part" and "received no fold or merge" in str(never.value)
+
+
+def test_notes_a_person_separated_stay_apart() -> None:
+    from amem.write.together import Apart, kept_apart
+
+    target = Apart("t", "ht", frozenset({"p1", "p2"}), frozenset({"h1", "h2"}))
+    p1, p2 = Apart("p1", "h1", frozenset({"t"})), Apart("p2", "h2", frozenset({"t"}))
+    assert kept_apart(target, p1) and kept_apart(p2, target)
+    assert kept_apart(p1, p2)  # two texts taken out of one note: three facts told apart
+    told_again = Apart("new", "h1")  # p1's text told again after p1 was deleted
+    assert kept_apart(told_again, target) and not kept_apart(told_again, Apart("x", "hx"))
