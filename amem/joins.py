@@ -214,6 +214,37 @@ def text_without(join: Join, content: str, history: Sequence[Mapping[str, Any]]
     return out, None
 
 
+def _left_in(history: Sequence[Mapping[str, Any]]) -> list[Join]:
+    """Joins separated while their paragraph had to stay in the text (``text: "kept"``) and
+    not taken out of it since (``also_taken_out`` of a later separation)."""
+    done = {str(p) for e in history if e.get("action") == SEPARATED
+            for p in e.get("also_taken_out") or ()}
+    parts = {str(e.get("part")) for e in history
+             if e.get("action") == SEPARATED and e.get("text") == "kept"} - done
+    return [j for j in (_join(k, e) for k, e in enumerate(history))
+            if j is not None and j.part in parts]
+
+
+def settle_left(content: str, history: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """``content`` without the paragraphs earlier separations had to leave in it, where that
+    is exact now (the later joins that held their sentences were separated since), and the
+    parts taken out."""
+    out, parts = content, []
+    still = joined(history)
+    for join in _left_in(history):
+        paragraph = appended(join, out)
+        if not paragraph:
+            continue
+        cut = without(out, paragraph)
+        if cut is None or not all(_still_holds(cut, j) for j in still
+                                  if j.position > join.position):
+            continue
+        out = cut
+        parts.append(join.part)
+    return out, parts
+
+
 __all__ = ["FOLD", "Join", "LISTS", "MERGE", "SEPARATED", "SEPARATED_FROM", "added_by",
            "appended", "brought_by", "find_join", "joined", "lists_without", "separated_into",
+           "settle_left",
            "text_without", "without"]

@@ -32,7 +32,7 @@ from .backends.base import Match, Where
 from .errors import ValidationError
 from .index import STALE_FIELD, NoteIndex, note_terms_of
 from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, joined, lists_without,
-                    text_without)
+                    settle_left, text_without)
 from .notefields import index_fields
 from .notes import Note, check_id, content_hash, new_note_id, now_iso, point_id, unique
 from .write.drafts import Draft
@@ -56,6 +56,9 @@ class SeparateResult:
     text_restored: bool
     #: the list items taken out of the note (keywords, tags, subjects, topics)
     removed: dict[str, list[str]] = field(default_factory=dict)
+    #: parts separated earlier whose sentences had to stay in the note's text (a later join
+    #: held one of them) and came out now that this join is out
+    also_taken_out: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,9 +92,9 @@ class Separator:
                 own = self._revive(target, join)
             if own is None:
                 own = self._recreate(target, join, warnings)
-            restored, removed = self._leave(target, join, own.id, warnings)
+            restored, removed, settled = self._leave(target, join, own.id, warnings)
         return SeparateResult(target.id, join.part, own.id, join.kind, restored, removed,
-                              warnings)
+                              settled, warnings)
 
     # ------------------------------------------------------------------ step 1: the part
 
@@ -163,14 +166,24 @@ class Separator:
     # ------------------------------------------------------------------ step 2: the note
 
     def _leave(self, target: Note, join: Join, own_id: str,
-               warnings: list[str]) -> tuple[bool, dict[str, list[str]]]:
+               warnings: list[str]) -> tuple[bool, dict[str, list[str]], list[str]]:
         """Take what the join put into ``target`` out of it, written as one field update;
-        whether its text was restored, and the list items removed."""
+        whether its text was restored, the list items removed, and the parts separated
+        earlier whose paragraphs came out of the text only now."""
         index = self._index
         terms_were, embedded = len(note_terms_of(target)), target.embed_text()
         content, why = text_without(join, target.content, target.evolution_history)
         if why is not None:
             warnings.append(why)
+        # with this join out, a paragraph an earlier separation had to leave may come out now
+        # (``separated`` is already recorded for this part when ``settle_left`` reads history)
+        entry: dict[str, Any] = {
+            "action": SEPARATED, "at": now_iso(index.clock.now()), "part": join.part,
+            "into": own_id, "joined_by": join.kind, "hash": content_hash(join.text),
+            "text": "restored" if why is None else "kept"}
+        content, settled = settle_left(content, [*target.evolution_history, entry])
+        if settled:
+            entry["also_taken_out"] = settled
         later = [j for j in joined(target.evolution_history) if j.position > join.position]
         removed = lists_without({name: getattr(target, name) for name in LISTS}, join, later)
         for name, items in removed.items():
@@ -185,10 +198,8 @@ class Separator:
         held = {content_hash(j.text) for j in later}
         target.folded_hashes = [h for h in target.folded_hashes if h not in gone - held]
         target.kept_apart = unique([*target.kept_apart, own_id])
-        target.evolution_history = [*target.evolution_history, {
-            "action": SEPARATED, "at": now_iso(index.clock.now()), "part": join.part,
-            "into": own_id, "joined_by": join.kind, "hash": content_hash(join.text),
-            "text": "restored" if why is None else "kept", "removed": removed}]
+        entry["removed"] = removed
+        target.evolution_history = [*target.evolution_history, entry]
         changes: dict[str, Any] = {name: getattr(target, name) for name in (
             "content", "hash", "folded_hashes", "kept_apart", "evolution_history", *LISTS)}
         changes.update(extra)
@@ -202,7 +213,7 @@ class Separator:
                                   field="id")
         if vector is not None:  # payload and vector are two engine writes: mark, then clear
             index.update_note_fields(target.id, target.agent_id, {STALE_FIELD: False})
-        return why is None, removed
+        return why is None, removed, settled
 
     @staticmethod
     def _own_back(target: Note, join: Join, later: Sequence[Join]) -> dict[str, Any]:

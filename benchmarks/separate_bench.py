@@ -5,10 +5,11 @@ exactly, and whether anything joins again.
     python -m benchmarks.separate_bench --embedder hashing   # quicker, fewer folds
 
 Every LoCoMo dev turn is added (its id ``<conversation>:<turn>``, each at its session time
-plus a second per earlier turn), enriched offline, so near-duplicates fold; then the nightly
-consolidation merges what it finds. Then every join still recorded on a live note is
-separated, newest first on each note (a later join holding a sentence of an earlier one keeps
-that one's text: ``amem.joins``). It reports the joins, how many gave the note its text back
+plus a second per earlier turn), enriched offline; then every tenth turn is told again with the
+next turn appended (``--retell``), which folds; then the nightly consolidation merges what it
+finds. Then every join still recorded on a live note is
+separated, newest first on each note (``--oldest-first``: the other way, where a later join
+holding a sentence of an earlier one keeps that one's text: ``amem.joins``). It reports the joins, how many gave the note its text back
 exactly, the reasons the others kept it, the seconds per separation; then checks that every
 turn is a live note of its own id holding its own text, that adding every turn again folds
 none and that a second consolidation merges none.
@@ -29,8 +30,7 @@ from amem import MemoryStore, load_config
 from amem.embed import make_embedder
 from amem.joins import joined
 
-from .datasets import load_locomo
-from .import_bench import DEFAULT_LOCOMO
+from .datasets import DEFAULT_LOCOMO, load_locomo
 
 
 def _items(data: Path) -> list[dict[str, Any]]:
@@ -44,11 +44,27 @@ def _items(data: Path) -> list[dict[str, Any]]:
     return items
 
 
-def run(embedder_name: str, data: Path) -> dict[str, Any]:
+def _retold(items: list[dict[str, Any]], every: int) -> list[dict[str, Any]]:
+    """Every ``every``-th turn told again with the next turn of its conversation appended, at
+    the same time: the near-duplicates a fold exists for (LoCoMo's turns, each at its own
+    time, fold hardly ever)."""
+    out = []
+    for n in range(0, len(items) - 1, every):
+        turn, after = items[n], items[n + 1]
+        if turn["id"].split(":")[0] == after["id"].split(":")[0]:
+            out.append({**turn, "id": f"{turn['id']}+retold",
+                        "text": f"{turn['text']} {after['text']}"})
+    return out
+
+
+def run(embedder_name: str, data: Path, retell: int, oldest_first: bool = False) -> dict[str, Any]:
     items = _items(data)
     with MemoryStore(":memory:", config=load_config(), embedder=make_embedder(embedder_name),
                      agent_id="bench") as store:
         added = store.add_many(items)
+        if retell:
+            items += _retold(items, retell)
+            added += store.add_many(items[len(added):])
         statuses = Counter(r.status for r in added)
         merges = store.consolidate().merges
         kinds: Counter[str] = Counter()
@@ -58,7 +74,8 @@ def run(embedder_name: str, data: Path) -> dict[str, Any]:
         todo = [n.id for n, _ in store.iter_notes()]
         while todo:  # a note brought back may hold joins of its own (a survivor merged later)
             note_id = todo.pop()
-            for join in reversed(joined(store.get(note_id, record_usage=False).evolution_history)):
+            joins = joined(store.get(note_id, record_usage=False).evolution_history)
+            for join in (joins if oldest_first else reversed(joins)):
                 started = time.perf_counter()
                 result = store.separate(note_id, join.part)
                 seconds.append(time.perf_counter() - started)
@@ -77,7 +94,7 @@ def run(embedder_name: str, data: Path) -> dict[str, Any]:
         rejoined = [(loser, into) for loser, into in merged_after
                     if into in apart.get(loser, ()) or loser in apart.get(into, ())]
     seconds.sort()
-    return {"embedder": embedder_name, "turns": len(items), "add": dict(statuses),
+    return {"embedder": embedder_name, "oldest_first": oldest_first, "notes_added": len(items), "add": dict(statuses),
             "nightly_merges": merges, "separated": dict(kinds),
             "text_restored": restored, "text_kept": dict(kept),
             "seconds_per_separation_p50": round(seconds[len(seconds) // 2], 4) if seconds else None,
@@ -93,8 +110,16 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default="e5-small", help="e5-small, hashing, ...")
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON")
+    parser.add_argument("--retell", type=int, default=10, metavar="N",
+                        help="tell every Nth turn again with the next one appended (0: none)")
+    parser.add_argument("--oldest-first", action="store_true",
+                        help="separate each note's joins oldest first (a later join may then "
+                             "hold a sentence of an earlier one, which keeps the text)")
     args = parser.parse_args(argv)
-    json.dump(run(args.embedder, args.data), sys.stdout, indent=2)
+    if args.retell < 0:
+        parser.error("--retell must be 0 or more")
+    json.dump(run(args.embedder, args.data, args.retell, args.oldest_first), sys.stdout,
+              indent=2)
     print()
     return 0
 

@@ -344,6 +344,8 @@ def _separated(data: dict[str, Any]) -> str:
             + (f"\n{data['id']} has its text from before" if data["text_restored"]
                else f"\n{data['id']} keeps its text as it is")
             + (f"; taken out of it: {removed}" if removed else "")
+            + (f"\nthe sentences of {', '.join(data['also_taken_out'])}, separated before, came "
+               "out of its text too" if data.get("also_taken_out") else "")
             + "".join(f"\nwarning: {w}" for w in data.get("warnings") or ()))
 
 

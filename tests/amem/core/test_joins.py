@@ -93,3 +93,22 @@ def test_notes_a_person_separated_stay_apart() -> None:
     assert kept_apart(p1, p2)  # two texts taken out of one note: three facts told apart
     told_again = Apart("new", "h1")  # p1's text told again after p1 was deleted
     assert kept_apart(told_again, target) and not kept_apart(told_again, Apart("x", "hx"))
+
+
+def test_a_paragraph_left_in_comes_out_once_the_join_holding_it_is_out() -> None:
+    """B separated first had to stay (C's fold leaned on its sentence); once C is separated
+    too, B's paragraph comes out as well and the note is A again."""
+    from amem.joins import settle_left
+
+    once = fold_content(A, B)
+    twice = fold_content(once, C)
+    history: list[dict[str, Any]] = [
+        _fold("p1", B, once[len(A) + 2:]), _fold("p2", C, twice[len(once) + 2:]),
+        {"action": "separated", "part": "p1", "into": "p1", "text": "kept"}]
+    assert settle_left(twice, history) == (twice, [])  # C still joined: B's paragraph stays
+    text, why = text_without(find_join("n", history, "p2"), twice, history)
+    assert (text, why) == (once, None)
+    history.append({"action": "separated", "part": "p2", "into": "p2", "text": "restored"})
+    assert settle_left(text, history) == (A, ["p1"])
+    history[-1]["also_taken_out"] = ["p1"]
+    assert settle_left(A, history) == (A, [])  # said once
