@@ -57,8 +57,9 @@ def _retold(items: list[dict[str, Any]], every: int) -> list[dict[str, Any]]:
     return out
 
 
-def run(embedder_name: str, data: Path, retell: int, oldest_first: bool = False) -> dict[str, Any]:
-    items = _items(data)
+def run(embedder_name: str, data: Path, retell: int, oldest_first: bool = False,
+        limit: int | None = None) -> dict[str, Any]:
+    items = _items(data)[:limit]
     with MemoryStore(":memory:", config=load_config(), embedder=make_embedder(embedder_name),
                      agent_id="bench") as store:
         added = store.add_many(items)
