@@ -217,9 +217,10 @@ class Separator:
 
     @staticmethod
     def _own_back(target: Note, join: Join, later: Sequence[Join]) -> dict[str, Any]:
-        """A merge's survivor gets back the write time and labels the merge took from the
-        loser (``target`` changed in place), while no later join may have taken them too;
-        the changed fields, with the index fields derived from them."""
+        """A merge's survivor gets back the write time, labels, context and enrichment mark the
+        merge took from the loser or its model (``target`` changed in place), while no later
+        join may have changed them too; the changed fields, with the index fields derived
+        from them."""
         entry = join.entry
         if join.kind != "merge" or later:
             return {}
@@ -228,6 +229,10 @@ class Separator:
             target.timestamp = changes["timestamp"] = entry["old_timestamp"]
         if isinstance(entry.get("old_metadata"), dict):
             target.metadata = changes["metadata"] = dict(entry["old_metadata"])
+        if isinstance(entry.get("old_context"), str) and target.context == entry.get("new_context"):
+            target.context = changes["context"] = entry["old_context"]
+        if isinstance(entry.get("old_enriched_by"), str):
+            target.enriched_by = changes["enriched_by"] = entry["old_enriched_by"]
         if changes:
             changes.update(index_fields(target.event_time or target.timestamp,
                                         target.expires_at, target.metadata))

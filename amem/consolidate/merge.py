@@ -211,6 +211,8 @@ def _undo_record(survivor: Note, loser: Note, merged: Note, merged_by: str) -> d
         out["old_timestamp"] = survivor.timestamp
     if merged.metadata != survivor.metadata:
         out["old_metadata"] = dict(survivor.metadata)
+    if merged.enriched_by != survivor.enriched_by:  # an LLM's merge names its model
+        out["old_enriched_by"] = survivor.enriched_by
     if merged.content == survivor.content:
         out["appended"] = ""
     elif merged_by == "offline" and merged.content.startswith(f"{survivor.content}\n\n"):
