@@ -299,8 +299,9 @@ def memory_tools() -> list[Tool]:
             description=(
                 "Show the supersession chain of one memory note by id: the older notes it "
                 "replaced (hidden from search) and the newer notes that replaced it, oldest "
-                "first, deleted ones included. Use it when a search result lists hidden ids, "
-                "or the user asks how a fact changed. Returns {id, chain: [{id, content, "
+                "first, deleted ones included, and the texts folded or merged into each (events "
+                "fold, consolidate_merge: memory_separate undoes one). Use it when a search "
+                "result lists hidden ids, or the user asks how a fact changed. Returns {id, chain: [{id, content, "
                 "event_time, is_active, superseded_by, supersedes, kept_against, events}]}, "
                 "or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
