@@ -20,6 +20,7 @@ import numpy as np
 from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import InvalidArgumentError
+from .backends.base import Match, Where
 from .bm25 import payload_terms
 from .importer import ImportRejected, ImportReport, Progress, check_batch, skip_line
 from .notefields import check_metadata, parse_time
@@ -42,18 +43,40 @@ def export_store(store: "MemoryStore", out: TextIO, *, all_agents: bool = True,
     written = 0
     for note, vector in store.iter_notes(all_agents=all_agents, include_inactive=True,
                                          with_vectors=with_vectors):
-        row: dict[str, Any] = {"note": note.to_payload()}
-        if vector is not None:
-            row["vector"] = [round(float(x), 7) for x in vector]
-        row["embedder"] = store.embedder.model_id
-        row[SUBJECTS_EMBEDDED] = True
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(export_line(store, note, vector))
         written += 1
         if progress is not None and written % 1000 == 0:
             progress(written, total)
     if progress is not None:
         progress(written, total)
     return written
+
+
+def export_line(store: "MemoryStore", note: Note, vector: np.ndarray | None) -> str:
+    """One note as an export's JSON line (with its end), read back by ``import_export``."""
+    row: dict[str, Any] = {"note": note.to_payload()}
+    if vector is not None:
+        row["vector"] = [round(float(x), 7) for x in vector]
+    row["embedder"] = store.embedder.model_id
+    row[SUBJECTS_EMBEDDED] = True
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def export_page(store: "MemoryStore", *, cursor: str | None, limit: int, with_vectors: bool,
+                agent_id: str | None = None) -> tuple[list[str], str | None]:
+    """One page of an export (every agent's notes, or ``agent_id``'s; active or not) and the
+    cursor of the next (None at the end): how a server that holds the store exports it.
+
+    Pages follow the points' id order, so while writes go on each note is in exactly one page,
+    a note acknowledged before the first page is in the export unless it was erased since, and
+    one added meanwhile may or may not be (a copy of the engine's files, the alternative, lost
+    acknowledged notes: docs/cli.md).
+    """
+    where = None if agent_id is None else Where(must=(Match("agent_id", agent_id),))
+    hits, nxt = store.index.backend.scroll(where, limit=limit, offset=cursor,
+                                           with_vectors=with_vectors)
+    return [export_line(store, Note.from_payload(h.payload), h.dense if with_vectors else None)
+            for h in hits], nxt
 
 
 def import_export(store: "MemoryStore", source: TextIO, *, batch: int = 256) -> int:

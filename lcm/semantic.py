@@ -51,6 +51,7 @@ from lcm.models import EmbeddingStatus, EmbedReport, GrepHit, GrepResult
 from amem.kernel.beside import beside
 from amem.kernel.fusion import rrf
 from lcm.newest import SOURCES
+from lcm.pg.url import is_postgres_url
 from lcm.search import _scope_sql, build_fts_query
 from lcm.tokens import is_cjk_text
 from lcm.trigram import indexed_upto, like_pattern
@@ -116,7 +117,7 @@ def recorded_model(database: str | Path) -> str | None:
     owe a re-embed of every message.
     """
     text = str(database)
-    if text.startswith(("postgresql://", "postgres://")) or text == ":memory:":
+    if is_postgres_url(text) or text == ":memory:":
         return None
     path = Path(text).expanduser()
     if not path.is_file():

@@ -8,11 +8,12 @@ from typing import Any
 
 import re2
 
+from amem.kernel.safejson import first_surrogate
 from lcm.conn import Connection, Row
 from lcm.errors import LcmValidationError
 from lcm.models import Conversation
 
-__all__ = ["glob_match", "is_cron_key", "reset_conversation", "resolve_conversation", "row_to_conversation", "CRON_PATTERN"]
+__all__ = ["check_title", "glob_match", "is_cron_key", "reset_conversation", "resolve_conversation", "row_to_conversation", "CRON_PATTERN"]
 
 CRON_PATTERN = "agent:*:cron:**"
 
@@ -96,10 +97,30 @@ def check_session_key(session_key: str | None) -> None:
                                  f"did you mean {session_key.strip()[:100]!r}?", field="session_key")
 
 
+#: longest conversation title kept (a chat app's titles are a few words; this bounds input)
+MAX_TITLE_CHARS = 1000
+
+
+def check_title(title: object) -> None:
+    """A conversation's title is text, or None to leave the stored one as it is."""
+    if title is None:
+        return
+    if not isinstance(title, str):
+        raise LcmValidationError(f"title must be text, got {type(title).__name__}", field="title")
+    if len(title) > MAX_TITLE_CHARS:
+        raise LcmValidationError(f"title is {len(title)} characters; the limit is {MAX_TITLE_CHARS}",
+                                 field="title")
+    if first_surrogate(title) is not None:
+        raise LcmValidationError("title holds a lone surrogate, which is not valid Unicode text", field="title")
+
+
 def resolve_conversation(
-    c: Connection, session_key: str | None, session_id: str | None, now: str
+    c: Connection, session_key: str | None, session_id: str | None, now: str, title: str | None = None
 ) -> tuple[int, bool, int | None]:
     """Find or create the active conversation; must run inside a write transaction.
+
+    ``title`` (the name a chat export gave the conversation) is kept on the row; a later
+    ingest with another title renames it, as the user renamed the chat where it came from.
 
     Returns ``(conversation_id, created, archived_id)``. A cron key whose runtime session id
     changed gets a fresh conversation (the previous run's row is archived with cause
@@ -119,6 +140,8 @@ def resolve_conversation(
         updates = []
         if session_key is not None and row["session_key"] is None:
             updates.append(("session_key", session_key))
+        if title is not None and row["title"] != title:
+            updates.append(("title", title))
         # A key whose host started a new session (a new session file, a restart) keeps its
         # conversation and follows the new id, so a later lookup by that id alone finds it
         # (as lossless-claw's getOrCreateConversation does). Found by id alone, the row keeps
@@ -130,8 +153,9 @@ def resolve_conversation(
             c.execute(f"UPDATE conversations SET {col} = ?, updated_at = ? WHERE id = ?", (val, now, row["id"]))
         return row["id"], False, archived
     cur = c.execute(
-        "INSERT INTO conversations(session_key, session_id, active, created_at, updated_at) VALUES (?, ?, 1, ?, ?)",
-        (session_key, session_id, now, now),
+        "INSERT INTO conversations(session_key, session_id, active, title, created_at, updated_at) "
+        "VALUES (?, ?, 1, ?, ?, ?)",
+        (session_key, session_id, title, now, now),
     )
     return int(cur.lastrowid or 0), True, archived
 

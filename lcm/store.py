@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -53,7 +54,7 @@ from lcm.queries import Queries, TextGrep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.search import grep
 from lcm.semantic import SemanticIndex
-from lcm.sessions import find_active, reset_conversation, resolve_conversation
+from lcm.sessions import check_title, find_active, reset_conversation, resolve_conversation
 from lcm.summarize import Summarizer
 from lcm.timeutil import iso
 from lcm.trigram import pending_count
@@ -61,6 +62,10 @@ from lcm.upkeep import TrigramDebt, Upkeep, sqlite_trigram_debt
 from lcm.vectors import TextEmbedder
 
 __all__ = ["LcmStore"]
+
+
+#: the module of each URL scheme's engine, loaded by the first store opened on such a URL
+_ENGINE_MODULES = {"postgresql": "lcm.pg.store", "postgres": "lcm.pg.store"}
 
 
 class LcmStore:
@@ -85,8 +90,9 @@ class LcmStore:
     """
 
     #: the store class of each URL scheme another engine serves ("postgresql": lcm.pg.store's).
-    #: An engine's subclass registers here as it is defined (``url_schemes=``) and the lcm
-    #: package loads every engine, so this module never imports one (no import cycle).
+    #: An engine's subclass registers here as it is defined (``url_schemes=``); the first URL
+    #: of a scheme loads its module (``_ENGINE_MODULES``), so this module never imports one at
+    #: its own import (no import cycle) and a SQLite user never loads the PostgreSQL driver.
     _engines: ClassVar[dict[str, type[LcmStore]]] = {}
 
     def __init_subclass__(cls, *, url_schemes: tuple[str, ...] = (), **kwargs: Any) -> None:
@@ -99,6 +105,8 @@ class LcmStore:
         target = path if path is not None else (config.database_path if config is not None else None)
         if cls is LcmStore and isinstance(target, str) and "://" in target:
             scheme = target.split("://", 1)[0]
+            if scheme not in LcmStore._engines and scheme in _ENGINE_MODULES:
+                importlib.import_module(_ENGINE_MODULES[scheme])  # its class registers itself
             if scheme not in LcmStore._engines:
                 # never a SQLite file named after a URL a server was meant to serve
                 raise ValueError(f"no lcm engine serves {scheme}:// URLs (known: "
@@ -219,9 +227,12 @@ class LcmStore:
         return self.scopes.conversations(session_key)
 
     def ingest(
-        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
+        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None,
+        title: str | None = None,
     ) -> IngestResult:
         """Store new messages of a session; re-sent ones are skipped, replay floods refused.
+
+        ``title`` names the conversation (a chat export's title; ``Conversation.title``).
 
         Raises:
             LcmValidationError: a malformed message (``.field`` names it); nothing is stored.
@@ -234,8 +245,9 @@ class LcmStore:
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
         batch = normalize_messages(messages, now, session_id=session_id)
+        check_title(title)
         with sqlite_only(self.db, "ingest").atomic() as c:
-            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
+            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now, title)
             ids, skipped, file_ids = store_messages(c, conv_id, batch, self.config, self.files, now)
         if ids or created:
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)

@@ -18,7 +18,8 @@ the same shape and these codes: ``unauthenticated`` (401, no or an unknown key),
 ``misdirected`` (421, a Host not of this machine), ``forbidden`` (403, a foreign Origin, a key
 naming another agent, a read-only key writing), ``unsupported_media_type`` (415, a POST that
 is not JSON), ``method_not_allowed`` (405), ``payload_too_large`` (413) and
-``too_many_sessions`` (429, a key at its cap of MCP sessions).
+``too_many_sessions`` (429, a key at its cap of MCP sessions) and ``rate_limited`` (429, a key
+over its request budget: the error also carries ``retry_after_s`` and ``limit``).
 
 Messages never show server paths: every message that leaves as a tool result goes through
 ``redact`` (the stores' own directories by name, then anything shaped like an absolute path),

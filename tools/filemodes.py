@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amem.kernel.files import fix_modes, wide_modes
+from lcm.pg.url import is_postgres_url
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -40,7 +41,7 @@ def data_paths(rt: "Runtime") -> list[Path]:
     paths = [home / name for name in HOME_ENTRIES]
     lcm = rt.settings.lcm
     url = rt.env.get("AMEM_LCM_URL", "").strip() or lcm.database_path
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_url(url):
         db = Path(url).expanduser() if url else rt.lcm_path
         paths += [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"),
                   db.with_name(db.name + "-journal")]

@@ -29,6 +29,16 @@ behind it runs:
 8. **MCP sessions** are counted per key; an opening request over the key's cap is refused
    (429 naming the cap), so one client that abandons sessions exhausts only its own share.
    Idle sessions expire in the SDK's session manager after the same idle time.
+9. **Request budgets** (``tools.ratelimit``), when configured: each admitted caller (a key's
+   id; the record secret and the ``--insecure-no-auth`` stand-in are one caller each) has a
+   bucket for requests that change data and one for reads. On ``/mcp`` a ``tools/call`` of a
+   tool that writes is a write (any tool the catalogue does not list as read-only counts as
+   one) and every other message a read; elsewhere ``GET``/``HEAD`` read and the rest write.
+   A request over its budget is refused (429 ``rate_limited`` with ``Retry-After``, naming
+   the budget and the wait) before any route sees it, so a refused write writes nothing and
+   another caller's budget is untouched; the refusal is answered after the wait, up to
+   ``hold_s``, so a client looping on refusals is slowed to its budget's pace. Closing an
+   MCP session (``DELETE``) is never refused: it frees the server.
 
 Unauthenticated requests reach only the server's proof (``PROOF_PATH``): the CLI checks
 with it that the server on the recorded port is the one that wrote the record, before it
@@ -62,6 +72,7 @@ from urllib.parse import quote, urlsplit
 from .errors import ToolError, error_result
 from .keys import KeyFileError, KeyStore, Principal
 from .numbers import ascii_digits
+from .ratelimit import Kind, RateLimiter, RateLimits, Refusal
 from .tenancy import AGENT_HEADER, decode_header
 from .ui.sessions import COOKIE, CSRF_HEADER, SESSION_PREFIX, UiSession, UiSessions
 
@@ -98,8 +109,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 REFUSED_RPC_CODE = -32000
 _STATUS = {"unauthenticated": 401, "forbidden": 403, "misdirected": 421,
            "unsupported_media_type": 415, "method_not_allowed": 405, "payload_too_large": 413,
-           "too_many_sessions": 429, "invalid_argument": 400, "unavailable": 503,
-           "login_required": 303}
+           "too_many_sessions": 429, "rate_limited": 429, "invalid_argument": 400,
+           "unavailable": 503, "login_required": 303}
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,8 @@ class GuardConfig:
         session_idle: seconds an MCP session may go without a request before it expires.
         sessions_per_key: most open MCP sessions of one key.
         ui_sessions: the inspector's browser sessions (``None``: no cookie opens anything).
+        rate_limits: each caller's request budgets (``tools.ratelimit``; ``None``: none, as for
+            an app built by a test or a custom host; ``amem serve`` always passes its own).
     """
 
     keys: KeyStore | None = None
@@ -125,6 +138,7 @@ class GuardConfig:
     session_idle: float = DEFAULT_SESSION_IDLE
     sessions_per_key: int = DEFAULT_SESSIONS_PER_KEY
     ui_sessions: UiSessions | None = None
+    rate_limits: RateLimits | None = None
 
     def __post_init__(self) -> None:
         if self.max_body <= 0:
@@ -142,11 +156,16 @@ def principal_of(scope: Any) -> Principal | None:
 
 
 class Refused(Exception):
+    """A refusal: the structured error's ``code``, ``message`` and ``field``, the response's
+    extra ``headers``, and ``details`` added to the error object (what a client acts on)."""
+
     def __init__(self, code: str, message: str, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None,
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code, self.message, self.field = code, message, field
         self.headers = headers or {}
+        self.details = details or {}
 
 
 #: the page a browser navigating to the inspector from another site is shown (a login link
@@ -174,6 +193,7 @@ async def _refuse(send: Send, refused: Refused, scope: Scope | None = None, *,
     whose clients surface only a JSON-RPC error (the SDK's client shows "Server returned an
     error response" for any other body): the structured error rides in its ``data``."""
     error = error_result(refused.code, refused.message, refused.field)
+    error["error"].update(refused.details)
     if rpc:
         error = {"jsonrpc": "2.0", "id": None, "error": {
             "code": REFUSED_RPC_CODE, "message": refused.message, "data": error["error"]}}
@@ -277,10 +297,19 @@ class SessionBook:
 class Guard:
     """The ASGI middleware of the module docstring, around ``app``."""
 
-    def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
+    def __init__(self, app: ASGIApp, config: GuardConfig, *,
+                 read_tools: frozenset[str] = frozenset(),
+                 limiter: RateLimiter | None = None) -> None:
+        """``read_tools``: the MCP tools that change nothing (a call of any other counts
+        against the write budget); ``limiter``: the budgets' buckets, when the server reports
+        them (else built here from ``config.rate_limits``, on the system clock)."""
         self.app = app
         self.config = config
         self.sessions = SessionBook(config.sessions_per_key, config.session_idle)
+        self.read_tools = read_tools
+        if limiter is None and config.rate_limits is not None:
+            limiter = RateLimiter(config.rate_limits)
+        self.limiter = limiter
         if config.insecure_no_auth:
             log.warning("amem serve: AUTHENTICATION IS OFF (--insecure-no-auth): every local "
                         "process and user can read, change and delete every agent's memory. "
@@ -300,12 +329,24 @@ class Guard:
             await _refuse(send, refused, scope, rpc=self._rpc(scope))
             return
         try:
-            receive = await self._bounded_body(scope, receive)
+            receive, body = await self._bounded_body(scope, receive)
         except Refused as refused:
             await _refuse(send, refused, rpc=self._rpc(scope))
             return
         if principal is None:  # the proof route: nothing else is reached without a key
             await self.app(scope, receive, send)
+            return
+        refusal = self._over_budget(scope, principal, body)
+        if refusal is not None:
+            import anyio
+
+            # Answered after the wait (at most ``hold_s``), on the event loop's timer: no worker,
+            # no lock. A client that loops on refusals without reading Retry-After is slowed to
+            # its budget's pace; answered at once, a looping client sent 55 refusals for every
+            # request it was allowed, and their HTTP work alone slowed other keys 3x
+            # (benchmarks.rate_flood_bench).
+            await anyio.sleep(refusal.hold)
+            await _refuse(send, _rate_limited(principal, refusal), rpc=self._rpc(scope))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = _sdk_user(principal)  # the SDK binds each MCP session to its key
@@ -452,11 +493,12 @@ class Guard:
             raise Refused("forbidden", f"key {principal.key_id} acts as agent "
                           f"{principal.agent!r} only, not {agent[:100]!r}", AGENT_HEADER)
 
-    async def _bounded_body(self, scope: Scope, receive: Receive) -> Receive:
-        """``receive`` for the app: for a method with a body, the body read here first, no
-        further than the limit (a false or absent Content-Length cannot get past it)."""
+    async def _bounded_body(self, scope: Scope, receive: Receive) -> tuple[Receive, bytes]:
+        """``receive`` for the app and the body: for a method with a body, the body read
+        here first, no further than the limit (a false or absent Content-Length cannot get
+        past it); the budgets read what an MCP request calls from it."""
         if scope["method"] in ("GET", "HEAD"):
-            return receive
+            return receive, b""
         limit = self.config.max_body
         declared = _Headers(scope).one("content-length")
         if declared is not None and ascii_digits(declared) and int(declared) > limit:
@@ -467,14 +509,33 @@ class Guard:
             message = await receive()
             if message["type"] != "http.request":  # the client went away: let the app see it
                 chunks_done = b"".join(chunks)
-                return _replay(chunks_done, receive, first=message)
+                return _replay(chunks_done, receive, first=message), chunks_done
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 raise Refused("payload_too_large", f"the body is over the limit of {limit} bytes", "body")
             chunks.append(chunk)
             if not message.get("more_body", False):
-                return _replay(b"".join(chunks), receive)
+                body = b"".join(chunks)
+                return _replay(body, receive), body
+
+    # ------------------------------------------------------------------ budgets
+
+    def _over_budget(self, scope: Scope, principal: Principal, body: bytes) -> Refusal | None:
+        """Take the request's token from its caller's bucket; the refusal when there is none
+        (step 9)."""
+        if self.limiter is None:
+            return None
+        method, mcp = scope["method"], scope["path"] == self.config.mcp_path
+        if mcp and method == "DELETE":
+            return None  # closing a session frees the server: never held back
+        if mcp:
+            writes = method == "POST" and _calls_a_writer(body, self.read_tools)
+            kind: Kind = "write" if writes else "read"
+        else:
+            kind = "read" if method in ("GET", "HEAD") else "write"
+        return self.limiter.check(principal.key_id, kind, owner=principal.owner,
+                                  agent=principal.agent)
 
     # ------------------------------------------------------------------ MCP sessions
 
@@ -518,6 +579,39 @@ class Guard:
         finally:
             ended = bool(status) and (status[0] == 404 or (scope["method"] == "DELETE" and status[0] < 400))
             book.end(session_id, principal.key_id, closed=ended)
+
+
+def _calls_a_writer(body: bytes, read_tools: frozenset[str]) -> bool:
+    """Whether an MCP request body calls a tool outside ``read_tools`` (a batch: any of its
+    messages). Only a body naming ``tools/call`` is parsed; one that does not parse calls
+    nothing (the SDK answers it with its own error)."""
+    if b"tools/call" not in body:
+        return False
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    for message in parsed if isinstance(parsed, list) else [parsed]:
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            continue
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if name not in read_tools:
+            return True
+    return False
+
+
+def _rate_limited(principal: Principal, refusal: Refusal) -> Refused:
+    """The 429 of a request over its caller's budget: what was refused, the budget, the wait."""
+    who = f"key {principal.key_id}" + (f" (agent {principal.agent!r})" if principal.agent else "")
+    what = "change data" if refusal.kind == "write" else "only read"
+    wait = refusal.retry_after_s
+    return Refused(
+        "rate_limited", f"{who} is over its budget of requests that {what} ({refusal.per_minute:g} "
+        f"a minute, bursts of {refusal.burst}); nothing of this request was done: retry in "
+        f"{wait} s", None, {"Retry-After": str(wait)},
+        {"retry_after_s": wait, "limit": {"kind": refusal.kind, "per_minute": refusal.per_minute,
+                                          "burst": refusal.burst}})
 
 
 def _replay(body: bytes, receive: Receive, first: Message | None = None) -> Receive:
@@ -599,6 +693,7 @@ class _Headers:
         self.scope["headers"] = [*kept, (wanted, value.encode("latin-1"))]
 
 
-def guard_app(app: Any, config: GuardConfig) -> Guard:
+def guard_app(app: Any, config: GuardConfig, *, read_tools: frozenset[str] = frozenset(),
+              limiter: RateLimiter | None = None) -> Guard:
     """``app`` behind the guard; the Starlette app stays reachable as ``guard.app``."""
-    return Guard(app, config)
+    return Guard(app, config, read_tools=read_tools, limiter=limiter)

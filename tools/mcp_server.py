@@ -25,7 +25,8 @@ identity rules and the same worker pool.
 
 Resources: ``amem://status`` is ``memory_status`` of the request's agent, for hosts that show
 resources. ``amem://owner/status`` and ``amem://owner/doctor[?clean=1]`` are the store-wide
-reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run): not
+reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run), and
+``amem://owner/export?cursor=&limit=&vectors=&agent=`` one page of ``amem export``: not
 listed, and read only by an owner: an owner key, or the secret ``amem serve --http`` keeps in
 its private server record for the data directory's owner (``tools.remote``).
 """
@@ -37,16 +38,21 @@ import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from amem.notes import check_agent
 
 from .errors import ToolError, is_error
 from .facade import ToolFacade
 from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of
+from .numbers import ascii_digits
 from .proof import proof_of
+from .ratelimit import RateLimiter
 from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
+
+if TYPE_CHECKING:
+    from amem.kernel.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +61,74 @@ _OWNER_PREFIX = "amem://owner/"
 
 
 @dataclass(frozen=True)
+class ExportPage:
+    """One page of ``amem://owner/export``: after ``cursor`` (None: the first page), at most
+    ``limit`` notes, their vectors with ``vectors``, one agent's notes with ``agent``."""
+
+    cursor: str | None = None
+    limit: int = 256
+    vectors: bool = True
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
 class OwnerAccess:
     """The owner's reports: ``report(name, agent_id, clean)`` for ``status`` and ``doctor``,
-    served to a request the guard admitted as an owner (``tools.http_guard``)."""
+    served to a request the guard admitted as an owner (``tools.http_guard``); ``export(page)``
+    for ``amem://owner/export?...``, one page of every agent's notes (``amem export`` while the
+    server holds the store), with the page's checked parameters (``export_params``)."""
 
     report: Callable[[str, str, bool], dict[str, Any]]
+    export: Callable[[ExportPage], dict[str, Any]] | None = None
+
+
+#: the most notes one export page holds (a page with vectors is ~4 KB a note)
+EXPORT_PAGE_MAX = 1000
+
+
+def export_params(query: str) -> ExportPage:
+    """The page an ``amem://owner/export`` query asks for; anything else is ``invalid_argument``
+    naming the parameter."""
+    from urllib.parse import parse_qs
+
+    try:
+        given = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ToolError("invalid_argument", f"the export query {query[:100]!r} is not "
+                        "name=value pairs joined by &") from None
+    unknown = sorted(set(given) - {"cursor", "limit", "vectors", "agent"})
+    if unknown:
+        raise ToolError("invalid_argument", f"the export takes cursor, limit, vectors and agent, "
+                        f"not {unknown[0][:50]!r}", field=unknown[0][:50])
+    one: dict[str, str] = {}
+    for name, values in given.items():
+        if len(values) != 1:
+            raise ToolError("invalid_argument", f"{name} was given {len(values)} times", field=name)
+        one[name] = values[0]
+    limit = one.get("limit", "256")
+    if not ascii_digits(limit) or not 1 <= int(limit) <= EXPORT_PAGE_MAX:
+        raise ToolError("invalid_argument", f"limit must be a whole number from 1 to "
+                        f"{EXPORT_PAGE_MAX}, got {limit[:20]!r}", field="limit")
+    vectors = one.get("vectors", "1")
+    if vectors not in ("0", "1"):
+        raise ToolError("invalid_argument", f"vectors must be 0 or 1, got {vectors[:20]!r}",
+                        field="vectors")
+    agent = one.get("agent")
+    if agent is not None:
+        try:
+            check_agent(agent, field="agent")
+        except ValueError as exc:
+            raise ToolError("invalid_argument", str(exc), field="agent") from None
+    cursor = one.get("cursor") or None
+    if cursor is not None:
+        import uuid
+
+        try:
+            cursor = str(uuid.UUID(cursor))
+        except ValueError:  # the cursors a page hands out are point ids (UUIDs)
+            raise ToolError("invalid_argument", f"cursor {cursor[:60]!r} is not one an export "
+                            "page gave (a UUID)", field="cursor") from None
+    return ExportPage(cursor=cursor, limit=int(limit), vectors=vectors == "1", agent=agent)
 
 
 def _require_mcp() -> None:
@@ -199,6 +268,9 @@ async def _owner_read(owner: OwnerAccess | None, uri: str, agent_id: str,
         raise ToolError("forbidden", f"{uri[:100]} is for the owner of the data directory: use "
                         "an owner key (amem keys add --owner) or the CLI of the directory's owner")
     name, _, query = uri[len(_OWNER_PREFIX):].partition("?")
+    if name == "export" and owner.export is not None:
+        page, export = export_params(query), owner.export
+        return await anyio.to_thread.run_sync(lambda: export(page))
     if name not in ("status", "doctor") or query not in ("", "clean=1"):
         raise ToolError("not_found", f"no resource {uri[:200]!r}")
     report = owner.report
@@ -304,7 +376,7 @@ def unreadable_reply(exc: Exception) -> Any:
 
 def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | None = None,
              owner: OwnerAccess | None = None, guard: GuardConfig | None = None,
-             runs_path: Path | None = None) -> Any:
+             runs_path: Path | None = None, clock: Clock | None = None) -> Any:
     """The ASGI app of the streamable HTTP transport (for tests and custom hosting): the
     Starlette app (``.app``) with the host's lcm routes beside ``path`` (``tools.host_http``),
     in the same worker pool, the server's proof and the inspector's pages under ``/ui``
@@ -312,7 +384,8 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     one ``tools.http_guard``.
 
     ``guard`` says who may call; without it nobody can (no keys, no record secret): a server
-    is never open by omission.
+    is never open by omission. Its request budgets (``guard.rate_limits``) run on ``clock``
+    (tests pass a ``ManualClock``), and what they refused joins the owner's ``status``.
     """
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
@@ -324,6 +397,8 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     if config.mcp_path != path:
         raise ValueError(f"the guard's mcp_path {config.mcp_path!r} is not the endpoint {path!r}")
     runner = CallRunner(limits)
+    limiter = RateLimiter(config.rate_limits, clock) if config.rate_limits is not None else None
+    owner = _with_budgets(owner, limiter)
     server = build_server(facade, limits=limits, owner=owner, runner=runner)
     app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1",
                                      session_idle_timeout=config.session_idle)
@@ -357,8 +432,27 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     add_ui_routes(app, UiDeps(memory=facade.memory, lcm=facade.lcm,
                               default_agent=facade.agent_id, sessions=config.ui_sessions,
                               owner_report=owner.report if owner else None,
-                              runs_path=runs_path, agent_status=agent_status))
-    return guard_app(app, config)
+                              runs_path=runs_path, agent_status=agent_status,
+                              budgets=limiter.report if limiter is not None else None))
+    read_tools = frozenset(t.name for t in facade.registry if not t.writes)
+    return guard_app(app, config, read_tools=read_tools, limiter=limiter)
+
+
+def _with_budgets(owner: OwnerAccess | None, limiter: RateLimiter | None) -> OwnerAccess | None:
+    """``owner`` whose ``status`` also says what the request budgets refused, per key: the
+    operator's view of an agent held back (``amem status``, the owner's resource). Without
+    budgets (an app built by a test or a custom host) the report is ``owner``'s own."""
+    if owner is None or limiter is None:
+        return owner
+    report, budgets = owner.report, limiter.report
+
+    def with_budgets(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
+        data = report(name, agent_id, clean)
+        if name == "status":
+            data = {**data, "rate_limit": budgets()}
+        return data
+
+    return replace(owner, report=with_budgets)  # the export (and anything else) kept
 
 
 async def serve_http(facade: ToolFacade, *, port: int = 8765, path: str = "/mcp",

@@ -23,11 +23,13 @@ class Progress:
         stream: Where to draw (stderr by default; stdout stays for results).
         enabled: Force on or off; by default on only when ``stream`` is a terminal.
         quiet: ``--quiet``: never draw, whatever the stream.
+        unit: What one step is ("note"; "conversation" for a chat export).
     """
 
     def __init__(self, label: str, *, stream: TextIO | None = None, enabled: bool | None = None,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, unit: str = "note") -> None:
         self.label = label
+        self.unit = unit
         self.stream = stream if stream is not None else sys.stderr
         isatty = getattr(self.stream, "isatty", None)
         on = enabled if enabled is not None else bool(isatty and isatty())
@@ -53,7 +55,7 @@ class Progress:
         if bar is None or stage != self._stage or done < bar.n:
             self.close()
             desc = self.label if stage is None else f"{self.label}: {stage}"
-            bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit="note",
+            bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit=self.unit,
                                    dynamic_ncols=True, leave=True)
             self._stage = stage
         if total is not None and bar.total != total:

@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 RECORD_NAME = "server.json"
 #: the resources only the record's token opens (see tools.mcp_server)
 OWNER_STATUS, OWNER_DOCTOR = "amem://owner/status", "amem://owner/doctor"
+#: one page of every agent's notes, for ``amem export`` while the server holds the store
+OWNER_EXPORT = "amem://owner/export"
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 #: Linux's table of the file locks held (``flock_holder``); absent elsewhere
 _LOCK_TABLE = Path("/proc/locks")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from amem.errors import ConfigError, EmbedderMismatchError
 from amem.kernel.files import private_dir
+from lcm.pg.url import is_postgres_url
 
 from .settings import Settings, load_settings
 
@@ -312,7 +313,7 @@ class Runtime:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=url)
         if not lcm_cfg.database_path:
             lcm_cfg = dataclasses.replace(lcm_cfg, database_path=str(self.lcm_path))
-        elif (lcm_cfg.database_path.startswith(("postgresql://", "postgres://")) and lcm_cfg.log_file_enabled
+        elif (is_postgres_url(lcm_cfg.database_path) and lcm_cfg.log_file_enabled
               and not lcm_cfg.log_file):
             # A server has no data directory for lcm's event log, but this host has its home: the
             # log of what this host did (ingests, compactions, repairs) is kept there, as beside
@@ -325,7 +326,7 @@ class Runtime:
 
         lcm_cfg = self._lcm_settings()
         # a postgresql:// URL (LCM_DATABASE_PATH or [lcm] databasePath) names a server, not a file
-        if not lcm_cfg.database_path.startswith(("postgresql://", "postgres://")):
+        if not is_postgres_url(lcm_cfg.database_path):
             private_dir(Path(lcm_cfg.database_path).expanduser().parent)
         try:  # semantic recall uses the note store's embedder; without one lcm still works
             embedder: Embedder | None = self.embedder

@@ -6,6 +6,7 @@
         .llm        LLMConfig|None  (the note store's ``llm_*`` keys; None = offline)
         .scheduler  SchedulerConfig (``schedule_*`` keys)
         .tools      the ``[tools]`` table as written (``tools.conventions`` reads its descriptions)
+        .serve      RateLimits      (the ``[serve]`` table: ``amem serve --http``'s request budgets)
         .config_path                the file read (``--config`` or ``AMEM_CONFIG``), or None
 
 Precedence for every section: defaults < TOML < environment < ``overrides``. This is the
@@ -30,6 +31,9 @@ from lcm import config as lcm_config
 from lcm.config import LcmConfig
 from scheduler import config as scheduler_config
 from scheduler.config import SchedulerConfig
+
+from . import ratelimit
+from .ratelimit import RateLimits
 
 if TYPE_CHECKING:  # the LLM client's package (httpx) loads only when an endpoint is configured
     from amem.llm.config import LLMConfig
@@ -62,6 +66,8 @@ class Settings:
     #: the embedder was named (file, ``AMEM_EMBEDDER`` or an argument); when it was not, the
     #: runtime opens an existing store with the embedder that wrote it
     embedder_chosen: bool = False
+    #: the request budgets of ``amem serve --http`` (``[serve]``, ``AMEM_SERVE_*``)
+    serve: RateLimits = field(default_factory=RateLimits)
 
 
 def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | None = None,
@@ -89,6 +95,7 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
     # the note store's table ([amem] or the top level) is shared with the scheduler's keys
     shared = amem_config.amem_table(doc) if doc is not None else None
     lcm_table = doc.get("lcm") if doc is not None and isinstance(doc.get("lcm"), Mapping) else None
+    serve_table = doc.get("serve") if doc is not None and isinstance(doc.get("serve"), Mapping) else None
     by_owner = _route({k: v for k, v in overrides.items() if v is not None})
 
     left_by_amem: list[Unclaimed] = []
@@ -107,17 +114,32 @@ def load_settings(config_path: Path | None = None, *, env: Mapping[str, str] | N
         from amem.llm.config import LLMConfig
 
         llm = LLMConfig.from_amem(amem)
+    serve = _load_serve(serve_table, source, env, by_owner["serve"])
     tools = doc.get("tools") if doc is not None else None
     if tools is not None and not isinstance(tools, Mapping):
         raise ConfigError("tools must be a table ([tools])", key="tools", source=source)
     return Settings(amem=amem, lcm=lcm, llm=llm, scheduler=scheduler, config_path=path,
                     tools=dict(tools or {}), descriptions=_descriptions(env, tools or {}),
-                    embedder_chosen=_chosen("embedder", shared or {}, env, by_owner["amem"]))
+                    embedder_chosen=_chosen("embedder", shared or {}, env, by_owner["amem"]),
+                    serve=serve)
+
+
+def _load_serve(table: Mapping[str, Any] | None, source: str | None, env: Mapping[str, str],
+                overrides: Mapping[str, Any]) -> RateLimits:
+    """The ``[serve]`` table over its defaults, ``AMEM_SERVE_*`` over it, then ``overrides``;
+    a key or variable it does not know is an error with the nearest spelling (the table and
+    the prefix are its own: no neighbour shares them)."""
+    section = ratelimit.SECTION
+    tables = [(table, f"{source} [serve]")] if table is not None else []
+    loaded = section.load(tables=tables, env=env, overrides=overrides)
+    for item in loaded.unclaimed:
+        raise section.unknown(item)
+    return section.build(loaded.values)
 
 
 #: the tables a config file may hold; the note store's and the scheduler's keys are the
 #: top level's or ``[amem]``'s
-TABLES = ("amem", "lcm", "tools")
+TABLES = ("amem", "lcm", "tools", "serve")
 
 
 def _check_layout(doc: Mapping[str, Any], source: str | None) -> None:
@@ -162,7 +184,7 @@ def _descriptions(env: Mapping[str, str], tools: Mapping[str, Any]) -> dict[str,
 
 def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Each explicit value to the section that owns its key (the note store first)."""
-    out: dict[str, dict[str, Any]] = {"amem": {}, "scheduler": {}, "lcm": {}}
+    out: dict[str, dict[str, Any]] = {"amem": {}, "scheduler": {}, "lcm": {}, "serve": {}}
     for key, value in overrides.items():
         if amem_config.SECTION.spec(key) is not None:
             out["amem"][key] = value
@@ -170,6 +192,8 @@ def _route(overrides: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             out["scheduler"][key] = value
         elif lcm_config.SECTION.spec(key) is not None:
             out["lcm"][key] = value
+        elif ratelimit.SECTION.spec(key) is not None:
+            out["serve"][key] = value
         else:
             raise ConfigError(f"unknown config key {key!r} (from {ARGUMENTS})", key=key, source=ARGUMENTS)
     return out
@@ -184,7 +208,9 @@ def _reject_unowned(left_by_amem: list[Unclaimed], left_by_scheduler: list[Uncla
             if item.name in scheduler_keys:  # neither owner took it
                 raise amem_config.SECTION.unknown(item, also=scheduler_config.SECTION.specs)
         elif (item.name not in scheduler_config.SECTION.env_names and item.name not in TOOL_ENV
-              and not item.name.startswith(TOOL_ENV_PREFIXES)):
+              and not item.name.startswith(TOOL_ENV_PREFIXES)
+              and not item.name.startswith(ratelimit.SECTION.env_prefix or "")):
+            # AMEM_SERVE_* belong to the [serve] section, which judges its own
             name = item.name[len(amem_config.ENV_PREFIX):].lower()
             hint = did_you_mean(item.name, [*amem_config.SECTION.env_names, *TOOL_ENV,
                                             *scheduler_config.SECTION.env_names])

@@ -74,6 +74,8 @@ class ConversationRow(_Dict):
     context_items: int
     #: the last message's time (by sequence), or the conversation's last update when it has none
     last_activity: str
+    #: the conversation's title (a chat export's), None when it has none
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ _CONVERSATIONS = (
     "(SELECT m.created_at FROM messages m WHERE m.conversation_id = c.id ORDER BY m.seq DESC LIMIT 1), "
     "(SELECT count(*) FROM summaries s WHERE s.conversation_id = c.id), "
     "(SELECT count(*) FROM large_files f WHERE f.conversation_id = c.id), "
-    "(SELECT count(*) FROM context_items ci WHERE ci.conversation_id = c.id) "
+    "(SELECT count(*) FROM context_items ci WHERE ci.conversation_id = c.id), c.title "
     "FROM conversations c WHERE c.id > ? {where} ORDER BY c.id LIMIT ?"
 )
 
@@ -103,7 +105,7 @@ def conversations(db: Handle, *, limit: int = 100, after_id: int | None = None,
     rows = db.query(_CONVERSATIONS.format(where=where), (start, *params, limit + 1))
     out = [
         ConversationRow(int(r[0]), r[1], r[2], bool(r[3]), r[4], int(r[6]), int(r[8]), int(r[9]), int(r[10]),
-                        str(r[7] or r[5]))
+                        str(r[7] or r[5]), r[11])
         for r in rows[:limit]
     ]  # fmt: skip
     return ConversationPage(out, out[-1].id if len(rows) > limit else None)

@@ -26,7 +26,7 @@ from lcm.pg.ingest import store_messages_pg
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.pg.semantic import PgSemanticIndex
-from lcm.sessions import resolve_conversation
+from lcm.sessions import check_title, resolve_conversation
 from lcm.store import LcmStore
 from lcm.tokens import estimate_tokens
 from lcm.vectors import TextEmbedder
@@ -123,7 +123,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         self.semantic.bind(self._now(), switch=switch_embedder)
 
     def ingest(
-        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None
+        self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None,
+        title: str | None = None,
     ) -> IngestResult:
         """:meth:`LcmStore.ingest`, safe for several processes writing one conversation at once.
 
@@ -137,7 +138,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
             return IngestResult(None, 0, 0, ignored=mode == "ignored", stateless=mode == "stateless")
         now = self._now()
         batch = normalize_messages(messages, now, session_id=session_id)
-        for field, text in [("session_key", session_key), ("session_id", session_id),
+        check_title(title)
+        for field, text in [("session_key", session_key), ("session_id", session_id), ("title", title),
                             *((f"messages[{i}]", v) for i, m in enumerate(batch)
                               for v in (m.content, m.stable_event_key, m.name))]:  # fmt: skip
             if text is not None and "\x00" in text:
@@ -157,7 +159,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         name = f"key:{session_key}" if session_key is not None else f"id:{session_id}"
         with self.db.atomic() as c:
             c.execute("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", (LOCK_SESSION, lock_key(name)))
-            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now)
+            conv_id, created, archived = resolve_conversation(c, session_key, session_id, now, title)
             c.execute("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", (LOCK_CONVERSATION, lock_key(str(conv_id))))
             ids, skipped, file_ids = store_messages_pg(c, conv_id, batch, self.config, self.files, now,
                                                        copy=self._copy_ingest)  # fmt: skip

@@ -16,6 +16,8 @@ from typing import Any
 
 from mcp import Client
 
+from amem.kernel.clock import Clock
+
 from tools import ToolFacade
 from tools.http_guard import GuardConfig
 from tools.mcp_server import OwnerAccess, http_app
@@ -35,13 +37,15 @@ def free_port() -> int:
 @contextmanager
 def running_http(facade: ToolFacade, limits: CallLimits | None = None,
                  owner: OwnerAccess | None = None, guard: GuardConfig | None = None,
-                 runs_path: Path | None = None) -> Iterator[str]:
-    """Serve ``facade`` over streamable HTTP in a thread; yields the endpoint URL."""
+                 runs_path: Path | None = None, clock: Clock | None = None) -> Iterator[str]:
+    """Serve ``facade`` over streamable HTTP in a thread; yields the endpoint URL.
+    ``clock`` is the request budgets' (``guard.rate_limits``)."""
     import uvicorn
 
     port = free_port()
     guard = guard or GuardConfig(record_secret=OWNER_SECRET)
-    app = http_app(facade, limits=limits, owner=owner, guard=guard, runs_path=runs_path)
+    app = http_app(facade, limits=limits, owner=owner, guard=guard, runs_path=runs_path,
+                   clock=clock)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1",
                                            port=port, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)

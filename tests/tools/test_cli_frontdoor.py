@@ -117,7 +117,7 @@ def test_commands_not_routed_through_a_running_server_say_so(env: dict[str, str]
                                       "url": "http://127.0.0.1:9/mcp"}))
         os.chmod(record, 0o600)
         said = {command: amem(env, *argv, code=4).stderr for command, argv in (
-            ("import", ["import", str(src)]), ("export", ["export"]),
+            ("import", ["import", str(src)]),
             ("consolidate", ["consolidate"]), ("reembed", ["reembed", "--to", "hashing"]))}
         record.unlink()
     for command, err in said.items():

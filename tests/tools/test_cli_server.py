@@ -170,6 +170,12 @@ def test_status_through_the_server_is_the_local_status(served: dict[str, str]) -
     table = remote["memory"].pop("rank_table")
     assert table["state"] in ("reading back", "filling", "filled")
     assert local["memory"].pop("rank_table") is None
+    # the server counts its callers' requests against their budgets (tools.ratelimit); a
+    # one-shot command serves no caller
+    budgets = remote.pop("rate_limit")
+    assert budgets["on"] is True and budgets["refused"] == 0
+    assert budgets["keys"]["server-record"]["writes"] >= 1  # the add of the fixture
+    assert "rate_limit" not in local
     # the retrieval counts of the searches after the remote status (the server's, written as
     # it stops, and the local one's, as its process ends) move those notes out of the index:
     # counted after the remote status, each point once
@@ -235,3 +241,30 @@ def test_a_stale_or_foreign_record_is_ignored_and_a_stdio_server_explained(
             assert find_server(home, holder_pid=os.getpid()) is None
         assert "does not answer" in said.getvalue() and record.exists()  # maybe starting: kept
     record.unlink()
+
+
+def test_export_through_the_server_is_the_export_of_the_stopped_store(
+        env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> None:
+    # `amem export` needed the store itself: a served store could be backed up only by a copy of
+    # its files (a tar taken during adds held 18 of 34 acknowledged notes) or not at all
+    out = tmp_path_factory.mktemp("export")
+    server = Server(env)
+    try:
+        done = json.loads(amem(env, "export", str(out / "served.jsonl"), "--json").stdout)
+        mine = json.loads(amem(env, "export", str(out / "other.jsonl"), "--agent", "other",
+                               "--json").stdout)
+        # another agent's key reads no export, and says whose it is
+        key = json.loads(amem(env, "keys", "add", "--agent", "console", "--json").stdout)["secret"]
+        denied = amem({**env, "AMEM_SERVER_TOKEN": key}, "export", str(out / "denied.jsonl"),
+                      "--server", server.url, code=2)  # forbidden: a usage error
+    finally:
+        server.stop()
+    assert done["through_server"] is True and done["exported"] >= len(NOTES) + 1
+    assert "for the owner of the data directory" in denied.stderr
+    assert not (out / "denied.jsonl").exists()  # nothing written under the name on a refusal
+    local = json.loads(amem(env, "export", str(out / "local.jsonl"), "--json").stdout)
+    assert local["through_server"] is False and local["exported"] == done["exported"]
+    # the same notes, vectors and fields, in the same order, byte for byte
+    assert (out / "served.jsonl").read_bytes() == (out / "local.jsonl").read_bytes()
+    others = [json.loads(line)["note"] for line in (out / "other.jsonl").read_text().splitlines()]
+    assert mine["exported"] == len(others) >= 1 and {n["agent_id"] for n in others} == {"other"}

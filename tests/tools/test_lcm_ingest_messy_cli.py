@@ -86,11 +86,11 @@ def test_a_json_array_of_messages_is_read_and_an_export_is_named(tmp_path: Path)
     assert "stored 2" in amem(env, "lcm", "ingest", str(compact), "--session-key", KEY).stdout
     assert "stored 0, already there 2" in amem(env, "lcm", "ingest", str(pretty),
                                                "--session-key", KEY).stdout
-    # a ChatGPT export of many conversations: refused naming what it is, nothing stored
-    export = tmp_path / "conversations.json"
-    export.write_text(json.dumps([{"title": "Trip", "mapping": {}, "current_node": None}],
-                                 indent=2), encoding="utf-8")
-    err = amem(env, "lcm", "ingest", str(export), "--session-key", "agent:host:chatgpt",
-               code=2).stderr
-    assert f"{export} is a ChatGPT export" in err and "JSON lines of {role, content}" in err
+    # a JSON array of something else: refused naming what it is, nothing stored (a ChatGPT or
+    # Claude export loads: test_lcm_chat_export_cli.py)
+    other = tmp_path / "rows.json"
+    other.write_text(json.dumps([{"date": "2024-05-01", "amount": 12}], indent=2), encoding="utf-8")
+    err = amem(env, "lcm", "ingest", str(other), "--session-key", "agent:host:rows", code=2).stderr
+    assert f"{other} is a JSON array that is not a list of {{role, content}} messages" in err
+    assert "JSON lines of {role, content}" in err
     assert stored_messages(env) == 2

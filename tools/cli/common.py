@@ -146,9 +146,9 @@ def not_routed(command: str, home: Any, locked: StoreLockedError) -> Exception:
         code="store_locked", exit_code=EXIT_BUSY)
 
 
-def progress(args: argparse.Namespace, label: str) -> Progress:
+def progress(args: argparse.Namespace, label: str, unit: str = "note") -> Progress:
     """A bar on stderr when it is a terminal, never with ``--quiet``."""
-    return Progress(label, quiet=bool(getattr(args, "quiet", False)))
+    return Progress(label, quiet=bool(getattr(args, "quiet", False)), unit=unit)
 
 
 def positive(value: Any, flag: str) -> None:

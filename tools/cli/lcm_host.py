@@ -1,5 +1,8 @@
 """A way in for hosts: ``amem lcm ingest FILE`` and ``amem lcm assemble``.
 
+(A ChatGPT or Claude ``conversations.json`` given to ``ingest`` goes to
+:mod:`tools.cli.lcm_chats`: many conversations, each with its own key.)
+
 Over MCP the conversation store is read-only (the model must not write its own history). A host
 that is not the model feeds its transcript in with ``ingest`` and asks for the context to send
 with ``assemble``. Ingest is idempotent: each line without an id of its own gets one from its
@@ -35,12 +38,18 @@ BATCH = 500
 
 def register(cmd: Cmd, lsub: Subparsers) -> None:
     """Register ``lcm ingest`` and ``lcm assemble`` under ``amem lcm``."""
-    p = cmd("ingest", cmd_lcm_ingest, "store a JSONL transcript ({role, content, ...} per line)", into=lsub)
-    p.add_argument("file", help="JSONL file, '-' for stdin")
-    p.add_argument("--session-key", required=True, help="the session the messages belong to")
+    p = cmd("ingest", cmd_lcm_ingest, "store a JSONL transcript ({role, content, ...} per line), or every "
+            "conversation of a ChatGPT or Claude export (conversations.json)", into=lsub)
+    p.add_argument("file", help="JSONL file, '-' for stdin, or a ChatGPT / Claude conversations.json")
+    p.add_argument("--session-key", help="the session the messages belong to (required for a transcript; an "
+                   "export's conversations each get their own, agent:<agent>:chatgpt|claude:<id>)")
     p.add_argument("--session-id", help="the host's id of this run of the session")
     p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="jsonl ({role, content} lines), claude-code, codex (default: detected)")
+                   help="jsonl ({role, content} lines), claude-code, codex (default: detected, and a "
+                   "ChatGPT or Claude export too)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="an export: store the conversations that can be read and name the rest (exit 1), "
+                   "instead of refusing the file")
     p = cmd("assemble", cmd_lcm_assemble, "print the context to send the model for a session", into=lsub)
     p.add_argument("--session-key", required=True, help="the session to assemble")
     p.add_argument("--budget", type=int, required=True, help="token budget of the context")
@@ -140,10 +149,15 @@ def _json_array(text: str, path: str) -> list[tuple[str, str, dict[str, Any]]] |
     first = items[0] if items else None
     kind = next((what for key, what in _EXPORTS if isinstance(first, dict) and key in first),
                 "a JSON array that is not a list of {role, content} messages")
+    if path == "-" and first is not None and any(isinstance(first, dict) and key in first for key, _ in _EXPORTS):
+        # an export is read twice (checked whole, then stored) and streamed: from a file only
+        raise usage_error(f"stdin is {kind} ({len(items)} {'item' if len(items) == 1 else 'items'}); "
+                          "save it to a file and give that: amem lcm ingest conversations.json", "file")
     raise usage_error(
         f"{path} is {kind} ({len(items)} {'item' if len(items) == 1 else 'items'}); amem lcm "
         "ingest reads one session's transcript: JSON lines of {role, content} messages (or "
-        "one JSON array of them), a Claude Code session file or a Codex CLI rollout", "file")
+        "one JSON array of them), a Claude Code session file or a Codex CLI rollout, or every "
+        "conversation of a ChatGPT or Claude export", "file")
 
 
 def _cut_short(line: str) -> bool:
@@ -187,6 +201,23 @@ def _keyed(lines: list[tuple[str, str, dict[str, Any]]], session_id: str | None 
 def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     import sys
 
+    if args.file != "-" and args.format == "auto":
+        from ..chats.load import sniff
+        from .lcm_chats import cmd_lcm_ingest_export
+
+        path = Path(args.file).expanduser()
+        if not path.exists():
+            # said before anything else: a missing export was asked for its --session-key
+            raise usage_error(f"no such file: {args.file}", "file")
+        app = sniff(path) if path.is_file() else None
+        if app is not None:
+            return cmd_lcm_ingest_export(args, path, app)
+    if args.skip_invalid:
+        raise usage_error("--skip-invalid is for a ChatGPT or Claude export (conversations.json); a "
+                          "transcript is checked whole and a bad line named", "skip_invalid")
+    if not args.session_key:
+        raise usage_error("--session-key is required for a transcript (the session its messages belong "
+                          "to, such as agent:<agent>:main)", "session_key")
     unfinished: list[str] = []
     lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None,
                                         args.format, unfinished=unfinished)

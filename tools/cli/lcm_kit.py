@@ -126,7 +126,9 @@ def cmd_browse_conversations(args: argparse.Namespace) -> int:
         lines = [f"{'id':>6} {'msgs':>6} {'sums':>5} {'files':>5} {'ctx':>5}  {'last activity':<20} session key"]
         lines += [f"{c['id']:>6} {c['message_count']:>6} {c['summary_count']:>5} {c['file_count']:>5} "
                   f"{c['context_items']:>5}  {c['last_activity'][:19]:<20} {c['session_key'] or '-'}"
-                  f"{'' if c['active'] else ' (archived)'}" for c in d["conversations"]]
+                  f"{'' if c['active'] else ' (archived)'}"
+                  + (f"  {' '.join(str(c['title']).split())[:60]!r}" if c.get("title") else "")
+                  for c in d["conversations"]]
         if d["next_after_id"] is not None:
             lines.append(f"more: --after {d['next_after_id']}")
         return "\n".join(lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, TextIO
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, TextIO
 from .common import Cmd, not_routed, open_memory, progress, runtime
 from .output import (EXIT_ERROR, EXIT_OK, clip, emit, kv_text, printable, search_table, usage_error,
                      width)
-from .server import add_server_option, local_store, open_notes, remote_call, remote_page
+from .server import add_server_option, local_store, open_notes, remote_call, remote_page, remote_read
 
 if TYPE_CHECKING:
     from amem import MemoryStore
@@ -103,7 +103,8 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                         "file is checked first and a bad line imports nothing, exit 2)")
 
     p = cmd("export", cmd_export, "write every note (all agents; one agent's with --agent) as "
-            "JSON lines")
+            "JSON lines; while `amem serve --http` holds the store, through it (owner only)")
+    add_server_option(p)
     p.add_argument("out", nargs="?", default="-", help="output file (default: stdout)")
     p.add_argument("--no-vectors", action="store_true", help="leave vectors out (re-embed on import)")
 
@@ -493,22 +494,57 @@ def _supersede_line(data: dict[str, Any]) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     from amem.export import export_store
 
-    with open_memory(args) as store, ExitStack() as stack:
+    # a backup of the whole store by default; an --agent given on the command line asks for
+    # that agent's notes alone (it was accepted and ignored: every tenant's notes went out
+    # under one agent's name)
+    one = getattr(args, "agent", None) is not None
+    with runtime(args) as rt, open_notes(args, rt) as (store, server), ExitStack() as stack:
         out = sys.stdout if args.out == "-" else stack.enter_context(_export_target(args.out))
         bar = stack.enter_context(progress(args, "export"))
-        # a backup of the whole store by default; an --agent given on the command line asks
-        # for that agent's notes alone (it was accepted and ignored: every tenant's notes went
-        # out under one agent's name)
-        one = getattr(args, "agent", None) is not None
-        count = export_store(store, out, all_agents=not one, with_vectors=not args.no_vectors,
-                             progress=bar)
-        whose = f"of agent {store.agent_id}" if one else "(all agents)"
+        if server is not None:  # the server holding the store exports it, page by page
+            count = _export_through(server, out, agent=rt.agent_id if one else None,
+                                    vectors=not args.no_vectors, progress=bar)
+        else:
+            count = export_store(local_store(store), out, all_agents=not one,
+                                 with_vectors=not args.no_vectors, progress=bar)
+        whose = f"of agent {rt.agent_id}" if one else "(all agents)"
     if args.out != "-":
-        emit(args, {"path": args.out, "exported": count, "agent_id": store.agent_id if one else None},
-             f"exported {count} notes {whose} to {args.out}")
+        emit(args, {"path": args.out, "exported": count, "agent_id": rt.agent_id if one else None,
+                    "through_server": server is not None},
+             f"exported {count} notes {whose} to {args.out}"
+             + (" (through the running server)" if server is not None else ""))
     else:
         print(f"exported {count} notes {whose}", file=sys.stderr)
     return EXIT_OK
+
+
+#: notes a page of a routed export holds (~4 KB each with its vector)
+EXPORT_PAGE = 500
+
+
+def _export_through(server: RemoteServer, out: TextIO, *, agent: str | None, vectors: bool,
+                    progress: Callable[[int, int | None], None]) -> int:
+    """``amem export`` while ``amem serve`` holds the store: the owner's export pages
+    (``amem://owner/export``), written as they come. Notes written meanwhile may or may not be
+    in it; every note acknowledged before it began is (``amem.export.export_page``); a tar of
+    the served home lost half of them."""
+    from urllib.parse import urlencode
+
+    from ..remote import OWNER_EXPORT
+
+    written, cursor, total = 0, None, None
+    while True:
+        query = {"limit": str(EXPORT_PAGE), "vectors": "1" if vectors else "0",
+                 **({"cursor": cursor} if cursor else {}), **({"agent": agent} if agent else {})}
+        page = remote_read(server, f"{OWNER_EXPORT}?{urlencode(query)}")
+        total = page.get("total", total)
+        for line in page["lines"]:
+            out.write(line)
+        written += len(page["lines"])
+        progress(written, total)
+        cursor = page.get("next")
+        if not cursor:
+            return written
 
 
 def _export_target(name: str) -> ContextManager[TextIO]:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from scheduler import SchedulerHandle
 
     from ..http_guard import GuardConfig
+    from ..mcp_server import ExportPage
+    from ..ratelimit import RateLimits
     from ..runtime import Runtime
     from ..reports import LcmReport
     from .common import Subparsers
@@ -52,6 +54,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                    help="HTTP: an MCP session idle this long expires (default 600)")
     p.add_argument("--sessions-per-key", type=int, default=None, metavar="N",
                    help="HTTP: most open MCP sessions of one key (default 64)")
+    p.add_argument("--no-rate-limit", action="store_true",
+                   help="HTTP: no per-key request budgets (the [serve] table's rate_limit = "
+                        "false; the budgets themselves are set there)")
 
     p = cmd("status", cmd_status, "what is stored: both stores (notes and conversations)")
     add_server_option(p)
@@ -162,11 +167,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lazy = args.lazy if args.lazy is not None else lazy_from_env(rt.env)
     except ValueError as exc:
         raise CliError(str(exc), code="config_error", exit_code=2) from None
-    guard = _guard_config(args) if args.http else None
+    guard = _guard_config(args, rt.settings.serve) if args.http else None
     if not args.http and (args.insecure_no_auth or args.session_idle is not None
-                          or args.sessions_per_key is not None):
-        raise usage_error("--insecure-no-auth, --session-idle and --sessions-per-key apply to "
-                          "--http only (on stdio the host owns the process)", "http")
+                          or args.sessions_per_key is not None or args.no_rate_limit):
+        raise usage_error("--insecure-no-auth, --session-idle, --sessions-per-key and "
+                          "--no-rate-limit apply to --http only (on stdio the host owns the "
+                          "process)", "http")
     home = rt.settings.amem.home
     if args.http:
         _check_port(args.port)
@@ -197,7 +203,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     assert guard is not None
                     with serving_record(home, transport="http", url=url,
                                         insecure=guard.insecure_no_auth) as token:
-                        owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth))
+                        owner = OwnerAccess(_owner_report(memory, lcm, rt, guard.insecure_no_auth),
+                                            export=_owner_export(memory))
                         config = replace(guard, record_secret=token, keys=KeyStore.for_home(home),
                                          ui_sessions=getattr(args, "ui_sessions", None))
                         runs = rt.settings.scheduler.runs_path
@@ -266,8 +273,9 @@ def _check_keys(home: str | Path, *, insecure: bool) -> None:
                  "call this server; `amem keys add --agent ID` issues a key for an MCP host")
 
 
-def _guard_config(args: argparse.Namespace) -> GuardConfig:
-    """Who may call the HTTP server (``tools.http_guard``), from the command line."""
+def _guard_config(args: argparse.Namespace, budgets: RateLimits) -> GuardConfig:
+    """Who may call the HTTP server and how often (``tools.http_guard``), from the command
+    line and the ``[serve]`` settings (``budgets``; ``--no-rate-limit`` turns them off)."""
     from ..http_guard import DEFAULT_SESSION_IDLE, DEFAULT_SESSIONS_PER_KEY, GuardConfig
 
     idle = DEFAULT_SESSION_IDLE if args.session_idle is None else args.session_idle
@@ -277,8 +285,13 @@ def _guard_config(args: argparse.Namespace) -> GuardConfig:
                           "session-idle")
     if cap < 1:
         raise usage_error(f"--sessions-per-key must be at least 1, got {cap}", "sessions-per-key")
+    if args.no_rate_limit:
+        budgets = replace(budgets, enabled=False)
+    if not budgets.enabled:
+        log.info("amem serve: request budgets are off: one key can send as many requests as "
+                 "it likes")
     return GuardConfig(insecure_no_auth=args.insecure_no_auth, mcp_path=args.path,
-                       session_idle=idle, sessions_per_key=cap)
+                       session_idle=idle, sessions_per_key=cap, rate_limits=budgets)
 
 
 #: what ``amem status`` says of a server that admits everyone
@@ -303,6 +316,23 @@ def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime,
         return doctor_data(memory, lcm_part, rt, clean)
 
     return report
+
+
+def _owner_export(memory: MemoryStore) -> Callable[[ExportPage], dict[str, Any]]:
+    """One page of ``amem export`` for the owner's CLI while this server holds the store."""
+    from amem.backends.base import Match, Where
+    from amem.export import export_page
+
+    def export(page: ExportPage) -> dict[str, Any]:
+        lines, nxt = export_page(memory, cursor=page.cursor, limit=page.limit,
+                                 with_vectors=page.vectors, agent_id=page.agent)
+        data: dict[str, Any] = {"lines": lines, "next": nxt}
+        if page.cursor is None:  # the first page: how many there are, for the progress bar
+            data["total"] = memory.index.backend.count(
+                None if page.agent is None else Where(must=(Match("agent_id", page.agent),)))
+        return data
+
+    return export
 
 
 def _start_scheduler(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime) -> SchedulerHandle:

@@ -59,7 +59,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     listening = threading.Event()
     for name, value in (("http", True), ("path", "/mcp"), ("lazy", None), ("no_scheduler", True),
                         ("session_key", None), ("insecure_no_auth", False),
-                        ("session_idle", None), ("sessions_per_key", None), ("ui_sessions", book),
+                        ("session_idle", None), ("sessions_per_key", None),
+                        ("no_rate_limit", False), ("ui_sessions", book),
                         ("on_listening", listening.set)):
         setattr(args, name, value)
     stop = threading.Event()

@@ -26,7 +26,7 @@ from amem.kernel import safejson
 from ..errors import ToolError
 from ..http_guard import FAVICON_PATH, UI_PATH, UI_SESSION_SCOPE_KEY, principal_of
 from ..keys import Principal
-from .html import CSP, Html, bare, esc, page, reset_base, set_base
+from .html import CSP, Html, bare, esc, join, page, reset_base, set_base
 from .sessions import COOKIE, UiSession, UiSessions
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class UiDeps:
     owner_report: Callable[[str, str, bool], dict[str, Any]] | None = None
     runs_path: Path | None = None
     agent_status: Callable[[str], dict[str, Any]] | None = None
+    #: what the request budgets refused, per key (``tools.ratelimit``): the owner's health page
+    budgets: Callable[[], dict[str, Any]] | None = None
 
 
 class Denied(Exception):
@@ -113,14 +115,18 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
     # ------------------------------------------------------------------ pages
 
     def notes(request: Request, agent: str, principal: Principal) -> Html:
-        from .notes import render_notes
+        from .notes import no_notes_hint, render_notes
 
-        return render_notes(_need_memory(deps), agent, request.query_params)
+        memory = _need_memory(deps)
+        return join([no_notes_hint(memory, agent, owner=principal.owner),
+                     render_notes(memory, agent, request.query_params)])
 
     def search(request: Request, agent: str, principal: Principal) -> Html:
-        from .notes import render_search
+        from .notes import no_notes_hint, render_search
 
-        return render_search(_need_memory(deps), agent, request.query_params)
+        memory = _need_memory(deps)
+        return join([no_notes_hint(memory, agent, owner=principal.owner),
+                     render_search(memory, agent, request.query_params)])
 
     def note(request: Request, agent: str, principal: Principal) -> Html:
         from .notes import render_note
@@ -130,10 +136,13 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
 
     def graph(request: Request, agent: str, principal: Principal) -> Html:
         from .graph import render_graph
+        from .notes import no_notes_hint
 
         q = request.query_params
-        return render_graph(_need_memory(deps), agent, q.get("note", "").strip(),
-                            q.get("subject", "").strip(), q.get("q", "").strip()[:1000])
+        memory = _need_memory(deps)
+        return join([no_notes_hint(memory, agent, owner=principal.owner),
+                     render_graph(memory, agent, q.get("note", "").strip(),
+                                  q.get("subject", "").strip(), q.get("q", "").strip()[:1000])])
 
     def conversations(request: Request, agent: str, principal: Principal) -> Html:
         from .conversations import render_list
@@ -184,6 +193,8 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
             status: dict[str, Any] = {"memory": notes,
                                       "lcm": lcm_report(deps.lcm, "status"),
                                       "last nightly run": runs[-1] if runs else "none recorded"}
+            if deps.budgets is not None:
+                status["rate limit"] = deps.budgets()
             if request.query_params.get("doctor") == "1" and deps.owner_report is not None:
                 doctor = deps.owner_report("doctor", agent, False)
         elif deps.agent_status is not None:

@@ -108,6 +108,23 @@ def notes_where(store: MemoryStore, agent: str, filters: NoteFilters) -> Where:
     return Where(must=tuple(must))
 
 
+def no_notes_hint(store: MemoryStore, agent: str, *, owner: bool) -> Html:
+    """A line saying that ``agent`` has no note at all, else nothing: ``?agent=`` naming an
+    agent the store does not have showed an empty page with no hint. To an owner it says no
+    agent of that name has notes; to an agent's key, that its own agent has none yet. It
+    names no other agent: an agent's key may not learn who else the store holds (one
+    indexed count, whatever the store's size)."""
+    if store.index.backend.count(Where(must=(Match("agent_id", agent),))):
+        return Html("")
+    if owner:
+        text = (f"No agent named {agent!r} has notes in this store. Agent ids are matched "
+                "exactly (spelling and case): choose another agent in the Agent box above.")
+    else:
+        text = (f"This key's agent, {agent!r}, has no notes yet: they appear here once it "
+                "adds some (memory_add).")
+    return Html(f'<p id="no-such-agent" class="hint" role="status">{esc(text)}</p>')
+
+
 def notes_page(store: MemoryStore, agent: str, filters: NoteFilters, cursor: str | None
                ) -> tuple[list[Note], str | None, int]:
     """One page of the table, the next page's cursor, and how many notes match."""

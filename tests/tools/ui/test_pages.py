@@ -354,3 +354,20 @@ def test_the_subject_filter_and_graph_find_every_spelling(pages: Pages) -> None:
         assert {ids["tea_first"], ids["tea"]} <= listed, asked
         graph = pages.get(f"/ui/graph?subject={asked}").text
         assert ids["tea_first"] in graph and ids["tea"] in graph, asked
+
+
+def test_an_agent_the_store_does_not_have_is_named_and_no_other_is(pages: Pages) -> None:
+    """``?agent=`` naming an agent without notes showed an empty page and no hint."""
+    for path in ("/ui/notes?agent=ghost", "/ui/search?agent=ghost&q=tea", "/ui/graph?agent=ghost"):
+        page = pages.get(path)
+        assert page.status_code == 200, (path, page.text)
+        assert "No agent named &#x27;ghost&#x27; has notes in this store" in page.text, path
+    assert 'id="no-such-agent"' not in pages.get("/ui/notes?agent=alice").text
+    # an agent's key: its own empty agent is named, no other agent is
+    newcomer = {"Authorization": f"Bearer {pages.keys.add(agent='newcomer')[1]}"}
+    own = pages.client.get("/ui/notes", headers=newcomer)
+    assert own.status_code == 200 and 'id="no-such-agent"' in own.text
+    assert "newcomer" in own.text and "has no notes yet" in own.text
+    assert "alice" not in own.text.lower()
+    other = pages.client.get("/ui/notes?agent=ghost", headers=newcomer)
+    assert other.status_code == 403 and "alice" not in other.text.lower()

@@ -1,0 +1,224 @@
+"""One conversation of a Claude data export (``conversations.json``) as lcm messages.
+
+Each conversation is ``{uuid, name, created_at, chat_messages: [...]}``; each message
+``{uuid, sender: human|assistant, text, content: [blocks], created_at, attachments, files}``.
+
+What this reader keeps:
+
+1. The line the user last saw, ``human`` as user: claude.ai keeps every edited prompt and
+   retried answer in ``chat_messages`` with its ``parent_message_uuid``, so the line is the
+   one to ``current_leaf_message_uuid``, else to the newest leaf; the other branches are
+   returned apart, as ChatGPT's are (an export without parents is one line, in its order).
+   A message's ``content`` blocks when it has them (``text`` is the whole message flattened,
+   tool calls included), else its ``text``.
+2. An assistant message that used tools (web search, artifacts, analysis) is split where a
+   ``tool_result`` block stands: the assistant's text and calls, then the tool's result as a
+   ``tool`` message, then the text after it, each with an id of its own (``<uuid>``,
+   ``<uuid>#1``, ...), so the roles say who said what.
+3. An attached file's extracted text (``attachments[].extracted_content``, what Claude read)
+   after a placeholder naming the file; an uploaded image or file without text as the
+   placeholder only (:func:`lcm.normalize.media_placeholder`).
+4. The model's ``thinking`` is left out and counted as ``reasoning``; a message with nothing
+   left is counted as ``empty``. A block type this reader does not know is kept as its text
+   (or JSON) and said in a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from lcm.normalize import media_placeholder
+
+from .model import BadConversation, ExportedConversation, describe
+from .tree import Tree
+
+__all__ = ["convert"]
+
+_SENDERS = {"human": "user", "user": "user", "assistant": "assistant", "system": "system"}
+#: the parent claude.ai gives a conversation's first message
+_ROOT = "00000000-0000-4000-8000-000000000000"
+
+
+def convert(index: int, obj: Any) -> ExportedConversation:
+    """The conversation ``obj`` (item ``index`` of the export, 1-based) as lcm messages.
+
+    Raises:
+        BadConversation: no id, ``chat_messages`` not a list, or a message that is not an
+            object or whose sender is neither human nor assistant.
+    """
+    who = describe(index, obj)
+    if not isinstance(obj, dict):
+        raise BadConversation(f"{who}: expected an object, got {type(obj).__name__}")
+    ident = obj.get("uuid")
+    if not isinstance(ident, str) or not ident.strip():
+        raise BadConversation(f"{who}: has no uuid, so it could not be told apart from the others "
+                              "when the export is imported again")
+    chat = obj.get("chat_messages")
+    if not isinstance(chat, list):
+        raise BadConversation(f"{who}: chat_messages is missing or not a list")
+    name = obj.get("name")
+    out = ExportedConversation("claude", ident, name if isinstance(name, str) and name.strip() else None, [])
+    unknown: Counter[str] = Counter()
+    by_id: dict[str, tuple[dict[str, Any], str]] = {}
+    for i, message in enumerate(chat, 1):
+        if not isinstance(message, dict):
+            raise BadConversation(f"{who}: message {i} is not an object")
+        role = _SENDERS.get(str(message.get("sender")))
+        if role is None:
+            raise BadConversation(f"{who}: message {i}: sender {message.get('sender')!r} is not one of human, "
+                                  "assistant, system")
+        mid = message.get("uuid")
+        # a message without a uuid is keyed by its place: stable while the export is the same
+        base = mid if isinstance(mid, str) and mid else f"{ident}#{i}"
+        if base in by_id:
+            raise BadConversation(f"{who}: message {i}: uuid {base!r} is also an earlier message's")
+        by_id[base] = (message, role)
+    line, out.branch_count, rest = _line(who, obj, by_id)
+    for ids, into in ((line, out.messages), (rest, out.branches)):
+        for base in ids:
+            message, role = by_id[base]
+            _add(base, message, role, into, unknown, out)
+    out.warnings += [f"{who}: {n} content {'block' if n == 1 else 'blocks'} of type {kind!r}, which this "
+                     "reader does not know, kept as their text (or their JSON)"
+                     for kind, n in sorted(unknown.items())]
+    return out
+
+
+def _line(who: str, obj: dict[str, Any], by_id: dict[str, tuple[dict[str, Any], str]]
+          ) -> tuple[list[str], int, list[str]]:
+    """The messages of the line the user last saw, and the other branches: how many, their messages.
+
+    claude.ai keeps every edited prompt and every retried answer in ``chat_messages``, each
+    naming its ``parent_message_uuid``: the line is the one to ``current_leaf_message_uuid``
+    when the export names it, else to the newest leaf (the bulk export does not name it). An
+    export without parents is one line, in its order.
+    """
+    if not any("parent_message_uuid" in message for message, _ in by_id.values()):
+        return list(by_id), 0, []
+    parents: dict[str, str | None] = {}
+    for base, (message, _) in by_id.items():
+        parent = message.get("parent_message_uuid")
+        parents[base] = None if parent is None or parent == _ROOT else str(parent)
+    tree = Tree(who, parents)
+    leaf = obj.get("current_leaf_message_uuid")
+    if not (isinstance(leaf, str) and leaf in parents):
+        order = {base: i for i, base in enumerate(by_id)}
+        leaf = max(tree.leaves(), key=lambda n: (str(by_id[n][0].get("created_at") or ""), order[n]))
+    line = tree.line_to(leaf)
+    count, rest = tree.off(line)
+    return line, count, rest
+
+
+def _add(base: str, message: dict[str, Any], role: str, into: list[dict[str, Any]], unknown: Counter[str],
+         out: ExportedConversation) -> None:
+    """Append message ``base``'s pieces to ``into`` (or count it as empty)."""
+    pieces = _pieces(message, role, unknown, out)
+    pieces[-1:] = [_with_files(pieces[-1] if pieces else {"role": role, "content": ""}, message)]
+    kept = 0
+    for piece in pieces:
+        if not piece["content"].strip() and not piece.get("tool_calls"):
+            continue
+        piece["event_id"] = base if kept == 0 else f"{base}#{kept}"
+        if message.get("created_at") is not None:
+            piece["created_at"] = message["created_at"]
+        into.append(piece)
+        kept += 1
+    if not kept:
+        out.left_out["empty"] += 1
+
+
+def _pieces(message: dict[str, Any], role: str, unknown: Counter[str],
+            out: ExportedConversation) -> list[dict[str, Any]]:
+    """The message as lcm messages: split at each tool result (see the module docstring)."""
+    blocks = message.get("content")
+    if not isinstance(blocks, list) or not blocks:
+        text = message.get("text")
+        return [{"role": role, "content": text if isinstance(text, str) else ""}]
+    pieces: list[dict[str, Any]] = []
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if texts or calls:
+            piece: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
+            if calls:
+                piece["tool_calls"] = list(calls)
+            pieces.append(piece)
+        texts.clear()
+        calls.clear()
+
+    for block in blocks:
+        if not isinstance(block, dict):
+            texts.append(str(block))
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            texts.append(text if isinstance(text, str) else "")
+        elif kind in ("thinking", "redacted_thinking"):
+            out.left_out["reasoning"] += 1
+        elif kind == "tool_use":
+            calls.append({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
+        elif kind == "tool_result":
+            flush()
+            result: dict[str, Any] = {"role": "tool", "content": _result_text(block.get("content"))}
+            if isinstance(block.get("name"), str):
+                result["name"] = block["name"]
+            pieces.append(result)
+        elif (media := media_placeholder(block)) is not None:
+            texts.append(media)
+        else:  # a block type of a newer export: kept, and said
+            unknown[str(kind)] += 1
+            text = block.get("text")
+            texts.append(text if isinstance(text, str) else json.dumps(block, ensure_ascii=False, sort_keys=True))
+    flush()
+    return pieces
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                out.append(part["text"])
+            elif isinstance(part, dict) and (media := media_placeholder(part)) is not None:
+                out.append(media)
+            else:
+                out.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
+        return "\n".join(out)
+    return "" if content is None else json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+def _with_files(piece: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """``piece`` with the message's attachments and files after its text: a placeholder for
+    each, and an attachment's extracted text (what Claude read of it) under its placeholder."""
+    said: list[str] = []
+    for item in message.get("attachments") or []:
+        if not isinstance(item, dict):
+            continue
+        head = media_placeholder({"type": "file", **_named(item)}) or "[file]"
+        body = item.get("extracted_content")
+        said.append(f"{head}\n{body}" if isinstance(body, str) and body.strip() else head)
+    for item in [*(message.get("files") or []), *(message.get("files_v2") or [])]:
+        if not isinstance(item, dict):
+            continue
+        kind = "image" if item.get("file_kind") == "image" else "file"
+        said.append(media_placeholder({"type": kind, **_named(item)}) or f"[{kind}]")
+    if not said:
+        return piece
+    text = "\n".join(t for t in (piece["content"], *dict.fromkeys(said)) if t)
+    return {**piece, "content": text}
+
+
+def _named(item: dict[str, Any]) -> dict[str, str]:
+    """The file's name and type in the keys ``media_placeholder`` reads."""
+    out = {}
+    if isinstance(item.get("file_name"), str) and item["file_name"]:
+        out["filename"] = item["file_name"]
+    if isinstance(item.get("file_type"), str) and item["file_type"]:
+        out["mime_type"] = item["file_type"]
+    return out

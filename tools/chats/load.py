@@ -1,0 +1,333 @@
+"""Load a chat app's export into lcm: each conversation its own conversation of the caller's agent.
+
+1. The file is streamed (:mod:`tools.chats.stream`): one conversation in memory at a time.
+2. Each conversation is converted (:mod:`tools.chats.chatgpt`, :mod:`tools.chats.claude`) and
+   its messages checked as ingest checks them, so a bad one is named before anything is stored.
+3. Unless ``skip_invalid``, a first pass reads the whole file and refuses it naming every bad
+   conversation (as ``amem import`` refuses a file with bad lines); a second pass stores.
+   With ``skip_invalid`` one pass stores the good conversations and reports the bad ones.
+4. A conversation is stored under ``agent:<agent>:<app>:<its export id>``: every message has
+   the export's id as its event id, so importing the same (or a newer) export again stores
+   only what is new. ChatGPT's other branches go to ``<that key>:branches``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import re
+import time
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from amem.kernel.encoding import encoding_of
+from lcm.errors import LcmValidationError, ReplayFloodError
+from lcm.normalize import normalize_messages
+
+from ..tenancy import PREFIX, agent_segment
+from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArray, StreamError, array_items, detect
+from .model import describe
+
+__all__ = ["BATCH", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored", "key_prefix", "load_export", "session_key", "sniff"]
+
+#: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
+BATCH = 500
+#: bad conversations and warnings named in a report at most (a broken file of 10k must not fill memory)
+MAX_SAID = 100
+_PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+
+
+class Ingested(Protocol):
+    """What loading reads of an ingest's answer (:class:`lcm.IngestResult`)."""
+
+    @property
+    def stored(self) -> int: ...
+
+    @property
+    def skipped_duplicates(self) -> int: ...
+
+
+class IngestTarget(Protocol):
+    """What loading needs of the conversation store: :meth:`lcm.LcmStore.ingest`."""
+
+    def ingest(self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *,
+               session_id: str | None = None, title: str | None = None) -> Ingested: ...
+
+
+@dataclass
+class LoadReport:
+    """What a load read, stored and left out (``to_dict`` for ``--json``)."""
+
+    path: str
+    app: str
+    conversations: int = 0
+    #: conversations that got at least one new message
+    conversations_stored: int = 0
+    #: messages kept on the conversations' own lines (stored now or already there)
+    messages: int = 0
+    stored: int = 0
+    skipped_duplicates: int = 0
+    #: ChatGPT: edited or regenerated branches off the line the user last saw, and their messages
+    branches: int = 0
+    branch_messages: int = 0
+    #: messages left out, by reason ("empty", "reasoning")
+    left_out: Counter[str] = field(default_factory=Counter)
+    #: conversations without one message to store (nothing was said in them)
+    empty_conversations: int = 0
+    invalid: int = 0
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: all the warnings (``warnings`` names the first ``MAX_SAID``)
+    warning_count: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["left_out"] = dict(sorted(self.left_out.items()))
+        return data
+
+    def error(self, text: str) -> None:
+        """A conversation not stored: counted, and named while fewer than ``MAX_SAID`` are."""
+        self.invalid += 1
+        if len(self.errors) < MAX_SAID:
+            self.errors.append(text)
+
+    def warn(self, text: str) -> None:
+        self.warning_count += 1
+        if len(self.warnings) < MAX_SAID:
+            self.warnings.append(text)
+
+
+class ExportRejected(ValueError):
+    """The export has conversations that cannot be read; nothing was stored."""
+
+    def __init__(self, check: LoadReport) -> None:
+        shown = "\n  ".join(check.errors[:20])
+        more = check.invalid - min(20, len(check.errors))
+        super().__init__(
+            f"{check.path}: {check.invalid} of {check.conversations} conversations cannot be read; nothing "
+            f"was stored (fix them, or pass --skip-invalid to store the rest):\n  {shown}"
+            + (f"\n  ... and {more} more" if more > 0 else ""))
+        self.report = check
+
+
+def session_key(agent_id: str, app: str, export_id: str) -> str:
+    """The key a conversation of ``app``'s export is stored under, for ``agent_id``.
+
+    A plain id (ChatGPT's and Claude's are UUIDs) is kept as it is, so a user can find the
+    conversation by the id in the app's address bar; anything else is hashed, so the key holds
+    no spaces or separators."""
+    plain = export_id if _PLAIN_ID.fullmatch(export_id) else hashlib.sha256(export_id.encode()).hexdigest()[:32]
+    return key_prefix(agent_id, app) + plain
+
+
+def key_prefix(agent_id: str, app: str) -> str:
+    """What every key of ``app``'s conversations for ``agent_id`` starts with."""
+    return f"{PREFIX}{agent_segment(agent_id)}:{app}:"
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[io.TextIOWrapper]:
+    """The export's text: the file, or the ``conversations.json`` inside the zip the app sent
+    (read from the zip as a stream, never unpacked to disk or memory)."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            member = _member(archive)
+            if member is None:
+                raise NotAnArray(f"{path} is a zip without a conversations.json", 1)
+            with archive.open(member) as raw:
+                head = raw.read(4)
+            with archive.open(member) as raw, io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
+                yield text
+        return
+    with path.open("rb") as raw:
+        head = raw.read(4)
+        raw.seek(0)
+        # utf-8-sig drops a byte-order mark; UTF-16 or UTF-32 are read as what their mark says
+        with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
+            yield text
+
+
+def _member(archive: zipfile.ZipFile) -> str | None:
+    """The zip's ``conversations.json`` (at its top, or the shallowest one in a folder)."""
+    found = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+    return min(found, key=lambda n: (n.count("/"), n)) if found else None
+
+
+def _name(path: Path) -> str:
+    """How errors name the export: the file, or the file inside the zip."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            member = _member(archive)
+        if member is not None:
+            return f"{path}:{member}"
+    return str(path)
+
+
+def sniff(path: Path) -> str | None:
+    """The app whose export ``path`` is (by its first conversation), or None: not an export
+    (another transcript), or not readable JSON (then the transcript reader names the error)."""
+    try:
+        with _open(path) as text:
+            for item in array_items(text, name=_name(path)):
+                return detect(item.value)
+    except StreamError as exc:
+        if isinstance(exc, NotAnArray):
+            return None
+        # the first conversation is not whole JSON (a download cut short): still an export,
+        # by the key only its conversations have, so the load names the broken line (the
+        # transcript reader asked for a --session-key instead)
+        with _open(path) as text:
+            found = _EXPORT_KEY.search(text.read(1 << 16))
+        return next((app for app, key in APPS.items() if found and found.group(1) == key), None)
+    except (UnicodeDecodeError, zipfile.BadZipFile, EOFError):
+        return None  # not text, or a damaged zip: the transcript reader says what it is
+    return None
+
+
+def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, skip_invalid: bool = False,
+                progress: Callable[[str, int, int | None], None] | None = None) -> LoadReport:
+    """Store every conversation of the export at ``path`` (written by ``app``) for ``agent_id``.
+
+    ``progress(stage, done, total)`` is called after each conversation: stage ``check`` (the
+    first pass, total unknown) then ``store`` (total known when the file was checked first).
+
+    Raises:
+        ExportRejected: some conversations cannot be read and ``skip_invalid`` is off; nothing
+            was stored.
+        StreamError: the file is not valid JSON from some line on (with ``skip_invalid``, the
+            conversations before it are stored; the error says how many).
+        UnicodeDecodeError: the file is not text in its encoding.
+        PartlyStored: the store failed (went away, locked); what was stored before is kept.
+
+    A conversation the store refuses (a replay flood the check could not foresee) is counted
+    and named like a bad one, and the others are stored.
+    """
+    started = time.perf_counter()
+    total = None
+    if not skip_invalid:
+        check = _run(None, path, app, agent_id, progress, None)
+        if check.invalid:
+            raise ExportRejected(check)
+        total = check.conversations
+    report = _run(store, path, app, agent_id, progress, total)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+class PartlyStored(Exception):
+    """Storing stopped at a conversation (the store failed: it went away, or stayed locked);
+    the conversations before it are stored, and running the same import again resumes."""
+
+    def __init__(self, cause: Exception, where: str, report: LoadReport) -> None:
+        super().__init__(f"{where}: {cause} The {report.conversations_stored} conversations stored before it "
+                         f"are kept ({report.stored} messages); importing the file again stores the rest "
+                         "(what is stored is taken as already there)")
+        self.cause, self.report = cause, report
+
+
+def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
+         progress: Callable[[str, int, int | None], None] | None, total: int | None) -> LoadReport:
+    """One pass over the file: convert and check each conversation, and store it when ``store``."""
+    name = _name(path)
+    report = LoadReport(name, app)
+    convert = CONVERTERS[app]
+    now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
+    with _open(path) as text:
+        for item in array_items(text, name=name):
+            report.conversations += 1
+            try:
+                conv = convert(item.index, item.value)
+                _check(conv, item.index, item.value, now)
+            except BadConversation as exc:
+                report.error(f"{name}:{item.line}: {exc}")
+                continue
+            for warning in conv.warnings:
+                report.warn(warning)
+            report.messages += len(conv.messages)
+            report.branches += conv.branch_count
+            report.branch_messages += len(conv.branches)
+            report.left_out.update(conv.left_out)
+            if not conv.messages and not conv.branches:
+                report.empty_conversations += 1
+            if store is not None:
+                try:
+                    _store(store, conv, agent_id, report, f"{name}:{item.line}")
+                except BadConversation as exc:  # the store refused it (a replay flood): named, the rest go on
+                    report.error(f"{name}:{item.line}: {describe(item.index, item.value)}: {exc}")
+            if progress is not None:
+                progress("check" if store is None else "store", report.conversations, total)
+    return report
+
+
+def _check(conv: ExportedConversation, index: int, obj: Any, now: str) -> None:
+    """Refuse, as a bad conversation, what ingest would refuse (a bad time, a lone surrogate)."""
+    for part in (conv.messages, conv.branches):
+        try:
+            normalize_messages(part, now)
+        except LcmValidationError as exc:
+            found = re.match(r"messages\[(\d+)\]", exc.field or "")
+            node = part[int(found.group(1))].get("event_id") if found else None
+            said = str(exc).replace(found.group(0), "the message", 1) if found else str(exc)
+            raise BadConversation(f"{describe(index, obj)}: message {node!r}: {said}") from None
+
+
+def _store(store: IngestTarget, conv: ExportedConversation, agent_id: str, report: LoadReport, where: str) -> None:
+    key = session_key(agent_id, conv.source, conv.export_id)
+    new = 0
+    title = conv.title
+    branch_title = f"{title} (edited and regenerated branches)" if title else "edited and regenerated branches"
+    for into, messages, name in ((key, conv.messages, title), (f"{key}:branches", conv.branches, branch_title)):
+        for start in range(0, len(messages), BATCH):
+            try:
+                res = _ingest(store, into, messages[start:start + BATCH], name, conv, report)
+            except LcmValidationError as exc:
+                report.conversations_stored += bool(new)
+                # what the check could not see: the replay guard counts what is stored already
+                # (the same words said more than its limit in one second, all given one time)
+                raise BadConversation(f"the store refused it ({exc}); {new} of its messages were stored "
+                                      "before that") from exc
+            except Exception as exc:  # the store itself failed: stop, saying what is kept
+                raise PartlyStored(exc, where, report) from exc
+            report.stored += res.stored
+            report.skipped_duplicates += res.skipped_duplicates
+            new += res.stored
+    report.conversations_stored += bool(new)
+
+
+def _ingest(store: IngestTarget, key: str, batch: list[dict[str, Any]], title: str | None,
+            conv: ExportedConversation, report: LoadReport) -> Ingested:
+    """One batch; refused as a replay flood while it holds borrowed times, once more without them.
+
+    A message the export gave no time takes its parent's (or the conversation's), so it sits
+    where it was said; an old export without times gives every message one time, and four
+    identical "continue" prompts in one second are what the replay guard refuses. Without the
+    borrowed time such a message is stored at the import's time, which the guard does not
+    count (its event id proves it a message of its own).
+    """
+    try:
+        return store.ingest(key, batch, title=title)
+    except ReplayFloodError:
+        # only the repeated ones lose their borrowed time; the rest keep it
+        said = Counter((m["role"], m["content"]) for m in batch if m.get("event_id") in conv.borrowed_times)
+        borrowed = {m["event_id"] for m in batch
+                    if m.get("event_id") in conv.borrowed_times and said[m["role"], m["content"]] > 1}
+        if not borrowed:
+            raise
+    res = store.ingest(key, [{k: v for k, v in m.items() if k != "created_at"} if m.get("event_id") in borrowed
+                             else m for m in batch], title=title)
+    report.warn(f"{_said_conv(conv)}: {len(borrowed)} messages without a time of their own "
+                "were stored at the import's time: given the time before them, identical ones fell in one "
+                "second, which the replay guard refuses")
+    return res
+
+
+def _said_conv(conv: ExportedConversation) -> str:
+    return f"conversation {conv.title!r} (id {conv.export_id})" if conv.title else f"conversation {conv.export_id}"

@@ -1,0 +1,62 @@
+"""What a chat app's export gives lcm: one conversation at a time, as lcm messages.
+
+A converter (:mod:`tools.chats.chatgpt`, :mod:`tools.chats.claude`) turns one conversation of
+the export into an :class:`ExportedConversation`, or raises :class:`BadConversation` naming what
+is wrong with it; the caller decides whether that refuses the file or skips the conversation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BadConversation", "ExportedConversation", "describe"]
+
+
+class BadConversation(ValueError):
+    """One conversation of an export that cannot be read as a conversation (a broken tree, a
+    cycle, a message of an unknown author); the message names the conversation and the node."""
+
+
+@dataclass
+class ExportedConversation:
+    """One conversation of an export, ready for ``LcmStore.ingest``.
+
+    Every message carries the export's own id as ``event_id`` (so a second import stores
+    nothing twice) and its real time as ``created_at`` when the export has one.
+    """
+
+    #: ``chatgpt`` or ``claude``: the app, part of the session key
+    source: str
+    #: the app's id of the conversation (the session key is made from it)
+    export_id: str
+    title: str | None
+    #: the conversation as the user last saw it, in order
+    messages: list[dict[str, Any]]
+    #: messages of edited or regenerated branches that are not on that line (ChatGPT keeps
+    #: every version of an edited prompt and every regenerated answer), each branch in order
+    branches: list[dict[str, Any]] = field(default_factory=list)
+    #: how many branches ``branches`` holds
+    branch_count: int = 0
+    #: messages not kept, by reason ("empty", "reasoning")
+    left_out: Counter[str] = field(default_factory=Counter)
+    #: event ids of messages whose time is borrowed (the export gave them none): they may go
+    #: without it when the store's replay guard reads borrowed times as a flood
+    borrowed_times: set[str] = field(default_factory=set)
+    #: what was read but may surprise (a content type this reader does not know, kept as text)
+    warnings: list[str] = field(default_factory=list)
+
+
+def describe(index: int, obj: object) -> str:
+    """How an error names a conversation: its place in the file, title and id, as far as known."""
+    said = f"conversation {index}"
+    if isinstance(obj, dict):
+        title = obj.get("title", obj.get("name"))
+        ident = obj.get("conversation_id") or obj.get("id") or obj.get("uuid")
+        if isinstance(title, str) and title.strip():
+            said += f" ({' '.join(title.split())[:60]!r}"
+            said += f", id {str(ident)[:80]})" if ident else ")"
+        elif ident:
+            said += f" (id {str(ident)[:80]})"
+    return said

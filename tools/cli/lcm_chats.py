@@ -1,0 +1,100 @@
+"""``amem lcm ingest conversations.json``: a ChatGPT or Claude data export, every conversation.
+
+Reached from ``amem lcm ingest`` when the file is such an export, or the zip the app sent with
+one inside (:func:`tools.chats.load.sniff`);
+the loading itself is :mod:`tools.chats.load`. This module only words the outcome: the report
+on stdout, what was skipped or left out on stderr, exit 1 when conversations were skipped (as
+``amem import --skip-invalid`` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import zipfile
+from pathlib import Path
+
+from .common import progress, runtime
+from .output import CODE_EXITS, EXIT_ERROR, EXIT_OK, CliError, emit, printable, usage_error
+
+_APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
+
+
+def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int:
+    from ..chats import StreamError
+    from ..chats.load import ExportRejected, PartlyStored, key_prefix, load_export
+
+    if args.session_key or args.session_id:
+        flag = "--session-key" if args.session_key else "--session-id"
+        raise usage_error(f"{path} is a {_APP_NAMES[app]} export of many conversations; each is stored under a "
+                          f"key of its own (agent:<agent>:{app}:<its id>), so {flag} is not taken: drop it "
+                          "(--agent chooses the agent)", flag.lstrip("-").replace("-", "_"))
+    with runtime(args) as rt:
+        agent = rt.agent_id
+        try:
+            with progress(args, f"{app} export", "conversation") as bar:
+                report = load_export(rt.lcm, path, app, agent, skip_invalid=args.skip_invalid, progress=bar)
+        except ExportRejected as exc:
+            raise usage_error(str(exc), "file") from None
+        except StreamError as exc:
+            raise usage_error(f"{exc}; a {_APP_NAMES[app]} export is one JSON array of conversations"
+                              + ("" if not args.skip_invalid else
+                                 " (the conversations before that line are stored)"), "file") from None
+        except UnicodeDecodeError as exc:
+            raise usage_error(f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); nothing "
+                              "after it was read", "file") from None
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise usage_error(f"{path}: the zip is damaged ({exc or 'it ends early'}); download the export "
+                              "again, or unzip what can be read and give its conversations.json", "file") from None
+        except KeyboardInterrupt:
+            # each conversation is its own transactions: what was stored stays, and the same
+            # import again stores only the rest (every message keeps its export id)
+            print("amem: the import was stopped; the conversations it stored are kept, and running the "
+                  "same import again stores only the rest (nothing twice)", file=sys.stderr)
+            raise
+        except PartlyStored as exc:
+            code = getattr(exc.cause, "code", None)
+            code = code if isinstance(code, str) else "error"
+            raise CliError(str(exc), code=code, exit_code=CODE_EXITS.get(code, EXIT_ERROR),
+                           field=getattr(exc.cause, "field", None)) from exc.cause
+    data = report.to_dict()
+    data["format"] = app
+    data["session_key_prefix"] = key_prefix(agent, app)
+    if not args.json:
+        for error in data["errors"]:
+            print(printable(f"amem: skipped {error}"), file=sys.stderr)
+        if report.invalid > len(report.errors):  # the report names the first 100
+            print(f"amem: ... and {report.invalid - len(report.errors)} more skipped conversations", file=sys.stderr)
+        for warning in data["warnings"]:
+            print(printable(f"amem: warning: {warning}"), file=sys.stderr)
+        if report.warning_count > len(report.warnings):
+            print(f"amem: ... and {report.warning_count - len(report.warnings)} more warnings", file=sys.stderr)
+    emit(args, data, lambda: _text(data))
+    return EXIT_OK if not report.invalid else EXIT_ERROR
+
+
+def _n(count: object, thing: str) -> str:
+    """``1 conversation``, ``2 conversations``."""
+    return f"{count} {thing}{'' if count == 1 else 's'}"
+
+
+def _text(data: dict[str, object]) -> str:
+    left = data["left_out"]
+    assert isinstance(left, dict)
+    lines = [f"read {_n(data['conversations'], 'conversation')} ({data['format']} export): stored "
+             f"{_n(data['stored'], 'message')} in {_n(data['conversations_stored'], 'conversation')}, already "
+             f"there {data['skipped_duplicates']} ({data['seconds']} s)",
+             f"conversations are under {data['session_key_prefix']}<id>"]
+    if data["branches"]:
+        branches = "branch" if data["branches"] == 1 else "branches"
+        lines.append(f"{data['branches']} edited or regenerated {branches} ({_n(data['branch_messages'], 'message')}) "
+                     "kept apart, under <that key>:branches")
+    if left:
+        said = {"empty": lambda n: f"{_n(n, 'message')} with no text",
+                "reasoning": lambda n: f"{n} of the model's reasoning (thinking)"}
+        lines.append("left out " + ", ".join(said.get(why, lambda n: f"{n} {why}")(n) for why, n in left.items()))
+    if data["empty_conversations"]:
+        lines.append(f"{_n(data['empty_conversations'], 'conversation')} held no message")
+    if data["invalid"]:
+        lines.append(f"skipped {_n(data['invalid'], 'conversation')} that cannot be read (named on stderr)")
+    return "\n".join(lines)
