@@ -35,6 +35,7 @@ from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, joined, l
                     settle_left, text_without)
 from .notefields import index_fields
 from .notes import Note, check_id, content_hash, new_note_id, now_iso, point_id, unique
+from .supersede.marks import mark
 from .write.drafts import Draft
 from .write.enrichment import EnricherSlot, enrich_draft
 
@@ -92,6 +93,8 @@ class Separator:
                 own = self._revive(target, join)
             if own is None:
                 own = self._recreate(target, join, warnings)
+            elif join.kind == "merge" and own.id == join.part:
+                self._hand_back_marks(target, own)
             restored, removed, settled = self._leave(target, join, own.id, warnings)
         return SeparateResult(target.id, join.part, own.id, join.kind, restored, removed,
                               settled, warnings)
@@ -159,6 +162,32 @@ class Separator:
         index.write_points([index.make_point(note, vector)])
         return note
 
+    def _hand_back_marks(self, target: Note, loser: Note) -> None:
+        """The older facts the merged note had replaced, whose marks the merge moved to
+        ``target`` (``AgentRun._inherit_supersessions``), are hidden behind it again: the
+        change that hides them is its text, not ``target``'s. In the order a judgement
+        writes (``amem.supersede.marks``): the merged note lists them, then each mark moves,
+        then ``target`` forgets them (in ``_leave``'s write); a kill between leaves each fact
+        hidden behind a live note that lists it, and the run again finishes the move."""
+        index, agent = self._index, target.agent_id
+        where = Where(must=(Match("agent_id", agent), Match("superseded_by", target.id)))
+        back = []
+        for hit in index.backend.iterate(where):
+            marks = [e for e in hit.payload.get("evolution_history") or ()
+                     if e.get("action") == "superseded"]
+            if (marks and marks[-1].get("by") == target.id
+                    and marks[-1].get("decided_by") == "merge"
+                    and any(e.get("by") == loser.id for e in marks[:-1])):
+                back.append(str(hit.payload.get("id")))
+        if back:
+            loser.supersedes = unique([*loser.supersedes, *back])
+            index.update_payload(loser.id, agent, {"supersedes": loser.supersedes})
+            at = now_iso(index.clock.now())
+            for old_id in back:
+                mark(index, agent, old_id, loser.id, at=at, decided_by="separated")
+        # those a run killed before ``_leave`` moved are the merged note's already
+        target.supersedes = [n for n in target.supersedes if n not in loser.supersedes]
+
     def _from_entry(self, target: Note, join: Join) -> dict[str, Any]:
         return {"action": SEPARATED_FROM, "at": now_iso(self._index.clock.now()),
                 "from": target.id, "part": join.part, "joined_by": join.kind}
@@ -201,7 +230,8 @@ class Separator:
         entry["removed"] = removed
         target.evolution_history = [*target.evolution_history, entry]
         changes: dict[str, Any] = {name: getattr(target, name) for name in (
-            "content", "hash", "folded_hashes", "kept_apart", "evolution_history", *LISTS)}
+            "content", "hash", "folded_hashes", "kept_apart", "evolution_history", "supersedes",
+            *LISTS)}
         changes.update(extra)
         vector = None
         if target.embed_text() != embedded:

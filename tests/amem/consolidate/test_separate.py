@@ -150,3 +150,23 @@ def test_a_fold_recorded_before_the_undo_fields_is_redone(store: MemoryStore) ->
     assert result.text_restored and store.get(note).content == A
     assert any("recorded" in w for w in result.warnings)
     assert store.get(part).content == B
+
+
+def test_a_fact_the_merged_note_had_replaced_is_hidden_behind_it_again(
+        store: MemoryStore, clock: ManualClock) -> None:
+    """The merge handed the merged note's supersession marks to the survivor; separated, the
+    note whose text states the change hides the older fact again (the survivor's does not)."""
+    coffee = store.add("Alice drinks coffee every morning", ["Alice"])
+    clock.advance(86400)
+    tea = store.add("Alice stopped coffee, she drinks tea now", ["Alice"])
+    assert tea.supersedes == [coffee.id]
+    clock.advance(3 * 86400)
+    green = store.add("Alice stopped coffee, she drinks green tea now.", ["Alice"])
+    assert store.consolidate().agents["u"].merged == [(tea.id, green.id)]
+    assert store.get(coffee.id).superseded_by == green.id  # handed on by the merge
+    store.separate(green.id, tea.id)
+    assert store.get(coffee.id).superseded_by == tea.id
+    assert store.get(tea.id).supersedes == [coffee.id] and store.get(green.id).supersedes == []
+    assert store.superseder.audit() == []  # no mark hides a fact for no live reason
+    shown = [h.id for h in store.search("Alice coffee", limit=5, expand_links=False)]
+    assert coffee.id not in shown and tea.id in shown
