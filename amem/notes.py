@@ -93,6 +93,9 @@ class Note:
     #: newer notes a person said do not replace this one (``amem unsupersede``): the judge
     #: never marks this note superseded by them again
     kept_against: list[str] = field(default_factory=list)
+    #: notes a person separated from this one (``amem separate``): no fold and no merge joins
+    #: the two again (``amem.write.together.kept_apart``)
+    kept_apart: list[str] = field(default_factory=list)
     #: when what the note tells happened, UTC ISO (``amem.notefields``); the write time if not given
     event_time: str = ""
     #: the caller's key/value labels, filterable in search (``amem.notefields``)

@@ -28,6 +28,7 @@ from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
 from .search.pipeline import RANK_FIELDS
 from .search.visibility import count_expired, visible_links
+from .separate import SeparateResult, Separator
 from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
 from .write import (AddResult, BulkWriter, DeleteResult, EnricherSlot, UpdateResult, Updater,
@@ -89,8 +90,9 @@ class MemoryStore:
     A facade: it builds its parts once, each with what it needs, and the parts never call
     back into it. ``index`` (``amem.index.NoteIndex``) holds the notes in the engine; the
     stages work over it: ``writer``, ``bulk`` and ``updater`` (``amem.write``), ``searcher``
-    and ``usage`` (``amem.search``), ``superseder`` (``amem.supersede``) and
-    ``consolidator`` (``amem.consolidate``).
+    and ``usage`` (``amem.search``), ``superseder`` (``amem.supersede``),
+    ``consolidator`` (``amem.consolidate``) and ``separator``, which undoes a fold or a merge
+    (``amem.separate``).
     """
 
     def __init__(
@@ -159,6 +161,8 @@ class MemoryStore:
                              agent_id=self.agent_id)
         self.bulk = BulkWriter(self.index, self.writer, self.superseder)
         self.updater = Updater(self.index, config, enricher, self.superseder)
+        #: undoing a fold or a merge (amem.separate)
+        self.separator = Separator(self.index, enricher)
         #: the nightly maintenance (amem.consolidate)
         self.consolidator = Consolidator(self.index, self.superseder, self._llm)
         #: usage heat: each agent's last searches, and what a get records (amem.search.usage)
@@ -386,6 +390,28 @@ class MemoryStore:
         agent = self._agent(agent_id)
         by = self.superseder.keep(agent, check_id(note_id))
         return {"id": note_id, "was_superseded_by": by, "restored": True}
+
+    def separate(self, note_id: str, part_id: str, *,
+                 agent_id: str | None = None) -> SeparateResult:
+        """Undo a fold or a merge: the text ``part_id`` joined into ``note_id`` is its own
+        current note again, and the two are kept apart for good (``amem.separate``).
+
+        ``part_id`` is what ``history`` shows for the join: a fold's ``triggered_by`` (the id
+        the folded text would have had), a merge's ``merged`` note. A merged note comes back
+        as it was; a folded text becomes a note of that id. ``note_id`` loses the sentences,
+        hashes, keywords, tags, subjects and topics only that part gave it; when its text
+        changed since so that the sentences cannot be taken out exactly, it keeps its text
+        and the result's ``warnings`` say so (``text_restored`` is False).
+
+        Raises:
+            NotFoundError: no live note ``note_id`` of this agent.
+            ValidationError: ``note_id`` never received ``part_id``, or it was separated
+                already (``field`` is ``part``).
+        """
+        self._ensure_open()
+        result = self.separator.separate(note_id, part_id, self._agent(agent_id))
+        self._build_when_due()
+        return result
 
     def delete_all(self, *, agent_id: str | None = None) -> int:
         """Hard-delete every note of one agent (``amem.purge``); how many points went.

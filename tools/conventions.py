@@ -109,6 +109,14 @@ CONVENTIONS: dict[str, Convention] = {
         "Restore a hidden memory", shape({"id": _S, "was_superseded_by": _S, "restored": _B},
                                          ("id", "was_superseded_by", "restored")),
         writes=True, destructive=False, idempotent=False),
+    "memory_separate": Convention(
+        # Makes one note two: nothing is lost (both texts stay whole); the same call twice is
+        # refused (separated already).
+        "Separate joined memories", shape({"id": _S, "part": _S, "note": _S, "joined_by": _S,
+                                           "text_restored": _B, "removed": {"type": "object"},
+                                           "warnings": _WARNINGS},
+                                          ("id", "part", "note", "joined_by", "text_restored")),
+        writes=True, destructive=False, idempotent=False),
     "memory_delete_all": Convention(
         # Erases everything of the agent: destructive; a repeat finds nothing more to erase.
         "Erase all memories", shape({"deleted": _I}, ("deleted",)),

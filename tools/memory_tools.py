@@ -112,6 +112,16 @@ def memory_unsupersede(ctx: "CallContext", id: str,  # noqa: A002
     return _store(ctx).unsupersede(id, agent_id=ctx.agent_id)
 
 
+def memory_separate(ctx: "CallContext", id: str, part: str,  # noqa: A002
+                    confirm: bool) -> dict[str, Any]:
+    if confirm is not True:
+        raise ToolError("invalid_argument", "memory_separate takes a text a fold or a merge "
+                        "joined into a memory out again, as a memory of its own, and keeps "
+                        "the two apart for good; call it with confirm: true only when the user "
+                        "said they are different facts", field="confirm")
+    return _store(ctx).separate(id, part, agent_id=ctx.agent_id).to_dict()
+
+
 def memory_delete_all(ctx: "CallContext", confirm: bool) -> dict[str, Any]:
     # Only ever the caller's own agent: the tool takes no agent id, the context names it.
     if confirm is not True:
@@ -289,8 +299,9 @@ def memory_tools() -> list[Tool]:
             description=(
                 "Show the supersession chain of one memory note by id: the older notes it "
                 "replaced (hidden from search) and the newer notes that replaced it, oldest "
-                "first, deleted ones included. Use it when a search result lists hidden ids, "
-                "or the user asks how a fact changed. Returns {id, chain: [{id, content, "
+                "first, deleted ones included, and the texts folded or merged into each (events "
+                "fold, consolidate_merge: memory_separate undoes one). Use it when a search "
+                "result lists hidden ids, or the user asks how a fact changed. Returns {id, chain: [{id, content, "
                 "event_time, is_active, superseded_by, supersedes, kept_against, events}]}, "
                 "or a not_found error."),
             schema=obj({"id": _ID}, required=["id"])),
@@ -307,6 +318,24 @@ def memory_tools() -> list[Tool]:
                         "confirm": {"type": "boolean", "description": "Must be true: the user "
                                     "said the hidden fact is still true."}},
                        required=["id", "confirm"])),
+        Tool(
+            name="memory_separate", handler=memory_separate, writes=True,
+            summary="undo a fold or merge of two memories (confirm)",
+            description=(
+                "Undo a join: a near-duplicate folded into a memory when it was added, or a "
+                "memory merged into it at night, becomes its own memory again, and the two are "
+                "never joined again. Use it when the user says a memory mixes two different "
+                "facts. memory_history lists what was joined into a memory (events of action "
+                "fold: pass its triggered_by as part; consolidate_merge: its merged). Pass "
+                "confirm: true only when the user said so. Returns {id, part, note (the id of "
+                "the separated memory), joined_by, text_restored, removed, warnings}; "
+                "text_restored is false when the memory's text changed since and was kept."),
+            schema=obj({"id": _ID,
+                        "part": {**_ID, "description": "The joined text's id, as "
+                                 "memory_history shows it."},
+                        "confirm": {"type": "boolean", "description": "Must be true: the user "
+                                    "said the two are different facts."}},
+                       required=["id", "part", "confirm"])),
         Tool(
             name="memory_delete_all", handler=memory_delete_all, writes=True,
             summary="erase every memory of this agent (needs confirm: true)",

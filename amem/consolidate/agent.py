@@ -16,7 +16,8 @@ from ..backends.base import HasId, Match, Where
 from ..index import NoteIndex
 from ..notes import Note, about_the_same, now_iso, point_id
 from ..supersede.marks import mark
-from ..write.together import labels_nested, same_expiry, told_on_other_days
+from ..write.together import (Apart, kept_apart, labels_nested, same_expiry,
+                             taken_out, told_on_other_days)
 from ..write.values import state_different_values
 from .graph import LinkGraph
 from .lineage import Chains
@@ -52,6 +53,8 @@ class _Entry:
     event_time: str = ""
     timestamp: str = ""
     metadata: dict[str, Any] | None = None
+    #: what a person separated from it (``amem separate``): never merged with those again
+    apart: Apart | None = None
 
     def times(self) -> dict[str, str]:
         return {"event_time": self.event_time, "timestamp": self.timestamp}
@@ -116,7 +119,9 @@ class AgentRun:
                 np.asarray(vector, dtype=np.float32) / (norm or 1.0),
                 (note.note_type, note.category), note_key(note), note.pending_merge,
                 note.merged_into, tuple(note.subjects), note.content, note.expires_at,
-                note.event_time, note.timestamp, dict(note.metadata) or None)
+                note.event_time, note.timestamp, dict(note.metadata) or None,
+                Apart(note.id, note.hash, frozenset(note.kept_apart),
+                      taken_out(note.evolution_history)))
             links[note.id] = note.links
             for other in (note.superseded_by, *note.supersedes):
                 if other:
@@ -352,7 +357,8 @@ class AgentRun:
         (another fact), or differ in what a merge keeps of one note only (expiry, event day,
         labels; ``amem.write.together``)."""
         ea, eb = self.active[a], self.active[b]
-        return (not same_expiry(ea.expires_at, eb.expires_at)
+        separated = ea.apart is not None and eb.apart is not None and kept_apart(ea.apart, eb.apart)
+        return (separated or not same_expiry(ea.expires_at, eb.expires_at)
                 or told_on_other_days(ea.times(), eb.times())
                 or not labels_nested(ea.metadata, eb.metadata)
                 or state_different_values(ea.content, eb.content))
@@ -381,7 +387,9 @@ class AgentRun:
                                                         str(h.payload.get("content", "")))
                          and same_expiry(entry.expires_at, h.payload.get("expires_at"))
                          and not told_on_other_days(entry.times(), h.payload)
-                         and labels_nested(entry.metadata, h.payload.get("metadata"))),
+                         and labels_nested(entry.metadata, h.payload.get("metadata"))
+                         and not (entry.apart is not None
+                                  and kept_apart(entry.apart, Apart.of(h.payload)))),
                         None)
             other = best.payload.get("id") if best is not None else None
             if best is not None and best.score >= self.thr and other in self.active:

@@ -189,8 +189,35 @@ def merge_notes(survivor: Note, loser: Note, *, links: list[str], similarity: fl
         "merged_by": merged_by, "llm_error": error, "merged_text": loser.content,
         "old_content": survivor.content if merged.content != survivor.content else None,
         "old_context": survivor.context, "new_context": merged.context,
-        "old_tags": list(survivor.tags), "new_tags": list(merged.tags)}]
+        "old_tags": list(survivor.tags), "new_tags": list(merged.tags),
+        # what ``amem separate`` needs to take the loser out again exactly (amem.joins)
+        **_undo_record(survivor, loser, merged, merged_by)}]
     return Merged(merged, merged_by, error)
+
+
+def _undo_record(survivor: Note, loser: Note, merged: Note, merged_by: str) -> dict[str, Any]:
+    """The paragraph the offline merge appended (none for an LLM's rewrite: ``old_content``
+    and ``new_hash`` undo that), the text's hash after the merge, and the list items the loser
+    came with and those it added to the survivor."""
+    lists = ("keywords", "tags", "subjects", "topics")
+    out: dict[str, Any] = {
+        "new_hash": merged.hash,
+        "brought": {name: list(getattr(loser, name)) for name in lists},
+        "added": {name: [v for v in getattr(merged, name) if v not in getattr(survivor, name)]
+                  for name in lists}}
+    # what the merge took of the loser over the survivor's own (the older write time, the
+    # larger label set), so that a separation gives the survivor its own back
+    if merged.timestamp != survivor.timestamp:
+        out["old_timestamp"] = survivor.timestamp
+    if merged.metadata != survivor.metadata:
+        out["old_metadata"] = dict(survivor.metadata)
+    if merged.enriched_by != survivor.enriched_by:  # an LLM's merge names its model
+        out["old_enriched_by"] = survivor.enriched_by
+    if merged.content == survivor.content:
+        out["appended"] = ""
+    elif merged_by == "offline" and merged.content.startswith(f"{survivor.content}\n\n"):
+        out["appended"] = merged.content[len(survivor.content) + 2:]
+    return out
 
 
 def was_merged(survivor: Note, loser_id: str) -> bool:

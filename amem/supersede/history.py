@@ -7,10 +7,11 @@ from typing import Any
 from ..index import NoteIndex
 from ..notes import Note, point_id
 
-#: evolution entries that tell the chain's story
-#: the evolution entries a history shows: supersession, edits, and the joins that put
-#: another text into a note (a fold at add, a nightly merge), which are otherwise seen nowhere
-_EVENTS = ("supersedes", "superseded", "released", "update", "fold", "consolidate_merge")
+#: the evolution entries a history shows: supersession, edits, the joins that put another
+#: text into a note (a fold at add, a nightly merge), which are otherwise seen nowhere, and
+#: their undoing (``amem separate``: on both notes)
+_EVENTS = ("supersedes", "superseded", "released", "update", "fold", "consolidate_merge",
+           "separated", "separated_from")
 #: notes a chain shows at most (a chain is a few notes; a cycle or a huge fan-in stops here)
 MAX_CHAIN = 200
 

@@ -24,6 +24,8 @@ from ..notes import Note, content_hash, unique, unique_subjects
 #: the fields a fold changes (written as a field update of the target, never a whole note)
 FOLD_FIELDS = ("content", "hash", "folded_hashes", "keywords", "tags", "subjects",
                "evolution_history")
+#: the lists a fold unions (``topics`` too, recorded though a fold leaves them as they are)
+_LISTS = ("keywords", "tags", "subjects", "topics")
 
 
 def fold_into(target: Note, new: Note, similarity: float, at: str) -> dict[str, Any]:
@@ -33,17 +35,29 @@ def fold_into(target: Note, new: Note, similarity: float, at: str) -> dict[str, 
     knows the folded text), keywords, tags and subjects their union; the history records the
     whole folded text.
     """
-    old_hash, old_tags = target.hash, list(target.tags)
+    old_hash, old_tags, old_content = target.hash, list(target.tags), target.content
+    before = {name: list(getattr(target, name)) for name in _LISTS}
     target.content = fold_content(target.content, new.content)
     target.hash = content_hash(target.content)
     target.folded_hashes = unique([*target.folded_hashes, old_hash, new.hash])
     target.keywords = unique([*target.keywords, *new.keywords])
     target.tags = unique([*target.tags, *new.tags])
     target.subjects = unique_subjects([*target.subjects, *new.subjects])
-    target.evolution_history = [*target.evolution_history, {
+    # What ``amem separate`` needs to undo the fold exactly: the paragraph appended, the lists
+    # the text came with and those it added, and the text's own times and labels (the note
+    # keeps its own; the new note was never stored, so this entry is all that is left of it).
+    entry: dict[str, Any] = {
         "triggered_by": new.id, "at": at, "action": "fold", "similarity": similarity,
         "folded_text": new.content, "old_context": target.context,
-        "new_context": target.context, "old_tags": old_tags, "new_tags": list(target.tags)}]
+        "new_context": target.context, "old_tags": old_tags, "new_tags": list(target.tags),
+        "appended": target.content[len(old_content) + 2:] if target.content != old_content else "",
+        "brought": {name: list(getattr(new, name)) for name in _LISTS},
+        "added": {name: [v for v in getattr(target, name) if v not in before[name]]
+                  for name in _LISTS},
+        "timestamp": new.timestamp, "event_time": new.event_time}
+    if new.metadata:
+        entry["metadata"] = dict(new.metadata)
+    target.evolution_history = [*target.evolution_history, entry]
     return {name: getattr(target, name) for name in FOLD_FIELDS}
 
 

@@ -29,7 +29,7 @@ from .fold import fold_into
 from .linking import choose_links, view_of
 from .nearduplicate import ContentVectors, best_match, content_cosines
 from .result import AddResult
-from .together import labels_kept, same_expiry
+from .together import Apart, kept_apart, labels_kept, same_expiry
 from .values import state_different_values
 
 log = logging.getLogger(__name__)
@@ -98,13 +98,16 @@ class Placer:
                 if about_the_same(note.subjects, h.payload.get("subjects") or ())]
         chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
         nearest = None if chosen is None else ours[chosen]
+        mine = Apart(note.id, note.hash)
         # only a candidate close enough to fold or be marked pending can matter (reading each
         # candidate's values made an enriched import 0.94x)
         ours = [k for k in ours
                 if same[k] >= min(cfg.pending_threshold, cfg.fold_threshold)
                 and same_expiry(note.expires_at, hits[k].payload.get("expires_at"))
                 and labels_kept(note.metadata, hits[k].payload.get("metadata"))
-                and not state_different_values(note.content, str(hits[k].payload.get("content", "")))]
+                and not state_different_values(note.content, str(hits[k].payload.get("content", "")))
+                # a person separated this text from that note (amem.separate): never again
+                and not kept_apart(mine, Apart.of(hits[k].payload))]
         chosen = best_match([str(hits[k].payload["id"]) for k in ours], [same[k] for k in ours])
         best = None if chosen is None else ours[chosen]
         if (best is not None and same[best] >= cfg.fold_threshold

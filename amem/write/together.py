@@ -10,12 +10,16 @@ notes become one only when that loses nothing the caller gave:
   sessions is two shows. A repeat written on another day with no event time of its own is
   the same fact told again, which the nightly merge exists for;
 * **metadata**: the note absorbed carries no label the kept one lacks or holds otherwise
-  (a merge keeps the larger of two label sets when one holds the other).
+  (a merge keeps the larger of two label sets when one holds the other);
+* **a person's say**: two notes a person separated (``amem separate``, ``amem.separate``)
+  stay apart for good (:func:`kept_apart`), as do two texts taken out of one note, and the
+  note with a text told again that a separation took out of it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 
 def same_expiry(mine: str, theirs: object) -> bool:
@@ -48,4 +52,38 @@ def labels_nested(a: object, b: object) -> bool:
     return labels_kept(a, b) or labels_kept(b, a)
 
 
-__all__ = ["labels_kept", "labels_nested", "same_expiry", "told_on_other_days"]
+@dataclass(frozen=True)
+class Apart:
+    """What :func:`kept_apart` reads of a note: its id, its text's hash, the notes a person
+    separated from it and the hashes of the texts taken out of it."""
+
+    id: str
+    hash: str
+    ids: frozenset[str] = frozenset()
+    hashes: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, payload: Mapping[str, Any]) -> "Apart":
+        """From a stored note's payload (its ``kept_apart`` and its ``separated`` entries)."""
+        return cls(str(payload.get("id", "")), str(payload.get("hash", "")),
+                   frozenset(str(i) for i in payload.get("kept_apart") or ()),
+                   taken_out(payload.get("evolution_history") or ()))
+
+
+def taken_out(history: Sequence[Any]) -> frozenset[str]:
+    """The hashes of the texts separations took out of a note (its ``separated`` entries)."""
+    return frozenset(str(e["hash"]) for e in history
+                     if isinstance(e, Mapping) and e.get("action") == "separated" and e.get("hash"))
+
+
+def kept_apart(a: Apart, b: Apart) -> bool:
+    """Whether a person separated the two notes: either names the other, or both were taken
+    out of one note (a person who takes two texts out of a note has told three facts apart),
+    or either's text is one a separation took out of the other (told again after its own note
+    was deleted, it is still the text the person took out)."""
+    return (b.id in a.ids or a.id in b.ids or bool(a.ids & b.ids)
+            or b.hash in a.hashes or a.hash in b.hashes)
+
+
+__all__ = ["Apart", "kept_apart", "taken_out", "labels_kept", "labels_nested", "same_expiry",
+           "told_on_other_days"]

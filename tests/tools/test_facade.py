@@ -144,7 +144,7 @@ def test_lazy_lists_every_tool_and_shortens_the_rest(tenants: Tenants) -> None:
     assert [t["name"] for t in lazy.list_tools()] == [t["name"] for t in full.list_tools()]
     short = {t["name"]: t for t in lazy.list_tools() if t["name"] not in CORE_TOOLS}
     assert set(short) == {"memory_list", "memory_get", "memory_update", "memory_delete",
-                          "memory_history", "memory_unsupersede",
+                          "memory_history", "memory_unsupersede", "memory_separate",
                           "memory_delete_all", "memory_consolidate",
                           "memory_status", "lcm_describe", "lcm_expand", "lcm_expand_query"}
     for name, d in short.items():
@@ -166,7 +166,7 @@ def test_tool_info_keyword_search(facade: ToolFacade) -> None:
 
 def test_listing_only_facade() -> None:
     catalogue = ToolFacade(None, None, agent_id="default", lcm_listed=True)
-    assert len(catalogue.list_tools()) == 16
+    assert len(catalogue.list_tools()) == 17
     assert err(catalogue.call("memory_list", {}))["code"] == "unavailable"
     assert catalogue.call("tool_info", {"query": "lcm_grep"})["tools"][0]["name"] == "lcm_grep"
 

@@ -80,7 +80,8 @@ def test_in_memory_client_calls_every_tool(tenants: Tenants, lcm_store: Any) -> 
     out = anyio.run(main)
     assert set(out["names"]) == set(CALLS) | {"memory_get", "memory_update", "memory_delete",
                                                 "memory_delete_all", "lcm_describe",
-                                                "memory_history", "memory_unsupersede"}
+                                                "memory_history", "memory_unsupersede",
+                                                "memory_separate"}
     assert out["results"]["lcm_grep"]["hits"]
 
 
@@ -96,7 +97,7 @@ def test_legacy_handshake_and_lazy_list(tenants: Tenants) -> None:
 
     assert anyio.run(main) == ["memory_add", "memory_search", "memory_list", "memory_get",
                                "memory_update", "memory_delete", "memory_history",
-                               "memory_unsupersede", "memory_delete_all",
+                               "memory_unsupersede", "memory_separate", "memory_delete_all",
                                "memory_consolidate",
                                "memory_status",
                                "tool_info"]

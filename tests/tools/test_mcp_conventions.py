@@ -24,6 +24,8 @@ from .conftest import Tenants
 CATALOGUE = ToolFacade(None, None, agent_id="default", lcm_listed=True)
 TOOLS = list(CATALOGUE.registry)
 
+#: a text the hashing embedder folds its longer telling into (0.87 >= fold_threshold)
+BIKE = "Alice keeps a green bicycle in the garage at home."
 #: one valid call per tool, in an order where each finds what it needs ("$id" = a note id)
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory_add", {"text": "Carol's birthday is on 12 June", "subjects": ["carol"]}),
@@ -44,6 +46,10 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory_add", {"text": "Carol stopped coffee, she drinks tea now", "subjects": ["carol"]}),
     ("memory_history", {"id": "$old"}),
     ("memory_unsupersede", {"id": "$old", "confirm": True}),
+    ("memory_add", {"text": BIKE}),
+    ("memory_add", {"text": f"{BIKE} It has a wicker basket."}),  # folded into the first
+    ("memory_history", {"id": "$fold"}),
+    ("memory_separate", {"id": "$fold", "part": "$part", "confirm": True}),
     ("memory_delete", {"id": "$id"}),
     ("memory_delete_all", {"confirm": True}),
 ]
@@ -57,13 +63,23 @@ def _run_all(call: Any) -> list[tuple[str, dict[str, Any]]]:
         args = {k: seen.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
         result = call(name, args)
         out.append((name, result))
-        if name == "memory_list":
-            seen["$id"] = result["notes"][0]["id"]
-        if name == "lcm_grep":
-            seen["$msg"] = result["hits"][0]["id"]
-        if name == "memory_add" and result.get("supersedes"):  # the coffee note it hid
-            seen["$old"] = result["supersedes"][0]
+        _remember(seen, name, result)
     return out
+
+
+def _remember(seen: dict[str, str], name: str, result: dict[str, Any]) -> None:
+    """The ids a later call of ``CALLS`` names ("$id", ...), from this call's result."""
+    if name == "memory_list":
+        seen["$id"] = result["notes"][0]["id"]
+    if name == "lcm_grep":
+        seen["$msg"] = result["hits"][0]["id"]
+    if name == "memory_add" and result.get("supersedes"):  # the coffee note it hid
+        seen["$old"] = result["supersedes"][0]
+    if name == "memory_add" and result.get("status") == "folded":
+        seen["$fold"] = result["id"]
+    if name == "memory_history":  # the part the fold joined in, as history shows it
+        seen.update({"$part": e["triggered_by"] for n in result["chain"]
+                     for e in n["events"] if e["action"] == "fold"})
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
@@ -160,12 +176,7 @@ def test_lazy_mode_works_with_a_host_that_allows_only_listed_tools(
                 args = {k: seen.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
                 result = await host.call(name, args)
                 out.append((name, result))
-                if name == "memory_list":
-                    seen["$id"] = result["notes"][0]["id"]
-                if name == "lcm_grep":
-                    seen["$msg"] = result["hits"][0]["id"]
-                if name == "memory_add" and result.get("supersedes"):
-                    seen["$old"] = result["supersedes"][0]
+                _remember(seen, name, result)
             full = await host.call("tool_info", {"query": "memory_get"})
             return host, out, full
 

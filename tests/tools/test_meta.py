@@ -18,6 +18,7 @@ CATALOGUE = ToolFacade(None, None, agent_id="default", lcm_listed=True)
 TOOLS = list(CATALOGUE.registry)
 EXPECTED = {"memory_add", "memory_search", "memory_list", "memory_get", "memory_update",
             "memory_delete", "memory_delete_all", "memory_history", "memory_unsupersede",
+            "memory_separate",
             "memory_consolidate", "memory_status", "lcm_grep", "lcm_describe", "lcm_expand", "lcm_expand_query",
             "tool_info"}
 

@@ -1,4 +1,5 @@
-"""The note commands: add, search, list, get, update, delete, import, export, consolidate, reembed."""
+"""The note commands: add, search, list, get, update, delete, history, unsupersede, separate,
+import, export, consolidate, reembed."""
 
 from __future__ import annotations
 
@@ -78,6 +79,13 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
             "keep it so (the judge never hides it behind that note again)")
     add_server_option(p)
     p.add_argument("id", help="the hidden (older) note")
+
+    p = cmd("separate", cmd_separate, "undo a fold or a merge: a text joined into a note "
+            "becomes its own note again, and the two are never joined again")
+    add_server_option(p)
+    p.add_argument("id", help="the note the text was joined into")
+    p.add_argument("part", help="the joined text's id, as `amem history ID` shows it "
+                                "(\"part ...\" of a fold, the note a merge took in)")
 
     p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
     p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
@@ -270,21 +278,45 @@ def _chain_text(data: dict[str, Any]) -> str:
         lines.append(f"{mark} {n['event_time'][:10]}  {n['id']}  [{state}]{kept}  "
                      f"{clip(n['content'], 80)}")
         lines.extend(_join_lines(n.get("events") or ()))
-    return "\n".join(lines)
+    hint = _separable(data["chain"])
+    return "\n".join(lines + ([hint] if hint else []))
 
 
 def _join_lines(events: Any) -> list[str]:
-    """A line per text joined into the note: a fold at add, a nightly merge (with the
-    merged-away note's id: ``amem history`` of that id says "merged into")."""
+    """A line per text joined into the note: a fold at add (with its part id), a nightly merge
+    (with the merged-away note's id: ``amem history`` of that id says "merged into"), each the
+    id ``amem separate`` takes; and a line per separation since."""
     out = []
     for e in events:
         when = str(e.get("at") or "")[:10]
         if e.get("action") == "fold":
-            out.append(f"    \u21b3 {when} folded in: {clip(str(e.get('folded_text', '')), 70)}")
+            out.append(f"    \u21b3 {when} folded in: {clip(str(e.get('folded_text', '')), 70)}"
+                       f"  [part {e.get('triggered_by')}]")
         elif e.get("action") == "consolidate_merge":
             out.append(f"    \u21b3 {when} merged {e.get('merged')}: "
                        f"{clip(str(e.get('merged_text', '')), 60)}")
+        elif e.get("action") == "separated":
+            into = ("its own note again" if e.get("into") == e.get("part")
+                    else f"now note {e.get('into')}")
+            out.append(f"    \u21b3 {when} separated {e.get('part')}: {into}"
+                       + ("" if e.get("text") != "kept" else " (the text was kept as it was)"))
+        elif e.get("action") == "separated_from":
+            out.append(f"    \u21b3 {when} separated from note {e.get('from')}")
     return out
+
+
+def _separable(chain: list[dict[str, Any]]) -> str | None:
+    """The hint under a history with a join not undone: the command that undoes it."""
+    for n in chain:
+        events = n.get("events") or ()
+        done = {e.get("part") for e in events if e.get("action") == "separated"}
+        for e in events:
+            part = (e.get("triggered_by") if e.get("action") == "fold"
+                    else e.get("merged") if e.get("action") == "consolidate_merge" else None)
+            if part is not None and part not in done and n.get("is_active"):
+                return (f"(`amem separate {n['id']} {part}` makes that text its own note "
+                        "again, and keeps the two apart)")
+    return None
 
 
 def cmd_unsupersede(args: argparse.Namespace) -> int:
@@ -294,6 +326,29 @@ def cmd_unsupersede(args: argparse.Namespace) -> int:
     emit(args, data, f"{data['id']} is current again; it stays so against "
                      f"{data['was_superseded_by']}")
     return EXIT_OK
+
+
+def cmd_separate(args: argparse.Namespace) -> int:
+    with _notes(args) as (store, server):
+        data = (remote_call(server, "memory_separate",
+                            {"id": args.id, "part": args.part, "confirm": True})
+                if server is not None
+                else local_store(store).separate(args.id, args.part).to_dict())
+    emit(args, data, lambda: _separated(data))
+    return EXIT_OK
+
+
+def _separated(data: dict[str, Any]) -> str:
+    """``amem separate``'s lines: the two notes, what left the first, and any warning."""
+    how = "folded" if data["joined_by"] == "fold" else "merged"
+    removed = "; ".join(f"{name}: {', '.join(items)}" for name, items in data["removed"].items())
+    return (f"separated: {data['note']} is its own note again (it was {how} into {data['id']})"
+            + (f"\n{data['id']} has its text from before" if data["text_restored"]
+               else f"\n{data['id']} keeps its text as it is")
+            + (f"; taken out of it: {removed}" if removed else "")
+            + (f"\nthe sentences of {', '.join(data['also_taken_out'])}, separated before, came "
+               "out of its text too" if data.get("also_taken_out") else "")
+            + "".join(f"\nwarning: {w}" for w in data.get("warnings") or ()))
 
 
 def cmd_delete(args: argparse.Namespace) -> int:

@@ -2,8 +2,8 @@
 that holds it (``tools.remote``).
 
 Routed through the server: ``search``, ``list``, ``get``, ``add`` (not ``--no-enrich``: the tool
-always enriches), ``update``, ``delete``, ``history``, ``unsupersede``, ``status``, ``doctor``
-and ``export`` (the owner's, page by page). Everything else (import,
+always enriches), ``update``, ``delete``, ``history``, ``unsupersede``, ``separate``,
+``status``, ``doctor`` and ``export`` (the owner's, page by page). Everything else (import,
 consolidate, reembed) needs the store itself: exit 4, saying that the command is not
 routed and what to do instead (``common.not_routed``); the
 ``lcm`` commands open the conversation database, which a server does not lock.

@@ -113,3 +113,23 @@ def test_scripted_error_falls_back(table: TableEmbedder, clock: ManualClock) -> 
     with open_store("qdrant-local", table, clock, llm=llm) as store:
         seed(store)
         assert store.consolidate().to_dict()["llm_fallbacks"] == 1 and llm.calls == 1
+
+
+def test_an_llm_merge_is_separated_back_to_both_notes(table: TableEmbedder,
+                                                      clock: ManualClock) -> None:
+    """The model rewrote the survivor's text whole: separating gives it its own text, context,
+    lists and enrichment mark back (``old_content``, recorded by the merge), and the loser
+    comes back as it was (before 2026-12-06 a merge had no undo)."""
+    reply = {"content": "Frank's dentist appointment: May 4, 10am.", "context": "Frank's health",
+             "keywords": ["appointment"], "tags": ["calendar"]}
+    with open_store("edge", table, clock, llm=client([reply], [])) as store:
+        seed(store)
+        before = store.get("s", record_usage=False)
+        assert store.consolidate().to_dict()["llm_merges"] == 1
+        result = store.separate("s", "l")
+        assert result.text_restored and result.note == "l" and not result.warnings
+        s, loser = store.get("s", record_usage=False), store.get("l", record_usage=False)
+        assert (s.content, s.context, s.keywords, s.tags, s.enriched_by) == (
+            before.content, before.context, before.keywords, before.tags, before.enriched_by)
+        assert loser.content == "Frank sees the dentist May 4" and loser.tags == ["health"]
+        assert store.consolidate().merges == 0  # kept apart: no second LLM call either

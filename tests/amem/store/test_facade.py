@@ -9,7 +9,7 @@ from amem import MemoryStore
 #: the public methods of the entry class; plumbing lives on ``store.index`` and the stages
 PUBLIC = {"add", "add_many", "search", "get", "update", "delete", "delete_all", "list", "count",
           "iter_notes", "consolidate", "sweep_expired", "optimize", "flush", "info", "close",
-          "history", "unsupersede", "keep_ranking_fields", "keep_index_built"}
+          "history", "unsupersede", "separate", "keep_ranking_fields", "keep_index_built"}
 
 
 def test_the_store_exposes_a_short_public_surface() -> None:
@@ -21,7 +21,8 @@ def test_the_store_exposes_a_short_public_surface() -> None:
 def test_each_stage_is_built_once_over_the_same_index(edge_store: MemoryStore) -> None:
     index = edge_store.index
     parts = [edge_store.writer, edge_store.bulk, edge_store.updater, edge_store.searcher,
-             edge_store.usage, edge_store.superseder, edge_store.consolidator]
+             edge_store.usage, edge_store.superseder, edge_store.consolidator,
+             edge_store.separator]
     for part in parts:
         held = [value for value in vars(part).values() if isinstance(value, MemoryStore)]
         assert held == [], f"{type(part).__name__} holds the store"
