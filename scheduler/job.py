@@ -12,7 +12,7 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Protocol
 
 from apscheduler.triggers.base import BaseTrigger
@@ -21,7 +21,8 @@ from amem.kernel.clock import Clock, SystemClock
 from amem.config import AmemConfig
 
 from .config import SchedulerConfig, as_scheduler_config, last_fire_time
-from .record import RunLock, append_run, read_record, write_record
+from .record import RunLock, append_run, read_record, write_record, write_refused
+from .slots import is_served
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +116,46 @@ def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
     record = read_record(cfg.record_path) if record is None else record
     slot = last_fire_time(trigger, now) or now
     slot_date = slot.astimezone(cfg.zone).date().isoformat()
-    done = record.get("last_slot") or {}
-    if done.get("date") != slot_date or done.get("status") == "running":
+    if not is_served(record, slot, cfg.zone, now):
         return None
+    done = record.get("last_slot") or {}
     why = f"the nightly job already ran for {slot_date} ({done.get('status')})"
     return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
                          skipped_because=why)
+
+
+def record_refused(cfg: SchedulerConfig, reason: Reason, held_by: int | None, *,
+                   clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                   slot: datetime | None = None) -> NightlyReport:
+    """Record that ``slot`` (default: the trigger's latest) was refused because a run is still
+    under way (``held_by``: its pid, when known), and return the skip report.
+
+    A run can outlast a day (a huge store, an LLM that hangs): the next slot is not started
+    over it (two consolidations of one store at once), and it was refused in silence (a
+    warning in APScheduler's log) while ``amem status`` said ``overdue`` the next morning.
+    The run under way holds the lock and rewrites ``nightly.json`` when it finishes, so the
+    refusal goes to a file of its own (``nightly_refused.json``): written into the record
+    without the lock, one of the two writes could drop the other's.
+    """
+    clock = clock or SystemClock()
+    trigger = trigger or cfg.trigger()
+    now = clock.now()
+    slot = (slot or last_fire_time(trigger, now) or now).astimezone(timezone.utc)
+    slot_date = slot.astimezone(cfg.zone).date().isoformat()
+    running = read_record(cfg.record_path).get("last_run") or {}
+    since = running.get("started_at") if running.get("status") == "running" else None
+    pid = held_by if held_by and held_by > 0 else None
+    why = (f"the run under way (pid {pid or '?'}{f', since {since}' if since else ''}) "
+           f"had not finished at the slot of {slot_date}")
+    try:
+        write_refused(cfg.refused_path, {
+            "slot": slot.isoformat(), "slot_date": slot_date, "at": now.isoformat(),
+            "reason": reason, "held_by": pid, "running_since": since})
+    except OSError as exc:  # the scheduler thread must go on; the log still says it
+        log.warning("the refusal could not be recorded in %s: %s", cfg.refused_path, exc)
+    log.warning("nightly run of %s refused: %s", slot_date, why)
+    return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
+                         skipped_because=why, held_by=held_by or -1)
 
 
 def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: datetime,
@@ -134,7 +169,9 @@ def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: da
     report = NightlyReport("ok", reason, slot=slot.isoformat() if slot else None,
                            slot_date=slot_date, started_at=now.isoformat())
     running = {"status": "running", "reason": reason, "slot": report.slot, "slot_date": slot_date,
-               "started_at": report.started_at, "pid": os.getpid(), "host": socket.gethostname()}
+               "started_at": report.started_at, "pid": os.getpid(), "host": socket.gethostname(),
+               # the zone this run followed: `amem status` says when the configured one differs
+               "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}"}
     record["last_run"] = running
     if slot_date is not None:
         record["last_slot"] = {"slot": report.slot, "date": slot_date, "status": "running"}
