@@ -209,6 +209,32 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
                 trigger: BaseTrigger) -> NightlyReport:
     record = read_record(cfg.record_path)
     now = clock.now()
+    try:
+        return _run_recorded(memory_store, lcm_store, cfg, reason, clock, trigger, record, now)
+    except _Unrecorded as exc:
+        # Not run: a run the record cannot hold would be invisible to `amem status` (which
+        # would say ok, then overdue) and would run again at every start (its slot never
+        # served). The error reached the scheduler's log as a crash and `--once` as a bare
+        # OSError; it is now a failed report that names the file.
+        error = f"the nightly record {cfg.record_path} cannot be written ({exc.cause}): the job did not run"
+        log.error("%s", error)
+        report = NightlyReport("failed", reason, started_at=now.isoformat(),
+                               finished_at=now.isoformat())
+        report.steps["record"] = StepResult("failed", error=error)
+        return report
+
+
+class _Unrecorded(Exception):
+    """The start of a run could not be written to the record (``cause``: the OSError)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _run_recorded(memory_store: NoteStore, lcm_store: ConversationStore | None,
+                  cfg: SchedulerConfig, reason: Reason, clock: Clock, trigger: BaseTrigger,
+                  record: dict[str, Any], now: datetime) -> NightlyReport:
     if reason != "manual":
         skip = served(cfg, trigger, now, record, reason)
         if skip is not None:
@@ -218,7 +244,10 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
         if done.get("status") == "running":
             log.warning("the nightly run of %s (pid %s) did not finish; running it again",
                         done.get("date"), (record.get("last_run") or {}).get("pid"))
-    report = _begin(cfg, record, reason, now, trigger)
+    try:
+        report = _begin(cfg, record, reason, now, trigger)
+    except OSError as exc:
+        raise _Unrecorded(exc) from exc
     slot_date = report.slot_date
     log.info("nightly job started (%s%s)", reason, f", slot {slot_date}" if slot_date else "")
     started = time.perf_counter()
