@@ -189,9 +189,9 @@ def record_not_started(cfg: SchedulerConfig, reason: Reason, error: str, *,
     clock = clock or SystemClock()
     trigger = trigger or cfg.trigger()
     lock = RunLock(cfg.lock_path)
-    if not lock.acquire():
+    if not lock.acquire():  # the store was busy with a nightly run: not a failure
         why = f"another process (pid {lock.holder_pid}) is running the nightly job"
-        return NightlyReport("skipped", reason, skipped_because=why)
+        return NightlyReport("skipped", reason, skipped_because=why, held_by=lock.holder_pid or -1)
     try:
         record = read_record(cfg.record_path)
         report = _begin(cfg, record, reason, clock.now(), trigger)

@@ -311,10 +311,17 @@ class _OpeningRunner(_Runner):
 
     def _record_failure(self, reason: Reason, error: str) -> None:
         try:
-            self.reports.append(record_not_started(self.cfg, reason, error, clock=self.clock,
-                                                   trigger=self.trigger))
+            report = record_not_started(self.cfg, reason, error, clock=self.clock,
+                                        trigger=self.trigger)
         except Exception:  # the scheduler thread must survive; the log has the error
             log.exception("the nightly record could not be written")
+            return
+        if report.held_by is not None and reason != "manual":
+            # the store was busy with another process's nightly run, past the wait: its
+            # slot was refused for it, not failed (and it vanished from the record)
+            self.refuse(reason, report.held_by)
+        else:
+            self.reports.append(report)
 
 
 def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,

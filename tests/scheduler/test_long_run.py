@@ -132,3 +132,31 @@ def test_a_slot_that_fires_while_this_process_still_runs_the_last_is_recorded(ho
     assert any(r.skipped_because and "had not finished" in r.skipped_because
                for r in handle.reports)
     assert datetime.fromisoformat(refused["at"]) > datetime.now(UTC) - timedelta(minutes=1)
+
+
+def test_a_standalone_scheduler_whose_slot_meets_another_process_run_records_the_refusal(
+        home: Path) -> None:
+    """`amem scheduler` opens the store for each run: a store held all through the wait by
+    another process's nightly run (a second scheduler, a cron `--once`) was neither failed
+    nor refused in the record: the night vanished."""
+    from amem.errors import StoreLockedError
+    from scheduler.record import RunLock
+    from scheduler.service import _OpeningRunner
+
+    from .test_service import _busy_opener
+
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 2, 2, 30, 5, tzinfo=UTC))
+    calls: list[int] = []
+    runner = _OpeningRunner(_busy_opener(calls, StoreLockedError("held", path=str(home))),
+                            config, clock, config.trigger(), retry_s=0.0)
+    lock = RunLock(config.lock_path)
+    assert lock.acquire()  # the other process's run
+    try:
+        runner("scheduled")
+        status = last_run_status(home, config, now=clock.now())
+    finally:
+        lock.release()
+    assert status["refused"]["slot"] == "2027-05-02T02:30:00+00:00"
+    assert status["refused"]["held_by"] == os.getpid()
+    assert [r.status for r in runner.reports] == ["skipped"]
