@@ -107,7 +107,8 @@ class _Runner:
     def __call__(self, reason: Reason) -> None:
         """One run. A scheduled run that finds another run under way (a catch-up started just
         before 02:30, a run past the next slot) waits for it and then serves its own slot: it
-        was skipped, and that night went unserved (``overdue`` the next morning)."""
+        was skipped, and that night went unserved (``overdue`` the next morning). A run still
+        going after the wait (half an hour) has the slot refused, and recorded as such."""
         for attempt in range(1, OPEN_TRIES + 1):
             try:
                 report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg,
@@ -126,7 +127,6 @@ class _Runner:
             if self.stopping.wait(self.retry_s):
                 self.reports.append(report)
                 return
-
 
     def refuse(self, reason: Reason, held_by: int | None, slot: datetime | None = None) -> None:
         """Record ``slot`` (default: the one due now) as refused for the run under way
