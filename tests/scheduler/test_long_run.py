@@ -12,10 +12,12 @@ from typing import Any, Callable
 
 from apscheduler.triggers.interval import IntervalTrigger
 
+from amem import MemoryStore
 from amem.kernel.clock import ManualClock
 from scheduler import last_run_status, start_background
 from scheduler.record import read_record, read_refused, read_runs
 from scheduler.service import _Runner, missed_slot
+from tools.reports import doctor_report
 
 from .conftest import ToyNoteStore, cfg
 
@@ -41,7 +43,7 @@ class DayLongStore(ToyNoteStore):
 
 
 def test_the_slot_that_comes_during_a_day_long_run_is_refused_recorded_and_not_overdue(
-        home: Path) -> None:
+        home: Path, real_store: MemoryStore) -> None:
     config = cfg(home)
     clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
     store = DayLongStore(home, clock)
@@ -68,6 +70,9 @@ def test_the_slot_that_comes_during_a_day_long_run_is_refused_recorded_and_not_o
     assert seen["refused"]["slot"] == "2027-05-02T02:30:00+00:00"
     assert seen["refused"]["held_by"] == os.getpid()
     assert seen["refused"]["running_since"] == "2027-05-01T02:30:05+00:00"
+    doctor = doctor_report(real_store, lambda _: {"ok": True}, seen, clean=False)
+    assert any("was still going at the 2027-05-02T02:30:00+00:00 slot" in w and "24.0 h" in w
+               for w in doctor["warnings"]), doctor["warnings"]
     # after it finished, the refused night is neither overdue (something was running the job)
     # nor caught up (the run had just done the night's work); the next night runs as usual
     later = datetime(2027, 5, 2, 10, 0, tzinfo=UTC)

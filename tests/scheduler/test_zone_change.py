@@ -8,9 +8,11 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from amem import MemoryStore
 from amem.kernel.clock import ManualClock
 from scheduler import last_run_status, run_nightly
 from scheduler.service import missed_slot
+from tools.reports import doctor_report
 
 from .conftest import ToyNoteStore, cfg
 
@@ -31,7 +33,7 @@ def test_flown_west_the_new_zones_night_runs(home: Path, toy: ToyNoteStore) -> N
 
 
 def test_flown_east_the_change_is_not_overdue_and_the_next_local_night_runs(
-        home: Path, toy: ToyNoteStore) -> None:
+        home: Path, toy: ToyNoteStore, real_store: MemoryStore) -> None:
     clock = ManualClock(datetime(2027, 12, 2, 12, 30, 5, tzinfo=UTC))  # 02:30 in Honolulu
     run_nightly(toy, config=cfg(home, "Pacific/Honolulu"), reason="scheduled", clock=clock)
     tokyo = cfg(home, "Asia/Tokyo")
@@ -44,6 +46,9 @@ def test_flown_east_the_change_is_not_overdue_and_the_next_local_night_runs(
     assert status["next_run"] == "2027-12-03T02:30:00+09:00"  # the slot, in the zone it is in
     assert status["timezone"] == "Asia/Tokyo"
     assert "02:30 Pacific/Honolulu" in (status["schedule_changed"] or "")
+    doctor = doctor_report(real_store, lambda _: {"ok": True}, status, clean=False)
+    assert any(w.startswith("the schedule is 02:30 Asia/Tokyo, but the last run followed "
+                            "02:30 Pacific/Honolulu") for w in doctor["warnings"])
     # Tokyo's next 02:30 is its own night: it runs (5 h after the Honolulu one)
     clock.set(datetime(2027, 12, 2, 17, 30, 5, tzinfo=UTC))
     assert run_nightly(toy, config=tokyo, reason="scheduled", clock=clock).status == "ok"
