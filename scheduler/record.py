@@ -118,6 +118,8 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "last_slot": _object(date=_optional(_text), status=_optional(_text), slot=_optional(_text)),
     "last_run": _object(status=_optional(_text), error=_optional(_text),
                         pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
+    "scheduler": _object(schedule=_optional(_text), host=_optional(_text),
+                         pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
 }
 
 

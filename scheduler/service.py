@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -160,7 +161,7 @@ def _configure(scheduler: BaseScheduler, runner: _Runner, *, catch_up: bool) -> 
     scheduler.add_listener(on_missed, EVENT_JOB_MISSED)
     scheduler.add_listener(on_still_running, EVENT_JOB_MAX_INSTANCES)
     now = runner.clock.now()
-    _note_first_seen(cfg, now)
+    _note_start(cfg, now)
     if catch_up and missed_slot(cfg, runner.trigger, now) is not None:
         _add_catch_up(scheduler, runner)
 
@@ -171,8 +172,11 @@ def _add_catch_up(scheduler: BaseScheduler, runner: _Runner) -> None:
                       misfire_grace_time=runner.cfg.misfire_grace_seconds)
 
 
-def _note_first_seen(cfg: SchedulerConfig, now: datetime) -> None:
-    """Remember when a scheduler first ran here: slots before it were never owed."""
+def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
+    """Remember when a scheduler first ran here (slots before it were never owed) and which
+    schedule this one follows: ``schedule_timezone`` edited while it runs changes nothing
+    until it restarts, and ``amem status`` (which reads the edited file) showed the new zone's
+    next run as if it would happen."""
     lock = RunLock(cfg.lock_path)
     if not lock.acquire():
         return  # a run is in progress; it writes first_seen itself
@@ -180,9 +184,14 @@ def _note_first_seen(cfg: SchedulerConfig, now: datetime) -> None:
         record, problems = load_record(cfg.record_path)
         for problem in problems:
             log.warning("the nightly record %s: %s; replacing it", cfg.record_path, problem)
-        if "first_seen" not in record or problems:
-            record.setdefault("first_seen", now.isoformat())
+        record.setdefault("first_seen", now.isoformat())
+        record["scheduler"] = {"schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",
+                               "pid": os.getpid(), "host": socket.gethostname(),
+                               "since": now.isoformat()}
+        try:
             write_record(cfg.record_path, record)
+        except OSError as exc:  # the server must start; each run says it again, failed
+            log.error("the nightly record %s cannot be written: %s", cfg.record_path, exc)
     finally:
         lock.release()
 

@@ -7,6 +7,8 @@ in ``timezone``): the record keeps UTC, and a status that showed ``next_run`` at
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,36 @@ def _shown(entry: dict[str, Any], zone: tzinfo) -> dict[str, Any]:
     return {k: _in_zone(v, zone) if k in _TIMES else v for k, v in entry.items()}
 
 
+def _schedule_changed(record: dict[str, Any], last: dict[str, Any], schedule: str) -> str | None:
+    """What says the job follows another schedule than ``schedule`` (the configured one): a
+    scheduler alive on this host that started with another, else a last run that followed
+    another (a scheduler started before the change keeps its zone until restarted)."""
+    running = record.get("scheduler") or {}
+    followed = running.get("schedule")
+    if (isinstance(followed, str) and followed != schedule
+            and running.get("host") == socket.gethostname() and _alive(running.get("pid"))):
+        return (f"the scheduler running since {running.get('since')} (pid {running['pid']}) "
+                f"follows {followed}: restart it (`amem serve` or `amem scheduler`) to follow "
+                f"{schedule}")
+    followed = last.get("schedule")
+    if isinstance(followed, str) and followed != schedule:
+        return (f"the last run followed {followed}; a scheduler started before the change "
+                f"keeps it until restarted")
+    return None
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (ours or not)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | None = None,
                     *, now: datetime | None = None) -> dict[str, Any]:
     """What ``amem status`` shows: the last run, the last success, failures, the next run.
@@ -93,7 +125,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
     recent_refusal = (refused is not None and refused_slot is not None
                       and (began is None or refused_slot > began))
     schedule = f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}"
-    followed = last.get("schedule")
+    changed = _schedule_changed(record, last, schedule)
     return {
         "state": state, "overdue_slot": owed.astimezone(zone).isoformat() if owed else None,
         "running_since": since.astimezone(zone).isoformat() if since else None,
@@ -104,9 +136,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
         "consecutive_failures": int(record.get("consecutive_failures") or 0),
         "last_error": last.get("error"), "running_pid": holder,
         "schedule": schedule, "timezone": cfg.timezone,
-        "schedule_changed": (f"the last run followed {followed}; a scheduler started before "
-                             f"the change keeps it until restarted")
-                            if isinstance(followed, str) and followed != schedule else None,
+        "schedule_changed": changed,
         "next_run": nxt.astimezone(zone).isoformat() if nxt else None,
         "record": str(cfg.record_path),
         # a corrupt record is shown, not fatal; the next run (or `amem serve`) replaces it

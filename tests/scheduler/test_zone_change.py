@@ -3,6 +3,7 @@ set back, and what `amem status` says of the zone its times are in."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -89,3 +90,20 @@ def test_the_machines_zone_plays_no_part(home: Path) -> None:
                              capture_output=True, env={"TZ": zone, "PYTHONPATH": str(Path(__file__).parents[2])})
         seen.add(out.stdout.split('"next_run": ')[1].split(",")[0])
     assert len(seen) == 1 and seen.pop().endswith('02:30:00+00:00"')
+
+
+def test_a_zone_edited_under_a_running_scheduler_is_said_before_its_next_run(
+        home: Path, toy: ToyNoteStore) -> None:
+    # The running scheduler keeps the zone it started with; status read the edited setting
+    # and showed the new zone's next run as if it would happen, and said nothing else.
+    from scheduler import start_background
+
+    handle = start_background(toy, config=cfg(home, "Asia/Tokyo"), catch_up=False)
+    try:
+        status = last_run_status(home, cfg(home, "Pacific/Honolulu"))
+    finally:
+        handle.shutdown()
+    changed = status["schedule_changed"] or ""
+    assert "follows 02:30 Asia/Tokyo" in changed and f"pid {os.getpid()}" in changed
+    assert "to follow 02:30 Pacific/Honolulu" in changed
+    assert last_run_status(home, cfg(home, "Asia/Tokyo"))["schedule_changed"] is None
