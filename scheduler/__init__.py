@@ -13,7 +13,8 @@ from amem.kernel.lazy import lazy_exports
 if TYPE_CHECKING:
     from .config import SchedulerConfig
     from .job import NightlyReport, run_nightly
-    from .service import SchedulerHandle, last_run_status, run_forever, run_forever_opening, start_background
+    from .service import SchedulerHandle, run_forever, run_forever_opening, start_background
+    from .status import last_run_status
 
 __all__ = [
     "start_background", "run_nightly", "run_forever", "run_forever_opening", "last_run_status",
@@ -27,7 +28,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "NightlyReport": ".job",
     "run_nightly": ".job",
     "SchedulerHandle": ".service",
-    "last_run_status": ".service",
+    "last_run_status": ".status",
     "run_forever": ".service",
     "run_forever_opening": ".service",
     "start_background": ".service",

@@ -24,6 +24,7 @@ CATCH_UP_ID = "amem-nightly-catch-up"
 RECORD_FILE = "nightly.json"
 RUNS_FILE = "nightly_runs.jsonl"
 LOCK_FILE = "nightly.lock"
+REFUSED_FILE = "nightly_refused.json"
 #: how far back to look for the slot a run belongs to (a day plus a DST hour, with margin)
 LOOKBACK = timedelta(hours=26)
 
@@ -89,6 +90,11 @@ class SchedulerConfig:
     @property
     def lock_path(self) -> Path:
         return Path(self.home) / LOCK_FILE
+
+    @property
+    def refused_path(self) -> Path:
+        """The latest slot refused because a run was still under way (``record_refused``)."""
+        return Path(self.home) / REFUSED_FILE
 
     @property
     def runs_path(self) -> Path:

@@ -12,7 +12,7 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Protocol
 
 from apscheduler.triggers.base import BaseTrigger
@@ -21,7 +21,8 @@ from amem.kernel.clock import Clock, SystemClock
 from amem.config import AmemConfig
 
 from .config import SchedulerConfig, as_scheduler_config, last_fire_time
-from .record import RunLock, append_run, read_record, write_record
+from .record import RunLock, append_run, read_record, write_record, write_refused
+from .slots import is_served
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +116,46 @@ def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
     record = read_record(cfg.record_path) if record is None else record
     slot = last_fire_time(trigger, now) or now
     slot_date = slot.astimezone(cfg.zone).date().isoformat()
-    done = record.get("last_slot") or {}
-    if done.get("date") != slot_date or done.get("status") == "running":
+    if not is_served(record, slot, cfg.zone, now):
         return None
+    done = record.get("last_slot") or {}
     why = f"the nightly job already ran for {slot_date} ({done.get('status')})"
     return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
                          skipped_because=why)
+
+
+def record_refused(cfg: SchedulerConfig, reason: Reason, held_by: int | None, *,
+                   clock: Clock | None = None, trigger: BaseTrigger | None = None,
+                   slot: datetime | None = None) -> NightlyReport:
+    """Record that ``slot`` (default: the trigger's latest) was refused because a run is still
+    under way (``held_by``: its pid, when known), and return the skip report.
+
+    A run can outlast a day (a huge store, an LLM that hangs): the next slot is not started
+    over it (two consolidations of one store at once), and it was refused in silence (a
+    warning in APScheduler's log) while ``amem status`` said ``overdue`` the next morning.
+    The run under way holds the lock and rewrites ``nightly.json`` when it finishes, so the
+    refusal goes to a file of its own (``nightly_refused.json``): written into the record
+    without the lock, one of the two writes could drop the other's.
+    """
+    clock = clock or SystemClock()
+    trigger = trigger or cfg.trigger()
+    now = clock.now()
+    slot = (slot or last_fire_time(trigger, now) or now).astimezone(timezone.utc)
+    slot_date = slot.astimezone(cfg.zone).date().isoformat()
+    running = read_record(cfg.record_path).get("last_run") or {}
+    since = running.get("started_at") if running.get("status") == "running" else None
+    pid = held_by if held_by and held_by > 0 else None
+    why = (f"the run under way (pid {pid or '?'}{f', since {since}' if since else ''}) "
+           f"had not finished at the slot of {slot_date}")
+    try:
+        write_refused(cfg.refused_path, {
+            "slot": slot.isoformat(), "slot_date": slot_date, "at": now.isoformat(),
+            "reason": reason, "held_by": pid, "running_since": since})
+    except OSError as exc:  # the scheduler thread must go on; the log still says it
+        log.warning("the refusal could not be recorded in %s: %s", cfg.refused_path, exc)
+    log.warning("nightly run of %s refused: %s", slot_date, why)
+    return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
+                         skipped_because=why, held_by=held_by or -1)
 
 
 def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: datetime,
@@ -134,7 +169,9 @@ def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: da
     report = NightlyReport("ok", reason, slot=slot.isoformat() if slot else None,
                            slot_date=slot_date, started_at=now.isoformat())
     running = {"status": "running", "reason": reason, "slot": report.slot, "slot_date": slot_date,
-               "started_at": report.started_at, "pid": os.getpid(), "host": socket.gethostname()}
+               "started_at": report.started_at, "pid": os.getpid(), "host": socket.gethostname(),
+               # the zone this run followed: `amem status` says when the configured one differs
+               "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}"}
     record["last_run"] = running
     if slot_date is not None:
         record["last_slot"] = {"slot": report.slot, "date": slot_date, "status": "running"}
@@ -152,9 +189,9 @@ def record_not_started(cfg: SchedulerConfig, reason: Reason, error: str, *,
     clock = clock or SystemClock()
     trigger = trigger or cfg.trigger()
     lock = RunLock(cfg.lock_path)
-    if not lock.acquire():
+    if not lock.acquire():  # the store was busy with a nightly run: not a failure
         why = f"another process (pid {lock.holder_pid}) is running the nightly job"
-        return NightlyReport("skipped", reason, skipped_because=why)
+        return NightlyReport("skipped", reason, skipped_because=why, held_by=lock.holder_pid or -1)
     try:
         record = read_record(cfg.record_path)
         report = _begin(cfg, record, reason, clock.now(), trigger)
@@ -172,6 +209,32 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
                 trigger: BaseTrigger) -> NightlyReport:
     record = read_record(cfg.record_path)
     now = clock.now()
+    try:
+        return _run_recorded(memory_store, lcm_store, cfg, reason, clock, trigger, record, now)
+    except _Unrecorded as exc:
+        # Not run: a run the record cannot hold would be invisible to `amem status` (which
+        # would say ok, then overdue) and would run again at every start (its slot never
+        # served). The error reached the scheduler's log as a crash and `--once` as a bare
+        # OSError; it is now a failed report that names the file.
+        error = f"the nightly record {cfg.record_path} cannot be written ({exc.cause}): the job did not run"
+        log.error("%s", error)
+        report = NightlyReport("failed", reason, started_at=now.isoformat(),
+                               finished_at=now.isoformat())
+        report.steps["record"] = StepResult("failed", error=error)
+        return report
+
+
+class _Unrecorded(Exception):
+    """The start of a run could not be written to the record (``cause``: the OSError)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _run_recorded(memory_store: NoteStore, lcm_store: ConversationStore | None,
+                  cfg: SchedulerConfig, reason: Reason, clock: Clock, trigger: BaseTrigger,
+                  record: dict[str, Any], now: datetime) -> NightlyReport:
     if reason != "manual":
         skip = served(cfg, trigger, now, record, reason)
         if skip is not None:
@@ -181,7 +244,10 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
         if done.get("status") == "running":
             log.warning("the nightly run of %s (pid %s) did not finish; running it again",
                         done.get("date"), (record.get("last_run") or {}).get("pid"))
-    report = _begin(cfg, record, reason, now, trigger)
+    try:
+        report = _begin(cfg, record, reason, now, trigger)
+    except OSError as exc:
+        raise _Unrecorded(exc) from exc
     slot_date = report.slot_date
     log.info("nightly job started (%s%s)", reason, f", slot {slot_date}" if slot_date else "")
     started = time.perf_counter()

@@ -118,7 +118,29 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "last_slot": _object(date=_optional(_text), status=_optional(_text), slot=_optional(_text)),
     "last_run": _object(status=_optional(_text), error=_optional(_text),
                         pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
+    "scheduler": _object(schedule=_optional(_text), host=_optional(_text),
+                         pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
 }
+
+
+def write_refused(path: Path, refusal: dict[str, Any]) -> None:
+    """Replace the record of the latest refused slot (``scheduler.job.record_refused``)."""
+    write_text_atomic(path, json.dumps(refusal, indent=2, sort_keys=True) + "\n")
+
+
+def read_refused(path: Path) -> dict[str, Any] | None:
+    """The latest refused slot, or None (no file, or one that is not usable: logged)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("the nightly refusal record %s is not usable (%s); ignoring it", path, exc)
+        return None
+    if not isinstance(data, dict) or _moment(data.get("slot")) or _moment(data.get("at")):
+        log.warning("the nightly refusal record %s is not usable; ignoring it", path)
+        return None
+    return data
 
 
 #: how many finished runs ``nightly_runs.jsonl`` keeps (about a year of nights)

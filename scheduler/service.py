@@ -19,14 +19,15 @@ store is in memory:
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
-from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import (EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobExecutionEvent,
+                                JobSubmissionEvent)
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
@@ -38,8 +39,13 @@ from amem.config import AmemConfig
 from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, last_fire_time,
                      next_fire_time)
 from .job import (ConversationStore, NightlyReport, NoteStore, Reason, record_not_started,
-                  run_nightly, served)
-from .record import RunLock, load_record, lock_holder, read_record, write_record
+                  record_refused, run_nightly, served)
+from .record import RunLock, load_record, read_record, read_refused, write_record
+from .slots import is_refused, is_served
+from .status import last_run_status
+
+__all__ = ["SchedulerHandle", "start_background", "run_forever", "run_forever_opening",
+           "missed_slot", "last_run_status"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +108,8 @@ class _Runner:
     def __call__(self, reason: Reason) -> None:
         """One run. A scheduled run that finds another run under way (a catch-up started just
         before 02:30, a run past the next slot) waits for it and then serves its own slot: it
-        was skipped, and that night went unserved (``overdue`` the next morning)."""
+        was skipped, and that night went unserved (``overdue`` the next morning). A run still
+        going after the wait (half an hour) has the slot refused, and recorded as such."""
         for attempt in range(1, OPEN_TRIES + 1):
             try:
                 report = run_nightly(self.memory_store, self.lcm_store, config=self.cfg,
@@ -110,14 +117,26 @@ class _Runner:
             except Exception:  # the scheduler thread must survive; the next night retries
                 log.exception("the nightly job crashed")
                 return
-            if report.held_by is None or reason == "manual" or attempt == OPEN_TRIES:
+            if report.held_by is None or reason == "manual":
                 self.reports.append(report)
+                return
+            if attempt == OPEN_TRIES:  # the run under way outlasted the wait: say so
+                self.refuse(reason, report.held_by)
                 return
             log.info("the nightly job waits for the run under way (pid %s); trying again in %.0f s",
                      report.held_by, self.retry_s)
             if self.stopping.wait(self.retry_s):
                 self.reports.append(report)
                 return
+
+    def refuse(self, reason: Reason, held_by: int | None, slot: datetime | None = None) -> None:
+        """Record ``slot`` (default: the one due now) as refused for the run under way
+        (``record_refused``)."""
+        try:
+            self.reports.append(record_refused(self.cfg, reason, held_by, clock=self.clock,
+                                               trigger=self.trigger, slot=slot))
+        except Exception:  # the scheduler thread must survive; the log has the error
+            log.exception("the refused nightly run could not be recorded")
 
 
 def _configure(scheduler: BaseScheduler, runner: _Runner, *, catch_up: bool) -> None:
@@ -132,9 +151,17 @@ def _configure(scheduler: BaseScheduler, runner: _Runner, *, catch_up: bool) -> 
                         "catching up now", event.scheduled_run_time)
             _add_catch_up(scheduler, runner)
 
+    def on_still_running(event: JobSubmissionEvent) -> None:
+        # The slot came while this process's run of the last one is still going (a run past
+        # a day): APScheduler refuses it (max_instances=1) and only logs a warning.
+        if event.job_id == JOB_ID:
+            times = event.scheduled_run_times
+            runner.refuse("scheduled", os.getpid(), max(times) if times else None)
+
     scheduler.add_listener(on_missed, EVENT_JOB_MISSED)
+    scheduler.add_listener(on_still_running, EVENT_JOB_MAX_INSTANCES)
     now = runner.clock.now()
-    _note_first_seen(cfg, now)
+    _note_start(cfg, now)
     if catch_up and missed_slot(cfg, runner.trigger, now) is not None:
         _add_catch_up(scheduler, runner)
 
@@ -145,8 +172,11 @@ def _add_catch_up(scheduler: BaseScheduler, runner: _Runner) -> None:
                       misfire_grace_time=runner.cfg.misfire_grace_seconds)
 
 
-def _note_first_seen(cfg: SchedulerConfig, now: datetime) -> None:
-    """Remember when a scheduler first ran here: slots before it were never owed."""
+def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
+    """Remember when a scheduler first ran here (slots before it were never owed) and which
+    schedule this one follows: ``schedule_timezone`` edited while it runs changes nothing
+    until it restarts, and ``amem status`` (which reads the edited file) showed the new zone's
+    next run as if it would happen."""
     lock = RunLock(cfg.lock_path)
     if not lock.acquire():
         return  # a run is in progress; it writes first_seen itself
@@ -154,9 +184,14 @@ def _note_first_seen(cfg: SchedulerConfig, now: datetime) -> None:
         record, problems = load_record(cfg.record_path)
         for problem in problems:
             log.warning("the nightly record %s: %s; replacing it", cfg.record_path, problem)
-        if "first_seen" not in record or problems:
-            record.setdefault("first_seen", now.isoformat())
+        record.setdefault("first_seen", now.isoformat())
+        record["scheduler"] = {"schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",
+                               "pid": os.getpid(), "host": socket.gethostname(),
+                               "since": now.isoformat()}
+        try:
             write_record(cfg.record_path, record)
+        except OSError as exc:  # the server must start; each run says it again, failed
+            log.error("the nightly record %s cannot be written: %s", cfg.record_path, exc)
     finally:
         lock.release()
 
@@ -167,10 +202,11 @@ def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> da
     if slot is None:
         return None
     record = read_record(cfg.record_path)
-    done = record.get("last_slot") or {}
-    slot_date = slot.astimezone(cfg.zone).date().isoformat()
-    if done.get("date") == slot_date and done.get("status") != "running":
+    if is_served(record, slot, cfg.zone, now):
         return None
+    if ((record.get("last_run") or {}).get("status") != "running"
+            and is_refused(read_refused(cfg.refused_path), slot)):
+        return None  # refused for a run that then finished: not owed (``is_refused``)
     first_seen = record.get("first_seen")
     if first_seen and datetime.fromisoformat(first_seen) > slot:
         return None
@@ -284,10 +320,17 @@ class _OpeningRunner(_Runner):
 
     def _record_failure(self, reason: Reason, error: str) -> None:
         try:
-            self.reports.append(record_not_started(self.cfg, reason, error, clock=self.clock,
-                                                   trigger=self.trigger))
+            report = record_not_started(self.cfg, reason, error, clock=self.clock,
+                                        trigger=self.trigger)
         except Exception:  # the scheduler thread must survive; the log has the error
             log.exception("the nightly record could not be written")
+            return
+        if report.held_by is not None and reason != "manual":
+            # the store was busy with another process's nightly run, past the wait: its
+            # slot was refused for it, not failed (and it vanished from the record)
+            self.refuse(reason, report.held_by)
+        else:
+            self.reports.append(report)
 
 
 def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
@@ -297,67 +340,3 @@ def run_forever_opening(opener: StoreOpener, config: SchedulerConfig, *,
     blocks, running the nightly job, until interrupted."""
     _block(_OpeningRunner(opener, config, clock or SystemClock(), trigger or config.trigger(),
                           retry_s=retry_s), " (the stores open for each run)", wake_every_s)
-
-
-def _overdue(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
-             record: dict[str, Any]) -> datetime | None:
-    """The latest slot when no run (scheduled, caught up or by hand) started since it and
-    its misfire grace is over; else None.
-
-    A slot whose local date a run served is not owed: on a fall-back night 02:30 happens
-    twice, the run at the first serves the date and the second firing is skipped; taking
-    the second for the slot said ``overdue`` all that day."""
-    slot = last_fire_time(trigger, now)
-    last = record.get("last_run") or {}
-    started = last.get("started_at")
-    if slot is None or not isinstance(started, str):
-        return None
-    if (record.get("last_slot") or {}).get("date") == slot.astimezone(cfg.zone).date().isoformat():
-        return None
-    try:
-        began = datetime.fromisoformat(started)
-    except ValueError:
-        return None
-    if began.tzinfo is None:
-        began = began.replace(tzinfo=cfg.zone)
-    late = (now - slot).total_seconds() > cfg.misfire_grace_seconds
-    return slot if late and began < slot else None
-
-
-def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | None = None,
-                    *, now: datetime | None = None) -> dict[str, Any]:
-    """What ``amem status`` shows: the last run, the last success, failures, the next run.
-
-    ``state`` is ``never`` (no run yet), ``ok``, ``failed``, ``running`` (a process holds the
-    lock now), ``interrupted`` (a run started and its process died before finishing) or
-    ``overdue``: the last run was fine or failed, but a later slot went unserved past the
-    misfire grace (nothing runs the job: no ``amem serve``, no ``amem scheduler``); it said
-    ``ok`` with the last run weeks old. ``overdue_slot`` names the slot.
-    """
-    cfg = SchedulerConfig(home=Path(home)) if config is None else (
-        config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_amem(config))
-    cfg = SchedulerConfig(Path(home), cfg.timezone, cfg.hour, cfg.minute, cfg.misfire_grace_hours)
-    record, problems = load_record(cfg.record_path)
-    last = record.get("last_run") or {}
-    holder = lock_holder(cfg.lock_path)
-    state = last.get("status") or "never"
-    if state == "running" and holder is None:
-        state = "interrupted"
-    elif holder is not None:
-        state = "running"
-    moment = now or SystemClock().now()
-    trigger = cfg.trigger()
-    nxt = next_fire_time(trigger, moment)
-    owed = _overdue(cfg, trigger, moment, record) if state in ("ok", "failed") else None
-    if owed is not None:
-        state = "overdue"
-    return {
-        "state": state, "overdue_slot": owed.isoformat() if owed is not None else None,
-        "last_run": last or None, "last_success_at": record.get("last_success_at"),
-        "consecutive_failures": int(record.get("consecutive_failures") or 0),
-        "last_error": last.get("error"), "running_pid": holder,
-        "schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",
-        "next_run": nxt.isoformat() if nxt else None, "record": str(cfg.record_path),
-        # a corrupt record is shown, not fatal; the next run (or `amem serve`) replaces it
-        "record_problems": problems,
-    }

@@ -105,6 +105,17 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(f"the nightly job has not run since its {nightly.get('overdue_slot')} slot "
                         f"(last run {(nightly.get('last_run') or {}).get('started_at')}): nothing runs it; "
                         "start `amem serve` or `amem scheduler`, or run `amem scheduler --once`")
+    refused = nightly.get("refused") or {}
+    if nightly.get("state") == "running" and refused:  # a run past its next slot: hung?
+        hours = (nightly.get("running_for_s") or 0) / 3600
+        problems.append(f"the nightly run under way (pid {nightly.get('running_pid')}, since "
+                        f"{nightly.get('running_since')}, {hours:.1f} h) was still going at the "
+                        f"{refused.get('slot')} slot, which it refused: a store that large, or "
+                        "a hung LLM? Stopping its process leaves nothing half done: the next "
+                        "start of `amem serve` or `amem scheduler` runs it again")
+    if nightly.get("schedule_changed"):
+        problems.append(f"the schedule is {nightly.get('schedule')}, but "
+                        f"{nightly['schedule_changed']}")
     erasures_ok = _erasures(store, memory, problems)
     _rebuild_leftovers(store, memory, problems, fix)
     marks_ok = _supersession(store, memory, problems, fix)

@@ -212,3 +212,65 @@ def test_a_scheduler_waits_for_a_command_that_holds_the_store_at_start(home: Pat
         out, err = sched.communicate(timeout=30)
         hold.communicate(timeout=30)
     assert sched.returncode == 0 and "waiting up to" in err, err
+
+
+def _hold_store(home: Path, seconds: float) -> Any:
+    """A process that holds the store ``seconds`` (as `amem import` would), once it says so."""
+    import subprocess
+    import sys
+
+    code = ("import time; from amem import MemoryStore; from amem.embed.hashing import "
+            f"HashingEmbedder; s = MemoryStore({str(home / 'store')!r}, embedder=HashingEmbedder()); "
+            f"print('held', flush=True); time.sleep({seconds}); s.close()")
+    hold = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**env_for(home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert hold.stdout is not None and hold.stdout.readline().strip() == "held"
+    return hold
+
+
+def test_once_on_a_busy_store_gives_up_after_its_wait_and_records_why(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It exited 4 at once and recorded nothing: status said `never` after a cron run met an import.
+    hold = _hold_store(home, 30)
+    try:
+        assert cli_main(["--once", "--no-lcm", "--wait", "0.3"], env=env_for(home)) == 4
+        err = capsys.readouterr().err
+        assert f"pid {hold.pid}" in err and "recorded as failed" in err
+        assert cli_main(["--status", "--json"], env=env_for(home)) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert status["state"] == "failed" and f"held by pid {hold.pid}" in status["last_error"]
+        assert "stayed busy for 0.3 s" in status["last_error"]
+    finally:
+        hold.kill()
+        hold.communicate(timeout=30)
+
+
+def test_once_waits_for_a_command_that_frees_the_store(home: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    hold = _hold_store(home, 1.0)
+    try:
+        assert cli_main(["--once", "--no-lcm", "--json", "--wait", "30"], env=env_for(home)) == 0
+        assert json.loads(capsys.readouterr().out)["status"] == "ok"
+    finally:
+        hold.communicate(timeout=30)
+
+
+def test_once_while_a_nightly_run_holds_the_store_says_so_at_once(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from scheduler.record import RunLock
+
+    hold = _hold_store(home, 30)
+    lock = RunLock(home / "nightly.lock")  # the holder is a scheduler's run
+    assert lock.acquire()
+    try:
+        assert cli_main(["--once", "--no-lcm", "--wait", "30"], env=env_for(home)) == 4
+        assert "the nightly job is running now" in capsys.readouterr().err
+    finally:
+        lock.release()
+        hold.kill()
+        hold.communicate(timeout=30)
+    assert not (home / "nightly.json").exists()  # nothing failed: nothing recorded
+
+
+def test_wait_must_not_be_negative(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["--once", "--wait", "-1"], env=env_for(home)) == 2

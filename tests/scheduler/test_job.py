@@ -162,3 +162,14 @@ def test_each_finished_run_adds_a_line_to_the_run_history(home: Path) -> None:
     assert [r["status"] for r in runs] == ["failed", "ok"]
     assert runs[1]["finished_at"].startswith("2027-05-02") and runs[1]["compactions"] == 1
     assert set(runs[1]) >= {"merges", "superseded", "expired_deleted", "embedding_debt", "duration"}
+
+
+def test_a_record_that_cannot_be_written_fails_the_run_before_it_starts(home: Path,
+                                                                       toy: ToyNoteStore) -> None:
+    # A directory where the record goes (a read-only disk, a full one, behave alike): the run
+    # raised a bare OSError (a crash in the scheduler's log, a one-line error from --once).
+    (home / "nightly.json").mkdir(parents=True)
+    report = run_nightly(toy, config=cfg(home), reason="scheduled")
+    assert report.status == "failed" and toy.consolidations == 0
+    assert "nightly.json cannot be written" in (report.steps["record"].error or "")
+    assert last_run_status(home)["record_problems"]  # status says the record is unusable

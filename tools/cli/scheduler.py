@@ -16,10 +16,16 @@ from .common import Cmd
 from .output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, CliError, emit, kv_text, usage_error
 
 if TYPE_CHECKING:
+    from amem.errors import StoreLockedError
     from scheduler import SchedulerConfig
 
     from ..runtime import Runtime
     from .common import Subparsers
+
+
+#: how long ``--once`` waits for a busy store: long enough for a short command, not so long
+#: that a person at the prompt wonders whether it hangs (a cron line can pass ``--wait 1800``)
+ONCE_WAIT_S = 60.0
 
 
 def register(cmd: Cmd, sub: Subparsers) -> None:
@@ -35,11 +41,17 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                       help="show the last run (and the next one) and exit")
     p.add_argument("--timezone", help="IANA zone of the schedule, e.g. Europe/Berlin")
     p.add_argument("--no-lcm", action="store_true", help="skip lcm maintenance")
+    p.add_argument("--wait", type=float, default=ONCE_WAIT_S, metavar="SECONDS",
+                   help=f"with --once: how long to wait for a command that holds the store "
+                   f"(an import, a consolidation) before giving up and recording the run as "
+                   f"failed (default {ONCE_WAIT_S:g}; the daily scheduler waits 1800)")
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
     from scheduler import last_run_status
 
+    if args.wait < 0:
+        raise usage_error("--wait must be 0 or more seconds", "wait")
     rt = _runtime(args)
     cfg = rt.settings.scheduler
     if args.status:
@@ -66,7 +78,7 @@ def _run(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> int:
     """``--once``: the job now, on the stores opened for it."""
     from scheduler import run_nightly
 
-    memory = rt.memory  # StoreLockedError (exit 4) when a server owns the store
+    memory = _open_for_once(rt, cfg, args.wait)
     lcm = None if args.no_lcm else rt.lcm
     report = run_nightly(memory, lcm, config=cfg, reason="manual")
     data: dict[str, Any] = report.to_dict()
@@ -108,6 +120,71 @@ def _run_daily(args: argparse.Namespace, rt: Runtime, cfg: SchedulerConfig) -> i
     return EXIT_OK
 
 
+def _open_for_once(rt: Runtime, cfg: SchedulerConfig, wait_s: float) -> Any:
+    """The note store for ``--once``, waiting up to ``wait_s`` for a command that holds it.
+
+    It exited 4 at once and recorded nothing: a cron line's run that met an import at 02:30
+    was lost without a trace (``amem status`` said ``never``, or ``ok`` with the night before).
+    A store still busy after the wait is recorded as a failed run, with who held it, so
+    ``amem status`` and ``amem doctor`` say so; the next ``--once`` (or slot) is the retry.
+    Two holders are not waited for: a server (which runs the job itself) and the nightly
+    job's own run in another process (the job runs now; nothing failed)."""
+    from amem.errors import StoreLockedError
+    from scheduler.job import record_not_started
+    from scheduler.record import lock_holder
+
+    from .serve import open_waiting
+
+    try:
+        rt.memory
+    except StoreLockedError as exc:
+        server = _server_holds(exc)
+        if server is not None:
+            raise server from None
+        running = lock_holder(cfg.lock_path)
+        if running is not None:  # the nightly run of a scheduler: no use waiting a minute
+            raise CliError(f"the nightly job is running now in another process (pid {running}); "
+                           f"`amem scheduler --status` shows since when",
+                           code="store_locked", exit_code=EXIT_BUSY) from None
+    try:
+        return open_waiting(rt, wait_s)
+    except StoreLockedError as exc:
+        holder = _holder(exc)
+        report = record_not_started(cfg, "manual", f"the store stayed busy for {wait_s:g} s "
+                                    f"(held by {holder})")
+        if report.status == "skipped":  # the nightly lock is held: the job runs elsewhere now
+            raise CliError(f"the nightly job is running now in another process "
+                           f"({report.skipped_because}); `amem scheduler --status` shows it",
+                           code="store_locked", exit_code=EXIT_BUSY) from None
+        raise CliError(f"the store at {exc.path} stayed busy for {wait_s:g} s (held by {holder}); "
+                       f"the run is recorded as failed (`amem status`): run `amem scheduler "
+                       f"--once` again when it is done, or wait longer with --wait",
+                       code="store_locked", exit_code=EXIT_BUSY) from None
+
+
+def _holder(exc: StoreLockedError) -> str:
+    from amem.backends._lock import process_command
+
+    command = process_command(exc.holder_pid) if exc.holder_pid else None
+    return f"pid {exc.holder_pid}" + (f": {command}" if command else "")
+
+
+def _server_holds(exc: StoreLockedError) -> CliError | None:
+    """The error to say when ``amem serve`` holds the store (``exc``), else None."""
+    from amem.backends._lock import amem_subcommand, process_command
+
+    command = process_command(exc.holder_pid) or ""
+    if amem_subcommand(command) != "serve":
+        return None
+    why = ("which runs the nightly job itself: no `amem scheduler` is needed beside it "
+           "(`amem scheduler --status` shows its runs)" if "--no-scheduler" not in command
+           else "started with --no-scheduler, so nothing runs the nightly job: start it "
+           "without --no-scheduler (a scheduler cannot open a store a server holds)")
+    return CliError(f"the store at {exc.path} is held by a running server (pid "
+                    f"{exc.holder_pid}: {command}), {why}",
+                    code="store_locked", exit_code=EXIT_BUSY)
+
+
 def _open_at_start(rt: Runtime) -> None:
     """Open the note store once at start. ``amem serve`` holding it runs the nightly job itself
     (unless ``--no-scheduler``): that is said at once (exit 4), where the message told the
@@ -115,7 +192,6 @@ def _open_at_start(rt: Runtime) -> None:
     import, a second scheduler's own check at the same moment) is waited for, up to 15 s, as
     a starting server waits: the scheduler exited 4 at once, so of two started together one
     died of the other's brief check."""
-    from amem.backends._lock import amem_subcommand, process_command
     from amem.errors import StoreLockedError
 
     from .serve import open_waiting
@@ -123,15 +199,9 @@ def _open_at_start(rt: Runtime) -> None:
     try:
         rt.memory
     except StoreLockedError as exc:
-        command = process_command(exc.holder_pid) or ""
-        if amem_subcommand(command) == "serve":
-            why = ("which runs the nightly job itself: no `amem scheduler` is needed beside it "
-                   "(`amem scheduler --status` shows its runs)" if "--no-scheduler" not in command
-                   else "started with --no-scheduler, so nothing runs the nightly job: start it "
-                   "without --no-scheduler (a scheduler cannot open a store a server holds)")
-            raise CliError(f"the store at {exc.path} is held by a running server (pid "
-                           f"{exc.holder_pid}: {command}), {why}",
-                           code="store_locked", exit_code=EXIT_BUSY) from None
+        server = _server_holds(exc)
+        if server is not None:
+            raise server from None
         open_waiting(rt)
 
 
