@@ -48,10 +48,10 @@ def _search(r: dict[str, Any]) -> str:
         return last.get("table", {}).get(key)
 
     fills = [[int(s), row["fill_s"], row["upserts_per_s"], row.get("optimize_s"),
-              kept(row, "fill_wall_s"), kept(row, "rss_grown_mb")]
+              kept(row, "fill_wall_s"), kept(row, "rss_change_mb")]
              for s, row in r["sizes"].items()]
     text += "\n\n" + table(["notes", "fill s", "upserts/s", "optimize() s",
-                             "ranking table fill s", "ranking table RSS MiB"], fills)
+                             "ranking table fill s", "RSS change over the fill MiB"], fills)
     rss = r.get("rss", {})
     rss_rows = [[int(s), v["peak_mb_after"], v.get("rss_mb_now")]
                 for s, v in rss.items() if isinstance(v, dict)]

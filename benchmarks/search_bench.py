@@ -173,7 +173,9 @@ def with_table(store: MemoryStore, texts: Sequence[str], queries: Sequence[str],
     grown = (current_rss_mb() or 0.0) - rss
     out = measure(store, texts, queries, "bench", n_queries, n_baseline)
     out["table"] = {**(store.info().rank_table or {}), "fill_wall_s": round(fill_s, 2),
-                    "rss_grown_mb": round(grown, 1)}
+                    # the resident set's change over the fill: at small sizes within the
+                    # allocator's noise, so it may be negative (memory freed meanwhile)
+                    "rss_change_mb": round(grown, 1)}
     store.index.backend.keep_fields(RANK_FIELDS, 0)  # the next stage measures without it
     return out
 

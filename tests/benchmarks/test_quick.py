@@ -56,7 +56,9 @@ def test_every_benchmark_runs_ok(quick: tuple[int, Path, dict[str, Any]]) -> Non
 def test_every_figure_is_finite_and_not_negative(quick: tuple[int, Path, dict[str, Any]]) -> None:
     figures = list(_numbers(quick[2]["benchmarks"]))
     assert len(figures) > 100
-    bad = [(p, v) for p, v in figures if not math.isfinite(v) or v < 0]
+    # a change of the resident set (``*_change_mb``) is the one figure that may fall below 0
+    bad = [(p, v) for p, v in figures
+           if not math.isfinite(v) or (v < 0 and not p.endswith("_change_mb"))]
     assert bad == []
 
 
