@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 
 from .docsplit import Warn, heading_text, split_document
 from .errors import AmemError, ValidationError
+from .importarray import array_notes
 from .kernel import safejson
 from .kernel.encoding import encoding_of, find_not_utf8
 from .kernel.errors import DiskFullError, InvalidArgumentError
@@ -107,28 +108,40 @@ class ImportReport:
                     "left_out_by_reason": self.left_out_by_reason})}
 
 
+#: what a file can hold: JSON lines, a JSON array of notes (``amem.importarray``), a document
+FORMATS = ("jsonl", "json", "text")
+
+
 def detect_format(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
+    if suffix == ".json":
+        return "json"
     if suffix in (".md", ".markdown", ".txt", ".text"):
         return "text"
-    if suffix == ".json":  # a JSON array, or one object, saved whole: said how to make lines
-        raise ValidationError(f"{path.name} is JSON, not JSON lines: an import reads one object "
-                              "a line (.jsonl); `jq -c '.[]' FILE.json > FILE.jsonl` makes lines "
-                              "of an array's objects", field="format")
-    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .md or .txt, "
-                          f"or pass format='jsonl'|'text'", field="format")
+    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .json, .md or "
+                          f".txt, or pass format='jsonl'|'json'|'text'", field="format")
+
+
+def unit(fmt: str) -> str:
+    """What a format's notes are numbered by in the report: a JSON array's by their place in
+    it (a one-line array has one line), the others by line."""
+    return "item" if fmt == "json" else "line"
 
 
 def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int | None = None,
-               warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    """(line number, item) pairs; an item that cannot be parsed comes as an error string.
+               warn: Warn | None = None,
+               source: str | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line number, item) pairs (a JSON array's: item number); an item that cannot be parsed
+    comes as an error string.
 
     A text or Markdown document gives each of its notes its subjects (``amem.docsplit``):
     ``title``, else its Markdown title, else the file's name ("" gives none), then the
     headings above the note. With ``max_chars`` (a note's limit), a paragraph that a fenced
-    code block makes longer is cut around it, and ``warn`` is told of it.
+    code block makes longer is cut around it, and ``warn`` is told of it. ``source`` names
+    what ``path`` holds when it is no file of the user's (stdin, spooled): a stream has no
+    file name to title a document by.
     """
     # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
     # "# Title" there stays a heading and a JSONL line stays JSON; a UTF-16 or UTF-32 mark
@@ -138,8 +151,10 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
     with path.open("r", encoding=codec, errors="strict") as handle:
         if fmt == "jsonl":
             yield from _jsonl(handle)
+        elif fmt == "json":
+            yield from array_notes(handle, str(path) if source is None else source)
         else:
-            name = readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
+            name = "" if source is not None else readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
             yield from split_document(handle, name if title is None else title,
                                       derive=title is None, max_chars=max_chars, warn=warn)
 
@@ -164,8 +179,9 @@ def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
             continue
         if not isinstance(item, dict):
             yield number, ("each line must be a JSON object with a 'text' field" + (
-                f"; this line is a JSON array of {len(item)} items (`jq -c '.[]'` makes lines "
-                "of its objects)" if isinstance(item, list) else ""))
+                f"; this line is a JSON array of {len(item)} items (a file that is one array "
+                "of notes is read as one with --format json, or named .json)"
+                if isinstance(item, list) else ""))
             continue
         yield number, item
 
@@ -202,7 +218,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
                 progress: Progress | None = None, skip_invalid: bool = False,
                 supersede: bool = True, title: str | None = None,
-                flush_at_end: bool = True) -> ImportReport:
+                flush_at_end: bool = True, source: str | None = None) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
@@ -215,6 +231,10 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     its level-1 heading before any paragraph, else the file's name; "" for none), then the
     Markdown headings the note sits under. A JSONL line keeps the subjects it gives.
 
+    ``source`` is what the report and its errors call the file when it is no file of the
+    user's (``"-"``: stdin, spooled to ``path`` by the CLI); such a document has no file name
+    to be titled by. A JSON array's notes are numbered by their place in it ("item 3").
+
     ``flush_at_end=False`` leaves the engine's flush to the caller (``amem.importdir`` imports many
     files and flushes once: a flush costs ~0.2 s, a small file's import a few ms).
     """
@@ -222,11 +242,14 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if not path.is_file():
         raise ValidationError(f"no such file: {path}", field="path")
     fmt = fmt or detect_format(path)
-    if fmt not in ("jsonl", "text"):
-        raise ValidationError("format must be 'jsonl' or 'text'", field="format")
-    if title is not None and fmt == "jsonl":
-        raise ValidationError("a title is for a text or Markdown document; a JSONL line gives "
+    if fmt not in FORMATS:
+        raise ValidationError("format must be 'jsonl', 'json' or 'text'", field="format")
+    if title is not None and fmt != "text":
+        raise ValidationError("a title is for a text or Markdown document; a JSON note gives "
                               "its own subjects", field="title")
+    # what the report calls the file and its notes: "notes.json item 3", "-:7" (stdin)
+    shown = Path(source) if source is not None else path
+    per = unit(fmt)
     if title:
         check_text(title, field="title", max_chars=MAX_ITEM_CHARS)
     check_batch(batch, f"the store's embed_batch ({store.config.embed_batch})")
@@ -234,11 +257,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     max_chars = store.config.max_text_chars
     # with skip_invalid the writer's own id check skips a clashing line, so none is looked up
     check = _check_whole(store, path, fmt, title, enrich, agent_id, max_chars=max_chars,
-                         ids=None if skip_invalid else _IdClashes(store.index))
+                         ids=None if skip_invalid else _IdClashes(store.index, per),
+                         source=source)
     total = check.last_line
     if check.skipped and not skip_invalid:
-        raise ImportRejected(path, check)
-    report = ImportReport(path=str(path))
+        raise ImportRejected(shown, check, per)
+    report = ImportReport(path=str(shown))
     # counted again if the disk fills: the batches written ahead of the one refused are
     # stored but not yet in the report, so only the engine can say how many notes landed
     before = store.count(agent_id=agent_id)
@@ -256,8 +280,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         nonlocal warned
         warned += 1
         if warned <= MAX_WARNINGS:  # a huge import's warnings must not fill memory
-            report.warnings.append(f"{path}:{number}: {message}")
-        log.debug("import: %s:%d: %s", path, number, message)
+            report.warnings.append(f"{place(shown, per, number)}: {message}")
+        log.debug("import: %s: %s", place(shown, per, number), message)
 
     def flush() -> None:
         if not pending:
@@ -269,8 +293,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
             # Said with what is safe: the batches before this one are stored, and a re-run
             # stores only the rest (an imported line keeps its id: ``_with_stable_id``).
             raise DiskFullError(
-                f"{exc} The import stopped at line {lines[0] if lines else last_line} of {path}: "
-                f"the lines before it are stored, and some after it may be too "
+                f"{exc} The import stopped at {per} {lines[0] if lines else last_line} of "
+                f"{shown}: the {per}s before it are stored, and some after it may be too "
                 f"({_stored_now(store, agent_id, before)}); once there is room, run the same "
                 "import again and it stores only the rest.",
                 path=exc.path, needed=exc.needed, free=exc.free) from exc
@@ -279,7 +303,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         report.expired_replaced += len(done.expired_replaced)
         for number, result in zip(lines, done.results):
             if result.status == "rejected":
-                skip_line(report, path, number, "; ".join(result.warnings))
+                skip_line(report, shown, number, "; ".join(result.warnings), unit=per)
                 continue
             setattr(report, result.status, getattr(report, result.status) + 1)
             for message in result.warnings:  # what of the line was not stored as given
@@ -293,12 +317,13 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
     with store.writer.deferred_reembed() as problems:
-        for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn):
+        for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn,
+                                       source=source):
             report.read += 1
             last_line = number
             drafted = _drafted(store, item, enrich, agent_id)
             if isinstance(drafted, str):
-                skip_line(report, path, number, drafted)
+                skip_line(report, shown, number, drafted, unit=per)
                 continue
             pending.append(drafted[0])
             lines.append(number)
@@ -315,12 +340,13 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
 
 
 def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, enrich: bool,
-                 agent_id: str | None, *, max_chars: int,
-                 ids: "_IdClashes | None") -> ImportReport:
+                 agent_id: str | None, *, max_chars: int, ids: "_IdClashes | None",
+                 source: str | None = None) -> ImportReport:
     """The first pass: each line read and validated as the writer will take it, and with
     ``ids`` each id checked against the earlier lines and the store; the bad lines are
     recorded in the report, in line order."""
-    check = ImportReport(path=str(path))
+    shown, per = Path(source) if source is not None else path, unit(fmt)
+    check = ImportReport(path=str(shown))
     rows: list[tuple[int, Note | str]] = []  # lines not yet looked up: their note, or why not
 
     def settle() -> None:
@@ -328,15 +354,15 @@ def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, 
         held = iter(ids.held(notes) if ids is not None and notes else [False] * len(notes))
         for number, row in rows:
             if isinstance(row, str):
-                skip_line(check, path, number, row)
+                skip_line(check, shown, number, row, unit=per)
             elif next(held):
-                skip_line(check, path, number, f"a note with id {row.id!r} already exists with "
-                                               "different content; delete it first, or give "
-                                               "this line another id or none")
+                skip_line(check, shown, number, f"a note with id {row.id!r} already exists with "
+                                                f"different content; delete it first, or give "
+                                                f"this {per} another id or none", unit=per)
         rows.clear()
 
     try:
-        for number, item in read_items(path, fmt, title, max_chars=max_chars):
+        for number, item in read_items(path, fmt, title, max_chars=max_chars, source=source):
             check.read += 1
             check.last_line = number
             drafted = _drafted(store, item, enrich, agent_id)
@@ -353,8 +379,8 @@ def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, 
         # found again in the file's bytes (a UTF-16 file with a broken character is rare
         # enough to be named by the decoder alone)
         with path.open("rb") as raw:
-            where = find_not_utf8(raw, str(path)) if exc.encoding.startswith("utf-8") else None
-        said = str(where) if where is not None else f"{path} is not {exc.encoding} text: {exc}"
+            where = find_not_utf8(raw, str(shown)) if exc.encoding.startswith("utf-8") else None
+        said = str(where) if where is not None else f"{shown} is not {exc.encoding} text: {exc}"
         raise ValidationError(f"{said}; nothing was imported", field="file") from None
     return check
 
@@ -372,8 +398,9 @@ class _IdClashes:
     it) is the same note.
     """
 
-    def __init__(self, index: "NoteIndex") -> None:
+    def __init__(self, index: "NoteIndex", unit: str = "line") -> None:
         self._backend = index.backend
+        self._unit = unit
         self._now = index.clock.now()
         # (agent, id) -> (first line, content hash) of the lines that give their own id; an
         # id derived from the text (``_with_stable_id``) names that text only, so those lines
@@ -387,8 +414,8 @@ class _IdClashes:
         first, digest = self._given.setdefault((note.agent_id, note.id), (number, note.hash))
         if digest == note.hash:
             return None
-        return (f"line {first} already gives id {note.id!r} to another text; one id names "
-                "one note (give this line another id, or none)")
+        return (f"{self._unit} {first} already gives id {note.id!r} to another text; one id "
+                f"names one note (give this {self._unit} another id, or none)")
 
     def held(self, notes: Sequence[Note]) -> list[bool]:
         """For each note, whether a stored note holds its id with another text (one engine
@@ -444,9 +471,15 @@ def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "id": f"imp-{content_hash(key)[:24]}"}
 
 
-def skip_line(report: ImportReport, path: Path, number: int, why: str) -> None:
+def place(path: Path, unit: str, number: int) -> str:
+    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3"."""
+    return f"{path} item {number}" if unit == "item" else f"{path}:{number}"
+
+
+def skip_line(report: ImportReport, path: Path, number: int, why: str, *,
+              unit: str = "line") -> None:
     report.skipped += 1
-    message = f"{path}:{number}: {why}"
+    message = f"{place(path, unit, number)}: {why}"
     if len(report.errors) < MAX_ERRORS:  # a bad file of a million lines must not fill memory
         report.errors.append(message)
     # The report (or ImportRejected) carries the line to the caller, who shows it once; a
@@ -457,11 +490,11 @@ def skip_line(report: ImportReport, path: Path, number: int, why: str) -> None:
 class ImportRejected(ValidationError):
     """The file has bad lines; nothing was written. ``errors`` holds the first ``MAX_ERRORS``."""
 
-    def __init__(self, path: Path, check: ImportReport) -> None:
+    def __init__(self, path: Path, check: ImportReport, unit: str = "line") -> None:
         shown = "\n  ".join(check.errors[:20])
         more = check.skipped - min(20, len(check.errors))
         super().__init__(
-            f"{path}: {check.skipped} of {check.read} lines are invalid; nothing was imported "
+            f"{path}: {check.skipped} of {check.read} {unit}s are invalid; nothing was imported "
             f"(fix them, or pass --skip-invalid to import the rest):\n  {shown}"
             + (f"\n  ... and {more} more" if more > 0 else ""), field="file")
         self.errors = list(check.errors)
@@ -469,6 +502,6 @@ class ImportRejected(ValidationError):
 
 
 # heading_text lives in amem.docsplit; named here too, where callers first found it
-__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
-           "check_batch", "detect_format", "heading_text", "import_file", "read_items",
-           "skip_line"]
+__all__ = ["FORMATS", "ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
+           "check_batch", "detect_format", "heading_text", "import_file", "place",
+           "read_items", "skip_line", "unit"]
