@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 from .docsplit import Warn, heading_text, split_document
 from .errors import AmemError, ValidationError
 from .importarray import array_notes
+from .importtitle import FileTitle
 from .kernel import safejson
 from .kernel.encoding import encoding_of, find_not_utf8
 from .kernel.errors import DiskFullError, InvalidArgumentError
@@ -80,6 +81,9 @@ class ImportReport:
     supersede_deferred: int = 0
     #: ids of expired, not yet swept notes an imported note of the same id replaced
     expired_replaced: int = 0
+    #: stored notes that gained the document's file-name title: the same text, stored from a
+    #: file of another name (a renamed file imported again, ``amem.importtitle``)
+    title_added: int = 0
     #: an export's notes already stored as the export has them (nothing written)
     unchanged: int = 0
     #: an export's notes stored otherwise (edited, searched since), written back as exported
@@ -101,7 +105,8 @@ class ImportReport:
                 "errors": self.errors, "warnings": self.warnings, "seconds": round(self.seconds, 3),
                 "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
                 "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
-                "expired_replaced": self.expired_replaced, "unchanged": self.unchanged,
+                "expired_replaced": self.expired_replaced, "title_added": self.title_added,
+                "unchanged": self.unchanged,
                 "replaced": self.replaced,
                 **({} if self.files is None else {
                     "files": self.files, "left_out": self.left_out,
@@ -154,9 +159,14 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
         elif fmt == "json":
             yield from array_notes(handle, str(path) if source is None else source)
         else:
-            name = "" if source is not None else readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
+            name = "" if source is not None else file_title(path)
             yield from split_document(handle, name if title is None else title,
                                       derive=title is None, max_chars=max_chars, warn=warn)
+
+
+def file_title(path: Path) -> str:
+    """The title a document without one gets: its file's name, as text, a subject's length."""
+    return readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
 
 
 def readable_name(name: str) -> str:
@@ -245,8 +255,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if fmt not in FORMATS:
         raise ValidationError("format must be 'jsonl', 'json' or 'text'", field="format")
     if title is not None and fmt != "text":
-        raise ValidationError("a title is for a text or Markdown document; a JSON note gives "
-                              "its own subjects", field="title")
+        raise ValidationError("a title is for a text or Markdown document; a JSONL line (or a JSON "
+                              "array's item) gives its own subjects", field="title")
     # what the report calls the file and its notes: "notes.json item 3", "-:7" (stdin)
     shown = Path(source) if source is not None else path
     per = unit(fmt)
@@ -270,7 +280,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         report.supersede = store.superseder.judge.label
     started = time.perf_counter()
     pending: list[dict[str, Any]] = []
+    notes: list[Note] = []  # pending's notes as drafted (their hashes and subjects)
     lines: list[int] = []
+    # a document titled by its file's name alone: renamed, it is still the notes it was
+    named = (FileTitle(store.index, file_title(path))
+             if fmt == "text" and title is None and source is None and file_title(path)
+             else None)
     last_line = 0
     warned = 0  # line warnings said, kept or not
 
@@ -286,8 +301,9 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     def flush() -> None:
         if not pending:
             return
+        items = named.untitled(pending, notes) if named is not None else pending
         try:
-            done = store.bulk.add_batch(pending, enrich=enrich, agent_id=agent_id, batch=size,
+            done = store.bulk.add_batch(items, enrich=enrich, agent_id=agent_id, batch=size,
                                         supersede=supersede)
         except DiskFullError as exc:
             # Said with what is safe: the batches before this one are stored, and a re-run
@@ -301,15 +317,22 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         report.superseded += len(done.superseded)
         report.supersede_deferred += done.deferred
         report.expired_replaced += len(done.expired_replaced)
-        for number, result in zip(lines, done.results):
+        for number, result, given, written, note in zip(lines, done.results, pending, items,
+                                                         notes):
             if result.status == "rejected":
                 skip_line(report, shown, number, "; ".join(result.warnings), unit=per)
                 continue
             setattr(report, result.status, getattr(report, result.status) + 1)
+            if named is not None and written is not given and result.status == "deduplicated":
+                named.went_into(note.agent_id, result.id)
             for message in result.warnings:  # what of the line was not stored as given
                 if not message.startswith(_COUNTED):
                     warn(number, message)
+        if named is not None:
+            named.add()
+            report.title_added = named.added
         pending.clear()
+        notes.clear()
         lines.clear()
         if progress is not None:
             progress(last_line, total)
@@ -326,6 +349,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 skip_line(report, shown, number, drafted, unit=per)
                 continue
             pending.append(drafted[0])
+            notes.append(drafted[1])
             lines.append(number)
             if len(pending) >= size * AHEAD_CHUNKS:  # chunks of ``size`` inside, embedded ahead
                 flush()

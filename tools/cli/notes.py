@@ -363,7 +363,7 @@ def _import_stdin(args: argparse.Namespace) -> int:
     if args.from_export:  # an export keeps ids and vectors: a file the user can keep
         raise usage_error("--from-export reads a file: save the export and give its path",
                           "file")
-    with spooled(sys.stdin.buffer) as path:  # removed however the import ends
+    with spooled(sys.stdin.fileno()) as path:  # removed however the import ends
         if args.format is None:
             args.format = sniffed(path)
             if args.format is None:
@@ -431,6 +431,9 @@ def _import(args: argparse.Namespace, path: Path, *, folder: bool,
            f"{data['pending_merge']}, ")
         + f"skipped {data['skipped']} ({data['notes_per_second']} notes/s)"
         + _supersede_line(data)
+        + (f"\n{data['title_added']} stored notes hold the same text from a file of another "
+           f"name: they gained this file's name as a subject, not a second copy"
+           if data.get("title_added") else "")
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR

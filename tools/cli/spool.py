@@ -12,7 +12,6 @@ notes by mistake is worse than a question).
 
 from __future__ import annotations
 
-import io
 import os
 import tempfile
 from collections.abc import Iterator
@@ -26,15 +25,16 @@ _OPENERS = {ord("["): "json", ord("{"): "jsonl"}
 
 
 @contextmanager
-def spooled(source: io.BufferedIOBase) -> Iterator[Path]:
-    """A private file holding what ``source`` gives, removed when the block ends."""
+def spooled(source: int) -> Iterator[Path]:
+    """A private file holding what the file descriptor ``source`` gives (stdin's: 0), removed
+    when the block ends."""
     fd, name = tempfile.mkstemp(prefix="amem-import-", suffix=".stdin")  # 0600, ours alone
     path = Path(name)
     try:
         with os.fdopen(fd, "wb", buffering=0) as out:  # the chunks are big enough already
-            # read1: what the pipe has now, not a blocking wait for a whole chunk, so a slow
-            # writer's bytes land as they come
-            while chunk := source.read1(CHUNK):
+            # what the pipe has now, not a blocking wait for a whole chunk: a slow writer's
+            # bytes land as they come
+            while chunk := os.read(source, CHUNK):
                 out.write(chunk)
         yield path
     finally:
