@@ -117,8 +117,24 @@ class ImportReport:
 FORMATS = ("jsonl", "json", "text")
 
 
+#: files users bring from other apps that an import does not read, and what to do instead
+NOT_READ = {
+    ".zip": "a zip archive (a Notion or Obsidian export?): unzip it and import its folder "
+            "(`amem import FOLDER`); a ChatGPT or Claude data export's zip goes to "
+            "`amem lcm ingest`",
+    ".enex": "an Evernote export (ENEX: XML holding HTML), which amem import does not read: "
+             "convert it to Markdown files (yarle, evernote2md) and import their folder",
+    ".html": "HTML (an Apple Notes, Evernote or Notion export?), which amem import does not "
+             "read: export Markdown instead, or convert it (`pandoc -t gfm FILE.html -o "
+             "FILE.md`)",
+}
+NOT_READ[".htm"] = NOT_READ[".html"]
+
+
 def detect_format(path: Path) -> str:
     suffix = path.suffix.lower()
+    if suffix in NOT_READ:
+        raise ValidationError(f"{path.name} is {NOT_READ[suffix]}", field="format")
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
     if suffix == ".json":
@@ -473,8 +489,26 @@ def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
         item = _with_stable_id(item)
         note = store.writer.draft(item, enrich=enrich, agent_id=agent_id).note  # validate only
     except ValidationError as exc:
-        return str(exc)
+        return str(exc) + _text_elsewhere(item) if exc.field == "text" else str(exc)
     return item, note
+
+
+#: where other tools keep a note's text (``amem get --json`` and most apps: content; mem0's
+#: export: memory), named when an item has one of them and no ``text``
+TEXT_ELSEWHERE = ("content", "memory", "note", "body")
+
+
+def _text_elsewhere(item: dict[str, Any]) -> str:
+    """" (its text is in 'memory' ...)" for an item without ``text`` whose text another
+    tool's field holds; "" otherwise. Said, not guessed: which field is the note is the
+    user's to say, and one rename in ``jq`` says it for the whole file."""
+    if "text" in item:
+        return ""
+    found = next((key for key in TEXT_ELSEWHERE if isinstance(item.get(key), str)), None)
+    if found is None:
+        return ""
+    return (f" (its text looks to be in {found!r}: name that field 'text'; with jq, "
+            f"`.text = .{found} | del(.{found})` on each note)")
 
 
 def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:

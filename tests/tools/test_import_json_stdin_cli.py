@@ -93,3 +93,19 @@ def test_stdin_is_kept_private_and_removed_on_ctrl_c(env: dict[str, str],
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert list(spool.iterdir()) == []
+
+
+def test_what_other_apps_export_is_named_with_what_to_do(env: dict[str, str],
+                                                         tmp_path: Path) -> None:
+    mem0 = tmp_path / "memories.json"  # mem0's export, `amem get --json`: no 'text' field
+    mem0.write_text(json.dumps([{"id": "m1", "memory": "Likes green tea."}]), encoding="utf-8")
+    err = amem(env, "import", str(mem0), code=2).stderr
+    assert f"{mem0} item 1: missing field 'text' (its text looks to be in 'memory': name that " \
+           "field 'text'; with jq, `.text = .memory | del(.memory)` on each note)" in err
+    for name, said in (("Export-1a2b.zip", "a zip archive (a Notion or Obsidian export?): "
+                                           "unzip it and import its folder"),
+                       ("My Notes.enex", "an Evernote export (ENEX: XML holding HTML)"),
+                       ("note.html", "HTML (an Apple Notes, Evernote or Notion export?)")):
+        (tmp_path / name).write_bytes(b"PK\x03\x04" if name.endswith(".zip") else b"<x/>")
+        # was: "cannot tell the format of ...: use .jsonl, .md or .txt"
+        assert f"{name} is {said}" in amem(env, "import", str(tmp_path / name), code=2).stderr
