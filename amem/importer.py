@@ -344,9 +344,6 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
             for message in result.warnings:  # what of the line was not stored as given
                 if not message.startswith(_COUNTED):
                     warn(number, message)
-        if named is not None:
-            named.add()
-            report.title_added = named.added
         pending.clear()
         notes.clear()
         lines.clear()
@@ -370,6 +367,9 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
             if len(pending) >= size * AHEAD_CHUNKS:  # chunks of ``size`` inside, embedded ahead
                 flush()
         flush()
+        if named is not None:  # the whole document seen: was it stored before, renamed?
+            named.add()
+            report.title_added = named.added
     report.warnings.extend(problems)
     if warned > MAX_WARNINGS:
         report.warnings.append(f"... and {warned - MAX_WARNINGS} more line warnings")

@@ -13,10 +13,16 @@ difference the name. Here, for a document titled by its file name only:
 2. where that stored note lacks the title, and would be the same note but for it (its
    subjects and the note's heading subjects go together, ``about_the_same``), the title is
    taken off the note before it is written, so the writer dedups it into the stored note
-   and warns of no subject it left out;
-3. after the batch, each stored note a note went into gains the title as a subject (its
-   terms and, when its embedded text changes, its vector with it), so a search naming
-   either file's name finds it.
+   (no copy) and warns of no subject it left out;
+3. when the file ends, if at least half its notes went so (the document was stored before,
+   under another name: a rename, maybe edited since), each stored note they went into gains
+   the title as a subject (its terms and, when its embedded text changes, its vector with
+   it), so a search naming either file's name finds it; while it holds fewer than
+   ``MAX_TITLED`` subjects.
+
+Why step 3 asks more than step 2: a paragraph repeated across many files (a daily note's
+template, a signature) is one note either way, but the names of the files it sits in say
+nothing about it; every daily note's date added to it would bury its real subjects.
 
 A title the user chose (``--title``, a ``# `` title, front matter) is a statement of what the
 notes are about, and keeps the rule: the same text under another such title is its own note.
@@ -34,6 +40,12 @@ from .notes import Note, about_the_same, point_id, unique_subjects
 if TYPE_CHECKING:
     from .index import NoteIndex
 
+#: a stored note takes a file's name as a new subject only while it holds fewer subjects than
+#: this: past it, the text is boilerplate many files share, not one document renamed
+MAX_TITLED = 8
+#: stored notes read, re-embedded and written together when they gain the title
+CHUNK = 256
+
 
 class FileTitle:
     """The file-name title of one document's import, and the stored notes it is to be added
@@ -44,6 +56,8 @@ class FileTitle:
         self._title = title
         self._key = subject_key(title)
         self._gaining: set[tuple[str, str]] = set()  # (agent, id) of stored notes to title
+        self._seen = 0  # the document's notes written (so far)
+        self._joined = 0  # of which went into a stored note, titled otherwise
         #: stored notes that gained the title
         self.added = 0
 
@@ -51,6 +65,7 @@ class FileTitle:
         """The items to write: each one that repeats a stored note but for this title, without
         the title (steps 1 and 2); the rest as they are."""
         out = list(items)
+        self._seen += len(notes)
         rows = [i for i, n in enumerate(notes) if n.subjects[:1] == [self._title]]
         if not rows:
             return out
@@ -79,20 +94,27 @@ class FileTitle:
         return found
 
     def went_into(self, agent_id: str, note_id: str) -> None:
-        """An untitled item was deduplicated into stored note ``note_id``: it gains the title."""
+        """An untitled item was deduplicated into stored note ``note_id``."""
+        self._joined += 1
         self._gaining.add((agent_id, note_id))
 
     def add(self) -> None:
-        """Step 3: the title added to every stored note an untitled item went into, read again
-        now (a fold in the batch may have changed it), vectors embedded together."""
-        if not self._gaining:
+        """Step 3, once the file is written: the title added to the stored notes its notes
+        went into when they are most of it, each read again now (the import may have changed
+        it), vectors embedded together."""
+        if not self._gaining or 2 * self._joined < self._seen:
             return
         points = [point_id(agent, note_id) for agent, note_id in sorted(self._gaining)]
         self._gaining.clear()
+        for start in range(0, len(points), CHUNK):  # a long document's notes, a chunk a call
+            self._add(points[start:start + CHUNK])
+
+    def _add(self, points: list[str]) -> None:
         changed: list[tuple[Note, int, bool]] = []  # note, its terms before, vector changed
         for hit in self._index.backend.retrieve(points):
             note = Note.from_payload(hit.payload)
-            if not note.is_active or self._key in {subject_key(s) for s in note.subjects}:
+            if not note.is_active or len(note.subjects) >= MAX_TITLED \
+                    or self._key in {subject_key(s) for s in note.subjects}:
                 continue
             embedded, were = note.embed_text(), len(note_terms_of(note))
             note.subjects = unique_subjects([*note.subjects, self._title])
@@ -111,4 +133,4 @@ class FileTitle:
                 self.added += 1
 
 
-__all__ = ["FileTitle"]
+__all__ = ["MAX_TITLED", "FileTitle"]

@@ -51,3 +51,9 @@ def test_a_given_title_still_keeps_the_same_text_apart(env: dict[str, str],
     assert "created 0, deduplicated 1" in done.stdout
     assert "1 stored notes hold the same text from a file of another name: they gained " \
            "this file's name as a subject" in done.stdout
+    # a daily note's template paragraph is stored once, but a file mostly new is no rename:
+    # its name is not added to the shared paragraph (every day's date would bury it)
+    (tmp_path / "2025-03-02.md").write_text("Prefers window seats.\n\nRained all day.\n\n"
+                                            "Read a book.\n", encoding="utf-8")
+    done = amem(env, "import", str(tmp_path / "2025-03-02.md"), "--no-enrich")
+    assert "created 2, deduplicated 1" in done.stdout and "gained" not in done.stdout
