@@ -138,7 +138,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     Markdown headings the note sits under. A JSONL line keeps the subjects it gives.
 
     ``source`` is what the report and its errors call the file when it is no file of the
-    user's (``"-"``: stdin, spooled to ``path`` by the CLI); such a document has no file name
+    user's (``"stdin"``, spooled to ``path`` by the CLI); such a document has no file name
     to be titled by. A JSON array's notes are numbered by their place in it ("item 3").
 
     ``flush_at_end=False`` leaves the engine's flush to the caller (``amem.importdir`` imports many
@@ -153,7 +153,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if title is not None and fmt != "text":
         raise ValidationError("a title is for a text or Markdown document; a JSONL line (or a JSON "
                               "array's item) gives its own subjects", field="title")
-    # what the report calls the file and its notes: "notes.json item 3", "-:7" (stdin)
+    # what the report calls the file and its notes: "notes.json item 3", "stdin:7"
     shown = Path(source) if source is not None else path
     per = unit(fmt)
     if title:

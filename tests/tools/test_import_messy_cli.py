@@ -163,10 +163,10 @@ def test_stdin_is_imported_as_a_file_is(env: dict[str, str], tmp_path: Path) -> 
     done = amem(env, "import", "-", "--no-enrich", "--json",
                 stdin='{"text": "from a pipe about owls"}\n{"text": "and bats"}\n')
     report = json.loads(done.stdout)
-    assert (report["path"], report["created"], report["skipped"]) == ("-", 2, 0)
+    assert (report["path"], report["created"], report["skipped"]) == ("stdin", 2, 0)
     # a bad line is named as stdin's, and nothing is imported
     err = amem(env, "import", "-", stdin='{"text": "moths"}\n{"txt": "x"}\n', code=2).stderr
-    assert "-:2: missing field 'text'" in err and "nothing was imported" in err
+    assert "stdin:2: missing field 'text'" in err and "nothing was imported" in err
     assert set(stored(env)) == {"from a pipe about owls", "and bats"}
     assert list(spool.iterdir()) == []  # the private copy is gone, after an error too
 def test_common_slips_in_json_lines_are_said_for_what_they_are(env: dict[str, str],

@@ -357,7 +357,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _import_stdin(args: argparse.Namespace) -> int:
     """``amem import -``: what is piped in, spooled to a private file for the two passes
-    (``tools.cli.spool``), then imported as a file is, under the name ``-``."""
+    (``tools.cli.spool``), then imported as a file is, named ``stdin`` in the report and its
+    errors ("stdin:3: ...")."""
     from .spool import sniffed, spooled
 
     if args.from_export:  # an export keeps ids and vectors: a file the user can keep
@@ -371,7 +372,7 @@ def _import_stdin(args: argparse.Namespace) -> int:
                                   "stdin is neither a JSON array ([...]) nor JSON lines ({...} "
                                   "a line): pass --format text for Markdown or text, or "
                                   "--format json|jsonl", "format")
-        return _import(args, path, folder=False, source="-")
+        return _import(args, path, folder=False, source="stdin")
 
 
 def _import(args: argparse.Namespace, path: Path, *, folder: bool,
