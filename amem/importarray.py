@@ -25,8 +25,10 @@ from .kernel.jsonstream import NotAnArray, StreamError, array_items
 CHAT_EXPORTS = {"mapping": "a ChatGPT data export", "chat_messages": "a Claude data export"}
 
 
-def array_notes(handle: TextIO, name: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def array_notes(handle: TextIO, name: str, *,
+                piped: bool = False) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(place, item) pairs of the array ``handle`` holds; a bad item comes as why, a string.
+    ``piped``: ``name`` is a stream's (stdin), no file a command could be given.
 
     Raises:
         ValidationError: the text is no JSON array (one object is read as one note), or it is
@@ -37,7 +39,7 @@ def array_notes(handle: TextIO, name: str) -> Iterator[tuple[int, dict[str, Any]
         for item in array_items(handle, name=name):
             index = item.index
             if index == 1:
-                _refuse_chat_export(item.value, name)
+                _refuse_chat_export(item.value, name, piped)
             yield index, _note(item.value)
     except NotAnArray:
         raise ValidationError(f"{name} is JSON but not an array of notes: an import reads "
@@ -50,13 +52,17 @@ def array_notes(handle: TextIO, name: str) -> Iterator[tuple[int, dict[str, Any]
         yield index + 1, f"{why} (at line {exc.line}); nothing after it can be read"
 
 
-def _refuse_chat_export(first: Any, name: str) -> None:
+def _refuse_chat_export(first: Any, name: str, piped: bool) -> None:
+    # `amem lcm ingest` reads an export from a file only (it streams it twice): a piped one
+    # is told to be saved first, or the command given would be refused in turn
+    command = ("`amem lcm ingest FILE` once it is saved to a file (an export is read from a "
+               "file, not stdin)" if piped else f"`amem lcm ingest {name}`")
     for key, what in CHAT_EXPORTS.items():
         if isinstance(first, dict) and key in first:
             raise ValidationError(
                 f"{name} is {what} (conversations.json): its conversations go into "
-                f"conversation memory with `amem lcm ingest {name}`, each kept whole and "
-                "searchable; amem import reads notes", field="format")
+                f"conversation memory with {command}, each kept whole and searchable; amem "
+                "import reads notes", field="format")
 
 
 def _note(value: Any) -> dict[str, Any] | str:

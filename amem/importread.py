@@ -81,7 +81,8 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
         if fmt == "jsonl":
             yield from _jsonl(handle)
         elif fmt == "json":
-            yield from array_notes(handle, str(path) if source is None else source)
+            yield from array_notes(handle, str(path) if source is None else source,
+                                   piped=source is not None)
         else:
             name = "" if source is not None else file_title(path)
             yield from split_document(handle, name if title is None else title,

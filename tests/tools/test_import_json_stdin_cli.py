@@ -45,6 +45,9 @@ def test_a_chat_export_is_sent_to_lcm_ingest_and_a_folder_leaves_json_out(
     chats.write_text(json.dumps([{"uuid": "u", "name": "n", "chat_messages": []}]),
                      encoding="utf-8")
     assert "is a Claude data export" in amem(env, "import", str(chats), code=2).stderr
+    err = amem(env, "import", "-", stdin=chats.read_text(encoding="utf-8"), code=2).stderr
+    assert "stdin is a Claude data export (conversations.json): its conversations go into " \
+           "conversation memory with `amem lcm ingest FILE` once it is saved to a file" in err
     # a folder's .json files are app data far more often than notes: left out, and said
     vault = tmp_path / "vault"
     vault.mkdir()
