@@ -5,8 +5,9 @@ What is read: the files ``detect_format`` knows (``.md``, ``.markdown``, ``.txt`
 ``.jsonl``, ``.ndjson``), in path order, each its own document (its own title). What is left
 out, and named in the report (``left_out``, with the reason): hidden files and folders
 (``.obsidian``, ``.git``, ``.trash``: settings and history, not notes), files of other kinds
-(attachments: images, PDFs, canvases), links to folders (not followed: a link back up the tree
-would walk it forever) and broken links.
+(attachments: images, PDFs, canvases; ``.json`` files too: in a folder mostly app data),
+links to folders (not followed: a link back up the tree would walk it forever) and broken
+links.
 
 The whole folder is checked first, as one file is: a bad line in any file (or a file that is
 not UTF-8) imports nothing and every one is named, unless ``skip_invalid`` imports the rest.
@@ -57,9 +58,13 @@ def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
                 left.append((path, "a broken link" if path.is_symlink() else "not a regular file"))
             else:
                 try:
-                    detect_format(path)
+                    fmt = detect_format(path)
                 except ValidationError:
                     left.append((path, f"not Markdown, text or JSONL ({path.suffix.lower() or 'no extension'})"))
+                    continue
+                if fmt == "json":  # in a folder mostly settings and app data, not notes
+                    left.append((path, "a .json file (one that is an array of notes: "
+                                       "amem import FILE.json)"))
                     continue
                 files.append(path)
     return sorted(files), left

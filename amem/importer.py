@@ -18,18 +18,18 @@ again). An export keeps its ids, so a rerun finds its notes stored and leaves th
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .docsplit import Warn, heading_text, split_document
+from .docsplit import Warn, heading_text
 from .errors import AmemError, ValidationError
-from .kernel import safejson
-from .kernel.encoding import encoding_of, find_not_utf8
-from .kernel.errors import DiskFullError, InvalidArgumentError
+from .importread import FORMATS, detect_format, file_title, read_items, unit
+from .importtitle import FileTitle
+from .kernel.encoding import find_not_utf8
+from .kernel.errors import DiskFullError
 from .notefields import is_expired
 from .notes import MAX_ITEM_CHARS, Note, check_text, content_hash, point_id
 from .write.bulk import AHEAD_CHUNKS, check_batch
@@ -79,6 +79,9 @@ class ImportReport:
     supersede_deferred: int = 0
     #: ids of expired, not yet swept notes an imported note of the same id replaced
     expired_replaced: int = 0
+    #: stored notes that gained the document's file-name title: the same text, stored from a
+    #: file of another name (a renamed file imported again, ``amem.importtitle``)
+    title_added: int = 0
     #: an export's notes already stored as the export has them (nothing written)
     unchanged: int = 0
     #: an export's notes stored otherwise (edited, searched since), written back as exported
@@ -100,93 +103,12 @@ class ImportReport:
                 "errors": self.errors, "warnings": self.warnings, "seconds": round(self.seconds, 3),
                 "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
                 "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
-                "expired_replaced": self.expired_replaced, "unchanged": self.unchanged,
+                "expired_replaced": self.expired_replaced, "title_added": self.title_added,
+                "unchanged": self.unchanged,
                 "replaced": self.replaced,
                 **({} if self.files is None else {
                     "files": self.files, "left_out": self.left_out,
                     "left_out_by_reason": self.left_out_by_reason})}
-
-
-def detect_format(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix in (".md", ".markdown", ".txt", ".text"):
-        return "text"
-    if suffix == ".json":  # a JSON array, or one object, saved whole: said how to make lines
-        raise ValidationError(f"{path.name} is JSON, not JSON lines: an import reads one object "
-                              "a line (.jsonl); `jq -c '.[]' FILE.json > FILE.jsonl` makes lines "
-                              "of an array's objects", field="format")
-    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .md or .txt, "
-                          f"or pass format='jsonl'|'text'", field="format")
-
-
-def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int | None = None,
-               warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    """(line number, item) pairs; an item that cannot be parsed comes as an error string.
-
-    A text or Markdown document gives each of its notes its subjects (``amem.docsplit``):
-    ``title``, else its Markdown title, else the file's name ("" gives none), then the
-    headings above the note. With ``max_chars`` (a note's limit), a paragraph that a fenced
-    code block makes longer is cut around it, and ``warn`` is told of it.
-    """
-    # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
-    # "# Title" there stays a heading and a JSONL line stays JSON; a UTF-16 or UTF-32 mark
-    # (Notepad's "Unicode", PowerShell's `>`) says the file is in that encoding
-    with path.open("rb") as raw:
-        codec = encoding_of(raw.read(4))
-    with path.open("r", encoding=codec, errors="strict") as handle:
-        if fmt == "jsonl":
-            yield from _jsonl(handle)
-        else:
-            name = readable_name(path.stem)[:MAX_ITEM_CHARS].strip()
-            yield from split_document(handle, name if title is None else title,
-                                      derive=title is None, max_chars=max_chars, warn=warn)
-
-
-def readable_name(name: str) -> str:
-    """A file name as text: the bytes of a name that is not UTF-8 (Python keeps them as lone
-    surrogates, ``os.fsdecode``) each read as U+FFFD, as a file manager shows them; a lone
-    surrogate in a subject or an id's key is no text, and hashing it crashed the import."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _jsonl(handle: TextIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    for number, line in enumerate(handle, start=1):
-        if not line.strip():
-            continue
-        try:  # bad JSON, deep nesting, lone surrogates: one rule (amem.kernel.safejson);
-            # without its line break: a line cut short would otherwise be reported at the
-            # position after the break (column 1) instead of where the JSON stops
-            item = safejson.loads(line.rstrip("\r\n"), root="the line")
-        except InvalidArgumentError as exc:
-            yield number, str(exc) + _why_not_json(line)
-            continue
-        if not isinstance(item, dict):
-            yield number, ("each line must be a JSON object with a 'text' field" + (
-                f"; this line is a JSON array of {len(item)} items (`jq -c '.[]'` makes lines "
-                "of its objects)" if isinstance(item, list) else ""))
-            continue
-        yield number, item
-
-
-def _why_not_json(line: str) -> str:
-    """What a line that is not JSON most likely is, when it is a common slip: a trailing comma
-    (a JSON array's lines pasted as JSON lines) or a comment ("Extra data at column 34" and
-    "Expecting value at column 1" name neither)."""
-    text = line.strip()
-    if text.startswith(("//", "#")):
-        return " (a comment line: JSON lines have no comments)"
-    if text.endswith(","):
-        try:
-            json.loads(text[:-1])
-        except ValueError:
-            return ""
-        return " (a comma after the object: JSON lines end without one)"
-    if not line.endswith("\n"):  # only a file's last line has no line end
-        return (" (the file's last line, with no line end: cut short when its writer stopped? "
-                "--skip-invalid imports the lines before it)")
-    return ""
 
 
 def _stored_now(store: "MemoryStore", agent_id: str | None, before: int) -> str:
@@ -202,7 +124,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
                 progress: Progress | None = None, skip_invalid: bool = False,
                 supersede: bool = True, title: str | None = None,
-                flush_at_end: bool = True) -> ImportReport:
+                flush_at_end: bool = True, source: str | None = None) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
@@ -215,6 +137,10 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     its level-1 heading before any paragraph, else the file's name; "" for none), then the
     Markdown headings the note sits under. A JSONL line keeps the subjects it gives.
 
+    ``source`` is what the report and its errors call the file when it is no file of the
+    user's (``"stdin"``, spooled to ``path`` by the CLI); such a document has no file name
+    to be titled by. A JSON array's notes are numbered by their place in it ("item 3").
+
     ``flush_at_end=False`` leaves the engine's flush to the caller (``amem.importdir`` imports many
     files and flushes once: a flush costs ~0.2 s, a small file's import a few ms).
     """
@@ -222,11 +148,14 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if not path.is_file():
         raise ValidationError(f"no such file: {path}", field="path")
     fmt = fmt or detect_format(path)
-    if fmt not in ("jsonl", "text"):
-        raise ValidationError("format must be 'jsonl' or 'text'", field="format")
-    if title is not None and fmt == "jsonl":
-        raise ValidationError("a title is for a text or Markdown document; a JSONL line gives "
-                              "its own subjects", field="title")
+    if fmt not in FORMATS:
+        raise ValidationError("format must be 'jsonl', 'json' or 'text'", field="format")
+    if title is not None and fmt != "text":
+        raise ValidationError("a title is for a text or Markdown document; a JSONL line (or a JSON "
+                              "array's item) gives its own subjects", field="title")
+    # what the report calls the file and its notes: "notes.json item 3", "stdin:7"
+    shown = Path(source) if source is not None else path
+    per = unit(fmt)
     if title:
         check_text(title, field="title", max_chars=MAX_ITEM_CHARS)
     check_batch(batch, f"the store's embed_batch ({store.config.embed_batch})")
@@ -234,11 +163,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     max_chars = store.config.max_text_chars
     # with skip_invalid the writer's own id check skips a clashing line, so none is looked up
     check = _check_whole(store, path, fmt, title, enrich, agent_id, max_chars=max_chars,
-                         ids=None if skip_invalid else _IdClashes(store.index))
+                         ids=None if skip_invalid else _IdClashes(store.index, per),
+                         source=source)
     total = check.last_line
     if check.skipped and not skip_invalid:
-        raise ImportRejected(path, check)
-    report = ImportReport(path=str(path))
+        raise ImportRejected(shown, check, per)
+    report = ImportReport(path=str(shown))
     # counted again if the disk fills: the batches written ahead of the one refused are
     # stored but not yet in the report, so only the engine can say how many notes landed
     before = store.count(agent_id=agent_id)
@@ -246,7 +176,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         report.supersede = store.superseder.judge.label
     started = time.perf_counter()
     pending: list[dict[str, Any]] = []
+    notes: list[Note] = []  # pending's notes as drafted (their hashes and subjects)
     lines: list[int] = []
+    # a document titled by its file's name alone: renamed, it is still the notes it was
+    named = (FileTitle(store.index, file_title(path))
+             if fmt == "text" and title is None and source is None and file_title(path)
+             else None)
     last_line = 0
     warned = 0  # line warnings said, kept or not
 
@@ -256,36 +191,41 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         nonlocal warned
         warned += 1
         if warned <= MAX_WARNINGS:  # a huge import's warnings must not fill memory
-            report.warnings.append(f"{path}:{number}: {message}")
-        log.debug("import: %s:%d: %s", path, number, message)
+            report.warnings.append(f"{place(shown, per, number)}: {message}")
+        log.debug("import: %s: %s", place(shown, per, number), message)
 
     def flush() -> None:
         if not pending:
             return
+        items = named.untitled(pending, notes) if named is not None else pending
         try:
-            done = store.bulk.add_batch(pending, enrich=enrich, agent_id=agent_id, batch=size,
+            done = store.bulk.add_batch(items, enrich=enrich, agent_id=agent_id, batch=size,
                                         supersede=supersede)
         except DiskFullError as exc:
             # Said with what is safe: the batches before this one are stored, and a re-run
             # stores only the rest (an imported line keeps its id: ``_with_stable_id``).
             raise DiskFullError(
-                f"{exc} The import stopped at line {lines[0] if lines else last_line} of {path}: "
-                f"the lines before it are stored, and some after it may be too "
+                f"{exc} The import stopped at {per} {lines[0] if lines else last_line} of "
+                f"{shown}: the {per}s before it are stored, and some after it may be too "
                 f"({_stored_now(store, agent_id, before)}); once there is room, run the same "
                 "import again and it stores only the rest.",
                 path=exc.path, needed=exc.needed, free=exc.free) from exc
         report.superseded += len(done.superseded)
         report.supersede_deferred += done.deferred
         report.expired_replaced += len(done.expired_replaced)
-        for number, result in zip(lines, done.results):
+        for number, result, given, written, note in zip(lines, done.results, pending, items,
+                                                         notes):
             if result.status == "rejected":
-                skip_line(report, path, number, "; ".join(result.warnings))
+                skip_line(report, shown, number, "; ".join(result.warnings), unit=per)
                 continue
             setattr(report, result.status, getattr(report, result.status) + 1)
+            if named is not None and written is not given and result.status == "deduplicated":
+                named.went_into(note.agent_id, result.id)
             for message in result.warnings:  # what of the line was not stored as given
                 if not message.startswith(_COUNTED):
                     warn(number, message)
         pending.clear()
+        notes.clear()
         lines.clear()
         if progress is not None:
             progress(last_line, total)
@@ -293,18 +233,23 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
     with store.writer.deferred_reembed() as problems:
-        for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn):
+        for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn,
+                                       source=source):
             report.read += 1
             last_line = number
             drafted = _drafted(store, item, enrich, agent_id)
             if isinstance(drafted, str):
-                skip_line(report, path, number, drafted)
+                skip_line(report, shown, number, drafted, unit=per)
                 continue
             pending.append(drafted[0])
+            notes.append(drafted[1])
             lines.append(number)
             if len(pending) >= size * AHEAD_CHUNKS:  # chunks of ``size`` inside, embedded ahead
                 flush()
         flush()
+        if named is not None:  # the whole document seen: was it stored before, renamed?
+            named.add()
+            report.title_added = named.added
     report.warnings.extend(problems)
     if warned > MAX_WARNINGS:
         report.warnings.append(f"... and {warned - MAX_WARNINGS} more line warnings")
@@ -315,12 +260,13 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
 
 
 def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, enrich: bool,
-                 agent_id: str | None, *, max_chars: int,
-                 ids: "_IdClashes | None") -> ImportReport:
+                 agent_id: str | None, *, max_chars: int, ids: "_IdClashes | None",
+                 source: str | None = None) -> ImportReport:
     """The first pass: each line read and validated as the writer will take it, and with
     ``ids`` each id checked against the earlier lines and the store; the bad lines are
     recorded in the report, in line order."""
-    check = ImportReport(path=str(path))
+    shown, per = Path(source) if source is not None else path, unit(fmt)
+    check = ImportReport(path=str(shown))
     rows: list[tuple[int, Note | str]] = []  # lines not yet looked up: their note, or why not
 
     def settle() -> None:
@@ -328,15 +274,15 @@ def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, 
         held = iter(ids.held(notes) if ids is not None and notes else [False] * len(notes))
         for number, row in rows:
             if isinstance(row, str):
-                skip_line(check, path, number, row)
+                skip_line(check, shown, number, row, unit=per)
             elif next(held):
-                skip_line(check, path, number, f"a note with id {row.id!r} already exists with "
-                                               "different content; delete it first, or give "
-                                               "this line another id or none")
+                skip_line(check, shown, number, f"a note with id {row.id!r} already exists with "
+                                                f"different content; delete it first, or give "
+                                                f"this {per} another id or none", unit=per)
         rows.clear()
 
     try:
-        for number, item in read_items(path, fmt, title, max_chars=max_chars):
+        for number, item in read_items(path, fmt, title, max_chars=max_chars, source=source):
             check.read += 1
             check.last_line = number
             drafted = _drafted(store, item, enrich, agent_id)
@@ -353,8 +299,8 @@ def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, 
         # found again in the file's bytes (a UTF-16 file with a broken character is rare
         # enough to be named by the decoder alone)
         with path.open("rb") as raw:
-            where = find_not_utf8(raw, str(path)) if exc.encoding.startswith("utf-8") else None
-        said = str(where) if where is not None else f"{path} is not {exc.encoding} text: {exc}"
+            where = find_not_utf8(raw, str(shown)) if exc.encoding.startswith("utf-8") else None
+        said = str(where) if where is not None else f"{shown} is not {exc.encoding} text: {exc}"
         raise ValidationError(f"{said}; nothing was imported", field="file") from None
     return check
 
@@ -372,8 +318,9 @@ class _IdClashes:
     it) is the same note.
     """
 
-    def __init__(self, index: "NoteIndex") -> None:
+    def __init__(self, index: "NoteIndex", unit: str = "line") -> None:
         self._backend = index.backend
+        self._unit = unit
         self._now = index.clock.now()
         # (agent, id) -> (first line, content hash) of the lines that give their own id; an
         # id derived from the text (``_with_stable_id``) names that text only, so those lines
@@ -387,8 +334,8 @@ class _IdClashes:
         first, digest = self._given.setdefault((note.agent_id, note.id), (number, note.hash))
         if digest == note.hash:
             return None
-        return (f"line {first} already gives id {note.id!r} to another text; one id names "
-                "one note (give this line another id, or none)")
+        return (f"{self._unit} {first} already gives id {note.id!r} to another text; one id "
+                f"names one note (give this {self._unit} another id, or none)")
 
     def held(self, notes: Sequence[Note]) -> list[bool]:
         """For each note, whether a stored note holds its id with another text (one engine
@@ -422,8 +369,26 @@ def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
         item = _with_stable_id(item)
         note = store.writer.draft(item, enrich=enrich, agent_id=agent_id).note  # validate only
     except ValidationError as exc:
-        return str(exc)
+        return str(exc) + _text_elsewhere(item) if exc.field == "text" else str(exc)
     return item, note
+
+
+#: where other tools keep a note's text (``amem get --json`` and most apps: content; mem0's
+#: export: memory), named when an item has one of them and no ``text``
+TEXT_ELSEWHERE = ("content", "memory", "note", "body")
+
+
+def _text_elsewhere(item: dict[str, Any]) -> str:
+    """" (its text is in 'memory' ...)" for an item without ``text`` whose text another
+    tool's field holds; "" otherwise. Said, not guessed: which field is the note is the
+    user's to say, and one rename in ``jq`` says it for the whole file."""
+    if "text" in item:
+        return ""
+    found = next((key for key in TEXT_ELSEWHERE if isinstance(item.get(key), str)), None)
+    if found is None:
+        return ""
+    return (f" (its text looks to be in {found!r}: name that field 'text'; with jq, "
+            f"`.text = .{found} | del(.{found})` on each note)")
 
 
 def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
@@ -444,9 +409,15 @@ def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "id": f"imp-{content_hash(key)[:24]}"}
 
 
-def skip_line(report: ImportReport, path: Path, number: int, why: str) -> None:
+def place(path: Path, unit: str, number: int) -> str:
+    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3"."""
+    return f"{path} item {number}" if unit == "item" else f"{path}:{number}"
+
+
+def skip_line(report: ImportReport, path: Path, number: int, why: str, *,
+              unit: str = "line") -> None:
     report.skipped += 1
-    message = f"{path}:{number}: {why}"
+    message = f"{place(path, unit, number)}: {why}"
     if len(report.errors) < MAX_ERRORS:  # a bad file of a million lines must not fill memory
         report.errors.append(message)
     # The report (or ImportRejected) carries the line to the caller, who shows it once; a
@@ -457,11 +428,11 @@ def skip_line(report: ImportReport, path: Path, number: int, why: str) -> None:
 class ImportRejected(ValidationError):
     """The file has bad lines; nothing was written. ``errors`` holds the first ``MAX_ERRORS``."""
 
-    def __init__(self, path: Path, check: ImportReport) -> None:
+    def __init__(self, path: Path, check: ImportReport, unit: str = "line") -> None:
         shown = "\n  ".join(check.errors[:20])
         more = check.skipped - min(20, len(check.errors))
         super().__init__(
-            f"{path}: {check.skipped} of {check.read} lines are invalid; nothing was imported "
+            f"{path}: {check.skipped} of {check.read} {unit}s are invalid; nothing was imported "
             f"(fix them, or pass --skip-invalid to import the rest):\n  {shown}"
             + (f"\n  ... and {more} more" if more > 0 else ""), field="file")
         self.errors = list(check.errors)
@@ -469,6 +440,6 @@ class ImportRejected(ValidationError):
 
 
 # heading_text lives in amem.docsplit; named here too, where callers first found it
-__all__ = ["ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
-           "check_batch", "detect_format", "heading_text", "import_file", "read_items",
-           "skip_line"]
+__all__ = ["FORMATS", "ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
+           "check_batch", "detect_format", "heading_text", "import_file", "place",
+           "read_items", "skip_line", "unit"]

@@ -69,19 +69,22 @@ def test_yaml_front_matter_is_no_note_and_its_title_names_the_document(
         "---\nnot front matter": ["rule"], "A paragraph about bats.": ["rule"]}
 
 
-def test_a_json_array_is_said_to_be_one_with_the_way_to_make_lines(
+def test_a_json_array_is_imported_and_a_one_line_jsonl_array_says_how(
         env: dict[str, str], tmp_path: Path) -> None:
     rows = [{"text": "array one about owls"}, {"text": "array two about bats"}]
     whole = tmp_path / "notes.json"
     whole.write_text(json.dumps(rows, indent=2), encoding="utf-8")
-    err = amem(env, "import", str(whole), code=2).stderr  # was: "cannot tell the format"
-    assert "notes.json is JSON, not JSON lines" in err and "jq -c '.[]'" in err
+    # was: "notes.json is JSON, not JSON lines ... jq -c '.[]'", nothing imported
+    assert "read 2: created 2" in amem(env, "import", str(whole), "--no-enrich").stdout
+    assert set(stored(env)) == {"array one about owls", "array two about bats"}
     line = tmp_path / "one-line.jsonl"
-    line.write_text(json.dumps(rows) + "\n", encoding="utf-8")
+    line.write_text(json.dumps([{"text": "three"}]) + "\n", encoding="utf-8")
     err = amem(env, "import", str(line), code=2).stderr
     assert f"{line}:1: each line must be a JSON object with a 'text' field; this line is a " \
-           "JSON array of 2 items" in err
-    assert stored(env) == {}
+           "JSON array of 1 items (a file that is one array of notes is read as one with " \
+           "--format json, or named .json)" in err
+    assert "read 1: created 1" in amem(env, "import", str(line), "--format", "json",
+                                       "--no-enrich").stdout
 
 
 def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
@@ -152,12 +155,20 @@ def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str
     assert status["active_notes"] == 5000
 
 
-def test_stdin_is_refused_saying_how(env: dict[str, str]) -> None:
-    err = amem(env, "import", "-", "--format", "jsonl", code=2,
-               stdin='{"text": "from a pipe"}\n').stderr
-    assert "amem import reads a file" in err and "not stdin" in err  # was: "no such file: -"
-
-
+def test_stdin_is_imported_as_a_file_is(env: dict[str, str], tmp_path: Path) -> None:
+    spool = tmp_path / "spool"  # TMPDIR: where stdin is kept for the two passes
+    spool.mkdir()
+    env = {**env, "TMPDIR": str(spool)}
+    # was: "amem import reads a file ... not stdin", exit 2
+    done = amem(env, "import", "-", "--no-enrich", "--json",
+                stdin='{"text": "from a pipe about owls"}\n{"text": "and bats"}\n')
+    report = json.loads(done.stdout)
+    assert (report["path"], report["created"], report["skipped"]) == ("stdin", 2, 0)
+    # a bad line is named as stdin's, and nothing is imported
+    err = amem(env, "import", "-", stdin='{"text": "moths"}\n{"txt": "x"}\n', code=2).stderr
+    assert "stdin:2: missing field 'text'" in err and "nothing was imported" in err
+    assert set(stored(env)) == {"from a pipe about owls", "and bats"}
+    assert list(spool.iterdir()) == []  # the private copy is gone, after an error too
 def test_common_slips_in_json_lines_are_said_for_what_they_are(env: dict[str, str],
                                                                tmp_path: Path) -> None:
     src = tmp_path / "slips.jsonl"

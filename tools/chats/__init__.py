@@ -1,7 +1,7 @@
 """Chat apps' data exports (ChatGPT's and Claude's ``conversations.json``) read as lcm
 conversations, one conversation at a time from a streamed file.
 
-``array_items`` reads the file's array item by item (:mod:`tools.chats.stream`); ``detect``
+``array_items`` reads the file's array item by item (:mod:`amem.kernel.jsonstream`, shared with `amem import`); ``detect``
 says which app wrote it from its first item; ``CONVERTERS[app](index, item)`` gives an
 :class:`ExportedConversation` or raises :class:`BadConversation`.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from . import chatgpt, claude
 from .model import BadConversation, ExportedConversation
-from .stream import ArrayItem, NotAnArray, StreamError, array_items
+from amem.kernel.jsonstream import ArrayItem, NotAnArray, StreamError, array_items
 
 __all__ = ["APPS", "CONVERTERS", "ArrayItem", "BadConversation", "ExportedConversation", "NotAnArray",
            "StreamError", "array_items", "detect"]

@@ -1,6 +1,6 @@
 """Load a chat app's export into lcm: each conversation its own conversation of the caller's agent.
 
-1. The file is streamed (:mod:`tools.chats.stream`): one conversation in memory at a time.
+1. The file is streamed (:mod:`amem.kernel.jsonstream`): one conversation in memory at a time.
 2. Each conversation is converted (:mod:`tools.chats.chatgpt`, :mod:`tools.chats.claude`) and
    its messages checked as ingest checks them, so a bad one is named before anything is stored.
 3. Unless ``skip_invalid``, a first pass reads the whole file and refuses it naming every bad

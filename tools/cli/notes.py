@@ -91,7 +91,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
                                 "JSONL file under it (hidden ones, attachments and links to "
                                 "folders left out, and named)")
-    p.add_argument("--format", choices=["jsonl", "text"], help="default: from the extension")
+    p.add_argument("--format", choices=["jsonl", "json", "text"], help="default: from the "
+                   "extension (stdin: a JSON array or JSON lines told apart by their first "
+                   "character; text needs --format text)")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch, at least 1 (with "
                    "--from-export: notes written together, default 256)")
@@ -391,18 +393,13 @@ def _delete_all(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from amem.export import load_export
-    from amem.importdir import import_dir
-    from amem.importer import import_file
-
+    if args.file == "-":
+        return _import_stdin(args)
     folder = Path(args.file).expanduser().is_dir()
     if folder and (args.from_export or args.title is not None or args.format):
         raise usage_error("a folder is imported file by file, each by its extension and with "
                           "its own title: --from-export, --title and --format take one file",
                           "file")
-    if args.file == "-":  # `amem lcm ingest -` reads stdin; this reads its file twice
-        raise usage_error("amem import reads a file, twice (checked whole, then written), not "
-                          "stdin: save it first (`cat > notes.jsonl`) and import that", "file")
     if not folder and not Path(args.file).expanduser().is_file():
         # said here, in `amem lcm ingest`'s words: the CLI's argument is `file` (the library's
         # error names its own parameter, `path`)
@@ -411,20 +408,49 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.from_export and args.title is not None:
         raise usage_error("--title is for a text or Markdown document; an export keeps each "
                           "note's own subjects", "title")
+    return _import(args, Path(args.file).expanduser(), folder=folder)
+
+
+def _import_stdin(args: argparse.Namespace) -> int:
+    """``amem import -``: what is piped in, spooled to a private file for the two passes
+    (``tools.cli.spool``), then imported as a file is, named ``stdin`` in the report and its
+    errors ("stdin:3: ...")."""
+    from .spool import sniffed, spooled
+
+    if args.from_export:  # an export keeps ids and vectors: a file the user can keep
+        raise usage_error("--from-export reads a file: save the export and give its path",
+                          "file")
+    with spooled(sys.stdin.fileno()) as path:  # removed however the import ends
+        if args.format is None:
+            args.format = sniffed(path)
+            if args.format is None:
+                raise usage_error("stdin is empty" if not path.stat().st_size else
+                                  "stdin is neither a JSON array ([...]) nor JSON lines ({...} "
+                                  "a line): pass --format text for Markdown or text, or "
+                                  "--format json|jsonl", "format")
+        return _import(args, path, folder=False, source="stdin")
+
+
+def _import(args: argparse.Namespace, path: Path, *, folder: bool,
+            source: str | None = None) -> int:
+    from amem.export import load_export
+    from amem.importdir import import_dir
+    from amem.importer import import_file
+
     with open_memory(args) as store, _resumable():
         # the bar ends (one 100% line) before anything else is said on stderr
         with progress(args, "import") as bar:
             if folder:
-                report = import_dir(store, Path(args.file).expanduser(),
-                                    enrich=not args.no_enrich, batch=args.batch, progress=bar,
-                                    skip_invalid=args.skip_invalid)
+                report = import_dir(store, path, enrich=not args.no_enrich, batch=args.batch,
+                                    progress=bar, skip_invalid=args.skip_invalid)
             elif args.from_export:
                 report = load_export(store, args.file, batch=args.batch,
                                      skip_invalid=args.skip_invalid, progress=bar)
             else:
-                report = import_file(store, args.file, fmt=args.format,
+                report = import_file(store, path, fmt=args.format,
                                      enrich=not args.no_enrich, batch=args.batch, progress=bar,
-                                     skip_invalid=args.skip_invalid, title=args.title)
+                                     skip_invalid=args.skip_invalid, title=args.title,
+                                     source=source)
         # The process ends here, so a due index build runs now (in the foreground) instead of
         # leaving the imported points to brute-force search until the nightly job.
         index = store.index.build
@@ -462,6 +488,9 @@ def cmd_import(args: argparse.Namespace) -> int:
            f"{data['pending_merge']}, ")
         + f"skipped {data['skipped']} ({data['notes_per_second']} notes/s)"
         + _supersede_line(data)
+        + (f"\n{data['title_added']} stored notes hold the same text from a file of another "
+           f"name: they gained this file's name as a subject, not a second copy"
+           if data.get("title_added") else "")
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR

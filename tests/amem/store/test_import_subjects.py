@@ -67,3 +67,19 @@ def test_a_title_is_checked_and_refused_for_jsonl(tmp_path: Path, edge_store: Me
     assert edge_store.count() == 0
     import_file(edge_store, lines, enrich=False)  # a JSONL line keeps the subjects it gives
     assert edge_store.get(edge_store.list(limit=1)[0][0].id).subjects == ["mine"]
+
+
+def test_a_paragraph_in_many_files_takes_only_a_few_of_their_names(store: MemoryStore,
+                                                                   tmp_path: Path) -> None:
+    # a signature or template each file holds whole: one note, and the first file names
+    # added to it stop at MAX_TITLED (each file is all of it: no rename can be told apart)
+    from amem.importtitle import MAX_TITLED
+
+    for day in range(1, MAX_TITLED + 4):
+        doc = tmp_path / f"2025-03-{day:02d}.md"
+        doc.write_text("Sent from my phone.\n", encoding="utf-8")
+        report = import_file(store, doc, enrich=False)
+        assert report.created == (1 if day == 1 else 0)
+        assert report.title_added == (1 if 1 < day <= MAX_TITLED else 0)
+    (note,), _ = store.list(limit=5)
+    assert note.subjects == [f"2025-03-{day:02d}" for day in range(1, MAX_TITLED + 1)]

@@ -1,7 +1,8 @@
 """The items of one top-level JSON array, read from a text stream one at a time.
 
-A chat app's ``conversations.json`` is a single array, often over 100 MB: ``json.load`` held
-the text, the parsed tree and our converted messages at once. Here only the item being read
+A chat app's ``conversations.json`` (``amem lcm ingest``) and a JSON array of notes
+(``amem import``) are single arrays, often over 100 MB: ``json.load`` held the text, the
+parsed tree and our converted items at once. Here only the item being read
 (and the unread rest of one chunk) is in memory; each item is parsed by the standard decoder.
 """
 

@@ -1,0 +1,79 @@
+"""A JSON array of notes (``[{"text": ...}, ...]``, what most tools and LLMs write) read
+item by item for ``amem.importer``, each item as a JSON line is read.
+
+The array is streamed (``amem.kernel.jsonstream``): one item in memory at a time, however big
+the file. An item is numbered by its place in the array (1-based), where a JSON line is by its
+line: a compact one-line array (what a tool or an LLM writes) still says which item is bad.
+A file that stops being JSON part way is one bad place, named by its line too: the items
+before it are read, nothing after it can be.
+
+A chat app's data export (ChatGPT's or Claude's ``conversations.json``) is also one JSON
+array, of conversations: it is refused at its first item, saying that ``amem lcm ingest``
+is the command that reads it (its messages belong in conversation memory, not in notes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, TextIO
+
+from .errors import ValidationError
+from .kernel import safejson
+from .kernel.errors import InvalidArgumentError
+from .kernel.jsonstream import NotAnArray, StreamError, array_items
+
+#: a key only a chat app's exported conversations have -> what the file is
+CHAT_EXPORTS = {"mapping": "a ChatGPT data export", "chat_messages": "a Claude data export"}
+
+
+def array_notes(handle: TextIO, name: str, *,
+                piped: bool = False) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(place, item) pairs of the array ``handle`` holds; a bad item comes as why, a string.
+    ``piped``: ``name`` is a stream's (stdin), no file a command could be given.
+
+    Raises:
+        ValidationError: the text is no JSON array (one object is read as one note), or it is
+            a chat app's export (said to be ``amem lcm ingest``'s), before anything is yielded.
+    """
+    index = 0
+    try:
+        for item in array_items(handle, name=name):
+            index = item.index
+            if index == 1:
+                _refuse_chat_export(item.value, name, piped)
+            yield index, _note(item.value)
+    except NotAnArray:
+        raise ValidationError(f"{name} is JSON but not an array of notes: an import reads "
+                              '[{"text": ...}, ...] (or JSON lines: .jsonl)',
+                              field="format") from None
+    except StreamError as exc:
+        # the items before the break were read; what is after it cannot be, so it is one bad
+        # place (``--skip-invalid`` keeps the items before it)
+        why = str(exc).removeprefix(f"{name}:{exc.line}: ").replace(f"item {index + 1} ", "it ")
+        yield index + 1, f"{why} (at line {exc.line}); nothing after it can be read"
+
+
+def _refuse_chat_export(first: Any, name: str, piped: bool) -> None:
+    # `amem lcm ingest` reads an export from a file only (it streams it twice): a piped one
+    # is told to be saved first, or the command given would be refused in turn
+    command = ("`amem lcm ingest FILE` once it is saved to a file (an export is read from a "
+               "file, not stdin)" if piped else f"`amem lcm ingest {name}`")
+    for key, what in CHAT_EXPORTS.items():
+        if isinstance(first, dict) and key in first:
+            raise ValidationError(
+                f"{name} is {what} (conversations.json): its conversations go into "
+                f"conversation memory with {command}, each kept whole and searchable; amem "
+                "import reads notes", field="format")
+
+
+def _note(value: Any) -> dict[str, Any] | str:
+    """The item as a note's fields, or why it is none."""
+    if not isinstance(value, dict):
+        return "each item must be a JSON object with a 'text' field"
+    try:  # a lone surrogate is valid JSON but no text (``amem.kernel.safejson``)
+        safejson.check_text(value, root="the item")
+    except InvalidArgumentError as exc:
+        return str(exc)
+    return value
+
+
+__all__ = ["CHAT_EXPORTS", "array_notes"]

@@ -1,0 +1,51 @@
+"""``amem import -``: stdin kept in a private file for the import's two passes.
+
+An import reads its file twice (checked whole, then written: ``amem.importer``), and a pipe
+can be read once; so the piped bytes are copied to a file only the user can read (0600, in
+the temporary folder: ``TMPDIR``), imported from there, and the file is removed however the
+import ends (an error, Ctrl-C). Memory stays flat: the bytes are copied a chunk at a time.
+
+A pipe has no name to tell its format by: a JSON array (``[``) and JSON lines (``{``) are
+told apart by their first character; anything else needs ``--format`` (a document read as
+notes by mistake is worse than a question).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: bytes copied at a time
+CHUNK = 1 << 20
+#: how a stream's first character (after white space and a UTF-8 byte-order mark) says its format
+_OPENERS = {ord("["): "json", ord("{"): "jsonl"}
+
+
+@contextmanager
+def spooled(source: int) -> Iterator[Path]:
+    """A private file holding what the file descriptor ``source`` gives (stdin's: 0), removed
+    when the block ends."""
+    fd, name = tempfile.mkstemp(prefix="amem-import-", suffix=".stdin")  # 0600, ours alone
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "wb", buffering=0) as out:  # the chunks are big enough already
+            # what the pipe has now, not a blocking wait for a whole chunk: a slow writer's
+            # bytes land as they come
+            while chunk := os.read(source, CHUNK):
+                out.write(chunk)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def sniffed(path: Path) -> str | None:
+    """``json`` or ``jsonl`` by the first character the file holds, or None (can't tell)."""
+    with path.open("rb") as raw:
+        head = raw.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    return _OPENERS.get(head[0]) if head else None
+
+
+__all__ = ["spooled", "sniffed"]
