@@ -135,12 +135,7 @@ def _open_for_once(rt: Runtime, cfg: SchedulerConfig, wait_s: float) -> Any:
 
     from .serve import open_waiting
 
-    try:
-        rt.memory
-    except StoreLockedError as exc:
-        server = _server_holds(exc)
-        if server is not None:
-            raise server from None
+    if _held_not_by_a_server(rt) is not None:
         running = lock_holder(cfg.lock_path)
         if running is not None:  # the nightly run of a scheduler: no use waiting a minute
             raise CliError(f"the nightly job is running now in another process (pid {running}); "
@@ -192,9 +187,16 @@ def _open_at_start(rt: Runtime) -> None:
     import, a second scheduler's own check at the same moment) is waited for, up to 15 s, as
     a starting server waits: the scheduler exited 4 at once, so of two started together one
     died of the other's brief check."""
-    from amem.errors import StoreLockedError
-
     from .serve import open_waiting
+
+    if _held_not_by_a_server(rt) is not None:
+        open_waiting(rt)
+
+
+def _held_not_by_a_server(rt: Runtime) -> StoreLockedError | None:
+    """The note store opened: None; the lock's error when another command holds it. A server
+    holding it is said at once (``_server_holds``): it runs the nightly job itself."""
+    from amem.errors import StoreLockedError
 
     try:
         rt.memory
@@ -202,7 +204,8 @@ def _open_at_start(rt: Runtime) -> None:
         server = _server_holds(exc)
         if server is not None:
             raise server from None
-        open_waiting(rt)
+        return exc
+    return None
 
 
 def _exit_on_term(signum: int, frame: FrameType | None) -> None:
