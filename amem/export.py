@@ -62,6 +62,11 @@ def export_line(store: "MemoryStore", note: Note, vector: np.ndarray | None) -> 
     return json.dumps(row, ensure_ascii=False) + "\n"
 
 
+def export_where(agent_id: str | None) -> Where | None:
+    """The notes an export holds: every agent's (None), or one agent's, active or not."""
+    return None if agent_id is None else Where(must=(Match("agent_id", agent_id),))
+
+
 def export_page(store: "MemoryStore", *, cursor: str | None, limit: int, with_vectors: bool,
                 agent_id: str | None = None) -> tuple[list[str], str | None]:
     """One page of an export (every agent's notes, or ``agent_id``'s; active or not) and the
@@ -72,8 +77,7 @@ def export_page(store: "MemoryStore", *, cursor: str | None, limit: int, with_ve
     one added meanwhile may or may not be (a copy of the engine's files, the alternative, lost
     acknowledged notes: docs/cli.md).
     """
-    where = None if agent_id is None else Where(must=(Match("agent_id", agent_id),))
-    hits, nxt = store.index.backend.scroll(where, limit=limit, offset=cursor,
+    hits, nxt = store.index.backend.scroll(export_where(agent_id), limit=limit, offset=cursor,
                                            with_vectors=with_vectors)
     return [export_line(store, Note.from_payload(h.payload), h.dense if with_vectors else None)
             for h in hits], nxt

@@ -16,7 +16,7 @@ from lcm.errors import LcmNotFoundError, PathEscapeError
 from lcm.extract import SourceUnit, extractive_summary
 from lcm.tokens import estimate_tokens
 
-__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference", "open_file_store"]
+__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference", "open_file_store", "files_dir"]
 
 FILE_ID_RE = re.compile(r"^file_[0-9a-f]{16}\Z")  # \Z: no trailing newline
 _EXT = {"application/json": ".json", "text/csv": ".csv", "text/x-python": ".py", "text/markdown": ".md"}
@@ -162,6 +162,14 @@ class LargeFileStore:
         )
 
 
+def files_dir(configured: str, data_dir: Path | None) -> Path | None:
+    """Where a store's large files live: ``largeFilesDir`` when configured, else ``lcm-files``
+    in the database's directory; None for neither (an in-memory database, a server)."""
+    if configured:
+        return Path(configured).expanduser()
+    return None if data_dir is None else data_dir / "lcm-files"
+
+
 def open_file_store(
     configured: str, data_dir: Path | None
 ) -> tuple[LargeFileStore, tempfile.TemporaryDirectory[str] | None]:
@@ -169,9 +177,8 @@ def open_file_store(
     database's directory. With neither (an in-memory database, a server without a shared
     directory) they go to a temporary directory that lives as long as the store: it is returned
     for the store to clean up when it closes."""
-    if configured:
-        return LargeFileStore(Path(configured).expanduser()), None
-    if data_dir is not None:
-        return LargeFileStore(data_dir / "lcm-files"), None
+    where = files_dir(configured, data_dir)
+    if where is not None:
+        return LargeFileStore(where), None
     tmp = tempfile.TemporaryDirectory(prefix="lcm-files-")
     return LargeFileStore(Path(tmp.name)), tmp

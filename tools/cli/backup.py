@@ -136,8 +136,7 @@ def _backup_conversations(rt: Runtime, work: Path, left_out: list[str]) -> dict[
     if not db.is_file():
         return {"file": None, "said": "no conversation store yet"}
     report = backup_sqlite(db, work / CONVERSATIONS)
-    configured = rt.settings.lcm.large_files_dir
-    files = Path(configured).expanduser() if configured else db.parent / LARGE_FILES
+    files = _large_files_dir(rt, db)
     copied = 0
     if files.is_dir():
         shutil.copytree(files, work / LARGE_FILES, symlinks=True)
@@ -280,8 +279,12 @@ def _empty_store(rt: Runtime) -> Any:
 
 
 def _large_files_dir(rt: Runtime, db: Path) -> Path:
-    configured = rt.settings.lcm.large_files_dir
-    return Path(configured).expanduser() if configured else db.parent / LARGE_FILES
+    """Where the conversation store at ``db`` keeps its large files (lcm's own rule)."""
+    from lcm.largefiles import files_dir
+
+    where = files_dir(rt.settings.lcm.large_files_dir, db.resolve().parent)
+    assert where is not None  # a file's store always has a directory
+    return where
 
 
 # ------------------------------------------------------------------------------ files

@@ -320,16 +320,14 @@ def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime,
 
 def _owner_export(memory: MemoryStore) -> Callable[[ExportPage], dict[str, Any]]:
     """One page of ``amem export`` for the owner's CLI while this server holds the store."""
-    from amem.backends.base import Match, Where
-    from amem.export import export_page
+    from amem.export import export_page, export_where
 
     def export(page: ExportPage) -> dict[str, Any]:
         lines, nxt = export_page(memory, cursor=page.cursor, limit=page.limit,
                                  with_vectors=page.vectors, agent_id=page.agent)
         data: dict[str, Any] = {"lines": lines, "next": nxt}
         if page.cursor is None:  # the first page: how many there are, for the progress bar
-            data["total"] = memory.index.backend.count(
-                None if page.agent is None else Where(must=(Match("agent_id", page.agent),)))
+            data["total"] = memory.index.backend.count(export_where(page.agent))
         return data
 
     return export
