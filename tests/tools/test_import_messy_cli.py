@@ -126,28 +126,52 @@ def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
 @pytest.mark.slow
 def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str],
                                                                tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import pty
+    import re
     import signal
+    import struct
     import subprocess
-    import time
+    import termios
 
     from .test_cli_frontdoor import AMEM, ROOT
 
     src = tmp_path / "many.jsonl"
     src.write_text("".join(json.dumps({"text": f"note {i} about the moth count of week {i}"})
                            + "\n" for i in range(5000)), encoding="utf-8")
-    proc = subprocess.Popen([str(AMEM), "-v", "import", str(src), "--no-enrich"], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # stderr on a terminal, so the import draws its bar; the bar moves only after a batch is
+    # stored, so the signal is sent once some notes are kept however slow the machine is (a
+    # fixed sleep after the store opened interrupted a loaded machine before the first batch)
+    master, slave = pty.openpty()
+    # a terminal of 100 columns: at the 0 a new pty reports, tqdm draws no bar at all
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen([str(AMEM), "import", str(src), "--no-enrich"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=slave,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert proc.stderr is not None
-    for line in proc.stderr:  # the store is open: the import is under way
-        if "edge store" in line:  # "created" (a new store) or "opened"
-            break
-    time.sleep(1.0)  # the whole import takes about 2.5 s at the hashing embedder's pace
+    os.close(slave)
+    drawn = b""
+
+    def read_more() -> bool:
+        nonlocal drawn
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            return False
+        drawn += chunk
+        return bool(chunk)
+
+    stored_some = re.compile(rb"\b([1-9]\d*)/5000\b")
+    while not stored_some.search(drawn):
+        assert read_more(), drawn.decode(errors="replace")[-2000:]
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    while read_more():
+        pass
+    os.close(master)
+    assert proc.wait(timeout=120) == 130, drawn.decode(errors="replace")[-2000:]
+    err = drawn.decode(errors="replace").replace("\r\n", "\n")
     assert "the import was stopped; the notes it wrote are kept, and running the same import " \
-           "again stores only the rest" in err and "Traceback" not in err
+           "again stores only the rest" in " ".join(err.split()) and "Traceback" not in err
     done = json.loads(amem(env, "import", str(src), "--no-enrich", "--json").stdout)
     assert done["skipped"] == 0 and done["created"] + done["deduplicated"] == 5000
     assert done["deduplicated"] > 0 and done["created"] > 0  # stopped part way: some kept, some left
