@@ -24,7 +24,7 @@ def test_progress_counts_the_check_then_the_store(tmp_path: Path) -> None:
     seen: list[tuple[str, int, int | None]] = []
     with LcmStore(":memory:") as lcm:
         report = load_export(lcm, src, "chatgpt", "alice", progress=lambda *a: seen.append(a))
-        assert report.stored == 16 and report.conversations_stored == 3
+        assert report.stored == 18 and report.conversations_stored == 3
         title = lcm.conversation(session_key("alice", "chatgpt", "c-2"))
         assert title is not None and title.title == "A long chat"
     assert seen == [("check", 1, None), ("check", 2, None), ("check", 3, None),

@@ -8,7 +8,8 @@
    With ``skip_invalid`` one pass stores the good conversations and reports the bad ones.
 4. A conversation is stored under ``agent:<agent>:<app>:<its export id>``: every message has
    the export's id as its event id, so importing the same (or a newer) export again stores
-   only what is new. ChatGPT's other branches go to ``<that key>:branches``.
+   only what is new. The other branches go to ``<that key>:branches``, each after a marker
+   naming the message it follows (:func:`tools.chats.tree.with_forks`).
 """
 
 from __future__ import annotations
@@ -74,9 +75,11 @@ class LoadReport:
     messages: int = 0
     stored: int = 0
     skipped_duplicates: int = 0
-    #: ChatGPT: edited or regenerated branches off the line the user last saw, and their messages
+    #: edited or regenerated branches off the line the user last saw, and their messages
     branches: int = 0
     branch_messages: int = 0
+    #: fork markers stored before the branches' messages (one per fork), counted in ``stored``
+    fork_points: int = 0
     #: messages left out, by reason ("empty", "reasoning")
     left_out: Counter[str] = field(default_factory=Counter)
     #: conversations without one message to store (nothing was said in them)
@@ -253,7 +256,8 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
                 report.warn(warning)
             report.messages += len(conv.messages)
             report.branches += conv.branch_count
-            report.branch_messages += len(conv.branches)
+            report.branch_messages += len(conv.branches) - conv.fork_points
+            report.fork_points += conv.fork_points
             report.left_out.update(conv.left_out)
             if not conv.messages and not conv.branches:
                 report.empty_conversations += 1

@@ -36,9 +36,13 @@ class ExportedConversation:
     messages: list[dict[str, Any]]
     #: messages of edited or regenerated branches that are not on that line (ChatGPT keeps
     #: every version of an edited prompt and every regenerated answer), each branch in order
+    #: after a fork marker
     branches: list[dict[str, Any]] = field(default_factory=list)
     #: how many branches ``branches`` holds
     branch_count: int = 0
+    #: the fork markers among ``branches``: one before each branch, naming the message it
+    #: follows (:func:`tools.chats.tree.with_forks`)
+    fork_points: int = 0
     #: messages not kept, by reason ("empty", "reasoning")
     left_out: Counter[str] = field(default_factory=Counter)
     #: event ids of messages whose time is borrowed (the export gave them none): they may go

@@ -88,7 +88,7 @@ def _text(data: dict[str, object]) -> str:
     if data["branches"]:
         branches = "branch" if data["branches"] == 1 else "branches"
         lines.append(f"{data['branches']} edited or regenerated {branches} ({_n(data['branch_messages'], 'message')}) "
-                     "kept apart, under <that key>:branches")
+                     "kept apart, under <that key>:branches, each after a marker naming the message it follows")
     if left:
         said = {"empty": lambda n: f"{_n(n, 'message')} with no text",
                 "reasoning": lambda n: f"{n} of the model's reasoning (thinking)"}
