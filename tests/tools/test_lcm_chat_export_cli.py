@@ -271,3 +271,19 @@ def test_untimed_repeats_load_and_a_real_flood_is_named_while_the_rest_load(tmp_
         "continue", "turn 1: invoice 10001 is paid", "continue"]
     again = amem(env, "lcm", "ingest", str(src), code=1)
     assert "stored 0 messages in 0 conversations, already there 10" in again.stdout
+
+
+def test_backfill_refuses_an_export_naming_the_command_that_loads_it(tmp_path: Path) -> None:
+    # backfill is one transcript under one key (backfill:<session id>) with one transplant
+    # target; an export is many conversations, each under its own key: `amem lcm ingest` loads it
+    home = tmp_path / "home"
+    env = env_for(home)
+    src = export(tmp_path / "conversations.json", [chatgpt_lisbon()])
+    bundle = tmp_path / "claude-export.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("conversations.json", json.dumps([claude_invoice()]))
+    for path, app in ((src, "ChatGPT"), (bundle, "Claude")):
+        err = amem(env, "lcm", "backfill", str(path), "--session-id", "old", "--apply", code=2).stderr
+        assert f"{path} is a {app} export of many conversations" in err, err
+        assert f"amem lcm ingest {path}" in err and "one transcript" in err
+    assert not (home / "lcm.db").exists() or rows(home, "backfill:old") == []

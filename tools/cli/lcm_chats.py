@@ -20,6 +20,27 @@ from .output import CODE_EXITS, EXIT_ERROR, EXIT_OK, CliError, emit, printable, 
 _APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 
 
+def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
+    """Refuse ``file`` (a usage error naming ``amem lcm ingest FILE``) when it is a chat app's
+    export, for a command that takes one transcript (``why`` says what it does with one).
+
+    ``amem lcm backfill`` is such a command: it stores one transcript under one key
+    (``backfill:<session id>``) and transplants it into one conversation. An export is many
+    conversations, each with a key of its own and its branches beside it; folded into one
+    transcript they would lose both, so the export is loaded by the command that keeps them.
+    """
+    if file == "-" or fmt != "auto":
+        return  # stdin is read as a transcript, which names an export it finds
+    from ..chats.load import sniff
+
+    path = Path(file).expanduser()
+    app = sniff(path) if path.is_file() else None
+    if app is not None:
+        raise usage_error(f"{file} is a {_APP_NAMES[app]} export of many conversations; {command} takes one "
+                          f"transcript ({why}). Load the export with: amem lcm ingest {file} (each conversation "
+                          f"under agent:<agent>:{app}:<its id>, its branches beside it)", "file")
+
+
 def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int:
     from ..chats import StreamError
     from ..chats.load import ExportRejected, PartlyStored, key_prefix, load_export
