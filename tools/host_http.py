@@ -193,11 +193,14 @@ def _refuse_export(body: Any) -> None:
     many conversations, each stored under its own key, by the command that reads the file."""
     from .chats import detect
 
+    def conversation(item: Any) -> bool:  # a message that merely has such a field is a message
+        return detect(item) is not None and "role" not in item and "messages" not in item
+
     where = None
-    if detect(body) is not None or (isinstance(body, list) and body and detect(body[0]) is not None):
+    if conversation(body) or (isinstance(body, list) and body and conversation(body[0])):
         where = "body"
     elif isinstance(body, dict) and isinstance(body.get("messages"), list):
-        where = next((f"messages[{i}]" for i, m in enumerate(body["messages"]) if detect(m) is not None), None)
+        where = next((f"messages[{i}]" for i, m in enumerate(body["messages"]) if conversation(m)), None)
     if where is None:
         return
     raise ToolError("invalid_argument", f"{where} is a chat app's conversation, not a message: "

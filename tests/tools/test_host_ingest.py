@@ -150,11 +150,15 @@ def test_a_chat_apps_export_posted_is_refused_naming_the_command_that_loads_it(
         error = res.json()["error"]
         assert (error["code"], error["field"]) == ("invalid_argument", field)
         assert "data export" in error["message"] and "amem lcm ingest FILE" in error["message"], error
+    assert lcm.db.scalar("SELECT count(*) FROM messages") == 0
+    # a message that merely has such a field is a message
+    own = ingest(http, {"sessionKey": ALICE, "messages": [{"role": "user", "content": "the mapping is done",
+                                                           "mapping": {}}]})
+    assert "data export" not in own.text
     # one over the body limit (8 MiB) is refused before it is read, saying the same
     big = b'[{"title": "x", "mapping": {' + b" " * MAX_BODY_BYTES + b"}}]"
     res = http.post("/lcm/ingest", content=big, headers={"X-Amem-Agent": "alice", "Content-Type": "application/json"})
     assert res.status_code == 413 and "amem lcm ingest FILE" in res.json()["error"]["message"]
-    assert lcm.db.scalar("SELECT count(*) FROM messages") == 0
 
 
 def test_the_debt_is_paid_after_an_ingested_turn(served: tuple[httpx.Client, LcmStore]) -> None:
