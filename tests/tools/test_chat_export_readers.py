@@ -100,9 +100,9 @@ def test_chatgpt_follows_the_current_node_and_keeps_the_other_branches_apart() -
     assert [m["event_id"] for m in conv.branches] == ["fork:u-2a", "u-2a", "a-2a", "fork:a-2b", "a-2b"]
     forks = {m["event_id"]: m for m in conv.branches if m["event_id"].startswith("fork:")}
     assert forks["fork:u-2a"]["content"] == ('[branch after a-1 (assistant, on the main line): '
-                                             '"Day 1: Alfama. Day 2: Belem. Day 3: LX Factory."]')
+                                             '"Day 1: Alfama. Day 2: Belem. Day 3: LX Factory."; it opens with u-2a]')
     assert forks["fork:a-2b"]["content"] == ('[branch after u-2b (user, on the main line): '
-                                             '"What about a day trip to Sintra?"]')
+                                             '"What about a day trip to Sintra?"; it opens with a-2b]')
     assert forks["fork:u-2a"]["role"] == "system" and forks["fork:u-2a"]["created_at"] == T0 + 10
     assert conv.fork_points == 2
     assert conv.left_out == {"empty": 1, "reasoning": 1}  # the blank system node; the thoughts
@@ -124,9 +124,9 @@ def test_a_branch_inside_a_branch_names_its_own_fork_and_a_long_text_is_cut() ->
                                                       "fork:a-2b", "a-2b"]
     forks = {m["event_id"]: m["content"] for m in conv.branches if m["event_id"].startswith("fork:")}
     assert forks["fork:a-2a2"] == ('[branch after u-2a (user, in this branch conversation): '
-                                   '"What about a day trip to Porto?"]')
+                                   '"What about a day trip to Porto?"; it opens with a-2a2]')
     assert forks["fork:a-2b"].startswith('[branch after u-2b (user, on the main line): "Sintra? and then some')
-    assert forks["fork:a-2b"].endswith('..."]') and len(forks["fork:a-2b"]) < 200
+    assert forks["fork:a-2b"].endswith('..."; it opens with a-2b]') and len(forks["fork:a-2b"]) < 220
 
 
 def test_chatgpt_without_a_current_node_follows_the_newest_leaf() -> None:
@@ -217,7 +217,8 @@ def test_claude_follows_the_newest_leaf_and_keeps_the_edits_and_retries_apart() 
     assert [m["event_id"] for m in conv.messages] == ["q-1", "r-1b", "q-2e", "r-2"]
     assert [m["event_id"] for m in conv.branches] == ["fork:r-1", "r-1", "fork:q-2", "q-2"]
     assert conv.branch_count == 2
-    assert conv.branches[0]["content"] == '[branch after q-1 (user, on the main line): "When is the deploy window?"]'
+    assert conv.branches[0]["content"] == ('[branch after q-1 (user, on the main line): "When is the deploy window?"; '
+                                           'it opens with r-1]')
     # the line the export names wins over the newest leaf
     named = claude_edited()
     named["current_leaf_message_uuid"] = "q-2"

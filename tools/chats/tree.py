@@ -104,7 +104,7 @@ def with_forks(tree: Tree, rest: list[str], kept: Mapping[str, list[dict[str, An
     branch off the line, and a fork inside a branch (its two regenerated answers follow one
     prompt). It is a ``system`` message naming the message the branch follows (the nearest one
     kept: reasoning between is left out), its role, where it is (the main line, or this branch
-    conversation) and the start of its text, with that message's time; its event id is
+    conversation), the start of its text and the branch's first id, with that message's time; its event id is
     ``fork:<the branch's first event id>``, so a second import stores it once.
     """
     on_line = set(line)
@@ -133,12 +133,15 @@ def _kept_parent(tree: Tree, node: str, kept: Mapping[str, list[dict[str, Any]]]
 
 def _marker(first: dict[str, Any], before: dict[str, Any] | None, on_line: bool) -> dict[str, Any]:
     if before is None:
-        text = "[branch with no message before it: the start of the conversation]"
+        text = f"[branch with no message before it (the start of the conversation); it opens with {first['event_id']}]"
     else:
         said = " ".join(str(before["content"]).split())
         said = said if len(said) <= EXCERPT else said[:EXCERPT - 3].rstrip() + "..."
         where = "on the main line" if on_line else "in this branch conversation"
-        text = f'[branch after {before["event_id"]} ({before["role"]}, {where}): "{said}"]'
+        # the branch's own first id too: a store that held the branches before markers existed
+        # gets them after its messages on the next import, where only the ids place them
+        text = (f'[branch after {before["event_id"]} ({before["role"]}, {where}): "{said}"; '
+                f'it opens with {first["event_id"]}]')
     marker: dict[str, Any] = {"role": "system", "content": text, "event_id": f"fork:{first['event_id']}"}
     at = (before or {}).get("created_at", first.get("created_at"))
     if at is not None:
