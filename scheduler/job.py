@@ -70,6 +70,8 @@ class NightlyReport:
     skipped_because: str | None = None
     #: the pid running the job when this call was skipped for it (None: not skipped for that)
     held_by: int | None = None
+    #: what went wrong beside the steps (the record could not be written at the end)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -113,7 +115,7 @@ def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
            reason: Reason = "scheduled") -> NightlyReport | None:
     """The skip report of a scheduled (or catch-up) run at ``now`` whose slot's local date was
     already served (by this process, another scheduler or ``amem serve``), else None."""
-    record = read_record(cfg.record_path) if record is None else record
+    record = read_record(cfg.record_path, cfg.runs_path) if record is None else record
     slot = last_fire_time(trigger, now) or now
     slot_date = slot.astimezone(cfg.zone).date().isoformat()
     if not is_served(record, slot, cfg.zone, now):
@@ -193,7 +195,7 @@ def record_not_started(cfg: SchedulerConfig, reason: Reason, error: str, *,
         why = f"another process (pid {lock.holder_pid}) is running the nightly job"
         return NightlyReport("skipped", reason, skipped_because=why, held_by=lock.holder_pid or -1)
     try:
-        record = read_record(cfg.record_path)
+        record = read_record(cfg.record_path, cfg.runs_path)
         report = _begin(cfg, record, reason, clock.now(), trigger)
         report.steps["open"] = StepResult("failed", error=error)
         report.status = "failed"
@@ -207,7 +209,7 @@ def record_not_started(cfg: SchedulerConfig, reason: Reason, error: str, *,
 def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
                 cfg: SchedulerConfig, reason: Reason, clock: Clock,
                 trigger: BaseTrigger) -> NightlyReport:
-    record = read_record(cfg.record_path)
+    record = read_record(cfg.record_path, cfg.runs_path)
     now = clock.now()
     try:
         return _run_recorded(memory_store, lcm_store, cfg, reason, clock, trigger, record, now)
@@ -332,11 +334,32 @@ def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,
     else:
         record["consecutive_failures"] = int(record.get("consecutive_failures") or 0) + 1
         log.error("nightly job failed (%s); it runs again next night", record["last_run"]["error"])
-    write_record(cfg.record_path, record)
+    try:
+        write_record(cfg.record_path, record)
+    except OSError as exc:
+        # The job is done: raising here lost its report, left the record saying `running`
+        # (`amem status`: interrupted) and the next start ran the night again. The history
+        # line below carries the run (``record.load_settled`` reads it back); the report says so.
+        lost: OSError | None = exc
+    else:
+        lost = None
     try:
         append_run(cfg.runs_path, run_entry(report))
-    except OSError as exc:  # the history is for the picture; the run itself is recorded above
+    except OSError as exc:  # the history is for the picture, unless the record was lost too
         log.warning("the nightly run history %s could not be written: %s", cfg.runs_path, exc)
+        if lost is not None:
+            report.warnings.append(
+                f"the nightly record {cfg.record_path} could not be written at the end of the run ({lost}), "
+                f"nor the run history {cfg.runs_path} ({exc}): the run is done, but only this report "
+                "and the log say so; the next start of the scheduler runs this night again")
+    else:
+        if lost is not None:
+            report.warnings.append(
+                f"the nightly record {cfg.record_path} could not be written at the end of the run ({lost}): "
+                f"the run counts as done from its line in the run history {cfg.runs_path}, and "
+                "`amem status` and `amem doctor` say the record is behind until a run can write it")
+    for warning in report.warnings:
+        log.error("%s", warning)
     log.info("nightly job %s in %.1fs", report.status, report.duration)
 
 
@@ -347,7 +370,10 @@ def run_entry(report: NightlyReport) -> dict[str, Any]:
     ms = merge.summary if merge else {}
     ls = lcm.summary if lcm else {}
     embedding = ls.get("embedding") if isinstance(ls.get("embedding"), dict) else {}
-    return {"finished_at": report.finished_at, "status": report.status, "reason": report.reason,
+    # when it started and its slot: the run is known by them where the record could not be
+    # written at its end (``record.load_settled``)
+    return {"started_at": report.started_at, "slot": report.slot, "slot_date": report.slot_date,
+            "finished_at": report.finished_at, "status": report.status, "reason": report.reason,
             "duration": round(report.duration, 3), "merges": int(ms.get("merges") or 0),
             "superseded": int(ms.get("superseded") or 0),
             "expired_deleted": int(ms.get("expired_deleted") or 0),

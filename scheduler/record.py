@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 VERSION = 1
 
 
-def read_record(path: Path) -> dict[str, Any]:
-    """The record, or ``{}`` when there is none. Corrupt parts are logged and left out."""
-    record, problems = load_record(path)
+def read_record(path: Path, runs_path: Path | None = None) -> dict[str, Any]:
+    """The record, or ``{}`` when there is none. Corrupt parts are logged and left out. With
+    ``runs_path``, brought up to date with the run history (:func:`load_settled`)."""
+    record, problems = load_record(path) if runs_path is None else load_settled(path, runs_path)
     for problem in problems:
         log.warning("the nightly record %s: %s; it is replaced on the next write", path, problem)
     return record
@@ -118,7 +119,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "last_slot": _object(date=_optional(_text), status=_optional(_text), slot=_optional(_text)),
     "last_run": _object(status=_optional(_text), error=_optional(_text),
                         pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
-    "scheduler": _object(schedule=_optional(_text), host=_optional(_text),
+    "scheduler": _object(schedule=_optional(_text), host=_optional(_text), process=_optional(_text),
                          pid=_optional(lambda v: None if _is_int(v) else "must be an integer")),
 }
 
@@ -181,6 +182,43 @@ def read_runs_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
             skipped.append(number)
             log.warning("the nightly run history %s: line %d is not a JSON object; skipped", path, number)
     return runs, skipped
+
+
+def load_settled(path: Path, runs_path: Path) -> tuple[dict[str, Any], list[str]]:
+    """:func:`load_record`, brought up to date with the run history: a run that finished but
+    could not write the record at its end (a full disk, a read-only one, a directory in its
+    place) appended its line to ``runs_path`` all the same (``scheduler.job._finish``).
+
+    The record alone said that run was still ``running``: ``amem status`` called it
+    ``interrupted`` and the next start ran the night again. When the history's newest line
+    (one that says when it started) began after the record's last run, or is that run, and the
+    record does not say it finished, the run is taken as the history says (its status, times,
+    slot), and a problem says the record is behind (``amem doctor`` shows it); the next
+    written record holds it.
+    """
+    record, problems = load_record(path)
+    runs, _ = read_runs_checked(runs_path)
+    latest = runs[-1] if runs else {}
+    began = latest.get("started_at")
+    if not isinstance(began, str) or _moment(began) is not None or not isinstance(latest.get("status"), str):
+        return record, problems  # an old line (no start time): the record says it all
+    last = record.get("last_run") or {}
+    known = last.get("started_at")
+    newer = (isinstance(known, str) and _moment(known) is None
+             and datetime.fromisoformat(known) > datetime.fromisoformat(began))
+    if newer or (known == began and last.get("status") != "running"):
+        return record, problems  # the record is as new as the history
+    fields = ("status", "reason", "slot", "slot_date", "started_at", "finished_at", "duration")
+    record = {**record, "last_run": {**(last if known == began else {}),
+                                     **{k: latest[k] for k in fields if latest.get(k) is not None}}}
+    if isinstance(latest.get("slot_date"), str):
+        record["last_slot"] = {"slot": latest.get("slot"), "date": latest["slot_date"], "status": latest["status"]}
+    if latest["status"] == "ok":
+        record["last_success_at"], record["consecutive_failures"] = latest.get("finished_at"), 0
+    problems.append(f"is behind the run history {runs_path.name}: the run started {began} finished "
+                    f"{latest['status']} at {latest.get('finished_at')}, but the record could not be written then "
+                    "(the run counts as done)")
+    return record, problems
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
@@ -249,6 +287,24 @@ def lock_holder(path: Path) -> int | None:
         probe.release()
         return None
     return probe.holder_pid or -1
+
+
+def process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` from a later one given the same pid: ``<boot id>:<start>``,
+    its start in clock ticks since boot (``/proc/<pid>/stat``, field 22) on this boot. None
+    where ``/proc`` does not say (not Linux, or no such process).
+
+    A pid alone is reused: a scheduler that stopped left its pid in the record, and the next
+    process given it made the stopped scheduler look alive (``scheduler.status``).
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    # the name (field 2) is in parentheses and may hold spaces or ')': split after the last one
+    fields = stat[stat.rfind(")") + 2:].split()
+    return f"{boot}:{fields[19]}" if len(fields) > 19 else None  # fields[0] is field 3
 
 
 def _read_pid(fd: int) -> int | None:

@@ -40,7 +40,7 @@ from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, 
                      next_fire_time)
 from .job import (ConversationStore, NightlyReport, NoteStore, Reason, record_not_started,
                   record_refused, run_nightly, served)
-from .record import RunLock, load_record, read_record, read_refused, write_record
+from .record import RunLock, load_settled, process_identity, read_record, read_refused, write_record
 from .slots import is_refused, is_served
 from .status import last_run_status
 
@@ -181,13 +181,16 @@ def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
     if not lock.acquire():
         return  # a run is in progress; it writes first_seen itself
     try:
-        record, problems = load_record(cfg.record_path)
+        record, problems = load_settled(cfg.record_path, cfg.runs_path)
         for problem in problems:
             log.warning("the nightly record %s: %s; replacing it", cfg.record_path, problem)
         record.setdefault("first_seen", now.isoformat())
         record["scheduler"] = {"schedule": f"{cfg.hour:02d}:{cfg.minute:02d} {cfg.timezone}",
                                "pid": os.getpid(), "host": socket.gethostname(),
                                "since": now.isoformat()}
+        identity = process_identity(os.getpid())  # the pid alone is reused once this one stops
+        if identity is not None:
+            record["scheduler"]["process"] = identity
         try:
             write_record(cfg.record_path, record)
         except OSError as exc:  # the server must start; each run says it again, failed
@@ -201,7 +204,7 @@ def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> da
     slot = last_fire_time(trigger, now)
     if slot is None:
         return None
-    record = read_record(cfg.record_path)
+    record = read_record(cfg.record_path, cfg.runs_path)
     if is_served(record, slot, cfg.zone, now):
         return None
     if ((record.get("last_run") or {}).get("status") != "running"

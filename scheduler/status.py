@@ -19,7 +19,7 @@ from amem.config import AmemConfig
 from amem.kernel.clock import SystemClock
 
 from .config import SchedulerConfig, last_fire_time, next_fire_time
-from .record import load_record, lock_holder, read_refused
+from .record import load_settled, lock_holder, process_identity, read_refused
 from .slots import instant, is_refused, is_served
 
 #: the record's fields that hold a time, shown in the schedule's zone
@@ -62,7 +62,7 @@ def _schedule_changed(record: dict[str, Any], last: dict[str, Any], schedule: st
     running = record.get("scheduler") or {}
     followed = running.get("schedule")
     if (isinstance(followed, str) and followed != schedule
-            and running.get("host") == socket.gethostname() and _alive(running.get("pid"))):
+            and running.get("host") == socket.gethostname() and _alive(running)):
         return (f"the scheduler running since {running.get('since')} (pid {running['pid']}) "
                 f"follows {followed}: restart it (`amem serve` or `amem scheduler`) to follow "
                 f"{schedule}")
@@ -73,7 +73,12 @@ def _schedule_changed(record: dict[str, Any], last: dict[str, Any], schedule: st
     return None
 
 
-def _alive(pid: Any) -> bool:
+def _alive(entry: dict[str, Any]) -> bool:
+    """Whether the process ``entry`` (the record's ``scheduler``) names still runs: its pid is
+    alive and, where the record holds its identity (``record.process_identity``), is still
+    that process, not a later one given the same pid. A record without it (written before)
+    is judged by the pid alone, as it was."""
+    pid = entry.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
@@ -81,8 +86,10 @@ def _alive(pid: Any) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass  # another user's: alive
+    recorded = entry.get("process")
+    now = process_identity(pid) if isinstance(recorded, str) else None
+    return now is None or now == recorded
 
 
 def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | None = None,
@@ -103,7 +110,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
         config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_amem(config))
     cfg = SchedulerConfig(Path(home), cfg.timezone, cfg.hour, cfg.minute, cfg.misfire_grace_hours)
     zone = cfg.zone
-    record, problems = load_record(cfg.record_path)
+    record, problems = load_settled(cfg.record_path, cfg.runs_path)
     refused = read_refused(cfg.refused_path)
     last = record.get("last_run") or {}
     holder = lock_holder(cfg.lock_path)

@@ -100,6 +100,8 @@ def add_host_routes(app: "Starlette", runner: "CallRunner", identify: Callable[[
             body = await _read_json(request)
             key, session_id, messages, after = _ingest_args(target, body)
         except ToolError as exc:
+            if exc.code == "payload_too_large" and exc.field == "body":  # an export, often: say where it goes
+                exc = ToolError(exc.code, f"{exc.message}; {EXPORT_HINT}", field=exc.field)
             return reply(exc.to_dict())
         store = _need_lcm(target)  # _ingest_args checked it already; this names its type
         result = await runner.run(target.agent_id, "lcm ingest",
@@ -180,7 +182,33 @@ async def _read_json(request: "Request") -> Any:
         raise ToolError("invalid_argument", str(exc), field=exc.field) from None
 
 
+#: how a refused chat export is told where it loads
+EXPORT_HINT = ("a ChatGPT or Claude data export is loaded from its file on the server's machine with "
+                "`amem lcm ingest FILE` (each conversation under a key of its own, streamed, however large)")
+
+
+def _refuse_export(body: Any) -> None:
+    """Refuse a chat app's data export posted as the body (its array, one of its conversations, or
+    its conversations as ``messages``): this route takes one session's turns, and an export is
+    many conversations, each stored under its own key, by the command that reads the file."""
+    from .chats import detect
+
+    def conversation(item: Any) -> bool:  # a message that merely has such a field is a message
+        return detect(item) is not None and "role" not in item and "messages" not in item
+
+    where = None
+    if conversation(body) or (isinstance(body, list) and body and conversation(body[0])):
+        where = "body"
+    elif isinstance(body, dict) and isinstance(body.get("messages"), list):
+        where = next((f"messages[{i}]" for i, m in enumerate(body["messages"]) if conversation(m)), None)
+    if where is None:
+        return
+    raise ToolError("invalid_argument", f"{where} is a chat app's conversation, not a message: "
+                    f"{INGEST_PATH} takes one session's messages; {EXPORT_HINT}", field=where)
+
+
 def _ingest_args(target: "ToolFacade", body: Any) -> tuple[str, str | None, list[Any], bool]:
+    _refuse_export(body)
     if not isinstance(body, dict):
         raise ToolError("invalid_argument", "the body must be a JSON object with messages", field="body")
     unknown = sorted(set(body) - set(_INGEST_FIELDS))

@@ -155,6 +155,14 @@ def principal_of(scope: Any) -> Principal | None:
     return found if isinstance(found, Principal) else None
 
 
+def _too_large_hint(path: str) -> str:
+    """What a refused large body on ``path`` should have been instead: a chat app's data
+    export posted to the host's ingest route (it loads from its file, however large)."""
+    from .host_http import EXPORT_HINT, INGEST_PATH
+
+    return f" ({EXPORT_HINT})" if path == INGEST_PATH else ""
+
+
 class Refused(Exception):
     """A refusal: the structured error's ``code``, ``message`` and ``field``, the response's
     extra ``headers``, and ``details`` added to the error object (what a client acts on)."""
@@ -500,9 +508,10 @@ class Guard:
         if scope["method"] in ("GET", "HEAD"):
             return receive, b""
         limit = self.config.max_body
+        hint = _too_large_hint(scope["path"])
         declared = _Headers(scope).one("content-length")
         if declared is not None and ascii_digits(declared) and int(declared) > limit:
-            raise Refused("payload_too_large", f"the body is {declared} bytes; the limit is {limit}", "body")
+            raise Refused("payload_too_large", f"the body is {declared} bytes; the limit is {limit}{hint}", "body")
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -513,7 +522,7 @@ class Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise Refused("payload_too_large", f"the body is over the limit of {limit} bytes", "body")
+                raise Refused("payload_too_large", f"the body is over the limit of {limit} bytes{hint}", "body")
             chunks.append(chunk)
             if not message.get("more_body", False):
                 body = b"".join(chunks)

@@ -90,14 +90,19 @@ class _Buffer:
         return self._mark_line
 
 
-def array_items(source: TextIO, *, name: str = "the file", chunk: int = CHUNK) -> Iterator[ArrayItem]:
+def array_items(source: TextIO, *, name: str = "the file", chunk: int = CHUNK,
+                max_item: int | None = None) -> Iterator[ArrayItem]:
     """Yield each item of the JSON array ``source`` holds, in order, reading ``chunk``
     characters at a time.
 
+    ``max_item`` bounds the characters one item may take: an item is held whole while it is
+    read, so one that never closes (a zip bomb's payload) would grow the buffer until memory
+    ran out; past the bound it is refused instead (the buffer holds at most about twice it).
+
     Raises:
         NotAnArray: the text does not start with ``[`` (before anything is yielded).
-        StreamError: the text is not valid JSON from some item on (its line named); the items
-            before it were yielded.
+        StreamError: the text is not valid JSON from some item on (its line named), or an
+            item is over ``max_item``; the items before it were yielded.
     """
     buf = _Buffer(source, chunk)
     decoder = json.JSONDecoder()
@@ -130,7 +135,11 @@ def array_items(source: TextIO, *, name: str = "the file", chunk: int = CHUNK) -
             except json.JSONDecodeError as exc:
                 # an item cut by the chunk's end reads as bad JSON too: read on (doubling, so
                 # a 50 MB item costs a few parses, not one per chunk), and judge it at the end
-                if not buf.more(len(buf.text) - buf.pos):
+                pending = len(buf.text) - buf.pos
+                if max_item is not None and pending > max_item:
+                    _broken(buf, name, f"item {index + 1} is over {max_item} characters and still not "
+                            "whole; nothing past it was read")
+                if not buf.more(pending if max_item is None else min(pending, max_item)):
                     _broken(buf, name, f"item {index + 1} is not valid JSON: {exc.msg}", exc.pos)
             except RecursionError:
                 _broken(buf, name, f"item {index + 1} nests too deep to read")

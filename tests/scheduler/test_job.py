@@ -123,6 +123,7 @@ def test_interrupted_run_is_reported_and_rerun(home: Path, toy: ToyNoteStore) ->
     record = read_record(home / "nightly.json")
     record["last_run"]["status"] = record["last_slot"]["status"] = "running"  # as if killed
     (home / "nightly.json").write_text(json.dumps(record))
+    (home / "nightly_runs.jsonl").unlink()  # a killed run never finished: no line in the history
     assert last_run_status(home, config)["state"] == "interrupted"
     clock.set(datetime(2027, 5, 1, 8, 0, tzinfo=UTC))
     assert run_nightly(toy, config=config, reason="catch-up", clock=clock).status == "ok"
@@ -173,3 +174,42 @@ def test_a_record_that_cannot_be_written_fails_the_run_before_it_starts(home: Pa
     assert report.status == "failed" and toy.consolidations == 0
     assert "nightly.json cannot be written" in (report.steps["record"].error or "")
     assert last_run_status(home)["record_problems"]  # status says the record is unusable
+
+
+class LosesTheRecord(ToyNoteStore):
+    """A note store whose optimize (the job's second step) leaves the record unwritable: a
+    directory where it goes (a read-only or full disk behave alike for the write)."""
+
+    def optimize(self) -> None:
+        super().optimize()
+        record = self.config.home / "nightly.json"
+        record.unlink()
+        record.mkdir()
+
+
+def test_a_record_unwritable_at_the_end_keeps_the_run_done_and_says_so(home: Path,
+                                                                      real_store: MemoryStore) -> None:
+    # the end-of-run write raised: the run's result was lost, `amem status` said interrupted,
+    # and the next start ran the night again
+    from scheduler.service import missed_slot
+    from tools.reports import doctor_report
+
+    store = LosesTheRecord(home)
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+    assert report.status == "ok" and report.steps["lcm_maintenance"].status == "ok"
+    assert len(report.warnings) == 1
+    assert "nightly.json could not be written at the end of the run" in report.warnings[0]
+    assert "nightly_runs.jsonl" in report.warnings[0]
+    # status and the next start count it from the run history the run wrote
+    clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    status = last_run_status(home, config, now=clock.now())
+    assert status["state"] == "ok" and status["last_run"]["finished_at"] == "2027-05-01T02:30:05+00:00"
+    assert status["last_success_at"] == "2027-05-01T02:30:05+00:00"
+    assert missed_slot(config, config.trigger(), clock.now()) is None
+    assert run_nightly(store, config=config, reason="catch-up", clock=clock).status == "skipped"
+    assert store.consolidations == 1
+    # and the doctor names it
+    doctor = doctor_report(real_store, lambda _: {"ok": True}, status, clean=False)
+    assert any("the run started 2027-05-01T02:30:05+00:00 finished ok" in w for w in doctor["warnings"]), doctor

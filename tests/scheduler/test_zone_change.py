@@ -107,3 +107,47 @@ def test_a_zone_edited_under_a_running_scheduler_is_said_before_its_next_run(
     assert "follows 02:30 Asia/Tokyo" in changed and f"pid {os.getpid()}" in changed
     assert "to follow 02:30 Pacific/Honolulu" in changed
     assert last_run_status(home, cfg(home, "Asia/Tokyo"))["schedule_changed"] is None
+
+
+def test_a_pid_reused_by_another_process_is_not_taken_for_the_stopped_scheduler(home: Path) -> None:
+    # a scheduler (here: a real process, A) recorded its pid and stopped; another process (B)
+    # got the pid. Status found the pid alive and said "the scheduler running since ... (pid)
+    # follows ...: restart it": a scheduler that no longer runs. The record keeps what tells
+    # processes apart (the boot and the process's start), and status checks it.
+    import json
+    import socket
+
+    from scheduler.record import process_identity
+
+    first = subprocess.Popen(["sleep", "30"])
+    identity = process_identity(first.pid)
+    first.kill()
+    first.wait()
+    other = subprocess.Popen(["sleep", "30"])
+    # the start is counted in clock ticks (10 ms): one started in A's tick is started again
+    for _ in range(100):
+        if process_identity(other.pid) != identity:
+            break
+        other.kill()
+        other.wait()
+        other = subprocess.Popen(["sleep", "30"])
+    try:
+        assert identity is not None and process_identity(other.pid) not in (None, identity)
+
+        def claimed(pid: int, ident: str | None) -> str | None:
+            entry = {"schedule": "02:30 Asia/Tokyo", "pid": pid, "host": socket.gethostname(),
+                     "since": "2027-12-01T00:00:00+00:00", **({"process": ident} if ident else {})}
+            (home / "nightly.json").write_text(json.dumps({"version": 1, "scheduler": entry}))
+            changed: str | None = last_run_status(home, cfg(home, "Pacific/Honolulu"))["schedule_changed"]
+            return changed
+
+        home.mkdir(parents=True, exist_ok=True)
+        assert claimed(other.pid, identity) is None  # A's record, B's pid: not A
+        # B itself, as it would record itself, is alive; a record of before the change
+        # (no identity) is read as it was (the pid alone)
+        assert f"(pid {other.pid}) follows 02:30 Asia/Tokyo" in (claimed(other.pid, process_identity(other.pid)) or "")
+        assert f"(pid {other.pid})" in (claimed(other.pid, None) or "")
+        assert claimed(first.pid, identity) is None or first.pid == other.pid  # A is gone
+    finally:
+        other.kill()
+        other.wait()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import struct
 import tracemalloc
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,9 @@ import pytest
 
 from lcm import IngestResult, LcmStore
 from lcm.errors import StoreUnavailableError
-from tools.chats.load import MAX_SAID, ExportRejected, PartlyStored, load_export, session_key
+from tools.chats import StreamError
+from tools.chats.load import (MAX_SAID, ExportLimits, ExportRejected, PartlyStored, UnsafeExport, load_export,
+                              session_key)
 
 from .chat_exports import chatgpt_chain, chatgpt_lisbon
 
@@ -24,7 +28,7 @@ def test_progress_counts_the_check_then_the_store(tmp_path: Path) -> None:
     seen: list[tuple[str, int, int | None]] = []
     with LcmStore(":memory:") as lcm:
         report = load_export(lcm, src, "chatgpt", "alice", progress=lambda *a: seen.append(a))
-        assert report.stored == 16 and report.conversations_stored == 3
+        assert report.stored == 18 and report.conversations_stored == 3
         title = lcm.conversation(session_key("alice", "chatgpt", "c-2"))
         assert title is not None and title.title == "A long chat"
     assert seen == [("check", 1, None), ("check", 2, None), ("check", 3, None),
@@ -100,3 +104,102 @@ def test_a_large_export_is_never_held_whole(tmp_path: Path) -> None:
     assert report.stored == 12_000
     # json.load alone would hold the text and its parsed tree: several times the file
     assert peak < size * 0.75, (peak, size)
+
+
+# -- hostile files: each refused with a clear error before anything is stored ----------------------
+def zipped(path: Path, members: dict[str, str | bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def stored(lcm: LcmStore) -> int:
+    return int(lcm.db.scalar("SELECT count(*) FROM messages"))
+
+
+def test_a_zip_with_a_member_outside_the_archive_is_refused(tmp_path: Path) -> None:
+    # read as a stream, never unpacked, so nothing could be written there; but no app writes
+    # such a zip: it was made to be unpacked somewhere it should not
+    good = json.dumps([chatgpt_chain("c-1", 2)])
+    with LcmStore(":memory:") as lcm:
+        for name in ("../conversations.json", "/etc/conversations.json", "export/../../conversations.json",
+                     "..\\..\\conversations.json", "C:/Users/x/conversations.json"):
+            bundle = zipped(tmp_path / "export.zip", {name: good})
+            with pytest.raises(UnsafeExport, match="outside the archive") as refused:
+                load_export(lcm, bundle, "chatgpt", "alice")
+            assert repr(name)[1:-1] in str(refused.value) and "nothing was stored" in str(refused.value)
+        # beside a good conversations.json too: the zip is not the one the app sent
+        bundle = zipped(tmp_path / "export.zip", {"conversations.json": good, "../../.bashrc": "rm -rf ~"})
+        with pytest.raises(UnsafeExport, match="'../../.bashrc'"):
+            load_export(lcm, bundle, "chatgpt", "alice", skip_invalid=True)
+        assert stored(lcm) == 0
+
+
+def test_a_zip_bomb_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # 20 MiB of blanks between two conversations deflate to ~20 KiB: a ratio no export has
+    bundle = tmp_path / "export.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as z, z.open("conversations.json", "w") as out:
+        out.write(b"[" + json.dumps(chatgpt_chain("c-1", 2)).encode() + b",")
+        for _ in range(20):
+            out.write(b" " * (1 << 20))
+        out.write(json.dumps(chatgpt_chain("c-2", 2)).encode() + b"]")
+    with LcmStore(":memory:") as lcm:
+        with pytest.raises(UnsafeExport, match=r"unpacks to 20\.0 MiB from \d+ KiB .* a zip bomb") as refused:
+            load_export(lcm, bundle, "chatgpt", "alice", skip_invalid=True)
+        assert "nothing was stored" in str(refused.value)
+        # the same declared size an honest zip may have: the limits say how much is read at all
+        with pytest.raises(UnsafeExport, match=r"unpacks to 20\.0 MiB; the limit is 16\.0 MiB"):
+            load_export(lcm, bundle, "chatgpt", "alice", limits=ExportLimits(max_unzipped=16 << 20))
+        assert stored(lcm) == 0
+
+
+def test_a_zip_that_unpacks_to_more_than_it_declares_is_refused(tmp_path: Path) -> None:
+    # the sizes in its headers say 1 KiB; the data inflates to 8 MiB: read no further than
+    # declared (zipfile stops there), and the checksum says the member is not what it claims
+    text = json.dumps([chatgpt_chain(f"c-{i}", 2) for i in range(3)]).encode()
+    bundle = tmp_path / "export.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as z, z.open("conversations.json", "w") as out:
+        out.write(text[:-1] + b" " * (8 << 20) + b"]")
+    raw = bytearray(bundle.read_bytes())
+    local, central = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    struct.pack_into("<I", raw, local + 22, 1024)  # the local header's uncompressed size
+    struct.pack_into("<I", raw, central + 24, 1024)  # the central directory's
+    bundle.write_bytes(bytes(raw))
+    with LcmStore(":memory:") as lcm:
+        with pytest.raises((StreamError, zipfile.BadZipFile)):
+            load_export(lcm, bundle, "chatgpt", "alice")
+        assert stored(lcm) == 0
+
+
+@pytest.mark.parametrize("depth", [100, 100_000])
+def test_deeply_nested_json_is_refused_and_nothing_stored(tmp_path: Path, depth: int) -> None:
+    # a tool call's input nested 100 deep parses (under Python's recursion limit) but is refused
+    # by the rule for untrusted JSON (64 levels); 100,000 deep cannot be parsed at all
+    nested = chatgpt_chain("c-deep", 2)
+    node = nested["mapping"]["m1"]["message"]
+    node["metadata"] = {"deep": "NEST"}
+    text = json.dumps([chatgpt_chain("c-ok", 2), nested]).replace('"NEST"', "[" * depth + "]" * depth)
+    src = tmp_path / "conversations.json"
+    src.write_text(text, encoding="utf-8")
+    with LcmStore(":memory:") as lcm:
+        if depth < 1000:
+            with pytest.raises(ExportRejected, match=r"conversation 2 \('A long chat', id c-deep\): it nests "
+                                                     r"deeper than 64 levels .* \(at mapping\.m1\.message"):
+                load_export(lcm, src, "chatgpt", "alice")
+        else:
+            with pytest.raises(StreamError, match="item 2 nests too deep to read"):
+                load_export(lcm, src, "chatgpt", "alice")
+        assert stored(lcm) == 0
+
+
+def test_a_conversation_larger_than_the_limit_is_refused_not_held(tmp_path: Path) -> None:
+    # a conversation that never closes (a bomb's payload, or a file cut and padded) would be
+    # read into memory whole, doubling the buffer; past the limit it is refused instead
+    src = tmp_path / "conversations.json"
+    src.write_text("[" + json.dumps(chatgpt_chain("c-ok", 2)) + ', {"title": "' + "x" * (3 << 20),
+                   encoding="utf-8")
+    with LcmStore(":memory:") as lcm:
+        with pytest.raises(StreamError, match=r"item 2 is over 1048576 characters"):
+            load_export(lcm, src, "chatgpt", "alice", limits=ExportLimits(max_conversation_chars=1 << 20))
+        assert stored(lcm) == 0

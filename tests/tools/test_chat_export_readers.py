@@ -95,12 +95,38 @@ def test_chatgpt_follows_the_current_node_and_keeps_the_other_branches_apart() -
     assert texts["code-1"] == "print(40 * 60 // 60)" and texts["out-1"] == "40"
     # the edited-away prompt with its answer, and the regenerated-away answer: two branches
     assert conv.branch_count == 2
-    assert [m["event_id"] for m in conv.branches] == ["u-2a", "a-2a", "a-2b"]
+    # each branch opens with where it left the line: the message before it (the reasoning
+    # between is left out, so the answer before that), its id, role and the start of its text
+    assert [m["event_id"] for m in conv.branches] == ["fork:u-2a", "u-2a", "a-2a", "fork:a-2b", "a-2b"]
+    forks = {m["event_id"]: m for m in conv.branches if m["event_id"].startswith("fork:")}
+    assert forks["fork:u-2a"]["content"] == ('[branch after a-1 (assistant, on the main line): '
+                                             '"Day 1: Alfama. Day 2: Belem. Day 3: LX Factory."; it opens with u-2a]')
+    assert forks["fork:a-2b"]["content"] == ('[branch after u-2b (user, on the main line): '
+                                             '"What about a day trip to Sintra?"; it opens with a-2b]')
+    assert forks["fork:u-2a"]["role"] == "system" and forks["fork:u-2a"]["created_at"] == T0 + 10
+    assert conv.fork_points == 2
     assert conv.left_out == {"empty": 1, "reasoning": 1}  # the blank system node; the thoughts
     # each message its own time; the hidden context node, which has none, its parent's (the conversation's)
     times = {m["event_id"]: m.get("created_at") for m in conv.messages}
     assert times["u-1"] == T0 and times["a-2c"] == T0 + 230 and times["ctx-1"] == T0 - 5
     assert conv.warnings == []
+
+
+def test_a_branch_inside_a_branch_names_its_own_fork_and_a_long_text_is_cut() -> None:
+    export = chatgpt_lisbon()
+    mapping = export["mapping"]
+    # the edited-away prompt's answer was regenerated too: a fork inside the branch
+    mapping["u-2a"]["children"].append("a-2a2")
+    mapping["a-2a2"] = gpt_node("a-2a2", "u-2a", [], "assistant", ["Porto: take the Alfa Pendular."], T0 + 120)
+    mapping["u-2b"]["message"]["content"]["parts"] = ["Sintra? " + "and then some " * 30]
+    conv = chatgpt.convert(1, export)
+    assert [m["event_id"] for m in conv.branches] == ["fork:u-2a", "u-2a", "a-2a", "fork:a-2a2", "a-2a2",
+                                                      "fork:a-2b", "a-2b"]
+    forks = {m["event_id"]: m["content"] for m in conv.branches if m["event_id"].startswith("fork:")}
+    assert forks["fork:a-2a2"] == ('[branch after u-2a (user, in this branch conversation): '
+                                   '"What about a day trip to Porto?"; it opens with a-2a2]')
+    assert forks["fork:a-2b"].startswith('[branch after u-2b (user, on the main line): "Sintra? and then some')
+    assert forks["fork:a-2b"].endswith('..."; it opens with a-2b]') and len(forks["fork:a-2b"]) < 220
 
 
 def test_chatgpt_without_a_current_node_follows_the_newest_leaf() -> None:
@@ -189,13 +215,16 @@ def test_a_broken_claude_conversation_is_named(change: object, said: str) -> Non
 def test_claude_follows_the_newest_leaf_and_keeps_the_edits_and_retries_apart() -> None:
     conv = claude.convert(1, claude_edited())
     assert [m["event_id"] for m in conv.messages] == ["q-1", "r-1b", "q-2e", "r-2"]
-    assert [m["event_id"] for m in conv.branches] == ["r-1", "q-2"] and conv.branch_count == 2
+    assert [m["event_id"] for m in conv.branches] == ["fork:r-1", "r-1", "fork:q-2", "q-2"]
+    assert conv.branch_count == 2
+    assert conv.branches[0]["content"] == ('[branch after q-1 (user, on the main line): "When is the deploy window?"; '
+                                           'it opens with r-1]')
     # the line the export names wins over the newest leaf
     named = claude_edited()
     named["current_leaf_message_uuid"] = "q-2"
     conv = claude.convert(1, named)
     assert [m["event_id"] for m in conv.messages] == ["q-1", "r-1b", "q-2"]
-    assert [m["event_id"] for m in conv.branches] == ["r-1", "q-2e", "r-2"]
+    assert [m["event_id"] for m in conv.branches] == ["fork:r-1", "r-1", "fork:q-2e", "q-2e", "r-2"]
     broken = claude_edited()
     broken["chat_messages"][0]["parent_message_uuid"] = "r-2"
     with pytest.raises(BadConversation, match=r"a cycle in parent \('q-1' -> 'r-2' -> 'q-2e' -> 'r-1b' -> 'q-1'\)"):

@@ -14,6 +14,7 @@ from lcm import LcmConfig, LcmStore
 from tools import ToolFacade
 from tools.host_http import MAX_BODY_BYTES
 
+from .chat_exports import chatgpt_lisbon, claude_invoice
 from .http_server import owner_client, running_http
 
 ALICE = "agent:alice:main"
@@ -134,6 +135,30 @@ def test_bad_requests_are_clear_errors_and_store_nothing(served: tuple[httpx.Cli
         bad = http.get("/lcm/assemble", params=params, headers={"X-Amem-Agent": "alice"})
         assert bad.status_code == 400 and bad.json()["error"]["field"] == field, (odd, field, bad.text)
     assert lcm.db.scalar("SELECT count(*) FROM messages") == 0
+
+
+def test_a_chat_apps_export_posted_is_refused_naming_the_command_that_loads_it(
+        served: tuple[httpx.Client, LcmStore]) -> None:
+    # an export is many conversations, each under a key of its own, and often 100 MB: the
+    # route takes one session's turns, and says which command loads the file instead
+    http, lcm = served
+    for body, field in (([chatgpt_lisbon()], "body"), (claude_invoice(), "body"),
+                        ({"messages": [claude_invoice()]}, "messages[0]"),
+                        ({"sessionKey": ALICE, "messages": [*turn(2), chatgpt_lisbon()]}, "messages[2]")):
+        res = ingest(http, body)  # type: ignore[arg-type]
+        assert res.status_code == 400, res.text
+        error = res.json()["error"]
+        assert (error["code"], error["field"]) == ("invalid_argument", field)
+        assert "data export" in error["message"] and "amem lcm ingest FILE" in error["message"], error
+    assert lcm.db.scalar("SELECT count(*) FROM messages") == 0
+    # a message that merely has such a field is a message
+    own = ingest(http, {"sessionKey": ALICE, "messages": [{"role": "user", "content": "the mapping is done",
+                                                           "mapping": {}}]})
+    assert "data export" not in own.text
+    # one over the body limit (8 MiB) is refused before it is read, saying the same
+    big = b'[{"title": "x", "mapping": {' + b" " * MAX_BODY_BYTES + b"}}]"
+    res = http.post("/lcm/ingest", content=big, headers={"X-Amem-Agent": "alice", "Content-Type": "application/json"})
+    assert res.status_code == 413 and "amem lcm ingest FILE" in res.json()["error"]["message"]
 
 
 def test_the_debt_is_paid_after_an_ingested_turn(served: tuple[httpx.Client, LcmStore]) -> None:

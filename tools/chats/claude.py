@@ -8,7 +8,8 @@ What this reader keeps:
 1. The line the user last saw, ``human`` as user: claude.ai keeps every edited prompt and
    retried answer in ``chat_messages`` with its ``parent_message_uuid``, so the line is the
    one to ``current_leaf_message_uuid``, else to the newest leaf; the other branches are
-   returned apart, as ChatGPT's are (an export without parents is one line, in its order).
+   returned apart, as ChatGPT's are, each after a fork marker (an export without parents is
+   one line, in its order).
    A message's ``content`` blocks when it has them (``text`` is the whole message flattened,
    tool calls included), else its ``text``.
 2. An assistant message that used tools (web search, artifacts, analysis) is split where a
@@ -32,7 +33,7 @@ from typing import Any
 from lcm.normalize import media_placeholder
 
 from .model import BadConversation, ExportedConversation, conversation_fields
-from .tree import Tree
+from .tree import Tree, with_forks
 
 __all__ = ["convert"]
 
@@ -68,11 +69,15 @@ def convert(index: int, obj: Any) -> ExportedConversation:
         if base in by_id:
             raise BadConversation(f"{who}: message {i}: uuid {base!r} is also an earlier message's")
         by_id[base] = (message, role)
-    line, out.branch_count, rest = _line(who, obj, by_id)
-    for ids, into in ((line, out.messages), (rest, out.branches)):
-        for base in ids:
-            message, role = by_id[base]
-            _add(base, message, role, into, unknown, out)
+    tree, line, out.branch_count, rest = _line(who, obj, by_id)
+    kept: dict[str, list[dict[str, Any]]] = {}
+    for base in (*line, *rest):
+        message, role = by_id[base]
+        kept[base] = []
+        _add(base, message, role, kept[base], unknown, out)
+    out.messages = [m for base in line for m in kept[base]]
+    if tree is not None:
+        out.branches, out.fork_points = with_forks(tree, rest, kept, line)
     out.warnings += [f"{who}: {n} content {'block' if n == 1 else 'blocks'} of type {kind!r}, which this "
                      "reader does not know, kept as their text (or their JSON)"
                      for kind, n in sorted(unknown.items())]
@@ -80,8 +85,9 @@ def convert(index: int, obj: Any) -> ExportedConversation:
 
 
 def _line(who: str, obj: dict[str, Any], by_id: dict[str, tuple[dict[str, Any], str]]
-          ) -> tuple[list[str], int, list[str]]:
-    """The messages of the line the user last saw, and the other branches: how many, their messages.
+          ) -> tuple[Tree | None, list[str], int, list[str]]:
+    """The tree (None without parents), the messages of the line the user last saw, and the
+    other branches: how many, their messages.
 
     claude.ai keeps every edited prompt and every retried answer in ``chat_messages``, each
     naming its ``parent_message_uuid``: the line is the one to ``current_leaf_message_uuid``
@@ -89,7 +95,7 @@ def _line(who: str, obj: dict[str, Any], by_id: dict[str, tuple[dict[str, Any], 
     export without parents is one line, in its order.
     """
     if not any("parent_message_uuid" in message for message, _ in by_id.values()):
-        return list(by_id), 0, []
+        return None, list(by_id), 0, []
     parents: dict[str, str | None] = {}
     for base, (message, _) in by_id.items():
         parent = message.get("parent_message_uuid")
@@ -101,7 +107,7 @@ def _line(who: str, obj: dict[str, Any], by_id: dict[str, tuple[dict[str, Any], 
         leaf = max(tree.leaves(), key=lambda n: (str(by_id[n][0].get("created_at") or ""), order[n]))
     line = tree.line_to(leaf)
     count, rest = tree.off(line)
-    return line, count, rest
+    return tree, line, count, rest
 
 
 def _add(base: str, message: dict[str, Any], role: str, into: list[dict[str, Any]], unknown: Counter[str],

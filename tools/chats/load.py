@@ -8,7 +8,8 @@
    With ``skip_invalid`` one pass stores the good conversations and reports the bad ones.
 4. A conversation is stored under ``agent:<agent>:<app>:<its export id>``: every message has
    the export's id as its event id, so importing the same (or a newer) export again stores
-   only what is new. ChatGPT's other branches go to ``<that key>:branches``.
+   only what is new. The other branches go to ``<that key>:branches``, each after a marker
+   naming the message it follows (:func:`tools.chats.tree.with_forks`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from amem.kernel.encoding import encoding_of
+from amem.kernel.safejson import MAX_DEPTH
 from lcm.errors import LcmValidationError, ReplayFloodError
 from lcm.normalize import normalize_messages
 
 from ..tenancy import PREFIX, agent_segment
 from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArray, StreamError, array_items, detect
-from .model import describe
+from .model import check_nesting, describe
 
-__all__ = ["BATCH", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored", "key_prefix", "load_export", "session_key", "sniff"]
+__all__ = ["BATCH", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored",
+           "UnsafeExport", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
 BATCH = 500
@@ -42,6 +45,34 @@ BATCH = 500
 MAX_SAID = 100
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ExportLimits:
+    """What a file must keep within to be read at all: a hostile file (a zip bomb, a zip made
+    to be unpacked outside its folder, JSON nested to overflow a parser) is refused before
+    anything is stored, naming which limit it broke.
+
+    A real export stays far inside each: the largest conversations.json seen are a few GB,
+    deflate to about a tenth, nest under 20 levels, and hold no conversation of 10 MB.
+    """
+
+    #: bytes the zip's conversations.json may unpack to (it is streamed, never held: this
+    #: bounds the time a load takes, not its memory)
+    max_unzipped: int = 8 << 30
+    #: unpacked bytes per compressed byte, for a member over ``ratio_floor`` (JSON deflates
+    #: 5-20 to 1; deflate's own ceiling, which bombs use, is about 1,000)
+    max_ratio: int = 200
+    ratio_floor: int = 16 << 20
+    #: characters one conversation may take in the file (one is held whole while it is read)
+    max_conversation_chars: int = 128 << 20
+    #: levels of objects and arrays (the rule for untrusted JSON, ``amem.kernel.safejson``)
+    max_depth: int = MAX_DEPTH
+
+
+class UnsafeExport(ValueError):
+    """The file is not one an app wrote but one made to harm its reader (a zip bomb, a member
+    outside the archive); nothing was read from it, nothing stored."""
 
 
 class Ingested(Protocol):
@@ -74,9 +105,11 @@ class LoadReport:
     messages: int = 0
     stored: int = 0
     skipped_duplicates: int = 0
-    #: ChatGPT: edited or regenerated branches off the line the user last saw, and their messages
+    #: edited or regenerated branches off the line the user last saw, and their messages
     branches: int = 0
     branch_messages: int = 0
+    #: fork markers stored before the branches' messages (one per fork), counted in ``stored``
+    fork_points: int = 0
     #: messages left out, by reason ("empty", "reasoning")
     left_out: Counter[str] = field(default_factory=Counter)
     #: conversations without one message to store (nothing was said in them)
@@ -134,14 +167,17 @@ def key_prefix(agent_id: str, app: str) -> str:
 
 
 @contextmanager
-def _open(path: Path) -> Iterator[io.TextIOWrapper]:
+def _open(path: Path, limits: ExportLimits) -> Iterator[io.TextIOWrapper]:
     """The export's text: the file, or the ``conversations.json`` inside the zip the app sent
-    (read from the zip as a stream, never unpacked to disk or memory)."""
+    (read from the zip as a stream, never unpacked to disk or memory; checked first,
+    :func:`_check_names`, :func:`_check_size`)."""
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
+            _check_names(path, archive)
             member = _member(archive)
             if member is None:
                 raise NotAnArray(f"{path} is a zip without a conversations.json", 1)
+            _check_size(path, archive.getinfo(member), limits)
             with archive.open(member) as raw:
                 head = raw.read(4)
             with archive.open(member) as raw, io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
@@ -153,6 +189,43 @@ def _open(path: Path) -> Iterator[io.TextIOWrapper]:
         # utf-8-sig drops a byte-order mark; UTF-16 or UTF-32 are read as what their mark says
         with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
             yield text
+
+
+def _check_names(path: Path, archive: zipfile.ZipFile) -> None:
+    """Refuse a zip with a member named outside the archive (an absolute path, a drive, a
+    ``..``): made to be unpacked where it should not be. This reader unpacks nothing, but no
+    app sends such a zip, so it is no export.
+
+    Raises:
+        UnsafeExport: naming the member.
+    """
+    for name in archive.namelist():
+        plain = name.replace("\\", "/")
+        if plain.startswith("/") or re.match(r"[A-Za-z]:", plain) or ".." in plain.split("/"):
+            raise UnsafeExport(f"{path}: its member {name!r} points outside the archive (an absolute path, a "
+                               "drive or '..'): not a zip a chat app sent; nothing was stored")
+
+
+def _check_size(path: Path, member: zipfile.ZipInfo, limits: ExportLimits) -> None:
+    """Refuse a conversations.json declared larger than the limits, or far smaller packed than
+    unpacked (a zip bomb). The declared size is what :mod:`zipfile` reads to: data that
+    inflates past it is cut there and fails its CRC, so it bounds what is read.
+
+    Raises:
+        UnsafeExport: naming the sizes and the limit.
+    """
+    size, packed = member.file_size, max(member.compress_size, 1)
+    if size > limits.max_unzipped:
+        raise UnsafeExport(f"{path}: its {member.filename} unpacks to {_size(size)}; the limit is "
+                           f"{_size(limits.max_unzipped)}; nothing was stored")
+    if size > limits.ratio_floor and size > limits.max_ratio * packed:
+        raise UnsafeExport(f"{path}: its {member.filename} unpacks to {_size(size)} from {_size(packed)} (a ratio "
+                           f"of {size // packed} to 1, over {limits.max_ratio}): a zip bomb, not an export; "
+                           "nothing was stored")
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.0f} KiB"
 
 
 def _member(archive: zipfile.ZipFile) -> str | None:
@@ -171,12 +244,16 @@ def _name(path: Path) -> str:
     return str(path)
 
 
-def sniff(path: Path) -> str | None:
+def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
     """The app whose export ``path`` is (by its first conversation), or None: not an export
-    (another transcript), or not readable JSON (then the transcript reader names the error)."""
+    (another transcript), or not readable JSON (then the transcript reader names the error).
+
+    Raises:
+        UnsafeExport: a zip made to harm its reader (:func:`_check_names`, :func:`_check_size`).
+    """
     try:
-        with _open(path) as text:
-            for item in array_items(text, name=_name(path)):
+        with _open(path, limits) as text:
+            for item in array_items(text, name=_name(path), max_item=limits.max_conversation_chars):
                 return detect(item.value)
     except StreamError as exc:
         if isinstance(exc, NotAnArray):
@@ -184,7 +261,7 @@ def sniff(path: Path) -> str | None:
         # the first conversation is not whole JSON (a download cut short): still an export,
         # by the key only its conversations have, so the load names the broken line (the
         # transcript reader asked for a --session-key instead)
-        with _open(path) as text:
+        with _open(path, limits) as text:
             found = _EXPORT_KEY.search(text.read(1 << 16))
         return next((app for app, key in APPS.items() if found and found.group(1) == key), None)
     except (UnicodeDecodeError, zipfile.BadZipFile, EOFError):
@@ -193,17 +270,21 @@ def sniff(path: Path) -> str | None:
 
 
 def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, skip_invalid: bool = False,
-                progress: Callable[[str, int, int | None], None] | None = None) -> LoadReport:
+                progress: Callable[[str, int, int | None], None] | None = None,
+                limits: ExportLimits = ExportLimits()) -> LoadReport:
     """Store every conversation of the export at ``path`` (written by ``app``) for ``agent_id``.
 
     ``progress(stage, done, total)`` is called after each conversation: stage ``check`` (the
     first pass, total unknown) then ``store`` (total known when the file was checked first).
 
     Raises:
-        ExportRejected: some conversations cannot be read and ``skip_invalid`` is off; nothing
-            was stored.
-        StreamError: the file is not valid JSON from some line on (with ``skip_invalid``, the
-            conversations before it are stored; the error says how many).
+        ExportRejected: some conversations cannot be read (a conversation nested deeper than
+            ``limits.max_depth`` among them) and ``skip_invalid`` is off; nothing was stored.
+        UnsafeExport: a zip made to harm its reader (a bomb, a member outside the archive);
+            refused before a conversation is read, with ``skip_invalid`` too.
+        StreamError: the file is not valid JSON from some line on, or a conversation is over
+            ``limits.max_conversation_chars`` (with ``skip_invalid``, the conversations before
+            it are stored; the error says how many).
         UnicodeDecodeError: the file is not text in its encoding.
         PartlyStored: the store failed (went away, locked); what was stored before is kept.
 
@@ -213,11 +294,11 @@ def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, ski
     started = time.perf_counter()
     total = None
     if not skip_invalid:
-        check = _run(None, path, app, agent_id, progress, None)
+        check = _run(None, path, app, agent_id, progress, None, limits)
         if check.invalid:
             raise ExportRejected(check)
         total = check.conversations
-    report = _run(store, path, app, agent_id, progress, total)
+    report = _run(store, path, app, agent_id, progress, total, limits)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -234,16 +315,18 @@ class PartlyStored(Exception):
 
 
 def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
-         progress: Callable[[str, int, int | None], None] | None, total: int | None) -> LoadReport:
+         progress: Callable[[str, int, int | None], None] | None, total: int | None,
+         limits: ExportLimits) -> LoadReport:
     """One pass over the file: convert and check each conversation, and store it when ``store``."""
     name = _name(path)
     report = LoadReport(name, app)
     convert = CONVERTERS[app]
     now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
-    with _open(path) as text:
-        for item in array_items(text, name=name):
+    with _open(path, limits) as text:
+        for item in array_items(text, name=name, max_item=limits.max_conversation_chars):
             report.conversations += 1
             try:
+                check_nesting(item.index, item.value, limits.max_depth)
                 conv = convert(item.index, item.value)
                 _check(conv, item.index, item.value, now)
             except BadConversation as exc:
@@ -253,7 +336,8 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
                 report.warn(warning)
             report.messages += len(conv.messages)
             report.branches += conv.branch_count
-            report.branch_messages += len(conv.branches)
+            report.branch_messages += len(conv.branches) - conv.fork_points
+            report.fork_points += conv.fork_points
             report.left_out.update(conv.left_out)
             if not conv.messages and not conv.branches:
                 report.empty_conversations += 1

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BadConversation", "ExportedConversation", "describe"]
+__all__ = ["BadConversation", "ExportedConversation", "check_nesting", "describe"]
 
 
 class BadConversation(ValueError):
@@ -36,9 +36,13 @@ class ExportedConversation:
     messages: list[dict[str, Any]]
     #: messages of edited or regenerated branches that are not on that line (ChatGPT keeps
     #: every version of an edited prompt and every regenerated answer), each branch in order
+    #: after a fork marker
     branches: list[dict[str, Any]] = field(default_factory=list)
     #: how many branches ``branches`` holds
     branch_count: int = 0
+    #: the fork markers among ``branches``: one before each branch, naming the message it
+    #: follows (:func:`tools.chats.tree.with_forks`)
+    fork_points: int = 0
     #: messages not kept, by reason ("empty", "reasoning")
     left_out: Counter[str] = field(default_factory=Counter)
     #: event ids of messages whose time is borrowed (the export gave them none): they may go
@@ -80,3 +84,46 @@ def conversation_fields(index: int, obj: object, ids: tuple[str, ...], label: st
                               "others when the export is imported again")
     title = obj.get(title_key)
     return obj, value, title if isinstance(title, str) and title.strip() else None, who
+
+
+def check_nesting(index: int, obj: object, limit: int) -> None:
+    """Refuse a conversation nested deeper than ``limit`` objects and arrays.
+
+    The rule for untrusted JSON (:mod:`amem.kernel.safejson`, 64 levels): the parser takes up
+    to Python's recursion limit, but whatever walks the value later (``json.dumps`` of a tool
+    call's input, a reader of the stored text) may not. A real conversation nests under 20.
+    Every conversation is walked, so the walk goes a level at a time counting nothing else
+    (iterative: it cannot overflow; a third of the parse's time on a real export), and only a
+    refused one is walked again for where it fails.
+
+    Raises:
+        BadConversation: naming the conversation and where in it the nesting goes too deep.
+    """
+    level = [obj] if type(obj) is dict or type(obj) is list else []  # noqa: E721 (the parser's own types)
+    depth = 0
+    while level:
+        if depth >= limit:
+            raise BadConversation(f"{describe(index, obj)}: it nests deeper than {limit} levels of objects "
+                                  f"and arrays (at {_too_deep_at(obj, limit)}), which no app's export does")
+        below: list[Any] = []
+        add = below.append
+        for value in level:
+            for member in (value.values() if type(value) is dict else value):  # noqa: E721
+                kind = type(member)
+                if kind is dict or kind is list:
+                    add(member)
+        level, depth = below, depth + 1
+
+
+def _too_deep_at(obj: object, limit: int) -> str:
+    """Where ``obj`` first nests ``limit`` deep: its first steps (``mapping.m1.message...``)."""
+    stack: list[tuple[object, tuple[str, ...]]] = [(obj, ())]
+    while stack:
+        value, path = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if len(path) >= limit:
+            return "".join(path[:4]).lstrip(".") + ("..." if len(path) > 4 else "")
+        steps = value.items() if isinstance(value, dict) else enumerate(value)
+        stack.extend((v, (*path, f".{k}" if isinstance(value, dict) else f"[{k}]")) for k, v in steps)
+    return "?"

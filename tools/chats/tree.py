@@ -4,13 +4,22 @@ parent, an edited prompt or a regenerated answer is a sibling branch.
 Checked when built (every parent in the tree, no cycle), then read as the line the user last
 saw (root to a leaf) and the branches off it. Every walk is iterative: a conversation of
 10,000 turns is a chain 10,000 deep.
+
+The branches are stored as one conversation of their own, so each opens with a fork marker
+(:func:`with_forks`): without it a reader of the branches cannot tell where one left the line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .model import BadConversation
 
-__all__ = ["Tree"]
+__all__ = ["EXCERPT", "Tree", "with_forks"]
+
+#: characters of the message a branch follows quoted in its fork marker
+EXCERPT = 120
 
 
 class Tree:
@@ -83,3 +92,58 @@ class Tree:
             return f"node {start!r} leads nowhere"
         loop = [repr(n) for n in list(order)[order[node]:]] + [repr(node)]
         return " -> ".join(loop if len(loop) <= 6 else loop[:3] + ["..."] + loop[-2:])
+
+
+def with_forks(tree: Tree, rest: list[str], kept: Mapping[str, list[dict[str, Any]]],
+               line: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """The messages of the branches (``rest``, as :meth:`Tree.off` orders them; ``kept[node]``
+    the messages each node gave, none when left out), each branch opened by a fork marker, and
+    how many markers.
+
+    A marker stands before every message that does not follow the one stored just before it: a
+    branch off the line, and a fork inside a branch (its two regenerated answers follow one
+    prompt). It is a ``system`` message naming the message the branch follows (the nearest one
+    kept: reasoning between is left out), its role, where it is (the main line, or this branch
+    conversation), the start of its text and the branch's first id, with that message's time; its event id is
+    ``fork:<the branch's first event id>``, so a second import stores it once.
+    """
+    on_line = set(line)
+    out: list[dict[str, Any]] = []
+    count = 0
+    last: str | None = None
+    for node in rest:
+        messages = kept.get(node)
+        if not messages:
+            continue
+        anchor = _kept_parent(tree, node, kept)
+        if anchor is None or anchor != last:
+            out.append(_marker(messages[0], None if anchor is None else kept[anchor][-1], anchor in on_line))
+            count += 1
+        out.extend(messages)
+        last = node
+    return out, count
+
+
+def _kept_parent(tree: Tree, node: str, kept: Mapping[str, list[dict[str, Any]]]) -> str | None:
+    parent = tree.parents[node]
+    while parent is not None and not kept.get(parent):
+        parent = tree.parents[parent]
+    return parent
+
+
+def _marker(first: dict[str, Any], before: dict[str, Any] | None, on_line: bool) -> dict[str, Any]:
+    if before is None:
+        text = f"[branch with no message before it (the start of the conversation); it opens with {first['event_id']}]"
+    else:
+        said = " ".join(str(before["content"]).split())
+        said = said if len(said) <= EXCERPT else said[:EXCERPT - 3].rstrip() + "..."
+        where = "on the main line" if on_line else "in this branch conversation"
+        # the branch's own first id too: a store that held the branches before markers existed
+        # gets them after its messages on the next import, where only the ids place them
+        text = (f'[branch after {before["event_id"]} ({before["role"]}, {where}): "{said}"; '
+                f'it opens with {first["event_id"]}]')
+    marker: dict[str, Any] = {"role": "system", "content": text, "event_id": f"fork:{first['event_id']}"}
+    at = (before or {}).get("created_at", first.get("created_at"))
+    if at is not None:
+        marker["created_at"] = at
+    return marker

@@ -20,9 +20,38 @@ from .output import CODE_EXITS, EXIT_ERROR, EXIT_OK, CliError, emit, printable, 
 _APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 
 
+def sniff_export(path: Path) -> str | None:
+    """The app whose export ``path`` is, or None (:func:`tools.chats.load.sniff`); a zip made to
+    harm its reader (a bomb, a member outside the archive) is a usage error naming it."""
+    from ..chats.load import UnsafeExport, sniff
+
+    try:
+        return sniff(path) if path.is_file() else None
+    except UnsafeExport as exc:
+        raise usage_error(str(exc), "file") from None
+
+
+def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
+    """Refuse ``file`` (a usage error naming ``amem lcm ingest FILE``) when it is a chat app's
+    export, for a command that takes one transcript (``why`` says what it does with one).
+
+    ``amem lcm backfill`` is such a command: it stores one transcript under one key
+    (``backfill:<session id>``) and transplants it into one conversation. An export is many
+    conversations, each with a key of its own and its branches beside it; folded into one
+    transcript they would lose both, so the export is loaded by the command that keeps them.
+    """
+    if file == "-" or fmt != "auto":
+        return  # stdin is read as a transcript, which names an export it finds
+    app = sniff_export(Path(file).expanduser())
+    if app is not None:
+        raise usage_error(f"{file} is a {_APP_NAMES[app]} export of many conversations; {command} takes one "
+                          f"transcript ({why}). Load the export with: amem lcm ingest {file} (each conversation "
+                          f"under agent:<agent>:{app}:<its id>, its branches beside it)", "file")
+
+
 def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int:
     from ..chats import StreamError
-    from ..chats.load import ExportRejected, PartlyStored, key_prefix, load_export
+    from ..chats.load import ExportRejected, PartlyStored, UnsafeExport, key_prefix, load_export
 
     if args.session_key or args.session_id:
         flag = "--session-key" if args.session_key else "--session-id"
@@ -34,7 +63,7 @@ def cmd_lcm_ingest_export(args: argparse.Namespace, path: Path, app: str) -> int
         try:
             with progress(args, f"{app} export", "conversation") as bar:
                 report = load_export(rt.lcm, path, app, agent, skip_invalid=args.skip_invalid, progress=bar)
-        except ExportRejected as exc:
+        except (ExportRejected, UnsafeExport) as exc:
             raise usage_error(str(exc), "file") from None
         except StreamError as exc:
             raise usage_error(f"{exc}; a {_APP_NAMES[app]} export is one JSON array of conversations"
@@ -88,7 +117,7 @@ def _text(data: dict[str, object]) -> str:
     if data["branches"]:
         branches = "branch" if data["branches"] == 1 else "branches"
         lines.append(f"{data['branches']} edited or regenerated {branches} ({_n(data['branch_messages'], 'message')}) "
-                     "kept apart, under <that key>:branches")
+                     "kept apart, under <that key>:branches, each after a marker naming the message it follows")
     if left:
         said = {"empty": lambda n: f"{_n(n, 'message')} with no text",
                 "reasoning": lambda n: f"{n} of the model's reasoning (thinking)"}

@@ -202,14 +202,13 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     import sys
 
     if args.file != "-" and args.format == "auto":
-        from ..chats.load import sniff
-        from .lcm_chats import cmd_lcm_ingest_export
+        from .lcm_chats import cmd_lcm_ingest_export, sniff_export
 
         path = Path(args.file).expanduser()
         if not path.exists():
             # said before anything else: a missing export was asked for its --session-key
             raise usage_error(f"no such file: {args.file}", "file")
-        app = sniff(path) if path.is_file() else None
+        app = sniff_export(path)
         if app is not None:
             return cmd_lcm_ingest_export(args, path, app)
     if args.skip_invalid:

@@ -306,8 +306,11 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
     from lcm.operator.backfill import apply_backfill, plan_backfill
 
+    from .lcm_chats import refuse_export
     from .lcm_host import read_transcript
 
+    refuse_export("amem lcm backfill", args.file, args.format,
+                  "one session id, compacted as one conversation, transplanted into one")
     stdin = sys.stdin.read() if args.file == "-" else None
     rows, _fmt, _empty = read_transcript(args.file, stdin, args.format)
     messages = [m for _pos, _line, m in rows]
