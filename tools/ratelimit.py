@@ -142,8 +142,8 @@ class RateLimits:
 
         return {"on": True, "writes": words(self.writes_per_minute, self.write_burst),
                 "reads": words(self.reads_per_minute, self.read_burst),
-                "without a valid key": words(self.failed_auth_per_minute, self.failed_auth_burst)
-                + " (all callers together)",
+                "without_key": words(self.failed_auth_per_minute, self.failed_auth_burst)
+                + ", all callers together",
                 "owners": "unlimited" if self.owner_factor == 0 else f"{self.owner_factor:g} x"}
 
 
@@ -272,7 +272,7 @@ class RateLimiter:
         if tell:  # once a minute per caller: a flood must not flood the log too
             who = ("requests without a valid key" if caller == FAILED_AUTH else f"key {caller}"
                    + (f" (agent {agent!r})" if agent else ""))
-            log.warning("%s over the %s budget (%g a minute, bursts of %d): refused for %d s "
+            log.warning("%s went over the %s budget (%g a minute, bursts of %d): refused for %d s "
                         "(%d refused so far)", who, kind, refusal.per_minute, refusal.burst,
                         refusal.retry_after_s, count)
         return refusal
@@ -286,22 +286,22 @@ class RateLimiter:
 
     def report(self) -> dict[str, Any]:
         """The budgets and, per caller, requests served and refused (key ids, never secrets),
-        the callers with the most refusals first; ``warnings``: the callers refused often in
-        the last window (``warnings``)."""
+        the callers with the most refusals first; ``without_key``: the requests without a valid
+        key; ``warnings``: the callers refused often in the last window."""
         now = self._clock.now().timestamp()
         with self._lock:
             rows = [(caller, self._entry(state, now), state) for caller, state
                     in self._callers.items() if caller != FAILED_AUTH]
-            failed = self._callers.get(FAILED_AUTH)
-            without = self._without_key(failed, now) if failed is not None else None
+            failed = self._callers.get(FAILED_AUTH) or _Caller(None, False)
+            without = self._without_key(failed, now)
         rows.sort(key=lambda r: (-(r[1]["writes_refused"] + r[1]["reads_refused"]), r[0]))
         out = self.limits.describe()
         out["refused"] = sum(r[1]["writes_refused"] + r[1]["reads_refused"] for r in rows)
         out["keys"] = {caller: entry for caller, entry, _ in rows[:REPORT_CALLERS]}
         if len(rows) > REPORT_CALLERS:
             out["keys_not_shown"] = len(rows) - REPORT_CALLERS
-        if without is not None:
-            out["without_key"] = without
+        if "without_key" in out:  # the budget's words, and what it answered and refused
+            out["without_key"] = {"budget": out["without_key"], **without}
         out["warnings"] = self._warnings([(c, e) for c, e, _ in rows], without)
         return out
 
@@ -312,7 +312,7 @@ class RateLimiter:
             state = self._callers.get(caller)
             entry = self._entry(state, now) if state is not None else None
         out = self.limits.describe()
-        for other in ("without a valid key", "owners"):  # not this key's business
+        for other in ("without_key", "owners"):  # not this key's business
             out.pop(other, None)
         out["key"] = caller
         out.update(entry or {"writes": 0, "reads": 0, "writes_refused": 0, "reads_refused": 0,
@@ -346,7 +346,7 @@ class RateLimiter:
         return entry
 
     def _warnings(self, rows: list[tuple[str, dict[str, Any]]],
-                  without: dict[str, Any] | None) -> list[str]:
+                  without: dict[str, Any]) -> list[str]:
         window = f"{WARN_WINDOW_S / 60:g} minutes"
         said = []
         for caller, entry in rows:
@@ -362,7 +362,7 @@ class RateLimiter:
                 f"raise the budget in the [serve] table (writes_per_minute, write_burst, "
                 f"reads_per_minute, read_burst; AMEM_SERVE_*); if the key is not in use by "
                 f"anything you run, it may have leaked: `amem keys revoke {caller}`")
-        if without is not None and without["refused_recently"] >= WARN_REFUSALS:
+        if without["refused_recently"] >= WARN_REFUSALS:
             said.append(
                 f"{without['refused_recently']} requests without a valid key were refused in "
                 f"the last {window} (past the budget all such requests share; "
