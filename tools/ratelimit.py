@@ -311,13 +311,13 @@ class RateLimiter:
         with self._lock:
             state = self._callers.get(caller)
             entry = self._entry(state, now) if state is not None else None
-        out = self.limits.describe()
-        for other in ("without_key", "owners"):  # not this key's business
-            out.pop(other, None)
-        out["key"] = caller
+        budgets = self.limits.describe()
+        out: dict[str, Any] = {"key": caller, "on": budgets["on"]}
+        if budgets["on"]:  # its own two budgets: the owners' and the shared one are not its own
+            out["budgets"] = {"writes": budgets["writes"], "reads": budgets["reads"]}
         out.update(entry or {"writes": 0, "reads": 0, "writes_refused": 0, "reads_refused": 0,
                              "refused_recently": 0})
-        out.pop("agent", None)
+        out.pop("agent", None)  # the page names its agent already
         return out
 
     def warnings(self) -> list[str]:

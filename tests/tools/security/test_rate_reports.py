@@ -64,6 +64,7 @@ def test_an_agents_health_page_shows_its_own_refusals_and_no_other_keys(limited:
     assert alice.status_code == 200 and bob.status_code == 200
     assert limited.alice_id in alice.text and limited.bob_id not in alice.text
     assert "<dt>reads_refused</dt><dd>3</dd>" in alice.text
+    assert "120 a minute, bursts of 6" in alice.text  # her read budget, beside the counts
     assert limited.bob_id in bob.text and limited.alice_id not in bob.text
     for page in (alice.text, bob.text):
         for secret in (limited.alice, limited.bob, limited.owner):
