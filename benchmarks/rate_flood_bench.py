@@ -2,7 +2,7 @@
 budgets held, answered at once, and off.
 
     python -m benchmarks.rate_flood_bench [--embedder e5-small|hashing] [--flooders 4]
-                                         [--searches 25] [--out r.json]
+                                         [--searches 25] [--bad-keys] [--out r.json]
 
 A real ``http_app`` on 127.0.0.1 (uvicorn in a thread, as ``amem serve --http``), an in-memory
 store with 200 notes of bob's. Bob opens an MCP session and sends ``--searches`` searches
@@ -11,6 +11,10 @@ back to back (each waits for its answer, as a looping agent does). Three servers
 budgets (refusals held up to ``hold_s``), the same budgets with refusals answered at once
 (``hold_s = 0``), and no budgets. Reported: bob's p50 / p90 in ms alone and beside the flood,
 alice's requests served and refused in that time, her notes written.
+
+``--bad-keys``: the flooders send keys that are not valid (shaped like keys, of no issued id:
+the shape of key guessing) instead of alice's; "served" is then the requests answered 401, and
+"refused" those past the budget of requests without a valid key (429, held like any refusal).
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ def _searches(url: str, secret: str, n: int) -> list[float]:
     return took
 
 
-def one_server(name: str, limits: Any, embedder: str, flooders: int, searches: int) -> dict[str, Any]:
+def one_server(name: str, limits: Any, embedder: str, flooders: int, searches: int,
+               bad_keys: bool = False) -> dict[str, Any]:
     import uvicorn
 
     from amem import MemoryStore
@@ -104,7 +109,8 @@ def one_server(name: str, limits: Any, embedder: str, flooders: int, searches: i
 
             def flood() -> None:
                 with httpx.Client(timeout=60) as http:
-                    headers = _session(http, url, alice)
+                    headers = (_session(http, url, alice) if not bad_keys else
+                               {**_HEADERS, "Authorization": "Bearer amem_0123456789ab_guess"})
                     n = 0
                     while not stop.is_set():
                         n += 1
@@ -131,7 +137,8 @@ def one_server(name: str, limits: Any, embedder: str, flooders: int, searches: i
 
     return {"server": name, "alone_p50_ms": round(statistics.median(alone) * 1000, 1),
             "alone_p90_ms": ms(alone, 0.9), "flood_p50_ms": round(statistics.median(flooded) * 1000, 1),
-            "flood_p90_ms": ms(flooded, 0.9), "alice_served": counts.get("200", 0),
+            "flood_p90_ms": ms(flooded, 0.9),
+            "alice_served": counts.get("401" if bad_keys else "200", 0),
             "alice_refused": counts.get("429", 0), "alice_notes": written}
 
 
@@ -141,15 +148,18 @@ def main() -> None:
     parser.add_argument("--flooders", type=int, default=4)
     parser.add_argument("--searches", type=int, default=25,
                         help="bob's searches per phase (two phases stay inside his read burst)")
+    parser.add_argument("--bad-keys", action="store_true",
+                        help="the flood sends keys that are not valid instead of alice's")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     from tools.ratelimit import RateLimits
 
-    rows = [one_server(name, limits, args.embedder, args.flooders, args.searches)
+    rows = [one_server(name, limits, args.embedder, args.flooders, args.searches, args.bad_keys)
             for name, limits in (("budgets, refusals held (default)", RateLimits()),
                                  ("budgets, refusals at once (hold_s 0)", RateLimits(hold_s=0)),
                                  ("no budgets", RateLimits(enabled=False)))]
-    print("| server | bob alone p50 / p90 ms | bob beside the flood p50 / p90 ms | alice served / "
+    served = "answered 401" if args.bad_keys else "served"
+    print(f"| server | bob alone p50 / p90 ms | bob beside the flood p50 / p90 ms | flood {served} / "
           "refused | alice's notes |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['server']} | {r['alone_p50_ms']} / {r['alone_p90_ms']} | {r['flood_p50_ms']} / "

@@ -20,6 +20,14 @@ behind it runs:
 4. **A key** (``tools.keys``) in ``Authorization: Bearer``, or the server record's secret (an
    owner key for the server's life, for the ``amem`` CLI of the directory's owner). 401
    without; ``--insecure-no-auth`` lets every caller in as the owner, and says so in the log.
+   With budgets configured, requests that fail here share one budget (``tools.ratelimit``:
+   every local client is 127.0.0.1): past it they are refused with 429 ``rate_limited``,
+   held like any refusal, so a flood of bad keys (or key guessing) is slowed to its pace. A
+   request with no key, a malformed header or a secret not shaped like a key is charged
+   without any comparison; one shaped like a key is checked first (a dictionary lookup and at
+   most one SHA-256), since it may be valid: a valid key is charged to its own buckets only,
+   so the flood never refuses it. (An inspector request without its session cookie is not
+   charged: it is sent to the login page, which anyone may load.)
 5. **The agent** is the key's: ``X-Amem-Agent`` may only repeat an agent key's own agent
    (403 for another); an owner key may name any. The guard writes the header the routes read,
    so every route sees the agent the key allows and nothing else.
@@ -31,9 +39,9 @@ behind it runs:
    Idle sessions expire in the SDK's session manager after the same idle time.
 9. **Request budgets** (``tools.ratelimit``), when configured: each admitted caller (a key's
    id; the record secret and the ``--insecure-no-auth`` stand-in are one caller each) has a
-   bucket for requests that change data and one for reads. On ``/mcp`` a ``tools/call`` of a
-   tool that writes is a write (any tool the catalogue does not list as read-only counts as
-   one) and every other message a read; elsewhere ``GET``/``HEAD`` read and the rest write.
+   bucket for requests that change data and one for reads. What a request costs, and from
+   which bucket, is ``tools.ratecost``'s one rule: a write costs the items it writes (an
+   ingest of 500 messages, 500 tokens, capped at the burst), a read one token.
    A request over its budget is refused (429 ``rate_limited`` with ``Retry-After``, naming
    the budget and the wait) before any route sees it, so a refused write writes nothing and
    another caller's budget is untouched; the refusal is answered after the wait, up to
@@ -72,6 +80,7 @@ from urllib.parse import quote, urlsplit
 from .errors import ToolError, error_result
 from .keys import KeyFileError, KeyStore, Principal
 from .numbers import ascii_digits
+from .ratecost import request_cost
 from .ratelimit import Kind, RateLimiter, RateLimits, Refusal
 from .tenancy import AGENT_HEADER, decode_header
 from .ui.sessions import COOKIE, CSRF_HEADER, SESSION_PREFIX, UiSession, UiSessions
@@ -104,6 +113,9 @@ DEFAULT_SESSIONS_PER_KEY = 64
 _SESSION_HEADER = b"mcp-session-id"
 _JSON_TYPES = ("application/json",)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: a body larger than this is costed (parsed) in a worker thread: 8 MB of JSON takes ~70 ms,
+#: which on the event loop would stall every other request
+_COST_ON_LOOP_BYTES = 256 * 1024
 #: the JSON-RPC error code of a refusal on the MCP endpoint (the implementation-defined server
 #: error range); its ``data`` is the structured error, whose ``code`` says which refusal
 REFUSED_RPC_CODE = -32000
@@ -165,15 +177,17 @@ def _too_large_hint(path: str) -> str:
 
 class Refused(Exception):
     """A refusal: the structured error's ``code``, ``message`` and ``field``, the response's
-    extra ``headers``, and ``details`` added to the error object (what a client acts on)."""
+    extra ``headers``, ``details`` added to the error object (what a client acts on), and the
+    seconds its answer is ``held`` back (a request over a budget)."""
 
     def __init__(self, code: str, message: str, field: str | None = None,
                  headers: dict[str, str] | None = None,
-                 details: dict[str, Any] | None = None) -> None:
+                 details: dict[str, Any] | None = None, hold: float = 0.0) -> None:
         super().__init__(message)
         self.code, self.message, self.field = code, message, field
         self.headers = headers or {}
         self.details = details or {}
+        self.hold = hold
 
 
 #: the page a browser navigating to the inspector from another site is shown (a login link
@@ -333,28 +347,23 @@ class Guard:
         _strip_session_path(scope)
         try:
             principal = self._admit(scope)
+            receive, body = await self._bounded_body(scope, receive)
+            if principal is not None:  # None: the proof route, reached without a key
+                await self._charge(scope, principal, body)
         except Refused as refused:
+            if refused.hold:
+                import anyio
+
+                # Answered after the wait (at most ``hold_s``), on the event loop's timer: no
+                # worker, no lock. A client that loops on refusals without reading Retry-After
+                # is slowed to its budget's pace; answered at once, a looping client sent 55
+                # refusals for every request it was allowed, and their HTTP work alone slowed
+                # other keys 3x (benchmarks.rate_flood_bench).
+                await anyio.sleep(refused.hold)
             await _refuse(send, refused, scope, rpc=self._rpc(scope))
             return
-        try:
-            receive, body = await self._bounded_body(scope, receive)
-        except Refused as refused:
-            await _refuse(send, refused, rpc=self._rpc(scope))
-            return
-        if principal is None:  # the proof route: nothing else is reached without a key
+        if principal is None:
             await self.app(scope, receive, send)
-            return
-        refusal = self._over_budget(scope, principal, body)
-        if refusal is not None:
-            import anyio
-
-            # Answered after the wait (at most ``hold_s``), on the event loop's timer: no worker,
-            # no lock. A client that loops on refusals without reading Retry-After is slowed to
-            # its budget's pace; answered at once, a looping client sent 55 refusals for every
-            # request it was allowed, and their HTTP work alone slowed other keys 3x
-            # (benchmarks.rate_flood_bench).
-            await anyio.sleep(refusal.hold)
-            await _refuse(send, _rate_limited(principal, refusal), rpc=self._rpc(scope))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = _sdk_user(principal)  # the SDK binds each MCP session to its key
@@ -415,16 +424,14 @@ class Guard:
         raw = headers.one("authorization")
         if self.config.insecure_no_auth:
             return Principal("insecure", None, owner=True, insecure=True)
-        challenge = {"WWW-Authenticate": 'Bearer realm="amem"'}
         if raw is None:
-            raise Refused("unauthenticated", "this server needs a key: send Authorization: "
-                          "Bearer <key> (the data directory's owner issues one with `amem keys "
-                          "add --agent ID`)", "Authorization", challenge)
+            raise self._no_key("this server needs a key: send Authorization: Bearer <key> (the "
+                               "data directory's owner issues one with `amem keys add --agent "
+                               "ID`)")
         scheme, _, secret = raw.partition(" ")
         secret = secret.strip()
         if scheme.lower() != "bearer" or not secret:
-            raise Refused("unauthenticated", "the Authorization header must be 'Bearer <key>'",
-                          "Authorization", challenge)
+            raise self._no_key("the Authorization header must be 'Bearer <key>'")
         record = self.config.record_secret
         if record and hmac.compare_digest(secret.encode(), record.encode()):
             return Principal("server-record", None, owner=True)
@@ -437,9 +444,24 @@ class Guard:
                 raise Refused("unavailable", "the server cannot read its key file; its log "
                               "says why") from None
         if principal is None:
-            raise Refused("unauthenticated", "the key is not valid (unknown, revoked, or "
-                          "mistyped)", "Authorization", challenge)
+            raise self._no_key("the key is not valid (unknown, revoked, or mistyped)")
         return principal
+
+    def _no_key(self, why: str) -> Refused:
+        """The refusal of a request without a valid key: 401 saying ``why``, or 429 once the
+        budget all such requests share is spent (held like any refusal)."""
+        refusal = self.limiter.failed_auth() if self.limiter is not None else None
+        if refusal is None:
+            return Refused("unauthenticated", why, "Authorization",
+                           {"WWW-Authenticate": 'Bearer realm="amem"'})
+        wait = refusal.retry_after_s
+        return Refused(
+            "rate_limited", f"too many requests without a valid key from local clients "
+            f"({refusal.per_minute:g} a minute, bursts of {refusal.burst}, all callers "
+            f"together); this request was refused: retry in {wait} s, with a valid key",
+            "Authorization", {"Retry-After": str(wait)},
+            {"retry_after_s": wait, "limit": {"kind": "auth", "per_minute": refusal.per_minute,
+                                              "burst": refusal.burst}}, hold=refusal.hold)
 
     def _ui_session(self, scope: Scope, headers: "_Headers", method: str) -> Principal:
         """The principal of the inspector's session cookie (``tools.ui.sessions``), accepted
@@ -530,21 +552,29 @@ class Guard:
 
     # ------------------------------------------------------------------ budgets
 
-    def _over_budget(self, scope: Scope, principal: Principal, body: bytes) -> Refusal | None:
-        """Take the request's token from its caller's bucket; the refusal when there is none
-        (step 9)."""
+    async def _charge(self, scope: Scope, principal: Principal, body: bytes) -> None:
+        """Take the request's cost (``tools.ratecost``) from its caller's bucket; refused when
+        the bucket has too little (step 9)."""
         if self.limiter is None:
-            return None
-        method, mcp = scope["method"], scope["path"] == self.config.mcp_path
-        if mcp and method == "DELETE":
-            return None  # closing a session frees the server: never held back
-        if mcp:
-            writes = method == "POST" and _calls_a_writer(body, self.read_tools)
-            kind: Kind = "write" if writes else "read"
+            return
+
+        def cost() -> tuple[Kind, int] | None:
+            return request_cost(scope["method"], scope["path"], body,
+                                mcp_path=self.config.mcp_path, read_tools=self.read_tools)
+
+        if len(body) > _COST_ON_LOOP_BYTES:
+            import anyio.to_thread
+
+            charge = await anyio.to_thread.run_sync(cost)
         else:
-            kind = "read" if method in ("GET", "HEAD") else "write"
-        return self.limiter.check(principal.key_id, kind, owner=principal.owner,
-                                  agent=principal.agent)
+            charge = cost()
+        if charge is None:
+            return  # closing an MCP session frees the server: never held back
+        kind, tokens = charge
+        refusal = self.limiter.check(principal.key_id, kind, cost=tokens, owner=principal.owner,
+                                     agent=principal.agent)
+        if refusal is not None:
+            raise _rate_limited(principal, refusal)
 
     # ------------------------------------------------------------------ MCP sessions
 
@@ -590,37 +620,21 @@ class Guard:
             book.end(session_id, principal.key_id, closed=ended)
 
 
-def _calls_a_writer(body: bytes, read_tools: frozenset[str]) -> bool:
-    """Whether an MCP request body calls a tool outside ``read_tools`` (a batch: any of its
-    messages). Only a body naming ``tools/call`` is parsed; one that does not parse calls
-    nothing (the SDK answers it with its own error)."""
-    if b"tools/call" not in body:
-        return False
-    try:
-        parsed = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    for message in parsed if isinstance(parsed, list) else [parsed]:
-        if not isinstance(message, dict) or message.get("method") != "tools/call":
-            continue
-        params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        if name not in read_tools:
-            return True
-    return False
-
-
 def _rate_limited(principal: Principal, refusal: Refusal) -> Refused:
     """The 429 of a request over its caller's budget: what was refused, the budget, the wait."""
     who = f"key {principal.key_id}" + (f" (agent {principal.agent!r})" if principal.agent else "")
     what = "change data" if refusal.kind == "write" else "only read"
     wait = refusal.retry_after_s
+    # a request of many items says so: its wait is the refill of all it costs, not of one token
+    costs = (f"; this request counts as {refusal.cost} (one per item it writes, at most the "
+             f"burst)" if refusal.cost > 1 else "")
     return Refused(
         "rate_limited", f"{who} is over its budget of requests that {what} ({refusal.per_minute:g} "
-        f"a minute, bursts of {refusal.burst}); nothing of this request was done: retry in "
-        f"{wait} s", None, {"Retry-After": str(wait)},
+        f"a minute, bursts of {refusal.burst}){costs}; nothing of this request was done: retry "
+        f"in {wait} s", None, {"Retry-After": str(wait)},
         {"retry_after_s": wait, "limit": {"kind": refusal.kind, "per_minute": refusal.per_minute,
-                                          "burst": refusal.burst}})
+                                          "burst": refusal.burst, "cost": refusal.cost}},
+        hold=refusal.hold)
 
 
 def _replay(body: bytes, receive: Receive, first: Message | None = None) -> Receive:

@@ -433,23 +433,28 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
                               default_agent=facade.agent_id, sessions=config.ui_sessions,
                               owner_report=owner.report if owner else None,
                               runs_path=runs_path, agent_status=agent_status,
-                              budgets=limiter.report if limiter is not None else None))
+                              budgets=limiter.report if limiter is not None else None,
+                              own_budget=limiter.report_of if limiter is not None else None))
     read_tools = frozenset(t.name for t in facade.registry if not t.writes)
     return guard_app(app, config, read_tools=read_tools, limiter=limiter)
 
 
 def _with_budgets(owner: OwnerAccess | None, limiter: RateLimiter | None) -> OwnerAccess | None:
     """``owner`` whose ``status`` also says what the request budgets refused, per key: the
-    operator's view of an agent held back (``amem status``, the owner's resource). Without
-    budgets (an app built by a test or a custom host) the report is ``owner``'s own."""
+    operator's view of an agent held back (``amem status``, the owner's resource), and whose
+    ``doctor`` warns of a key refused often of late (``RateLimiter.warnings``: its id and what
+    to do). Without budgets (an app built by a test or a custom host) the reports are
+    ``owner``'s own."""
     if owner is None or limiter is None:
         return owner
-    report, budgets = owner.report, limiter.report
+    report, budgets, warnings = owner.report, limiter.report, limiter.warnings
 
     def with_budgets(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
         data = report(name, agent_id, clean)
         if name == "status":
             data = {**data, "rate_limit": budgets()}
+        elif name == "doctor":  # warnings, not failures: the stores are sound
+            data = {**data, "warnings": [*data.get("warnings", []), *warnings()]}
         return data
 
     return replace(owner, report=with_budgets)  # the export (and anything else) kept

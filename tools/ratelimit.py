@@ -19,6 +19,27 @@ Buckets are kept per caller (the key's id; the server record's secret and the st
 ``--insecure-no-auth`` are one caller each), so a caller's refusals never touch another's
 budget.
 
+**A request costs what it writes** (``tools.ratecost``): an ingest of 500 messages takes 500
+write tokens, a note's add one, a read one. A cost is capped at the bucket's burst: uncapped, a
+request larger than the burst could never gather its tokens and would be refused forever;
+capped, the largest legal request is served from a full bucket, and its caller then waits for
+the whole bucket to refill (15 s at the defaults) before its next write. The items past the
+burst are free, but only one such batch passes per refill, the batch size is bounded by its
+route (5,000 messages an ingest), and a batch costs the server less per item than separate
+requests do (one lock, one transaction).
+
+**Requests without a valid key have one budget, shared** (``failed_auth_*``): every local
+client comes from 127.0.0.1, so there is nothing else to key it by. A flood of bad or missing
+keys (a misconfigured client, or key guessing) is then refused with 429, held like any refusal,
+instead of answered at full speed. A valid key is always checked and charged to its own
+buckets, so the flood never refuses it; only requests that fail are charged here.
+
+**What the owner is told** (``report``, ``warnings``): per caller, requests served and refused,
+and those refused in the last ``WARN_WINDOW_S``; a caller refused ``WARN_REFUSALS`` times in
+that window is a warning of ``amem doctor`` and ``amem status`` (its key id, never a secret,
+and what to do). ``report_of`` gives one key's own counts (an agent's health page: its own,
+never another key's).
+
 **Writes cost more than reads** (an add embeds, links and takes the store's write lock; a
 search embeds a query and reads), so the default write budget is a fifth of the read budget.
 
@@ -39,6 +60,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -49,14 +71,22 @@ from amem.kernel.settings import Section, setting
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RateLimits", "TokenBucket", "RateLimiter", "Refusal", "SECTION", "Kind"]
+__all__ = ["RateLimits", "TokenBucket", "RateLimiter", "Refusal", "SECTION", "Kind",
+           "FAILED_AUTH", "WARN_REFUSALS", "WARN_WINDOW_S"]
 
-#: the two budgets of a caller
-Kind = Literal["write", "read"]
+#: the budgets: a caller's two, and the one all requests without a valid key share
+Kind = Literal["write", "read", "auth"]
+#: the caller that requests without a valid key are counted as (no key id looks like it)
+FAILED_AUTH = "without-a-valid-key"
 #: callers shown by name in the report (each issued key is one; more is a report too long to read)
 REPORT_CALLERS = 50
 #: a caller refused again within this many seconds is not logged again
 _LOG_EVERY_S = 60.0
+#: a caller refused this many times within ``WARN_WINDOW_S`` is a doctor finding: a client
+#: that waits the Retry-After it is told is refused about once per wait, one that loops on
+#: refusals (held a second each) about once a second per connection
+WARN_REFUSALS = 100
+WARN_WINDOW_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +103,8 @@ class RateLimits:
         owner_factor: owner callers' budgets are this many times an agent's; 0: unlimited.
         hold_s: a refusal is answered after the wait it names, at most this many seconds
             (0: at once), so a client looping on refusals is slowed to its budget's pace.
+        failed_auth_per_minute, failed_auth_burst: requests without a valid key (401), all
+            callers together; past them such requests are refused with 429. 0: unlimited.
     """
 
     enabled: bool = setting(True, key="rate_limit", env="AMEM_SERVE_RATE_LIMIT")
@@ -82,6 +114,8 @@ class RateLimits:
     read_burst: int = setting(60, at_least=1)
     owner_factor: float = setting(10.0, at_least=0)
     hold_s: float = setting(1.0, at_least=0, at_most=10)
+    failed_auth_per_minute: float = setting(60.0, at_least=0)
+    failed_auth_burst: int = setting(20, at_least=1)
 
     def __post_init__(self) -> None:
         SECTION.validate(self)
@@ -90,11 +124,12 @@ class RateLimits:
         """``(tokens a second, burst)`` of a caller's ``kind`` of request; ``None``: unlimited."""
         if not self.enabled or (owner and self.owner_factor == 0):
             return None
-        per_minute, burst = ((self.writes_per_minute, self.write_burst) if kind == "write"
-                             else (self.reads_per_minute, self.read_burst))
+        per_minute, burst = {"write": (self.writes_per_minute, self.write_burst),
+                             "read": (self.reads_per_minute, self.read_burst),
+                             "auth": (self.failed_auth_per_minute, self.failed_auth_burst)}[kind]
         if per_minute == 0:
             return None
-        factor = self.owner_factor if owner else 1.0
+        factor = self.owner_factor if owner and kind != "auth" else 1.0
         return per_minute * factor / 60.0, max(1, round(burst * factor))
 
     def describe(self) -> dict[str, Any]:
@@ -107,6 +142,8 @@ class RateLimits:
 
         return {"on": True, "writes": words(self.writes_per_minute, self.write_burst),
                 "reads": words(self.reads_per_minute, self.read_burst),
+                "without_key": words(self.failed_auth_per_minute, self.failed_auth_burst)
+                + ", all callers together",
                 "owners": "unlimited" if self.owner_factor == 0 else f"{self.owner_factor:g} x"}
 
 
@@ -125,15 +162,22 @@ class TokenBucket:
         self.tokens = float(burst)
         self._last = now
 
-    def take(self, now: float) -> float:
-        """Take a token: 0.0 when taken, else the seconds until one is there (none taken)."""
-        # a clock set back refills nothing, and counts on from its new reading
-        self.tokens = min(float(self.burst), self.tokens + max(0.0, now - self._last) * self.rate)
+    def take(self, now: float, cost: int = 1) -> float:
+        """Take ``cost`` tokens (at most ``burst``: a request larger than the bucket takes all
+        of it, never waits forever): 0.0 when taken, else the seconds until they are there
+        (none taken)."""
+        need = float(min(max(1, cost), self.burst))
+        self.tokens = self.level(now)
         self._last = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        if self.tokens >= need:
+            self.tokens -= need
             return 0.0
-        return (1.0 - self.tokens) / self.rate
+        return (need - self.tokens) / self.rate
+
+    def level(self, now: float) -> float:
+        """The tokens there are at ``now`` (none taken)."""
+        # a clock set back refills nothing, and counts on from its new reading
+        return min(float(self.burst), self.tokens + max(0.0, now - self._last) * self.rate)
 
 
 @dataclass(frozen=True)
@@ -146,6 +190,8 @@ class Refusal:
     per_minute: float
     burst: int
     hold: float = 0.0
+    #: the tokens the request would have taken (its cost, capped at the burst)
+    cost: int = 1
 
     @property
     def retry_after_s(self) -> int:
@@ -159,10 +205,19 @@ class _Caller:
     agent: str | None
     owner: bool
     buckets: dict[str, TokenBucket] = field(default_factory=dict)
-    served: dict[str, int] = field(default_factory=lambda: {"write": 0, "read": 0})
-    refused: dict[str, int] = field(default_factory=lambda: {"write": 0, "read": 0})
+    served: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+    #: refusals per minute (the minute's number since the epoch), the last ``WARN_WINDOW_S``
+    #: only: a flood adds to a count, never a row per request
+    recent: dict[int, int] = field(default_factory=dict)
     last_refused: datetime | None = None
     logged_at: float = -math.inf
+
+    def refused_since(self, now: float) -> int:
+        first = math.floor((now - WARN_WINDOW_S) / 60.0) + 1
+        for minute in [m for m in self.recent if m < first]:
+            del self.recent[minute]
+        return sum(self.recent.values())
 
 
 class RateLimiter:
@@ -170,8 +225,8 @@ class RateLimiter:
 
     One per server; ``check`` runs on the event loop and ``report`` in a worker thread, so
     both hold a lock (a dictionary update, never I/O). Only callers the guard admitted reach
-    it (an unknown key is refused before), so its table grows with the issued keys, never
-    with the requests.
+    it (an unknown key is counted as the one ``FAILED_AUTH`` caller), so its table grows with
+    the issued keys, never with the requests.
     """
 
     def __init__(self, limits: RateLimits, clock: Clock | None = None) -> None:
@@ -180,9 +235,10 @@ class RateLimiter:
         self._callers: dict[str, _Caller] = {}
         self._lock = threading.Lock()
 
-    def check(self, caller: str, kind: Kind, *, owner: bool = False,
+    def check(self, caller: str, kind: Kind, *, cost: int = 1, owner: bool = False,
               agent: str | None = None) -> Refusal | None:
-        """Count one request of ``caller``: ``None`` when it may run, else the refusal.
+        """Charge one request of ``caller`` its ``cost`` in tokens (``tools.ratecost``):
+        ``None`` when it may run, else the refusal.
 
         ``caller`` is the key's id (never the secret); ``agent`` is only shown in the report.
         """
@@ -199,44 +255,119 @@ class RateLimiter:
             bucket = state.buckets.get(kind)
             if bucket is None:
                 bucket = state.buckets[kind] = TokenBucket(*budget, now)
-            wait = bucket.take(now)
+            wait = bucket.take(now, cost)
             if wait == 0.0:
                 state.served[kind] += 1
                 return None
             state.refused[kind] += 1
             state.last_refused = moment
+            minute = math.floor(now / 60.0)
+            state.recent[minute] = state.recent.get(minute, 0) + 1
             refusal = Refusal(kind, wait, budget[0] * 60.0, budget[1],
-                              min(wait, self.limits.hold_s))
+                              min(wait, self.limits.hold_s), min(max(1, cost), budget[1]))
             tell = now - state.logged_at >= _LOG_EVERY_S
             if tell:
                 state.logged_at = now
             count = state.refused[kind]
         if tell:  # once a minute per caller: a flood must not flood the log too
-            log.warning("key %s%s is over its %s budget (%g a minute, bursts of %d): refused "
-                        "for %d s (%d refused so far)", caller,
-                        f" (agent {agent!r})" if agent else "", kind, refusal.per_minute,
-                        refusal.burst, refusal.retry_after_s, count)
+            who = ("requests without a valid key" if caller == FAILED_AUTH else f"key {caller}"
+                   + (f" (agent {agent!r})" if agent else ""))
+            log.warning("%s went over the %s budget (%g a minute, bursts of %d): refused for %d s "
+                        "(%d refused so far)", who, kind, refusal.per_minute, refusal.burst,
+                        refusal.retry_after_s, count)
         return refusal
+
+    def failed_auth(self) -> Refusal | None:
+        """Charge a request that brought no valid key to the budget they all share: ``None``
+        when it may be answered 401, else the refusal (429)."""
+        return self.check(FAILED_AUTH, "auth")
+
+    # ------------------------------------------------------------------ what they refused
 
     def report(self) -> dict[str, Any]:
         """The budgets and, per caller, requests served and refused (key ids, never secrets),
-        the callers with the most refusals first."""
+        the callers with the most refusals first; ``without_key``: the requests without a valid
+        key; ``warnings``: the callers refused often in the last window."""
+        now = self._clock.now().timestamp()
         with self._lock:
-            rows = [(caller, state.agent, state.owner, dict(state.served), dict(state.refused),
-                     state.last_refused) for caller, state in self._callers.items()]
-        rows.sort(key=lambda r: (-(r[4]["write"] + r[4]["read"]), r[0]))
-        callers: dict[str, Any] = {}
-        for caller, agent, owner, served, refused, last in rows[:REPORT_CALLERS]:
-            entry: dict[str, Any] = {"agent": "any (owner)" if owner else agent,
-                                     "writes": served["write"], "reads": served["read"],
-                                     "writes_refused": refused["write"],
-                                     "reads_refused": refused["read"]}
-            if last is not None:
-                entry["last_refused"] = last.isoformat(timespec="seconds")
-            callers[caller] = entry
+            rows = [(caller, self._entry(state, now), state) for caller, state
+                    in self._callers.items() if caller != FAILED_AUTH]
+            failed = self._callers.get(FAILED_AUTH) or _Caller(None, False)
+            without = self._without_key(failed, now)
+        rows.sort(key=lambda r: (-(r[1]["writes_refused"] + r[1]["reads_refused"]), r[0]))
         out = self.limits.describe()
-        out["refused"] = sum(r[4]["write"] + r[4]["read"] for r in rows)
-        out["keys"] = callers
+        out["refused"] = sum(r[1]["writes_refused"] + r[1]["reads_refused"] for r in rows)
+        out["keys"] = {caller: entry for caller, entry, _ in rows[:REPORT_CALLERS]}
         if len(rows) > REPORT_CALLERS:
             out["keys_not_shown"] = len(rows) - REPORT_CALLERS
+        if "without_key" in out:  # the budget's words, and what it answered and refused
+            out["without_key"] = {"budget": out["without_key"], **without}
+        out["warnings"] = self._warnings([(c, e) for c, e, _ in rows], without)
         return out
+
+    def report_of(self, caller: str) -> dict[str, Any]:
+        """One caller's own counts and budgets (an agent's health page): no other caller's."""
+        now = self._clock.now().timestamp()
+        with self._lock:
+            state = self._callers.get(caller)
+            entry = self._entry(state, now) if state is not None else None
+        budgets = self.limits.describe()
+        out: dict[str, Any] = {"key": caller, "on": budgets["on"]}
+        if budgets["on"]:  # its own two budgets: the owners' and the shared one are not its own
+            out["budgets"] = {"writes": budgets["writes"], "reads": budgets["reads"]}
+        out.update(entry or {"writes": 0, "reads": 0, "writes_refused": 0, "reads_refused": 0,
+                             "refused_recently": 0})
+        out.pop("agent", None)  # the page names its agent already
+        return out
+
+    def warnings(self) -> list[str]:
+        """The doctor's findings: each caller refused ``WARN_REFUSALS`` times or more in the
+        last ``WARN_WINDOW_S``, with what to do."""
+        return list(self.report()["warnings"])
+
+    @staticmethod
+    def _entry(state: _Caller, now: float) -> dict[str, Any]:
+        entry: dict[str, Any] = {"agent": "any (owner)" if state.owner else state.agent,
+                                 "writes": state.served["write"], "reads": state.served["read"],
+                                 "writes_refused": state.refused["write"],
+                                 "reads_refused": state.refused["read"],
+                                 "refused_recently": state.refused_since(now)}
+        if state.last_refused is not None:
+            entry["last_refused"] = state.last_refused.isoformat(timespec="seconds")
+        return entry
+
+    @staticmethod
+    def _without_key(state: _Caller, now: float) -> dict[str, Any]:
+        entry: dict[str, Any] = {"answered_401": state.served["auth"],
+                                 "refused": state.refused["auth"],
+                                 "refused_recently": state.refused_since(now)}
+        if state.last_refused is not None:
+            entry["last_refused"] = state.last_refused.isoformat(timespec="seconds")
+        return entry
+
+    def _warnings(self, rows: list[tuple[str, dict[str, Any]]],
+                  without: dict[str, Any]) -> list[str]:
+        window = f"{WARN_WINDOW_S / 60:g} minutes"
+        said = []
+        for caller, entry in rows:
+            count = entry["refused_recently"]
+            if count < WARN_REFUSALS:
+                continue
+            who = f"key {caller}" + (f" (agent {entry['agent']!r})" if entry["agent"] else "")
+            said.append(
+                f"{who} was refused {count} requests in the last {window} (over its request "
+                f"budget: {entry['writes_refused']} writes and {entry['reads_refused']} reads "
+                f"refused since the server started): its client sends more than its budget. "
+                f"A client should wait the Retry-After it is told; if its work needs more, "
+                f"raise the budget in the [serve] table (writes_per_minute, write_burst, "
+                f"reads_per_minute, read_burst; AMEM_SERVE_*); if the key is not in use by "
+                f"anything you run, it may have leaked: `amem keys revoke {caller}`")
+        if without["refused_recently"] >= WARN_REFUSALS:
+            said.append(
+                f"{without['refused_recently']} requests without a valid key were refused in "
+                f"the last {window} (past the budget all such requests share; "
+                f"{without['answered_401']} were answered 401 since the server started): a "
+                f"local client sends a missing, wrong or revoked key, or is guessing keys. "
+                f"Find the client and give it a key (`amem keys list`, `amem keys add --agent "
+                f"ID`); valid keys are served meanwhile")
+        return said

@@ -60,6 +60,8 @@ class UiDeps:
     agent_status: Callable[[str], dict[str, Any]] | None = None
     #: what the request budgets refused, per key (``tools.ratelimit``): the owner's health page
     budgets: Callable[[], dict[str, Any]] | None = None
+    #: one key's own budget and refusals, by key id: an agent's health page (never another's)
+    own_budget: Callable[[str], dict[str, Any]] | None = None
 
 
 class Denied(Exception):
@@ -197,10 +199,11 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                 status["rate limit"] = deps.budgets()
             if request.query_params.get("doctor") == "1" and deps.owner_report is not None:
                 doctor = deps.owner_report("doctor", agent, False)
-        elif deps.agent_status is not None:
-            status = deps.agent_status(agent)
         else:
-            status = {"agent": agent, "notes": memory.count(agent_id=agent)}
+            status = (deps.agent_status(agent) if deps.agent_status is not None
+                      else {"agent": agent, "notes": memory.count(agent_id=agent)})
+            if deps.own_budget is not None:  # the key's own counts: a looping client shows here
+                status = {**status, "rate limit": deps.own_budget(principal.key_id)}
         return render_health(owner=principal.owner, status=status, doctor=doctor, runs=runs,
                              index_build=memory.index.build.to_dict(), agent=agent,
                              skipped_lines=skipped)
