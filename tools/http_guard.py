@@ -72,7 +72,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -165,14 +165,6 @@ def principal_of(scope: Any) -> Principal | None:
     """The principal the guard admitted a request as (``None`` off HTTP: stdio, in memory)."""
     found = scope.get(PRINCIPAL_SCOPE_KEY) if isinstance(scope, MutableMapping) else None
     return found if isinstance(found, Principal) else None
-
-
-def _too_large_hint(path: str) -> str:
-    """What a refused large body on ``path`` should have been instead: a chat app's data
-    export posted to the host's ingest route (it loads from its file, however large)."""
-    from .host_http import EXPORT_HINT, INGEST_PATH
-
-    return f" ({EXPORT_HINT})" if path == INGEST_PATH else ""
 
 
 class Refused(Exception):
@@ -321,12 +313,17 @@ class Guard:
 
     def __init__(self, app: ASGIApp, config: GuardConfig, *,
                  read_tools: frozenset[str] = frozenset(),
-                 limiter: RateLimiter | None = None) -> None:
+                 limiter: RateLimiter | None = None,
+                 body_hints: Mapping[str, str] | None = None) -> None:
         """``read_tools``: the MCP tools that change nothing (a call of any other counts
         against the write budget); ``limiter``: the budgets' buckets, when the server reports
-        them (else built here from ``config.rate_limits``, on the system clock)."""
+        them (else built here from ``config.rate_limits``, on the system clock);
+        ``body_hints``: by path, what a body refused as too large should have been instead
+        (the routes know it, the guard only says it: a chat app's export posted to the
+        hosts' ingest route loads from its file)."""
         self.app = app
         self.config = config
+        self.body_hints = dict(body_hints or {})
         self.sessions = SessionBook(config.sessions_per_key, config.session_idle)
         self.read_tools = read_tools
         if limiter is None and config.rate_limits is not None:
@@ -530,7 +527,8 @@ class Guard:
         if scope["method"] in ("GET", "HEAD"):
             return receive, b""
         limit = self.config.max_body
-        hint = _too_large_hint(scope["path"])
+        hint = self.body_hints.get(scope["path"])
+        hint = f" ({hint})" if hint else ""
         declared = _Headers(scope).one("content-length")
         if declared is not None and ascii_digits(declared) and int(declared) > limit:
             raise Refused("payload_too_large", f"the body is {declared} bytes; the limit is {limit}{hint}", "body")
@@ -717,6 +715,7 @@ class _Headers:
 
 
 def guard_app(app: Any, config: GuardConfig, *, read_tools: frozenset[str] = frozenset(),
-              limiter: RateLimiter | None = None) -> Guard:
+              limiter: RateLimiter | None = None,
+              body_hints: Mapping[str, str] | None = None) -> Guard:
     """``app`` behind the guard; the Starlette app stays reachable as ``guard.app``."""
-    return Guard(app, config, read_tools=read_tools, limiter=limiter)
+    return Guard(app, config, read_tools=read_tools, limiter=limiter, body_hints=body_hints)

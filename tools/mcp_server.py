@@ -391,7 +391,7 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from .host_http import add_host_routes
+    from .host_http import EXPORT_HINT, INGEST_PATH, add_host_routes
 
     config = guard if guard is not None else GuardConfig(mcp_path=path)
     if config.mcp_path != path:
@@ -436,7 +436,8 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
                               budgets=limiter.report if limiter is not None else None,
                               own_budget=limiter.report_of if limiter is not None else None))
     read_tools = frozenset(t.name for t in facade.registry if not t.writes)
-    return guard_app(app, config, read_tools=read_tools, limiter=limiter)
+    return guard_app(app, config, read_tools=read_tools, limiter=limiter,
+                     body_hints={INGEST_PATH: EXPORT_HINT})
 
 
 def _with_budgets(owner: OwnerAccess | None, limiter: RateLimiter | None) -> OwnerAccess | None:

@@ -36,10 +36,11 @@ def test_an_export_loads_once(make_pg_store: Callable[..., LcmStore], tmp_path: 
     src = tmp_path / "conversations.json"
     src.write_text(json.dumps([chatgpt_lisbon()]), encoding="utf-8")
     first = load_export(store, src, "chatgpt", "alice")
-    assert (first.stored, first.branch_messages) == (10, 3)
+    # 7 of the main line, 3 of its branches and the 2 markers saying where each branch forked
+    assert (first.stored, first.branch_messages, first.fork_points) == (12, 3, 2)
     again = load_export(store, src, "chatgpt", "alice")
-    assert (again.stored, again.skipped_duplicates) == (0, 10)
+    assert (again.stored, again.skipped_duplicates) == (0, 12)
     key = session_key("alice", "chatgpt", LISBON_ID)
     assert [c.title for c in store.conversations(key)] == ["Lisbon trip"]
     src.write_text(json.dumps([claude_edited()]), encoding="utf-8")
-    assert load_export(store, src, "claude", "alice").stored == 6
+    assert load_export(store, src, "claude", "alice").stored == 8  # 6 and 2 fork markers
