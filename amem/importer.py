@@ -91,6 +91,8 @@ class ImportReport:
     files: int | None = None
     left_out: list[str] = field(default_factory=list)
     left_out_by_reason: dict[str, int] = field(default_factory=dict)
+    #: the key of a JSON object the notes were read from (``{"notes": [...]}``), or None
+    json_key: str | None = None
 
     @property
     def rate(self) -> float:
@@ -106,6 +108,7 @@ class ImportReport:
                 "expired_replaced": self.expired_replaced, "title_added": self.title_added,
                 "unchanged": self.unchanged,
                 "replaced": self.replaced,
+                **({} if self.json_key is None else {"json_key": self.json_key}),
                 **({} if self.files is None else {
                     "files": self.files, "left_out": self.left_out,
                     "left_out_by_reason": self.left_out_by_reason})}
@@ -232,9 +235,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
 
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
+    def found(key: str) -> None:  # a JSON object's list of notes was read from this key
+        report.json_key = key
+
     with store.writer.deferred_reembed() as problems:
         for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn,
-                                       source=source):
+                                       source=source, found=found):
             report.read += 1
             last_line = number
             drafted = _drafted(store, item, enrich, agent_id)

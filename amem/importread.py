@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from .docsplit import Warn, split_document
 from .errors import ValidationError
@@ -60,8 +60,9 @@ def unit(fmt: str) -> str:
 
 
 def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int | None = None,
-               warn: Warn | None = None,
-               source: str | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
+               warn: Warn | None = None, source: str | None = None,
+               found: Callable[[str], None] | None = None
+               ) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, item) pairs (a JSON array's: item number); an item that cannot be parsed
     comes as an error string.
 
@@ -70,7 +71,8 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
     headings above the note. With ``max_chars`` (a note's limit), a paragraph that a fenced
     code block makes longer is cut around it, and ``warn`` is told of it. ``source`` names
     what ``path`` holds when it is no file of the user's (stdin, spooled): a stream has no
-    file name to title a document by.
+    file name to title a document by. ``found`` is told the key a JSON object's list of
+    notes was read from (``amem.importarray``).
     """
     # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
     # "# Title" there stays a heading and a JSONL line stays JSON; a UTF-16 or UTF-32 mark
@@ -82,7 +84,7 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
             yield from _jsonl(handle)
         elif fmt == "json":
             yield from array_notes(handle, str(path) if source is None else source,
-                                   piped=source is not None)
+                                   piped=source is not None, found=found)
         else:
             name = "" if source is not None else file_title(path)
             yield from split_document(handle, name if title is None else title,

@@ -476,6 +476,9 @@ def _import(args: argparse.Namespace, path: Path, *, folder: bool,
                   file=sys.stderr)
         for warning in data["warnings"]:  # the library keeps at most 100, then "... and N more"
             print(printable(f"amem: warning: {warning}"), file=sys.stderr)
+        if data.get("json_key"):  # said, so a file with two lists is not read silently
+            print(printable(f"amem: read the notes listed under {data['json_key']!r} of "
+                            f"{data['path']}'s top-level object"), file=sys.stderr)
         for why, count in data.get("left_out_by_reason", {}).items():  # a folder's (--json: each)
             print(printable(f"amem: left out {count} {'path' if count == 1 else 'paths'}: {why}"),
                   file=sys.stderr)

@@ -13,15 +13,20 @@ notes by mistake is worse than a question).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from amem.importarray import LIST_KEYS
+
 #: bytes copied at a time
 CHUNK = 1 << 20
 #: how a stream's first character (after white space and a UTF-8 byte-order mark) says its format
 _OPENERS = {ord("["): "json", ord("{"): "jsonl"}
+#: an object opening with a list under one of the keys an import reads a list of notes from
+_WRAPPED = re.compile(rb'\{\s*"(?:%s)"\s*:\s*\[' % "|".join(LIST_KEYS).encode())
 
 
 @contextmanager
@@ -42,9 +47,17 @@ def spooled(source: int) -> Iterator[Path]:
 
 
 def sniffed(path: Path) -> str | None:
-    """``json`` or ``jsonl`` by the first character the file holds, or None (can't tell)."""
+    """``json`` or ``jsonl`` by the first character the file holds, or None (can't tell).
+
+    A ``{`` is JSON lines unless the object goes on past its first line (pretty-printed: one
+    JSON document) or opens with a list of notes under a key that says so
+    (``{"notes": [``, ``amem.importarray.LIST_KEYS``): then it is one JSON object, whose
+    list the import reads, or whose keys it names."""
     with path.open("rb") as raw:
         head = raw.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if head[:1] == b"{" and (head.split(b"\n", 1)[0].strip() == b"{"
+                             or _WRAPPED.match(head) is not None):
+        return "json"
     return _OPENERS.get(head[0]) if head else None
 
 
