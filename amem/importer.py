@@ -152,7 +152,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         raise ValidationError(f"no such file: {path}", field="path")
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
-        raise ValidationError("format must be 'jsonl', 'json' or 'text'", field="format")
+        raise ValidationError(f"format must be one of {', '.join(map(repr, FORMATS))}",
+                              field="format")
     if title is not None and fmt != "text":
         raise ValidationError("a title is for a text or Markdown document; a JSONL line (or a JSON "
                               "array's item) gives its own subjects", field="title")
@@ -416,8 +417,9 @@ def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def place(path: Path, unit: str, number: int) -> str:
-    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3"."""
-    return f"{path} item {number}" if unit == "item" else f"{path}:{number}"
+    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3",
+    "notes.csv row 4"."""
+    return f"{path} {unit} {number}" if unit in ("item", "row") else f"{path}:{number}"
 
 
 def skip_line(report: ImportReport, path: Path, number: int, why: str, *,

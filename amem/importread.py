@@ -16,13 +16,14 @@ from typing import Any, Callable, Iterator, TextIO
 from .docsplit import Warn, split_document
 from .errors import ValidationError
 from .importarray import array_notes
+from .importcsv import csv_notes
 from .kernel import safejson
 from .kernel.encoding import encoding_of
 from .kernel.errors import InvalidArgumentError
 from .notes import MAX_ITEM_CHARS
 
 #: what a file can hold: JSON lines, a JSON array of notes (``amem.importarray``), a document
-FORMATS = ("jsonl", "json", "text")
+FORMATS = ("jsonl", "json", "text", "csv")
 
 
 #: files users bring from other apps that an import does not read, and what to do instead
@@ -47,16 +48,19 @@ def detect_format(path: Path) -> str:
         return "jsonl"
     if suffix == ".json":
         return "json"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
     if suffix in (".md", ".markdown", ".txt", ".text"):
         return "text"
-    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .json, .md or "
-                          f".txt, or pass format='jsonl'|'json'|'text'", field="format")
+    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .json, .csv, .md "
+                          f"or .txt, or pass format='jsonl'|'json'|'csv'|'text'", field="format")
 
 
 def unit(fmt: str) -> str:
     """What a format's notes are numbered by in the report: a JSON array's by their place in
-    it (a one-line array has one line), the others by line."""
-    return "item" if fmt == "json" else "line"
+    it (a one-line array has one line), a table's by its row (a cell may hold line breaks),
+    the others by line."""
+    return {"json": "item", "csv": "row"}.get(fmt, "line")
 
 
 def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int | None = None,
@@ -79,8 +83,13 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
     # (Notepad's "Unicode", PowerShell's `>`) says the file is in that encoding
     with path.open("rb") as raw:
         codec = encoding_of(raw.read(4))
-    with path.open("r", encoding=codec, errors="strict") as handle:
-        if fmt == "jsonl":
+    # a table's reader splits its own lines: a quoted cell's line break is no row's end
+    with path.open("r", encoding=codec, errors="strict",
+                   newline="" if fmt == "csv" else None) as handle:
+        if fmt == "csv":
+            yield from csv_notes(handle, str(path) if source is None else source,
+                                 max_chars=max_chars)
+        elif fmt == "jsonl":
             yield from _jsonl(handle)
         elif fmt == "json":
             yield from array_notes(handle, str(path) if source is None else source,

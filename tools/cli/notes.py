@@ -87,11 +87,11 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("part", help="the joined text's id, as `amem history ID` shows it "
                                 "(\"part ...\" of a fold, the note a merge took in)")
 
-    p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
+    p = cmd("import", cmd_import, "bulk import JSONL, JSON, CSV, Markdown or text (or an export)")
     p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
                                 "JSONL file under it (hidden ones, attachments and links to "
                                 "folders left out, and named)")
-    p.add_argument("--format", choices=["jsonl", "json", "text"], help="default: from the "
+    p.add_argument("--format", choices=["jsonl", "json", "csv", "text"], help="default: from the "
                    "extension (stdin: a JSON array or JSON lines told apart by their first "
                    "character; text needs --format text)")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
