@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from .docmeta import LOGSEQ_PROPERTY, DocMeta, inline_tags, read_fields
 from .notes import MAX_ITEM_CHARS, MAX_LIST_ITEMS
@@ -73,6 +73,17 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
     a paragraph here.
     """
     lines, front = _front_matter(handle)
+    yield from split_lines(lines, title, derive=derive, front=front, max_chars=max_chars,
+                           warn=warn, tagged=tagged)
+
+
+def split_lines(lines: Iterable[tuple[int, str]], title: str, *, derive: bool,
+                front: DocMeta | None = None, max_chars: int | None = None,
+                warn: Warn | None = None,
+                tagged: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``split_document`` of numbered lines whose front matter (``front``) was read apart:
+    a page's converted text (``amem.importhtml``), an Evernote note's."""
+    front = front or DocMeta()
     if derive and front.title:
         title, derive = front.title, False
     block: list[tuple[int, str]] = []  # (line number, line) of the paragraph being read
@@ -273,4 +284,4 @@ def _distinct(names: list[str]) -> list[str]:
     return list(kept.values())
 
 
-__all__ = ["Warn", "heading_text", "split_document"]
+__all__ = ["Warn", "heading_text", "split_document", "split_lines"]

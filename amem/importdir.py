@@ -2,7 +2,8 @@
 file under it, each as one file's import (``amem.importer``), one engine flush at the end.
 
 What is read: the files ``detect_format`` knows (``.md``, ``.markdown``, ``.txt``, ``.text``,
-``.jsonl``, ``.ndjson``), in path order, each its own document (its own title). What is left
+``.jsonl``, ``.ndjson``, ``.html``, ``.htm``, ``.enex``: an unzipped Notion, Apple Notes or
+Evernote export), in path order, each its own document (its own title). What is left
 out, and named in the report (``left_out``, with the reason): hidden files and folders
 (``.obsidian``, ``.git``, ``.trash``: settings and history, not notes), files of other kinds
 (attachments: images, PDFs, canvases; ``.json`` and ``.csv`` files too: in a folder mostly
@@ -65,7 +66,8 @@ def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
                 try:
                     fmt = detect_format(path)
                 except ValidationError:
-                    left.append((path, f"not Markdown, text or JSONL ({path.suffix.lower() or 'no extension'})"))
+                    left.append((path, f"not Markdown, text, JSONL, HTML or ENEX "
+                                       f"({path.suffix.lower() or 'no extension'})"))
                     continue
                 if fmt in _ALONE:
                     left.append((path, _ALONE[fmt]))

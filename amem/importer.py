@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .docsplit import Warn, heading_text
 from .errors import AmemError, ValidationError
-from .importread import FORMATS, detect_format, file_title, read_items, unit
+from .importread import DOCUMENTS, FORMATS, detect_format, file_title, read_items, unit
 from .importtitle import FileTitle
 from .kernel.encoding import find_not_utf8
 from .kernel.errors import DiskFullError
@@ -154,9 +154,10 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     if fmt not in FORMATS:
         raise ValidationError(f"format must be one of {', '.join(map(repr, FORMATS))}",
                               field="format")
-    if title is not None and fmt != "text":
-        raise ValidationError("a title is for a text or Markdown document; a JSONL line (or a JSON "
-                              "array's item) gives its own subjects", field="title")
+    if title is not None and fmt not in DOCUMENTS:
+        raise ValidationError("a title is for a text, Markdown or HTML document; a JSONL line (a "
+                              "JSON array's item, a CSV row, an Evernote note) gives its own "
+                              "subjects", field="title")
     # what the report calls the file and its notes: "notes.json item 3", "stdin:7"
     shown = Path(source) if source is not None else path
     per = unit(fmt)
@@ -184,7 +185,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     lines: list[int] = []
     # a document titled by its file's name alone: renamed, it is still the notes it was
     named = (FileTitle(store.index, file_title(path))
-             if fmt == "text" and title is None and source is None and file_title(path)
+             if fmt in DOCUMENTS and title is None and source is None and file_title(path)
              else None)
     last_line = 0
     warned = 0  # line warnings said, kept or not

@@ -91,14 +91,14 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
                                 "JSONL file under it (hidden ones, attachments and links to "
                                 "folders left out, and named)")
-    p.add_argument("--format", choices=["jsonl", "json", "csv", "text"], help="default: from the "
-                   "extension (stdin: a JSON array or JSON lines told apart by their first "
-                   "character; text needs --format text)")
+    p.add_argument("--format", choices=["jsonl", "json", "csv", "text", "html", "enex"],
+                   help="default: from the extension (stdin: a JSON array, JSON lines or "
+                   "markup told apart by their first character; text and CSV need --format)")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch, at least 1 (with "
                    "--from-export: notes written together, default 256)")
     p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
-    p.add_argument("--title", help="a text or Markdown document's title, given to every note as "
+    p.add_argument("--title", help="a text, Markdown or HTML document's title, given to every note as "
                                    "a subject (default: its level-1 heading before any "
                                    "paragraph, else the file name; '' for none)")
     p.add_argument("--skip-invalid", action="store_true",
@@ -427,7 +427,7 @@ def _import_stdin(args: argparse.Namespace) -> int:
                 raise usage_error("stdin is empty" if not path.stat().st_size else
                                   "stdin is neither a JSON array ([...]) nor JSON lines ({...} "
                                   "a line): pass --format text for Markdown or text, or "
-                                  "--format json|jsonl", "format")
+                                  "--format json|jsonl|csv", "format")
         return _import(args, path, folder=False, source="stdin")
 
 

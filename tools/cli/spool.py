@@ -5,9 +5,10 @@ can be read once; so the piped bytes are copied to a file only the user can read
 the temporary folder: ``TMPDIR``), imported from there, and the file is removed however the
 import ends (an error, Ctrl-C). Memory stays flat: the bytes are copied a chunk at a time.
 
-A pipe has no name to tell its format by: a JSON array (``[``) and JSON lines (``{``) are
-told apart by their first character; anything else needs ``--format`` (a document read as
-notes by mistake is worse than a question).
+A pipe has no name to tell its format by: a JSON array (``[``), JSON lines (``{``) and
+markup (``<``: HTML, or an Evernote export by its ``<en-export>`` root) are told apart by
+their first character; anything else needs ``--format`` (a document read as notes by
+mistake is worse than a question).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def spooled(source: int) -> Iterator[Path]:
 
 
 def sniffed(path: Path) -> str | None:
-    """``json`` or ``jsonl`` by the first character the file holds, or None (can't tell).
+    """``json``, ``jsonl``, ``html`` or ``enex`` by the first character the file holds, or
+    None (can't tell).
 
     A ``{`` is JSON lines unless the object goes on past its first line (pretty-printed: one
     JSON document) or opens with a list of notes under a key that says so
@@ -58,6 +60,8 @@ def sniffed(path: Path) -> str | None:
     if head[:1] == b"{" and (head.split(b"\n", 1)[0].strip() == b"{"
                              or _WRAPPED.match(head) is not None):
         return "json"
+    if head[:1] == b"<":  # markup: an Evernote export names its root early, a page is HTML
+        return "enex" if b"<en-export" in head else "html"
     return _OPENERS.get(head[0]) if head else None
 
 
