@@ -92,8 +92,9 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
                                 "JSONL file under it (hidden ones, attachments and links to "
                                 "folders left out, and named)")
     p.add_argument("--format", choices=["jsonl", "json", "csv", "text", "html", "enex"],
-                   help="default: from the extension (stdin: a JSON array, JSON lines or "
-                   "markup told apart by their first character; text and CSV need --format)")
+                   help="default: from the extension (stdin: a JSON array, JSON lines, an "
+                   "HTML page or an ENEX export told apart by how they open; text and CSV "
+                   "need --format)")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch, at least 1 (with "
                    "--from-export: notes written together, default 256)")
@@ -427,7 +428,7 @@ def _import_stdin(args: argparse.Namespace) -> int:
                 raise usage_error("stdin is empty" if not path.stat().st_size else
                                   "stdin is neither a JSON array ([...]) nor JSON lines ({...} "
                                   "a line): pass --format text for Markdown or text, or "
-                                  "--format json|jsonl|csv", "format")
+                                  "--format json|jsonl|csv|html|enex", "format")
         return _import(args, path, folder=False, source="stdin")
 
 

@@ -5,10 +5,10 @@ can be read once; so the piped bytes are copied to a file only the user can read
 the temporary folder: ``TMPDIR``), imported from there, and the file is removed however the
 import ends (an error, Ctrl-C). Memory stays flat: the bytes are copied a chunk at a time.
 
-A pipe has no name to tell its format by: a JSON array (``[``), JSON lines (``{``) and
-markup (``<``: HTML, or an Evernote export by its ``<en-export>`` root) are told apart by
-their first character; anything else needs ``--format`` (a document read as notes by
-mistake is worse than a question).
+A pipe has no name to tell its format by: a JSON array (``[``), JSON lines (``{``), an HTML
+page (``<!DOCTYPE html`` or ``<html``) and an Evernote export (XML naming ``<en-export>``)
+are told apart by how they open; anything else needs ``--format`` (a document read as notes
+by mistake is worse than a question).
 """
 
 from __future__ import annotations
@@ -60,8 +60,12 @@ def sniffed(path: Path) -> str | None:
     if head[:1] == b"{" and (head.split(b"\n", 1)[0].strip() == b"{"
                              or _WRAPPED.match(head) is not None):
         return "json"
-    if head[:1] == b"<":  # markup: an Evernote export names its root early, a page is HTML
-        return "enex" if b"<en-export" in head else "html"
+    if b"<en-export" in head and head.startswith((b"<?xml", b"<!DOCTYPE en-export", b"<en-export")):
+        return "enex"
+    if head[:14].lower().startswith((b"<!doctype html", b"<html")):
+        # a page says so first; a Markdown file may open with markup too (a README's
+        # `<p align="center">`), and read as HTML its paragraphs would run together
+        return "html"
     return _OPENERS.get(head[0]) if head else None
 
 
