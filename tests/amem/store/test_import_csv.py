@@ -47,7 +47,7 @@ def test_bad_rows_are_named_by_row_and_skip_invalid_imports_the_rest(
     assert "3 of 5 rows are invalid" in str(info.value) and edge_store.count() == 0
     report = import_file(edge_store, src, enrich=False, skip_invalid=True)
     assert (report.read, report.created, report.skipped) == (5, 2, 3)
-    dated = next(n for n, *_ in edge_store.list(limit=5) if n.content == "first")
+    dated = next(n for n in edge_store.list(limit=5)[0] if n.content == "first")
     assert edge_store.get(dated.id).event_time.startswith("2024-01-01")
     again = import_file(edge_store, src, enrich=False, skip_invalid=True)
     assert (again.created, again.deduplicated) == (0, 2)  # a re-run stores nothing twice

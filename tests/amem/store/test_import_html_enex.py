@@ -73,7 +73,7 @@ def test_an_evernote_export_gives_each_notes_paragraphs_with_its_fields(
     ]
     report = import_file(edge_store, src, enrich=False)
     assert (report.read, report.created) == (3, 3)
-    ana = next(n for n, *_ in edge_store.list(limit=5) if "Ana" in n.content)
+    ana = next(n for n in edge_store.list(limit=5)[0] if "Ana" in n.content)
     assert edge_store.get(ana.id).event_time.startswith("2024-03-01T12:00:00")
     broken = tmp_path / "cut.enex"  # an export cut short: the notes before the break are read
     broken.write_text(ENEX[:ENEX.index("<note><title>Only")] + "<note><title>x</ti",

@@ -74,5 +74,5 @@ def test_imported_tags_are_stored_and_enrichment_still_runs(tmp_path: Path,
     lines.write_text('{"text": "Bob likes green tea", "keywords": ["tea"], "tags": ["t"]}\n',
                      encoding="utf-8")
     import_file(store, lines)
-    bob = next(n for n, *_ in store.list(limit=10) if "Bob" in n.content)
+    bob = next(n for n in store.list(limit=10)[0] if "Bob" in n.content)
     assert store.get(bob.id).enriched_by == "given" and store.get(bob.id).keywords == ["tea"]
