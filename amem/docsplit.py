@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
-from .notes import MAX_ITEM_CHARS
+from .docmeta import LOGSEQ_PROPERTY, DocMeta, inline_tags, read_fields
+from .notes import MAX_ITEM_CHARS, MAX_LIST_ITEMS
 
 #: called with (line number, what to say) when a document is read in a way worth saying
 Warn = Callable[[int, str], None]
@@ -50,7 +51,8 @@ def _closes_fence(line: str, marker: str) -> bool:
 
 
 def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int | None = None,
-                   warn: Warn | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+                   warn: Warn | None = None,
+                   tagged: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
     """One note per paragraph (blank-line separated); a Markdown heading starts a new one.
 
     A heading is no note of its own: it opens the paragraph after it, which it titles, even
@@ -64,10 +66,26 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
     lines end no paragraph and its "# comment" lines are no headings. One never closed runs to
     the end of the file, as in CommonMark. Only where a code block makes its paragraph longer
     than ``max_chars`` is the paragraph cut (``_fitted``).
+
+    Front matter's ``tags`` are every note's tags, and its ``aliases`` subjects after the
+    title (``amem.docmeta``); with ``tagged``, a paragraph's own ``#tags`` (not in its code)
+    are its note's tags too: a tag names the lines it sits in (a Logseq block), and a note is
+    a paragraph here.
     """
     lines, front = _front_matter(handle)
-    if derive and front:
-        title, derive = front, False
+    yield from split_lines(lines, title, derive=derive, front=front, max_chars=max_chars,
+                           warn=warn, tagged=tagged)
+
+
+def split_lines(lines: Iterable[tuple[int, str]], title: str, *, derive: bool,
+                front: DocMeta | None = None, max_chars: int | None = None,
+                warn: Warn | None = None,
+                tagged: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``split_document`` of numbered lines whose front matter (``front``) was read apart:
+    a page's converted text (``amem.importhtml``), an Evernote note's."""
+    front = front or DocMeta()
+    if derive and front.title:
+        title, derive = front.title, False
     block: list[tuple[int, str]] = []  # (line number, line) of the paragraph being read
     heading: str | None = None
     path: list[tuple[int, str]] = []  # (level, words) of the headings above the paragraph
@@ -77,9 +95,14 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
     fence_line = 0
 
     def items() -> Iterator[tuple[int, dict[str, Any]]]:
+        tags = _tags(front.tags, block, warn) if tagged else front.tags
         for number, text in _fitted(block, max_chars, warn):
-            yield number, ({"text": text, "subjects": list(subjects)} if subjects
-                           else {"text": text})
+            item: dict[str, Any] = {"text": text}
+            if subjects:
+                item["subjects"] = list(subjects)
+            if tags:
+                item["tags"] = list(tags)
+            yield number, item
 
     for number, line in lines:
         if fence is not None:  # code, taken as it is
@@ -103,7 +126,8 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
             continue
         if not block:
             seen_text = True
-            subjects = _distinct([title, *(w for _, w in path)])
+            subjects = _distinct([title, *front.aliases, *(w for _, w in path)])
+            subjects = subjects[:MAX_LIST_ITEMS]
             if heading:
                 # the paragraph it titles; numbered as that paragraph, the line its note is
                 # reported by
@@ -122,37 +146,38 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
 
 #: lines a YAML front matter block may take before its opening ``---`` is taken for text
 FRONT_MATTER_LINES = 200
-_FRONT_TITLE = re.compile(r"^title:[ \t]*(.*?)[ \t]*$")
 
 
-def _front_matter(handle: TextIO) -> tuple[Iterator[tuple[int, str]], str]:
-    """The document's numbered lines after its YAML front matter, and the front matter's
-    ``title`` ("" for none).
+def _front_matter(handle: TextIO) -> tuple[Iterator[tuple[int, str]], DocMeta]:
+    """The document's numbered lines after its YAML front matter (or Logseq page properties),
+    and what they say of it (``amem.docmeta``: a title, tags, aliases).
 
     Obsidian, Jekyll and Hugo open a note with ``---``, ``key: value`` lines, ``---`` (or
     ``...``): metadata, not a paragraph (it was stored as a note of its own, and being a
     paragraph it kept a ``# Title`` under it from naming the document). A block not closed
-    within ``FRONT_MATTER_LINES`` lines is text, read as before.
+    within ``FRONT_MATTER_LINES`` lines is text, read as before. Logseq opens a page with
+    ``key:: value`` lines instead: read so while they last, before any other line.
     """
     numbered = enumerate(handle, start=1)
     first = next(numbered, None)
+    if first is not None and LOGSEQ_PROPERTY.match(first[1].rstrip("\r\n")):
+        held = [first]
+        for number, line in numbered:
+            if not LOGSEQ_PROPERTY.match(line.rstrip("\r\n")):
+                return itertools.chain([(number, line)], numbered), read_fields(
+                    (text for _, text in held), logseq=True)
+            held.append((number, line))
+        return numbered, read_fields((text for _, text in held), logseq=True)
     if first is None or first[1].rstrip("\r\n") != "---":
-        return itertools.chain([first] if first else [], numbered), ""
+        return itertools.chain([first] if first else [], numbered), DocMeta()
     held = [first]
     for number, line in numbered:
         held.append((number, line))
         if line.rstrip("\r\n") in ("---", "..."):
-            title = ""
-            for _, field in held[1:-1]:
-                found = _FRONT_TITLE.match(field.rstrip("\r\n"))
-                if found:
-                    title = found.group(1)
-                    if len(title) > 1 and title[0] == title[-1] and title[0] in "'\"":
-                        title = title[1:-1]
-            return numbered, title.strip()[:MAX_ITEM_CHARS].strip()
+            return numbered, read_fields(text for _, text in held[1:-1])
         if len(held) > FRONT_MATTER_LINES:
             break
-    return itertools.chain(held, numbered), ""
+    return itertools.chain(held, numbered), DocMeta()
 
 
 def _fitted(block: list[tuple[int, str]], max_chars: int | None,
@@ -230,6 +255,26 @@ def _cut_code(lines: list[tuple[int, str]], max_chars: int) -> list[tuple[int, s
     return parts
 
 
+def _tags(front: list[str], block: list[tuple[int, str]], warn: Warn | None) -> list[str]:
+    """The front matter's tags and the paragraph's ``#tags``, at most ``MAX_LIST_ITEMS``."""
+    fenced: list[bool] = []
+    fence: str | None = None
+    for _, line in block:
+        if fence is None:
+            fence = _opens_fence(line)
+            fenced.append(fence is not None)
+        else:
+            fenced.append(True)
+            if _closes_fence(line, fence):
+                fence = None
+    own = inline_tags((line for _, line in block), fenced)
+    tags = front + [t for t in own if t not in front]
+    if len(tags) > MAX_LIST_ITEMS and warn is not None:
+        warn(block[0][0], f"{len(tags)} tags, more than a note may hold: the first "
+                          f"{MAX_LIST_ITEMS} were kept")
+    return tags[:MAX_LIST_ITEMS]
+
+
 def _distinct(names: list[str]) -> list[str]:
     """Non-empty names in order, each once whatever its case ("guide" and "Guide" are one)."""
     kept: dict[str, str] = {}
@@ -239,4 +284,4 @@ def _distinct(names: list[str]) -> list[str]:
     return list(kept.values())
 
 
-__all__ = ["Warn", "heading_text", "split_document"]
+__all__ = ["Warn", "heading_text", "split_document", "split_lines"]

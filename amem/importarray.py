@@ -1,5 +1,7 @@
 """A JSON array of notes (``[{"text": ...}, ...]``, what most tools and LLMs write) read
-item by item for ``amem.importer``, each item as a JSON line is read.
+item by item for ``amem.importer``, each item as a JSON line is read; or such an array an
+object wraps under a key that says so (``{"notes": [...]}``, ``LIST_KEYS``), the key said in
+the report. An object without one is refused naming its keys, and how to import a list it holds.
 
 The array is streamed (``amem.kernel.jsonstream``): one item in memory at a time, however big
 the file. An item is numbered by its place in the array (1-based), where a JSON line is by its
@@ -14,33 +16,45 @@ is the command that reads it (its messages belong in conversation memory, not in
 
 from __future__ import annotations
 
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from .errors import ValidationError
 from .kernel import safejson
 from .kernel.errors import InvalidArgumentError
-from .kernel.jsonstream import NotAnArray, StreamError, array_items
+from .kernel.jsonstream import NoListKey, NotAnArray, StreamError, list_items
 
+#: the keys under which apps and LLMs wrap a list of notes in an object (``{"notes": [...]}``),
+#: read as that list; the first of them in the object holding a list is the one read
+LIST_KEYS = ("notes", "memories", "items", "data", "entries", "records", "results")
 #: a key only a chat app's exported conversations have -> what the file is
 CHAT_EXPORTS = {"mapping": "a ChatGPT data export", "chat_messages": "a Claude data export"}
 
 
-def array_notes(handle: TextIO, name: str, *,
-                piped: bool = False) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    """(place, item) pairs of the array ``handle`` holds; a bad item comes as why, a string.
-    ``piped``: ``name`` is a stream's (stdin), no file a command could be given.
+def array_notes(handle: TextIO, name: str, *, piped: bool = False,
+                found: Callable[[str], None] | None = None
+                ) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(place, item) pairs of the array ``handle`` holds, or of the list a top-level object
+    holds under one of ``LIST_KEYS`` (``found`` is told which); a bad item comes as why, a
+    string. ``piped``: ``name`` is a stream's (stdin), no file a command could be given.
 
     Raises:
-        ValidationError: the text is no JSON array (one object is read as one note), or it is
-            a chat app's export (said to be ``amem lcm ingest``'s), before anything is yielded.
+        ValidationError: the text is no JSON array nor an object holding one under a key of
+            ``LIST_KEYS`` (its keys named, and how to read the list another key holds), or
+            it is a chat app's export (said to be ``amem lcm ingest``'s), before anything is
+            yielded.
     """
     index = 0
     try:
-        for item in array_items(handle, name=name):
+        key, items = list_items(handle, LIST_KEYS, name=name)
+        if key is not None and found is not None:
+            found(key)
+        for item in items:
             index = item.index
             if index == 1:
                 _refuse_chat_export(item.value, name, piped)
             yield index, _note(item.value)
+    except NoListKey as exc:
+        raise ValidationError(_no_list(name, exc.members, piped), field="format") from None
     except NotAnArray:
         raise ValidationError(f"{name} is JSON but not an array of notes: an import reads "
                               '[{"text": ...}, ...] (or JSON lines: .jsonl)',
@@ -50,6 +64,22 @@ def array_notes(handle: TextIO, name: str, *,
         # place (``--skip-invalid`` keeps the items before it)
         why = str(exc).removeprefix(f"{name}:{exc.line}: ").replace(f"item {index + 1} ", "it ")
         yield index + 1, f"{why} (at line {exc.line}); nothing after it can be read"
+
+
+def _no_list(name: str, members: list[tuple[str, str]], piped: bool) -> str:
+    """Why an object is no notes, with its members, and how to import a list it holds."""
+    said = ", ".join(f"{key!r} ({kind})" for key, kind in members[:12]) or "none"
+    lists = [key for key, kind in members if kind.startswith("a list")]
+    if any(key == "text" for key, _ in members):
+        hint = "it looks like one note: wrap it in [ ] to import it"
+    elif lists:
+        source = "-" if piped else name
+        hint = (f"to import the list under {lists[0]!r}: `jq '.{lists[0]}' {source} | "
+                f"amem import -`")
+    else:
+        hint = "it holds no list"
+    return (f"{name} is a JSON object, not an array of notes, and holds none under "
+            f"{', '.join(repr(k) for k in LIST_KEYS)}; its keys: {said}; {hint}")
 
 
 def _refuse_chat_export(first: Any, name: str, piped: bool) -> None:
@@ -76,4 +106,4 @@ def _note(value: Any) -> dict[str, Any] | str:
     return value
 
 
-__all__ = ["CHAT_EXPORTS", "array_notes"]
+__all__ = ["CHAT_EXPORTS", "LIST_KEYS", "array_notes"]

@@ -2,10 +2,12 @@
 file under it, each as one file's import (``amem.importer``), one engine flush at the end.
 
 What is read: the files ``detect_format`` knows (``.md``, ``.markdown``, ``.txt``, ``.text``,
-``.jsonl``, ``.ndjson``), in path order, each its own document (its own title). What is left
+``.jsonl``, ``.ndjson``, ``.html``, ``.htm``, ``.enex``: an unzipped Notion, Apple Notes or
+Evernote export), in path order, each its own document (its own title). What is left
 out, and named in the report (``left_out``, with the reason): hidden files and folders
 (``.obsidian``, ``.git``, ``.trash``: settings and history, not notes), files of other kinds
-(attachments: images, PDFs, canvases; ``.json`` files too: in a folder mostly app data),
+(attachments: images, PDFs, canvases; ``.json`` and ``.csv`` files too: in a folder mostly
+app data and tables),
 links to folders (not followed: a link back up the tree would walk it forever) and broken
 links.
 
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 
 #: the report keeps this many left-out paths; the rest are counted by reason
 MAX_LEFT_OUT = 100
+#: formats a folder's files are not read in, and why: a vault's JSON is mostly settings and
+#: app data, its CSV tables data (a Notion export's database CSV repeats its pages' text)
+_ALONE = {"json": "a .json file (one that is an array of notes: amem import FILE.json)",
+          "csv": "a .csv table (one of notes, a row each: amem import FILE.csv)"}
 _COUNTS = ("created", "deduplicated", "folded", "pending_merge", "superseded",
            "supersede_deferred", "expired_replaced")
 
@@ -60,11 +66,11 @@ def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
                 try:
                     fmt = detect_format(path)
                 except ValidationError:
-                    left.append((path, f"not Markdown, text or JSONL ({path.suffix.lower() or 'no extension'})"))
+                    left.append((path, f"not Markdown, text, JSONL, HTML or ENEX "
+                                       f"({path.suffix.lower() or 'no extension'})"))
                     continue
-                if fmt == "json":  # in a folder mostly settings and app data, not notes
-                    left.append((path, "a .json file (one that is an array of notes: "
-                                       "amem import FILE.json)"))
+                if fmt in _ALONE:
+                    left.append((path, _ALONE[fmt]))
                     continue
                 files.append(path)
     return sorted(files), left

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .docsplit import Warn, heading_text
 from .errors import AmemError, ValidationError
-from .importread import FORMATS, detect_format, file_title, read_items, unit
+from .importread import DOCUMENTS, FORMATS, detect_format, file_title, read_items, unit
 from .importtitle import FileTitle
 from .kernel.encoding import find_not_utf8
 from .kernel.errors import DiskFullError
@@ -91,6 +91,8 @@ class ImportReport:
     files: int | None = None
     left_out: list[str] = field(default_factory=list)
     left_out_by_reason: dict[str, int] = field(default_factory=dict)
+    #: the key of a JSON object the notes were read from (``{"notes": [...]}``), or None
+    json_key: str | None = None
 
     @property
     def rate(self) -> float:
@@ -106,6 +108,7 @@ class ImportReport:
                 "expired_replaced": self.expired_replaced, "title_added": self.title_added,
                 "unchanged": self.unchanged,
                 "replaced": self.replaced,
+                **({} if self.json_key is None else {"json_key": self.json_key}),
                 **({} if self.files is None else {
                     "files": self.files, "left_out": self.left_out,
                     "left_out_by_reason": self.left_out_by_reason})}
@@ -149,10 +152,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
         raise ValidationError(f"no such file: {path}", field="path")
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
-        raise ValidationError("format must be 'jsonl', 'json' or 'text'", field="format")
-    if title is not None and fmt != "text":
-        raise ValidationError("a title is for a text or Markdown document; a JSONL line (or a JSON "
-                              "array's item) gives its own subjects", field="title")
+        raise ValidationError(f"format must be one of {', '.join(map(repr, FORMATS))}",
+                              field="format")
+    if title is not None and fmt not in DOCUMENTS:
+        raise ValidationError("a title is for a text, Markdown or HTML document; a JSONL line (a "
+                              "JSON array's item, a CSV row, an Evernote note) gives its own "
+                              "subjects", field="title")
     # what the report calls the file and its notes: "notes.json item 3", "stdin:7"
     shown = Path(source) if source is not None else path
     per = unit(fmt)
@@ -180,7 +185,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     lines: list[int] = []
     # a document titled by its file's name alone: renamed, it is still the notes it was
     named = (FileTitle(store.index, file_title(path))
-             if fmt == "text" and title is None and source is None and file_title(path)
+             if fmt in DOCUMENTS and title is None and source is None and file_title(path)
              else None)
     last_line = 0
     warned = 0  # line warnings said, kept or not
@@ -232,9 +237,12 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
 
     # Notes changed by folds and evolutions get their new vector every so many batches and
     # at the end, not after every batch (see Writer.deferred_reembed).
+    def found(key: str) -> None:  # a JSON object's list of notes was read from this key
+        report.json_key = key
+
     with store.writer.deferred_reembed() as problems:
         for number, item in read_items(path, fmt, title, max_chars=max_chars, warn=warn,
-                                       source=source):
+                                       source=source, found=found):
             report.read += 1
             last_line = number
             drafted = _drafted(store, item, enrich, agent_id)
@@ -410,8 +418,9 @@ def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def place(path: Path, unit: str, number: int) -> str:
-    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3"."""
-    return f"{path} item {number}" if unit == "item" else f"{path}:{number}"
+    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3",
+    "notes.csv row 4"."""
+    return f"{path} {unit} {number}" if unit in ("item", "row") else f"{path}:{number}"
 
 
 def skip_line(report: ImportReport, path: Path, number: int, why: str, *,

@@ -3,26 +3,34 @@ array's item or a document's paragraph, each with the number the report names it
 
 ``read_items`` is the one reader both of ``amem.importer``'s passes use (the whole-file check,
 then the writing pass), so both see the same items; a line or item that cannot be parsed comes
-as why, a string, for the report. Files other apps export that an import does not read (a
-zip, an Evernote ENEX, HTML) are named with what to do instead.
+as why, a string, for the report. Besides JSON and documents, it reads a CSV table
+(``amem.importcsv``), an HTML page (``amem.importhtml``) and an Evernote export
+(``amem.importenex``); a zip is named with what to do instead.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
-from .docsplit import Warn, split_document
+from .docmeta import DocMeta
+from .docsplit import Warn, split_document, split_lines
 from .errors import ValidationError
 from .importarray import array_notes
+from .importcsv import csv_notes
+from .importenex import enex_notes
+from .importhtml import HtmlLines, chunks_of
 from .kernel import safejson
 from .kernel.encoding import encoding_of
 from .kernel.errors import InvalidArgumentError
 from .notes import MAX_ITEM_CHARS
 
 #: what a file can hold: JSON lines, a JSON array of notes (``amem.importarray``), a document
-FORMATS = ("jsonl", "json", "text")
+FORMATS = ("jsonl", "json", "text", "csv", "html", "enex")
+#: the formats that are one document, titled by ``--title``, else their own title or file name
+DOCUMENTS = ("text", "html")
 
 
 #: files users bring from other apps that an import does not read, and what to do instead
@@ -30,13 +38,7 @@ NOT_READ = {
     ".zip": "a zip archive (a Notion or Obsidian export?): unzip it and import its folder "
             "(`amem import FOLDER`); a ChatGPT or Claude data export's zip goes to "
             "`amem lcm ingest`",
-    ".enex": "an Evernote export (ENEX: XML holding HTML), which amem import does not read: "
-             "convert it to Markdown files (yarle, evernote2md) and import their folder",
-    ".html": "HTML (an Apple Notes, Evernote or Notion export?), which amem import does not "
-             "read: export Markdown instead, or convert it (`pandoc -t gfm FILE.html -o "
-             "FILE.md`)",
 }
-NOT_READ[".htm"] = NOT_READ[".html"]
 
 
 def detect_format(path: Path) -> str:
@@ -47,21 +49,30 @@ def detect_format(path: Path) -> str:
         return "jsonl"
     if suffix == ".json":
         return "json"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix in (".html", ".htm"):
+        return "html"
+    if suffix == ".enex":
+        return "enex"
     if suffix in (".md", ".markdown", ".txt", ".text"):
         return "text"
-    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .json, .md or "
-                          f".txt, or pass format='jsonl'|'json'|'text'", field="format")
+    raise ValidationError(f"cannot tell the format of {path.name}: use .jsonl, .json, .csv, .md, "
+                          f".txt, .html or .enex, or pass format= one of {', '.join(FORMATS)}",
+                          field="format")
 
 
 def unit(fmt: str) -> str:
     """What a format's notes are numbered by in the report: a JSON array's by their place in
-    it (a one-line array has one line), the others by line."""
-    return "item" if fmt == "json" else "line"
+    it (a one-line array has one line), a table's by its row (a cell may hold line breaks),
+    the others by line."""
+    return {"json": "item", "csv": "row"}.get(fmt, "line")
 
 
 def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int | None = None,
-               warn: Warn | None = None,
-               source: str | None = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
+               warn: Warn | None = None, source: str | None = None,
+               found: Callable[[str], None] | None = None
+               ) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """(line number, item) pairs (a JSON array's: item number); an item that cannot be parsed
     comes as an error string.
 
@@ -70,23 +81,52 @@ def read_items(path: Path, fmt: str, title: str | None = None, *, max_chars: int
     headings above the note. With ``max_chars`` (a note's limit), a paragraph that a fenced
     code block makes longer is cut around it, and ``warn`` is told of it. ``source`` names
     what ``path`` holds when it is no file of the user's (stdin, spooled): a stream has no
-    file name to title a document by.
+    file name to title a document by. ``found`` is told the key a JSON object's list of
+    notes was read from (``amem.importarray``).
     """
     # utf-8-sig: a byte-order mark (Notepad writes one) is no part of the first line, so a
     # "# Title" there stays a heading and a JSONL line stays JSON; a UTF-16 or UTF-32 mark
     # (Notepad's "Unicode", PowerShell's `>`) says the file is in that encoding
+    shown = str(path) if source is None else source
+    if fmt == "enex":  # XML says its own encoding: the parser reads the bytes
+        with path.open("rb") as raw:
+            yield from enex_notes(raw, shown, max_chars=max_chars, warn=warn)
+        return
     with path.open("rb") as raw:
         codec = encoding_of(raw.read(4))
-    with path.open("r", encoding=codec, errors="strict") as handle:
-        if fmt == "jsonl":
+    # a table's reader splits its own lines: a quoted cell's line break is no row's end
+    with path.open("r", encoding=codec, errors="strict",
+                   newline="" if fmt == "csv" else None) as handle:
+        if fmt == "csv":
+            yield from csv_notes(handle, str(path) if source is None else source,
+                                 max_chars=max_chars)
+        elif fmt == "jsonl":
             yield from _jsonl(handle)
         elif fmt == "json":
             yield from array_notes(handle, str(path) if source is None else source,
-                                   piped=source is not None)
+                                   piped=source is not None, found=found)
         else:
             name = "" if source is not None else file_title(path)
+            if fmt == "html":
+                yield from _page(handle, name if title is None else title,
+                                 derive=title is None, max_chars=max_chars, warn=warn)
+                return
             yield from split_document(handle, name if title is None else title,
                                       derive=title is None, max_chars=max_chars, warn=warn)
+
+
+def _page(handle: TextIO, title: str, *, derive: bool, max_chars: int | None,
+          warn: Warn | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """An HTML page's notes: its ``<title>`` is its title (read with the head, before its
+    first line of text), else a level-1 heading before any paragraph, else ``title``."""
+    page = HtmlLines(chunks_of(handle))
+    lines = iter(page)
+    first = next(lines, None)
+    if first is None:
+        return
+    front = DocMeta(title=page.title[:MAX_ITEM_CHARS].strip())
+    yield from split_lines(itertools.chain([first], lines), title, derive=derive, front=front,
+                           max_chars=max_chars, warn=warn, tagged=False)
 
 
 def file_title(path: Path) -> str:
@@ -140,5 +180,5 @@ def _why_not_json(line: str) -> str:
     return ""
 
 
-__all__ = ["FORMATS", "NOT_READ", "detect_format", "file_title", "read_items", "readable_name",
+__all__ = ["DOCUMENTS", "FORMATS", "NOT_READ", "detect_format", "file_title", "read_items", "readable_name",
            "unit"]

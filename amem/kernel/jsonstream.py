@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
-__all__ = ["ArrayItem", "NotAnArray", "StreamError", "array_items"]
+__all__ = ["ArrayItem", "NoListKey", "NotAnArray", "StreamError", "array_items", "list_items"]
 
 #: characters read at a time; an item larger than this is read by doubling the buffer, so its
 #: failed partial parses cost at most about twice its size in all
@@ -105,9 +105,96 @@ def array_items(source: TextIO, *, name: str = "the file", chunk: int = CHUNK,
             item is over ``max_item``; the items before it were yielded.
     """
     buf = _Buffer(source, chunk)
-    decoder = json.JSONDecoder()
     if buf.skip_space() != "[":
         raise NotAnArray(f"{name} is not a JSON array", buf.line_at(buf.pos))
+    yield from _array(buf, name, max_item)
+    if buf.skip_space():
+        _broken(buf, name, "text after the array's closing ']'")
+
+
+class NoListKey(NotAnArray):
+    """The text is a JSON object none of whose wanted keys holds an array; ``members`` is
+    each of its keys with what its value is ("a list of 3", "a string")."""
+
+    def __init__(self, message: str, line: int, members: list[tuple[str, str]]) -> None:
+        super().__init__(message, line)
+        self.members = members
+
+
+def list_items(source: TextIO, under: tuple[str, ...], *, name: str = "the file",
+               chunk: int = CHUNK) -> tuple[str | None, Iterator[ArrayItem]]:
+    """The items of the array ``source`` holds, or of the array a top-level object holds
+    under the first of its keys that is one of ``under`` (``{"notes": [...]}``, what many
+    apps write): (that key or None, the items). The object's other members are read past
+    (each parsed whole: they are its metadata), before the list and after it.
+
+    Raises:
+        NotAnArray: the text is neither an array nor an object (``NoListKey``: an object
+            without such a list, its members named), before anything is returned.
+        StreamError: as ``array_items``, from the items' iteration.
+    """
+    buf = _Buffer(source, chunk)
+    opener = buf.skip_space()
+    if opener == "[":
+        return None, _whole(buf, name, _array(buf, name))
+    if opener != "{":
+        raise NotAnArray(f"{name} is not a JSON array", buf.line_at(buf.pos))
+    buf.pos += 1
+    members: list[tuple[str, str]] = []
+    while True:
+        key = _member_key(buf, name, first=not members)
+        if key is None:
+            raise NoListKey(f"{name} is a JSON object without a list of notes",
+                            buf.line_at(buf.pos), members)
+        if key in under and buf.skip_space() == "[":
+            return key, _whole(buf, name, _array(buf, name), closing="}")
+        value = _decode(buf, name, f"the value of {key!r}")
+        members.append((key, _kind(value)))
+
+
+def _member_key(buf: _Buffer, name: str, *, first: bool) -> str | None:
+    """The next member's key of the object being read, its ':' read past; None at its '}'."""
+    ch = buf.skip_space()
+    if ch == "}":
+        buf.pos += 1
+        return None
+    if not first:
+        if ch != ",":
+            _broken(buf, name, "expected ',' or '}' between the object's members")
+        buf.pos += 1
+        buf.skip_space()
+    key = _decode(buf, name, "a key")
+    if not isinstance(key, str):
+        _broken(buf, name, "an object's key must be a string")
+    if buf.skip_space() != ":":
+        _broken(buf, name, f"expected ':' after the key {key!r}")
+    buf.pos += 1
+    buf.skip_space()
+    return str(key)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return {dict: "an object", str: "a string", bool: "true or false",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def _whole(buf: _Buffer, name: str, items: Iterator[ArrayItem],
+           closing: str = "") -> Iterator[ArrayItem]:
+    """``items``, then the rest of the text checked: an object's other members up to its
+    ``closing`` brace, and nothing after."""
+    yield from items
+    if closing:
+        while _member_key(buf, name, first=False) is not None:
+            _decode(buf, name, "a value")
+    if buf.skip_space():
+        _broken(buf, name, "text after the JSON's end")
+
+
+def _array(buf: _Buffer, name: str, max_item: int | None = None) -> Iterator[ArrayItem]:
+    """The items of the array whose ``[`` ``buf`` is at, up to its closing ``]`` (each at
+    most ``max_item`` characters, see ``array_items``)."""
     buf.pos += 1
     index = 0
     while True:
@@ -117,39 +204,47 @@ def array_items(source: TextIO, *, name: str = "the file", chunk: int = CHUNK,
                     "(a file cut short?)")
         if ch == "]":
             buf.pos += 1
-            break
+            return
         if index:
             if ch != ",":
                 _broken(buf, name, f"expected ',' or ']' after item {index}")
             buf.pos += 1
             buf.skip_space()
         start_line = buf.line_at(buf.pos)
-        while True:
-            try:
-                value, end = decoder.raw_decode(buf.text, buf.pos)
-                # a number or literal that ends where the buffer does may go on in the next
-                # chunk (an object or array cannot: it parsed only with its closing bracket)
-                if end < len(buf.text) or buf.eof or not buf.more():
-                    break
-                continue
-            except json.JSONDecodeError as exc:
-                # an item cut by the chunk's end reads as bad JSON too: read on (doubling, so
-                # a 50 MB item costs a few parses, not one per chunk), and judge it at the end
-                pending = len(buf.text) - buf.pos
-                if max_item is not None and pending > max_item:
-                    _broken(buf, name, f"item {index + 1} is over {max_item} characters and still not "
-                            "whole; nothing past it was read")
-                if not buf.more(pending if max_item is None else min(pending, max_item)):
-                    _broken(buf, name, f"item {index + 1} is not valid JSON: {exc.msg}", exc.pos)
-            except RecursionError:
-                _broken(buf, name, f"item {index + 1} nests too deep to read")
+        value = _decode(buf, name, f"item {index + 1}", max_size=max_item)
         index += 1
-        buf.pos = end
         yield ArrayItem(index, start_line, value)
-    if buf.skip_space():
-        _broken(buf, name, "text after the array's closing ']'")
 
 
-def _broken(buf: _Buffer, name: str, why: str, pos: int | None = None) -> None:
+_DECODER = json.JSONDecoder()
+
+
+def _decode(buf: _Buffer, name: str, what: str, *, max_size: int | None = None) -> Any:
+    """The JSON value at the buffer's position, read on as far as it takes (refused past
+    ``max_size`` characters still not whole); the position moved past it."""
+    while True:
+        try:
+            value, end = _DECODER.raw_decode(buf.text, buf.pos)
+            # a number or literal that ends where the buffer does may go on in the next
+            # chunk (an object or array cannot: it parsed only with its closing bracket)
+            if end < len(buf.text) or buf.eof or not buf.more():
+                break
+            continue
+        except json.JSONDecodeError as exc:
+            # a value cut by the chunk's end reads as bad JSON too: read on (doubling, so
+            # a 50 MB item costs a few parses, not one per chunk), and judge it at the end
+            pending = len(buf.text) - buf.pos
+            if max_size is not None and pending > max_size:
+                _broken(buf, name, f"{what} is over {max_size} characters and still not "
+                        "whole; nothing past it was read")
+            if not buf.more(pending if max_size is None else min(pending, max_size)):
+                _broken(buf, name, f"{what} is not valid JSON: {exc.msg}", exc.pos)
+        except RecursionError:
+            _broken(buf, name, f"{what} nests too deep to read")
+    buf.pos = end
+    return value
+
+
+def _broken(buf: _Buffer, name: str, why: str, pos: int | None = None) -> NoReturn:
     line = buf.line_at(buf.pos if pos is None else pos)
     raise StreamError(f"{name}:{line}: {why}", line)

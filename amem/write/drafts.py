@@ -60,7 +60,9 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
         metadata=check_metadata(metadata), expires_at=check_expiry(expires_at, ttl, now))
     # the event time defaults to the write time (the given timestamp of an import included)
     note.event_time = check_event_time(event_time) if event_time is not None else note.timestamp
-    return Draft(note, enrich, bool(keywords or tags or context or category), given_type)
+    # given tags alone are labels the caller files the note by (an Obsidian vault's), not its
+    # enrichment: it still gets keywords and context, its tags kept ahead of those drawn
+    return Draft(note, enrich, bool(keywords or context or category), given_type)
 
 
 def split_item(item: dict[str, Any], *, enrich: bool, agent_id: str | None

@@ -64,8 +64,9 @@ def test_yaml_front_matter_is_no_note_and_its_title_names_the_document(
     for name in ("owls.md", "plain.md", "rule.md"):
         amem(env, "import", str(vault / name), "--no-enrich")
     assert stored(env) == {
-        "# Owls\nBarn owls hunt at night, see [[Bats]].": ["Owl Notes", "Owls"],
-        "# Plain Title\nBody about moths.": ["Plain Title"],
+        # the aliases are subjects after the title (one of them is the heading's words)
+        "# Owls\nBarn owls hunt at night, see [[Bats]].": ["Owl Notes", "owls"],
+        "# Plain Title\nBody about moths.": ["Plain Title", "p"],
         "---\nnot front matter": ["rule"], "A paragraph about bats.": ["rule"]}
 
 
@@ -103,15 +104,15 @@ def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
     (vault / "gone.md").symlink_to(tmp_path / "nowhere.md")
     done = amem(env, "import", str(vault), "--no-enrich")
     assert "3 files, read 3: created 3" in done.stdout
-    for said in ("left out 1 path: a hidden folder", "left out 1 path: not Markdown, text or "
-                 "JSONL (.png)", "left out 1 path: a link to a folder, not followed",
+    for said in ("left out 1 path: a hidden folder", "left out 1 path: not Markdown, text, "
+                 "JSONL, HTML or ENEX (.png)", "left out 1 path: a link to a folder, not followed",
                  "left out 1 path: a broken link"):
         assert f"amem: {said}" in done.stderr
     assert stored(env) == {"# Owls\nBarn owls hunt at night.": ["Owls"],
                            "Bats hunt moths.": ["bats"], "Herons stand still.": []}
     report = json.loads(amem(env, "import", str(vault), "--no-enrich", "--json").stdout)
     assert (report["files"], report["created"], report["deduplicated"]) == (3, 0, 3)
-    assert f"{vault / 'birds' / 'owl.png'}: not Markdown, text or JSONL (.png)" \
+    assert f"{vault / 'birds' / 'owl.png'}: not Markdown, text, JSONL, HTML or ENEX (.png)" \
         in report["left_out"]
     # a file that is not UTF-8 is a bad one: nothing imported, unless --skip-invalid
     (vault / "birds" / "cafe.md").write_bytes(b"caf\xe9 au lait\n")

@@ -87,18 +87,19 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("part", help="the joined text's id, as `amem history ID` shows it "
                                 "(\"part ...\" of a fold, the note a merge took in)")
 
-    p = cmd("import", cmd_import, "bulk import JSONL, Markdown or text (or an export)")
+    p = cmd("import", cmd_import, "bulk import JSONL, JSON, CSV, Markdown or text (or an export)")
     p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
                                 "JSONL file under it (hidden ones, attachments and links to "
                                 "folders left out, and named)")
-    p.add_argument("--format", choices=["jsonl", "json", "text"], help="default: from the "
-                   "extension (stdin: a JSON array or JSON lines told apart by their first "
-                   "character; text needs --format text)")
+    p.add_argument("--format", choices=["jsonl", "json", "csv", "text", "html", "enex"],
+                   help="default: from the extension (stdin: a JSON array, JSON lines, an "
+                   "HTML page or an ENEX export told apart by how they open; text and CSV "
+                   "need --format)")
     p.add_argument("--no-enrich", action="store_true", help="fast path for bulk ingestion")
     p.add_argument("--batch", type=int, help="notes per embedding batch, at least 1 (with "
                    "--from-export: notes written together, default 256)")
     p.add_argument("--from-export", action="store_true", help="the file is an `amem export`")
-    p.add_argument("--title", help="a text or Markdown document's title, given to every note as "
+    p.add_argument("--title", help="a text, Markdown or HTML document's title, given to every note as "
                                    "a subject (default: its level-1 heading before any "
                                    "paragraph, else the file name; '' for none)")
     p.add_argument("--skip-invalid", action="store_true",
@@ -427,7 +428,7 @@ def _import_stdin(args: argparse.Namespace) -> int:
                 raise usage_error("stdin is empty" if not path.stat().st_size else
                                   "stdin is neither a JSON array ([...]) nor JSON lines ({...} "
                                   "a line): pass --format text for Markdown or text, or "
-                                  "--format json|jsonl", "format")
+                                  "--format json|jsonl|csv|html|enex", "format")
         return _import(args, path, folder=False, source="stdin")
 
 
@@ -476,6 +477,9 @@ def _import(args: argparse.Namespace, path: Path, *, folder: bool,
                   file=sys.stderr)
         for warning in data["warnings"]:  # the library keeps at most 100, then "... and N more"
             print(printable(f"amem: warning: {warning}"), file=sys.stderr)
+        if data.get("json_key"):  # said, so a file with two lists is not read silently
+            print(printable(f"amem: read the notes listed under {data['json_key']!r} of "
+                            f"{data['path']}'s top-level object"), file=sys.stderr)
         for why, count in data.get("left_out_by_reason", {}).items():  # a folder's (--json: each)
             print(printable(f"amem: left out {count} {'path' if count == 1 else 'paths'}: {why}"),
                   file=sys.stderr)

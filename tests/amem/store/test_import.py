@@ -88,9 +88,9 @@ def test_import_twice_is_idempotent(tmp_path: Path, edge_store: MemoryStore) -> 
 
 
 def test_import_rejects_unknown_format_and_missing_file(tmp_path: Path, edge_store: MemoryStore) -> None:
-    (tmp_path / "x.csv").write_text("a,b\n")
+    (tmp_path / "x.pdf").write_text("a,b\n")
     with pytest.raises(ValidationError) as info:
-        import_file(edge_store, tmp_path / "x.csv")
+        import_file(edge_store, tmp_path / "x.pdf")
     assert info.value.field == "format"
     with pytest.raises(ValidationError):
         import_file(edge_store, tmp_path / "nope.jsonl")

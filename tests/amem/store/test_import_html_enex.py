@@ -1,0 +1,122 @@
+"""An HTML page and an Evernote export (ENEX), read as documents (``amem.importhtml``,
+``amem.importenex``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from amem import MemoryStore
+from amem.errors import ValidationError
+from amem.importer import ImportRejected, import_file, read_items
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>Trip notes</title><style>p { color: red }</style>
+<script>var x = "<p>not text</p>";</script></head>
+<body><nav><a href="/">Home</a></nav>
+<h1>Lisbon</h1>
+<p>We took the   <b>tram</b> 28
+to Alfama.</p>
+<p># of days: 4</p>
+<h2>Food</h2>
+<ul><li>Past&eacute;is de nata</li><li>Bacalhau &amp; wine</li></ul>
+<pre><code>print("hi")
+
+x = 1</code></pre>
+<noscript>enable js</noscript>
+</body></html>
+"""
+
+ENEX = """<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE en-export SYSTEM "http://xml.evernote.com/pub/evernote-export3.dtd">
+<en-export export-date="20240301T120000Z" application="Evernote" version="10">
+<note><title>Groceries</title><created>20240301T120000Z</created>
+<tag>Home</tag><tag>Shopping List</tag>
+<content><![CDATA[<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<!DOCTYPE en-note SYSTEM "http://xml.evernote.com/pub/enml2.dtd">
+<en-note><div>Milk&nbsp;and eggs</div><div><en-todo checked="true"/>bread</div>
+<div><br/></div><div>Call Ana about the party</div></en-note>]]></content>
+<resource><data encoding="base64">QUJD</data><mime>image/png</mime></resource>
+<note-attributes><source-url>https://example.org/list</source-url></note-attributes>
+</note>
+<note><title>Only a title</title><content><![CDATA[<en-note></en-note>]]></content></note>
+</en-export>
+"""
+
+
+def test_a_page_is_a_document_its_title_headings_and_paragraphs(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(PAGE, encoding="utf-8")
+    got = [(n, i["text"], i["subjects"]) for n, i in read_items(page, "html")]  # type: ignore[index]
+    assert got == [
+        (4, "Home", ["Trip notes"]),
+        (6, "# Lisbon\nWe took the tram 28 to Alfama.", ["Trip notes", "Lisbon"]),
+        (8, "# of days: 4", ["Trip notes", "Lisbon"]),  # its words, no heading
+        (10, "## Food\n- Pastéis de nata\n- Bacalhau & wine", ["Trip notes", "Lisbon", "Food"]),
+        (11, '```\nprint("hi")\n\nx = 1\n```', ["Trip notes", "Lisbon", "Food"]),
+    ]  # no script, style or noscript text
+
+
+def test_an_evernote_export_gives_each_notes_paragraphs_with_its_fields(
+        tmp_path: Path, edge_store: MemoryStore) -> None:
+    src = tmp_path / "My Notes.enex"
+    src.write_text(ENEX, encoding="utf-8")
+    fields = {"subjects": ["Groceries"], "tags": ["home", "shopping-list"],
+              "event_time": "2024-03-01T12:00:00Z",
+              "metadata": {"source_url": "https://example.org/list"}}
+    assert list(read_items(src, "enex")) == [
+        (8, {"text": "Milk and eggs\n[x] bread", **fields}),  # an Evernote line is a <div>
+        (9, {"text": "Call Ana about the party", **fields}),  # an empty one ends a paragraph
+        (13, {"text": "Only a title"}),  # a note of a title alone is kept
+    ]
+    report = import_file(edge_store, src, enrich=False)
+    assert (report.read, report.created) == (3, 3)
+    ana = next(n for n in edge_store.list(limit=5)[0] if "Ana" in n.content)
+    assert edge_store.get(ana.id).event_time.startswith("2024-03-01T12:00:00")
+    broken = tmp_path / "cut.enex"  # an export cut short: the notes before the break are read
+    broken.write_text(ENEX[:ENEX.index("<note><title>Only")] + "<note><title>x</ti",
+                      encoding="utf-8")
+    with pytest.raises(ImportRejected, match=r"cut.enex:13: not well-formed XML"):
+        import_file(edge_store, broken, enrich=False)
+
+
+LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE en-export [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<en-export><note><title>&lol9;</title><content>x</content></note></en-export>
+"""
+
+
+def test_hostile_xml_is_refused_before_a_note_is_read(tmp_path: Path,
+                                                      edge_store: MemoryStore) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the password is hunter2\n", encoding="utf-8")
+    external = (f'<?xml version="1.0"?>\n<!DOCTYPE en-export [<!ENTITY x SYSTEM '
+                f'"file://{secret}">]>\n<en-export><note><title>t</title><content>&x;'
+                "</content></note></en-export>\n")
+    for name, text in (("laughs.enex", LAUGHS), ("external.enex", external)):
+        src = tmp_path / name
+        src.write_text(text, encoding="utf-8")
+        started = time.perf_counter()
+        with pytest.raises(ValidationError, match=r"declares an XML entity \('lol'|'x'\)"):
+            import_file(edge_store, src, enrich=False, skip_invalid=True)
+        assert time.perf_counter() - started < 2  # nothing expanded
+    assert edge_store.count() == 0
+    # an ENML entity in a note's text is HTML's, read as text, never declared or fetched
+    page = tmp_path / "p.html"
+    page.write_text('<!DOCTYPE x [<!ENTITY y SYSTEM "file:///etc/passwd">]><p>a &y; b</p>',
+                    encoding="utf-8")
+    texts = [i["text"] for _, i in read_items(page, "html")]  # type: ignore[index]
+    assert "a &y; b" in texts and not any("root:" in t for t in texts)

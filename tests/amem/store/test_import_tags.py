@@ -1,0 +1,78 @@
+"""An Obsidian or Logseq note's tags and aliases, kept by a Markdown import (``amem.docmeta``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from amem import MemoryStore
+from amem.importer import import_file, read_items
+
+
+def items(path: Path, text: str) -> list[dict[str, Any]]:
+    path.write_text(text, encoding="utf-8")
+    out = []
+    for _, item in read_items(path, "text"):
+        assert isinstance(item, dict)
+        out.append(item)
+    return out
+
+
+def test_front_matter_tags_in_each_form_and_aliases_as_subjects(tmp_path: Path) -> None:
+    forms = {
+        "tags: [Project, '#idea']\n": ["project", "idea"],
+        "tags: project, Big Idea\n": ["project", "big", "idea"],  # YAML: a space splits too
+        "tags: project idea\n": ["project", "idea"],
+        "tags:\n  - Project/AMem\n  - \"reading list\"\n": ["project/amem", "reading-list"],
+        "tag: solo\n": ["solo"],
+        "tags: 2024 things\n": ["things"],  # digits alone are no tag (Obsidian's rule)
+    }
+    for front, tags in forms.items():
+        got = items(tmp_path / "n.md", f"---\ntitle: Trip\n{front}aliases: [Lisbon, LIS]\n---\n"
+                                       "Packed sandals.\n")
+        assert got == [{"text": "Packed sandals.", "subjects": ["Trip", "Lisbon", "LIS"],
+                        "tags": tags}], front
+    got = items(tmp_path / "n.md", "---\naliases:\n  - Ana\n---\n# Ana Silva\nLikes tea.\n")
+    assert got[0]["subjects"] == ["Ana Silva", "Ana"]  # the alias after the title, kept once
+
+
+def test_inline_tags_are_the_paragraphs_not_code_urls_or_headings(tmp_path: Path) -> None:
+    doc = ("---\ntags: vault\n---\n# Title\nMet Ana #people/ana and (#Coffee), see "
+           "https://x.org/page#part and C# and &#39; and #1 and `#inline`.\n\n"
+           "## Heading #h\nplain\n\n```sh\n# a comment #not-a-tag\n```\n\n"
+           "Logseq #[[Reading List]] too\n")
+    got = items(tmp_path / "n.md", doc)
+    assert [(i["text"].splitlines()[0], i.get("tags")) for i in got] == [
+        ("# Title", ["vault", "people/ana", "coffee"]),
+        ("## Heading #h", ["vault", "h"]),  # a heading's words may hold a tag, as in Obsidian
+        ("```sh", ["vault"]),  # a code block's '#' is code
+        ("Logseq #[[Reading List]] too", ["vault", "reading-list"]),
+    ]
+    assert got[0]["text"].endswith("`#inline`.")  # the text is kept as written
+
+
+def test_logseq_page_properties_are_metadata(tmp_path: Path) -> None:
+    got = items(tmp_path / "page.md", "title:: Garden\ntags:: plants, [[Green Things]]\n"
+                                      "alias:: Yard\n- Water the basil #daily\n")
+    assert got == [{"text": "- Water the basil #daily", "subjects": ["Garden", "Yard"],
+                    "tags": ["plants", "green-things", "daily"]}]
+
+
+def test_imported_tags_are_stored_and_enrichment_still_runs(tmp_path: Path,
+                                                            store: MemoryStore) -> None:
+    doc = tmp_path / "trip.md"
+    doc.write_text("---\ntags: [travel]\n---\nAlice booked a flight to Lisbon for the "
+                   "conference in March #work\n", encoding="utf-8")
+    report = import_file(store, doc)
+    assert report.created == 1
+    note = store.list(limit=1)[0][0]
+    got = store.get(note.id)
+    assert got.tags[:2] == ["travel", "work"]
+    assert got.keywords and got.enriched_by != "given"  # the user's tags stop no enrichment
+    # a JSONL line's given keywords still mean the caller enriched it
+    lines = tmp_path / "n.jsonl"
+    lines.write_text('{"text": "Bob likes green tea", "keywords": ["tea"], "tags": ["t"]}\n',
+                     encoding="utf-8")
+    import_file(store, lines)
+    bob = next(n for n in store.list(limit=10)[0] if "Bob" in n.content)
+    assert store.get(bob.id).enriched_by == "given" and store.get(bob.id).keywords == ["tea"]
