@@ -17,26 +17,24 @@ import numpy as np
 from .backends import EdgeBackend, open_for_store
 from .backends.base import VectorBackend
 from .config import AmemConfig, load_config
-from .consolidate import ConsolidationReport, Consolidator, Progress
 from .errors import StoreLockedError, ValidationError
 from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
 from .notes import Note, check_agent, check_id, check_limit
-from .purge import SweepReport, delete_all, sweep_expired
 from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
 from .search.pipeline import RANK_FIELDS
 from .search.visibility import count_expired, visible_links
-from .separate import SeparateResult, Separator
-from .supersede import IndexMeaning, Superseder, judge_for
 from .upgrades import upgrade
-from .write import (AddResult, BulkWriter, DeleteResult, EnricherSlot, UpdateResult, Updater,
-                    Writer)
-from .write.bulk import check_batch
 
 if TYPE_CHECKING:
+    from .consolidate import ConsolidationReport, Consolidator, Progress
     from .embed.base import Embedder
+    from .purge import SweepReport
+    from .separate import SeparateResult, Separator
+    from .supersede import Superseder
+    from .write import AddResult, BulkWriter, DeleteResult, UpdateResult, Updater, Writer
 
 log = logging.getLogger(__name__)
 
@@ -153,18 +151,11 @@ class MemoryStore:
                                lock=self._lock, location=self.location)
         upgrade(self.index)  # once per store: point ids, event times, subjects, tokenizer
         self._llm = llm if llm is not None else self._llm_from_config()
-        #: supersession marks, judged by the LLM when one is configured (amem.supersede)
-        self.superseder = Superseder(self.index, judge_for(self._llm, IndexMeaning(self.index)))
-        enricher = EnricherSlot(self._llm)  # built on first use: the fast path needs none
-        #: the write path (amem.write): adds, batches and imports, edits
-        self.writer = Writer(self.index, config, enricher, self.superseder,
-                             agent_id=self.agent_id)
-        self.bulk = BulkWriter(self.index, self.writer, self.superseder)
-        self.updater = Updater(self.index, config, enricher, self.superseder)
-        #: undoing a fold or a merge (amem.separate)
-        self.separator = Separator(self.index, enricher)
-        #: the nightly maintenance (amem.consolidate)
-        self.consolidator = Consolidator(self.index, self.superseder, self._llm)
+        # the write path and the nightly maintenance are built on first use (``_writes``,
+        # ``consolidator``): a command that only reads (list, get, search, status) never
+        # imports them, a third of its start
+        self._write_parts: _WriteParts | None = None
+        self._consolidator: Consolidator | None = None
         #: usage heat: each agent's last searches, and what a get records (amem.search.usage)
         self.usage = UsageRecorder(self.index)
         #: the read path (amem.search)
@@ -190,6 +181,56 @@ class MemoryStore:
     def llm(self) -> LLM | None:
         """The LLM client in use, or None (offline)."""
         return self._llm
+
+    # ------------------------------------------------------------------ the parts built on first use
+
+    def _writes(self) -> "_WriteParts":
+        parts = self._write_parts
+        if parts is None:
+            with self._lock:
+                if self._write_parts is None:
+                    self._write_parts = _WriteParts.build(self.index, self.config, self._llm,
+                                                          self.agent_id)
+                parts = self._write_parts
+        return parts
+
+    @property
+    def superseder(self) -> "Superseder":
+        """Supersession marks, judged by the LLM when one is configured (``amem.supersede``)."""
+        return self._writes().superseder
+
+    @property
+    def writer(self) -> "Writer":
+        """The write path (``amem.write``): single adds and the drafts of batches."""
+        return self._writes().writer
+
+    @property
+    def bulk(self) -> "BulkWriter":
+        """Batches and imports (``amem.write.bulk``)."""
+        return self._writes().bulk
+
+    @property
+    def updater(self) -> "Updater":
+        """Edits of stored notes (``amem.write``)."""
+        return self._writes().updater
+
+    @property
+    def separator(self) -> "Separator":
+        """Undoing a fold or a merge (``amem.separate``)."""
+        return self._writes().separator
+
+    @property
+    def consolidator(self) -> "Consolidator":
+        """The nightly maintenance (``amem.consolidate``)."""
+        found = self._consolidator
+        if found is None:
+            from .consolidate import Consolidator
+
+            with self._lock:
+                if self._consolidator is None:
+                    self._consolidator = Consolidator(self.index, self.superseder, self._llm)
+                found = self._consolidator
+        return found
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice. In a
@@ -284,6 +325,8 @@ class MemoryStore:
         if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
             raise ValidationError("items must be a list of objects with 'text'", field="items")
         items = list(items)
+        from .write.bulk import check_batch
+
         check_batch(batch, f"the store's embed_batch ({self.config.embed_batch})")
         for i, item in enumerate(items):
             try:
@@ -354,6 +397,8 @@ class MemoryStore:
         deactivated with its ``supersedes`` emptied in one write: a kill in between leaves
         them visible, never hidden behind a deleted note. The result names them
         (``released``, as ``update`` says them): they are current again."""
+        from .write import DeleteResult
+
         self._ensure_open()
         agent = self._agent(agent_id)
         with self._lock:
@@ -419,12 +464,16 @@ class MemoryStore:
 
         Irreversible, and only that agent's: other agents' notes and links are untouched.
         """
+        from .purge import delete_all
+
         self._ensure_open()
         return delete_all(self.index, self._agent(agent_id))
 
     def sweep_expired(self, *, agent_id: str | None = None,
                       all_agents: bool = False) -> "SweepReport":
         """Hard-delete the notes whose ``expires_at`` passed (they are already invisible)."""
+        from .purge import sweep_expired
+
         self._ensure_open()
         return sweep_expired(self.index, None if all_agents else [self._agent(agent_id)])
 
@@ -535,3 +584,28 @@ class MemoryStore:
             filters_left_out=tuple(facts.left_out(self.index.clock.now().timestamp())),
             filters_keyed=facts.keyed)
 
+
+
+@dataclass(frozen=True)
+class _WriteParts:
+    """The write path's stages, built together on a store's first write: each is given the
+    others it needs, and the enricher slot they share."""
+
+    superseder: "Superseder"
+    writer: "Writer"
+    bulk: "BulkWriter"
+    updater: "Updater"
+    separator: "Separator"
+
+    @classmethod
+    def build(cls, index: NoteIndex, config: AmemConfig, llm: LLM | None,
+              agent_id: str) -> "_WriteParts":
+        from .separate import Separator
+        from .supersede import IndexMeaning, Superseder, judge_for
+        from .write import BulkWriter, EnricherSlot, Updater, Writer
+
+        superseder = Superseder(index, judge_for(llm, IndexMeaning(index)))
+        enricher = EnricherSlot(llm)  # built on first use: the fast path needs none
+        writer = Writer(index, config, enricher, superseder, agent_id=agent_id)
+        return cls(superseder, writer, BulkWriter(index, writer, superseder),
+                   Updater(index, config, enricher, superseder), Separator(index, enricher))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class Progress:
@@ -53,6 +54,10 @@ class Progress:
         bar = self._bar
         # a new stage, or the same stage starting over (the next agent's scan): a new bar
         if bar is None or stage != self._stage or done < bar.n:
+            # imported only when a bar is drawn: tqdm reads its version from the installed
+            # metadata (importlib.metadata), a tenth of a command's start on a pipe
+            from tqdm import tqdm
+
             self.close()
             desc = self.label if stage is None else f"{self.label}: {stage}"
             bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit=self.unit,

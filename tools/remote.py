@@ -35,7 +35,6 @@ instead of failing with "store busy":
 from __future__ import annotations
 
 import hmac
-import http.client
 import json
 import logging
 import os
@@ -229,6 +228,8 @@ def verified(path: Path, record: ServerRecord) -> ServerRecord | None:
         return _remove(path, record, f"its server (pid {record.pid}) is no longer running")
     if not record.token:
         return _ignore(path, "it holds no secret to check its server with")
+    import http.client  # here, not at the top: only a command that finds a server record pays it
+
     nonce = secrets.token_hex(16)
     parts = urlsplit(record.url)
     try:
@@ -345,6 +346,8 @@ class RemoteServer:
         return headers
 
     def _run(self, work: Callable[[_Session], dict[str, Any]]) -> dict[str, Any]:
+        import http.client
+
         session = _Session(self.url, self._headers(), self.timeout)
         try:
             session.open()
@@ -379,6 +382,8 @@ class _Session:
         self.path = parts.path or "/"
         if parts.query:
             self.path += "?" + parts.query
+        import http.client
+
         connection = (http.client.HTTPSConnection if parts.scheme == "https"
                       else http.client.HTTPConnection)
         self.conn = connection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
@@ -436,6 +441,8 @@ class _Session:
 
     def close(self) -> None:
         """End the session (best effort: the server expires an idle one anyway)."""
+        import http.client
+
         try:
             if self.session_id is not None:
                 self.conn.request("DELETE", self.path, headers=self._session_headers())

@@ -63,7 +63,6 @@ from ..index import NoteIndex
 from ..kernel.errors import DiskFullError
 from ..notefields import ASKS, search_conditions
 from ..notes import age_days, check_limit, check_str_list, check_text, now_iso
-from ..supersede import changed_in_part_order, history_order
 from ..text import tokenize
 from . import adjacent, diverse, linked, replies, timeq, usage
 from .beside import embed_beside_bm25
@@ -230,9 +229,9 @@ class Searcher:
         partial = [(str(by_id[pid].payload.get("id")), by_id[pid].payload.get("partly_superseded_by"))
                    for pid, _, _ in scored]
         if any(by for _, by in partial):
-            scored = [scored[i] for i in changed_in_part_order(partial)]
+            scored = [scored[i] for i in ranking.changed_in_part_order(partial)]
         if include_superseded:
-            scored = [scored[i] for i in history_order(
+            scored = [scored[i] for i in ranking.history_order(
                 [(str(by_id[pid].payload.get("id")), by_id[pid].payload.get("superseded_by"))
                  for pid, _, _ in scored])]
         # Without a floor only the returned matches need a cosine; with one, every candidate may.

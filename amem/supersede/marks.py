@@ -38,6 +38,8 @@ from ..backends.base import Match, Where
 from ..errors import NotFoundError, ValidationError
 from ..index import NoteIndex
 from ..notes import Note, now_iso, point_id, unique
+# the orders search reads marks in are ranking maths (amem.ranking); named here too
+from ..ranking import changed_in_part_order, history_order
 from .judges import OFFLINE, SupersedeJudge
 from .rule import FactView, same_subject, view
 
@@ -46,52 +48,6 @@ CANDIDATES = 8
 #: note similarity below which an older note is not put to the judge at all (either judge):
 #: a note about something else is no candidate, whatever words the two share
 CANDIDATE_FLOOR = 0.0
-
-def changed_in_part_order(items: Sequence[tuple[str, str | None]]) -> list[int]:
-    """Positions of ``(note id, partly_superseded_by)`` items, best first, reordered so that
-    the newer note that changed part of a note comes right before it when it ranked lower:
-    the older note keeps its rank (its other facts may be what was asked), and the change to
-    it is read first. Pure: search applies it to its ranking."""
-    order = list(range(len(items)))
-    where = {nid: i for i, (nid, _) in enumerate(items)}
-    for i, (_, by) in enumerate(items):
-        j = where.get(by) if by is not None else None
-        if j is None or j == i:
-            continue
-        at, pos = order.index(i), order.index(j)
-        if pos > at:  # the successor ranked lower: it goes right before the older note
-            order.pop(pos)
-            order.insert(at, j)
-    return order
-
-
-def history_order(items: Sequence[tuple[str, str | None]]) -> list[int]:
-    """Positions of ``(note id, superseded_by)`` items, best first, reordered so that a
-    superseded note follows the note that replaced it (and its chain) when both are there;
-    one whose successor is absent keeps its place. Pure: search applies it to its ranking."""
-    present = {nid: i for i, (nid, _) in enumerate(items)}
-    followers: dict[str, list[int]] = {}
-    for i, (_, by) in enumerate(items):
-        if by is not None and by in present and by != items[i][0]:
-            followers.setdefault(by, []).append(i)
-    out: list[int] = []
-    placed: set[int] = set()
-
-    def place(i: int) -> None:
-        if i in placed:
-            return
-        placed.add(i)
-        out.append(i)
-        for j in followers.get(items[i][0], []):
-            place(j)
-
-    for i, (_, by) in enumerate(items):
-        if by is None or by not in present or by == items[i][0]:
-            place(i)
-    for i in range(len(items)):  # a cycle of marks (cannot be written, but never lose a hit)
-        place(i)
-    return out
-
 
 @dataclass
 class Outcome:
