@@ -26,18 +26,21 @@ its record (``separated_from``) and finishes the second step.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .backends.base import Match, Where
-from .errors import ValidationError
+from .errors import NotFoundError, ValidationError
 from .index import STALE_FIELD, NoteIndex, note_terms_of
-from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, joined, lists_without,
-                    settle_left, text_without)
+from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, heat_back, joined,
+                    lists_without, settle_left, text_without)
 from .notefields import index_fields
 from .notes import Note, check_id, content_hash, new_note_id, now_iso, point_id, unique
 from .supersede.marks import mark
+from .backlinks import settle_if_owed
+from .supersede import Superseder
 from .write.drafts import Draft
 from .write.enrichment import EnricherSlot, enrich_draft
+from .write.placer import Placer
 
 
 @dataclass
@@ -61,6 +64,15 @@ class SeparateResult:
     #: held one of them) and came out now that this join is out
     also_taken_out: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: the links of the part's own note now: a new note's are chosen as an add chooses them
+    #: (written both ways); a merged note brought back keeps its own
+    links: list[str] = field(default_factory=list)
+    #: older notes the part's own note hides from now on: a new note is judged as an add is
+    #: judged; a merged note gets back the marks the merge had handed to ``id``
+    supersedes: list[str] = field(default_factory=list)
+    #: notes whose link to the merged note the merge had pointed at ``id``: they link the
+    #: merged note again
+    relinked: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,9 +81,14 @@ class SeparateResult:
 class Separator:
     """Separates joined texts of one store's notes (see the module docstring)."""
 
-    def __init__(self, index: NoteIndex, enricher: EnricherSlot) -> None:
+    def __init__(self, index: NoteIndex, enricher: EnricherSlot, placer: Placer,
+                 superseder: Superseder) -> None:
         self._index = index
         self._enricher = enricher
+        #: the write path's: a text made a note again is linked as an add links a new note
+        self._placer = placer
+        #: and judged as an add judges one (``amem.supersede``)
+        self._superseder = superseder
 
     def separate(self, note_id: Any, part: Any, agent: str) -> SeparateResult:
         """Take ``part`` out of ``note_id`` (a note of ``agent``); see the module docstring.
@@ -88,16 +105,25 @@ class Separator:
             target, _ = index.load(nid, agent)
             join = find_join(target.id, target.evolution_history, pid)
             warnings: list[str] = []
+            supersedes: list[str] = []
             own = self._resumed(target, join)
             if own is None and join.kind == "merge":
                 own = self._revive(target, join)
             if own is None:
                 own = self._recreate(target, join, warnings)
-            elif join.kind == "merge" and own.id == join.part:
-                self._hand_back_marks(target, own)
+            else:  # a kill may have come before its back-links were all written
+                settle_if_owed(self._index, own)
+            revived = _revived(own, target, join)
+            relinked: list[str] = []
+            if revived:
+                supersedes += self._hand_back_marks(target, own)
+                relinked = self._hand_back_links(target, own, join, warnings)
             restored, removed, settled = self._leave(target, join, own.id, warnings)
+            if not revived:
+                supersedes += self._judge(own, warnings)
+            links = self._index.load(own.id, own.agent_id)[0].links
         return SeparateResult(target.id, join.part, own.id, join.kind, restored, removed,
-                              settled, warnings)
+                              settled, warnings, links, supersedes, relinked)
 
     # ------------------------------------------------------------------ step 1: the part
 
@@ -125,11 +151,15 @@ class Separator:
             return None
         loser.is_active, loser.merged_into, loser.pending_merge = True, None, False
         loser.kept_apart = unique([*loser.kept_apart, target.id])
-        loser.evolution_history = [*loser.evolution_history, self._from_entry(target, join)]
-        # its text, terms and vector never changed: the payload alone brings it back
+        loser.evolution_history = [*loser.evolution_history,
+                                   {**self._from_entry(target, join), "revived": True}]
+        # its text, terms and vector never changed: the payload alone brings it back, with
+        # the heat it had at the merge (amem.joins.heat_back)
+        heat = heat_back(join, target.retrieval_count, target.last_accessed)
         index.update_payload(loser.id, agent, {
             "is_active": True, "merged_into": None, "pending_merge": False,
-            "kept_apart": loser.kept_apart, "evolution_history": loser.evolution_history})
+            "kept_apart": loser.kept_apart, "evolution_history": loser.evolution_history,
+            **(heat[1] if heat is not None else {})})
         return loser
 
     def _recreate(self, target: Note, join: Join, warnings: list[str]) -> Note:
@@ -153,16 +183,41 @@ class Separator:
             warnings.append("the fold was recorded before its text's subjects, labels and "
                             "times were: the note has no subjects or labels, and the fold's "
                             "time as its own")
+        heat = heat_back(join, target.retrieval_count, target.last_accessed)
+        if heat is not None:  # a merged note whose point is gone: the heat it had
+            note.retrieval_count = int(heat[1]["retrieval_count"])
+            note.last_accessed = str(heat[1]["last_accessed"]) or now
         given = {name: list((brought or {}).get(name) or ()) for name in ("keywords", "tags")}
         note.keywords, note.tags = given["keywords"], given["tags"]
         warnings.extend(enrich_draft(self._enricher, Draft(
             note, enrich=True, given_enrichment=bool(given["keywords"] or given["tags"]))))
-        note.evolution_history = [self._from_entry(target, join)]
+        note.evolution_history = [{**self._from_entry(target, join), "revived": False}]
         vector = index.embed_passages([note.embed_text()])[0]
-        index.write_points([index.make_point(note, vector)])
+        # linked as an add links a new note (the write path's candidates and rule, or the
+        # LLM's verdicts), written before its back-links and owing them until they are: a
+        # kill between leaves the mark the next write finishes (``amem.backlinks``). Linked
+        # notes are not evolved: the text is not news to the store, it was in ``target``.
+        stale: set[str] = set()
+        self._placer.store_linked(note, vector, self._placer.nearest(note, vector), stale,
+                                  warnings, embeds_text=True, evolve=False)
         return note
 
-    def _hand_back_marks(self, target: Note, loser: Note) -> None:
+    def _judge(self, own: Note, warnings: list[str]) -> list[str]:
+        """A text made a note again is judged as an add judges a new note: the older facts its
+        change replaces are hidden behind it (``amem.supersede``). After ``_leave``, so that
+        the note it left is judged by its own text (it no longer holds this one). A kill
+        before this step leaves the note unjudged: the nightly sweep judges every current
+        note that states a change, which is every note the judgement could mark."""
+        note, vector = self._index.load(own.id, own.agent_id, with_vector=True)
+        if vector is None:
+            warnings.append(f"note {own.id!r} has no vector yet: it was not judged against "
+                            "older facts (the nightly sweep judges it)")
+            return []
+        outcome = self._superseder.check(note, vector)
+        warnings.extend(outcome.warnings)
+        return list(outcome.superseded)
+
+    def _hand_back_marks(self, target: Note, loser: Note) -> list[str]:
         """The older facts the merged note had replaced, whose marks the merge moved to
         ``target`` (``AgentRun._inherit_supersessions``), are hidden behind it again: the
         change that hides them is its text, not ``target``'s. In the order a judgement
@@ -187,6 +242,60 @@ class Separator:
                 mark(index, agent, old_id, loser.id, at=at, decided_by="separated")
         # those a run killed before ``_leave`` moved are the merged note's already
         target.supersedes = [n for n in target.supersedes if n not in loser.supersedes]
+        return back
+
+    def _hand_back_links(self, target: Note, own: Note, join: Join,
+                         warnings: list[str]) -> list[str]:
+        """The notes whose link to the merged note the merge pointed at ``target`` link it
+        again (those that linked both get it back beside ``target``); the notes that link
+        it again. After the merged note is live again (no link to a deleted note), before
+        ``target`` drops what it took (``_leave``); each write is a field update that a run
+        after a kill repeats to the same end (a note already linking it is left alone). A
+        note changed since so that it no longer links ``target`` is left as it is."""
+        moved = join.entry.get("links_moved")
+        if not isinstance(moved, Mapping):
+            warnings.append(f"the merge was recorded before the links it moved were: notes "
+                            f"that linked {own.id} before it still point at {target.id} (the "
+                            f"nightly job links back the notes {own.id} links)")
+            return []
+        index, agent, back = self._index, target.agent_id, []
+        both = set(moved.get("both") or ())
+        for source in [*(moved.get("redirected") or ()), *sorted(both)]:
+            if source in (target.id, own.id):
+                continue
+            try:
+                note, _ = index.load(str(source), agent)
+            except NotFoundError:
+                continue  # deleted or merged since: its links are gone with it
+            if own.id in note.links:
+                back.append(note.id)  # a run before this one wrote it
+                continue
+            if target.id not in note.links:
+                continue
+            links = (unique([*note.links, own.id]) if source in both
+                     else [own.id if t == target.id else t for t in note.links])
+            if index.update_note_fields(note.id, agent, {"links": links}):
+                back.append(note.id)
+        return back
+
+    def _links_back(self, target: Note, join: Join) -> list[str] | None:
+        """``target``'s links without those the merge took from the merged note alone (a
+        note that links ``target`` again on its own keeps its link), with its own link to
+        the merged note again when it had one; None when the merge recorded none."""
+        moved = join.entry.get("links_moved")
+        if join.kind != "merge" or not isinstance(moved, Mapping):
+            return None
+        index, agent = self._index, target.agent_id
+        current, _ = index.load(target.id, agent)  # back-links written since the load
+        added = [str(t) for t in moved.get("added") or () if t in current.links]
+        still = {str(h.payload.get("id")) for h in index.backend.retrieve(
+                     [point_id(agent, t) for t in added])
+                 if h.payload.get("agent_id") == agent and h.payload.get("is_active", True)
+                 and target.id in (h.payload.get("links") or ())}
+        links = [t for t in current.links if t not in added or t in still]
+        if moved.get("linked_part"):
+            links = unique([*links, join.part])
+        return links
 
     def _from_entry(self, target: Note, join: Join) -> dict[str, Any]:
         return {"action": SEPARATED_FROM, "at": now_iso(self._index.clock.now()),
@@ -220,6 +329,7 @@ class Separator:
         if content != target.content:
             target.content, target.hash = content, content_hash(content)
         extra = self._own_back(target, join, later)
+        extra.update(self._merge_back(target, join, warnings))
         if "added" not in join.entry:
             warnings.append("the join was recorded before the keywords, subjects and topics it "
                             "added were: the note keeps those (the tags it added are taken out)")
@@ -268,6 +378,25 @@ class Separator:
                                         target.expires_at, target.metadata))
         return changes
 
+    def _merge_back(self, target: Note, join: Join, warnings: list[str]) -> dict[str, Any]:
+        """A merge's survivor without the merged note's heat and the links it took from it
+        (``target`` changed in place); the changed fields."""
+        if join.kind != "merge":
+            return {}
+        changes: dict[str, Any] = {}
+        heat = heat_back(join, target.retrieval_count, target.last_accessed)
+        if heat is None:
+            warnings.append(f"the merge was recorded before the notes' heat was: note "
+                            f"{target.id} keeps the retrieval count the merge summed "
+                            f"({target.retrieval_count}) and its last access")
+        else:
+            target.retrieval_count = changes["retrieval_count"] = heat[0]["retrieval_count"]
+            target.last_accessed = changes["last_accessed"] = heat[0]["last_accessed"]
+        links = self._links_back(target, join)
+        if links is not None:
+            target.links = changes["links"] = links
+        return changes
+
     def _part_hashes(self, target: Note, join: Join) -> Sequence[str]:
         """The hashes a merge moved from the merged note into ``target`` (its own and those
         folded into it): they go back with it."""
@@ -278,6 +407,19 @@ class Separator:
             return ()
         loser = Note.from_payload(hits[0].payload)
         return [loser.hash, *loser.folded_hashes] if loser.id == join.part else ()
+
+
+def _revived(own: Note, target: Note, join: Join) -> bool:
+    """Whether ``own`` is the merged note brought back (not a note made of the text): its
+    record says so (``_revive``); a record from before that was written said nothing, and a
+    merge's part of the same id is then the note brought back, as it was read then."""
+    for entry in reversed(own.evolution_history):
+        if entry.get("action") == SEPARATED_FROM and entry.get("from") == target.id \
+                and entry.get("part") == join.part:
+            if "revived" in entry:
+                return bool(entry["revived"])
+            break
+    return join.kind == "merge" and own.id == join.part
 
 
 __all__ = ["SeparateResult", "Separator"]

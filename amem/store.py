@@ -162,7 +162,7 @@ class MemoryStore:
         self.bulk = BulkWriter(self.index, self.writer, self.superseder)
         self.updater = Updater(self.index, config, enricher, self.superseder)
         #: undoing a fold or a merge (amem.separate)
-        self.separator = Separator(self.index, enricher)
+        self.separator = Separator(self.index, enricher, self.writer.placer, self.superseder)
         #: the nightly maintenance (amem.consolidate)
         self.consolidator = Consolidator(self.index, self.superseder, self._llm)
         #: usage heat: each agent's last searches, and what a get records (amem.search.usage)
