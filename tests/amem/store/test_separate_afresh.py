@@ -46,9 +46,10 @@ def _folded(store: MemoryStore, clock: ManualClock) -> tuple[str, str, str]:
     cafe = store.add(CAFE, ["Alice"]).id
     folded = store.add(CHANGE, ["Alice"])
     assert (folded.status, folded.id) == ("folded", cafe)
-    # folded, the change was neither linked nor judged: the older fact still shows
-    assert store.get(coffee).superseded_by is None and store.get(coffee).links == []
     (entry,) = [e for e in store.get(cafe).evolution_history if e["action"] == "fold"]
+    # folded, the change was neither linked nor judged: the older fact still shows
+    older = store.get(coffee, record_usage=False)
+    assert older.superseded_by is None and entry["triggered_by"] not in older.links
     return coffee, cafe, entry["triggered_by"]
 
 
@@ -167,3 +168,49 @@ def test_a_merge_recorded_before_its_heat_and_links_says_what_stays(
     assert any("retrieval count" in w for w in result.warnings)
     assert any("links" in w and "point at" in w for w in result.warnings)
     assert store.get(garage, record_usage=False).links == [survivor]
+
+
+class KeyedLLM:
+    """A small LLM for the seam (``complete_json``), answering each step by its name: every
+    link candidate linked; a new note that stopped coffee replaces every older note naming
+    coffee; the calls kept."""
+
+    model = "keyed"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def complete_json(self, system: str, user: str, *, schema: dict[str, object],
+                      name: str) -> dict[str, object]:
+        import re
+
+        self.calls.append((name, user))
+        if name == "note_enrichment":
+            return {"keywords": ["alice"], "tags": ["alice"], "context": "About Alice.",
+                    "category": "Personal", "note_type": "memory", "topics": ["alice"]}
+        if name == "link_decisions":
+            return {"links": [{"candidate": n, "link": True}
+                              for n in range(1, user.count("<candidate") + 1)]}
+        if name == "supersede_verdicts":
+            older = re.findall(r"^(\d+)\. \(.*?\) (.*)$", user, flags=re.M)
+            change = "stopped coffee" in user.splitlines()[0]  # the NEW note's line
+            return {"verdicts": [{"candidate": int(n), "replaces": change and "coffee" in text}
+                                 for n, text in older]}
+        return {"updates": []}  # evolution: nothing changes
+
+
+def test_with_an_llm_the_separated_text_is_linked_and_judged_by_it(clock: ManualClock) -> None:
+    llm = KeyedLLM()
+    with MemoryStore(":memory:", config=load_config(overrides=FOLDING),
+                     embedder=HashingEmbedder(dim=256), clock=clock, agent_id="u",
+                     llm=llm) as store:
+        coffee, cafe, part = _folded(store, clock)
+        llm.calls.clear()
+        result = store.separate(cafe, part)
+        asked = {name: user for name, user in llm.calls}
+        assert CHANGE in asked["link_decisions"]  # the LLM verified its links, as at an add
+        assert asked["supersede_verdicts"].startswith("NEW (")
+        assert CHANGE in asked["supersede_verdicts"].splitlines()[0]
+        assert coffee in result.links and result.supersedes == [coffee]
+        assert store.get(coffee, record_usage=False).superseded_by == part
+        assert part in store.get(coffee, record_usage=False).links
