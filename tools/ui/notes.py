@@ -390,8 +390,9 @@ def separate_preview(store: MemoryStore, agent: str, note_id: str, part: str
     left = (f"note {note.id} loses the sentences it took from it" if why is None and
             text != note.content else f"note {note.id} keeps its text"
             + (f" ({why})" if why else ""))
-    diff = "".join(difflib.unified_diff(note.content.splitlines(keepends=True),
-                                        text.splitlines(keepends=True),
+    # each text ends its last line, so the diff names the lines that go and nothing else
+    diff = "".join(difflib.unified_diff(f"{note.content}\n".splitlines(keepends=True),
+                                        f"{text}\n".splitlines(keepends=True),
                                         fromfile=f"{note.id} now", tofile=f"{note.id} after"))
     return {"id": note.id, "part": join.part, "joined_by": join.kind, "text": join.text,
             "effect": f"the text joined in as {join.part} becomes its own note again ({own}); "
