@@ -5,17 +5,21 @@ A fold (at ``add``) and a nightly merge each join one text into a note and recor
 write lock:
 
 1. the part becomes its own current note again: a merged note is brought back as it was
-   (un-deleted, same id, times, enrichment and vector); a folded text, which was never stored
-   on its own, becomes a note with the id, times, subjects and labels the fold recorded (the
-   id left free; a fold recorded before 2026-12-06 kept only the text and the tags it added,
-   and the result says what was not recorded), enriched as an add would enrich it;
+   (un-deleted, same id, times, enrichment and vector), with what the merge moved to the note
+   besides the text (its marks, heat and links: ``amem.separate_moved``); a folded text,
+   which was never stored on its own, becomes a note with the id, times, subjects and labels
+   the fold recorded (the id left free; a fold recorded before 2026-12-06 kept only the text
+   and the tags it added, and the result says what was not recorded), enriched as an add
+   would enrich it, and linked as an add links a new note (``Placer.store_linked``);
 2. the note loses what the join put into it: the paragraph of sentences it appended (taken
    out only when that is exact, else the text is kept and the result says why, see
    ``amem.joins``), the part's hashes from ``folded_hashes`` (exact dedup then sends the text
    to its own note), and the keywords, tags, subjects and topics only the part gave it; it is
    re-embedded and its BM25 terms follow its text;
 3. both notes record the separation in their history and name each other in ``kept_apart``:
-   no fold and no merge joins them again (``amem.write.together.kept_apart``).
+   no fold and no merge joins them again (``amem.write.together.kept_apart``);
+4. a new note is judged against older facts as an add judges one (``amem.supersede``), now
+   that the note it left no longer holds its text.
 
 Write order, so that a process killed between any two writes loses neither text: the part's
 note first (both texts are then whole twice over, the pair already kept apart on its side),
@@ -26,17 +30,17 @@ its record (``separated_from``) and finishes the second step.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from .backends.base import Match, Where
-from .errors import NotFoundError, ValidationError
+from .backlinks import settle_if_owed
+from .errors import ValidationError
 from .index import STALE_FIELD, NoteIndex, note_terms_of
 from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, heat_back, joined,
                     lists_without, settle_left, text_without)
 from .notefields import index_fields
 from .notes import Note, check_id, content_hash, new_note_id, now_iso, point_id, unique
-from .supersede.marks import mark
-from .backlinks import settle_if_owed
+from .separate_moved import MovedBack
 from .supersede import Superseder
 from .write.drafts import Draft
 from .write.enrichment import EnricherSlot, enrich_draft
@@ -89,6 +93,8 @@ class Separator:
         self._placer = placer
         #: and judged as an add judges one (``amem.supersede``)
         self._superseder = superseder
+        #: what a merge moved to the survivor besides the text, moved back
+        self._moved = MovedBack(index)
 
     def separate(self, note_id: Any, part: Any, agent: str) -> SeparateResult:
         """Take ``part`` out of ``note_id`` (a note of ``agent``); see the module docstring.
@@ -116,8 +122,8 @@ class Separator:
             revived = _revived(own, target, join)
             relinked: list[str] = []
             if revived:
-                supersedes += self._hand_back_marks(target, own)
-                relinked = self._hand_back_links(target, own, join, warnings)
+                supersedes += self._moved.marks(target, own)
+                relinked = self._moved.links(target, own, join, warnings)
             restored, removed, settled = self._leave(target, join, own.id, warnings)
             if not revived:
                 supersedes += self._judge(own, warnings)
@@ -217,86 +223,6 @@ class Separator:
         warnings.extend(outcome.warnings)
         return list(outcome.superseded)
 
-    def _hand_back_marks(self, target: Note, loser: Note) -> list[str]:
-        """The older facts the merged note had replaced, whose marks the merge moved to
-        ``target`` (``AgentRun._inherit_supersessions``), are hidden behind it again: the
-        change that hides them is its text, not ``target``'s. In the order a judgement
-        writes (``amem.supersede.marks``): the merged note lists them, then each mark moves,
-        then ``target`` forgets them (in ``_leave``'s write); a kill between leaves each fact
-        hidden behind a live note that lists it, and the run again finishes the move."""
-        index, agent = self._index, target.agent_id
-        where = Where(must=(Match("agent_id", agent), Match("superseded_by", target.id)))
-        back = []
-        for hit in index.backend.iterate(where):
-            marks = [e for e in hit.payload.get("evolution_history") or ()
-                     if e.get("action") == "superseded"]
-            if (marks and marks[-1].get("by") == target.id
-                    and marks[-1].get("decided_by") == "merge"
-                    and any(e.get("by") == loser.id for e in marks[:-1])):
-                back.append(str(hit.payload.get("id")))
-        if back:
-            loser.supersedes = unique([*loser.supersedes, *back])
-            index.update_payload(loser.id, agent, {"supersedes": loser.supersedes})
-            at = now_iso(index.clock.now())
-            for old_id in back:
-                mark(index, agent, old_id, loser.id, at=at, decided_by="separated")
-        # those a run killed before ``_leave`` moved are the merged note's already
-        target.supersedes = [n for n in target.supersedes if n not in loser.supersedes]
-        return back
-
-    def _hand_back_links(self, target: Note, own: Note, join: Join,
-                         warnings: list[str]) -> list[str]:
-        """The notes whose link to the merged note the merge pointed at ``target`` link it
-        again (those that linked both get it back beside ``target``); the notes that link
-        it again. After the merged note is live again (no link to a deleted note), before
-        ``target`` drops what it took (``_leave``); each write is a field update that a run
-        after a kill repeats to the same end (a note already linking it is left alone). A
-        note changed since so that it no longer links ``target`` is left as it is."""
-        moved = join.entry.get("links_moved")
-        if not isinstance(moved, Mapping):
-            warnings.append(f"the merge was recorded before the links it moved were: notes "
-                            f"that linked {own.id} before it still point at {target.id} (the "
-                            f"nightly job links back the notes {own.id} links)")
-            return []
-        index, agent, back = self._index, target.agent_id, []
-        both = set(moved.get("both") or ())
-        for source in [*(moved.get("redirected") or ()), *sorted(both)]:
-            if source in (target.id, own.id):
-                continue
-            try:
-                note, _ = index.load(str(source), agent)
-            except NotFoundError:
-                continue  # deleted or merged since: its links are gone with it
-            if own.id in note.links:
-                back.append(note.id)  # a run before this one wrote it
-                continue
-            if target.id not in note.links:
-                continue
-            links = (unique([*note.links, own.id]) if source in both
-                     else [own.id if t == target.id else t for t in note.links])
-            if index.update_note_fields(note.id, agent, {"links": links}):
-                back.append(note.id)
-        return back
-
-    def _links_back(self, target: Note, join: Join) -> list[str] | None:
-        """``target``'s links without those the merge took from the merged note alone (a
-        note that links ``target`` again on its own keeps its link), with its own link to
-        the merged note again when it had one; None when the merge recorded none."""
-        moved = join.entry.get("links_moved")
-        if join.kind != "merge" or not isinstance(moved, Mapping):
-            return None
-        index, agent = self._index, target.agent_id
-        current, _ = index.load(target.id, agent)  # back-links written since the load
-        added = [str(t) for t in moved.get("added") or () if t in current.links]
-        still = {str(h.payload.get("id")) for h in index.backend.retrieve(
-                     [point_id(agent, t) for t in added])
-                 if h.payload.get("agent_id") == agent and h.payload.get("is_active", True)
-                 and target.id in (h.payload.get("links") or ())}
-        links = [t for t in current.links if t not in added or t in still]
-        if moved.get("linked_part"):
-            links = unique([*links, join.part])
-        return links
-
     def _from_entry(self, target: Note, join: Join) -> dict[str, Any]:
         return {"action": SEPARATED_FROM, "at": now_iso(self._index.clock.now()),
                 "from": target.id, "part": join.part, "joined_by": join.kind}
@@ -329,7 +255,7 @@ class Separator:
         if content != target.content:
             target.content, target.hash = content, content_hash(content)
         extra = self._own_back(target, join, later)
-        extra.update(self._merge_back(target, join, warnings))
+        extra.update(self._moved.survivor(target, join, warnings))
         if "added" not in join.entry:
             warnings.append("the join was recorded before the keywords, subjects and topics it "
                             "added were: the note keeps those (the tags it added are taken out)")
@@ -376,25 +302,6 @@ class Separator:
         if changes:
             changes.update(index_fields(target.event_time or target.timestamp,
                                         target.expires_at, target.metadata))
-        return changes
-
-    def _merge_back(self, target: Note, join: Join, warnings: list[str]) -> dict[str, Any]:
-        """A merge's survivor without the merged note's heat and the links it took from it
-        (``target`` changed in place); the changed fields."""
-        if join.kind != "merge":
-            return {}
-        changes: dict[str, Any] = {}
-        heat = heat_back(join, target.retrieval_count, target.last_accessed)
-        if heat is None:
-            warnings.append(f"the merge was recorded before the notes' heat was: note "
-                            f"{target.id} keeps the retrieval count the merge summed "
-                            f"({target.retrieval_count}) and its last access")
-        else:
-            target.retrieval_count = changes["retrieval_count"] = heat[0]["retrieval_count"]
-            target.last_accessed = changes["last_accessed"] = heat[0]["last_accessed"]
-        links = self._links_back(target, join)
-        if links is not None:
-            target.links = changes["links"] = links
         return changes
 
     def _part_hashes(self, target: Note, join: Join) -> Sequence[str]:
