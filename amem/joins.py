@@ -64,6 +64,17 @@ def _join(position: int, entry: Mapping[str, Any]) -> Join | None:
     return None
 
 
+def part_of(entry: Mapping[str, Any]) -> str | None:
+    """The part a history entry names: the id a fold or a merge joined in (what ``amem
+    separate`` takes), or the one a separation took out or made; None for other entries."""
+    join = _join(0, entry)
+    if join is not None:
+        return join.part
+    if entry.get("action") in (SEPARATED, SEPARATED_FROM) and entry.get("part"):
+        return str(entry["part"])
+    return None
+
+
 def separated_into(history: Sequence[Mapping[str, Any]], part: str) -> str | None:
     """The note ``part`` became when it was separated from this note (None: it was not)."""
     for entry in reversed(history):
@@ -128,6 +139,33 @@ def lists_without(lists: Mapping[str, Sequence[str]], join: Join,
         if gone:
             out[name] = gone
     return out
+
+
+def heat_back(join: Join, count: int, accessed: str
+              ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A merge's heat split back by its record: (the survivor's ``retrieval_count`` and
+    ``last_accessed`` now, the merged note's); None when the merge recorded none (before
+    2026-12-06) or the join is a fold (a folded text had no heat of its own).
+
+    The merged note gets exactly what it had at the merge. The retrievals since the merge
+    returned the survivor, by its id, for its whole text: which of the two texts a search
+    matched cannot be told, so they stay with the note that was found (a share given to the
+    merged note would be heat for searches nobody can say it answered). The survivor's last
+    access goes back to its own unless it was opened or found since the merge.
+    """
+    heat = join.entry.get("heat")
+    if join.kind != "merge" or not isinstance(heat, Mapping) \
+            or not isinstance(heat.get("part"), Mapping):
+        return None
+    part = heat["part"]
+    part_count = int(part.get("retrieval_count") or 0)
+    own_accessed = str(heat.get("last_accessed") or "")
+    part_accessed = str(part.get("last_accessed") or "")
+    # the merge kept the later of the two; a later one since is the survivor's own access
+    since = accessed > max(own_accessed, part_accessed)
+    mine = {"retrieval_count": max(int(heat.get("retrieval_count") or 0), count - part_count),
+            "last_accessed": accessed if since else own_accessed}
+    return mine, {"retrieval_count": part_count, "last_accessed": part_accessed}
 
 
 def _breaks(text: str) -> list[int]:
@@ -245,6 +283,7 @@ def settle_left(content: str, history: Sequence[Mapping[str, Any]]) -> tuple[str
 
 
 __all__ = ["FOLD", "Join", "LISTS", "MERGE", "SEPARATED", "SEPARATED_FROM", "added_by",
-           "appended", "brought_by", "find_join", "joined", "lists_without", "separated_into",
+           "appended", "brought_by", "find_join", "heat_back", "joined", "lists_without", "part_of",
+           "separated_into",
            "settle_left",
            "text_without", "without"]

@@ -5,17 +5,21 @@ A fold (at ``add``) and a nightly merge each join one text into a note and recor
 write lock:
 
 1. the part becomes its own current note again: a merged note is brought back as it was
-   (un-deleted, same id, times, enrichment and vector); a folded text, which was never stored
-   on its own, becomes a note with the id, times, subjects and labels the fold recorded (the
-   id left free; a fold recorded before 2026-12-06 kept only the text and the tags it added,
-   and the result says what was not recorded), enriched as an add would enrich it;
+   (un-deleted, same id, times, enrichment and vector), with what the merge moved to the note
+   besides the text (its marks, heat and links: ``amem.separate_moved``); a folded text,
+   which was never stored on its own, becomes a note with the id, times, subjects and labels
+   the fold recorded (the id left free; a fold recorded before 2026-12-06 kept only the text
+   and the tags it added, and the result says what was not recorded), enriched as an add
+   would enrich it, and linked as an add links a new note (``Placer.store_linked``);
 2. the note loses what the join put into it: the paragraph of sentences it appended (taken
    out only when that is exact, else the text is kept and the result says why, see
    ``amem.joins``), the part's hashes from ``folded_hashes`` (exact dedup then sends the text
    to its own note), and the keywords, tags, subjects and topics only the part gave it; it is
    re-embedded and its BM25 terms follow its text;
 3. both notes record the separation in their history and name each other in ``kept_apart``:
-   no fold and no merge joins them again (``amem.write.together.kept_apart``).
+   no fold and no merge joins them again (``amem.write.together.kept_apart``);
+4. a new note is judged against older facts as an add judges one (``amem.supersede``), now
+   that the note it left no longer holds its text.
 
 Write order, so that a process killed between any two writes loses neither text: the part's
 note first (both texts are then whole twice over, the pair already kept apart on its side),
@@ -29,15 +33,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from .backends.base import Match, Where
+from .backlinks import settle_if_owed
 from .errors import ValidationError
 from .index import STALE_FIELD, NoteIndex, note_terms_of
-from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, joined, lists_without,
-                    settle_left, text_without)
+from .joins import (LISTS, SEPARATED, SEPARATED_FROM, Join, find_join, heat_back, joined,
+                    lists_without, settle_left, text_without)
 from .notefields import index_fields
 from .notes import Note, check_id, content_hash, new_note_id, now_iso, point_id, unique
-from .supersede.marks import mark
+from .separate_moved import MovedBack
+from .supersede import Superseder
 from .write.drafts import Draft
 from .write.enrichment import EnricherSlot, enrich_draft
+from .write.placer import Placer
 
 
 @dataclass
@@ -61,6 +68,15 @@ class SeparateResult:
     #: held one of them) and came out now that this join is out
     also_taken_out: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: the links of the part's own note now: a new note's are chosen as an add chooses them
+    #: (written both ways); a merged note brought back keeps its own
+    links: list[str] = field(default_factory=list)
+    #: older notes the part's own note hides from now on: a new note is judged as an add is
+    #: judged; a merged note gets back the marks the merge had handed to ``id``
+    supersedes: list[str] = field(default_factory=list)
+    #: notes whose link to the merged note the merge had pointed at ``id``: they link the
+    #: merged note again
+    relinked: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,9 +85,16 @@ class SeparateResult:
 class Separator:
     """Separates joined texts of one store's notes (see the module docstring)."""
 
-    def __init__(self, index: NoteIndex, enricher: EnricherSlot) -> None:
+    def __init__(self, index: NoteIndex, enricher: EnricherSlot, placer: Placer,
+                 superseder: Superseder) -> None:
         self._index = index
         self._enricher = enricher
+        #: the write path's: a text made a note again is linked as an add links a new note
+        self._placer = placer
+        #: and judged as an add judges one (``amem.supersede``)
+        self._superseder = superseder
+        #: what a merge moved to the survivor besides the text, moved back
+        self._moved = MovedBack(index)
 
     def separate(self, note_id: Any, part: Any, agent: str) -> SeparateResult:
         """Take ``part`` out of ``note_id`` (a note of ``agent``); see the module docstring.
@@ -88,16 +111,25 @@ class Separator:
             target, _ = index.load(nid, agent)
             join = find_join(target.id, target.evolution_history, pid)
             warnings: list[str] = []
+            supersedes: list[str] = []
             own = self._resumed(target, join)
             if own is None and join.kind == "merge":
                 own = self._revive(target, join)
             if own is None:
                 own = self._recreate(target, join, warnings)
-            elif join.kind == "merge" and own.id == join.part:
-                self._hand_back_marks(target, own)
+            else:  # a kill may have come before its back-links were all written
+                settle_if_owed(self._index, own)
+            revived = _revived(own, target, join)
+            relinked: list[str] = []
+            if revived:
+                supersedes += self._moved.marks(target, own)
+                relinked = self._moved.links(target, own, join, warnings)
             restored, removed, settled = self._leave(target, join, own.id, warnings)
+            if not revived:
+                supersedes += self._judge(own, warnings)
+            links = self._index.load(own.id, own.agent_id)[0].links
         return SeparateResult(target.id, join.part, own.id, join.kind, restored, removed,
-                              settled, warnings)
+                              settled, warnings, links, supersedes, relinked)
 
     # ------------------------------------------------------------------ step 1: the part
 
@@ -125,11 +157,15 @@ class Separator:
             return None
         loser.is_active, loser.merged_into, loser.pending_merge = True, None, False
         loser.kept_apart = unique([*loser.kept_apart, target.id])
-        loser.evolution_history = [*loser.evolution_history, self._from_entry(target, join)]
-        # its text, terms and vector never changed: the payload alone brings it back
+        loser.evolution_history = [*loser.evolution_history,
+                                   {**self._from_entry(target, join), "revived": True}]
+        # its text, terms and vector never changed: the payload alone brings it back, with
+        # the heat it had at the merge (amem.joins.heat_back)
+        heat = heat_back(join, target.retrieval_count, target.last_accessed)
         index.update_payload(loser.id, agent, {
             "is_active": True, "merged_into": None, "pending_merge": False,
-            "kept_apart": loser.kept_apart, "evolution_history": loser.evolution_history})
+            "kept_apart": loser.kept_apart, "evolution_history": loser.evolution_history,
+            **(heat[1] if heat is not None else {})})
         return loser
 
     def _recreate(self, target: Note, join: Join, warnings: list[str]) -> Note:
@@ -153,40 +189,39 @@ class Separator:
             warnings.append("the fold was recorded before its text's subjects, labels and "
                             "times were: the note has no subjects or labels, and the fold's "
                             "time as its own")
+        heat = heat_back(join, target.retrieval_count, target.last_accessed)
+        if heat is not None:  # a merged note whose point is gone: the heat it had
+            note.retrieval_count = int(heat[1]["retrieval_count"])
+            note.last_accessed = str(heat[1]["last_accessed"]) or now
         given = {name: list((brought or {}).get(name) or ()) for name in ("keywords", "tags")}
         note.keywords, note.tags = given["keywords"], given["tags"]
         warnings.extend(enrich_draft(self._enricher, Draft(
             note, enrich=True, given_enrichment=bool(given["keywords"] or given["tags"]))))
-        note.evolution_history = [self._from_entry(target, join)]
+        note.evolution_history = [{**self._from_entry(target, join), "revived": False}]
         vector = index.embed_passages([note.embed_text()])[0]
-        index.write_points([index.make_point(note, vector)])
+        # linked as an add links a new note (the write path's candidates and rule, or the
+        # LLM's verdicts), written before its back-links and owing them until they are: a
+        # kill between leaves the mark the next write finishes (``amem.backlinks``). Linked
+        # notes are not evolved: the text is not news to the store, it was in ``target``.
+        stale: set[str] = set()
+        self._placer.store_linked(note, vector, self._placer.nearest(note, vector), stale,
+                                  warnings, embeds_text=True, evolve=False)
         return note
 
-    def _hand_back_marks(self, target: Note, loser: Note) -> None:
-        """The older facts the merged note had replaced, whose marks the merge moved to
-        ``target`` (``AgentRun._inherit_supersessions``), are hidden behind it again: the
-        change that hides them is its text, not ``target``'s. In the order a judgement
-        writes (``amem.supersede.marks``): the merged note lists them, then each mark moves,
-        then ``target`` forgets them (in ``_leave``'s write); a kill between leaves each fact
-        hidden behind a live note that lists it, and the run again finishes the move."""
-        index, agent = self._index, target.agent_id
-        where = Where(must=(Match("agent_id", agent), Match("superseded_by", target.id)))
-        back = []
-        for hit in index.backend.iterate(where):
-            marks = [e for e in hit.payload.get("evolution_history") or ()
-                     if e.get("action") == "superseded"]
-            if (marks and marks[-1].get("by") == target.id
-                    and marks[-1].get("decided_by") == "merge"
-                    and any(e.get("by") == loser.id for e in marks[:-1])):
-                back.append(str(hit.payload.get("id")))
-        if back:
-            loser.supersedes = unique([*loser.supersedes, *back])
-            index.update_payload(loser.id, agent, {"supersedes": loser.supersedes})
-            at = now_iso(index.clock.now())
-            for old_id in back:
-                mark(index, agent, old_id, loser.id, at=at, decided_by="separated")
-        # those a run killed before ``_leave`` moved are the merged note's already
-        target.supersedes = [n for n in target.supersedes if n not in loser.supersedes]
+    def _judge(self, own: Note, warnings: list[str]) -> list[str]:
+        """A text made a note again is judged as an add judges a new note: the older facts its
+        change replaces are hidden behind it (``amem.supersede``). After ``_leave``, so that
+        the note it left is judged by its own text (it no longer holds this one). A kill
+        before this step leaves the note unjudged: the nightly sweep judges every current
+        note that states a change, which is every note the judgement could mark."""
+        note, vector = self._index.load(own.id, own.agent_id, with_vector=True)
+        if vector is None:
+            warnings.append(f"note {own.id!r} has no vector yet: it was not judged against "
+                            "older facts (the nightly sweep judges it)")
+            return []
+        outcome = self._superseder.check(note, vector)
+        warnings.extend(outcome.warnings)
+        return list(outcome.superseded)
 
     def _from_entry(self, target: Note, join: Join) -> dict[str, Any]:
         return {"action": SEPARATED_FROM, "at": now_iso(self._index.clock.now()),
@@ -220,6 +255,7 @@ class Separator:
         if content != target.content:
             target.content, target.hash = content, content_hash(content)
         extra = self._own_back(target, join, later)
+        extra.update(self._moved.survivor(target, join, warnings))
         if "added" not in join.entry:
             warnings.append("the join was recorded before the keywords, subjects and topics it "
                             "added were: the note keeps those (the tags it added are taken out)")
@@ -278,6 +314,19 @@ class Separator:
             return ()
         loser = Note.from_payload(hits[0].payload)
         return [loser.hash, *loser.folded_hashes] if loser.id == join.part else ()
+
+
+def _revived(own: Note, target: Note, join: Join) -> bool:
+    """Whether ``own`` is the merged note brought back (not a note made of the text): its
+    record says so (``_revive``); a record from before that was written said nothing, and a
+    merge's part of the same id is then the note brought back, as it was read then."""
+    for entry in reversed(own.evolution_history):
+        if entry.get("action") == SEPARATED_FROM and entry.get("from") == target.id \
+                and entry.get("part") == join.part:
+            if "revived" in entry:
+                return bool(entry["revived"])
+            break
+    return join.kind == "merge" and own.id == join.part
 
 
 __all__ = ["SeparateResult", "Separator"]

@@ -608,4 +608,5 @@ class _WriteParts:
         enricher = EnricherSlot(llm)  # built on first use: the fast path needs none
         writer = Writer(index, config, enricher, superseder, agent_id=agent_id)
         return cls(superseder, writer, BulkWriter(index, writer, superseder),
-                   Updater(index, config, enricher, superseder), Separator(index, enricher))
+                   Updater(index, config, enricher, superseder),
+                   Separator(index, enricher, writer.placer, superseder))

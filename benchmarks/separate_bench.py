@@ -10,7 +10,9 @@ next turn appended (``--retell``), which folds; then the nightly consolidation m
 finds. Then every join still recorded on a live note is
 separated, newest first on each note (``--oldest-first``: the other way, where a later join
 holding a sentence of an earlier one keeps that one's text: ``amem.joins``). It reports the joins, how many gave the note its text back
-exactly, the reasons the others kept it, the seconds per separation; then checks that every
+exactly, the reasons the others kept it, the seconds per separation, what the parts' own notes
+got (a folded text's links and the older facts it was judged to replace, as an add's; the
+notes pointed back at a merged note); then checks that every
 turn is a live note of its own id holding its own text, that adding every turn again folds
 none and that a second consolidation merges none.
 """
@@ -72,6 +74,9 @@ def run(embedder_name: str, data: Path, retell: int, oldest_first: bool = False,
         kept: Counter[str] = Counter()
         restored = 0
         seconds: list[float] = []
+        # what the parts' own notes got: a folded text's links and judgement (as an add's),
+        # the notes pointed back at a merged note
+        given: Counter[str] = Counter()
         todo = [n.id for n, _ in store.iter_notes()]
         while todo:  # a note brought back may hold joins of its own (a survivor merged later)
             note_id = todo.pop()
@@ -83,6 +88,10 @@ def run(embedder_name: str, data: Path, retell: int, oldest_first: bool = False,
                 todo.append(result.note)
                 kinds[result.joined_by] += 1
                 restored += result.text_restored
+                given[f"{result.joined_by}_links"] += len(result.links)
+                given[f"{result.joined_by}_notes_linked"] += bool(result.links)
+                given["supersedes"] += len(result.supersedes)
+                given["relinked"] += len(result.relinked)
                 for warning in result.warnings:
                     if "kept" in warning:
                         kept[warning.split(":")[0]] += 1
@@ -99,6 +108,8 @@ def run(embedder_name: str, data: Path, retell: int, oldest_first: bool = False,
             "nightly_merges": merges, "separated": dict(kinds),
             "text_restored": restored, "text_kept": dict(kept),
             "seconds_per_separation_p50": round(seconds[len(seconds) // 2], 4) if seconds else None,
+            "seconds_per_separation_p90": round(seconds[len(seconds) * 9 // 10], 4) if seconds else None,
+            "parts_got": dict(given),
             "turns_not_their_own_note_after": len(missing), "missing_examples": missing[:5],
             "added_again": dict(again),
             # notes merged after: two texts each separated from a third are not kept apart

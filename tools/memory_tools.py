@@ -328,8 +328,9 @@ def memory_tools() -> list[Tool]:
                 "facts. memory_history lists what was joined into a memory (events of action "
                 "fold: pass its triggered_by as part; consolidate_merge: its merged). Pass "
                 "confirm: true only when the user said so. Returns {id, part, note (the id of "
-                "the separated memory), joined_by, text_restored, removed, warnings}; "
-                "text_restored is false when the memory's text changed since and was kept."),
+                "the separated memory), joined_by, text_restored, removed, links, supersedes "
+                "(older memories it replaces), relinked, warnings}; text_restored is false "
+                "when the memory's text changed since and was kept."),
             schema=obj({"id": _ID,
                         "part": {**_ID, "description": "The joined text's id, as "
                                  "memory_history shows it."},

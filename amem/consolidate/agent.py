@@ -255,10 +255,13 @@ class AgentRun:
         # 2. the survivor absorbs the loser, unless a crashed run already wrote it
         if not was_merged(s_note, loser):
             links = self.graph.absorbed_links(survivor, loser)
+            # the links step 3 points at the survivor, recorded for ``amem separate``
+            linkers = {source: survivor in self.graph.links(source)
+                       for source in self.graph.linkers(loser) if source not in (loser, survivor)}
             merged = merge_notes(s_note, l_note, links=links,
                                  similarity=None if score is None else self.index.similarity(score),
                                  now=index.clock.now(), llm=self.llm,
-                                 max_chars=index.config.max_text_chars)
+                                 max_chars=index.config.max_text_chars, linkers=linkers)
             vector = hits[survivor].dense
             if (vector is None or s_note.vector_stale
                     or merged.note.embed_text() != s_note.embed_text()):

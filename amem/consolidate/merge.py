@@ -24,7 +24,7 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import LLMError, LLMResponseError
 from ..kernel.llm import JsonLLM
@@ -166,8 +166,11 @@ def _offline(survivor: Note, loser: Note, links: list[str]) -> Note:
 
 
 def merge_notes(survivor: Note, loser: Note, *, links: list[str], similarity: float | None,
-                now: datetime, llm: MergeLLM | None, max_chars: int) -> Merged:
-    """The survivor with the loser merged in, its history entry appended."""
+                now: datetime, llm: MergeLLM | None, max_chars: int,
+                linkers: Mapping[str, bool] | None = None) -> Merged:
+    """The survivor with the loser merged in, its history entry appended. ``linkers``: the
+    notes whose link to the loser the merge points at the survivor, each with whether it
+    linked the survivor too (recorded, so that ``amem separate`` points them back)."""
     merged = _offline(survivor, loser, links)
     merged_by, error = "offline", None
     if llm is not None:
@@ -191,7 +194,8 @@ def merge_notes(survivor: Note, loser: Note, *, links: list[str], similarity: fl
         "old_context": survivor.context, "new_context": merged.context,
         "old_tags": list(survivor.tags), "new_tags": list(merged.tags),
         # what ``amem separate`` needs to take the loser out again exactly (amem.joins)
-        **_undo_record(survivor, loser, merged, merged_by)}]
+        **_undo_record(survivor, loser, merged, merged_by),
+        **_moved_record(survivor, loser, merged, linkers or {})}]
     return Merged(merged, merged_by, error)
 
 
@@ -218,6 +222,26 @@ def _undo_record(survivor: Note, loser: Note, merged: Note, merged_by: str) -> d
     elif merged_by == "offline" and merged.content.startswith(f"{survivor.content}\n\n"):
         out["appended"] = merged.content[len(survivor.content) + 2:]
     return out
+
+
+def _moved_record(survivor: Note, loser: Note, merged: Note,
+                  linkers: Mapping[str, bool]) -> dict[str, Any]:
+    """What the merge moved from the loser to the survivor besides its text, so that a
+    separation can move it back: each note's heat (retrieval count, last access: the merge
+    sums the one and keeps the later of the other), the links the survivor took from the
+    loser alone, whether it linked the loser itself, and the notes whose link to the loser
+    now names the survivor (``both``: those that linked the survivor too, whose link to the
+    loser was dropped)."""
+    return {
+        "heat": {"retrieval_count": survivor.retrieval_count,
+                 "last_accessed": survivor.last_accessed,
+                 "part": {"retrieval_count": loser.retrieval_count,
+                          "last_accessed": loser.last_accessed}},
+        "links_moved": {
+            "added": [t for t in merged.links if t not in survivor.links],
+            "linked_part": loser.id in survivor.links,
+            "redirected": sorted(s for s, both in linkers.items() if not both),
+            "both": sorted(s for s, both in linkers.items() if both)}}
 
 
 def was_merged(survivor: Note, loser_id: str) -> bool:

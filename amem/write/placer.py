@@ -83,9 +83,7 @@ class Placer:
             index.write_points([self.new_point(note, vector, stale, embeds_text=embeds_text)])
             return AddResult("created", note.id, enriched_by=note.enriched_by, warnings=warnings)
         assert not embeds_text, "the fold decision needs the content's vector"
-        hits = index.read_tenant(note.agent_id, lambda where: index.backend.dense_search(
-            vector, where, max(cfg.link_candidates, 1), with_vectors=True))
-        hits = [h for h in hits if h.payload.get("id") != note.id]
+        hits = self.nearest(note, vector)
         # 1. the fold decision: contents only (see amem.write.nearduplicate), before any LLM call
         same = [index.similarity(c) for c in content_cosines(vector, hits, self._content)]
         self._lend_fresh(hits)
@@ -121,6 +119,30 @@ class Placer:
             status = "pending_merge"
         # 2. the note is built (by the LLM when configured) only now that it will be stored
         warnings = enrich_draft(self._enricher, draft)
+        evolved = self.store_linked(note, vector, hits, stale, warnings)
+        return AddResult(status, note.id, links=note.links, evolved=evolved,
+                         enriched_by=note.enriched_by,
+                         neighbour=hits[nearest].payload["id"] if nearest is not None else None,
+                         similarity=round(same[nearest], 6) if nearest is not None else None,
+                         warnings=warnings)
+
+    def nearest(self, note: Note, vector: np.ndarray) -> list[Hit]:
+        """The engine's ``link_candidates`` nearest live notes of the note's agent (whole, with
+        their vectors), the note itself left out: the fold decision's and the links' pool."""
+        index, cfg = self._index, self._config
+        hits = index.read_tenant(note.agent_id, lambda where: index.backend.dense_search(
+            vector, where, max(cfg.link_candidates, 1), with_vectors=True))
+        return [h for h in hits if h.payload.get("id") != note.id]
+
+    def store_linked(self, note: Note, vector: np.ndarray, hits: Sequence[Hit],
+                     stale: set[str], warnings: list[str], *, embeds_text: bool = False,
+                     evolve: bool = True) -> list[str]:
+        """Steps 3 to 6 for an enriched note that will be stored: its links chosen, the note
+        written (owing its back-links), the back-links and the evolution of linked notes
+        (``evolve``), the mark cleared; the ids of the evolved notes. ``hits``: its nearest
+        notes (:meth:`nearest`). ``amem.separate`` stores a text made its own note again
+        through it, so it is linked as an add would link it."""
+        index, cfg = self._index, self._config
         # the candidates go to the verifier unfiltered: an LLM's yes/no on the nearest notes,
         # else the linking rule on the notes sharing the note's terms (amem.write.candidates)
         llm = self._enricher.llm_configured
@@ -134,23 +156,20 @@ class Placer:
         # 3. the note first: a kill before its back-links leaves no link to a missing note.
         # It is marked as owing them in the same write, so a kill before they are all written
         # leaves a mark the next write or the nightly job finishes from (amem.backlinks).
-        point = self.new_point(note, vector, stale)
+        point = self.new_point(note, vector, stale, embeds_text=embeds_text)
         if note.links:
             point.payload[OWED_FIELD] = True
         index.write_points([point])
-        self._adds += 1
+        if evolve:
+            self._adds += 1
         # the dense hits are whole notes; a term candidate that was linked is read whole now
         by_id = candidates.whole(index, note.agent_id, linked,
                                  {h.payload["id"]: h for h in hits})
-        evolved = self._link_back(note, linked, by_id, warnings, stale)
+        evolved = self._link_back(note, linked, by_id, warnings, stale, evolve=evolve)
         if note.links:  # every back-link is written: nothing is owed
             index.update_note_fields(note.id, note.agent_id, {OWED_FIELD: False},
                                      active_only=False)
-        return AddResult(status, note.id, links=note.links, evolved=evolved,
-                         enriched_by=note.enriched_by,
-                         neighbour=hits[nearest].payload["id"] if nearest is not None else None,
-                         similarity=round(same[nearest], 6) if nearest is not None else None,
-                         warnings=warnings)
+        return evolved
 
     def _lend_fresh(self, hits: Sequence[Hit]) -> None:
         """A stale note that embeds only its content was just embedded for the fold decision:
@@ -162,7 +181,7 @@ class Placer:
                 mend(self._index, note, fresh)
 
     def _link_back(self, note: Note, linked: list[str], by_id: dict[str, Hit],
-                   warnings: list[str], stale: set[str]) -> list[str]:
+                   warnings: list[str], stale: set[str], *, evolve: bool = True) -> list[str]:
         """Back-links from each linked note, and the evolution of up to ``evolve_max`` of them.
 
         Field updates of the linked notes as they are stored now (the add holds the write
@@ -170,7 +189,7 @@ class Placer:
         """
         cfg = self._config
         updates = {}
-        if cfg.evolve_max > 0 and self._adds % cfg.evolve_every == 0 and linked:
+        if evolve and cfg.evolve_max > 0 and self._adds % cfg.evolve_every == 0 and linked:
             views = [view_of_note(Note.from_payload(by_id[n].payload))
                      for n in linked[:cfg.evolve_max]]
             decision = self._enricher.get().evolve(view_of_note(note), views)

@@ -78,6 +78,11 @@ class Writer:
         self._placer = Placer(index, config, enricher, self._content)
 
     @property
+    def placer(self) -> Placer:
+        """The step that stores a new note, linked (``amem.separate`` stores through it)."""
+        return self._placer
+
+    @property
     def lock(self) -> threading.RLock:
         """The store's write lock (held while a note is placed)."""
         return self._lock

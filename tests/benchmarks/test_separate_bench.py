@@ -20,3 +20,5 @@ def test_every_join_undone_gives_every_turn_its_own_note(oldest_first: bool) -> 
     assert result["turns_not_their_own_note_after"] == 0, result
     assert set(result["added_again"]) == {"deduplicated"}
     assert result["merges_after_of_a_separated_pair"] == 0
+    # a folded text made its own note is linked as an add links one
+    assert result["parts_got"].get("fold_notes_linked", 0) > 0, result

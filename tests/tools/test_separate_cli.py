@@ -35,6 +35,8 @@ def test_separate_through_the_console_script(tmp_path: Path) -> None:
     said = amem(env, "separate", note, part).stdout
     assert said.startswith(f"separated: {part} is its own note again (it was folded into {note})")
     assert f"{note} has its text from before" in said
+    # linked as an add links a new note: here to the note it left, which tells the same
+    assert f"\n{part} links {note}" in said
     assert amem_json(env, "get", note)["content"] == BIKE  # type: ignore[index]
     assert amem_json(env, "get", part)["content"] == MORE  # type: ignore[index]
     assert f"separated {part}: its own note again" in amem(env, "history", note).stdout

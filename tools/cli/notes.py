@@ -351,6 +351,11 @@ def _separated(data: dict[str, Any]) -> str:
             + (f"; taken out of it: {removed}" if removed else "")
             + (f"\nthe sentences of {', '.join(data['also_taken_out'])}, separated before, came "
                "out of its text too" if data.get("also_taken_out") else "")
+            + (f"\n{data['note']} links {', '.join(data['links'])}" if data.get("links") else "")
+            + (f"\n{data['note']} replaces {', '.join(data['supersedes'])} (hidden behind it)"
+               if data.get("supersedes") else "")
+            + (f"\nlinking {data['note']} again: {', '.join(data['relinked'])}"
+               if data.get("relinked") else "")
             + "".join(f"\nwarning: {w}" for w in data.get("warnings") or ()))
 
 

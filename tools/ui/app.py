@@ -4,9 +4,10 @@ Every route sits behind ``tools.http_guard`` like the rest of the app: pages are
 the session cookie of ``tools.ui.sessions`` (or a Bearer key), and the principal the guard
 admitted decides the agent. An agent's key sees its own agent only (``?agent=`` naming another
 is refused); an owner key chooses any agent and sees every conversation and the store-wide
-reports. Pages only read. The one change a page makes (undoing a supersession) is a JSON
-``POST`` to ``/ui/api/...`` with the session's CSRF token, refused to a read-only key, and it
-runs in two steps: the dry run that says what would change, then the confirmed change.
+reports. Pages only read. The changes a note's page makes (undoing a supersession, separating
+a joined text) are JSON ``POST``s to ``/ui/api/...`` with the session's CSRF token, through
+one door (``note_action``): refused to a read-only key and to another agent's key, and run in
+two steps, the dry run that says what would change, then the confirmed change.
 
 Pages are built in the server's thread pool (Starlette runs plain functions there) from one
 engine page or one search each, and say in their footer how long they took.
@@ -278,29 +279,58 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
 
     # ------------------------------------------------------------------ actions
 
-    async def unsupersede(request: Request) -> Response:
+    async def note_action(request: Request, fields: tuple[str, ...], verb: str,
+                          preview: Callable[[MemoryStore, str, dict[str, Any]], dict[str, Any]],
+                          apply: Callable[[MemoryStore, str, dict[str, Any]], dict[str, Any]]
+                          ) -> Response:
+        """The one door of a note's changes: the body checked (each of ``fields`` a string),
+        the agent the key may act for, refused to a read-only key, then the dry run unless
+        ``confirm`` is true. The guard has already checked the session, its CSRF token, the
+        Origin and the JSON body (``tools.http_guard``)."""
         principal = _principal(request)
         raw = await request.body()  # read whole and bounded by the guard
 
         def work() -> dict[str, Any]:
-            from .notes import unsupersede_preview
-
             body = safejson.loads(raw, root="body") if raw else None
-            if not isinstance(body, dict) or not isinstance(body.get("id"), str):
-                raise ToolError("invalid_argument", 'send {"id": note id, "agent"?, "confirm"?}',
-                                field="id")
+            shape = "{" + ", ".join(f'"{f}": ...' for f in fields) + ', "agent"?, "confirm"?}'
+            if not isinstance(body, dict):
+                raise ToolError("invalid_argument", f"send {shape}", field=fields[0])
+            for name in fields:
+                if not isinstance(body.get(name), str):
+                    raise ToolError("invalid_argument", f"send {shape}", field=name)
             agent = _agent_named(body.get("agent"), principal, deps.default_agent)
             if principal.read_only:
-                raise ToolError("forbidden", f"key {principal.key_id} is read-only: undo needs a "
-                                "key with write rights", field="Authorization")
+                raise ToolError("forbidden", f"key {principal.key_id} is read-only: {verb} needs "
+                                "a key with write rights", field="Authorization")
+            memory = _need_memory(deps)
             if body.get("confirm") is not True:
-                return {"dry_run": True, **unsupersede_preview(_need_memory(deps), agent, body["id"])}
-            result = _need_memory(deps).unsupersede(body["id"], agent_id=agent)
-            log.info("inspector: key %s restored note %s of agent %s", principal.key_id,
-                     body["id"], agent)
-            return {"dry_run": False, **result}
+                return {"dry_run": True, **preview(memory, agent, body)}
+            done = apply(memory, agent, body)
+            log.info("inspector: key %s: %s of note %s of agent %s", principal.key_id, verb,
+                     body[fields[0]], agent)
+            return {"dry_run": False, **done}
 
         return await _answer(work)
+
+    async def unsupersede(request: Request) -> Response:
+        from .notes import unsupersede_preview
+
+        return await note_action(
+            request, ("id",), "undo",
+            lambda memory, agent, body: unsupersede_preview(memory, agent, body["id"]),
+            lambda memory, agent, body: memory.unsupersede(body["id"], agent_id=agent))
+
+    async def separate(request: Request) -> Response:
+        from .notes import separate_preview, separated_words
+
+        def apply(memory: MemoryStore, agent: str, body: dict[str, Any]) -> dict[str, Any]:
+            result = memory.separate(body["id"], body["part"], agent_id=agent).to_dict()
+            return {"done": separated_words(result), **result}
+
+        return await note_action(
+            request, ("id", "part"), "separating",
+            lambda memory, agent, body: separate_preview(memory, agent, body["id"], body["part"]),
+            apply)
 
     plans = PlanBook()
 
@@ -349,6 +379,7 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
               view("conversations", "Summary", conversation_item("summary")), methods=["GET"]),
         Route(UI_PATH + "/health", view("health", "Health", health), methods=["GET"]),
         Route(UI_PATH + "/api/unsupersede", unsupersede, methods=["POST"]),
+        Route(UI_PATH + "/api/separate", separate, methods=["POST"]),
         Route(UI_PATH + "/api/lcm", lcm_action, methods=["POST"]),
     ]
     app.router.routes.extend(routes)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from amem.backends.base import Condition, IsEmpty, Match, Range, Where
 from amem.errors import ValidationError
+from amem.joins import find_join, joined, part_of, text_without
 from amem.notefields import (SUBJECT_KEYS, not_expired, parse_meta_args, search_conditions,
                              subject_key)
 from amem import bm25
@@ -320,9 +321,13 @@ def render_note(store: MemoryStore, agent: str, note_id: str, can_write: bool) -
             f'data-agent="{esc(agent)}"><button type="button" class="dry-run"{disabled}>'
             f"Undo supersession (dry run first)</button>{why}"
             '<div class="preview" role="status" aria-live="polite"></div></div>'))
+    parts += joins_section(note, agent, can_write)
     parts.append(Html("<h2>Evolution history</h2>"))
-    parts.append(table(["#", "entry"], [(i + 1, pretty(e)) for i, e in enumerate(note.evolution_history)],
-                       caption="Every change to this note, oldest first", empty="never changed"))
+    parts.append(table(["#", "part", "entry"],
+                       [(i + 1, _part_cell(e), pretty(e))
+                        for i, e in enumerate(note.evolution_history)],
+                       caption="Every change to this note, oldest first; a fold's or a merge's "
+                               "part is the id amem separate takes", empty="never changed"))
     out_rows = [(note_link(t, agent),) for t in note.links]
     in_rows = [(note_link(n.id, agent), n.content[:160]) for n in links_in(store, agent, note_id)]
     parts += [Html("<h2>Links</h2>"),
@@ -331,6 +336,76 @@ def render_note(store: MemoryStore, agent: str, note_id: str, can_write: bool) -
                     empty="no links in"),
               link(url("graph", agent=agent, note=note_id), "Show its neighbourhood as a graph")]
     return join(parts)
+
+
+def _part_cell(entry: Mapping[str, Any]) -> Html:
+    """The part an entry of a note's history names: the id a fold or a merge joined in (what
+    ``amem separate`` takes), or the one a separation took out; empty for other entries."""
+    part = part_of(entry)
+    return Html(f'<code class="part">{esc(part)}</code>' if part else "")
+
+
+def joins_section(note: Note, agent: str, can_write: bool) -> list[Html]:
+    """The texts a fold or a merge joined into the note and no separation took out, each
+    with its part id and, on a live note, a Separate action (a dry run first): the same
+    door as the page's other changes (``/ui/api/separate``, ``tools.ui.app``)."""
+    rows = []
+    for join in joined(note.evolution_history):
+        when = str(join.entry.get("at") or "")[:19]
+        how = "folded in when added" if join.kind == "fold" else "merged in at night"
+        action: Any = ""
+        if note.is_active:
+            disabled = "" if can_write else ' disabled aria-disabled="true"'
+            action = Html(
+                f'<div class="action" data-action="separate" data-id="{esc(note.id)}" '
+                f'data-part="{esc(join.part)}" data-agent="{esc(agent)}">'
+                f'<button type="button" class="dry-run"{disabled}>Separate (dry run first)'
+                '</button><div class="preview" role="status" aria-live="polite"></div></div>')
+        rows.append((Html(f'<code class="part">{esc(join.part)}</code>'), how, when,
+                     join.text[:160], action))
+    out = [Html("<h2>Joined texts</h2>"),
+           table(["part", "how", "when", "text", "separate"], rows,
+                 caption="Texts a fold or a merge joined into this note: Separate makes one its "
+                         "own note again, and the two are never joined again",
+                 empty="nothing joined into this note")]
+    if rows and not can_write:
+        out.append(Html('<p class="hint">Your key is read-only: separating needs a key with '
+                        "write rights.</p>"))
+    return out
+
+
+def separate_preview(store: MemoryStore, agent: str, note_id: str, part: str
+                     ) -> dict[str, Any]:
+    """What separating ``part`` out of ``note_id`` would do (nothing is changed): the
+    effect in words and the diff of the note's text (``amem.joins``, the rules
+    ``MemoryStore.separate`` follows)."""
+    import difflib
+
+    note, _ = store.index.load(note_id, agent)
+    join = find_join(note.id, note.evolution_history, part)
+    text, why = text_without(join, note.content, note.evolution_history)
+    own = ("the merged note comes back as it was, with its heat and the links that pointed "
+           "at it" if join.kind == "merge" else "a new note of that id, linked and judged "
+           "against older facts as an add would be")
+    left = (f"note {note.id} loses the sentences it took from it" if why is None and
+            text != note.content else f"note {note.id} keeps its text"
+            + (f" ({why})" if why else ""))
+    # each text ends its last line, so the diff names the lines that go and nothing else
+    diff = "".join(difflib.unified_diff(f"{note.content}\n".splitlines(keepends=True),
+                                        f"{text}\n".splitlines(keepends=True),
+                                        fromfile=f"{note.id} now", tofile=f"{note.id} after"))
+    return {"id": note.id, "part": join.part, "joined_by": join.kind, "text": join.text,
+            "effect": f"the text joined in as {join.part} becomes its own note again ({own}); "
+                      f"{left}; the two are never joined again",
+            "diff": diff}
+
+
+def separated_words(result: dict[str, Any]) -> str:
+    """What a confirmed separation did, in words (the page's "Done:" line)."""
+    words = f"{result['note']} is its own note again, kept apart from note {result['id']}"
+    if not result.get("text_restored"):
+        words += f"; note {result['id']} kept its text"
+    return words + "".join(f"; {w}" for w in result.get("warnings") or ())
 
 
 def unsupersede_preview(store: MemoryStore, agent: str, note_id: str) -> dict[str, Any]:
@@ -344,5 +419,6 @@ def unsupersede_preview(store: MemoryStore, agent: str, note_id: str) -> dict[st
                       f"{note.superseded_by} (no judge hides it behind that note again)"}
 
 
-__all__ = ["NoteFilters", "explain", "word_matches", "links_in", "notes_page", "notes_where", "render_note",
-           "render_notes", "render_search", "unsupersede_preview"]
+__all__ = ["NoteFilters", "explain", "joins_section", "word_matches", "links_in", "notes_page",
+           "notes_where", "render_note", "render_notes", "render_search", "separate_preview",
+           "separated_words", "unsupersede_preview"]

@@ -112,3 +112,28 @@ def test_a_paragraph_left_in_comes_out_once_the_join_holding_it_is_out() -> None
     assert settle_left(text, history) == (A, ["p1"])
     history[-1]["also_taken_out"] = ["p1"]
     assert settle_left(A, history) == (A, [])  # said once
+
+
+def test_a_merges_heat_goes_back_by_its_record() -> None:
+    """The merged note gets what it had at the merge; the survivor keeps its own plus what
+    accrued since, and its own last access unless it was used since the merge."""
+    from amem.joins import heat_back
+
+    heat = {"retrieval_count": 5, "last_accessed": "2026-01-02T00:00:00+00:00",
+            "part": {"retrieval_count": 3, "last_accessed": "2026-01-03T00:00:00+00:00"}}
+    entry = {"action": "consolidate_merge", "merged": "p", "merged_text": A, "heat": heat}
+    join = find_join("n", [entry], "p")
+    # not used since the merge: 5 + 3 summed, the later access kept
+    assert heat_back(join, 8, "2026-01-03T00:00:00+00:00") == (
+        {"retrieval_count": 5, "last_accessed": "2026-01-02T00:00:00+00:00"},
+        {"retrieval_count": 3, "last_accessed": "2026-01-03T00:00:00+00:00"})
+    # found twice since: those stay with the survivor, and so does its later access
+    assert heat_back(join, 10, "2026-01-09T00:00:00+00:00")[0] == {
+        "retrieval_count": 7, "last_accessed": "2026-01-09T00:00:00+00:00"}
+    # a count below the sum (set by hand since) never takes the survivor below its own
+    assert heat_back(join, 4, "")[0]["retrieval_count"] == 5
+    # a merge recorded before the heat was, and a fold (no heat of its own): nothing to give
+    legacy = find_join("n", [{k: v for k, v in entry.items() if k != "heat"}], "p")
+    assert heat_back(legacy, 8, "") is None
+    fold = find_join("n", [_fold("f", B, "The cat is grey.")], "f")
+    assert heat_back(fold, 8, "") is None

@@ -36,6 +36,8 @@ LOCOMO = BENCHDATA / "locomo_dev.json"
 COFFEE = "Alice drinks coffee every morning"
 TEA = "Alice stopped coffee, she drinks tea now"
 BOB_SECRET = "Bob's boat is called Wren and is moored at pier 9"
+DANA = ("Dana keeps a green bicycle in the garage at home, next to the red canoe and the old "
+        "workbench.")
 #: LoCoMo turns stored as alice's notes when the dev data is there (enough for two pages)
 LOCOMO_TURNS = 90
 
@@ -55,6 +57,8 @@ class Site:
     shots: Path
     driver: Any
     locomo_notes: int
+    #: agent dana's note with a text folded into it, and the fold's part id (amem separate)
+    fold: tuple[str, str] = ("", "")
 
     def login_link(self) -> str:
         return f"{self.root}/ui/login?t={self.book.issue_login(Principal('ui-login', None, owner=True))}"
@@ -154,6 +158,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         memory.add("Carol stopped tennis, she plays golf now", ["Carol"], timestamp="2026-03-05")
         assert memory.index.load(carol, "alice")[0].superseded_by
         bob_note = memory.add(BOB_SECRET, ["bob"], enrich=False, agent_id="bob").id
+        # a fold, in an agent of its own (the other tests count alice's and bob's notes)
+        dana = memory.add(DANA, ["dana"], agent_id="dana").id
+        assert memory.add(f"{DANA} It has a wicker basket.", ["dana"],
+                          agent_id="dana").status == "folded"
+        (entry,) = [e for e in memory.get(dana, agent_id="dana").evolution_history
+                    if e["action"] == "fold"]
         lcm.ingest("agent:alice:main", [{"role": "user" if i % 2 == 0 else "assistant",
                                          "content": f"alice turn {i}: planning the Porto trip, day {i % 7}"}
                                         for i in range(60)])
@@ -171,6 +181,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             driver.set_page_load_timeout(30)
             try:
                 yield Site(url.removesuffix("/mcp"), memory, lcm, keys, book, secrets, coffee, tea,
-                           carol, bob_note, shots, driver, len(turns))
+                           carol, bob_note, shots, driver, len(turns),
+                           (dana, entry["triggered_by"]))
             finally:
                 driver.quit()

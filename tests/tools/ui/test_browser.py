@@ -2,10 +2,11 @@
 
 One browser session for the module, in the order a person would go: log in with the one-time
 link, the notes table and its filters, the search playground, a note and the undo of its
-supersession (dry run, then confirm), the graph, the conversations, health; then tenancy and
-write protection with agent and read-only keys logged in through the key form, the key's
-revocation, and the accessibility basics (labels, contrast, keyboard). What each page shows
-is checked against the stores; every page is photographed into ``site.shots``.
+supersession (dry run, then confirm), a joined text separated from its note, the graph, the
+conversations, health; then tenancy and write protection with agent and read-only keys logged
+in through the key form, the key's revocation, and the accessibility basics (labels,
+contrast, keyboard). What each page shows is checked against the stores; every page is
+photographed into ``site.shots``.
 """
 
 from __future__ import annotations
@@ -204,6 +205,24 @@ def test_a_note_its_chain_and_the_undo_with_a_dry_run(site: Site) -> None:
     wait_text(site, ".preview", f"Done: note {site.coffee} is current again")
     assert site.memory.index.load(site.coffee, "alice")[0].superseded_by is None
     site.shot("06-undo-done")
+
+
+def test_a_joined_text_is_separated_from_its_note(site: Site) -> None:
+    """The note's page names the fold's part; Separate shows its dry run, then separates."""
+    as_owner(site)
+    note, part = site.fold
+    site.driver.get(site.ui(f"note/{note}?agent=dana"))
+    assert part in [c.text for c in by_css(site, "code.part")]
+    button = one(site, '.action[data-action="separate"] button.dry-run')
+    button.click()
+    wait_text(site, '.action[data-action="separate"] .preview', "Dry run")
+    assert "wicker basket" in site.memory.get(note, agent_id="dana", record_usage=False).content
+    site.shot("06b-separate-dry-run")
+    one(site, '.action[data-action="separate"] .preview button.confirm').click()
+    wait_text(site, '.action[data-action="separate"] .preview', f"Done: {part} is its own note")
+    assert "wicker basket" not in site.memory.get(note, agent_id="dana",
+                                                  record_usage=False).content
+    assert site.memory.get(part, agent_id="dana", record_usage=False).is_active
 
 
 def test_the_graph(site: Site) -> None:
