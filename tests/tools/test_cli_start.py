@@ -30,8 +30,9 @@ print(json.dumps({{"codes": codes, "loaded": sorted(
 """
 
 
-def _run(home: Path, commands: list[list[str]]) -> dict[str, object]:
-    code = _RUN_COMMANDS.format(commands=commands, unused=_UNUSED)
+def _run(home: Path, commands: list[list[str]],
+         unused: tuple[str, ...] = _UNUSED) -> dict[str, object]:
+    code = _RUN_COMMANDS.format(commands=commands, unused=unused)
     env = {**os.environ, "AMEM_HOME": str(home), "AMEM_EMBEDDER": "hashing"}
     env.pop("AMEM_LLM_BASE_URL", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -45,6 +46,23 @@ def test_note_commands_load_no_conversation_store_scheduler_or_llm_client(tmp_pa
                                       ["search", "where is the staging database"],
                                       ["get", "no-such-note"]])
     assert report["codes"] == [0, 0, 3]  # 3: no such note
+    assert report["loaded"] == []
+
+
+#: what only a write, a maintenance job or a drawn bar needs: a command that reads built the
+#: whole write path, tqdm (its version read from the installed metadata) and http.client (a
+#: server is called only when its record is there)
+_WRITING = ("amem.write", "amem.supersede", "amem.enrich", "amem.consolidate", "amem.separate",
+            "amem.purge", "tqdm", "http.client")
+
+
+def test_a_reading_command_builds_no_write_path(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    wrote = _run(home, [["add", "The staging database moved to eu-west-2"]], _WRITING)
+    assert wrote["codes"] == [0] and "amem.write" in wrote["loaded"]  # the probe sees them
+    report = _run(home, [["list"], ["search", "where is the staging database"],
+                         ["get", "no-such-note"]], _WRITING)
+    assert report["codes"] == [0, 0, 3]
     assert report["loaded"] == []
 
 
