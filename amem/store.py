@@ -85,8 +85,9 @@ class MemoryStore:
     reads them (``AMEM_CONFIG``, ``AMEM_HOME``, ``AMEM_EMBEDDER``, ..., ``AMEM_AGENT``):
     ``MemoryStore()`` opens the CLI's store. An explicit ``config`` reads no environment.
 
-    A facade: it builds its parts once, each with what it needs, and the parts never call
-    back into it. ``index`` (``amem.index.NoteIndex``) holds the notes in the engine; the
+    A facade: it builds its parts once, each with what it needs (the write path and the
+    maintenance on first use, so a process that only reads never loads them), and the parts
+    never call back into it. ``index`` (``amem.index.NoteIndex``) holds the notes in the engine; the
     stages work over it: ``writer``, ``bulk`` and ``updater`` (``amem.write``), ``searcher``
     and ``usage`` (``amem.search``), ``superseder`` (``amem.supersede``),
     ``consolidator`` (``amem.consolidate``) and ``separator``, which undoes a fold or a merge

@@ -38,9 +38,9 @@ WRITES: dict[str, str | None] = {
     # the hosts' conversation routes (tools.host_http)
     "POST /lcm/ingest": "messages", "POST /lcm/reset": None, "POST /lcm/new": None,
     "POST /lcm/rotate": None,
-    # the inspector (tools.ui): its sessions and its two actions
+    # the inspector (tools.ui): its sessions and its note and conversation actions
     "POST /ui/login": None, "POST /ui/login-link": None, "POST /ui/logout": None,
-    "POST /ui/api/unsupersede": None, "POST /ui/api/lcm": None,
+    "POST /ui/api/unsupersede": None, "POST /ui/api/separate": None, "POST /ui/api/lcm": None,
 }
 
 

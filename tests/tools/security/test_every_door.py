@@ -31,7 +31,7 @@ CALLS: dict[str, tuple[str, bytes]] = {
     "/lcm/new": ("POST", b"{}"),
     "/lcm/rotate": ("POST", b'{"apply": true}'),
     PROOF_PATH: ("GET", b""),
-    # the inspector (tools.ui): pages, its login, its one action
+    # the inspector (tools.ui): pages, its login, its actions
     "/ui": ("GET", b""),
     "/ui/login": ("GET", b""),
     "/ui/logout": ("GET", b""),
@@ -48,6 +48,7 @@ CALLS: dict[str, tuple[str, bytes]] = {
     "/ui/health": ("GET", b""),
     "/favicon.ico": ("GET", b""),
     "/ui/api/unsupersede": ("POST", b'{"id": "x", "confirm": true}'),
+    "/ui/api/separate": ("POST", b'{"id": "x", "part": "p", "confirm": true}'),
     "/ui/api/lcm": ("POST", b'{"op": "repair", "conversationId": "1", "confirm": true}'),
 }
 QUERY = {"/lcm/assemble": "?budget=1000", PROOF_PATH: "?nonce=" + "ab" * 16}
