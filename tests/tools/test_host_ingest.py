@@ -195,40 +195,23 @@ class SlowLcm:
 
 
 def test_a_stalled_ingest_answers_timeout_at_the_deadline() -> None:
-    import logging
-    import threading
-
     from tools.runner import CallLimits
 
-    class Finished(logging.Handler):
-        """Set once the runner logs the stalled call's overrun: the call's last act."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.event = threading.Event()
-
-        def emit(self, record: logging.LogRecord) -> None:
-            if "took" in record.getMessage():
-                self.event.set()
+    from .overruns import overruns
 
     slow = SlowLcm()
     facade = ToolFacade(None, slow, agent_id="alice")
-    finished = Finished()
-    logging.getLogger("tools.runner").addHandler(finished)
-    try:
-        with running_http(facade, CallLimits(timeout=0.5, workers=2, per_agent=1)) as url, \
-                owner_client(url) as http:
-            began = time.monotonic()
-            res = ingest(http, {"messages": turn(2)})
-            assert res.status_code == 504 and res.json()["error"]["code"] == "timeout"
-            assert time.monotonic() - began < 5 and slow.calls == 1
-            # the stalled call ends (and logs) inside the test: left running, it logged into
-            # a closed capture stream after the test ("--- Logging error ---" in the CI log)
+    with overruns() as ended:
+        try:
+            with running_http(facade, CallLimits(timeout=0.5, workers=2, per_agent=1)) as url, \
+                    owner_client(url) as http:
+                began = time.monotonic()
+                res = ingest(http, {"messages": turn(2)})
+                assert res.status_code == 504 and res.json()["error"]["code"] == "timeout"
+                assert time.monotonic() - began < 5 and slow.calls == 1
+        finally:
             slow.release.set()
-            assert finished.event.wait(10)
-    finally:
-        slow.release.set()
-        logging.getLogger("tools.runner").removeHandler(finished)
+        assert ended.wait_for(1)  # the stalled call ended (and logged) inside the test
 
 
 def test_a_server_without_the_conversation_store_says_so() -> None:

@@ -24,6 +24,7 @@ from tools.mcp_server import build_server
 from tools.runner import CallLimits
 
 from .http_server import http_client, running_http
+from .overruns import overruns
 
 TIMEOUT = 0.6
 #: how long a slow call would hold its worker if the test never released it
@@ -41,20 +42,27 @@ class SlowEmbedder(HashingEmbedder):
     def embed(self, texts: Any, kind: Kind = "passage") -> Any:
         if kind == "query" and any("slowpoke" in t for t in texts):
             self.stuck += 1
+            entered = time.monotonic()
             self.release.wait(HOLD)
+            # stuck past the deadline however early it is released, so every stuck call ends
+            # as an overrun the runner logs (what the fixture waits for)
+            time.sleep(max(0.0, entered + TIMEOUT + 0.05 - time.monotonic()))
         return super().embed(texts, kind=kind)
 
 
 @pytest.fixture
 def slow() -> Iterator[tuple[MemoryStore, SlowEmbedder]]:
     embedder = SlowEmbedder()
-    with MemoryStore(":memory:", embedder=embedder, agent_id="default") as store:
+    with MemoryStore(":memory:", embedder=embedder, agent_id="default") as store, \
+            overruns() as ended:
         store.add("alice likes green tea", [], enrich=False, agent_id="alice")
         store.add("bob plays chess", [], enrich=False, agent_id="bob")
         try:
             yield store, embedder
         finally:
             embedder.release.set()  # let the abandoned workers finish before the store closes
+            # each stuck call ends past its deadline and logs it: inside the test, not after
+            assert ended.wait_for(embedder.stuck)
 
 
 async def _timed(client: Client, name: str, args: dict[str, Any]) -> tuple[float, Any]:
