@@ -289,8 +289,8 @@ class MemoryStore:
             timestamp: when it was written (ISO 8601; now when left out).
             enrich: False is the episodic fast path: stored as given, no LLM, no links.
             keywords, tags, category, context, note_type, topics: fields enrichment would
-                fill; given ones are kept (given tags alone stop no enrichment: the drawn
-                tags follow them).
+                fill; given ones are the note's enrichment (none is drawn) and are
+                embedded with its content.
             event_time: when what it tells happened (the timestamp when left out).
             metadata: scalar values by key, filterable in ``search``.
             expires_at, ttl: when it expires (an ISO time, or seconds from now; not both).

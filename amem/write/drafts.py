@@ -60,9 +60,10 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
         metadata=check_metadata(metadata), expires_at=check_expiry(expires_at, ttl, now))
     # the event time defaults to the write time (the given timestamp of an import included)
     note.event_time = check_event_time(event_time) if event_time is not None else note.timestamp
-    # given tags alone are labels the caller files the note by (an Obsidian vault's), not its
-    # enrichment: it still gets keywords and context, its tags kept ahead of those drawn
-    return Draft(note, enrich, bool(keywords or context or category), given_type)
+    # any given enrichment field (tags too: an Obsidian vault's) is the note's enrichment: it
+    # is embedded with the content (``Note.embed_text``), where offline enrichment, drawn from
+    # the content, is not: drawing keywords as well would leave the given tags out of the vector
+    return Draft(note, enrich, bool(keywords or tags or context or category), given_type)
 
 
 def split_item(item: dict[str, Any], *, enrich: bool, agent_id: str | None

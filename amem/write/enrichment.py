@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..enrich.base import Enricher, Enrichment, NoteView
 from ..kernel.llm import LLM
-from ..notes import MAX_LIST_ITEMS, Note
+from ..notes import Note
 from .drafts import Draft
 
 
@@ -30,18 +30,17 @@ class EnricherSlot:
 
 
 def enrich_draft(slot: EnricherSlot, draft: Draft) -> list[str]:
-    """Fill keywords/tags/context/category unless the caller gave keywords, context or a
-    category; tags the caller gave are kept, ahead of the drawn ones. Return warnings."""
+    """Fill keywords/tags/context/category unless the caller gave them; return warnings."""
     note = draft.note
     if not draft.enrich:
-        note.enriched_by = "given" if draft.given_enrichment or note.tags else "none"
+        note.enriched_by = "given" if draft.given_enrichment else "none"
         return []
     if draft.given_enrichment:
         note.enriched_by = "given"
         return []
     result: Enrichment = slot.get().enrich(note.content)
     note.keywords = list(result.keywords)
-    note.tags = [*note.tags, *(t for t in result.tags if t not in note.tags)][:MAX_LIST_ITEMS]
+    note.tags = list(result.tags)
     note.context = result.context
     note.category = result.category
     if (not draft.given_type and note.note_type == "memory" and result.note_type == "knowledge"

@@ -58,8 +58,8 @@ def test_logseq_page_properties_are_metadata(tmp_path: Path) -> None:
                     "tags": ["plants", "green-things", "daily"]}]
 
 
-def test_imported_tags_are_stored_and_enrichment_still_runs(tmp_path: Path,
-                                                            store: MemoryStore) -> None:
+def test_imported_tags_are_stored_as_given_and_embedded(tmp_path: Path,
+                                                       store: MemoryStore) -> None:
     doc = tmp_path / "trip.md"
     doc.write_text("---\ntags: [travel]\n---\nAlice booked a flight to Lisbon for the "
                    "conference in March #work\n", encoding="utf-8")
@@ -67,8 +67,10 @@ def test_imported_tags_are_stored_and_enrichment_still_runs(tmp_path: Path,
     assert report.created == 1
     note = store.list(limit=1)[0][0]
     got = store.get(note.id)
-    assert got.tags[:2] == ["travel", "work"]
-    assert got.keywords and got.enriched_by != "given"  # the user's tags stop no enrichment
+    assert got.tags == ["travel", "work"]
+    # the user's tags are the note's enrichment: embedded with its content (drawn offline
+    # enrichment is not), so a search by the tag's word finds the note on the dense side too
+    assert got.enriched_by == "given" and "travel" in got.embed_text()
     # a JSONL line's given keywords still mean the caller enriched it
     lines = tmp_path / "n.jsonl"
     lines.write_text('{"text": "Bob likes green tea", "keywords": ["tea"], "tags": ["t"]}\n',
