@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.fakes.reads import LargestRead
 from tools.chats import BadConversation, StreamError, array_items, chatgpt, claude, detect
 
 from .chat_exports import (CLAUDE_ID, LISBON_ID, T0, chatgpt_chain, chatgpt_lisbon, claude_edited, claude_invoice,
@@ -62,17 +63,10 @@ def test_a_broken_array_names_its_line_after_yielding_what_came_before() -> None
 
 
 def test_the_buffer_holds_an_item_and_a_chunk_not_the_file() -> None:
-    class Counting(io.StringIO):
-        most = 0
-
-        def read(self, n: int | None = -1) -> str:
-            got = super().read(n)
-            Counting.most = max(Counting.most, len(got))
-            return got
-
     big = json.dumps([{"id": i, "text": "y" * 1000} for i in range(2000)])  # ~2 MB
-    assert sum(1 for _ in array_items(Counting(big), chunk=4096)) == 2000
-    assert Counting.most <= 8192  # never the whole file in one read
+    source = LargestRead(big)
+    assert sum(1 for _ in array_items(source, chunk=4096)) == 2000
+    assert source.most <= 8192  # never the whole file in one read
 
 
 def test_detect_tells_the_apps_apart() -> None:

@@ -12,6 +12,7 @@ from amem import MemoryStore
 from amem.errors import ValidationError
 from amem.importer import ImportRejected, import_file
 from amem.kernel.jsonstream import list_items
+from tests.fakes.reads import LargestRead
 
 
 def test_the_list_under_a_known_key_is_imported_and_the_key_said(tmp_path: Path,
@@ -48,19 +49,12 @@ def test_an_object_without_a_known_list_is_refused_naming_its_keys(tmp_path: Pat
 
 
 def test_the_wrapped_list_streams_and_the_rest_of_the_object_is_checked() -> None:
-    class Counting(io.StringIO):
-        most = 0
-
-        def read(self, n: int | None = -1) -> str:
-            got = super().read(n)
-            Counting.most = max(Counting.most, len(got))
-            return got
-
     big = json.dumps({"app": "x", "notes": [{"text": "y" * 1000} for _ in range(2000)],
                       "after": [1, 2]})
-    key, items = list_items(Counting(big), ("notes",), chunk=4096)
+    source = LargestRead(big)
+    key, items = list_items(source, ("notes",), chunk=4096)
     assert key == "notes" and sum(1 for _ in items) == 2000
-    assert Counting.most <= 8192  # never the whole file in one read
+    assert source.most <= 8192  # never the whole file in one read
     key, items = list_items(io.StringIO('{"notes": [1], "x": }'), ("notes",), chunk=3)
     with pytest.raises(ValueError, match=r"the file:1: a value is not valid JSON"):
         list(items)
