@@ -60,8 +60,9 @@ class Progress:
 
             self.close()
             desc = self.label if stage is None else f"{self.label}: {stage}"
+            sized = _has_width(self.stream)
             bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit=self.unit,
-                                   dynamic_ncols=True, leave=True)
+                                   dynamic_ncols=sized, ncols=None if sized else 80, leave=True)
             self._stage = stage
         if total is not None and bar.total != total:
             bar.total = total
@@ -80,3 +81,15 @@ class Progress:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _has_width(stream: TextIO) -> bool:
+    """Whether the terminal behind ``stream`` says how wide it is. A new pty reports 0 columns
+    until someone sizes it (``docker exec -t``, some CI runners); tqdm fitted its bar to that
+    and drew nothing, so such a terminal gets a bar 80 columns wide."""
+    import os
+
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, OSError, ValueError):  # not a file, or no terminal behind it
+        return True

@@ -127,14 +127,11 @@ def test_a_folder_is_imported_file_by_file_and_what_is_left_out_is_named(
 @pytest.mark.slow
 def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str],
                                                                tmp_path: Path) -> None:
-    import fcntl
     import os
     import pty
     import re
     import signal
-    import struct
     import subprocess
-    import termios
 
     from .test_cli_frontdoor import AMEM, ROOT
 
@@ -144,9 +141,7 @@ def test_ctrl_c_says_what_is_kept_and_a_rerun_stores_the_rest(env: dict[str, str
     # stderr on a terminal, so the import draws its bar; the bar moves only after a batch is
     # stored, so the signal is sent once some notes are kept however slow the machine is (a
     # fixed sleep after the store opened interrupted a loaded machine before the first batch)
-    master, slave = pty.openpty()
-    # a terminal of 100 columns: at the 0 a new pty reports, tqdm draws no bar at all
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    master, slave = pty.openpty()  # reporting 0 columns, as a new pty does: a bar 80 wide
     proc = subprocess.Popen([str(AMEM), "import", str(src), "--no-enrich"], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=slave,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -86,3 +86,28 @@ def test_progress_takes_the_stage_form_of_consolidation() -> None:
     assert text.count("consolidate: pairs") >= 2
     with pytest.raises(TypeError):
         Progress("x", enabled=True)("a", "b", 1, 2)
+
+
+def test_a_terminal_reporting_no_width_still_gets_its_bar() -> None:
+    """A new pty reports 0 columns until someone sizes it (``docker exec -t``, some CI
+    runners): tqdm sized its bar to it and drew nothing at all, so a long import looked hung."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    try:
+        with open(slave, "w", encoding="utf-8", closefd=False) as stream:
+            assert os.get_terminal_size(slave).columns == 0
+            with Progress("import", stream=stream) as bar:
+                bar(5, 10)
+                bar(10, 10)
+            stream.flush()
+        drawn = b""
+        while select.select([master], [], [], 0.2)[0]:  # all of it: a pty hands it in pieces
+            drawn += os.read(master, 65536)
+    finally:
+        os.close(slave)
+        os.close(master)
+    text = drawn.decode("utf-8", errors="replace")
+    assert "import" in text and "10/10" in text
