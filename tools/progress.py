@@ -60,9 +60,10 @@ class Progress:
 
             self.close()
             desc = self.label if stage is None else f"{self.label}: {stage}"
-            sized = _has_width(self.stream)
+            sized = _has_size(self.stream)
             bar = self._bar = tqdm(total=total, desc=desc, file=self.stream, unit=self.unit,
-                                   dynamic_ncols=sized, ncols=None if sized else 80, leave=True)
+                                   dynamic_ncols=sized, ncols=None if sized else 80,
+                                   nrows=None if sized else 24, leave=True)
             self._stage = stage
         if total is not None and bar.total != total:
             bar.total = total
@@ -83,13 +84,15 @@ class Progress:
         self.close()
 
 
-def _has_width(stream: TextIO) -> bool:
-    """Whether the terminal behind ``stream`` says how wide it is. A new pty reports 0 columns
-    until someone sizes it (``docker exec -t``, some CI runners); tqdm fitted its bar to that
-    and drew nothing, so such a terminal gets a bar 80 columns wide."""
+def _has_size(stream: TextIO) -> bool:
+    """Whether the terminal behind ``stream`` says how big it is. A new pty reports 0 columns
+    and 0 lines until someone sizes it (``docker exec -t``, some CI runners); tqdm fitted its
+    bar to that and drew nothing (on stderr it also hid every bar below line 0), so such a
+    terminal is taken as 80 x 24."""
     import os
 
     try:
-        return os.get_terminal_size(stream.fileno()).columns > 0
+        size = os.get_terminal_size(stream.fileno())
+        return size.columns > 0 and size.lines > 0
     except (AttributeError, OSError, ValueError):  # not a file, or no terminal behind it
         return True

@@ -89,8 +89,9 @@ def test_progress_takes_the_stage_form_of_consolidation() -> None:
 
 
 def test_a_terminal_reporting_no_width_still_gets_its_bar() -> None:
-    """A new pty reports 0 columns until someone sizes it (``docker exec -t``, some CI
-    runners): tqdm sized its bar to it and drew nothing at all, so a long import looked hung."""
+    """A new pty reports 0 columns and 0 lines until someone sizes it (``docker exec -t``, some
+    CI runners): tqdm sized its bar to it and drew nothing at all, so a long import looked hung
+    (the import's own bar, on stderr, is tests/tools/test_import_messy_cli.py's Ctrl-C test)."""
     import os
     import pty
     import select
