@@ -2,7 +2,7 @@
 
 A merge (``amem.consolidate``) handed the survivor the merged note's supersession marks,
 summed the two notes' retrieval counts (keeping the later last access), took the merged
-note's links and pointed every link to it at the survivor; since 2026-12-07 it records the
+note's links and pointed every link to it at the survivor; since 2026-12-06 it records the
 heat and the links (``heat``, ``links_moved`` in its history entry). When ``amem.separate``
 brings the merged note back, :class:`MovedBack` moves each back:
 
