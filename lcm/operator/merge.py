@@ -5,14 +5,17 @@ some (a user who started using amem on the new machine before moving the old one
 copy of the backup's ``lcm.db`` over the target would lose the target's own conversations, so
 the backup's messages are written through ingest's own step (:func:`lcm.ingest.store_messages`)
 with each message as it was stored: its stable event key, its time, role, text and speaker.
-Ingest's re-send rules (:mod:`lcm.resend`) then decide what is already stored: the same event
-key in the conversation is the same message, otherwise the same time, role, text and speaker
-is. So a merge run twice adds nothing the second time.
+What is already stored is left out first: the same event key in the conversation is the same
+message; a message without one is matched by its time, role, text and speaker, each stored
+copy matching one backed-up copy (two "ok"s of one instant in the backup stay two, where
+ingest's re-send rules would take them for one). So a merge run twice adds nothing the second
+time.
 
 Which conversation a backed-up one goes into, in this order:
 
-1. the target's conversation with the same session key, session id and creation time (the same
-   conversation, when both homes hold a copy of it);
+1. the target's conversation with the same session key, session id, creation time and first
+   message (the same conversation, when both homes hold a copy of it; a time alone is a
+   millisecond, which two homes can share);
 2. for an active one with a session key, the target's active conversation of that key (the key
    exists: it gets only what is new);
 3. otherwise a new conversation with the backed-up one's key, id, title, times and state
@@ -31,8 +34,8 @@ before the kill are left unnamed by any row: ``amem lcm doctor`` lists them as o
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -125,26 +128,48 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
         raise LcmValidationError("; ".join(problems), field="backup")
     report = MergeReport()
     files = LargeFileStore(files_dir) if files_dir is not None else None
-    # the backup's messages were each accepted once already: no flood limit refuses them again
-    cfg = dataclasses.replace(store.config, replay_flood_threshold_external=1 << 62,
-                              replay_flood_threshold_internal=1 << 62)
     with _reading(db) as src, sqlite_only(store.db, "merge").atomic() as c:
         paths = {r["file_id"]: r["storage_path"] for r in src.execute("SELECT file_id, storage_path FROM large_files")}
         report.summaries_not_copied = _count(src, "summaries")
         for conv in src.execute("SELECT * FROM conversations ORDER BY id").fetchall():
             report.conversations_read += 1
-            target = _target_conversation(c, conv, report)
+            target = _target_conversation(c, conv, _first(src, conv["id"]), report)
             batch = [_message(src_row, files, paths) for src_row in
                      src.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conv["id"],))]
             report.messages_read += len(batch)
-            ids, skipped, file_ids = store_messages(c, target, batch, cfg, store.files, now_iso, trigram_max_pending=0)
+            fresh = _not_stored(c, target, batch)
+            report.messages_skipped += len(batch) - len(fresh)
+            ids, _, file_ids = store_messages(c, target, fresh, store.config, store.files, now_iso,
+                                              trigram_max_pending=0, known_new=True)
             report.messages_added += len(ids)
-            report.messages_skipped += skipped
             report.large_files_added += len(file_ids)
     if report.summaries_not_copied:
         report.notes.append(f"{report.summaries_not_copied} summaries of the backup were not copied: compaction "
                             "summarizes the merged conversations again")
     return report
+
+
+def _not_stored(c: sqlite3.Connection, conversation_id: int,
+                batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
+    """The messages of ``batch`` the conversation does not hold (the module's matching)."""
+    keys = {r[0] for r in c.execute("SELECT stable_event_key FROM messages WHERE conversation_id = ? "
+                                    "AND stable_event_key IS NOT NULL", (conversation_id,))}
+    copies = Counter(tuple(r) for r in c.execute(
+        "SELECT identity_hash, created_at, coalesce(name, '') FROM messages WHERE conversation_id = ? "
+        "AND stable_event_key IS NULL", (conversation_id,)))
+    fresh = []
+    for m in batch:
+        if m.stable_event_key is not None:
+            if m.stable_event_key not in keys:
+                fresh.append(m)
+                keys.add(m.stable_event_key)
+            continue
+        said = (m.identity_hash, m.created_at, m.name or "")
+        if copies[said] > 0:
+            copies[said] -= 1  # this stored copy is the backed-up one
+        else:
+            fresh.append(m)
+    return fresh
 
 
 def _count(c: sqlite3.Connection, table: str) -> int:
@@ -154,10 +179,22 @@ def _count(c: sqlite3.Connection, table: str) -> int:
         return 0
 
 
-def _target_conversation(c: sqlite3.Connection, conv: sqlite3.Row, report: MergeReport) -> int:
+def _first(c: sqlite3.Connection, conversation_id: int) -> tuple[str, str] | None:
+    """A conversation's first message (identity, time), or None for an empty one."""
+    row = c.execute("SELECT identity_hash, created_at FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT 1",
+                    (conversation_id,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def _target_conversation(c: sqlite3.Connection, conv: sqlite3.Row, first: tuple[str, str] | None,
+                         report: MergeReport) -> int:
     """The target's conversation for the backed-up ``conv`` (the module's rules 1-3)."""
-    same = c.execute("SELECT id FROM conversations WHERE session_key IS ? AND session_id IS ? AND created_at = ?",
-                     (conv["session_key"], conv["session_id"], conv["created_at"])).fetchone()
+    same = None
+    for (cid,) in c.execute("SELECT id FROM conversations WHERE session_key IS ? AND session_id IS ? "
+                            "AND created_at = ?", (conv["session_key"], conv["session_id"], conv["created_at"])):
+        if _first(c, cid) == first:
+            same = (cid,)
+            break
     if same is None and conv["active"] and conv["session_key"] is not None:
         same = c.execute("SELECT id FROM conversations WHERE session_key = ? AND active = 1",
                          (conv["session_key"],)).fetchone()
