@@ -25,6 +25,7 @@ makes a leaked secret recognisable in a log or a repository.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import hashlib
 import hmac
@@ -168,7 +169,7 @@ class KeyStore:
         log.info("key %s revoked", key_id)
         return record
 
-    def take(self, other: "KeyStore") -> tuple[list[str], list[str]]:
+    def take(self, other: "KeyStore") -> "tuple[builtins.list[str], builtins.list[str]]":
         """Every key of ``other`` (a backup's file) whose id this file lacks, added as it is
         (hashed secrets: the key holders' secrets keep working); ``(added, already_here)``
         ids. A key of an id already here is never replaced.

@@ -195,7 +195,8 @@ def test_merged_messages_keep_keys_archives_and_large_files(tmp_path: Path) -> N
         assert report.large_files_added == 1
         convs = b.conversations("agent:x:main")
         assert [c.active for c in convs] == [True, False]
-        rows = b.db.conn.execute("SELECT content, file_id FROM messages ORDER BY id").fetchall()
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            rows = c.execute("SELECT content, file_id FROM messages ORDER BY id").fetchall()
         assert [r[0] for r in rows][:2] == ["renamed on this side", "first era"]
         assert [r[0] for r in rows].count("ok") == 2  # two anonymous "ok"s stay two
         big_row = next(r for r in rows if r[1] is not None)
