@@ -89,13 +89,18 @@ def import_export(store: "MemoryStore", source: TextIO, *, batch: int = 256) -> 
 
 
 def load_export(store: "MemoryStore", path: str | Path, *, batch: int | None = None,
-                skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
+                skip_invalid: bool = False, progress: Progress | None = None,
+                keep_stored: bool = False) -> ImportReport:
     """Load an ``export_store`` file: notes keep ids, history and heat; vectors are reused when
     they come from the same embedder, re-embedded otherwise. Checked whole before writing.
 
     ``batch``: notes written (and embedded) together, a whole number of at least 1 (default
     ``EXPORT_BATCH``). The report counts a note as ``created`` (its point was free),
     ``unchanged`` (stored as the export has it: not written) or ``replaced``.
+
+    ``keep_stored`` (a merge into a store in use, ``amem restore --merge``): a stored note is
+    never written; one of the same id and text is ``kept`` as stored, one of another text is a
+    clash, named in ``report.clashes`` ("agent/id").
     """
     path = Path(path)
     if not path.is_file():
@@ -103,11 +108,12 @@ def load_export(store: "MemoryStore", path: str | Path, *, batch: int | None = N
     check_batch(batch, f"the default ({EXPORT_BATCH})")
     with path.open("r", encoding="utf-8") as source:
         return _load_export(store, source, str(path), batch=batch or EXPORT_BATCH,
-                            skip_invalid=skip_invalid, progress=progress)
+                            skip_invalid=skip_invalid, progress=progress, keep_stored=keep_stored)
 
 
 def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
-                 skip_invalid: bool = False, progress: Progress | None = None) -> ImportReport:
+                 skip_invalid: bool = False, progress: Progress | None = None,
+                 keep_stored: bool = False) -> ImportReport:
     if not source.seekable():
         raise ValidationError("an export is read twice (checked, then written): give a file, "
                               "not a pipe", field="source")
@@ -128,7 +134,8 @@ def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
     source.seek(start)
     # nothing is judged: each note keeps the supersession marks (and ``kept_against``) it was
     # exported with (the report said "deferred to nightly", as if a restore were judged again)
-    report = ImportReport(path=name, supersede="as exported")
+    report = ImportReport(path=name, supersede="as exported",
+                          clashes=[] if keep_stored else None)
     started = time.perf_counter()
     rows: list[tuple[Note, np.ndarray | None]] = []
 
@@ -183,6 +190,12 @@ def _to_write(index: "NoteIndex", rows: list[tuple[Note, np.ndarray | None]],
         was = current.get(pid)
         if was == note:
             report.unchanged += 1
+            continue
+        if was is not None and report.clashes is not None:  # a merge never overwrites
+            if was.content == note.content:
+                report.kept += 1
+            else:
+                report.clashes.append(f"{note.agent_id}/{note.id}")
             continue
         if was is None:
             report.created += 1

@@ -93,6 +93,12 @@ class ImportReport:
     left_out_by_reason: dict[str, int] = field(default_factory=dict)
     #: the key of a JSON object the notes were read from (``{"notes": [...]}``), or None
     json_key: str | None = None
+    #: a merge (``load_export(keep_stored=True)``, ``amem restore --merge``): notes whose id
+    #: was stored with the same text, kept as stored (not written; ``unchanged`` counts those
+    #: stored exactly as exported), and "agent/id" of those stored with another text, not
+    #: overwritten; None for any other load
+    kept: int = 0
+    clashes: list[str] | None = None
 
     @property
     def rate(self) -> float:
@@ -109,6 +115,7 @@ class ImportReport:
                 "unchanged": self.unchanged,
                 "replaced": self.replaced,
                 **({} if self.json_key is None else {"json_key": self.json_key}),
+                **({} if self.clashes is None else {"kept": self.kept, "clashes": self.clashes}),
                 **({} if self.files is None else {
                     "files": self.files, "left_out": self.left_out,
                     "left_out_by_reason": self.left_out_by_reason})}

@@ -25,7 +25,7 @@ from lcm.errors import LcmConfigError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LcmConfig", "ThresholdOverride", "load_config", "ENV_NAMES"]
+__all__ = ["LcmConfig", "ThresholdOverride", "load_config", "ENV_NAMES", "environment_config", "with_location"]
 
 
 @dataclass(frozen=True)
@@ -301,3 +301,58 @@ def load_config(
     # once per process and set of keys: a server opens the store for every request
     warn_once(log, "lcm config: ignoring lossless-claw keys that do not apply here: %s", ignored)
     return LcmConfig(**loaded.values, ignored_keys=tuple(sorted(set(ignored))))
+
+
+#: the variable that names where amem's conversations live (a file or a postgresql:// URL),
+#: amem's own name for what lossless-claw calls ``LCM_DATABASE_PATH``
+URL_VARIABLE = "AMEM_LCM_URL"
+
+
+def with_location(cfg: LcmConfig, env: Mapping[str, str], home: str | Path) -> LcmConfig:
+    """``cfg`` with where the store lives resolved, the one rule of ``amem lcm ...`` and of
+    ``LcmStore()``: ``AMEM_LCM_URL``, else ``databasePath`` (``LCM_DATABASE_PATH``), else
+    ``lcm.db`` in amem's ``home``.
+
+    Raises:
+        LcmConfigError: ``AMEM_LCM_URL`` and ``databasePath`` name different stores (one of
+            the two would silently lose).
+    """
+    from lcm.pg.url import is_postgres_url
+
+    url = env.get(URL_VARIABLE, "").strip()
+    if url:
+        if cfg.database_path and cfg.database_path != url:
+            raise LcmConfigError("AMEM_LCM_URL and LCM_DATABASE_PATH / [lcm] databasePath name "
+                                 "different conversation stores; set one of them", key=URL_VARIABLE)
+        cfg = dataclasses.replace(cfg, database_path=url)
+    default = Path(home) / "lcm.db"
+    if not cfg.database_path:
+        cfg = dataclasses.replace(cfg, database_path=str(default))
+    elif is_postgres_url(cfg.database_path) and cfg.log_file_enabled and not cfg.log_file:
+        # A server has no data directory for lcm's event log, but this host has its home: the
+        # log of what this host did (ingests, compactions, repairs) is kept there, as beside a
+        # SQLite file, instead of nowhere.
+        cfg = dataclasses.replace(cfg, log_file=str(default.with_name("lcm-log.jsonl")))
+    return cfg
+
+
+def environment_config(env: Mapping[str, str]) -> LcmConfig:
+    """The settings of the conversation store ``amem lcm ...`` opens in ``env``: defaults <
+    the ``[lcm]`` table of ``AMEM_CONFIG``'s file < ``LCM_*`` variables, where it lives
+    resolved by :func:`with_location` (amem's home read as ``MemoryStore()`` reads it).
+    ``LcmStore()`` without a path or a config opens this; an explicit ``config=`` reads no
+    environment.
+
+    Raises:
+        LcmConfigError: a bad key or value (``.key`` names it); ``ConfigError`` (amem's) for
+            a bad key of the note store's part of the file.
+    """
+    source = env.get("AMEM_CONFIG") or None
+    doc = read_toml(source, LcmConfigError) if source is not None else None
+    # the file's [lcm] table is lcm's; its top level (or [amem]) belongs to the note store
+    table = doc.get("lcm") if doc is not None and isinstance(doc.get("lcm"), Mapping) else None
+    cfg = load_config(source if table is not None else None, env=env, table=table)
+    from amem.config import load_config as load_amem_config  # the home is the note store's key
+
+    home = load_amem_config(source, env=env).home
+    return with_location(cfg, env, Path(home).expanduser())

@@ -60,6 +60,7 @@ def store_messages(
     now_iso: str,
     *,
     trigram_max_pending: int = MAX_PENDING,
+    known_new: bool = False,
 ) -> tuple[list[int], int, list[str]]:
     """Insert the new messages of ``batch`` and their context items (inside a write transaction).
 
@@ -69,11 +70,16 @@ def store_messages(
     triggers because FTS5 flushes its pending terms at every statement savepoint a trigger
     opens, a new index segment per message (measured 4x slower; benchmarks/lcm_ingest_bench.py).
 
+    ``known_new``: the caller has left out what is stored already and the batch is no host's
+    call (a backup merged, ``lcm.operator.merge``): the re-send rules and the replay-flood
+    check are not applied (they would take two equal messages of one time for one).
+
     Returns ``(message_ids, skipped_duplicates, file_ids)``.
     """
-    fresh = drop_resent(c, conversation_id, batch, now_iso, cfg.resend_window_seconds)
+    fresh = batch if known_new else drop_resent(c, conversation_id, batch, now_iso, cfg.resend_window_seconds)
     skipped = len(batch) - len(fresh)
-    check_replay_flood(c, conversation_id, fresh, cfg)
+    if not known_new:
+        check_replay_flood(c, conversation_id, fresh, cfg)
     if not fresh:
         return [], skipped, []
     seq = c.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE conversation_id = ?", (conversation_id,)).fetchone()[0]

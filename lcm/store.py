@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -73,7 +74,11 @@ class LcmStore:
 
     Args:
         path: database file path or ``":memory:"``; ``None`` uses ``config.database_path``.
-        config: an :class:`LcmConfig` (defaults when omitted).
+            With neither, the store ``amem lcm ...`` opens, its settings read from the
+            environment as the CLI reads them (``AMEM_CONFIG``'s ``[lcm]`` table, ``LCM_*``,
+            ``AMEM_LCM_URL``, else ``lcm.db`` in ``AMEM_HOME``: ``lcm.config.environment_config``).
+        config: an :class:`LcmConfig`; given, no environment is read (defaults when omitted
+            with a path).
         llm: optional summarizer/expansion model; without it summaries are extractive.
         expansion_llm: the model ``expand_query`` uses instead of ``llm`` (``expansionModel``).
         clock: time source (UTC-aware); tests pass a :class:`ManualClock`.
@@ -89,6 +94,9 @@ class LcmStore:
         ValueError: when no path is given by either argument, or the two disagree.
     """
 
+    #: the settings ``LcmStore()`` (no path, no config) read from the environment, or None
+    _from_env: LcmConfig | None = None
+
     #: the store class of each URL scheme another engine serves ("postgresql": lcm.pg.store's).
     #: An engine's subclass registers here as it is defined (``url_schemes=``); the first URL
     #: of a scheme loads its module (``_ENGINE_MODULES``), so this module never imports one at
@@ -101,8 +109,19 @@ class LcmStore:
             LcmStore._engines[scheme] = cls
 
     def __new__(cls, path: str | Path | None = None, config: LcmConfig | None = None, **kwargs: Any) -> LcmStore:
+        from_env = None
+        if path is None and config is None:  # the CLI's store, read from the environment
+            from lcm.config import environment_config
+
+            from_env = environment_config(os.environ)
         # A URL (as path or config.database_path) opens the engine registered for its scheme.
-        target = path if path is not None else (config.database_path if config is not None else None)
+        target = path if path is not None else (config or from_env or LcmConfig()).database_path
+        store = cls._engine_for(target)
+        store._from_env = from_env  # read by __init__, so the environment is read once
+        return store
+
+    @classmethod
+    def _engine_for(cls, target: str | Path | None) -> LcmStore:
         if cls is LcmStore and isinstance(target, str) and "://" in target:
             scheme = target.split("://", 1)[0]
             if scheme not in LcmStore._engines and scheme in _ENGINE_MODULES:
@@ -131,7 +150,7 @@ class LcmStore:
             raise ValueError(f"switch_embedder must be True or False, not {switch_embedder!r}")
         if path is not None and (not isinstance(path, (str, Path)) or not str(path).strip()):
             raise ValueError(f"path must be a database file, ':memory:' or a known URL, not {path!r}")
-        cfg = config or LcmConfig()
+        cfg = config or self._from_env or LcmConfig()
         if path is None:
             if not cfg.database_path:
                 raise ValueError("LcmStore needs a path (or config.database_path)")

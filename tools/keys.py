@@ -25,6 +25,7 @@ makes a leaked secret recognisable in a log or a repository.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import hashlib
 import hmac
@@ -167,6 +168,23 @@ class KeyStore:
             self._write(records)
         log.info("key %s revoked", key_id)
         return record
+
+    def take(self, other: "KeyStore") -> "tuple[builtins.list[str], builtins.list[str]]":
+        """Every key of ``other`` (a backup's file) whose id this file lacks, added as it is
+        (hashed secrets: the key holders' secrets keep working); ``(added, already_here)``
+        ids. A key of an id already here is never replaced.
+
+        Raises:
+            KeyFileError: either file is unsafe or damaged (nothing is written).
+        """
+        theirs = other.list()
+        with self._lock:
+            records = self._read()
+            added = [r.id for r in theirs if r.id not in records]
+            if added:
+                records.update({r.id: r for r in theirs if r.id in added})
+                self._write(records)
+        return added, [r.id for r in theirs if r.id not in added]
 
     # ------------------------------------------------------------------ checking
 

@@ -300,26 +300,13 @@ class Runtime:
         Raises:
             ConfigError: ``AMEM_LCM_URL`` and ``LCM_DATABASE_PATH`` name different stores.
         """
-        lcm_cfg = self.settings.lcm
-        url = self.env.get("AMEM_LCM_URL", "").strip()
-        if url:
-            # amem's own name for where conversations live (a postgresql:// URL to share them
-            # between hosts, or a file); lossless-claw's LCM_DATABASE_PATH may say the same,
-            # never something else, or one of the two would silently lose.
-            if lcm_cfg.database_path and lcm_cfg.database_path != url:
-                raise ConfigError("AMEM_LCM_URL and LCM_DATABASE_PATH / [lcm] databasePath name "
-                                  "different conversation stores; set one of them",
-                                  key="AMEM_LCM_URL")
-            lcm_cfg = dataclasses.replace(lcm_cfg, database_path=url)
-        if not lcm_cfg.database_path:
-            lcm_cfg = dataclasses.replace(lcm_cfg, database_path=str(self.lcm_path))
-        elif (is_postgres_url(lcm_cfg.database_path) and lcm_cfg.log_file_enabled
-              and not lcm_cfg.log_file):
-            # A server has no data directory for lcm's event log, but this host has its home: the
-            # log of what this host did (ingests, compactions, repairs) is kept there, as beside
-            # a SQLite file, instead of nowhere.
-            lcm_cfg = dataclasses.replace(lcm_cfg, log_file=str(self.lcm_path.with_name("lcm-log.jsonl")))
-        return lcm_cfg
+        from lcm.config import with_location
+        from lcm.errors import LcmConfigError
+
+        try:  # one rule with LcmStore() (lcm.config.with_location)
+            return with_location(self.settings.lcm, self.env, Path(self.settings.amem.home))
+        except LcmConfigError as exc:
+            raise ConfigError(str(exc), key=exc.key) from None
 
     def _build_lcm(self, *, switch_embedder: bool = False) -> LcmStore:
         from lcm import LcmStore

@@ -85,7 +85,7 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
         embedder: TextEmbedder | None = None,
         switch_embedder: bool = False,
     ) -> None:
-        cfg = config or LcmConfig()
+        cfg = config or self._from_env or LcmConfig()  # LcmStore(): the CLI's settings
         url = str(path) if path is not None else cfg.database_path
         if path is not None and cfg.database_path and str(path) != cfg.database_path:
             raise ValueError(f"path {path!r} contradicts config.database_path {cfg.database_path!r}")

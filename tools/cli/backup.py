@@ -17,8 +17,15 @@ memory?" had to know both commands and the files beside them. ``backup`` writes:
 Everything is written into a hidden sibling directory that is renamed to ``DIR`` only when
 whole: a killed backup leaves no ``DIR`` (and its hidden ``.DIR.<pid>.tmp`` is named on the
 next run). ``restore`` loads it into a home that holds nothing yet (no note, no conversation)
-with no server running: the notes through ``amem import --from-export``, the conversation
-database and its files copied in, the keys when the home has none.
+with no server running: the notes as ``amem import --from-export`` loads them, the
+conversation database and its files copied in, the keys this home lacks, and the config file
+into the home when it reads none. ``restore --merge`` loads it into a home in use and never
+overwrites what it holds: a note of an id stored here is kept as it is here (another text
+under the same id is a clash, reported), the backup's messages are ingested as they were
+stored (their event keys and times say which are here already: ``lcm.operator.merge``).
+Every part of the backup is read before anything is written; a killed restore leaves the
+conversation store as it was or whole (one transaction, or a file renamed into place), and a
+rerun with ``--merge`` finishes the notes (what is stored is skipped).
 """
 
 from __future__ import annotations
@@ -53,8 +60,12 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
             "notes (through a running server too), the conversation store, keys and config")
     p.add_argument("dir", help="the directory to create (must not exist yet)")
     p = cmd("restore", cmd_restore, "load a backup made by `amem backup` into this home, which "
-            "must hold no notes and no conversations yet")
+            "must hold no notes and no conversations yet (or --merge)")
     p.add_argument("dir", help="the directory `amem backup` wrote")
+    p.add_argument("--merge", action="store_true",
+                   help="into a home in use: add the notes, messages and keys it lacks, never "
+                        "overwrite what it holds (a note of the same id and another text is a "
+                        "clash, reported)")
 
 
 # ------------------------------------------------------------------------------ backup
@@ -112,7 +123,9 @@ def _backup_into(args: argparse.Namespace, rt: Runtime, work: Path) -> dict[str,
     config = rt.settings.config_path
     if config is not None and config.is_file():
         _copy_private(config, work / config.name)
-        manifest["config"] = {"file": config.name, "was_at": str(config)}
+        manifest["config"] = {"file": config.name, "was_at": str(config),
+                              "on_restore": "copied into a home that reads no config file; "
+                                            "left alone otherwise"}
     else:
         manifest["config"] = None
     manifest["left_out"] = left_out
@@ -160,7 +173,8 @@ def _backup_text(target: Path, manifest: dict[str, Any]) -> str:
                      f"{conv['large_files']} large files")
     lines.append(f"keys: {'yes' if manifest['keys'] else 'none'}; config: "
                  f"{manifest['config']['file'] if manifest['config'] else 'none'}")
-    lines.append(f"restore into an empty home: amem restore {target}")
+    lines.append(f"restore into an empty home: amem restore {target} (into a home in use: "
+                 "--merge)")
     return "\n".join(lines)
 
 
@@ -171,47 +185,125 @@ def cmd_restore(args: argparse.Namespace) -> int:
     from amem.export import load_export
 
     source = Path(args.dir).expanduser()
+    merge = bool(getattr(args, "merge", False))
     manifest = _read_manifest(source)
     with runtime(args) as rt:
         home = Path(rt.settings.amem.home).expanduser()
         conv = manifest.get("conversations")
-        db = _restore_target_db(rt, conv)
-        store = _empty_store(rt)
-        report = load_export(store, source / NOTES)
-        restored: dict[str, Any] = {"home": str(home), "notes": report.to_dict()}
-        if db is not None and conv is not None and conv.get("file"):
-            for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-                extra.unlink(missing_ok=True)  # a log beside the copy would be replayed onto it
-            _copy_private(source / CONVERSATIONS, db)
-            if conv.get("large_files_dir"):
-                shutil.copytree(source / LARGE_FILES, _large_files_dir(rt, db), symlinks=True,
-                                dirs_exist_ok=True)
-            restored["conversations"] = str(db)
-        else:
-            restored["conversations"] = None
-        keys = home / KEYS
-        if manifest.get("keys") and not keys.exists():
-            _copy_private(source / KEYS, keys)
-            restored["keys"] = str(keys)
-        else:
-            restored["keys"] = None if not manifest.get("keys") else \
-                f"left out: {keys} exists (this home's own keys kept)"
-        config = manifest.get("config")
-        restored["config"] = (None if not config else
-                              f"not copied: the backup's {config['file']} (from {config['was_at']}) "
-                              f"is in {source}; put it where this home reads it if you want it")
+        db = _restore_target_db(rt, conv, merge=merge)
+        # everything the backup holds is read before anything is written: a damaged part
+        # refuses the whole restore (the notes are checked whole by load_export itself)
+        _check_parts(rt, source, conv)
+        store = rt.memory if merge else _empty_store(rt)
+        report = load_export(store, source / NOTES, keep_stored=merge)
+        restored: dict[str, Any] = {"home": str(home), "merge": merge, "notes": report.to_dict()}
+        restored["conversations"] = _restore_conversations(rt, source, conv, db)
+        restored["keys"] = _restore_keys(home, source, manifest)
+        restored["config"] = _restore_config(rt, home, source, manifest)
+    for clash in report.clashes or ():
+        print(f"warning: note {clash} is stored here with another text: kept as it is here, the "
+              "backup's not written", file=sys.stderr)
     emit(args, restored, lambda: _restore_text(source, restored))
     return 0
 
 
+def _check_parts(rt: Runtime, source: Path, conv: Any) -> None:
+    """The backup's conversation store (SQLite's check, every large file it names) and keys."""
+    from lcm.operator.merge import check_backup
+    from tools.keys import KeyFileError, KeyStore
+
+    problems: list[str] = []
+    if isinstance(conv, dict) and conv.get("file"):
+        files = source / LARGE_FILES if conv.get("large_files_dir") else None
+        problems += check_backup(source / CONVERSATIONS, files)
+    if (source / KEYS).exists():
+        try:
+            KeyStore(source / KEYS).list()
+        except KeyFileError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise CliError(f"the backup in {source} is damaged: {'; '.join(problems)} (nothing was "
+                       "restored)", code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
+
+
+def _restore_conversations(rt: Runtime, source: Path, conv: Any, db: Path | None) -> Any:
+    """The backup's conversations: the file copied into a home that holds none, else (a
+    merge) its messages written into this home's store (``lcm.operator.merge``)."""
+    if db is None or not isinstance(conv, dict) or not conv.get("file"):
+        return None
+    if not (db.exists() and _conversations_in(db) > 0):
+        for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            extra.unlink(missing_ok=True)  # a log beside the copy would be replayed onto it
+        _copy_private(source / CONVERSATIONS, db)
+        if conv.get("large_files_dir"):
+            shutil.copytree(source / LARGE_FILES, _large_files_dir(rt, db), symlinks=True,
+                            dirs_exist_ok=True)
+        return {"path": str(db), "how": "copied"}
+    from lcm.operator.merge import merge_backup
+    from lcm.timeutil import iso
+
+    store = rt.lcm
+    files = source / LARGE_FILES if conv.get("large_files_dir") else None
+    merged = merge_backup(store, source / CONVERSATIONS, files, iso(store.clock.now()))
+    return {"path": str(db), "how": "merged", **merged.to_dict()}
+
+
+def _restore_keys(home: Path, source: Path, manifest: dict[str, Any]) -> Any:
+    """The backup's keys this home lacks (all of them into a home without a key file); a key
+    of an id this home has is never replaced."""
+    from tools.keys import KeyStore
+
+    if not manifest.get("keys"):
+        return None
+    added, here = KeyStore.for_home(home).take(KeyStore(source / KEYS))
+    return {"path": str(home / KEYS), "added": len(added), "already_here": len(here)}
+
+
+def _restore_config(rt: Runtime, home: Path, source: Path, manifest: dict[str, Any]) -> Any:
+    """The backup's config file, copied into the home when this home reads none (there is no
+    default file: it is read where ``AMEM_CONFIG`` or ``--config`` names it); a config file this
+    home reads is left alone, the backup's named."""
+    config = manifest.get("config")
+    if not isinstance(config, dict) or not config.get("file"):
+        return None
+    backed = source / str(config["file"])
+    here = rt.settings.config_path
+    if here is not None:
+        return {"copied_to": None, "said": f"left alone: this home reads {here}; the backup's "
+                f"{config['file']} (from {config.get('was_at')}) is in {source}"}
+    target = home / Path(str(config["file"])).name
+    if target.exists():
+        return {"copied_to": None, "said": f"left alone: {target} exists; the backup's is in "
+                f"{source}"}
+    _copy_private(backed, target)
+    return {"copied_to": str(target), "said": f"copied to {target}: this home reads it when "
+            f"AMEM_CONFIG or --config names it (export AMEM_CONFIG={target})"}
+
+
 def _restore_text(source: Path, restored: dict[str, Any]) -> str:
     notes = restored["notes"]
-    lines = [f"restored {source} into {restored['home']}",
-             f"notes: {notes['created']} of {notes['read']} (every agent)"]
-    lines.append(f"conversations: {restored['conversations'] or 'none in the backup'}")
-    lines.append(f"keys: {restored['keys'] or 'none in the backup'}")
+    lines = [f"{'merged' if restored['merge'] else 'restored'} {source} into {restored['home']}",
+             f"notes: {notes['created']} of {notes['read']} came in (every agent)"]
+    if restored["merge"]:
+        lines.append(f"  skipped: {notes['unchanged'] + notes['kept']} already here (the same id "
+                     f"and text), {len(notes['clashes'])} clashes (the same id, another text: "
+                     "kept as here)" + (f": {', '.join(notes['clashes'][:20])}"
+                                        if notes["clashes"] else ""))
+    conv = restored["conversations"]
+    if conv is None:
+        lines.append("conversations: none in the backup")
+    elif conv["how"] == "copied":
+        lines.append(f"conversations: copied to {conv['path']}")
+    else:
+        lines.append(f"conversations: {conv['messages_added']} messages came in, "
+                     f"{conv['messages_skipped']} already here; {conv['conversations_created']} "
+                     f"new conversations, {conv['conversations_merged']} merged into ones here")
+        lines += [f"  {note}" for note in conv["notes"]]
+    keys = restored["keys"]
+    lines.append("keys: none in the backup" if keys is None else
+                 f"keys: {keys['added']} added, {keys['already_here']} already here")
     if restored["config"]:
-        lines.append(f"config: {restored['config']}")
+        lines.append(f"config: {restored['config']['said']}")
     return "\n".join(lines)
 
 
@@ -235,9 +327,9 @@ def _read_manifest(source: Path) -> dict[str, Any]:
     return manifest
 
 
-def _restore_target_db(rt: Runtime, conv: Any) -> Path | None:
+def _restore_target_db(rt: Runtime, conv: Any, *, merge: bool) -> Path | None:
     """Where the backup's conversations go; refused before anything is written when this
-    home's conversation store already holds conversations or is a server."""
+    home's conversation store is a server, or (not a merge) already holds conversations."""
     from lcm.pg.url import is_postgres_url
 
     if not (isinstance(conv, dict) and conv.get("file")):
@@ -248,9 +340,10 @@ def _restore_target_db(rt: Runtime, conv: Any) -> Path | None:
                        "backup's lcm.db into it with `amem lcm migrate` from a SQLite home",
                        code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
     db = Path(where).expanduser()
-    if db.exists() and _conversations_in(db) > 0:
+    if not merge and db.exists() and _conversations_in(db) > 0:
         raise CliError(f"{db} already holds conversations: a restore goes into a home that "
-                       "holds none (nothing was restored)", code="invalid_argument",
+                       "holds none (nothing was restored); `amem restore DIR --merge` adds "
+                       "what this home lacks", code="invalid_argument",
                        exit_code=EXIT_USAGE, field="dir")
     return db
 
@@ -272,8 +365,9 @@ def _empty_store(rt: Runtime) -> Any:
     held = store.index.backend.count(None)
     if held:
         raise CliError(f"this home's store already holds {held} notes: a restore goes into a "
-                       "home that holds none (nothing was restored); to add a backup's notes "
-                       "to a store, use `amem import --from-export DIR/notes.jsonl`",
+                       "home that holds none (nothing was restored); `amem restore DIR "
+                       "--merge` adds what this home lacks (and finishes a restore that was "
+                       "cut short)",
                        code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
     return store
 

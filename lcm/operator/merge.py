@@ -1,0 +1,222 @@
+"""A backed-up SQLite conversation store merged into a store in use: nothing stored is changed.
+
+``amem restore DIR --merge`` brings a backup's conversations into a home that already holds
+some (a user who started using amem on the new machine before moving the old one over). A
+copy of the backup's ``lcm.db`` over the target would lose the target's own conversations, so
+the backup's messages are written through ingest's own step (:func:`lcm.ingest.store_messages`)
+with each message as it was stored: its stable event key, its time, role, text and speaker.
+What is already stored is left out first: the same event key in the conversation is the same
+message; a message without one is matched by its time, role, text and speaker, each stored
+copy matching one backed-up copy (two "ok"s of one instant in the backup stay two, where
+ingest's re-send rules would take them for one). So a merge run twice adds nothing the second
+time.
+
+Which conversation a backed-up one goes into, in this order:
+
+1. the target's conversation with the same session key, session id, creation time and first
+   message (the same conversation, when both homes hold a copy of it; a time alone is a
+   millisecond, which two homes can share);
+2. for an active one with a session key, the target's active conversation of that key (the key
+   exists: it gets only what is new);
+3. otherwise a new conversation with the backed-up one's key, id, title, times and state
+   (archived ones stay archived).
+
+Summaries are not copied: they are derived from the messages, and a summary of the backup's
+conversation would not cover a conversation the target extended; compaction builds them again.
+Messages whose text was a large file get that file's text back (from the backup's ``lcm-files``)
+and are stored into the target's own large-file directory as ingest would store them.
+
+:func:`check_backup` reads the whole backup before anything is written (the database's
+``quick_check``, its tables, every large file it names); :func:`merge_backup` writes in one
+transaction, so a killed merge leaves the target's database as it was (large files it wrote
+before the kill are left unnamed by any row: ``amem lcm doctor`` lists them as orphans).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lcm.db import sqlite_only
+from lcm.errors import LcmValidationError
+from lcm.ingest import store_messages
+from lcm.largefiles import LargeFileStore
+from lcm.models import _Dict
+from lcm.normalize import NormalizedMessage
+
+if TYPE_CHECKING:
+    from lcm.store import LcmStore
+
+__all__ = ["MergeReport", "check_backup", "merge_backup"]
+
+#: the backup's columns a merge reads; a backup lacking one is refused by ``check_backup``
+_CONVERSATION_COLS = ("id", "session_key", "session_id", "active", "archived_at", "archive_cause", "title",
+                      "created_at", "updated_at")  # fmt: skip
+_MESSAGE_COLS = ("conversation_id", "seq", "role", "content", "identity_hash", "stable_event_key", "file_id",
+                 "created_at")  # fmt: skip
+
+
+@dataclass
+class MergeReport(_Dict):
+    """What :func:`merge_backup` did."""
+
+    #: the backup's conversations read
+    conversations_read: int = 0
+    #: of them, written as new conversations of the target
+    conversations_created: int = 0
+    #: of them, merged into a conversation the target already held
+    conversations_merged: int = 0
+    messages_read: int = 0
+    messages_added: int = 0
+    #: messages the target already held (the same event key, or the same time, role and text)
+    messages_skipped: int = 0
+    #: the backup's summaries, not copied (compaction builds the merged conversations' own)
+    summaries_not_copied: int = 0
+    large_files_added: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def _reading(db: Path) -> Iterator[sqlite3.Connection]:
+    """The backup, read-only (never a journal or a log written beside it)."""
+    uri = f"{db.resolve().as_uri()}?mode=ro&immutable=1"
+    with closing(sqlite3.connect(uri, uri=True)) as c:
+        c.row_factory = sqlite3.Row
+        yield c
+
+
+def check_backup(db: Path, files_dir: Path | None) -> list[str]:
+    """What is wrong with the backup at ``db`` (and its large files): empty when it can be merged."""
+    try:
+        with _reading(db) as c:
+            check = c.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                return [f"{db} is damaged (SQLite's quick_check: {check})"]
+            problems: list[str] = []
+            for table, cols in (("conversations", _CONVERSATION_COLS), ("messages", _MESSAGE_COLS)):
+                have = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
+                if not have:
+                    return [f"{db} holds no {table} table: not an lcm conversation store"]
+                lacking = [col for col in cols if col not in have]
+                if lacking:
+                    problems.append(f"{db}: the {table} table lacks {', '.join(lacking)}")
+            if problems:
+                return problems
+            files = LargeFileStore(files_dir) if files_dir is not None else None
+            for row in c.execute("SELECT m.file_id, f.storage_path FROM messages m LEFT JOIN large_files f "
+                                 "ON f.file_id = m.file_id WHERE m.file_id IS NOT NULL"):
+                if row["storage_path"] is None:
+                    problems.append(f"{db}: message file {row['file_id']} has no large_files row")
+                elif files is None or not files.resolve(row["storage_path"]).is_file():
+                    problems.append(f"the large file {row['file_id']} ({row['storage_path']}) is missing "
+                                    "from the backup")
+            return problems
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        return [f"{db} cannot be read as a conversation store: {exc}"]
+
+
+def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str) -> MergeReport:
+    """Merge the backup at ``db`` (large files under ``files_dir``) into ``store``, one
+    transaction. Call :func:`check_backup` first: this raises on what it would have named."""
+    problems = check_backup(db, files_dir)
+    if problems:
+        raise LcmValidationError("; ".join(problems), field="backup")
+    report = MergeReport()
+    files = LargeFileStore(files_dir) if files_dir is not None else None
+    with _reading(db) as src, sqlite_only(store.db, "merge").atomic() as c:
+        paths = {r["file_id"]: r["storage_path"] for r in src.execute("SELECT file_id, storage_path FROM large_files")}
+        report.summaries_not_copied = _count(src, "summaries")
+        for conv in src.execute("SELECT * FROM conversations ORDER BY id").fetchall():
+            report.conversations_read += 1
+            target = _target_conversation(c, conv, _first(src, conv["id"]), report)
+            batch = [_message(src_row, files, paths) for src_row in
+                     src.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conv["id"],))]
+            report.messages_read += len(batch)
+            fresh = _not_stored(c, target, batch)
+            report.messages_skipped += len(batch) - len(fresh)
+            ids, _, file_ids = store_messages(c, target, fresh, store.config, store.files, now_iso,
+                                              trigram_max_pending=0, known_new=True)
+            report.messages_added += len(ids)
+            report.large_files_added += len(file_ids)
+    if report.summaries_not_copied:
+        report.notes.append(f"{report.summaries_not_copied} summaries of the backup were not copied: compaction "
+                            "summarizes the merged conversations again")
+    return report
+
+
+def _not_stored(c: sqlite3.Connection, conversation_id: int,
+                batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
+    """The messages of ``batch`` the conversation does not hold (the module's matching)."""
+    keys = {r[0] for r in c.execute("SELECT stable_event_key FROM messages WHERE conversation_id = ? "
+                                    "AND stable_event_key IS NOT NULL", (conversation_id,))}
+    copies = Counter(tuple(r) for r in c.execute(
+        "SELECT identity_hash, created_at, coalesce(name, '') FROM messages WHERE conversation_id = ? "
+        "AND stable_event_key IS NULL", (conversation_id,)))
+    fresh = []
+    for m in batch:
+        if m.stable_event_key is not None:
+            if m.stable_event_key not in keys:
+                fresh.append(m)
+                keys.add(m.stable_event_key)
+            continue
+        said = (m.identity_hash, m.created_at, m.name or "")
+        if copies[said] > 0:
+            copies[said] -= 1  # this stored copy is the backed-up one
+        else:
+            fresh.append(m)
+    return fresh
+
+
+def _count(c: sqlite3.Connection, table: str) -> int:
+    try:
+        return int(c.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _first(c: sqlite3.Connection, conversation_id: int) -> tuple[str, str] | None:
+    """A conversation's first message (identity, time), or None for an empty one."""
+    row = c.execute("SELECT identity_hash, created_at FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT 1",
+                    (conversation_id,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def _target_conversation(c: sqlite3.Connection, conv: sqlite3.Row, first: tuple[str, str] | None,
+                         report: MergeReport) -> int:
+    """The target's conversation for the backed-up ``conv`` (the module's rules 1-3)."""
+    same = None
+    for (cid,) in c.execute("SELECT id FROM conversations WHERE session_key IS ? AND session_id IS ? "
+                            "AND created_at = ?", (conv["session_key"], conv["session_id"], conv["created_at"])):
+        if _first(c, cid) == first:
+            same = (cid,)
+            break
+    if same is None and conv["active"] and conv["session_key"] is not None:
+        same = c.execute("SELECT id FROM conversations WHERE session_key = ? AND active = 1",
+                         (conv["session_key"],)).fetchone()
+    if same is not None:
+        report.conversations_merged += 1
+        return int(same[0])
+    report.conversations_created += 1
+    cur = c.execute(
+        "INSERT INTO conversations(session_key, session_id, active, archived_at, archive_cause, title, created_at, "
+        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        tuple(conv[col] for col in _CONVERSATION_COLS[1:]))
+    return int(cur.lastrowid or 0)
+
+
+def _message(row: sqlite3.Row, files: LargeFileStore | None, paths: dict[str, str]) -> NormalizedMessage:
+    """A backed-up message as ingest's step takes it: its own key, time and speaker; a large
+    file's text read back (ingest stores it in the target's directory again)."""
+    keys = row.keys()
+    content: str = row["content"]
+    if row["file_id"] is not None:
+        assert files is not None  # check_backup found every named file
+        content = files.resolve(paths[row["file_id"]]).read_text(encoding="utf-8")
+    get: Any = lambda name: row[name] if name in keys else None  # noqa: E731 (older backups lack these)
+    return NormalizedMessage(row["role"], content, row["created_at"], True, row["identity_hash"],
+                             row["stable_event_key"], get("name"), get("source_role"))

@@ -1,0 +1,206 @@
+"""``amem restore DIR --merge``: a backup brought into a home already in use (a user who started
+on the new machine before moving the old one over) without overwriting anything stored there;
+a damaged backup refused before anything is written; the config file copied into a home that
+reads none. One flow through the installed script, the cases in process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm import LcmStore
+from lcm.config import LcmConfig
+from lcm.models import FileDescription
+from lcm.operator.merge import merge_backup
+from tools.cli.main import main
+
+from .test_cli_console import amem
+
+AGENT = "alice"
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update({"AMEM_HOME": str(home), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": AGENT,
+                "LCM_LOG_FILE_ENABLED": "false", "PYTHONPATH": str(Path(__file__).parents[2]),
+                **extra})
+    return env
+
+
+def run(capsys: pytest.CaptureFixture[str], env: dict[str, str], *args: str,
+        code: int = 0) -> str:
+    got = main(list(args), env=env)
+    out, err = capsys.readouterr()
+    assert got == code, (args, got, out, err)
+    return out if code == 0 else err
+
+
+def texts(capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> dict[str, str]:
+    rows = [json.loads(line) for line in run(capsys, env, "export", "-").splitlines()]
+    return {r["note"]["id"]: r["note"]["content"] for r in rows}
+
+
+def messages(home: Path) -> list[str]:
+    with sqlite3.connect(home / "lcm.db") as c:
+        return sorted(r[0] for r in c.execute("SELECT content FROM messages"))
+
+
+def quiet(env: dict[str, str], *args: str) -> None:
+    """A setup command, its output dropped (a module's fixture has no capsys)."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(list(args), env=env) == 0, args
+
+
+def fill(env: dict[str, str], tmp: Path, notes: list[dict[str, str]],
+         messages: list[dict[str, object]]) -> None:
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "notes.jsonl").write_text("".join(json.dumps(n) + "\n" for n in notes))
+    quiet(env, "import", str(tmp / "notes.jsonl"), "--no-enrich")
+    (tmp / "chat.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages))
+    quiet(env, "lcm", "ingest", str(tmp / "chat.jsonl"), "--session-key", f"agent:{AGENT}:main")
+
+
+@pytest.fixture(scope="module")
+def backup(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home with a key and a config file, backed up (once for the module: each test that
+    damages it works on a copy)."""
+    tmp = tmp_path_factory.mktemp("old")
+    (tmp / "amem.toml").write_text('embedder = "hashing"\n[lcm]\nfreshTailCount = 9\n')
+    old = env_for(tmp / "home", AMEM_CONFIG=str(tmp / "amem.toml"))
+    fill(old, tmp / "in",
+         [{"id": "tea", "text": "Alice drinks green tea every morning"},
+          {"id": "bike", "text": "Bob rides a blue bicycle to work"},
+          {"id": "door", "text": "The blue door code is 4711"}],
+         [{"role": "user", "content": "remember the blue door code 4711", "event_id": "e1"},
+          {"role": "assistant", "content": "noted: 4711", "created_at": "2026-01-02T03:04:05Z"}])
+    quiet(old, "keys", "add", "--agent", "bob")
+    quiet(old, "backup", str(tmp / "bk"))
+    return tmp / "bk"
+
+
+@pytest.fixture
+def new(tmp_path: Path) -> dict[str, str]:
+    """The home the user started on the new machine: one note of a backed-up id and text, one
+    of a backed-up id and another text, a conversation of the same key; no config file."""
+    env = env_for(tmp_path / "new")
+    fill(env, tmp_path / "n",
+         [{"id": "tea", "text": "Alice drinks green tea every morning"},
+          {"id": "bike", "text": "Carol walks to work"}],
+         [{"role": "user", "content": "the new laptop is called nimbus"}])
+    return env
+
+
+def test_a_merge_brings_in_what_the_home_lacks_and_overwrites_nothing(
+        backup: Path, new: dict[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bk = backup
+    config = bk.parent / "amem.toml"
+    manifest = json.loads((bk / "manifest.json").read_text())
+    assert manifest["config"]["on_restore"].startswith("copied into a home that reads no config")
+    refused = run(capsys, new, "restore", str(bk), code=2)
+    assert "already holds" in refused and "--merge" in refused
+
+    done = amem(new, "restore", str(bk), "--merge", "--json")  # the installed script
+    merged = json.loads(done.stdout)
+    notes = merged["notes"]
+    # tea: the same id and text here (unchanged when imported in the same second, else kept)
+    assert (notes["created"], notes["unchanged"] + notes["kept"], notes["clashes"]) == (
+        1, 1, [f"{AGENT}/bike"])
+    assert f"note {AGENT}/bike is stored here with another text" in done.stderr
+    assert texts(capsys, new) == {"tea": "Alice drinks green tea every morning",
+                                  "bike": "Carol walks to work",  # the clash: kept as here
+                                  "door": "The blue door code is 4711"}
+    conv = merged["conversations"]
+    assert (conv["how"], conv["messages_added"], conv["conversations_merged"]) == ("merged", 2, 1)
+    assert messages(tmp_path / "new") == ["noted: 4711", "remember the blue door code 4711",
+                                          "the new laptop is called nimbus"]
+    assert merged["keys"]["added"] == 1 and "agent 'bob'" in run(capsys, new, "keys", "list")
+    copied = tmp_path / "new" / "amem.toml"
+    assert merged["config"]["copied_to"] == str(copied)
+    assert copied.read_text() == config.read_text()
+    assert copied.stat().st_mode & 0o777 == 0o600
+
+    # again: nothing comes in twice (the messages by their event key or time), nothing changes
+    again = json.loads(run(capsys, new, "restore", str(bk), "--merge", "--json"))
+    n = again["notes"]
+    assert (n["created"], n["unchanged"] + n["kept"], n["clashes"]) == (0, 2, [f"{AGENT}/bike"])
+    assert (again["conversations"]["messages_added"], again["conversations"]["messages_skipped"]) == (0, 2)
+    assert again["keys"] == {"path": str(tmp_path / "new" / "keys.json"), "added": 0,
+                             "already_here": 1}
+    assert again["config"]["copied_to"] is None and "left alone" in again["config"]["said"]
+    assert len(messages(tmp_path / "new")) == 3
+
+
+def test_a_damaged_backup_is_refused_before_anything_is_written(
+        backup: Path, new: dict[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bk = tmp_path / "bk"
+    shutil.copytree(backup, bk)
+    db = bk / "lcm.db"
+    data = bytearray(db.read_bytes())
+    data[4096 * 2:4096 * 6] = b"\xff" * (4096 * 4)  # pages of the tables, past the header
+    db.write_bytes(bytes(data))
+    before = texts(capsys, new)
+    err = run(capsys, new, "restore", str(bk), "--merge", code=2)
+    assert "is damaged" in err and "nothing was restored" in err
+    assert texts(capsys, new) == before
+    assert messages(tmp_path / "new") == ["the new laptop is called nimbus"]
+    assert not (tmp_path / "new" / "keys.json").exists()
+    assert not (tmp_path / "new" / "amem.toml").exists()
+
+
+def test_a_restore_into_an_empty_home_copies_the_config_it_reads_none_of(
+        backup: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fresh = env_for(tmp_path / "fresh")
+    done = json.loads(run(capsys, fresh, "restore", str(backup), "--json"))
+    assert done["config"]["copied_to"] == str(tmp_path / "fresh" / "amem.toml")
+    assert (tmp_path / "fresh" / "amem.toml").read_text() == (backup.parent / "amem.toml").read_text()
+    assert done["conversations"]["how"] == "copied"
+    # a home that reads a config file of its own keeps it; the backup's is only named
+    (tmp_path / "own.toml").write_text('embedder = "hashing"\n')
+    other = env_for(tmp_path / "other", AMEM_CONFIG=str(tmp_path / "own.toml"))
+    kept = json.loads(run(capsys, other, "restore", str(backup), "--json"))["config"]
+    assert kept["copied_to"] is None and f"this home reads {tmp_path / 'own.toml'}" in kept["said"]
+    assert not (tmp_path / "other" / "amem.toml").exists()
+
+
+def _store(path: Path, **cfg: Any) -> LcmStore:
+    return LcmStore(path, config=LcmConfig(log_file_enabled=False, **cfg))
+
+
+def test_merged_messages_keep_keys_archives_and_large_files(tmp_path: Path) -> None:
+    big = "line of a pasted log with numbers 12345\n" * 600
+    with _store(tmp_path / "a" / "lcm.db", large_file_threshold_tokens=2000) as a:
+        a.ingest("agent:x:main", [{"role": "user", "content": "first era", "event_id": "k1"}])
+        a.reset("agent:x:main")  # the first conversation archived
+        a.ingest("agent:x:main", [{"role": "user", "content": big, "event_id": "k3"},
+                                  {"role": "user", "content": "the same event", "event_id": "k2"},
+                                  {"role": "user", "content": "ok"},
+                                  {"role": "user", "content": "ok"}])
+    src = tmp_path / "a" / "lcm.db"
+    with _store(tmp_path / "b" / "lcm.db", large_file_threshold_tokens=2000) as b:
+        b.ingest("agent:x:main", [{"role": "user", "content": "renamed on this side", "event_id": "k2"}])
+        report = merge_backup(b, src, tmp_path / "a" / "lcm-files", "2026-02-01T00:00:00.000Z")
+        # k2 is the same event here (kept as here); the archived conversation stays archived
+        assert (report.conversations_created, report.conversations_merged) == (1, 1)
+        assert report.messages_skipped == 1 and report.messages_added == 4
+        assert report.large_files_added == 1
+        convs = b.conversations("agent:x:main")
+        assert [c.active for c in convs] == [True, False]
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            rows = c.execute("SELECT content, file_id FROM messages ORDER BY id").fetchall()
+        assert [r[0] for r in rows][:2] == ["renamed on this side", "first era"]
+        assert [r[0] for r in rows].count("ok") == 2  # two anonymous "ok"s stay two
+        big_row = next(r for r in rows if r[1] is not None)
+        file = b.describe(big_row[1], limit=len(big) + 1)
+        assert isinstance(file, FileDescription) and file.slice_text == big
+        again = merge_backup(b, src, tmp_path / "a" / "lcm-files", "2026-02-01T00:00:01.000Z")
+        assert (again.messages_added, again.conversations_created) == (0, 0)
