@@ -23,20 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .kernel.home import default_home
 from .kernel.settings import ARGUMENTS, Section, Unclaimed, read_toml, setting, warn_once
 
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "AMEM_"
-
-
-def default_home(env: Mapping[str, str]) -> Path:
-    """``$AMEM_HOME``, else ``$XDG_DATA_HOME/amem``, else ``~/.local/share/amem``."""
-    if env.get("AMEM_HOME"):
-        return Path(env["AMEM_HOME"]).expanduser()
-    xdg = env.get("XDG_DATA_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
-    return base / "amem"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from amem.kernel.home import configured_home
 from amem.kernel.settings import Section, read_toml, setting, warn_once
 from lcm.errors import LcmConfigError
 
@@ -352,7 +353,4 @@ def environment_config(env: Mapping[str, str]) -> LcmConfig:
     # the file's [lcm] table is lcm's; its top level (or [amem]) belongs to the note store
     table = doc.get("lcm") if doc is not None and isinstance(doc.get("lcm"), Mapping) else None
     cfg = load_config(source if table is not None else None, env=env, table=table)
-    from amem.config import load_config as load_amem_config  # the home is the note store's key
-
-    home = load_amem_config(source, env=env).home
-    return with_location(cfg, env, Path(home).expanduser())
+    return with_location(cfg, env, configured_home(doc, env))  # amem's home, as it reads it

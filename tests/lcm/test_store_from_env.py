@@ -52,3 +52,23 @@ def test_no_argument_store_opens_what_the_cli_opens(tmp_path: Path,
                           text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert Path(json.loads(done.stdout.splitlines()[-1])["path"]) == tmp_path / "elsewhere.db"
+
+
+@pytest.mark.parametrize("file_home, env_home", [(None, None), ("~/notes-home", None),
+                                                 ("/srv/file-home", "/srv/env-home"),
+                                                 (None, "/srv/env-home")])
+@pytest.mark.parametrize("in_table", [False, True])
+def test_the_conversation_store_finds_the_home_the_note_store_reads(
+        tmp_path: Path, file_home: str | None, env_home: str | None, in_table: bool) -> None:
+    # lcm may use amem's kernel only: its home rule (amem.kernel.home) must be load_config's
+    import tomllib
+
+    from amem.config import load_config
+    from amem.kernel.home import configured_home
+
+    line = f'home = "{file_home}"\n' if file_home else ""
+    text = ("[amem]\n" + line if in_table else line) + "[lcm]\nfreshTailCount = 7\n"
+    (tmp_path / "amem.toml").write_text(text)
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), **({"AMEM_HOME": env_home} if env_home else {})}
+    doc = tomllib.loads(text)
+    assert configured_home(doc, env) == load_config(tmp_path / "amem.toml", env=env).home
