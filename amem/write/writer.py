@@ -1,7 +1,8 @@
 """The write path: ``add`` = dedup, near-duplicate fold, enrichment, save, links, evolution.
 
 1. Exact dedup: a content-hash match (the note's own hash or one folded into it) returns the
-   existing note, marked ``deduplicated``; nothing is written, no LLM is called.
+   existing note, marked ``deduplicated``; no LLM is called, and nothing is written but the
+   given tags the stored note lacks (``amem.write.tagjoin``).
 2. Near-duplicate fold, on content alone (``amem.write.nearduplicate``): the new content's vector
    against the current content of the engine's nearest notes. Cosine >= ``fold_threshold``
    folds the new text into the best one (no LLM is called) when both tell an event of the same
@@ -57,6 +58,7 @@ from .enrichment import EnricherSlot, enrich_draft
 from .nearduplicate import ContentVectors
 from .placer import Placer
 from .result import NEW_STATUSES, AddResult, kept_fields
+from .tagjoin import join_tags
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,9 @@ class Writer:
             self._owed.repair_once()  # back-links a killed add left unwritten
             early = self._dedup(draft)
             if early is not None:
+                joined: set[str] = set()
+                join_tags(self._index, [(draft.note, early)], joined)
+                self._stale.refresh(joined, [early])
                 return kept_fields(early, draft.note)
             text = self.fast_text(draft)
             vector = (self._content.embed([draft.note])[0] if text is None
@@ -272,6 +277,9 @@ class Writer:
                 first = placed.get(result.id) if result is not None else None
                 if result is not None and result.status == "deduplicated" and first is not None:
                     result.id = first.id
+            # a duplicate's given tags join the note it went into, now that every note is stored
+            join_tags(self._index, [(d.note, r) for d, r in zip(drafts, out) if r is not None],
+                      stale)
             results = [kept_fields(r, drafts[i].note) for i, r in enumerate(out)
                        if r is not None]
             self._stale.batch_done(stale, results)
