@@ -34,9 +34,12 @@ def join_tags(index: NoteIndex, given: Sequence[tuple[Note, AddResult]], stale: 
     """Add each deduplicated draft's given tags its stored note lacks (the caller holds the
     write lock, after the batch is placed: a repeat inside the batch names a stored note).
 
-    ``given`` pairs each draft note with its add result; results not ``deduplicated`` and
-    drafts without tags are passed over. Changed notes whose embedded text moved are added to
-    ``stale`` for the caller's refresh.
+    ``given`` pairs each draft note with its add result: the writer passes only duplicates
+    that dedup found bringing tags their note lacks (``Known.new_tags``), so an import run
+    again unchanged reads nothing more than before (a first version read every tagged
+    duplicate's note back: 0.96 s against 0.67 s for 3,000 tagged lines, one run); results not
+    ``deduplicated`` and drafts without tags are passed over. Changed notes whose embedded text moved are added to ``stale`` for the
+    caller's refresh.
     """
     todo = [(note, result) for note, result in given
             if result.status == "deduplicated" and note.tags]

@@ -129,10 +129,10 @@ class Writer:
         with self._lock:
             self._stale.repair_once()
             self._owed.repair_once()  # back-links a killed add left unwritten
-            early = self._dedup(draft)
+            early, brought = self._dedup(draft)
             if early is not None:
                 joined: set[str] = set()
-                join_tags(self._index, [(draft.note, early)], joined)
+                join_tags(self._index, [(draft.note, early)] if brought else [], joined)
                 self._stale.refresh(joined, [early])
                 return kept_fields(early, draft.note)
             text = self.fast_text(draft)
@@ -247,7 +247,8 @@ class Writer:
         with self._lock:
             self._stale.repair_once()
             self._owed.repair_once()  # back-links a killed add left unwritten
-            out: list[AddResult | None] = self._dedup_many(drafts)
+            deduped, brought = self._dedup_many(drafts)
+            out: list[AddResult | None] = deduped
             todo = [i for i, r in enumerate(out) if r is None]
             texts = {i: self.fast_text(drafts[i]) for i in todo}
             whole = {i: text for i, text in texts.items() if text is not None}
@@ -278,29 +279,33 @@ class Writer:
                 if result is not None and result.status == "deduplicated" and first is not None:
                     result.id = first.id
             # a duplicate's given tags join the note it went into, now that every note is stored
-            join_tags(self._index, [(d.note, r) for d, r in zip(drafts, out) if r is not None],
-                      stale)
+            join_tags(self._index, [(drafts[i].note, r) for i, r in enumerate(out)
+                                    if r is not None and i in brought], stale)
             results = [kept_fields(r, drafts[i].note) for i, r in enumerate(out)
                        if r is not None]
             self._stale.batch_done(stale, results)
         return results
 
-    def _dedup_many(self, drafts: Sequence[Draft]) -> list[AddResult | None]:
-        """Exact dedup of a batch (``amem.write.dedup``), as add results."""
-        return [None if k is None else AddResult(
+    def _dedup_many(self, drafts: Sequence[Draft]) -> tuple[list[AddResult | None], set[int]]:
+        """Exact dedup of a batch (``amem.write.dedup``), as add results; and the rows of the
+        duplicates given tags their note lacks (``amem.write.tagjoin`` adds them)."""
+        known = exact_duplicates(self._index.backend, [d.note for d in drafts],
+                                 now=self._index.clock.now())
+        return ([None if k is None else AddResult(
                     k.status, k.id, enriched_by=k.enriched_by,
-                    warnings=[k.warning] if k.warning else [])
-                for k in exact_duplicates(self._index.backend, [d.note for d in drafts],
-                                          now=self._index.clock.now())]
+                    warnings=[k.warning] if k.warning else []) for k in known],
+                {i for i, k in enumerate(known) if k is not None and k.new_tags})
 
-    def _dedup(self, draft: Draft) -> AddResult | None:
-        """The batch dedup for one note; an id clash is an error here, not a skipped line."""
-        result = self._dedup_many([draft])[0]
+    def _dedup(self, draft: Draft) -> tuple[AddResult | None, bool]:
+        """The batch dedup for one note (and whether it brings tags its note lacks); an id
+        clash is an error here, not a skipped line."""
+        results, brought = self._dedup_many([draft])
+        result = results[0]
         if result is not None and result.status == "rejected":
             raise ValidationError(
                 f"a note with id {draft.note.id!r} already exists with different content; "
                 f"delete it first or give another id", field="id")
-        return result
+        return result, bool(brought)
 
 
 __all__ = ["AddResult", "Writer"]
