@@ -39,7 +39,7 @@ MAX_LEFT_OUT = 100
 #: app data, its CSV tables data (a Notion export's database CSV repeats its pages' text)
 _ALONE = {"json": "a .json file (one that is an array of notes: amem import FILE.json)",
           "csv": "a .csv table (one of notes, a row each: amem import FILE.csv)"}
-_COUNTS = ("created", "deduplicated", "folded", "pending_merge", "superseded",
+_COUNTS = ("created", "deduplicated", "folded", "pending_merge", "superseded", "tags_added",
            "supersede_deferred", "expired_replaced")
 
 
@@ -124,6 +124,8 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
         report.supersede = one.supersede
         for name in _COUNTS:
             setattr(report, name, getattr(report, name) + getattr(one, name))
+        report.tags_added_to.extend(
+            one.tags_added_to[:max(0, MAX_WARNINGS - len(report.tags_added_to))])
         if progress is not None:
             progress(done, len(good))
     store.flush()

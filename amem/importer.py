@@ -82,6 +82,11 @@ class ImportReport:
     #: stored notes that gained the document's file-name title: the same text, stored from a
     #: file of another name (a renamed file imported again, ``amem.importtitle``)
     title_added: int = 0
+    #: stored notes that gained tags given with a text they already held (a vault note
+    #: retagged, imported again: ``amem.write.tagjoin``), and the first ``MAX_WARNINGS`` of
+    #: their ids
+    tags_added: int = 0
+    tags_added_to: list[str] = field(default_factory=list)
     #: an export's notes already stored as the export has them (nothing written)
     unchanged: int = 0
     #: an export's notes stored otherwise (edited, searched since), written back as exported
@@ -112,6 +117,7 @@ class ImportReport:
                 "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
                 "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
                 "expired_replaced": self.expired_replaced, "title_added": self.title_added,
+                "tags_added": self.tags_added, "tags_added_to": self.tags_added_to,
                 "unchanged": self.unchanged,
                 "replaced": self.replaced,
                 **({} if self.json_key is None else {"json_key": self.json_key}),
@@ -196,6 +202,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
              else None)
     last_line = 0
     warned = 0  # line warnings said, kept or not
+    gained: set[str] = set()  # notes that gained tags (each counted once)
 
     def warn(number: int, message: str) -> None:
         # said once, in the writing pass; the caller shows the report (the CLI on stderr), so
@@ -233,6 +240,11 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
             setattr(report, result.status, getattr(report, result.status) + 1)
             if named is not None and written is not given and result.status == "deduplicated":
                 named.went_into(note.agent_id, result.id)
+            if result.tags_added and result.id not in gained:
+                gained.add(result.id)
+                report.tags_added += 1
+                if len(report.tags_added_to) < MAX_WARNINGS:
+                    report.tags_added_to.append(result.id)
             for message in result.warnings:  # what of the line was not stored as given
                 if not message.startswith(_COUNTED):
                     warn(number, message)

@@ -207,9 +207,17 @@ def is_expired(expires_at: str, now: datetime) -> bool:
 
 
 def search_conditions(since: Any = None, before: Any = None,
-                      metadata: Any = None) -> list[Condition]:
-    """The engine conditions of a search's ``since``/``before``/``metadata`` filters."""
+                      metadata: Any = None, tags: Any = None) -> list[Condition]:
+    """The engine conditions of a search's ``since``/``before``/``metadata``/``tags`` filters.
+
+    ``tags`` keeps notes holding any of them, compared as stored (``amem get`` shows a note's
+    tags); served by the keyword index on ``tags`` (``amem.backends.base.KEYWORD_INDEXES``),
+    like every condition of the read path (docs/readpath.md). None or [] filters nothing.
+    """
     out: list[Condition] = []
+    wanted = check_tag_filter(tags)
+    if wanted:
+        out.append(MatchAny("tags", wanted))
     lower = parse_time(since, field="since") if since is not None else None
     upper = parse_time(before, field="before") if before is not None else None
     if lower is not None and upper is not None and lower >= upper:
@@ -234,6 +242,23 @@ def search_conditions(since: Any = None, before: Any = None,
     return out
 
 
+def check_tag_filter(tags: Any) -> tuple[str, ...]:
+    """A search's ``tags`` filter: up to ``MAX_FILTER_VALUES`` non-empty strings (any of)."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
+        raise ValidationError("tags filter must be a list of tags (a note holding any of them "
+                              "is kept)", field="tags")
+    if len(tags) > MAX_FILTER_VALUES:
+        raise ValidationError(f"tags filter lists {len(tags)} tags; at most "
+                              f"{MAX_FILTER_VALUES}", field="tags")
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > 200:
+            raise ValidationError(f"each tag of the tags filter must be a non-empty string of "
+                                  f"at most 200 characters, not {tag!r}", field="tags")
+    return tuple(dict.fromkeys(tags))
+
+
 def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
     """CLI ``--meta key=value`` options as a metadata filter (a repeated key: any of)."""
     if not pairs:
@@ -248,4 +273,5 @@ def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
 
 
 __all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "SUBJECT_KEYS", "subject_key", "subject_keys", "check_event_time", "check_expiry",
-           "check_metadata", "index_fields", "is_expired", "not_expired", "search_conditions"]
+           "check_metadata", "index_fields", "is_expired", "not_expired", "search_conditions",
+           "check_tag_filter"]

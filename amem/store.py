@@ -346,7 +346,8 @@ class MemoryStore:
                include_superseded: bool = False, since: str | None = None,
                before: str | None = None,
                metadata: dict[str, Any] | None = None,
-               record_usage: bool = True) -> list["SearchResult"]:
+               record_usage: bool = True,
+               tags: Sequence[str] | None = None) -> list["SearchResult"]:
         """Hybrid search (BM25 + dense fused by z-scores, heat, 2-hop links); see ``amem.search``.
 
         ``min_similarity`` (off by default) drops results below that query similarity, so a
@@ -355,6 +356,7 @@ class MemoryStore:
         follows the note that replaced it and carries ``superseded_by``. ``since`` (inclusive) and
         ``before`` (exclusive) bound the notes' event time; ``metadata`` keeps notes whose
         metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
+        ``tags`` keeps notes holding any of the tags given, compared as stored.
 
         ``record_usage=False`` makes the search a pure read: no retrieval count, no access
         time, no entry among the agent's recent searches (so a later ``get`` records no usage
@@ -367,7 +369,8 @@ class MemoryStore:
             query, limit=limit, topics_filter=topics_filter, subject=subject,
             agent_id=self._agent(agent_id), expand_links=expand_links, heat=heat,
             min_similarity=min_similarity, include_superseded=include_superseded,
-            since=since, before=before, metadata=metadata, record_usage=record_usage)
+            since=since, before=before, metadata=metadata, record_usage=record_usage,
+            tags=tags)
         if record_usage:
             self._build_when_due(wait=False)  # its retrieval counts move the notes it returned
         return results

@@ -70,7 +70,8 @@ CONVENTIONS: dict[str, Convention] = {
     # caller observes as a change: they stay read-only so hosts never ask to confirm a search.
     "memory_add": Convention(
         "Store a memory", shape({"status": _S, "id": _S, "links": _A, "evolved": _A,
-                                 "enriched_by": _opt(_S), "warnings": _WARNINGS},
+                                 "enriched_by": _opt(_S), "warnings": _WARNINGS,
+                                 "tags_added": _STRS},
                                 ("status", "id")),
         # Not destructive: near-duplicates fold into a note whose history keeps the old text.
         writes=True, idempotent=True),

@@ -58,11 +58,12 @@ def memory_search(ctx: "CallContext", query: str, limit: int = 5,
                   minSimilarity: float | None = None,  # noqa: N803
                   since: str | None = None, before: str | None = None,
                   metadata: dict[str, Any] | None = None,
-                  includeSuperseded: bool = False) -> dict[str, Any]:  # noqa: N803
+                  includeSuperseded: bool = False,  # noqa: N803
+                  tags: list[str] | None = None) -> dict[str, Any]:
     hits = _store(ctx).search(query, limit=limit, topics_filter=topicsFilter, subject=subject,
                               agent_id=ctx.agent_id, min_similarity=minSimilarity,
                               include_superseded=includeSuperseded, since=since,
-                              before=before, metadata=metadata,
+                              before=before, metadata=metadata, tags=tags,
                               record_usage=not ctx.read_only)
     results = [h.to_dict() for h in hits]
     return {"results": results,
@@ -244,6 +245,8 @@ def memory_tools() -> list[Tool]:
                                        "description": "Also return notes a newer note replaced "
                                        "(history), each right after the note that replaced it, "
                                        "with superseded_by; off by default."},
+                "tags": {**_NAMES, "description": "Only memories holding any of these tags, "
+                         "as stored (e.g. an imported Obsidian note's tags)."},
             }, required=["query"])),
         Tool(
             name="memory_list", handler=memory_list,

@@ -26,9 +26,11 @@ import numpy as np
 DENSE = "dense"
 SPARSE = "bm25"
 #: ``links``: the notes linking to one note (the inspector's "links in" and graph) are found
-#: by the index instead of reading every payload (a note's page at 10k notes: 180 ms unindexed)
+#: by the index instead of reading every payload (a note's page at 10k notes: 180 ms unindexed);
+#: ``tags``: the search filter by tag (``amem search --tag``), in RAM as the read path's are
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
-                   "subjects", "subject_keys", "meta_kv", "superseded_by", "supersedes", "links")
+                   "subjects", "subject_keys", "meta_kv", "superseded_by", "supersedes", "links",
+                   "tags")
 #: ``links_owed``: the notes whose back-links a killed write left unwritten (``amem.backlinks``),
 #: found by the next write without reading every payload
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale", "links_owed")

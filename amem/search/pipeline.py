@@ -112,7 +112,8 @@ class Searcher:
                subject: str | None, agent_id: str, expand_links: bool | None = None,
                heat: bool | None = None, min_similarity: float | None = None,
                include_superseded: bool = False, since: Any = None, before: Any = None,
-               metadata: Any = None, record_usage: bool = True) -> list[SearchResult]:
+               metadata: Any = None, record_usage: bool = True,
+               tags: Any = None) -> list[SearchResult]:
         """The pipeline of the module docstring, for one agent (``record_usage=False``: no
         retrieval counted, no recent search remembered; a look, not a use).
 
@@ -125,7 +126,7 @@ class Searcher:
             limit=limit, topics_filter=topics_filter, subject=subject, agent_id=agent_id,
             expand_links=expand_links, heat=heat, min_similarity=min_similarity,
             include_superseded=include_superseded, since=since, before=before,
-            metadata=metadata)
+            metadata=metadata, tags=tags)
         done = self._index.read_as_tenant(
             agent_id, lambda facts: self._run(query, facts=facts, **options))
         # A result lists only links the caller can follow: a target deleted, merged or expired
@@ -142,7 +143,8 @@ class Searcher:
     def _run(self, query: str, *, limit: int, topics_filter: Sequence[str] | None,
              subject: str | None, agent_id: str, expand_links: bool | None,
              heat: bool | None, min_similarity: float | None, include_superseded: bool,
-             since: Any, before: Any, metadata: Any, facts: StoreFacts) -> "_Pass":
+             since: Any, before: Any, metadata: Any, tags: Any,
+             facts: StoreFacts) -> "_Pass":
         """The pipeline's reads and ranking (``facts``: the conditions they make vacuous left
         out of the engine's filters); it changes nothing, so ``search`` can drop a pass and
         run it again."""
@@ -153,7 +155,8 @@ class Searcher:
         if subject is not None:
             check_text(subject, field="subject", max_chars=200)
         floor = check_min_similarity(min_similarity)
-        narrow = search_conditions(since, before, metadata)  # event time and metadata (checked)
+        # event time, metadata and tags (checked)
+        narrow = search_conditions(since, before, metadata, tags)
         # a flag is a bool, not any truthy value: "no" from a caller must not turn link
         # expansion or heat on (None takes the config's setting)
         for name, flag in (("expand_links", expand_links), ("heat", heat)):

@@ -8,7 +8,8 @@ finds every hash of the batch, one retrieve its ids.
 The same words about another person are another fact ("Prefers window seats" said of alice,
 then of bob): a note is a duplicate only of one whose subjects it may share
 (``amem.notes.about_the_same``, the rule folds and merges keep), else it is stored apart.
-Subjects a duplicate names that its stored note lacks are not written: the result says so.
+Subjects a duplicate names that its stored note lacks are not written: the result says so;
+tags it is given that the note lacks are (``amem.write.tagjoin``), once the batch is placed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Sequence
 
 from ..backends.base import Match, MatchAny, VectorBackend, Where
 from ..notefields import not_expired, subject_key, subject_keys
-from ..notes import Note, about_the_same, point_id
+from ..notes import Note, about_the_same, point_id, unique
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class Known:
     id: str
     enriched_by: str = "none"
     warning: str | None = None
+    #: tags given with the text that the note it went into lacks (a repeat inside the batch:
+    #: that its first occurrence lacks), for ``amem.write.tagjoin``; read off the notes dedup
+    #: reads anyway, so a duplicate bringing nothing new costs no further read
+    new_tags: tuple[str, ...] = ()
 
 
 def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
@@ -71,7 +76,8 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
             if into is not None:
                 out[i] = Known("deduplicated", into.id,
                                enriched_by=same.enriched_by if same is not None else "none",
-                               warning=_subjects_left(note, into))
+                               warning=_subjects_left(note, into),
+                               new_tags=tuple(t for t in unique(note.tags) if t not in into.tags))
             elif note.id in taken or note.id in ids:
                 out[i] = Known("rejected", note.id, warning=(
                     f"a note with id {note.id!r} already exists with different content"))

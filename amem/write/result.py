@@ -28,6 +28,9 @@ class AddResult:
     warnings: list[str] = field(default_factory=list)
     #: older notes this one replaced (``amem.supersede``)
     supersedes: list[str] = field(default_factory=list)
+    #: tags given with a duplicate that its stored note lacked, added to it
+    #: (``amem.write.tagjoin``)
+    tags_added: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

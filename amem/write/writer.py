@@ -1,7 +1,8 @@
 """The write path: ``add`` = dedup, near-duplicate fold, enrichment, save, links, evolution.
 
 1. Exact dedup: a content-hash match (the note's own hash or one folded into it) returns the
-   existing note, marked ``deduplicated``; nothing is written, no LLM is called.
+   existing note, marked ``deduplicated``; no LLM is called, and nothing is written but the
+   given tags the stored note lacks (``amem.write.tagjoin``).
 2. Near-duplicate fold, on content alone (``amem.write.nearduplicate``): the new content's vector
    against the current content of the engine's nearest notes. Cosine >= ``fold_threshold``
    folds the new text into the best one (no LLM is called) when both tell an event of the same
@@ -57,6 +58,7 @@ from .enrichment import EnricherSlot, enrich_draft
 from .nearduplicate import ContentVectors
 from .placer import Placer
 from .result import NEW_STATUSES, AddResult, kept_fields
+from .tagjoin import join_tags
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +129,11 @@ class Writer:
         with self._lock:
             self._stale.repair_once()
             self._owed.repair_once()  # back-links a killed add left unwritten
-            early = self._dedup(draft)
+            early, brought = self._dedup(draft)
             if early is not None:
+                joined: set[str] = set()
+                join_tags(self._index, [(draft.note, early)] if brought else [], joined)
+                self._stale.refresh(joined, [early])
                 return kept_fields(early, draft.note)
             text = self.fast_text(draft)
             vector = (self._content.embed([draft.note])[0] if text is None
@@ -242,7 +247,8 @@ class Writer:
         with self._lock:
             self._stale.repair_once()
             self._owed.repair_once()  # back-links a killed add left unwritten
-            out: list[AddResult | None] = self._dedup_many(drafts)
+            deduped, brought = self._dedup_many(drafts)
+            out: list[AddResult | None] = deduped
             todo = [i for i, r in enumerate(out) if r is None]
             texts = {i: self.fast_text(drafts[i]) for i in todo}
             whole = {i: text for i, text in texts.items() if text is not None}
@@ -272,27 +278,34 @@ class Writer:
                 first = placed.get(result.id) if result is not None else None
                 if result is not None and result.status == "deduplicated" and first is not None:
                     result.id = first.id
+            # a duplicate's given tags join the note it went into, now that every note is stored
+            join_tags(self._index, [(drafts[i].note, r) for i, r in enumerate(out)
+                                    if r is not None and i in brought], stale)
             results = [kept_fields(r, drafts[i].note) for i, r in enumerate(out)
                        if r is not None]
             self._stale.batch_done(stale, results)
         return results
 
-    def _dedup_many(self, drafts: Sequence[Draft]) -> list[AddResult | None]:
-        """Exact dedup of a batch (``amem.write.dedup``), as add results."""
-        return [None if k is None else AddResult(
+    def _dedup_many(self, drafts: Sequence[Draft]) -> tuple[list[AddResult | None], set[int]]:
+        """Exact dedup of a batch (``amem.write.dedup``), as add results; and the rows of the
+        duplicates given tags their note lacks (``amem.write.tagjoin`` adds them)."""
+        known = exact_duplicates(self._index.backend, [d.note for d in drafts],
+                                 now=self._index.clock.now())
+        return ([None if k is None else AddResult(
                     k.status, k.id, enriched_by=k.enriched_by,
-                    warnings=[k.warning] if k.warning else [])
-                for k in exact_duplicates(self._index.backend, [d.note for d in drafts],
-                                          now=self._index.clock.now())]
+                    warnings=[k.warning] if k.warning else []) for k in known],
+                {i for i, k in enumerate(known) if k is not None and k.new_tags})
 
-    def _dedup(self, draft: Draft) -> AddResult | None:
-        """The batch dedup for one note; an id clash is an error here, not a skipped line."""
-        result = self._dedup_many([draft])[0]
+    def _dedup(self, draft: Draft) -> tuple[AddResult | None, bool]:
+        """The batch dedup for one note (and whether it brings tags its note lacks); an id
+        clash is an error here, not a skipped line."""
+        results, brought = self._dedup_many([draft])
+        result = results[0]
         if result is not None and result.status == "rejected":
             raise ValidationError(
                 f"a note with id {draft.note.id!r} already exists with different content; "
                 f"delete it first or give another id", field="id")
-        return result
+        return result, bool(brought)
 
 
 __all__ = ["AddResult", "Writer"]

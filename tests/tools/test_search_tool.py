@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tools import ToolFacade
 
+from .conftest import Tenants
+
 
 def test_search_tool_returns_score_rrf_and_found_by(facade: ToolFacade) -> None:
     out = facade.call("memory_search", {"query": "what does Alice drink in the morning"})
@@ -28,3 +30,27 @@ def test_search_tool_rejects_a_bad_min_similarity(facade: ToolFacade) -> None:
     out = facade.call("memory_search", {"query": "green tea", "minSimilarity": 3})
     assert out["error"]["code"] == "invalid_argument"
     assert out["error"]["field"] == "minSimilarity"
+
+
+def test_search_tool_filters_by_tag_any_of(facade: ToolFacade, tenants: Tenants) -> None:
+    store = tenants.store
+    store.add("Ana's sourdough starter needs feeding twice a day", tags=["baking"],
+              agent_id=tenants.alice, enrich=False)
+    store.add("The rye bread recipe uses a sourdough starter too", tags=["recipes"],
+              agent_id=tenants.alice, enrich=False)
+    store.add("Sourdough starter jars are on the top shelf", agent_id=tenants.alice,
+              enrich=False)
+    store.add("Mallory's sourdough starter", tags=["baking"], agent_id=tenants.mallory,
+              enrich=False)
+    everything = facade.call("memory_search", {"query": "sourdough starter", "limit": 10})
+    assert len({r["content"] for r in everything["results"] if "ourdough" in r["content"]}) == 3
+    one = facade.call("memory_search", {"query": "sourdough starter", "limit": 10,
+                                        "tags": ["baking"]})
+    assert [r["content"] for r in one["results"] if r["via"] == "match"] == [
+        "Ana's sourdough starter needs feeding twice a day"]  # never another tenant's
+    both = facade.call("memory_search", {"query": "sourdough starter", "limit": 10,
+                                         "tags": ["baking", "recipes"]})
+    assert all(set(r["tags"]) & {"baking", "recipes"} for r in both["results"]
+               if r["via"] == "match") and both["matches"] == 2
+    bad = facade.call("memory_search", {"query": "sourdough", "tags": [""]})
+    assert bad["error"]["code"] == "invalid_argument"

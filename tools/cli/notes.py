@@ -44,6 +44,8 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--before", metavar="ISO", help="only notes whose event time is before this")
     p.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="only notes with this metadata value (repeat; a repeated key: any of)")
+    p.add_argument("--tag", action="append", default=None, metavar="TAG",
+                   help="only notes holding this tag, as stored (repeat: any of them)")
 
     p = cmd("list", cmd_list, "list your notes page by page")
     add_server_option(p)
@@ -186,11 +188,14 @@ def _added(result: dict[str, Any]) -> str:
             + (f"; supersedes {', '.join(hidden)}: hidden from search as replaced "
                f"(`amem history {hidden[0]}` shows it, `amem unsupersede {hidden[0]}` "
                "shows it again)" if hidden else "")
+            + (f"; gained the tags {', '.join(result['tags_added'])}"
+               if result.get("tags_added") else "")
             + "".join(f"\nwarning: {w}" for w in result.get("warnings") or ()))
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    narrow = {"since": args.since, "before": args.before, "metadata": _meta_option(args.meta)}
+    narrow = {"since": args.since, "before": args.before, "metadata": _meta_option(args.meta),
+              "tags": args.tag}
     with _notes(args) as (store, server):
         if server is not None:
             call = {"query": args.query, "limit": args.limit, "topicsFilter": args.topic,
@@ -305,6 +310,10 @@ def _join_lines(events: Any) -> list[str]:
                        + ("" if e.get("text") != "kept" else " (the text was kept as it was)"))
         elif e.get("action") == "separated_from":
             out.append(f"    \u21b3 {when} separated from note {e.get('from')}")
+        elif e.get("action") == "tags_added":
+            out.append(f"    \u21b3 {when} tags added: {', '.join(e.get('tags') or ())} "
+                       f"(given with the same text again; it held "
+                       f"{', '.join(e.get('kept') or ()) or 'none'})")
     return out
 
 
@@ -500,6 +509,10 @@ def _import(args: argparse.Namespace, path: Path, *, folder: bool,
         + (f"\n{data['title_added']} stored notes hold the same text from a file of another "
            f"name: they gained this file's name as a subject, not a second copy"
            if data.get("title_added") else "")
+        + (f"\n{data['tags_added']} stored notes gained tags given with a text they hold "
+           f"(`amem history ID` shows which): {', '.join(data['tags_added_to'])}"
+           + (" ..." if data["tags_added"] > len(data["tags_added_to"]) else "")
+           if data.get("tags_added") else "")
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR

@@ -31,8 +31,10 @@ FILTER_KINDS: dict[str, dict[str, Any]] = {
     "metadata": {"metadata": {"project": ["apollo", "hermes"], "priority": 1}},
     "since/before": {"since": "2025-01-01T00:00:00Z", "before": "2027-01-01T00:00:00Z"},
     "include_superseded": {"include_superseded": True},
+    "tags": {"tags": ["travel", "work"]},
     "all at once": {"subject": "alice", "topics_filter": ["launch"],
-                    "metadata": {"project": "apollo"}, "since": "2025-01-01T00:00:00Z"},
+                    "metadata": {"project": "apollo"}, "since": "2025-01-01T00:00:00Z",
+                    "tags": ["travel"]},
 }
 
 
@@ -110,7 +112,7 @@ def test_every_condition_of_every_filter_kind_is_indexed() -> None:
                      backend=engine) as store:  # type: ignore[arg-type]
         store.add("Alice leads the Apollo launch review", ["alice"], id="a1", enrich=False,
                   metadata={"project": "apollo", "priority": 1},
-                  event_time="2026-01-05T09:00:00Z")
+                  event_time="2026-01-05T09:00:00Z", tags=["travel"])
         store.add("The launch budget was approved", id="k1", enrich=False,
                   note_type="knowledge", topics=["launch", "budget"])
         store.add("Apollo moved to the Berlin office", ["alice"], id="t1", enrich=False, ttl=60)

@@ -1,0 +1,32 @@
+"""A vault note retagged in Obsidian and imported again, through the installed script: the
+stored note gains the new tag (``amem.write.tagjoin``), and ``amem search --tag`` finds it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .test_cli_frontdoor import amem
+from .test_import_checks_cli import env  # noqa: F401 - a fixture
+
+
+def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
+        env: dict[str, str], tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "trip.md").write_text("---\ntags: [travel]\n---\nBooked the Lisbon flight.\n",
+                                   encoding="utf-8")
+    (vault / "pack.md").write_text("---\ntags: [travel]\n---\nPack sandals for Lisbon.\n",
+                                   encoding="utf-8")
+    amem(env, "import", str(vault), "--no-enrich")
+    (vault / "trip.md").write_text("---\ntags: [travel, conference]\n---\n"
+                                   "Booked the Lisbon flight.\n", encoding="utf-8")
+    report = json.loads(amem(env, "import", str(vault), "--no-enrich", "--json").stdout)
+    # was: deduplicated 2 and the "conference" tag dropped, with no word said
+    assert (report["created"], report["deduplicated"], report["tags_added"]) == (0, 2, 1)
+    hits = json.loads(amem(env, "search", "Lisbon", "--tag", "conference", "--tag", "work",
+                           "--json").stdout)["results"]
+    matches = [h for h in hits if h["via"] == "match"]
+    assert [h["content"] for h in matches] == ["Booked the Lisbon flight."]
+    assert matches[0]["tags"] == ["travel", "conference"]
+    assert report["tags_added_to"] == [matches[0]["id"]]
