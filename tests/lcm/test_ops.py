@@ -166,8 +166,8 @@ def test_contradictory_arguments(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError):
         LcmStore(tmp_path / "a.db", LcmConfig(database_path=str(tmp_path / "b.db")))
-    with pytest.raises(ValueError):
-        LcmStore(None)
+    with pytest.raises(ValueError):  # an explicit config reads no environment: no path at all
+        LcmStore(None, LcmConfig())
     with pytest.raises(ValueError):
         LcmStore(":memory:", llm=object())  # type: ignore[arg-type]
 

@@ -54,6 +54,7 @@ def build(store: MemoryStore, clock: ManualClock) -> None:
             subjects=["alice"] if i % 3 == 0 else [], note_type="knowledge" if knowledge else "memory",
             topics=["launch", "budget"] if knowledge else [],
             metadata={"project": "apollo" if i % 2 else "hermes", "priority": i % 3},
+            tags=["travel"] if i % 4 == 1 else ["work"] if i % 4 == 3 else [],
             expires_at="2026-01-10T12:01:00+00:00" if i % 50 == 7 else "",
             superseded_by="n7" if i % 40 == 1 else None,
             supersedes=[f"n{j}" for j in range(1, NOTES, 40)] if i == 7 else [])
