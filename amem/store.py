@@ -415,14 +415,15 @@ class MemoryStore:
         return DeleteResult(note.id, note, released)
 
     def update(self, note_id: str, *, content: str | None = None,
-               subjects: Sequence[str] | None = None,
+               subjects: Sequence[str] | None = None, tags: Sequence[str] | None = None,
                agent_id: str | None = None) -> "UpdateResult":
-        """Edit a note in place: new text and/or subjects, re-enriched, re-embedded, links and
-        supersession checked again, the previous version kept in ``evolution_history``
-        (see ``amem.write.update``). ``NotFoundError`` for a missing, deleted or foreign note."""
+        """Edit a note in place: new text, subjects and/or tags (each replacing the old),
+        re-enriched, re-embedded, links and supersession checked again, the previous version
+        kept in ``evolution_history`` (see ``amem.write.update``). ``NotFoundError`` for a
+        missing, deleted or foreign note."""
         self._ensure_open()
         result = self.updater.update(note_id, self._agent(agent_id), content=content,
-                                     subjects=subjects)
+                                     subjects=subjects, tags=tags)
         self._build_when_due()
         return result
 

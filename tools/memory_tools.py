@@ -91,8 +91,9 @@ def memory_get(ctx: "CallContext", id: str) -> dict[str, Any]:  # noqa: A002 - t
 
 
 def memory_update(ctx: "CallContext", id: str, text: str | None = None,  # noqa: A002
-                  subjects: list[str] | None = None) -> dict[str, Any]:
-    return _store(ctx).update(id, content=text, subjects=subjects,
+                  subjects: list[str] | None = None,
+                  tags: list[str] | None = None) -> dict[str, Any]:
+    return _store(ctx).update(id, content=text, subjects=subjects, tags=tags,
                               agent_id=ctx.agent_id).to_dict()
 
 
@@ -273,7 +274,7 @@ def memory_tools() -> list[Tool]:
             name="memory_update", handler=memory_update, writes=True,
             summary="correct or change one memory in place",
             description=(
-                "Change the text and/or subjects of one memory note by id, for example when a "
+                "Change the text, subjects and/or tags of one memory note by id, for example when a "
                 "stored fact was wrong or needs more detail. The note keeps its id; it is "
                 "enriched, embedded and linked again, and its previous text stays in its "
                 "evolution history. For a fact that changed over time prefer memory_add: the "
@@ -286,6 +287,8 @@ def memory_tools() -> list[Tool]:
                          "description": "The new text of the memory (replaces the old one)."},
                 "subjects": {**_NAMES, "description": "The new subjects (replace the old "
                              "ones; [] clears them)."},
+                "tags": {**_NAMES, "description": "The new tags (replace the old ones; [] "
+                         "clears them)."},
             }, required=["id"])),
         Tool(
             name="memory_delete", handler=memory_delete, writes=True,

@@ -79,21 +79,24 @@ class Updater:
         self._superseder = superseder
 
     def update(self, note_id: Any, agent: str, *, content: Any = None,
-               subjects: Any = None) -> UpdateResult:
-        """Edit one note of ``agent`` in place."""
+               subjects: Any = None, tags: Any = None) -> UpdateResult:
+        """Edit one note of ``agent`` in place. New ``tags`` replace its tags (``[]`` clears
+        them): how a user takes back a tag a default added (``amem.write.tagjoin``)."""
         index = self._index
         nid = check_id(note_id)
-        if content is None and subjects is None:
-            raise ValidationError("nothing to update: give a new text, new subjects, or both",
-                                  field="text")
+        if content is None and subjects is None and tags is None:
+            raise ValidationError("nothing to update: give a new text, new subjects or new "
+                                  "tags", field="text")
         text = (check_text(content, field="text", max_chars=self._config.max_text_chars)
                 if content is not None else None)
         subs = check_str_list(subjects, field="subjects") if subjects is not None else None
+        labels = check_str_list(tags, field="tags") if tags is not None else None
         with index.lock:
             note, vector = index.load(nid, agent, with_vector=True)
             new_text = text is not None and text != note.content
             new_subjects = subs is not None and subs != note.subjects
-            if not new_text and not new_subjects:
+            new_tags = labels is not None and labels != note.tags
+            if not new_text and not new_subjects and not new_tags:
                 return UpdateResult(note.id, "unchanged", links=list(note.links),
                                     enriched_by=note.enriched_by)
             settle_if_owed(index, note)  # so the links it keeps are two-way before it relinks
@@ -112,6 +115,10 @@ class Updater:
                 assert subs is not None
                 entry["old_subjects"] = list(note.subjects)
                 note.subjects = subs
+            if new_tags:  # after a new text's enrichment: the caller's tags are the ones kept
+                assert labels is not None
+                entry["old_tags"] = list(note.tags)
+                note.tags = labels
             note.evolution_history = [*note.evolution_history, entry]
             # subjects reach the embedded text ("Subjects: ..."), so new ones may change it too
             if new_text or vector is None or note.vector_stale or note.embed_text() != embedded:
@@ -137,7 +144,8 @@ class Updater:
                 index.update_note_fields(note.id, agent, {OWED_FIELD: False})
             outcome = self._superseder.check(note, vector)
             warnings += outcome.warnings
-        changed = (["text"] if new_text else []) + (["subjects"] if new_subjects else [])
+        changed = ((["text"] if new_text else []) + (["subjects"] if new_subjects else [])
+                   + (["tags"] if new_tags else []))
         return UpdateResult(note.id, "updated", changed=changed, links=list(note.links),
                             links_added=added, links_removed=removed,
                             supersedes=[n for n in outcome.superseded if n not in freed],

@@ -30,3 +30,9 @@ def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
     assert [h["content"] for h in matches] == ["Booked the Lisbon flight."]
     assert matches[0]["tags"] == ["travel", "conference"]
     assert report["tags_added_to"] == [matches[0]["id"]]
+    # the joined tag taken back by its user: recorded, and the filter no longer finds it
+    undone = json.loads(amem(env, "update", matches[0]["id"], "--tag", "travel", "--json").stdout)
+    assert undone["changed"] == ["tags"]
+    again = json.loads(amem(env, "search", "Lisbon", "--tag", "conference", "--json").stdout)
+    assert [h for h in again["results"] if h["via"] == "match"] == []
+    amem(env, "update", matches[0]["id"], "--tag", "x", "--no-tags", code=2)  # one or the other

@@ -57,13 +57,16 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     add_server_option(p)
     p.add_argument("id")
 
-    p = cmd("update", cmd_update, "edit one note in place (new text and/or subjects)")
+    p = cmd("update", cmd_update, "edit one note in place (new text, subjects and/or tags)")
     add_server_option(p)
     p.add_argument("id")
     p.add_argument("--text", help="the new text ('-' reads stdin)")
     p.add_argument("--subject", action="append", default=None,
                    help="the new subjects, replacing the old ones (repeat)")
     p.add_argument("--no-subjects", action="store_true", help="clear the note's subjects")
+    p.add_argument("--tag", action="append", default=None,
+                   help="the new tags, replacing the old ones (repeat)")
+    p.add_argument("--no-tags", action="store_true", help="clear the note's tags")
 
     p = cmd("delete", cmd_delete, "delete one note (soft delete), or --all of the agent's")
     add_server_option(p)
@@ -248,16 +251,21 @@ def cmd_get(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     if args.no_subjects and args.subject:
         raise usage_error("give --subject or --no-subjects, not both", "subjects")
+    if args.no_tags and args.tag:
+        raise usage_error("give --tag or --no-tags, not both", "tags")
     text = _stdin_text() if args.text == "-" else args.text
     subjects = [] if args.no_subjects else args.subject
-    if text is None and subjects is None:
-        raise usage_error("nothing to update: give --text, --subject or --no-subjects", "text")
-    call = {"id": args.id, "text": text, "subjects": subjects}
+    tags = [] if args.no_tags else args.tag
+    if text is None and subjects is None and tags is None:
+        raise usage_error("nothing to update: give --text, --subject, --tag, --no-subjects or "
+                          "--no-tags", "text")
+    call = {"id": args.id, "text": text, "subjects": subjects, "tags": tags}
     with _notes(args) as (store, server):
         result = (remote_call(server, "memory_update",
                               {k: v for k, v in call.items() if v is not None})
                   if server is not None
-                  else local_store(store).update(args.id, content=text, subjects=subjects).to_dict())
+                  else local_store(store).update(args.id, content=text, subjects=subjects,
+                                                 tags=tags).to_dict())
     emit(args, result, lambda: f"{result['status']} {result['id']}"
          + (f" ({', '.join(result['changed'])})" if result["changed"] else "")
          + (f"; supersedes {', '.join(result['supersedes'])}" if result["supersedes"] else "")
