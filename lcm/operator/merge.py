@@ -120,10 +120,13 @@ def check_backup(db: Path, files_dir: Path | None) -> list[str]:
         return [f"{db} cannot be read as a conversation store: {exc}"]
 
 
-def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str) -> MergeReport:
+def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str, *,
+                 checked: bool = False) -> MergeReport:
     """Merge the backup at ``db`` (large files under ``files_dir``) into ``store``, one
-    transaction. Call :func:`check_backup` first: this raises on what it would have named."""
-    problems = check_backup(db, files_dir)
+    transaction. It raises on what :func:`check_backup` names; ``checked``: the caller ran
+    that check already (``amem restore`` does, before it writes anything else), so the whole
+    backup is not read through SQLite's check a second time."""
+    problems = [] if checked else check_backup(db, files_dir)
     if problems:
         raise LcmValidationError("; ".join(problems), field="backup")
     report = MergeReport()

@@ -244,7 +244,8 @@ def _restore_conversations(rt: Runtime, source: Path, conv: Any, db: Path | None
 
     store = rt.lcm
     files = source / LARGE_FILES if conv.get("large_files_dir") else None
-    merged = merge_backup(store, source / CONVERSATIONS, files, iso(store.clock.now()))
+    merged = merge_backup(store, source / CONVERSATIONS, files, iso(store.clock.now()),
+                          checked=True)  # _check_parts read it whole before anything was written
     return {"path": str(db), "how": "merged", **merged.to_dict()}
 
 
