@@ -101,7 +101,8 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     the umask to 0o077, a second line of defence behind the owner-only modes the stores give
     every file they create (``amem.kernel.files``): files a dependency creates (the embedded
     engine's segments) are private from their first moment too. A caller that passes ``env``
-    (tests, an embedding program) keeps its own umask.
+    (tests, an embedding program) keeps its own umask, and gets its root logger back as it was
+    when the command returns.
     """
     if env is None:
         os.umask(0o077)
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return int(exc.code or 0)
     args.env = environ
-    setup_logging(args.verbose, environ)
+    restore_logging = setup_logging(args.verbose, environ)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -129,6 +130,9 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
         return report_error(args, err)
     except Exception as exc:
         return report_error(args, as_cli_error(exc))
+    finally:
+        if env is not None:  # the caller's process goes on: leave its logging as it was
+            restore_logging()
 
 
 def as_cli_error(exc: Exception) -> CliError:

@@ -13,7 +13,7 @@ import logging
 import re
 import shutil
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 #: the reader of stdout went away (128 + SIGPIPE, as for any Unix filter)
@@ -169,20 +169,58 @@ def report_error(args: argparse.Namespace | None, err: CliError) -> int:
     return err.exit_code
 
 
-def setup_logging(verbose: int, env: Mapping[str, str]) -> None:
-    """JSON lines on stderr (never stdout: it is the MCP wire in ``amem serve``)."""
+def setup_logging(verbose: int, env: Mapping[str, str]) -> Callable[[], None]:
+    """JSON lines on stderr (never stdout: it is the MCP wire in ``amem serve``); returns what
+    puts the root logger back as it was.
+
+    The console script never calls it: its process ends with the command. A program that runs
+    commands in its own process (``main(argv, env=...)``: tests, an embedding program) does, so
+    one command's handler and level do not outlive it: a handler left on the root logger wrote
+    a later thread's records to a stream its caller had closed ("--- Logging error ---"), and
+    a level left at DEBUG by ``-vv`` made every later library log in that process.
+    """
     level_name = env.get("AMEM_LOG_LEVEL", "").upper()
     level = getattr(logging, level_name, None) if level_name else None
     if not isinstance(level, int):
         level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter())
     root = logging.getLogger()
+    before, before_level = list(root.handlers), root.level
     for old in [h for h in root.handlers if getattr(h, "_amem", False)]:
         root.removeHandler(old)
+    handler = _StderrNow()
+    handler.setFormatter(_JsonFormatter())
     handler._amem = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
+
+    def restore() -> None:
+        # Every amem handler goes, not only this one: `serve` and `scheduler` set up their own
+        # within the command this call wraps.
+        for h in [h for h in root.handlers if getattr(h, "_amem", False)]:
+            root.removeHandler(h)
+        for h in before:
+            if h not in root.handlers:
+                root.addHandler(h)
+        root.setLevel(before_level)
+
+    return restore
+
+
+class _StderrNow(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler that writes to whatever ``sys.stderr`` is when a record comes, not to the
+    stream it was when the handler was made (a test's capture, long closed; a redirected
+    stderr put back)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass  # always the current sys.stderr
 
 
 class _JsonFormatter(logging.Formatter):
