@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import heapq
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -166,6 +167,9 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
             if held and ids:
                 report.conversations_reordered += _in_time_order(c, target, set(ids))
                 report.older_than_summaries += _older_added(c, target, set(ids))
+            # an audit event (PEP 578; nothing when no hook listens): a conversation's rows written,
+            # not committed, the point tests/tools/test_restore_merge_kill.py kills a merge at
+            sys.audit("lcm.merge.conversation", target, len(ids))
     if report.summaries_not_copied:
         report.notes.append(f"{report.summaries_not_copied} summaries of the backup were not copied: compaction "
                             "summarizes the merged conversations again")
