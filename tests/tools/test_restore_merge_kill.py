@@ -76,17 +76,19 @@ def homes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the backup, a home in use) made once; each run works on a copy of the home."""
     tmp = tmp_path_factory.mktemp("kill")
     old = env_for(tmp / "old")
+    kept: list[dict[str, object]] = [
+        {"role": "user", "content": f"old {m}", "event_id": f"o{m}", "created_at": _at(m)}
+        for m in (1, 3, 5)]
+    kept.append({"role": "user", "content": BIG, "event_id": "big", "created_at": _at(7)})
     fill(old, tmp / "o", [{"id": f"o{i}", "text": f"old fact {i}: the red door {i} is locked"}
-                          for i in range(12)],
-         [{"role": "user", "content": f"old {m}", "event_id": f"o{m}", "created_at": _at(m)}
-          for m in (1, 3, 5)]
-         + [{"role": "user", "content": BIG, "event_id": "big", "created_at": _at(7)}])
+                          for i in range(12)], kept)
     quiet(old, "keys", "add", "--agent", "bob")
     quiet(old, "backup", str(tmp / "bk"))
     new = env_for(tmp / "new")
+    said: list[dict[str, object]] = [{"role": "user", "content": f"new {m}", "created_at": _at(m)}
+                                     for m in (2, 4, 6)]
     fill(new, tmp / "n", [{"id": "o1", "text": "old fact 1: the red door 1 is locked"},
-                          {"id": "n1", "text": "Carol walks to work"}],
-         [{"role": "user", "content": f"new {m}", "created_at": _at(m)} for m in (2, 4, 6)])
+                          {"id": "n1", "text": "Carol walks to work"}], said)
     return tmp / "bk", tmp / "new"
 
 
