@@ -191,11 +191,15 @@ def _in_time_order(c: sqlite3.Connection, conversation_id: int, added: set[int])
                                        key=lambda r: r[2])]
     if order == [r[0] for r in rows]:
         return 0
-    seqs = [r[1] for r in rows]  # the same numbers, handed out in the new order
-    low, high = min(seqs), max(seqs)
+    # the same numbers handed out in the new order; only the messages whose number changes are
+    # written, and the numbers they take are the ones they give up
+    seqs = [r[1] for r in rows]
+    was = {r[0]: r[1] for r in rows}
+    moved = [(seq, mid) for seq, mid in zip(seqs, order) if was[mid] != seq]
     # two steps past the (conversation, seq) uniqueness: out of the way above the highest, then home
-    c.execute("UPDATE messages SET seq = seq + ? WHERE conversation_id = ?", (high - low + 1, conversation_id))
-    c.executemany("UPDATE messages SET seq = ? WHERE id = ?", list(zip(seqs, order)))
+    c.executemany("UPDATE messages SET seq = seq + ? WHERE id = ?",
+                  [(max(seqs) - min(seqs) + 1, mid) for _, mid in moved])
+    c.executemany("UPDATE messages SET seq = ? WHERE id = ?", moved)
     position = {mid: n for n, mid in enumerate(order)}
     slots = c.execute("SELECT ordinal, message_id FROM context_items WHERE conversation_id = ? AND "
                       "item_type = 'message' ORDER BY ordinal", (conversation_id,)).fetchall()
