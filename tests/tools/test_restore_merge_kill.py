@@ -9,10 +9,11 @@ hook only watches what the process does. The points:
 
 - the note store's metadata written (``meta.json`` renamed into place) after the notes: notes
   written, their store's record not;
-- a large file renamed into this home's ``lcm-files`` inside the merge's transaction: written
-  files, no committed row naming them;
+- a large file about to be renamed into this home's ``lcm-files`` inside the merge's
+  transaction (its ``.tmp`` written): no committed row;
 - ``lcm.merge.conversation``, the merge's own audit event: the conversation's messages
-  inserted and renumbered by time, not committed;
+  inserted and renumbered by time, not committed, its large file written whole (after the
+  rerun ``amem lcm doctor --clean`` lists that copy as an orphan file);
 - ``keys.json`` renamed into place: the conversations committed, the keys not yet.
 
 A kill inside a batch of the note engine's writes is the engine kill tests' (the notes'
@@ -34,6 +35,8 @@ from typing import Any
 
 import pytest
 
+from lcm import LcmStore
+from lcm.config import LcmConfig
 from tools.cli.main import main
 from tools.keys import KeyStore
 
@@ -150,3 +153,9 @@ def test_a_killed_merge_run_again_leaves_what_one_run_leaves(
         assert done.returncode == 9, (why, done.returncode, done.stdout, done.stderr)
         _restore(run, bk)
         assert _state(run) == expected, why
+        with LcmStore(run / "lcm.db", LcmConfig(log_file_enabled=False,
+                                                large_files_dir=str(run / "lcm-files"))) as lcm:
+            orphans = lcm.doctor_clean().orphan_files
+        # the file the killed transaction wrote whole is named by no row: the doctor lists it
+        # (killed at the rename, only its ".tmp" was left, which no report names: findings)
+        assert len(orphans) == (1 if event == "lcm.merge.conversation" else 0), (why, orphans)
