@@ -12,6 +12,13 @@ wrote is not dropped. An empty cell is no field.
 A row is named as a spreadsheet numbers it (the header is row 1). The separator is the
 header's most common of ``,``, ``;`` (Excel in much of Europe) and a tab. The stdlib ``csv``
 module reads the rows, so a quoted cell may hold separators and line breaks.
+
+A cell as long as a note may be is read whole, though the csv module refuses a field past its
+limit (128 KiB by default), and that limit is one for the whole process: a server importing a
+table must not change it for every other reader. So it is raised only while one row is read
+and put back before the row is yielded (:func:`_row`), under a lock, so two imports in two
+threads never restore each other's raised value. Another thread's csv read in the instant a
+long row is parsed can see the raised limit; a suspended import leaves no trace.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
+import threading
 from typing import Any, Iterator, TextIO
 
 from .docmeta import tags_of
@@ -34,6 +42,8 @@ _WHEN = ("event_time", "created", "created_at", "date")
 #: columns read as the note field of the same name
 _FIELDS = ("id", "timestamp", "category", "context", "note_type", "agent_id", "expires_at")
 _SPLIT = re.compile(r"[,;|]")
+#: held while the process's csv field limit is raised (the module docstring)
+_LIMIT_LOCK = threading.Lock()
 
 
 def csv_notes(handle: TextIO, name: str, *,
@@ -53,22 +63,37 @@ def csv_notes(handle: TextIO, name: str, *,
                               field="format")
     counts = {sep: first.count(sep) for sep in (",", ";", "\t")}
     sep = max(counts, key=lambda s: counts[s])
-    if max_chars is not None and csv.field_size_limit() < max_chars + 1:
-        # a cell as long as a note may be is read whole (the module's default is 128 KiB);
-        # a longer one is refused by the note's own check
-        csv.field_size_limit(max_chars + 1)
+    # a cell as long as a note may be is read whole; a longer one is refused by the note's check
+    limit = None if max_chars is None else max_chars + 1
     rows = csv.reader(itertools.chain([first], handle), delimiter=sep)
-    header = [cell.strip() for cell in next(rows)]
+    header = [cell.strip() for cell in _row(rows, limit) or []]
     columns = _columns(header, name)
     number = 1
     try:
-        for number, row in enumerate(rows, start=2):
+        while (row := _row(rows, limit)) is not None:
+            number += 1
             if not any(cell.strip() for cell in row):
                 continue  # a blank row, as a blank JSON line
             yield number, _item(row, header, columns)
     except csv.Error as exc:
         yield number + 1, (f"not readable as CSV: {exc} (at line {rows.line_num}); nothing "
                            "after it can be read")
+
+
+def _row(rows: Iterator[list[str]], limit: int | None) -> list[str] | None:
+    """The next row (``None`` after the last), read with the field limit at least ``limit``
+    and the process's limit as it was once it is read (the module docstring)."""
+    with _LIMIT_LOCK:
+        before = csv.field_size_limit()
+        raised = False
+        if limit is not None and before < limit:
+            csv.field_size_limit(limit)
+            raised = True
+        try:
+            return next(rows, None)
+        finally:
+            if raised:
+                csv.field_size_limit(before)
 
 
 def _columns(header: list[str], name: str) -> dict[int, str]:

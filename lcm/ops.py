@@ -149,7 +149,28 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
 
 
 #: findings reported without making the database unhealthy
-_NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order", "large_files_not_checked")
+_NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order", "large_files_not_checked",
+               "context_out_of_time_order")  # fmt: skip
+
+#: the context's messages older than a summary placed before them (portable SQL): a running
+#: maximum of the summaries' ``latest_at`` over the items in context order
+_OLDER_THAN_SUMMARIES = (
+    "SELECT conversation_id, message_id FROM (SELECT ci.conversation_id, ci.message_id, m.created_at AS at, "
+    "max(s.latest_at) OVER (PARTITION BY ci.conversation_id ORDER BY ci.ordinal "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered FROM context_items ci "
+    "LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON s.summary_id = ci.summary_id{where}) "
+    "AS items WHERE message_id IS NOT NULL AND at < covered ORDER BY conversation_id")
+
+
+def older_than_summaries(c: Connection, conversation_id: int | None = None) -> dict[int, list[int]]:
+    """Conversation id -> the ids of its context's messages older than what a summary before them
+    covers: a merged backup's messages (``lcm.operator.merge``) that could not go inside the
+    summary of their time. They are read raw, just after it, until compaction summarizes them."""
+    where, args = ("", ()) if conversation_id is None else (" WHERE ci.conversation_id = ?", (conversation_id,))
+    found: dict[int, list[int]] = {}
+    for conv, mid in c.execute(_OLDER_THAN_SUMMARIES.format(where=where), args):
+        found.setdefault(int(conv), []).append(int(mid))
+    return found
 
 
 def doctor(db: Handle, files: LargeFileStore, *, top: int = DEFAULT_TOP, sqlite_checks: bool = True,
@@ -253,6 +274,13 @@ def _doctor_checks(db: Handle, files: LargeFileStore, add: Callable[..., None], 
             (_MAX_ISSUES,),
         ):
             add("unreachable_messages", "error", f"msg_{r[0]}", "message is neither in context nor under a summary", r[1])
+        # Not damage: what a merge brought in that is older than a summary here (nothing lost)
+        checks["context_out_of_time_order"] = 0
+        for conv, late in older_than_summaries(c).items():
+            add("context_out_of_time_order", "info", str(conv),
+                f"{len(late)} message(s) of the context are older than what a summary before them covers (a "
+                "backup merged in: amem restore --merge); they are read raw after that summary, in "
+                "their time order among the raw messages, until compaction summarizes them", conv)
         if sqlite_checks:
             assert isinstance(c, sqlite3.Connection), "sqlite_checks on a store that is not SQLite"
             checks["fts_out_of_sync"] = 0

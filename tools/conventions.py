@@ -132,7 +132,9 @@ CONVENTIONS: dict[str, Convention] = {
                                 "memory": shape({"notes": _I, "embedder": _S, "dim": _I},
                                                 ("notes", "embedder")),
                                 "lcm": shape({"available": _B}, ("available",)),
-                                "degraded": _STRS},
+                                "degraded": _STRS,
+                                # over HTTP with request budgets: the calling key's own
+                                "rate_limit": {"type": "object"}},
                                ("agent", "versions", "memory", "lcm", "degraded"))),
     # The lcm results carry lossless-claw's names (camelCase, ``tools.lcm_tools``): only the
     # fields whose spelling is the same in both styles are pinned here.

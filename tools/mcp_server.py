@@ -24,7 +24,8 @@ Beside ``/mcp`` the HTTP app serves the host's way into conversation memory, ``P
 identity rules and the same worker pool.
 
 Resources: ``amem://status`` is ``memory_status`` of the request's agent, for hosts that show
-resources. ``amem://owner/status`` and ``amem://owner/doctor[?clean=1]`` are the store-wide
+resources. Over HTTP with request budgets both carry ``rate_limit``, the calling key's own
+budgets and what they served and refused (``RateLimiter.report_of``: never another key's). ``amem://owner/status`` and ``amem://owner/doctor[?clean=1]`` are the store-wide
 reports of ``amem status`` / ``amem doctor`` (every agent's count, lcm, the nightly run), and
 ``amem://owner/export?cursor=&limit=&vectors=&agent=`` one page of ``amem export``: not
 listed, and read only by an owner: an owner key, or the secret ``amem serve --http`` keeps in
@@ -47,7 +48,7 @@ from .facade import ToolFacade
 from .http_guard import PROOF_PATH, GuardConfig, guard_app, principal_of
 from .numbers import ascii_digits
 from .proof import proof_of
-from .ratelimit import RateLimiter
+from .ratelimit import WARN_WINDOW_S, RateLimiter
 from .runner import CallLimits, CallRunner
 from .tenancy import AGENT_HEADER, SESSION_HEADER, decode_header, session_key_for
 
@@ -183,10 +184,13 @@ def _one(headers: Any, name: str) -> str | None:
 
 def build_server(facade: ToolFacade, *, name: str = "amem",
                  limits: CallLimits | None = None, owner: OwnerAccess | None = None,
-                 runner: CallRunner | None = None) -> Any:
+                 runner: CallRunner | None = None,
+                 own_budget: Callable[[str], dict[str, Any]] | None = None) -> Any:
     """A low-level ``mcp.server.Server`` whose tools are ``facade``'s, each call run by a
     ``CallRunner`` under ``limits`` (a deadline and worker bounds), with the resources of the
-    module docstring (the owner's reports only with ``owner``)."""
+    module docstring (the owner's reports only with ``owner``). ``own_budget``: a key's own
+    request budgets and what they refused (``RateLimiter.report_of``), added to the calling
+    key's ``memory_status`` (and ``amem://status``) when the server has budgets."""
     _require_mcp()
     import mcp.types as types
     from mcp.server import Server
@@ -217,6 +221,8 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
             result = exc.to_dict()
         else:
             result = await runner.call(target, params.name, params.arguments)
+            if params.name == "memory_status":
+                result = _with_own_budget(result, principal_of(_scope(ctx)), own_budget)
         text = json.dumps(result, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=result, is_error=is_error(result))
@@ -235,6 +241,7 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
                 result = await runner.call(target, "memory_status", {})
                 if is_error(result):
                     raise ToolError(result["error"]["code"], result["error"]["message"])
+                result = _with_own_budget(result, principal_of(_scope(ctx)), own_budget)
             elif uri.startswith(_OWNER_PREFIX):
                 result = await _owner_read(owner, uri, target.agent_id, principal_of(_scope(ctx)))
             else:
@@ -252,6 +259,25 @@ def build_server(facade: ToolFacade, *, name: str = "amem",
                   instructions=("Long-term memory (memory_*) and lossless conversation recall "
                                 "(lcm_*). Search memory before answering questions about the "
                                 "user or earlier sessions; store durable facts with memory_add."))
+
+
+def _with_own_budget(result: dict[str, Any], principal: Any,
+                     own_budget: Callable[[str], dict[str, Any]] | None) -> dict[str, Any]:
+    """``memory_status``'s ``result`` with the calling key's own budgets and refusals (never
+    another key's: the report is of ``principal``'s key id alone), and a ``degraded`` line
+    when it was refused of late: an agent held back by its budget can see why. Unchanged off
+    HTTP (no key) or without budgets."""
+    if own_budget is None or principal is None or is_error(result):
+        return result
+    own = own_budget(principal.key_id)
+    degraded = list(result.get("degraded", []))
+    if own.get("refused_recently"):
+        degraded.append(
+            f"{own['refused_recently']} of your requests were refused in the last "
+            f"{WARN_WINDOW_S / 60:g} minutes, over your key's request budget ({own['writes_refused']} "
+            f"writes and {own['reads_refused']} reads refused since the server started): wait the "
+            "Retry-After a refusal names before sending again")
+    return {**result, "rate_limit": own, "degraded": degraded}
 
 
 def _scope(ctx: Any) -> Any:
@@ -399,7 +425,8 @@ def http_app(facade: ToolFacade, *, path: str = "/mcp", limits: CallLimits | Non
     runner = CallRunner(limits)
     limiter = RateLimiter(config.rate_limits, clock) if config.rate_limits is not None else None
     owner = _with_budgets(owner, limiter)
-    server = build_server(facade, limits=limits, owner=owner, runner=runner)
+    server = build_server(facade, limits=limits, owner=owner, runner=runner,
+                          own_budget=limiter.report_of if limiter is not None else None)
     app = server.streamable_http_app(streamable_http_path=path, host="127.0.0.1",
                                      session_idle_timeout=config.session_idle)
     add_host_routes(app, runner, lambda headers: facade_for_headers(facade, headers))

@@ -368,6 +368,7 @@ def memory_tools() -> list[Tool]:
                 "versions running, and any degraded path (a fallback embedder, no LLM, the "
                 "conversation store off). Use it when memory seems to behave oddly. Returns "
                 "{agent, versions, memory: {notes, embedder, dim, backend}, lcm: {available}, "
-                "degraded: [...]}."),
+                "degraded: [...]}; over HTTP with request budgets also rate_limit: your key's "
+                "budgets and how many of your requests were served and refused."),
             schema=obj({})),
     ]

@@ -21,6 +21,17 @@ Which conversation a backed-up one goes into, in this order:
 3. otherwise a new conversation with the backed-up one's key, id, title, times and state
    (archived ones stay archived).
 
+In a conversation both homes hold, the backup's messages take their places by time among the
+target's: a message's position is its sequence number (``seq``, what browsing and paging read)
+and, while it is raw in the context, its context item's ordinal (what the model is given). Both
+are renumbered within the conversation, each side's own order kept and a tie in time going to
+the target's message first; nothing else points at a sequence number or an ordinal (summaries,
+context items and large files name a message by its id, which no merge changes). A message
+older than what a summary here already covers cannot go inside that summary: it is placed
+raw just after it (its context's message items stay in time order), counted in
+``older_than_summaries`` and named by ``amem lcm doctor`` (``context_out_of_time_order``, a
+finding, not damage) until compaction summarizes it with the raw messages around it.
+
 Summaries are not copied: they are derived from the messages, and a summary of the backup's
 conversation would not cover a conversation the target extended; compaction builds them again.
 Messages whose text was a large file get that file's text back (from the backup's ``lcm-files``)
@@ -28,13 +39,18 @@ and are stored into the target's own large-file directory as ingest would store 
 
 :func:`check_backup` reads the whole backup before anything is written (the database's
 ``quick_check``, its tables, every large file it names); :func:`merge_backup` writes in one
-transaction, so a killed merge leaves the target's database as it was (large files it wrote
-before the kill are left unnamed by any row: ``amem lcm doctor`` lists them as orphans).
+transaction, so a killed merge leaves the target's database as it was (a large file it wrote
+whole before the kill is named by no row: ``amem lcm doctor --clean`` lists it as an orphan; one
+cut short in its writing leaves a ``.tmp`` beside it, which no report names). Each merged
+conversation raises the audit event ``lcm.merge.conversation`` (PEP 578) once its rows are
+written, uncommitted: the kill test's fault point (tests/tools/test_restore_merge_kill.py).
 """
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -48,6 +64,7 @@ from lcm.ingest import store_messages
 from lcm.largefiles import LargeFileStore
 from lcm.models import _Dict
 from lcm.normalize import NormalizedMessage
+from lcm.ops import older_than_summaries
 
 if TYPE_CHECKING:
     from lcm.store import LcmStore
@@ -71,10 +88,14 @@ class MergeReport(_Dict):
     conversations_created: int = 0
     #: of them, merged into a conversation the target already held
     conversations_merged: int = 0
+    #: merged conversations whose messages were renumbered to read in time order
+    conversations_reordered: int = 0
     messages_read: int = 0
     messages_added: int = 0
     #: messages the target already held (the same event key, or the same time, role and text)
     messages_skipped: int = 0
+    #: messages added older than what a summary here covers: raw after it until compaction
+    older_than_summaries: int = 0
     #: the backup's summaries, not copied (compaction builds the merged conversations' own)
     summaries_not_copied: int = 0
     large_files_added: int = 0
@@ -136,7 +157,7 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
         report.summaries_not_copied = _count(src, "summaries")
         for conv in src.execute("SELECT * FROM conversations ORDER BY id").fetchall():
             report.conversations_read += 1
-            target = _target_conversation(c, conv, _first(src, conv["id"]), report)
+            target, held = _target_conversation(c, conv, _first(src, conv["id"]), report)
             batch = [_message(src_row, files, paths) for src_row in
                      src.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conv["id"],))]
             report.messages_read += len(batch)
@@ -146,10 +167,55 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
                                               trigram_max_pending=0, known_new=True)
             report.messages_added += len(ids)
             report.large_files_added += len(file_ids)
+            if held and ids:
+                report.conversations_reordered += _in_time_order(c, target, set(ids))
+                report.older_than_summaries += _older_added(c, target, set(ids))
+            # an audit event (PEP 578; nothing when no hook listens): a conversation's rows written,
+            # not committed, the point tests/tools/test_restore_merge_kill.py kills a merge at
+            sys.audit("lcm.merge.conversation", target, len(ids))
     if report.summaries_not_copied:
         report.notes.append(f"{report.summaries_not_copied} summaries of the backup were not copied: compaction "
                             "summarizes the merged conversations again")
+    if report.older_than_summaries:
+        report.notes.append(f"{report.older_than_summaries} merged messages are older than what a summary here covers: "
+                            "they are read raw just after it until compaction summarizes them (amem lcm doctor: "
+                            "context_out_of_time_order)")
     return report
+
+
+def _in_time_order(c: sqlite3.Connection, conversation_id: int, added: set[int]) -> int:
+    """Renumber the conversation's messages (``seq``) and its context's message items so the
+    ``added`` ones sit by time among the others (the module's rules); 1 if anything moved."""
+    rows = c.execute("SELECT id, seq, created_at FROM messages WHERE conversation_id = ? ORDER BY seq",
+                     (conversation_id,)).fetchall()
+    # a stable merge of the two runs: each keeps its own order (a host's clock may step back),
+    # and on a tie the target's message comes first
+    order = [r[0] for r in heapq.merge([r for r in rows if r[0] not in added], [r for r in rows if r[0] in added],
+                                       key=lambda r: r[2])]
+    if order == [r[0] for r in rows]:
+        return 0
+    # the same numbers handed out in the new order; only the messages whose number changes are
+    # written, and the numbers they take are the ones they give up
+    seqs = [r[1] for r in rows]
+    was = {r[0]: r[1] for r in rows}
+    moved = [(seq, mid) for seq, mid in zip(seqs, order) if was[mid] != seq]
+    # two steps past the (conversation, seq) uniqueness: out of the way above the highest, then home
+    c.executemany("UPDATE messages SET seq = seq + ? WHERE id = ?",
+                  [(max(seqs) - min(seqs) + 1, mid) for _, mid in moved])
+    c.executemany("UPDATE messages SET seq = ? WHERE id = ?", moved)
+    position = {mid: n for n, mid in enumerate(order)}
+    slots = c.execute("SELECT ordinal, message_id FROM context_items WHERE conversation_id = ? AND "
+                      "item_type = 'message' ORDER BY ordinal", (conversation_id,)).fetchall()
+    # a summary's item keeps its slot; the raw messages' slots take their messages in time order
+    placed = sorted((r[1] for r in slots), key=position.__getitem__)
+    c.executemany("UPDATE context_items SET message_id = ? WHERE conversation_id = ? AND ordinal = ?",
+                  [(mid, conversation_id, r[0]) for mid, r in zip(placed, slots) if mid != r[1]])
+    return 1
+
+
+def _older_added(c: sqlite3.Connection, conversation_id: int, added: set[int]) -> int:
+    """Of the ``added`` messages, those older than what a summary in the context before them covers."""
+    return len(added.intersection(older_than_summaries(c, conversation_id).get(conversation_id, [])))
 
 
 def _not_stored(c: sqlite3.Connection, conversation_id: int,
@@ -190,8 +256,9 @@ def _first(c: sqlite3.Connection, conversation_id: int) -> tuple[str, str] | Non
 
 
 def _target_conversation(c: sqlite3.Connection, conv: sqlite3.Row, first: tuple[str, str] | None,
-                         report: MergeReport) -> int:
-    """The target's conversation for the backed-up ``conv`` (the module's rules 1-3)."""
+                         report: MergeReport) -> tuple[int, bool]:
+    """The target's conversation for the backed-up ``conv`` (the module's rules 1-3), and
+    whether the target held it already (rules 1 and 2)."""
     same = None
     for (cid,) in c.execute("SELECT id FROM conversations WHERE session_key IS ? AND session_id IS ? "
                             "AND created_at = ?", (conv["session_key"], conv["session_id"], conv["created_at"])):
@@ -203,13 +270,13 @@ def _target_conversation(c: sqlite3.Connection, conv: sqlite3.Row, first: tuple[
                          (conv["session_key"],)).fetchone()
     if same is not None:
         report.conversations_merged += 1
-        return int(same[0])
+        return int(same[0]), True
     report.conversations_created += 1
     cur = c.execute(
         "INSERT INTO conversations(session_key, session_id, active, archived_at, archive_cause, title, created_at, "
         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         tuple(conv[col] for col in _CONVERSATION_COLS[1:]))
-    return int(cur.lastrowid or 0)
+    return int(cur.lastrowid or 0), False
 
 
 def _message(row: sqlite3.Row, files: LargeFileStore | None, paths: dict[str, str]) -> NormalizedMessage:

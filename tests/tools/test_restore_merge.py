@@ -204,3 +204,81 @@ def test_merged_messages_keep_keys_archives_and_large_files(tmp_path: Path) -> N
         assert isinstance(file, FileDescription) and file.slice_text == big
         again = merge_backup(b, src, tmp_path / "a" / "lcm-files", "2026-02-01T00:00:01.000Z")
         assert (again.messages_added, again.conversations_created) == (0, 0)
+
+
+def _at(minute: int) -> str:
+    return f"2026-01-05T10:{minute:02d}:00.000Z"
+
+
+def _said(c: sqlite3.Connection, conversation_id: int) -> tuple[list[str], list[str]]:
+    """A conversation's messages in sequence order, and its context's message items in order."""
+    by_seq = [r[0] for r in c.execute("SELECT content FROM messages WHERE conversation_id = ? "
+                                      "ORDER BY seq", (conversation_id,))]
+    context = [r[0] for r in c.execute(
+        "SELECT m.content FROM context_items ci JOIN messages m ON m.id = ci.message_id "
+        "WHERE ci.conversation_id = ? ORDER BY ci.ordinal", (conversation_id,))]
+    return by_seq, context
+
+
+def test_a_conversation_on_both_sides_reads_in_time_order_after_a_merge(tmp_path: Path) -> None:
+    """The backup's messages take their places by time among the home's (each side's own
+    order kept), in the messages' sequence and in the context; the home's rows keep their ids
+    (what summaries, context items and large files point at)."""
+    with _store(tmp_path / "a" / "lcm.db") as a:
+        a.ingest("agent:x:main", [{"role": "user", "content": f"old {m}", "event_id": f"o{m}",
+                                   "created_at": _at(m)} for m in (1, 3, 5, 7)])
+    with _store(tmp_path / "b" / "lcm.db") as b:
+        b.ingest("agent:x:main", [{"role": "user", "content": f"new {m}", "created_at": _at(m)}
+                                  for m in (2, 3, 6)])
+        conv = b.conversation("agent:x:main")
+        assert conv is not None
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            ids_before = dict(c.execute("SELECT content, id FROM messages").fetchall())
+        report = merge_backup(b, tmp_path / "a" / "lcm.db", None, "2026-02-01T00:00:00.000Z")
+        assert (report.conversations_merged, report.messages_added) == (1, 4)
+        order = ["old 1", "new 2", "new 3", "old 3", "old 5", "new 6", "old 7"]  # a tie: here first
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            assert _said(c, conv.id) == (order, order)
+            ids_after = dict(c.execute("SELECT content, id FROM messages").fetchall())
+        assert {k: ids_after[k] for k in ids_before} == ids_before
+        assert report.conversations_reordered == 1
+        assert [m["content"] for m in b.assemble("agent:x:main", 100_000).messages] == order
+        b.ingest("agent:x:main", [{"role": "user", "content": "new 9", "created_at": _at(9)}])
+        again = merge_backup(b, tmp_path / "a" / "lcm.db", None, "2026-02-01T00:00:01.000Z")
+        assert (again.messages_added, again.conversations_reordered) == (0, 0)
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            assert _said(c, conv.id) == (order + ["new 9"], order + ["new 9"])
+        assert b.doctor().ok
+
+
+def test_merged_messages_older_than_a_summary_here_are_flagged_not_hidden(tmp_path: Path) -> None:
+    """A merged message older than what a summary here covers cannot go inside that summary:
+    it stays raw in the context just after it (nothing lost), the merge report counts it and
+    the doctor names the conversation, until compaction summarizes it."""
+    with _store(tmp_path / "a" / "lcm.db") as a:
+        a.ingest("agent:x:main", [{"role": "user", "content": "old 1", "event_id": "o1",
+                                   "created_at": _at(1)},
+                                  {"role": "user", "content": "old 50", "event_id": "o50",
+                                   "created_at": _at(50)}])
+    with _store(tmp_path / "b" / "lcm.db", fresh_tail_count=2, leaf_chunk_tokens=150,
+                leaf_min_fanout=2) as b:
+        b.ingest("agent:x:main", [{"role": "user", "content": f"new {m} " + "words " * 30,
+                                   "created_at": _at(m)} for m in range(2, 20)])
+        assert b.compact("agent:x:main", force=True).leaf_summaries
+        conv = b.conversation("agent:x:main")
+        assert conv is not None
+        assert b.doctor().checks.get("context_out_of_time_order") == 0
+        report = merge_backup(b, tmp_path / "a" / "lcm.db", None, "2026-02-01T00:00:00.000Z")
+        assert report.messages_added == 2 and report.older_than_summaries == 1
+        assert any("older than what a summary here covers" in n for n in report.notes)
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            by_seq, context = _said(c, conv.id)
+        assert by_seq[0] == "old 1" and by_seq[-1] == "old 50"
+        assert context[0] == "old 1" and context[-1] == "old 50"  # first after the summaries
+        doctor = b.doctor()
+        found = [i for i in doctor.issues if i.check == "context_out_of_time_order"]
+        assert [(i.severity, i.conversation_id) for i in found] == [("info", conv.id)]
+        assert "1 message" in found[0].detail and "compaction" in found[0].detail
+        assert doctor.ok  # a finding, not damage
+        b.compact("agent:x:main", force=True)  # compaction summarizes it: the finding is gone
+        assert b.doctor().checks["context_out_of_time_order"] == 0

@@ -64,3 +64,23 @@ def test_a_table_without_a_text_column_is_refused_naming_its_columns(
     (tmp_path / "vault" / "db.csv").write_text("text\nx\n", encoding="utf-8")
     files, left = walk(tmp_path / "vault")  # a folder's tables are data, left out and named
     assert files == [] and "a .csv table" in left[0][1]
+
+
+def test_a_long_cell_is_read_whole_and_the_process_csv_limit_is_left_as_it_was(
+        tmp_path: Path) -> None:
+    """The csv module's field limit is one per process: a server's import must not change
+    it for every other reader of a table (it is raised only while a row is read)."""
+    import csv
+
+    long = "word " * 40_000  # 200,000 characters: past the module's default 128 KiB
+    src = tmp_path / "long.csv"
+    src.write_text(f'text,tags\n"{long}",a\nshort,b\n', encoding="utf-8")
+    before = csv.field_size_limit()
+    rows = read_items(src, "csv", max_chars=300_000)
+    first = next(rows)
+    assert first == (2, {"text": long.strip(), "tags": ["a"]})
+    assert csv.field_size_limit() == before  # between rows too: the reader is suspended
+    assert list(rows) == [(3, {"text": "short", "tags": ["b"]})]
+    assert csv.field_size_limit() == before
+    with pytest.raises(csv.Error, match="field larger than field limit"):
+        list(csv.reader([f'"{long}"']))  # another reader still has the limit it had

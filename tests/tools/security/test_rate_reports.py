@@ -69,3 +69,38 @@ def test_an_agents_health_page_shows_its_own_refusals_and_no_other_keys(limited:
     for page in (alice.text, bob.text):
         for secret in (limited.alice, limited.bob, limited.owner):
             assert secret not in page
+
+
+def _agent_status(limited: Limited, secret: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``memory_status`` through a real MCP client with ``secret``, and ``amem://status``."""
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with http_client(limited.url, [(b"Authorization", f"Bearer {secret}".encode())]) as mcp:
+            called = await mcp.call_tool("memory_status", {})
+            assert not called.is_error, called
+            resource = json.loads((await mcp.read_resource("amem://status")).contents[0].text)
+            return called.structured_content, resource
+
+    return anyio.run(main)
+
+
+def test_an_agents_memory_status_shows_its_own_budget_and_refusals_and_no_other_keys(
+        limited: Limited) -> None:
+    with httpx.Client(base_url=limited.root, timeout=30) as http:
+        assert _flood_reads(http, limited.alice, 9).count(429) == 3
+        _flood_reads(http, limited.bob, 2)
+    limited.clock.advance(60.0)  # her read budget refilled: the status call itself is served
+    status, resource = _agent_status(limited, limited.alice)
+    own = status["rate_limit"]
+    assert own["key"] == limited.alice_id and own["on"] is True
+    assert own["reads_refused"] == 3 and own["refused_recently"] == 3
+    assert own["budgets"]["reads"] == "120 a minute, bursts of 6"
+    assert any("3 of your requests were refused" in d for d in status["degraded"])
+    assert resource["rate_limit"]["key"] == limited.alice_id
+    said = json.dumps([status, resource])
+    assert limited.bob_id not in said
+    for secret in (limited.alice, limited.bob, limited.owner):
+        assert secret not in said
+    bob, _ = _agent_status(limited, limited.bob)
+    assert bob["rate_limit"]["key"] == limited.bob_id and bob["rate_limit"]["reads_refused"] == 0
+    assert not any("refused" in d for d in bob["degraded"])
+    assert limited.alice_id not in json.dumps(bob)
