@@ -169,3 +169,15 @@ def test_a_run_of_div_lines_too_long_for_a_note_is_cut_between_them(tmp_path: Pa
     report = import_file(edge_store, page, enrich=False)
     assert report.created == 2 and edge_store.count() == 2
     assert any("cut between its lines into 2 notes" in w for w in report.warnings)
+
+
+def test_a_list_too_long_for_a_note_is_cut_between_its_items(tmp_path: Path) -> None:
+    page = tmp_path / "list.html"
+    page.write_text("<ul>" + "".join(f"<li>seed packet {n:02d}: sow in March</li>" for n in range(40))
+                    + "</ul>", encoding="utf-8")
+    said: list[tuple[int, str]] = []
+    parts = [i["text"] for _, i in read_items(page, "html", max_chars=300,  # type: ignore[index]
+                                              warn=lambda n, s: said.append((n, s)))]
+    assert all(len(p) <= 300 for p in parts) and len(parts) == 5  # 9 items of 32 characters a note
+    assert "\n".join(parts).split("\n") == [f"- seed packet {n:02d}: sow in March" for n in range(40)]
+    assert len(said) == 1 and "a run of 40 lines" in said[0][1]
