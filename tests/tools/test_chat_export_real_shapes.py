@@ -50,6 +50,7 @@ def test_every_message_a_chatgpt_user_saw_keeps_its_text() -> None:
         "u3": "Draw both routes as a little map.", "a3": "Here is the map; the canal is the blue line.",
         "a3x": "I could not draw the map.",  # regenerated away: in the branches
         "app1": "2024-12-01 park 24 min", "ctx0": "Keep answers under five sentences.",
+        "t1": "7.2 km along the canal",  # a search's hit, kept in the tool message's metadata
     }
     for node, words in seen.items():
         assert words in got[node]["content"], node
@@ -74,9 +75,9 @@ def test_chatgpt_voice_parts_and_citation_markers_are_no_noise() -> None:
 
 def test_chatgpt_counts_what_it_left_out_and_what_it_kept_by_kind() -> None:
     conv = chatgpt.convert(1, items(GPT)[0])
-    # empty: the blank system node, the empty memory note, a search call's empty result, a spinner
-    assert conv.left_out == {"empty": 4, "reasoning": 2}
-    assert conv.kept == {"hidden": 1, "tool_output": 5}
+    # empty: the blank system node, the empty memory note, a file search's spinner
+    assert conv.left_out == {"empty": 3, "reasoning": 2}
+    assert conv.kept == {"hidden": 1, "tool_output": 6}
     # the photo, the generated map; the voice recording, the spoken answer (the attached photo is
     # the image part itself: counted once)
     assert conv.placeholders == {"image": 2, "audio": 2}
@@ -143,8 +144,8 @@ def test_both_real_shape_exports_load_and_the_report_says_what_it_did() -> None:
         hits = lcm.grep("tree cover", mode="full_text", session_key=session_key(
             "alice", "chatgpt", "6751a3c2-7d10-800c-9e1f-3b2a1c0d9e8f")).hits
     assert (gpt.conversations, gpt.conversations_stored, gpt.invalid) == (2, 2, 0)
-    assert gpt.to_dict()["left_out"] == {"empty": 4, "reasoning": 2, "unreadable": 1}
-    assert gpt.to_dict()["kept"] == {"hidden": 1, "tool_output": 5}
+    assert gpt.to_dict()["left_out"] == {"empty": 3, "reasoning": 2, "unreadable": 1}
+    assert gpt.to_dict()["kept"] == {"hidden": 1, "tool_output": 6}
     assert gpt.to_dict()["placeholders"] == {"audio": 2, "image": 2}
     assert gpt.warning_count == 3
     assert (again.stored, again.skipped_duplicates) == (0, gpt.stored)  # the second import stores nothing

@@ -167,11 +167,11 @@ def test_an_export_in_real_shapes_loads_and_the_report_names_what_it_did(tmp_pat
     env = env_for(home)
     src = Path(__file__).resolve().parents[1] / "fixtures" / "chat_exports" / "chatgpt_real_shapes.json"
     done = amem(env, "lcm", "ingest", str(src), "--agent", "alice")
-    assert "read 2 conversations (chatgpt export): stored 22 messages in 2 conversations" in done.stdout
-    assert ("kept 1 message the app hides (custom instructions, memory notes), 5 tool outputs"
+    assert "read 2 conversations (chatgpt export): stored 23 messages in 2 conversations" in done.stdout
+    assert ("kept 1 message the app hides (custom instructions, memory notes), 6 tool outputs"
             in done.stdout)
     assert "stored as placeholders (the export holds no bytes of them): 2 audio, 2 images" in done.stdout
-    assert ("left out 4 messages with no text, 2 of the model's reasoning (thinking), 1 message that could "
+    assert ("left out 3 messages with no text, 2 of the model's reasoning (thinking), 1 message that could "
             "not be read (named in the warnings)") in done.stdout
     assert "content type 'hologram_text', which this reader does not know, kept as their text" in done.stderr
     assert "author role 'critic', which this reader does not know, kept as system messages" in done.stderr

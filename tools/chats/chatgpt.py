@@ -22,6 +22,7 @@ What this reader keeps:
 4. Images, audio and files as the placeholder of :func:`lcm.normalize.media_placeholder`
    (``[image: file-service://file-...]``), never their bytes (the export has none anyway),
    counted by kind (``placeholders``); a voice turn is its transcript and an audio placeholder.
+   A web search's hits, which the app keeps in the tool message's metadata, are its text.
 5. An answer's citation markers (private-use characters around ``cite``/``turn0search0``)
    become the sources its ``content_references`` name, so no stray marker is stored.
 6. What this reader does not know never costs the conversation: a content type is kept as its
@@ -196,6 +197,8 @@ def _add(who: str, nid: str, node: dict[str, Any], at: float | None, into: list[
         out.left_out["reasoning"] += 1
         return
     text = _cited(_content_text(content, odd.types, out.placeholders), message.get("metadata"))
+    if not text.strip() and role == "tool":
+        text = _search_hits(message.get("metadata"))
     attached = _attachments(message, text, out.placeholders)
     text = "\n".join(t for t in (text, *attached) if t)
     if not text.strip():
@@ -278,6 +281,17 @@ def _part_text(part: Any, media: Counter[str]) -> str:
         placeholder = media_placeholder(said) or ""
         return placeholder.replace("[file", "[video", 1) if kind_of == "video" else placeholder
     return json.dumps(part, ensure_ascii=False, sort_keys=True)
+
+
+def _search_hits(metadata: Any) -> str:
+    """The hits a web search gave the model, which ChatGPT keeps in the tool message's
+    ``metadata.search_result_groups`` (its text is empty): each hit's title, address and
+    snippet, as Claude's export gives a search's results."""
+    groups = metadata.get("search_result_groups") if isinstance(metadata, dict) else None
+    hits = [entry for group in groups if isinstance(group, dict) for entry in group.get("entries") or []
+            if isinstance(entry, dict)] if isinstance(groups, list) else []
+    return "\n\n".join("\n".join(t for t in (_str(e.get(k)) for k in ("title", "url", "snippet")) if t)
+                       for e in hits).strip()
 
 
 def _cited(text: str, metadata: Any) -> str:
