@@ -19,7 +19,7 @@ import pytest
 
 from lcm import LcmStore
 from tools.chats import chatgpt, claude
-from tools.chats.load import ExportRejected, load_export, session_key, sniff
+from tools.chats.load import ExportRejected, WrappedExport, load_export, session_key, sniff
 
 from .chat_exports import chatgpt_chain
 
@@ -180,3 +180,18 @@ def test_a_sharded_chatgpt_zip_loads_every_shard_in_order(tmp_path: Path) -> Non
     with LcmStore(":memory:") as lcm, pytest.raises(ExportRejected) as refused:
         load_export(lcm, bundle, "chatgpt", "alice")
     assert f"{bundle}:conversations-011.json:1: conversation 4 ('A long chat', id c-bad)" in str(refused.value)
+
+
+def test_an_export_inside_an_object_is_named_not_taken_for_a_transcript(tmp_path: Path) -> None:
+    # tools (and some descriptions of the exports) save {"conversations": [...]}: it was read as a
+    # transcript, which asked for a --session-key
+    wrapped = tmp_path / "export.json"
+    wrapped.write_text(json.dumps({"account": {"uuid": "acct-0000"}, "conversations": items(CLAUDE)}),
+                       encoding="utf-8")
+    with pytest.raises(WrappedExport, match=r"export.json is a Claude export's conversations inside an object "
+                                            r"\(\{\"conversations\": \[\.\.\.\]\}\), which amem lcm ingest does "
+                                            r"not read: .* jq \.conversations .*export.json > conversations.json"):
+        sniff(wrapped)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"conversations": [{"role": "user", "content": "hi"}]}), encoding="utf-8")
+    assert sniff(other) is None  # not an export: the transcript reader says what it is

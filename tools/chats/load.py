@@ -37,7 +37,7 @@ from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArra
 from .model import check_nesting, describe
 
 __all__ = ["BATCH", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored",
-           "UnsafeExport", "key_prefix", "load_export", "session_key", "sniff"]
+           "UnsafeExport", "WrappedExport", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
 BATCH = 500
@@ -45,6 +45,8 @@ BATCH = 500
 MAX_SAID = 100
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+#: an export's array inside an object (what some tools save; some describe exports so)
+_WRAPPED_KEY = re.compile(r'^\s*\{.*?"conversations"\s*:\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class ExportLimits:
     max_conversation_chars: int = 128 << 20
     #: levels of objects and arrays (the rule for untrusted JSON, ``amem.kernel.safejson``)
     max_depth: int = MAX_DEPTH
+
+
+class WrappedExport(ValueError):
+    """The file is an export's array of conversations inside an object (``{"conversations":
+    [...]}``), which is not read: the message says how to give the array alone."""
 
 
 class UnsafeExport(ValueError):
@@ -278,6 +285,7 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
 
     Raises:
         UnsafeExport: a zip made to harm its reader (:func:`_check_names`, :func:`_check_size`).
+        WrappedExport: an export's array inside an object.
     """
     try:
         with _open(path, limits) as texts:
@@ -286,6 +294,15 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
                     return detect(item.value)
     except StreamError as exc:
         if isinstance(exc, NotAnArray):
+            with _open(path, limits) as texts:
+                wrapped = _WRAPPED_KEY.search(next(texts)[1].read(1 << 16))
+            if wrapped:  # named, not read as a transcript (that asked for a --session-key)
+                app = next(a for a, key in APPS.items() if key == wrapped.group(1))
+                raise WrappedExport(
+                    f"{_name(path)} is a {'ChatGPT' if app == 'chatgpt' else 'Claude'} export's conversations inside "
+                    "an object ({\"conversations\": [...]}), which amem lcm ingest does not read: give it the "
+                    f"array alone, the conversations.json the app sent or one saved with: jq .conversations "
+                    f"{path} > conversations.json") from None
             return None
         # the first conversation is not whole JSON (a download cut short): still an export,
         # by the key only its conversations have, so the load names the broken line (the
