@@ -195,3 +195,18 @@ def test_an_export_inside_an_object_is_named_not_taken_for_a_transcript(tmp_path
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"conversations": [{"role": "user", "content": "hi"}]}), encoding="utf-8")
     assert sniff(other) is None  # not an export: the transcript reader says what it is
+
+
+def test_every_kind_of_chatgpt_marker_becomes_what_the_app_shows_in_its_place() -> None:
+    entity = '\ue200entity\ue202["people", "Ada Lovelace", "mathematician"]\ue201'
+    page, file = "\ue200cite\ue202turn0search1\ue201", "\ue200cite\ue202turn0file0\ue201"
+    export = chatgpt_chain("c-cite", 2)
+    message = export["mapping"]["m1"]["message"]
+    message["content"]["parts"] = [f"About {entity} today {page}. From {file}. Gone \ue200cite\ue202turn9\ue201. "
+                                   "Stray\ue203."]
+    message["metadata"]["content_references"] = [
+        {"matched_text": page, "type": "webpage_extended", "url": "https://ext.example/page"},
+        {"matched_text": file, "type": "file", "name": "report.pdf"},
+        {"matched_text": " ", "type": "sources_footnote", "sources": []}]  # a footnote: no marker
+    got = chatgpt.convert(1, export).messages[-1]["content"]
+    assert got == "About Ada Lovelace today (https://ext.example/page). From report.pdf. Gone . Stray."

@@ -191,7 +191,7 @@ def _add(who: str, nid: str, node: dict[str, Any], at: float | None, into: list[
     raw_role = author.get("role") if isinstance(author, dict) else None
     role = _ROLES.get(str(raw_role))
     if role is None:  # a role of a newer export: kept, as the app's role names the speaker
-        odd.roles[str(raw_role)] += 1
+        odd.roles[str(raw_role or "none")] += 1
     kind = content.get("content_type")
     if kind in _REASONING:
         out.left_out["reasoning"] += 1
@@ -206,7 +206,7 @@ def _add(who: str, nid: str, node: dict[str, Any], at: float | None, into: list[
         return
     msg: dict[str, Any] = {"role": role or "system", "content": text, "event_id": nid}
     if role is None:
-        msg["name"] = str(raw_role)[:64]
+        msg["name"] = str(raw_role or "none")[:64]
     metadata = message.get("metadata")
     if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
         out.kept["hidden"] += 1  # the app did not show it; the model read it (custom instructions, memory)
@@ -299,8 +299,10 @@ def _cited(text: str, metadata: Any) -> str:
 
     A marker is private-use characters around words (``\\ue200cite\\ue202turn0search0\\ue201``)
     that the app draws as a link; stored raw it is noise in search. Its ``content_references``
-    entry gives the link as the app drew it (``alt``, Markdown) or its items' addresses; a marker
-    with no entry is dropped, its words kept out of the text as well.
+    entry gives the link as the app drew it (``alt``, Markdown), else its items' addresses, else
+    its ``url`` or ``name`` (an entity's, a file's). A marker with no entry is dropped, but for
+    an entity's (``\\ue200entity\\ue202["people", "Ada Lovelace", ...]\\ue201``), whose name is
+    what the app shows in its place.
     """
     if "\ue200" not in text and "\ue201" not in text:
         return text
@@ -312,9 +314,24 @@ def _cited(text: str, metadata: Any) -> str:
         alt = ref.get("alt")
         if not isinstance(alt, str) or not alt.strip():
             urls = [i["url"] for i in ref.get("items") or [] if isinstance(i, dict) and isinstance(i.get("url"), str)]
-            alt = f"({', '.join(dict.fromkeys(urls))})" if urls else ""
+            urls += [ref["url"]] if isinstance(ref.get("url"), str) and ref["url"] else []
+            alt = (f"({', '.join(dict.fromkeys(urls))})" if urls
+                   else ref["name"] if isinstance(ref.get("name"), str) else "")
         text = text.replace(matched, alt)
-    return _MARKER_CHARS.sub("", _MARKER.sub("", text))
+    return _MARKER_CHARS.sub("", _MARKER.sub(_unreferenced, text))
+
+
+def _unreferenced(marker: re.Match[str]) -> str:
+    """What stands for a marker no reference names: an entity's name, else nothing."""
+    kind, _, rest = marker.group(0)[1:-1].partition("\ue202")
+    if kind == "entity":
+        try:
+            said = json.loads(rest)
+        except ValueError:
+            return ""
+        if isinstance(said, list) and len(said) > 1 and isinstance(said[1], str):
+            return said[1]
+    return ""
 
 
 def _attachments(message: dict[str, Any], text: str, media: Counter[str]) -> list[str]:
