@@ -4,7 +4,9 @@
 (line number, item) pairs, one item (``{"text", "subjects"}``) per paragraph; ``heading_text``
 is a heading's words.
 A paragraph that a fenced code block makes longer than a note may be is cut around the block
-(and a block too long alone between its lines), said through ``warn``.
+(and a block too long alone between its lines), said through ``warn``; so is a paragraph of
+a page's lines (``block_lines``: each a ``<div>``, ``<li>`` or ``<br>`` line a browser draws
+apart), cut between them.
 """
 
 from __future__ import annotations
@@ -79,10 +81,14 @@ def split_document(handle: TextIO, title: str, *, derive: bool, max_chars: int |
 
 def split_lines(lines: Iterable[tuple[int, str]], title: str, *, derive: bool,
                 front: DocMeta | None = None, max_chars: int | None = None,
-                warn: Warn | None = None,
-                tagged: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+                warn: Warn | None = None, tagged: bool = True,
+                block_lines: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``split_document`` of numbered lines whose front matter (``front``) was read apart:
-    a page's converted text (``amem.importhtml``), an Evernote note's."""
+    a page's converted text (``amem.importhtml``), an Evernote note's.
+
+    With ``block_lines`` each line is a block of its own (a page's ``<div>``, ``<li>`` or
+    ``<br>`` line, not Markdown's soft-wrapped prose), so a paragraph longer than ``max_chars``
+    is cut between its lines instead of refused (``_fitted``)."""
     front = front or DocMeta()
     if derive and front.title:
         title, derive = front.title, False
@@ -96,7 +102,7 @@ def split_lines(lines: Iterable[tuple[int, str]], title: str, *, derive: bool,
 
     def items() -> Iterator[tuple[int, dict[str, Any]]]:
         tags = _tags(front.tags, block, warn) if tagged else front.tags
-        for number, text in _fitted(block, max_chars, warn):
+        for number, text in _fitted(block, max_chars, warn, block_lines):
             item: dict[str, Any] = {"text": text}
             if subjects:
                 item["subjects"] = list(subjects)
@@ -181,14 +187,18 @@ def _front_matter(handle: TextIO) -> tuple[Iterator[tuple[int, str]], DocMeta]:
 
 
 def _fitted(block: list[tuple[int, str]], max_chars: int | None,
-            warn: Warn | None) -> Iterator[tuple[int, str]]:
+            warn: Warn | None, block_lines: bool = False) -> Iterator[tuple[int, str]]:
     """The paragraph's text as (first line, text) -- or, when it holds a fenced code block and
     is longer than ``max_chars``, in parts that fit: cut before and after its code blocks, and a
     code block too long alone cut between its lines (said through ``warn``). A paragraph of
-    prose alone is left whole, to be refused as too long as before."""
+    prose alone is left whole, to be refused as too long as before, unless its lines are
+    blocks (``block_lines``, a page's): then it is cut between them, said through ``warn``."""
     text = "".join(line for _, line in block).strip()
-    if max_chars is None or len(text) <= max_chars or not any(
-            _opens_fence(line) for _, line in block):
+    fenced = any(_opens_fence(line) for _, line in block)
+    if max_chars is not None and len(text) > max_chars and block_lines and not fenced and len(block) > 1:
+        yield from _cut_lines(block, max_chars, warn, len(text))
+        return
+    if max_chars is None or len(text) <= max_chars or not fenced:
         yield block[0][0], text
         return
     parts: list[tuple[int, str]] = []
@@ -215,6 +225,26 @@ def _fitted(block: list[tuple[int, str]], max_chars: int | None,
         start, joined = number, part
     if joined.strip():
         yield start, joined.strip()
+
+
+def _cut_lines(block: list[tuple[int, str]], max_chars: int, warn: Warn | None,
+               size: int) -> Iterator[tuple[int, str]]:
+    """A paragraph of block lines in parts of at most ``max_chars``, cut between lines (a line
+    too long alone stays whole, and is refused as too long)."""
+    parts: list[tuple[int, str]] = []
+    start, joined = block[0][0], ""
+    for number, line in block:
+        if joined.strip() and len((joined + line).strip()) > max_chars:
+            parts.append((start, joined.strip()))
+            start, joined = number, ""
+        joined += line
+    if joined.strip():
+        parts.append((start, joined.strip()))
+    if warn is not None:
+        warn(block[0][0], f"a run of {len(block):,} lines (divs, list items or line breaks) of {size:,} "
+                          f"characters is longer than a note may be (max_text_chars {max_chars:,}): "
+                          f"it was cut between its lines into {len(parts)} notes")
+    yield from parts
 
 
 def _runs(block: list[tuple[int, str]]) -> list[tuple[bool, list[tuple[int, str]]]]:

@@ -162,7 +162,7 @@ def _items(export: _Export, max_chars: int | None,
         said = False
         for number, item in split_lines(lines, note.title, derive=not note.title,
                                         front=DocMeta(), max_chars=max_chars, warn=warn,
-                                        tagged=False):
+                                        tagged=False, block_lines=True):
             said = True
             yield number, {**item, **fields}
         if not said and note.title:  # a note of a title alone (its attachment left out)

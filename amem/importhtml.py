@@ -4,9 +4,14 @@ numbered by the line of the page it comes from.
 What a saved page, an Apple Notes or a Notion HTML export holds is read as the Markdown
 reader reads a note: a paragraph (``<p>``, a list, a quote, a table) is a note, ``<h1>`` to
 ``<h6>`` are its headings (the heading path its subjects), ``<pre>`` is a fenced code block
-kept whole, the ``<title>`` is the document's title. A ``<div>`` is a line, as the note apps
-write one (Evernote, Apple Notes), and an empty one (``<div><br></div>``, their blank line)
-ends the paragraph. Scripts, styles and other things a
+kept whole, the ``<title>`` is the document's title. A ``<div>`` of text is a line, as the
+note apps write one (Evernote, Apple Notes), and an empty one (``<div><br></div>``, their blank
+line) ends the paragraph, as two ``<br>`` in a row do. A ``<div>`` that holds other ``<div>``
+is a page's layout (a post, a comment, a menu): where its first inner one opens and where it
+closes end the paragraph, so a page built of nested divs is read as the blocks a browser
+draws, not as one paragraph too long to store. A run of lines still too long for one note is
+cut between its lines by the splitter (``amem.docsplit``, ``block_lines``): each line is a
+block the browser shows apart. Scripts, styles and other things a
 browser does not show as text are dropped. The stdlib ``html.parser`` reads it, fed a chunk
 at a time: only the page's unfinished tag and one paragraph are held. It never fetches
 anything and knows only HTML's own character references: an entity a page declares is
@@ -51,7 +56,8 @@ class _Reader(HTMLParser):
         self._line: list[str] = []  # the words of the line being read
         self._line_at = 0  # its first word's line in the page
         self._cells = 0
-        self._divs: list[int] = []  # for each open <div>: the lines said before it
+        self._divs: list[list[int]] = []  # for each open <div>: [the lines said before it, its inner divs]
+        self._breaks = 0  # <br> in a row with no text between: two are a blank line
 
     # -- lines --------------------------------------------------------------------------
     def _end_line(self) -> None:
@@ -92,13 +98,21 @@ class _Reader(HTMLParser):
         elif tag in _BLOCKS:
             self._end_paragraph()
         elif tag == "div":
-            self._end_line()
-            self._divs.append(len(self.out))
+            if self._divs and not self._divs[-1][1]:
+                self._end_paragraph()  # its parent holds divs: a layout block, what it said before is apart
+            else:
+                self._end_line()
+            if self._divs:
+                self._divs[-1][1] += 1
+            self._divs.append([len(self.out), 0])
         elif tag in _LINES or tag == "br":
             if self._pre:
                 self._line.append("\n")
+            elif tag == "br" and self._breaks and not "".join(self._line).strip():
+                self._end_paragraph()  # <br><br>: a blank line, as a browser draws it
             else:
                 self._end_line()
+            self._breaks = self._breaks + 1 if tag == "br" else 0
             if tag == "li":
                 self._words("- ")
         elif tag in ("td", "th"):
@@ -130,7 +144,8 @@ class _Reader(HTMLParser):
             self._end_paragraph()
         elif tag == "div" and self._divs:
             self._end_line()
-            if len(self.out) == self._divs.pop():  # an empty line (<div><br></div>)
+            before, inner = self._divs.pop()
+            if inner or len(self.out) == before:  # a layout block closes, or an empty line (<div><br></div>)
                 self._end_paragraph()
         elif tag in _LINES and not self._pre:
             self._end_line()
@@ -139,6 +154,8 @@ class _Reader(HTMLParser):
         if self._in_title:
             self.title = " ".join((self.title + " " + data).split())
         elif not self._hidden:
+            if data.strip():
+                self._breaks = 0
             self._words(data)
 
     def _words(self, data: str) -> None:

@@ -126,7 +126,7 @@ def _page(handle: TextIO, title: str, *, derive: bool, max_chars: int | None,
         return
     front = DocMeta(title=page.title[:MAX_ITEM_CHARS].strip())
     yield from split_lines(itertools.chain([first], lines), title, derive=derive, front=front,
-                           max_chars=max_chars, warn=warn, tagged=False)
+                           max_chars=max_chars, warn=warn, tagged=False, block_lines=True)
 
 
 def file_title(path: Path) -> str:

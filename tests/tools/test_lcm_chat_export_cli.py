@@ -108,7 +108,7 @@ def test_a_claude_export_loads_with_its_attachments_and_tool_turns(tmp_path: Pat
         ("event:m-2#1", "tool", "2024-05-01T10:00:09.000Z"), ("event:m-2#2", "assistant", "2024-05-01T10:00:09.000Z"),
         ("event:m-4", "user", "2024-05-01T10:02:00.000Z")]
     assert "[file: text/csv, ledger.csv]\ninvoice,paid\n1042,yes" in got[0][4]
-    assert "[file: bank-screenshot.png]" in got[0][4]
+    assert "[image: bank-screenshot.png]" in got[0][4]
     assert got[1][4].startswith("Let me check the bank's notice.\n[tool_calls] ")
     assert conversations(home) == {f"agent:bob:claude:{CLAUDE_ID}": "Invoice 1042"}
     again = amem_json(env, "lcm", "ingest", str(src))
@@ -160,15 +160,25 @@ def test_bad_conversations_refuse_the_file_unless_skipped(tmp_path: Path) -> Non
     assert stored_messages(env) == 4
 
 
-def test_an_unknown_content_type_is_stored_and_warned_about(tmp_path: Path) -> None:
+def test_an_export_in_real_shapes_loads_and_the_report_names_what_it_did(tmp_path: Path) -> None:
+    # shapes of real exports (tests/fixtures/chat_exports): voice turns, search tool traffic, citation
+    # markers, hidden context, and shapes no reader knows (a role, a content type, a broken message)
     home = tmp_path / "home"
     env = env_for(home)
-    conv = chatgpt_chain("c-new", 2)
-    conv["mapping"]["m1"] = gpt_node("m1", "m0", [], "assistant", None, 1714550401.0,
-                                     content_type="sonic_webpage", content={"text": "Tram 28 runs every 10 min"})
-    done = amem(env, "lcm", "ingest", str(export(tmp_path / "c.json", [conv])))
-    assert "content type 'sonic_webpage', which this reader does not know, kept as their text" in done.stderr
-    assert rows(home, "agent:default:chatgpt:c-new")[-1][4] == "Tram 28 runs every 10 min"
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "chat_exports" / "chatgpt_real_shapes.json"
+    done = amem(env, "lcm", "ingest", str(src), "--agent", "alice")
+    assert "read 2 conversations (chatgpt export): stored 23 messages in 2 conversations" in done.stdout
+    assert ("kept 1 message the app hides (custom instructions, memory notes), 6 tool outputs"
+            in done.stdout)
+    assert "stored as placeholders (the export holds no bytes of them): 2 audio, 2 images" in done.stdout
+    assert ("left out 3 messages with no text, 2 of the model's reasoning (thinking), 1 message that could "
+            "not be read (named in the warnings)") in done.stdout
+    assert "content type 'hologram_text', which this reader does not know, kept as their text" in done.stderr
+    assert "author role 'critic', which this reader does not know, kept as system messages" in done.stderr
+    assert "node 'o4' (its content is not an object)" in done.stderr
+    got = rows(home, "agent:alice:chatgpt:6751a3c2-7d10-800c-9e1f-3b2a1c0d9e90")
+    assert [(r[0], r[1], r[3]) for r in got] == [("event:o1", "user", None), ("event:o2", "system", "critic"),
+                                                 ("event:o3", "assistant", None), ("event:o5", "assistant", None)]
 
 
 def test_an_export_takes_no_session_key_and_stdin_says_to_save_it(tmp_path: Path) -> None:

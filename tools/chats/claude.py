@@ -19,14 +19,18 @@ What this reader keeps:
 3. An attached file's extracted text (``attachments[].extracted_content``, what Claude read)
    after a placeholder naming the file; an uploaded image or file without text as the
    placeholder only (:func:`lcm.normalize.media_placeholder`).
-4. The model's ``thinking`` is left out and counted as ``reasoning``; a message with nothing
-   left is counted as ``empty``. A block type this reader does not know is kept as its text
-   (or JSON) and said in a warning.
+4. The model's ``thinking`` is left out and counted as ``reasoning``, claude.ai's
+   ``token_budget`` markers (timestamps only, between a tool result and what follows) as
+   ``internal``; a message with nothing left is counted as ``empty``.
+5. What this reader does not know never costs the conversation: a block type is kept as its
+   text (or JSON), a sender as a ``system`` message named by it, and an item of
+   ``chat_messages`` that is not a message is left out as ``unreadable``; each said in a warning.
 """
 
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections import Counter
 from typing import Any
 
@@ -40,6 +44,8 @@ __all__ = ["convert"]
 _SENDERS = {"human": "user", "user": "user", "assistant": "assistant", "system": "system"}
 #: the parent claude.ai gives a conversation's first message
 _ROOT = "00000000-0000-4000-8000-000000000000"
+#: blocks that mark the model's bookkeeping, nothing said: left out as "internal"
+_INTERNAL = {"token_budget"}
 
 
 def convert(index: int, obj: Any) -> ExportedConversation:
@@ -55,14 +61,18 @@ def convert(index: int, obj: Any) -> ExportedConversation:
         raise BadConversation(f"{who}: chat_messages is missing or not a list")
     out = ExportedConversation("claude", ident, name, [])
     unknown: Counter[str] = Counter()
+    senders: Counter[str] = Counter()
+    unreadable: list[int] = []
     by_id: dict[str, tuple[dict[str, Any], str]] = {}
     for i, message in enumerate(chat, 1):
-        if not isinstance(message, dict):
-            raise BadConversation(f"{who}: message {i} is not an object")
+        if not isinstance(message, dict):  # costs that item, said, not the conversation
+            out.left_out["unreadable"] += 1
+            unreadable.append(i)
+            continue
         role = _SENDERS.get(str(message.get("sender")))
-        if role is None:
-            raise BadConversation(f"{who}: message {i}: sender {message.get('sender')!r} is not one of human, "
-                                  "assistant, system")
+        if role is None:  # a sender of a newer export: kept, named by it
+            senders[str(message.get("sender"))] += 1
+            role = "system"
         mid = message.get("uuid")
         # a message without a uuid is keyed by its place: stable while the export is the same
         base = mid if isinstance(mid, str) and mid else f"{ident}#{i}"
@@ -81,6 +91,13 @@ def convert(index: int, obj: Any) -> ExportedConversation:
     out.warnings += [f"{who}: {n} content {'block' if n == 1 else 'blocks'} of type {kind!r}, which this "
                      "reader does not know, kept as their text (or their JSON)"
                      for kind, n in sorted(unknown.items())]
+    out.warnings += [f"{who}: {n} {'message' if n == 1 else 'messages'} of sender {sender!r}, which this reader "
+                     f"does not know, kept as system messages named {sender!r}"
+                     for sender, n in sorted(senders.items())]
+    if unreadable:
+        out.warnings.append(f"{who}: {len(unreadable)} of chat_messages not a message object, left out (the rest "
+                            f"of the conversation is kept): item {', '.join(map(str, unreadable[:5]))}"
+                            + (", ..." if len(unreadable) > 5 else ""))
     return out
 
 
@@ -114,11 +131,15 @@ def _add(base: str, message: dict[str, Any], role: str, into: list[dict[str, Any
          out: ExportedConversation) -> None:
     """Append message ``base``'s pieces to ``into`` (or count it as empty)."""
     pieces = _pieces(message, role, unknown, out)
-    pieces[-1:] = [_with_files(pieces[-1] if pieces else {"role": role, "content": ""}, message)]
+    pieces[-1:] = [_with_files(pieces[-1] if pieces else {"role": role, "content": ""}, message, out.placeholders)]
     kept = 0
     for piece in pieces:
         if not piece["content"].strip() and not piece.get("tool_calls"):
             continue
+        if role == "system" and message.get("sender") not in _SENDERS:
+            piece["name"] = str(message.get("sender"))[:64]
+        if piece["role"] == "tool":
+            out.kept["tool_output"] += 1
         piece["event_id"] = base if kept == 0 else f"{base}#{kept}"
         if message.get("created_at") is not None:
             piece["created_at"] = message["created_at"]
@@ -158,6 +179,8 @@ def _pieces(message: dict[str, Any], role: str, unknown: Counter[str],
             texts.append(text if isinstance(text, str) else "")
         elif kind in ("thinking", "redacted_thinking"):
             out.left_out["reasoning"] += 1
+        elif kind in _INTERNAL:
+            out.left_out["internal"] += 1
         elif kind == "tool_use":
             calls.append({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
         elif kind == "tool_result":
@@ -167,6 +190,7 @@ def _pieces(message: dict[str, Any], role: str, unknown: Counter[str],
                 result["name"] = block["name"]
             pieces.append(result)
         elif (media := media_placeholder(block)) is not None:
+            out.placeholders[_kind(media)] += 1
             texts.append(media)
         else:  # a block type of a newer export: kept, and said
             unknown[str(kind)] += 1
@@ -182,7 +206,10 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         out = []
         for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
+            if isinstance(part, dict) and part.get("type") == "knowledge":  # a web search's hit: its page too
+                out.append("\n".join(t for t in (part.get(k) for k in ("title", "url", "text"))
+                                     if isinstance(t, str) and t))
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 out.append(part["text"])
             elif isinstance(part, dict) and (media := media_placeholder(part)) is not None:
                 out.append(media)
@@ -192,25 +219,39 @@ def _result_text(content: Any) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False, sort_keys=True)
 
 
-def _with_files(piece: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+def _with_files(piece: dict[str, Any], message: dict[str, Any], media: Counter[str]) -> dict[str, Any]:
     """``piece`` with the message's attachments and files after its text: a placeholder for
-    each, and an attachment's extracted text (what Claude read of it) under its placeholder."""
+    each, and an attachment's extracted text (what Claude read of it) under its placeholder.
+
+    claude.ai lists an upload in ``files`` (``file_uuid``, ``file_name``) and again in
+    ``files_v2`` (with ``file_kind``): one placeholder per ``file_uuid``, the kind from
+    ``file_kind`` or else the name's extension."""
     said: list[str] = []
     for item in message.get("attachments") or []:
         if not isinstance(item, dict):
             continue
         head = media_placeholder({"type": "file", **_named(item)}) or "[file]"
+        media["file"] += 1
         body = item.get("extracted_content")
         said.append(f"{head}\n{body}" if isinstance(body, str) and body.strip() else head)
-    for item in [*(message.get("files") or []), *(message.get("files_v2") or [])]:
-        if not isinstance(item, dict):
-            continue
-        kind = "image" if item.get("file_kind") == "image" else "file"
+    files: dict[object, dict[str, Any]] = {}
+    for item in [*(message.get("files_v2") or []), *(message.get("files") or [])]:
+        if isinstance(item, dict):
+            files.setdefault(item.get("file_uuid") or id(item), item)  # files_v2 first: it says the kind
+    for item in files.values():
+        guessed = mimetypes.guess_type(str(item.get("file_name") or ""))[0] or ""
+        kind = "image" if item.get("file_kind") == "image" or guessed.startswith("image/") else "file"
+        media[kind] += 1
         said.append(media_placeholder({"type": kind, **_named(item)}) or f"[{kind}]")
     if not said:
         return piece
     text = "\n".join(t for t in (piece["content"], *dict.fromkeys(said)) if t)
     return {**piece, "content": text}
+
+
+def _kind(placeholder: str) -> str:
+    """``image`` of ``[image: ...]``."""
+    return placeholder[1:].split(":", 1)[0].split("]", 1)[0]
 
 
 def _named(item: dict[str, Any]) -> dict[str, str]:

@@ -37,7 +37,7 @@ from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArra
 from .model import check_nesting, describe
 
 __all__ = ["BATCH", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored",
-           "UnsafeExport", "key_prefix", "load_export", "session_key", "sniff"]
+           "UnsafeExport", "WrappedExport", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
 BATCH = 500
@@ -45,6 +45,8 @@ BATCH = 500
 MAX_SAID = 100
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+#: an export's array inside an object (what some tools save; some describe exports so)
+_WRAPPED_KEY = re.compile(r'^\s*\{.*?"conversations"\s*:\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class ExportLimits:
     max_conversation_chars: int = 128 << 20
     #: levels of objects and arrays (the rule for untrusted JSON, ``amem.kernel.safejson``)
     max_depth: int = MAX_DEPTH
+
+
+class WrappedExport(ValueError):
+    """The file is an export's array of conversations inside an object (``{"conversations":
+    [...]}``), which is not read: the message says how to give the array alone."""
 
 
 class UnsafeExport(ValueError):
@@ -110,8 +117,12 @@ class LoadReport:
     branch_messages: int = 0
     #: fork markers stored before the branches' messages (one per fork), counted in ``stored``
     fork_points: int = 0
-    #: messages left out, by reason ("empty", "reasoning")
+    #: messages left out, by reason ("empty", "reasoning", "internal", "unreadable")
     left_out: Counter[str] = field(default_factory=Counter)
+    #: messages kept that the app does not show as one ("hidden", "tool_output")
+    kept: Counter[str] = field(default_factory=Counter)
+    #: images, audio, video and files stored as placeholders, by kind (the export has no bytes of them)
+    placeholders: Counter[str] = field(default_factory=Counter)
     #: conversations without one message to store (nothing was said in them)
     empty_conversations: int = 0
     invalid: int = 0
@@ -123,7 +134,8 @@ class LoadReport:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["left_out"] = dict(sorted(self.left_out.items()))
+        for key in ("left_out", "kept", "placeholders"):
+            data[key] = dict(sorted(getattr(self, key).items()))
         return data
 
     def error(self, text: str) -> None:
@@ -167,28 +179,37 @@ def key_prefix(agent_id: str, app: str) -> str:
 
 
 @contextmanager
-def _open(path: Path, limits: ExportLimits) -> Iterator[io.TextIOWrapper]:
-    """The export's text: the file, or the ``conversations.json`` inside the zip the app sent
-    (read from the zip as a stream, never unpacked to disk or memory; checked first,
+def _open(path: Path, limits: ExportLimits) -> Iterator[Iterator[tuple[str, io.TextIOWrapper]]]:
+    """The export's texts, each with how errors name it: the file, or the ``conversations.json``
+    inside the zip the app sent, or its shards (``conversations-000.json``, ...) one after
+    another (read from the zip as a stream, never unpacked to disk or memory; checked first,
     :func:`_check_names`, :func:`_check_size`)."""
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             _check_names(path, archive)
-            member = _member(archive)
-            if member is None:
-                raise NotAnArray(f"{path} is a zip without a conversations.json", 1)
-            _check_size(path, archive.getinfo(member), limits)
-            with archive.open(member) as raw:
-                head = raw.read(4)
-            with archive.open(member) as raw, io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
-                yield text
+            members = _members(archive)
+            if not members:
+                raise NotAnArray(f"{path} is a zip without a conversations.json (nor its shards, "
+                                 "conversations-000.json, ...)", 1)
+            for member in members:
+                _check_size(path, archive.getinfo(member), limits)
+            yield _zip_texts(path, archive, members)
         return
     with path.open("rb") as raw:
         head = raw.read(4)
         raw.seek(0)
         # utf-8-sig drops a byte-order mark; UTF-16 or UTF-32 are read as what their mark says
         with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
-            yield text
+            yield iter([(str(path), text)])
+
+
+def _zip_texts(path: Path, archive: zipfile.ZipFile, members: list[str]) -> Iterator[tuple[str, io.TextIOWrapper]]:
+    """Each member's text in turn, open only while it is read."""
+    for member in members:
+        with archive.open(member) as raw:
+            head = raw.read(4)
+        with archive.open(member) as raw, io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
+            yield f"{path}:{member}", text
 
 
 def _check_names(path: Path, archive: zipfile.ZipFile) -> None:
@@ -228,19 +249,33 @@ def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.0f} KiB"
 
 
-def _member(archive: zipfile.ZipFile) -> str | None:
-    """The zip's ``conversations.json`` (at its top, or the shallowest one in a folder)."""
-    found = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
-    return min(found, key=lambda n: (n.count("/"), n)) if found else None
+#: a shard of a large ChatGPT export: exports since 2026 split conversations.json into
+#: conversations-000.json, conversations-001.json, ... (listed in export_manifest.json)
+_SHARD = re.compile(r"conversations-(\d+)\.json")
+
+
+def _members(archive: zipfile.ZipFile) -> list[str]:
+    """The zip's ``conversations.json`` (at its top, or the shallowest one in a folder), else
+    its shards in their numbers' order, in the shallowest folder that holds any."""
+    names = archive.namelist()
+    found = [n for n in names if n.rsplit("/", 1)[-1] == "conversations.json"]
+    if found:
+        return [min(found, key=lambda n: (n.count("/"), n))]
+    shards = [n for n in names if _SHARD.fullmatch(n.rsplit("/", 1)[-1])]
+    if not shards:
+        return []
+    top = min(n.rsplit("/", 1)[0] if "/" in n else "" for n in shards)
+    here = [n for n in shards if (n.rsplit("/", 1)[0] if "/" in n else "") == top]
+    return sorted(here, key=lambda n: int(_SHARD.fullmatch(n.rsplit("/", 1)[-1]).group(1)))  # type: ignore[union-attr]
 
 
 def _name(path: Path) -> str:
-    """How errors name the export: the file, or the file inside the zip."""
+    """How errors name the export: the file, or the file inside the zip (its first shard)."""
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
-            member = _member(archive)
-        if member is not None:
-            return f"{path}:{member}"
+            members = _members(archive)
+        if members:
+            return f"{path}:{members[0]}"
     return str(path)
 
 
@@ -250,19 +285,30 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
 
     Raises:
         UnsafeExport: a zip made to harm its reader (:func:`_check_names`, :func:`_check_size`).
+        WrappedExport: an export's array inside an object.
     """
     try:
-        with _open(path, limits) as text:
-            for item in array_items(text, name=_name(path), max_item=limits.max_conversation_chars):
-                return detect(item.value)
+        with _open(path, limits) as texts:
+            for name, text in texts:
+                for item in array_items(text, name=name, max_item=limits.max_conversation_chars):
+                    return detect(item.value)
     except StreamError as exc:
         if isinstance(exc, NotAnArray):
+            with _open(path, limits) as texts:
+                wrapped = _WRAPPED_KEY.search(next(texts)[1].read(1 << 16))
+            if wrapped:  # named, not read as a transcript (that asked for a --session-key)
+                app = next(a for a, key in APPS.items() if key == wrapped.group(1))
+                raise WrappedExport(
+                    f"{_name(path)} is a {'ChatGPT' if app == 'chatgpt' else 'Claude'} export's conversations inside "
+                    "an object ({\"conversations\": [...]}), which amem lcm ingest does not read: give it the "
+                    f"array alone, the conversations.json the app sent or one saved with: jq .conversations "
+                    f"{path} > conversations.json") from None
             return None
         # the first conversation is not whole JSON (a download cut short): still an export,
         # by the key only its conversations have, so the load names the broken line (the
         # transcript reader asked for a --session-key instead)
-        with _open(path, limits) as text:
-            found = _EXPORT_KEY.search(text.read(1 << 16))
+        with _open(path, limits) as texts:
+            found = _EXPORT_KEY.search(next(texts)[1].read(1 << 16))
         return next((app for app, key in APPS.items() if found and found.group(1) == key), None)
     except (UnicodeDecodeError, zipfile.BadZipFile, EOFError):
         return None  # not text, or a damaged zip: the transcript reader says what it is
@@ -318,17 +364,18 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
          progress: Callable[[str, int, int | None], None] | None, total: int | None,
          limits: ExportLimits) -> LoadReport:
     """One pass over the file: convert and check each conversation, and store it when ``store``."""
-    name = _name(path)
-    report = LoadReport(name, app)
+    report = LoadReport(_name(path), app)
     convert = CONVERTERS[app]
     now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
-    with _open(path, limits) as text:
-        for item in array_items(text, name=name, max_item=limits.max_conversation_chars):
+    with _open(path, limits) as texts:
+        for name, item in ((name, item) for name, text in texts
+                           for item in array_items(text, name=name, max_item=limits.max_conversation_chars)):
             report.conversations += 1
+            index = report.conversations  # counted across shards
             try:
-                check_nesting(item.index, item.value, limits.max_depth)
-                conv = convert(item.index, item.value)
-                _check(conv, item.index, item.value, now)
+                check_nesting(index, item.value, limits.max_depth)
+                conv = convert(index, item.value)
+                _check(conv, index, item.value, now)
             except BadConversation as exc:
                 report.error(f"{name}:{item.line}: {exc}")
                 continue
@@ -339,13 +386,15 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
             report.branch_messages += len(conv.branches) - conv.fork_points
             report.fork_points += conv.fork_points
             report.left_out.update(conv.left_out)
+            report.kept.update(conv.kept)
+            report.placeholders.update(conv.placeholders)
             if not conv.messages and not conv.branches:
                 report.empty_conversations += 1
             if store is not None:
                 try:
                     _store(store, conv, agent_id, report, f"{name}:{item.line}")
                 except BadConversation as exc:  # the store refused it (a replay flood): named, the rest go on
-                    report.error(f"{name}:{item.line}: {describe(item.index, item.value)}: {exc}")
+                    report.error(f"{name}:{item.line}: {describe(index, item.value)}: {exc}")
             if progress is not None:
                 progress("check" if store is None else "store", report.conversations, total)
     return report

@@ -43,8 +43,14 @@ class ExportedConversation:
     #: the fork markers among ``branches``: one before each branch, naming the message it
     #: follows (:func:`tools.chats.tree.with_forks`)
     fork_points: int = 0
-    #: messages not kept, by reason ("empty", "reasoning")
+    #: messages not kept, by reason: "empty", "reasoning", "internal" (a marker with nothing to
+    #: show, Claude's ``token_budget``), "unreadable" (a message of a shape that cannot be read)
     left_out: Counter[str] = field(default_factory=Counter)
+    #: what was kept though the app does not show it as a message: "hidden" (custom
+    #: instructions, memory notes, the model read them), "tool_output" (a tool's result)
+    kept: Counter[str] = field(default_factory=Counter)
+    #: images, audio, video and files stored as a placeholder (the export holds no bytes of them), by kind
+    placeholders: Counter[str] = field(default_factory=Counter)
     #: event ids of messages whose time is borrowed (the export gave them none): they may go
     #: without it when the store's replay guard reads borrowed times as a flood
     borrowed_times: set[str] = field(default_factory=set)

@@ -23,11 +23,11 @@ _APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 def sniff_export(path: Path) -> str | None:
     """The app whose export ``path`` is, or None (:func:`tools.chats.load.sniff`); a zip made to
     harm its reader (a bomb, a member outside the archive) is a usage error naming it."""
-    from ..chats.load import UnsafeExport, sniff
+    from ..chats.load import UnsafeExport, WrappedExport, sniff
 
     try:
         return sniff(path) if path.is_file() else None
-    except UnsafeExport as exc:
+    except (UnsafeExport, WrappedExport) as exc:
         raise usage_error(str(exc), "file") from None
 
 
@@ -118,9 +118,21 @@ def _text(data: dict[str, object]) -> str:
         branches = "branch" if data["branches"] == 1 else "branches"
         lines.append(f"{data['branches']} edited or regenerated {branches} ({_n(data['branch_messages'], 'message')}) "
                      "kept apart, under <that key>:branches, each after a marker naming the message it follows")
+    kept, media = data["kept"], data["placeholders"]
+    assert isinstance(kept, dict) and isinstance(media, dict)
+    if kept:
+        said = {"hidden": lambda n: f"{_n(n, 'message')} the app hides (custom instructions, memory notes)",
+                "tool_output": lambda n: f"{n} tool {'output' if n == 1 else 'outputs'}"}
+        lines.append("kept " + ", ".join(said.get(why, lambda n: f"{n} {why}")(n) for why, n in kept.items()))
+    if media:
+        lines.append("stored as placeholders (the export holds no bytes of them): "
+                     + ", ".join(f"{n} {kind}" + ("s" if n != 1 and kind != "audio" else "")
+                                 for kind, n in media.items()))
     if left:
         said = {"empty": lambda n: f"{_n(n, 'message')} with no text",
-                "reasoning": lambda n: f"{n} of the model's reasoning (thinking)"}
+                "reasoning": lambda n: f"{n} of the model's reasoning (thinking)",
+                "internal": lambda n: f"{n} of the app's internal {'marker' if n == 1 else 'markers'} (token budget)",
+                "unreadable": lambda n: f"{_n(n, 'message')} that could not be read (named in the warnings)"}
         lines.append("left out " + ", ".join(said.get(why, lambda n: f"{n} {why}")(n) for why, n in left.items()))
     if data["empty_conversations"]:
         lines.append(f"{_n(data['empty_conversations'], 'conversation')} held no message")

@@ -120,3 +120,64 @@ def test_hostile_xml_is_refused_before_a_note_is_read(tmp_path: Path,
                     encoding="utf-8")
     texts = [i["text"] for _, i in read_items(page, "html")]  # type: ignore[index]
     assert "a &y; b" in texts and not any("root:" in t for t in texts)
+
+
+DIV_SOUP = Path(__file__).resolve().parents[2] / "fixtures" / "html" / "div_soup.html"
+
+
+def test_a_page_of_nested_divs_is_read_as_the_blocks_a_browser_draws() -> None:
+    # a site (or a web clip) lays its page out in divs inside divs: read as the lines of one
+    # paragraph, the menu, the post, its comments and the footer were one note
+    got = [(n, i["text"]) for n, i in read_items(DIV_SOUP, "html")]  # type: ignore[index]
+    assert got == [
+        (5, "Garden Notes"),
+        (6, "Home\nArchive"),  # the menu: a div of divs
+        (8, "Building a rain barrel\n12 April 2024 6 min read"),
+        (11, "Last spring the water bill for the vegetable beds was higher than the bill for the house, so I set "
+             "out to catch the rain that runs off the shed roof. The shed has a gutter on one side only, which "
+             "made the choice of corner easy.\nThe barrel is a food-grade drum of 200 litres that a bakery sold "
+             "me for ten euros. Rinse it twice with warm water and a little vinegar; the smell of syrup goes "
+             "after a week in the sun.\nParts list:\none 200 l drum\na downpipe diverter kit\ntwo brass taps "
+             "with washers\nfour concrete blocks for the stand\nRaise the barrel on the blocks so a watering "
+             "can fits under the tap. A full barrel weighs over 200 kg, so level the ground first."),
+        (14, "Drill the tap hole a hand's width above the bottom: the sludge that settles stays below it.\n"
+             "Fit the diverter at the height of the barrel's top. When the barrel is full, the diverter sends "
+             "the water back down the pipe instead of flooding the path."),  # after <br><br>: a new paragraph
+        (18, "Maria\nDid yours freeze in January? Mine split along the seam."),  # each comment, its author
+        (19, "Tomas\nEmpty it in November and leave the tap open."),
+        (20, "\N{COPYRIGHT SIGN} 2024 Garden Notes"),
+    ]
+
+
+def test_a_run_of_div_lines_too_long_for_a_note_is_cut_between_them(tmp_path: Path,
+                                                                      edge_store: MemoryStore) -> None:
+    said: list[tuple[int, str]] = []
+    parts = [i["text"] for _, i in read_items(DIV_SOUP, "html", max_chars=600,  # type: ignore[index]
+                                              warn=lambda n, s: said.append((n, s)))]
+    assert all(len(p) <= 600 for p in parts)
+    whole = "\n".join(parts)
+    for words in ("which made the choice of corner easy.", "four concrete blocks for the stand",
+                  "so level the ground first."):  # nothing lost, nothing cut inside a line
+        assert whole.count(words) == 1
+    assert said == [(11, "a run of 8 lines (divs, list items or line breaks) of 656 characters is longer than a "
+                         "note may be (max_text_chars 600): it was cut between its lines into 2 notes")]
+    # a long page at the store's own limit: refused whole before, stored in parts now
+    line = "<div class='para'>" + "The rain barrel fills in one storm and lasts a dry fortnight. " * 5 + "</div>\n"
+    page = tmp_path / "long.html"
+    page.write_text("<html><body><div class='post'><div class='body'>" + line * 120
+                    + "</div></div></body></html>", encoding="utf-8")
+    report = import_file(edge_store, page, enrich=False)
+    assert report.created == 2 and edge_store.count() == 2
+    assert any("cut between its lines into 2 notes" in w for w in report.warnings)
+
+
+def test_a_list_too_long_for_a_note_is_cut_between_its_items(tmp_path: Path) -> None:
+    page = tmp_path / "list.html"
+    page.write_text("<ul>" + "".join(f"<li>seed packet {n:02d}: sow in March</li>" for n in range(40))
+                    + "</ul>", encoding="utf-8")
+    said: list[tuple[int, str]] = []
+    parts = [i["text"] for _, i in read_items(page, "html", max_chars=300,  # type: ignore[index]
+                                              warn=lambda n, s: said.append((n, s)))]
+    assert all(len(p) <= 300 for p in parts) and len(parts) == 5  # 9 items of 32 characters a note
+    assert "\n".join(parts).split("\n") == [f"- seed packet {n:02d}: sow in March" for n in range(40)]
+    assert len(said) == 1 and "a run of 40 lines" in said[0][1]
