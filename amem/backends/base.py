@@ -27,10 +27,11 @@ DENSE = "dense"
 SPARSE = "bm25"
 #: ``links``: the notes linking to one note (the inspector's "links in" and graph) are found
 #: by the index instead of reading every payload (a note's page at 10k notes: 180 ms unindexed);
-#: ``tags``: the search filter by tag (``amem search --tag``), in RAM as the read path's are
+#: ``tag_keys``: the search filter by tag (``amem search --tag``, any case), in RAM as the read
+#: path's are
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
                    "subjects", "subject_keys", "meta_kv", "superseded_by", "supersedes", "links",
-                   "tags")
+                   "tag_keys")
 #: ``links_owed``: the notes whose back-links a killed write left unwritten (``amem.backlinks``),
 #: found by the next write without reading every payload
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale", "links_owed")
@@ -41,6 +42,11 @@ FLOAT_INDEXES = ("event_ts", "expires_ts")
 #: 283 MB instead of 301; ``hash`` alone had held 21 MB).
 ON_DISK_INDEXES = ("id", "hash", "folded_hashes", "category", "pending_merge", "vector_stale",
                    "links_owed")
+#: indexes an earlier version made that nothing reads now: ``tags`` (the tags filter reads
+#: ``tag_keys`` since it matches any case). An embedded store drops them at open, as they
+#: cost RAM and a write each; a Qdrant server's collection keeps them (an older client
+#: sharing it may still filter on them, and would read every payload without)
+RETIRED_INDEXES = ("tags",)
 
 Scalar = Union[str, int, bool]
 
