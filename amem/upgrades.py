@@ -1,6 +1,7 @@
 """One-time upgrades of a store written by an older version, run when it is opened.
 
-Each is recorded in the store's metadata and runs once per store:
+Each is recorded in the store's metadata and runs once per store (but the tag keys' look, 5.,
+which runs at every open: it reads nothing in a store that needs nothing):
 
 1. **point ids** of format 1 (which two tenants could share) move to the current format
    (``amem.pointids``);
@@ -48,8 +49,6 @@ INDEXED_KEY = "event_time_index"
 SUBJECTS_KEY = "subject_terms"
 #: the store metadata key saying every note that names subjects carries their keys
 KEYED_KEY = "subject_keys"
-#: the store metadata key saying every note that holds tags carries their keys
-TAGS_KEYED_KEY = "tag_keys"
 #: the store metadata key saying every point of the (edge) store carried its live key once
 LIVE_KEYS_KEY = "live_keys"
 
@@ -184,22 +183,22 @@ def key_subjects(index: NoteIndex) -> int:
 
 
 def key_tags(index: NoteIndex) -> int:
-    """Notes holding tags but not their keys get them (once per store); the count.
+    """Notes holding tags but not their keys get them, at every open; the count.
 
-    Until then ``tags=["morning"]`` would miss a note tagged "morning" written before the
-    filter read keys: it reads nothing but ``tag_keys``. Only notes that hold tags and lack
-    keys are read; the keys are a field update (no vector, no BM25 term changes).
+    Until then ``tags=["morning"]`` would miss a note tagged "morning": the filter reads
+    nothing but ``tag_keys``. Such a note was written before keys, or after this store's
+    upgrade by a version before them that already wrote live keys (which
+    ``heal_older_writes`` cannot tell apart), so this is not recorded as done: the look is
+    two indexed conditions (``tags`` and ``tag_keys`` are both keyword-indexed, their null
+    indexes answer ``IsEmpty``) and reads nothing in a store whose notes all have keys. The
+    keys are a field update (no vector, no BM25 term changes).
     """
-    if index.meta.get(TAGS_KEYED_KEY):
-        return 0
     done = 0
     todo = Where(must_not=(IsEmpty("tags"),), must=(IsEmpty(TAG_KEYS),))
     for hit in list(index.backend.iterate(todo)):
         note = Note.from_payload(hit.payload)
         done += index.update_note_fields(note.id, note.agent_id, {"tags": note.tags},
                                          active_only=False)
-    index.meta[TAGS_KEYED_KEY] = 1
-    index.write_meta()
     if done:
         log.info("%s: %d notes got their tags' keys (the tags filter now matches any case)",
                  index.location, done)
@@ -232,7 +231,7 @@ def heal_older_writes(index: NoteIndex) -> int:
         return 0
     ids = backend.keyed_at_open
     if len(ids) >= KEYED_IDS_MAX:
-        for key in (POINT_IDS, INDEXED_KEY, SUBJECTS_KEY, KEYED_KEY, TAGS_KEYED_KEY):
+        for key in (POINT_IDS, INDEXED_KEY, SUBJECTS_KEY, KEYED_KEY):
             index.meta.pop(key, None)
         log.warning("%s: %d or more notes were written by an older amem since this store was "
                     "upgraded; every upgrade runs again", index.location, KEYED_IDS_MAX)
@@ -278,5 +277,4 @@ def iso_of(stamp: str) -> str:
     return iso(datetime.fromtimestamp(when, tz=timezone.utc))
 
 
-__all__ = ["INDEXED_KEY", "KEYED_KEY", "LIVE_KEYS_KEY", "SUBJECTS_KEY", "TAGS_KEYED_KEY",
-           "heal_older_writes", "index_old_notes", "key_subjects", "key_tags", "move_point_ids", "rank_subjects", "retokenize", "upgrade"]
+__all__ = ["INDEXED_KEY", "KEYED_KEY", "LIVE_KEYS_KEY", "SUBJECTS_KEY", "heal_older_writes", "index_old_notes", "key_subjects", "key_tags", "move_point_ids", "rank_subjects", "retokenize", "upgrade"]

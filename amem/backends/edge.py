@@ -60,7 +60,7 @@ from amem.kernel.files import (
     is_disk_full, private_dir, wide_modes,
 )
 from amem.backends.base import (
-    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES, RETIRED_INDEXES,
+    BOOL_INDEXES, DENSE, FLOAT_INDEXES, KEYWORD_INDEXES, LIVE_KEY, ON_DISK_INDEXES,
     SPARSE, Hit, IsEmpty, Legs, Match, Point, SparseVector, StoreFacts, Where, live_key,
 )
 from amem.errors import (
@@ -561,10 +561,6 @@ class EdgeBackend:
                     else qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
         wanted += [(name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES]
         wanted.append((LIVE_KEY, qe.PayloadSchemaType.Keyword))  # read by every search: in RAM
-        for name in RETIRED_INDEXES:
-            if name in existing:
-                with self._engine(f"drop retired index {name}"):
-                    shard.update(qe.UpdateOperation.delete_field_index(name))
         for name, schema in wanted:
             if name not in existing:
                 self.check_space(0, margin=DISK_MARGIN_BYTES + INDEX_BYTES)
