@@ -113,9 +113,12 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
     # the refused files' lines are not counted by the writing pass, which never reads them
     report.skipped, report.errors = len(refused), refused[:MAX_ERRORS]
     warned = 0  # line warnings of every file, kept or not
+    # notes that gained tags, counted once however many files retagged them: the files'
+    # counts are then summed as the others are
+    gained: set[str] = set()
     for done, path in enumerate(good, 1):
         one = import_file(store, path, enrich=enrich, agent_id=agent_id, batch=batch,
-                          skip_invalid=True, flush_at_end=False)
+                          skip_invalid=True, flush_at_end=False, gained=gained)
         report.read += one.read
         report.skipped += one.skipped
         report.errors.extend(one.errors[:MAX_ERRORS - len(report.errors)])

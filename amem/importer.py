@@ -140,7 +140,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 enrich: bool = True, agent_id: str | None = None, batch: int | None = None,
                 progress: Progress | None = None, skip_invalid: bool = False,
                 supersede: bool = True, title: str | None = None,
-                flush_at_end: bool = True, source: str | None = None) -> ImportReport:
+                flush_at_end: bool = True, source: str | None = None,
+                gained: set[str] | None = None) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
@@ -159,6 +160,10 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
 
     ``flush_at_end=False`` leaves the engine's flush to the caller (``amem.importdir`` imports many
     files and flushes once: a flush costs ~0.2 s, a small file's import a few ms).
+
+    ``gained`` holds the ids of notes already counted in ``tags_added`` (this file's are added
+    to it): a folder's import passes one set to all its files, so a note two files retag is
+    counted once, as one file counts a note two of its lines retag.
     """
     path = Path(path)
     if not path.is_file():
@@ -202,7 +207,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
              else None)
     last_line = 0
     warned = 0  # line warnings said, kept or not
-    gained: set[str] = set()  # notes that gained tags (each counted once)
+    gained = set() if gained is None else gained  # notes that gained tags (each counted once)
 
     def warn(number: int, message: str) -> None:
         # said once, in the writing pass; the caller shows the report (the CLI on stderr), so

@@ -35,7 +35,8 @@ from .errors import (BackendError, EmbedderMismatchError, NotFoundError, StoreTo
 from .index_build import META_KEY as BUILD_META_KEY, IndexBuilder
 from .kernel.clock import Clock
 from .kernel.errors import DiskFullError
-from .notefields import ASKS, SUBJECT_KEYS, is_expired, not_expired, subject_keys
+from .notefields import (ASKS, SUBJECT_KEYS, TAG_KEYS, is_expired, not_expired, subject_keys,
+                         tag_keys)
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
 from .similarity import (calibration_for, note_cosine, note_similarities, note_similarity,
@@ -368,6 +369,8 @@ class NoteIndex:
             changes = {**changes, ASKS: question_share(str(changes["content"]))}
         if "subjects" in changes:  # and the subjects' keys the subject filter reads
             changes = {**changes, SUBJECT_KEYS: subject_keys(changes["subjects"])}
+        if "tags" in changes:  # and the tags' keys the tags filter reads
+            changes = {**changes, TAG_KEYS: tag_keys(changes["tags"])}
         pid = point_id(agent_id, note_id)
         with self.lock:
             if terms is not None and terms_were is None:

@@ -53,8 +53,12 @@ ASKS = "asks"
 #: filter and every "same subject" decision compare these, so "Alice" and "alice" are one
 #: subject while the note keeps the spelling it was given (never shown)
 SUBJECT_KEYS = "subject_keys"
+#: payload field derived from the tags (``tag_key`` of each): a search's ``tags`` filter reads
+#: it, so ``--tag morning`` finds a note tagged "Morning" or "#Morning" as Obsidian, Logseq and
+#: Bear would, while the note keeps and shows its tags as written (never shown)
+TAG_KEYS = "tag_keys"
 #: every derived payload field: stored for the engine and the ranking, never shown
-DERIVED_FIELDS = (*INDEX_FIELDS, ASKS, SUBJECT_KEYS)
+DERIVED_FIELDS = (*INDEX_FIELDS, ASKS, SUBJECT_KEYS, TAG_KEYS)
 
 
 def subject_key(name: str) -> str:
@@ -66,6 +70,18 @@ def subject_key(name: str) -> str:
 def subject_keys(names: Iterable[str]) -> list[str]:
     """The distinct keys of ``names``, in first-seen order."""
     return list(dict.fromkeys(subject_key(name) for name in names))
+
+
+def tag_key(tag: str) -> str:
+    """What a tag is compared by: as a subject (``subject_key``: case, width and spacing
+    aside), without the ``#`` a note app writes before it ("Morning", "#morning" and
+    "MORNING" are one tag)."""
+    return subject_key(unicodedata.normalize("NFKC", tag).strip().lstrip("#"))
+
+
+def tag_keys(tags: Iterable[str]) -> list[str]:
+    """The distinct keys of ``tags``, in first-seen order."""
+    return list(dict.fromkeys(tag_key(tag) for tag in tags))
 
 
 def parse_time(value: Any, *, field: str) -> datetime:
@@ -210,14 +226,15 @@ def search_conditions(since: Any = None, before: Any = None,
                       metadata: Any = None, tags: Any = None) -> list[Condition]:
     """The engine conditions of a search's ``since``/``before``/``metadata``/``tags`` filters.
 
-    ``tags`` keeps notes holding any of them, compared as stored (``amem get`` shows a note's
-    tags); served by the keyword index on ``tags`` (``amem.backends.base.KEYWORD_INDEXES``),
-    like every condition of the read path (docs/readpath.md). None or [] filters nothing.
+    ``tags`` keeps notes holding any of them, compared by ``tag_key`` (case and a leading
+    ``#`` aside: "morning" finds "Morning"); served by the keyword index on the derived
+    ``tag_keys`` (``amem.backends.base.KEYWORD_INDEXES``), like every condition of the read
+    path (docs/readpath.md). None or [] filters nothing.
     """
     out: list[Condition] = []
     wanted = check_tag_filter(tags)
     if wanted:
-        out.append(MatchAny("tags", wanted))
+        out.append(MatchAny(TAG_KEYS, wanted))
     lower = parse_time(since, field="since") if since is not None else None
     upper = parse_time(before, field="before") if before is not None else None
     if lower is not None and upper is not None and lower >= upper:
@@ -243,7 +260,8 @@ def search_conditions(since: Any = None, before: Any = None,
 
 
 def check_tag_filter(tags: Any) -> tuple[str, ...]:
-    """A search's ``tags`` filter: up to ``MAX_FILTER_VALUES`` non-empty strings (any of)."""
+    """A search's ``tags`` filter, up to ``MAX_FILTER_VALUES`` non-empty strings (any of), as
+    the distinct keys the filter compares (``tag_key``)."""
     if tags is None:
         return ()
     if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
@@ -256,7 +274,10 @@ def check_tag_filter(tags: Any) -> tuple[str, ...]:
         if not isinstance(tag, str) or not tag.strip() or len(tag) > 200:
             raise ValidationError(f"each tag of the tags filter must be a non-empty string of "
                                   f"at most 200 characters, not {tag!r}", field="tags")
-    return tuple(dict.fromkeys(tags))
+        if not tag_key(tag):  # "#" alone: no tag is stored under an empty key
+            raise ValidationError(f"the tags filter's {tag!r} names no tag (only '#' and "
+                                  f"spaces)", field="tags")
+    return tuple(tag_keys(tags))
 
 
 def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
@@ -272,6 +293,7 @@ def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:
     return {k: v for k, v in out.items()}
 
 
-__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "SUBJECT_KEYS", "subject_key", "subject_keys", "check_event_time", "check_expiry",
+__all__ = ["ASKS", "DERIVED_FIELDS", "INDEX_FIELDS", "SUBJECT_KEYS", "TAG_KEYS", "subject_key",
+           "subject_keys", "tag_key", "tag_keys", "check_event_time", "check_expiry",
            "check_metadata", "index_fields", "is_expired", "not_expired", "search_conditions",
            "check_tag_filter"]

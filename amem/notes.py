@@ -13,7 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ValidationError
 from .kernel.safejson import first_surrogate
-from .notefields import ASKS, SUBJECT_KEYS, index_fields, parse_time, subject_key, subject_keys
+from .notefields import (ASKS, SUBJECT_KEYS, TAG_KEYS, index_fields, parse_time, subject_key,
+                         subject_keys, tag_key, tag_keys)
 from .text import question_share
 
 CATEGORIES = ("Technical", "Business", "Personal", "Project", "Research", "System", "General")
@@ -112,6 +113,7 @@ class Note:
                                     self.metadata))
         payload[ASKS] = question_share(self.content)
         payload[SUBJECT_KEYS] = subject_keys(self.subjects)
+        payload[TAG_KEYS] = tag_keys(self.tags)
         return payload
 
     @classmethod
@@ -298,6 +300,21 @@ def unique_subjects(items: Iterable[str]) -> list[str]:
     return list(seen.values())
 
 
+def unique_tags(items: Iterable[str]) -> list[str]:
+    """Tags without repeats by ``tag_key``, each in the spelling first seen: a note holding
+    "morning" that meets "Morning" (a duplicate's tags, a fold, a merge) keeps "morning" once."""
+    seen: dict[str, str] = {}
+    for item in items:
+        seen.setdefault(tag_key(item), item)
+    return list(seen.values())
+
+
+def new_tags(given: Iterable[str], held: Iterable[str]) -> list[str]:
+    """The tags of ``given`` that ``held`` lacks, compared by ``tag_key``, each once."""
+    kept = set(tag_keys(held))
+    return [t for t in unique_tags(given) if tag_key(t) not in kept]
+
+
 def about_the_same(*subject_lists: Iterable[str]) -> bool:
     """Whether notes with these subjects may be one note (a fold, a merge): every two that
     name subjects share one. Notes about different people are never one note, however alike
@@ -309,4 +326,4 @@ def about_the_same(*subject_lists: Iterable[str]) -> bool:
 
 
 __all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "POINT_ID_FORMAT", "about_the_same", "point_id",
-           "content_hash", "unique_subjects"]
+           "content_hash", "new_tags", "unique_subjects", "unique_tags"]

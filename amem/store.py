@@ -356,7 +356,8 @@ class MemoryStore:
         follows the note that replaced it and carries ``superseded_by``. ``since`` (inclusive) and
         ``before`` (exclusive) bound the notes' event time; ``metadata`` keeps notes whose
         metadata has each key at the value given (a list: any of them); see ``amem.notefields``.
-        ``tags`` keeps notes holding any of the tags given, compared as stored.
+        ``tags`` keeps notes holding any of the tags given, case-insensitive and with or
+        without a leading ``#`` (``amem.notefields.tag_key``: "morning" finds "Morning").
 
         ``record_usage=False`` makes the search a pure read: no retrieval count, no access
         time, no entry among the agent's recent searches (so a later ``get`` records no usage

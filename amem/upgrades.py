@@ -1,6 +1,7 @@
 """One-time upgrades of a store written by an older version, run when it is opened.
 
-Each is recorded in the store's metadata and runs once per store:
+Each is recorded in the store's metadata and runs once per store (but the tag keys' look, 5.,
+which runs at every open: it reads nothing in a store that needs nothing):
 
 1. **point ids** of format 1 (which two tenants could share) move to the current format
    (``amem.pointids``);
@@ -12,7 +13,9 @@ Each is recorded in the store's metadata and runs once per store:
    "Subjects: ..." line (``amem.refresh``);
 4. **subject keys**: notes written while subjects were compared as spelled get the keys the
    subject filter and the same-subject rules now compare (``amem.notefields.subject_key``);
-5. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt, and the corpus
+5. **tag keys**: notes written while the tags filter compared tags as spelled get the keys it
+   now compares (``amem.notefields.tag_key``: ``morning`` finds "Morning");
+6. **BM25 terms** written by another tokenizer (a stemmer change) are rebuilt, and the corpus
    statistics recounted from every payload. Last: the recount is then the whole truth (the
    subjects upgrade before it adjusts the running total by the words it adds, which the
    recount, reading subjects too, would otherwise count twice).
@@ -31,7 +34,7 @@ from typing import Any
 from . import bm25
 from .backends.base import Hit, IsEmpty, Point, Where
 from .index import STALE_FIELD, NoteIndex
-from .notefields import SUBJECT_KEYS, epoch, index_fields, iso
+from .notefields import SUBJECT_KEYS, TAG_KEYS, epoch, index_fields, iso
 from .notes import POINT_ID_FORMAT, Note, point_id
 from .pointids import META_KEY as POINT_IDS
 from .pointids import move_points
@@ -57,6 +60,7 @@ def upgrade(index: NoteIndex) -> None:
     index_old_notes(index)
     rank_subjects(index)
     key_subjects(index)
+    key_tags(index)
     retokenize(index)
 
 
@@ -178,6 +182,29 @@ def key_subjects(index: NoteIndex) -> int:
     return done
 
 
+def key_tags(index: NoteIndex) -> int:
+    """Notes holding tags but not their keys get them, at every open; the count.
+
+    Until then ``tags=["morning"]`` would miss a note tagged "morning": the filter reads
+    nothing but ``tag_keys``. Such a note was written before keys, or after this store's
+    upgrade by a version before them that already wrote live keys (which
+    ``heal_older_writes`` cannot tell apart), so this is not recorded as done: the look is
+    two indexed conditions (``tags`` and ``tag_keys`` are both keyword-indexed, their null
+    indexes answer ``IsEmpty``) and reads nothing in a store whose notes all have keys. The
+    keys are a field update (no vector, no BM25 term changes).
+    """
+    done = 0
+    todo = Where(must_not=(IsEmpty("tags"),), must=(IsEmpty(TAG_KEYS),))
+    for hit in list(index.backend.iterate(todo)):
+        note = Note.from_payload(hit.payload)
+        done += index.update_note_fields(note.id, note.agent_id, {"tags": note.tags},
+                                         active_only=False)
+    if done:
+        log.info("%s: %d notes got their tags' keys (the tags filter now matches any case)",
+                 index.location, done)
+    return done
+
+
 def heal_older_writes(index: NoteIndex) -> int:
     """Notes an older amem wrote into this store since it was upgraded are upgraded too; the count.
 
@@ -185,9 +212,9 @@ def heal_older_writes(index: NoteIndex) -> int:
     (``EdgeBackend.keyed_at_open``). Once a store was wholly keyed (recorded here as
     ``live_keys``), a point keyed at a later open came from such a writer, and the upgrades
     of this module, recorded as done, would never read it: at a point id of format 1 it was
-    found by search but not by ``get``, ``update`` or ``delete``; without subject keys the
-    subject filter missed it. Each such note is moved to its point id and given its subject
-    keys, event-time fields and BM25 terms; a note whose subjects add words to its embedded
+    found by search but not by ``get``, ``update`` or ``delete``; without subject or tag keys
+    the subject or tags filter missed it. Each such note is moved to its point id and given
+    its subject and tag keys, event-time fields and BM25 terms; a note whose subjects add words to its embedded
     text is marked ``vector_stale`` (the writer may have embedded its text alone). Too many
     points to name (a store's first keying) run every upgrade again instead.
     """
@@ -222,7 +249,8 @@ def heal_older_writes(index: NoteIndex) -> int:
             backend.upsert([point])
             backend.delete([hit.id])
             moved += 1
-        changes: dict[str, Any] = {"subjects": note.subjects}  # and so their keys
+        # and so their keys: the subject and tags filters read nothing else
+        changes: dict[str, Any] = {"subjects": note.subjects, "tags": note.tags}
         stamp = str(hit.payload.get("event_time") or hit.payload.get("timestamp") or "")
         if hit.payload.get("event_ts") is None and epoch(stamp) is not None:
             changes.update({"event_time": iso_of(stamp), **index_fields(
@@ -236,7 +264,8 @@ def heal_older_writes(index: NoteIndex) -> int:
         index.save_meta()
     if healed:
         log.warning("%s: %d notes written by an older amem since this store was upgraded were "
-                    "brought up to date (point ids, subject keys, event times, BM25 terms)",
+                    "brought up to date (point ids, subject and tag keys, event times, BM25 "
+                    "terms)",
                     index.location, healed)
     return healed
 
@@ -248,5 +277,4 @@ def iso_of(stamp: str) -> str:
     return iso(datetime.fromtimestamp(when, tz=timezone.utc))
 
 
-__all__ = ["INDEXED_KEY", "KEYED_KEY", "LIVE_KEYS_KEY", "SUBJECTS_KEY", "heal_older_writes", "index_old_notes",
-           "key_subjects", "move_point_ids", "rank_subjects", "retokenize", "upgrade"]
+__all__ = ["INDEXED_KEY", "KEYED_KEY", "LIVE_KEYS_KEY", "SUBJECTS_KEY", "heal_older_writes", "index_old_notes", "key_subjects", "key_tags", "move_point_ids", "rank_subjects", "retokenize", "upgrade"]

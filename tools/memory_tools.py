@@ -247,7 +247,8 @@ def memory_tools() -> list[Tool]:
                                        "(history), each right after the note that replaced it, "
                                        "with superseded_by; off by default."},
                 "tags": {**_NAMES, "description": "Only memories holding any of these tags, "
-                         "as stored (e.g. an imported Obsidian note's tags)."},
+                         "case-insensitive and with or without a leading '#' ('morning' "
+                         "finds 'Morning'; e.g. an imported Obsidian note's tags)."},
             }, required=["query"])),
         Tool(
             name="memory_list", handler=memory_list,

@@ -27,10 +27,11 @@ DENSE = "dense"
 SPARSE = "bm25"
 #: ``links``: the notes linking to one note (the inspector's "links in" and graph) are found
 #: by the index instead of reading every payload (a note's page at 10k notes: 180 ms unindexed);
-#: ``tags``: the search filter by tag (``amem search --tag``), in RAM as the read path's are
+#: ``tag_keys``: the search filter by tag (``amem search --tag``, any case), in RAM as the read
+#: path's are; ``tags``: the open's look for tagged notes without keys (``amem.upgrades.key_tags``)
 KEYWORD_INDEXES = ("agent_id", "id", "hash", "folded_hashes", "category", "note_type", "topics",
                    "subjects", "subject_keys", "meta_kv", "superseded_by", "supersedes", "links",
-                   "tags")
+                   "tags", "tag_keys")
 #: ``links_owed``: the notes whose back-links a killed write left unwritten (``amem.backlinks``),
 #: found by the next write without reading every payload
 BOOL_INDEXES = ("is_active", "pending_merge", "vector_stale", "links_owed")
@@ -40,7 +41,7 @@ FLOAT_INDEXES = ("event_ts", "expires_ts")
 #: kept on disk (memory-mapped) in a new store; the read path's stay in RAM (opening 50k notes:
 #: 283 MB instead of 301; ``hash`` alone had held 21 MB).
 ON_DISK_INDEXES = ("id", "hash", "folded_hashes", "category", "pending_merge", "vector_stale",
-                   "links_owed")
+                   "links_owed", "tags")
 
 Scalar = Union[str, int, bool]
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from ..errors import LLMError, LLMResponseError
 from ..kernel.llm import JsonLLM
-from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique, unique_subjects
+from ..notes import MAX_LIST_ITEMS, Note, content_hash, now_iso, unique, unique_subjects, unique_tags
 from ..text import tokenize
 from ..write.fold import fold_content
 
@@ -111,7 +111,7 @@ def _union_fields(survivor: Note, loser: Note, links: list[str]) -> Note:
     """Everything both merges share: unions, sums, hashes; content untouched."""
     out = survivor.copy()
     out.keywords = _cap(unique([*survivor.keywords, *loser.keywords]))
-    out.tags = _cap(unique([*survivor.tags, *loser.tags]))
+    out.tags = _cap(unique_tags([*survivor.tags, *loser.tags]))
     out.topics = _cap(unique([*survivor.topics, *loser.topics]))
     out.subjects = _cap(unique_subjects([*survivor.subjects, *loser.subjects]))
     out.links = links
@@ -284,7 +284,7 @@ def _apply_llm(merged: Note, survivor: Note, loser: Note, reply: Any, max_chars:
     if isinstance(context, str) and context.strip():
         merged.context = context.strip()[:500]
     merged.keywords = _cap(unique([*lists["keywords"], *survivor.keywords, *loser.keywords]))
-    merged.tags = _cap(unique([*lists["tags"], *survivor.tags, *loser.tags]))
+    merged.tags = _cap(unique_tags([*lists["tags"], *survivor.tags, *loser.tags]))
     if merged.content != survivor.content:
         merged.folded_hashes = unique([*merged.folded_hashes, survivor.hash])
         merged.hash = content_hash(merged.content)

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..backends.base import Match, MatchAny, VectorBackend, Where
 from ..notefields import not_expired, subject_key, subject_keys
-from ..notes import Note, about_the_same, point_id, unique
+from ..notes import Note, about_the_same, new_tags, point_id
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
                 out[i] = Known("deduplicated", into.id,
                                enriched_by=same.enriched_by if same is not None else "none",
                                warning=_subjects_left(note, into),
-                               new_tags=tuple(t for t in unique(note.tags) if t not in into.tags))
+                               new_tags=tuple(new_tags(note.tags, into.tags)))
             elif note.id in taken or note.id in ids:
                 out[i] = Known("rejected", note.id, warning=(
                     f"a note with id {note.id!r} already exists with different content"))

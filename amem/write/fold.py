@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from ..enrich.context import line_sentences
 from ..enrich.english import LABELS
 from ..enrich.keywords import split_speaker
-from ..notes import Note, content_hash, unique, unique_subjects
+from ..notes import Note, content_hash, unique, unique_subjects, unique_tags
 
 #: the fields a fold changes (written as a field update of the target, never a whole note)
 FOLD_FIELDS = ("content", "hash", "folded_hashes", "keywords", "tags", "subjects",
@@ -41,7 +41,7 @@ def fold_into(target: Note, new: Note, similarity: float, at: str) -> dict[str, 
     target.hash = content_hash(target.content)
     target.folded_hashes = unique([*target.folded_hashes, old_hash, new.hash])
     target.keywords = unique([*target.keywords, *new.keywords])
-    target.tags = unique([*target.tags, *new.tags])
+    target.tags = unique_tags([*target.tags, *new.tags])
     target.subjects = unique_subjects([*target.subjects, *new.subjects])
     # What ``amem separate`` needs to undo the fold exactly: the paragraph appended, the lists
     # the text came with and those it added, and the text's own times and labels (the note

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..index import STALE_FIELD, NoteIndex, note_terms_of
-from ..notes import MAX_LIST_ITEMS, Note, now_iso, point_id, unique
+from ..notes import MAX_LIST_ITEMS, Note, new_tags, now_iso, point_id, unique
 from .result import AddResult
 
 #: the history entry of tags a duplicate brought
@@ -54,7 +54,7 @@ def join_tags(index: NoteIndex, given: Sequence[tuple[Note, AddResult]], stale: 
         held = stored.get(pid)
         if held is None or not held.is_active or held.agent_id != note.agent_id:
             continue
-        new = [t for t in unique(note.tags) if t not in held.tags]
+        new = new_tags(note.tags, held.tags)  # "Morning" is not new beside "morning"
         room = max(0, MAX_LIST_ITEMS - len(held.tags))
         added, left = new[:room], new[room:]
         if left:

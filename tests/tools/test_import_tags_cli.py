@@ -24,7 +24,8 @@ def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
     report = json.loads(amem(env, "import", str(vault), "--no-enrich", "--json").stdout)
     # was: deduplicated 2 and the "conference" tag dropped, with no word said
     assert (report["created"], report["deduplicated"], report["tags_added"]) == (0, 2, 1)
-    hits = json.loads(amem(env, "search", "Lisbon", "--tag", "conference", "--tag", "work",
+    # any case, a leading '#' or not, as a vault user types it (amem.notefields.tag_key)
+    hits = json.loads(amem(env, "search", "Lisbon", "--tag", "#Conference", "--tag", "work",
                            "--json").stdout)["results"]
     matches = [h for h in hits if h["via"] == "match"]
     assert [h["content"] for h in matches] == ["Booked the Lisbon flight."]

@@ -54,3 +54,22 @@ def test_search_tool_filters_by_tag_any_of(facade: ToolFacade, tenants: Tenants)
                if r["via"] == "match") and both["matches"] == 2
     bad = facade.call("memory_search", {"query": "sourdough", "tags": [""]})
     assert bad["error"]["code"] == "invalid_argument"
+
+
+def test_search_tool_tags_match_any_case_and_say_so(facade: ToolFacade, tenants: Tenants) -> None:
+    """``tags`` compares by key (``amem.notefields.tag_key``): the tool's callers are told, and
+    a note tagged "Baking" is found by "baking" and "#BAKING", shown as stored."""
+    store = tenants.store
+    store.add("Ana's sourdough starter needs feeding twice a day", tags=["Baking"],
+              agent_id=tenants.alice, enrich=False)
+    store.add("Mallory's sourdough starter", tags=["baking"], agent_id=tenants.mallory,
+              enrich=False)
+    for asked in (["baking"], ["#BAKING"]):
+        found = facade.call("memory_search", {"query": "sourdough starter", "limit": 10,
+                                              "tags": asked})
+        assert [(r["content"], r["tags"]) for r in found["results"] if r["via"] == "match"] == [
+            ("Ana's sourdough starter needs feeding twice a day", ["Baking"])], asked
+    (tool,) = [t for t in facade.list_tools() if t["name"] == "memory_search"]
+    assert "case-insensitive" in tool["input_schema"]["properties"]["tags"]["description"]
+    bad = facade.call("memory_search", {"query": "sourdough", "tags": ["#"]})
+    assert bad["error"]["code"] == "invalid_argument" and "names no tag" in bad["error"]["message"]

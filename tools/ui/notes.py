@@ -44,6 +44,8 @@ class NoteFilters:
 
     subject: str = ""
     topic: str = ""
+    #: tags, comma separated: notes holding any of them, whatever their case (``tag_key``)
+    tag: str = ""
     note_type: str = ""
     since: str = ""
     before: str = ""
@@ -55,13 +57,15 @@ class NoteFilters:
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> "NoteFilters":
         return cls(**{name: query.get(key, default).strip()[:500] for name, key, default in (
-            ("subject", "subject", ""), ("topic", "topic", ""), ("note_type", "type", ""),
+            ("subject", "subject", ""), ("topic", "topic", ""), ("tag", "tag", ""),
+            ("note_type", "type", ""),
             ("since", "since", ""), ("before", "before", ""), ("meta", "meta", ""),
             ("state", "state", "current"), ("expiry", "expiry", "live"))},
                    q=query.get("q", "").strip())
 
     def params(self) -> dict[str, str]:
-        return {"subject": self.subject, "topic": self.topic, "type": self.note_type,
+        return {"subject": self.subject, "topic": self.topic, "tag": self.tag,
+                "type": self.note_type,
                 "since": self.since, "before": self.before, "meta": self.meta,
                 "state": "" if self.state == "current" else self.state,
                 "expiry": "" if self.expiry == "live" else self.expiry, "q": self.q}
@@ -82,7 +86,8 @@ class NoteFilters:
         if self.note_type:
             out.append(Match("note_type", self.note_type))
         meta = parse_meta_args([p for p in self.meta.split(",") if p.strip()]) if self.meta else None
-        out += search_conditions(self.since or None, self.before or None, meta)
+        # the tags filter of search itself: any of them, by key, on the tag_keys index
+        out += search_conditions(self.since or None, self.before or None, meta, tag_list(self.tag))
         if self.state == "current":
             out.append(IsEmpty("superseded_by"))
         elif self.state == "superseded":
@@ -93,6 +98,12 @@ class NoteFilters:
     def active(self) -> bool:
         """Whether the table lists live notes (else the deleted and merged ones)."""
         return self.state != "deleted"
+
+
+def tag_list(text: str) -> list[str] | None:
+    """The ``tag`` box's comma-separated tags (None when it names none)."""
+    tags = [t.strip() for t in text.split(",") if t.strip()]
+    return tags or None
 
 
 def notes_where(store: MemoryStore, agent: str, filters: NoteFilters) -> Where:
@@ -144,6 +155,8 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
               hint="notes holding a word of it, ranked by BM25; the filters below apply too"),
         field("subject", "Subject", filters.subject),
         field("topic", "Topic", filters.topic),
+        field("tag", "Tag", filters.tag,
+              hint="any case, a leading # or not; comma separated: notes holding any of them"),
         field("type", "Type", filters.note_type, options=_TYPES),
         field("since", "Event since", filters.since, hint="ISO date or time"),
         field("before", "Event before", filters.before),
@@ -154,18 +167,19 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     if filters.q:
         found = word_matches(store, agent, filters)
         now = store.index.clock.now()
-        rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
-                 (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent),
+        rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), ", ".join(n.tags),
+                 n.note_type, (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent),
                  f"{score:.3f}") for n, score in found]
         summary = Html(f'<p id="count" data-total="{len(found)}">{len(found)} notes hold a word of '
                        f"the query (best {MAX_SEARCH} shown, best first)</p>" + _match_means(agent, filters.q))
         return join([controls, summary, table(
-            ["id", "content", "subjects", "type", "event time", "state", "BM25 score"], rows, caption=f"Notes of {agent} matching {filters.q!r}",
+            ["id", "content", "subjects", "tags", "type", "event time", "state", "BM25 score"], rows, caption=f"Notes of {agent} matching {filters.q!r}",
             empty="no note holds a word of the query")])
     notes, nxt, total = notes_page(store, agent, filters, query.get("cursor"))
     now = store.index.clock.now()
-    rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), n.note_type,
-             (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent)) for n in notes]
+    rows = [(note_link(n.id, agent), n.content[:200], ", ".join(n.subjects), ", ".join(n.tags),
+             n.note_type, (n.event_time or n.timestamp)[:19], state_of(n, now).html(agent))
+            for n in notes]
     pager = ""
     if nxt:
         pager = link(url("notes", agent=agent, cursor=nxt, **filters.params()), "Next page",
@@ -174,7 +188,7 @@ def render_notes(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Ht
     summary = Html(f'<p id="count" data-total="{total}">{total} notes match; '
                    f"{len(notes)} on this page</p>")
     return join([controls, summary, table(
-        ["id", "content", "subjects", "type", "event time", "state"], rows,
+        ["id", "content", "subjects", "tags", "type", "event time", "state"], rows,
         caption=f"Notes of {agent}"), Html(f'<nav aria-label="Pages of notes" class="pager">{first} {pager}</nav>')])
 
 
@@ -247,12 +261,14 @@ def _result_state(r: SearchResult) -> str:
 
 def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> Html:
     q = query.get("q", "").strip()[:1000]
+    tag = query.get("tag", "").strip()[:500]
     links = query.get("links", "on") != "off"
     heat = query.get("heat", "on") != "off"
     onoff = (("on", "on"), ("off", "off"))
     controls = form(url("search"), [
         Html(f'<input type="hidden" name="agent" value="{esc(agent)}">'),
         field("q", "Query", q, kind="search"),
+        field("tag", "Tag", tag, hint="any case; comma separated: results holding any of them"),
         field("links", "Link expansion", "on" if links else "off", options=onoff),
         field("heat", "Heat boost", "on" if heat else "off", options=onoff),
     ], submit="Search", label="Search playground")
@@ -260,6 +276,7 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
         return join([controls, Html("<p>Type a query: each result says which ranking found it, "
                                     "its similarity, the fused score and the boosts.</p>")])
     results = store.search(q, limit=10, agent_id=agent, expand_links=links, heat=heat,
+                           tags=tag_list(tag),
                            record_usage=False)  # a person looking, not the agent using it
     rows = []
     for e in explain(results):
@@ -268,7 +285,9 @@ def render_search(store: MemoryStore, agent: str, query: Mapping[str, str]) -> H
                      f"{e['similarity']:.3f}", f"{e['fused']:.5f}", f"{e['score']:.5f}",
                      heat_text, e["usage"], Html(", ".join(note_link(h, agent) for h in e["hidden"])),
                      e["state"]))
-    graph = link(url("graph", agent=agent, q=q), "Show these results as a graph")
+    # the graph has no tag filter: said on the link, so its picture is not taken for these results
+    graph = link(url("graph", agent=agent, q=q), "Show these results as a graph" if not tag
+                 else "Show this query's results as a graph (without the tag filter)")
     return join([controls, table(
         ["rank", "id", "content", "found by", "similarity", "fused (RRF/z)", "score",
          "heat boost", "usage boost", "hid as superseded", "state"], rows,

@@ -51,3 +51,24 @@ def test_a_repeat_on_another_day_still_merges_and_keeps_its_labels(embedder: Any
         assert report.merges == 1
         (kept,) = store.list()[0]
         assert kept.metadata == {"project": "alpha"}
+
+
+def test_a_merge_keeps_one_spelling_of_a_tag_and_its_keys(embedder: Any) -> None:
+    """Tags that are one by key (``amem.notefields.tag_key``) are kept once by the nightly
+    merge, and the survivor's keys follow its tags: the tags filter finds it in any case."""
+    from amem.notefields import TAG_KEYS, tag_keys
+
+    clock = ManualClock("2026-11-03T09:00:00+00:00")
+    with MemoryStore(":memory:", embedder=embedder, agent_id="u", clock=clock) as store:
+        store.add(B, tags=["Pets"])  # the survivor: more words
+        clock.advance(3 * 86400)  # another day: not folded at write, merged at night
+        store.add(A, tags=["pets", "Miso"])
+        assert store.consolidate().merges == 1
+        (kept,) = store.list()[0]
+        # the survivor's spelling first ("miso" came to it by the add's offline evolution);
+        # was: ["Pets", "miso", "user", "cat", "pets", "Miso"]
+        assert kept.tags[0] == "Pets" and "miso" in kept.tags
+        assert "pets" not in kept.tags and "Miso" not in kept.tags
+        assert [r.id for r in store.search("cat", tags=["MISO"])] == [kept.id]
+        payloads = [h.payload for h in store.index.backend.iterate(None)]
+        assert all(p.get(TAG_KEYS) == tag_keys(p["tags"]) for p in payloads)

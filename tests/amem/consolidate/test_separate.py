@@ -170,3 +170,21 @@ def test_a_fact_the_merged_note_had_replaced_is_hidden_behind_it_again(
     assert store.superseder.audit() == []  # no mark hides a fact for no live reason
     shown = [h.id for h in store.search("Alice coffee", limit=5, expand_links=False)]
     assert coffee.id not in shown and tea.id in shown
+
+
+def test_separated_notes_are_found_by_their_own_tags_in_any_case(store: MemoryStore) -> None:
+    """The part taken out keeps the tags only it brought, the note loses them, and the tags
+    filter's keys (``amem.notefields.tag_keys``) follow both."""
+    from amem.notefields import TAG_KEYS, tag_keys
+
+    first = store.add(A, tags=["Pets"])
+    folded = store.add(B, tags=["pets", "Adopted"])
+    assert folded.status == "folded" and store.get(first.id).tags.count("Pets") == 1
+    assert "pets" not in store.get(first.id).tags  # one tag by key, as first spelled
+    (entry,) = [e for n in store.history(first.id) for e in n["events"] if e["action"] == "fold"]
+    result = store.separate(first.id, entry["triggered_by"])
+    assert "Adopted" in store.get(result.note).tags and "Adopted" not in store.get(first.id).tags
+    assert [r.id for r in store.search("cat Miso", tags=["adopted"], expand_links=False)] == [
+        result.note]
+    assert all(h.payload.get(TAG_KEYS) == tag_keys(h.payload["tags"])
+               for h in store.index.backend.iterate(None))

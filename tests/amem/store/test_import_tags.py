@@ -78,3 +78,25 @@ def test_imported_tags_are_stored_as_given_and_embedded(tmp_path: Path,
     import_file(store, lines)
     bob = next(n for n in store.list(limit=10)[0] if "Bob" in n.content)
     assert store.get(bob.id).enriched_by == "given" and store.get(bob.id).keywords == ["tea"]
+
+
+def test_a_folder_counts_a_note_that_gains_tags_from_two_files_once(tmp_path: Path) -> None:
+    """Each file's import counts its notes once; the folder's report summed the files', so a
+    note two files both retagged was counted twice (``tags_added`` 2, its id listed twice)."""
+    from amem.embed.hashing import HashingEmbedder
+    from amem.importdir import import_dir
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    line = '{"text": "Alice booked the Lisbon flight", "tags": %s}\n'
+    (folder / "a.jsonl").write_text(line % '["travel"]', encoding="utf-8")
+    with MemoryStore(":memory:", embedder=HashingEmbedder(dim=64), agent_id="t") as store:
+        assert import_dir(store, folder, enrich=False).created == 1
+        (note,) = store.list()[0]
+        (folder / "a.jsonl").write_text(line % '["travel", "home"]', encoding="utf-8")
+        (folder / "b.jsonl").write_text(line % '["Travel", "work"]' + line % '["lisbon"]',
+                                        encoding="utf-8")
+        report = import_dir(store, folder, enrich=False)
+        assert report.deduplicated == 3 and report.created == 0
+        assert (report.tags_added, report.tags_added_to) == (1, [note.id])  # was 2, [id, id]
+        assert store.get(note.id).tags == ["travel", "home", "work", "lisbon"]

@@ -17,11 +17,11 @@ from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend
 from amem.backends.base import LIVE_KEY
 from amem.embed.hashing import HashingEmbedder
-from amem.notefields import SUBJECT_KEYS
+from amem.notefields import SUBJECT_KEYS, TAG_KEYS
 from amem.notes import legacy_point_id, point_id
 from amem.upgrades import LIVE_KEYS_KEY
 
-OLD_FIELDS = (LIVE_KEY, SUBJECT_KEYS, "event_ts")  # what a writer of 2026-11-29 did not write
+OLD_FIELDS = (LIVE_KEY, SUBJECT_KEYS, TAG_KEYS, "event_ts")  # what a writer of 2026-11-29 did not write
 
 
 def write_as_an_older_version(path: Path, note_ids: list[str], edits: dict[str, str]) -> None:
@@ -50,7 +50,8 @@ def test_an_older_writers_notes_are_found_by_id_and_subject_after_the_next_open(
     path, config, embedder = tmp_path / "store", load_config(overrides={}), HashingEmbedder(dim=64)
     with MemoryStore(path, config=config, embedder=embedder) as store:
         store.add("Prefers green tea", subjects=["Alice"], id="a", enrich=False)
-        store.add("Rides a blue bicycle to work", subjects=["Alice"], id="c", enrich=False)
+        store.add("Rides a blue bicycle to work", subjects=["Alice"], id="c", enrich=False,
+                  tags=["Bikes"])
         store.add("Lunch is at noon", id="n", enrich=False)
         assert store.index.meta[LIVE_KEYS_KEY] == 1
     write_as_an_older_version(path, ["a", "c"], {"a": "Prefers green tea without sugar"})
@@ -61,6 +62,7 @@ def test_an_older_writers_notes_are_found_by_id_and_subject_after_the_next_open(
         assert store.index.stats.docs == 3
         found = [r.id for r in store.search("bicycle", subject="alice", limit=5)]
         assert "c" in found
+        assert [r.id for r in store.search("bicycle", tags=["bikes"], limit=5)] == ["c"]
         assert "c" in [r.id for r in store.search("bicycle", limit=5)]
         store.delete("c")
         assert "c" not in [r.id for r in store.search("bicycle", limit=5)]

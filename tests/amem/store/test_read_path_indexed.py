@@ -143,3 +143,19 @@ def test_a_store_written_before_the_read_path_indexes_gets_them_at_open(tmp_path
         assert {"superseded_by", "supersedes"} <= set(reopened.shard.info().payload_schema)
     finally:
         reopened.close()
+
+
+def test_a_store_whose_tags_filter_read_tags_as_spelled_gets_the_tag_keys_index(
+        tmp_path: Path) -> None:
+    """The tags filter reads ``tag_keys`` (any case) now; a store of the version whose filter
+    read ``tags`` gets its index at open, or every tag-filtered search would read payloads."""
+    import qdrant_edge as qe
+
+    backend = EdgeBackend(tmp_path, 16)
+    backend.shard.update(qe.UpdateOperation.delete_field_index("tag_keys"))
+    backend.close()
+    reopened = EdgeBackend(tmp_path, 16)
+    try:
+        assert {"tags", "tag_keys"} <= set(reopened.shard.info().payload_schema)
+    finally:
+        reopened.close()

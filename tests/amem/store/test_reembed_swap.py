@@ -88,3 +88,22 @@ def test_a_second_reembed_after_a_killed_one_finishes_and_leaves_nothing(tmp_pat
     assert reembed(config, HashingEmbedder(dim=32)).notes == 5
     assert abandoned_rebuild(path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+def test_a_reembed_of_a_store_without_tag_keys_writes_them(tmp_path: Path) -> None:
+    """reembed reads the old store's points as they are (no upgrade runs on it): notes of a
+    version before tag keys come out with the keys the tags filter reads."""
+    from amem.backends.edge import EdgeBackend
+    from amem.notefields import TAG_KEYS
+    from amem.notes import point_id
+
+    path = tmp_path / "store"
+    with MemoryStore(path, embedder=HashingEmbedder(), agent_id="t") as store:
+        store.add("A heron at the pond", tags=["Birds"], id="h", enrich=False)
+    with EdgeBackend(path, HashingEmbedder().dim) as old:  # as the older version wrote it
+        assert old.update_point(point_id("t", "h"), {TAG_KEYS: None})
+    reembed(load_config(overrides={"home": str(tmp_path)}), HashingEmbedder(dim=32))
+    with MemoryStore(path, embedder=HashingEmbedder(dim=32), agent_id="t") as store:
+        (hit,) = store.index.backend.retrieve([point_id("t", "h")])
+        assert hit.payload[TAG_KEYS] == ["birds"]
+        assert [r.id for r in store.search("heron", tags=["BIRDS"])] == ["h"]

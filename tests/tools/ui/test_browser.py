@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from amem.backends.base import IsEmpty, Match, Where
-from amem.notefields import SUBJECT_KEYS, not_expired
+from amem.notefields import SUBJECT_KEYS, TAG_KEYS, not_expired, tag_key, tag_keys
 
 from .conftest import BOB_SECRET, Site
 
@@ -150,6 +150,18 @@ def test_filters_paging_and_full_text(site: Site) -> None:
     for cell in by_css(site, "table:first-of-type tbody td:nth-child(3)"):
         assert "alice" in [name.casefold() for name in cell.text.split(", ")]
     site.shot("02-notes-filtered")
+    # the tag filter, typed in capitals with a '#' (amem.notefields.tag_key): the tea note's
+    # own tag, stored in lower case by its offline enrichment
+    tag = site.memory.index.load(site.tea, "alice")[0].tags[0]
+    d.get(site.ui("notes"))
+    field = one(site, "#f-tag")
+    field.send_keys(f"#{tag.upper()}")
+    submit(site, field)
+    want = site.memory.index.backend.count(live_where(site, "alice", Match(TAG_KEYS, tag_key(tag))))
+    assert int(one(site, "#count").get_attribute("data-total")) == want > 0
+    assert site.tea in row_ids(site) or want > len(row_ids(site))
+    for cell in by_css(site, "table:first-of-type tbody td:nth-child(4)"):
+        assert tag_key(tag) in tag_keys(cell.text.split(", "))
     d.get(site.ui("notes?state=superseded"))
     assert set(row_ids(site)) == {site.coffee, site.carol}
     d.get(site.ui("notes"))

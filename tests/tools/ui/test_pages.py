@@ -356,6 +356,45 @@ def test_the_subject_filter_and_graph_find_every_spelling(pages: Pages) -> None:
         assert ids["tea_first"] in graph and ids["tea"] in graph, asked
 
 
+# ------------------------------------------------------------------------------ tags
+
+
+def test_the_tag_filter_matches_any_case_in_the_table_full_text_and_playground(
+        pages: Pages) -> None:
+    """``tag=`` lists the notes holding a tag whatever its case (the search filter's keys,
+    ``amem.notefields.tag_key``), through the same door as the other filters: an agent's key
+    may not read another agent's tagged notes, and a tag that names nothing is refused."""
+    memory = pages.memory  # its own agent: the other tests' counts of alice's notes hold
+    run = memory.add("Went for a run before breakfast", tags=["Morning"], enrich=False,
+                     agent_id="tagger").id
+    paper = memory.add("Read the paper before breakfast", tags=["morning", "news"],
+                       enrich=False, agent_id="tagger").id
+    night = memory.add("Went for a run after dinner", tags=["evening"], enrich=False,
+                       agent_id="tagger").id
+    for asked in ("morning", "MORNING", "%23Morning", "nothing,+Morning"):
+        page = pages.get(f"/ui/notes?agent=tagger&tag={asked}")
+        assert page.status_code == 200 and set(_ids(page)) == {run, paper}, asked
+    table = pages.get("/ui/notes?agent=tagger&tag=morning").text
+    assert "<td>Morning</td>" in table and 'value="morning"' in table  # as written; kept in the box
+    assert set(_ids(pages.get("/ui/notes?agent=tagger&tag=evening,news"))) == {night, paper}
+    # the full text and the playground apply it too
+    assert _ids(pages.get("/ui/notes?agent=tagger&q=run&tag=Morning")) == [run]
+    playground = pages.get("/ui/search?agent=tagger&q=run+breakfast&tag=EVENING")
+    assert playground.status_code == 200 and night in playground.text
+    assert run not in playground.text and paper not in playground.text
+    assert "without the tag filter" in playground.text  # the graph link says what it leaves out
+    # bad input is named, on the page and in its status
+    bad = pages.get("/ui/notes?agent=tagger&tag=%23")
+    assert bad.status_code == 400 and "names no tag" in bad.text
+    assert pages.get("/ui/search?agent=tagger&q=run&tag=%23").status_code == 400
+    # an agent's key stays in its agent, tag or not
+    alice = {"Authorization": f"Bearer {pages.secrets['alice']}"}
+    refused = pages.client.get("/ui/notes?agent=tagger&tag=morning", headers=alice)
+    assert refused.status_code == 403 and run not in refused.text
+    own = pages.client.get("/ui/notes?tag=morning", headers=alice)
+    assert own.status_code == 200 and _ids(own) == []
+
+
 def test_an_agent_the_store_does_not_have_is_named_and_no_other_is(pages: Pages) -> None:
     """``?agent=`` naming an agent without notes showed an empty page and no hint."""
     for path in ("/ui/notes?agent=ghost", "/ui/search?agent=ghost&q=tea", "/ui/graph?agent=ghost"):
