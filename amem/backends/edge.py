@@ -41,7 +41,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from amem.backends import _common as c
-from amem.backends import _edge_build, _edge_keys
+from amem.backends import _edge_blank, _edge_build, _edge_keys
 from amem.backends._edge_fields import CAPACITY as FIELD_CAPACITY, FieldCache
 from amem.backends._edge_table import Filler
 from amem.backends._edge_heat import PendingHeat, is_heat
@@ -159,6 +159,20 @@ print("changed" if changed else "optimal")
 def _sparse_vectors() -> dict[str, qe.EdgeSparseVectorParams]:
     """The BM25 sparse vector as every store holds it (IDF from the engine)."""
     return {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+
+
+def wanted_indexes() -> list[tuple[str, Any]]:
+    """Every payload index of a store: (field, the engine's schema for it)."""
+    wanted: list[tuple[str, Any]] = [
+        (name, qe.KeywordIndexParams(is_tenant=name == "agent_id",
+                                     on_disk=name in ON_DISK_INDEXES or None))
+        for name in KEYWORD_INDEXES
+    ]
+    wanted += [(name, qe.BoolIndexParams(on_disk=True) if name in ON_DISK_INDEXES
+                else qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
+    wanted += [(name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES]
+    wanted.append((LIVE_KEY, qe.PayloadSchemaType.Keyword))  # read by every search: in RAM
+    return wanted
 
 
 def new_store_config(dim: int, segment_kb: int = SEGMENT_KB,
@@ -285,7 +299,8 @@ class EdgeBackend:
 
     def __init__(self, path: str | Path, dim: int | None = None, *,
                  free_space: FreeSpace | None = None, segment_kb: int = SEGMENT_KB,
-                 search_threads: int = 0, indexing_kb: int | None = INDEXING_KB) -> None:
+                 search_threads: int = 0, indexing_kb: int | None = INDEXING_KB,
+                 durable: bool = True) -> None:
         if str(path) == ":memory:":
             raise ConfigError(
                 "':memory:' is not a directory for the edge backend; use EdgeBackend.temporary(dim)",
@@ -318,6 +333,8 @@ class EdgeBackend:
         self.free_space: FreeSpace = free_space or StatvfsFreeSpace()
         self._holes_cache: tuple[float, int] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        #: False for a store deleted at close (``temporary``): its new shard is not synced
+        self._durable = durable
         try:
             private_dir(self.path)  # 0700: the engine's files inherit no one else's access
         except OSError as exc:
@@ -378,7 +395,7 @@ class EdgeBackend:
         """A store in a fresh temporary directory, deleted on :meth:`close`."""
         tmp = tempfile.TemporaryDirectory(prefix="amem-edge-")
         try:
-            backend = cls(tmp.name, dim, search_threads=search_threads)
+            backend = cls(tmp.name, dim, search_threads=search_threads, durable=False)
         except BaseException:
             tmp.cleanup()
             raise
@@ -389,7 +406,8 @@ class EdgeBackend:
 
     def _open(self, dim: int | None) -> tuple[qe.EdgeShard, int]:
         _edge_build.recover(self.path, SHARD_DIR)
-        created = False
+        created = fresh = False
+        blank_key: tuple[Any, ...] = ()
         shard_dir = self.path / SHARD_DIR
         config_file = shard_dir / "edge_config.json"
         if config_file.exists():
@@ -461,12 +479,22 @@ class EdgeBackend:
             config = new_store_config(dim, self.segment_kb, self.search_threads,
                                       self.indexing_kb)
             self.check_space(0, margin=DISK_MARGIN_BYTES + CREATE_BYTES)
+            # written out from the first shard this process made (``_edge_blank``): the
+            # engine's own creation of a shard and its indexes costs ~0.35 s of CPU a store
+            blank_key = (dim, self.segment_kb, self.search_threads, self.indexing_kb,
+                         tuple(name for name, _ in wanted_indexes()))
             with self._engine("create"):
-                shard = qe.EdgeShard.create(str(shard_dir), config)
+                copied = _edge_blank.written(shard_dir, config, blank_key, sync=self._durable)
+                fresh = copied is None
+                shard = qe.EdgeShard.create(str(shard_dir), config) if copied is None else copied
             created = True
             log.info("created edge store %s (%d-d)", self.path, dim)
         try:
             self._ensure_indexes(shard)
+            if fresh:  # the engine made it: kept, with its indexes, for the next creation
+                with self._engine("keep a blank shard"):
+                    shard.flush()
+                    _edge_blank.keep(blank_key, shard_dir)
             with self._engine("key the store's points"):
                 room, path = self.check_space, self.path
                 self._keyed_all = (
@@ -552,16 +580,7 @@ class EdgeBackend:
     def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
         # Indexes live in the segments and survive a reload; only missing ones are created.
         existing = set(shard.info().payload_schema)
-        wanted: list[tuple[str, Any]] = [
-            (name, qe.KeywordIndexParams(is_tenant=name == "agent_id",
-                                         on_disk=name in ON_DISK_INDEXES or None))
-            for name in KEYWORD_INDEXES
-        ]
-        wanted += [(name, qe.BoolIndexParams(on_disk=True) if name in ON_DISK_INDEXES
-                    else qe.PayloadSchemaType.Bool) for name in BOOL_INDEXES]
-        wanted += [(name, qe.PayloadSchemaType.Float) for name in FLOAT_INDEXES]
-        wanted.append((LIVE_KEY, qe.PayloadSchemaType.Keyword))  # read by every search: in RAM
-        for name, schema in wanted:
+        for name, schema in wanted_indexes():
             if name not in existing:
                 self.check_space(0, margin=DISK_MARGIN_BYTES + INDEX_BYTES)
                 with self._engine(f"create index {name}"):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from amem import MemoryStore
+from amem.backends import _edge_blank
 from amem.backends.edge import META_FILE, SHARD_DIR, EdgeBackend
 from amem.embed.hashing import HashingEmbedder
 from amem.errors import BackendError
@@ -46,9 +47,17 @@ def test_a_creation_killed_before_its_record_is_created_again(tmp_path: Path) ->
 
 def test_a_creation_refused_for_space_leaves_no_half_store(tmp_path: Path) -> None:
     store = tmp_path / "store"
+    _edge_blank.forget()  # the engine's own creation: the shard, then each index checked
     with pytest.raises(DiskFullError):
         EdgeBackend(store, 64, free_space=RoomFor(2))  # room to create, none for its indexes
     assert not (store / SHARD_DIR).exists()
+    # a later creation in the process is written from the first shard, indexes and all: its
+    # one check is the last before anything is written
+    EdgeBackend(tmp_path / "first", 64).close()
+    assert _edge_blank.blanks_made() == 1
+    with pytest.raises(DiskFullError):
+        EdgeBackend(store, 64, free_space=RoomFor(0))
+    assert not [p.name for p in store.iterdir() if p.name.startswith(SHARD_DIR)]
     with MemoryStore(store, embedder=HashingEmbedder(dim=96), agent_id="a") as opened:
         assert opened.count(agent_id="a") == 0
 
