@@ -1427,12 +1427,15 @@ class EdgeBackend:
                     self.write_heat()
                 except AmemError as exc:  # a ranking hint never keeps the store from closing
                     log.warning("heat: retrieval counts not written at close: %s", exc)
+            temporary = self._tmp is not None  # deleted below: nothing to make durable
             with self._engine("close"):
                 shard, self._handle.shard = self._handle.shard, None
                 if shard is not None:
-                    shard.flush()
+                    if not temporary:
+                        shard.flush()
                     shard.close()
-            self._make_private()
+            if not temporary:
+                self._make_private()
         finally:
             self._lock.release()
             if self._tmp is not None:
