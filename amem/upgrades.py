@@ -168,12 +168,7 @@ def key_subjects(index: NoteIndex) -> int:
     """
     if index.meta.get(KEYED_KEY):
         return 0
-    done = 0
-    todo = Where(must_not=(IsEmpty("subjects"),), must=(IsEmpty(SUBJECT_KEYS),))
-    for hit in list(index.backend.iterate(todo)):
-        note = Note.from_payload(hit.payload)
-        done += index.update_note_fields(note.id, note.agent_id, {"subjects": note.subjects},
-                                         active_only=False)
+    done = _key_notes(index, "subjects", SUBJECT_KEYS)
     index.meta[KEYED_KEY] = 1
     index.write_meta()
     if done:
@@ -193,17 +188,25 @@ def key_tags(index: NoteIndex) -> int:
     indexes answer ``IsEmpty``) and reads nothing in a store whose notes all have keys. The
     keys are a field update (no vector, no BM25 term changes).
     """
-    done = 0
-    todo = Where(must_not=(IsEmpty("tags"),), must=(IsEmpty(TAG_KEYS),))
-    for hit in list(index.backend.iterate(todo)):
-        note = Note.from_payload(hit.payload)
-        done += index.update_note_fields(note.id, note.agent_id, {"tags": note.tags},
-                                         active_only=False)
+    done = _key_notes(index, "tags", TAG_KEYS)
     if done:
         log.info("%s: %d notes got their tags' keys (the tags filter now matches any case)",
                  index.location, done)
     return done
 
+
+
+def _key_notes(index: NoteIndex, field: str, keys_field: str) -> int:
+    """Notes holding ``field`` (subjects, tags) but not its derived keys get them written
+    (the note's own field written back, which derives the keys; no vector, no BM25 change);
+    the count."""
+    done = 0
+    todo = Where(must_not=(IsEmpty(field),), must=(IsEmpty(keys_field),))
+    for hit in list(index.backend.iterate(todo)):
+        note = Note.from_payload(hit.payload)
+        done += index.update_note_fields(note.id, note.agent_id, {field: getattr(note, field)},
+                                         active_only=False)
+    return done
 
 def heal_older_writes(index: NoteIndex) -> int:
     """Notes an older amem wrote into this store since it was upgraded are upgraded too; the count.
