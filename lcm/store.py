@@ -488,10 +488,12 @@ class LcmStore:
             raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
         return doctor(self.db, self.files, top=top)
 
-    def doctor_clean(self) -> CleanReport:
-        """Read-only report of high-confidence cleanup candidates (archived subagent and cron
-        conversations, archived ones without a session key, empty ones); nothing is deleted."""
-        return doctor_clean(self.db, self.files)
+    def doctor_clean(self, *, apply: bool = False) -> CleanReport:
+        """Report of high-confidence cleanup candidates (archived subagent and cron
+        conversations, archived ones without a session key, empty ones, large files no row
+        names, the ``.tmp`` files of large-file writes killed at their rename); nothing is
+        deleted but, with ``apply``, those ``.tmp`` files (``removed_files``)."""
+        return doctor_clean(self.db, self.files, apply=apply)
 
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
         """Apply ``retentionArchivedMaxAgeDays`` and ``retentionMaxDatabaseBytes`` (0 disables each)."""

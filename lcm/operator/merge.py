@@ -41,7 +41,8 @@ and are stored into the target's own large-file directory as ingest would store 
 ``quick_check``, its tables, every large file it names); :func:`merge_backup` writes in one
 transaction, so a killed merge leaves the target's database as it was (a large file it wrote
 whole before the kill is named by no row: ``amem lcm doctor --clean`` lists it as an orphan; one
-cut short in its writing leaves a ``.tmp`` beside it, which no report names). Each merged
+cut short in its writing leaves a ``.tmp`` beside it, which ``amem lcm doctor`` names once it
+is an hour old, ``leftover_temp_files``, and ``--clean --apply`` deletes). Each merged
 conversation raises the audit event ``lcm.merge.conversation`` (PEP 578) once its rows are
 written, uncommitted: the kill test's fault point (tests/tools/test_restore_merge_kill.py).
 """
