@@ -40,7 +40,7 @@ MAX_LEFT_OUT = 100
 _ALONE = {"json": "a .json file (one that is an array of notes: amem import FILE.json)",
           "csv": "a .csv table (one of notes, a row each: amem import FILE.csv)"}
 _COUNTS = ("created", "deduplicated", "folded", "pending_merge", "superseded", "tags_added",
-           "supersede_deferred", "expired_replaced")
+           "title_added", "supersede_deferred", "expired_replaced")
 
 
 def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -113,12 +113,14 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
     # the refused files' lines are not counted by the writing pass, which never reads them
     report.skipped, report.errors = len(refused), refused[:MAX_ERRORS]
     warned = 0  # line warnings of every file, kept or not
-    # notes that gained tags, counted once however many files retagged them: the files'
-    # counts are then summed as the others are
+    # notes that gained tags, or a file-name title, counted once however many files retagged
+    # or titled them: the files' counts are then summed as the others are (each of the others
+    # counts lines, or a note's one change: created, superseded, replaced once)
     gained: set[str] = set()
+    titled: set[tuple[str, str]] = set()
     for done, path in enumerate(good, 1):
         one = import_file(store, path, enrich=enrich, agent_id=agent_id, batch=batch,
-                          skip_invalid=True, flush_at_end=False, gained=gained)
+                          skip_invalid=True, flush_at_end=False, gained=gained, titled=titled)
         report.read += one.read
         report.skipped += one.skipped
         report.errors.extend(one.errors[:MAX_ERRORS - len(report.errors)])

@@ -141,7 +141,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 progress: Progress | None = None, skip_invalid: bool = False,
                 supersede: bool = True, title: str | None = None,
                 flush_at_end: bool = True, source: str | None = None,
-                gained: set[str] | None = None) -> ImportReport:
+                gained: set[str] | None = None,
+                titled: set[tuple[str, str]] | None = None) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
@@ -163,7 +164,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
 
     ``gained`` holds the ids of notes already counted in ``tags_added`` (this file's are added
     to it): a folder's import passes one set to all its files, so a note two files retag is
-    counted once, as one file counts a note two of its lines retag.
+    counted once, as one file counts a note two of its lines retag. ``titled`` does the same
+    for ``title_added``: (agent, id) of notes already counted as gaining a file-name title.
     """
     path = Path(path)
     if not path.is_file():
@@ -202,7 +204,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     notes: list[Note] = []  # pending's notes as drafted (their hashes and subjects)
     lines: list[int] = []
     # a document titled by its file's name alone: renamed, it is still the notes it was
-    named = (FileTitle(store.index, file_title(path))
+    named = (FileTitle(store.index, file_title(path), titled)
              if fmt in DOCUMENTS and title is None and source is None and file_title(path)
              else None)
     last_line = 0

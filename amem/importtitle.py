@@ -51,14 +51,18 @@ class FileTitle:
     """The file-name title of one document's import, and the stored notes it is to be added
     to (steps 1 to 3 of the module docstring)."""
 
-    def __init__(self, index: "NoteIndex", title: str) -> None:
+    def __init__(self, index: "NoteIndex", title: str,
+                 counted: set[tuple[str, str]] | None = None) -> None:
         self._index = index
+        # (agent, id) of notes already counted in ``added``: a folder's files share one set, so
+        # a note two of its files both title counts once, as ``tags_added`` counts it
+        self._counted = set() if counted is None else counted
         self._title = title
         self._key = subject_key(title)
         self._gaining: set[tuple[str, str]] = set()  # (agent, id) of stored notes to title
         self._seen = 0  # the document's notes written (so far)
         self._joined = 0  # of which went into a stored note, titled otherwise
-        #: stored notes that gained the title
+        #: stored notes that gained the title (not counted before, in ``counted``)
         self.added = 0
 
     def untitled(self, items: Sequence[dict[str, Any]], notes: Sequence[Note]) -> list[dict[str, Any]]:
@@ -129,7 +133,9 @@ class FileTitle:
                 fields[STALE_FIELD] = False
             if self._index.update_note_fields(note.id, note.agent_id, fields,
                                               dense=vectors.get(note.id), terms_of=note,
-                                              terms_were=were):
+                                              terms_were=were) \
+                    and (note.agent_id, note.id) not in self._counted:
+                self._counted.add((note.agent_id, note.id))
                 self.added += 1
 
 

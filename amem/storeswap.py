@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from .kernel.files import flock_held
+
 log = logging.getLogger(__name__)
 
 __all__ = ["NEW", "OLD", "SPOOL", "abandoned_rebuild", "finish_interrupted_swap",
@@ -82,7 +84,7 @@ def abandoned_rebuild(path: Path) -> list[Path]:
     if not path.is_dir():
         return []
     found = [p for p in (new, spool, old) if p.exists() or p.is_symlink()]
-    if not found or (spool.exists() and _held(spool)):
+    if not found or (spool.exists() and flock_held(spool)):
         return []
     return found
 
@@ -98,18 +100,3 @@ def remove_abandoned(path: Path) -> list[Path]:
             leftover.unlink()
         log.warning("removed %s, left by an interrupted reembed", leftover)
     return found
-
-
-def _held(spool: Path) -> bool:
-    """Whether a running reembed holds the spool (``hold_spool``)."""
-    try:
-        fd = os.open(spool, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock taken here
-    return False

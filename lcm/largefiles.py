@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import codecs
+import fcntl
 import json
 import os
 import re
 import secrets
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from amem.kernel.files import private_dir, write_private
+from amem.kernel.files import flock_held, open_private, private_dir
 from lcm.errors import LcmNotFoundError, PathEscapeError
 from lcm.extract import SourceUnit, extractive_summary
 from lcm.tokens import estimate_tokens
 
-__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "file_reference", "open_file_store", "files_dir"]
+__all__ = ["LargeFileStore", "StoredFile", "FILE_ID_RE", "LEFTOVER_AGE_S", "file_reference", "open_file_store",
+           "files_dir"]
 
 FILE_ID_RE = re.compile(r"^file_[0-9a-f]{16}\Z")  # \Z: no trailing newline
+#: a large file's ``.tmp`` this old (by its modification time) that no writer holds is a
+#: leftover of a write killed before its rename. A write takes well under a second; the age
+#: also covers a writer on another host sharing ``largeFilesDir`` (NFS), whose lock may not
+#: reach this one
+LEFTOVER_AGE_S = 3600.0
 _EXT = {"application/json": ".json", "text/csv": ".csv", "text/x-python": ".py", "text/markdown": ".md"}
 
 
@@ -95,8 +103,13 @@ class LargeFileStore:
         path = self.resolve(rel)
         private_dir(path.parent)  # 0700, every level created here (the base directory too)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        write_private(tmp, text.encode("utf-8"))  # 0600, never through a link
-        os.replace(tmp, path)  # a crash leaves either no file or the whole file
+        # 0600, never through a link; locked from its creation past its rename, so the
+        # doctor never takes a write under way for a leftover (:meth:`leftovers`)
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as out:
+            fcntl.flock(out.fileno(), fcntl.LOCK_EX)
+            out.write(text.encode("utf-8"))
+            out.flush()
+            os.replace(tmp, path)  # a crash leaves either no file or the whole file (or a .tmp)
         return StoredFile(
             file_id=file_id,
             name=name,
@@ -160,6 +173,36 @@ class LargeFileStore:
         return sorted(
             str(p.relative_to(base)) for p in base.rglob("file_*") if p.is_file() and not p.name.endswith(".tmp")
         )
+
+    def leftovers(self, *, min_age_s: float = LEFTOVER_AGE_S) -> list[tuple[str, int]]:
+        """The ``.tmp`` files of large-file writes killed before their rename: (relative path,
+        bytes) of each at least ``min_age_s`` old that no writer holds, sorted. No row names
+        them; the write they belonged to failed with its process, so nothing refers to them."""
+        if not self.base_dir.exists():
+            return []
+        base, now = self.base_dir.resolve(), time.time()
+        found: list[tuple[str, int]] = []
+        for p in base.rglob("*.tmp"):
+            try:
+                st = p.lstat()
+            except FileNotFoundError:  # renamed or removed meanwhile: not a leftover
+                continue
+            if p.is_symlink() or not p.is_file() or now - st.st_mtime < min_age_s or flock_held(p):
+                continue
+            found.append((str(p.relative_to(base)), st.st_size))
+        return sorted(found)
+
+    def remove_leftovers(self, *, min_age_s: float = LEFTOVER_AGE_S) -> list[str]:
+        """Delete what :meth:`leftovers` finds now (each looked at again: a writer may have
+        started since a report); the relative paths removed."""
+        removed = []
+        for rel, _size in self.leftovers(min_age_s=min_age_s):
+            try:
+                self.resolve(rel).unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(rel)
+        return removed
 
 
 def files_dir(configured: str, data_dir: Path | None) -> Path | None:

@@ -415,7 +415,7 @@ class ConversationHealth(_Dict):
 
 @dataclass(frozen=True)
 class CleanReport(_Dict):
-    """Read-only: candidates a person may choose to delete. Nothing is changed."""
+    """Candidates a person may choose to delete; nothing is changed but ``removed_files``."""
 
     archived_subagent: list[dict[str, Any]]
     cron: list[dict[str, Any]]
@@ -424,6 +424,10 @@ class CleanReport(_Dict):
     orphan_files: list[str]
     missing_files: list[str]
     totals: dict[str, int]
+    #: ``.tmp`` files of large-file writes killed before their rename (``LargeFileStore.leftovers``)
+    leftover_files: list[str] = field(default_factory=list)
+    #: of those, the ones deleted (``doctor_clean(apply=True)``); the only thing it deletes
+    removed_files: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from lcm.errors import NOT_WRITABLE_ADVICE, read_only
 from lcm.extract import FALLBACK_MARKER, TRUNCATED_MARKER
 from lcm.failures import last_failure
 from lcm.health import DEFAULT_TOP, Findings, worst_conversations
-from lcm.largefiles import LargeFileStore
+from lcm.largefiles import LEFTOVER_AGE_S, LargeFileStore
 from lcm.migrations import applied_migrations
 from lcm.models import CleanReport, DebtStatus, DoctorIssue, DoctorReport, RetentionResult, StatusReport
 from lcm.sessions import glob_match
@@ -150,7 +150,7 @@ def _fts_in_sync(c: sqlite3.Connection, table: str, fts: str, rowid: str) -> tup
 
 #: findings reported without making the database unhealthy
 _NOT_DAMAGE = ("fallback_summaries", "truncated_summaries", "rows_out_of_time_order", "large_files_not_checked",
-               "context_out_of_time_order")  # fmt: skip
+               "context_out_of_time_order", "leftover_temp_files")  # fmt: skip
 
 #: the context's messages older than a summary placed before them (portable SQL): a running
 #: maximum of the summaries' ``latest_at`` over the items in context order
@@ -323,6 +323,13 @@ def _doctor_checks(db: Handle, files: LargeFileStore, add: Callable[..., None], 
             present = False
         if not present:
             add("missing_files", "error", fid, f"file {rel} is missing or outside the data directory", conv)
+    # Not damage: a write killed at its rename failed as a whole (no row names its file); what
+    # it leaves is its bytes on disk, which nothing else would ever report or delete
+    checks["leftover_temp_files"] = 0
+    for rel, size in files.leftovers():
+        add("leftover_temp_files", "warning", rel, f"a large-file write killed before its rename left {rel} "
+            f"({size} bytes, over {LEFTOVER_AGE_S / 3600:g} h old, no writer holds it); no row names it and "
+            "nothing was lost: `amem lcm doctor --clean --apply` deletes it")
 
 
 def _conv_summary(c: Connection, r: Row) -> dict[str, object]:
@@ -333,8 +340,10 @@ def _conv_summary(c: Connection, r: Row) -> dict[str, object]:
     }  # fmt: skip
 
 
-def doctor_clean(db: Handle, files: LargeFileStore) -> CleanReport:
-    """Read-only report of high-confidence cleanup candidates; nothing is deleted."""
+def doctor_clean(db: Handle, files: LargeFileStore, *, apply: bool = False) -> CleanReport:
+    """Report of high-confidence cleanup candidates; nothing is deleted but, with ``apply``,
+    the leftover ``.tmp`` files of killed large-file writes (``removed_files``): no row can
+    name them, where an orphan file may be a write whose transaction is about to commit."""
     with db.reading() as c:
         convs = c.execute("SELECT * FROM conversations ORDER BY id").fetchall()
         subagent = [_conv_summary(c, r) for r in convs if not r["active"] and r["session_key"]
@@ -349,6 +358,8 @@ def doctor_clean(db: Handle, files: LargeFileStore) -> CleanReport:
             if not r["active"] and not c.execute("SELECT 1 FROM messages WHERE conversation_id = ? LIMIT 1", (r["id"],)).fetchone()
         ]
         recorded = {r[0] for r in c.execute("SELECT storage_path FROM large_files")}
+    leftover = [rel for rel, _size in files.leftovers()]
+    removed = files.remove_leftovers() if apply else []
     on_disk = set(files.list_files())
     orphan = sorted(on_disk - recorded)
     missing = sorted(recorded - on_disk)
@@ -356,8 +367,9 @@ def doctor_clean(db: Handle, files: LargeFileStore) -> CleanReport:
         "archived_subagent": len(subagent), "cron": len(cron), "null_key": len(null_key),
         "empty_archived": len(empty), "orphan_files": len(orphan), "missing_files": len(missing),
         "candidate_messages": sum(int(str(x["messages"])) for x in [*subagent, *cron, *null_key]),
+        "leftover_files": len(leftover),
     }  # fmt: skip
-    return CleanReport(subagent, cron, null_key, empty, orphan, missing, totals)
+    return CleanReport(subagent, cron, null_key, empty, orphan, missing, totals, leftover, removed)
 
 
 def _delete_conversation(c: Connection, conv_id: int, files: LargeFileStore, doomed_files: list[str]) -> int:

@@ -51,6 +51,7 @@ from lcm.models import (
 )
 from lcm.ops import doctor, doctor_clean, status
 from lcm.recall import Recall
+from lcm.reorder import place_before
 from lcm.queries import Queries, TextGrep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.search import grep
@@ -272,6 +273,30 @@ class LcmStore:
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
         return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
 
+    def place_before(self, session_key: str, placements: Mapping[str, str]) -> int:
+        """Move messages of ``session_key``'s active conversation to where a re-sent batch puts
+        them: each message whose event id is a key of ``placements`` to just before the one
+        whose event id is its value (as ingest's ``event_id``); how many moved.
+
+        Ingest stores new messages after the conversation's last; a chat export's fork marker
+        new to a store that held its branch belongs before the branch's first message. Both
+        positions move (``seq`` and the context's raw slots, ``lcm.reorder``), in one
+        transaction; a pair naming a message not stored is left alone, one in place is not
+        written. A session that only reads (``statelessSessionPatterns``) moves nothing (0).
+        """
+        if self.scopes.session_mode(session_key) != "normal":
+            return 0
+        keys = {f"event:{k}": f"event:{v}" for k, v in placements.items()}
+        with self.db.atomic() as c:  # portable SQL (lcm.reorder): both engines
+            row = find_active(c, session_key, None)
+            if row is None:
+                return 0
+            conv_id = int(row["id"])
+            moved = place_before(c, conv_id, keys)
+        if moved:
+            self.events.write("place_before", conversation_id=conv_id, moved=moved)
+        return moved
+
     def reset(self, session_key: str, cause: str = "reset") -> ResetResult:
         """``/reset``: archive the active conversation of ``session_key`` and open a fresh one
         for the same key (the archived one stays in the session family: recall still reads it)."""
@@ -488,10 +513,12 @@ class LcmStore:
             raise LcmValidationError(f"top must be an integer >= 0; got {top!r}", field="top")
         return doctor(self.db, self.files, top=top)
 
-    def doctor_clean(self) -> CleanReport:
-        """Read-only report of high-confidence cleanup candidates (archived subagent and cron
-        conversations, archived ones without a session key, empty ones); nothing is deleted."""
-        return doctor_clean(self.db, self.files)
+    def doctor_clean(self, *, apply: bool = False) -> CleanReport:
+        """Report of high-confidence cleanup candidates (archived subagent and cron
+        conversations, archived ones without a session key, empty ones, large files no row
+        names, the ``.tmp`` files of large-file writes killed at their rename); nothing is
+        deleted but, with ``apply``, those ``.tmp`` files (``removed_files``)."""
+        return doctor_clean(self.db, self.files, apply=apply)
 
     def apply_retention(self, *, dry_run: bool = False) -> RetentionResult:
         """Apply ``retentionArchivedMaxAgeDays`` and ``retentionMaxDatabaseBytes`` (0 disables each)."""

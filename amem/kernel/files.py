@@ -17,6 +17,7 @@ cannot be backed), and fail with :class:`DiskFullError` (code ``disk_full``) nam
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from collections.abc import Collection, Iterator
@@ -25,7 +26,7 @@ from typing import Protocol
 
 from .errors import DiskFullError, UnsafePathError
 
-__all__ = ["flock_holder", "PRIVATE_DIR", "PRIVATE_FILE", "UnsafePathError", "DiskFullError", "FreeSpace",
+__all__ = ["flock_holder", "flock_held", "PRIVATE_DIR", "PRIVATE_FILE", "UnsafePathError", "DiskFullError", "FreeSpace",
            "StatvfsFreeSpace", "FixedFreeSpace", "private_dir", "open_private", "refuse_symlink",
            "precreate_private", "write_private", "check_free_space", "unallocated_bytes", "is_disk_full",
            "filesystem_type", "allocates_on_read",
@@ -265,3 +266,20 @@ def flock_holder(path: Path, locks: Path = Path("/proc/locks")) -> int | None:
         if same:
             return pid
     return None
+
+
+def flock_held(path: Path) -> bool:
+    """Whether another open file holds a ``flock`` on ``path`` (a writer still at work on it):
+    tried without waiting, released at once. False for a path that cannot be opened (gone,
+    a link: nothing of ours to wait for)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False

@@ -41,7 +41,8 @@ and are stored into the target's own large-file directory as ingest would store 
 ``quick_check``, its tables, every large file it names); :func:`merge_backup` writes in one
 transaction, so a killed merge leaves the target's database as it was (a large file it wrote
 whole before the kill is named by no row: ``amem lcm doctor --clean`` lists it as an orphan; one
-cut short in its writing leaves a ``.tmp`` beside it, which no report names). Each merged
+cut short in its writing leaves a ``.tmp`` beside it, which ``amem lcm doctor`` names once it
+is an hour old, ``leftover_temp_files``, and ``--clean --apply`` deletes). Each merged
 conversation raises the audit event ``lcm.merge.conversation`` (PEP 578) once its rows are
 written, uncommitted: the kill test's fault point (tests/tools/test_restore_merge_kill.py).
 """
@@ -65,6 +66,7 @@ from lcm.largefiles import LargeFileStore
 from lcm.models import _Dict
 from lcm.normalize import NormalizedMessage
 from lcm.ops import older_than_summaries
+from lcm.reorder import renumber
 
 if TYPE_CHECKING:
     from lcm.store import LcmStore
@@ -185,32 +187,15 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
 
 def _in_time_order(c: sqlite3.Connection, conversation_id: int, added: set[int]) -> int:
     """Renumber the conversation's messages (``seq``) and its context's message items so the
-    ``added`` ones sit by time among the others (the module's rules); 1 if anything moved."""
+    ``added`` ones sit by time among the others (the module's rules, ``lcm.reorder``); 1 if
+    anything moved."""
     rows = c.execute("SELECT id, seq, created_at FROM messages WHERE conversation_id = ? ORDER BY seq",
                      (conversation_id,)).fetchall()
     # a stable merge of the two runs: each keeps its own order (a host's clock may step back),
     # and on a tie the target's message comes first
     order = [r[0] for r in heapq.merge([r for r in rows if r[0] not in added], [r for r in rows if r[0] in added],
                                        key=lambda r: r[2])]
-    if order == [r[0] for r in rows]:
-        return 0
-    # the same numbers handed out in the new order; only the messages whose number changes are
-    # written, and the numbers they take are the ones they give up
-    seqs = [r[1] for r in rows]
-    was = {r[0]: r[1] for r in rows}
-    moved = [(seq, mid) for seq, mid in zip(seqs, order) if was[mid] != seq]
-    # two steps past the (conversation, seq) uniqueness: out of the way above the highest, then home
-    c.executemany("UPDATE messages SET seq = seq + ? WHERE id = ?",
-                  [(max(seqs) - min(seqs) + 1, mid) for _, mid in moved])
-    c.executemany("UPDATE messages SET seq = ? WHERE id = ?", moved)
-    position = {mid: n for n, mid in enumerate(order)}
-    slots = c.execute("SELECT ordinal, message_id FROM context_items WHERE conversation_id = ? AND "
-                      "item_type = 'message' ORDER BY ordinal", (conversation_id,)).fetchall()
-    # a summary's item keeps its slot; the raw messages' slots take their messages in time order
-    placed = sorted((r[1] for r in slots), key=position.__getitem__)
-    c.executemany("UPDATE context_items SET message_id = ? WHERE conversation_id = ? AND ordinal = ?",
-                  [(mid, conversation_id, r[0]) for mid, r in zip(placed, slots) if mid != r[1]])
-    return 1
+    return int(renumber(c, conversation_id, order))
 
 
 def _older_added(c: sqlite3.Connection, conversation_id: int, added: set[int]) -> int:

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 PORTED = frozenset({"close", "conversation", "conversations", "ingest", "grep", "session_keys", "reset", "new_context",
                     "compact", "compact_until_under", "after_turn", "assemble", "describe", "expand", "expand_query",
                     "status", "apply_retention", "maintenance", "doctor", "doctor_clean", "index_trigrams",
-                    "embed_pending"})
+                    "embed_pending", "place_before"})
 _ENGINE = "postgresql"
 
 

@@ -63,6 +63,9 @@ class GoesAway:
         self.calls -= 1
         return self.store.ingest(session_key, messages, session_id=session_id, title=title)
 
+    def place_before(self, session_key: str, placements: Mapping[str, str]) -> int:
+        return self.store.place_before(session_key, placements)
+
 
 def test_a_store_that_goes_away_stops_the_load_saying_what_is_kept(tmp_path: Path) -> None:
     src = tmp_path / "conversations.json"
@@ -203,3 +206,68 @@ def test_a_conversation_larger_than_the_limit_is_refused_not_held(tmp_path: Path
         with pytest.raises(StreamError, match=r"item 2 is over 1048576 characters"):
             load_export(lcm, src, "chatgpt", "alice", limits=ExportLimits(max_conversation_chars=1 << 20))
         assert stored(lcm) == 0
+
+
+def _order(lcm: LcmStore, key: str) -> tuple[list[str], list[str]]:
+    """A conversation's event ids by ``seq`` (browsing) and its context's (what the model is given)."""
+    with lcm.db.reading() as c:
+        (conv,) = c.execute("SELECT id FROM conversations WHERE session_key = ?", (key,)).fetchone()
+        seq = [r[0] for r in c.execute("SELECT stable_event_key FROM messages WHERE conversation_id = ? "
+                                       "ORDER BY seq", (conv,))]
+        context = [r[0] for r in c.execute(
+            "SELECT m.stable_event_key FROM context_items ci JOIN messages m ON m.id = ci.message_id "
+            "WHERE ci.conversation_id = ? ORDER BY ci.ordinal", (conv,))]
+    return seq, context
+
+
+def test_markers_new_to_a_store_that_held_the_branches_land_before_them(tmp_path: Path) -> None:
+    """A store that imported the export before fork markers existed got them on the next
+    import after the branches' messages (new messages went last); now each stands where a
+    first import puts it, before its branch's first message, in browsing and in the context."""
+    from tools.chats import chatgpt
+
+    from .chat_exports import LISBON_ID, T0, gpt_node
+
+    export = chatgpt_lisbon()  # with a fork inside a branch too: the edited prompt's answer regenerated
+    export["mapping"]["u-2a"]["children"].append("a-2a2")
+    export["mapping"]["a-2a2"] = gpt_node("a-2a2", "u-2a", [], "assistant", ["Porto: the Alfa Pendular."], T0 + 120)
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([export]), encoding="utf-8")
+    key = session_key("alice", "chatgpt", LISBON_ID) + ":branches"
+    with LcmStore(":memory:") as fresh:
+        assert load_export(fresh, src, "chatgpt", "alice").fork_points_placed == 0  # in place as stored
+        want = _order(fresh, key)
+    assert want[0] == want[1] == [f"event:{i}" for i in ("fork:u-2a", "u-2a", "a-2a", "fork:a-2a2", "a-2a2",
+                                                         "fork:a-2b", "a-2b")]
+    conv = chatgpt.convert(1, export)
+    with LcmStore(":memory:") as before:  # what a version without markers stored
+        before.ingest(key.removesuffix(":branches"), conv.messages, title=conv.title)
+        before.ingest(key, [m for m in conv.branches if not m["event_id"].startswith("fork:")])
+        report = load_export(before, src, "chatgpt", "alice")
+        assert (report.stored, report.fork_points_placed) == (3, 3)
+        assert _order(before, key) == want  # was each marker last, after its branch
+        again = load_export(before, src, "chatgpt", "alice")
+        assert (again.stored, again.fork_points_placed) == (0, 0) and _order(before, key) == want
+
+
+def test_markers_a_reimport_stored_last_are_moved_by_the_next_import(tmp_path: Path) -> None:
+    # a store that re-imported with the version before this one holds the markers last
+    from tools.chats import chatgpt
+
+    from .chat_exports import LISBON_ID
+
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([chatgpt_lisbon()]), encoding="utf-8")
+    key = session_key("alice", "chatgpt", LISBON_ID) + ":branches"
+    conv = chatgpt.convert(1, chatgpt_lisbon())
+    with LcmStore(":memory:") as lcm:
+        lcm.ingest(key, [m for m in conv.branches if not m["event_id"].startswith("fork:")])
+        lcm.ingest(key, [m for m in conv.branches if m["event_id"].startswith("fork:")])
+        assert _order(lcm, key)[0][-2:] == ["event:fork:u-2a", "event:fork:a-2b"]
+        report = load_export(lcm, src, "chatgpt", "alice")
+        assert (report.stored, report.fork_points_placed) == (7, 2)  # the main line; no branch message
+        from tools.cli.lcm_chats import _text
+
+        said = _text({**report.to_dict(), "format": "chatgpt", "session_key_prefix": "agent:alice:chatgpt:"})
+        assert "2 fork markers moved into place, each before the branch it opens" in said
+        assert _order(lcm, key)[0] == [f"event:{i}" for i in ("fork:u-2a", "u-2a", "a-2a", "fork:a-2b", "a-2b")]

@@ -4,10 +4,14 @@ doctor ranks the worst conversations (``--top``)."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
+
+from lcm.largefiles import LEFTOVER_AGE_S
 
 from ..permissions import unwritable
 from .test_lcm_host import KEY, amem, amem_json, env_for, turns, write
@@ -62,6 +66,15 @@ def test_doctor_exits_1_on_damage_as_amem_doctor_does(tmp_path: Path) -> None:
     assert "ok: False" in amem(env, "lcm", "doctor", code=1).stdout
     amem(env, "doctor", code=1)  # the whole store's doctor agrees
     assert amem_json(env, "lcm", "doctor", "--clean")["orphan_files"] == []  # a report, exit 0
+    # a large-file write killed at its rename, long ago: named, then deleted on --apply alone
+    left = tmp_path / "home" / "lcm-files" / "c1" / "file_00000000000000aa.txt.tmp"
+    left.parent.mkdir(parents=True)
+    left.write_text("half")
+    os.utime(left, (time.time() - LEFTOVER_AGE_S - 60,) * 2)
+    assert amem_json(env, "lcm", "doctor", "--clean")["leftover_files"] == ["c1/" + left.name]
+    assert "--clean" in amem(env, "lcm", "doctor", "--apply", code=2).stderr and left.exists()
+    assert amem_json(env, "lcm", "doctor", "--clean", "--apply")["removed_files"] == ["c1/" + left.name]
+    assert not left.exists()
 
 
 def test_amem_doctor_fails_on_a_conversation_store_that_will_not_open(tmp_path: Path) -> None:

@@ -157,5 +157,5 @@ def test_a_killed_merge_run_again_leaves_what_one_run_leaves(
                                                 large_files_dir=str(run / "lcm-files"))) as lcm:
             orphans = lcm.doctor_clean().orphan_files
         # the file the killed transaction wrote whole is named by no row: the doctor lists it
-        # (killed at the rename, only its ".tmp" was left, which no report names: findings)
+        # (killed at the rename, only its ".tmp" was left: tests/lcm/test_leftover_files.py)
         assert len(orphans) == (1 if event == "lcm.merge.conversation" else 0), (why, orphans)

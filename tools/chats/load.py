@@ -9,7 +9,8 @@
 4. A conversation is stored under ``agent:<agent>:<app>:<its export id>``: every message has
    the export's id as its event id, so importing the same (or a newer) export again stores
    only what is new. The other branches go to ``<that key>:branches``, each after a marker
-   naming the message it follows (:func:`tools.chats.tree.with_forks`).
+   naming the message it follows (:func:`tools.chats.tree.with_forks`); a marker new to a
+   store that held its branch is moved before the branch (``LcmStore.place_before``).
 """
 
 from __future__ import annotations
@@ -93,10 +94,13 @@ class Ingested(Protocol):
 
 
 class IngestTarget(Protocol):
-    """What loading needs of the conversation store: :meth:`lcm.LcmStore.ingest`."""
+    """What loading needs of the conversation store: :meth:`lcm.LcmStore.ingest` and
+    :meth:`lcm.LcmStore.place_before` (both engines)."""
 
     def ingest(self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *,
                session_id: str | None = None, title: str | None = None) -> Ingested: ...
+
+    def place_before(self, session_key: str, placements: Mapping[str, str]) -> int: ...
 
 
 @dataclass
@@ -117,6 +121,9 @@ class LoadReport:
     branch_messages: int = 0
     #: fork markers stored before the branches' messages (one per fork), counted in ``stored``
     fork_points: int = 0
+    #: markers new to a store that held their branches (imported before markers existed), which
+    #: ingest stored last, moved before their branch's first message (``LcmStore.place_before``)
+    fork_points_placed: int = 0
     #: messages left out, by reason ("empty", "reasoning", "internal", "unreadable")
     left_out: Counter[str] = field(default_factory=Counter)
     #: messages kept that the app does not show as one ("hidden", "tool_output")
@@ -432,7 +439,23 @@ def _store(store: IngestTarget, conv: ExportedConversation, agent_id: str, repor
             report.stored += res.stored
             report.skipped_duplicates += res.skipped_duplicates
             new += res.stored
+            if into != key:  # each import, stored now or before: one this fix came after is healed
+                try:
+                    _place_forks(store, into, messages[start:start + BATCH], report)
+                except Exception as exc:  # the store failed: what is stored is kept, as above
+                    raise PartlyStored(exc, where, report) from exc
     report.conversations_stored += bool(new)
+
+
+def _place_forks(store: IngestTarget, key: str, batch: list[dict[str, Any]], report: LoadReport) -> None:
+    """Each fork marker of ``batch`` before its branch's first message (its event id
+    ``fork:<that id>``, :func:`tools.chats.tree.with_forks`): in place already when the two were
+    stored together (nothing written); moved when the store held the branch before markers
+    existed, where ingest stored the marker last."""
+    forks = {m["event_id"]: m["event_id"].removeprefix("fork:") for m in batch
+             if str(m.get("event_id", "")).startswith("fork:")}
+    if forks:
+        report.fork_points_placed += store.place_before(key, forks)
 
 
 def _ingest(store: IngestTarget, key: str, batch: list[dict[str, Any]], title: str | None,

@@ -138,8 +138,8 @@ def _marker(first: dict[str, Any], before: dict[str, Any] | None, on_line: bool)
         said = " ".join(str(before["content"]).split())
         said = said if len(said) <= EXCERPT else said[:EXCERPT - 3].rstrip() + "..."
         where = "on the main line" if on_line else "in this branch conversation"
-        # the branch's own first id too: a store that held the branches before markers existed
-        # gets them after its messages on the next import, where only the ids place them
+        # the branch's own first id too: a reader sees which message the branch opens with
+        # wherever it stands (the loader places it there: tools.chats.load._place_forks)
         text = (f'[branch after {before["event_id"]} ({before["role"]}, {where}): "{said}"; '
                 f'it opens with {first["event_id"]}]')
     marker: dict[str, Any] = {"role": "system", "content": text, "event_id": f"fork:{first['event_id']}"}

@@ -52,7 +52,10 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     _where_options(p, "expand within")
     cmd("status", cmd_lcm_status, "conversation store status", into=lsub)
     p = cmd("doctor", cmd_lcm_doctor, "conversation store checks", into=lsub)
-    p.add_argument("--clean", action="store_true", help="read-only clean-up candidates")
+    p.add_argument("--clean", action="store_true", help="clean-up candidates (a report)")
+    p.add_argument("--apply", action="store_true", help="with --clean: delete the .tmp files of "
+                   "large-file writes killed at their rename (leftover_files); the other "
+                   "candidates stay a report")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="rank the N worst conversations (findings, failures, debt, size; default 10)")
     lcm_host.register(cmd, lsub)
@@ -196,8 +199,10 @@ def cmd_lcm_status(args: argparse.Namespace) -> int:
 
 
 def cmd_lcm_doctor(args: argparse.Namespace) -> int:
+    if args.apply and not args.clean:
+        raise usage_error("--apply goes with --clean (amem lcm doctor --clean --apply)", "apply")
     if args.clean:  # a report of cleanup candidates, not a verdict
-        return _lcm_run(args, lambda s, _agent: s.doctor_clean())
+        return _lcm_run(args, lambda s, _agent: s.doctor_clean(apply=args.apply))
     with runtime(args) as rt:
         data = rt.lcm.doctor(top=args.top).to_dict()
     emit(args, data, lambda: kv_text(data))

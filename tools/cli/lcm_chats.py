@@ -118,6 +118,9 @@ def _text(data: dict[str, object]) -> str:
         branches = "branch" if data["branches"] == 1 else "branches"
         lines.append(f"{data['branches']} edited or regenerated {branches} ({_n(data['branch_messages'], 'message')}) "
                      "kept apart, under <that key>:branches, each after a marker naming the message it follows")
+    if data.get("fork_points_placed"):  # a store that held the branches before markers existed
+        lines.append(f"{_n(data['fork_points_placed'], 'fork marker')} moved into place, each before the "
+                     "branch it opens")
     kept, media = data["kept"], data["placeholders"]
     assert isinstance(kept, dict) and isinstance(media, dict)
     if kept:

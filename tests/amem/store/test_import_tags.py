@@ -100,3 +100,21 @@ def test_a_folder_counts_a_note_that_gains_tags_from_two_files_once(tmp_path: Pa
         assert report.deduplicated == 3 and report.created == 0
         assert (report.tags_added, report.tags_added_to) == (1, [note.id])  # was 2, [id, id]
         assert store.get(note.id).tags == ["travel", "home", "work", "lisbon"]
+
+
+def test_a_folder_counts_a_note_that_gains_two_file_names_once(tmp_path: Path) -> None:
+    """``title_added`` counts stored notes that gained a file-name title (``amem.importtitle``).
+    A folder's report left it out of the files' sum (0 beside the titles written); summed, a
+    note two files both titled would count twice, as ``tags_added`` did."""
+    from amem.embed.hashing import HashingEmbedder
+    from amem.importdir import import_dir
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("a", "b", "c"):  # one text saved under three names: one note, three titles
+        (folder / f"{name}.md").write_text("Sent from my phone.\n", encoding="utf-8")
+    with MemoryStore(":memory:", embedder=HashingEmbedder(dim=64), agent_id="t") as store:
+        report = import_dir(store, folder, enrich=False)
+        (note,), _ = store.list(limit=5)
+        assert note.subjects == ["a", "b", "c"] and report.created == 1
+        assert report.title_added == 1  # was 0 (not summed); summed alone it would be 2

@@ -44,3 +44,27 @@ def test_an_export_loads_once(make_pg_store: Callable[..., LcmStore], tmp_path: 
     assert [c.title for c in store.conversations(key)] == ["Lisbon trip"]
     src.write_text(json.dumps([claude_edited()]), encoding="utf-8")
     assert load_export(store, src, "claude", "alice").stored == 8  # 6 and 2 fork markers
+
+
+def test_markers_new_to_branches_stored_before_them_move_into_place(make_pg_store: Callable[..., LcmStore],
+                                                                    tmp_path: Path) -> None:
+    # as on SQLite (tests/tools/test_chat_export_load.py): the same renumbering, portable SQL
+    from tools.chats import chatgpt
+
+    store = make_pg_store()
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([chatgpt_lisbon()]), encoding="utf-8")
+    key = session_key("alice", "chatgpt", LISBON_ID) + ":branches"
+    conv = chatgpt.convert(1, chatgpt_lisbon())
+    store.ingest(key, [m for m in conv.branches if not m["event_id"].startswith("fork:")])
+    report = load_export(store, src, "chatgpt", "alice")
+    assert report.fork_points_placed == 2
+    with store.db.reading() as c:
+        order = [r[0] for r in c.execute(
+            "SELECT m.stable_event_key FROM messages m JOIN conversations cv ON cv.id = m.conversation_id "
+            "WHERE cv.session_key = ? ORDER BY m.seq", (key,))]
+        context = [r[0] for r in c.execute(
+            "SELECT m.stable_event_key FROM context_items ci JOIN messages m ON m.id = ci.message_id "
+            "JOIN conversations cv ON cv.id = ci.conversation_id WHERE cv.session_key = ? ORDER BY ci.ordinal",
+            (key,))]
+    assert order == context == ["event:fork:u-2a", "event:u-2a", "event:a-2a", "event:fork:a-2b", "event:a-2b"]
