@@ -23,6 +23,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
 from amem.export import export_store, import_export
 from amem.importdir import import_dir
+from amem.importer import import_file
 from amem.kernel.clock import ManualClock
 from amem.notefields import TAG_KEYS, tag_key, tag_keys
 from amem.notes import new_tags, point_id, unique_tags
@@ -173,3 +174,28 @@ def test_notes_written_without_tag_keys_get_them_at_the_next_open(tmp_path: Path
         assert keys == {"a": ["morning"], "x": ["morning"], "n": None}  # the deleted one too
         assert ids(store.search("run", tags=["morning"])) == ["a"]
         assert key_tags(store.index) == 0  # nothing left: the next opens read nothing
+
+
+def test_a_tag_naming_nothing_is_refused_where_it_is_written(edge_store: MemoryStore,
+                                                             tmp_path: Path) -> None:
+    """'#' alone (or '#' and spaces) has no key: stored, it was a tag no filter can ask for
+    (the filter refuses it as naming nothing) and, given twice in two spellings, one of them
+    was dropped as a repeat of the other; now each way in refuses it and changes nothing."""
+    store = edge_store
+    with pytest.raises(ValidationError) as bad:
+        store.add("Went for a swim", tags=["swim", "#"], enrich=False)
+    assert bad.value.field == "tags" and "'#' names no tag" in str(bad.value)
+    assert store.list()[0] == []
+    note = store.add("Went for a swim", tags=["Swim"], enrich=False)
+    with pytest.raises(ValidationError) as bad:
+        store.update(note.id, tags=["sport", " # "])
+    assert bad.value.field == "tags" and "' # ' names no tag" in str(bad.value)
+    kept = store.get(note.id)
+    assert kept.tags == ["Swim"] and kept.evolution_history == []
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text('{"text": "Went for a run", "tags": ["run"]}\n'
+                     '{"text": "Went for a ride", "tags": ["##"]}\n', encoding="utf-8")
+    with pytest.raises(ValidationError) as bad:
+        import_file(store, lines)  # checked whole first: the bad line names itself
+    assert "notes.jsonl:2" in str(bad.value) and "names no tag" in str(bad.value)
+    assert [n.id for n in store.list()[0]] == [note.id]
