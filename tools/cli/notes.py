@@ -302,7 +302,8 @@ def _chain_text(data: dict[str, Any]) -> str:
 def _join_lines(events: Any) -> list[str]:
     """A line per text joined into the note: a fold at add (with its part id), a nightly merge
     (with the merged-away note's id: ``amem history`` of that id says "merged into"), each the
-    id ``amem separate`` takes; and a line per separation since."""
+    id ``amem separate`` takes; a line per separation since, per tag join of a re-import, and
+    per ``amem update`` (what it replaced: how a retag or an edit is found again)."""
     out = []
     for e in events:
         when = str(e.get("at") or "")[:10]
@@ -319,11 +320,24 @@ def _join_lines(events: Any) -> list[str]:
                        + ("" if e.get("text") != "kept" else " (the text was kept as it was)"))
         elif e.get("action") == "separated_from":
             out.append(f"    \u21b3 {when} separated from note {e.get('from')}")
+        elif e.get("action") == "update":  # what `amem update` replaced (the note has the rest)
+            out.append(f"    \u21b3 {when} updated: " + "; ".join(_replaced(e)))
         elif e.get("action") == "tags_added":
             out.append(f"    \u21b3 {when} tags added: {', '.join(e.get('tags') or ())} "
                        f"(given with the same text again; it held "
                        f"{', '.join(e.get('kept') or ()) or 'none'})")
     return out
+
+
+def _replaced(event: dict[str, Any]) -> list[str]:
+    """What one update replaced, as it was: its text, subjects and tags, those it changed."""
+    said = []
+    if "old_content" in event:
+        said.append(f'text was "{clip(str(event["old_content"]), 60)}"')
+    for name in ("subjects", "tags"):
+        if f"old_{name}" in event:
+            said.append(f"{name} were {', '.join(event[f'old_{name}'] or ()) or 'none'}")
+    return said
 
 
 def _separable(chain: list[dict[str, Any]]) -> str | None:
