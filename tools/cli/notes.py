@@ -93,10 +93,12 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("part", help="the joined text's id, as `amem history ID` shows it "
                                 "(\"part ...\" of a fold, the note a merge took in)")
 
-    p = cmd("import", cmd_import, "bulk import JSONL, JSON, CSV, Markdown or text (or an export)")
-    p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
-                                "JSONL file under it (hidden ones, attachments and links to "
-                                "folders left out, and named)")
+    p = cmd("import", cmd_import, "bulk import JSONL, JSON, CSV, Markdown, text, HTML or an "
+                                  "Evernote export (or an amem export)")
+    # the kinds amem.importdir reads in a folder (its .json and .csv files are left out, named)
+    p.add_argument("file", help="the file to import, or a folder: every Markdown, text, JSONL, "
+                                "HTML and Evernote (.enex) file under it (hidden ones, "
+                                "attachments, tables and links to folders left out, and named)")
     p.add_argument("--format", choices=["jsonl", "json", "csv", "text", "html", "enex"],
                    help="default: from the extension (stdin: a JSON array, JSON lines, an "
                    "HTML page or an ENEX export told apart by how they open; text and CSV "
