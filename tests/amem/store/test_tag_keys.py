@@ -199,3 +199,22 @@ def test_a_tag_naming_nothing_is_refused_where_it_is_written(edge_store: MemoryS
         import_file(store, lines)  # checked whole first: the bad line names itself
     assert "notes.jsonl:2" in str(bad.value) and "names no tag" in str(bad.value)
     assert [n.id for n in store.list()[0]] == [note.id]
+
+
+def test_a_tag_of_two_words_is_found_with_a_space_or_a_hyphen(edge_store: MemoryStore,
+                                                               tmp_path: Path) -> None:
+    """An import stores Logseq's ``#[[road trip]]`` as "road-trip" (the store's tag form,
+    ``normalise_tag``), where ``update`` and ``add`` keep "Road Trip" as given: the filter
+    asked for the page's own name, "road trip", found nothing and said nothing."""
+    store = edge_store
+    page = tmp_path / "Lisbon.md"
+    page.write_text("Booked the hostel in Alfama. #[[road trip]]\n", encoding="utf-8")
+    import_file(store, page, enrich=False)
+    imported = store.list()[0][0]
+    assert imported.tags == ["road-trip"]
+    typed = store.add("Rented a car for the coast", tags=["Road Trip"], enrich=False)
+    both = {imported.id, typed.id}
+    for asked in (["road trip"], ["Road-Trip"], ["#road trip"]):
+        assert set(ids(store.search("hostel car coast", limit=5, tags=asked))) == both, asked
+    other = store.add("A road, then a trip abroad", tags=["road", "trip"], enrich=False)
+    assert other.id not in ids(store.search("road trip", limit=5, tags=["road trip"]))
