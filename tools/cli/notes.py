@@ -45,8 +45,8 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="only notes with this metadata value (repeat; a repeated key: any of)")
     p.add_argument("--tag", action="append", default=None, metavar="TAG",
-                   help="only notes holding this tag, case-insensitive, a leading '#' or not "
-                        "(repeat: any of them)")
+                   help="only notes holding this tag, case-insensitive, a leading '#' or not, "
+                        "a space or a hyphen alike (repeat: any of them)")
 
     p = cmd("list", cmd_list, "list your notes page by page")
     add_server_option(p)
