@@ -203,3 +203,17 @@ def test_a_conversation_larger_than_the_limit_is_refused_not_held(tmp_path: Path
         with pytest.raises(StreamError, match=r"item 2 is over 1048576 characters"):
             load_export(lcm, src, "chatgpt", "alice", limits=ExportLimits(max_conversation_chars=1 << 20))
         assert stored(lcm) == 0
+
+
+def test_a_zip_without_a_conversations_json_is_named_as_such(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # another app's zip, or the export's photos alone: was "unexpected NotAnArray" (exit 1), the
+    # sniff's second look at the zip raising what its first look had caught
+    from tools.cli import main
+
+    bundle = zipped(tmp_path / "export.zip", {"chat.html": "<html></html>", "user.json": "{}"})
+    env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing"}
+    assert main(["lcm", "ingest", str(bundle)], env=env) == 2
+    err = capsys.readouterr().err
+    assert f"{bundle} is a zip without a conversations.json" in err and "unexpected" not in err
+    assert not (tmp_path / "home" / "lcm.db").exists()
