@@ -261,7 +261,8 @@ def search_conditions(since: Any = None, before: Any = None,
 
 def check_tag_filter(tags: Any) -> tuple[str, ...]:
     """A search's ``tags`` filter, up to ``MAX_FILTER_VALUES`` non-empty strings (any of), as
-    the distinct keys the filter compares (``tag_key``)."""
+    the distinct keys the filter compares (``tag_key``), each with its spellings of spaces
+    as hyphens and hyphens as spaces (``_spellings``)."""
     if tags is None:
         return ()
     if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
@@ -277,7 +278,15 @@ def check_tag_filter(tags: Any) -> tuple[str, ...]:
         if not tag_key(tag):  # "#" alone: no tag is stored under an empty key
             raise ValidationError(f"the tags filter's {tag!r} names no tag (only '#' and "
                                   f"spaces)", field="tags")
-    return tuple(tag_keys(tags))
+    return tuple(dict.fromkeys(key for tag in tags for key in _spellings(tag_key(tag))))
+
+
+def _spellings(key: str) -> tuple[str, ...]:
+    """``key`` and its forms with spaces and hyphens exchanged: an import stores a tag of
+    words as the store's tag form does ("road-trip", ``amem.enrich.normalise_tag``), while
+    ``add`` and ``update`` keep "Road Trip" as given; a filter of either finds both, from the
+    keys stored (the keys themselves keep the two apart, so nothing stored is re-keyed)."""
+    return (key, key.replace(" ", "-"), key.replace("-", " "))
 
 
 def parse_meta_args(pairs: list[str] | None) -> dict[str, Any] | None:

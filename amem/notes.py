@@ -300,6 +300,20 @@ def unique_subjects(items: Iterable[str]) -> list[str]:
     return list(seen.values())
 
 
+def check_tags(value: Any, *, field: str = "tags") -> list[str]:
+    """A caller's tags (``check_str_list``), each naming a tag, kept once by ``tag_key``.
+
+    A tag of only '#' and spaces has an empty key: stored, no filter could ask for it (the
+    filter refuses it as naming nothing, ``check_tag_filter``) and it stood in for any other
+    such spelling as a repeat, so it is refused here, where it is written, not kept mute."""
+    tags = check_str_list(value, field=field)
+    for tag in tags:
+        if not tag_key(tag):
+            raise ValidationError(f"{field}: {tag!r} names no tag (only '#' and spaces)",
+                                  field=field)
+    return unique_tags(tags)
+
+
 def unique_tags(items: Iterable[str]) -> list[str]:
     """Tags without repeats by ``tag_key``, each in the spelling first seen: a note holding
     "morning" that meets "Morning" (a duplicate's tags, a fold, a merge) keeps "morning" once."""
@@ -326,4 +340,4 @@ def about_the_same(*subject_lists: Iterable[str]) -> bool:
 
 
 __all__ = ["Note", "CATEGORIES", "NOTE_TYPES", "POINT_ID_FORMAT", "about_the_same", "point_id",
-           "content_hash", "new_tags", "unique_subjects", "unique_tags"]
+           "check_tags", "content_hash", "new_tags", "unique_subjects", "unique_tags"]

@@ -8,8 +8,8 @@ from typing import Any, Callable, Mapping
 
 from ..errors import ValidationError
 from ..notefields import check_event_time, check_expiry, check_metadata
-from ..notes import (Note, check_category, check_id, check_str_list, check_text, check_timestamp,
-                    content_hash, new_note_id, now_iso, unique_tags)
+from ..notes import (Note, check_category, check_id, check_str_list, check_tags, check_text,
+                    check_timestamp, content_hash, new_note_id, now_iso)
 
 #: the optional fields of a bulk item besides ``text`` and ``subjects``
 ITEM_FIELDS = frozenset({"id", "timestamp", "agent_id", "keywords", "tags", "category",
@@ -50,7 +50,7 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
         id=check_id(id) if id is not None else new_note_id(),
         content=text, agent_id=agent,
         keywords=check_str_list(keywords, field="keywords"),
-        tags=unique_tags(check_str_list(tags, field="tags")),
+        tags=check_tags(tags),
         context=(context or "").strip()[:500],
         category=check_category(category) if category is not None else "General",
         timestamp=check_timestamp(timestamp) if timestamp is not None else now_iso(now),

@@ -38,8 +38,8 @@ from ..backlinks import OWED_FIELD, settle_if_owed
 from ..config import AmemConfig
 from ..errors import ValidationError
 from ..index import STALE_FIELD, NoteIndex, note_terms_of
-from ..notes import (Note, check_id, check_str_list, check_text, content_hash, now_iso, point_id,
-                     unique_tags)
+from ..notes import (Note, check_id, check_str_list, check_tags, check_text, content_hash, now_iso,
+                     point_id)
 from ..supersede import Superseder
 from . import candidates
 from .enrichment import EnricherSlot, enrich_edit
@@ -91,7 +91,7 @@ class Updater:
         text = (check_text(content, field="text", max_chars=self._config.max_text_chars)
                 if content is not None else None)
         subs = check_str_list(subjects, field="subjects") if subjects is not None else None
-        labels = unique_tags(check_str_list(tags, field="tags")) if tags is not None else None
+        labels = check_tags(tags) if tags is not None else None
         with index.lock:
             note, vector = index.load(nid, agent, with_vector=True)
             new_text = text is not None and text != note.content

@@ -271,3 +271,17 @@ def test_markers_a_reimport_stored_last_are_moved_by_the_next_import(tmp_path: P
         said = _text({**report.to_dict(), "format": "chatgpt", "session_key_prefix": "agent:alice:chatgpt:"})
         assert "2 fork markers moved into place, each before the branch it opens" in said
         assert _order(lcm, key)[0] == [f"event:{i}" for i in ("fork:u-2a", "u-2a", "a-2a", "fork:a-2b", "a-2b")]
+
+
+def test_a_zip_without_a_conversations_json_is_named_as_such(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # another app's zip, or the export's photos alone: was "unexpected NotAnArray" (exit 1), the
+    # sniff's second look at the zip raising what its first look had caught
+    from tools.cli import main
+
+    bundle = zipped(tmp_path / "export.zip", {"chat.html": "<html></html>", "user.json": "{}"})
+    env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing"}
+    assert main(["lcm", "ingest", str(bundle)], env=env) == 2
+    err = capsys.readouterr().err
+    assert f"{bundle} is a zip without a conversations.json" in err and "unexpected" not in err
+    assert not (tmp_path / "home" / "lcm.db").exists()

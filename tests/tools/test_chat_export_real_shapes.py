@@ -210,3 +210,22 @@ def test_every_kind_of_chatgpt_marker_becomes_what_the_app_shows_in_its_place() 
         {"matched_text": " ", "type": "sources_footnote", "sources": []}]  # a footnote: no marker
     got = chatgpt.convert(1, export).messages[-1]["content"]
     assert got == "About Ada Lovelace today (https://ext.example/page). From report.pdf. Gone . Stray."
+
+
+def test_claude_counts_an_upload_without_its_uuid_once_as_it_is_stored_once() -> None:
+    """An export whose ``files`` entries name the upload alone (no ``file_uuid``, as older
+    claude.ai exports give them) beside the same upload in ``files_v2``: the two placeholders
+    were one line of the stored text but two images in the report ("2 images" for one)."""
+    conv = claude.convert(1, {"uuid": "cl-1", "name": "Bread", "chat_messages": [
+        {"uuid": "m1", "sender": "human", "created_at": "2025-10-01T10:00:00Z",
+         "content": [{"type": "text", "text": "Is this loaf proofed?"}],
+         "files": [{"file_name": "loaf.jpg"}],
+         "files_v2": [{"file_name": "loaf.jpg", "file_kind": "image"}]},
+        {"uuid": "m2", "sender": "human", "created_at": "2025-10-01T10:01:00Z",
+         "content": [{"type": "text", "text": "And these two?"}],
+         "files_v2": [{"file_uuid": "f-1", "file_name": "a.jpg", "file_kind": "image"},
+                      {"file_uuid": "f-2", "file_name": "b.png", "file_kind": "image"}]}]})
+    got = by_id(conv.messages)
+    assert got["m1"]["content"] == "Is this loaf proofed?\n[image: loaf.jpg]"
+    assert got["m2"]["content"] == "And these two?\n[image: a.jpg]\n[image: b.png]"
+    assert conv.placeholders == {"image": 3}  # was 4: loaf.jpg counted twice

@@ -37,3 +37,7 @@ def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
     again = json.loads(amem(env, "search", "Lisbon", "--tag", "conference", "--json").stdout)
     assert [h for h in again["results"] if h["via"] == "match"] == []
     amem(env, "update", matches[0]["id"], "--tag", "x", "--no-tags", code=2)  # one or the other
+    # the history says what the re-import added and what the update took back (the update
+    # was shown only by --json)
+    shown = amem(env, "history", matches[0]["id"]).stdout
+    assert "tags added: conference" in shown and "updated: tags were travel, conference" in shown

@@ -186,8 +186,10 @@ def test_an_export_takes_no_session_key_and_stdin_says_to_save_it(tmp_path: Path
     src = export(tmp_path / "conversations.json", [claude_invoice()])
     err = amem(env, "lcm", "ingest", str(src), "--session-key", "agent:host:main", code=2).stderr
     assert "is a Claude export of many conversations" in err and "drop it" in err
-    piped = subprocess_stdin(env, src)
-    assert "save it to a file and give that" in piped
+    piped = subprocess_stdin(env, src)  # as a newcomer pipes it: no --session-key
+    # was: "--session-key is required for a transcript", and with one this refusal
+    assert "stdin is a Claude export" in piped and "save it to a file and give that" in piped
+    assert "session-key" not in piped
     # a transcript still needs its key
     lines = tmp_path / "t.jsonl"
     lines.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n", encoding="utf-8")
@@ -203,7 +205,7 @@ def subprocess_stdin(env: dict[str, str], src: Path) -> str:
 
     from .test_lcm_host import AMEM, ROOT
 
-    done = subprocess.run([str(AMEM), "lcm", "ingest", "-", "--session-key", "agent:host:main"],
+    done = subprocess.run([str(AMEM), "lcm", "ingest", "-"],
                           input=src.read_text(encoding="utf-8"), env=env, capture_output=True, text=True,
                           timeout=120, cwd=ROOT)
     assert done.returncode == 2, done.stderr

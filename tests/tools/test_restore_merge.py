@@ -282,3 +282,16 @@ def test_merged_messages_older_than_a_summary_here_are_flagged_not_hidden(tmp_pa
         assert doctor.ok  # a finding, not damage
         b.compact("agent:x:main", force=True)  # compaction summarizes it: the finding is gone
         assert b.doctor().checks["context_out_of_time_order"] == 0
+
+
+def test_a_restore_from_a_directory_that_is_not_there_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a mistyped path was "not a backup made by `amem backup` (no manifest.json)"
+    env = env_for(tmp_path / "home")
+    for merge in ((), ("--merge",)):
+        err = run(capsys, env, "restore", str(tmp_path / "bakcup"), *merge, code=2)
+        assert f"no such directory: {tmp_path / 'bakcup'}" in err and "nothing restored" in err
+    (tmp_path / "notes.jsonl").write_text("{}\n")  # the notes file, given for its folder
+    err = run(capsys, env, "restore", str(tmp_path / "notes.jsonl"), "--merge", code=2)
+    assert "notes.jsonl is a file, not the directory `amem backup` wrote" in err
+    assert not (tmp_path / "home").exists()

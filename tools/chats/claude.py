@@ -225,15 +225,16 @@ def _with_files(piece: dict[str, Any], message: dict[str, Any], media: Counter[s
 
     claude.ai lists an upload in ``files`` (``file_uuid``, ``file_name``) and again in
     ``files_v2`` (with ``file_kind``): one placeholder per ``file_uuid``, the kind from
-    ``file_kind`` or else the name's extension."""
-    said: list[str] = []
+    ``file_kind`` or else the name's extension. An older export's ``files`` entry names the
+    upload alone (no uuid): its placeholder is the same line as its ``files_v2`` one, stored
+    once, so the report's count is of the distinct lines stored, not of the entries read."""
+    said: dict[str, str] = {}  # each line stored -> its kind, first seen kept
     for item in message.get("attachments") or []:
         if not isinstance(item, dict):
             continue
         head = media_placeholder({"type": "file", **_named(item)}) or "[file]"
-        media["file"] += 1
         body = item.get("extracted_content")
-        said.append(f"{head}\n{body}" if isinstance(body, str) and body.strip() else head)
+        said.setdefault(f"{head}\n{body}" if isinstance(body, str) and body.strip() else head, "file")
     files: dict[object, dict[str, Any]] = {}
     for item in [*(message.get("files_v2") or []), *(message.get("files") or [])]:
         if isinstance(item, dict):
@@ -241,11 +242,11 @@ def _with_files(piece: dict[str, Any], message: dict[str, Any], media: Counter[s
     for item in files.values():
         guessed = mimetypes.guess_type(str(item.get("file_name") or ""))[0] or ""
         kind = "image" if item.get("file_kind") == "image" or guessed.startswith("image/") else "file"
-        media[kind] += 1
-        said.append(media_placeholder({"type": kind, **_named(item)}) or f"[{kind}]")
+        said.setdefault(media_placeholder({"type": kind, **_named(item)}) or f"[{kind}]", kind)
     if not said:
         return piece
-    text = "\n".join(t for t in (piece["content"], *dict.fromkeys(said)) if t)
+    media.update(said.values())
+    text = "\n".join(t for t in (piece["content"], *said) if t)
     return {**piece, "content": text}
 
 

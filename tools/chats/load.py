@@ -37,8 +37,8 @@ from ..tenancy import PREFIX, agent_segment
 from . import APPS, CONVERTERS, BadConversation, ExportedConversation, NotAnArray, StreamError, array_items, detect
 from .model import check_nesting, describe
 
-__all__ = ["BATCH", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "PartlyStored",
-           "UnsafeExport", "WrappedExport", "key_prefix", "load_export", "session_key", "sniff"]
+__all__ = ["BATCH", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "NoExportInZip",
+           "PartlyStored", "UnsafeExport", "WrappedExport", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
 BATCH = 500
@@ -76,6 +76,12 @@ class ExportLimits:
 class WrappedExport(ValueError):
     """The file is an export's array of conversations inside an object (``{"conversations":
     [...]}``), which is not read: the message says how to give the array alone."""
+
+
+class NoExportInZip(ValueError):
+    """The file is a zip that holds no ``conversations.json`` (nor its shards): another app's
+    zip, or part of an export. Not a JSON text that is no array (``NotAnArray``), which the
+    sniff reads again as a wrapped export: a zip has nothing to read again."""
 
 
 class UnsafeExport(ValueError):
@@ -196,8 +202,9 @@ def _open(path: Path, limits: ExportLimits) -> Iterator[Iterator[tuple[str, io.T
             _check_names(path, archive)
             members = _members(archive)
             if not members:
-                raise NotAnArray(f"{path} is a zip without a conversations.json (nor its shards, "
-                                 "conversations-000.json, ...)", 1)
+                raise NoExportInZip(f"{path} is a zip without a conversations.json (nor its shards, "
+                                    "conversations-000.json, ...): amem lcm ingest reads the zip a "
+                                    "ChatGPT or Claude data export sends, or its conversations.json")
             for member in members:
                 _check_size(path, archive.getinfo(member), limits)
             yield _zip_texts(path, archive, members)
@@ -293,6 +300,7 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
     Raises:
         UnsafeExport: a zip made to harm its reader (:func:`_check_names`, :func:`_check_size`).
         WrappedExport: an export's array inside an object.
+        NoExportInZip: a zip without a ``conversations.json`` or its shards.
     """
     try:
         with _open(path, limits) as texts:

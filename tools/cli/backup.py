@@ -309,6 +309,10 @@ def _restore_text(source: Path, restored: dict[str, Any]) -> str:
 
 
 def _read_manifest(source: Path) -> dict[str, Any]:
+    if not source.is_dir():  # a mistyped path: said as that, not as a folder lacking a manifest
+        raise usage_error(f"no such directory: {source} (nothing restored)" if not source.exists()
+                          else f"{source} is a file, not the directory `amem backup` wrote "
+                          "(nothing restored)", "dir")
     try:
         manifest = json.loads((source / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:

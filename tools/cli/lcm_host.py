@@ -214,12 +214,15 @@ def cmd_lcm_ingest(args: argparse.Namespace) -> int:
     if args.skip_invalid:
         raise usage_error("--skip-invalid is for a ChatGPT or Claude export (conversations.json); a "
                           "transcript is checked whole and a bad line named", "skip_invalid")
+    unfinished: list[str] = []
+    # read before the key is asked for: what the input is (an export piped in, which is read
+    # from a file only) is the first thing to fix, and was hidden behind "--session-key is
+    # required", whose fix only led to that refusal
+    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None,
+                                        args.format, unfinished=unfinished)
     if not args.session_key:
         raise usage_error("--session-key is required for a transcript (the session its messages belong "
                           "to, such as agent:<agent>:main)", "session_key")
-    unfinished: list[str] = []
-    lines, fmt, empty = read_transcript(args.file, sys.stdin.read() if args.file == "-" else None,
-                                        args.format, unfinished=unfinished)
     messages = _keyed(lines, args.session_id)
     stored = skipped = 0
     conversation = None

@@ -45,8 +45,8 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="only notes with this metadata value (repeat; a repeated key: any of)")
     p.add_argument("--tag", action="append", default=None, metavar="TAG",
-                   help="only notes holding this tag, case-insensitive, a leading '#' or not "
-                        "(repeat: any of them)")
+                   help="only notes holding this tag, case-insensitive, a leading '#' or not, "
+                        "a space or a hyphen alike (repeat: any of them)")
 
     p = cmd("list", cmd_list, "list your notes page by page")
     add_server_option(p)
@@ -93,10 +93,12 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("part", help="the joined text's id, as `amem history ID` shows it "
                                 "(\"part ...\" of a fold, the note a merge took in)")
 
-    p = cmd("import", cmd_import, "bulk import JSONL, JSON, CSV, Markdown or text (or an export)")
-    p.add_argument("file", help="the file to import, or a folder: every Markdown, text and "
-                                "JSONL file under it (hidden ones, attachments and links to "
-                                "folders left out, and named)")
+    p = cmd("import", cmd_import, "bulk import JSONL, JSON, CSV, Markdown, text, HTML or an "
+                                  "Evernote export (or an amem export)")
+    # the kinds amem.importdir reads in a folder (its .json and .csv files are left out, named)
+    p.add_argument("file", help="the file to import, or a folder: every Markdown, text, JSONL, "
+                                "HTML and Evernote (.enex) file under it (hidden ones, "
+                                "attachments, tables and links to folders left out, and named)")
     p.add_argument("--format", choices=["jsonl", "json", "csv", "text", "html", "enex"],
                    help="default: from the extension (stdin: a JSON array, JSON lines, an "
                    "HTML page or an ENEX export told apart by how they open; text and CSV "
@@ -302,7 +304,8 @@ def _chain_text(data: dict[str, Any]) -> str:
 def _join_lines(events: Any) -> list[str]:
     """A line per text joined into the note: a fold at add (with its part id), a nightly merge
     (with the merged-away note's id: ``amem history`` of that id says "merged into"), each the
-    id ``amem separate`` takes; and a line per separation since."""
+    id ``amem separate`` takes; a line per separation since, per tag join of a re-import, and
+    per ``amem update`` (what it replaced: how a retag or an edit is found again)."""
     out = []
     for e in events:
         when = str(e.get("at") or "")[:10]
@@ -319,11 +322,24 @@ def _join_lines(events: Any) -> list[str]:
                        + ("" if e.get("text") != "kept" else " (the text was kept as it was)"))
         elif e.get("action") == "separated_from":
             out.append(f"    \u21b3 {when} separated from note {e.get('from')}")
+        elif e.get("action") == "update":  # what `amem update` replaced (the note has the rest)
+            out.append(f"    \u21b3 {when} updated: " + "; ".join(_replaced(e)))
         elif e.get("action") == "tags_added":
             out.append(f"    \u21b3 {when} tags added: {', '.join(e.get('tags') or ())} "
                        f"(given with the same text again; it held "
                        f"{', '.join(e.get('kept') or ()) or 'none'})")
     return out
+
+
+def _replaced(event: dict[str, Any]) -> list[str]:
+    """What one update replaced, as it was: its text, subjects and tags, those it changed."""
+    said = []
+    if "old_content" in event:
+        said.append(f'text was "{clip(str(event["old_content"]), 60)}"')
+    for name in ("subjects", "tags"):
+        if f"old_{name}" in event:
+            said.append(f"{name} were {', '.join(event[f'old_{name}'] or ()) or 'none'}")
+    return said
 
 
 def _separable(chain: list[dict[str, Any]]) -> str | None:

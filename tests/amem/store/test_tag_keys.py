@@ -23,6 +23,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.errors import ValidationError
 from amem.export import export_store, import_export
 from amem.importdir import import_dir
+from amem.importer import import_file
 from amem.kernel.clock import ManualClock
 from amem.notefields import TAG_KEYS, tag_key, tag_keys
 from amem.notes import new_tags, point_id, unique_tags
@@ -173,3 +174,47 @@ def test_notes_written_without_tag_keys_get_them_at_the_next_open(tmp_path: Path
         assert keys == {"a": ["morning"], "x": ["morning"], "n": None}  # the deleted one too
         assert ids(store.search("run", tags=["morning"])) == ["a"]
         assert key_tags(store.index) == 0  # nothing left: the next opens read nothing
+
+
+def test_a_tag_naming_nothing_is_refused_where_it_is_written(edge_store: MemoryStore,
+                                                             tmp_path: Path) -> None:
+    """'#' alone (or '#' and spaces) has no key: stored, it was a tag no filter can ask for
+    (the filter refuses it as naming nothing) and, given twice in two spellings, one of them
+    was dropped as a repeat of the other; now each way in refuses it and changes nothing."""
+    store = edge_store
+    with pytest.raises(ValidationError) as bad:
+        store.add("Went for a swim", tags=["swim", "#"], enrich=False)
+    assert bad.value.field == "tags" and "'#' names no tag" in str(bad.value)
+    assert store.list()[0] == []
+    note = store.add("Went for a swim", tags=["Swim"], enrich=False)
+    with pytest.raises(ValidationError) as bad:
+        store.update(note.id, tags=["sport", " # "])
+    assert bad.value.field == "tags" and "' # ' names no tag" in str(bad.value)
+    kept = store.get(note.id)
+    assert kept.tags == ["Swim"] and kept.evolution_history == []
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text('{"text": "Went for a run", "tags": ["run"]}\n'
+                     '{"text": "Went for a ride", "tags": ["##"]}\n', encoding="utf-8")
+    with pytest.raises(ValidationError) as bad:
+        import_file(store, lines)  # checked whole first: the bad line names itself
+    assert "notes.jsonl:2" in str(bad.value) and "names no tag" in str(bad.value)
+    assert [n.id for n in store.list()[0]] == [note.id]
+
+
+def test_a_tag_of_two_words_is_found_with_a_space_or_a_hyphen(edge_store: MemoryStore,
+                                                               tmp_path: Path) -> None:
+    """An import stores Logseq's ``#[[road trip]]`` as "road-trip" (the store's tag form,
+    ``normalise_tag``), where ``update`` and ``add`` keep "Road Trip" as given: the filter
+    asked for the page's own name, "road trip", found nothing and said nothing."""
+    store = edge_store
+    page = tmp_path / "Lisbon.md"
+    page.write_text("Booked the hostel in Alfama. #[[road trip]]\n", encoding="utf-8")
+    import_file(store, page, enrich=False)
+    imported = store.list()[0][0]
+    assert imported.tags == ["road-trip"]
+    typed = store.add("Rented a car for the coast", tags=["Road Trip"], enrich=False)
+    both = {imported.id, typed.id}
+    for asked in (["road trip"], ["Road-Trip"], ["#road trip"]):
+        assert set(ids(store.search("hostel car coast", limit=5, tags=asked))) == both, asked
+    other = store.add("A road, then a trip abroad", tags=["road", "trip"], enrich=False)
+    assert other.id not in ids(store.search("road trip", limit=5, tags=["road trip"]))
