@@ -58,6 +58,25 @@ def test_note_lifecycle(capsys: pytest.CaptureFixture[str], env: dict[str, str])
     assert run_json(capsys, env, "list", "--agent", "someone-else")["count"] == 0
 
 
+def test_add_takes_tags_and_search_finds_them_in_any_case(
+        capsys: pytest.CaptureFixture[str], env: dict[str, str]) -> None:
+    """`amem add --tag`: a note tagged as it is stored (a new user could tag only by
+    importing a file, or by an update after the add)."""
+    added = run_json(capsys, env, "add", "Booked the Lisbon flight", "--tag", "Travel",
+                     "--tag", "Road Trip")
+    assert isinstance(added, dict) and added["status"] == "created"
+    note = run_json(capsys, env, "get", added["id"])
+    assert isinstance(note, dict) and note["tags"] == ["Travel", "Road Trip"]
+    for wanted in ("travel", "#TRAVEL", "road-trip"):
+        found = run_json(capsys, env, "search", "Lisbon", "--tag", wanted)
+        assert isinstance(found, dict)
+        assert [h["id"] for h in found["results"] if h["via"] == "match"] == [added["id"]], wanted
+    code, _, err = run(capsys, env, "add", "Packed for Porto", "--tag", "#")
+    assert code == 2 and "names no tag" in err
+    listed = run_json(capsys, env, "list")
+    assert isinstance(listed, dict) and listed["count"] == 1  # the refused add stored nothing
+
+
 def test_exit_codes(capsys: pytest.CaptureFixture[str], env: dict[str, str], tmp_path: Path) -> None:
     assert run(capsys, env, "frobnicate")[0] == 2
     assert run(capsys, env, "search")[0] == 2  # missing argument

@@ -108,6 +108,8 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         added = json.loads(amem(env, "add", "Carol collects maps", "--json", "--agent", "w").stdout)
         assert added["status"] == "created"
         assert "for agent 'console'" in amem(env, "delete", added["id"], code=3).stderr
+        # a tag the server's memory_add cannot take is refused, not dropped
+        tag_refused = amem(env, "add", "Dana maps rivers", "--tag", "maps", code=2).stderr
         # the get before status: a get of a note the server's search returned records usage
         # heat, a payload write that status counts (a note moved out of the index)
         remote = {name: amem(env, *commands[name]).stdout for name in ("search", "list")}
@@ -132,7 +134,7 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
     local.update({name: local_output(env, *commands[name]) for name in ("status", "doctor")})
     yield {**{f"remote_{k}": v for k, v in remote.items()},
            **{f"local_{k}": v for k, v in local.items()}, "added": added["id"],
-           "modules": json.dumps(modules)}
+           "modules": json.dumps(modules), "tag_refused": tag_refused}
 
 
 #: what a routed command must not load: the SDK's client and the store's engine, numpy and model
@@ -268,3 +270,10 @@ def test_export_through_the_server_is_the_export_of_the_stopped_store(
     assert (out / "served.jsonl").read_bytes() == (out / "local.jsonl").read_bytes()
     others = [json.loads(line)["note"] for line in (out / "other.jsonl").read_text().splitlines()]
     assert mine["exported"] == len(others) >= 1 and {n["agent_id"] for n in others} == {"other"}
+
+
+def test_a_tag_the_server_cannot_take_is_refused_not_dropped(served: dict[str, str]) -> None:
+    assert "--tag cannot go through the running server" in served["tag_refused"]
+    assert "amem update ID --tag" in served["tag_refused"]
+    page = json.loads(served["remote_list"])
+    assert "Dana maps rivers" not in {n["content"] for n in page["notes"]}

@@ -30,6 +30,10 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("text", help="the note text ('-' reads stdin)")
     p.add_argument("--subject", action="append", default=[], help="who/what it is about (repeat)")
     p.add_argument("--no-enrich", action="store_true", help="fast path: no enrichment, no links")
+    p.add_argument("--tag", action="append", default=None, metavar="TAG",
+                   help="a tag of the note (repeat); given tags are the note's enrichment, "
+                        "embedded with its text, and no keywords are drawn beside them, as "
+                        "for an imported note that carries tags")
     _note_field_options(p)
 
     p = cmd("search", cmd_search, "hybrid search over your notes")
@@ -174,13 +178,17 @@ def cmd_add(args: argparse.Namespace) -> int:
                 raise usage_error("--no-enrich cannot go through the running server (its "
                                   "memory_add always enriches); drop it, or stop the server",
                                   "no_enrich")
+            if args.tag:
+                raise usage_error("--tag cannot go through the running server (its memory_add "
+                                  "takes no tags); add the note, then `amem update ID --tag "
+                                  "...`, or stop the server", "tag")
             wire = {"event_time": "eventTime", "expires_at": "expiresAt"}  # the tool's names
             result = remote_call(server, "memory_add",
                                  {"text": text, "subjects": args.subject,
                                   **{wire.get(k, k): v for k, v in extra.items()}})
         else:
             result = local_store(store).add(text, args.subject, enrich=not args.no_enrich,
-                                       **extra).to_dict()
+                                            tags=args.tag, **extra).to_dict()
     emit(args, result, lambda: _added(result))
     return EXIT_OK
 
