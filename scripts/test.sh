@@ -27,10 +27,8 @@ fi
 # two workers per core (pytest-xdist): many tests wait on a subprocess, a server or a deadline,
 # and one worker per core left the CPU a quarter idle (the whole suite on 2 cores: 2 workers
 # 147% CPU, 689 s; 3 workers 170%, 620 s; 4 workers 179%, 598 s). A test file's tests run
-# together on one worker (their module fixtures are built once), handed out in the order
-# tests/conftest.py gives them (the files of slow tests first; xdist's own reorder, by the
-# number of tests alone, left those few long tests running alone at the end);
-# AMEM_TEST_WORKERS=0 runs everything in this process.
+# together on one worker (their module fixtures are built once); AMEM_TEST_WORKERS=0 runs
+# everything in this process.
 cores=$(nproc 2>/dev/null || echo 1)
 exec .venv/bin/python -m pytest -q -n "${AMEM_TEST_WORKERS:-$(( cores * 2 ))}" --dist loadfile \
-    --no-loadscope-reorder "${select[@]}" "$@"
+    "${select[@]}" "$@"

@@ -46,26 +46,6 @@ def _abandoned_work_ends_in_its_test() -> Generator[None, None, None]:
             thread.join(10)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Files holding slow tests first (most slow tests first), then the rest by their number
-    of tests, each file's own order kept.
-
-    pytest-xdist (``--dist loadfile``) hands whole files to its workers in this order
-    (``scripts/test.sh`` turns off its own reorder, which sorts by the number of tests alone):
-    by that count the index-build and kill-test files, a few tests of 10-60 s each, were
-    handed out last and ran alone at the end while the other workers sat idle.
-    """
-    slow: dict[Path, int] = {}
-    count: dict[Path, int] = {}
-    for item in items:
-        count[item.path] = count.get(item.path, 0) + 1
-        if item.get_closest_marker("slow") is not None:
-            slow[item.path] = slow.get(item.path, 0) + 1
-    first_seen = {path: n for n, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (-slow.get(item.path, 0), -count[item.path],
-                                 first_seen[item.path]))
-
-
 def _missing_benchdata(exc: BaseException) -> str | None:
     """The benchmark-data file ``exc`` failed to open, when it is one (else None)."""
     if not isinstance(exc, FileNotFoundError) or exc.filename is None:
