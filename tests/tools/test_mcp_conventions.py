@@ -4,6 +4,7 @@ a status tool; descriptions overridable by config; lazy mode that a strict host 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +244,9 @@ def test_serve_refuses_a_description_for_no_tool(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("AMEM_HOME", str(tmp_path))
     monkeypatch.setenv("AMEM_EMBEDDER", "hashing")
     monkeypatch.setenv("AMEM_TOOL_DESCRIPTION_MEMORY_SERCH", "a typo")
-    assert main(["serve", "--no-scheduler", "--no-lcm"]) == 2
+    # env given: run as a command inside this process (main() without it is the process
+    # itself, which sets the umask and leaves its log handler for good)
+    assert main(["serve", "--no-scheduler", "--no-lcm"], env=dict(os.environ)) == 2
     err = capsys.readouterr().err
     assert "AMEM_TOOL_DESCRIPTION_MEMORY_SERCH" in err and "no tool named 'memory_serch'" in err
 

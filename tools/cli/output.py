@@ -194,13 +194,16 @@ def setup_logging(verbose: int, env: Mapping[str, str]) -> Callable[[], None]:
     root.setLevel(level)
 
     def restore() -> None:
-        # Every amem handler goes, not only this one: `serve` and `scheduler` set up their own
-        # within the command this call wraps.
-        for h in [h for h in root.handlers if getattr(h, "_amem", False)]:
+        # Every amem handler set up since goes, not only this one (`serve` and `scheduler`
+        # set up their own within the command this call wraps); the caller's handlers come
+        # back in their order, and one another part of the program added meanwhile stays.
+        now = list(root.handlers)
+        kept = [h for h in before if h in now or getattr(h, "_amem", False)]
+        kept += [h for h in now if h not in before and not getattr(h, "_amem", False)]
+        for h in now:
             root.removeHandler(h)
-        for h in before:
-            if h not in root.handlers:
-                root.addHandler(h)
+        for h in kept:
+            root.addHandler(h)
         root.setLevel(before_level)
 
     return restore
