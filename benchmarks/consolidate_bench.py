@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import logging
 import os
 import platform
@@ -40,6 +39,8 @@ from amem import MemoryStore, load_config
 from amem.backends import EdgeBackend
 from amem.kernel.clock import ManualClock
 from amem.notes import CATEGORIES, Note
+
+from ._util import write_result
 
 DIM = 384
 NOISE = 0.42
@@ -207,11 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     result = run(args.quick, sizes=args.sizes, full=args.full, dup_share=args.dup_share,
                  near_share=args.near_share)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    print(write_result(result, args.out))
     return 0
 
 

@@ -16,7 +16,6 @@ end of ``close()`` (the store's whole life when nothing is written), CPU of the 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from amem.backends import EdgeBackend, _edge_blank
+
+from ._util import write_result
 
 
 def _one(kind: str, dim: int, root: Path, i: int) -> tuple[float, float]:
@@ -73,11 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stores < 1:
         parser.error("--stores must be at least 1")
     result = run(args.stores, args.dim, args.kind)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    print(write_result(result, args.out))
     return 0
 
 
