@@ -16,7 +16,18 @@ import qdrant_edge as qe
 from amem.backends import EdgeBackend
 from amem.backends.base import (LIVE_KEY, NO_AGENT_KEY, Match, MatchAny, Point, SparseVector,
                                 Where, key_agent, lapsed_key, live_key, live_keys)
-from amem.kernel.files import FixedFreeSpace
+from amem.kernel.files import FixedFreeSpace, allocates_on_read
+
+
+def room_to_open_only(store_dir: Path) -> FixedFreeSpace:
+    """Room for an open and for nothing it would write: on tmpfs an open claims the holes it
+    reads (``EdgeBackend._open``), elsewhere it takes none, and every write asks for a margin
+    beyond them."""
+    from amem.backends._edge_space import read_claimed_holes
+    from amem.backends.edge import SHARD_DIR
+
+    return FixedFreeSpace(read_claimed_holes(store_dir / SHARD_DIR)
+                          if allocates_on_read(store_dir) else 0)
 
 
 def point(agent: Any = "alice", **payload: Any) -> Point:
@@ -147,7 +158,7 @@ def test_an_older_store_on_a_full_disk_opens_unkeyed_and_is_keyed_by_the_next_op
     write_unkeyed(backend, points)
     # no room for the keys: the store opens all the same, says it is not keyed (searches say
     # every condition, ``amem status`` shows ``filters_keyed`` false), and writes nothing
-    backend = EdgeBackend(tmp_path, 4, free_space=FixedFreeSpace(0))
+    backend = EdgeBackend(tmp_path, 4, free_space=room_to_open_only(tmp_path))
     try:
         assert not backend.store_facts().keyed
         assert backend.moved_points() == 0
@@ -180,7 +191,7 @@ def test_doctor_warns_of_a_store_opened_without_room_for_its_keys(tmp_path: Path
             qe.Filter(), [LIVE_KEY]))
     finally:
         backend.close()
-    unkeyed = EdgeBackend(tmp_path / "s", 16, free_space=FixedFreeSpace(0))
+    unkeyed = EdgeBackend(tmp_path / "s", 16, free_space=room_to_open_only(tmp_path / "s"))
     with MemoryStore(config=load_config(), embedder=embedder, backend=unkeyed) as store:
         assert not store.info().filters_keyed
         report = doctor_report(store, lambda _: {"ok": True}, {}, clean=False)
@@ -206,7 +217,7 @@ def test_keys_a_writer_left_stale_are_mended_at_open(tmp_path: Path,
     finally:
         backend.close()
     # no room to mend them: the store reads unkeyed (every condition said), nothing written
-    backend = EdgeBackend(tmp_path, 4, free_space=FixedFreeSpace(0))
+    backend = EdgeBackend(tmp_path, 4, free_space=room_to_open_only(tmp_path))
     try:
         assert not backend.store_facts().keyed and backend.moved_points() == 0
     finally:
