@@ -37,7 +37,8 @@ NEW_SUFFIX = ".new"
 class BlankFile:
     path: str  # relative to the shard's directory
     size: int
-    extents: tuple[tuple[int, bytes], ...]  # (offset, data); the rest of ``size`` is holes
+    #: (offset, data), no page of zeros among them; the rest of ``size`` is holes
+    extents: tuple[tuple[int, bytes], ...]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,42 @@ def forget() -> None:
     _blanks.clear()
 
 
+#: the unit zeros are left out in: a page, what a filesystem allocates and a map faults in
+PAGE = 4096
+_ZERO_PAGE = bytes(PAGE)
+
+
+def nonzero_runs(start: int, data: bytes) -> list[tuple[int, bytes]]:
+    """The runs of ``data`` (read at offset ``start``) that hold a non-zero byte, cut at page
+    boundaries: zero pages are left out, to be written as holes.
+
+    Why: on tmpfs the engine's own creation reads its index files whole, which gives every
+    page a frame, so the files report their holes as data. Kept as data, a blank captured on
+    tmpfs (a ``:memory:`` store where ``/tmp`` is a tmpfs) wrote every later store of the
+    process, on disk too, ~55 MB of zeros where the engine's creation leaves holes.
+    """
+    runs: list[tuple[int, bytes]] = []
+    view = memoryview(data)
+    run_start: int | None = None
+    # page boundaries are absolute offsets: the first piece ends at the first boundary
+    cut = 0
+    pieces: list[tuple[int, int]] = []
+    while cut < len(data):
+        end = min(len(data), cut + PAGE - (start + cut) % PAGE)
+        pieces.append((cut, end))
+        cut = end
+    for lo, hi in pieces:
+        zero = view[lo:hi] == _ZERO_PAGE[: hi - lo]
+        if zero and run_start is not None:
+            runs.append((start + run_start, bytes(view[run_start:lo])))
+            run_start = None
+        elif not zero and run_start is None:
+            run_start = lo
+    if run_start is not None:
+        runs.append((start + run_start, bytes(view[run_start:])))
+    return runs
+
+
 def read_blank(root: Path) -> Blank:
     """The directories and files under ``root``, each file's data extents read."""
     dirs: list[str] = []
@@ -79,7 +116,7 @@ def read_blank(root: Path) -> Blank:
                 extents = []
                 for start, end in data_extents(f.fileno()):
                     f.seek(start)
-                    extents.append((start, f.read(end - start)))
+                    extents.extend(nonzero_runs(start, f.read(end - start)))
             files.append(BlankFile(os.path.relpath(path, root), size, tuple(extents)))
     return Blank(tuple(dirs), tuple(files))
 
