@@ -40,7 +40,7 @@ choose_tmpdir() {
     local shm=/dev/shm free_kb stale
     # a run killed outright leaves its folder; it is removed once its process is gone
     for stale in "$shm"/amem-tests.*/; do
-        [ -f "$stale/.owner" ] || continue
+        [ -O "$stale" ] && [ -f "$stale/.owner" ] || continue
         kill -0 "$(cat "$stale/.owner")" 2> /dev/null || rm -rf "$stale"
     done
     [ "$(stat -f -c %T "$shm" 2> /dev/null)" = tmpfs ] || return 1
@@ -56,6 +56,8 @@ case "${AMEM_TEST_TMPDIR:-}" in
             # folder of theirs here); not listable, and what the tests make inside is 0700
             chmod 711 "$made"
             echo $$ > "$made/.owner"
+            # the disk's own folder, for the test of what holes cost on a disk
+            export AMEM_TEST_DISK_TMPDIR="${TMPDIR:-/tmp}"
             export TMPDIR="$made"
             trap 'rm -rf "$made"' EXIT
         fi ;;

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,7 +258,24 @@ def test_the_filesystem_type_comes_from_the_mount_table(tmp_path: Path) -> None:
     assert filesystem_type(tmp_path, str(tmp_path / "no-such-table")) is None
 
 
-def test_the_engines_holes_are_not_counted_where_reads_do_not_claim_them(tmp_path: Path) -> None:
+@pytest.fixture
+def disk_tmp_path(tmp_path: Path) -> Iterator[Path]:
+    """A folder on the disk the suite was started beside: ``scripts/test.sh`` puts the
+    suite's temporary folders in RAM where it can and names the one it replaced in
+    ``AMEM_TEST_DISK_TMPDIR``."""
+    root = os.environ.get("AMEM_TEST_DISK_TMPDIR")
+    if not root:
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="amem-disk-", dir=root))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_engines_holes_are_not_counted_where_reads_do_not_claim_them(
+        disk_tmp_path: Path) -> None:
     """A small store keeps taking writes, and builds its index, with far less room than its
     files' length: on ext4 only writes fill the engine's holes (``_edge_space``), and the
     build's copy keeps them. (Counted whole, a 21 MB store was refused with 254 MB free and a
@@ -265,6 +283,7 @@ def test_the_engines_holes_are_not_counted_where_reads_do_not_claim_them(tmp_pat
     from amem.backends._edge_space import allocated_bytes
     from amem.kernel.files import allocates_on_read, unallocated_bytes
 
+    tmp_path = disk_tmp_path
     if allocates_on_read(tmp_path):
         pytest.skip(f"{tmp_path} is on tmpfs, where an open claims the holes it reads")
     embedder = HashingEmbedder()
