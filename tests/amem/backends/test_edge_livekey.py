@@ -38,7 +38,9 @@ def point(agent: Any = "alice", **payload: Any) -> Point:
 def key_of(backend: EdgeBackend, pid: str) -> str:
     """The key as stored (reads through the backend leave it out of the payload)."""
     records = backend.shard.retrieve([pid], with_payload=True, with_vector=False)
-    return str(records[0].payload[LIVE_KEY])
+    payload = records[0].payload
+    assert payload is not None
+    return str(payload[LIVE_KEY])
 
 
 def found(backend: EdgeBackend, agent: str, *, current: bool) -> set[str]:
