@@ -4,6 +4,8 @@ benchmark data skip (with the reason) on a clone that does not have it."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Generator
 from pathlib import Path
@@ -28,6 +30,23 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # the suite (pytest-xdist's workers export an 80x24 terminal size)
     for name in ("COLUMNS", "LINES"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def disk_tmp_path(tmp_path: Path) -> Generator[Path, None, None]:
+    """A folder on the disk the suite was started beside, for the few tests of what a disk
+    does that tmpfs does not (holes an open reads, pages a close evicts): ``scripts/test.sh``
+    puts the suite's temporary folders in RAM where it can, and names the folder it replaced
+    in ``AMEM_TEST_DISK_TMPDIR``. ``tmp_path`` where the suite was started otherwise."""
+    root = os.environ.get("AMEM_TEST_DISK_TMPDIR")
+    if not root:
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="amem-disk-", dir=root))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 #: the threads recall leaves running past a deadline (lcm.delegation, lcm.recall.complete_by):

@@ -118,9 +118,10 @@ def test_read_ahead_puts_a_closed_stores_files_back_in_the_page_cache(tmp_path: 
 
 
 def test_keeping_the_ranking_fields_reads_a_reopened_store_back_into_the_page_cache(
-        tmp_path: Path) -> None:
+        disk_tmp_path: Path) -> None:
     """What ``amem serve`` does on open: a restarted server's store was evicted by the previous
     process's close; the table's fill reads the segments back before its first pass."""
+    tmp_path = disk_tmp_path  # a tmpfs keeps its pages: nothing would be evicted
     with EdgeBackend(tmp_path, WIDE) as backend:
         backend.upsert(random_points(POINTS, seed=7, dim=WIDE))
     files = list(_segment_files(tmp_path))

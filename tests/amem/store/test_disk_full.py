@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -256,22 +255,6 @@ def test_the_filesystem_type_comes_from_the_mount_table(tmp_path: Path) -> None:
     assert filesystem_type(tmp_path / "fast" / "store", str(table)) == "tmpfs"
     assert filesystem_type(tmp_path / "slow", str(table)) == "ext4"
     assert filesystem_type(tmp_path, str(tmp_path / "no-such-table")) is None
-
-
-@pytest.fixture
-def disk_tmp_path(tmp_path: Path) -> Iterator[Path]:
-    """A folder on the disk the suite was started beside: ``scripts/test.sh`` puts the
-    suite's temporary folders in RAM where it can and names the one it replaced in
-    ``AMEM_TEST_DISK_TMPDIR``."""
-    root = os.environ.get("AMEM_TEST_DISK_TMPDIR")
-    if not root:
-        yield tmp_path
-        return
-    folder = Path(tempfile.mkdtemp(prefix="amem-disk-", dir=root))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_engines_holes_are_not_counted_where_reads_do_not_claim_them(
