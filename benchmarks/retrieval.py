@@ -423,7 +423,8 @@ def run(task: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
 STORE_SETTINGS = ("fusion", "rrf_k", "sparse_weight", "dense_weight", "centering",
                   "common_words", "neighbour_weight", "neighbour_span", "mmr_lambda",
                   "question_share", "question_penalty", "time_lift", "link_min_cosine",
-                  "link_pool", "link_keep", "link_lift", "link_lift_seeds", "link_lift_keep")
+                  "link_pool", "link_keep", "link_lift", "link_lift_seeds", "link_lift_keep",
+                  "subject_lift", "subject_head")
 
 
 def _realizations(text: str) -> list[int]:
@@ -529,6 +530,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--link-lift-seeds", type=int, help="step 4b2: how many best candidates vote")
     p.add_argument("--link-lift-keep", type=int,
                    help="step 4b2: the head no lifted candidate passes")
+    p.add_argument("--subject-lift", type=float,
+                   help="step 4b3: the lift of what a Chinese question asks past its subject "
+                        "(amem.search.subject; 0 = off)")
+    p.add_argument("--subject-head", type=int, help="step 4b3: how many candidates it re-weighs")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--supersede", action=argparse.BooleanOptionalAction, default=True,
                    help="judge supersession while adding (with --enrich offline; the fast "

@@ -18,6 +18,9 @@ The pipeline, step by step (the numbers match the issue that specifies it):
    neither ranking found (``found_by: "neighbour"``);
    4b2. with z-score fusion, the candidates the first five link to are lifted by their
    standing, never past the third (``amem.search.linked``);
+   4b3. a Chinese question's subject (its start, held word for word by one of the first five)
+   taken out, the first 20 lifted by their BM25 score for what it asks past it
+   (``amem.search.subject``);
    4c. the first 20 reordered by maximal marginal relevance against near-repeats
    (``amem.search.diverse``);
    4d. a question naming a period (a day, a month, a year, the week before a day) lifts the
@@ -71,6 +74,7 @@ from .filters import LAPSED_MAX, build_filter, check_min_similarity
 from .fuse import fill_cosines, fuse, settle_ties
 from .links import expand
 from .result import SearchResult, found_by, make_result
+from .subject import lift as lift_past_subject  # ``subject`` is a search's argument
 from .visibility import LapsedCache, live_ids
 
 log = logging.getLogger(__name__)
@@ -193,6 +197,7 @@ class Searcher:
         fused, brought = adjacent.lift(cfg, engine, rank_vec, where, fused, sparse_hits,  # 4b
                                        dense_hits, table, cosine, RANK_FIELDS)
         fused, seeds = linked.lift(cfg, engine, agent_id, fused)                # 4b2
+        fused = lift_past_subject(cfg, engine, query, fused, seeds)            # 4b3
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
