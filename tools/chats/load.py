@@ -30,14 +30,14 @@ from lcm.errors import LcmValidationError, ReplayFloodError
 from lcm.normalize import normalize_messages
 
 from ..tenancy import PREFIX, agent_segment
-from . import CONVERTERS, BadConversation, ExportedConversation, array_items
+from . import CONVERTERS, BadConversation, ExportedConversation
 from .model import check_nesting, describe
 # the names callers import from here: the load's report and errors, where the export is
 from .report import MAX_SAID, ExportRejected, LoadReport, PartlyStored
-from .source import ExportLimits, NoExportInZip, UnsafeExport, WrappedExport, export_name, open_texts, sniff
+from .source import ExportLimits, NoExportInZip, UnsafeExport, conversation_items, export_name, open_texts, sniff
 
 __all__ = ["BATCH", "MAX_SAID", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "NoExportInZip",
-           "PartlyStored", "UnsafeExport", "WrappedExport", "key_prefix", "load_export", "session_key", "sniff"]
+           "PartlyStored", "UnsafeExport", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
 BATCH = 500
@@ -122,7 +122,7 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
     now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
     with open_texts(path, limits) as texts:
         for name, item in ((name, item) for name, text in texts
-                           for item in array_items(text, name=name, max_item=limits.max_conversation_chars)):
+                           for item in conversation_items(text, name, limits)):
             report.conversations += 1
             index = report.conversations  # counted across shards
             try:

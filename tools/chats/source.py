@@ -18,13 +18,19 @@ from pathlib import Path
 from amem.kernel.encoding import encoding_of
 from amem.kernel.safejson import MAX_DEPTH
 
-from . import APPS, NotAnArray, StreamError, array_items, detect
+from amem.kernel.jsonstream import ArrayItem, NoListKey, list_items
 
-__all__ = ["ExportLimits", "NoExportInZip", "UnsafeExport", "WrappedExport", "export_name", "open_texts", "sniff"]
+from . import APPS, NotAnArray, StreamError, detect
 
-_EXPORT_KEY = re.compile(r'^\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
-#: an export's array inside an object (what some tools save; some describe exports so)
-_WRAPPED_KEY = re.compile(r'^\s*\{.*?"conversations"\s*:\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+__all__ = ["WRAPPER_KEYS", "ExportLimits", "NoExportInZip", "UnsafeExport", "conversation_items", "export_name",
+           "open_texts", "sniff"]
+
+#: the keys an object wraps an export's array under, read as that array: ``{"conversations":
+#: [...]}`` is what some tools save and what the unofficial ChatGPT export specification says
+#: some exports are (no other wrapper of a ChatGPT or Claude export is known)
+WRAPPER_KEYS = ("conversations",)
+#: the opening of an export (bare, or wrapped) whose first conversation is not whole JSON
+_EXPORT_KEY = re.compile(r'^\s*(?:\{.*?"conversations"\s*:\s*)?\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -50,15 +56,10 @@ class ExportLimits:
     max_depth: int = MAX_DEPTH
 
 
-class WrappedExport(ValueError):
-    """The file is an export's array of conversations inside an object (``{"conversations":
-    [...]}``), which is not read: the message says how to give the array alone."""
-
-
 class NoExportInZip(ValueError):
     """The file is a zip that holds no ``conversations.json`` (nor its shards): another app's
-    zip, or part of an export. Not a JSON text that is no array (``NotAnArray``), which the
-    sniff reads again as a wrapped export: a zip has nothing to read again."""
+    zip, or part of an export. Not a JSON text that is no export (``NotAnArray``), which the
+    transcript reader reads again: a zip has nothing to read again."""
 
 
 class UnsafeExport(ValueError):
@@ -168,32 +169,40 @@ def export_name(path: Path) -> str:
     return str(path)
 
 
+def conversation_items(text: io.TextIOWrapper, name: str, limits: ExportLimits) -> Iterator[ArrayItem]:
+    """The conversations of one text: its array, or the array an object holds under a key of
+    ``WRAPPER_KEYS`` (the object's other members read past, each within the limit a
+    conversation has).
+
+    Raises:
+        NotAnArray: the text is neither (before anything is yielded).
+        StreamError: as :func:`amem.kernel.jsonstream.array_items`.
+    """
+    try:
+        _key, items = list_items(text, WRAPPER_KEYS, name=name, max_item=limits.max_conversation_chars)
+    except NoListKey as exc:  # worded for notes there
+        raise NotAnArray(f"{name} is a JSON object without an array of conversations under "
+                         f"{', '.join(repr(k) for k in WRAPPER_KEYS)}", exc.line) from None
+    return items
+
+
 def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
     """The app whose export ``path`` is (by its first conversation), or None: not an export
     (another transcript), or not readable JSON (then the transcript reader names the error).
+    The export may be wrapped in an object (``WRAPPER_KEYS``).
 
     Raises:
         UnsafeExport: a zip made to harm its reader (:func:`_check_names`, :func:`_check_size`).
-        WrappedExport: an export's array inside an object.
         NoExportInZip: a zip without a ``conversations.json`` or its shards.
     """
     try:
         with open_texts(path, limits) as texts:
             for name, text in texts:
-                for item in array_items(text, name=name, max_item=limits.max_conversation_chars):
+                for item in conversation_items(text, name, limits):
                     return detect(item.value)
-    except StreamError as exc:
-        if isinstance(exc, NotAnArray):
-            with open_texts(path, limits) as texts:
-                wrapped = _WRAPPED_KEY.search(next(texts)[1].read(1 << 16))
-            if wrapped:  # named, not read as a transcript (that asked for a --session-key)
-                app = next(a for a, key in APPS.items() if key == wrapped.group(1))
-                raise WrappedExport(
-                    f"{export_name(path)} is a {'ChatGPT' if app == 'chatgpt' else 'Claude'} export's conversations inside "
-                    "an object ({\"conversations\": [...]}), which amem lcm ingest does not read: give it the "
-                    f"array alone, the conversations.json the app sent or one saved with: jq .conversations "
-                    f"{path} > conversations.json") from None
-            return None
+    except NotAnArray:
+        return None
+    except StreamError:
         # the first conversation is not whole JSON (a download cut short): still an export,
         # by the key only its conversations have, so the load names the broken line (the
         # transcript reader asked for a --session-key instead)

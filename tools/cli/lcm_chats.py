@@ -23,11 +23,11 @@ _APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 def sniff_export(path: Path) -> str | None:
     """The app whose export ``path`` is, or None (:func:`tools.chats.load.sniff`); a zip made to
     harm its reader (a bomb, a member outside the archive) is a usage error naming it."""
-    from ..chats.load import NoExportInZip, UnsafeExport, WrappedExport, sniff
+    from ..chats.load import NoExportInZip, UnsafeExport, sniff
 
     try:
         return sniff(path) if path.is_file() else None
-    except (NoExportInZip, UnsafeExport, WrappedExport) as exc:
+    except (NoExportInZip, UnsafeExport) as exc:
         raise usage_error(str(exc), "file") from None
 
 
