@@ -95,6 +95,20 @@ def _refuse_chat_export(first: Any, name: str, piped: bool) -> None:
                 "import reads notes", field="format")
 
 
+def chat_export_of(handle: TextIO) -> str | None:
+    """What chat app's export ``handle`` is (``CHAT_EXPORTS``' words, by its first
+    conversation; its array bare or under ``"conversations"``), or None: another JSON, or none."""
+    try:
+        # bounded as ``amem lcm ingest`` bounds one conversation (tools.chats.source.ExportLimits)
+        _key, items = list_items(handle, ("conversations",), max_item=128 << 20)
+        first = next(items, None)
+    except (StreamError, UnicodeDecodeError):
+        return None
+    if first is not None and isinstance(first.value, dict):
+        return next((what for key, what in CHAT_EXPORTS.items() if key in first.value), None)
+    return None
+
+
 def _note(value: Any) -> dict[str, Any] | str:
     """The item as a note's fields, or why it is none."""
     if not isinstance(value, dict):
@@ -106,4 +120,4 @@ def _note(value: Any) -> dict[str, Any] | str:
     return value
 
 
-__all__ = ["CHAT_EXPORTS", "LIST_KEYS", "array_notes"]
+__all__ = ["CHAT_EXPORTS", "LIST_KEYS", "array_notes", "chat_export_of"]

@@ -1,6 +1,7 @@
 """Load a chat app's export into lcm: each conversation its own conversation of the caller's agent.
 
-1. The file, or the zip the app sent, is opened by :mod:`tools.chats.source` and streamed
+1. The file, the zip the app sent or the folder it was unzipped into is opened by
+   :mod:`tools.chats.source` (its other files counted, unknown ones named) and streamed
    (:mod:`amem.kernel.jsonstream`): one conversation in memory at a time.
 2. Each conversation is converted (:mod:`tools.chats.chatgpt`, :mod:`tools.chats.claude`) and
    its messages checked as ingest checks them, so a bad one is named before anything is stored.
@@ -34,9 +35,9 @@ from . import CONVERTERS, BadConversation, ExportedConversation
 from .model import check_nesting, describe
 # the names callers import from here: the load's report and errors, where the export is
 from .report import MAX_SAID, ExportRejected, LoadReport, PartlyStored
-from .source import ExportLimits, NoExportInZip, UnsafeExport, conversation_items, export_name, open_texts, sniff
+from .source import ExportLimits, NoExportFound, UnsafeExport, conversation_items, open_texts, sniff
 
-__all__ = ["BATCH", "MAX_SAID", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "NoExportInZip",
+__all__ = ["BATCH", "MAX_SAID", "ExportLimits", "ExportRejected", "IngestTarget", "Ingested", "LoadReport", "NoExportFound",
            "PartlyStored", "UnsafeExport", "key_prefix", "load_export", "session_key", "sniff"]
 
 #: messages per ingest call (one transaction each), as ``amem lcm ingest`` batches a file
@@ -117,10 +118,13 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
          progress: Callable[[str, int, int | None], None] | None, total: int | None,
          limits: ExportLimits) -> LoadReport:
     """One pass over the file: convert and check each conversation, and store it when ``store``."""
-    report = LoadReport(export_name(path), app)
     convert = CONVERTERS[app]
     now = "1970-01-01T00:00:00.000Z"  # checking only: a message without a time of its own is not stored here
-    with open_texts(path, limits) as texts:
+    with open_texts(path, limits) as (contents, texts):
+        report = LoadReport(contents.read[0], app, parts=contents.read[:MAX_SAID])
+        report.files_left_out.update(why for _, why in contents.left_out)
+        for warning in contents.warnings():
+            report.warn(warning)
         for name, item in ((name, item) for name, text in texts
                            for item in conversation_items(text, name, limits)):
             report.conversations += 1

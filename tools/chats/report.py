@@ -19,8 +19,15 @@ MAX_SAID = 100
 class LoadReport:
     """What a load read, stored and left out (``to_dict`` for ``--json``)."""
 
+    #: the export as errors name it: the file, or the first file read inside its zip or folder
     path: str
     app: str
+    #: the files of conversations read, in order (a zip's or a folder's ``conversations.json``,
+    #: or its shards; the first ``MAX_SAID``)
+    parts: list[str] = field(default_factory=list)
+    #: the zip's or folder's other files, not read, by what they are (:data:`tools.chats.parts.LEFT_OUT`;
+    #: one no export holds, or another export's conversations, is named in ``warnings`` too)
+    files_left_out: Counter[str] = field(default_factory=Counter)
     conversations: int = 0
     #: conversations that got at least one new message
     conversations_stored: int = 0
@@ -53,7 +60,7 @@ class LoadReport:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        for key in ("left_out", "kept", "placeholders"):
+        for key in ("left_out", "kept", "placeholders", "files_left_out"):
             data[key] = dict(sorted(getattr(self, key).items()))
         return data
 

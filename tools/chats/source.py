@@ -1,6 +1,8 @@
-"""Where an export's conversations are: the file, or the zip the app sent (its
-``conversations.json``, or the shards a large export is split into), opened as text streams
-after the checks that refuse a file made to harm its reader; and :func:`sniff`, which app wrote it.
+"""Where an export's conversations are: the file, the zip the app sent, or the folder a user
+unzipped it into (its ``conversations.json``, or the shards a large export is split into:
+:mod:`tools.chats.parts`), opened as text streams after the checks that refuse a file made to
+harm its reader, bare or wrapped in an object (``WRAPPER_KEYS``); and :func:`sniff`, which app
+wrote it.
 
 Nothing here stores or converts: :mod:`tools.chats.load` reads what :func:`open_texts` opens.
 """
@@ -8,6 +10,7 @@ Nothing here stores or converts: :mod:`tools.chats.load` reads what :func:`open_
 from __future__ import annotations
 
 import io
+import os
 import re
 import zipfile
 from collections.abc import Iterator
@@ -21,8 +24,9 @@ from amem.kernel.safejson import MAX_DEPTH
 from amem.kernel.jsonstream import ArrayItem, NoListKey, list_items
 
 from . import APPS, NotAnArray, StreamError, detect
+from .parts import find_parts
 
-__all__ = ["WRAPPER_KEYS", "ExportLimits", "NoExportInZip", "UnsafeExport", "conversation_items", "export_name",
+__all__ = ["WRAPPER_KEYS", "Contents", "ExportLimits", "NoExportFound", "UnsafeExport", "conversation_items",
            "open_texts", "sniff"]
 
 #: the keys an object wraps an export's array under, read as that array: ``{"conversations":
@@ -56,9 +60,9 @@ class ExportLimits:
     max_depth: int = MAX_DEPTH
 
 
-class NoExportInZip(ValueError):
-    """The file is a zip that holds no ``conversations.json`` (nor its shards): another app's
-    zip, or part of an export. Not a JSON text that is no export (``NotAnArray``), which the
+class NoExportFound(ValueError):
+    """The file is a zip, or a folder, that holds no ``conversations.json`` (nor its shards):
+    another app's, or part of an export. Not a JSON text that is no export (``NotAnArray``), which the
     transcript reader reads again: a zip has nothing to read again."""
 
 
@@ -67,30 +71,99 @@ class UnsafeExport(ValueError):
     outside the archive); nothing was read from it, nothing stored."""
 
 
+@dataclass(frozen=True)
+class Contents:
+    """What an export holds, each file as errors name it: ``read``, the files of its
+    conversations in the order they are read; ``left_out``, every other one with what it is
+    (a key of :data:`tools.chats.parts.LEFT_OUT`)."""
+
+    read: list[str]
+    left_out: list[tuple[str, str]]
+
+    def warnings(self) -> list[str]:
+        """What is said of each file left out that no export holds, or that is another's."""
+        theirs = self.read[0] + (", ..." if len(self.read) > 1 else "") if self.read else ""
+        said = {"other_export": f"another export's conversations (this export's are {theirs}); not read: give "
+                                "it on its own",
+                "unknown": "not a file of a ChatGPT or Claude export; not read"}
+        return [f"{name}: {said[why]}" for name, why in self.left_out if why in said]
+
+
 @contextmanager
-def open_texts(path: Path, limits: ExportLimits) -> Iterator[Iterator[tuple[str, io.TextIOWrapper]]]:
-    """The export's texts, each with how errors name it: the file, or the ``conversations.json``
-    inside the zip the app sent, or its shards (``conversations-000.json``, ...) one after
-    another (read from the zip as a stream, never unpacked to disk or memory; checked first,
-    :func:`_check_names`, :func:`_check_size`)."""
+def open_texts(path: Path, limits: ExportLimits) -> Iterator[tuple[Contents, Iterator[tuple[str, io.TextIOWrapper]]]]:
+    """What the export holds, and its texts, each with how errors name it: the file; or the
+    ``conversations.json`` inside the zip the app sent, or its shards
+    (``conversations-000.json``, ...) one after another, read from the zip as a stream, never
+    unpacked to disk or memory (checked first, :func:`_check_names`, :func:`_check_size`); or
+    the same of the folder a user unzipped it into (:func:`tools.chats.parts.find_parts`).
+
+    Raises:
+        NoExportFound: a zip or a folder without a ``conversations.json`` or its shards.
+        UnsafeExport: a zip made to harm its reader.
+    """
+    if path.is_dir():
+        names, odd = _folder_files(path)
+        parts = find_parts(names, odd)
+        if not parts.read:
+            raise NoExportFound(f"{path} is a folder without a conversations.json (nor its shards, "
+                                f"conversations-000.json, ...){_READS}")
+        yield (Contents([str(path / n) for n in parts.read], [(str(path / n), why) for n, why in parts.left_out]),
+               _folder_texts(path, parts.read))
+        return
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             _check_names(path, archive)
-            members = _members(archive)
-            if not members:
-                raise NoExportInZip(f"{path} is a zip without a conversations.json (nor its shards, "
-                                    "conversations-000.json, ...): amem lcm ingest reads the zip a "
-                                    "ChatGPT or Claude data export sends, or its conversations.json")
-            for member in members:
+            parts = find_parts(archive.namelist())
+            if not parts.read:
+                raise NoExportFound(f"{path} is a zip without a conversations.json (nor its shards, "
+                                    f"conversations-000.json, ...){_READS}")
+            for member in parts.read:
                 _check_size(path, archive.getinfo(member), limits)
-            yield _zip_texts(path, archive, members)
+            yield (Contents([f"{path}:{n}" for n in parts.read], [(f"{path}:{n}", why) for n, why in parts.left_out]),
+                   _zip_texts(path, archive, parts.read))
         return
     with path.open("rb") as raw:
         head = raw.read(4)
         raw.seek(0)
         # utf-8-sig drops a byte-order mark; UTF-16 or UTF-32 are read as what their mark says
         with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
-            yield iter([(str(path), text)])
+            yield Contents([str(path)], []), iter([(str(path), text)])
+
+
+_READS = (": amem lcm ingest reads a ChatGPT or Claude data export's zip, the folder it was unzipped into, or its "
+          "conversations.json")
+
+
+def _folder_files(root: Path) -> tuple[list[str], set[str]]:
+    """The files under ``root``, ``/``-separated from it, and those of them that are no regular
+    file (a broken link, a pipe; and a link to a folder, not followed: it may lead back up). A
+    hidden folder (``.git``) is one entry, not walked."""
+    found: list[str] = []
+    odd: set[str] = set()
+    for top, dirs, files in os.walk(root, followlinks=False):
+        here = Path(top).relative_to(root).as_posix()
+        prefix = "" if here == "." else here + "/"
+        for name in sorted(dirs):
+            if name.startswith(".") or (Path(top) / name).is_symlink():
+                found.append(prefix + name)
+                if (Path(top) / name).is_symlink():
+                    odd.add(prefix + name)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(top) / d).is_symlink())
+        for name in files:
+            found.append(prefix + name)
+            if not (Path(top) / name).is_file():
+                odd.add(prefix + name)
+    return found, odd
+
+
+def _folder_texts(root: Path, parts: list[str]) -> Iterator[tuple[str, io.TextIOWrapper]]:
+    """Each part's text in turn, open only while it is read."""
+    for part in parts:
+        with (root / part).open("rb") as raw:
+            head = raw.read(4)
+            raw.seek(0)
+            with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
+                yield str(root / part), text
 
 
 def _zip_texts(path: Path, archive: zipfile.ZipFile, members: list[str]) -> Iterator[tuple[str, io.TextIOWrapper]]:
@@ -139,36 +212,6 @@ def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.0f} KiB"
 
 
-#: a shard of a large ChatGPT export: exports since 2026 split conversations.json into
-#: conversations-000.json, conversations-001.json, ... (listed in export_manifest.json)
-_SHARD = re.compile(r"conversations-(\d+)\.json")
-
-
-def _members(archive: zipfile.ZipFile) -> list[str]:
-    """The zip's ``conversations.json`` (at its top, or the shallowest one in a folder), else
-    its shards in their numbers' order, in the shallowest folder that holds any."""
-    names = archive.namelist()
-    found = [n for n in names if n.rsplit("/", 1)[-1] == "conversations.json"]
-    if found:
-        return [min(found, key=lambda n: (n.count("/"), n))]
-    shards = [n for n in names if _SHARD.fullmatch(n.rsplit("/", 1)[-1])]
-    if not shards:
-        return []
-    top = min(n.rsplit("/", 1)[0] if "/" in n else "" for n in shards)
-    here = [n for n in shards if (n.rsplit("/", 1)[0] if "/" in n else "") == top]
-    return sorted(here, key=lambda n: int(_SHARD.fullmatch(n.rsplit("/", 1)[-1]).group(1)))  # type: ignore[union-attr]
-
-
-def export_name(path: Path) -> str:
-    """How errors name the export: the file, or the file inside the zip (its first shard)."""
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            members = _members(archive)
-        if members:
-            return f"{path}:{members[0]}"
-    return str(path)
-
-
 def conversation_items(text: io.TextIOWrapper, name: str, limits: ExportLimits) -> Iterator[ArrayItem]:
     """The conversations of one text: its array, or the array an object holds under a key of
     ``WRAPPER_KEYS`` (the object's other members read past, each within the limit a
@@ -193,10 +236,10 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
 
     Raises:
         UnsafeExport: a zip made to harm its reader (:func:`_check_names`, :func:`_check_size`).
-        NoExportInZip: a zip without a ``conversations.json`` or its shards.
+        NoExportFound: a zip or a folder without a ``conversations.json`` or its shards.
     """
     try:
-        with open_texts(path, limits) as texts:
+        with open_texts(path, limits) as (_contents, texts):
             for name, text in texts:
                 for item in conversation_items(text, name, limits):
                     return detect(item.value)
@@ -206,7 +249,7 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
         # the first conversation is not whole JSON (a download cut short): still an export,
         # by the key only its conversations have, so the load names the broken line (the
         # transcript reader asked for a --session-key instead)
-        with open_texts(path, limits) as texts:
+        with open_texts(path, limits) as (_contents, texts):
             found = _EXPORT_KEY.search(next(texts)[1].read(1 << 16))
         return next((app for app, key in APPS.items() if found and found.group(1) == key), None)
     except (UnicodeDecodeError, zipfile.BadZipFile, EOFError):

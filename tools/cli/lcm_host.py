@@ -40,7 +40,8 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     """Register ``lcm ingest`` and ``lcm assemble`` under ``amem lcm``."""
     p = cmd("ingest", cmd_lcm_ingest, "store a JSONL transcript ({role, content, ...} per line), or every "
             "conversation of a ChatGPT or Claude export (conversations.json)", into=lsub)
-    p.add_argument("file", help="JSONL file, '-' for stdin, or a ChatGPT / Claude conversations.json")
+    p.add_argument("file", help="JSONL file, '-' for stdin, or a ChatGPT / Claude conversations.json, "
+                   "the export's zip, or the folder it was unzipped into")
     p.add_argument("--session-key", help="the session the messages belong to (required for a transcript; an "
                    "export's conversations each get their own, agent:<agent>:chatgpt|claude:<id>)")
     p.add_argument("--session-id", help="the host's id of this run of the session")
