@@ -62,7 +62,17 @@ class IngestTarget(Protocol):
     def ingest(self, session_key: str | None, messages: Sequence[Mapping[str, Any]], *,
                session_id: str | None = None, title: str | None = None) -> Ingested: ...
 
-    def place_before(self, session_key: str, placements: Mapping[str, str]) -> int: ...
+    def place_before(self, session_key: str, placements: Mapping[str, str]) -> Placed: ...
+
+
+class Placed(Protocol):
+    """What loading reads of a placement's answer (:class:`lcm.reorder.Placed`)."""
+
+    @property
+    def moved(self) -> int: ...
+
+    @property
+    def after_summary(self) -> tuple[str, ...]: ...
 
 
 def session_key(agent_id: str, app: str, export_id: str) -> str:
@@ -191,21 +201,34 @@ def _store(store: IngestTarget, conv: ExportedConversation, agent_id: str, repor
             new += res.stored
             if into != key:  # each import, stored now or before: one this fix came after is healed
                 try:
-                    _place_forks(store, into, messages[start:start + BATCH], report)
+                    _place_forks(store, into, messages[start:start + BATCH], report, conv)
                 except Exception as exc:  # the store failed: what is stored is kept, as above
                     raise PartlyStored(exc, where, report) from exc
     report.conversations_stored += bool(new)
 
 
-def _place_forks(store: IngestTarget, key: str, batch: list[dict[str, Any]], report: LoadReport) -> None:
+def _place_forks(store: IngestTarget, key: str, batch: list[dict[str, Any]], report: LoadReport,
+                 conv: ExportedConversation) -> None:
     """Each fork marker of ``batch`` before its branch's first message (its event id
     ``fork:<that id>``, :func:`tools.chats.tree.with_forks`): in place already when the two were
     stored together (nothing written); moved when the store held the branch before markers
-    existed, where ingest stored the marker last."""
+    existed, where ingest stored the marker last. A marker whose branch's first message a
+    summary already holds follows that summary in the context (a summary is one item there):
+    counted and warned about, as nothing here can put it inside the summary."""
     forks = {m["event_id"]: m["event_id"].removeprefix("fork:") for m in batch
              if str(m.get("event_id", "")).startswith("fork:")}
-    if forks:
-        report.fork_points_placed += store.place_before(key, forks)
+    if not forks:
+        return
+    placed = store.place_before(key, forks)
+    report.fork_points_placed += placed.moved
+    if placed.after_summary:
+        report.fork_points_after_summary += len(placed.after_summary)
+        shown = ", ".join(placed.after_summary[:5]) + (", ..." if len(placed.after_summary) > 5 else "")
+        report.warn(f"{_said_conv(conv)}: {len(placed.after_summary)} fork "
+                    f"{'marker' if len(placed.after_summary) == 1 else 'markers'} ({shown}) "
+                    f"{'stands' if len(placed.after_summary) == 1 else 'stand'} after the summary that holds "
+                    "its branch's first message in the context (browsing has it before that message); its text "
+                    "names that message")
 
 
 def _ingest(store: IngestTarget, key: str, batch: list[dict[str, Any]], title: str | None,

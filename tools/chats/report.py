@@ -43,6 +43,10 @@ class LoadReport:
     #: markers new to a store that held their branches (imported before markers existed), which
     #: ingest stored last, moved before their branch's first message (``LcmStore.place_before``)
     fork_points_placed: int = 0
+    #: of those, markers whose branch's first message a summary already held: in the context
+    #: (what the model is given) each follows that summary, a summary being one item there;
+    #: browsing has it in place (each named in ``warnings``)
+    fork_points_after_summary: int = 0
     #: messages left out, by reason ("empty", "reasoning", "internal", "unreadable")
     left_out: Counter[str] = field(default_factory=Counter)
     #: messages kept that the app does not show as one ("hidden", "tool_output")

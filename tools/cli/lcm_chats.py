@@ -120,7 +120,9 @@ def _text(data: dict[str, object]) -> str:
                      "kept apart, under <that key>:branches, each after a marker naming the message it follows")
     if data.get("fork_points_placed"):  # a store that held the branches before markers existed
         lines.append(f"{_n(data['fork_points_placed'], 'fork marker')} moved into place, each before the "
-                     "branch it opens")
+                     "branch it opens" + (f"; {data['fork_points_after_summary']} of them after the summary that holds "
+                                          "its branch's opening (named in the warnings)"
+                                          if data.get("fork_points_after_summary") else ""))
     kept, media = data["kept"], data["placeholders"]
     assert isinstance(kept, dict) and isinstance(media, dict)
     if kept:
