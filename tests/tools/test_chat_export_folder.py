@@ -127,3 +127,22 @@ def test_amem_import_refuses_an_unzipped_export_naming_the_command_that_loads_it
     write(notes / "conversations.json", json.dumps([{"text": "a note"}]))
     write(notes / "ideas.md", "# Ideas\n\nbuy milk")
     assert import_dir(memory, notes, agent_id=agent, enrich=False).created == 1
+
+
+def test_a_folder_whose_conversations_are_no_export_is_named_not_read_as_a_transcript(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # was "[Errno 21] Is a directory" (exit 1): the folder went on to the transcript reader
+    from tools.cli import main
+
+    env = {"AMEM_HOME": str(tmp_path / "home"), "AMEM_EMBEDDER": "hashing"}
+    empty = tmp_path / "empty-export"
+    write(empty / "conversations.json", "[]")
+    other = tmp_path / "other-app"
+    write(other / "conversations.json", json.dumps([{"role": "user", "content": "hi"}]))
+    for folder, why in ((empty, "holds no conversation"), (other, "is no ChatGPT or Claude export")):
+        assert main(["lcm", "ingest", str(folder)], env=env) == 2
+        err = capsys.readouterr().err
+        assert f"{folder}: a folder is read as an unzipped ChatGPT or Claude export; its conversations.json {why}" \
+            in err, err
+        assert "Errno" not in err
+    assert not (tmp_path / "home" / "lcm.db").exists()

@@ -27,7 +27,7 @@ from . import APPS, NotAnArray, StreamError, detect
 from .parts import find_parts
 
 __all__ = ["WRAPPER_KEYS", "Contents", "ExportLimits", "NoExportFound", "UnsafeExport", "conversation_items",
-           "open_texts", "sniff"]
+           "no_export_in_folder", "open_texts", "sniff"]
 
 #: the keys an object wraps an export's array under, read as that array: ``{"conversations":
 #: [...]}`` is what some tools save and what the unofficial ChatGPT export specification says
@@ -255,3 +255,24 @@ def sniff(path: Path, limits: ExportLimits = ExportLimits()) -> str | None:
     except (UnicodeDecodeError, zipfile.BadZipFile, EOFError):
         return None  # not text, or a damaged zip: the transcript reader says what it is
     return None
+
+
+def no_export_in_folder(path: Path, limits: ExportLimits = ExportLimits()) -> str:
+    """Why the folder ``path``, which :func:`sniff` found no export in, is none: a folder is
+    read as an unzipped export only (no transcript is a folder), so this is the error to give.
+
+    Raises:
+        NoExportFound: it holds no ``conversations.json`` nor shards at all.
+    """
+    with open_texts(path, limits) as (contents, texts):
+        parts = ", ".join(Path(p).relative_to(path).as_posix() for p in contents.read[:3])
+        parts += ", ..." if len(contents.read) > 3 else ""
+        try:
+            if not any(True for name, text in texts for _ in conversation_items(text, name, limits)):
+                why = "holds no conversation"
+            else:
+                why = "is no ChatGPT or Claude export (its first item has no mapping nor chat_messages)"
+        except StreamError as exc:
+            why = f"is not an export's JSON: {exc}"
+    return f"{path}: a folder is read as an unzipped ChatGPT or Claude export; its {parts} {why}"
+

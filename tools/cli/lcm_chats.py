@@ -24,11 +24,17 @@ def sniff_export(path: Path) -> str | None:
     """The app whose export ``path`` is, or None (:func:`tools.chats.load.sniff`); a zip made to
     harm its reader (a bomb, a member outside the archive) is a usage error naming it."""
     from ..chats.load import NoExportFound, UnsafeExport, sniff
+    from ..chats.source import no_export_in_folder
 
     try:
-        return sniff(path) if path.is_file() or path.is_dir() else None
+        if not path.is_dir():
+            return sniff(path) if path.is_file() else None
+        app = sniff(path)
     except (NoExportFound, UnsafeExport) as exc:
         raise usage_error(str(exc), "file") from None
+    if app is None:  # a folder is an unzipped export or nothing ingest reads (no transcript is one)
+        raise usage_error(no_export_in_folder(path), "file")
+    return app
 
 
 def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
