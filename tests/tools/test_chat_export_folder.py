@@ -70,7 +70,8 @@ def test_a_folder_of_shards_reads_them_in_order_and_names_what_it_leaves(tmp_pat
     write(folder / "conversations-010.json", json.dumps([chatgpt_chain("c-late", 2)]))
     write(folder / "conversations-000.json", json.dumps([chatgpt_lisbon()]))
     write(folder / "conversations-002.json", json.dumps([chatgpt_chain("c-mid", 2)]))
-    write(folder / "export_manifest.json", "{}")
+    write(folder / "export_manifest.json", json.dumps({"version": 1, "logical_files": {"conversations.json": {
+        "files": ["conversations-000.json", "conversations-002.json", "conversations-010.json"], "sharded": True}}}))
     # a second export unzipped inside the first: not read with it, named
     write(folder / "old" / "conversations.json", json.dumps([chatgpt_chain("c-old", 2)]))
     with LcmStore(":memory:") as lcm:
@@ -146,3 +147,34 @@ def test_a_folder_whose_conversations_are_no_export_is_named_not_read_as_a_trans
             in err, err
         assert "Errno" not in err
     assert not (tmp_path / "home" / "lcm.db").exists()
+
+
+def test_a_shard_the_manifest_lists_and_the_copy_lacks_is_named(tmp_path: Path) -> None:
+    # a user copied some of the parts: the conversations of the others went missing unsaid
+    folder = tmp_path / "export"
+    manifest = {"version": 1, "manifest_file": "export_manifest.json", "logical_files": {"conversations.json": {
+        "files": ["conversations-000.json", "conversations-001.json", "conversations-002.json"], "sharded": True}}}
+    write(folder / "export_manifest.json", json.dumps(manifest))
+    write(folder / "conversations-000.json", json.dumps([chatgpt_chain("c-0", 2)]))
+    write(folder / "conversations-002.json", json.dumps([chatgpt_chain("c-2", 2)]))
+    bundle = tmp_path / "export.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        for f in sorted(folder.iterdir()):
+            z.write(f, f.name)
+    with LcmStore(":memory:") as lcm:
+        got = load_export(lcm, folder, "chatgpt", "alice")
+        zipped = load_export(lcm, bundle, "chatgpt", "alice")
+    assert (got.conversations_stored, got.parts_missing, zipped.parts_missing) == (2, 1, 1)
+    assert got.warnings == [f"{folder / 'conversations-001.json'}: listed in export_manifest.json but not in the "
+                            "folder: its conversations were not read (put it beside the others and load again; "
+                            "nothing is stored twice)"]
+    assert zipped.warnings == [f"{bundle}:conversations-001.json: listed in export_manifest.json but not in the zip: "
+                               "its conversations were not read (put it beside the others and load again; nothing "
+                               "is stored twice)"]
+    # a manifest of a shape this reader does not know checks nothing, and says so
+    write(folder / "export_manifest.json", json.dumps({"version": 9, "parts": ["a", "b"]}))
+    with LcmStore(":memory:") as lcm:
+        unknown = load_export(lcm, folder, "chatgpt", "alice")
+    assert unknown.warnings == [f"{folder / 'export_manifest.json'}: no list of the conversations' parts where "
+                                "this reader looks (logical_files, conversations.json, files); the parts found "
+                                "were read, none checked against it"]

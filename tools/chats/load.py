@@ -133,6 +133,7 @@ def _run(store: IngestTarget | None, path: Path, app: str, agent_id: str,
     with open_texts(path, limits) as (contents, texts):
         report = LoadReport(contents.read[0], app, parts=contents.read[:MAX_SAID])
         report.files_left_out.update(why for _, why in contents.left_out)
+        report.parts_missing = len(contents.missing)
         for warning in contents.warnings():
             report.warn(warning)
         for name, item in ((name, item) for name, text in texts

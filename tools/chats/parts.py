@@ -19,7 +19,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["LEFT_OUT", "Parts", "find_parts"]
+__all__ = ["LEFT_OUT", "MANIFEST", "Parts", "find_parts", "is_sharded", "listed_parts"]
 
 #: why a file of the export is not read -> what it is (the keys of ``LoadReport.files_left_out``)
 LEFT_OUT = {
@@ -34,6 +34,8 @@ _EXPORT_DATA = frozenset({
     "user.json", "message_feedback.json", "model_comparisons.json", "shared_conversations.json",
     "group_chats.json", "shopping.json", "export_manifest.json",  # ChatGPT
     "users.json", "projects.json", "memories.json"})  # Claude
+#: the file a sharded ChatGPT export lists its shards in, beside them
+MANIFEST = "export_manifest.json"
 #: a shard of a large ChatGPT export: exports since 2026 split conversations.json into
 #: conversations-000.json, conversations-001.json, ... (listed in export_manifest.json)
 _SHARD = re.compile(r"conversations-(\d+)\.json")
@@ -74,6 +76,24 @@ def find_parts(names: Iterable[str], odd: Collection[str] = ()) -> Parts:
         elif name not in parts.read:
             parts.left_out.append((name, _what(name, is_part=name in candidates)))
     return parts
+
+
+def is_sharded(parts: Parts) -> bool:
+    """Whether the parts read are shards (``conversations-000.json``, ...), which a manifest lists."""
+    return bool(parts.read) and _base(parts.read[0]) != "conversations.json"
+
+
+def listed_parts(manifest: object) -> list[str] | None:
+    """The shards a manifest (``MANIFEST``, parsed) lists, paths from its folder, or None when
+    it holds no such list: ``{"logical_files": {"conversations.json": {"files": [...]}}}``, the
+    shape a sharded export was seen with."""
+    try:
+        files = manifest["logical_files"]["conversations.json"]["files"]  # type: ignore[index]
+    except (KeyError, TypeError, IndexError):
+        return None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return list(files)
 
 
 def _what(name: str, *, is_part: bool) -> str:

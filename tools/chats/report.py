@@ -28,6 +28,9 @@ class LoadReport:
     #: the zip's or folder's other files, not read, by what they are (:data:`tools.chats.parts.LEFT_OUT`;
     #: one no export holds, or another export's conversations, is named in ``warnings`` too)
     files_left_out: Counter[str] = field(default_factory=Counter)
+    #: shards the export's manifest (``export_manifest.json``) lists that the zip or folder
+    #: lacks: their conversations were not read (each named in ``warnings``)
+    parts_missing: int = 0
     conversations: int = 0
     #: conversations that got at least one new message
     conversations_stored: int = 0

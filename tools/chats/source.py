@@ -10,12 +10,13 @@ Nothing here stores or converts: :mod:`tools.chats.load` reads what :func:`open_
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from amem.kernel.encoding import encoding_of
@@ -24,7 +25,7 @@ from amem.kernel.safejson import MAX_DEPTH
 from amem.kernel.jsonstream import ArrayItem, NoListKey, list_items
 
 from . import APPS, NotAnArray, StreamError, detect
-from .parts import find_parts
+from .parts import MANIFEST, find_parts, is_sharded, listed_parts
 
 __all__ = ["WRAPPER_KEYS", "Contents", "ExportLimits", "NoExportFound", "UnsafeExport", "conversation_items",
            "no_export_in_folder", "open_texts", "sniff"]
@@ -71,7 +72,7 @@ class UnsafeExport(ValueError):
     outside the archive); nothing was read from it, nothing stored."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Contents:
     """What an export holds, each file as errors name it: ``read``, the files of its
     conversations in the order they are read; ``left_out``, every other one with what it is
@@ -79,14 +80,25 @@ class Contents:
 
     read: list[str]
     left_out: list[tuple[str, str]]
+    #: what holds the export: "file", "zip" or "folder"
+    kind: str = "file"
+    #: shards the export's manifest lists that it does not hold (a copy of some of its parts)
+    missing: list[str] = field(default_factory=list)
+    #: what is said of a manifest that could not be checked against, if one could not
+    manifest_unread: str | None = None
 
     def warnings(self) -> list[str]:
-        """What is said of each file left out that no export holds, or that is another's."""
+        """What is said of each file left out that no export holds, or that is another's, and
+        of each part the manifest lists and the export lacks."""
         theirs = self.read[0] + (", ..." if len(self.read) > 1 else "") if self.read else ""
         said = {"other_export": f"another export's conversations (this export's are {theirs}); not read: give "
                                 "it on its own",
                 "unknown": "not a file of a ChatGPT or Claude export; not read"}
-        return [f"{name}: {said[why]}" for name, why in self.left_out if why in said]
+        lost = [f"{name}: listed in {MANIFEST} but not in the {self.kind}: its "
+                "conversations were not read (put it beside the others and load again; nothing is stored twice)"
+                for name in self.missing]
+        unread = [self.manifest_unread] if self.manifest_unread else []
+        return [f"{name}: {said[why]}" for name, why in self.left_out if why in said] + lost + unread
 
 
 @contextmanager
@@ -107,8 +119,13 @@ def open_texts(path: Path, limits: ExportLimits) -> Iterator[tuple[Contents, Ite
         if not parts.read:
             raise NoExportFound(f"{path} is a folder without a conversations.json (nor its shards, "
                                 f"conversations-000.json, ...){_READS}")
-        yield (Contents([str(path / n) for n in parts.read], [(str(path / n), why) for n, why in parts.left_out]),
-               _folder_texts(path, parts.read))
+        contents = Contents([str(path / n) for n in parts.read], [(str(path / n), why) for n, why in parts.left_out],
+                            "folder")
+        if is_sharded(parts):
+            _check_manifest(contents, parts.read, set(names), lambda n: str(path / n),
+                            lambda n: (path / n).read_bytes() if (path / n).is_file()
+                            and (path / n).stat().st_size <= _MANIFEST_MAX else None)
+        yield contents, _folder_texts(path, parts.read)
         return
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
@@ -119,8 +136,14 @@ def open_texts(path: Path, limits: ExportLimits) -> Iterator[tuple[Contents, Ite
                                     f"conversations-000.json, ...){_READS}")
             for member in parts.read:
                 _check_size(path, archive.getinfo(member), limits)
-            yield (Contents([f"{path}:{n}" for n in parts.read], [(f"{path}:{n}", why) for n, why in parts.left_out]),
-                   _zip_texts(path, archive, parts.read))
+            contents = Contents([f"{path}:{n}" for n in parts.read],
+                                [(f"{path}:{n}", why) for n, why in parts.left_out], "zip")
+            if is_sharded(parts):
+                members = set(archive.namelist())
+                _check_manifest(contents, parts.read, members, lambda n: f"{path}:{n}",
+                                lambda n: archive.read(n) if n in members
+                                and archive.getinfo(n).file_size <= _MANIFEST_MAX else None)
+            yield contents, _zip_texts(path, archive, parts.read)
         return
     with path.open("rb") as raw:
         head = raw.read(4)
@@ -128,6 +151,32 @@ def open_texts(path: Path, limits: ExportLimits) -> Iterator[tuple[Contents, Ite
         # utf-8-sig drops a byte-order mark; UTF-16 or UTF-32 are read as what their mark says
         with io.TextIOWrapper(raw, encoding=encoding_of(head)) as text:
             yield Contents([str(path)], []), iter([(str(path), text)])
+
+
+#: bytes a manifest may take to be read (a real one lists a few dozen names)
+_MANIFEST_MAX = 1 << 20
+
+
+def _check_manifest(contents: Contents, read: list[str], names: set[str], shown: Callable[[str], str],
+                    load: Callable[[str], bytes | None]) -> None:
+    """Name each shard the manifest beside the shards lists and the export lacks (into
+    ``contents.missing``), or say the manifest could not be checked against; no manifest,
+    nothing said (exports before 2026 have none)."""
+    folder = read[0].rsplit("/", 1)[0] + "/" if "/" in read[0] else ""
+    where = folder + MANIFEST
+    if where not in names:
+        return
+    try:
+        raw = load(where)
+        listed = listed_parts(json.loads(raw)) if raw is not None else None
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past the parser
+        listed = None
+    if listed is None:
+        contents.manifest_unread = (f"{shown(where)}: no list of the conversations' parts where this reader looks "
+                                    "(logical_files, conversations.json, files); the parts found were read, none "
+                                    "checked against it")
+        return
+    contents.missing.extend(shown(folder + n) for n in listed if folder + n not in names)
 
 
 _READS = (": amem lcm ingest reads a ChatGPT or Claude data export's zip, the folder it was unzipped into, or its "
