@@ -93,7 +93,9 @@ def key_prefix(agent_id: str, app: str) -> str:
 def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, skip_invalid: bool = False,
                 progress: Callable[[str, int, int | None], None] | None = None,
                 limits: ExportLimits = ExportLimits()) -> LoadReport:
-    """Store every conversation of the export at ``path`` (written by ``app``) for ``agent_id``.
+    """Store every conversation of the export at ``path`` (written by ``app``) for ``agent_id``:
+    its ``conversations.json`` (bare, or wrapped as ``{"conversations": [...]}``), the zip the app
+    sent, or the folder a user unzipped that into, read as the zip is.
 
     ``progress(stage, done, total)`` is called after each conversation: stage ``check`` (the
     first pass, total unknown) then ``store`` (total known when the file was checked first).
@@ -101,6 +103,7 @@ def load_export(store: IngestTarget, path: Path, app: str, agent_id: str, *, ski
     Raises:
         ExportRejected: some conversations cannot be read (a conversation nested deeper than
             ``limits.max_depth`` among them) and ``skip_invalid`` is off; nothing was stored.
+        NoExportFound: a zip or folder without a ``conversations.json`` or its shards.
         UnsafeExport: a zip made to harm its reader (a bomb, a member outside the archive);
             refused before a conversation is read, with ``skip_invalid`` too.
         StreamError: the file is not valid JSON from some line on, or a conversation is over

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amem.kernel.encoding import encoding_of
-from amem.kernel.safejson import MAX_DEPTH
-
 from amem.kernel.jsonstream import ArrayItem, NoListKey, list_items
+from amem.kernel.safejson import MAX_DEPTH
 
 from . import APPS, NotAnArray, StreamError, detect
 from .parts import MANIFEST, find_parts, is_sharded, listed_parts
@@ -63,8 +62,8 @@ class ExportLimits:
 
 class NoExportFound(ValueError):
     """The file is a zip, or a folder, that holds no ``conversations.json`` (nor its shards):
-    another app's, or part of an export. Not a JSON text that is no export (``NotAnArray``), which the
-    transcript reader reads again: a zip has nothing to read again."""
+    another app's, or part of an export. Not a JSON text that is no export (``NotAnArray``),
+    which the transcript reader reads again: a zip or a folder has nothing to read again."""
 
 
 class UnsafeExport(ValueError):
