@@ -207,6 +207,20 @@ def test_an_export_inside_an_object_is_read_as_the_array_it_wraps(tmp_path: Path
     assert sniff(other) is None  # not an export: the transcript reader says what it is
 
 
+def test_a_wrapped_export_piped_in_is_told_to_be_saved_as_a_bare_one_is() -> None:
+    # was "line 1: the message.role: None is not one of ...": the object read as one message
+    from tools.cli.lcm_host import read_transcript
+    from tools.cli.output import CliError
+
+    text = json.dumps({"conversations": items(CLAUDE)})
+    with pytest.raises(CliError, match=r"stdin is a Claude export \(conversations.json\) wrapped as "
+                                       r"\{\"conversations\": \[\.\.\.\]\}; save it to a file and give "
+                                       r"that: amem lcm ingest conversations.json"):
+        read_transcript("-", text)
+    one = json.dumps({"role": "user", "content": "a transcript of one line"})
+    assert [m for _, _, m in read_transcript("-", one)[0]] == [json.loads(one)]
+
+
 def test_a_wrapper_member_past_the_limit_is_refused_not_held(tmp_path: Path) -> None:
     # the object's other members are read whole (its metadata): one that never closes is refused
     # at the limit a conversation has, before a conversation is stored
