@@ -178,3 +178,15 @@ def test_a_shard_the_manifest_lists_and_the_copy_lacks_is_named(tmp_path: Path) 
     assert unknown.warnings == [f"{folder / 'export_manifest.json'}: no list of the conversations' parts where "
                                 "this reader looks (logical_files, conversations.json, files); the parts found "
                                 "were read, none checked against it"]
+
+
+def test_amem_import_names_amem_lcm_ingest_for_a_wrapped_export_file(tmp_path: Path, memory: MemoryStore) -> None:
+    # was "to import the list under 'conversations': jq '.conversations' FILE | amem import -",
+    # whose output amem import refuses in turn as a chat export
+    from amem.importer import import_file
+
+    wrapped = write(tmp_path / "export.json", json.dumps({"conversations": [claude_invoice()]}))
+    with pytest.raises(ValidationError, match=rf"{wrapped} is a Claude data export \(conversations.json\): its "
+                                              rf"conversations go into conversation memory with `amem lcm ingest "
+                                              rf"{wrapped}`"):
+        import_file(memory, wrapped, enrich=False)
