@@ -54,6 +54,8 @@ def array_notes(handle: TextIO, name: str, *, piped: bool = False,
                 _refuse_chat_export(item.value, name, piped)
             yield index, _note(item.value)
     except NoListKey as exc:
+        if ("conversations", "a list") in ((k, kind[:6]) for k, kind in exc.members):
+            _refuse_wrapped_chat_export(handle, name, piped)
         raise ValidationError(_no_list(name, exc.members, piped), field="format") from None
     except NotAnArray:
         raise ValidationError(f"{name} is JSON but not an array of notes: an import reads "
@@ -83,16 +85,45 @@ def _no_list(name: str, members: list[tuple[str, str]], piped: bool) -> str:
 
 
 def _refuse_chat_export(first: Any, name: str, piped: bool) -> None:
+    for key, what in CHAT_EXPORTS.items():
+        if isinstance(first, dict) and key in first:
+            raise _chat_export(what, name, piped)
+
+
+def _chat_export(what: str, name: str, piped: bool) -> ValidationError:
     # `amem lcm ingest` reads an export from a file only (it streams it twice): a piped one
     # is told to be saved first, or the command given would be refused in turn
     command = ("`amem lcm ingest FILE` once it is saved to a file (an export is read from a "
                "file, not stdin)" if piped else f"`amem lcm ingest {name}`")
-    for key, what in CHAT_EXPORTS.items():
-        if isinstance(first, dict) and key in first:
-            raise ValidationError(
-                f"{name} is {what} (conversations.json): its conversations go into "
-                f"conversation memory with {command}, each kept whole and searchable; amem "
-                "import reads notes", field="format")
+    return ValidationError(f"{name} is {what} (conversations.json): its conversations go into conversation "
+                           f"memory with {command}, each kept whole and searchable; amem import reads notes",
+                           field="format")
+
+
+def chat_export_of(handle: TextIO) -> str | None:
+    """What chat app's export ``handle`` is (``CHAT_EXPORTS``' words, by its first
+    conversation; its array bare or under ``"conversations"``), or None: another JSON, or none."""
+    try:
+        # bounded as ``amem lcm ingest`` bounds one conversation (tools.chats.source.ExportLimits)
+        _key, items = list_items(handle, ("conversations",), max_item=128 << 20)
+        first = next(items, None)
+    except (StreamError, UnicodeDecodeError):
+        return None
+    if first is not None and isinstance(first.value, dict):
+        return next((what for key, what in CHAT_EXPORTS.items() if key in first.value), None)
+    return None
+
+
+def _refuse_wrapped_chat_export(handle: TextIO, name: str, piped: bool) -> None:
+    """Refuse an export wrapped as ``{"conversations": [...]}`` as a bare one is: the ``jq``
+    hint for a list under another key led to that refusal one command later."""
+    try:
+        handle.seek(0)
+    except (OSError, ValueError):  # a stream that cannot go back: the general hint stands
+        return
+    what = chat_export_of(handle)
+    if what is not None:
+        raise _chat_export(what, name, piped) from None
 
 
 def _note(value: Any) -> dict[str, Any] | str:
@@ -106,4 +137,4 @@ def _note(value: Any) -> dict[str, Any] | str:
     return value
 
 
-__all__ = ["CHAT_EXPORTS", "LIST_KEYS", "array_notes"]
+__all__ = ["CHAT_EXPORTS", "LIST_KEYS", "array_notes", "chat_export_of"]

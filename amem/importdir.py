@@ -20,12 +20,14 @@ finished by running it again.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ValidationError
+from .importarray import chat_export_of
 from .importer import (MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, Progress, _check_whole,
                        _IdClashes, detect_format, import_file)
 from .write.bulk import check_batch
@@ -76,6 +78,35 @@ def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return sorted(files), left
 
 
+#: the files a chat app's export keeps its conversations in (whole, or in shards)
+_CHAT_PARTS = re.compile(r"conversations(-\d+)?\.json")
+
+
+def refuse_chat_export(root: Path, left: list[tuple[Path, str]] | None = None) -> None:
+    """Refuse a folder a ChatGPT or Claude export was unzipped into, as ``amem import``
+    refuses its ``conversations.json``: its notes would be the export's ``chat.html`` (every
+    conversation as one page) while its conversations were left out as a ``.json`` file.
+
+    ``left`` is what :func:`walk` left out of ``root``, walked here when not given (the CLI
+    asks before it opens the store: a refusal costs no store).
+
+    Raises:
+        ValidationError: naming the export's file and ``amem lcm ingest FOLDER``.
+    """
+    if left is None:
+        left = walk(root)[1]
+    parts = sorted((p for p, _ in left if _CHAT_PARTS.fullmatch(p.name) and p.is_file()),
+                   key=lambda p: (len(p.relative_to(root).parts), str(p)))
+    for path in parts[:1]:  # the shallowest: the export's own
+        with path.open(encoding="utf-8-sig", errors="strict") as handle:
+            what = chat_export_of(handle)
+        if what is not None:
+            raise ValidationError(
+                f"{root} is an unzipped {what.removeprefix('a ')} (its {path.relative_to(root).as_posix()}): its "
+                f"conversations go into conversation memory with `amem lcm ingest {root}`, each kept whole "
+                "and searchable; amem import reads notes", field="format")
+
+
 def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
                agent_id: str | None = None, batch: int | None = None,
                progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
@@ -88,6 +119,7 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
         raise ValidationError(f"not a folder: {root}", field="path")
     check_batch(batch, f"the store's embed_batch ({store.config.embed_batch})")
     files, left = walk(root)
+    refuse_chat_export(root, left)
     report = ImportReport(path=str(root))
     started = time.perf_counter()
     check = ImportReport(path=str(root))
@@ -143,4 +175,4 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
     return report
 
 
-__all__ = ["MAX_LEFT_OUT", "import_dir", "walk"]
+__all__ = ["MAX_LEFT_OUT", "import_dir", "refuse_chat_export", "walk"]

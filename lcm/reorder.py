@@ -13,10 +13,22 @@ their branches).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from lcm.conn import Connection
 
-__all__ = ["place_before", "renumber"]
+__all__ = ["Placed", "place_before", "renumber"]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """What :func:`place_before` did: how many messages it ``moved``, and the event keys of
+    those of them that stand after a summary in the context (``after_summary``): the message
+    they were placed before is folded into a summary, which is one item of the context, so a
+    message raw in the context cannot stand before it there (browsing order has it in place)."""
+
+    moved: int
+    after_summary: tuple[str, ...] = ()
 
 
 def renumber(c: Connection, conversation_id: int, order: Sequence[int]) -> bool:
@@ -51,23 +63,30 @@ def renumber(c: Connection, conversation_id: int, order: Sequence[int]) -> bool:
     return True
 
 
-def place_before(c: Connection, conversation_id: int, placements: Mapping[str, str]) -> int:
+def place_before(c: Connection, conversation_id: int, placements: Mapping[str, str]) -> Placed:
     """Move each message whose event key is a key of ``placements`` to just before the message
     whose event key is its value (both in the conversation; a pair with either missing is left
-    alone), the others keeping their order; how many moved."""
+    alone), the others keeping their order; how many moved, and which of them follow a
+    summary in the context (:class:`Placed`)."""
     rows = c.execute("SELECT id, stable_event_key FROM messages WHERE conversation_id = ? ORDER BY seq",
                      (conversation_id,)).fetchall()
     by_key = {r[1]: r[0] for r in rows if r[1] is not None}
     before = {by_key[k]: by_key[v] for k, v in placements.items() if k in by_key and v in by_key and k != v}
     order = [r[0] for r in rows]
-    moved = 0
+    moved: list[int] = []
     for mid, target in before.items():
         at = order.index(target)
         if at > 0 and order[at - 1] == mid:
             continue  # in place already (a first import stores it so)
         order.remove(mid)
         order.insert(order.index(target), mid)
-        moved += 1
-    if moved:
-        renumber(c, conversation_id, order)
-    return moved
+        moved.append(mid)
+    if not moved:
+        return Placed(0)
+    renumber(c, conversation_id, order)
+    raw = {r[0] for r in c.execute("SELECT message_id FROM context_items WHERE conversation_id = ? AND "
+                                   "item_type = 'message'", (conversation_id,))}
+    # raw in the context while what it was placed before is not (a summary holds it, or it
+    # was evicted): its slot is among the raw messages after that summary
+    key_of = {mid: key for key, mid in by_key.items()}
+    return Placed(len(moved), tuple(key_of[mid] for mid in moved if mid in raw and before[mid] not in raw))

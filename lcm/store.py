@@ -51,7 +51,7 @@ from lcm.models import (
 )
 from lcm.ops import doctor, doctor_clean, status
 from lcm.recall import Recall
-from lcm.reorder import place_before
+from lcm.reorder import Placed, place_before
 from lcm.queries import Queries, TextGrep
 from lcm.scopes import Scopes, SessionKeys
 from lcm.search import grep
@@ -273,10 +273,12 @@ class LcmStore:
             self.events.write("ingest", conversation_id=conv_id, stored=len(ids), skipped=skipped, files=file_ids)
         return IngestResult(conv_id, len(ids), skipped, ids, file_ids, new_conversation=created, archived_conversation_id=archived)
 
-    def place_before(self, session_key: str, placements: Mapping[str, str]) -> int:
+    def place_before(self, session_key: str, placements: Mapping[str, str]) -> Placed:
         """Move messages of ``session_key``'s active conversation to where a re-sent batch puts
         them: each message whose event id is a key of ``placements`` to just before the one
-        whose event id is its value (as ingest's ``event_id``); how many moved.
+        whose event id is its value (as ingest's ``event_id``); how many moved, and the event
+        ids of those that follow a summary in the context, the one they belong before being
+        folded into it (:class:`lcm.reorder.Placed`).
 
         Ingest stores new messages after the conversation's last; a chat export's fork marker
         new to a store that held its branch belongs before the branch's first message. Both
@@ -285,17 +287,18 @@ class LcmStore:
         written. A session that only reads (``statelessSessionPatterns``) moves nothing (0).
         """
         if self.scopes.session_mode(session_key) != "normal":
-            return 0
+            return Placed(0)
         keys = {f"event:{k}": f"event:{v}" for k, v in placements.items()}
         with self.db.atomic() as c:  # portable SQL (lcm.reorder): both engines
             row = find_active(c, session_key, None)
             if row is None:
-                return 0
+                return Placed(0)
             conv_id = int(row["id"])
-            moved = place_before(c, conv_id, keys)
-        if moved:
-            self.events.write("place_before", conversation_id=conv_id, moved=moved)
-        return moved
+            placed = place_before(c, conv_id, keys)
+        if placed.moved:
+            self.events.write("place_before", conversation_id=conv_id, moved=placed.moved,
+                              after_summary=len(placed.after_summary))
+        return Placed(placed.moved, tuple(k.removeprefix("event:") for k in placed.after_summary))
 
     def reset(self, session_key: str, cause: str = "reset") -> ResetResult:
         """``/reset``: archive the active conversation of ``session_key`` and open a fresh one

@@ -122,11 +122,14 @@ class NoListKey(NotAnArray):
 
 
 def list_items(source: TextIO, under: tuple[str, ...], *, name: str = "the file",
-               chunk: int = CHUNK) -> tuple[str | None, Iterator[ArrayItem]]:
+               chunk: int = CHUNK, max_item: int | None = None) -> tuple[str | None, Iterator[ArrayItem]]:
     """The items of the array ``source`` holds, or of the array a top-level object holds
     under the first of its keys that is one of ``under`` (``{"notes": [...]}``, what many
     apps write): (that key or None, the items). The object's other members are read past
     (each parsed whole: they are its metadata), before the list and after it.
+
+    ``max_item`` bounds an item as ``array_items`` does, and each of the object's other
+    members too: a member is held whole while it is read, as an item is.
 
     Raises:
         NotAnArray: the text is neither an array nor an object (``NoListKey``: an object
@@ -136,7 +139,7 @@ def list_items(source: TextIO, under: tuple[str, ...], *, name: str = "the file"
     buf = _Buffer(source, chunk)
     opener = buf.skip_space()
     if opener == "[":
-        return None, _whole(buf, name, _array(buf, name))
+        return None, _whole(buf, name, _array(buf, name, max_item), max_item=max_item)
     if opener != "{":
         raise NotAnArray(f"{name} is not a JSON array", buf.line_at(buf.pos))
     buf.pos += 1
@@ -147,8 +150,8 @@ def list_items(source: TextIO, under: tuple[str, ...], *, name: str = "the file"
             raise NoListKey(f"{name} is a JSON object without a list of notes",
                             buf.line_at(buf.pos), members)
         if key in under and buf.skip_space() == "[":
-            return key, _whole(buf, name, _array(buf, name), closing="}")
-        value = _decode(buf, name, f"the value of {key!r}")
+            return key, _whole(buf, name, _array(buf, name, max_item), closing="}", max_item=max_item)
+        value = _decode(buf, name, f"the value of {key!r}", max_size=max_item)
         members.append((key, _kind(value)))
 
 
@@ -181,13 +184,13 @@ def _kind(value: Any) -> str:
 
 
 def _whole(buf: _Buffer, name: str, items: Iterator[ArrayItem],
-           closing: str = "") -> Iterator[ArrayItem]:
+           closing: str = "", max_item: int | None = None) -> Iterator[ArrayItem]:
     """``items``, then the rest of the text checked: an object's other members up to its
-    ``closing`` brace, and nothing after."""
+    ``closing`` brace (each at most ``max_item`` characters), and nothing after."""
     yield from items
     if closing:
         while _member_key(buf, name, first=False) is not None:
-            _decode(buf, name, "a value")
+            _decode(buf, name, "a value", max_size=max_item)
     if buf.skip_space():
         _broken(buf, name, "text after the JSON's end")
 

@@ -14,6 +14,7 @@ import pytest
 
 from lcm import IngestResult, LcmStore
 from lcm.errors import StoreUnavailableError
+from lcm.reorder import Placed
 from tools.chats import StreamError
 from tools.chats.load import (MAX_SAID, ExportLimits, ExportRejected, PartlyStored, UnsafeExport, load_export,
                               session_key)
@@ -63,7 +64,7 @@ class GoesAway:
         self.calls -= 1
         return self.store.ingest(session_key, messages, session_id=session_id, title=title)
 
-    def place_before(self, session_key: str, placements: Mapping[str, str]) -> int:
+    def place_before(self, session_key: str, placements: Mapping[str, str]) -> Placed:
         return self.store.place_before(session_key, placements)
 
 
@@ -285,3 +286,47 @@ def test_a_zip_without_a_conversations_json_is_named_as_such(
     err = capsys.readouterr().err
     assert f"{bundle} is a zip without a conversations.json" in err and "unexpected" not in err
     assert not (tmp_path / "home" / "lcm.db").exists()
+
+
+class OneSummary:
+    """A summarizer (lcm's ``TextLLM`` seam) that always gives the same words."""
+
+    def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
+        return "the invoices disputed in the branch"
+
+
+def test_a_marker_whose_branch_opening_is_summarized_is_said_to_follow_the_summary(tmp_path: Path) -> None:
+    """A store that held a branch before markers existed and compacted its opening into a
+    summary: the new marker goes before the branch's first message when browsing, but in the
+    context (what the model is given) a summary is one item, so the marker follows it. That
+    cannot be undone without rewriting the summary; it is said (a report count and a warning)."""
+    from lcm import LcmConfig
+    from tools.chats import chatgpt
+
+    from .chat_exports import T0, gpt_node
+
+    export = chatgpt_chain("c-fork", 6)
+    export["mapping"]["m1"]["children"].append("b0")
+    for i in range(10):  # a branch of ten off the second message
+        export["mapping"][f"b{i}"] = gpt_node(f"b{i}", "m1" if i == 0 else f"b{i - 1}", [f"b{i + 1}"] if i < 9 else [],
+                                              "user" if i % 2 == 0 else "assistant",
+                                              [f"branch turn {i}: invoice {20_000 + i} was disputed"], T0 + 100 + i)
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([export]), encoding="utf-8")
+    key = session_key("alice", "chatgpt", "c-fork") + ":branches"
+    conv = chatgpt.convert(1, export)
+    with LcmStore(":memory:", LcmConfig(fresh_tail_count=2, leaf_min_fanout=2), llm=OneSummary()) as lcm:
+        lcm.ingest(key, [m for m in conv.branches if not m["event_id"].startswith("fork:")])  # before markers
+        assert lcm.compact(key, force=True).leaf_summaries  # b0 ... b7 folded into one summary
+        report = load_export(lcm, src, "chatgpt", "alice")
+        seq, context = _order(lcm, key)
+    assert seq[:2] == ["event:fork:b0", "event:b0"]  # browsing: before the branch
+    assert context == ["event:fork:b0", "event:b8", "event:b9"]  # the context: after the summary (not listed)
+    assert (report.fork_points_placed, report.fork_points_after_summary) == (1, 1)
+    assert report.warnings == [f"conversation 'A long chat' (id c-fork): 1 fork marker (fork:b0) stands after the "
+                               "summary that holds its branch's first message in the context (browsing has it "
+                               "before that message); its text names that message"]
+    from tools.cli.lcm_chats import _text
+
+    said = _text({**report.to_dict(), "format": "chatgpt", "session_key_prefix": "agent:alice:chatgpt:"})
+    assert "1 of them after the summary that holds its branch's opening (named in the warnings)" in said

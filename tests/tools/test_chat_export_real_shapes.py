@@ -19,7 +19,8 @@ import pytest
 
 from lcm import LcmStore
 from tools.chats import chatgpt, claude
-from tools.chats.load import ExportRejected, WrappedExport, load_export, session_key, sniff
+from tools.chats import StreamError
+from tools.chats.load import ExportLimits, ExportRejected, load_export, session_key, sniff
 
 from .chat_exports import chatgpt_chain
 
@@ -182,19 +183,60 @@ def test_a_sharded_chatgpt_zip_loads_every_shard_in_order(tmp_path: Path) -> Non
     assert f"{bundle}:conversations-011.json:1: conversation 4 ('A long chat', id c-bad)" in str(refused.value)
 
 
-def test_an_export_inside_an_object_is_named_not_taken_for_a_transcript(tmp_path: Path) -> None:
-    # tools (and some descriptions of the exports) save {"conversations": [...]}: it was read as a
-    # transcript, which asked for a --session-key
+def test_an_export_inside_an_object_is_read_as_the_array_it_wraps(tmp_path: Path) -> None:
+    # {"conversations": [...]} (what some tools save, and the unofficial export specification
+    # says some exports are) was refused with a jq line that unwrapped it: it is read directly now
     wrapped = tmp_path / "export.json"
-    wrapped.write_text(json.dumps({"account": {"uuid": "acct-0000"}, "conversations": items(CLAUDE)}),
-                       encoding="utf-8")
-    with pytest.raises(WrappedExport, match=r"export.json is a Claude export's conversations inside an object "
-                                            r"\(\{\"conversations\": \[\.\.\.\]\}\), which amem lcm ingest does "
-                                            r"not read: .* jq \.conversations .*export.json > conversations.json"):
-        sniff(wrapped)
+    wrapped.write_text(json.dumps({"account": {"uuid": "acct-0000"}, "conversations": items(CLAUDE),
+                                   "exported_at": "2025-10-02"}, indent=1), encoding="utf-8")
+    assert sniff(wrapped) == "claude"
+    with LcmStore(":memory:") as lcm:
+        got = load_export(lcm, wrapped, "claude", "alice")
+        bare = load_export(lcm, CLAUDE, "claude", "alice")  # the same conversations, unwrapped
+    assert (got.conversations, got.conversations_stored, got.stored, got.invalid) == (1, 1, 8, 0)
+    assert (bare.stored, bare.skipped_duplicates) == (0, 8)  # the same ids: one conversation, stored once
+    # a bad conversation inside is named by its line in the file, as in a bare array
+    gpt = items(GPT)
+    gpt[1]["current_node"] = "nope"
+    wrapped.write_text(json.dumps({"conversations": gpt}, indent=1), encoding="utf-8")
+    line = 1 + wrapped.read_text(encoding="utf-8").splitlines().index("  {", 3)
+    with LcmStore(":memory:") as lcm, pytest.raises(ExportRejected, match=rf"export\.json:{line}: conversation 2 "):
+        load_export(lcm, wrapped, "chatgpt", "alice")
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"conversations": [{"role": "user", "content": "hi"}]}), encoding="utf-8")
     assert sniff(other) is None  # not an export: the transcript reader says what it is
+
+
+def test_a_wrapped_export_piped_in_is_told_to_be_saved_as_a_bare_one_is() -> None:
+    # was "line 1: the message.role: None is not one of ...": the object read as one message
+    from tools.cli.lcm_host import read_transcript
+    from tools.cli.output import CliError
+
+    text = json.dumps({"conversations": items(CLAUDE)})
+    with pytest.raises(CliError, match=r"stdin is a Claude export \(conversations.json\) wrapped as "
+                                       r"\{\"conversations\": \[\.\.\.\]\}; save it to a file and give "
+                                       r"that: amem lcm ingest conversations.json"):
+        read_transcript("-", text)
+    one = json.dumps({"role": "user", "content": "a transcript of one line"})
+    assert [m for _, _, m in read_transcript("-", one)[0]] == [json.loads(one)]
+
+
+def test_a_wrapper_member_past_the_limit_is_refused_not_held(tmp_path: Path) -> None:
+    # the object's other members are read whole (its metadata): one that never closes is refused
+    # at the limit a conversation has, before a conversation is stored
+    wrapped = tmp_path / "export.json"
+    wrapped.write_text('{"conversations": ' + json.dumps(items(GPT)) + ', "account": "' + "x" * 5000,
+                       encoding="utf-8")
+    with LcmStore(":memory:") as lcm, pytest.raises(StreamError, match=r"a value is over 4000 characters"):
+        load_export(lcm, wrapped, "chatgpt", "alice", limits=ExportLimits(max_conversation_chars=4000))
+    wrapped.write_text('{"account": "' + "x" * 5000, encoding="utf-8")  # before the conversations too
+    with LcmStore(":memory:") as lcm, pytest.raises(StreamError, match=r"'account' is over 4000 characters"):
+        load_export(lcm, wrapped, "chatgpt", "alice", limits=ExportLimits(max_conversation_chars=4000))
+    # a wrapped export cut short in its first conversation is still one, so the load names its line
+    wrapped.write_text('{"conversations": [{"title": "Cut", "mapping": {"m1": {"id"', encoding="utf-8")
+    assert sniff(wrapped) == "chatgpt"
+    with LcmStore(":memory:") as lcm, pytest.raises(StreamError, match=r"export\.json:1: item 1 is not valid JSON"):
+        load_export(lcm, wrapped, "chatgpt", "alice")
 
 
 def test_every_kind_of_chatgpt_marker_becomes_what_the_app_shows_in_its_place() -> None:

@@ -264,6 +264,28 @@ def test_the_zip_the_app_sends_loads_as_it_is(tmp_path: Path) -> None:
     assert rows(home, "agent:default:chatgpt:c-new") == []
 
 
+def test_an_unzipped_folder_and_a_wrapped_file_load_as_the_zip_does(tmp_path: Path) -> None:
+    # a folder was "[Errno 21] Is a directory" (exit 1), and amem import took its chat.html for
+    # notes; {"conversations": [...]} was refused with a jq line to unwrap it
+    from .test_chat_export_folder import chatgpt_folder
+
+    home = tmp_path / "home"
+    env = env_for(home)
+    folder = chatgpt_folder(tmp_path / "chatgpt-export")
+    done = amem(env, "lcm", "ingest", str(folder), "--agent", "alice")
+    assert "read 2 conversations (chatgpt export): stored 16 messages in 2 conversations" in done.stdout
+    assert (f"read 1 file of conversations ({folder / 'conversations.json'}); other files not read: 3 of the "
+            "account's other data, 1 hidden, 2 files uploaded or generated in the chats, 1 no export holds (named "
+            "on stderr), 1 web page of the same conversations (chat.html)") in done.stdout
+    assert f"amem: warning: {folder / 'notes for later.txt'}: not a file of a ChatGPT or Claude export" in done.stderr
+    err = amem(env, "import", str(folder), code=2).stderr
+    assert f"with `amem lcm ingest {folder}`" in err
+    wrapped = tmp_path / "export.json"
+    wrapped.write_text(json.dumps({"conversations": [claude_invoice()]}), encoding="utf-8")
+    got = amem_json(env, "lcm", "ingest", str(wrapped), "--agent", "alice")
+    assert (got["format"], got["conversations_stored"], got["invalid"]) == ("claude", 1, 0)
+
+
 def test_untimed_repeats_load_and_a_real_flood_is_named_while_the_rest_load(tmp_path: Path) -> None:
     # an old export with no times: every message borrows the conversation's, so four identical
     # "continue" prompts fall in one second, which the store's replay guard refuses; those go

@@ -1,7 +1,7 @@
 """``amem lcm ingest conversations.json``: a ChatGPT or Claude data export, every conversation.
 
-Reached from ``amem lcm ingest`` when the file is such an export, or the zip the app sent with
-one inside (:func:`tools.chats.load.sniff`);
+Reached from ``amem lcm ingest`` when the file is such an export, the zip the app sent with
+one inside, or the folder a user unzipped it into (:func:`tools.chats.load.sniff`);
 the loading itself is :mod:`tools.chats.load`. This module only words the outcome: the report
 on stdout, what was skipped or left out on stderr, exit 1 when conversations were skipped (as
 ``amem import --skip-invalid`` does).
@@ -23,12 +23,18 @@ _APP_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 def sniff_export(path: Path) -> str | None:
     """The app whose export ``path`` is, or None (:func:`tools.chats.load.sniff`); a zip made to
     harm its reader (a bomb, a member outside the archive) is a usage error naming it."""
-    from ..chats.load import NoExportInZip, UnsafeExport, WrappedExport, sniff
+    from ..chats.load import NoExportFound, UnsafeExport, sniff
+    from ..chats.source import no_export_in_folder
 
     try:
-        return sniff(path) if path.is_file() else None
-    except (NoExportInZip, UnsafeExport, WrappedExport) as exc:
+        if not path.is_dir():
+            return sniff(path) if path.is_file() else None
+        app = sniff(path)
+    except (NoExportFound, UnsafeExport) as exc:
         raise usage_error(str(exc), "file") from None
+    if app is None:  # a folder is an unzipped export or nothing ingest reads (no transcript is one)
+        raise usage_error(no_export_in_folder(path), "file")
+    return app
 
 
 def refuse_export(command: str, file: str, fmt: str, why: str) -> None:
@@ -120,7 +126,9 @@ def _text(data: dict[str, object]) -> str:
                      "kept apart, under <that key>:branches, each after a marker naming the message it follows")
     if data.get("fork_points_placed"):  # a store that held the branches before markers existed
         lines.append(f"{_n(data['fork_points_placed'], 'fork marker')} moved into place, each before the "
-                     "branch it opens")
+                     "branch it opens" + (f"; {data['fork_points_after_summary']} of them after the summary that holds "
+                                          "its branch's opening (named in the warnings)"
+                                          if data.get("fork_points_after_summary") else ""))
     kept, media = data["kept"], data["placeholders"]
     assert isinstance(kept, dict) and isinstance(media, dict)
     if kept:
@@ -137,6 +145,18 @@ def _text(data: dict[str, object]) -> str:
                 "internal": lambda n: f"{n} of the app's internal {'marker' if n == 1 else 'markers'} (token budget)",
                 "unreadable": lambda n: f"{_n(n, 'message')} that could not be read (named in the warnings)"}
         lines.append("left out " + ", ".join(said.get(why, lambda n: f"{n} {why}")(n) for why, n in left.items()))
+    files, parts = data["files_left_out"], data["parts"]
+    assert isinstance(files, dict) and isinstance(parts, list)
+    if files:  # a zip's or a folder's files beside its conversations
+        said = {"web_page": lambda n: f"{n} web page of the same conversations (chat.html)",
+                "export_data": lambda n: f"{n} of the account's other data",
+                "media": lambda n: f"{_n(n, 'file')} uploaded or generated in the chats",
+                "hidden": lambda n: f"{n} hidden",
+                "other_export": lambda n: f"{n} of another export's conversations (named on stderr)",
+                "unknown": lambda n: f"{n} no export holds (named on stderr)"}
+        lines.append(f"read {_n(len(parts), 'file')} of conversations ({parts[0]}{', ...' if len(parts) > 1 else ''}); "
+                     "other files not read: "
+                     + ", ".join(said.get(why, lambda n: f"{n} {why}")(n) for why, n in files.items()))
     if data["empty_conversations"]:
         lines.append(f"{_n(data['empty_conversations'], 'conversation')} held no message")
     if data["invalid"]:

@@ -40,7 +40,8 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     """Register ``lcm ingest`` and ``lcm assemble`` under ``amem lcm``."""
     p = cmd("ingest", cmd_lcm_ingest, "store a JSONL transcript ({role, content, ...} per line), or every "
             "conversation of a ChatGPT or Claude export (conversations.json)", into=lsub)
-    p.add_argument("file", help="JSONL file, '-' for stdin, or a ChatGPT / Claude conversations.json")
+    p.add_argument("file", help="JSONL file, '-' for stdin, or a ChatGPT / Claude conversations.json, "
+                   "the export's zip, or the folder it was unzipped into")
     p.add_argument("--session-key", help="the session the messages belong to (required for a transcript; an "
                    "export's conversations each get their own, agent:<agent>:chatgpt|claude:<id>)")
     p.add_argument("--session-id", help="the host's id of this run of the session")
@@ -93,6 +94,8 @@ def read_transcript(path: str, stdin_text: str | None = None, fmt: str = "auto",
         array = _json_array(text, path)
         if array is not None:
             return array, "jsonl", 0
+    elif path == "-" and text.lstrip().startswith("{"):
+        _refuse_wrapped_export(text)
     messages: list[tuple[str, str, dict[str, Any]]] = []
     empty = 0
     # split on "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028,
@@ -158,6 +161,22 @@ def _json_array(text: str, path: str) -> list[tuple[str, str, dict[str, Any]]] |
         "ingest reads one session's transcript: JSON lines of {role, content} messages (or "
         "one JSON array of them), a Claude Code session file or a Codex CLI rollout, or every "
         "conversation of a ChatGPT or Claude export", "file")
+
+
+#: an export wrapped as {"conversations": [...]}, by its opening: the key only its
+#: conversations have (tools.chats.source reads such a file given by name)
+_WRAPPED = re.compile(r'^\s*\{.*?"conversations"\s*:\s*\[\s*\{.*?"(mapping|chat_messages)"\s*:', re.DOTALL)
+
+
+def _refuse_wrapped_export(text: str) -> None:
+    """Refuse an export wrapped as ``{"conversations": [...]}`` piped in, as a bare one is (a
+    file is read by ``amem lcm ingest FILE``, which takes either); it was read as one JSON line,
+    a message without a role. Told by its first 64 KiB: a transcript's lines are not parsed twice."""
+    found = _WRAPPED.match(text[:1 << 16])
+    if found is not None:
+        kind = next(what for key, what in _EXPORTS if key == found.group(1))
+        raise usage_error(f"stdin is {kind} wrapped as {{\"conversations\": [...]}}; save it to a file and give "
+                          "that: amem lcm ingest conversations.json", "file")
 
 
 def _cut_short(line: str) -> bool:

@@ -482,9 +482,11 @@ def _import_stdin(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace, path: Path, *, folder: bool,
             source: str | None = None) -> int:
     from amem.export import load_export
-    from amem.importdir import import_dir
+    from amem.importdir import import_dir, refuse_chat_export
     from amem.importer import import_file
 
+    if folder:
+        refuse_chat_export(path)  # before the store opens: an unzipped chat export is no notes
     with open_memory(args) as store, _resumable():
         # the bar ends (one 100% line) before anything else is said on stderr
         with progress(args, "import") as bar:
