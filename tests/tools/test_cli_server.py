@@ -105,11 +105,14 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         assert stat.S_IMODE(record.stat().st_mode) == 0o600
         # writes first, so both sides read the same state: an add as agent w, and a delete by
         # the CLI's default agent of w's note, which it cannot see
-        added = json.loads(amem(env, "add", "Carol collects maps", "--json", "--agent", "w").stdout)
-        assert added["status"] == "created"
+        # with tags: the server's memory_add takes them as the local add does
+        added = json.loads(amem(env, "add", "Carol collects maps", "--json", "--agent", "w",
+                                "--tag", "maps", "--tag", "#Old Maps").stdout)
+        assert added["status"] == "created" and added["enriched_by"] == "given"
+        tagged = json.loads(amem(env, "get", added["id"], "--agent", "w", "--json").stdout)
         assert "for agent 'console'" in amem(env, "delete", added["id"], code=3).stderr
-        # a tag the server's memory_add cannot take is refused, not dropped
-        tag_refused = amem(env, "add", "Dana maps rivers", "--tag", "maps", code=2).stderr
+        # a tag naming nothing is refused by the server, by name, and nothing is stored
+        tag_refused = amem(env, "add", "Dana maps rivers", "--tag", "#", code=2).stderr
         # the get before status: a get of a note the server's search returned records usage
         # heat, a payload write that status counts (a note moved out of the index)
         remote = {name: amem(env, *commands[name]).stdout for name in ("search", "list")}
@@ -134,7 +137,8 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
     local.update({name: local_output(env, *commands[name]) for name in ("status", "doctor")})
     yield {**{f"remote_{k}": v for k, v in remote.items()},
            **{f"local_{k}": v for k, v in local.items()}, "added": added["id"],
-           "modules": json.dumps(modules), "tag_refused": tag_refused}
+           "modules": json.dumps(modules), "tag_refused": tag_refused,
+           "tagged": json.dumps(tagged["tags"])}
 
 
 #: what a routed command must not load: the SDK's client and the store's engine, numpy and model
@@ -272,8 +276,9 @@ def test_export_through_the_server_is_the_export_of_the_stopped_store(
     assert mine["exported"] == len(others) >= 1 and {n["agent_id"] for n in others} == {"other"}
 
 
-def test_a_tag_the_server_cannot_take_is_refused_not_dropped(served: dict[str, str]) -> None:
-    assert "--tag cannot go through the running server" in served["tag_refused"]
-    assert "amem update ID --tag" in served["tag_refused"]
+def test_tags_go_through_the_server_and_a_bad_one_is_refused(served: dict[str, str]) -> None:
+    # the server refused every --tag before (its memory_add took no tags)
+    assert json.loads(served["tagged"]) == ["maps", "#Old Maps"]
+    assert "names no tag" in served["tag_refused"] and "tags" in served["tag_refused"]
     page = json.loads(served["remote_list"])
     assert "Dana maps rivers" not in {n["content"] for n in page["notes"]}

@@ -178,13 +178,10 @@ def cmd_add(args: argparse.Namespace) -> int:
                 raise usage_error("--no-enrich cannot go through the running server (its "
                                   "memory_add always enriches); drop it, or stop the server",
                                   "no_enrich")
-            if args.tag:
-                raise usage_error("--tag cannot go through the running server (its memory_add "
-                                  "takes no tags); add the note, then `amem update ID --tag "
-                                  "...`, or stop the server", "tag")
             wire = {"event_time": "eventTime", "expires_at": "expiresAt"}  # the tool's names
             result = remote_call(server, "memory_add",
                                  {"text": text, "subjects": args.subject,
+                                  **({"tags": args.tag} if args.tag is not None else {}),
                                   **{wire.get(k, k): v for k, v in extra.items()}})
         else:
             result = local_store(store).add(text, args.subject, enrich=not args.no_enrich,
