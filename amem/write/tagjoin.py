@@ -12,6 +12,9 @@ added to it (as a renamed document's title is added as a subject, ``amem.importt
 * recorded in the note's ``evolution_history`` (``action: "tags_added"``: the tags added, the
   tags it kept, the id the text came with and when), shown by ``amem history``; the result
   names them (``AddResult.tags_added``) and an import counts the notes (``tags_added_to``);
+* never a tag the note's user removed after this text's tags were first taken
+  (``amem.write.takenback``): the result lists those (``AddResult.tags_kept_removed``) and
+  an import counts the notes (``tags_kept_removed``), so a removal outlasts the next sync;
 * the BM25 terms follow at once; when the tags are in what the note embeds (its enrichment
   was given or an LLM's: ``Note.embed_text``), the note is marked ``vector_stale`` and its
   point joins the batch's stale set, re-embedded with the batch's other changed notes
@@ -23,8 +26,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..index import STALE_FIELD, NoteIndex, note_terms_of
+from ..notefields import tag_key
 from ..notes import MAX_LIST_ITEMS, Note, new_tags, now_iso, point_id, unique
 from .result import AddResult
+from .takenback import held_back
 
 #: the history entry of tags a duplicate brought
 ACTION = "tags_added"
@@ -55,6 +60,10 @@ def join_tags(index: NoteIndex, given: Sequence[tuple[Note, AddResult]], stale: 
         if held is None or not held.is_active or held.agent_id != note.agent_id:
             continue
         new = new_tags(note.tags, held.tags)  # "Morning" is not new beside "morning"
+        refused = held_back(held.evolution_history, held.tags, held.id, note.id)
+        if refused:
+            result.tags_kept_removed = [t for t in new if tag_key(t) in refused]
+            new = [t for t in new if tag_key(t) not in refused]
         room = max(0, MAX_LIST_ITEMS - len(held.tags))
         added, left = new[:room], new[room:]
         if left:

@@ -41,3 +41,8 @@ def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
     # was shown only by --json)
     shown = amem(env, "history", matches[0]["id"]).stdout
     assert "tags added: conference" in shown and "updated: tags were travel, conference" in shown
+    # the vault imported again: the removed tag stays removed (it came back before), said
+    # (tests/amem/store/test_tags_stay_removed.py: the note's tags, each case)
+    said = amem(env, "import", str(vault), "--no-enrich").stdout
+    assert "tags_kept_removed 1: " in said and said.rstrip().endswith(matches[0]["id"])
+    assert "gained tags" not in said

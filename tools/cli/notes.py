@@ -543,6 +543,12 @@ def _import(args: argparse.Namespace, path: Path, *, folder: bool,
            f"(`amem history ID` shows which): {', '.join(data['tags_added_to'])}"
            + (" ..." if data["tags_added"] > len(data["tags_added_to"]) else "")
            if data.get("tags_added") else "")
+        + (f"\ntags_kept_removed {data['tags_kept_removed']}: stored notes whose user removed "
+           f"tags this import gives again kept them out (`amem history ID` shows the removal; "
+           f"`amem update ID --tag ...` puts one back): "
+           f"{', '.join(data['tags_kept_removed_from'])}"
+           + (" ..." if data["tags_kept_removed"] > len(data["tags_kept_removed_from"]) else "")
+           if data.get("tags_kept_removed") else "")
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR
