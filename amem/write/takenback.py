@@ -9,7 +9,7 @@ newly gives, without keeping the files' contents:
 * each ``update`` entry that changed tags holds the tags before (``old_tags``) and, from this
   version on, after (``new_tags``); for an older entry the tags after it are the next
   entry's recorded "before" (an update's ``old_tags``, a join's ``kept``, a fold's, a
-  merge's or an evolution's ``old_tags``), else the note's tags now. A removal is in force
+  merge's, an evolution's or ``amem doctor --fix``'s ``old_tags``), else the note's tags now. A removal is in force
   until a later entry puts the tag back (an update, a join, a fold, a merge or an
   evolution adding it);
 * a text's tags were first taken when the note was stored from it (its id is the note's),
@@ -36,7 +36,7 @@ History = Sequence[Mapping[str, Any]]
 
 #: the entries that record the tags before them (``before``) and after them
 _BEFORE = {"update": "old_tags", "tags_added": "kept", "fold": "old_tags",
-           "consolidate_merge": "old_tags", "evolve": "old_tags"}
+           "consolidate_merge": "old_tags", "evolve": "old_tags", "tags_tidied": "old_tags"}
 
 
 def _after(entry: Mapping[str, Any]) -> list[str] | None:
@@ -44,7 +44,8 @@ def _after(entry: Mapping[str, Any]) -> list[str] | None:
     action = entry.get("action")
     if action == "tags_added":
         return [*_strs(entry.get("kept")), *_strs(entry.get("tags"))]
-    if action in ("update", "fold", "consolidate_merge", "evolve") and "new_tags" in entry:
+    if action in ("update", "fold", "consolidate_merge", "evolve",
+                  "tags_tidied") and "new_tags" in entry:
         return _strs(entry.get("new_tags"))
     return None
 
