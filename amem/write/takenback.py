@@ -13,8 +13,9 @@ newly gives, without keeping the files' contents:
   until a later entry puts the tag back (an update, a join, a fold, a merge or an
   evolution adding it);
 * a text's tags were first taken when the note was stored from it (its id is the note's),
-  or at the first join or fold entry it triggered (``triggered_by``: an import's text keeps
-  its id from one run to the next, ``amem.importer._with_stable_id``).
+  or at the first join, fold or ``tags_seen`` entry it triggered (``triggered_by``: an
+  import's text keeps its id from one run to the next, ``amem.importer._with_stable_id``;
+  ``tags_seen`` notes such a text whose tags the note held already, ``amem.write.tagjoin``).
 
 A tag is held back when its removal came after that text's tags were first taken: the
 file said it, the user said no after. A text never seen before the removal (another file,
@@ -22,8 +23,9 @@ an ``add`` with a fresh id) brings it, as its user asked for it since. Entries a
 by their place in the history, which only grows: two entries in the same second stay in
 order, where their times would tie.
 
-What the history cannot tell: a text that brought no new tag the first time (every tag
-already held) left no entry, so it counts as never seen, and its tags arrive.
+What the history cannot tell: a text that brought no new tag under an amem before
+``tags_seen`` left no entry, so it counts as never seen once more, and its tags arrive; a
+renamed file is a new text (an imported note's id holds its title), and so are its tags.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def first_taken(history: History, note_id: str, source_id: str) -> int | None:
     if source_id == note_id:
         return -1
     return next((place for place, entry in enumerate(history)
-                 if entry.get("action") in ("tags_added", "fold")
+                 if entry.get("action") in ("tags_added", "tags_seen", "fold")
                  and entry.get("triggered_by") == source_id), None)
 
 

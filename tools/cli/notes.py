@@ -333,6 +333,9 @@ def _join_lines(events: Any) -> list[str]:
             out.append(f"    \u21b3 {when} tags added: {', '.join(e.get('tags') or ())} "
                        f"(given with the same text again; it held "
                        f"{', '.join(e.get('kept') or ()) or 'none'})")
+        elif e.get("action") == "tags_tidied":
+            out.append(f"    \u21b3 {when} tags tidied by `amem doctor --fix`: were "
+                       f"{', '.join(e.get('old_tags') or ()) or 'none'}")
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from amem import MemoryStore
+from tools.cli.notes import _join_lines
 from tools.reports import doctor_report
 
 
@@ -36,6 +37,10 @@ def test_doctor_finds_untidy_tags_and_fix_keeps_each_tag_once(edge_store: Memory
     entry = note.evolution_history[-1]
     assert (entry["action"], entry["old_tags"], entry["new_tags"]) == (
         "tags_tidied", ["#", "Morning", "sport", "#morning"], ["Morning", "sport"])
+    # `amem history` says what the fix replaced
+    events = store.history(old)[0]["events"]
+    assert "tags tidied by `amem doctor --fix`: were #, Morning, sport, #morning" in (
+        _join_lines(events)[-1])
     # the keys and the vector follow the tags: found by tag, embedded as stored now
     assert [r.id for r in store.search("swims", tags=["MORNING"])] == [old]
     _, vector = store.index.load(old, store.agent_id, with_vector=True)

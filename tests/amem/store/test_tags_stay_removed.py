@@ -57,3 +57,26 @@ def test_a_file_first_imported_after_the_removal_brings_the_tag(
     store.update(added.id, tags=["bike"])  # removed after this file gave it: stays removed
     second = import_file(store, doc, title="")
     assert store.get(added.id).tags == ["bike"] and second.tags_kept_removed == 1
+
+
+def test_a_file_that_first_brought_nothing_new_is_remembered(
+        tmp_path: Path, edge_store: MemoryStore) -> None:
+    store = edge_store
+    added = store.add("Eve grows tomatoes on her balcony", tags=["garden", "food"])
+    doc = tmp_path / "eve.md"
+    _write(doc, "garden, food", "Eve grows tomatoes on her balcony")
+    first = import_file(store, doc, title="")
+    assert first.tags_added == 0  # every tag held: the join noted where they came from
+    seen = store.get(added.id).evolution_history
+    assert [e["action"] for e in seen] == ["tags_seen"]
+    store.update(added.id, tags=["garden"])  # removed after the file gave it
+    second = import_file(store, doc, title="")
+    # was: "food" came back, the history holding no entry of this file
+    assert store.get(added.id).tags == ["garden"] and second.tags_kept_removed == 1
+    # noted once: an unchanged import again writes no entry
+    import_file(store, doc, title="")
+    assert [e["action"] for e in store.get(added.id).evolution_history] == [
+        "tags_seen", "update"]
+    # an add of the same text (a fresh id each time) notes nothing, and its tag arrives
+    again = store.add("Eve grows tomatoes on her balcony", tags=["food"])
+    assert again.tags_added == ["food"]
