@@ -24,8 +24,9 @@ by their place in the history, which only grows: two entries in the same second 
 order, where their times would tie.
 
 What the history cannot tell: a text that brought no new tag under an amem before
-``tags_seen`` left no entry, so it counts as never seen once more, and its tags arrive; a
-renamed file is a new text (an imported note's id holds its title), and so are its tags.
+``tags_seen`` left no entry, so it counts as never seen once more, and its tags arrive. (A
+renamed file is the same text: ``amem.importtitle`` writes a document titled by its file
+name into its stored notes under their ids.)
 """
 
 from __future__ import annotations

@@ -80,3 +80,19 @@ def test_a_file_that_first_brought_nothing_new_is_remembered(
     # an add of the same text (a fresh id each time) notes nothing, and its tag arrives
     again = store.add("Eve grows tomatoes on her balcony", tags=["food"])
     assert again.tags_added == ["food"]
+
+
+def test_a_renamed_file_is_the_file_its_notes_were_stored_from(
+        tmp_path: Path, edge_store: MemoryStore) -> None:
+    store = edge_store
+    doc = tmp_path / "trip.md"  # titled by its file name alone (amem.importtitle)
+    _write(doc, "travel, conference")
+    import_file(store, doc)
+    note_id = store.list(limit=1)[0][0].id
+    store.update(note_id, tags=["travel"])
+    renamed = doc.rename(tmp_path / "journey.md")
+    report = import_file(store, renamed)
+    # was: the renamed file counted as a new text, and "conference" came back
+    assert report.title_added == 1 and report.tags_kept_removed == 1
+    assert store.get(note_id).tags == ["travel"]
+    assert store.get(note_id).subjects == ["trip", "journey"]
