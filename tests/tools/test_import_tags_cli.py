@@ -12,7 +12,7 @@ from .test_cli_frontdoor import amem
 from .test_import_checks_cli import env  # noqa: F401 - a fixture
 
 
-@pytest.mark.slow  # ten runs of the script, 1-2 s each on a shared machine
+@pytest.mark.slow  # eight runs of the script, 1-2 s each on a shared machine
 def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
         env: dict[str, str], tmp_path: Path) -> None:
     vault = tmp_path / "vault"
