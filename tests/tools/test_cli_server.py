@@ -44,7 +44,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     with MemoryStore(None, config=cfg, embedder=HashingEmbedder(), agent_id="console") as store:
         for text in NOTES:
             store.add(text, enrich=False)
-        store.add("a note of another agent", enrich=False, agent_id="other")
+        other = store.add("a note of another agent", enrich=False, agent_id="other").id
+        # tags as an older amem wrote them: the doctor names them (amem.tagtidy)
+        store.index.update_payload(other, "other", {"tags": ["#", "Maps", "#maps"]})
     return env
 
 
@@ -119,6 +121,8 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         note = json.loads(remote["list"])["notes"][0]["id"]
         remote["get"] = amem(env, "get", note).stdout
         remote.update({name: amem(env, *commands[name]).stdout for name in ("status", "doctor")})
+        # the served store's tags are not tidied by --fix through the server, and it says so
+        unfixed = json.loads(amem(env, "doctor", "--fix", "--json").stdout)
         modules = {name: routed_modules(env, *args) for name, args in
                    [("list", ["list"]), ("get", ["get", note]), ("status", ["status"]),
                     ("search", ["search", "bicycle"]), ("doctor", ["doctor"])]}
@@ -138,7 +142,7 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
     yield {**{f"remote_{k}": v for k, v in remote.items()},
            **{f"local_{k}": v for k, v in local.items()}, "added": added["id"],
            "modules": json.dumps(modules), "tag_refused": tag_refused,
-           "tagged": json.dumps(tagged["tags"])}
+           "tagged": json.dumps(tagged["tags"]), "unfixed": json.dumps(unfixed)}
 
 
 #: what a routed command must not load: the SDK's client and the store's engine, numpy and model
@@ -282,3 +286,12 @@ def test_tags_go_through_the_server_and_a_bad_one_is_refused(served: dict[str, s
     assert "names no tag" in served["tag_refused"] and "tags" in served["tag_refused"]
     page = json.loads(served["remote_list"])
     assert "Dana maps rivers" not in {n["content"] for n in page["notes"]}
+
+
+def test_doctor_fix_through_the_server_says_the_tags_were_not_tidied(
+        served: dict[str, str]) -> None:
+    unfixed = json.loads(served["unfixed"])
+    assert unfixed["memory"]["untidy_tags"] == 1 and "tags_tidied" not in unfixed["memory"]
+    assert any(w.startswith("tags were not tidied") for w in unfixed["warnings"])
+    # still there afterwards, as the local doctor (run with the server stopped) finds them
+    assert json.loads(served["local_doctor"])["memory"]["untidy_tags"] == 1
