@@ -42,7 +42,7 @@ MAX_LEFT_OUT = 100
 _ALONE = {"json": "a .json file (one that is an array of notes: amem import FILE.json)",
           "csv": "a .csv table (one of notes, a row each: amem import FILE.csv)"}
 _COUNTS = ("created", "deduplicated", "folded", "pending_merge", "superseded", "tags_added",
-           "title_added", "supersede_deferred", "expired_replaced")
+           "tags_kept_removed", "title_added", "supersede_deferred", "expired_replaced")
 
 
 def walk(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -150,9 +150,11 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
     # counts lines, or a note's one change: created, superseded, replaced once)
     gained: set[str] = set()
     titled: set[tuple[str, str]] = set()
+    kept_out: set[str] = set()  # notes whose removed tags stayed out, as ``gained``
     for done, path in enumerate(good, 1):
         one = import_file(store, path, enrich=enrich, agent_id=agent_id, batch=batch,
-                          skip_invalid=True, flush_at_end=False, gained=gained, titled=titled)
+                          skip_invalid=True, flush_at_end=False, gained=gained, titled=titled,
+                          kept_out=kept_out)
         report.read += one.read
         report.skipped += one.skipped
         report.errors.extend(one.errors[:MAX_ERRORS - len(report.errors)])
@@ -163,6 +165,8 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
             setattr(report, name, getattr(report, name) + getattr(one, name))
         report.tags_added_to.extend(
             one.tags_added_to[:max(0, MAX_WARNINGS - len(report.tags_added_to))])
+        report.tags_kept_removed_from.extend(one.tags_kept_removed_from[
+            :max(0, MAX_WARNINGS - len(report.tags_kept_removed_from))])
         if progress is not None:
             progress(done, len(good))
     store.flush()

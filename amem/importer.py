@@ -87,6 +87,10 @@ class ImportReport:
     #: their ids
     tags_added: int = 0
     tags_added_to: list[str] = field(default_factory=list)
+    #: stored notes whose user had removed tags a text still gives, not added again
+    #: (``amem.write.takenback``), and the first ``MAX_WARNINGS`` of their ids
+    tags_kept_removed: int = 0
+    tags_kept_removed_from: list[str] = field(default_factory=list)
     #: an export's notes already stored as the export has them (nothing written)
     unchanged: int = 0
     #: an export's notes stored otherwise (edited, searched since), written back as exported
@@ -118,6 +122,8 @@ class ImportReport:
                 "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
                 "expired_replaced": self.expired_replaced, "title_added": self.title_added,
                 "tags_added": self.tags_added, "tags_added_to": self.tags_added_to,
+                "tags_kept_removed": self.tags_kept_removed,
+                "tags_kept_removed_from": self.tags_kept_removed_from,
                 "unchanged": self.unchanged,
                 "replaced": self.replaced,
                 **({} if self.json_key is None else {"json_key": self.json_key}),
@@ -142,7 +148,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 supersede: bool = True, title: str | None = None,
                 flush_at_end: bool = True, source: str | None = None,
                 gained: set[str] | None = None,
-                titled: set[tuple[str, str]] | None = None) -> ImportReport:
+                titled: set[tuple[str, str]] | None = None,
+                kept_out: set[str] | None = None) -> ImportReport:
     """Import one file into ``store``; see the module docstring for the guarantees.
 
     The whole file is checked first (one streaming pass): with a bad line nothing is written
@@ -165,7 +172,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     ``gained`` holds the ids of notes already counted in ``tags_added`` (this file's are added
     to it): a folder's import passes one set to all its files, so a note two files retag is
     counted once, as one file counts a note two of its lines retag. ``titled`` does the same
-    for ``title_added``: (agent, id) of notes already counted as gaining a file-name title.
+    for ``title_added``: (agent, id) of notes already counted as gaining a file-name title,
+    and ``kept_out`` for ``tags_kept_removed``.
     """
     path = Path(path)
     if not path.is_file():
@@ -210,6 +218,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     last_line = 0
     warned = 0  # line warnings said, kept or not
     gained = set() if gained is None else gained  # notes that gained tags (each counted once)
+    kept_out = set() if kept_out is None else kept_out  # notes whose removed tags stayed out
 
     def warn(number: int, message: str) -> None:
         # said once, in the writing pass; the caller shows the report (the CLI on stderr), so
@@ -252,6 +261,11 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                 report.tags_added += 1
                 if len(report.tags_added_to) < MAX_WARNINGS:
                     report.tags_added_to.append(result.id)
+            if result.tags_kept_removed and result.id not in kept_out:
+                kept_out.add(result.id)
+                report.tags_kept_removed += 1
+                if len(report.tags_kept_removed_from) < MAX_WARNINGS:
+                    report.tags_kept_removed_from.append(result.id)
             for message in result.warnings:  # what of the line was not stored as given
                 if not message.startswith(_COUNTED):
                     warn(number, message)

@@ -13,7 +13,8 @@ difference the name. Here, for a document titled by its file name only:
 2. where that stored note lacks the title, and would be the same note but for it (its
    subjects and the note's heading subjects go together, ``about_the_same``), the title is
    taken off the note before it is written, so the writer dedups it into the stored note
-   (no copy) and warns of no subject it left out;
+   (no copy) and warns of no subject it left out, under the stored note's id (the text it
+   was stored from, for ``amem.write.takenback``);
 3. when the file ends, if at least half its notes went so (the document was stored before,
    under another name: a rename, maybe edited since), each stored note they went into gains
    the title as a subject (its terms and, when its embedded text changes, its vector with
@@ -79,7 +80,10 @@ class FileTitle:
             for held in stored.get((note.agent_id, note.hash), ()):
                 if self._key not in {subject_key(s) for s in held.subjects} \
                         and about_the_same(held.subjects, rest):
-                    out[i] = {**items[i], "subjects": rest}
+                    # and under the stored note's id: the renamed file is the text that
+                    # note was stored from, so a tag its user removed since stays removed
+                    # (``amem.write.takenback``) instead of returning as a new file's
+                    out[i] = {**items[i], "subjects": rest, "id": held.id}
                     break
         return out
 

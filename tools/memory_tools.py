@@ -46,9 +46,10 @@ def memory_add(ctx: "CallContext", text: str, subjects: list[str] | None = None,
                eventTime: str | None = None,  # noqa: N803 - the wire names are camelCase
                metadata: dict[str, Any] | None = None,
                expiresAt: str | None = None,  # noqa: N803
-               ttl: float | None = None) -> dict[str, Any]:
+               ttl: float | None = None, tags: list[str] | None = None) -> dict[str, Any]:
+    # given tags are checked by the store as every write's are (amem.notes.check_tags)
     result = _store(ctx).add(text, subjects or (), agent_id=ctx.agent_id, event_time=eventTime,
-                             metadata=metadata, expires_at=expiresAt, ttl=ttl)
+                             metadata=metadata, expires_at=expiresAt, ttl=ttl, tags=tags)
     return result.to_dict()
 
 
@@ -188,7 +189,9 @@ def memory_tools() -> list[Tool]:
                 "found in later conversations. Write it as one self-contained statement (who, what, "
                 "when). Exact duplicates are recognised and near-duplicates are folded into the "
                 "existing note; an older memory this one replaces (moved, switched, stopped) is "
-                "marked superseded. Returns {status: created|deduplicated|folded|pending_merge, "
+                "marked superseded. Given tags are the memory's labels as written (no keywords "
+                "are drawn then); for a text already stored, the tags it lacks are added "
+                "(tags_added). Returns {status: created|deduplicated|folded|pending_merge, "
                 "id, links, evolved, enriched_by, supersedes, warnings}."),
             schema=obj({
                 "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
@@ -206,6 +209,9 @@ def memory_tools() -> list[Tool]:
                 "ttl": {"type": "number", "minimum": 1, "maximum": MAX_TTL,
                         "description": "Forget the memory this many seconds from now (instead "
                         "of expiresAt)."},
+                "tags": {**_NAMES, "description": "Labels to file the memory by (memory_search "
+                         "filters on them, any case, a leading '#' or not); a tag of only "
+                         "'#' is refused."},
             }, required=["text"])),
         Tool(
             name="memory_search", handler=memory_search, core=True,

@@ -39,15 +39,19 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
                               "pending_merge": 0, "stale_vectors": info.stale_vectors}
     from amem.backends.edge import EdgeBackend
     from amem.notefields import is_expired
+    from amem.tagtidy import untidy
 
     now = store.clock.now()
     live_links: dict[tuple[str, str], list[str]] = {}
     known: set[tuple[str, str]] = set()
     expired: set[tuple[str, str]] = set()  # invisible already; the nightly sweep deletes them
     links: list[tuple[str, str, str]] = []
+    untidy_notes: list[Any] = []  # tags an older amem wrote that this one refuses or keeps once
     for note, _ in store.iter_notes(all_agents=True, include_inactive=True):
         if not note.is_active:
             continue
+        if note.tags and untidy(note.tags):
+            untidy_notes.append(note)
         if is_expired(note.expires_at, now):
             expired.add((note.agent_id, note.id))
             continue
@@ -65,6 +69,7 @@ def doctor_report(store: Any, lcm: LcmReport, nightly: dict[str, Any], *, clean:
         problems.append(f"{len(dangling)} links point at deleted or missing notes")
         memory["examples"] = dangling[:10]
     _one_way_links(store, live_links, memory, problems, fix)
+    _untidy_tags(store, untidy_notes, memory, problems, fix)
     if info.stale_vectors:  # search still finds them (BM25 and the previous vector)
         problems.append(f"{info.stale_vectors} notes have the vector of an earlier text (a "
                         f"write was interrupted, or an upgrade at open gave their subjects to "
@@ -199,6 +204,26 @@ def _one_way_links(store: Any, live_links: dict[tuple[str, str], list[str]],
                         f"writing its links back, so search reaches such a note from one side "
                         f"only); `amem doctor --fix` writes the missing halves (the nightly job "
                         f"does too, and the next add those marked owed)")
+
+
+def _untidy_tags(store: Any, notes: list[Any], memory: dict[str, Any], problems: list[str],
+                 fix: bool) -> None:
+    """Notes holding tags an older amem wrote that this one refuses (a tag of only '#') or
+    keeps once (one tag in two spellings), ``amem.tagtidy``; tidied with ``fix``. A warning:
+    the tags filter still finds the note by its other spellings, nothing is lost."""
+    from amem.tagtidy import tidy
+
+    memory["untidy_tags"] = len(notes)
+    memory["untidy_tags_examples"] = [f"{n.agent_id}/{n.id}: {', '.join(n.tags)}"
+                                      for n in notes[:10]]
+    if fix and notes:
+        memory["tags_tidied"] = tidy(store.index, notes)
+    elif notes:
+        problems.append(
+            f"{len(notes)} notes hold tags an older amem wrote that this one refuses or keeps "
+            f"once (a tag of only '#', or one tag in two spellings such as 'morning' and "
+            f"'#Morning'), e.g. {', '.join(n.id for n in notes[:3])}; `amem doctor --fix` "
+            f"drops the empty ones and keeps each tag once, recorded in the note's history")
 
 
 def rank_table_problem(table: dict[str, Any] | None) -> str | None:

@@ -10,9 +10,10 @@ from ..notes import Note, point_id
 #: the evolution entries a history shows: supersession, edits, the joins that put another
 #: text into a note (a fold at add, a nightly merge), which are otherwise seen nowhere, and
 #: their undoing (``amem separate``: on both notes), and the tags a duplicate's text brought
-#: (``amem.write.tagjoin``)
+#: (``amem.write.tagjoin``) or ``amem doctor --fix`` tidied (``amem.tagtidy``); a join's
+#: note of a text that brought nothing new (``tags_seen``) changed nothing and is not shown
 _EVENTS = ("supersedes", "superseded", "released", "update", "fold", "consolidate_merge",
-           "separated", "separated_from", "tags_added")
+           "separated", "separated_from", "tags_added", "tags_tidied")
 #: notes a chain shows at most (a chain is a few notes; a cycle or a huge fan-in stops here)
 MAX_CHAIN = 200
 

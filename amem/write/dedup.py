@@ -21,6 +21,7 @@ from typing import Sequence
 from ..backends.base import Match, MatchAny, VectorBackend, Where
 from ..notefields import not_expired, subject_key, subject_keys
 from ..notes import Note, about_the_same, new_tags, point_id
+from .takenback import first_taken
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class Known:
     #: that its first occurrence lacks), for ``amem.write.tagjoin``; read off the notes dedup
     #: reads anyway, so a duplicate bringing nothing new costs no further read
     new_tags: tuple[str, ...] = ()
+    #: tags were given with the text, all held already, and the note's history names no
+    #: entry of this text: where it first gave its tags is written down once
+    #: (``amem.write.takenback``), so a tag its user removes later is known to follow it
+    unseen: bool = False
 
 
 def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
@@ -77,7 +82,10 @@ def exact_duplicates(backend: VectorBackend, notes: Sequence[Note],
                 out[i] = Known("deduplicated", into.id,
                                enriched_by=same.enriched_by if same is not None else "none",
                                warning=_subjects_left(note, into),
-                               new_tags=tuple(new_tags(note.tags, into.tags)))
+                               new_tags=tuple(new_tags(note.tags, into.tags)),
+                               unseen=same is not None and bool(note.tags)
+                               and first_taken(same.evolution_history, same.id,
+                                               note.id) is None)
             elif note.id in taken or note.id in ids:
                 out[i] = Known("rejected", note.id, warning=(
                     f"a note with id {note.id!r} already exists with different content"))

@@ -27,6 +27,9 @@ class Draft:
     #: the caller named the note type: enrichment never changes it (it turned a given
     #: "memory" into "knowledge", which changes its heat and the topics filter, unsaid)
     given_type: bool = False
+    #: the caller named the note's id (an import's text keeps its id from run to run): a
+    #: join records where such a text first gave its tags (``amem.write.takenback``)
+    given_id: bool = False
 
 
 def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[Any], str],
@@ -63,7 +66,8 @@ def make_draft(text: Any, subjects: Any, *, max_chars: int, agent_of: Callable[[
     # any given enrichment field (tags too: an Obsidian vault's) is the note's enrichment: it
     # is embedded with the content (``Note.embed_text``), where offline enrichment, drawn from
     # the content, is not: drawing keywords as well would leave the given tags out of the vector
-    return Draft(note, enrich, bool(keywords or tags or context or category), given_type)
+    return Draft(note, enrich, bool(keywords or tags or context or category), given_type,
+                 given_id=id is not None)
 
 
 def split_item(item: dict[str, Any], *, enrich: bool, agent_id: str | None

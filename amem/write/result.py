@@ -31,9 +31,15 @@ class AddResult:
     #: tags given with a duplicate that its stored note lacked, added to it
     #: (``amem.write.tagjoin``)
     tags_added: list[str] = field(default_factory=list)
+    #: given tags the stored note's user had removed since this text's tags were first
+    #: taken, not added again (``amem.write.takenback``); shown only when there are some
+    tags_kept_removed: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.tags_kept_removed:  # only a re-import's text meets a removal it made
+            del data["tags_kept_removed"]
+        return data
 
 
 @dataclass

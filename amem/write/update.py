@@ -118,7 +118,8 @@ class Updater:
                 note.subjects = subs
             if new_tags:  # after a new text's enrichment: the caller's tags are the ones kept
                 assert labels is not None
-                entry["old_tags"] = list(note.tags)
+                # both sides: what a user took out is read back from here (amem.write.takenback)
+                entry["old_tags"], entry["new_tags"] = list(note.tags), list(labels)
                 note.tags = labels
             note.evolution_history = [*note.evolution_history, entry]
             # subjects reach the embedded text ("Subjects: ..."), so new ones may change it too

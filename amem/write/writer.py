@@ -288,13 +288,15 @@ class Writer:
 
     def _dedup_many(self, drafts: Sequence[Draft]) -> tuple[list[AddResult | None], set[int]]:
         """Exact dedup of a batch (``amem.write.dedup``), as add results; and the rows of the
-        duplicates given tags their note lacks (``amem.write.tagjoin`` adds them)."""
+        duplicates given tags their note lacks (``amem.write.tagjoin`` adds them), or given
+        tags under a caller's id the note's history has not seen (the join notes it)."""
         known = exact_duplicates(self._index.backend, [d.note for d in drafts],
                                  now=self._index.clock.now())
         return ([None if k is None else AddResult(
                     k.status, k.id, enriched_by=k.enriched_by,
                     warnings=[k.warning] if k.warning else []) for k in known],
-                {i for i, k in enumerate(known) if k is not None and k.new_tags})
+                {i for i, k in enumerate(known) if k is not None
+                 and (k.new_tags or (k.unseen and drafts[i].given_id))})
 
     def _dedup(self, draft: Draft) -> tuple[AddResult | None, bool]:
         """The batch dedup for one note (and whether it brings tags its note lacks); an id

@@ -44,7 +44,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     with MemoryStore(None, config=cfg, embedder=HashingEmbedder(), agent_id="console") as store:
         for text in NOTES:
             store.add(text, enrich=False)
-        store.add("a note of another agent", enrich=False, agent_id="other")
+        other = store.add("a note of another agent", enrich=False, agent_id="other").id
+        # tags as an older amem wrote them: the doctor names them (amem.tagtidy)
+        store.index.update_payload(other, "other", {"tags": ["#", "Maps", "#maps"]})
     return env
 
 
@@ -105,17 +107,22 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         assert stat.S_IMODE(record.stat().st_mode) == 0o600
         # writes first, so both sides read the same state: an add as agent w, and a delete by
         # the CLI's default agent of w's note, which it cannot see
-        added = json.loads(amem(env, "add", "Carol collects maps", "--json", "--agent", "w").stdout)
-        assert added["status"] == "created"
+        # with tags: the server's memory_add takes them as the local add does
+        added = json.loads(amem(env, "add", "Carol collects maps", "--json", "--agent", "w",
+                                "--tag", "maps", "--tag", "#Old Maps").stdout)
+        assert added["status"] == "created" and added["enriched_by"] == "given"
+        tagged = json.loads(amem(env, "get", added["id"], "--agent", "w", "--json").stdout)
         assert "for agent 'console'" in amem(env, "delete", added["id"], code=3).stderr
-        # a tag the server's memory_add cannot take is refused, not dropped
-        tag_refused = amem(env, "add", "Dana maps rivers", "--tag", "maps", code=2).stderr
+        # a tag naming nothing is refused by the server, by name, and nothing is stored
+        tag_refused = amem(env, "add", "Dana maps rivers", "--tag", "#", code=2).stderr
         # the get before status: a get of a note the server's search returned records usage
         # heat, a payload write that status counts (a note moved out of the index)
         remote = {name: amem(env, *commands[name]).stdout for name in ("search", "list")}
         note = json.loads(remote["list"])["notes"][0]["id"]
         remote["get"] = amem(env, "get", note).stdout
         remote.update({name: amem(env, *commands[name]).stdout for name in ("status", "doctor")})
+        # the served store's tags are not tidied by --fix through the server, and it says so
+        unfixed = json.loads(amem(env, "doctor", "--fix", "--json").stdout)
         modules = {name: routed_modules(env, *args) for name, args in
                    [("list", ["list"]), ("get", ["get", note]), ("status", ["status"]),
                     ("search", ["search", "bicycle"]), ("doctor", ["doctor"])]}
@@ -134,7 +141,8 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
     local.update({name: local_output(env, *commands[name]) for name in ("status", "doctor")})
     yield {**{f"remote_{k}": v for k, v in remote.items()},
            **{f"local_{k}": v for k, v in local.items()}, "added": added["id"],
-           "modules": json.dumps(modules), "tag_refused": tag_refused}
+           "modules": json.dumps(modules), "tag_refused": tag_refused,
+           "tagged": json.dumps(tagged["tags"]), "unfixed": json.dumps(unfixed)}
 
 
 #: what a routed command must not load: the SDK's client and the store's engine, numpy and model
@@ -272,8 +280,18 @@ def test_export_through_the_server_is_the_export_of_the_stopped_store(
     assert mine["exported"] == len(others) >= 1 and {n["agent_id"] for n in others} == {"other"}
 
 
-def test_a_tag_the_server_cannot_take_is_refused_not_dropped(served: dict[str, str]) -> None:
-    assert "--tag cannot go through the running server" in served["tag_refused"]
-    assert "amem update ID --tag" in served["tag_refused"]
+def test_tags_go_through_the_server_and_a_bad_one_is_refused(served: dict[str, str]) -> None:
+    # the server refused every --tag before (its memory_add took no tags)
+    assert json.loads(served["tagged"]) == ["maps", "#Old Maps"]
+    assert "names no tag" in served["tag_refused"] and "tags" in served["tag_refused"]
     page = json.loads(served["remote_list"])
     assert "Dana maps rivers" not in {n["content"] for n in page["notes"]}
+
+
+def test_doctor_fix_through_the_server_says_the_tags_were_not_tidied(
+        served: dict[str, str]) -> None:
+    unfixed = json.loads(served["unfixed"])
+    assert unfixed["memory"]["untidy_tags"] == 1 and "tags_tidied" not in unfixed["memory"]
+    assert any(w.startswith("tags were not tidied") for w in unfixed["warnings"])
+    # still there afterwards, as the local doctor (run with the server stopped) finds them
+    assert json.loads(served["local_doctor"])["memory"]["untidy_tags"] == 1

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .test_cli_frontdoor import amem
 from .test_import_checks_cli import env  # noqa: F401 - a fixture
 
 
+@pytest.mark.slow  # eight runs of the script, 1-2 s each on a shared machine
 def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
         env: dict[str, str], tmp_path: Path) -> None:
     vault = tmp_path / "vault"
@@ -41,3 +44,8 @@ def test_a_retagged_vault_note_keeps_its_new_tag_and_search_filters_by_it(
     # was shown only by --json)
     shown = amem(env, "history", matches[0]["id"]).stdout
     assert "tags added: conference" in shown and "updated: tags were travel, conference" in shown
+    # the vault imported again: the removed tag stays removed (it came back before), said
+    # (tests/amem/store/test_tags_stay_removed.py: the note's tags, each case)
+    said = amem(env, "import", str(vault), "--no-enrich").stdout
+    assert "tags_kept_removed 1: " in said and said.rstrip().endswith(matches[0]["id"])
+    assert "gained tags" not in said

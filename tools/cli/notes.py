@@ -178,13 +178,10 @@ def cmd_add(args: argparse.Namespace) -> int:
                 raise usage_error("--no-enrich cannot go through the running server (its "
                                   "memory_add always enriches); drop it, or stop the server",
                                   "no_enrich")
-            if args.tag:
-                raise usage_error("--tag cannot go through the running server (its memory_add "
-                                  "takes no tags); add the note, then `amem update ID --tag "
-                                  "...`, or stop the server", "tag")
             wire = {"event_time": "eventTime", "expires_at": "expiresAt"}  # the tool's names
             result = remote_call(server, "memory_add",
                                  {"text": text, "subjects": args.subject,
+                                  **({"tags": args.tag} if args.tag is not None else {}),
                                   **{wire.get(k, k): v for k, v in extra.items()}})
         else:
             result = local_store(store).add(text, args.subject, enrich=not args.no_enrich,
@@ -336,6 +333,9 @@ def _join_lines(events: Any) -> list[str]:
             out.append(f"    \u21b3 {when} tags added: {', '.join(e.get('tags') or ())} "
                        f"(given with the same text again; it held "
                        f"{', '.join(e.get('kept') or ()) or 'none'})")
+        elif e.get("action") == "tags_tidied":
+            out.append(f"    \u21b3 {when} tags tidied by `amem doctor --fix`: were "
+                       f"{', '.join(e.get('old_tags') or ()) or 'none'}")
     return out
 
 
@@ -548,6 +548,12 @@ def _import(args: argparse.Namespace, path: Path, *, folder: bool,
            f"(`amem history ID` shows which): {', '.join(data['tags_added_to'])}"
            + (" ..." if data["tags_added"] > len(data["tags_added_to"]) else "")
            if data.get("tags_added") else "")
+        + (f"\ntags_kept_removed {data['tags_kept_removed']}: stored notes whose user removed "
+           f"tags this import gives again kept them out (`amem history ID` shows the removal; "
+           f"`amem update ID --tag ...` puts one back): "
+           f"{', '.join(data['tags_kept_removed_from'])}"
+           + (" ..." if data["tags_kept_removed"] > len(data["tags_kept_removed_from"]) else "")
+           if data.get("tags_kept_removed") else "")
         + (f"\nindex build: {data['index_build']['state']} in {data['index_build']['seconds']} s"
            if built else "")))
     return EXIT_OK if not data["skipped"] else EXIT_ERROR

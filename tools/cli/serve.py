@@ -64,8 +64,10 @@ def register(cmd: Cmd, sub: Subparsers) -> None:
     p.add_argument("--clean", action="store_true", help="also list lcm clean-up candidates")
     p.add_argument("--fix", action="store_true",
                    help="repair what can be repaired: make every file and directory of the "
-                        "stores private to its owner (files 0600, directories 0700), and "
-                        "release facts hidden by unsound supersession marks (a local store)")
+                        "stores private to its owner (files 0600, directories 0700), "
+                        "release facts hidden by unsound supersession marks, and tidy tags "
+                        "an older amem wrote (a tag of only '#' dropped, one tag in two "
+                        "spellings kept once; a local store)")
     add_server_option(p)
 
     p = cmd("tools", cmd_tools, "print the tool schemas in a host's format")
@@ -376,6 +378,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         data["warnings"] = [*data.get("warnings", []), (
             "supersession marks were not repaired: the store is held by a running server, "
             "whose nightly job repairs them (or stop it and run `amem doctor --fix`)")]
+        if data.get("memory", {}).get("untidy_tags"):  # the nightly job does not tidy tags
+            data["warnings"].append(
+                "tags were not tidied: the store is held by a running server; stop it and "
+                "run `amem doctor --fix`")
     data["files"] = {"private": not wide, "wide": wide, "fixed": fixed}
     if wide:
         shown = ", ".join(f"{w['path']} ({w['mode']})" for w in wide[:10])
