@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,6 @@ from amem.embed import make_embedder
 from amem.embed.hashing import HashingEmbedder
 from amem.search.subject import (SUBJECT_MAX_CHARS, asked_terms, lift_by, question_subject)
 from amem.text import tokenize
-from benchmarks.datasets import DEFAULT_CMRC
 
 #: an article of our own, in the shape of an encyclopaedia's: the first sentence names the
 #: subject, the one that answers does not
@@ -111,31 +109,3 @@ def test_a_question_without_han_characters_and_rrf_fusion_are_left_as_they_were(
                             for q in ("What did Maria plant in spring?", "星河一号 寿命")]
     assert orders["on"] == orders["off"]
     assert orders["rrf on"] == orders["rrf off"]
-
-
-@pytest.mark.slow
-def test_on_cmrc_the_store_finds_more_answers_first(tmp_path: Path) -> None:
-    """The first 40 articles of CMRC 2018 (the benchmark's data; skipped without it), with the
-    default embedder: the measured gain (hit@1 0.707 -> 0.744 on all 300 articles) shows in a
-    part of it."""
-    from benchmarks.datasets import load_cmrc
-    from benchmarks.embcache import CachedEmbedder
-
-    if not Path(DEFAULT_CMRC).is_file():
-        pytest.skip(f"benchmark data not found at {DEFAULT_CMRC}")
-    corpus = load_cmrc(DEFAULT_CMRC)[0]
-    articles = {doc.id.split("s")[0] for doc in corpus.docs[:40 * 12]}
-    docs = [d for d in corpus.docs if d.id.split("s")[0] in articles]
-    held = {d.id for d in docs}
-    queries = [q for q in corpus.queries if set(q.relevant) <= held]
-    embedder = CachedEmbedder(make_embedder("e5-small"), tmp_path)  # embedded once for both
-    hits = {}
-    for lift in (0.0, 0.5):
-        config = load_config(overrides={"heat": False, "subject_lift": lift})
-        with MemoryStore(":memory:", config=config, embedder=embedder) as store:
-            first = {d.text: d for d in reversed(docs)}  # exact repeats once
-            store.add_many([{"text": d.text, "id": d.id, "enrich": False} for d in docs
-                            if first[d.text] is d])
-            hits[lift] = sum(_first(store, q.text) in q.relevant for q in queries) / len(queries)
-    assert len(queries) > 100
-    assert hits[0.5] >= hits[0.0] + 0.02, hits
