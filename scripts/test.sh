@@ -33,9 +33,10 @@ cores=$(nproc 2>/dev/null || echo 1)
 # The suite's temporary folders (every store, home, server data directory and browser profile
 # it makes) go to a private folder in RAM when /dev/shm is a tmpfs with room: on this machine's
 # disk (ext4 mounted with discard) the same tests spent a third of their CPU in the kernel and
-# waited on it besides (four heavy test files: 67.5 s on disk, 39.6 s in RAM). Nothing a test
-# checks depends on the disk under it. AMEM_TEST_TMPDIR=DIR puts them in DIR instead;
-# AMEM_TEST_TMPDIR=disk leaves TMPDIR as it is.
+# waited on it besides (four heavy test files: 67.5 s on disk, 39.6 s in RAM). The few tests of
+# what a disk does that tmpfs does not (holes an open reads, pages a close evicts) still run on
+# the disk: tests/conftest.py's disk_tmp_path, in AMEM_TEST_DISK_TMPDIR. AMEM_TEST_TMPDIR=DIR
+# puts the folders in DIR instead; AMEM_TEST_TMPDIR=disk leaves TMPDIR as it is.
 choose_tmpdir() {
     local shm=/dev/shm free_kb stale
     # a run killed outright leaves its folder; it is removed once its process is gone
@@ -56,7 +57,7 @@ case "${AMEM_TEST_TMPDIR:-}" in
             # folder of theirs here); not listable, and what the tests make inside is 0700
             chmod 711 "$made"
             echo $$ > "$made/.owner"
-            # the disk's own folder, for the test of what holes cost on a disk
+            # the disk's own folder, for the tests of what a disk does (above)
             export AMEM_TEST_DISK_TMPDIR="${TMPDIR:-/tmp}"
             export TMPDIR="$made"
             trap 'rm -rf "$made"' EXIT
