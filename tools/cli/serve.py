@@ -305,8 +305,8 @@ def _owner_report(memory: MemoryStore, lcm: LcmStore | None, rt: Runtime,
     from ..reports import lcm_report
 
     def report(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
-        def lcm_part(method: str) -> dict[str, Any]:
-            return lcm_report(lcm, method)
+        def lcm_part(method: str, /, **options: bool) -> dict[str, Any]:
+            return lcm_report(lcm, method, **options)
 
         if name == "status":
             data = status_data(memory, agent_id, lcm_part, rt)
@@ -366,11 +366,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         # before the stores open: what is found is what was there, not what this run created
         fixed = fix_files(rt) if args.fix else []
         wide = wide_files(rt)
+        lcm = _lcm_reports(rt)
+        # lcm's own clean (`amem lcm doctor --clean --apply`), before the report so that it
+        # names what is left. Here, not in the report: it works on the files whether or not a
+        # server holds the stores (a young .tmp or one a writer holds is never taken).
+        removed = (lcm("doctor_clean", apply=True).get("removed_files", []) if args.fix
+                   else None)
         with open_notes(args, rt) as (store, server):
             data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
                     if server is not None
-                    else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean,
-                                     fix=args.fix))
+                    else doctor_data(local_store(store), lcm, rt, args.clean, fix=args.fix))
+    if removed is not None:
+        data["lcm_leftovers_removed"] = removed
     if server is not None and args.fix:
         # The marks are the store's: a served store's nightly job repairs them.
         data["warnings"] = [*data.get("warnings", []), (
@@ -410,7 +417,7 @@ def _lcm_reports(rt: Runtime) -> LcmReport:
 
     from ..reports import lcm_report
 
-    def report(method: str) -> dict[str, Any]:
+    def report(method: str, /, **options: bool) -> dict[str, Any]:
         try:
             store = rt.lcm
         except SchemaTooNewError as exc:  # sound, but newer than this code: not a repair
@@ -421,7 +428,7 @@ def _lcm_reports(rt: Runtime) -> LcmReport:
             problem, advice = getattr(exc, "problem", str(exc)), getattr(exc, "advice", None)
             return {"available": False, "reason": problem, "failed": True,
                     **({"advice": advice} if advice else {})}
-        return lcm_report(store, method)
+        return lcm_report(store, method, **options)
 
     return report
 
