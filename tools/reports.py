@@ -8,14 +8,10 @@ the same dict.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
-
-class LcmReport(Protocol):
-    """An lcm report by method name (``status``, ``doctor``, ``doctor_clean``) with that
-    method's keyword options (``apply=True``: ``amem doctor --fix``)."""
-
-    def __call__(self, method: str, /, **options: bool) -> dict[str, Any]: ...
+#: an lcm report by method name (``status``, ``doctor``, ``doctor_clean``)
+LcmReport = Callable[[str], dict[str, Any]]
 
 
 def status_report(store: Any, agent_id: str, lcm: LcmReport, nightly: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +256,8 @@ def _supersession(store: Any, memory: dict[str, Any], problems: list[str], fix: 
 
 
 def lcm_report(store: Any, method: str, /, **options: bool) -> dict[str, Any]:
-    """One report of an open lcm store (``None``: the server runs without lcm)."""
+    """One report of an open lcm store (``None``: the server runs without lcm), ``options``
+    passed to its method (``doctor_clean(apply=True)``: ``amem doctor --fix``)."""
     if store is None:
         return {"available": False, "reason": "the server runs without the conversation store "
                                               "(amem serve --no-lcm)"}
@@ -278,8 +275,8 @@ def plain_owner_reports(store: Any, lcm: Any, nightly: dict[str, Any]) -> OwnerR
     ``amem serve`` builds its own from its runtime (the nightly record, the auth warning); a
     server built in-process (tests, benchmarks) has neither and uses this one.
     """
-    def lcm_part(method: str, /, **options: bool) -> dict[str, Any]:
-        return lcm_report(lcm, method, **options)
+    def lcm_part(method: str) -> dict[str, Any]:
+        return lcm_report(lcm, method)
 
     def report(name: str, agent_id: str, clean: bool) -> dict[str, Any]:
         if name == "status":
