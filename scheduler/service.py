@@ -181,7 +181,7 @@ def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
     if not lock.acquire():
         return  # a run is in progress; it writes first_seen itself
     try:
-        record, problems = load_settled(cfg.record_path, cfg.runs_path)
+        record, problems = load_settled(cfg.record_path, cfg.runs_path, cfg.end_path)
         for problem in problems:
             log.warning("the nightly record %s: %s; replacing it", cfg.record_path, problem)
         record.setdefault("first_seen", now.isoformat())
@@ -204,7 +204,7 @@ def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> da
     slot = last_fire_time(trigger, now)
     if slot is None:
         return None
-    record = read_record(cfg.record_path, cfg.runs_path)
+    record = read_record(cfg.record_path, cfg.runs_path, cfg.end_path)
     if is_served(record, slot, cfg.zone, now):
         return None
     if ((record.get("last_run") or {}).get("status") != "running"
