@@ -22,7 +22,7 @@ from amem.config import AmemConfig
 
 from .config import SchedulerConfig, as_scheduler_config, last_fire_time
 from .endnote import EndNote
-from .record import RunLock, append_run, read_record, write_record, write_refused
+from .record import WRITE_ERRORS, RunLock, append_run, read_record, write_record, write_refused
 from .slots import is_served
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def record_refused(cfg: SchedulerConfig, reason: Reason, held_by: int | None, *,
         write_refused(cfg.refused_path, {
             "slot": slot.isoformat(), "slot_date": slot_date, "at": now.isoformat(),
             "reason": reason, "held_by": pid, "running_since": since})
-    except OSError as exc:  # the scheduler thread must go on; the log still says it
+    except WRITE_ERRORS as exc:  # the scheduler thread must go on; the log still says it
         log.warning("the refusal could not be recorded in %s: %s", cfg.refused_path, exc)
     log.warning("nightly run of %s refused: %s", slot_date, why)
     return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
@@ -235,9 +235,9 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
 
 
 class _Unrecorded(Exception):
-    """The start of a run could not be written to the record (``cause``: the OSError)."""
+    """The start of a run could not be written to the record (``cause``: the write's error)."""
 
-    def __init__(self, cause: OSError) -> None:
+    def __init__(self, cause: Exception) -> None:
         super().__init__(str(cause))
         self.cause = cause
 
@@ -256,7 +256,7 @@ def _run_recorded(memory_store: NoteStore, lcm_store: ConversationStore | None,
                         done.get("date"), (record.get("last_run") or {}).get("pid"))
     try:
         report = _begin(cfg, record, reason, now, trigger, note)
-    except OSError as exc:
+    except WRITE_ERRORS as exc:
         raise _Unrecorded(exc) from exc
     slot_date = report.slot_date
     log.info("nightly job started (%s%s)", reason, f", slot {slot_date}" if slot_date else "")
@@ -348,16 +348,16 @@ def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,
         log.warning("the nightly end note %s %s", cfg.end_path, unkept)
     try:
         write_record(cfg.record_path, record)
-    except OSError as exc:
+    except WRITE_ERRORS as exc:
         # The job is done: raising here lost its report, left the record saying `running`
         # (`amem status`: interrupted) and the next start ran the night again. The history
         # line and the end note carry the run (``record.load_settled`` reads them back).
-        lost: OSError | None = exc
+        lost: Exception | None = exc
     else:
         lost = None
     try:
         append_run(cfg.runs_path, run_entry(report))
-    except OSError as exc:  # the history is for the picture, unless the record was lost too
+    except WRITE_ERRORS as exc:  # the history is for the picture, unless the record was lost too
         log.warning("the nightly run history %s could not be written: %s", cfg.runs_path, exc)
         if lost is not None:
             unwritten = (f"the nightly record {cfg.record_path} could not be written at the end of the run "

@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, Callable
 
 from amem.atomicfile import write_text_atomic
+from amem.kernel.errors import DiskFullError
 from amem.kernel.files import open_private, private_dir
 
 from .endnote import read_end_note
@@ -33,6 +34,11 @@ from .endnote import read_end_note
 log = logging.getLogger(__name__)
 
 VERSION = 1
+
+#: how a write of the record, the history or the refusal fails: the system's errors, and a full
+#: disk as ``amem.atomicfile`` names it (a ``DiskFullError``, which is no ``OSError``: caught
+#: as one alone, a full disk at the end of a run crashed it, its report lost)
+WRITE_ERRORS: tuple[type[Exception], ...] = (OSError, DiskFullError)
 
 
 def read_record(path: Path, runs_path: Path | None = None,

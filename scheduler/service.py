@@ -40,7 +40,7 @@ from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, 
                      next_fire_time)
 from .job import (ConversationStore, NightlyReport, NoteStore, Reason, record_not_started,
                   record_refused, run_nightly, served)
-from .record import RunLock, load_settled, process_identity, read_record, read_refused, write_record
+from .record import WRITE_ERRORS, RunLock, load_settled, process_identity, read_record, read_refused, write_record
 from .slots import is_refused, is_served
 from .status import last_run_status
 
@@ -193,7 +193,7 @@ def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
             record["scheduler"]["process"] = identity
         try:
             write_record(cfg.record_path, record)
-        except OSError as exc:  # the server must start; each run says it again, failed
+        except WRITE_ERRORS as exc:  # the server must start; each run says it again, failed
             log.error("the nightly record %s cannot be written: %s", cfg.record_path, exc)
     finally:
         lock.release()

@@ -13,6 +13,8 @@ from amem.kernel.clock import ManualClock
 from scheduler import last_run_status, run_nightly
 from scheduler.record import RunLock, read_record
 
+from tests.fakes.tmpfs import fill
+
 from .conftest import ToyLcm, ToyNoteStore, cfg
 
 UTC = timezone.utc
@@ -294,3 +296,38 @@ def test_a_run_with_nowhere_to_write_its_end_says_the_next_start_cannot_know(
     assert "nightly_end.json" in problem and "cannot be known" in problem
     doctor = doctor_report(real_store, lambda _: {"ok": True}, status, clean=False)
     assert any("cannot be known" in w for w in doctor["warnings"]), doctor
+
+
+class FillsTheDisk(ToyNoteStore):
+    """A note store whose optimize leaves the disk full: another program took the space."""
+
+    def optimize(self) -> None:
+        super().optimize()
+        fill(self.config.home)
+
+
+def test_a_run_that_fills_a_real_disk_keeps_its_report_and_the_night_done(tmp_path: Path) -> None:
+    # the record's write on a full disk raised DiskFullError, which is not an OSError: the end
+    # of the run crashed (its report lost, the record saying `running`) and the next start ran
+    # the night again
+    from tests.fakes.tmpfs import small_tmpfs
+
+    with small_tmpfs(tmp_path / "disk", 1 << 20) as disk:
+        home = disk / "home"
+        store = FillsTheDisk(home)
+        config = cfg(home)
+        clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+        report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+        assert report.status == "ok" and store.consolidations == 1
+        (warning,) = report.warnings
+        assert "is full" in warning and "nightly_end.json" in warning
+        clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+        status = last_run_status(home, config, now=clock.now())
+        assert status["state"] == "ok" and status["last_run"]["status"] == "ok", status
+        assert run_nightly(store, config=config, reason="catch-up", clock=clock).status == "skipped"
+        assert store.consolidations == 1
+        # a start on the full disk cannot write its own record either: said, not a crash
+        clock.set(datetime(2027, 5, 2, 2, 30, 5, tzinfo=UTC))
+        refused = run_nightly(store, config=config, reason="scheduled", clock=clock)
+        assert refused.status == "failed" and "is full" in (refused.steps["record"].error or "")
+        assert store.consolidations == 1
