@@ -75,3 +75,34 @@ def test_a_backup_postgresql_cannot_hold_is_refused_before_anything_is_written(
         with pytest.raises(LcmValidationError):
             merge_backup(pg, backup, files, NOW)
     assert pg.db.scalar("SELECT count(*) FROM conversations") == 0
+
+
+def test_amem_restore_merge_into_a_home_whose_conversations_live_on_postgresql(
+        pg_clean_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import os
+
+    from tools.cli.main import main
+
+    def run(env: dict[str, str], *args: str, code: int = 0) -> str:
+        got = main([*args, "--json"], env=env)
+        out, err = capsys.readouterr()
+        assert got == code, (args, out, err)
+        return out if code == 0 else err
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    old = {**base, "AMEM_HOME": str(tmp_path / "old"), "AMEM_EMBEDDER": "hashing", "LCM_LOG_FILE_ENABLED": "false"}
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps({"role": "user", "content": f"receipt {i} filed", "created_at": _at(i)}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    run(old, "lcm", "ingest", str(chat), "--session-key", KEY)
+    run(old, "backup", str(tmp_path / "bk"))
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"), "LCM_DATABASE_PATH": pg_clean_url}
+    # a plain restore copies a SQLite file, which a server cannot take: refused, naming --merge
+    assert "--merge" in run(new, "restore", str(tmp_path / "bk"), code=2)
+    done = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge"))
+    merged = done["conversations"]
+    assert merged["how"] == "merged" and merged["messages_added"] == 3
+    assert merged["path"].startswith("postgresql://") and not (tmp_path / "new" / "lcm.db").exists()
+    again = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge"))["conversations"]
+    assert again["messages_added"] == 0 and again["messages_skipped"] == 3
