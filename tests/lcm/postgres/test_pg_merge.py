@@ -106,3 +106,19 @@ def test_amem_restore_merge_into_a_home_whose_conversations_live_on_postgresql(
     assert merged["path"].startswith("postgresql://") and not (tmp_path / "new" / "lcm.db").exists()
     again = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge"))["conversations"]
     assert again["messages_added"] == 0 and again["messages_skipped"] == 3
+
+
+def test_a_backed_up_large_file_is_stored_again_in_the_servers_shared_directory(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    from lcm.models import FileDescription
+
+    big = "line of a pasted log with numbers 12345\n" * 600
+    src = _backup(tmp_path / "a" / "lcm.db", [{"role": "tool", "content": big, "created_at": _at(1)}],
+                  archived_first=False, large_file_threshold_tokens=2000)
+    pg = make_pg_store(large_file_threshold_tokens=2000, large_files_dir=str(tmp_path / "shared"))
+    report = merge_backup(pg, src, tmp_path / "a" / "lcm-files", NOW)
+    assert report.messages_added == 1 and report.large_files_added == 1
+    (file_id,) = [r[0] for r in pg.db.query("SELECT file_id FROM messages WHERE file_id IS NOT NULL")]
+    file = pg.describe(file_id, limit=len(big) + 1, session_key=KEY)
+    assert isinstance(file, FileDescription) and file.slice_text == big
+    assert [p for p in (tmp_path / "shared").rglob("file_*") if p.is_file()]
