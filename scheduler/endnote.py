@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from amem.kernel.errors import UnsafePathError
 from amem.kernel.files import open_private, private_dir
 
 __all__ = ["EndNote", "RESERVED", "read_end_note"]
@@ -55,7 +56,7 @@ class EndNote:
         try:
             private_dir(self.path.parent)
             fd = open_private(self.path, os.O_RDWR | os.O_CREAT)  # 0600, never through a link
-        except OSError as exc:
+        except (OSError, UnsafePathError) as exc:  # a planted link: refused, the run goes on
             self._problem = f"could not be opened ({exc})"
             log.warning("the nightly end note %s %s", self.path, self._problem)
             return
