@@ -9,6 +9,10 @@ date) was last run and how it went, so that
   already served and does nothing;
 * ``amem status`` can show the last run, the last success and the last error.
 
+``<home>/nightly_runs.jsonl`` is the run history, and ``<home>/nightly_end.json`` the run's end
+written in place where neither the record nor the history could be replaced
+(``scheduler.endnote``); :func:`load_settled` brings the record up to date from them.
+
 ``<home>/nightly.lock`` is held with ``fcntl.flock`` for the length of a run: two processes
 (the server and a standalone ``amem scheduler``), or two threads, never run the job at once.
 The lock dies with its process, so a crashed run never blocks the next night.
