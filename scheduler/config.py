@@ -25,6 +25,7 @@ RECORD_FILE = "nightly.json"
 RUNS_FILE = "nightly_runs.jsonl"
 LOCK_FILE = "nightly.lock"
 REFUSED_FILE = "nightly_refused.json"
+END_FILE = "nightly_end.json"
 #: how far back to look for the slot a run belongs to (a day plus a DST hour, with margin)
 LOOKBACK = timedelta(hours=26)
 
@@ -100,6 +101,12 @@ class SchedulerConfig:
     def runs_path(self) -> Path:
         """The finished runs, one JSON line each (``scheduler.record.append_run``)."""
         return Path(self.home) / RUNS_FILE
+
+    @property
+    def end_path(self) -> Path:
+        """The run's end, written in place where neither the record nor the history could be
+        (``scheduler.endnote``)."""
+        return Path(self.home) / END_FILE
 
 
 #: the schedule's keys are read with the note store's rules (lenient: text flags are parsed)

@@ -21,7 +21,8 @@ from amem.kernel.clock import Clock, SystemClock
 from amem.config import AmemConfig
 
 from .config import SchedulerConfig, as_scheduler_config, last_fire_time
-from .record import RunLock, append_run, read_record, write_record, write_refused
+from .endnote import EndNote
+from .record import WRITE_ERRORS, RunLock, append_run, read_record, write_record, write_refused
 from .slots import is_served
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ def served(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime,
            reason: Reason = "scheduled") -> NightlyReport | None:
     """The skip report of a scheduled (or catch-up) run at ``now`` whose slot's local date was
     already served (by this process, another scheduler or ``amem serve``), else None."""
-    record = read_record(cfg.record_path, cfg.runs_path) if record is None else record
+    record = read_record(cfg.record_path, cfg.runs_path, cfg.end_path) if record is None else record
     slot = last_fire_time(trigger, now) or now
     slot_date = slot.astimezone(cfg.zone).date().isoformat()
     if not is_served(record, slot, cfg.zone, now):
@@ -153,7 +154,7 @@ def record_refused(cfg: SchedulerConfig, reason: Reason, held_by: int | None, *,
         write_refused(cfg.refused_path, {
             "slot": slot.isoformat(), "slot_date": slot_date, "at": now.isoformat(),
             "reason": reason, "held_by": pid, "running_since": since})
-    except OSError as exc:  # the scheduler thread must go on; the log still says it
+    except WRITE_ERRORS as exc:  # the scheduler thread must go on; the log still says it
         log.warning("the refusal could not be recorded in %s: %s", cfg.refused_path, exc)
     log.warning("nightly run of %s refused: %s", slot_date, why)
     return NightlyReport("skipped", reason, slot=slot.isoformat(), slot_date=slot_date,
@@ -161,8 +162,9 @@ def record_refused(cfg: SchedulerConfig, reason: Reason, held_by: int | None, *,
 
 
 def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: datetime,
-           trigger: BaseTrigger) -> NightlyReport:
-    """Mark a run as started in ``record`` (written to disk): its slot, pid and host."""
+           trigger: BaseTrigger, note: EndNote) -> NightlyReport:
+    """Mark a run as started in ``record`` (written to disk): its slot, pid and host; then
+    reserve its end ``note`` while the disk takes writes (``scheduler.endnote``)."""
     slot: datetime | None = None
     slot_date: str | None = None
     if reason != "manual":
@@ -179,6 +181,7 @@ def _begin(cfg: SchedulerConfig, record: dict[str, Any], reason: Reason, now: da
         record["last_slot"] = {"slot": report.slot, "date": slot_date, "status": "running"}
     record.setdefault("first_seen", now.isoformat())
     write_record(cfg.record_path, record)
+    note.reserve(now.isoformat())
     return report
 
 
@@ -194,25 +197,28 @@ def record_not_started(cfg: SchedulerConfig, reason: Reason, error: str, *,
     if not lock.acquire():  # the store was busy with a nightly run: not a failure
         why = f"another process (pid {lock.holder_pid}) is running the nightly job"
         return NightlyReport("skipped", reason, skipped_because=why, held_by=lock.holder_pid or -1)
+    note = EndNote(cfg.end_path)
     try:
-        record = read_record(cfg.record_path, cfg.runs_path)
-        report = _begin(cfg, record, reason, clock.now(), trigger)
+        record = read_record(cfg.record_path, cfg.runs_path, cfg.end_path)
+        report = _begin(cfg, record, reason, clock.now(), trigger, note)
         report.steps["open"] = StepResult("failed", error=error)
         report.status = "failed"
         report.finished_at = report.started_at
-        _finish(cfg, record, report, ["open"])
+        _finish(cfg, record, report, ["open"], note)
         return report
     finally:
+        note.close()
         lock.release()
 
 
 def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
                 cfg: SchedulerConfig, reason: Reason, clock: Clock,
                 trigger: BaseTrigger) -> NightlyReport:
-    record = read_record(cfg.record_path, cfg.runs_path)
+    record = read_record(cfg.record_path, cfg.runs_path, cfg.end_path)
     now = clock.now()
+    note = EndNote(cfg.end_path)
     try:
-        return _run_recorded(memory_store, lcm_store, cfg, reason, clock, trigger, record, now)
+        return _run_recorded(memory_store, lcm_store, cfg, reason, clock, trigger, record, now, note)
     except _Unrecorded as exc:
         # Not run: a run the record cannot hold would be invisible to `amem status` (which
         # would say ok, then overdue) and would run again at every start (its slot never
@@ -224,19 +230,21 @@ def _run_locked(memory_store: NoteStore, lcm_store: ConversationStore | None,
                                finished_at=now.isoformat())
         report.steps["record"] = StepResult("failed", error=error)
         return report
+    finally:
+        note.close()
 
 
 class _Unrecorded(Exception):
-    """The start of a run could not be written to the record (``cause``: the OSError)."""
+    """The start of a run could not be written to the record (``cause``: the write's error)."""
 
-    def __init__(self, cause: OSError) -> None:
+    def __init__(self, cause: Exception) -> None:
         super().__init__(str(cause))
         self.cause = cause
 
 
 def _run_recorded(memory_store: NoteStore, lcm_store: ConversationStore | None,
                   cfg: SchedulerConfig, reason: Reason, clock: Clock, trigger: BaseTrigger,
-                  record: dict[str, Any], now: datetime) -> NightlyReport:
+                  record: dict[str, Any], now: datetime, note: EndNote) -> NightlyReport:
     if reason != "manual":
         skip = served(cfg, trigger, now, record, reason)
         if skip is not None:
@@ -247,8 +255,8 @@ def _run_recorded(memory_store: NoteStore, lcm_store: ConversationStore | None,
             log.warning("the nightly run of %s (pid %s) did not finish; running it again",
                         done.get("date"), (record.get("last_run") or {}).get("pid"))
     try:
-        report = _begin(cfg, record, reason, now, trigger)
-    except OSError as exc:
+        report = _begin(cfg, record, reason, now, trigger, note)
+    except WRITE_ERRORS as exc:
         raise _Unrecorded(exc) from exc
     slot_date = report.slot_date
     log.info("nightly job started (%s%s)", reason, f", slot {slot_date}" if slot_date else "")
@@ -264,7 +272,7 @@ def _run_recorded(memory_store: NoteStore, lcm_store: ConversationStore | None,
     report.finished_at = clock.now().isoformat()
     failed = [name for name, step in report.steps.items() if step.status == "failed"]
     report.status = "failed" if failed else "ok"
-    _finish(cfg, record, report, failed)
+    _finish(cfg, record, report, failed, note)
     return report
 
 
@@ -318,7 +326,7 @@ def _lcm(store: ConversationStore) -> dict[str, Any]:
 
 
 def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,
-            failed: list[str]) -> None:
+            failed: list[str], note: EndNote) -> None:
     record["last_run"] = {**record["last_run"], **{
         "status": report.status, "finished_at": report.finished_at,
         "duration": round(report.duration, 3),
@@ -334,24 +342,31 @@ def _finish(cfg: SchedulerConfig, record: dict[str, Any], report: NightlyReport,
     else:
         record["consecutive_failures"] = int(record.get("consecutive_failures") or 0) + 1
         log.error("nightly job failed (%s); it runs again next night", record["last_run"]["error"])
+    # The end note first: written in place, it needs no space (``scheduler.endnote``).
+    unkept = note.write(run_entry(report))
+    if unkept is not None:
+        log.warning("the nightly end note %s %s", cfg.end_path, unkept)
     try:
         write_record(cfg.record_path, record)
-    except OSError as exc:
+    except WRITE_ERRORS as exc:
         # The job is done: raising here lost its report, left the record saying `running`
         # (`amem status`: interrupted) and the next start ran the night again. The history
-        # line below carries the run (``record.load_settled`` reads it back); the report says so.
-        lost: OSError | None = exc
+        # line and the end note carry the run (``record.load_settled`` reads them back).
+        lost: Exception | None = exc
     else:
         lost = None
     try:
         append_run(cfg.runs_path, run_entry(report))
-    except OSError as exc:  # the history is for the picture, unless the record was lost too
+    except WRITE_ERRORS as exc:  # the history is for the picture, unless the record was lost too
         log.warning("the nightly run history %s could not be written: %s", cfg.runs_path, exc)
         if lost is not None:
+            unwritten = (f"the nightly record {cfg.record_path} could not be written at the end of the run "
+                         f"({lost}), nor the run history {cfg.runs_path} ({exc})")
             report.warnings.append(
-                f"the nightly record {cfg.record_path} could not be written at the end of the run ({lost}), "
-                f"nor the run history {cfg.runs_path} ({exc}): the run is done, but only this report "
-                "and the log say so; the next start of the scheduler runs this night again")
+                f"{unwritten}: the run counts as done from its end note {cfg.end_path}, and `amem status` "
+                "and `amem doctor` say the record is behind until a run can write it" if unkept is None else
+                f"{unwritten}, and its end note {cfg.end_path} {unkept}: the run is done, but only this "
+                "report and the log say so; the next start of the scheduler runs this night again")
     else:
         if lost is not None:
             report.warnings.append(

@@ -9,6 +9,10 @@ date) was last run and how it went, so that
   already served and does nothing;
 * ``amem status`` can show the last run, the last success and the last error.
 
+``<home>/nightly_runs.jsonl`` is the run history, and ``<home>/nightly_end.json`` the run's end
+written in place where neither the record nor the history could be replaced
+(``scheduler.endnote``); :func:`load_settled` brings the record up to date from them.
+
 ``<home>/nightly.lock`` is held with ``fcntl.flock`` for the length of a run: two processes
 (the server and a standalone ``amem scheduler``), or two threads, never run the job at once.
 The lock dies with its process, so a crashed run never blocks the next night.
@@ -26,17 +30,28 @@ from types import TracebackType
 from typing import Any, Callable
 
 from amem.atomicfile import write_text_atomic
+from amem.kernel.errors import DiskFullError
 from amem.kernel.files import open_private, private_dir
+
+from .endnote import read_end_note
 
 log = logging.getLogger(__name__)
 
 VERSION = 1
 
+#: how a write of the record, the history or the refusal fails: the system's errors, and a full
+#: disk as ``amem.atomicfile`` names it (a ``DiskFullError``, which is no ``OSError``: caught
+#: as one alone, a full disk at the end of a run crashed it, its report lost)
+WRITE_ERRORS: tuple[type[Exception], ...] = (OSError, DiskFullError)
 
-def read_record(path: Path, runs_path: Path | None = None) -> dict[str, Any]:
+
+def read_record(path: Path, runs_path: Path | None = None,
+                end_path: Path | None = None) -> dict[str, Any]:
     """The record, or ``{}`` when there is none. Corrupt parts are logged and left out. With
-    ``runs_path``, brought up to date with the run history (:func:`load_settled`)."""
-    record, problems = load_record(path) if runs_path is None else load_settled(path, runs_path)
+    ``runs_path``, brought up to date with the run history and the run's end note
+    ``end_path`` (:func:`load_settled`)."""
+    record, problems = (load_record(path) if runs_path is None
+                        else load_settled(path, runs_path, end_path))
     for problem in problems:
         log.warning("the nightly record %s: %s; it is replaced on the next write", path, problem)
     return record
@@ -184,25 +199,43 @@ def read_runs_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
     return runs, skipped
 
 
-def load_settled(path: Path, runs_path: Path) -> tuple[dict[str, Any], list[str]]:
+def load_settled(path: Path, runs_path: Path,
+                 end_path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
     """:func:`load_record`, brought up to date with the run history: a run that finished but
     could not write the record at its end (a full disk, a read-only one, a directory in its
-    place) appended its line to ``runs_path`` all the same (``scheduler.job._finish``).
+    place) appended its line to ``runs_path`` all the same (``scheduler.job._finish``), and
+    wrote its end into ``end_path`` in place (``scheduler.endnote``), which takes no new
+    space where the history's replacement did.
 
     The record alone said that run was still ``running``: ``amem status`` called it
-    ``interrupted`` and the next start ran the night again. When the history's newest line
-    (one that says when it started) began after the record's last run, or is that run, and the
-    record does not say it finished, the run is taken as the history says (its status, times,
-    slot), and a problem says the record is behind (``amem doctor`` shows it); the next
-    written record holds it.
+    ``interrupted`` and the next start ran the night again. When the newest of the two (one
+    that says when it started) began after the record's last run, or is that run, and the
+    record does not say it finished, the run is taken as it says (its status, times, slot),
+    and a problem says the record is behind (``amem doctor`` shows it); the next written record
+    holds it. When the record says its run is running and the end note cannot be read, a
+    problem says that whether the run finished cannot be known.
     """
     record, problems = load_record(path)
-    runs, _ = read_runs_checked(runs_path)
-    latest = runs[-1] if runs else {}
+    try:
+        runs, _ = read_runs_checked(runs_path)
+    except OSError as exc:  # a directory in its place, a disk error: the record still counts
+        runs = []
+        problems.append(f"cannot be checked against the run history {runs_path.name}, which cannot be "
+                        f"read ({exc})")
+    latest, source = (runs[-1] if runs else {}), f"the run history {runs_path.name}"
+    last = record.get("last_run") or {}
+    if end_path is not None:
+        note, why = read_end_note(end_path)
+        if note is not None and note.get("status") != "running" and _began_later(note, latest):
+            latest, source = note, (f"the run's end note {end_path.name} (neither the record nor "
+                                    f"the run history could be written then)")
+        elif why is not None and last.get("status") == "running":
+            problems.append(f"says the run started {last.get('started_at')} is running, and the run's end "
+                            f"note {end_path.name} {why}: whether that run finished cannot be known, so "
+                            "unless a process runs it now the next start runs that night again")
     began = latest.get("started_at")
     if not isinstance(began, str) or _moment(began) is not None or not isinstance(latest.get("status"), str):
         return record, problems  # an old line (no start time): the record says it all
-    last = record.get("last_run") or {}
     known = last.get("started_at")
     newer = (isinstance(known, str) and _moment(known) is None
              and datetime.fromisoformat(known) > datetime.fromisoformat(began))
@@ -215,10 +248,20 @@ def load_settled(path: Path, runs_path: Path) -> tuple[dict[str, Any], list[str]
         record["last_slot"] = {"slot": latest.get("slot"), "date": latest["slot_date"], "status": latest["status"]}
     if latest["status"] == "ok":
         record["last_success_at"], record["consecutive_failures"] = latest.get("finished_at"), 0
-    problems.append(f"is behind the run history {runs_path.name}: the run started {began} finished "
+    problems.append(f"is behind {source}: the run started {began} finished "
                     f"{latest['status']} at {latest.get('finished_at')}, but the record could not be written then "
                     "(the run counts as done)")
     return record, problems
+
+
+def _began_later(entry: dict[str, Any], than: dict[str, Any]) -> bool:
+    """Whether run ``entry`` started after run ``than`` (one without a usable start is older)."""
+    began, other = entry.get("started_at"), than.get("started_at")
+    if not isinstance(began, str) or _moment(began) is not None:
+        return False
+    if not isinstance(other, str) or _moment(other) is not None:
+        return True
+    return datetime.fromisoformat(began) > datetime.fromisoformat(other)
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

@@ -40,7 +40,7 @@ from .config import (CATCH_UP_ID, JOB_ID, SchedulerConfig, as_scheduler_config, 
                      next_fire_time)
 from .job import (ConversationStore, NightlyReport, NoteStore, Reason, record_not_started,
                   record_refused, run_nightly, served)
-from .record import RunLock, load_settled, process_identity, read_record, read_refused, write_record
+from .record import WRITE_ERRORS, RunLock, load_settled, process_identity, read_record, read_refused, write_record
 from .slots import is_refused, is_served
 from .status import last_run_status
 
@@ -181,7 +181,7 @@ def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
     if not lock.acquire():
         return  # a run is in progress; it writes first_seen itself
     try:
-        record, problems = load_settled(cfg.record_path, cfg.runs_path)
+        record, problems = load_settled(cfg.record_path, cfg.runs_path, cfg.end_path)
         for problem in problems:
             log.warning("the nightly record %s: %s; replacing it", cfg.record_path, problem)
         record.setdefault("first_seen", now.isoformat())
@@ -193,7 +193,7 @@ def _note_start(cfg: SchedulerConfig, now: datetime) -> None:
             record["scheduler"]["process"] = identity
         try:
             write_record(cfg.record_path, record)
-        except OSError as exc:  # the server must start; each run says it again, failed
+        except WRITE_ERRORS as exc:  # the server must start; each run says it again, failed
             log.error("the nightly record %s cannot be written: %s", cfg.record_path, exc)
     finally:
         lock.release()
@@ -204,7 +204,7 @@ def missed_slot(cfg: SchedulerConfig, trigger: BaseTrigger, now: datetime) -> da
     slot = last_fire_time(trigger, now)
     if slot is None:
         return None
-    record = read_record(cfg.record_path, cfg.runs_path)
+    record = read_record(cfg.record_path, cfg.runs_path, cfg.end_path)
     if is_served(record, slot, cfg.zone, now):
         return None
     if ((record.get("last_run") or {}).get("status") != "running"

@@ -110,7 +110,7 @@ def last_run_status(home: str | Path, config: SchedulerConfig | AmemConfig | Non
         config if isinstance(config, SchedulerConfig) else SchedulerConfig.from_amem(config))
     cfg = SchedulerConfig(Path(home), cfg.timezone, cfg.hour, cfg.minute, cfg.misfire_grace_hours)
     zone = cfg.zone
-    record, problems = load_settled(cfg.record_path, cfg.runs_path)
+    record, problems = load_settled(cfg.record_path, cfg.runs_path, cfg.end_path)
     refused = read_refused(cfg.refused_path)
     last = record.get("last_run") or {}
     holder = lock_holder(cfg.lock_path)

@@ -31,7 +31,7 @@ __all__ = ["data_paths", "wide_files", "fix_files"]
 #: what amem writes in its home directory, besides lcm's files (``scheduler.config`` names the
 #: nightly record and lock, ``tools.remote`` the server record, ``amem.reembed`` its spool)
 HOME_ENTRIES = ("store", "models", "server.json", "nightly.json", "nightly.lock",
-                "nightly_refused.json",
+                "nightly_refused.json", "nightly_runs.jsonl", "nightly_end.json",
                 "store.reembed-spool.jsonl", "store.reembed-new", "store.reembed-old")
 
 

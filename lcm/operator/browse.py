@@ -5,9 +5,15 @@ The API (stable since the ``kit-browse`` tag; every function only reads, on both
 - :func:`conversations` ``(db, *, limit=100, after_id=None, session_key=None) -> ConversationPage``:
   each conversation with its message / summary / file counts and its last activity, keyset-paged
   by id (``next_after_id`` is the cursor of the next page, ``None`` at the end).
-- :func:`messages` ``(db, conversation_id, *, after_seq=None, before_seq=None, limit=50) -> MessagePage``:
-  one window of a conversation's messages in ``seq`` order. ``after_seq`` pages forward;
-  ``before_seq`` pages backward (the newest window when both are ``None`` and ``newest=True``).
+- :func:`messages` ``(db, conversation_id, *, after_id=None, before_id=None, limit=50) -> MessagePage``:
+  one window of a conversation's messages in ``seq`` order. ``after_id`` (a message id: the
+  page's ``next_after_id``) pages forward; ``before_id`` (``prev_before_id``) pages backward
+  (the newest window when neither is given and ``newest=True``). A message's id never changes,
+  where ``amem restore --merge`` renumbers the conversation's ``seq`` to put the backup's
+  messages in time order: paging on from an id after a merge neither repeats nor skips a
+  message that was there. ``after_seq`` / ``before_seq`` (``next_after_seq``,
+  ``prev_before_seq``) are the older positional cursors, kept for callers that have them: a
+  merge in between moves what they name.
 - :func:`summary_tree` ``(db, conversation_id) -> SummaryTree``: the summary DAG as a forest.
   A node's ``sources`` are the summaries it was condensed from (lossless-claw's "parents");
   a leaf lists its ``message_ids``. Roots are the summaries no other summary was built from.
@@ -129,25 +135,40 @@ class MessageRow(_Dict):
 class MessagePage(_Dict):
     conversation_id: int
     messages: list[MessageRow]
-    #: cursors: pass ``after_seq=next_after_seq`` for the next window, ``before_seq=prev_before_seq``
-    #: for the previous one (None: nothing more that way)
+    #: positions: pass ``after_seq=next_after_seq`` for the next window, ``before_seq=prev_before_seq``
+    #: for the previous one (None: nothing more that way); a merge renumbers them
     next_after_seq: int | None
     prev_before_seq: int | None
     total: int
+    #: the same cursors by message id (``after_id=``, ``before_id=``), which no merge changes
+    next_after_id: int | None = None
+    prev_before_id: int | None = None
 
 
 def messages(db: Handle, conversation_id: int, *, after_seq: int | None = None, before_seq: int | None = None,
-             limit: int = 50, newest: bool = False) -> MessagePage:  # fmt: skip
+             limit: int = 50, newest: bool = False, after_id: int | None = None,
+             before_id: int | None = None) -> MessagePage:  # fmt: skip
     """A keyset-paged window of a conversation's messages, in ``seq`` order.
 
-    ``after_seq`` gives the ``limit`` messages after it; ``before_seq`` the ``limit`` messages
-    before it; neither gives the first window (or the last with ``newest=True``).
+    ``after_id`` gives the ``limit`` messages after that message; ``before_id`` the ``limit``
+    messages before it; none gives the first window (or the last with ``newest=True``).
+    ``after_seq`` / ``before_seq`` do the same by position (see the module docstring).
+
+    Raises:
+        LcmNotFoundError: ``after_id`` / ``before_id`` is no message of the conversation (one
+            deleted since, by retention or a repair, or another conversation's).
     """
     positive_int(limit, "limit", upper=MAX_PAGE)
-    if after_seq is not None and before_seq is not None:
-        raise LcmValidationError("give after_seq or before_seq, not both", field="before_seq")
+    given = [name for name, value in (("after_seq", after_seq), ("before_seq", before_seq), ("after_id", after_id),
+                                      ("before_id", before_id)) if value is not None]  # fmt: skip
+    if len(given) > 1:
+        raise LcmValidationError(f"give one cursor, not both {given[0]} and {given[1]}", field=given[1])
     with db.reading() as c:
         require_conversation(c, conversation_id)
+        if after_id is not None:
+            after_seq = _seq_of(c, conversation_id, after_id, "after_id")
+        if before_id is not None:
+            before_seq = _seq_of(c, conversation_id, before_id, "before_id")
         cols = "id, seq, role, content, token_count, created_at, file_id"
         if before_seq is not None or (after_seq is None and newest):
             bound = positive_int(before_seq, "before_seq", zero=True) if before_seq is not None else None
@@ -183,7 +204,22 @@ def messages(db: Handle, conversation_id: int, *, after_seq: int | None = None, 
     out = [MessageRow(int(r[0]), int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], covered.get(int(r[0]), []),
                       int(r[0]) in live) for r in rows]  # fmt: skip
     return MessagePage(conversation_id, out, out[-1].seq if out and more_after else None,
-                       out[0].seq if out and more_before else None, total)  # fmt: skip
+                       out[0].seq if out and more_before else None, total,
+                       out[-1].id if out and more_after else None,
+                       out[0].id if out and more_before else None)  # fmt: skip
+
+
+def _seq_of(c: Connection, conversation_id: int, message_id: int, name: str) -> int:
+    """Where message ``message_id`` of the conversation is now (a merge may have moved it)."""
+    positive_int(message_id, name)
+    row = c.execute("SELECT seq FROM messages WHERE conversation_id = ? AND id = ?",
+                    (conversation_id, message_id)).fetchone()
+    if row is None:
+        raise LcmNotFoundError(f"the cursor {name}={message_id}: msg_{message_id} is no message of conversation "
+                               f"{conversation_id} (deleted since the page was read, by retention or a repair, or "
+                               "another conversation's); start again from the first or the newest window",
+                               id=f"msg_{message_id}")  # fmt: skip
+    return int(row[0])
 
 
 @dataclass(frozen=True)

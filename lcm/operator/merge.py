@@ -32,6 +32,13 @@ raw just after it (its context's message items stay in time order), counted in
 ``older_than_summaries`` and named by ``amem lcm doctor`` (``context_out_of_time_order``, a
 finding, not damage) until compaction summarizes it with the raw messages around it.
 
+The target may be SQLite or PostgreSQL: every step above is the shared SQL of
+:class:`lcm.conn.Connection`; only the rows' own writing is the engine's (a :class:`MergeWriter`:
+ingest's step, and on PostgreSQL ingest's advisory locks, since other hosts may write the same
+conversations meanwhile, ``lcm.pg.merge``). What PostgreSQL cannot hold is refused by
+:func:`check_backup` before anything is written: text with a NUL character, and a large file
+when the store has no ``largeFilesDir`` every host shares.
+
 Summaries are not copied: they are derived from the messages, and a summary of the backup's
 conversation would not cover a conversation the target extended; compaction builds them again.
 Messages whose text was a large file get that file's text back (from the backup's ``lcm-files``)
@@ -57,9 +64,11 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from lcm.db import sqlite_only
+from lcm.config import LcmConfig
+from lcm.conn import Connection, Row
+from lcm.db import Database
 from lcm.errors import LcmValidationError
 from lcm.ingest import store_messages
 from lcm.largefiles import LargeFileStore
@@ -71,7 +80,7 @@ from lcm.reorder import renumber
 if TYPE_CHECKING:
     from lcm.store import LcmStore
 
-__all__ = ["MergeReport", "check_backup", "merge_backup"]
+__all__ = ["MergeReport", "MergeWriter", "check_backup", "merge_backup"]
 
 #: the backup's columns a merge reads; a backup lacking one is refused by ``check_backup``
 _CONVERSATION_COLS = ("id", "session_key", "session_id", "active", "archived_at", "archive_cause", "title",
@@ -104,6 +113,58 @@ class MergeReport(_Dict):
     notes: list[str] = field(default_factory=list)
 
 
+class MergeWriter(Protocol):
+    """What a merge needs of the target's engine: its locks against concurrent ingest (taken
+    in the merge's transaction) and ingest's own step for the rows."""
+
+    def enter_session(self, c: Connection, session_key: str | None, session_id: str | None) -> None:
+        """Before looking for (or creating) the session's conversation."""
+        ...
+
+    def enter_conversation(self, c: Connection, conversation_id: int) -> None:
+        """Before writing into the conversation or renumbering it."""
+        ...
+
+    def store(self, c: Connection, conversation_id: int, batch: list[NormalizedMessage],
+              now_iso: str) -> tuple[list[int], list[str]]:
+        """Store ``batch`` (checked against what is stored) as ingest would: (message ids,
+        large-file ids)."""
+        ...
+
+
+class _SqliteWriter:
+    """SQLite's: the write transaction holds the whole database, so no lock of its own."""
+
+    def __init__(self, config: LcmConfig, files: LargeFileStore) -> None:
+        self.config = config
+        self.files = files
+
+    def enter_session(self, c: Connection, session_key: str | None, session_id: str | None) -> None:
+        pass
+
+    def enter_conversation(self, c: Connection, conversation_id: int) -> None:
+        pass
+
+    def store(self, c: Connection, conversation_id: int, batch: list[NormalizedMessage],
+              now_iso: str) -> tuple[list[int], list[str]]:
+        ids, _, file_ids = store_messages(cast(sqlite3.Connection, c), conversation_id, batch, self.config,
+                                          self.files, now_iso, trigram_max_pending=0, known_new=True)
+        return ids, file_ids
+
+
+def _on_postgres(store: LcmStore) -> bool:
+    return not isinstance(store.db, Database)
+
+
+def _writer(store: LcmStore) -> MergeWriter:
+    """The target engine's writer (PostgreSQL's loaded only for a PostgreSQL store)."""
+    if not _on_postgres(store):
+        return _SqliteWriter(store.config, store.files)
+    from lcm.pg.merge import PgMergeWriter
+
+    return PgMergeWriter(store.config, store.files)
+
+
 @contextmanager
 def _reading(db: Path) -> Iterator[sqlite3.Connection]:
     """The backup, read-only (never a journal or a log written beside it)."""
@@ -113,8 +174,9 @@ def _reading(db: Path) -> Iterator[sqlite3.Connection]:
         yield c
 
 
-def check_backup(db: Path, files_dir: Path | None) -> list[str]:
-    """What is wrong with the backup at ``db`` (and its large files): empty when it can be merged."""
+def check_backup(db: Path, files_dir: Path | None, target: LcmStore | None = None) -> list[str]:
+    """What is wrong with the backup at ``db`` (and its large files): empty when it can be
+    merged; with a ``target`` store, also what that store's engine cannot hold."""
     try:
         with _reading(db) as c:
             check = c.execute("PRAGMA quick_check").fetchone()[0]
@@ -138,9 +200,31 @@ def check_backup(db: Path, files_dir: Path | None) -> list[str]:
                 elif files is None or not files.resolve(row["storage_path"]).is_file():
                     problems.append(f"the large file {row['file_id']} ({row['storage_path']}) is missing "
                                     "from the backup")
+            if target is not None and _on_postgres(target):
+                problems += _postgres_limits(c, db, target)
             return problems
     except (sqlite3.Error, OSError, ValueError) as exc:
         return [f"{db} cannot be read as a conversation store: {exc}"]
+
+
+def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore) -> list[str]:
+    """What of the backup a PostgreSQL store cannot take: text with a NUL (its ``text`` refuses
+    U+0000, where SQLite keeps it), and large files when the store has no ``largeFilesDir``
+    (they would go to a temporary directory no other host reads, as its ingest refuses)."""
+    from lcm.pg.nulscan import describe_findings, find_nul
+
+    problems: list[str] = []
+    nul = find_nul(c, ("conversations", "messages"))
+    if nul:
+        problems.append(f"{db}: {len(nul)} rows hold a NUL character (U+0000), which PostgreSQL text cannot hold: "
+                        f"{describe_findings(nul)}; merge it into a SQLite home, or copy it to the server with "
+                        "`amem lcm migrate --replace-nul`")
+    large = int(c.execute("SELECT count(*) FROM messages WHERE file_id IS NOT NULL").fetchone()[0])
+    if large and not target.config.large_files_dir:
+        problems.append(f"{db}: {large} messages are large files, and this home's PostgreSQL store has no "
+                        "largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every host of "
+                        "the database shares")
+    return problems
 
 
 def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str, *,
@@ -149,24 +233,26 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
     transaction. It raises on what :func:`check_backup` names; ``checked``: the caller ran
     that check already (``amem restore`` does, before it writes anything else), so the whole
     backup is not read through SQLite's check a second time."""
-    problems = [] if checked else check_backup(db, files_dir)
+    problems = [] if checked else check_backup(db, files_dir, store)
     if problems:
         raise LcmValidationError("; ".join(problems), field="backup")
     report = MergeReport()
     files = LargeFileStore(files_dir) if files_dir is not None else None
-    with _reading(db) as src, sqlite_only(store.db, "merge").atomic() as c:
+    writer = _writer(store)
+    with _reading(db) as src, store.db.atomic() as c:
         paths = {r["file_id"]: r["storage_path"] for r in src.execute("SELECT file_id, storage_path FROM large_files")}
         report.summaries_not_copied = _count(src, "summaries")
         for conv in src.execute("SELECT * FROM conversations ORDER BY id").fetchall():
             report.conversations_read += 1
+            writer.enter_session(c, conv["session_key"], conv["session_id"])
             target, held = _target_conversation(c, conv, _first(src, conv["id"]), report)
+            writer.enter_conversation(c, target)
             batch = [_message(src_row, files, paths) for src_row in
                      src.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conv["id"],))]
             report.messages_read += len(batch)
             fresh = _not_stored(c, target, batch)
             report.messages_skipped += len(batch) - len(fresh)
-            ids, _, file_ids = store_messages(c, target, fresh, store.config, store.files, now_iso,
-                                              trigram_max_pending=0, known_new=True)
+            ids, file_ids = writer.store(c, target, fresh, now_iso)
             report.messages_added += len(ids)
             report.large_files_added += len(file_ids)
             if held and ids:
@@ -185,7 +271,7 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
     return report
 
 
-def _in_time_order(c: sqlite3.Connection, conversation_id: int, added: set[int]) -> int:
+def _in_time_order(c: Connection, conversation_id: int, added: set[int]) -> int:
     """Renumber the conversation's messages (``seq``) and its context's message items so the
     ``added`` ones sit by time among the others (the module's rules, ``lcm.reorder``); 1 if
     anything moved."""
@@ -198,12 +284,12 @@ def _in_time_order(c: sqlite3.Connection, conversation_id: int, added: set[int])
     return int(renumber(c, conversation_id, order))
 
 
-def _older_added(c: sqlite3.Connection, conversation_id: int, added: set[int]) -> int:
+def _older_added(c: Connection, conversation_id: int, added: set[int]) -> int:
     """Of the ``added`` messages, those older than what a summary in the context before them covers."""
     return len(added.intersection(older_than_summaries(c, conversation_id).get(conversation_id, [])))
 
 
-def _not_stored(c: sqlite3.Connection, conversation_id: int,
+def _not_stored(c: Connection, conversation_id: int,
                 batch: list[NormalizedMessage]) -> list[NormalizedMessage]:
     """The messages of ``batch`` the conversation does not hold (the module's matching)."""
     keys = {r[0] for r in c.execute("SELECT stable_event_key FROM messages WHERE conversation_id = ? "
@@ -233,20 +319,25 @@ def _count(c: sqlite3.Connection, table: str) -> int:
         return 0
 
 
-def _first(c: sqlite3.Connection, conversation_id: int) -> tuple[str, str] | None:
+def _first(c: Connection, conversation_id: int) -> tuple[str, str] | None:
     """A conversation's first message (identity, time), or None for an empty one."""
     row = c.execute("SELECT identity_hash, created_at FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT 1",
                     (conversation_id,)).fetchone()
     return None if row is None else (row[0], row[1])
 
 
-def _target_conversation(c: sqlite3.Connection, conv: sqlite3.Row, first: tuple[str, str] | None,
+def _target_conversation(c: Connection, conv: Row, first: tuple[str, str] | None,
                          report: MergeReport) -> tuple[int, bool]:
     """The target's conversation for the backed-up ``conv`` (the module's rules 1-3), and
     whether the target held it already (rules 1 and 2)."""
     same = None
-    for (cid,) in c.execute("SELECT id FROM conversations WHERE session_key IS ? AND session_id IS ? "
-                            "AND created_at = ?", (conv["session_key"], conv["session_id"], conv["created_at"])):
+    # "IS ?" is SQLite's alone (PostgreSQL takes no parameter after IS): a missing key said as NULL
+    where, args = [], []
+    for col in ("session_key", "session_id"):
+        where.append(f"{col} IS NULL" if conv[col] is None else f"{col} = ?")
+        args += [] if conv[col] is None else [conv[col]]
+    for (cid,) in c.execute(f"SELECT id FROM conversations WHERE {' AND '.join(where)} AND created_at = ?",
+                            (*args, conv["created_at"])).fetchall():
         if _first(c, cid) == first:
             same = (cid,)
             break

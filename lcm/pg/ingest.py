@@ -43,17 +43,22 @@ _ITEMS_AND_TOUCH = (
 
 
 def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[NormalizedMessage], cfg: LcmConfig,
-                      files: LargeFileStore, now_iso: str, *, copy: bool = True) -> tuple[list[int], int, list[str]]:  # fmt: skip
+                      files: LargeFileStore, now_iso: str, *, copy: bool = True,
+                      known_new: bool = False) -> tuple[list[int], int, list[str]]:  # fmt: skip
     """:func:`lcm.ingest.store_messages` on PostgreSQL, inside the caller's transaction.
 
     ``copy=False`` sends the rows by ``executemany`` instead of COPY (the older path, kept for
-    the benchmark's before/after and a test that both store the same rows).
+    the benchmark's before/after and a test that both store the same rows). ``known_new``: as
+    on SQLite, a batch the caller has checked against what is stored (a backup merged), which
+    the re-send rules and the replay-flood check would take two equal messages of one time of.
 
     Returns ``(message_ids, skipped_duplicates, file_ids)``.
     """
-    fresh = drop_resent(c, conversation_id, list(batch), now_iso, cfg.resend_window_seconds)
+    fresh = list(batch) if known_new else drop_resent(c, conversation_id, list(batch), now_iso,
+                                                      cfg.resend_window_seconds)
     skipped = len(batch) - len(fresh)
-    check_replay_flood(c, conversation_id, fresh, cfg)
+    if not known_new:
+        check_replay_flood(c, conversation_id, fresh, cfg)
     if not fresh:
         return [], skipped, []
     # The server hands out the ids (writers of other conversations run at the same time); the

@@ -17,6 +17,7 @@ from tests.lcm.kit_helpers import KEY, dag_store
 def test_conversations_carry_counts_and_last_activity(make_store: Callable[..., LcmStore]) -> None:
     store, conv_id = dag_store(make_store)
     other = store.ingest("agent:kit:other", chat(3)).conversation_id
+    assert other is not None
     page = browse.conversations(store.db)
     rows = {r.id: r for r in page.conversations}
     assert set(rows) == {conv_id, other} and page.next_after_id is None
@@ -109,3 +110,48 @@ def test_large_files_biggest_first_with_exploration(make_store: Callable[..., Lc
     assert "FATAL" in files[0].exploration_summary and files[0].byte_size == len(big.encode())
     assert [f.file_name for f in browse.large_files(store.db, min_bytes=len(small.encode()) + 1)] == ["b.log"]
     assert browse.conversations(store.db).conversations[0].file_count == 2
+
+
+def _at(minute: int) -> str:
+    return f"2026-01-05T10:{minute:02d}:00.000Z"
+
+
+def test_a_message_cursor_survives_the_renumbering_of_a_merge(
+        make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    """A window's cursor is also the boundary message's id, which no merge changes: paging on
+    from it after ``restore --merge`` renumbered the conversation (``seq``) neither repeats nor
+    skips a message that was there; the sequence number it was handed with did both."""
+    from lcm.operator.merge import merge_backup
+
+    backup = make_store(str(tmp_path / "a" / "lcm.db"))
+    backup.ingest(KEY, [{"role": "user", "content": f"old {m}", "event_id": f"o{m}", "created_at": _at(m)}
+                        for m in (1, 3, 5, 7)])
+    backup.close()
+    store = make_store(str(tmp_path / "b" / "lcm.db"))
+    conv_id = store.ingest(KEY, [{"role": "user", "content": f"new {m}", "created_at": _at(m)}
+                                 for m in (2, 4, 6, 8)]).conversation_id
+    assert conv_id is not None
+    first = browse.messages(store.db, conv_id, limit=2)
+    assert [m.content for m in first.messages] == ["new 2", "new 4"]
+    assert first.next_after_id == first.messages[-1].id and first.prev_before_id is None
+    assert merge_backup(store, tmp_path / "a" / "lcm.db", None, "2026-02-01T00:00:00.000Z").conversations_reordered
+    # the number now names another place: "new 4" moved from 2 to 4
+    by_seq = browse.messages(store.db, conv_id, after_seq=first.next_after_seq, limit=2)
+    assert [m.content for m in by_seq.messages] == ["old 3", "new 4"]  # "new 4" again
+    seen = [m.content for m in first.messages]
+    page = browse.messages(store.db, conv_id, after_id=first.next_after_id, limit=2)
+    while True:
+        seen += [m.content for m in page.messages]
+        if page.next_after_id is None:
+            break
+        page = browse.messages(store.db, conv_id, after_id=page.next_after_id, limit=2)
+    assert seen == ["new 2", "new 4", "old 5", "new 6", "old 7", "new 8"]  # none twice, none left out
+    assert [m.content for m in page.messages] == ["old 7", "new 8"]
+    back = browse.messages(store.db, conv_id, before_id=page.prev_before_id, limit=2)
+    assert [m.content for m in back.messages] == ["old 5", "new 6"]
+    assert back.next_after_id == back.messages[-1].id and back.prev_before_id == back.messages[0].id
+    # a cursor naming no message of the conversation (deleted by retention, or another's): said
+    with pytest.raises(LcmNotFoundError, match="msg_999"):
+        browse.messages(store.db, conv_id, after_id=999)
+    with pytest.raises(LcmValidationError, match="not both"):
+        browse.messages(store.db, conv_id, after_id=first.next_after_id, after_seq=1)

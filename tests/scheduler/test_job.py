@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,6 +12,8 @@ from amem import MemoryStore
 from amem.kernel.clock import ManualClock
 from scheduler import last_run_status, run_nightly
 from scheduler.record import RunLock, read_record
+
+from tests.fakes.tmpfs import fill
 
 from .conftest import ToyLcm, ToyNoteStore, cfg
 
@@ -124,6 +127,9 @@ def test_interrupted_run_is_reported_and_rerun(home: Path, toy: ToyNoteStore) ->
     record["last_run"]["status"] = record["last_slot"]["status"] = "running"  # as if killed
     (home / "nightly.json").write_text(json.dumps(record))
     (home / "nightly_runs.jsonl").unlink()  # a killed run never finished: no line in the history
+    # nor its end in its end note, which it reserved saying it was running
+    (home / "nightly_end.json").write_text(json.dumps(
+        {"status": "running", "started_at": record["last_run"]["started_at"]}))
     assert last_run_status(home, config)["state"] == "interrupted"
     clock.set(datetime(2027, 5, 1, 8, 0, tzinfo=UTC))
     assert run_nightly(toy, config=config, reason="catch-up", clock=clock).status == "ok"
@@ -213,3 +219,115 @@ def test_a_record_unwritable_at_the_end_keeps_the_run_done_and_says_so(home: Pat
     # and the doctor names it
     doctor = doctor_report(real_store, lambda _: {"ok": True}, status, clean=False)
     assert any("the run started 2027-05-01T02:30:05+00:00 finished ok" in w for w in doctor["warnings"]), doctor
+
+
+def _unwritable(home: Path, name: str) -> None:
+    """Make the atomic replacement of ``home/name`` fail while the file stays readable: a
+    directory where its temporary sibling goes (a full disk refuses the new file alike)."""
+    (home / f".{name}.{os.getpid()}.tmp").mkdir(parents=True)
+
+
+class LosesRecordAndHistory(ToyNoteStore):
+    """A note store whose optimize (the job's second step) leaves neither the record nor the
+    run history writable; the record still reads, saying the run is running."""
+
+    def optimize(self) -> None:
+        super().optimize()
+        for name in ("nightly.json", "nightly_runs.jsonl"):
+            _unwritable(self.config.home, name)
+
+
+def test_a_run_whose_record_and_history_are_both_unwritable_is_still_known_done(
+        home: Path, real_store: MemoryStore) -> None:
+    # neither end-of-run write could be made: the record said `running`, status said
+    # `interrupted`, and the next start ran the night again
+    from scheduler.service import missed_slot
+    from tools.reports import doctor_report
+
+    store = LosesRecordAndHistory(home)
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+    assert report.status == "ok" and store.consolidations == 1
+    (warning,) = report.warnings
+    assert "nightly.json" in warning and "nightly_runs.jsonl" in warning
+    assert "nightly_end.json" in warning and "runs this night again" not in warning
+    assert read_record(config.record_path)["last_run"]["status"] == "running"  # as it was left
+    clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    status = last_run_status(home, config, now=clock.now())
+    assert status["state"] == "ok", status
+    assert status["last_run"]["finished_at"] == "2027-05-01T02:30:05+00:00"
+    (problem,) = status["record_problems"]
+    assert "nightly_end.json" in problem and "finished ok" in problem
+    assert missed_slot(config, config.trigger(), clock.now()) is None
+    assert run_nightly(store, config=config, reason="catch-up", clock=clock).status == "skipped"
+    assert store.consolidations == 1  # the night did not run twice
+    doctor = doctor_report(real_store, lambda _: {"ok": True}, status, clean=False)
+    assert any("nightly_end.json" in w for w in doctor["warnings"]), doctor
+
+
+class LosesEverything(LosesRecordAndHistory):
+    """Record and history unwritable, and the end note replaced by a directory since the run
+    reserved it: nothing can carry the run's end."""
+
+    def optimize(self) -> None:
+        super().optimize()
+        note = self.config.home / "nightly_end.json"
+        note.unlink()
+        note.mkdir()
+
+
+def test_a_run_with_nowhere_to_write_its_end_says_the_next_start_cannot_know(
+        home: Path, real_store: MemoryStore) -> None:
+    from tools.reports import doctor_report
+
+    store = LosesEverything(home)
+    config = cfg(home)
+    clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+    report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+    (warning,) = report.warnings
+    assert "nightly_end.json" in warning and "runs this night again" in warning
+    clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+    status = last_run_status(home, config, now=clock.now())
+    # the record still says the run began: a finished run cannot be told from a killed one,
+    # and status and doctor say why beside `interrupted`
+    assert status["state"] == "interrupted"
+    (problem,) = status["record_problems"]
+    assert "nightly_end.json" in problem and "cannot be known" in problem
+    doctor = doctor_report(real_store, lambda _: {"ok": True}, status, clean=False)
+    assert any("cannot be known" in w for w in doctor["warnings"]), doctor
+
+
+class FillsTheDisk(ToyNoteStore):
+    """A note store whose optimize leaves the disk full: another program took the space."""
+
+    def optimize(self) -> None:
+        super().optimize()
+        fill(self.config.home)
+
+
+def test_a_run_that_fills_a_real_disk_keeps_its_report_and_the_night_done(tmp_path: Path) -> None:
+    # the record's write on a full disk raised DiskFullError, which is not an OSError: the end
+    # of the run crashed (its report lost, the record saying `running`) and the next start ran
+    # the night again
+    from tests.fakes.tmpfs import small_tmpfs
+
+    with small_tmpfs(tmp_path / "disk", 1 << 20) as disk:
+        home = disk / "home"
+        store = FillsTheDisk(home)
+        config = cfg(home)
+        clock = ManualClock(datetime(2027, 5, 1, 2, 30, 5, tzinfo=UTC))
+        report = run_nightly(store, ToyLcm(), config=config, reason="scheduled", clock=clock)
+        assert report.status == "ok" and store.consolidations == 1
+        (warning,) = report.warnings
+        assert "is full" in warning and "nightly_end.json" in warning
+        clock.set(datetime(2027, 5, 1, 9, 0, tzinfo=UTC))
+        status = last_run_status(home, config, now=clock.now())
+        assert status["state"] == "ok" and status["last_run"]["status"] == "ok", status
+        assert run_nightly(store, config=config, reason="catch-up", clock=clock).status == "skipped"
+        assert store.consolidations == 1
+        # a start on the full disk cannot write its own record either: said, not a crash
+        clock.set(datetime(2027, 5, 2, 2, 30, 5, tzinfo=UTC))
+        refused = run_nightly(store, config=config, reason="scheduled", clock=clock)
+        assert refused.status == "failed" and "is full" in (refused.steps["record"].error or "")
+        assert store.consolidations == 1

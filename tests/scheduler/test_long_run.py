@@ -99,6 +99,9 @@ def test_a_day_long_run_that_is_killed_is_interrupted_and_caught_up_at_start(hom
     record["last_run"]["status"] = record["last_slot"]["status"] = "running"  # as if killed
     config.record_path.write_text(json.dumps(record))
     config.runs_path.unlink()  # a killed run never finished: no line in the run history
+    # nor its end in its end note, which it reserved saying it was running
+    config.end_path.write_text(json.dumps(
+        {"status": "running", "started_at": record["last_run"]["started_at"]}))
 
     later = datetime(2027, 5, 2, 10, 0, tzinfo=UTC)
     status = last_run_status(home, config, now=later)

@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -23,6 +24,8 @@ import pytest
 from amem import MemoryStore
 from amem.config import load_config
 from amem.embed.hashing import HashingEmbedder
+from amem.kernel.files import private_dir
+from lcm.largefiles import LEFTOVER_AGE_S
 from tools.cli import main
 from tools.remote import find_server, record_path
 
@@ -133,6 +136,15 @@ def served(env: dict[str, str]) -> Iterator[dict[str, str]]:
         assert "no key for" in denied.stderr and "AMEM_SERVER_TOKEN" in denied.stderr
         # the conversation database is SQLite, which the server does not lock
         assert json.loads(amem(env, "lcm", "status", "--json").stdout)["conversations"] == 0
+        # so `doctor --fix` removes a killed large-file write's old .tmp with a server running
+        # too (lcm's own clean, in the CLI's process); the server's report no longer names it
+        left = Path(env["AMEM_HOME"]) / "lcm-files" / "c1" / "file_00000000000000aa.txt.tmp"
+        private_dir(left.parent)  # 0700, as lcm makes it
+        left.write_text("half")
+        os.utime(left, (time.time() - LEFTOVER_AGE_S - 60,) * 2)
+        fixed = json.loads(amem(env, "doctor", "--fix", "--json").stdout)
+        assert fixed["lcm_leftovers_removed"] == ["c1/" + left.name] and not left.exists()
+        assert not [w for w in fixed["warnings"] if "leftover" in w]
     finally:
         err = server.stop()
     assert not record.exists(), err  # removed on a clean exit

@@ -110,7 +110,17 @@ def test_browse_rewrite_dissolve_and_transplant_from_the_command_line(
     assert next(c for c in convs if c["id"] == conv)["message_count"] == 40
     window = run_json(capsys, env, "lcm", "browse", "messages", str(conv), "--limit", "10", "--newest")
     assert len(window["messages"]) == 10 and window["prev_before_seq"] is not None
-    assert "earlier: --before" in run(capsys, env, "lcm", "browse", "messages", str(conv), "--limit", "10", "--newest")
+    # the window before hands out the boundary message's id, which a merge's renumbering leaves alone
+    said = run(capsys, env, "lcm", "browse", "messages", str(conv), "--limit", "10", "--newest")
+    assert f"earlier: --before msg_{window['prev_before_id']}" in said
+    before = run_json(capsys, env, "lcm", "browse", "messages", str(conv), "--limit", "10", "--before",
+                      f"msg_{window['prev_before_id']}")
+    assert before["messages"][-1]["seq"] == window["messages"][0]["seq"] - 1
+    assert [m["id"] for m in run_json(capsys, env, "lcm", "browse", "messages", str(conv), "--limit", "10",
+                                      "--before", str(window["prev_before_seq"]))["messages"]] == \
+        [m["id"] for m in before["messages"]]  # a bare number is still a position
+    assert "msg_999999" in run(capsys, env, "lcm", "browse", "messages", str(conv), "--after", "msg_999999", code=3)
+    assert "--after" in run(capsys, env, "lcm", "browse", "messages", str(conv), "--after", "msg_x", code=2)
     ctx = run_json(capsys, env, "lcm", "browse", "context", str(conv), "--budget", "100000")
     root = ctx["items"][0]["id"]
     assert ctx["summary_count"] == 1 and ctx["tail_count"] == 4

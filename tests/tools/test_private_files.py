@@ -22,6 +22,7 @@ from amem.kernel.clock import ManualClock
 from amem.kernel.files import UnsafePathError, private_dir, wide_modes
 from lcm import LcmConfig, LcmStore
 from lcm.events import EventLog
+from scheduler.endnote import EndNote
 from scheduler.record import RunLock, write_record
 from tools.cli import main
 from tools.remote import serving_record
@@ -98,15 +99,21 @@ def test_doctor_names_wide_paths_and_fix_makes_them_private(env: dict[str, str],
     os.chmod(home / "store", 0o755)
     os.chmod(home / "lcm.db", 0o644)
     (home / "my-own-notes.txt").write_text("not amem's", encoding="utf-8")  # 0644, not ours
+    # the nightly run history and end note, copied in by hand: each holds what ran when
+    for name in ("nightly_runs.jsonl", "nightly_end.json"):
+        (home / name).write_text("{}\n", encoding="utf-8")
+        os.chmod(home / name, 0o644)
     assert main(["doctor", "--json"], env=env) == 1
     report = json.loads(capsys.readouterr().out)
     found = {(w["path"], w["mode"]) for w in report["files"]["wide"]}
-    assert found == {(str(home / "store"), "0o755"), (str(home / "lcm.db"), "0o644")}
+    assert found == {(str(home / "store"), "0o755"), (str(home / "lcm.db"), "0o644"),
+                     (str(home / "nightly_runs.jsonl"), "0o644"), (str(home / "nightly_end.json"), "0o644")}
     assert report["ok"] is False and any("amem doctor --fix" in w for w in report["warnings"])
     assert main(["doctor", "--fix", "--json"], env=env) == 0
     fixed = json.loads(capsys.readouterr().out)["files"]
     assert {(f["path"], f["was"], f["now"]) for f in fixed["fixed"]} == {
-        (str(home / "store"), "0o755", "0o700"), (str(home / "lcm.db"), "0o644", "0o600")}
+        (str(home / "store"), "0o755", "0o700"), (str(home / "lcm.db"), "0o644", "0o600"),
+        (str(home / "nightly_runs.jsonl"), "0o644", "0o600"), (str(home / "nightly_end.json"), "0o644", "0o600")}
     assert fixed["private"] is True
     assert [p.name for p, _ in wide_modes(home)] == ["my-own-notes.txt"]  # not ours: left alone
 
@@ -160,6 +167,11 @@ def test_records_and_the_nightly_lock_refuse_symlinks(tmp_path: Path) -> None:
     (home / "nightly.json").symlink_to(target)
     with pytest.raises(UnsafePathError, match="nightly.json is a symbolic link"):
         write_record(home / "nightly.json", {})
+    # the run's end note is a fallback: a link there is refused and said, and the run goes on
+    (home / "nightly_end.json").symlink_to(target)
+    note = EndNote(home / "nightly_end.json")
+    note.reserve("2027-05-01T02:30:05+00:00")
+    assert "symbolic link" in (note.write({"status": "ok"}) or "")
     assert target.read_text(encoding="utf-8") == PRECIOUS
 
 

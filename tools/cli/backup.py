@@ -193,7 +193,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         db = _restore_target_db(rt, conv, merge=merge)
         # everything the backup holds is read before anything is written: a damaged part
         # refuses the whole restore (the notes are checked whole by load_export itself)
-        _check_parts(rt, source, conv)
+        _check_parts(rt, source, conv, db)
         store = rt.memory if merge else _empty_store(rt)
         report = load_export(store, source / NOTES, keep_stored=merge)
         restored: dict[str, Any] = {"home": str(home), "merge": merge, "notes": report.to_dict()}
@@ -207,15 +207,16 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_parts(rt: Runtime, source: Path, conv: Any) -> None:
-    """The backup's conversation store (SQLite's check, every large file it names) and keys."""
+def _check_parts(rt: Runtime, source: Path, conv: Any, db: Path | str | None) -> None:
+    """The backup's conversation store (SQLite's check, every large file it names, and what a
+    PostgreSQL target ``db`` cannot hold) and keys."""
     from lcm.operator.merge import check_backup
     from tools.keys import KeyFileError, KeyStore
 
     problems: list[str] = []
     if isinstance(conv, dict) and conv.get("file"):
         files = source / LARGE_FILES if conv.get("large_files_dir") else None
-        problems += check_backup(source / CONVERSATIONS, files)
+        problems += check_backup(source / CONVERSATIONS, files, rt.lcm if isinstance(db, str) else None)
     if (source / KEYS).exists():
         try:
             KeyStore(source / KEYS).list()
@@ -226,12 +227,13 @@ def _check_parts(rt: Runtime, source: Path, conv: Any) -> None:
                        "restored)", code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
 
 
-def _restore_conversations(rt: Runtime, source: Path, conv: Any, db: Path | None) -> Any:
+def _restore_conversations(rt: Runtime, source: Path, conv: Any, db: Path | str | None) -> Any:
     """The backup's conversations: the file copied into a home that holds none, else (a
-    merge) its messages written into this home's store (``lcm.operator.merge``)."""
+    merge, always onto a PostgreSQL store, ``db`` its URL) its messages written into this
+    home's store (``lcm.operator.merge``)."""
     if db is None or not isinstance(conv, dict) or not conv.get("file"):
         return None
-    if not (db.exists() and _conversations_in(db) > 0):
+    if isinstance(db, Path) and not (db.exists() and _conversations_in(db) > 0):
         for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
             extra.unlink(missing_ok=True)  # a log beside the copy would be replayed onto it
         _copy_private(source / CONVERSATIONS, db)
@@ -332,17 +334,21 @@ def _read_manifest(source: Path) -> dict[str, Any]:
     return manifest
 
 
-def _restore_target_db(rt: Runtime, conv: Any, *, merge: bool) -> Path | None:
-    """Where the backup's conversations go; refused before anything is written when this
-    home's conversation store is a server, or (not a merge) already holds conversations."""
-    from lcm.pg.url import is_postgres_url
+def _restore_target_db(rt: Runtime, conv: Any, *, merge: bool) -> Path | str | None:
+    """Where the backup's conversations go: a SQLite file, or a PostgreSQL server's URL
+    (redacted: it is shown) for a merge; refused before anything is written when (not a
+    merge) this home's conversation store is a server or already holds conversations."""
+    from lcm.pg.url import is_postgres_url, redact_url
 
     if not (isinstance(conv, dict) and conv.get("file")):
         return None
     where = rt.lcm_database()
+    if where is not None and is_postgres_url(where) and merge:
+        return redact_url(where)  # merged as onto SQLite (lcm.operator.merge)
     if where is None or is_postgres_url(where):
-        raise CliError("this home's conversations live on a PostgreSQL server: restore the "
-                       "backup's lcm.db into it with `amem lcm migrate` from a SQLite home",
+        raise CliError("this home's conversations live on a PostgreSQL server, which a plain "
+                       "restore (a copy of the backup's SQLite file) cannot fill: `amem restore "
+                       "DIR --merge` merges the backup's conversations into it",
                        code="invalid_argument", exit_code=EXIT_USAGE, field="dir")
     db = Path(where).expanduser()
     if not merge and db.exists() and _conversations_in(db) > 0:

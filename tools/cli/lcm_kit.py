@@ -33,8 +33,11 @@ def register(cmd: Cmd, lsub: Subparsers) -> None:
     p.add_argument("--session-key", help="only this session key's conversations")
     p = cmd("messages", cmd_browse_messages, "one window of a conversation's messages", into=bsub)
     p.add_argument("conversation", type=int, help="conversation id")
-    p.add_argument("--after", type=int, metavar="SEQ", help="the window after this sequence number")
-    p.add_argument("--before", type=int, metavar="SEQ", help="the window before this sequence number")
+    p.add_argument("--after", type=_cursor, metavar="msg_ID|SEQ",
+                   help="the window after this message (msg_ID, as a window prints it), or after "
+                        "this sequence number (a position: `amem restore --merge` renumbers them)")
+    p.add_argument("--before", type=_cursor, metavar="msg_ID|SEQ",
+                   help="the window before this message (msg_ID), or this sequence number")
     p.add_argument("--newest", action="store_true", help="the newest window (default: the oldest)")
     p.add_argument("--limit", type=int, default=50, help="messages per window (default 50)")
     p = cmd("tree", cmd_browse_tree, "the summary DAG as a tree (kind, depth, tokens, sources)", into=bsub)
@@ -137,21 +140,35 @@ def cmd_browse_conversations(args: argparse.Namespace) -> int:
                                                      session_key=args.session_key), text)  # fmt: skip
 
 
+def _cursor(text: str) -> tuple[str, int]:
+    """``--after`` / ``--before``: ``msg_ID`` (a message, ``("id", ID)``) or a bare sequence
+    number (``("seq", N)``); argparse turns the error into exit 2 naming the option."""
+    kind, number = ("id", text[4:]) if text.startswith("msg_") else ("seq", text)
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(f"must be msg_ID (as a window prints it) or a sequence number, got {text!r}")
+    return kind, int(number)
+
+
 def cmd_browse_messages(args: argparse.Namespace) -> int:
     from lcm.operator import browse
 
     def text(d: dict[str, Any]) -> str:
         lines = [f"{m['seq']:>6} {m['role']:<9} {m['token_count']:>5}t {'ctx' if m['in_context'] else ','.join(m['summary_ids']) or '-':<20} "
                  f"{' '.join(m['content'].split())[:90]}" for m in d["messages"]]  # fmt: skip
-        if d["prev_before_seq"] is not None:
-            lines.insert(0, f"earlier: --before {d['prev_before_seq']}")
-        if d["next_after_seq"] is not None:
-            lines.append(f"later: --after {d['next_after_seq']}")
+        # the message ids, not the sequence numbers: a merge between two commands renumbers those
+        if d["prev_before_id"] is not None:
+            lines.insert(0, f"earlier: --before msg_{d['prev_before_id']}")
+        if d["next_after_id"] is not None:
+            lines.append(f"later: --after msg_{d['next_after_id']}")
         lines.append(f"{len(d['messages'])} of {d['total']} messages")
         return "\n".join(lines)
 
-    return _run(args, lambda s: browse.messages(s.db, args.conversation, after_seq=args.after, before_seq=args.before,
-                                                limit=args.limit, newest=args.newest), text)  # fmt: skip
+    cursors: dict[str, int] = {}
+    for side, given in (("after", args.after), ("before", args.before)):
+        if given is not None:
+            cursors[f"{side}_{given[0]}"] = given[1]
+    return _run(args, lambda s: browse.messages(s.db, args.conversation, limit=args.limit, newest=args.newest,
+                                                **cursors), text)  # fmt: skip
 
 
 def cmd_browse_tree(args: argparse.Namespace) -> int:

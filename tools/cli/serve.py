@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -368,11 +369,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         # before the stores open: what is found is what was there, not what this run created
         fixed = fix_files(rt) if args.fix else []
         wide = wide_files(rt)
+        # lcm's own clean (`amem lcm doctor --clean --apply`), before the report so that it
+        # names what is left. Here, not in the report: it works on the files whether or not a
+        # server holds the stores (a young .tmp or one a writer holds is never taken).
+        removed = (_lcm_call(rt, "doctor_clean", apply=True).get("removed_files", [])
+                   if args.fix else None)
         with open_notes(args, rt) as (store, server):
             data = (remote_read(server, OWNER_DOCTOR + ("?clean=1" if args.clean else ""))
                     if server is not None
                     else doctor_data(local_store(store), _lcm_reports(rt), rt, args.clean,
                                      fix=args.fix))
+    if removed is not None:
+        data["lcm_leftovers_removed"] = removed
     if server is not None and args.fix:
         # The marks are the store's: a served store's nightly job repairs them.
         data["warnings"] = [*data.get("warnings", []), (
@@ -412,24 +420,26 @@ def doctor_data(store: MemoryStore, lcm: LcmReport, rt: Runtime, clean: bool, *,
 def _lcm_reports(rt: Runtime) -> LcmReport:
     """lcm's reports from the runtime's store, or ``{"available": false, "reason": ...}`` when
     it cannot be opened (the memory half of status/doctor still has something to say)."""
+    return functools.partial(_lcm_call, rt)
+
+
+def _lcm_call(rt: Runtime, method: str, **options: bool) -> dict[str, Any]:
+    """One of :func:`_lcm_reports`, ``options`` passed to the store's method."""
     from lcm.errors import SchemaTooNewError
 
     from ..reports import lcm_report
 
-    def report(method: str) -> dict[str, Any]:
-        try:
-            store = rt.lcm
-        except SchemaTooNewError as exc:  # sound, but newer than this code: not a repair
-            return {"available": False, "reason": str(exc), "failed": True, "too_new": True}
-        except Exception as exc:
-            # not "off": the store is there and failed to open (a damaged file): doctor says so,
-            # with the store's own advice apart when it has one (lcm.errors.StoreFileError)
-            problem, advice = getattr(exc, "problem", str(exc)), getattr(exc, "advice", None)
-            return {"available": False, "reason": problem, "failed": True,
-                    **({"advice": advice} if advice else {})}
-        return lcm_report(store, method)
-
-    return report
+    try:
+        store = rt.lcm
+    except SchemaTooNewError as exc:  # sound, but newer than this code: not a repair
+        return {"available": False, "reason": str(exc), "failed": True, "too_new": True}
+    except Exception as exc:
+        # not "off": the store is there and failed to open (a damaged file): doctor says so,
+        # with the store's own advice apart when it has one (lcm.errors.StoreFileError)
+        problem, advice = getattr(exc, "problem", str(exc)), getattr(exc, "advice", None)
+        return {"available": False, "reason": problem, "failed": True,
+                **({"advice": advice} if advice else {})}
+    return lcm_report(store, method, **options)
 
 
 def tool_descriptions(rt: Runtime) -> dict[str, str]:

@@ -163,7 +163,9 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         return render_conversation(_need_lcm(deps), None if principal.owner else agent, agent,
                                    number, request.query_params.get("page"),
                                    request.query_params.get("budget"),
-                                   can_write=not principal.read_only)
+                                   can_write=not principal.read_only,
+                                   raw_after=request.query_params.get("after"),
+                                   raw_before=request.query_params.get("before"))
 
     def conversation_item(kind: str) -> Callable[[Request, str, Principal], Html]:
         def build(request: Request, agent: str, principal: Principal) -> Html:

@@ -2,7 +2,10 @@
 summary DAG as a tree, the context view and its large files.
 
 Read-only SQL over the store's handle, one page at a time (``LIMIT``/``OFFSET`` on indexed
-columns). Tenancy is the tools' rule (``tools.tenancy.session_owner``): an agent's key sees the
+columns). A conversation's messages page by the boundary message's id (``?after=ID``,
+``?before=ID``, ``lcm.operator.browse.messages``): ``amem restore --merge`` renumbers a
+conversation to put a backup's messages in time order, and a page number or a sequence number
+saved before it then named another place; an id does not (``?page=N`` still reads by offset). Tenancy is the tools' rule (``tools.tenancy.session_owner``): an agent's key sees the
 conversations of its own session keys, an owner key every conversation; a conversation of
 another agent answers "not found", exactly like one that does not exist.
 
@@ -179,23 +182,43 @@ def _dag_tree(tree: SummaryTree, conversation_id: int, agent: str, can_write: bo
                 f'{"".join(node(r, 0) for r in tree.roots)}</ul>')
 
 
+def _window(store: LcmStore, conversation_id: int, raw_page: str | None, raw_after: str | None,
+            raw_before: str | None) -> tuple[list[Any], int, int | None, int | None]:
+    """The messages shown (``id, seq, role, content, tokens, at, file``), how many there are,
+    and the ids the previous and next windows start from (None: nothing that way)."""
+    from lcm.operator.browse import messages
+
+    after = None if raw_after is None else whole_number(raw_after, "after", minimum=1, maximum=MAX_ID)
+    before = None if raw_before is None else whole_number(raw_before, "before", minimum=1, maximum=MAX_ID)
+    if raw_page is not None and after is None and before is None:  # a link from before ids
+        page = _page_number(raw_page)
+        rows, total = messages_page(store, conversation_id, page)
+        return (rows, total, rows[0][0] if rows and page else None,
+                rows[-1][0] if rows and (page + 1) * PAGE_SIZE < total else None)
+    # an id gone (retention) or another conversation's: LcmNotFoundError naming it, a 404
+    window = messages(store.db, conversation_id, after_id=after, before_id=before, limit=PAGE_SIZE)
+    rows = [(m.id, m.seq, m.role, m.content, m.token_count, m.created_at, m.file_id) for m in window.messages]
+    return rows, window.total, window.prev_before_id, window.next_after_id
+
+
 def render_conversation(store: LcmStore, agent: str | None, view_agent: str, conversation_id: int,
                         raw_page: str | None, raw_budget: str | None = None,
-                        can_write: bool = False) -> Html:
+                        can_write: bool = False, raw_after: str | None = None,
+                        raw_before: str | None = None) -> Html:
     from lcm.operator.browse import context_view, large_files, summary_tree
 
     conv = conversation(store, agent, conversation_id)
-    page = _page_number(raw_page)
     budget = whole_number(raw_budget, "budget", minimum=1, maximum=MAX_BUDGET, default=DEFAULT_BUDGET)
-    messages, total = messages_page(store, conversation_id, page)
+    messages, total, earlier, later = _window(store, conversation_id, raw_page, raw_after, raw_before)
     base = f"conversation/{conversation_id}"
     msg_rows = [(r[1], r[2], cut(r[3], MESSAGE_CUT, url(f"{base}/message/{r[0]}", agent=view_agent)),
                  r[4], (r[5] or "")[:19], r[6] or "") for r in messages]
     nav = []
-    if page:
-        nav.append(link(url(base, agent=view_agent, page=str(page - 1)), "Previous messages", rel="prev"))
-    if (page + 1) * PAGE_SIZE < total:
-        nav.append(link(url(base, agent=view_agent, page=str(page + 1)), "Next messages", rel="next"))
+    if earlier is not None:
+        nav.append(link(url(base, agent=view_agent, before=str(earlier)), "Previous messages", rel="prev"))
+    if later is not None:
+        nav.append(link(url(base, agent=view_agent, after=str(later)), "Next messages", rel="next"))
+    shown = f"positions {messages[0][1]} to {messages[-1][1]}" if messages else "none shown"
     tree = summary_tree(store.db, conversation_id)
     view = context_view(store.db, store.config, conversation_id, budget)
     ctx_rows = [(n, it.type if it.type == "summary" else f"message ({it.role})",
@@ -210,7 +233,7 @@ def render_conversation(store: LcmStore, agent: str | None, view_agent: str, con
     return join([
         table(["field", "value"], list(conv.items()), caption="This conversation"),
         Html(f'<h2 id="messages">Messages</h2><p id="message-count" data-total="{total}">'
-             f"{total} messages; page {page + 1}</p>"),
+             f"{total} messages; {shown}</p>"),
         table(["seq", "role", "content", "tokens", "at", "file"], msg_rows,
               caption="Messages, in order", empty="no messages"),
         Html(f'<nav class="pager" aria-label="Pages of messages">{" ".join(nav)}</nav>'),

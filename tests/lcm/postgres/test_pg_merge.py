@@ -1,0 +1,124 @@
+"""``restore --merge`` onto a PostgreSQL store: a SQLite backup's conversations merged through the
+same steps as onto SQLite (lcm.operator.merge), ingest's PostgreSQL step writing the rows under
+its advisory locks; a backup PostgreSQL cannot hold (a NUL, a large file and no shared
+largeFilesDir) refused before anything is written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from lcm import LcmConfig, LcmStore
+from lcm.errors import LcmValidationError
+from lcm.operator.merge import check_backup, merge_backup
+
+KEY = "agent:x:main"
+NOW = "2026-02-01T00:00:00.000Z"
+
+
+def _at(minute: int) -> str:
+    return f"2026-01-05T10:{minute:02d}:00.000Z"
+
+
+def _backup(path: Path, messages: Sequence[Mapping[str, object]], *, archived_first: bool = True,
+            **config: int) -> Path:
+    with LcmStore(str(path), LcmConfig(log_file_enabled=False, **config)) as a:  # type: ignore[arg-type]
+        if archived_first:
+            a.ingest(KEY, [{"role": "user", "content": "first era", "event_id": "k1", "created_at": _at(0)}])
+            a.reset(KEY)  # the first conversation archived
+        a.ingest(KEY, messages)
+    return path
+
+
+def test_a_sqlite_backup_merges_onto_a_postgresql_store(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    src = _backup(tmp_path / "a" / "lcm.db",
+                  [{"role": "user", "content": f"old {m} zebra", "event_id": f"o{m}", "created_at": _at(m)}
+                   for m in (1, 3, 5)] + [{"role": "user", "content": "ok"}] * 2)  # two "ok"s of one instant
+    pg = make_pg_store()
+    pg.ingest(KEY, [{"role": "user", "content": f"new {m}", "created_at": _at(m)} for m in (2, 3)])
+    conv = pg.conversation(KEY)
+    assert conv is not None
+    report = merge_backup(pg, src, None, NOW)
+    assert (report.conversations_created, report.conversations_merged) == (1, 1)
+    assert report.messages_added == 6 and report.conversations_reordered == 1
+    order = ["old 1 zebra", "new 2", "new 3", "old 3 zebra", "old 5 zebra", "ok", "ok"]  # a tie: here first
+    by_seq = [r[0] for r in pg.db.query("SELECT content FROM messages WHERE conversation_id = ? ORDER BY seq",
+                                        (conv.id,))]
+    assert by_seq == order
+    assert [m["content"] for m in pg.assemble(KEY, 100_000).messages] == order
+    assert [c.active for c in pg.conversations(KEY)] == [True, False]  # the archived one stays archived
+    # the server indexed the merged rows as ingest's own: full-text search finds them
+    hits = pg.grep("zebra", mode="full_text", session_key=KEY).hits
+    assert len(hits) == 3
+    again = merge_backup(pg, src, None, "2026-02-01T00:00:01.000Z")
+    assert (again.messages_added, again.conversations_created) == (0, 0)
+    assert pg.doctor().ok
+
+
+def test_a_backup_postgresql_cannot_hold_is_refused_before_anything_is_written(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    nul = _backup(tmp_path / "n" / "lcm.db", [{"role": "user", "content": "a\x00b", "created_at": _at(1)}],
+                  archived_first=False)
+    big = "line of a pasted log with numbers 12345\n" * 600
+    large = _backup(tmp_path / "l" / "lcm.db", [{"role": "user", "content": big, "created_at": _at(1)}],
+                    archived_first=False, large_file_threshold_tokens=2000)
+    pg = make_pg_store()  # no largeFilesDir: nowhere every host reads a large file from
+    assert check_backup(nul, None) == []  # SQLite holds it
+    (said,) = check_backup(nul, None, pg)
+    assert "NUL" in said and "PostgreSQL" in said and "conversation" in said
+    (said,) = check_backup(large, tmp_path / "l" / "lcm-files", pg)
+    assert "largeFilesDir" in said
+    for backup, files in ((nul, None), (large, tmp_path / "l" / "lcm-files")):
+        with pytest.raises(LcmValidationError):
+            merge_backup(pg, backup, files, NOW)
+    assert pg.db.scalar("SELECT count(*) FROM conversations") == 0
+
+
+def test_amem_restore_merge_into_a_home_whose_conversations_live_on_postgresql(
+        pg_clean_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import os
+
+    from tools.cli.main import main
+
+    def run(env: dict[str, str], *args: str, code: int = 0) -> str:
+        got = main([*args, "--json"], env=env)
+        out, err = capsys.readouterr()
+        assert got == code, (args, out, err)
+        return out if code == 0 else err
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    old = {**base, "AMEM_HOME": str(tmp_path / "old"), "AMEM_EMBEDDER": "hashing", "LCM_LOG_FILE_ENABLED": "false"}
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps({"role": "user", "content": f"receipt {i} filed", "created_at": _at(i)}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    run(old, "lcm", "ingest", str(chat), "--session-key", KEY)
+    run(old, "backup", str(tmp_path / "bk"))
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"), "LCM_DATABASE_PATH": pg_clean_url}
+    # a plain restore copies a SQLite file, which a server cannot take: refused, naming --merge
+    assert "--merge" in run(new, "restore", str(tmp_path / "bk"), code=2)
+    done = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge"))
+    merged = done["conversations"]
+    assert merged["how"] == "merged" and merged["messages_added"] == 3
+    assert merged["path"].startswith("postgresql://") and not (tmp_path / "new" / "lcm.db").exists()
+    again = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge"))["conversations"]
+    assert again["messages_added"] == 0 and again["messages_skipped"] == 3
+
+
+def test_a_backed_up_large_file_is_stored_again_in_the_servers_shared_directory(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    from lcm.models import FileDescription
+
+    big = "line of a pasted log with numbers 12345\n" * 600
+    src = _backup(tmp_path / "a" / "lcm.db", [{"role": "tool", "content": big, "created_at": _at(1)}],
+                  archived_first=False, large_file_threshold_tokens=2000)
+    pg = make_pg_store(large_file_threshold_tokens=2000, large_files_dir=str(tmp_path / "shared"))
+    report = merge_backup(pg, src, tmp_path / "a" / "lcm-files", NOW)
+    assert report.messages_added == 1 and report.large_files_added == 1
+    (file_id,) = [r[0] for r in pg.db.query("SELECT file_id FROM messages WHERE file_id IS NOT NULL")]
+    file = pg.describe(file_id, limit=len(big) + 1, session_key=KEY)
+    assert isinstance(file, FileDescription) and file.slice_text == big
+    assert [p for p in (tmp_path / "shared").rglob("file_*") if p.is_file()]
