@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from collections.abc import Generator
@@ -18,6 +19,17 @@ _PREFIXES = ("AMEM_", "LCM_")
 #: kept in a test's environment: ``AMEM_TEST_*`` opt in to external services, ``AMEM_BENCHDATA``
 #: says where the benchmark data is (a subprocess of a test must find the same data)
 _KEEP = ("AMEM_TEST_", "AMEM_BENCHDATA")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C works in the suite however it was started. A command put in the background by a
+    shell without job control (``( bash scripts/test.sh & )``, nohup, some CI runners) starts
+    with SIGINT ignored, inherited by every process it starts: a test that stops a server
+    with SIGINT as a user would, or sends one to itself mid-wait, then waited forever (seen:
+    the nightly scheduler's stop test). Python's own handler again, here and, since an
+    exec resets a handler to the default, in every process a test starts."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
