@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm import LcmStore
+from lcm import LcmConfig, LcmStore
 from lcm.errors import LcmNotFoundError, LcmValidationError
 from lcm.operator import browse
 from tests.lcm.conftest import chat
@@ -123,10 +123,11 @@ def test_a_message_cursor_survives_the_renumbering_of_a_merge(
     skips a message that was there; the sequence number it was handed with did both."""
     from lcm.operator.merge import merge_backup
 
-    backup = make_store(str(tmp_path / "a" / "lcm.db"))
-    backup.ingest(KEY, [{"role": "user", "content": f"old {m}", "event_id": f"o{m}", "created_at": _at(m)}
-                        for m in (1, 3, 5, 7)])
-    backup.close()
+    # a backup is a SQLite file whatever engine the store merged into runs on (this suite
+    # runs again on PostgreSQL, where make_store gives a server's store)
+    with LcmStore(str(tmp_path / "a" / "lcm.db"), LcmConfig(log_file_enabled=False)) as backup:
+        backup.ingest(KEY, [{"role": "user", "content": f"old {m}", "event_id": f"o{m}",
+                             "created_at": _at(m)} for m in (1, 3, 5, 7)])
     store = make_store(str(tmp_path / "b" / "lcm.db"))
     conv_id = store.ingest(KEY, [{"role": "user", "content": f"new {m}", "created_at": _at(m)}
                                  for m in (2, 4, 6, 8)]).conversation_id
