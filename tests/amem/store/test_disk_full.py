@@ -14,10 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from amem.embed.hashing import HashingEmbedder
 from amem.kernel.errors import DiskFullError
 from amem.kernel.files import FixedFreeSpace
 from tools import ToolFacade
+from tests.fakes.tmpfs import small_tmpfs
 
 ROOT = Path(__file__).resolve().parents[3]
 PLENTY = 1 << 40
@@ -122,19 +121,8 @@ print(json.dumps(out))
 
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command to make a small tmpfs")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", f"amem-test-{uuid.uuid4().hex[:8]}",
-                           str(mount)], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root and a kernel that allows it): "
-                    f"{made.stderr.strip() or made.returncode}")
-    try:
+    with small_tmpfs(tmp_path / "tmpfs", TMPFS_BYTES) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def _child(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
