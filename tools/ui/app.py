@@ -188,7 +188,11 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
         from .health import render_health
 
         memory = _need_memory(deps)
-        runs, skipped = read_runs_checked(deps.runs_path) if deps.runs_path else ([], [])
+        unreadable = None
+        try:
+            runs, skipped = read_runs_checked(deps.runs_path) if deps.runs_path else ([], [])
+        except OSError as exc:  # a folder in its place, no permission: said, not a 500
+            runs, skipped, unreadable = [], [], f"{type(exc).__name__}: {exc.strerror or exc}"
         doctor = None
         if principal.owner:
             # not the owner's `status` report: it counts the agents by reading every note
@@ -209,7 +213,7 @@ def add_ui_routes(app: Starlette, deps: UiDeps) -> None:
                 status = {**status, "rate limit": deps.own_budget(principal.key_id)}
         return render_health(owner=principal.owner, status=status, doctor=doctor, runs=runs,
                              index_build=memory.index.build.to_dict(), agent=agent,
-                             skipped_lines=skipped)
+                             skipped_lines=skipped, history_unreadable=unreadable)
 
     # ------------------------------------------------------------------ login
 

@@ -83,11 +83,13 @@ def verdict(doctor: dict[str, Any]) -> Html:
 
 def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any] | None,
                   runs: list[dict[str, Any]], index_build: dict[str, Any] | None,
-                  agent: str, skipped_lines: Sequence[int] = ()) -> Html:
+                  agent: str, skipped_lines: Sequence[int] = (),
+                  history_unreadable: str | None = None) -> Html:
     """``status`` is the store-wide one for an owner, the agent's own otherwise; ``doctor`` is
     there only when asked for (it reads every row: seconds on a large store). Lines of the run
     history that are no run (``skipped_lines``) or runs with a bad count are left out, and the
-    page says which."""
+    page says which; a history that cannot be read at all (``history_unreadable``: why) is
+    said, not taken for no runs."""
     runs, bad_runs = usable_runs(runs)
     parts: list[Any] = [Html("<h2>Status</h2>" if owner else "<h2>Status of this agent</h2>"),
                         kv(status)]
@@ -100,7 +102,8 @@ def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any]
     else:
         parts.append(Html("<p>Store-wide status and doctor findings are for an owner key.</p>"))
     parts += [Html("<h2>Index build</h2>"), kv(index_build or {"state": "unknown"}),
-              Html("<h2>Nightly runs</h2>"), _skipped(skipped_lines, bad_runs), plot(runs),
+              Html("<h2>Nightly runs</h2>"), _unreadable(history_unreadable),
+              _skipped(skipped_lines, bad_runs), plot(runs),
               table(["finished", "status", "merges", "superseded", "compactions", "embedding debt",
                      "seconds"],
                     [(str(r.get("finished_at", ""))[:19], r.get("status"), r.get("merges"),
@@ -108,6 +111,14 @@ def render_health(*, owner: bool, status: dict[str, Any], doctor: dict[str, Any]
                       r.get("duration")) for r in reversed(runs[-30:])],
                     caption="The last 30 nightly runs, newest first", empty="no runs yet")]
     return join(parts)
+
+
+def _unreadable(why: str | None) -> Html:
+    if why is None:
+        return Html("")
+    return Html('<div class="bad" id="runs-unreadable" role="status"><p>nightly_runs.jsonl '
+                f"cannot be read ({esc(why)}): no run of it is shown. `amem doctor` names the "
+                "file.</p></div>")
 
 
 def _skipped(lines: Sequence[int], bad_runs: Sequence[str]) -> Html:

@@ -239,6 +239,24 @@ def test_a_bad_run_history_line_is_skipped_and_said(pages: Pages) -> None:
     assert 'id="runs-skipped"' not in pages.get("/ui/health").text
 
 
+def test_a_run_history_that_cannot_be_read_is_said_not_a_server_error(pages: Pages) -> None:
+    """A folder where the history file should be (or a file the server may not read): the
+    page said nothing went wrong by failing whole (500)."""
+    kept = pages.runs.read_bytes() if pages.runs.exists() else None
+    pages.runs.unlink(missing_ok=True)
+    pages.runs.mkdir()
+    try:
+        res = pages.get("/ui/health")
+        assert res.status_code == 200, res.text[-300:]
+        assert 'id="runs-unreadable"' in res.text and "IsADirectoryError" in res.text
+        assert "no runs yet" in res.text  # the table is there, empty, under the warning
+    finally:
+        pages.runs.rmdir()
+        if kept is not None:
+            pages.runs.write_bytes(kept)
+    assert 'id="runs-unreadable"' not in pages.get("/ui/health").text
+
+
 # ------------------------------------------------------------------------------ F10: numbers
 
 
