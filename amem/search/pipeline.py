@@ -197,14 +197,14 @@ class Searcher:
         fused, brought = adjacent.lift(cfg, engine, rank_vec, where, fused, sparse_hits,  # 4b
                                        dense_hits, table, cosine, RANK_FIELDS)
         fused, seeds = linked.lift(cfg, engine, agent_id, fused)                # 4b2
-        fused = lift_past_subject(cfg, engine, query, fused, seeds)            # 4b3
+        fused, seeds = lift_past_subject(cfg, engine, query, fused, seeds)     # 4b3
         fused = diverse.diversify(cfg, engine, fused, index.similarities)       # 4c
         by_id: dict[str, Hit] = {h.id: h for h in sparse_hits}
         by_id.update({h.id: h for h in dense_hits})
         by_id.update({h.id: h for h in brought})
         fused = timeq.lift(cfg, query, fused, by_id.values())                  # 4d
         fused, whole = replies.questions_back(cfg, engine, fused, by_id)        # 4e
-        whole = {**seeds, **whole}  # payloads read whole, by step 4b2 or 4e
+        whole = {**seeds, **whole}  # payloads read whole, by step 4b2, 4b3 or 4e
         in_sparse = {h.id for h in sparse_hits}
         in_dense = {h.id for h in dense_hits}
         now = index.clock.now()

@@ -78,28 +78,30 @@ def lift_by(ranked: Sequence[tuple[str, float]], values: dict[str, float], weigh
 
 
 def lift(config: AmemConfig, backend: VectorBackend, query: str,
-         fused: Sequence[tuple[str, float]], seeds: dict[str, Hit]) -> list[tuple[str, float]]:
+         fused: Sequence[tuple[str, float]], seeds: dict[str, Hit]
+         ) -> tuple[list[tuple[str, float]], dict[str, Hit]]:
     """``fused`` with the first ``subject_head`` candidates re-weighed by what the question
-    asks past its subject (module docstring). ``seeds``: payloads already read whole (step
-    4b2's); the first five candidates' texts are read only where they are not among them.
-    Unchanged when the step is off, the fusion is RRF, the question holds no Han character,
-    or no subject or nothing past it is found."""
+    asks past its subject (module docstring), and ``seeds`` with the payloads this step read.
+
+    ``seeds``: payloads already read whole (step 4b2's); the first five candidates' texts
+    are read only where they are not among them, and handed on, so the search's read of its
+    matches skips them as it skips 4b2's. Unchanged when the step is off, the fusion is RRF,
+    the question holds no Han character, or no subject or nothing past it is found."""
     weight, head = config.subject_lift, config.subject_head
     if weight <= 0 or config.fusion != "zscore" or len(fused) < 2 or not _HAN.search(query):
-        return list(fused)
+        return list(fused), seeds
     first = [pid for pid, _ in fused[:SUBJECT_SEEDS]]
-    hits = {pid: seeds[pid] for pid in first if pid in seeds}
-    unread = [pid for pid in first if pid not in hits]
+    unread = [pid for pid in first if pid not in seeds]
     if unread:
-        hits.update({h.id: h for h in backend.retrieve(unread)})
-    texts = [str(hits[pid].payload.get("content", "")) for pid in first if pid in hits]
+        seeds = {**seeds, **{h.id: h for h in backend.retrieve(unread)}}
+    texts = [str(seeds[pid].payload.get("content", "")) for pid in first if pid in seeds]
     terms = asked_terms(query, question_subject(query, texts))
     if not terms:
-        return list(fused)
+        return list(fused), seeds
     ids = tuple(pid for pid, _ in fused[:head])
     scored = backend.sparse_search(bm25.query_vector(terms), Where(must=(HasId(ids),)),
                                    len(ids), fields=("id",))
-    return lift_by(fused, {h.id: h.score for h in scored}, weight, head)
+    return lift_by(fused, {h.id: h.score for h in scored}, weight, head), seeds
 
 
 __all__ = ["SUBJECT_MAX_CHARS", "asked_terms", "lift", "lift_by", "question_subject"]
