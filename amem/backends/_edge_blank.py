@@ -81,20 +81,17 @@ def nonzero_runs(start: int, data: bytes) -> list[tuple[int, bytes]]:
     runs: list[tuple[int, bytes]] = []
     view = memoryview(data)
     run_start: int | None = None
-    # page boundaries are absolute offsets: the first piece ends at the first boundary
-    cut = 0
-    pieces: list[tuple[int, int]] = []
-    while cut < len(data):
-        end = min(len(data), cut + PAGE - (start + cut) % PAGE)
-        pieces.append((cut, end))
-        cut = end
-    for lo, hi in pieces:
+    lo = 0
+    while lo < len(data):
+        # page boundaries are absolute offsets: the first piece ends at the first boundary
+        hi = min(len(data), lo + PAGE - (start + lo) % PAGE)
         zero = view[lo:hi] == _ZERO_PAGE[: hi - lo]
         if zero and run_start is not None:
             runs.append((start + run_start, bytes(view[run_start:lo])))
             run_start = None
         elif not zero and run_start is None:
             run_start = lo
+        lo = hi
     if run_start is not None:
         runs.append((start + run_start, bytes(view[run_start:])))
     return runs
