@@ -47,8 +47,7 @@ def _after(entry: Mapping[str, Any]) -> list[str] | None:
     action = entry.get("action")
     if action == "tags_added":
         return [*_strs(entry.get("kept")), *_strs(entry.get("tags"))]
-    if action in ("update", "fold", "consolidate_merge", "evolve",
-                  "tags_tidied") and "new_tags" in entry:
+    if action in _BEFORE and "new_tags" in entry:  # the other entries recording both sides
         return _strs(entry.get("new_tags"))
     return None
 
