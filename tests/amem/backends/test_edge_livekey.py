@@ -21,12 +21,14 @@ from amem.kernel.files import FixedFreeSpace, allocates_on_read
 
 def room_to_open_only(store_dir: Path) -> FixedFreeSpace:
     """Room for an open and for nothing it would write: on tmpfs an open claims the holes it
-    reads (``EdgeBackend._open``), elsewhere it takes none, and every write asks for a margin
-    beyond them."""
+    reads (``EdgeBackend._open``), elsewhere it takes none, and every write asks for
+    ``DISK_MARGIN_BYTES`` beyond them. On tmpfs the holes are counted again as the store
+    opens, a few pages more than here at times (CI: 4,849,664 needed, 4,825,088 counted), so
+    the open gets half the margin beside them: still short of any write's."""
     from amem.backends._edge_space import read_claimed_holes
-    from amem.backends.edge import SHARD_DIR
+    from amem.backends.edge import DISK_MARGIN_BYTES, SHARD_DIR
 
-    return FixedFreeSpace(read_claimed_holes(store_dir / SHARD_DIR)
+    return FixedFreeSpace(read_claimed_holes(store_dir / SHARD_DIR) + DISK_MARGIN_BYTES // 2
                           if allocates_on_read(store_dir) else 0)
 
 
