@@ -106,8 +106,9 @@ class AmemConfig:
     #: step 4b2 (amem.search.linked): the candidates the ``link_lift_seeds`` best candidates
     #: link to gain ``link_lift`` times the sum of those seeds' fused z scores above the mean,
     #: never past the ``link_lift_keep``-th candidate (0 weight = off). LoCoMo dev, offline
-    #: enrichment, four realizations: multi-hop R@10 +0.017 to +0.039, MRR +0.002 to +0.003 at
-    #: 0.1 / 5 / 3 (without the keep, MRR -0.004 to -0.008; 0.15 cost open-domain questions)
+    #: enrichment, four realizations: multi-hop R@10 +0.012 to +0.050 (mean +0.035), MRR +0.001
+    #: to +0.004 at 0.1 / 5 / 3 (chosen on the links before speakers were read apart, when it
+    #: gave +0.017 to +0.039; without the keep, MRR -0.004 to -0.008; 0.15 cost open-domain)
     link_lift: float = setting(0.1, at_least=0, below=math.inf)
     link_lift_seeds: int = setting(5, at_least=1)
     link_lift_keep: int = setting(3, at_least=1)

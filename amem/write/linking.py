@@ -8,18 +8,25 @@ other days first (``amem.write.candidates``), and the first ``link_keep`` (4) th
 are linked. A candidate passes when
 
 * the two notes are close on the note scale (``strong``, calibrated similarity 0.75), or
-* they are not by or about different people (speakers opening a line, the notes' subjects,
-  capitalised names inside a sentence; a capitalised word anywhere may be the shared name)
-  and share an informative word besides the names (not a stop word or common English word),
-* or they share a name and were written within ``days`` of each other (one conversation:
-  the turns of a session about a person belong together),
+* they are not told by different speakers (the names opening their lines, a chat's roles such
+  as ``User:`` left out: two people talking name each other in passing, "Hey Gina!", so a
+  shared name does not make one person's turn part of the other's story), nor by or about different people (speakers, the notes'
+  subjects, capitalised names inside a sentence; a capitalised word anywhere may be the
+  shared name), and share an informative word besides the names (not a stop word or common
+  English word),
+* or, not told by different speakers, they share a name and were written within ``days`` of
+  each other (one conversation: the turns of a session about a person belong together),
 
 and never below ``link_floor`` on the note scale (0 by default: no closer than unrelated notes).
 
-Why this rule: on the LoCoMo dev conversations, turns that are evidence for one question
-(the pairs a multi-hop question needs) pass it about four times as often as random turn
-pairs of the same conversation (``tests/amem/store/test_linking.py`` measures it on the
-data's evidence structure; ``benchmarks.retrieval --links`` measures what it does to search).
+Why this rule: on the LoCoMo dev conversations it accepts 0.625 of the turn pairs one
+question needs and 0.078 of random turn pairs of the same conversation, eight times as
+often (``tests/amem/store/test_linking.py`` measures it on the data's evidence structure;
+``benchmarks.retrieval --links`` measures what it does to search). Before speakers were read
+apart from the names they mention it accepted 0.695 and 0.143 (4.9 times): the pairs of
+evidence are nearly all one person's turns (conv-26 0.97, conv-41 0.93; conv-30, whose
+questions ask what both did, 0.59), the links of that rule were 0.58-0.65 one speaker's, and
+step 4b2 of a search (``amem.search.linked``) votes with the links.
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ log = logging.getLogger(__name__)
 #: an informative word weighs at least this in ``amem.enrich`` (common English words weigh less)
 MIN_WEIGHT = 0.5
 
+#: a chat's roles, not people: an assistant's turn is about the user's story, so a role opening
+#: a line says nothing of whose story a note is (its names still do, as for any note)
+ROLES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "model", "agent"})
+
 
 @dataclass(frozen=True)
 class LinkView:
@@ -53,6 +64,9 @@ class LinkView:
 
 @dataclass(frozen=True)
 class _Read:
+    #: who told it: the speakers opening its lines, chat roles left out (keys; none for a note
+    #: in no one's voice)
+    speakers: frozenset[str]
     #: who or what the note is surely by or about: speakers, subjects, names inside a sentence
     people: frozenset[str]
     #: ``people`` plus capitalised words at a sentence start ("Falcon's budget"): maybe names
@@ -65,13 +79,14 @@ class _Read:
 def _read(content: str, subjects: tuple[str, ...]) -> _Read:
     """People, names and informative words of a note (words weighed as ``amem.enrich`` does)."""
     a: TextAnalysis = analyse(content)
+    speakers = frozenset(word_key(name) for name in a.speakers) - ROLES
     people = {word_key(part) for name in a.speakers for part in name.split()}
     people.update(word_key(part) for s in subjects for part in s.split())
     capitalised = [t for t in a.tokens if t.surface[:1].isupper() and t.weight >= MIN_WEIGHT]
     names = people | {t.key for t in capitalised}
     people.update(t.key for t in capitalised if not t.sentence_start)
     terms = {t.key for t in a.tokens if t.weight >= MIN_WEIGHT} | set(a.cjk_terms)
-    return _Read(frozenset(people), frozenset(names), frozenset(terms - names))
+    return _Read(speakers, frozenset(people), frozenset(names), frozenset(terms - names))
 
 
 def _days_apart(a: str, b: str) -> float | None:
@@ -89,6 +104,8 @@ def related(note: LinkView, other: LinkView, *, strong: float = 0.75, days: floa
     if other.similarity >= strong:
         return True
     mine, theirs = _read(note.content, note.subjects), _read(other.content, other.subjects)
+    if mine.speakers and theirs.speakers and not mine.speakers & theirs.speakers:
+        return False  # told by different people, whoever each names in passing
     same_name = bool(mine.names & theirs.names)
     if mine.people and theirs.people and not same_name:
         return False  # by or about different people: shared words are a coincidence

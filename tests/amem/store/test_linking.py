@@ -113,6 +113,29 @@ def test_rule_reads_names_words_and_time() -> None:
                          floor=0.05) == ["p"]
 
 
+def test_two_speakers_naming_each_other_are_still_different_people() -> None:
+    """People talking name each other ("Hey Gina!"): a shared name is no shared story when
+    the two notes are told by different speakers; one speaker's notes naming the other still
+    link, and a note in no one's voice is read by its names as before."""
+    day, later = "2026-01-01T10:00:00", "2026-02-01T10:00:00"
+    gina = LinkView("g", "Gina: Hey Jon! The store's new clothing line sold out", (), day)
+    jon = LinkView("j", "Jon: Gina, the studio's new dance line sold out", (), later)
+    jon_same_day = LinkView("s", "Jon: thanks Gina!", (), day)
+    gina_again = LinkView("a", "Gina: Jon, the clothing line gets a second run", (), later)
+    plain = LinkView("p", "Gina's clothing line gets a second run", (), later)
+    assert not related(gina, jon)  # the same words and both names, two speakers
+    assert not related(gina, jon_same_day)  # a name and a day shared, two speakers
+    assert related(gina, gina_again) and related(gina, plain)
+    assert related(gina, LinkView("x", jon.content, (), later, similarity=0.8))  # close notes
+    two = LinkView("t", "Gina: the clothing line\nJon: the dance line", (), later)
+    assert related(jon, two) and related(gina, two)  # a speaker shared
+    # a chat's roles are no people: the assistant's turn is about the user's trip
+    user = LinkView("u", "User: I fly to Lisbon for the conference in May", (), day)
+    assistant = LinkView("v", "Assistant: for the Lisbon conference, book the flight early",
+                         (), later)
+    assert related(user, assistant)
+
+
 def test_the_rule_links_the_first_candidates_that_pass_up_to_keep() -> None:
     day = "2026-01-01T10:00:00"
     note = LinkView("n", "Alice: the pottery class made a bowl", (), day)
@@ -189,9 +212,10 @@ def test_rule_separates_turns_one_question_needs_from_random_turns_on_locomo() -
     assert len(together) >= 150
     accept_together = sum(related(a, b) for a, b in together) / len(together)
     accept_apart = sum(related(a, b) for a, b in apart) / len(apart)
-    # measured: 0.695 of the evidence pairs, 0.155 of the random pairs
-    assert accept_together >= 0.6 and accept_apart <= 0.2
-    assert accept_together >= 3 * accept_apart
+    # measured: 0.625 of the evidence pairs, 0.078 of the random pairs (8 times as often);
+    # with speakers read as names only (each names the other in passing) 0.695 and 0.143
+    assert accept_together >= 0.6 and accept_apart <= 0.1
+    assert accept_together >= 6 * accept_apart
 
 
 #: pairs of unrelated notes whose only shared word is a time of day (issue 28: 下午 joined two
