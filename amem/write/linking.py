@@ -8,16 +8,18 @@ other days first (``amem.write.candidates``), and the first ``link_keep`` (4) th
 are linked. A candidate passes when
 
 * the two notes are close on the note scale (``strong``, calibrated similarity 0.75), or
-* they are not told by different speakers (the names opening their lines, a chat's roles such
-  as ``User:`` left out: two people talking name each other in passing, "Hey Gina!", so a
-  shared name does not make one person's turn part of the other's story), nor by or about different people (speakers, the notes'
-  subjects, capitalised names inside a sentence; a capitalised word anywhere may be the
-  shared name), and share an informative word besides the names (not a stop word or common
-  English word),
-* or, not told by different speakers, they share a name and were written within ``days`` of
-  each other (one conversation: the turns of a session about a person belong together),
+* they are not by or about different people (speakers opening a line, the notes' subjects,
+  capitalised names inside a sentence; a capitalised word anywhere may be the shared name)
+  and share an informative word besides the names (not a stop word or common English word),
+* or they share a name and were written within ``days`` of each other (one conversation:
+  the turns of a session about a person belong together),
 
-and never below ``link_floor`` on the note scale (0 by default: no closer than unrelated notes).
+where two notes told by different speakers (the names opening their lines; a chat's roles
+such as ``User:`` are no speakers) share only a name that is neither speaker's: people talking
+name each other in passing ("Hey Gina!"), and that name does not make one person's turn part
+of the other's story. A third name both mention (a place, a friend, a project) still counts,
+so "Meeting: Alice ..." and "Standup: Alice ..." link as before. No link is ever below
+``link_floor`` on the note scale (0 by default: no closer than unrelated notes).
 
 Why this rule: on the LoCoMo dev conversations it accepts 0.625 of the turn pairs one
 question needs and 0.078 of random turn pairs of the same conversation, eight times as
@@ -64,8 +66,8 @@ class LinkView:
 
 @dataclass(frozen=True)
 class _Read:
-    #: who told it: the speakers opening its lines, chat roles left out (keys; none for a note
-    #: in no one's voice)
+    #: who told it: the parts of the speakers' names opening its lines, chat roles left out
+    #: (keys; none for a note in no one's voice)
     speakers: frozenset[str]
     #: who or what the note is surely by or about: speakers, subjects, names inside a sentence
     people: frozenset[str]
@@ -79,14 +81,15 @@ class _Read:
 def _read(content: str, subjects: tuple[str, ...]) -> _Read:
     """People, names and informative words of a note (words weighed as ``amem.enrich`` does)."""
     a: TextAnalysis = analyse(content)
-    speakers = frozenset(word_key(name) for name in a.speakers) - ROLES
-    people = {word_key(part) for name in a.speakers for part in name.split()}
+    speakers = {word_key(part) for name in a.speakers for part in name.split()}
+    people = set(speakers)
     people.update(word_key(part) for s in subjects for part in s.split())
     capitalised = [t for t in a.tokens if t.surface[:1].isupper() and t.weight >= MIN_WEIGHT]
     names = people | {t.key for t in capitalised}
     people.update(t.key for t in capitalised if not t.sentence_start)
     terms = {t.key for t in a.tokens if t.weight >= MIN_WEIGHT} | set(a.cjk_terms)
-    return _Read(speakers, frozenset(people), frozenset(names), frozenset(terms - names))
+    return _Read(frozenset(speakers - ROLES), frozenset(people), frozenset(names),
+                 frozenset(terms - names))
 
 
 def _days_apart(a: str, b: str) -> float | None:
@@ -104,9 +107,11 @@ def related(note: LinkView, other: LinkView, *, strong: float = 0.75, days: floa
     if other.similarity >= strong:
         return True
     mine, theirs = _read(note.content, note.subjects), _read(other.content, other.subjects)
+    shared = mine.names & theirs.names
     if mine.speakers and theirs.speakers and not mine.speakers & theirs.speakers:
-        return False  # told by different people, whoever each names in passing
-    same_name = bool(mine.names & theirs.names)
+        # told by different people: the name each says of the other is no shared subject
+        shared -= mine.speakers | theirs.speakers
+    same_name = bool(shared)
     if mine.people and theirs.people and not same_name:
         return False  # by or about different people: shared words are a coincidence
     if mine.terms & theirs.terms:

@@ -114,9 +114,9 @@ def test_rule_reads_names_words_and_time() -> None:
 
 
 def test_two_speakers_naming_each_other_are_still_different_people() -> None:
-    """People talking name each other ("Hey Gina!"): a shared name is no shared story when
-    the two notes are told by different speakers; one speaker's notes naming the other still
-    link, and a note in no one's voice is read by its names as before."""
+    """People talking name each other ("Hey Gina!"): a name one speaker says of the other is
+    no shared story; one speaker's notes still link, a name neither speaker bears still
+    counts, and a note in no one's voice is read by its names as before."""
     day, later = "2026-01-01T10:00:00", "2026-02-01T10:00:00"
     gina = LinkView("g", "Gina: Hey Jon! The store's new clothing line sold out", (), day)
     jon = LinkView("j", "Jon: Gina, the studio's new dance line sold out", (), later)
@@ -129,6 +129,10 @@ def test_two_speakers_naming_each_other_are_still_different_people() -> None:
     assert related(gina, LinkView("x", jon.content, (), later, similarity=0.8))  # close notes
     two = LinkView("t", "Gina: the clothing line\nJon: the dance line", (), later)
     assert related(jon, two) and related(gina, two)  # a speaker shared
+    # a third name both mention still counts: labels opening a line read as speakers too
+    meeting = LinkView("m", "Meeting: Alice presented the Q3 budget", (), day)
+    standup = LinkView("n", "Standup: the Q3 budget Alice wrote is late", (), later)
+    assert related(meeting, standup)
     # a chat's roles are no people: the assistant's turn is about the user's trip
     user = LinkView("u", "User: I fly to Lisbon for the conference in May", (), day)
     assistant = LinkView("v", "Assistant: for the Lisbon conference, book the flight early",
