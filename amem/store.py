@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -16,8 +15,8 @@ import numpy as np
 
 from .backends import EdgeBackend, open_for_store
 from .backends.base import VectorBackend
-from .config import AmemConfig, load_config
-from .errors import StoreLockedError, ValidationError
+from .config import AmemConfig
+from .errors import ValidationError
 from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
@@ -26,6 +25,8 @@ from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
 from .search.pipeline import RANK_FIELDS
 from .search.visibility import count_expired, visible_links
+from .storeopen import (OpeningProcess, check_arguments, configured_embedder, configured_llm,
+                        settings_from_environment)
 from .upgrades import upgrade
 
 if TYPE_CHECKING:
@@ -105,53 +106,28 @@ class MemoryStore:
         clock: Clock | None = None,
         agent_id: str | None = None,
     ) -> None:
-        if path is not None and backend is not None:
-            raise ValueError("give either a path or an open backend, not both")
-        if path is not None and (not isinstance(path, (str, os.PathLike)) or not str(path).strip()):
-            raise ValueError(f"path must be a directory, ':memory:' or None (the configured "
-                             f"store), not {path!r}")
-        if config is not None and not isinstance(config, AmemConfig):
-            raise TypeError(f"config must be an AmemConfig (amem.load_config() builds one), "
-                            f"not {type(config).__name__}")
-        if embedder is not None and not all(hasattr(embedder, name) for name in ("model_id", "dim", "embed")):
-            # a name ("hashing") is a setting: config=load_config(embedder=...) or AMEM_EMBEDDER
-            raise TypeError(f"embedder must be an Embedder (model_id, dim, embed), not "
-                            f"{type(embedder).__name__}; to choose one by name, use "
-                            "config=amem.load_config(overrides={'embedder': ...})")
-        if llm is not None and not callable(getattr(llm, "complete_json", None)):
-            # else the add succeeded with a warning and a traceback of offline enrichment
-            raise TypeError(f"llm must be an LLM (at least complete_json(system, user, *, schema, "
-                            f"name)), not {type(llm).__name__}")
+        check_arguments(path, config=config, embedder=embedder, backend=backend, llm=llm)
         if config is None:
-            # Resolved as the CLI resolves it (AMEM_CONFIG, AMEM_HOME, AMEM_EMBEDDER, ...,
-            # AMEM_AGENT), so a script and `amem` open the same store; config= reads no env.
-            config = load_config(os.environ.get("AMEM_CONFIG") or None, env=os.environ)
-            if agent_id is None:
-                agent_id = os.environ.get("AMEM_AGENT") or None
+            config, agent_id = settings_from_environment(agent_id)
         self.config = config
         self.clock: Clock = clock or SystemClock()
         # "" is a bad agent id, refused by name, not the configured one chosen in its place
         self.agent_id = check_agent(self.config.agent_id if agent_id is None else agent_id)
-        if embedder is None:
-            from .embed import make_embedder
-
-            # The converted model (e5-small) lives with this store's home, not the environment's.
-            embedder = make_embedder(self.config.embedder, threads=self.config.embed_threads,
-                                     cache_dir=Path(self.config.home) / "models")
-        self.embedder = embedder
+        self.embedder = embedder if embedder is not None else configured_embedder(config)
         self._lock = threading.RLock()
-        #: the process that opened the store: a forked child may not use the embedded engine
-        self._pid = os.getpid()
         if backend is not None:
             engine, self.location, self.backend_kind = (backend, type(backend).__name__,
                                                         type(backend).__name__)
         else:
-            engine, self.location, self.backend_kind = open_for_store(config, path, embedder.dim)
+            engine, self.location, self.backend_kind = open_for_store(config, path,
+                                                                      self.embedder.dim)
+        #: the process that opened the store: a forked child may not use the embedded engine
+        self._opener = OpeningProcess(self.location)
         #: the notes in the engine: points, filters, similarity, metadata (``amem.index``)
-        self.index = NoteIndex(engine, embedder, config=config, clock=self.clock,
+        self.index = NoteIndex(engine, self.embedder, config=config, clock=self.clock,
                                lock=self._lock, location=self.location)
         upgrade(self.index)  # once per store: point ids, event times, subjects, tokenizer
-        self._llm = llm if llm is not None else self._llm_from_config()
+        self._llm = llm if llm is not None else configured_llm(config)
         # the write path and the nightly maintenance are built on first use (``_writes``,
         # ``consolidator``): a command that only reads (list, get, search, status) never
         # imports them, a third of its start
@@ -165,18 +141,6 @@ class MemoryStore:
         self._builds_after_adds = False
 
     # ------------------------------------------------------------------ lifecycle
-
-    def _llm_from_config(self) -> LLM | None:
-        """An LLM client when ``llm_base_url`` is configured; None means offline enrichment."""
-        from .llm.config import LLMConfig
-
-        endpoint = LLMConfig.from_amem(self.config)
-        if endpoint is None:
-            return None
-        # the client (and httpx, ~60 ms of every CLI command's start) only when one is configured
-        from .llm.client import LLMClient
-
-        return LLMClient(endpoint)
 
     @property
     def llm(self) -> LLM | None:
@@ -236,7 +200,7 @@ class MemoryStore:
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice. In a
         process forked after the open it does nothing: the engine is the parent's to close."""
-        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
+        if self._opener.is_elsewhere(self.index.backend):
             return
         self.index.build.cancel()  # outside the lock: the build thread takes it to record its end
         self.index.close()
@@ -256,14 +220,7 @@ class MemoryStore:
 
     def _ensure_open(self) -> None:
         self.index.ensure_open()
-        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
-            # A forked child wrote through the parent's engine: the parent never saw the note
-            # and the store's BM25 statistics disagreed with the engine at the next open.
-            raise StoreLockedError(
-                f"the embedded amem store at {self.location} is owned by process {self._pid}, "
-                "which opened it before forking this one: open the store in one process only "
-                "(close it in the parent first, or send the work to the parent)",
-                path=str(self.location), holder_pid=self._pid)
+        self._opener.check(self.index.backend)
 
     def _agent(self, agent_id: str | None) -> str:
         """The tenant of a call: the one named, else the store's default."""
