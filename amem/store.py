@@ -27,6 +27,7 @@ from .search.pipeline import RANK_FIELDS
 from .search.visibility import count_expired, visible_links
 from .storeopen import (OpeningProcess, check_arguments, configured_embedder, configured_llm,
                         settings_from_environment)
+from .storeparts import OnFirstUse
 from .upgrades import upgrade
 
 if TYPE_CHECKING:
@@ -128,11 +129,10 @@ class MemoryStore:
                                lock=self._lock, location=self.location)
         upgrade(self.index)  # once per store: point ids, event times, subjects, tokenizer
         self._llm = llm if llm is not None else configured_llm(config)
-        # the write path and the nightly maintenance are built on first use (``_writes``,
-        # ``consolidator``): a command that only reads (list, get, search, status) never
+        # the write path and the nightly maintenance are built on first use
+        # (``amem.storeparts``): a command that only reads (list, get, search, status) never
         # imports them, a third of its start
-        self._write_parts: _WriteParts | None = None
-        self._consolidator: Consolidator | None = None
+        self._parts = OnFirstUse(self.index, config, self._llm, self.agent_id, self._lock)
         #: usage heat: each agent's last searches, and what a get records (amem.search.usage)
         self.usage = UsageRecorder(self.index)
         #: the read path (amem.search)
@@ -140,62 +140,46 @@ class MemoryStore:
         #: single adds start a due index build in the background (``keep_index_built``)
         self._builds_after_adds = False
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ the parts
 
     @property
     def llm(self) -> LLM | None:
         """The LLM client in use, or None (offline)."""
         return self._llm
 
-    # ------------------------------------------------------------------ the parts built on first use
-
-    def _writes(self) -> "_WriteParts":
-        parts = self._write_parts
-        if parts is None:
-            with self._lock:
-                if self._write_parts is None:
-                    self._write_parts = _WriteParts.build(self.index, self.config, self._llm,
-                                                          self.agent_id)
-                parts = self._write_parts
-        return parts
+    # the write path's and the maintenance's parts are built on first use (``amem.storeparts``)
 
     @property
     def superseder(self) -> "Superseder":
         """Supersession marks, judged by the LLM when one is configured (``amem.supersede``)."""
-        return self._writes().superseder
+        return self._parts.writes().superseder
 
     @property
     def writer(self) -> "Writer":
         """The write path (``amem.write``): single adds and the drafts of batches."""
-        return self._writes().writer
+        return self._parts.writes().writer
 
     @property
     def bulk(self) -> "BulkWriter":
         """Batches and imports (``amem.write.bulk``)."""
-        return self._writes().bulk
+        return self._parts.writes().bulk
 
     @property
     def updater(self) -> "Updater":
         """Edits of stored notes (``amem.write``)."""
-        return self._writes().updater
+        return self._parts.writes().updater
 
     @property
     def separator(self) -> "Separator":
         """Undoing a fold or a merge (``amem.separate``)."""
-        return self._writes().separator
+        return self._parts.writes().separator
 
     @property
     def consolidator(self) -> "Consolidator":
         """The nightly maintenance (``amem.consolidate``)."""
-        found = self._consolidator
-        if found is None:
-            from .consolidate import Consolidator
+        return self._parts.consolidator()
 
-            with self._lock:
-                if self._consolidator is None:
-                    self._consolidator = Consolidator(self.index, self.superseder, self._llm)
-                found = self._consolidator
-        return found
+    # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice. In a
@@ -546,30 +530,3 @@ class MemoryStore:
                             if isinstance(self.index.backend, EdgeBackend) else None),
             filters_left_out=tuple(facts.left_out(self.index.clock.now().timestamp())),
             filters_keyed=facts.keyed)
-
-
-
-@dataclass(frozen=True)
-class _WriteParts:
-    """The write path's stages, built together on a store's first write: each is given the
-    others it needs, and the enricher slot they share."""
-
-    superseder: "Superseder"
-    writer: "Writer"
-    bulk: "BulkWriter"
-    updater: "Updater"
-    separator: "Separator"
-
-    @classmethod
-    def build(cls, index: NoteIndex, config: AmemConfig, llm: LLM | None,
-              agent_id: str) -> "_WriteParts":
-        from .separate import Separator
-        from .supersede import IndexMeaning, Superseder, judge_for
-        from .write import BulkWriter, EnricherSlot, Updater, Writer
-
-        superseder = Superseder(index, judge_for(llm, IndexMeaning(index)))
-        enricher = EnricherSlot(llm)  # built on first use: the fast path needs none
-        writer = Writer(index, config, enricher, superseder, agent_id=agent_id)
-        return cls(superseder, writer, BulkWriter(index, writer, superseder),
-                   Updater(index, config, enricher, superseder),
-                   Separator(index, enricher, writer.placer, superseder))
