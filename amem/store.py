@@ -5,15 +5,13 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .backends import EdgeBackend, open_for_store
+from .backends import open_for_store
 from .backends.base import VectorBackend
 from .config import AmemConfig
 from .errors import ValidationError
@@ -21,13 +19,13 @@ from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
 from .notes import Note, check_agent, check_id, check_limit
-from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
-from .search.pipeline import RANK_FIELDS
-from .search.visibility import count_expired, visible_links
+from .search.visibility import visible_links
 from .storeopen import (OpeningProcess, check_arguments, configured_embedder, configured_llm,
                         settings_from_environment)
 from .storeparts import OnFirstUse
+from .storeupkeep import IndexUpkeep
+from .storeupkeep import StoreInfo as StoreInfo  # what ``info`` returns, importable from here
 from .upgrades import upgrade
 
 if TYPE_CHECKING:
@@ -39,40 +37,6 @@ if TYPE_CHECKING:
     from .write import AddResult, BulkWriter, DeleteResult, UpdateResult, Updater, Writer
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StoreInfo:
-    """What ``status`` reports about the note store."""
-
-    backend: str
-    location: str
-    embedder: str
-    dim: int
-    points: int
-    active_notes: int
-    agents: int | None
-    #: notes whose vector embeds an earlier text (an interrupted write; see ``amem.refresh``)
-    stale_vectors: int = 0
-    #: the engine's index build: state, points written since, last run (``amem.index_build``)
-    index_build: dict[str, Any] | None = None
-    #: notes past their ``expires_at`` (invisible, not in ``active_notes``) the sweep will delete
-    expired_pending_sweep: int = 0
-    #: the ranking fields kept in RAM by a long-running process (``keep_ranking_fields``):
-    #: state, points, passes, seconds; None when this process keeps none
-    rank_table: dict[str, Any] | None = None
-    #: the threads the embedded engine searches on (``search_threads``); None for a Qdrant
-    #: server, which sizes its own
-    search_threads: int | None = None
-    #: the conditions this process's searches leave out of the engine's filters because no
-    #: note fails them now (``StoreFacts.left_out``; "tenant" while one agent owns every
-    #: note): each costs the scan of the engine's plain segment (docs/readpath.md). Empty
-    #: for a Qdrant server, which says every condition.
-    filters_left_out: tuple[str, ...] = ()
-    #: every note carries its live key, so a search of one agent among several names its
-    #: agent and the note's state as one indexed condition (``backends.base.LIVE_KEY``);
-    #: False for a Qdrant server, and for an older store opened without room to key it
-    filters_keyed: bool = False
 
 
 class MemoryStore:
@@ -137,8 +101,8 @@ class MemoryStore:
         self.usage = UsageRecorder(self.index)
         #: the read path (amem.search)
         self.searcher = Searcher(self.index, config, self.usage.recent)
-        #: single adds start a due index build in the background (``keep_index_built``)
-        self._builds_after_adds = False
+        #: when the index is built, the ranking fields kept, what ``info`` reports
+        self._upkeep = IndexUpkeep(self.index, config, self._lock)
 
     # ------------------------------------------------------------------ the parts
 
@@ -246,7 +210,7 @@ class MemoryStore:
                                  note_type=note_type, topics=topics, event_time=event_time,
                                  metadata=metadata, expires_at=expires_at, ttl=ttl,
                                  agent_id=agent_id)
-        self._build_when_due()
+        self._upkeep.build_when_due()
         return result
 
     def add_many(self, items: Sequence[dict[str, Any]], *, enrich: bool = True,
@@ -314,7 +278,8 @@ class MemoryStore:
             since=since, before=before, metadata=metadata, record_usage=record_usage,
             tags=tags)
         if record_usage:
-            self._build_when_due(wait=False)  # its retrieval counts move the notes it returned
+            # its retrieval counts move the notes it returned out of the index
+            self._upkeep.build_when_due(wait=False)
         return results
 
     def get(self, note_id: str, *, agent_id: str | None = None,
@@ -333,7 +298,8 @@ class MemoryStore:
         note.links = visible_links(self.index, note)
         if note.is_active and record_usage:
             self.usage.opened(note.id, self._agent(agent_id))
-            self._build_when_due(wait=False)  # the usage write moves the note out of the index
+            # the usage write moves the note out of the index
+            self._upkeep.build_when_due(wait=False)
         return note
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> DeleteResult:
@@ -352,7 +318,7 @@ class MemoryStore:
             released = self.superseder.release(note, reason="deleted")
             self.index.update_note_fields(note.id, agent, {"is_active": False,
                                                            "supersedes": []})
-        self._build_when_due()
+        self._upkeep.build_when_due()
         note.is_active = False
         return DeleteResult(note.id, note, released)
 
@@ -366,7 +332,7 @@ class MemoryStore:
         self._ensure_open()
         result = self.updater.update(note_id, self._agent(agent_id), content=content,
                                      subjects=subjects, tags=tags)
-        self._build_when_due()
+        self._upkeep.build_when_due()
         return result
 
     def history(self, note_id: str, *, agent_id: str | None = None) -> builtins.list[dict[str, Any]]:
@@ -403,7 +369,7 @@ class MemoryStore:
         """
         self._ensure_open()
         result = self.separator.separate(note_id, part_id, self._agent(agent_id))
-        self._build_when_due()
+        self._upkeep.build_when_due()
         return result
 
     def delete_all(self, *, agent_id: str | None = None) -> int:
@@ -459,10 +425,7 @@ class MemoryStore:
     def optimize(self) -> None:
         """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""
         self._ensure_open()
-        with self._lock:
-            started = time.perf_counter()
-            self.index.backend.optimize()
-            self.index.build.optimized(time.perf_counter() - started)
+        self._upkeep.optimize()
 
     def keep_ranking_fields(self, *, wait: float = 0.0) -> bool:
         """For a long-running process: keep every note's ranking fields in RAM (up to the
@@ -473,12 +436,7 @@ class MemoryStore:
         benchmark's; a server starts serving at once). A one-shot command should not call
         it: the fill reads the whole store."""
         self._ensure_open()
-        if self.config.rank_table <= 0:
-            return False
-        kept = self.index.backend.keep_fields(RANK_FIELDS, self.config.rank_table)
-        if kept and wait > 0:
-            self.index.backend.field_table(wait)
-        return kept
+        return self._upkeep.keep_ranking_fields(wait)
 
     def keep_index_built(self) -> None:
         """For a long-running process: single writes (adds, and payload writes that move
@@ -493,21 +451,7 @@ class MemoryStore:
         one-shot command should not call it: closing the store stops a build it started.
         """
         self._ensure_open()
-        self._builds_after_adds = True
-
-    def _build_when_due(self, *, wait: bool = True) -> None:
-        """Start the index build in the background once single writes reach a bulk write's
-        growth trigger (``IndexBuilder.maybe_build(growing=True)``: ``optimize_after``, or a
-        quarter of the points indexed if more, at most half a segment). Single writes are
-        adds, and the payload writes of edits, deletes, back-links, usage and retrieval
-        counts, which move indexed points out of the index (``amem.backends._edge_moved``).
-        Each build copies the whole store, so the trigger grows with it, as for an import: at
-        the plain threshold a 1M-note store would be copied every 5,000 adds (about a minute
-        at the default model's pace). A write while a build runs leaves it owed: the build
-        thread runs again when it is due. A read's call (``wait=False``) gives up rather than
-        wait for the store's lock."""
-        if self._builds_after_adds:
-            self.index.build.maybe_build(background=True, growing=True, wait=wait)
+        self._upkeep.builds_after_writes = True
 
     def flush(self) -> None:
         """Persist the metadata and the engine's pending writes."""
@@ -517,16 +461,4 @@ class MemoryStore:
     def info(self) -> StoreInfo:
         """What ``status`` reports: engine, embedder, counts, index build, pending work."""
         self._ensure_open()
-        facts = self.index.backend.store_facts()
-        return StoreInfo(
-            backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
-            dim=self.embedder.dim, points=self.index.backend.count(None),
-            active_notes=self.index.backend.count(self.index.live_where()),
-            agents=None, stale_vectors=count_stale(self.index),
-            index_build=self.index.build.to_dict(),
-            expired_pending_sweep=count_expired(self.index),
-            rank_table=self.index.backend.field_table(),
-            search_threads=(self.index.backend.search_threads
-                            if isinstance(self.index.backend, EdgeBackend) else None),
-            filters_left_out=tuple(facts.left_out(self.index.clock.now().timestamp())),
-            filters_keyed=facts.keyed)
+        return self._upkeep.info(self.backend_kind, self.location, self.embedder)

@@ -30,7 +30,8 @@ def check_arguments(path: object, *, config: object, embedder: object, backend: 
     if config is not None and not isinstance(config, AmemConfig):
         raise TypeError(f"config must be an AmemConfig (amem.load_config() builds one), "
                         f"not {type(config).__name__}")
-    if embedder is not None and not all(hasattr(embedder, name) for name in ("model_id", "dim", "embed")):
+    if embedder is not None and not all(hasattr(embedder, name)
+                                        for name in ("model_id", "dim", "embed")):
         # a name ("hashing") is a setting: config=load_config(embedder=...) or AMEM_EMBEDDER
         raise TypeError(f"embedder must be an Embedder (model_id, dim, embed), not "
                         f"{type(embedder).__name__}; to choose one by name, use "
