@@ -24,6 +24,7 @@ from .search.visibility import visible_links
 from .storeopen import (OpeningProcess, check_arguments, configured_embedder, configured_llm,
                         settings_from_environment)
 from .storeparts import OnFirstUse
+from .storeparts import WriteParts as _WriteParts  # its name when it was defined here
 from .storeupkeep import IndexUpkeep
 from .storeupkeep import StoreInfo as StoreInfo  # what ``info`` returns, importable from here
 from .upgrades import upgrade
