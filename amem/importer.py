@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .docsplit import Warn, heading_text
 from .errors import AmemError, ValidationError
+from .importcheck import IdClashes, check_whole, draft_line, with_stable_id
+# the first pass's limits and helper, as this module had them (``__all__`` leaves them out)
 from .importcheck import ID_LOOKUP as ID_LOOKUP, TEXT_ELSEWHERE as TEXT_ELSEWHERE
 from .importcheck import _text_elsewhere as _text_elsewhere
-from .importcheck import IdClashes, check_whole, draft_line, with_stable_id
 from .importread import DOCUMENTS, FORMATS, detect_format, file_title, read_items, unit
 from .importreport import MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, place, skip_line
 from .importtitle import FileTitle
@@ -225,14 +226,13 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     return report
 
 
-# the first pass's names as this module had them before it moved to amem.importcheck (its
-# ``_text_elsewhere`` is imported above for the same reason)
+# the first pass's functions by the names this module gave them before they moved to
+# amem.importcheck
 _check_whole, _IdClashes, _drafted = check_whole, IdClashes, draft_line
 _with_stable_id = with_stable_id
 
-# heading_text lives in amem.docsplit, the report and its error in amem.importreport (and the
-# whole-file check's ID_LOOKUP and TEXT_ELSEWHERE in amem.importcheck); named here too, where
-# callers first found them
+# heading_text lives in amem.docsplit, the report and its error in amem.importreport; named
+# here too, where callers first found them
 __all__ = ["FORMATS", "ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
            "check_batch", "detect_format", "heading_text", "import_file", "place",
            "read_items", "skip_line", "unit"]
