@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING
 
 from .errors import ValidationError
 from .importarray import chat_export_of
-from .importer import (MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, Progress, _check_whole,
-                       _IdClashes, detect_format, import_file)
+from .importcheck import IdClashes, check_whole
+from .importer import (MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, Progress,
+                       detect_format, import_file)
 from .write.bulk import check_batch
 
 if TYPE_CHECKING:
@@ -127,9 +128,9 @@ def import_dir(store: "MemoryStore", root: str | Path, *, enrich: bool = True,
     refused: list[str] = []  # files that are not UTF-8, refused whole
     for path in files:  # the whole folder is checked before anything is written
         try:
-            found = _check_whole(store, path, detect_format(path), None, enrich, agent_id,
-                                 max_chars=store.config.max_text_chars,
-                                 ids=None if skip_invalid else _IdClashes(store.index))
+            found = check_whole(store, path, detect_format(path), None, enrich, agent_id,
+                                max_chars=store.config.max_text_chars,
+                                ids=None if skip_invalid else IdClashes(store.index))
         except ValidationError as exc:  # not UTF-8: the file as a whole is a bad one
             refused.append(str(exc).removesuffix("; nothing was imported"))
             check.skipped += 1

@@ -4,133 +4,51 @@ Both imports (a JSONL/text file here, and an ``amem export`` file in ``amem.expo
 whole file first in one streaming pass: a file with a bad line writes nothing and
 ``ImportRejected`` names every bad line (file:line: reason); ``skip_invalid`` imports the good
 lines and reports the others. A bad line is one the writer would refuse: a field it rejects,
-or (checked here a batch of lines at a time, ``_IdClashes``) an id that an earlier line gives
-another text, or that a stored note holds with another text. Then the file is read again and
-written in bounded batches, so memory stays flat however long the file is (but for the
-check's record of the ids lines give themselves, a few hundred bytes each).
+or (checked a batch of lines at a time) an id that an earlier line gives another text, or that
+a stored note holds with another text. Then the file is read again and written in bounded
+batches, so memory stays flat however long the file is (but for the check's record of the ids
+lines give themselves, a few hundred bytes each).
 
 Import is resumable and idempotent: a note without an id gets one derived from its agent,
 content hash and subjects, so a run killed at any point and started again ends with exactly
 the unique notes (already-stored ones dedup by hash, a half-written batch is simply written
 again). An export keeps its ids, so a rerun finds its notes stored and leaves them be
 (``amem.export``).
+
+The stages: a file's items are read by ``amem.importread``; the whole-file check is
+``amem.importcheck``; the writing pass is ``import_file``, here; what both passes record and
+raise is ``amem.importreport``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from .docsplit import Warn, heading_text
 from .errors import AmemError, ValidationError
+from .importcheck import IdClashes, check_whole, draft_line, with_stable_id
+# the first pass's limits and helper, as this module had them (``__all__`` leaves them out)
+from .importcheck import ID_LOOKUP as ID_LOOKUP, TEXT_ELSEWHERE as TEXT_ELSEWHERE
+from .importcheck import _text_elsewhere as _text_elsewhere
 from .importread import DOCUMENTS, FORMATS, detect_format, file_title, read_items, unit
+from .importreport import MAX_ERRORS, MAX_WARNINGS, ImportRejected, ImportReport, place, skip_line
 from .importtitle import FileTitle
-from .kernel.encoding import find_not_utf8
 from .kernel.errors import DiskFullError
-from .notefields import is_expired
-from .notes import MAX_ITEM_CHARS, Note, check_text, content_hash, point_id
+from .notes import MAX_ITEM_CHARS, Note, check_text
 from .write.bulk import AHEAD_CHUNKS, check_batch
 
 if TYPE_CHECKING:
-    from .index import NoteIndex
     from .store import MemoryStore
 
 log = logging.getLogger(__name__)
 
 #: called after each batch with (lines done, lines total or None)
 Progress = Callable[[int, "int | None"], None]
-#: error messages an import keeps (every bad line is still counted and logged)
-MAX_ERRORS = 100
-#: line warnings an import keeps; the rest are counted in a last "... and N more" one
-MAX_WARNINGS = 100
 #: a note's warning the report says as a count instead (``supersede_deferred``), not per line
 _COUNTED = ("supersede check deferred to the nightly sweep",)
-#: lines whose ids the whole-file check looks up in the store in one engine call
-ID_LOOKUP = 512
-
-
-@dataclass
-class ImportReport:
-    """What an import did, line by line where it matters."""
-
-    path: str
-    read: int = 0
-    created: int = 0
-    deduplicated: int = 0
-    folded: int = 0
-    pending_merge: int = 0
-    skipped: int = 0
-    errors: list[str] = field(default_factory=list)
-    #: stored, but not all as given ("file:line: ..." -- subjects a duplicate's stored note
-    #: lacks, a code block cut), and notes whose new vector could not be computed yet; the
-    #: first ``MAX_WARNINGS`` line warnings, then "... and N more"
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    #: the number of the last line read (the progress total of the writing pass)
-    last_line: int = 0
-    #: older notes the imported notes superseded (``amem.write.bulk``)
-    superseded: int = 0
-    #: who judged supersession ("offline", an LLM label), or "deferred to nightly"
-    supersede: str = "deferred to nightly"
-    #: notes stating a change left to the nightly sweep (an LLM judges a bounded number)
-    supersede_deferred: int = 0
-    #: ids of expired, not yet swept notes an imported note of the same id replaced
-    expired_replaced: int = 0
-    #: stored notes that gained the document's file-name title: the same text, stored from a
-    #: file of another name (a renamed file imported again, ``amem.importtitle``)
-    title_added: int = 0
-    #: stored notes that gained tags given with a text they already held (a vault note
-    #: retagged, imported again: ``amem.write.tagjoin``), and the first ``MAX_WARNINGS`` of
-    #: their ids
-    tags_added: int = 0
-    tags_added_to: list[str] = field(default_factory=list)
-    #: stored notes whose user had removed tags a text still gives, not added again
-    #: (``amem.write.takenback``), and the first ``MAX_WARNINGS`` of their ids
-    tags_kept_removed: int = 0
-    tags_kept_removed_from: list[str] = field(default_factory=list)
-    #: an export's notes already stored as the export has them (nothing written)
-    unchanged: int = 0
-    #: an export's notes stored otherwise (edited, searched since), written back as exported
-    replaced: int = 0
-    #: a folder's import (``amem.importdir``): the files read, the first paths left out
-    #: ("path: reason") and every one counted by reason; None for a file's import
-    files: int | None = None
-    left_out: list[str] = field(default_factory=list)
-    left_out_by_reason: dict[str, int] = field(default_factory=dict)
-    #: the key of a JSON object the notes were read from (``{"notes": [...]}``), or None
-    json_key: str | None = None
-    #: a merge (``load_export(keep_stored=True)``, ``amem restore --merge``): notes whose id
-    #: was stored with the same text, kept as stored (not written; ``unchanged`` counts those
-    #: stored exactly as exported), and "agent/id" of those stored with another text, not
-    #: overwritten; None for any other load
-    kept: int = 0
-    clashes: list[str] | None = None
-
-    @property
-    def rate(self) -> float:
-        return self.read / self.seconds if self.seconds else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "read": self.read, "created": self.created,
-                "deduplicated": self.deduplicated, "folded": self.folded,
-                "pending_merge": self.pending_merge, "skipped": self.skipped,
-                "errors": self.errors, "warnings": self.warnings, "seconds": round(self.seconds, 3),
-                "notes_per_second": round(self.rate, 1), "superseded": self.superseded,
-                "supersede": self.supersede, "supersede_deferred": self.supersede_deferred,
-                "expired_replaced": self.expired_replaced, "title_added": self.title_added,
-                "tags_added": self.tags_added, "tags_added_to": self.tags_added_to,
-                "tags_kept_removed": self.tags_kept_removed,
-                "tags_kept_removed_from": self.tags_kept_removed_from,
-                "unchanged": self.unchanged,
-                "replaced": self.replaced,
-                **({} if self.json_key is None else {"json_key": self.json_key}),
-                **({} if self.clashes is None else {"kept": self.kept, "clashes": self.clashes}),
-                **({} if self.files is None else {
-                    "files": self.files, "left_out": self.left_out,
-                    "left_out_by_reason": self.left_out_by_reason})}
 
 
 def _stored_now(store: "MemoryStore", agent_id: str | None, before: int) -> str:
@@ -195,9 +113,9 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     size = batch or store.config.embed_batch
     max_chars = store.config.max_text_chars
     # with skip_invalid the writer's own id check skips a clashing line, so none is looked up
-    check = _check_whole(store, path, fmt, title, enrich, agent_id, max_chars=max_chars,
-                         ids=None if skip_invalid else _IdClashes(store.index, per),
-                         source=source)
+    check = check_whole(store, path, fmt, title, enrich, agent_id, max_chars=max_chars,
+                        ids=None if skip_invalid else IdClashes(store.index, per),
+                        source=source)
     total = check.last_line
     if check.skipped and not skip_invalid:
         raise ImportRejected(shown, check, per)
@@ -238,7 +156,8 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                                         supersede=supersede)
         except DiskFullError as exc:
             # Said with what is safe: the batches before this one are stored, and a re-run
-            # stores only the rest (an imported line keeps its id: ``_with_stable_id``).
+            # stores only the rest (an imported line keeps its id:
+            # ``amem.importcheck.with_stable_id``).
             raise DiskFullError(
                 f"{exc} The import stopped at {per} {lines[0] if lines else last_line} of "
                 f"{shown}: the {per}s before it are stored, and some after it may be too "
@@ -285,7 +204,7 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
                                        source=source, found=found):
             report.read += 1
             last_line = number
-            drafted = _drafted(store, item, enrich, agent_id)
+            drafted = draft_line(store, item, enrich, agent_id)
             if isinstance(drafted, str):
                 skip_line(report, shown, number, drafted, unit=per)
                 continue
@@ -307,188 +226,13 @@ def import_file(store: "MemoryStore", path: str | Path, *, fmt: str | None = Non
     return report
 
 
-def _check_whole(store: "MemoryStore", path: Path, fmt: str, title: str | None, enrich: bool,
-                 agent_id: str | None, *, max_chars: int, ids: "_IdClashes | None",
-                 source: str | None = None) -> ImportReport:
-    """The first pass: each line read and validated as the writer will take it, and with
-    ``ids`` each id checked against the earlier lines and the store; the bad lines are
-    recorded in the report, in line order."""
-    shown, per = Path(source) if source is not None else path, unit(fmt)
-    check = ImportReport(path=str(shown))
-    rows: list[tuple[int, Note | str]] = []  # lines not yet looked up: their note, or why not
+# the first pass's functions by the names this module gave them before they moved to
+# amem.importcheck
+_check_whole, _IdClashes, _drafted = check_whole, IdClashes, draft_line
+_with_stable_id = with_stable_id
 
-    def settle() -> None:
-        notes = [row for _, row in rows if isinstance(row, Note)]
-        held = iter(ids.held(notes) if ids is not None and notes else [False] * len(notes))
-        for number, row in rows:
-            if isinstance(row, str):
-                skip_line(check, shown, number, row, unit=per)
-            elif next(held):
-                skip_line(check, shown, number, f"a note with id {row.id!r} already exists with "
-                                                f"different content; delete it first, or give "
-                                                f"this {per} another id or none", unit=per)
-        rows.clear()
-
-    try:
-        for number, item in read_items(path, fmt, title, max_chars=max_chars, source=source):
-            check.read += 1
-            check.last_line = number
-            drafted = _drafted(store, item, enrich, agent_id)
-            row = drafted if isinstance(drafted, str) else drafted[1]
-            if isinstance(row, Note) and ids is not None and isinstance(item, dict) \
-                    and "id" in item:  # the line gives its own id
-                row = ids.earlier(number, row) or row
-            rows.append((number, row))
-            if len(rows) >= ID_LOOKUP:
-                settle()
-        settle()
-    except UnicodeDecodeError as exc:
-        # the decoder's offset is into the chunk it was reading, not a line: the place is
-        # found again in the file's bytes (a UTF-16 file with a broken character is rare
-        # enough to be named by the decoder alone)
-        with path.open("rb") as raw:
-            where = find_not_utf8(raw, str(shown)) if exc.encoding.startswith("utf-8") else None
-        said = str(where) if where is not None else f"{shown} is not {exc.encoding} text: {exc}"
-        raise ValidationError(f"{said}; nothing was imported", field="file") from None
-    return check
-
-
-class _IdClashes:
-    """The ids a file's lines may not take: one an earlier line gives another text, or one a
-    stored note holds with another text.
-
-    The writer refuses such a line only when it reaches it, after the lines before it were
-    written; found in the first pass, it stops the import before anything is written. The
-    rule is the writer's (``amem.write.dedup``), with one simplification: the writer lets a
-    clashing line through when its text is already stored under another id (it dedups into
-    that note and the id given is dropped); here one id names one text, whatever else the
-    store holds. A re-run is no clash: the same id with the same text (or a text folded into
-    it) is the same note.
-    """
-
-    def __init__(self, index: "NoteIndex", unit: str = "line") -> None:
-        self._backend = index.backend
-        self._unit = unit
-        self._now = index.clock.now()
-        # (agent, id) -> (first line, content hash) of the lines that give their own id; an
-        # id derived from the text (``_with_stable_id``) names that text only, so those lines
-        # are not kept (a given id copying a derived "imp-..." one is left to the writer): the
-        # memory grows with the given ids alone
-        self._given: dict[tuple[str, str], tuple[int, str]] = {}
-
-    def earlier(self, number: int, note: Note) -> str | None:
-        """Why line ``number`` may not give ``note``'s id (an earlier line gave it another
-        text), or None."""
-        first, digest = self._given.setdefault((note.agent_id, note.id), (number, note.hash))
-        if digest == note.hash:
-            return None
-        return (f"{self._unit} {first} already gives id {note.id!r} to another text; one id "
-                f"names one note (give this {self._unit} another id, or none)")
-
-    def held(self, notes: Sequence[Note]) -> list[bool]:
-        """For each note, whether a stored note holds its id with another text (one engine
-        call for them all)."""
-        points = [point_id(n.agent_id, n.id) for n in notes]
-        stored = {hit.id: hit.payload for hit in self._backend.retrieve(points)}
-        return [self._taken(stored.get(p), n) for p, n in zip(points, notes)]
-
-    def _taken(self, payload: dict[str, Any] | None, note: Note) -> bool:
-        if payload is None:
-            return False
-        if payload.get("agent_id") != note.agent_id or payload.get("id") != note.id:
-            return True  # the point holds another note: never overwritten
-        if not payload.get("is_active", True) or is_expired(
-                str(payload.get("expires_at") or ""), self._now):
-            return False  # a deleted note's id may be taken again; an expired one is swept first
-        return note.hash != payload.get("hash") and note.hash not in (
-            payload.get("folded_hashes") or [])
-
-
-def _drafted(store: "MemoryStore", item: dict[str, Any] | str, enrich: bool,
-             agent_id: str | None) -> tuple[dict[str, Any], Note] | str:
-    """The item ready to write (with its id) and the note it makes, or why the line is bad."""
-    if isinstance(item, str):
-        return item
-    try:
-        if isinstance(item.get("text"), str) and len(item["text"]) > store.config.max_text_chars:
-            # refused as the writer would, before the id's hash and the draft: those took 15
-            # times the text's size (a 50 MB one-line file: 900 MB) only to refuse it
-            check_text(item["text"], field="text", max_chars=store.config.max_text_chars)
-        item = _with_stable_id(item)
-        note = store.writer.draft(item, enrich=enrich, agent_id=agent_id).note  # validate only
-    except ValidationError as exc:
-        return str(exc) + _text_elsewhere(item) if exc.field == "text" else str(exc)
-    return item, note
-
-
-#: where other tools keep a note's text (``amem get --json`` and most apps: content; mem0's
-#: export: memory), named when an item has one of them and no ``text``
-TEXT_ELSEWHERE = ("content", "memory", "note", "body")
-
-
-def _text_elsewhere(item: dict[str, Any]) -> str:
-    """" (its text is in 'memory' ...)" for an item without ``text`` whose text another
-    tool's field holds; "" otherwise. Said, not guessed: which field is the note is the
-    user's to say, and one rename in ``jq`` says it for the whole file."""
-    if "text" in item:
-        return ""
-    found = next((key for key in TEXT_ELSEWHERE if isinstance(item.get(key), str)), None)
-    if found is None:
-        return ""
-    return (f" (its text looks to be in {found!r}: name that field 'text'; with jq, "
-            f"`.text = .{found} | del(.{found})` on each note)")
-
-
-def _with_stable_id(item: dict[str, Any]) -> dict[str, Any]:
-    """Give an id-less item an id derived from its text and subjects, so re-runs write the
-    same point.
-
-    The subjects are part of it because the same text about other people is its own note
-    (``amem.notes.about_the_same``): from the text alone, the second line got the first's id
-    and was refused mid-write as "a note with id ... already exists with different content",
-    an id the file never gave. Lines whose subjects overlap still dedup into one note.
-    """
-    if "id" in item or not isinstance(item.get("text"), str):
-        return item
-    # Point ids already include the agent, so the content hash is a stable note id.
-    key, subjects = item["text"], item.get("subjects")
-    if isinstance(subjects, list) and subjects and all(isinstance(s, str) for s in subjects):
-        key += "\x00" + "\x00".join(sorted(set(subjects)))
-    return {**item, "id": f"imp-{content_hash(key)[:24]}"}
-
-
-def place(path: Path, unit: str, number: int) -> str:
-    """Where a note came from, as the report says it: "notes.jsonl:7", "notes.json item 3",
-    "notes.csv row 4"."""
-    return f"{path} {unit} {number}" if unit in ("item", "row") else f"{path}:{number}"
-
-
-def skip_line(report: ImportReport, path: Path, number: int, why: str, *,
-              unit: str = "line") -> None:
-    report.skipped += 1
-    message = f"{place(path, unit, number)}: {why}"
-    if len(report.errors) < MAX_ERRORS:  # a bad file of a million lines must not fill memory
-        report.errors.append(message)
-    # The report (or ImportRejected) carries the line to the caller, who shows it once; a
-    # warning per line here printed each bad line twice in the CLI (two passes, two streams).
-    log.debug("import: skipped %s", message)
-
-
-class ImportRejected(ValidationError):
-    """The file has bad lines; nothing was written. ``errors`` holds the first ``MAX_ERRORS``."""
-
-    def __init__(self, path: Path, check: ImportReport, unit: str = "line") -> None:
-        shown = "\n  ".join(check.errors[:20])
-        more = check.skipped - min(20, len(check.errors))
-        super().__init__(
-            f"{path}: {check.skipped} of {check.read} {unit}s are invalid; nothing was imported "
-            f"(fix them, or pass --skip-invalid to import the rest):\n  {shown}"
-            + (f"\n  ... and {more} more" if more > 0 else ""), field="file")
-        self.errors = list(check.errors)
-        self.invalid = check.skipped
-
-
-# heading_text lives in amem.docsplit; named here too, where callers first found it
+# heading_text lives in amem.docsplit, the report and its error in amem.importreport; named
+# here too, where callers first found them
 __all__ = ["FORMATS", "ImportRejected", "ImportReport", "MAX_ERRORS", "MAX_WARNINGS", "Progress", "Warn",
            "check_batch", "detect_format", "heading_text", "import_file", "place",
            "read_items", "skip_line", "unit"]

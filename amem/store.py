@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 import threading
-import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .backends import EdgeBackend, open_for_store
+from .backends import open_for_store
 from .backends.base import VectorBackend
-from .config import AmemConfig, load_config
-from .errors import StoreLockedError, ValidationError
+from .config import AmemConfig
+from .errors import ValidationError
 from .index import NoteIndex
 from .kernel.clock import Clock, SystemClock
 from .kernel.llm import LLM
 from .notes import Note, check_agent, check_id, check_limit
-from .refresh import count_stale
 from .search import Searcher, SearchResult, UsageRecorder
-from .search.pipeline import RANK_FIELDS
-from .search.visibility import count_expired, visible_links
+from .search.visibility import visible_links
+from .storeopen import (OpeningProcess, check_arguments, configured_embedder, configured_llm,
+                        settings_from_environment)
+from .storeparts import OnFirstUse
+from .storeparts import WriteParts as _WriteParts  # its name when it was defined here
+from .storeupkeep import IndexUpkeep
+from .storeupkeep import StoreInfo as StoreInfo  # what ``info`` returns, importable from here
 from .upgrades import upgrade
 
 if TYPE_CHECKING:
@@ -37,40 +38,6 @@ if TYPE_CHECKING:
     from .write import AddResult, BulkWriter, DeleteResult, UpdateResult, Updater, Writer
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StoreInfo:
-    """What ``status`` reports about the note store."""
-
-    backend: str
-    location: str
-    embedder: str
-    dim: int
-    points: int
-    active_notes: int
-    agents: int | None
-    #: notes whose vector embeds an earlier text (an interrupted write; see ``amem.refresh``)
-    stale_vectors: int = 0
-    #: the engine's index build: state, points written since, last run (``amem.index_build``)
-    index_build: dict[str, Any] | None = None
-    #: notes past their ``expires_at`` (invisible, not in ``active_notes``) the sweep will delete
-    expired_pending_sweep: int = 0
-    #: the ranking fields kept in RAM by a long-running process (``keep_ranking_fields``):
-    #: state, points, passes, seconds; None when this process keeps none
-    rank_table: dict[str, Any] | None = None
-    #: the threads the embedded engine searches on (``search_threads``); None for a Qdrant
-    #: server, which sizes its own
-    search_threads: int | None = None
-    #: the conditions this process's searches leave out of the engine's filters because no
-    #: note fails them now (``StoreFacts.left_out``; "tenant" while one agent owns every
-    #: note): each costs the scan of the engine's plain segment (docs/readpath.md). Empty
-    #: for a Qdrant server, which says every condition.
-    filters_left_out: tuple[str, ...] = ()
-    #: every note carries its live key, so a search of one agent among several names its
-    #: agent and the note's state as one indexed condition (``backends.base.LIVE_KEY``);
-    #: False for a Qdrant server, and for an older store opened without room to key it
-    filters_keyed: bool = False
 
 
 class MemoryStore:
@@ -105,138 +72,84 @@ class MemoryStore:
         clock: Clock | None = None,
         agent_id: str | None = None,
     ) -> None:
-        if path is not None and backend is not None:
-            raise ValueError("give either a path or an open backend, not both")
-        if path is not None and (not isinstance(path, (str, os.PathLike)) or not str(path).strip()):
-            raise ValueError(f"path must be a directory, ':memory:' or None (the configured "
-                             f"store), not {path!r}")
-        if config is not None and not isinstance(config, AmemConfig):
-            raise TypeError(f"config must be an AmemConfig (amem.load_config() builds one), "
-                            f"not {type(config).__name__}")
-        if embedder is not None and not all(hasattr(embedder, name) for name in ("model_id", "dim", "embed")):
-            # a name ("hashing") is a setting: config=load_config(embedder=...) or AMEM_EMBEDDER
-            raise TypeError(f"embedder must be an Embedder (model_id, dim, embed), not "
-                            f"{type(embedder).__name__}; to choose one by name, use "
-                            "config=amem.load_config(overrides={'embedder': ...})")
-        if llm is not None and not callable(getattr(llm, "complete_json", None)):
-            # else the add succeeded with a warning and a traceback of offline enrichment
-            raise TypeError(f"llm must be an LLM (at least complete_json(system, user, *, schema, "
-                            f"name)), not {type(llm).__name__}")
+        check_arguments(path, config=config, embedder=embedder, backend=backend, llm=llm)
         if config is None:
-            # Resolved as the CLI resolves it (AMEM_CONFIG, AMEM_HOME, AMEM_EMBEDDER, ...,
-            # AMEM_AGENT), so a script and `amem` open the same store; config= reads no env.
-            config = load_config(os.environ.get("AMEM_CONFIG") or None, env=os.environ)
-            if agent_id is None:
-                agent_id = os.environ.get("AMEM_AGENT") or None
+            config, agent_id = settings_from_environment(agent_id)
         self.config = config
         self.clock: Clock = clock or SystemClock()
         # "" is a bad agent id, refused by name, not the configured one chosen in its place
         self.agent_id = check_agent(self.config.agent_id if agent_id is None else agent_id)
-        if embedder is None:
-            from .embed import make_embedder
-
-            # The converted model (e5-small) lives with this store's home, not the environment's.
-            embedder = make_embedder(self.config.embedder, threads=self.config.embed_threads,
-                                     cache_dir=Path(self.config.home) / "models")
-        self.embedder = embedder
+        self.embedder = embedder if embedder is not None else configured_embedder(config)
         self._lock = threading.RLock()
-        #: the process that opened the store: a forked child may not use the embedded engine
-        self._pid = os.getpid()
         if backend is not None:
             engine, self.location, self.backend_kind = (backend, type(backend).__name__,
                                                         type(backend).__name__)
         else:
-            engine, self.location, self.backend_kind = open_for_store(config, path, embedder.dim)
+            engine, self.location, self.backend_kind = open_for_store(config, path,
+                                                                      self.embedder.dim)
+        #: the process that opened the store: a forked child may not use the embedded engine
+        self._opener = OpeningProcess(self.location)
         #: the notes in the engine: points, filters, similarity, metadata (``amem.index``)
-        self.index = NoteIndex(engine, embedder, config=config, clock=self.clock,
+        self.index = NoteIndex(engine, self.embedder, config=config, clock=self.clock,
                                lock=self._lock, location=self.location)
         upgrade(self.index)  # once per store: point ids, event times, subjects, tokenizer
-        self._llm = llm if llm is not None else self._llm_from_config()
-        # the write path and the nightly maintenance are built on first use (``_writes``,
-        # ``consolidator``): a command that only reads (list, get, search, status) never
+        self._llm = llm if llm is not None else configured_llm(config)
+        # the write path and the nightly maintenance are built on first use
+        # (``amem.storeparts``): a command that only reads (list, get, search, status) never
         # imports them, a third of its start
-        self._write_parts: _WriteParts | None = None
-        self._consolidator: Consolidator | None = None
+        self._parts = OnFirstUse(self.index, config, self._llm, self.agent_id, self._lock)
         #: usage heat: each agent's last searches, and what a get records (amem.search.usage)
         self.usage = UsageRecorder(self.index)
         #: the read path (amem.search)
         self.searcher = Searcher(self.index, config, self.usage.recent)
-        #: single adds start a due index build in the background (``keep_index_built``)
-        self._builds_after_adds = False
+        #: when the index is built, the ranking fields kept, what ``info`` reports
+        self._upkeep = IndexUpkeep(self.index, config, self._lock)
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def _llm_from_config(self) -> LLM | None:
-        """An LLM client when ``llm_base_url`` is configured; None means offline enrichment."""
-        from .llm.config import LLMConfig
-
-        endpoint = LLMConfig.from_amem(self.config)
-        if endpoint is None:
-            return None
-        # the client (and httpx, ~60 ms of every CLI command's start) only when one is configured
-        from .llm.client import LLMClient
-
-        return LLMClient(endpoint)
+    # ------------------------------------------------------------------ the parts
 
     @property
     def llm(self) -> LLM | None:
         """The LLM client in use, or None (offline)."""
         return self._llm
 
-    # ------------------------------------------------------------------ the parts built on first use
-
-    def _writes(self) -> "_WriteParts":
-        parts = self._write_parts
-        if parts is None:
-            with self._lock:
-                if self._write_parts is None:
-                    self._write_parts = _WriteParts.build(self.index, self.config, self._llm,
-                                                          self.agent_id)
-                parts = self._write_parts
-        return parts
+    # the write path's and the maintenance's parts are built on first use (``amem.storeparts``)
 
     @property
     def superseder(self) -> "Superseder":
         """Supersession marks, judged by the LLM when one is configured (``amem.supersede``)."""
-        return self._writes().superseder
+        return self._parts.writes().superseder
 
     @property
     def writer(self) -> "Writer":
         """The write path (``amem.write``): single adds and the drafts of batches."""
-        return self._writes().writer
+        return self._parts.writes().writer
 
     @property
     def bulk(self) -> "BulkWriter":
         """Batches and imports (``amem.write.bulk``)."""
-        return self._writes().bulk
+        return self._parts.writes().bulk
 
     @property
     def updater(self) -> "Updater":
         """Edits of stored notes (``amem.write``)."""
-        return self._writes().updater
+        return self._parts.writes().updater
 
     @property
     def separator(self) -> "Separator":
         """Undoing a fold or a merge (``amem.separate``)."""
-        return self._writes().separator
+        return self._parts.writes().separator
 
     @property
     def consolidator(self) -> "Consolidator":
         """The nightly maintenance (``amem.consolidate``)."""
-        found = self._consolidator
-        if found is None:
-            from .consolidate import Consolidator
+        return self._parts.consolidator()
 
-            with self._lock:
-                if self._consolidator is None:
-                    self._consolidator = Consolidator(self.index, self.superseder, self._llm)
-                found = self._consolidator
-        return found
+    # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
         """Persist metadata and release the engine (and its lock). Safe to call twice. In a
         process forked after the open it does nothing: the engine is the parent's to close."""
-        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
+        if self._opener.is_elsewhere(self.index.backend):
             return
         self.index.build.cancel()  # outside the lock: the build thread takes it to record its end
         self.index.close()
@@ -256,14 +169,7 @@ class MemoryStore:
 
     def _ensure_open(self) -> None:
         self.index.ensure_open()
-        if self._pid != os.getpid() and isinstance(self.index.backend, EdgeBackend):
-            # A forked child wrote through the parent's engine: the parent never saw the note
-            # and the store's BM25 statistics disagreed with the engine at the next open.
-            raise StoreLockedError(
-                f"the embedded amem store at {self.location} is owned by process {self._pid}, "
-                "which opened it before forking this one: open the store in one process only "
-                "(close it in the parent first, or send the work to the parent)",
-                path=str(self.location), holder_pid=self._pid)
+        self._opener.check(self.index.backend)
 
     def _agent(self, agent_id: str | None) -> str:
         """The tenant of a call: the one named, else the store's default."""
@@ -305,7 +211,7 @@ class MemoryStore:
                                  note_type=note_type, topics=topics, event_time=event_time,
                                  metadata=metadata, expires_at=expires_at, ttl=ttl,
                                  agent_id=agent_id)
-        self._build_when_due()
+        self._upkeep.build_when_due()
         return result
 
     def add_many(self, items: Sequence[dict[str, Any]], *, enrich: bool = True,
@@ -373,7 +279,8 @@ class MemoryStore:
             since=since, before=before, metadata=metadata, record_usage=record_usage,
             tags=tags)
         if record_usage:
-            self._build_when_due(wait=False)  # its retrieval counts move the notes it returned
+            # its retrieval counts move the notes it returned out of the index
+            self._upkeep.build_when_due(wait=False)
         return results
 
     def get(self, note_id: str, *, agent_id: str | None = None,
@@ -392,7 +299,8 @@ class MemoryStore:
         note.links = visible_links(self.index, note)
         if note.is_active and record_usage:
             self.usage.opened(note.id, self._agent(agent_id))
-            self._build_when_due(wait=False)  # the usage write moves the note out of the index
+            # the usage write moves the note out of the index
+            self._upkeep.build_when_due(wait=False)
         return note
 
     def delete(self, note_id: str, *, agent_id: str | None = None) -> DeleteResult:
@@ -411,7 +319,7 @@ class MemoryStore:
             released = self.superseder.release(note, reason="deleted")
             self.index.update_note_fields(note.id, agent, {"is_active": False,
                                                            "supersedes": []})
-        self._build_when_due()
+        self._upkeep.build_when_due()
         note.is_active = False
         return DeleteResult(note.id, note, released)
 
@@ -425,7 +333,7 @@ class MemoryStore:
         self._ensure_open()
         result = self.updater.update(note_id, self._agent(agent_id), content=content,
                                      subjects=subjects, tags=tags)
-        self._build_when_due()
+        self._upkeep.build_when_due()
         return result
 
     def history(self, note_id: str, *, agent_id: str | None = None) -> builtins.list[dict[str, Any]]:
@@ -462,7 +370,7 @@ class MemoryStore:
         """
         self._ensure_open()
         result = self.separator.separate(note_id, part_id, self._agent(agent_id))
-        self._build_when_due()
+        self._upkeep.build_when_due()
         return result
 
     def delete_all(self, *, agent_id: str | None = None) -> int:
@@ -518,10 +426,7 @@ class MemoryStore:
     def optimize(self) -> None:
         """Build the engine's indexes (HNSW). Minutes on 100k notes: maintenance only."""
         self._ensure_open()
-        with self._lock:
-            started = time.perf_counter()
-            self.index.backend.optimize()
-            self.index.build.optimized(time.perf_counter() - started)
+        self._upkeep.optimize()
 
     def keep_ranking_fields(self, *, wait: float = 0.0) -> bool:
         """For a long-running process: keep every note's ranking fields in RAM (up to the
@@ -532,12 +437,7 @@ class MemoryStore:
         benchmark's; a server starts serving at once). A one-shot command should not call
         it: the fill reads the whole store."""
         self._ensure_open()
-        if self.config.rank_table <= 0:
-            return False
-        kept = self.index.backend.keep_fields(RANK_FIELDS, self.config.rank_table)
-        if kept and wait > 0:
-            self.index.backend.field_table(wait)
-        return kept
+        return self._upkeep.keep_ranking_fields(wait)
 
     def keep_index_built(self) -> None:
         """For a long-running process: single writes (adds, and payload writes that move
@@ -552,21 +452,7 @@ class MemoryStore:
         one-shot command should not call it: closing the store stops a build it started.
         """
         self._ensure_open()
-        self._builds_after_adds = True
-
-    def _build_when_due(self, *, wait: bool = True) -> None:
-        """Start the index build in the background once single writes reach a bulk write's
-        growth trigger (``IndexBuilder.maybe_build(growing=True)``: ``optimize_after``, or a
-        quarter of the points indexed if more, at most half a segment). Single writes are
-        adds, and the payload writes of edits, deletes, back-links, usage and retrieval
-        counts, which move indexed points out of the index (``amem.backends._edge_moved``).
-        Each build copies the whole store, so the trigger grows with it, as for an import: at
-        the plain threshold a 1M-note store would be copied every 5,000 adds (about a minute
-        at the default model's pace). A write while a build runs leaves it owed: the build
-        thread runs again when it is due. A read's call (``wait=False``) gives up rather than
-        wait for the store's lock."""
-        if self._builds_after_adds:
-            self.index.build.maybe_build(background=True, growing=True, wait=wait)
+        self._upkeep.builds_after_writes = True
 
     def flush(self) -> None:
         """Persist the metadata and the engine's pending writes."""
@@ -576,43 +462,4 @@ class MemoryStore:
     def info(self) -> StoreInfo:
         """What ``status`` reports: engine, embedder, counts, index build, pending work."""
         self._ensure_open()
-        facts = self.index.backend.store_facts()
-        return StoreInfo(
-            backend=self.backend_kind, location=self.location, embedder=self.embedder.model_id,
-            dim=self.embedder.dim, points=self.index.backend.count(None),
-            active_notes=self.index.backend.count(self.index.live_where()),
-            agents=None, stale_vectors=count_stale(self.index),
-            index_build=self.index.build.to_dict(),
-            expired_pending_sweep=count_expired(self.index),
-            rank_table=self.index.backend.field_table(),
-            search_threads=(self.index.backend.search_threads
-                            if isinstance(self.index.backend, EdgeBackend) else None),
-            filters_left_out=tuple(facts.left_out(self.index.clock.now().timestamp())),
-            filters_keyed=facts.keyed)
-
-
-
-@dataclass(frozen=True)
-class _WriteParts:
-    """The write path's stages, built together on a store's first write: each is given the
-    others it needs, and the enricher slot they share."""
-
-    superseder: "Superseder"
-    writer: "Writer"
-    bulk: "BulkWriter"
-    updater: "Updater"
-    separator: "Separator"
-
-    @classmethod
-    def build(cls, index: NoteIndex, config: AmemConfig, llm: LLM | None,
-              agent_id: str) -> "_WriteParts":
-        from .separate import Separator
-        from .supersede import IndexMeaning, Superseder, judge_for
-        from .write import BulkWriter, EnricherSlot, Updater, Writer
-
-        superseder = Superseder(index, judge_for(llm, IndexMeaning(index)))
-        enricher = EnricherSlot(llm)  # built on first use: the fast path needs none
-        writer = Writer(index, config, enricher, superseder, agent_id=agent_id)
-        return cls(superseder, writer, BulkWriter(index, writer, superseder),
-                   Updater(index, config, enricher, superseder),
-                   Separator(index, enricher, writer.placer, superseder))
+        return self._upkeep.info(self.backend_kind, self.location, self.embedder)

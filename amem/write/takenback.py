@@ -14,7 +14,7 @@ newly gives, without keeping the files' contents:
   evolution adding it);
 * a text's tags were first taken when the note was stored from it (its id is the note's),
   or at the first join, fold or ``tags_seen`` entry it triggered (``triggered_by``: an
-  import's text keeps its id from one run to the next, ``amem.importer._with_stable_id``;
+  import's text keeps its id from one run to the next, ``amem.importcheck.with_stable_id``;
   ``tags_seen`` notes such a text whose tags the note held already, ``amem.write.tagjoin``).
 
 A tag is held back when its removal came after that text's tags were first taken: the
