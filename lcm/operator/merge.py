@@ -36,8 +36,10 @@ The target may be SQLite or PostgreSQL: every step above is the shared SQL of
 :class:`lcm.conn.Connection`; only the rows' own writing is the engine's (a :class:`MergeWriter`:
 ingest's step, and on PostgreSQL ingest's advisory locks, since other hosts may write the same
 conversations meanwhile, ``lcm.pg.merge``). What PostgreSQL cannot hold is refused by
-:func:`check_backup` before anything is written: text with a NUL character, and a large file
-when the store has no ``largeFilesDir`` every host shares.
+:func:`check_backup` before anything is written: text with a NUL character, and, when the store
+has no ``largeFilesDir`` every host shares, a message over the store's own large-file threshold
+(by the text the merge writes, whatever the backup's home made of it: its threshold may have
+been another).
 
 Summaries are not copied: they are derived from the messages, and a summary of the backup's
 conversation would not cover a conversation the target extended; compaction builds them again.
@@ -76,6 +78,7 @@ from lcm.models import _Dict
 from lcm.normalize import NormalizedMessage
 from lcm.ops import older_than_summaries
 from lcm.reorder import renumber
+from lcm.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from lcm.store import LcmStore
@@ -201,16 +204,17 @@ def check_backup(db: Path, files_dir: Path | None, target: LcmStore | None = Non
                     problems.append(f"the large file {row['file_id']} ({row['storage_path']}) is missing "
                                     "from the backup")
             if target is not None and _on_postgres(target):
-                problems += _postgres_limits(c, db, target)
+                problems += _postgres_limits(c, db, target, files)
             return problems
     except (sqlite3.Error, OSError, ValueError) as exc:
         return [f"{db} cannot be read as a conversation store: {exc}"]
 
 
-def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore) -> list[str]:
+def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, files: LargeFileStore | None) -> list[str]:
     """What of the backup a PostgreSQL store cannot take: text with a NUL (its ``text`` refuses
-    U+0000, where SQLite keeps it), and large files when the store has no ``largeFilesDir``
-    (they would go to a temporary directory no other host reads, as its ingest refuses)."""
+    U+0000, where SQLite keeps it), and, when the store has no ``largeFilesDir``, a message this
+    store would keep as a large file (they would go to a temporary directory no other host reads
+    and that is gone when the store closes; its ingest refuses them)."""
     from lcm.pg.nulscan import describe_findings, find_nul
 
     problems: list[str] = []
@@ -219,12 +223,38 @@ def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore) -> list[
         problems.append(f"{db}: {len(nul)} rows hold a NUL character (U+0000), which PostgreSQL text cannot hold: "
                         f"{describe_findings(nul)}; merge it into a SQLite home, or copy it to the server with "
                         "`amem lcm migrate --replace-nul`")
-    large = int(c.execute("SELECT count(*) FROM messages WHERE file_id IS NOT NULL").fetchone()[0])
-    if large and not target.config.large_files_dir:
-        problems.append(f"{db}: {large} messages are large files, and this home's PostgreSQL store has no "
-                        "largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every host of "
-                        "the database shares")
+    if not target.config.large_files_dir:
+        threshold = target.config.large_file_threshold_tokens
+        over = _over_threshold(c, files, threshold)
+        if over:
+            problems.append(
+                f"{db}: {len(over)} messages are over this home's largeFileThresholdTokens ({threshold}), so this "
+                "store would keep them as large files, and its PostgreSQL store has no largeFilesDir: "
+                f"{describe_findings([f'{name}: ~{tokens} tokens' for name, tokens in over])}; set largeFilesDir "
+                "(LCM_LARGE_FILES_DIR) to a directory every host of the database shares, or raise "
+                f"largeFileThresholdTokens (LCM_LARGE_FILE_TOKEN_THRESHOLD) to {max(t for _, t in over)} or more")
     return problems
+
+
+def _over_threshold(c: sqlite3.Connection, files: LargeFileStore | None, threshold: int) -> list[tuple[str, int]]:
+    """The backup's messages whose text (a large file's read back, as the merge writes it) is over
+    ``threshold`` tokens: what the target's ingest step would store as a large file, whatever
+    the backup's own home did (its threshold may have been another). Named as
+    :func:`lcm.pg.nulscan.find_nul` names a message, with the text's token estimate."""
+    over: list[tuple[str, int]] = []
+    for row in c.execute("SELECT m.id, m.conversation_id, c.session_key, m.seq, m.content, f.storage_path "
+                         "FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id "
+                         "LEFT JOIN large_files f ON f.file_id = m.file_id ORDER BY m.id"):
+        text: str = row["content"]
+        if row["storage_path"] is not None:
+            if files is None or not files.resolve(row["storage_path"]).is_file():
+                continue  # named as missing by check_backup already
+            text = files.resolve(row["storage_path"]).read_text(encoding="utf-8")
+        tokens = estimate_tokens(text)
+        if tokens > threshold:
+            over.append((f"msg_{row['id']} (conversation {row['conversation_id']}, session {row['session_key']!r}, "
+                         f"position {row['seq']})", tokens))
+    return over
 
 
 def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str, *,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lcm import LcmConfig, LcmStore
-from lcm.errors import LcmValidationError
+from lcm.errors import LargeFilesDirMissingError, LcmValidationError
 from lcm.operator.merge import check_backup, merge_backup
 
 KEY = "agent:x:main"
@@ -65,7 +65,8 @@ def test_a_backup_postgresql_cannot_hold_is_refused_before_anything_is_written(
     big = "line of a pasted log with numbers 12345\n" * 600
     large = _backup(tmp_path / "l" / "lcm.db", [{"role": "user", "content": big, "created_at": _at(1)}],
                     archived_first=False, large_file_threshold_tokens=2000)
-    pg = make_pg_store()  # no largeFilesDir: nowhere every host reads a large file from
+    # no largeFilesDir: nowhere every host reads a large file from
+    pg = make_pg_store(large_file_threshold_tokens=2000)
     assert check_backup(nul, None) == []  # SQLite holds it
     (said,) = check_backup(nul, None, pg)
     assert "NUL" in said and "PostgreSQL" in said and "conversation" in said
@@ -122,3 +123,82 @@ def test_a_backed_up_large_file_is_stored_again_in_the_servers_shared_directory(
     file = pg.describe(file_id, limit=len(big) + 1, session_key=KEY)
     assert isinstance(file, FileDescription) and file.slice_text == big
     assert [p for p in (tmp_path / "shared").rglob("file_*") if p.is_file()]
+
+
+def test_a_message_over_the_servers_threshold_without_largefilesdir_is_refused_before_any_write(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    """A message that was no large file in the backup (its home's threshold was higher) but is
+    over this store's: a server without largeFilesDir cannot keep it (a temporary directory no
+    other host reads, gone at close), so the check names it before anything is written; a
+    backed-up large file under this store's threshold is plain text here and passes."""
+    big = "line of a pasted log with numbers 12345\n" * 600  # ~6,000 tokens
+    src = _backup(tmp_path / "a" / "lcm.db", [{"role": "tool", "content": big, "created_at": _at(1)},
+                                               {"role": "user", "content": "short", "created_at": _at(2)}],
+                  archived_first=False)  # the default threshold: no large file in the backup
+    pg = make_pg_store(large_file_threshold_tokens=2000)
+    pg.ingest(KEY, [{"role": "user", "content": "here before", "created_at": _at(0)}])
+    (said,) = check_backup(src, None, pg)
+    assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~6000 tokens" in said
+    assert "largeFileThresholdTokens (2000)" in said
+    assert "largeFilesDir" in said and "LCM_LARGE_FILE_TOKEN_THRESHOLD" in said
+    with pytest.raises(LcmValidationError, match="msg_1"):
+        merge_backup(pg, src, None, NOW)
+    # a caller that says it checked (another store's check) still gets no silent loss: ingest's refusal
+    with pytest.raises(LargeFilesDirMissingError, match="largeFilesDir"):
+        merge_backup(pg, src, None, NOW, checked=True)
+    assert [r[0] for r in pg.db.query("SELECT content FROM messages")] == ["here before"]
+    assert pg.db.scalar("SELECT count(*) FROM conversations") == 1
+    # the backup's large file is under this store's threshold: stored as text, nothing refused
+    filed = _backup(tmp_path / "f" / "lcm.db", [{"role": "tool", "content": big, "created_at": _at(1)}],
+                    archived_first=False, large_file_threshold_tokens=2000)
+    roomy = make_pg_store(large_file_threshold_tokens=10_000)
+    assert check_backup(filed, tmp_path / "f" / "lcm-files", roomy) == []
+    assert merge_backup(roomy, filed, tmp_path / "f" / "lcm-files", NOW).large_files_added == 0
+    assert roomy.db.scalar("SELECT count(*) FROM messages WHERE content = ?", (big,)) == 1
+
+
+def test_amem_restore_merge_refuses_a_message_the_server_would_lose_before_writing_a_note(
+        pg_clean_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The backup's home kept a long message as text (its threshold was the default); this home's
+    server would keep it as a large file and has no largeFilesDir: the restore is refused naming
+    the message, with neither a note nor a message written; with largeFilesDir set it merges."""
+    import json
+    import os
+
+    from tools.cli.main import main
+
+    def run(env: dict[str, str], *args: str, code: int = 0) -> str:
+        got = main(list(args), env=env)
+        out, err = capsys.readouterr()
+        assert got == code, (args, out, err)
+        return out if code == 0 else err
+
+    def fill(env: dict[str, str], name: str, note: str, messages: list[dict[str, str]]) -> None:
+        (tmp_path / f"{name}.notes.jsonl").write_text(json.dumps({"id": name, "text": note}) + "\n", encoding="utf-8")
+        run(env, "import", str(tmp_path / f"{name}.notes.jsonl"), "--no-enrich")
+        (tmp_path / f"{name}.chat.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+        run(env, "lcm", "ingest", str(tmp_path / f"{name}.chat.jsonl"), "--session-key", KEY)
+
+    def notes(env: dict[str, str]) -> list[str]:
+        return sorted(json.loads(line)["note"]["id"] for line in run(env, "export", "-").splitlines())
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    old = {**base, "AMEM_HOME": str(tmp_path / "old"), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "alice",
+           "LCM_LOG_FILE_ENABLED": "false"}
+    big = "line of a pasted log with numbers 12345\n" * 600  # ~6,000 tokens: text under the default 25,000
+    fill(old, "tea", "Alice drinks green tea", [{"role": "tool", "content": big, "created_at": _at(1)}])
+    run(old, "backup", str(tmp_path / "bk"))
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"), "LCM_DATABASE_PATH": pg_clean_url,
+           "LCM_LARGE_FILE_TOKEN_THRESHOLD": "2000"}
+    fill(new, "bike", "Bob rides a bike", [{"role": "user", "content": "here before", "created_at": _at(0)}])
+    err = run(new, "restore", str(tmp_path / "bk"), "--merge", code=2)
+    assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~6000 tokens" in err
+    assert "largeFileThresholdTokens (2000)" in err and "LCM_LARGE_FILES_DIR" in err
+    assert "nothing was restored" in err
+    assert notes(new) == ["bike"]  # the backup's note not written
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        assert [r[0] for r in pg.db.query("SELECT content FROM messages")] == ["here before"]
+    shared = {**new, "LCM_LARGE_FILES_DIR": str(tmp_path / "shared")}  # a way out the refusal names
+    done = json.loads(run(shared, "restore", str(tmp_path / "bk"), "--merge", "--json"))
+    assert (done["notes"]["created"], done["conversations"]["large_files_added"]) == (1, 1)
+    assert notes(new) == ["bike", "tea"]
