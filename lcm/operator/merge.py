@@ -47,8 +47,9 @@ Messages whose text was a large file get that file's text back (from the backup'
 and are stored into the target's own large-file directory as ingest would store them.
 
 :func:`check_backup` reads the whole backup before anything is written (the database's
-``quick_check``, its tables, every large file it names); :func:`merge_backup` writes in one
-transaction, so a killed merge leaves the target's database as it was (a large file it wrote
+``quick_check``, its tables, every large file it names, whole: UTF-8 text of the size its record
+gives); :func:`merge_backup` writes in one transaction, so a killed merge leaves the target's
+database as it was (a large file it wrote
 whole before the kill is named by no row: ``amem lcm doctor --clean`` lists it as an orphan; one
 cut short in its writing leaves a ``.tmp`` beside it, which ``amem lcm doctor`` names once it
 is an hour old, ``leftover_temp_files``, and ``--clean --apply`` deletes). Each merged
@@ -196,21 +197,43 @@ def check_backup(db: Path, files_dir: Path | None, target: LcmStore | None = Non
             if problems:
                 return problems
             files = LargeFileStore(files_dir) if files_dir is not None else None
-            for row in c.execute("SELECT m.file_id, f.storage_path FROM messages m LEFT JOIN large_files f "
-                                 "ON f.file_id = m.file_id WHERE m.file_id IS NOT NULL"):
-                if row["storage_path"] is None:
-                    problems.append(f"{db}: message file {row['file_id']} has no large_files row")
-                elif files is None or not files.resolve(row["storage_path"]).is_file():
-                    problems.append(f"the large file {row['file_id']} ({row['storage_path']}) is missing "
-                                    "from the backup")
+            file_tokens = _read_large_files(c, db, files, problems)
             if target is not None and _on_postgres(target):
-                problems += _postgres_limits(c, db, target, files)
+                problems += _postgres_limits(c, db, target, file_tokens)
             return problems
     except (sqlite3.Error, OSError, ValueError) as exc:
         return [f"{db} cannot be read as a conversation store: {exc}"]
 
 
-def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, files: LargeFileStore | None) -> list[str]:
+def _read_large_files(c: sqlite3.Connection, db: Path, files: LargeFileStore | None,
+                      problems: list[str]) -> dict[str, int]:
+    """Every large file the backup names, read whole as the merge will read it (UTF-8 text of the
+    size its record gives: one cut short or changed would come in short, or fail the merge half
+    way); what is wrong added to ``problems``. The token estimate of each sound file's text."""
+    tokens: dict[str, int] = {}
+    for row in c.execute("SELECT m.file_id, f.storage_path, f.size_bytes FROM messages m LEFT JOIN large_files f "
+                         "ON f.file_id = m.file_id WHERE m.file_id IS NOT NULL"):
+        name = f"the large file {row['file_id']} ({row['storage_path']})"
+        if row["storage_path"] is None:
+            problems.append(f"{db}: message file {row['file_id']} has no large_files row")
+            continue
+        path = files.resolve(row["storage_path"]) if files is not None else None
+        if path is None or not path.is_file():
+            problems.append(f"{name} is missing from the backup")
+            continue
+        data = path.read_bytes()
+        if len(data) != row["size_bytes"]:
+            problems.append(f"{name} is damaged: {len(data)} bytes where its record says {row['size_bytes']} "
+                            "(cut short or changed)")
+            continue
+        try:
+            tokens[row["file_id"]] = estimate_tokens(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            problems.append(f"{name} is damaged: it is not UTF-8 text (byte {exc.start})")
+    return tokens
+
+
+def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, file_tokens: dict[str, int]) -> list[str]:
     """What of the backup a PostgreSQL store cannot take: text with a NUL (its ``text`` refuses
     U+0000, where SQLite keeps it), and, when the store has no ``largeFilesDir``, a message this
     store would keep as a large file (they would go to a temporary directory no other host reads
@@ -225,7 +248,7 @@ def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, files: L
                         "`amem lcm migrate --replace-nul`")
     if not target.config.large_files_dir:
         threshold = target.config.large_file_threshold_tokens
-        over = _over_threshold(c, files, threshold)
+        over = _over_threshold(c, file_tokens, threshold)
         if over:
             problems.append(
                 f"{db}: {len(over)} messages are over this home's largeFileThresholdTokens ({threshold}), so this "
@@ -236,21 +259,17 @@ def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, files: L
     return problems
 
 
-def _over_threshold(c: sqlite3.Connection, files: LargeFileStore | None, threshold: int) -> list[tuple[str, int]]:
-    """The backup's messages whose text (a large file's read back, as the merge writes it) is over
-    ``threshold`` tokens: what the target's ingest step would store as a large file, whatever
-    the backup's own home did (its threshold may have been another). Named as
-    :func:`lcm.pg.nulscan.find_nul` names a message, with the text's token estimate."""
+def _over_threshold(c: sqlite3.Connection, file_tokens: dict[str, int], threshold: int) -> list[tuple[str, int]]:
+    """The backup's messages whose text (a large file's as read back, ``file_tokens``: the merge
+    writes that text) is over ``threshold`` tokens: what the target's ingest step would store as
+    a large file, whatever the backup's own home did (its threshold may have been another).
+    Named as :func:`lcm.pg.nulscan.find_nul` names a message, with the text's token estimate."""
     over: list[tuple[str, int]] = []
-    for row in c.execute("SELECT m.id, m.conversation_id, c.session_key, m.seq, m.content, f.storage_path "
-                         "FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id "
-                         "LEFT JOIN large_files f ON f.file_id = m.file_id ORDER BY m.id"):
-        text: str = row["content"]
-        if row["storage_path"] is not None:
-            if files is None or not files.resolve(row["storage_path"]).is_file():
-                continue  # named as missing by check_backup already
-            text = files.resolve(row["storage_path"]).read_text(encoding="utf-8")
-        tokens = estimate_tokens(text)
+    for row in c.execute("SELECT m.id, m.conversation_id, c.session_key, m.seq, m.content, m.file_id "
+                         "FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id ORDER BY m.id"):
+        if row["file_id"] is not None and row["file_id"] not in file_tokens:
+            continue  # a large file the check named as missing or damaged already
+        tokens = file_tokens[row["file_id"]] if row["file_id"] is not None else estimate_tokens(row["content"])
         if tokens > threshold:
             over.append((f"msg_{row['id']} (conversation {row['conversation_id']}, session {row['session_key']!r}, "
                          f"position {row['seq']})", tokens))
