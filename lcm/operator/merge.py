@@ -411,7 +411,8 @@ def _message(row: sqlite3.Row, files: LargeFileStore | None, paths: dict[str, st
     content: str = row["content"]
     if row["file_id"] is not None:
         assert files is not None  # check_backup found every named file
-        content = files.resolve(paths[row["file_id"]]).read_text(encoding="utf-8")
+        # bytes decoded, not read_text: text mode turns "\r\n" into "\n" (the check read it so)
+        content = files.resolve(paths[row["file_id"]]).read_bytes().decode("utf-8")
     get: Any = lambda name: row[name] if name in keys else None  # noqa: E731 (older backups lack these)
     return NormalizedMessage(row["role"], content, row["created_at"], True, row["identity_hash"],
                              row["stable_event_key"], get("name"), get("source_role"))

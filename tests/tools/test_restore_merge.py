@@ -230,6 +230,19 @@ def test_a_damaged_large_file_is_refused_before_anything_is_written(tmp_path: Pa
             assert [r[0] for r in c.execute("SELECT content FROM messages")] == ["here before"]
 
 
+def test_a_merged_large_file_keeps_its_text_byte_for_byte(tmp_path: Path) -> None:
+    """The merge read a backed-up large file back in text mode, which turns each "\\r\\n" into
+    "\\n": a pasted Windows log came in 600 bytes shorter, silently."""
+    big = "line of a pasted log with numbers 12345\r\n" * 600
+    with _store(tmp_path / "a" / "lcm.db", large_file_threshold_tokens=2000) as a:
+        a.ingest("agent:x:main", [{"role": "user", "content": big}])
+    with _store(tmp_path / "b" / "lcm.db", large_file_threshold_tokens=2000) as b:
+        assert merge_backup(b, tmp_path / "a" / "lcm.db", tmp_path / "a" / "lcm-files",
+                            "2026-02-01T00:00:00.000Z").large_files_added == 1
+    (merged,) = [p for p in (tmp_path / "b" / "lcm-files").rglob("file_*") if p.is_file()]
+    assert merged.read_bytes() == big.encode("utf-8")
+
+
 def _at(minute: int) -> str:
     return f"2026-01-05T10:{minute:02d}:00.000Z"
 
