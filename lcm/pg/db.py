@@ -235,9 +235,15 @@ def _numbers_as_python(conn: Any) -> None:
     conn.adapters.register_loader("numeric", NumberLoader)
 
 
+#: what to do about a text whose words make a full-text vector over the server's 1 MB
+_TSVECTOR_ADVICE = (" (a message's words make its full-text index entry, a tsvector, over 1 MB: a message over "
+                    "largeFileThresholdTokens is kept as a large file instead, so lower that threshold below its size)")
+
+
 @contextmanager
 def _unavailable() -> Iterator[None]:
-    """A lost server is a StoreUnavailableError (its transaction was rolled back by the server)."""
+    """A lost server is a StoreUnavailableError (its transaction was rolled back by the server); a
+    value over one of its limits an LcmValidationError."""
     import psycopg
 
     try:
@@ -246,6 +252,12 @@ def _unavailable() -> Iterator[None]:
         # the role's grants, said as such (it was an "unexpected InsufficientPrivilege" with raw SQL)
         raise LcmEngineError(f"lcm: the database role may not do this: {exc.diag.message_primary} (grant it "
                              "SELECT, INSERT, UPDATE, DELETE on lcm's tables and USAGE on their sequences)") from exc
+    except psycopg.errors.ProgramLimitExceeded as exc:
+        # a value over one of the server's limits: the input, not a lost server (psycopg counts
+        # it among its OperationalErrors); the server rolled the transaction back
+        raise LcmValidationError(f"lcm: the PostgreSQL server refused a value over one of its limits: "
+                                 f"{exc.diag.message_primary}; nothing of this transaction was stored"
+                                 + (_TSVECTOR_ADVICE if "tsvector" in str(exc.diag.message_primary) else "")) from exc
     except psycopg.OperationalError as exc:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise  # a statement_timeout: the caller's deadline, not a lost server
