@@ -36,10 +36,11 @@ The target may be SQLite or PostgreSQL: every step above is the shared SQL of
 :class:`lcm.conn.Connection`; only the rows' own writing is the engine's (a :class:`MergeWriter`:
 ingest's step, and on PostgreSQL ingest's advisory locks, since other hosts may write the same
 conversations meanwhile, ``lcm.pg.merge``). What PostgreSQL cannot hold is refused by
-:func:`check_backup` before anything is written: text with a NUL character, and, when the store
-has no ``largeFilesDir`` every host shares, a message over the store's own large-file threshold
-(by the text the merge writes, whatever the backup's home made of it: its threshold may have
-been another).
+:func:`check_backup` before anything is written: text with a NUL character; when the store has
+no ``largeFilesDir`` every host shares, a message over the store's own large-file threshold (by
+the text the merge writes, whatever the backup's home made of it: its threshold may have been
+another); and a text kept as a message whose words make a full-text vector over the server's
+1 MB (the server asked, for the few texts long enough to).
 
 Summaries are not copied: they are derived from the messages, and a summary of the backup's
 conversation would not cover a conversation the target extended; compaction builds them again.
@@ -82,6 +83,7 @@ from lcm.reorder import renumber
 from lcm.tokens import estimate_tokens
 
 if TYPE_CHECKING:
+    from lcm.pg.db import PgDatabase
     from lcm.store import LcmStore
 
 __all__ = ["MergeReport", "MergeWriter", "check_backup", "merge_backup"]
@@ -197,20 +199,21 @@ def check_backup(db: Path, files_dir: Path | None, target: LcmStore | None = Non
             if problems:
                 return problems
             files = LargeFileStore(files_dir) if files_dir is not None else None
-            file_tokens = _read_large_files(c, db, files, problems)
+            sound = _read_large_files(c, db, files, problems)
             if target is not None and _on_postgres(target):
-                problems += _postgres_limits(c, db, target, file_tokens)
+                problems += _postgres_limits(c, db, target, sound)
             return problems
     except (sqlite3.Error, OSError, ValueError) as exc:
         return [f"{db} cannot be read as a conversation store: {exc}"]
 
 
 def _read_large_files(c: sqlite3.Connection, db: Path, files: LargeFileStore | None,
-                      problems: list[str]) -> dict[str, int]:
+                      problems: list[str]) -> dict[str, tuple[Path, int, int]]:
     """Every large file the backup names, read whole as the merge will read it (UTF-8 text of the
     size its record gives: one cut short or changed would come in short, or fail the merge half
-    way); what is wrong added to ``problems``. The token estimate of each sound file's text."""
-    tokens: dict[str, int] = {}
+    way); what is wrong added to ``problems``. Each sound file's path, size in bytes and its
+    text's token estimate, by file id."""
+    sound: dict[str, tuple[Path, int, int]] = {}
     for row in c.execute("SELECT m.file_id, f.storage_path, f.size_bytes FROM messages m LEFT JOIN large_files f "
                          "ON f.file_id = m.file_id WHERE m.file_id IS NOT NULL"):
         name = f"the large file {row['file_id']} ({row['storage_path']})"
@@ -227,17 +230,22 @@ def _read_large_files(c: sqlite3.Connection, db: Path, files: LargeFileStore | N
                             "(cut short or changed)")
             continue
         try:
-            tokens[row["file_id"]] = estimate_tokens(data.decode("utf-8"))
+            sound[row["file_id"]] = (path, len(data), estimate_tokens(data.decode("utf-8")))
         except UnicodeDecodeError as exc:
             problems.append(f"{name} is damaged: it is not UTF-8 text (byte {exc.start})")
-    return tokens
+    return sound
 
 
-def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, file_tokens: dict[str, int]) -> list[str]:
-    """What of the backup a PostgreSQL store cannot take: text with a NUL (its ``text`` refuses
-    U+0000, where SQLite keeps it), and, when the store has no ``largeFilesDir``, a message this
-    store would keep as a large file (they would go to a temporary directory no other host reads
-    and that is gone when the store closes; its ingest refuses them)."""
+def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore,
+                     sound: dict[str, tuple[Path, int, int]]) -> list[str]:
+    """What of the backup a PostgreSQL store cannot take, each message named as
+    :func:`lcm.pg.nulscan.find_nul` names one: text with a NUL (its ``text`` refuses U+0000,
+    where SQLite keeps it); when the store has no ``largeFilesDir``, a message over its own
+    large-file threshold (the text the merge writes, whatever the backup's home made of it: its
+    threshold may have been another), which would go to a temporary directory no other host
+    reads, gone when the store closes; and a text it would keep as a message whose words the
+    server's full-text index cannot take (:func:`lcm.pg.merge.words_refused`)."""
+    from lcm.pg.merge import WORDS_SAFE_CHARS, words_refused
     from lcm.pg.nulscan import describe_findings, find_nul
 
     problems: list[str] = []
@@ -246,34 +254,57 @@ def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore, file_tok
         problems.append(f"{db}: {len(nul)} rows hold a NUL character (U+0000), which PostgreSQL text cannot hold: "
                         f"{describe_findings(nul)}; merge it into a SQLite home, or copy it to the server with "
                         "`amem lcm migrate --replace-nul`")
-    if not target.config.large_files_dir:
-        threshold = target.config.large_file_threshold_tokens
-        over = _over_threshold(c, file_tokens, threshold)
-        if over:
-            problems.append(
-                f"{db}: {len(over)} messages are over this home's largeFileThresholdTokens ({threshold}), so this "
-                "store would keep them as large files, and its PostgreSQL store has no largeFilesDir: "
-                f"{describe_findings([f'{name}: ~{tokens} tokens' for name, tokens in over])}; set largeFilesDir "
-                "(LCM_LARGE_FILES_DIR) to a directory every host of the database shares, or raise "
-                f"largeFileThresholdTokens (LCM_LARGE_FILE_TOKEN_THRESHOLD) to {max(t for _, t in over)} or more")
+    threshold = target.config.large_file_threshold_tokens
+    shared = bool(target.config.large_files_dir)
+    over: list[tuple[str, int, bool]] = []  # (message, tokens, whether the server takes its words as text)
+    wordy: list[tuple[str, int, str]] = []  # kept as text here, its words refused: (message, tokens, why)
+    server = cast("PgDatabase", target.db)
+    for row in c.execute("SELECT m.id, m.conversation_id, c.session_key, m.seq, m.content, m.file_id "
+                         "FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id ORDER BY m.id"):
+        text: str | None
+        if row["file_id"] is None:
+            text = row["content"]
+            tokens = estimate_tokens(text)
+        elif row["file_id"] in sound:
+            path, size, tokens = sound[row["file_id"]]
+            # read again only when it may be long enough to matter (its characters are at most its bytes)
+            text = _file_text(path) if size >= WORDS_SAFE_CHARS else None
+        else:
+            continue  # a large file named as missing or damaged already
+        if tokens > threshold and shared:
+            continue  # a large file here too: the message holds a short reference
+        why = None if text is None else words_refused(server, text)
+        name = (f"msg_{row['id']} (conversation {row['conversation_id']}, session {row['session_key']!r}, "
+                f"position {row['seq']})")
+        if tokens > threshold:
+            over.append((name, tokens, why is None))
+        elif why is not None:
+            wordy.append((name, tokens, why))
+    if over:
+        # a higher threshold keeps them as text: a way out only when the server takes their words
+        higher = max(t for _, t, _ in over) if all(fits for *_, fits in over) else None
+        problems.append(
+            f"{db}: {len(over)} messages are over this home's largeFileThresholdTokens ({threshold}), so this "
+            "store would keep them as large files, and its PostgreSQL store has no largeFilesDir: "
+            f"{describe_findings([f'{name}: ~{tokens} tokens' for name, tokens, _ in over])}; set largeFilesDir "
+            "(LCM_LARGE_FILES_DIR) to a directory every host of the database shares"
+            + ("" if higher is None else
+               f", or raise largeFileThresholdTokens (LCM_LARGE_FILE_TOKEN_THRESHOLD) to {higher} or more"))
+    if wordy:
+        problems.append(
+            f"{db}: {len(wordy)} messages hold more different words than PostgreSQL's full-text index takes in "
+            f"one text (a tsvector over 1 MB): {describe_findings([f'{n}: ~{t} tokens, {w}' for n, t, w in wordy])}; "
+            "lower largeFileThresholdTokens (LCM_LARGE_FILE_TOKEN_THRESHOLD) below "
+            f"{min(t for _, t, _ in wordy)} so this store keeps them as large files"
+            + ("" if shared else ", with largeFilesDir (LCM_LARGE_FILES_DIR) set to a directory every host of the "
+               "database shares"))
     return problems
 
 
-def _over_threshold(c: sqlite3.Connection, file_tokens: dict[str, int], threshold: int) -> list[tuple[str, int]]:
-    """The backup's messages whose text (a large file's as read back, ``file_tokens``: the merge
-    writes that text) is over ``threshold`` tokens: what the target's ingest step would store as
-    a large file, whatever the backup's own home did (its threshold may have been another).
-    Named as :func:`lcm.pg.nulscan.find_nul` names a message, with the text's token estimate."""
-    over: list[tuple[str, int]] = []
-    for row in c.execute("SELECT m.id, m.conversation_id, c.session_key, m.seq, m.content, m.file_id "
-                         "FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id ORDER BY m.id"):
-        if row["file_id"] is not None and row["file_id"] not in file_tokens:
-            continue  # a large file the check named as missing or damaged already
-        tokens = file_tokens[row["file_id"]] if row["file_id"] is not None else estimate_tokens(row["content"])
-        if tokens > threshold:
-            over.append((f"msg_{row['id']} (conversation {row['conversation_id']}, session {row['session_key']!r}, "
-                         f"position {row['seq']})", tokens))
-    return over
+def _file_text(path: Path) -> str:
+    """A backed-up large file's text as the merge reads it (bytes decoded: text mode would turn
+    each "\\r\\n" into "\\n")."""
+    return path.read_bytes().decode("utf-8")
 
 
 def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str, *,
@@ -411,8 +442,7 @@ def _message(row: sqlite3.Row, files: LargeFileStore | None, paths: dict[str, st
     content: str = row["content"]
     if row["file_id"] is not None:
         assert files is not None  # check_backup found every named file
-        # bytes decoded, not read_text: text mode turns "\r\n" into "\n" (the check read it so)
-        content = files.resolve(paths[row["file_id"]]).read_bytes().decode("utf-8")
+        content = _file_text(files.resolve(paths[row["file_id"]]))
     get: Any = lambda name: row[name] if name in keys else None  # noqa: E731 (older backups lack these)
     return NormalizedMessage(row["role"], content, row["created_at"], True, row["identity_hash"],
                              row["stable_event_key"], get("name"), get("source_role"))

@@ -16,14 +16,34 @@ from typing import cast
 
 from lcm.config import LcmConfig
 from lcm.conn import Connection
-from lcm.errors import LargeFilesDirMissingError
+from lcm.errors import LargeFilesDirMissingError, LcmValidationError
 from lcm.largefiles import LargeFileStore
 from lcm.normalize import NormalizedMessage
-from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, lock_key
+from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
 from lcm.pg.ingest import store_messages_pg
 from lcm.tokens import estimate_tokens
 
-__all__ = ["PgMergeWriter"]
+__all__ = ["PgMergeWriter", "WORDS_SAFE_CHARS", "words_refused"]
+
+#: a text shorter than this cannot make a tsvector over the server's 1 MB (``lcm_tsv``, the
+#: ``words`` column): a word costs at most its lexeme's bytes (4 a character, 6 where lowercasing
+#: grows one) and 5 more (alignment, count, a position), over at least one separating character,
+#: so at most ~5.5 bytes a character of text; only longer texts are sent to the server to measure
+WORDS_SAFE_CHARS = 150_000
+
+
+def words_refused(db: PgDatabase, text: str) -> str | None:
+    """Why the server's full-text index cannot take ``text`` as a message's, or None when it can:
+    the server computes the vector as ingest's row would, in a statement of its own that writes
+    nothing (a short text is not sent)."""
+    if len(text) < WORDS_SAFE_CHARS:
+        return None
+    try:
+        db.scalar("SELECT length(lcm_tsv(?))", (text,))
+    except LcmValidationError as exc:  # lcm.pg.db: a value over one of the server's limits
+        cause = exc.__cause__
+        return str(getattr(getattr(cause, "diag", None), "message_primary", None) or exc)
+    return None
 
 
 class PgMergeWriter:

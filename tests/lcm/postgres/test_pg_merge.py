@@ -202,3 +202,24 @@ def test_amem_restore_merge_refuses_a_message_the_server_would_lose_before_writi
     done = json.loads(run(shared, "restore", str(tmp_path / "bk"), "--merge", "--json"))
     assert (done["notes"]["created"], done["conversations"]["large_files_added"]) == (1, 1)
     assert notes(new) == ["bike", "tea"]
+
+
+def test_a_message_whose_words_the_servers_index_cannot_take_is_refused_before_any_write(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    """A text kept as a message whose different words make its full-text vector over the
+    server's 1 MB (a backup's home with a high threshold; a large file under this store's) was
+    refused by the server inside the merge, after restore had written the notes; the check asks
+    the server first. Raising the threshold is not offered where the text could not go in."""
+    from tests.lcm.postgres.test_pg_limits import MANY_WORDS  # ~375,000 tokens, a ~2.1 MB tsvector
+
+    src = _backup(tmp_path / "a" / "lcm.db", [{"role": "tool", "content": MANY_WORDS, "created_at": _at(1)}],
+                  archived_first=False, large_file_threshold_tokens=1_000_000)
+    roomy = make_pg_store(large_file_threshold_tokens=1_000_000)
+    (said,) = check_backup(src, None, roomy)
+    assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~375000 tokens" in said
+    assert "string is too long for tsvector" in said and "below 375000" in said and "largeFilesDir" in said
+    with pytest.raises(LcmValidationError, match="tsvector"):
+        merge_backup(roomy, src, None, NOW)
+    assert roomy.db.scalar("SELECT count(*) FROM conversations") == 0
+    (said,) = check_backup(src, None, make_pg_store())  # the default threshold: a large file, no largeFilesDir
+    assert "msg_1" in said and "set largeFilesDir" in said and "raise largeFileThresholdTokens" not in said
