@@ -223,3 +223,48 @@ def test_a_message_whose_words_the_servers_index_cannot_take_is_refused_before_a
     assert roomy.db.scalar("SELECT count(*) FROM conversations") == 0
     (said,) = check_backup(src, None, make_pg_store())  # the default threshold: a large file, no largeFilesDir
     assert "msg_1" in said and "set largeFilesDir" in said and "raise largeFileThresholdTokens" not in said
+
+
+def test_a_merge_the_server_stops_midway_leaves_the_notes_unwritten_too(
+        pg_clean_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What no check can know before writing (here a host holding the session's lock past the
+    server's lock_timeout; also a lost server, a full disk) stops the conversations' merge, one
+    transaction rolled back. Restore wrote the notes first, so that left them written: a half
+    restore. The conversations go first now; the notes only once they are in."""
+    import json
+    import os
+
+    import psycopg
+
+    from lcm.pg.db import LOCK_SESSION, lock_key
+    from tools.cli.main import main
+
+    def run(env: dict[str, str], *args: str, code: int = 0) -> str:
+        got = main(list(args), env=env)
+        out, err = capsys.readouterr()
+        assert got == code, (args, out, err)
+        return out if code == 0 else err
+
+    def notes(env: dict[str, str]) -> list[str]:
+        return sorted(json.loads(line)["note"]["id"] for line in run(env, "export", "-").splitlines())
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    old = {**base, "AMEM_HOME": str(tmp_path / "old"), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "alice",
+           "LCM_LOG_FILE_ENABLED": "false"}
+    (tmp_path / "notes.jsonl").write_text(json.dumps({"id": "tea", "text": "Alice drinks green tea"}) + "\n")
+    run(old, "import", str(tmp_path / "notes.jsonl"), "--no-enrich")
+    (tmp_path / "chat.jsonl").write_text(json.dumps({"role": "user", "content": "hello", "created_at": _at(1)}) + "\n")
+    run(old, "lcm", "ingest", str(tmp_path / "chat.jsonl"), "--session-key", KEY)
+    run(old, "backup", str(tmp_path / "bk"))
+    # the server gives up a lock wait after 300 ms (a server's or role's setting, here the URL's)
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"),
+           "LCM_DATABASE_PATH": pg_clean_url + "?options=-c%20lock_timeout%3D300"}
+    with psycopg.connect(pg_clean_url, autocommit=True) as host:  # a host ingesting into the session
+        host.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", (LOCK_SESSION, lock_key(f"key:{KEY}")))
+        err = run(new, "restore", str(tmp_path / "bk"), "--merge", code=1)
+    assert "lock timeout" in err
+    assert notes(new) == []  # nothing of the backup: the conversations' merge comes first
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        assert pg.db.scalar("SELECT count(*) FROM messages") == 0
+    done = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge", "--json"))  # the lock let go
+    assert (done["notes"]["created"], done["conversations"]["messages_added"]) == (1, 1)
