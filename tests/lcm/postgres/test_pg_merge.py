@@ -157,51 +157,102 @@ def test_a_message_over_the_servers_threshold_without_largefilesdir_is_refused_b
     assert roomy.db.scalar("SELECT count(*) FROM messages WHERE content = ?", (big,)) == 1
 
 
+def _amem(env: Mapping[str, str], *args: str, code: int = 0) -> str:
+    """``amem ARGS`` in process: its stdout, or its stderr when it is to fail with ``code``."""
+    import contextlib
+    import io
+
+    from tools.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        got = main(list(args), env=dict(env))
+    assert got == code, (args, out.getvalue(), err.getvalue())
+    return out.getvalue() if code == 0 else err.getvalue()
+
+
+def _notes(env: Mapping[str, str]) -> list[str]:
+    import json
+
+    return sorted(json.loads(line)["note"]["id"] for line in _amem(env, "export", "-").splitlines())
+
+
+#: ~6,000 tokens: text under the default threshold (25,000), a large file under 2,000
+BIG = "line of a pasted log with numbers 12345\n" * 600
+
+
+@pytest.fixture(scope="module")
+def home_backup(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
+    """A SQLite home's backup (a note, and a long message it kept as text), and that home's
+    environment; each test points it at a home of its own on the server."""
+    import json
+    import os
+
+    tmp = tmp_path_factory.mktemp("home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update({"AMEM_HOME": str(tmp / "old"), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "alice",
+                "LCM_LOG_FILE_ENABLED": "false"})
+    (tmp / "notes.jsonl").write_text(json.dumps({"id": "tea", "text": "Alice drinks green tea"}) + "\n")
+    _amem(env, "import", str(tmp / "notes.jsonl"), "--no-enrich")
+    (tmp / "chat.jsonl").write_text(json.dumps({"role": "tool", "content": BIG, "created_at": _at(1)}) + "\n")
+    _amem(env, "lcm", "ingest", str(tmp / "chat.jsonl"), "--session-key", KEY)
+    _amem(env, "backup", str(tmp / "bk"))
+    return env, tmp / "bk"
+
+
 def test_amem_restore_merge_refuses_a_message_the_server_would_lose_before_writing_a_note(
-        pg_clean_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        home_backup: tuple[dict[str, str], Path], pg_clean_url: str, tmp_path: Path) -> None:
     """The backup's home kept a long message as text (its threshold was the default); this home's
     server would keep it as a large file and has no largeFilesDir: the restore is refused naming
     the message, with neither a note nor a message written; with largeFilesDir set it merges."""
     import json
-    import os
 
-    from tools.cli.main import main
-
-    def run(env: dict[str, str], *args: str, code: int = 0) -> str:
-        got = main(list(args), env=env)
-        out, err = capsys.readouterr()
-        assert got == code, (args, out, err)
-        return out if code == 0 else err
-
-    def fill(env: dict[str, str], name: str, note: str, messages: list[dict[str, str]]) -> None:
-        (tmp_path / f"{name}.notes.jsonl").write_text(json.dumps({"id": name, "text": note}) + "\n", encoding="utf-8")
-        run(env, "import", str(tmp_path / f"{name}.notes.jsonl"), "--no-enrich")
-        (tmp_path / f"{name}.chat.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
-        run(env, "lcm", "ingest", str(tmp_path / f"{name}.chat.jsonl"), "--session-key", KEY)
-
-    def notes(env: dict[str, str]) -> list[str]:
-        return sorted(json.loads(line)["note"]["id"] for line in run(env, "export", "-").splitlines())
-
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
-    old = {**base, "AMEM_HOME": str(tmp_path / "old"), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "alice",
-           "LCM_LOG_FILE_ENABLED": "false"}
-    big = "line of a pasted log with numbers 12345\n" * 600  # ~6,000 tokens: text under the default 25,000
-    fill(old, "tea", "Alice drinks green tea", [{"role": "tool", "content": big, "created_at": _at(1)}])
-    run(old, "backup", str(tmp_path / "bk"))
+    old, bk = home_backup
     new = {**old, "AMEM_HOME": str(tmp_path / "new"), "LCM_DATABASE_PATH": pg_clean_url,
            "LCM_LARGE_FILE_TOKEN_THRESHOLD": "2000"}
-    fill(new, "bike", "Bob rides a bike", [{"role": "user", "content": "here before", "created_at": _at(0)}])
-    err = run(new, "restore", str(tmp_path / "bk"), "--merge", code=2)
+    (tmp_path / "notes.jsonl").write_text(json.dumps({"id": "bike", "text": "Bob rides a bike"}) + "\n")
+    _amem(new, "import", str(tmp_path / "notes.jsonl"), "--no-enrich")
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        pg.ingest(KEY, [{"role": "user", "content": "here before", "created_at": _at(0)}])
+    err = _amem(new, "restore", str(bk), "--merge", code=2)
     assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~6000 tokens" in err
     assert "largeFileThresholdTokens (2000)" in err and "LCM_LARGE_FILES_DIR" in err
     assert "nothing was restored" in err
-    assert notes(new) == ["bike"]  # the backup's note not written
+    assert _notes(new) == ["bike"]  # the backup's note not written
     with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
         assert [r[0] for r in pg.db.query("SELECT content FROM messages")] == ["here before"]
     shared = {**new, "LCM_LARGE_FILES_DIR": str(tmp_path / "shared")}  # a way out the refusal names
-    done = json.loads(run(shared, "restore", str(tmp_path / "bk"), "--merge", "--json"))
+    done = json.loads(_amem(shared, "restore", str(bk), "--merge", "--json"))
     assert (done["notes"]["created"], done["conversations"]["large_files_added"]) == (1, 1)
-    assert notes(new) == ["bike", "tea"]
+    assert _notes(new) == ["bike", "tea"]
+
+
+def test_a_merge_the_server_stops_midway_leaves_the_notes_unwritten_too(
+        home_backup: tuple[dict[str, str], Path], pg_clean_url: str, tmp_path: Path) -> None:
+    """What no check can know before writing (here a host holding the session's lock past the
+    server's lock_timeout; also a lost server, a full disk) stops the conversations' merge, one
+    transaction rolled back. Restore wrote the notes first, so that left them written: a half
+    restore. The conversations go first now; the notes only once they are in. (The server's
+    giving up was said as "the server dropped the connection": it is store_locked, exit 4.)"""
+    import json
+
+    import psycopg
+
+    from lcm.pg.db import LOCK_SESSION, lock_key
+
+    old, bk = home_backup
+    # the server gives up a lock wait after 300 ms (a server's or role's setting, here the URL's)
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"),
+           "LCM_DATABASE_PATH": pg_clean_url + "?options=-c%20lock_timeout%3D300"}
+    with psycopg.connect(pg_clean_url, autocommit=True) as host:  # a host ingesting into the session
+        host.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", (LOCK_SESSION, lock_key(f"key:{KEY}")))
+        err = _amem(new, "restore", str(bk), "--merge", code=4)  # busy, as SQLite's lock wait
+    assert "lock_timeout" in err and "dropped the connection" not in err
+    assert _notes(new) == []  # nothing of the backup: the conversations' merge comes first
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        assert pg.db.scalar("SELECT count(*) FROM messages") == 0
+    done = json.loads(_amem(new, "restore", str(bk), "--merge", "--json"))  # the lock let go
+    assert (done["notes"]["created"], done["conversations"]["messages_added"]) == (1, 1)
 
 
 def test_a_message_whose_words_the_servers_index_cannot_take_is_refused_before_any_write(
@@ -223,48 +274,3 @@ def test_a_message_whose_words_the_servers_index_cannot_take_is_refused_before_a
     assert roomy.db.scalar("SELECT count(*) FROM conversations") == 0
     (said,) = check_backup(src, None, make_pg_store())  # the default threshold: a large file, no largeFilesDir
     assert "msg_1" in said and "set largeFilesDir" in said and "raise largeFileThresholdTokens" not in said
-
-
-def test_a_merge_the_server_stops_midway_leaves_the_notes_unwritten_too(
-        pg_clean_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """What no check can know before writing (here a host holding the session's lock past the
-    server's lock_timeout; also a lost server, a full disk) stops the conversations' merge, one
-    transaction rolled back. Restore wrote the notes first, so that left them written: a half
-    restore. The conversations go first now; the notes only once they are in."""
-    import json
-    import os
-
-    import psycopg
-
-    from lcm.pg.db import LOCK_SESSION, lock_key
-    from tools.cli.main import main
-
-    def run(env: dict[str, str], *args: str, code: int = 0) -> str:
-        got = main(list(args), env=env)
-        out, err = capsys.readouterr()
-        assert got == code, (args, out, err)
-        return out if code == 0 else err
-
-    def notes(env: dict[str, str]) -> list[str]:
-        return sorted(json.loads(line)["note"]["id"] for line in run(env, "export", "-").splitlines())
-
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
-    old = {**base, "AMEM_HOME": str(tmp_path / "old"), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "alice",
-           "LCM_LOG_FILE_ENABLED": "false"}
-    (tmp_path / "notes.jsonl").write_text(json.dumps({"id": "tea", "text": "Alice drinks green tea"}) + "\n")
-    run(old, "import", str(tmp_path / "notes.jsonl"), "--no-enrich")
-    (tmp_path / "chat.jsonl").write_text(json.dumps({"role": "user", "content": "hello", "created_at": _at(1)}) + "\n")
-    run(old, "lcm", "ingest", str(tmp_path / "chat.jsonl"), "--session-key", KEY)
-    run(old, "backup", str(tmp_path / "bk"))
-    # the server gives up a lock wait after 300 ms (a server's or role's setting, here the URL's)
-    new = {**old, "AMEM_HOME": str(tmp_path / "new"),
-           "LCM_DATABASE_PATH": pg_clean_url + "?options=-c%20lock_timeout%3D300"}
-    with psycopg.connect(pg_clean_url, autocommit=True) as host:  # a host ingesting into the session
-        host.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", (LOCK_SESSION, lock_key(f"key:{KEY}")))
-        err = run(new, "restore", str(tmp_path / "bk"), "--merge", code=4)  # busy, as SQLite's lock wait
-    assert "lock_timeout" in err and "dropped the connection" not in err
-    assert notes(new) == []  # nothing of the backup: the conversations' merge comes first
-    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
-        assert pg.db.scalar("SELECT count(*) FROM messages") == 0
-    done = json.loads(run(new, "restore", str(tmp_path / "bk"), "--merge", "--json"))  # the lock let go
-    assert (done["notes"]["created"], done["conversations"]["messages_added"]) == (1, 1)
