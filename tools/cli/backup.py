@@ -24,7 +24,7 @@ overwrites what it holds: a note of an id stored here is kept as it is here (ano
 under the same id is a clash, reported), the backup's messages are ingested as they were
 stored (their event keys and times say which are here already: ``lcm.operator.merge``).
 Every part of the backup is read before anything is written, and what a target cannot hold is
-refused then (``lcm.operator.merge.check_backup``). The conversations are written first, whole
+refused then (``lcm.operator.mergecheck``). The conversations are written first, whole
 or not at all (one transaction, or a file renamed into place), so a failure no check can see
 coming (a lost server, a full disk) leaves the home as it was; the notes follow in batches, and
 a killed restore is finished by a rerun with ``--merge`` (what is stored is skipped).
@@ -216,7 +216,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def _check_parts(rt: Runtime, source: Path, conv: Any, db: Path | str | None) -> None:
     """The backup's conversation store (SQLite's check, every large file it names, and what a
     PostgreSQL target ``db`` cannot hold) and keys."""
-    from lcm.operator.merge import check_backup
+    from lcm.operator.mergecheck import check_backup
     from tools.keys import KeyFileError, KeyStore
 
     problems: list[str] = []
