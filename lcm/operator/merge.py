@@ -35,9 +35,9 @@ finding, not damage) until compaction summarizes it with the raw messages around
 The target may be SQLite or PostgreSQL: every step above is the shared SQL of
 :class:`lcm.conn.Connection`; only the rows' own writing is the engine's (a :class:`MergeWriter`:
 ingest's step, and on PostgreSQL ingest's advisory locks, since other hosts may write the same
-conversations meanwhile, ``lcm.pg.merge``). What PostgreSQL cannot hold is refused by
-:func:`check_backup` before anything is written: text with a NUL character, and a large file
-when the store has no ``largeFilesDir`` every host shares.
+conversations meanwhile, ``lcm.pg.merge``). What the target cannot hold (on PostgreSQL: a NUL,
+a large file without a shared ``largeFilesDir``, a text whose words its full-text index cannot
+take) is refused by :func:`check_backup` before anything is written (``lcm.operator.mergecheck``).
 
 Summaries are not copied: they are derived from the messages, and a summary of the backup's
 conversation would not cover a conversation the target extended; compaction builds them again.
@@ -45,11 +45,12 @@ Messages whose text was a large file get that file's text back (from the backup'
 and are stored into the target's own large-file directory as ingest would store them.
 
 :func:`check_backup` reads the whole backup before anything is written (the database's
-``quick_check``, its tables, every large file it names); :func:`merge_backup` writes in one
-transaction, so a killed merge leaves the target's database as it was (a large file it wrote
-whole before the kill is named by no row: ``amem lcm doctor --clean`` lists it as an orphan; one
-cut short in its writing leaves a ``.tmp`` beside it, which ``amem lcm doctor`` names once it
-is an hour old, ``leftover_temp_files``, and ``--clean --apply`` deletes). Each merged
+``quick_check``, its tables, every large file it names, whole: UTF-8 text of the size its record
+gives); :func:`merge_backup` writes in one transaction, so a killed merge leaves the target's
+database as it was (a large file it wrote whole before the kill is named by no row: ``amem lcm
+doctor --clean`` lists it as an orphan; one cut short in its writing leaves a ``.tmp`` beside it,
+which ``amem lcm doctor`` names once it is an hour old, ``leftover_temp_files``, and ``--clean
+--apply`` deletes). Each merged
 conversation raises the audit event ``lcm.merge.conversation`` (PEP 578) once its rows are
 written, uncommitted: the kill test's fault point (tests/tools/test_restore_merge_kill.py).
 """
@@ -60,20 +61,18 @@ import heapq
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from lcm.config import LcmConfig
 from lcm.conn import Connection, Row
-from lcm.db import Database
 from lcm.errors import LcmValidationError
 from lcm.ingest import store_messages
 from lcm.largefiles import LargeFileStore
 from lcm.models import _Dict
 from lcm.normalize import NormalizedMessage
+from lcm.operator.mergecheck import CONVERSATION_COLS, check_backup, file_text, on_postgres, reading
 from lcm.ops import older_than_summaries
 from lcm.reorder import renumber
 
@@ -81,12 +80,6 @@ if TYPE_CHECKING:
     from lcm.store import LcmStore
 
 __all__ = ["MergeReport", "MergeWriter", "check_backup", "merge_backup"]
-
-#: the backup's columns a merge reads; a backup lacking one is refused by ``check_backup``
-_CONVERSATION_COLS = ("id", "session_key", "session_id", "active", "archived_at", "archive_cause", "title",
-                      "created_at", "updated_at")  # fmt: skip
-_MESSAGE_COLS = ("conversation_id", "seq", "role", "content", "identity_hash", "stable_event_key", "file_id",
-                 "created_at")  # fmt: skip
 
 
 @dataclass
@@ -152,79 +145,13 @@ class _SqliteWriter:
         return ids, file_ids
 
 
-def _on_postgres(store: LcmStore) -> bool:
-    return not isinstance(store.db, Database)
-
-
 def _writer(store: LcmStore) -> MergeWriter:
     """The target engine's writer (PostgreSQL's loaded only for a PostgreSQL store)."""
-    if not _on_postgres(store):
+    if not on_postgres(store):
         return _SqliteWriter(store.config, store.files)
     from lcm.pg.merge import PgMergeWriter
 
     return PgMergeWriter(store.config, store.files)
-
-
-@contextmanager
-def _reading(db: Path) -> Iterator[sqlite3.Connection]:
-    """The backup, read-only (never a journal or a log written beside it)."""
-    uri = f"{db.resolve().as_uri()}?mode=ro&immutable=1"
-    with closing(sqlite3.connect(uri, uri=True)) as c:
-        c.row_factory = sqlite3.Row
-        yield c
-
-
-def check_backup(db: Path, files_dir: Path | None, target: LcmStore | None = None) -> list[str]:
-    """What is wrong with the backup at ``db`` (and its large files): empty when it can be
-    merged; with a ``target`` store, also what that store's engine cannot hold."""
-    try:
-        with _reading(db) as c:
-            check = c.execute("PRAGMA quick_check").fetchone()[0]
-            if check != "ok":
-                return [f"{db} is damaged (SQLite's quick_check: {check})"]
-            problems: list[str] = []
-            for table, cols in (("conversations", _CONVERSATION_COLS), ("messages", _MESSAGE_COLS)):
-                have = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
-                if not have:
-                    return [f"{db} holds no {table} table: not an lcm conversation store"]
-                lacking = [col for col in cols if col not in have]
-                if lacking:
-                    problems.append(f"{db}: the {table} table lacks {', '.join(lacking)}")
-            if problems:
-                return problems
-            files = LargeFileStore(files_dir) if files_dir is not None else None
-            for row in c.execute("SELECT m.file_id, f.storage_path FROM messages m LEFT JOIN large_files f "
-                                 "ON f.file_id = m.file_id WHERE m.file_id IS NOT NULL"):
-                if row["storage_path"] is None:
-                    problems.append(f"{db}: message file {row['file_id']} has no large_files row")
-                elif files is None or not files.resolve(row["storage_path"]).is_file():
-                    problems.append(f"the large file {row['file_id']} ({row['storage_path']}) is missing "
-                                    "from the backup")
-            if target is not None and _on_postgres(target):
-                problems += _postgres_limits(c, db, target)
-            return problems
-    except (sqlite3.Error, OSError, ValueError) as exc:
-        return [f"{db} cannot be read as a conversation store: {exc}"]
-
-
-def _postgres_limits(c: sqlite3.Connection, db: Path, target: LcmStore) -> list[str]:
-    """What of the backup a PostgreSQL store cannot take: text with a NUL (its ``text`` refuses
-    U+0000, where SQLite keeps it), and large files when the store has no ``largeFilesDir``
-    (they would go to a temporary directory no other host reads, as its ingest refuses)."""
-    from lcm.pg.nulscan import describe_findings, find_nul
-
-    problems: list[str] = []
-    nul = find_nul(c, ("conversations", "messages"))
-    if nul:
-        problems.append(f"{db}: {len(nul)} rows hold a NUL character (U+0000), which PostgreSQL text cannot hold: "
-                        f"{describe_findings(nul)}; merge it into a SQLite home, or copy it to the server with "
-                        "`amem lcm migrate --replace-nul`")
-    large = int(c.execute("SELECT count(*) FROM messages WHERE file_id IS NOT NULL").fetchone()[0])
-    if large and not target.config.large_files_dir:
-        problems.append(f"{db}: {large} messages are large files, and this home's PostgreSQL store has no "
-                        "largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every host of "
-                        "the database shares")
-    return problems
 
 
 def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str, *,
@@ -239,7 +166,7 @@ def merge_backup(store: LcmStore, db: Path, files_dir: Path | None, now_iso: str
     report = MergeReport()
     files = LargeFileStore(files_dir) if files_dir is not None else None
     writer = _writer(store)
-    with _reading(db) as src, store.db.atomic() as c:
+    with reading(db) as src, store.db.atomic() as c:
         paths = {r["file_id"]: r["storage_path"] for r in src.execute("SELECT file_id, storage_path FROM large_files")}
         report.summaries_not_copied = _count(src, "summaries")
         for conv in src.execute("SELECT * FROM conversations ORDER BY id").fetchall():
@@ -351,7 +278,7 @@ def _target_conversation(c: Connection, conv: Row, first: tuple[str, str] | None
     cur = c.execute(
         "INSERT INTO conversations(session_key, session_id, active, archived_at, archive_cause, title, created_at, "
         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        tuple(conv[col] for col in _CONVERSATION_COLS[1:]))
+        tuple(conv[col] for col in CONVERSATION_COLS[1:]))
     return int(cur.lastrowid or 0), False
 
 
@@ -362,7 +289,7 @@ def _message(row: sqlite3.Row, files: LargeFileStore | None, paths: dict[str, st
     content: str = row["content"]
     if row["file_id"] is not None:
         assert files is not None  # check_backup found every named file
-        content = files.resolve(paths[row["file_id"]]).read_text(encoding="utf-8")
+        content = file_text(files.resolve(paths[row["file_id"]]))
     get: Any = lambda name: row[name] if name in keys else None  # noqa: E731 (older backups lack these)
     return NormalizedMessage(row["role"], content, row["created_at"], True, row["identity_hash"],
                              row["stable_event_key"], get("name"), get("source_role"))

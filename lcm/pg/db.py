@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from lcm.convlock import wait_for
-from lcm.errors import LcmEngineError, LcmValidationError, StoreUnavailableError, UnsupportedOnEngineError
+from lcm.errors import (LcmEngineError, LcmValidationError, StoreBusyError, StoreUnavailableError,
+                        UnsupportedOnEngineError)
 from lcm.pg.probe import probe, unreachable_reason
 from lcm.pg.url import is_postgres_url, redact_url
 
@@ -235,9 +236,15 @@ def _numbers_as_python(conn: Any) -> None:
     conn.adapters.register_loader("numeric", NumberLoader)
 
 
+#: what to do about a text whose words make a full-text vector over the server's 1 MB
+_TSVECTOR_ADVICE = (" (a message's words make its full-text index entry, a tsvector, over 1 MB: a message over "
+                    "largeFileThresholdTokens is kept as a large file instead, so lower that threshold below its size)")
+
+
 @contextmanager
 def _unavailable() -> Iterator[None]:
-    """A lost server is a StoreUnavailableError (its transaction was rolled back by the server)."""
+    """A lost server is a StoreUnavailableError (its transaction was rolled back by the server); a
+    value over one of its limits an LcmValidationError; a lock wait it gave up a StoreBusyError."""
     import psycopg
 
     try:
@@ -246,6 +253,18 @@ def _unavailable() -> Iterator[None]:
         # the role's grants, said as such (it was an "unexpected InsufficientPrivilege" with raw SQL)
         raise LcmEngineError(f"lcm: the database role may not do this: {exc.diag.message_primary} (grant it "
                              "SELECT, INSERT, UPDATE, DELETE on lcm's tables and USAGE on their sequences)") from exc
+    except psycopg.errors.ProgramLimitExceeded as exc:
+        # a value over one of the server's limits: the input, not a lost server (psycopg counts
+        # it among its OperationalErrors); the server rolled the transaction back
+        raise LcmValidationError(f"lcm: the PostgreSQL server refused a value over one of its limits: "
+                                 f"{exc.diag.message_primary}; nothing of this transaction was stored"
+                                 + (_TSVECTOR_ADVICE if "tsvector" in str(exc.diag.message_primary) else "")) from exc
+    except psycopg.errors.LockNotAvailable as exc:
+        # a lock wait the server gave up (its lock_timeout): another session holds what this one
+        # needs, as SQLite's busy wait running out, not a lost server
+        raise StoreBusyError(f"lcm: another session held a lock this one waited for past the server's "
+                             f"lock_timeout ({exc.diag.message_primary}); nothing of this transaction was "
+                             "written: run it again once the other is done", path="") from exc
     except psycopg.OperationalError as exc:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise  # a statement_timeout: the caller's deadline, not a lost server

@@ -6,7 +6,8 @@ the server handing out the ids) and that other hosts may write the same conversa
 merge runs. So it takes ingest's advisory locks (:meth:`lcm.pg.store.PgLcmStore.ingest`): the
 session's before it looks for the conversation a backed-up one goes into, and the
 conversation's before it writes into it; a host's batch for either waits until the merge
-commits, then sees its rows.
+commits, then sees its rows. Without ``largeFilesDir`` it refuses a message over the large-file
+threshold as ingest does (``check_backup`` names them before anything is written).
 """
 
 from __future__ import annotations
@@ -15,12 +16,34 @@ from typing import cast
 
 from lcm.config import LcmConfig
 from lcm.conn import Connection
+from lcm.errors import LargeFilesDirMissingError, LcmValidationError
 from lcm.largefiles import LargeFileStore
 from lcm.normalize import NormalizedMessage
-from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, lock_key
+from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
 from lcm.pg.ingest import store_messages_pg
+from lcm.tokens import estimate_tokens
 
-__all__ = ["PgMergeWriter"]
+__all__ = ["PgMergeWriter", "WORDS_SAFE_CHARS", "words_refused"]
+
+#: a text shorter than this cannot make a tsvector over the server's 1 MB (``lcm_tsv``, the
+#: ``words`` column): a word costs at most its lexeme's bytes (4 a character, 6 where lowercasing
+#: grows one) and 5 more (alignment, count, a position), over at least one separating character,
+#: so at most ~5.5 bytes a character of text; only longer texts are sent to the server to measure
+WORDS_SAFE_CHARS = 150_000
+
+
+def words_refused(db: PgDatabase, text: str) -> str | None:
+    """Why the server's full-text index cannot take ``text`` as a message's, or None when it can:
+    the server computes the vector as ingest's row would, in a statement of its own that writes
+    nothing (a short text is not sent)."""
+    if len(text) < WORDS_SAFE_CHARS:
+        return None
+    try:
+        db.scalar("SELECT length(lcm_tsv(?))", (text,))
+    except LcmValidationError as exc:  # lcm.pg.db: a value over one of the server's limits
+        cause = exc.__cause__
+        return str(getattr(getattr(cause, "diag", None), "message_primary", None) or exc)
+    return None
 
 
 class PgMergeWriter:
@@ -41,6 +64,19 @@ class PgMergeWriter:
 
     def store(self, c: Connection, conversation_id: int, batch: list[NormalizedMessage],
               now_iso: str) -> tuple[list[int], list[str]]:
+        if not self.config.large_files_dir:
+            # check_backup refuses these before anything is written; a caller that skipped it
+            # still gets ingest's refusal (the transaction rolls back), never a file kept in a
+            # temporary directory that is gone when the store closes
+            threshold = self.config.large_file_threshold_tokens
+            for m in batch:
+                tokens = estimate_tokens(m.content)
+                if tokens > threshold:
+                    raise LargeFilesDirMissingError(
+                        f"a message of conversation {conversation_id} at {m.created_at} holds ~{tokens} tokens, "
+                        f"over largeFileThresholdTokens ({threshold}), and would be stored as a file, but this "
+                        "host has no largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every "
+                        "host of this database shares; nothing of the merge was stored", field="backup")
         ids, _, file_ids = store_messages_pg(cast(PgConnection, c), conversation_id, batch, self.config,
                                              self.files, now_iso, known_new=True)
         return ids, file_ids

@@ -19,7 +19,8 @@ import pytest
 from lcm import LcmStore
 from lcm.config import LcmConfig
 from lcm.models import FileDescription
-from lcm.operator.merge import merge_backup
+from lcm.errors import LcmValidationError
+from lcm.operator.merge import check_backup, merge_backup
 from tools.cli.main import main
 
 from .test_cli_console import amem
@@ -204,6 +205,42 @@ def test_merged_messages_keep_keys_archives_and_large_files(tmp_path: Path) -> N
         assert isinstance(file, FileDescription) and file.slice_text == big
         again = merge_backup(b, src, tmp_path / "a" / "lcm-files", "2026-02-01T00:00:01.000Z")
         assert (again.messages_added, again.conversations_created) == (0, 0)
+
+
+def test_a_damaged_large_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A large file the backup names that is there but cut short or not UTF-8 text was found
+    only when the merge read it back, mid-merge (a UnicodeDecodeError, after restore had
+    written the notes; a file cut short at a character came in short): the check reads each
+    whole against its record."""
+    big = "line of a pasted log with numbers 12345\n" * 600
+    with _store(tmp_path / "a" / "lcm.db", large_file_threshold_tokens=2000) as a:
+        a.ingest("agent:x:main", [{"role": "user", "content": big}])
+    (path,) = [p for p in (tmp_path / "a" / "lcm-files").rglob("file_*") if p.is_file()]
+    intact = path.read_bytes()
+    with _store(tmp_path / "b" / "lcm.db") as b:
+        b.ingest("agent:x:main", [{"role": "user", "content": "here before"}])
+        for damaged, said in ((intact[:100] + b"\xff\xfe" + intact[102:], "is not UTF-8 text"),
+                              (intact[:1000], "1000 bytes where its record says 24000")):
+            path.write_bytes(damaged)
+            (problem,) = check_backup(tmp_path / "a" / "lcm.db", tmp_path / "a" / "lcm-files")
+            assert path.name in problem and said in problem
+            with pytest.raises(LcmValidationError, match=said):
+                merge_backup(b, tmp_path / "a" / "lcm.db", tmp_path / "a" / "lcm-files", "2026-02-01T00:00:00.000Z")
+        with contextlib.closing(sqlite3.connect(tmp_path / "b" / "lcm.db")) as c:
+            assert [r[0] for r in c.execute("SELECT content FROM messages")] == ["here before"]
+
+
+def test_a_merged_large_file_keeps_its_text_byte_for_byte(tmp_path: Path) -> None:
+    """The merge read a backed-up large file back in text mode, which turns each "\\r\\n" into
+    "\\n": a pasted Windows log came in 600 bytes shorter, silently."""
+    big = "line of a pasted log with numbers 12345\r\n" * 600
+    with _store(tmp_path / "a" / "lcm.db", large_file_threshold_tokens=2000) as a:
+        a.ingest("agent:x:main", [{"role": "user", "content": big}])
+    with _store(tmp_path / "b" / "lcm.db", large_file_threshold_tokens=2000) as b:
+        assert merge_backup(b, tmp_path / "a" / "lcm.db", tmp_path / "a" / "lcm-files",
+                            "2026-02-01T00:00:00.000Z").large_files_added == 1
+    (merged,) = [p for p in (tmp_path / "b" / "lcm-files").rglob("file_*") if p.is_file()]
+    assert merged.read_bytes() == big.encode("utf-8")
 
 
 def _at(minute: int) -> str:

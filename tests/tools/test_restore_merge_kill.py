@@ -7,13 +7,13 @@ a ``sitecustomize`` on its ``PYTHONPATH`` that adds a Python audit hook (PEP 578
 Nth event of a kind it is told. No code of the restore is replaced or waited on by time: the
 hook only watches what the process does. The points:
 
-- the note store's metadata written (``meta.json`` renamed into place) after the notes: notes
-  written, their store's record not;
+- the note store's metadata written (``meta.json`` renamed into place) after the notes: the
+  conversations committed (restore writes them first), the notes written, their store's record not;
 - a large file about to be renamed into this home's ``lcm-files`` inside the merge's
   transaction (its ``.tmp`` written): no committed row;
 - ``lcm.merge.conversation``, the merge's own audit event: the conversation's messages
-  inserted and renumbered by time, not committed, its large file written whole (after the
-  rerun ``amem lcm doctor --clean`` lists that copy as an orphan file);
+  inserted and renumbered by time, not committed, no note written yet, its large file written
+  whole (after the rerun ``amem lcm doctor --clean`` lists that copy as an orphan file);
 - ``keys.json`` renamed into place: the conversations committed, the keys not yet.
 
 A kill inside a batch of the note engine's writes is the engine kill tests' (the notes'

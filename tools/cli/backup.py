@@ -23,9 +23,11 @@ into the home when it reads none. ``restore --merge`` loads it into a home in us
 overwrites what it holds: a note of an id stored here is kept as it is here (another text
 under the same id is a clash, reported), the backup's messages are ingested as they were
 stored (their event keys and times say which are here already: ``lcm.operator.merge``).
-Every part of the backup is read before anything is written; a killed restore leaves the
-conversation store as it was or whole (one transaction, or a file renamed into place), and a
-rerun with ``--merge`` finishes the notes (what is stored is skipped).
+Every part of the backup is read before anything is written, and what a target cannot hold is
+refused then (``lcm.operator.mergecheck``). The conversations are written first, whole
+or not at all (one transaction, or a file renamed into place), so a failure no check can see
+coming (a lost server, a full disk) leaves the home as it was; the notes follow in batches, and
+a killed restore is finished by a rerun with ``--merge`` (what is stored is skipped).
 """
 
 from __future__ import annotations
@@ -195,9 +197,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
         # refuses the whole restore (the notes are checked whole by load_export itself)
         _check_parts(rt, source, conv, db)
         store = rt.memory if merge else _empty_store(rt)
+        # the conversations first: one transaction (or a file renamed into place), so what no
+        # check can know (a lost server, a lock wait given up, a full disk) stops the restore
+        # with nothing written; the notes, written in batches, after them
+        conversations = _restore_conversations(rt, source, conv, db)
         report = load_export(store, source / NOTES, keep_stored=merge)
-        restored: dict[str, Any] = {"home": str(home), "merge": merge, "notes": report.to_dict()}
-        restored["conversations"] = _restore_conversations(rt, source, conv, db)
+        restored: dict[str, Any] = {"home": str(home), "merge": merge, "notes": report.to_dict(),
+                                    "conversations": conversations}
         restored["keys"] = _restore_keys(home, source, manifest)
         restored["config"] = _restore_config(rt, home, source, manifest)
     for clash in report.clashes or ():
@@ -210,7 +216,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def _check_parts(rt: Runtime, source: Path, conv: Any, db: Path | str | None) -> None:
     """The backup's conversation store (SQLite's check, every large file it names, and what a
     PostgreSQL target ``db`` cannot hold) and keys."""
-    from lcm.operator.merge import check_backup
+    from lcm.operator.mergecheck import check_backup
     from tools.keys import KeyFileError, KeyStore
 
     problems: list[str] = []

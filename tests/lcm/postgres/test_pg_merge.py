@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lcm import LcmConfig, LcmStore
-from lcm.errors import LcmValidationError
+from lcm.errors import LargeFilesDirMissingError, LcmValidationError
 from lcm.operator.merge import check_backup, merge_backup
 
 KEY = "agent:x:main"
@@ -65,7 +65,8 @@ def test_a_backup_postgresql_cannot_hold_is_refused_before_anything_is_written(
     big = "line of a pasted log with numbers 12345\n" * 600
     large = _backup(tmp_path / "l" / "lcm.db", [{"role": "user", "content": big, "created_at": _at(1)}],
                     archived_first=False, large_file_threshold_tokens=2000)
-    pg = make_pg_store()  # no largeFilesDir: nowhere every host reads a large file from
+    # no largeFilesDir: nowhere every host reads a large file from
+    pg = make_pg_store(large_file_threshold_tokens=2000)
     assert check_backup(nul, None) == []  # SQLite holds it
     (said,) = check_backup(nul, None, pg)
     assert "NUL" in said and "PostgreSQL" in said and "conversation" in said
@@ -122,3 +123,154 @@ def test_a_backed_up_large_file_is_stored_again_in_the_servers_shared_directory(
     file = pg.describe(file_id, limit=len(big) + 1, session_key=KEY)
     assert isinstance(file, FileDescription) and file.slice_text == big
     assert [p for p in (tmp_path / "shared").rglob("file_*") if p.is_file()]
+
+
+def test_a_message_over_the_servers_threshold_without_largefilesdir_is_refused_before_any_write(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    """A message that was no large file in the backup (its home's threshold was higher) but is
+    over this store's: a server without largeFilesDir cannot keep it (a temporary directory no
+    other host reads, gone at close), so the check names it before anything is written; a
+    backed-up large file under this store's threshold is plain text here and passes."""
+    big = "line of a pasted log with numbers 12345\n" * 600  # ~6,000 tokens
+    src = _backup(tmp_path / "a" / "lcm.db", [{"role": "tool", "content": big, "created_at": _at(1)},
+                                               {"role": "user", "content": "short", "created_at": _at(2)}],
+                  archived_first=False)  # the default threshold: no large file in the backup
+    pg = make_pg_store(large_file_threshold_tokens=2000)
+    pg.ingest(KEY, [{"role": "user", "content": "here before", "created_at": _at(0)}])
+    (said,) = check_backup(src, None, pg)
+    assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~6000 tokens" in said
+    assert "largeFileThresholdTokens (2000)" in said
+    assert "largeFilesDir" in said and "LCM_LARGE_FILE_TOKEN_THRESHOLD" in said
+    with pytest.raises(LcmValidationError, match="msg_1"):
+        merge_backup(pg, src, None, NOW)
+    # a caller that says it checked (another store's check) still gets no silent loss: ingest's refusal
+    with pytest.raises(LargeFilesDirMissingError, match="largeFilesDir"):
+        merge_backup(pg, src, None, NOW, checked=True)
+    assert [r[0] for r in pg.db.query("SELECT content FROM messages")] == ["here before"]
+    assert pg.db.scalar("SELECT count(*) FROM conversations") == 1
+    # the backup's large file is under this store's threshold: stored as text, nothing refused
+    filed = _backup(tmp_path / "f" / "lcm.db", [{"role": "tool", "content": big, "created_at": _at(1)}],
+                    archived_first=False, large_file_threshold_tokens=2000)
+    roomy = make_pg_store(large_file_threshold_tokens=10_000)
+    assert check_backup(filed, tmp_path / "f" / "lcm-files", roomy) == []
+    assert merge_backup(roomy, filed, tmp_path / "f" / "lcm-files", NOW).large_files_added == 0
+    assert roomy.db.scalar("SELECT count(*) FROM messages WHERE content = ?", (big,)) == 1
+
+
+def _amem(env: Mapping[str, str], *args: str, code: int = 0) -> str:
+    """``amem ARGS`` in process: its stdout, or its stderr when it is to fail with ``code``."""
+    import contextlib
+    import io
+
+    from tools.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        got = main(list(args), env=dict(env))
+    assert got == code, (args, out.getvalue(), err.getvalue())
+    return out.getvalue() if code == 0 else err.getvalue()
+
+
+def _notes(env: Mapping[str, str]) -> list[str]:
+    import json
+
+    return sorted(json.loads(line)["note"]["id"] for line in _amem(env, "export", "-").splitlines())
+
+
+#: ~6,000 tokens: text under the default threshold (25,000), a large file under 2,000
+BIG = "line of a pasted log with numbers 12345\n" * 600
+
+
+@pytest.fixture(scope="module")
+def home_backup(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
+    """A SQLite home's backup (a note, and a long message it kept as text), and that home's
+    environment; each test points it at a home of its own on the server."""
+    import json
+    import os
+
+    tmp = tmp_path_factory.mktemp("home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMEM_", "LCM_"))}
+    env.update({"AMEM_HOME": str(tmp / "old"), "AMEM_EMBEDDER": "hashing", "AMEM_AGENT": "alice",
+                "LCM_LOG_FILE_ENABLED": "false"})
+    (tmp / "notes.jsonl").write_text(json.dumps({"id": "tea", "text": "Alice drinks green tea"}) + "\n")
+    _amem(env, "import", str(tmp / "notes.jsonl"), "--no-enrich")
+    (tmp / "chat.jsonl").write_text(json.dumps({"role": "tool", "content": BIG, "created_at": _at(1)}) + "\n")
+    _amem(env, "lcm", "ingest", str(tmp / "chat.jsonl"), "--session-key", KEY)
+    _amem(env, "backup", str(tmp / "bk"))
+    return env, tmp / "bk"
+
+
+def test_amem_restore_merge_refuses_a_message_the_server_would_lose_before_writing_a_note(
+        home_backup: tuple[dict[str, str], Path], pg_clean_url: str, tmp_path: Path) -> None:
+    """The backup's home kept a long message as text (its threshold was the default); this home's
+    server would keep it as a large file and has no largeFilesDir: the restore is refused naming
+    the message, with neither a note nor a message written; with largeFilesDir set it merges."""
+    import json
+
+    old, bk = home_backup
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"), "LCM_DATABASE_PATH": pg_clean_url,
+           "LCM_LARGE_FILE_TOKEN_THRESHOLD": "2000"}
+    (tmp_path / "notes.jsonl").write_text(json.dumps({"id": "bike", "text": "Bob rides a bike"}) + "\n")
+    _amem(new, "import", str(tmp_path / "notes.jsonl"), "--no-enrich")
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        pg.ingest(KEY, [{"role": "user", "content": "here before", "created_at": _at(0)}])
+    err = _amem(new, "restore", str(bk), "--merge", code=2)
+    assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~6000 tokens" in err
+    assert "largeFileThresholdTokens (2000)" in err and "LCM_LARGE_FILES_DIR" in err
+    assert "nothing was restored" in err
+    assert _notes(new) == ["bike"]  # the backup's note not written
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        assert [r[0] for r in pg.db.query("SELECT content FROM messages")] == ["here before"]
+    shared = {**new, "LCM_LARGE_FILES_DIR": str(tmp_path / "shared")}  # a way out the refusal names
+    done = json.loads(_amem(shared, "restore", str(bk), "--merge", "--json"))
+    assert (done["notes"]["created"], done["conversations"]["large_files_added"]) == (1, 1)
+    assert _notes(new) == ["bike", "tea"]
+
+
+def test_a_merge_the_server_stops_midway_leaves_the_notes_unwritten_too(
+        home_backup: tuple[dict[str, str], Path], pg_clean_url: str, tmp_path: Path) -> None:
+    """What no check can know before writing (here a host holding the session's lock past the
+    server's lock_timeout; also a lost server, a full disk) stops the conversations' merge, one
+    transaction rolled back. Restore wrote the notes first, so that left them written: a half
+    restore. The conversations go first now; the notes only once they are in. (The server's
+    giving up was said as "the server dropped the connection": it is store_locked, exit 4.)"""
+    import json
+
+    import psycopg
+
+    from lcm.pg.db import LOCK_SESSION, lock_key
+
+    old, bk = home_backup
+    # the server gives up a lock wait after 300 ms (a server's or role's setting, here the URL's)
+    new = {**old, "AMEM_HOME": str(tmp_path / "new"),
+           "LCM_DATABASE_PATH": pg_clean_url + "?options=-c%20lock_timeout%3D300"}
+    with psycopg.connect(pg_clean_url, autocommit=True) as host:  # a host ingesting into the session
+        host.execute("SELECT pg_advisory_lock(%s::int4, %s::int4)", (LOCK_SESSION, lock_key(f"key:{KEY}")))
+        err = _amem(new, "restore", str(bk), "--merge", code=4)  # busy, as SQLite's lock wait
+    assert "lock_timeout" in err and "dropped the connection" not in err
+    assert _notes(new) == []  # nothing of the backup: the conversations' merge comes first
+    with LcmStore(pg_clean_url, LcmConfig(log_file_enabled=False)) as pg:
+        assert pg.db.scalar("SELECT count(*) FROM messages") == 0
+    done = json.loads(_amem(new, "restore", str(bk), "--merge", "--json"))  # the lock let go
+    assert (done["notes"]["created"], done["conversations"]["messages_added"]) == (1, 1)
+
+
+def test_a_message_whose_words_the_servers_index_cannot_take_is_refused_before_any_write(
+        make_pg_store: Callable[..., LcmStore], tmp_path: Path) -> None:
+    """A text kept as a message whose different words make its full-text vector over the
+    server's 1 MB (a backup's home with a high threshold; a large file under this store's) was
+    refused by the server inside the merge, after restore had written the notes; the check asks
+    the server first. Raising the threshold is not offered where the text could not go in."""
+    from tests.lcm.postgres.test_pg_limits import MANY_WORDS  # ~375,000 tokens, a ~2.1 MB tsvector
+
+    src = _backup(tmp_path / "a" / "lcm.db", [{"role": "tool", "content": MANY_WORDS, "created_at": _at(1)}],
+                  archived_first=False, large_file_threshold_tokens=1_000_000)
+    roomy = make_pg_store(large_file_threshold_tokens=1_000_000)
+    (said,) = check_backup(src, None, roomy)
+    assert "msg_1 (conversation 1, session 'agent:x:main', position 1): ~375000 tokens" in said
+    assert "string is too long for tsvector" in said and "below 375000" in said and "largeFilesDir" in said
+    with pytest.raises(LcmValidationError, match="tsvector"):
+        merge_backup(roomy, src, None, NOW)
+    assert roomy.db.scalar("SELECT count(*) FROM conversations") == 0
+    (said,) = check_backup(src, None, make_pg_store())  # the default threshold: a large file, no largeFilesDir
+    assert "msg_1" in said and "set largeFilesDir" in said and "raise largeFileThresholdTokens" not in said
