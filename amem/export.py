@@ -111,15 +111,26 @@ def load_export(store: "MemoryStore", path: str | Path, *, batch: int | None = N
                             skip_invalid=skip_invalid, progress=progress, keep_stored=keep_stored)
 
 
-def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
-                 skip_invalid: bool = False, progress: Progress | None = None,
-                 keep_stored: bool = False) -> ImportReport:
-    if not source.seekable():
-        raise ValidationError("an export is read twice (checked, then written): give a file, "
-                              "not a pipe", field="source")
+def check_export(store: "MemoryStore", path: str | Path, *,
+                 skip_invalid: bool = False) -> ImportReport:
+    """``load_export``'s first pass alone: every line read and checked, nothing written.
+
+    A restore runs it before it writes the backup's other parts, so a damaged notes file
+    stops the restore before anything is written (``load_export`` checks again as it loads).
+    Raises as ``load_export`` does; returns the check's report.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValidationError(f"no such file: {path}", field="path")
+    with path.open("r", encoding="utf-8") as source:
+        return _checked(store, source, str(path), skip_invalid=skip_invalid)
+
+
+def _checked(store: "MemoryStore", source: TextIO, name: str, *,
+             skip_invalid: bool) -> ImportReport:
+    """The first pass over ``source`` from where it stands: every row checked, none written."""
     where = Path(name)
     check = ImportReport(path=name)
-    start = source.tell()
     try:
         for number, line in enumerate(source, start=1):
             check.last_line = number
@@ -131,6 +142,18 @@ def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
                               f"{exc.start}); nothing was imported", field="file") from None
     if check.skipped and not skip_invalid:
         raise ImportRejected(where, check)
+    return check
+
+
+def _load_export(store: "MemoryStore", source: TextIO, name: str, *, batch: int,
+                 skip_invalid: bool = False, progress: Progress | None = None,
+                 keep_stored: bool = False) -> ImportReport:
+    if not source.seekable():
+        raise ValidationError("an export is read twice (checked, then written): give a file, "
+                              "not a pipe", field="source")
+    where = Path(name)
+    start = source.tell()
+    check = _checked(store, source, name, skip_invalid=skip_invalid)
     source.seek(start)
     # nothing is judged: each note keeps the supersession marks (and ``kept_against``) it was
     # exported with (the report said "deferred to nightly", as if a restore were judged again)
@@ -258,4 +281,4 @@ def _export_note(store: "MemoryStore", row: Any) -> tuple[Note, np.ndarray | Non
     return note, vec
 
 
-__all__ = ["export_store", "import_export", "load_export"]
+__all__ = ["check_export", "export_store", "import_export", "load_export"]

@@ -21,6 +21,7 @@ from lcm.config import LcmConfig
 from lcm.models import FileDescription
 from lcm.errors import LcmValidationError
 from lcm.operator.merge import check_backup, merge_backup
+from tools.cli.backup import NOTES
 from tools.cli.main import main
 
 from .test_cli_console import amem
@@ -156,6 +157,24 @@ def test_a_damaged_backup_is_refused_before_anything_is_written(
     assert messages(tmp_path / "new") == ["the new laptop is called nimbus"]
     assert not (tmp_path / "new" / "keys.json").exists()
     assert not (tmp_path / "new" / "amem.toml").exists()
+
+
+def test_a_damaged_notes_file_is_refused_before_the_conversations_are_written(
+        backup: Path, new: dict[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The conversations go in first (whole or not at all), so the notes' own check must run
+    before them: a backup whose notes file has a damaged line changes nothing."""
+    bk = tmp_path / "bk"
+    shutil.copytree(backup, bk)
+    notes = bk / NOTES
+    notes.write_text(notes.read_text(encoding="utf-8") + '{"note": {"id": "cut\n',
+                     encoding="utf-8")
+    before = texts(capsys, new)
+    err = run(capsys, new, "restore", str(bk), "--merge", code=2)
+    assert NOTES in err
+    assert texts(capsys, new) == before
+    assert messages(tmp_path / "new") == ["the new laptop is called nimbus"]
+    assert not (tmp_path / "new" / "keys.json").exists()
 
 
 def test_a_restore_into_an_empty_home_copies_the_config_it_reads_none_of(

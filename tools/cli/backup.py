@@ -184,7 +184,7 @@ def _backup_text(target: Path, manifest: dict[str, Any]) -> str:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from amem.export import load_export
+    from amem.export import check_export, load_export
 
     source = Path(args.dir).expanduser()
     merge = bool(getattr(args, "merge", False))
@@ -194,9 +194,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
         conv = manifest.get("conversations")
         db = _restore_target_db(rt, conv, merge=merge)
         # everything the backup holds is read before anything is written: a damaged part
-        # refuses the whole restore (the notes are checked whole by load_export itself)
+        # refuses the whole restore
         _check_parts(rt, source, conv, db)
         store = rt.memory if merge else _empty_store(rt)
+        check_export(store, source / NOTES)  # load_export checks again, after the conversations
         # the conversations first: one transaction (or a file renamed into place), so what no
         # check can know (a lost server, a lock wait given up, a full disk) stops the restore
         # with nothing written; the notes, written in batches, after them
