@@ -134,8 +134,8 @@ class LargeFileStore:
             raise LcmNotFoundError(f"not a file id: {file_id!r}", id=file_id)
         path = self.resolve(storage_path)
         try:
-            with path.open("r", encoding="utf-8") as fh:
-                fh.seek(0)
+            # newline="": the text as stored ("\r\n" and a lone "\r" kept, not read as "\n")
+            with path.open("r", encoding="utf-8", newline="") as fh:
                 text = fh.read(offset + limit + 1)
         except FileNotFoundError as exc:
             raise LcmNotFoundError(f"file {file_id} is recorded but missing on disk", id=file_id) from exc

@@ -243,6 +243,19 @@ def test_large_payload_goes_to_a_file(make_store: Callable[..., LcmStore], tmp_p
         store.describe("file_0000000000000000")
 
 
+def test_a_large_payload_reads_back_with_its_line_endings(make_store: Callable[..., LcmStore],
+                                                         tmp_path: Path) -> None:
+    # the file is written byte for byte; reading it in text mode turned each "\r\n" (a pasted
+    # Windows log) and a lone "\r" into "\n": describe gave another text than the one stored
+    store = make_store(str(tmp_path / "lcm.db"), large_file_threshold_tokens=1000)
+    payload = "\r\n".join(f"row {i}: value={i * 7}" for i in range(1000)) + "\rprogress 100%\r\nend"
+    fid = store.ingest(KEY, [{"role": "tool", "content": payload, "name": "win.log"}]).file_ids[0]
+    whole = store.describe(fid, offset=0, limit=len(payload) + 10)
+    assert whole.slice_text == payload and not whole.slice_truncated
+    part = store.describe(fid, offset=11, limit=40)  # from inside the first "\r\n"
+    assert part.slice_text == payload[11:51] and part.slice_truncated
+
+
 def test_grep_says_when_large_messages_were_not_searched(make_store: Callable[..., LcmStore], tmp_path: Path) -> None:
     # a word inside a message stored as a file is found by scope "files" alone: the default
     # scope found nothing and said nothing (exploratory test, 2026-12-05)
