@@ -248,3 +248,33 @@ def test_a_time_of_day_alone_does_not_link_with_the_default_embedder() -> None:
             store.delete(kept.id)
         store.add(RELATED[0])
         assert store.add(RELATED[1]).links  # a shared term (预算, "budget") still links
+
+
+#: two people talking over three weeks, each naming the other in passing; both speak of a floor
+CHAT = [
+    ("2026-03-02", "Gina: Hey Jon! I launched an ad campaign for my clothing store."),
+    ("2026-03-02", "Jon: Nice one, Gina! My dance studio needs a new wooden floor."),
+    ("2026-03-09", "Gina: Jon, the clothing store sold out after the ad campaign."),
+    ("2026-03-09", "Jon: Gina, the studio floor is finally laid, dancers love it."),
+    ("2026-03-16", "Gina: Jon, I put a new floor display in the clothing store."),
+    ("2026-03-16", "Jon: Thanks Gina! The dance studio opens its doors on Friday."),
+]
+
+
+def test_through_the_write_path_one_speakers_turns_link_and_the_other_speakers_do_not() -> None:
+    """With the default embedder and offline enrichment, as an import of a chat writes it: a
+    turn links to the same speaker's turns of other days, never to the other speaker's,
+    though each names the other and both speak of a floor and of something new."""
+    from amem.embed import make_embedder
+
+    config = load_config(overrides={"fold_threshold": 1.0, "pending_threshold": 1.0})
+    with MemoryStore(":memory:", config=config, embedder=make_embedder("e5-small")) as store:
+        added = store.add_many([{"text": text, "id": f"t{i}", "timestamp": day}
+                                for i, (day, text) in enumerate(CHAT)])
+        assert [a.id for a in added] == [f"t{i}" for i in range(len(CHAT))]
+        speaker = {f"t{i}": text.split(":")[0] for i, (_, text) in enumerate(CHAT)}
+        links = {nid: store.get(nid).links for nid in speaker}
+    assert links["t0"] and links["t1"]  # each speaker's story links across its weeks
+    for nid, linked in links.items():
+        assert all(speaker[other] == speaker[nid] for other in linked), (nid, linked)
+    assert "t2" in links["t0"] and "t4" in links["t2"]  # the clothing store, week by week
