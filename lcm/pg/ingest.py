@@ -13,16 +13,18 @@ COPY (``lcm.pg.schema``), which this module does not change.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lcm.config import LcmConfig
+from lcm.errors import LargeFilesDirMissingError
 from lcm.ingest import insert_files_and_context, message_rows
 from lcm.normalize import NormalizedMessage
 from lcm.resend import check_replay_flood, drop_resent
 from lcm.largefiles import LargeFileStore
 from lcm.pg.db import PgConnection
+from lcm.tokens import estimate_tokens
 
-__all__ = ["store_messages_pg", "MESSAGE_COLUMNS"]
+__all__ = ["store_messages_pg", "refuse_files_without_dir", "MESSAGE_COLUMNS"]
 
 #: the columns ingest writes (the server computes ``words`` and ``n_words`` from ``content``)
 MESSAGE_COLUMNS = ("id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
@@ -40,6 +42,24 @@ _ITEMS_AND_TOUCH = (
     "SELECT ?, ?::bigint + u.n, 'message', u.id FROM unnest(?::bigint[]) WITH ORDINALITY AS u(id, n)) "
     "UPDATE conversations SET updated_at = ? WHERE id = ?"
 )
+
+
+def refuse_files_without_dir(batch: Sequence[NormalizedMessage], threshold: int,
+                             named: Callable[[int, NormalizedMessage], tuple[str, str]],
+                             undone: str) -> None:
+    """Raise for the first message of ``batch`` over ``threshold`` tokens, which would be kept
+    as a large file: a host without ``largeFilesDir`` keeps those in a temporary directory no
+    other host reads, gone when its store closes (ingest's batch and a merge refuse alike).
+    ``named(i, message)`` gives the message's name in the error and the error's field;
+    ``undone`` says what nothing of was stored."""
+    for i, m in enumerate(batch):
+        tokens = estimate_tokens(m.content)
+        if tokens > threshold:
+            name, field = named(i, m)
+            raise LargeFilesDirMissingError(
+                f"{name} holds ~{tokens} tokens, over largeFileThresholdTokens ({threshold}), and is stored as a "
+                "file, but this host has no largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory "
+                f"every host of this database shares; nothing of {undone} was stored", field=field)
 
 
 def store_messages_pg(c: PgConnection, conversation_id: int, batch: Sequence[NormalizedMessage], cfg: LcmConfig,

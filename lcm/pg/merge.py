@@ -16,12 +16,11 @@ from typing import cast
 
 from lcm.config import LcmConfig
 from lcm.conn import Connection
-from lcm.errors import LargeFilesDirMissingError, LcmValidationError
+from lcm.errors import LcmValidationError
 from lcm.largefiles import LargeFileStore
 from lcm.normalize import NormalizedMessage
 from lcm.pg.db import LOCK_CONVERSATION, LOCK_SESSION, PgConnection, PgDatabase, lock_key
-from lcm.pg.ingest import store_messages_pg
-from lcm.tokens import estimate_tokens
+from lcm.pg.ingest import refuse_files_without_dir, store_messages_pg
 
 __all__ = ["PgMergeWriter", "WORDS_SAFE_CHARS", "words_refused"]
 
@@ -68,15 +67,10 @@ class PgMergeWriter:
             # check_backup refuses these before anything is written; a caller that skipped it
             # still gets ingest's refusal (the transaction rolls back), never a file kept in a
             # temporary directory that is gone when the store closes
-            threshold = self.config.large_file_threshold_tokens
-            for m in batch:
-                tokens = estimate_tokens(m.content)
-                if tokens > threshold:
-                    raise LargeFilesDirMissingError(
-                        f"a message of conversation {conversation_id} at {m.created_at} holds ~{tokens} tokens, "
-                        f"over largeFileThresholdTokens ({threshold}), and would be stored as a file, but this "
-                        "host has no largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every "
-                        "host of this database shares; nothing of the merge was stored", field="backup")
+            refuse_files_without_dir(
+                batch, self.config.large_file_threshold_tokens,
+                lambda _, m: (f"a message of conversation {conversation_id} at {m.created_at}", "backup"),
+                "the merge")
         ids, _, file_ids = store_messages_pg(cast(PgConnection, c), conversation_id, batch, self.config,
                                              self.files, now_iso, known_new=True)
         return ids, file_ids

@@ -13,7 +13,7 @@ from amem.kernel.clock import Clock, SystemClock
 from amem.kernel.llm import TextLLM
 from lcm.config import LcmConfig
 from lcm.convlock import compaction_wait_s
-from lcm.errors import LargeFilesDirMissingError, LcmValidationError, UnsupportedOnEngineError
+from lcm.errors import LcmValidationError, UnsupportedOnEngineError
 from lcm.events import EventLog
 from lcm.normalize import normalize_messages
 from lcm.largefiles import open_file_store
@@ -22,13 +22,12 @@ from lcm.pg.assemble import PgAssembler
 from lcm.pg.db import LOCK_COMPACTION, LOCK_CONVERSATION, LOCK_SESSION, PgDatabase, lock_key
 from lcm.ops import doctor as ops_doctor
 from lcm.ops import status as ops_status
-from lcm.pg.ingest import store_messages_pg
+from lcm.pg.ingest import refuse_files_without_dir, store_messages_pg
 from lcm.pg.schema import applied_pg_migrations, migrate_pg
 from lcm.pg.search import pg_grep
 from lcm.pg.semantic import PgSemanticIndex
 from lcm.sessions import check_title, resolve_conversation
 from lcm.store import LcmStore
-from lcm.tokens import estimate_tokens
 from lcm.vectors import TextEmbedder
 
 __all__ = ["PgLcmStore", "PORTED"]
@@ -146,14 +145,8 @@ class PgLcmStore(LcmStore, url_schemes=("postgresql", "postgres")):
                 raise LcmValidationError(f"{field} contains a NUL character (U+0000), which PostgreSQL text cannot "
                                          "hold; nothing was stored", field=field)  # fmt: skip
         if self._tmpdir is not None:
-            for i, m in enumerate(batch):
-                tokens = estimate_tokens(m.content)
-                if tokens > self.config.large_file_threshold_tokens:
-                    raise LargeFilesDirMissingError(
-                        f"messages[{i}] holds ~{tokens} tokens, over largeFileThresholdTokens "
-                        f"({self.config.large_file_threshold_tokens}), and is stored as a file, but this host has no "
-                        "largeFilesDir: set largeFilesDir (LCM_LARGE_FILES_DIR) to a directory every host of this "
-                        "database shares; nothing of this batch was stored", field=f"messages[{i}]")  # fmt: skip
+            refuse_files_without_dir(batch, self.config.large_file_threshold_tokens,
+                                     lambda i, _: (f"messages[{i}]", f"messages[{i}]"), "this batch")
         if session_key is None and session_id is None:
             raise LcmValidationError("need a session_key or a session_id", field="session_key")
         name = f"key:{session_key}" if session_key is not None else f"id:{session_id}"
